@@ -1,0 +1,133 @@
+//! Lock dialects: one small module per lock format, plus the registry that maps file-name
+//! patterns to them. Adding a dialect is one module (a type implementing [`Dialect`]) and one
+//! line in [`registry`]: the scanner, the report and the UI know dialects only through this
+//! trait and their `id`.
+//!
+//! Invariant: a dialect's `judge` never modifies anything and never returns `Stale` without
+//! an evidence line that proves it (see [`crate::evidence`]).
+
+use std::ffi::OsStr;
+use std::fs::Metadata;
+use std::path::Path;
+
+use crate::probe::{FileKey, FsInfo, Snapshot};
+use crate::verdict::Judgement;
+
+/// How much of a lock file is read: enough for every dialect (a vim swap's block 0 is 4 KiB
+/// on most systems; the fields we read end at byte 1008).
+pub const CONTENT_PREFIX: usize = 4096;
+
+/// What kind of directory entry a candidate is (never followed through symlinks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    File,
+    Symlink,
+    Dir,
+    /// FIFO, socket, device: never opened.
+    Other,
+}
+
+impl EntryKind {
+    pub fn of(meta: &Metadata) -> Self {
+        let t = meta.file_type();
+        if t.is_symlink() {
+            EntryKind::Symlink
+        } else if t.is_dir() {
+            EntryKind::Dir
+        } else if t.is_file() {
+            EntryKind::File
+        } else {
+            EntryKind::Other
+        }
+    }
+}
+
+/// Stale windows and other tunables the judges need (from the configuration).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Windows {
+    /// `mkdir-lock`: a lock directory whose mtime is older than this is stale.
+    pub mkdir_lock_secs: u64,
+    /// `locksmith`: a heartbeat older than this (with no local evidence of life) is stale.
+    pub heartbeat_secs: u64,
+    /// `git`: a lock younger than this is never judged stale (git may be just starting).
+    pub git_min_age_secs: u64,
+}
+
+impl Default for Windows {
+    fn default() -> Self {
+        Windows {
+            mkdir_lock_secs: 10,
+            heartbeat_secs: 60,
+            git_min_age_secs: 2,
+        }
+    }
+}
+
+/// One file (or directory, or symlink) that looks like a lock, with what the walker already
+/// knows about it. Content is a bounded prefix, read only from regular files, never blocking.
+#[derive(Debug)]
+pub struct Candidate<'a> {
+    pub path: &'a Path,
+    /// `lstat` of the path.
+    pub meta: &'a Metadata,
+    pub kind: EntryKind,
+    /// At most [`CONTENT_PREFIX`] bytes of a regular file; empty for anything else.
+    pub content: &'a [u8],
+    /// Whether `content` is the whole file.
+    pub complete: bool,
+    /// The link text of a symlink (not followed).
+    pub link_target: Option<&'a Path>,
+    pub fs: &'a FsInfo,
+}
+
+impl Candidate<'_> {
+    pub fn key(&self) -> FileKey {
+        FileKey::of(self.meta)
+    }
+
+    pub fn file_name(&self) -> &OsStr {
+        self.path.file_name().unwrap_or(self.path.as_os_str())
+    }
+
+    /// The file's mtime in ms since the epoch.
+    pub fn mtime_ms(&self) -> i64 {
+        crate::probe::mtime_ms(self.meta)
+    }
+
+    /// Content as text (lossy), trimmed of surrounding whitespace and NULs.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(self.content)
+            .trim_matches(|c: char| c.is_whitespace() || c == '\0')
+            .to_string()
+    }
+}
+
+/// A lock format.
+pub trait Dialect: Send + Sync {
+    /// Stable id used in JSON (`pidfile`, `vim-swap`, ...).
+    fn id(&self) -> &'static str;
+
+    /// File-name globs that make a path a candidate for this dialect. A pattern containing
+    /// `/` is matched against the whole path, otherwise against the file name.
+    fn patterns(&self) -> &'static [&'static str];
+
+    /// Whether this candidate is really of this dialect (checks content, kind, location).
+    /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
+    /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
+    fn recognise(&self, c: &Candidate<'_>) -> bool;
+
+    /// Judges the candidate with the snapshot's evidence.
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement;
+}
+
+/// All dialects, in the order they are tried (most specific first).
+pub fn registry() -> &'static [&'static dyn Dialect] {
+    &[]
+}
+
+/// Looks a dialect up by id.
+pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
+    registry().iter().copied().find(|d| d.id() == id)
+}

@@ -1,0 +1,270 @@
+//! The evidence rules for locks that name an owner PID (spec §3), shared by every PID-based
+//! dialect and by the engine. A lock is `stale` only when one of the rules proves the owner
+//! gone, and the evidence line says which rule; anything inconclusive is `foreign` or
+//! `unknown`, never `stale`.
+
+use crate::probe::{PidState, Snapshot};
+use crate::verdict::{Judgement, Verdict};
+
+/// Tolerance when comparing a process start time with a file time: `btime` has a resolution
+/// of one second, so closer than this proves nothing.
+const CLOCK_SLACK_MS: i64 = 2_000;
+
+/// What a lock claims about its owner, as far as the PID rules need it.
+#[derive(Debug, Clone, Default)]
+pub struct PidClaim<'a> {
+    pub pid: i64,
+    /// The host the lock names, if it names one.
+    pub hostname: Option<&'a str>,
+    /// The boot id the lock names (engine records only).
+    pub boot_id: Option<&'a str>,
+    /// When the lock was written (record time, else the file's mtime), ms since the epoch.
+    pub written_ms: Option<i64>,
+    /// Process names the owner must have (comm, exe or argv[0]); empty accepts any.
+    pub expect: &'a [&'a str],
+    /// Exact owner start time in ticks since boot (engine records only).
+    pub start_ticks: Option<u64>,
+    /// The owner's PID namespace inode, if the lock names it.
+    pub pid_ns: Option<u64>,
+    /// Whether the lock lives on a network file system.
+    pub network_fs: bool,
+}
+
+/// Formats milliseconds since the epoch as RFC 3339 with second precision.
+pub fn fmt_ms(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+        .unwrap_or_else(|_| format!("{ms} ms"))
+}
+
+/// Whether a claimed host is this host: same boot id (same kernel, whatever the hostname
+/// says), or the same name when no boot id is known.
+pub fn same_host(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
+    if let (Some(b), Some(ours)) = (claim.boot_id, snap.host.boot_id.as_deref())
+        && b == ours
+    {
+        return true;
+    }
+    match claim.hostname {
+        Some(h) => h == snap.host.hostname,
+        None => true,
+    }
+}
+
+/// Judges a PID-based lock by the rules of spec §3.
+pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
+    let pid = claim.pid;
+    if pid <= 0 || pid > snap.pid_max {
+        return Judgement::new(
+            Verdict::Unknown,
+            format!("PID {pid} is not a valid process id (1..={})", snap.pid_max),
+        );
+    }
+    let pid = pid as i32;
+    let our_boot = snap.host.boot_id.as_deref();
+    let same_kernel = matches!((claim.boot_id, our_boot), (Some(a), Some(b)) if a == b);
+
+    if !same_kernel
+        && let Some(h) = claim.hostname
+        && h != snap.host.hostname
+    {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "owner host {h:?} is not this host {:?}: its PID {pid} cannot be checked here",
+                snap.host.hostname
+            ),
+        );
+    }
+    if let (Some(theirs), Some(ours)) = (claim.boot_id, our_boot)
+        && theirs != ours
+    {
+        if claim.hostname.is_none() && claim.network_fs {
+            return Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "written by another kernel (boot id {theirs}) on a network file system, naming no host"
+                ),
+            );
+        }
+        return Judgement::new(
+            Verdict::Stale,
+            format!(
+                "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
+            ),
+        );
+    }
+    if claim.network_fs && claim.hostname.is_none() && !same_kernel {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on a network file system and naming no host: PID {pid} may belong to another machine"
+            ),
+        );
+    }
+    if let (Some(w), Some(bt)) = (claim.written_ms, snap.host.boot_time)
+        && w + CLOCK_SLACK_MS < bt * 1000
+    {
+        return Judgement::new(
+            Verdict::Stale,
+            format!(
+                "written at {}, before this host booted at {}",
+                fmt_ms(w),
+                fmt_ms(bt * 1000)
+            ),
+        );
+    }
+    if let (Some(theirs), Some(ours)) = (claim.pid_ns, snap.host.pid_ns)
+        && theirs != ours
+    {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "owner is in another PID namespace (pid:[{theirs}], ours pid:[{ours}]): PID {pid} cannot be checked here"
+            ),
+        );
+    }
+
+    match snap.pid(pid) {
+        PidState::Absent => Judgement::new(
+            Verdict::Stale,
+            format!("no process {pid} on this host (kill({pid}, 0): ESRCH)"),
+        ),
+        PidState::Zombie(f) => Judgement::new(
+            Verdict::Stale,
+            format!("process {pid} ({}) is a zombie: it has exited", f.comm),
+        ),
+        PidState::ExistsOpaque => Judgement::new(
+            Verdict::Live,
+            format!("process {pid} exists (kill({pid}, 0): EPERM; /proc/{pid} not readable)"),
+        ),
+        PidState::Alive(f) => {
+            let mut j = judge_alive(claim, &f);
+            j.process = Some(snap.process_info(&f));
+            j
+        }
+    }
+}
+
+fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
+    let pid = f.pid;
+    if let Some(want) = claim.start_ticks
+        && want != f.start_ticks
+    {
+        return Judgement::new(
+            Verdict::Stale,
+            format!(
+                "PID {pid} was reused: the owner started at tick {want} after boot, process {pid} ({}) at tick {}",
+                f.comm, f.start_ticks
+            ),
+        );
+    }
+    if let (Some(w), Some(s)) = (claim.written_ms, f.start_ms)
+        && claim.start_ticks.is_none()
+        && s > w + CLOCK_SLACK_MS
+    {
+        return Judgement::new(
+            Verdict::Stale,
+            format!(
+                "PID {pid} was reused: process {pid} ({}) started at {}, after the lock was written at {}",
+                f.comm,
+                fmt_ms(s),
+                fmt_ms(w)
+            ),
+        );
+    }
+    if !claim.expect.is_empty() && !f.is_one_of(claim.expect) {
+        return Judgement::new(
+            Verdict::Stale,
+            format!(
+                "process {pid} is {:?} ({}), not {}: the PID belongs to an unrelated process",
+                f.comm,
+                f.exe.as_deref().unwrap_or("exe unknown"),
+                claim.expect.join("/")
+            ),
+        );
+    }
+    let started = f
+        .start_ms
+        .map(fmt_ms)
+        .unwrap_or_else(|| "at an unknown time".into());
+    let mut j = Judgement::new(
+        Verdict::Live,
+        format!("process {pid} ({}) is alive, started {started}", f.comm),
+    );
+    if claim.start_ticks.is_some() {
+        j.evidence.push(format!(
+            "its start time matches the record (tick {})",
+            f.start_ticks
+        ));
+    } else if let Some(w) = claim.written_ms {
+        j.evidence.push(format!(
+            "it started before the lock was written at {}",
+            fmt_ms(w)
+        ));
+    }
+    j
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn claim(pid: i64) -> PidClaim<'static> {
+        PidClaim {
+            pid,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rules() {
+        let snap = Snapshot::take();
+        let me = std::process::id() as i64;
+        assert_eq!(judge_pid(&claim(me), &snap).verdict, Verdict::Live);
+        assert_eq!(judge_pid(&claim(0), &snap).verdict, Verdict::Unknown);
+        assert_eq!(judge_pid(&claim(1 << 31), &snap).verdict, Verdict::Unknown);
+        assert_eq!(judge_pid(&claim(-1), &snap).verdict, Verdict::Unknown);
+
+        let other_host = PidClaim {
+            hostname: Some("elsewhere.example"),
+            ..claim(me)
+        };
+        assert_eq!(judge_pid(&other_host, &snap).verdict, Verdict::Foreign);
+
+        // Our boot id with another hostname: same kernel, so the PID is checked.
+        let renamed = PidClaim {
+            hostname: Some("renamed-container"),
+            boot_id: snap.host.boot_id.as_deref(),
+            ..claim(me)
+        };
+        assert_eq!(judge_pid(&renamed, &snap).verdict, Verdict::Live);
+
+        let old_boot = PidClaim {
+            boot_id: Some("00000000-0000-0000-0000-000000000000"),
+            ..claim(me)
+        };
+        let j = judge_pid(&old_boot, &snap);
+        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+
+        // Written long before we started: PID reuse.
+        let reused = PidClaim {
+            written_ms: Some(snap.taken_ms - 10 * 365 * 86_400_000),
+            ..claim(me)
+        };
+        let j = judge_pid(&reused, &snap);
+        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+
+        let wrong_exe = PidClaim {
+            expect: &["postgres"],
+            ..claim(me)
+        };
+        assert_eq!(judge_pid(&wrong_exe, &snap).verdict, Verdict::Stale);
+
+        let on_nfs = PidClaim {
+            network_fs: true,
+            ..claim(me)
+        };
+        assert_eq!(judge_pid(&on_nfs, &snap).verdict, Verdict::Foreign);
+    }
+}

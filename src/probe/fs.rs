@@ -1,0 +1,191 @@
+//! File systems: the `statfs` magic of a path, its name, whether it is a network file system
+//! (where kernel locks and PIDs of other hosts cannot be trusted), and pseudo file systems the
+//! walker must not descend into. FUSE mounts are named by their subtype from mountinfo.
+
+use std::path::Path;
+
+/// The file system a lock lives on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FsInfo {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub network: bool,
+}
+
+impl FsInfo {
+    pub fn unknown() -> Self {
+        FsInfo {
+            kind: "unknown".into(),
+            network: false,
+        }
+    }
+}
+
+/// `(magic, name, network, pseudo)`.
+const MAGICS: &[(u64, &str, bool, bool)] = &[
+    (0xEF53, "ext4", false, false),
+    (0x5846_5342, "xfs", false, false),
+    (0x9123_683E, "btrfs", false, false),
+    (0x0102_1994, "tmpfs", false, false),
+    (0x794C_7630, "overlay", false, false),
+    (0x2FC1_2FC1, "zfs", false, false),
+    (0xF2F5_2010, "f2fs", false, false),
+    (0x4D44, "vfat", false, false),
+    (0x5346_544E, "ntfs", false, false),
+    (0x6165_676C, "pstore", false, true),
+    (0x858_458F6, "ramfs", false, false),
+    (0x6969, "nfs", true, false),
+    (0x517B, "smb", true, false),
+    (0xFF53_4D42, "cifs", true, false),
+    (0xFE53_4D42, "smb2", true, false),
+    (0x5346_414F, "afs", true, false),
+    (0x6B41_4653, "afs", true, false),
+    (0x0102_1997, "9p", true, false),
+    (0x00C3_6400, "ceph", true, false),
+    (0x7375_7245, "coda", true, false),
+    (0x564C, "ncp", true, false),
+    (0x7461_636F, "ocfs2", true, false),
+    (0x0116_1970, "gfs2", true, false),
+    (0x0BD0_0BD0, "lustre", true, false),
+    (0x6573_5546, "fuse", false, false),
+    (0x9FA0, "proc", false, true),
+    (0x6265_6572, "sysfs", false, true),
+    (0x1CD1, "devpts", false, true),
+    (0x0027_E0EB, "cgroup", false, true),
+    (0x6367_7270, "cgroup2", false, true),
+    (0x6462_6720, "debugfs", false, true),
+    (0x7472_6163, "tracefs", false, true),
+    (0x7363_6673, "securityfs", false, true),
+    (0xCAFE_4A11, "bpf", false, true),
+    (0x6265_6570, "configfs", false, true),
+    (0x6573_746C, "fusectl", false, true),
+    (0x1980_0202, "mqueue", false, true),
+    (0x9584_58F6, "hugetlbfs", false, true),
+    (0x0187, "autofs", false, true),
+    (0x4249_4E4D, "binfmt_misc", false, true),
+    (0xF97C_FF8C, "selinuxfs", false, true),
+    (0xDE5E_81E4, "efivarfs", false, true),
+    (0x6E73_6673, "nsfs", false, true),
+];
+
+/// FUSE subtypes that talk to another machine.
+const NETWORK_FUSE: &[&str] = &[
+    "sshfs",
+    "s3fs",
+    "gcsfuse",
+    "rclone",
+    "glusterfs",
+    "ceph-fuse",
+    "cephfs",
+    "davfs",
+    "davfs2",
+    "curlftpfs",
+    "juicefs",
+    "goofys",
+    "mountpoint-s3",
+    "blobfuse",
+    "blobfuse2",
+    "afpfs",
+    "smbnetfs",
+    "lizardfs",
+    "moosefs",
+    "mfs",
+    "seaweedfs",
+];
+
+const FUSE_MAGIC: u64 = 0x6573_5546;
+
+/// The magic number of the file system holding `path` (not following a final symlink is not
+/// possible with statfs; callers pass a directory).
+pub fn magic(path: &Path) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::fs::statfs(path).ok().map(|s| s.f_type as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Whether the file system with this magic must never be walked (proc, sysfs, ...).
+pub fn is_pseudo(magic: u64) -> bool {
+    MAGICS
+        .iter()
+        .any(|(m, _, _, pseudo)| *m == magic && *pseudo)
+}
+
+/// Describes the file system of `dir` (a directory, so statfs does not follow a lock symlink)
+/// whose device is `dev`.
+pub fn describe(dir: &Path, dev: u64) -> FsInfo {
+    let Some(m) = magic(dir) else {
+        return FsInfo::unknown();
+    };
+    if m == FUSE_MAGIC {
+        let sub = fuse_subtype(dev).unwrap_or_else(|| "fuse".into());
+        let short = sub
+            .trim_start_matches("fuse.")
+            .trim_start_matches("fuseblk.");
+        let network = NETWORK_FUSE.contains(&short);
+        return FsInfo { kind: sub, network };
+    }
+    match MAGICS.iter().find(|(mm, ..)| *mm == m) {
+        Some((_, name, network, _)) => FsInfo {
+            kind: (*name).into(),
+            network: *network,
+        },
+        None => FsInfo {
+            kind: format!("0x{m:x}"),
+            network: false,
+        },
+    }
+}
+
+/// The `fuse.<subtype>` name of the mount with device `dev`, from `/proc/self/mountinfo`.
+fn fuse_subtype(dev: u64) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        let want = format!(
+            "{}:{}",
+            rustix::fs::major(dev as _),
+            rustix::fs::minor(dev as _)
+        );
+        let infos = procfs::process::Process::myself().ok()?.mountinfo().ok()?;
+        infos
+            .into_iter()
+            .find(|m| m.majmin == want)
+            .map(|m| m.fs_type)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dev;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_magics() {
+        assert!(is_pseudo(0x9FA0));
+        assert!(!is_pseudo(0xEF53));
+        assert!(
+            MAGICS
+                .iter()
+                .any(|(m, n, net, _)| *m == 0x6969 && *n == "nfs" && *net)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn describes_proc_and_tmp() {
+        assert!(is_pseudo(magic(Path::new("/proc")).unwrap()));
+        let meta = std::fs::metadata("/tmp").unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let info = describe(Path::new("/tmp"), meta.dev());
+        assert!(!info.network, "{info:?}");
+    }
+}

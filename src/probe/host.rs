@@ -1,0 +1,128 @@
+//! Facts about the host we run on: hostname, boot id, boot time, our PID namespace and whether
+//! we run inside a container. Read once per scan (or per engine operation).
+
+use std::path::Path;
+
+/// Host facts used by the evidence rules (spec §3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFacts {
+    pub hostname: String,
+    /// `/proc/sys/kernel/random/boot_id`: names one running kernel.
+    pub boot_id: Option<String>,
+    /// Seconds since the epoch (`btime` in `/proc/stat`).
+    pub boot_time: Option<i64>,
+    /// Inode of `/proc/self/ns/pid`.
+    pub pid_ns: Option<u64>,
+    pub in_container: bool,
+    /// Clock ticks per second (for `/proc/<pid>/stat` start times).
+    pub ticks_per_sec: u64,
+}
+
+impl HostFacts {
+    /// Reads the facts of the running host. Never fails: what cannot be read is `None`.
+    pub fn probe() -> Self {
+        HostFacts {
+            hostname: hostname(),
+            boot_id: boot_id(),
+            boot_time: boot_time(),
+            pid_ns: pid_ns_of("self"),
+            in_container: in_container(),
+            ticks_per_sec: ticks_per_sec(),
+        }
+    }
+
+    /// Boot time as RFC 3339.
+    pub fn boot_time_rfc3339(&self) -> Option<String> {
+        self.boot_time.and_then(super::rfc3339)
+    }
+}
+
+/// The host name (`uname -n`).
+pub fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The boot id of the running kernel.
+pub fn boot_id() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Boot time in seconds since the epoch.
+pub fn boot_time() -> Option<i64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The PID namespace inode of `/proc/<who>/ns/pid` (`who` is a pid or `self`).
+pub fn pid_ns_of(who: &str) -> Option<u64> {
+    let target = std::fs::read_link(format!("/proc/{who}/ns/pid")).ok()?;
+    parse_ns_link(&target.to_string_lossy())
+}
+
+/// Parses `pid:[4026531836]` into the inode number.
+pub fn parse_ns_link(s: &str) -> Option<u64> {
+    s.split_once(":[")?.1.strip_suffix(']')?.parse().ok()
+}
+
+fn ticks_per_sec() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        procfs::ticks_per_second()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        100
+    }
+}
+
+/// Whether we run inside a container (Docker, Podman, systemd-nspawn, LXC, ...).
+pub fn in_container() -> bool {
+    if Path::new("/.dockerenv").exists() || Path::new("/run/.containerenv").exists() {
+        return true;
+    }
+    // PID 1's environment (readable as root) names the container manager.
+    if let Ok(env) = std::fs::read("/proc/1/environ")
+        && env
+            .split(|b| *b == 0)
+            .any(|kv| kv.starts_with(b"container="))
+    {
+        return true;
+    }
+    if let Ok(cg) = std::fs::read_to_string("/proc/1/cgroup")
+        && ["docker", "kubepods", "containerd", "libpod", "lxc"]
+            .iter()
+            .any(|hint| cg.contains(hint))
+    {
+        return true;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_namespace_links() {
+        assert_eq!(parse_ns_link("pid:[4026531836]"), Some(4026531836));
+        assert_eq!(parse_ns_link("pid:4026531836"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn probes_this_host() {
+        let h = HostFacts::probe();
+        assert!(!h.hostname.is_empty());
+        assert_eq!(h.boot_id.as_deref().map(str::len), Some(36));
+        assert!(h.boot_time.unwrap() > 1_000_000_000);
+        assert!(h.pid_ns.is_some());
+        assert!(h.ticks_per_sec > 0);
+    }
+}

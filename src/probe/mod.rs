@@ -1,0 +1,29 @@
+//! Probes of the host, its processes, file systems and kernel locks, and the evidence
+//! [`Snapshot`] that bundles them for one scan. The engine, the dialects and the scanner all
+//! read the machine through this module only.
+
+pub mod fs;
+pub mod host;
+pub mod kernel_locks;
+pub mod open_files;
+pub mod process;
+pub mod snapshot;
+
+pub use fs::FsInfo;
+pub use host::HostFacts;
+pub use kernel_locks::{FileKey, KernelLocks};
+pub use process::{PidState, ProcFacts};
+pub use snapshot::{ProcSummary, Snapshot};
+
+/// Seconds since the epoch as RFC 3339 (UTC).
+pub fn rfc3339(secs: i64) -> Option<String> {
+    jiff::Timestamp::from_second(secs)
+        .ok()
+        .map(|t| t.to_string())
+}
+
+/// Milliseconds since the epoch of a file's mtime.
+pub fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.mtime() * 1000 + meta.mtime_nsec() / 1_000_000
+}

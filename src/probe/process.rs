@@ -1,0 +1,188 @@
+//! One process, probed on demand: does it exist (ESRCH vs EPERM), is it a zombie, when did it
+//! start, what is its executable, command line and PID namespace.
+
+use super::host::HostFacts;
+
+/// What we can tell about a PID on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PidState {
+    /// `kill(pid, 0)` said ESRCH: no such process.
+    Absent,
+    /// The process has exited and waits to be reaped: not alive.
+    Zombie(ProcFacts),
+    /// Alive, with the facts `/proc` gave us.
+    Alive(ProcFacts),
+    /// `kill(pid, 0)` said EPERM (so it exists) but `/proc/<pid>` is not readable.
+    ExistsOpaque,
+}
+
+impl PidState {
+    pub fn facts(&self) -> Option<&ProcFacts> {
+        match self {
+            PidState::Alive(f) | PidState::Zombie(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// Facts read from `/proc/<pid>`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcFacts {
+    pub pid: i32,
+    /// `comm` (at most 15 bytes).
+    pub comm: String,
+    /// State letter from `/proc/<pid>/stat` (`R`, `S`, `Z`, ...).
+    pub state: char,
+    /// Start time in clock ticks since boot (field 22 of `stat`).
+    pub start_ticks: u64,
+    /// Start time in milliseconds since the epoch (boot time + start ticks).
+    pub start_ms: Option<i64>,
+    pub exe: Option<String>,
+    pub cmdline: Vec<String>,
+    pub uid: Option<u32>,
+    pub pid_ns: Option<u64>,
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+impl ProcFacts {
+    /// Whether the process is one of `names` (compared to comm, the executable's file name and
+    /// argv[0]'s file name; a name matches as a prefix so `postgres` matches `postgres: ...`).
+    pub fn is_one_of(&self, names: &[&str]) -> bool {
+        let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+        let mut seen = vec![self.comm.clone()];
+        if let Some(exe) = &self.exe {
+            seen.push(base(exe.trim_end_matches(" (deleted)")));
+        }
+        if let Some(a0) = self.cmdline.first() {
+            seen.push(base(a0));
+        }
+        seen.iter()
+            .any(|s| names.iter().any(|n| s == n || s.starts_with(n)))
+    }
+
+    /// A short display name: comm, or the executable's file name.
+    pub fn name(&self) -> &str {
+        &self.comm
+    }
+}
+
+/// The highest PID the kernel hands out (`/proc/sys/kernel/pid_max`), 2^22 when unknown.
+pub fn pid_max() -> i64 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1 << 22)
+}
+
+/// Probes one PID: `kill(pid, 0)` first (ESRCH is proof of absence, EPERM of existence),
+/// then `/proc/<pid>`.
+pub fn probe(pid: i32, host: &HostFacts) -> PidState {
+    if pid <= 0 {
+        return PidState::Absent;
+    }
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return PidState::Absent;
+    };
+    match rustix::process::test_kill_process(p) {
+        Ok(()) => {}
+        Err(rustix::io::Errno::SRCH) => return PidState::Absent,
+        Err(_) => {} // EPERM: it exists, we may not signal it.
+    }
+    match read_facts(pid, host) {
+        Some(f) if f.state == 'Z' || f.state == 'X' => PidState::Zombie(f),
+        Some(f) => PidState::Alive(f),
+        None => {
+            // Raced with exit, or /proc hides it: ask the kernel once more.
+            match rustix::process::test_kill_process(p) {
+                Err(rustix::io::Errno::SRCH) => PidState::Absent,
+                _ => PidState::ExistsOpaque,
+            }
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
+    let proc = procfs::process::Process::new(pid).ok()?;
+    let stat = proc.stat().ok()?;
+    let start_ms = host
+        .boot_time
+        .map(|bt| bt * 1000 + (stat.starttime as i64 * 1000) / host.ticks_per_sec.max(1) as i64);
+    Some(ProcFacts {
+        pid,
+        comm: stat.comm.clone(),
+        state: stat.state,
+        start_ticks: stat.starttime,
+        start_ms,
+        exe: proc.exe().ok().map(|p| p.to_string_lossy().into_owned()),
+        cmdline: proc.cmdline().unwrap_or_default(),
+        uid: proc.uid().ok(),
+        pid_ns: super::host::pid_ns_of(&pid.to_string()),
+        cwd: proc.cwd().ok(),
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_facts(_pid: i32, _host: &HostFacts) -> Option<ProcFacts> {
+    None
+}
+
+/// Our own start time in clock ticks since boot.
+pub fn own_start_ticks() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        procfs::process::Process::myself()
+            .ok()?
+            .stat()
+            .ok()
+            .map(|s| s.starttime)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn probes_self_dead_and_zombie() {
+        let host = HostFacts::probe();
+        let me = probe(std::process::id() as i32, &host);
+        let f = me.facts().expect("own facts");
+        assert!(matches!(me, PidState::Alive(_)));
+        assert_eq!(Some(f.start_ticks), own_start_ticks());
+
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Wait until it has exited but is not reaped: a zombie.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if matches!(probe(pid, &host), PidState::Zombie(_)) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "child never became a zombie"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.wait().unwrap();
+        assert_eq!(probe(pid, &host), PidState::Absent);
+        assert_eq!(probe(0, &host), PidState::Absent);
+    }
+
+    #[test]
+    fn matches_process_names() {
+        let f = ProcFacts {
+            comm: "postgres".into(),
+            exe: Some("/usr/lib/postgresql/15/bin/postgres".into()),
+            ..Default::default()
+        };
+        assert!(f.is_one_of(&["postgres", "postmaster"]));
+        assert!(!f.is_one_of(&["sleep"]));
+    }
+}

@@ -1,0 +1,229 @@
+//! The evidence snapshot: everything the judges need, collected once per scan (or per engine
+//! operation) and shared by every lock judged in it. Cheap parts (host facts, `/proc/locks`) are
+//! read eagerly; expensive parts (all processes, open files, OFD attribution) are built lazily,
+//! once, and only if some lock needs them. Per-PID probes are cached, so each PID is read once.
+//! `Snapshot` is `Sync`: the scanner judges on several threads.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use super::fs::FsInfo;
+use super::host::HostFacts;
+use super::kernel_locks::{FileKey, KernelLocks};
+use super::open_files::OpenFiles;
+use super::process::{self, PidState, ProcFacts};
+use crate::verdict::{Holder, HolderHow, ProcessInfo};
+
+/// A process as the process list shows it (for dialects that look for "a git in this repo").
+#[derive(Debug, Clone)]
+pub struct ProcSummary {
+    pub pid: i32,
+    pub name: String,
+    pub exe: Option<PathBuf>,
+    pub cmd: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    /// Value of `GIT_DIR` in its environment, when set and readable.
+    pub git_dir: Option<PathBuf>,
+}
+
+/// One snapshot of the evidence (spec §3).
+pub struct Snapshot {
+    pub host: HostFacts,
+    /// When the snapshot was taken, in milliseconds since the epoch.
+    pub taken_ms: i64,
+    pub pid_max: i64,
+    kernel_locks: KernelLocks,
+    pids: Mutex<HashMap<i32, PidState>>,
+    ofd_holders: OnceLock<HashMap<FileKey, Vec<i32>>>,
+    open_files: OnceLock<OpenFiles>,
+    processes: OnceLock<Vec<ProcSummary>>,
+    users: OnceLock<Option<sysinfo::Users>>,
+    fs: Mutex<HashMap<u64, FsInfo>>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Snapshot {
+    /// Takes a snapshot of this host now.
+    pub fn take() -> Self {
+        Self::with_kernel_locks(KernelLocks::read())
+    }
+
+    /// A snapshot with a given kernel-lock table (tests, and hosts without `/proc/locks`).
+    pub fn with_kernel_locks(kernel_locks: KernelLocks) -> Self {
+        Snapshot {
+            host: HostFacts::probe(),
+            taken_ms: jiff::Timestamp::now().as_millisecond(),
+            pid_max: process::pid_max(),
+            kernel_locks,
+            pids: Mutex::default(),
+            ofd_holders: OnceLock::new(),
+            open_files: OnceLock::new(),
+            processes: OnceLock::new(),
+            users: OnceLock::new(),
+            fs: Mutex::default(),
+        }
+    }
+
+    pub fn kernel_locks(&self) -> &KernelLocks {
+        &self.kernel_locks
+    }
+
+    /// The state of one PID on this host (probed once per snapshot).
+    pub fn pid(&self, pid: i32) -> PidState {
+        if let Some(s) = self.pids.lock().unwrap().get(&pid) {
+            return s.clone();
+        }
+        let s = process::probe(pid, &self.host);
+        self.pids.lock().unwrap().insert(pid, s.clone());
+        s
+    }
+
+    /// Who holds a kernel lock on this file: `/proc/locks`, with OFD locks attributed to the
+    /// processes that share the locked open file description.
+    pub fn kernel_holders(&self, key: FileKey) -> Vec<Holder> {
+        let mut out: Vec<Holder> = Vec::new();
+        for lock in self.kernel_locks.on(key) {
+            let pids: Vec<i32> = match lock.pid {
+                Some(p) => vec![p],
+                None => self
+                    .ofd_holders
+                    .get_or_init(|| {
+                        super::kernel_locks::attribute_ofd(&self.kernel_locks.ofd_keys())
+                    })
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            if pids.is_empty() {
+                // Held, but by a description no visible process owns (another PID namespace
+                // without /proc access, or a process hiding it): still a holder.
+                out.push(Holder {
+                    pid: -1,
+                    name: None,
+                    how: lock.how,
+                });
+            }
+            for pid in pids {
+                if !out.iter().any(|h| h.pid == pid && h.how == lock.how) {
+                    let name = self.pid(pid).facts().map(|f| f.comm.clone());
+                    out.push(Holder {
+                        pid,
+                        name,
+                        how: lock.how,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether any kernel lock is held on this file.
+    pub fn kernel_locked(&self, key: FileKey) -> bool {
+        !self.kernel_locks.on(key).is_empty()
+    }
+
+    /// The processes that have this file open (builds the open-files map on first use).
+    pub fn openers(&self, key: FileKey) -> Vec<Holder> {
+        self.open_files
+            .get_or_init(OpenFiles::read)
+            .openers(key)
+            .iter()
+            .map(|&pid| Holder {
+                pid,
+                name: self.pid(pid).facts().map(|f| f.comm.clone()),
+                how: HolderHow::Open,
+            })
+            .collect()
+    }
+
+    /// Every process on this host with name, exe, command line, cwd and `GIT_DIR` (built on
+    /// first use, through sysinfo).
+    pub fn processes(&self) -> &[ProcSummary] {
+        self.processes.get_or_init(list_processes)
+    }
+
+    /// The file system of a lock, by its parent directory and device (cached per device).
+    pub fn fs_of(&self, path: &Path, meta: &std::fs::Metadata) -> FsInfo {
+        let dev = meta.dev();
+        if let Some(info) = self.fs.lock().unwrap().get(&dev) {
+            return info.clone();
+        }
+        let dir = if meta.is_dir() {
+            path
+        } else {
+            path.parent().unwrap_or(Path::new("/"))
+        };
+        let info = super::fs::describe(dir, dev);
+        self.fs.lock().unwrap().insert(dev, info.clone());
+        info
+    }
+
+    /// A user name for a uid.
+    pub fn user_name(&self, uid: u32) -> Option<String> {
+        let users = self
+            .users
+            .get_or_init(|| sysinfo::Users::new_with_refreshed_list().ok())
+            .as_ref()?;
+        users
+            .iter()
+            .find(|u| **u.id() == uid)
+            .map(|u| u.name().to_string())
+    }
+
+    /// The report's view of a live process.
+    pub fn process_info(&self, facts: &ProcFacts) -> ProcessInfo {
+        ProcessInfo {
+            pid: facts.pid,
+            name: facts.comm.clone(),
+            exe: facts.exe.clone(),
+            cmd: facts.cmdline.clone(),
+            user: facts.uid.and_then(|u| self.user_name(u)),
+            start_time: facts.start_ms.and_then(|ms| super::rfc3339(ms / 1000)),
+        }
+    }
+}
+
+fn list_processes() -> Vec<ProcSummary> {
+    use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, UpdateKind};
+    let Ok(mut sys) = sysinfo::System::new() else {
+        return Vec::new();
+    };
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::All,
+        true,
+        ProcessRefreshKind::nothing()
+            .with_exe(UpdateKind::Always)
+            .with_cmd(UpdateKind::Always)
+            .with_cwd(UpdateKind::Always)
+            .with_environ(UpdateKind::Always),
+    );
+    sys.processes()
+        .values()
+        .filter(|p| p.thread_kind().is_none())
+        .map(|p| ProcSummary {
+            pid: p.pid().as_u32() as i32,
+            name: p.name().to_string_lossy().into_owned(),
+            exe: p.exe().map(Path::to_path_buf),
+            cmd: p
+                .cmd()
+                .iter()
+                .map(|s| s.to_string_lossy().into_owned())
+                .collect(),
+            cwd: p.cwd().map(Path::to_path_buf),
+            git_dir: p.environ().iter().find_map(|kv| {
+                kv.to_str()
+                    .and_then(|s| s.strip_prefix("GIT_DIR="))
+                    .map(PathBuf::from)
+            }),
+        })
+        .collect()
+}

@@ -1,0 +1,160 @@
+//! Verdicts and the evidence that backs them.
+//!
+//! Every lock the scanner or the engine looks at ends up as one [`Judgement`]: exactly one
+//! [`Verdict`] plus the human-readable evidence lines that justify it, the owner the lock
+//! claims, the live process behind that owner (if any) and the processes holding the file.
+//! Invariant: `Verdict::Stale` is a claim of proof; judges that are not sure answer
+//! `Foreign` or `Unknown`.
+
+use serde::Serialize;
+
+/// The one verdict a lock gets (spec §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The owner is provably gone: safe to reclaim.
+    Stale,
+    /// An owner process is verifiably alive.
+    Live,
+    /// Owner on another host or PID namespace: cannot be checked here.
+    Foreign,
+    /// Looks like a lock but cannot be parsed or read.
+    Unknown,
+    /// A kernel-lock file that nobody locks right now: harmless, never deleted.
+    Free,
+}
+
+impl Verdict {
+    /// All verdicts, stale first (the default sort order).
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Stale,
+        Verdict::Live,
+        Verdict::Foreign,
+        Verdict::Unknown,
+        Verdict::Free,
+    ];
+
+    /// The stable id used in JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Live => "live",
+            Verdict::Stale => "stale",
+            Verdict::Free => "free",
+            Verdict::Foreign => "foreign",
+            Verdict::Unknown => "unknown",
+        }
+    }
+
+    /// A distinct marker per verdict, so a table reads without color.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Verdict::Live => "●",
+            Verdict::Stale => "✗",
+            Verdict::Free => "○",
+            Verdict::Foreign => "⇄",
+            Verdict::Unknown => "?",
+        }
+    }
+
+    /// Whether reclaim may remove a lock with this verdict (without a force flag).
+    pub fn reclaimable(self) -> bool {
+        self == Verdict::Stale
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the lock itself claims about its owner.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Owner {
+    pub pid: Option<i64>,
+    pub hostname: Option<String>,
+    pub user: Option<String>,
+    /// RFC 3339 when known.
+    pub created_at: Option<String>,
+    /// Anything else worth showing (the file a vim swap protects, a postgres data dir, ...).
+    pub detail: Option<String>,
+}
+
+/// The live process behind `owner.pid` on this host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub name: String,
+    pub exe: Option<String>,
+    pub cmd: Vec<String>,
+    pub user: Option<String>,
+    /// RFC 3339.
+    pub start_time: Option<String>,
+}
+
+/// How a holder holds a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HolderHow {
+    Flock,
+    Posix,
+    Ofd,
+    Open,
+}
+
+impl HolderHow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderHow::Flock => "flock",
+            HolderHow::Posix => "posix",
+            HolderHow::Ofd => "ofd",
+            HolderHow::Open => "open",
+        }
+    }
+}
+
+/// A process holding a kernel lock on the file or having it open.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Holder {
+    pub pid: i32,
+    pub name: Option<String>,
+    pub how: HolderHow,
+}
+
+/// A verdict with everything that justifies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Lines a person can check; never empty.
+    pub evidence: Vec<String>,
+    pub owner: Option<Owner>,
+    pub process: Option<ProcessInfo>,
+    pub holders: Vec<Holder>,
+    /// vim-swap only: does the swap file hold changes that were never saved?
+    pub unsaved_changes: Option<bool>,
+}
+
+impl Judgement {
+    /// A judgement with one evidence line and nothing else known.
+    pub fn new(verdict: Verdict, evidence: impl Into<String>) -> Self {
+        Judgement {
+            verdict,
+            evidence: vec![evidence.into()],
+            owner: None,
+            process: None,
+            holders: Vec::new(),
+            unsaved_changes: None,
+        }
+    }
+
+    pub fn with_owner(mut self, owner: Owner) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Adds an evidence line.
+    pub fn because(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(line.into());
+        self
+    }
+}
