@@ -7,8 +7,11 @@
 //! [`reclaim`] through the [`engine`].
 
 pub mod dialect;
+pub mod engine;
 pub mod evidence;
 pub mod probe;
+pub mod reclaim;
+pub mod report;
 pub mod scan;
 pub mod verdict;
 

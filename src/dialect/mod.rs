@@ -113,6 +113,12 @@ pub trait Dialect: Send + Sync {
     /// `/` is matched against the whole path, otherwise against the file name.
     fn patterns(&self) -> &'static [&'static str];
 
+    /// Whether this dialect may recognise a file whatever its name (by content, or because a
+    /// kernel lock is held on it). Such dialects are asked about every candidate.
+    fn any_name(&self) -> bool {
+        false
+    }
+
     /// Whether this candidate is really of this dialect (checks content, kind, location).
     /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
     /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.

@@ -1,0 +1,4 @@
+//! Non-interactive commands: `locksmith lock` and `locksmith --scan`.
+
+pub mod lock;
+pub mod scan;

@@ -1,0 +1,1 @@
+//! The lock engine: the record, acquire/release, inspect and reclaim.

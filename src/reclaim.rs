@@ -1,0 +1,1 @@
+//! Reclaim: removing a lock proven stale at the moment of removal.
