@@ -1,0 +1,150 @@
+//! Escaping of text that did not come from us (paths, lock-file content, process names) before
+//! it reaches a terminal or a JSON document.
+//!
+//! Invariant: the output of [`escape_text`], [`escape_bytes`] and [`display_path`] contains no
+//! control character (C0, DEL, C1), no bidirectional-override or zero-width formatting
+//! character, and no invalid UTF-8: each is written as a visible escape (`\n`, `\t`, `\x1b`,
+//! `\u{9b}`, `\u{202e}`, ...), and a literal backslash is doubled so that escapes cannot be
+//! forged. The table and the terminal UI use these functions for every foreign string.
+//!
+//! [`json_path`] is the JSON flavour for paths: valid UTF-8 is kept as it is (JSON escapes
+//! control characters itself, and a script must get the real path back), and only bytes that
+//! are not UTF-8 are written as `\xNN`.
+
+use std::ffi::OsStr;
+use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// A path as a single-line, terminal-safe string.
+pub fn display_path(path: &Path) -> String {
+    escape_bytes(path.as_os_str().as_bytes())
+}
+
+/// An `OsStr` (a file name, an argument) as a single-line, terminal-safe string.
+pub fn display_os(s: &OsStr) -> String {
+    escape_bytes(s.as_bytes())
+}
+
+/// Text (already UTF-8) as a single-line, terminal-safe string.
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_escaped_str(&mut out, text);
+    out
+}
+
+/// Bytes of unknown encoding (lock-file content, raw names) as a single-line, terminal-safe
+/// string: valid UTF-8 is kept (escaped like [`escape_text`]), other bytes become `\xNN`.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        push_escaped_str(&mut out, chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// A path for a JSON document: valid UTF-8 unchanged, non-UTF-8 bytes as `\xNN`.
+pub fn json_path(path: &Path) -> String {
+    let bytes = path.as_os_str().as_bytes();
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// Whether a character must not reach a terminal as it is: control characters (C0, DEL, C1,
+/// which include ESC and CSI) and the invisible formatting characters that can make a line
+/// read differently from what it is (bidirectional overrides and isolates, zero-width marks,
+/// line and paragraph separators, the byte-order mark).
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+                | '\u{061c}'
+        )
+}
+
+fn push_escaped_str(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && is_unsafe_char(c) => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if is_unsafe_char(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn plain_text_is_unchanged() {
+        assert_eq!(escape_text("/tmp/x/index.lock"), "/tmp/x/index.lock");
+        assert_eq!(escape_text("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn control_characters_are_visible_escapes() {
+        assert_eq!(escape_text("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+        assert_eq!(escape_text("\x1b[31mred"), "\\x1b[31mred");
+        assert_eq!(escape_text("bell\x07del\x7f"), "bell\\x07del\\x7f");
+        assert_eq!(escape_text("csi\u{9b}31m"), "csi\\u{9b}31m");
+        assert_eq!(escape_text("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+    }
+
+    #[test]
+    fn backslashes_are_doubled_so_escapes_cannot_be_forged() {
+        assert_eq!(escape_text("a\\x1b"), "a\\\\x1b");
+        assert_ne!(escape_text("a\\x1b"), escape_text("a\x1b"));
+    }
+
+    #[test]
+    fn invalid_utf8_bytes_are_hex_escaped() {
+        assert_eq!(escape_bytes(b"ab\xff\xfecd"), "ab\\xff\\xfecd");
+        assert_eq!(escape_bytes(b"\xc3\xa9\xc3"), "é\\xc3");
+        let p = Path::new(OsStr::from_bytes(b"/tmp/\x1b[2J\xff.lock"));
+        assert_eq!(display_path(p), "/tmp/\\x1b[2J\\xff.lock");
+    }
+
+    #[test]
+    fn output_never_contains_raw_controls() {
+        let mut all = Vec::new();
+        for b in 0u8..=255 {
+            all.push(b);
+        }
+        all.extend_from_slice("\u{85}\u{9b}\u{2066}".as_bytes());
+        let s = escape_bytes(&all);
+        assert!(!s.chars().any(is_unsafe_char), "{s:?}");
+    }
+
+    #[test]
+    fn json_paths_keep_utf8_and_escape_only_invalid_bytes() {
+        assert_eq!(json_path(Path::new("/a b/c\nd.lock")), "/a b/c\nd.lock");
+        let p = Path::new(OsStr::from_bytes(b"/x/\xffy.lock"));
+        assert_eq!(json_path(p), "/x/\\xffy.lock");
+    }
+}

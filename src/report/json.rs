@@ -1,0 +1,256 @@
+//! The JSON view of a [`Report`]: one document matching `report.schema.json` (version 1).
+//!
+//! `null` stands for "not known"; paths are absolute with non-UTF-8 bytes written as `\xNN`
+//! ([`escape::json_path`]); `reclaimable` is [`Verdict::reclaimable`]. Besides the escapes JSON
+//! requires, every C1 control, DEL and invisible formatting character is written as `\uXXXX`,
+//! so printing the document to a terminal is safe.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use super::{Report, age_secs, escape};
+use crate::dialect::EntryKind;
+use crate::evidence::fmt_ms;
+use crate::reclaim::{Action, Outcome};
+use crate::scan::{Finding, ScanError};
+use crate::verdict::{Holder, Owner, ProcessInfo, Verdict};
+
+/// The schema version this module writes.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Serialize)]
+pub struct Document<'a> {
+    pub version: u32,
+    pub host: Host,
+    pub roots: Vec<String>,
+    pub summary: Summary,
+    pub locks: Vec<Lock<'a>>,
+    pub errors: Vec<Error>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reclaimed: Option<Vec<Reclaimed>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Host {
+    pub hostname: String,
+    pub boot_id: Option<String>,
+    pub boot_time: Option<String>,
+    pub pid_ns: Option<u64>,
+    pub in_container: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub entries: u64,
+    pub locks: u64,
+    pub live: u64,
+    pub stale: u64,
+    pub free: u64,
+    pub foreign: u64,
+    pub unknown: u64,
+    pub errors: u64,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Lock<'a> {
+    pub path: String,
+    pub dialect: &'a str,
+    pub verdict: Verdict,
+    pub evidence: Vec<String>,
+    pub reclaimable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    pub size: Option<u64>,
+    pub modified: Option<String>,
+    pub age_s: Option<u64>,
+    pub owner: Option<&'a Owner>,
+    pub process: Option<&'a ProcessInfo>,
+    pub holders: &'a [Holder],
+    pub fs: &'a crate::probe::FsInfo,
+    pub unsaved_changes: Option<bool>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Error {
+    pub path: String,
+    pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Reclaimed {
+    pub path: String,
+    pub ok: bool,
+    /// `removed`, `would-remove` (dry run) or `kept`.
+    pub action: &'static str,
+    /// The verdict when the lock was judged again just before removal.
+    pub verdict: Verdict,
+    pub saved_to: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Report {
+    /// The JSON document of this report.
+    pub fn document(&self) -> Document<'_> {
+        let counts = self.counts();
+        Document {
+            version: VERSION,
+            host: Host {
+                hostname: self.host.hostname.clone(),
+                boot_id: self.host.boot_id.clone(),
+                boot_time: self.host.boot_time_rfc3339(),
+                pid_ns: self.host.pid_ns,
+                in_container: self.host.in_container,
+            },
+            roots: self.roots.iter().map(|p| escape::json_path(p)).collect(),
+            summary: Summary {
+                entries: self.entries,
+                locks: counts.locks,
+                live: counts.live,
+                stale: counts.stale,
+                free: counts.free,
+                foreign: counts.foreign,
+                unknown: counts.unknown,
+                errors: self.errors.len() as u64,
+                elapsed_ms: self.elapsed.as_millis() as u64,
+            },
+            locks: self.findings.iter().map(|f| lock(f, self.now_ms)).collect(),
+            errors: self.errors.iter().map(error).collect(),
+            reclaimed: self
+                .reclaimed
+                .as_ref()
+                .map(|v| v.iter().map(reclaimed).collect()),
+        }
+    }
+
+    /// Writes the JSON document (pretty, newline-terminated).
+    pub fn write_json(&self, mut w: impl Write) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(&self.document()).map_err(io::Error::other)?;
+        w.write_all(terminal_safe_json(&text).as_bytes())?;
+        w.write_all(b"\n")
+    }
+}
+
+fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
+    let j = &f.judgement;
+    let evidence = if j.evidence.is_empty() {
+        vec![format!("the {} judge gave no evidence line", f.dialect)]
+    } else {
+        j.evidence.clone()
+    };
+    Lock {
+        path: escape::json_path(&f.path),
+        dialect: f.dialect,
+        verdict: j.verdict,
+        evidence,
+        reclaimable: j.verdict.reclaimable(),
+        kind: match f.kind {
+            EntryKind::File => Some("file"),
+            EntryKind::Symlink => Some("symlink"),
+            EntryKind::Dir => Some("dir"),
+            EntryKind::Other => None,
+        },
+        size: f.size,
+        modified: f.modified_ms.map(fmt_ms),
+        age_s: f.modified_ms.map(|m| age_secs(m, now_ms)),
+        owner: j.owner.as_ref(),
+        process: j.process.as_ref(),
+        holders: &j.holders,
+        fs: &f.fs,
+        unsaved_changes: j.unsaved_changes,
+    }
+}
+
+fn error(e: &ScanError) -> Error {
+    Error {
+        path: escape::json_path(&e.path),
+        error: e.error.clone(),
+    }
+}
+
+fn reclaimed(o: &Outcome) -> Reclaimed {
+    Reclaimed {
+        path: escape::json_path(&o.path),
+        ok: o.ok,
+        action: o.action.as_str(),
+        verdict: o.judgement.verdict,
+        saved_to: o.saved_to.as_deref().map(escape::json_path),
+        error: o.error.clone(),
+    }
+}
+
+impl Action {
+    /// The id used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Removed => "removed",
+            Action::WouldRemove => "would-remove",
+            Action::Kept => "kept",
+        }
+    }
+}
+
+/// Rewrites the characters a terminal could act on (C1 controls, DEL, bidirectional and
+/// zero-width formatting) as `\uXXXX`. They can only occur inside JSON strings (the structure
+/// is ASCII), where `\uXXXX` means the same character, so the document stays equivalent.
+fn terminal_safe_json(text: &str) -> std::borrow::Cow<'_, str> {
+    // serde_json escapes every C0 control inside strings, so a raw newline is layout.
+    let unsafe_char = |c: char| c != '\n' && escape::is_unsafe_char(c);
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::HostFacts;
+    use crate::report::tests::finding;
+    use crate::verdict::Judgement;
+    use std::time::Duration;
+
+    #[test]
+    fn unsafe_characters_become_unicode_escapes_and_the_value_is_unchanged() {
+        let mut j = Judgement::new(Verdict::Unknown, "content \u{1b}[31m\u{9b}2J\u{7f}\u{202e}");
+        j.owner = Some(Owner {
+            hostname: Some("evil\u{1b}]0;title\u{7}".into()),
+            ..Owner::default()
+        });
+        let r = Report::new(
+            HostFacts::probe(),
+            vec!["/x".into()],
+            vec![finding("/x/a\u{1b}.lock", "pidfile", j.clone())],
+            vec![],
+            3,
+            Duration::from_millis(5),
+            1_700_000_001_000,
+        );
+        let mut out = Vec::new();
+        r.write_json(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.chars().any(|c| c != '\n' && escape::is_unsafe_char(c)),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["locks"][0]["evidence"][0], j.evidence[0].as_str());
+        assert_eq!(v["locks"][0]["path"], "/x/a\u{1b}.lock");
+        assert_eq!(v["locks"][0]["age_s"], 1);
+        assert_eq!(v["summary"]["entries"], 3);
+        assert_eq!(v["summary"]["unknown"], 1);
+        assert!(v.get("reclaimed").is_none());
+    }
+}

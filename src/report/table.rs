@@ -1,0 +1,327 @@
+//! The table view of a [`Report`], in the spirit of `lslocks`: one line per lock with the
+//! columns VERDICT, DIALECT, PID, COMMAND, HOST, AGE, PATH, then notes (unsaved vim changes),
+//! then a summary line. Each verdict has its own symbol, so the table reads without color;
+//! color (ANSI, on the verdict only) is the caller's choice. Every foreign string is escaped.
+
+use std::fmt::Write as _;
+
+use super::{Report, age_secs, escape, human_age, vim_recover_hint};
+use crate::reclaim::{Action, Outcome};
+use crate::scan::Finding;
+use crate::verdict::Verdict;
+
+const HEADERS: [&str; 7] = [
+    "VERDICT", "DIALECT", "PID", "COMMAND", "HOST", "AGE", "PATH",
+];
+/// Longest COMMAND and HOST cells before they are cut with `…`.
+const MAX_COMMAND: usize = 20;
+const MAX_HOST: usize = 24;
+const RESET: &str = "\x1b[0m";
+
+/// The ANSI color of a verdict.
+fn color_of(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Stale => "\x1b[1;31m",
+        Verdict::Live => "\x1b[32m",
+        Verdict::Free => "\x1b[34m",
+        Verdict::Foreign => "\x1b[33m",
+        Verdict::Unknown => "\x1b[35m",
+    }
+}
+
+/// The verdict cell: symbol and name (`✗ stale`).
+pub fn verdict_cell(v: Verdict) -> String {
+    format!("{} {}", v.symbol(), v.as_str())
+}
+
+/// The cells of one row, escaped (the verdict cell is uncolored).
+pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
+    let j = &f.judgement;
+    let pid = j
+        .owner
+        .as_ref()
+        .and_then(|o| o.pid)
+        .or_else(|| j.process.as_ref().map(|p| p.pid as i64))
+        .or_else(|| j.holders.first().map(|h| h.pid as i64));
+    let command = j
+        .process
+        .as_ref()
+        .map(|p| p.name.clone())
+        .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
+    let host = j.owner.as_ref().and_then(|o| o.hostname.clone());
+    [
+        verdict_cell(j.verdict),
+        escape::escape_text(f.dialect),
+        pid.map_or_else(|| "-".into(), |p| p.to_string()),
+        cut(
+            &command.map_or_else(|| "-".into(), |c| escape::escape_text(&c)),
+            MAX_COMMAND,
+        ),
+        cut(
+            &host.map_or_else(|| "-".into(), |h| escape::escape_text(&h)),
+            MAX_HOST,
+        ),
+        f.modified_ms
+            .map_or_else(|| "-".into(), |m| human_age(age_secs(m, now_ms))),
+        escape::display_path(&f.path),
+    ]
+}
+
+/// The table, the notes and the summary line (newline-terminated).
+pub fn render(report: &Report, color: bool) -> String {
+    let mut out = String::new();
+    if !report.findings.is_empty() {
+        let rows: Vec<(Verdict, [String; 7])> = report
+            .findings
+            .iter()
+            .map(|f| (f.judgement.verdict, row(f, report.now_ms)))
+            .collect();
+        let mut widths = HEADERS.map(width);
+        for (_, cells) in &rows {
+            for (w, c) in widths.iter_mut().zip(cells) {
+                *w = (*w).max(width(c));
+            }
+        }
+        push_line(&mut out, &HEADERS.map(String::from), &widths, None);
+        for (v, cells) in &rows {
+            push_line(&mut out, cells, &widths, color.then(|| color_of(*v)));
+        }
+    }
+    for f in &report.findings {
+        if let Some(hint) = vim_recover_hint(f) {
+            let _ = writeln!(
+                out,
+                "note: {} holds unsaved changes: recover them with `{hint}`",
+                escape::display_path(&f.path)
+            );
+        }
+    }
+    if let Some(outcomes) = &report.reclaimed {
+        out.push_str(&render_reclaimed(outcomes));
+    }
+    out.push_str(&summary_line(report));
+    out.push('\n');
+    out
+}
+
+/// One line per reclaim outcome: `removed PATH (saved to ...)`, `would remove PATH`,
+/// `kept PATH: why`.
+pub fn render_reclaimed(outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    for o in outcomes {
+        let path = escape::display_path(&o.path);
+        let _ = match o.action {
+            Action::Removed => writeln!(
+                out,
+                "removed {path}{}",
+                o.saved_to
+                    .as_ref()
+                    .map(|s| format!(" (copy saved to {})", escape::display_path(s)))
+                    .unwrap_or_default()
+            ),
+            Action::WouldRemove => writeln!(
+                out,
+                "would remove {path} ({})",
+                escape::escape_text(o.judgement.evidence.first().map_or("", |s| s.as_str()))
+            ),
+            Action::Kept => writeln!(
+                out,
+                "kept {path}: {}",
+                escape::escape_text(o.error.as_deref().unwrap_or("not stale"))
+            ),
+        };
+    }
+    out
+}
+
+/// `5 locks: 1 stale, 2 live, 1 free, 0 foreign, 1 unknown; 1 error; 1234 entries in 0.12s`
+/// (plus the count of unsaved vim swaps when there are some).
+pub fn summary_line(report: &Report) -> String {
+    let c = report.counts();
+    let mut s = format!(
+        "{} lock{}: {} stale, {} live, {} free, {} foreign, {} unknown",
+        c.locks,
+        if c.locks == 1 { "" } else { "s" },
+        c.stale,
+        c.live,
+        c.free,
+        c.foreign,
+        c.unknown
+    );
+    let unsaved = report
+        .findings
+        .iter()
+        .filter(|f| vim_recover_hint(f).is_some())
+        .count();
+    if unsaved > 0 {
+        let _ = write!(
+            s,
+            " ({unsaved} vim swap{} with unsaved changes: see `vim -r`)",
+            if unsaved == 1 { "" } else { "s" }
+        );
+    }
+    let e = report.errors.len();
+    let _ = write!(
+        s,
+        "; {e} error{}; {} entries in {:.2}s",
+        if e == 1 { "" } else { "s" },
+        report.entries,
+        report.elapsed.as_secs_f64()
+    );
+    if let Some(outcomes) = &report.reclaimed {
+        let n = |a: Action| outcomes.iter().filter(|o| o.action == a).count();
+        let _ = write!(
+            s,
+            "; reclaim: {} removed, {} would be removed, {} kept",
+            n(Action::Removed),
+            n(Action::WouldRemove),
+            n(Action::Kept)
+        );
+    }
+    s
+}
+
+/// Per-path errors, one line each: `PATH: message`.
+pub fn render_errors(report: &Report) -> String {
+    let mut out = String::new();
+    for e in &report.errors {
+        let _ = writeln!(
+            out,
+            "{}: {}",
+            escape::display_path(&e.path),
+            escape::escape_text(&e.error)
+        );
+    }
+    out
+}
+
+fn push_line(out: &mut String, cells: &[String; 7], widths: &[usize; 7], color: Option<&str>) {
+    for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+        if i == cells.len() - 1 {
+            out.push_str(cell);
+            break;
+        }
+        let pad = w - width(cell);
+        match (i, color) {
+            (0, Some(c)) => {
+                let _ = write!(out, "{c}{cell}{RESET}");
+            }
+            _ => out.push_str(cell),
+        }
+        out.extend(std::iter::repeat_n(' ', pad + 2));
+    }
+    out.push('\n');
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::HostFacts;
+    use crate::report::tests::finding;
+    use crate::verdict::{Judgement, Owner, ProcessInfo};
+    use std::time::Duration;
+
+    fn report(findings: Vec<Finding>) -> Report {
+        Report::new(
+            HostFacts::probe(),
+            vec!["/x".into()],
+            findings,
+            vec![crate::scan::ScanError {
+                path: "/x/\u{1b}bad".into(),
+                error: "permission denied".into(),
+            }],
+            42,
+            Duration::from_millis(1500),
+            1_700_000_300_000,
+        )
+    }
+
+    #[test]
+    fn columns_line_up_and_read_without_color() {
+        let mut live = Judgement::new(Verdict::Live, "alive");
+        live.owner = Some(Owner {
+            pid: Some(4242),
+            hostname: Some("box".into()),
+            ..Owner::default()
+        });
+        live.process = Some(ProcessInfo {
+            pid: 4242,
+            name: "postgres".into(),
+            ..ProcessInfo::default()
+        });
+        let r = report(vec![
+            finding("/x/live.pid", "pidfile", live),
+            finding(
+                "/x/old.lock",
+                "pidfile",
+                Judgement::new(Verdict::Stale, "gone"),
+            ),
+        ]);
+        let text = render(&r, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].starts_with("VERDICT  DIALECT  PID   COMMAND   HOST  AGE  PATH"));
+        assert_eq!(
+            lines[1],
+            "✗ stale  pidfile  -     -         -     5m   /x/old.lock"
+        );
+        assert_eq!(
+            lines[2],
+            "● live   pidfile  4242  postgres  box   5m   /x/live.pid"
+        );
+        assert_eq!(
+            lines[3],
+            "2 locks: 1 stale, 1 live, 0 free, 0 foreign, 0 unknown; 1 error; 42 entries in 1.50s"
+        );
+        assert!(!text.contains('\x1b'));
+        let colored = render(&r, true);
+        assert!(colored.contains("\x1b[1;31m✗ stale\x1b[0m"));
+        assert_eq!(render_errors(&r), "/x/\\x1bbad: permission denied\n");
+    }
+
+    #[test]
+    fn hostile_cells_are_escaped_and_cut() {
+        let mut j = Judgement::new(Verdict::Unknown, "garbage");
+        j.owner = Some(Owner {
+            hostname: Some("\u{1b}[2Jhost-with-a-very-very-long-name".into()),
+            ..Owner::default()
+        });
+        let r = report(vec![finding("/x/a\nb\u{9b}.lock", "pidfile", j)]);
+        let text = render(&r, false);
+        assert!(
+            !text.lines().any(|l| l.chars().any(escape::is_unsafe_char)),
+            "{text}"
+        );
+        assert!(text.contains("/x/a\\nb\\u{9b}.lock"));
+        assert!(text.contains("  \\x1b[2Jhost-with-a-very…  "), "{text}");
+    }
+
+    #[test]
+    fn unsaved_vim_swaps_get_the_recover_hint() {
+        let mut j = Judgement::new(Verdict::Stale, "no process 7");
+        j.unsaved_changes = Some(true);
+        let r = report(vec![finding("/x/.notes.swp", "vim-swap", j)]);
+        let text = render(&r, false);
+        assert!(
+            text.contains(
+                "note: /x/.notes.swp holds unsaved changes: recover them with `vim -r /x/notes`"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("(1 vim swap with unsaved changes: see `vim -r`)"));
+    }
+}
