@@ -1,11 +1,28 @@
 //! The scanner: walks the configured roots, finds lock candidates by name (and by kernel
 //! lock), judges each with its dialect against one evidence snapshot, and streams findings.
 //! The scanner never modifies anything.
+//!
+//! - [`config`]: roots, excludes, extra patterns, stale windows (embedded default < user file <
+//!   `--config`);
+//! - [`scan`]: walks the roots on several threads and streams [`ScanEvent`]s;
+//! - [`judge_path`]: re-judges one path now (reclaim, the UI's refresh).
+//!
+//! One [`Snapshot`] serves a whole scan: the caller takes it and passes it in.
 
-use std::path::PathBuf;
+pub mod config;
+mod judge;
+mod matcher;
+mod walk;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
+pub use judge::read_prefix;
 
 use crate::dialect::EntryKind;
-use crate::probe::FsInfo;
+use crate::probe::{FsInfo, Snapshot};
 use crate::verdict::Judgement;
 
 /// What identifies the exact file that was judged; reclaim removes a path only while it still
@@ -61,4 +78,72 @@ pub enum ScanEvent {
     Progress { entries: u64, locks: u64 },
     Found(Box<Finding>),
     Error(ScanError),
+}
+
+/// What a finished (or cancelled) scan did, in numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Directory entries walked (a root that is a file counts as one).
+    pub entries: u64,
+    /// Findings reported.
+    pub locks: u64,
+    /// Per-path errors reported.
+    pub errors: u64,
+    pub elapsed_ms: u64,
+}
+
+/// Walks the roots and streams events to `sink` (called from any scanning thread): every lock
+/// found, judged against `snap`, each per-path problem, and progress at most every ~50 ms.
+/// Stops early when `cancel` is set. A root that cannot be read is a [`ScanEvent::Error`], not
+/// a failure; returns `Err` only when no root is readable (or the configured patterns do not
+/// compile). Never modifies anything.
+pub fn scan(
+    config: &Config,
+    roots: &[Root],
+    snap: &Snapshot,
+    cancel: &AtomicBool,
+    sink: &(dyn Fn(ScanEvent) + Sync),
+) -> Result<ScanStats, ScanError> {
+    let start = Instant::now();
+    let matcher = config.matcher().map_err(|e| ScanError {
+        path: config.sources.last().cloned().unwrap_or_default(),
+        error: format!("bad pattern in the configuration: {e}"),
+    })?;
+    let counts = walk::Walk::new(config, &matcher, snap, cancel, sink, roots).run();
+    let stats = ScanStats {
+        entries: counts.entries,
+        locks: counts.locks,
+        errors: counts.errors,
+        elapsed_ms: start.elapsed().as_millis() as u64,
+    };
+    let cancelled = cancel.load(std::sync::atomic::Ordering::Relaxed);
+    if counts.roots_read == 0 && !cancelled {
+        let error = if roots.is_empty() {
+            "no root to scan".to_string()
+        } else {
+            let names: Vec<String> = roots.iter().map(|r| r.path.display().to_string()).collect();
+            format!("no root could be read ({})", names.join(", "))
+        };
+        return Err(ScanError {
+            path: roots.first().map(|r| r.path.clone()).unwrap_or_default(),
+            error,
+        });
+    }
+    Ok(stats)
+}
+
+/// Re-judges one path now, whatever its name (reclaim and the UI's periodic refresh use it):
+/// the dialects matched by name are asked first, then any other. `Ok(None)` if the path no
+/// longer exists or is no longer a lock; `Err` if it cannot be examined.
+pub fn judge_path(
+    path: &Path,
+    snap: &Snapshot,
+    config: &Config,
+) -> Result<Option<Finding>, ScanError> {
+    let matcher = config.matcher().map_err(|e| ScanError {
+        path: path.to_path_buf(),
+        error: format!("bad pattern in the configuration: {e}"),
+    })?;
+    let hits = matcher.hits(path);
+    judge::examine(path, &hits, judge::Mode::Lenient, snap, config)
 }

@@ -1,0 +1,483 @@
+//! The scanner's configuration: which roots to walk (and how deep), which paths to skip, extra
+//! file-name patterns for existing dialects, and the stale windows the judges use.
+//!
+//! Three layers, each a JSON document of the same shape (`deny_unknown_fields`): the default
+//! embedded from `assets/config.json` < the user's `$XDG_CONFIG_HOME/locksmith/config.json`
+//! (default `~/.config/locksmith/config.json`, skipped when absent) < an explicit `--config FILE`.
+//! A key present in a later layer replaces the value of the earlier ones, except `windows`,
+//! which is merged key by key. Every layer is checked on its own, so an error names the file,
+//! the line and the column (glob syntax and dialect ids included).
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
+
+use super::matcher::Matcher;
+use crate::dialect::{self, Windows};
+
+/// The default configuration, embedded in the binary.
+pub const EMBEDDED: &str = include_str!("../../assets/config.json");
+
+/// One directory (or file) to scan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Root {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// How deep to walk below `path`: 1 = only its direct entries; `None` = no limit.
+    pub max_depth: Option<usize>,
+}
+
+/// A root as written in the configuration, before expansion.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootSpec {
+    /// A path; `~` (home), `$VAR`/`${VAR}` (environment) and relative paths (to the current
+    /// directory) are expanded when the scan starts.
+    pub path: String,
+    #[serde(default)]
+    pub max_depth: Option<usize>,
+}
+
+/// File-name patterns added to an existing dialect.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraPatterns {
+    /// A dialect id (`pidfile`, `git`, ...).
+    #[serde(deserialize_with = "dialect_id")]
+    pub dialect: String,
+    /// Globs; one containing `/` is matched against the whole path, else the file name.
+    #[serde(deserialize_with = "globs")]
+    pub patterns: Vec<String>,
+}
+
+/// The scanner's configuration (see the module docs for where it comes from).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The configured roots, before expansion (see [`Config::roots`]).
+    pub roots: Vec<RootSpec>,
+    /// Globs of paths not to walk; one containing `/` is matched against the whole path, else
+    /// the file name. `DIR/**` also keeps the walker out of `DIR` itself. A root is never
+    /// excluded.
+    pub exclude: Vec<String>,
+    pub extra_patterns: Vec<ExtraPatterns>,
+    pub windows: Windows,
+    /// The files this configuration was read from, lowest precedence first (the embedded
+    /// default is not listed).
+    pub sources: Vec<PathBuf>,
+    /// The compiled patterns, built on first use for the `exclude` and `extra_patterns` they
+    /// were built from.
+    matcher: OnceLock<Arc<Matcher>>,
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("cannot read configuration file {}: {error}", path.display())]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("bad configuration file {}, line {line} column {column}: {message}", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The file at fault.
+    pub fn path(&self) -> &Path {
+        match self {
+            ConfigError::Read { path, .. } | ConfigError::Parse { path, .. } => path,
+        }
+    }
+}
+
+/// One layer as written in a file: every key optional.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Layer {
+    roots: Option<Vec<RootSpec>>,
+    #[serde(default, deserialize_with = "opt_globs")]
+    exclude: Option<Vec<String>>,
+    extra_patterns: Option<Vec<ExtraPatterns>>,
+    /// Parsed for its errors (with positions); merged key by key from the raw JSON.
+    windows: Option<Windows>,
+}
+
+impl Config {
+    /// Embedded default < `$XDG_CONFIG_HOME/locksmith/config.json` < `explicit` (`--config FILE`).
+    /// A missing user file is skipped; a missing explicit file is an error.
+    pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_layers(Self::user_path().as_deref(), explicit)
+    }
+
+    /// Like [`Config::load`], with the user configuration file named by the caller (skipped
+    /// when it does not exist).
+    pub fn load_layers(
+        user: Option<&Path>,
+        explicit: Option<&Path>,
+    ) -> Result<Config, ConfigError> {
+        let mut layers = vec![(None, EMBEDDED.to_string())];
+        if let Some(p) = user {
+            match std::fs::read_to_string(p) {
+                Ok(text) => layers.push((Some(p.to_path_buf()), text)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    return Err(ConfigError::Read {
+                        path: p.to_path_buf(),
+                        error,
+                    });
+                }
+            }
+        }
+        if let Some(p) = explicit {
+            let text = std::fs::read_to_string(p).map_err(|error| ConfigError::Read {
+                path: p.to_path_buf(),
+                error,
+            })?;
+            layers.push((Some(p.to_path_buf()), text));
+        }
+        let mut config = Config {
+            roots: Vec::new(),
+            exclude: Vec::new(),
+            extra_patterns: Vec::new(),
+            windows: Windows::default(),
+            sources: Vec::new(),
+            matcher: OnceLock::new(),
+        };
+        let mut windows = serde_json::Map::new();
+        for (path, text) in layers {
+            let name = path.clone().unwrap_or_else(|| PathBuf::from("<embedded>"));
+            config.apply(&mut windows, &name, &text)?;
+            config.sources.extend(path);
+        }
+        Ok(config)
+    }
+
+    /// Applies one layer over this configuration. `windows` accumulates the stale-window keys
+    /// set so far (they merge key by key).
+    fn apply(
+        &mut self,
+        windows: &mut serde_json::Map<String, serde_json::Value>,
+        name: &Path,
+        text: &str,
+    ) -> Result<(), ConfigError> {
+        let layer: Layer = serde_json::from_str(text).map_err(|e| parse_error(name, &e))?;
+        if let Some(r) = layer.roots {
+            self.roots = r;
+        }
+        if let Some(x) = layer.exclude {
+            self.exclude = x;
+        }
+        if let Some(x) = layer.extra_patterns {
+            self.extra_patterns = x;
+        }
+        if layer.windows.is_some() {
+            // Valid (checked above): take the keys this layer sets.
+            let raw: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| parse_error(name, &e))?;
+            if let Some(serde_json::Value::Object(w)) = raw.get("windows") {
+                windows.extend(w.clone());
+            }
+            self.windows = serde_json::from_value(serde_json::Value::Object(windows.clone()))
+                .map_err(|e| parse_error(name, &e))?;
+        }
+        self.matcher = OnceLock::new();
+        Ok(())
+    }
+
+    /// The embedded default configuration.
+    pub fn embedded() -> Config {
+        Self::load_layers(None, None).expect("the embedded configuration is valid")
+    }
+
+    /// Parses one configuration document (the same shape as the files), over the embedded
+    /// default. `name` is used in error messages.
+    pub fn from_json(name: &Path, text: &str) -> Result<Config, ConfigError> {
+        let mut config = Config::embedded();
+        let mut windows = match serde_json::to_value(&config.windows) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        config.apply(&mut windows, name, text)?;
+        Ok(config)
+    }
+
+    /// `$XDG_CONFIG_HOME/locksmith/config.json`, else `~/.config/locksmith/config.json`.
+    pub fn user_path() -> Option<PathBuf> {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home().map(|h| h.join(".config")))?;
+        Some(base.join("locksmith").join("config.json"))
+    }
+
+    /// The roots to scan. PATH arguments (`paths`) replace the configured roots: each is made
+    /// absolute (a final symlink is not followed unless it names a directory) and kept even if
+    /// it does not exist, so the scan reports it. Otherwise the configured roots are expanded
+    /// (`~`, `$VAR`, the current directory), canonicalized, and those missing (or naming an
+    /// unset variable) are skipped. Duplicates are dropped, and so is a root that another one
+    /// already covers at its depth.
+    pub fn roots(&self, paths: &[PathBuf]) -> Vec<Root> {
+        let roots: Vec<Root> = if paths.is_empty() {
+            self.roots
+                .iter()
+                .filter_map(|spec| {
+                    let path = expand(&spec.path)?;
+                    let path = std::fs::canonicalize(path).ok()?;
+                    Some(Root {
+                        path,
+                        max_depth: spec.max_depth,
+                    })
+                })
+                .collect()
+        } else {
+            paths
+                .iter()
+                .map(|p| Root {
+                    path: absolute(p),
+                    max_depth: None,
+                })
+                .collect()
+        };
+        prune_roots(roots)
+    }
+
+    /// The compiled name patterns and excludes (built once per configuration).
+    pub(crate) fn matcher(&self) -> Result<Arc<Matcher>, globset::Error> {
+        if let Some(m) = self.matcher.get()
+            && m.built_from(&self.exclude, &self.extra_patterns)
+        {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(Matcher::new(&self.extra_patterns, &self.exclude)?);
+        if self.matcher.get().is_none() {
+            let _ = self.matcher.set(m.clone());
+        }
+        Ok(m)
+    }
+}
+
+fn parse_error(path: &Path, e: &serde_json::Error) -> ConfigError {
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let full = e.to_string();
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let id = String::deserialize(d)?;
+    if dialect::by_id(&id).is_none() {
+        let known: Vec<&str> = dialect::registry().iter().map(|d| d.id()).collect();
+        return Err(de::Error::custom(format!(
+            "unknown dialect {id:?} in extra_patterns (known dialects: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    Ok(id)
+}
+
+fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        super::matcher::glob(p)
+            .map_err(|e| de::Error::custom(format!("bad glob {p:?}: {}", e.kind())))?;
+    }
+    Ok(v)
+}
+
+fn opt_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    globs(d).map(Some)
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// Expands `~`, `$VAR` and `${VAR}`, and makes the path absolute. `None` when a variable (or
+/// the home directory) is unset or empty.
+pub fn expand(spec: &str) -> Option<PathBuf> {
+    let mut out = String::new();
+    let rest = if spec == "~" || spec.starts_with("~/") {
+        out.push_str(home()?.to_str()?);
+        &spec[1..]
+    } else {
+        spec
+    };
+    let mut chars = rest.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c != '$' {
+            out.push(c);
+            continue;
+        }
+        let (name, end) = if rest[i + 1..].starts_with('{') {
+            let close = rest[i + 2..].find('}')? + i + 2;
+            (&rest[i + 2..close], close + 1)
+        } else {
+            let len = rest[i + 1..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len() - i - 1);
+            (&rest[i + 1..i + 1 + len], i + 1 + len)
+        };
+        if name.is_empty() {
+            out.push('$');
+            continue;
+        }
+        let value = std::env::var(name).ok().filter(|v| !v.is_empty())?;
+        out.push_str(&value);
+        while chars.peek().is_some_and(|(j, _)| *j < end) {
+            chars.next();
+        }
+    }
+    if out.is_empty() {
+        return None;
+    }
+    Some(absolute(Path::new(&out)))
+}
+
+/// An absolute form of `p` without following a final symlink (unless it names a directory):
+/// the parent is canonicalized when it exists, else `p` is joined to the current directory.
+pub fn absolute(p: &Path) -> PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let last_is_name = matches!(joined.components().next_back(), Some(Component::Normal(_)));
+    let is_link = std::fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink());
+    let link_to_dir = is_link && std::fs::metadata(&joined).is_ok_and(|m| m.is_dir());
+    if !last_is_name || link_to_dir {
+        return std::fs::canonicalize(&joined).unwrap_or(joined);
+    }
+    match (joined.parent(), joined.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            .map(|d| d.join(name))
+            .unwrap_or(joined),
+        _ => joined,
+    }
+}
+
+/// Drops duplicate roots and roots another root covers completely (same or ancestor path,
+/// walked at least as deep).
+fn prune_roots(roots: Vec<Root>) -> Vec<Root> {
+    let mut out: Vec<Root> = Vec::new();
+    let mut seen = HashSet::new();
+    for r in roots {
+        if seen.insert(r.clone()) {
+            out.push(r);
+        }
+    }
+    let covered = |inner: &Root, outer: &Root| -> bool {
+        let Ok(rel) = inner.path.strip_prefix(&outer.path) else {
+            return false;
+        };
+        let below = rel.components().count();
+        match (outer.max_depth, inner.max_depth) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(o), Some(i)) => below + i <= o,
+        }
+    };
+    let mut keep = vec![true; out.len()];
+    for i in 0..out.len() {
+        for j in 0..out.len() {
+            if i != j && keep[j] && covered(&out[i], &out[j]) {
+                // Of two roots covering each other (same path, same depth) keep the first.
+                if covered(&out[j], &out[i]) && j > i {
+                    continue;
+                }
+                keep[i] = false;
+                break;
+            }
+        }
+    }
+    out.into_iter()
+        .zip(keep)
+        .filter_map(|(r, k)| k.then_some(r))
+        .collect()
+}
+
+impl fmt::Display for Root {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.max_depth {
+            Some(d) => write!(f, "{} (depth {d})", self.path.display()),
+            None => write!(f, "{}", self.path.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_parses() {
+        let c = Config::embedded();
+        assert!(c.roots.iter().any(|r| r.path == "."));
+        assert!(
+            c.roots
+                .iter()
+                .any(|r| r.path == "/tmp" && r.max_depth.is_some())
+        );
+        assert_eq!(c.windows, Windows::default());
+        assert!(c.sources.is_empty());
+    }
+
+    #[test]
+    fn expands_variables_and_home() {
+        let home = home().unwrap();
+        assert_eq!(expand("~/x").unwrap(), absolute(&home.join("x")));
+        assert_eq!(expand("$HOME/y").unwrap(), absolute(&home.join("y")));
+        assert_eq!(expand("${HOME}/z").unwrap(), absolute(&home.join("z")));
+        assert_eq!(expand("$LOCKSMITH_SURELY_UNSET_VARIABLE/x"), None);
+        assert_eq!(expand("/a$/b").unwrap(), PathBuf::from("/a$/b"));
+    }
+
+    #[test]
+    fn prunes_covered_roots() {
+        let r = |p: &str, d: Option<usize>| Root {
+            path: p.into(),
+            max_depth: d,
+        };
+        let got = prune_roots(vec![
+            r("/a", None),
+            r("/a/b", Some(2)),
+            r("/t", Some(2)),
+            r("/t/x", Some(1)),
+            r("/t/y", Some(3)),
+            r("/t", Some(2)),
+            r("/c", Some(1)),
+            r("/c", None),
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                r("/a", None),
+                r("/t", Some(2)),
+                r("/t/y", Some(3)),
+                r("/c", None)
+            ]
+        );
+    }
+}

@@ -1,0 +1,253 @@
+//! Classification and judging of one candidate: `lstat` it, read a bounded prefix of a regular
+//! file without ever blocking or following a link, pick its dialect, let the dialect judge it
+//! against the scan's snapshot, and build the [`Finding`].
+//!
+//! Dialect choice: the first dialect in registry order that was matched by name (or that
+//! accepts any name) and recognises the candidate; otherwise the first dialect matched by name
+//! judges it anyway (and answers `unknown` for what it cannot parse). A directory no dialect
+//! recognises is just a directory. In *lenient* mode (a file named on the command line, or a
+//! path re-judged on request) every dialect is asked last, so a lock with an unusual name is
+//! still recognised by its content.
+
+use std::fs::Metadata;
+use std::io;
+use std::path::Path;
+
+use super::config::Config;
+use super::{Finding, Identity, ScanError};
+use crate::dialect::{self, Candidate, EntryKind};
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Judgement, Verdict};
+
+/// Why a path is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Found by the walker: a name matched, or a kernel lock may be held on it.
+    Walk,
+    /// Named explicitly: every dialect may recognise it.
+    Lenient,
+}
+
+/// Examines one path. `hits` are the dialects (registry indices) whose patterns matched it.
+/// `Ok(None)`: no longer there, or not a lock.
+pub(crate) fn examine(
+    path: &Path,
+    hits: &[usize],
+    mode: Mode,
+    snap: &Snapshot,
+    config: &Config,
+) -> Result<Option<Finding>, ScanError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(error(path, "cannot stat", &e)),
+    };
+    examine_meta(path, &meta, hits, mode, snap, config)
+}
+
+pub(crate) fn examine_meta(
+    path: &Path,
+    meta: &Metadata,
+    hits: &[usize],
+    mode: Mode,
+    snap: &Snapshot,
+    config: &Config,
+) -> Result<Option<Finding>, ScanError> {
+    let kernel_locked = snap.kernel_locked(FileKey::of(meta));
+    let registry = dialect::registry();
+    if hits.is_empty() && !kernel_locked && mode == Mode::Walk {
+        return Ok(None);
+    }
+    let kind = EntryKind::of(meta);
+    let (content, complete, read_error) = if kind == EntryKind::File {
+        match sys::read_prefix(path, meta, dialect::CONTENT_PREFIX) {
+            Ok((c, complete)) => (c, complete, None),
+            Err(e) => (Vec::new(), false, Some(e)),
+        }
+    } else {
+        (Vec::new(), true, None)
+    };
+    let link_target = if kind == EntryKind::Symlink {
+        std::fs::read_link(path).ok()
+    } else {
+        None
+    };
+    let fs = snap.fs_of(path, meta);
+    let cand = Candidate {
+        path,
+        meta,
+        kind,
+        content: &content,
+        complete,
+        link_target: link_target.as_deref(),
+        fs: &fs,
+    };
+
+    let asked = |i: usize| hits.contains(&i) || registry[i].any_name();
+    let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand));
+    if chosen.is_none() && mode == Mode::Lenient {
+        chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand));
+    }
+    let (dialect, judgement) = match chosen {
+        Some(i) => {
+            let d = registry[i];
+            let mut j = d.judge(&cand, snap, &config.windows);
+            if let Some(e) = &read_error {
+                j = unreadable(j, path, e);
+            }
+            (d.id(), j)
+        }
+        None => {
+            let Some(&first) = hits.first() else {
+                return Ok(None);
+            };
+            let d = registry[first];
+            let j = match (kind, &read_error) {
+                (EntryKind::Dir, _) => return Ok(None),
+                (EntryKind::Other, _) => Judgement::new(
+                    Verdict::Unknown,
+                    format!(
+                        "{} is {}, not a lock file: it was not opened",
+                        path.display(),
+                        describe_other(meta)
+                    ),
+                ),
+                (_, Some(e)) => Judgement::new(
+                    Verdict::Unknown,
+                    format!("cannot read {}: {e}", path.display()),
+                ),
+                _ => d.judge(&cand, snap, &config.windows),
+            };
+            (d.id(), j)
+        }
+    };
+    Ok(Some(Finding {
+        path: path.to_path_buf(),
+        dialect,
+        kind,
+        size: matches!(kind, EntryKind::File | EntryKind::Symlink).then(|| meta.len()),
+        modified_ms: Some(crate::probe::mtime_ms(meta)),
+        identity: Identity::of(meta),
+        fs,
+        judgement: checked(judgement, dialect),
+        content,
+        link_target,
+    }))
+}
+
+/// A judgement made without the file's content: never `stale` on that basis.
+fn unreadable(mut j: Judgement, path: &Path, e: &io::Error) -> Judgement {
+    let line = format!("cannot read {}: {e}", path.display());
+    if j.verdict == Verdict::Stale {
+        let mut u = Judgement::new(Verdict::Unknown, line);
+        u.evidence.extend(
+            j.evidence
+                .into_iter()
+                .map(|l| format!("(not conclusive without the content) {l}")),
+        );
+        u.owner = j.owner;
+        u.holders = j.holders;
+        return u;
+    }
+    j.evidence.push(line);
+    j
+}
+
+/// Keeps the invariant that every verdict has evidence, and that `stale` is never claimed
+/// without it.
+fn checked(mut j: Judgement, dialect: &str) -> Judgement {
+    if j.evidence.iter().all(|l| l.trim().is_empty()) {
+        j.verdict = Verdict::Unknown;
+        j.evidence = vec![format!("the {dialect} judge gave no evidence")];
+    }
+    j
+}
+
+fn describe_other(meta: &Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+pub(crate) fn error(path: &Path, what: &str, e: &io::Error) -> ScanError {
+    ScanError {
+        path: path.to_path_buf(),
+        error: format!("{what}: {}", io_message(e)),
+    }
+}
+
+/// An `io::Error` as a short sentence ("Permission denied (os error 13)").
+pub(crate) fn io_message(e: &io::Error) -> String {
+    e.to_string()
+}
+
+/// Reads at most `max` bytes of a regular file: opened with
+/// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_NOCTTY|O_CLOEXEC` (and `O_NOATIME` where allowed, so not
+/// even the access time changes), then checked with `fstat` to be the regular file that was
+/// `lstat`ed, so a FIFO or device swapped in is never read. Returns the bytes and whether
+/// they are the whole file.
+///
+/// Note: closing a descriptor drops the *classic POSIX* (`F_SETLK`) locks this process holds
+/// on that file; OFD and flock locks are unaffected. The scanner is meant to run in a process
+/// that holds no classic POSIX locks on the files it scans.
+pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
+    sys::read_prefix(path, lstat, max)
+}
+
+mod sys {
+    use std::fs::Metadata;
+    use std::io;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    use rustix::fs::{FileType, Mode, OFlags};
+
+    pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
+        let flags =
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+        #[cfg(target_os = "linux")]
+        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
+            other => other?,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let fd = rustix::fs::open(path, flags, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(io::Error::other("not a regular file any more"));
+        }
+        if st.st_dev as u64 != lstat.dev() || st.st_ino as u64 != lstat.ino() {
+            return Err(io::Error::other("replaced while being read"));
+        }
+        // One byte more than the file claims, so that reaching its end is seen.
+        let size = st.st_size.max(0) as u64;
+        let mut buf = vec![0u8; max.min(size.saturating_add(1).min(max as u64) as usize)];
+        let mut len = 0;
+        let mut eof = false;
+        while len < buf.len() {
+            match rustix::io::read(&fd, &mut buf[len..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => len += n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf.truncate(len);
+        let complete = eof || len as u64 == size;
+        Ok((buf, complete))
+    }
+}

@@ -1,0 +1,180 @@
+//! The file-name patterns of every dialect (plus configured extras) and the exclude globs,
+//! compiled once per configuration into a few `GlobSet`s, so that the walker matches each
+//! name against all dialects in one pass.
+//!
+//! A pattern containing `/` is matched against the whole (absolute) path, any other against
+//! the file name. Whole-path patterns are pre-filtered by their last component, so the walker
+//! builds a path only for names that may match.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::config::ExtraPatterns;
+use crate::dialect;
+
+/// Compiles one glob the way the scanner uses it (`*` does not cross `/`, `\` escapes).
+pub(crate) fn glob(p: &str) -> Result<Glob, globset::Error> {
+    GlobBuilder::new(p)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+}
+
+/// Every pattern the scanner matches, compiled.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    names: GlobSet,
+    /// Dialect (registry index) of each pattern in `names`.
+    name_owner: Vec<usize>,
+    paths: GlobSet,
+    path_owner: Vec<usize>,
+    /// The last components of the whole-path patterns (a cheap pre-filter on the name).
+    path_last: GlobSet,
+    /// Some whole-path pattern ends in `**` (its last component filters nothing).
+    path_any_last: bool,
+    exclude_names: GlobSet,
+    exclude_paths: GlobSet,
+    built_exclude: Vec<String>,
+    built_extra: Vec<ExtraPatterns>,
+}
+
+impl Matcher {
+    /// Compiles the patterns of every registered dialect, `extra` and `exclude`.
+    pub fn new(extra: &[ExtraPatterns], exclude: &[String]) -> Result<Self, globset::Error> {
+        let mut owned: Vec<(usize, String)> = Vec::new();
+        for (i, d) in dialect::registry().iter().enumerate() {
+            owned.extend(d.patterns().iter().map(|p| (i, (*p).to_string())));
+        }
+        for x in extra {
+            if let Some(i) = dialect::registry().iter().position(|d| d.id() == x.dialect) {
+                owned.extend(x.patterns.iter().map(|p| (i, p.clone())));
+            }
+        }
+        let (mut names, mut paths, mut last) = (
+            GlobSetBuilder::new(),
+            GlobSetBuilder::new(),
+            GlobSetBuilder::new(),
+        );
+        let (mut name_owner, mut path_owner) = (Vec::new(), Vec::new());
+        let mut path_any_last = false;
+        for (i, p) in &owned {
+            if p.contains('/') {
+                paths.add(glob(p)?);
+                path_owner.push(*i);
+                let tail = p.rsplit('/').next().unwrap_or("");
+                if tail.is_empty() || tail.contains("**") {
+                    path_any_last = true;
+                } else {
+                    last.add(glob(tail)?);
+                }
+            } else {
+                names.add(glob(p)?);
+                name_owner.push(*i);
+            }
+        }
+        let (mut ex_names, mut ex_paths) = (GlobSetBuilder::new(), GlobSetBuilder::new());
+        for p in exclude {
+            if p.contains('/') {
+                ex_paths.add(glob(p)?);
+                // `DIR/**` excludes everything below DIR: do not even enter DIR.
+                if let Some(dir) = p.strip_suffix("/**")
+                    && !dir.is_empty()
+                {
+                    if dir.contains('/') {
+                        ex_paths.add(glob(dir)?);
+                    } else {
+                        ex_names.add(glob(dir)?);
+                    }
+                }
+            } else {
+                ex_names.add(glob(p)?);
+            }
+        }
+        Ok(Matcher {
+            names: names.build()?,
+            name_owner,
+            paths: paths.build()?,
+            path_owner,
+            path_last: last.build()?,
+            path_any_last,
+            exclude_names: ex_names.build()?,
+            exclude_paths: ex_paths.build()?,
+            built_exclude: exclude.to_vec(),
+            built_extra: extra.to_vec(),
+        })
+    }
+
+    /// Whether this matcher was compiled from these settings.
+    pub fn built_from(&self, exclude: &[String], extra: &[ExtraPatterns]) -> bool {
+        self.built_exclude == exclude && self.built_extra == extra
+    }
+
+    /// Cheap test on a file name alone: may some dialect pattern match an entry with this
+    /// name? (`false` means surely not.)
+    pub fn may_match(&self, name: &OsStr) -> bool {
+        let c = Candidate::new(Path::new(name));
+        self.names.is_match_candidate(&c)
+            || (!self.paths.is_empty()
+                && (self.path_any_last || self.path_last.is_match_candidate(&c)))
+    }
+
+    /// The dialects (registry indices, ascending, no duplicates) whose patterns match `path`.
+    pub fn hits(&self, path: &Path) -> Vec<usize> {
+        let mut out = Vec::new();
+        if let Some(name) = path.file_name() {
+            for i in self.names.matches(Path::new(name)) {
+                out.push(self.name_owner[i]);
+            }
+        }
+        if !self.paths.is_empty() {
+            for i in self.paths.matches(path) {
+                out.push(self.path_owner[i]);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether `path` is excluded by the configuration.
+    pub fn excluded(&self, path: &Path) -> bool {
+        let by_name = !self.exclude_names.is_empty()
+            && path
+                .file_name()
+                .is_some_and(|n| self.exclude_names.is_match(Path::new(n)));
+        by_name || (!self.exclude_paths.is_empty() && self.exclude_paths.is_match(path))
+    }
+
+    /// Whether any exclude is configured.
+    pub fn has_excludes(&self) -> bool {
+        !self.exclude_names.is_empty() || !self.exclude_paths.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excludes_by_name_and_path() {
+        let m = Matcher::new(
+            &[],
+            &[
+                "/proc".into(),
+                "**/node_modules".into(),
+                "**/build/**".into(),
+                "*.tmpdir".into(),
+            ],
+        )
+        .unwrap();
+        assert!(m.excluded(Path::new("/proc")));
+        assert!(!m.excluded(Path::new("/procx")));
+        assert!(m.excluded(Path::new("/a/node_modules")));
+        assert!(m.excluded(Path::new("/a/b/build")));
+        assert!(m.excluded(Path::new("/a/b/build/x")));
+        assert!(m.excluded(Path::new("/a/x.tmpdir")));
+        assert!(!m.excluded(Path::new("/a/.git")));
+    }
+}

@@ -1,0 +1,521 @@
+//! The walker: reads the roots' directories on several threads and hands every entry that may
+//! be a lock to [`super::judge`].
+//!
+//! Invariants:
+//! - symlinks are never followed (directories are opened with `O_NOFOLLOW|O_DIRECTORY`; an
+//!   entry is descended into only when `getdents` says it is a directory);
+//! - nothing is opened but directories and regular files that may be locks (see
+//!   [`super::judge::read_prefix`]); FIFOs, sockets and devices are never opened;
+//! - no recursion: pending directories are a shared stack, so a tree thousands of levels deep
+//!   costs memory, not call stack (paths longer than `PATH_MAX` are reported as errors);
+//! - an unreadable directory is a [`ScanEvent::Error`], and the walk goes on;
+//! - pseudo file systems (proc, sysfs, ...) are skipped: a directory that is a mount point (from
+//!   `/proc/self/mountinfo`, read once) is `statfs`ed, and no other directory is;
+//! - names are matched against every dialect in one pass ([`Matcher`]); a path is built only
+//!   for a directory to descend into or a name that may match; a file with any name is a
+//!   candidate when a kernel lock may be held on its inode (`d_ino` against `/proc/locks`,
+//!   confirmed with one `lstat`).
+//!
+//! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
+//! work spreads over subtrees of any shape and the stack stays small (depth-first).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+use super::config::{Config, Root};
+use super::judge::{self, Mode};
+use super::matcher::Matcher;
+use super::{ScanError, ScanEvent};
+use crate::probe::Snapshot;
+
+/// How often progress is reported, at most.
+const PROGRESS_MS: u64 = 50;
+/// Within one huge directory, counters are published (and cancellation checked) this often.
+const BATCH: u64 = 4096;
+
+/// One directory to read.
+struct Job {
+    path: PathBuf,
+    /// Depth of `path` below its root (the root is 0).
+    depth: usize,
+    root: usize,
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: Vec<Job>,
+    /// Threads reading a directory right now (they may push more jobs).
+    active: usize,
+}
+
+/// What the walk found, in numbers.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    pub entries: u64,
+    pub locks: u64,
+    pub errors: u64,
+    pub roots_read: usize,
+}
+
+pub(crate) struct Walk<'a> {
+    pub config: &'a Config,
+    pub matcher: &'a Matcher,
+    pub snap: &'a Snapshot,
+    pub cancel: &'a AtomicBool,
+    pub sink: &'a (dyn Fn(ScanEvent) + Sync),
+    pub roots: &'a [Root],
+    /// Paths of all roots: a root inside another is walked on its own terms.
+    root_paths: HashSet<PathBuf>,
+    /// Mount points below which the file system changes, with their type.
+    mounts: HashMap<PathBuf, String>,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    entries: AtomicU64,
+    locks: AtomicU64,
+    errors: AtomicU64,
+    roots_read: Vec<AtomicBool>,
+    start: Instant,
+    last_progress_ms: AtomicU64,
+}
+
+impl<'a> Walk<'a> {
+    pub fn new(
+        config: &'a Config,
+        matcher: &'a Matcher,
+        snap: &'a Snapshot,
+        cancel: &'a AtomicBool,
+        sink: &'a (dyn Fn(ScanEvent) + Sync),
+        roots: &'a [Root],
+    ) -> Self {
+        Walk {
+            config,
+            matcher,
+            snap,
+            cancel,
+            sink,
+            roots,
+            root_paths: roots.iter().map(|r| r.path.clone()).collect(),
+            mounts: sys::mount_points(),
+            queue: Mutex::default(),
+            ready: Condvar::new(),
+            entries: AtomicU64::new(0),
+            locks: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            roots_read: roots.iter().map(|_| AtomicBool::new(false)).collect(),
+            start: Instant::now(),
+            last_progress_ms: AtomicU64::new(0),
+        }
+    }
+
+    /// Walks every root to the end (or until cancelled).
+    pub fn run(&self) -> Counts {
+        for (i, root) in self.roots.iter().enumerate() {
+            if self.cancelled() {
+                break;
+            }
+            self.start_root(i, root);
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
+        let has_jobs = !self.queue.lock().unwrap().jobs.is_empty();
+        if has_jobs {
+            std::thread::scope(|s| {
+                for _ in 1..threads {
+                    s.spawn(|| self.worker());
+                }
+                self.worker();
+            });
+        }
+        (self.sink)(ScanEvent::Progress {
+            entries: self.entries.load(Ordering::Relaxed),
+            locks: self.locks.load(Ordering::Relaxed),
+        });
+        Counts {
+            entries: self.entries.load(Ordering::Relaxed),
+            locks: self.locks.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            roots_read: self
+                .roots_read
+                .iter()
+                .filter(|r| r.load(Ordering::Relaxed))
+                .count(),
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// A directory root goes on the stack; a root that is a file (or a symlink, never
+    /// followed) is examined at once, in lenient mode.
+    fn start_root(&self, i: usize, root: &Root) {
+        let meta = match std::fs::symlink_metadata(&root.path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.error(judge::error(&root.path, "cannot scan", &e));
+                return;
+            }
+        };
+        if meta.is_dir() {
+            if let Some(kind) = sys::pseudo_fs(&root.path) {
+                self.error(ScanError {
+                    path: root.path.clone(),
+                    error: format!("is on a pseudo file system ({kind}): not scanned"),
+                });
+                return;
+            }
+            if root.max_depth == Some(0) {
+                self.roots_read[i].store(true, Ordering::Relaxed);
+                return;
+            }
+            self.queue.lock().unwrap().jobs.push(Job {
+                path: root.path.clone(),
+                depth: 0,
+                root: i,
+            });
+            return;
+        }
+        self.roots_read[i].store(true, Ordering::Relaxed);
+        self.entries.fetch_add(1, Ordering::Relaxed);
+        let hits = self.matcher.hits(&root.path);
+        self.report(judge::examine_meta(
+            &root.path,
+            &meta,
+            &hits,
+            Mode::Lenient,
+            self.snap,
+            self.config,
+        ));
+    }
+
+    fn worker(&self) {
+        let mut buf: Vec<u8> = Vec::with_capacity(32 * 1024);
+        let mut found: Vec<Job> = Vec::new();
+        loop {
+            let job = {
+                let mut q = self.queue.lock().unwrap();
+                loop {
+                    if self.cancelled() {
+                        q.jobs.clear();
+                    }
+                    if let Some(job) = q.jobs.pop() {
+                        q.active += 1;
+                        break Some(job);
+                    }
+                    if q.active == 0 {
+                        break None;
+                    }
+                    q = self.ready.wait(q).unwrap();
+                }
+            };
+            let Some(job) = job else {
+                self.ready.notify_all();
+                return;
+            };
+            self.read_dir(&job, &mut buf, &mut found);
+            let mut q = self.queue.lock().unwrap();
+            q.active -= 1;
+            let pushed = !found.is_empty();
+            q.jobs.append(&mut found);
+            let finished = q.active == 0 && q.jobs.is_empty();
+            drop(q);
+            if pushed || finished {
+                self.ready.notify_all();
+            }
+            self.progress();
+        }
+    }
+
+    /// Reads one directory: examines the entries that may be locks, collects the
+    /// subdirectories to walk into `out`.
+    fn read_dir(&self, job: &Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
+        let root = &self.roots[job.root];
+        let descend_ok = root.max_depth.is_none_or(|m| job.depth + 1 < m);
+        let kernel = self.snap.kernel_locks();
+        let check_kernel = !kernel.is_empty();
+        let excludes = self.matcher.has_excludes();
+        let other_roots = self.root_paths.len() > 1;
+        let mut count = 0u64;
+        let result = sys::read_dir(&job.path, buf, |name, dtype, ino| {
+            count += 1;
+            if count % BATCH == 0 {
+                self.entries.fetch_add(BATCH, Ordering::Relaxed);
+                self.progress();
+                if self.cancelled() {
+                    return false;
+                }
+            }
+            let may = self.matcher.may_match(name);
+            let locked = check_kernel && kernel.may_lock_inode(ino);
+            let maybe_dir = descend_ok && dtype != sys::DType::Other;
+            if !(may || locked || maybe_dir) {
+                return true;
+            }
+            let path = job.path.join(name);
+            if excludes && self.matcher.excluded(&path) {
+                return true;
+            }
+            if may || locked {
+                let hits = if may {
+                    self.matcher.hits(&path)
+                } else {
+                    Vec::new()
+                };
+                if !hits.is_empty() || locked {
+                    self.report(judge::examine(
+                        &path,
+                        &hits,
+                        Mode::Walk,
+                        self.snap,
+                        self.config,
+                    ));
+                }
+            }
+            if maybe_dir {
+                let is_dir = match dtype {
+                    sys::DType::Dir => true,
+                    // The file system did not say: ask (never following a link).
+                    _ => std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()),
+                };
+                if is_dir
+                    && !(other_roots && self.root_paths.contains(&path))
+                    && !self.skip_mount(&path)
+                {
+                    out.push(Job {
+                        path,
+                        depth: job.depth + 1,
+                        root: job.root,
+                    });
+                }
+            }
+            true
+        });
+        self.entries.fetch_add(count % BATCH, Ordering::Relaxed);
+        match result {
+            Ok(()) => {
+                if job.depth == 0 {
+                    self.roots_read[job.root].store(true, Ordering::Relaxed);
+                }
+            }
+            Err(e) => self.error(judge::error(&job.path, "cannot read directory", &e)),
+        }
+    }
+
+    /// Whether `dir` is a mount point of a file system never to walk (proc, sysfs, autofs...).
+    fn skip_mount(&self, dir: &Path) -> bool {
+        match self.mounts.get(dir) {
+            None => false,
+            // Touching an automount point may mount (or hang on) a remote file system.
+            Some(t) if t == "autofs" => true,
+            Some(_) => sys::pseudo_fs(dir).is_some(),
+        }
+    }
+
+    fn report(&self, r: Result<Option<super::Finding>, ScanError>) {
+        match r {
+            Ok(Some(f)) => {
+                self.locks.fetch_add(1, Ordering::Relaxed);
+                (self.sink)(ScanEvent::Found(Box::new(f)));
+            }
+            Ok(None) => {}
+            Err(e) => self.error(e),
+        }
+    }
+
+    fn error(&self, e: ScanError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        (self.sink)(ScanEvent::Error(e));
+    }
+
+    /// Reports progress if the last report is older than [`PROGRESS_MS`].
+    fn progress(&self) {
+        let now = self.start.elapsed().as_millis() as u64;
+        let last = self.last_progress_ms.load(Ordering::Relaxed);
+        if now < last + PROGRESS_MS {
+            return;
+        }
+        if self
+            .last_progress_ms
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            (self.sink)(ScanEvent::Progress {
+                entries: self.entries.load(Ordering::Relaxed),
+                locks: self.locks.load(Ordering::Relaxed),
+            });
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use std::collections::HashMap;
+    use std::ffi::OsStr;
+    use std::io;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::{Path, PathBuf};
+
+    use rustix::fs::{FileType, Mode, OFlags, RawDir};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DType {
+        Dir,
+        Other,
+        /// The file system does not fill `d_type`.
+        Unknown,
+    }
+
+    /// Calls `f(name, type, inode)` for each entry of the directory `path` (without `.` and
+    /// `..`), with `getdents64` into `buf`; `f` returns `false` to stop.
+    pub fn read_dir(
+        path: &Path,
+        buf: &mut Vec<u8>,
+        mut f: impl FnMut(&OsStr, DType, u64) -> bool,
+    ) -> io::Result<()> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
+            other => other?,
+        };
+        let mut dir = RawDir::new(&fd, buf.spare_capacity_mut());
+        while let Some(entry) = dir.next() {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let t = match entry.file_type() {
+                FileType::Directory => DType::Dir,
+                FileType::Unknown => DType::Unknown,
+                _ => DType::Other,
+            };
+            if !f(OsStr::from_bytes(name), t, entry.ino()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of the pseudo file system `dir` is on, if it is one.
+    pub fn pseudo_fs(dir: &Path) -> Option<String> {
+        let m = crate::probe::fs::magic(dir)?;
+        crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
+    }
+
+    /// Mount points (other than `/`) and their file-system types, from
+    /// `/proc/self/mountinfo`.
+    pub fn mount_points() -> HashMap<PathBuf, String> {
+        std::fs::read("/proc/self/mountinfo")
+            .map(|text| parse_mountinfo(&text))
+            .unwrap_or_default()
+    }
+
+    pub fn parse_mountinfo(text: &[u8]) -> HashMap<PathBuf, String> {
+        let mut out = HashMap::new();
+        for line in text.split(|&b| b == b'\n') {
+            // id parent major:minor root mount-point options [optional...] - type source ...
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let Some(dash) = fields.iter().position(|f| *f == b"-") else {
+                continue;
+            };
+            let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(dash + 1)) else {
+                continue;
+            };
+            let mp = PathBuf::from(std::ffi::OsString::from_vec(unescape(mp)));
+            if mp != Path::new("/") {
+                out.insert(mp, String::from_utf8_lossy(fstype).into_owned());
+            }
+        }
+        out
+    }
+
+    /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+    fn unescape(s: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(s.len());
+        let mut i = 0;
+        while i < s.len() {
+            if s[i] == b'\\'
+                && i + 3 < s.len()
+                && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+            {
+                let v = (s[i + 1] - b'0') as u32 * 64
+                    + (s[i + 2] - b'0') as u32 * 8
+                    + (s[i + 3] - b'0') as u32;
+                out.push(v as u8);
+                i += 4;
+            } else {
+                out.push(s[i]);
+                i += 1;
+            }
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn parses_mountinfo() {
+            let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
+                36 25 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                40 36 0:33 / /mnt/my\\040disk rw shared:1 - fuse.sshfs host: rw\n";
+            let m = parse_mountinfo(text);
+            assert_eq!(m.get(Path::new("/proc")).map(String::as_str), Some("proc"));
+            assert_eq!(
+                m.get(Path::new("/mnt/my disk")).map(String::as_str),
+                Some("fuse.sshfs")
+            );
+            assert!(!m.contains_key(Path::new("/")));
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use std::collections::HashMap;
+    use std::ffi::OsStr;
+    use std::io;
+    use std::os::unix::fs::DirEntryExt;
+    use std::path::{Path, PathBuf};
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum DType {
+        Dir,
+        Other,
+        Unknown,
+    }
+
+    pub fn read_dir(
+        path: &Path,
+        _buf: &mut Vec<u8>,
+        mut f: impl FnMut(&OsStr, DType, u64) -> bool,
+    ) -> io::Result<()> {
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            let t = match entry.file_type() {
+                Ok(t) if t.is_dir() => DType::Dir,
+                Ok(_) => DType::Other,
+                Err(_) => DType::Unknown,
+            };
+            if !f(&entry.file_name(), t, entry.ino()) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn pseudo_fs(_dir: &Path) -> Option<String> {
+        None
+    }
+
+    pub fn mount_points() -> HashMap<PathBuf, String> {
+        HashMap::new()
+    }
+}
