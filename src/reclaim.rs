@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::dialect::EntryKind;
+use crate::probe::Snapshot;
 use crate::report::escape;
-use crate::scan::{Finding, Identity, ScanError};
+use crate::scan::{self, Finding, Identity, ScanError};
 use crate::verdict::{Judgement, Verdict};
 
 /// The largest file reclaim copies into the state directory; a bigger "lock" is kept (no lock
@@ -113,6 +114,15 @@ impl Outcome {
             judgement,
         }
     }
+}
+
+/// Reclaims one lock: judges it again with a fresh snapshot and the scanner's rules, and
+/// removes it only if it is still stale and still the same file (see the module docs).
+pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) -> Outcome {
+    reclaim_rejudged(finding, opts, |path| {
+        let snap = Snapshot::take();
+        scan::judge_path(path, &snap, config)
+    })
 }
 
 /// [`reclaim`] with the re-judging step given by the caller (`rejudge` must look at the

@@ -1,0 +1,412 @@
+//! Helpers shared by the integration tests: run the real binary in a temp dir, read its JSON
+//! report into typed structs (unknown fields are errors), validate it against the schema,
+//! photograph a tree to prove nothing changed, and keep child processes on a leash.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+/// How long any one wait in a test may take before it fails.
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A temp dir with its own state and config homes, and the binary to run in it.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("locksmith-test-")
+            .tempdir()
+            .unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        Env { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The state directory reclaim writes to (`$XDG_STATE_HOME/locksmith`).
+    pub fn state_dir(&self) -> PathBuf {
+        self.path().join("state/locksmith")
+    }
+
+    /// `locksmith ARGS` with HOME, XDG homes and color settings under control.
+    pub fn cmd<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_locksmith"));
+        c.args(args)
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env_remove("NO_COLOR")
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `locksmith ARGS` to completion (killed after [`DEADLINE`]).
+    pub fn run<I, S>(&self, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        run_bounded(self.cmd(args), DEADLINE)
+    }
+
+    /// `locksmith --scan --json PATH...`, checked against the schema and parsed.
+    pub fn scan_json(&self, paths: &[&Path]) -> (Report, Output) {
+        let mut args: Vec<&OsStr> = vec!["--scan".as_ref(), "--json".as_ref()];
+        args.extend(paths.iter().map(|p| p.as_os_str()));
+        let out = self.run(args);
+        let report = parse_report(&out);
+        (report, out)
+    }
+
+    /// The journal lines reclaim wrote, parsed.
+    pub fn journal(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.state_dir().join("journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("journal line is JSON"))
+            .collect()
+    }
+}
+
+/// Runs a command with piped output, killing it if it outlives `limit`.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn locksmith");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.expect("wait for locksmith"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("locksmith did not finish within {limit:?}");
+        }
+    }
+}
+
+/// The report of `--scan --json`, validated against the schema first.
+pub fn parse_report(out: &Output) -> Report {
+    let text = String::from_utf8(out.stdout.clone()).expect("JSON output is UTF-8");
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    validate(&value);
+    serde_json::from_value(value).expect("report matches the typed structs")
+}
+
+/// The schema: the shared spec's when present, else the copy kept beside the tests.
+pub fn schema() -> serde_json::Value {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = manifest.join("../shared/spec/report.schema.json");
+    let path = if shared.exists() {
+        shared
+    } else {
+        manifest.join("tests/report.schema.json")
+    };
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn validate(value: &serde_json::Value) {
+    let schema = schema();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report breaks the schema: {errors:#?}\n{value:#}"
+    );
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub version: u32,
+    pub host: Host,
+    pub roots: Vec<String>,
+    pub summary: Summary,
+    pub locks: Vec<Lock>,
+    pub errors: Vec<ErrorEntry>,
+    pub reclaimed: Option<Vec<Reclaimed>>,
+}
+
+impl Report {
+    pub fn lock(&self, path: &Path) -> Option<&Lock> {
+        let p = path.to_str().unwrap();
+        self.locks.iter().find(|l| l.path == p)
+    }
+
+    /// The lock at `path`, with a readable failure when it is missing.
+    pub fn expect_lock(&self, path: &Path) -> &Lock {
+        self.lock(path).unwrap_or_else(|| {
+            panic!(
+                "no lock {} in the report: {:#?}",
+                path.display(),
+                self.locks.iter().map(|l| &l.path).collect::<Vec<_>>()
+            )
+        })
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub hostname: String,
+    pub boot_id: Option<String>,
+    pub boot_time: Option<String>,
+    pub pid_ns: Option<u64>,
+    pub in_container: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub entries: u64,
+    pub locks: u64,
+    pub live: u64,
+    pub stale: u64,
+    pub free: u64,
+    pub foreign: u64,
+    pub unknown: u64,
+    pub errors: u64,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub path: String,
+    pub dialect: String,
+    pub verdict: String,
+    pub evidence: Vec<String>,
+    pub reclaimable: bool,
+    pub kind: Option<String>,
+    pub size: Option<u64>,
+    pub modified: Option<String>,
+    pub age_s: Option<u64>,
+    pub owner: Option<Owner>,
+    pub process: Option<Process>,
+    pub holders: Vec<Holder>,
+    pub fs: Fs,
+    pub unsaved_changes: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Owner {
+    pub pid: Option<i64>,
+    pub hostname: Option<String>,
+    pub user: Option<String>,
+    pub created_at: Option<String>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    pub pid: i64,
+    pub name: String,
+    pub exe: Option<String>,
+    pub cmd: Vec<String>,
+    pub user: Option<String>,
+    pub start_time: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Holder {
+    pub pid: i64,
+    pub name: Option<String>,
+    pub how: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fs {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub network: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorEntry {
+    pub path: String,
+    pub error: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reclaimed {
+    pub path: String,
+    pub ok: bool,
+    pub action: String,
+    pub verdict: String,
+    pub saved_to: Option<String>,
+    pub error: Option<String>,
+}
+
+/// What a tree looks like: every entry's kind, mode, size, mtime, inode and content (or link
+/// text). Equal photographs before and after a scan prove the scan changed nothing.
+pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false) {
+        let Ok(entry) = entry else { continue };
+        let meta = match entry.path().symlink_metadata() {
+            Ok(m) => m,
+            Err(_) => continue,
+        };
+        let t = meta.file_type();
+        let content = if t.is_symlink() {
+            format!(
+                "-> {:?}",
+                std::fs::read_link(entry.path()).unwrap_or_default()
+            )
+        } else if t.is_file() && meta.len() <= 1 << 20 {
+            format!("{:x?}", std::fs::read(entry.path()).unwrap_or_default())
+        } else {
+            String::new()
+        };
+        out.insert(
+            entry.path().to_path_buf(),
+            format!(
+                "mode={:o} ino={} size={} mtime={}.{} {content}",
+                meta.mode(),
+                meta.ino(),
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec()
+            ),
+        );
+    }
+    out
+}
+
+/// A child process that is killed (SIGKILL) and reaped when the guard drops, on every path.
+pub struct Guard(pub Option<Child>);
+
+impl Guard {
+    pub fn spawn(cmd: &mut Command) -> Self {
+        Guard(Some(cmd.spawn().expect("spawn child")))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
+    /// Kills the child with SIGKILL and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Polls `f` until it returns `Some`, failing the test after [`DEADLINE`].
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether `program` is on PATH; prints why the test is skipped when it is not.
+pub fn have(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIPPED: `{program}` is not installed (CI installs it)");
+    }
+    found
+}
+
+/// SIGKILLs a process we did not spawn ourselves (a grandchild), by pid.
+pub fn kill9(pid: i32) {
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+}
+
+/// Whether a process exists (and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// A PID that names no process: one of a child that has exited and been reaped (PIDs are
+/// handed out in increasing order, so it is not reused within a test's lifetime).
+pub fn dead_pid() -> i32 {
+    let mut c = Command::new("true").spawn().expect("spawn true");
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    assert!(!alive(pid));
+    pid
+}
+
+/// A `sleep` child that lives until the guard drops.
+pub fn sleeper() -> Guard {
+    Guard::spawn(Command::new("sleep").arg("600").stdin(Stdio::null()))
+}
+
+/// Sets a file's mtime (and atime) `secs` seconds into the past, without following a symlink.
+pub fn age(path: &Path, secs: u64) {
+    let t = std::time::SystemTime::now() - Duration::from_secs(secs);
+    let times = std::fs::FileTimes::new().set_modified(t).set_accessed(t);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .or_else(|_| std::fs::File::open(path))
+        .unwrap()
+        .set_times(times)
+        .unwrap();
+}
+
+/// stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
