@@ -410,3 +410,76 @@ pub fn stdout(out: &Output) -> String {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// A child started as the leader of its own process group; the whole group (the child and
+/// everything it started, e.g. git and its editor) is SIGKILLed when the guard drops.
+pub struct GroupGuard(Option<Child>);
+
+impl GroupGuard {
+    pub fn spawn(cmd: &mut Command) -> Self {
+        use std::os::unix::process::CommandExt;
+        GroupGuard(Some(cmd.process_group(0).spawn().expect("spawn child")))
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.0.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// The live (non-zombie) members of the group: (pid, comm).
+    pub fn members(&self) -> Vec<(i32, String)> {
+        group_members(self.pid())
+    }
+
+    /// SIGKILLs the whole group, reaps the leader and waits until no member is alive.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let pgid = c.id() as i32;
+            if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            let _ = c.wait();
+            wait_for("the process group to die", || {
+                group_members(pgid).is_empty().then_some(())
+            });
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.0.is_some() && !std::thread::panicking() {
+            self.kill();
+        } else if let Some(mut c) = self.0.take() {
+            if let Some(pid) = rustix::process::Pid::from_raw(c.id() as i32) {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`: (pid, comm).
+pub fn group_members(pgid: i32) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let (Some(open), Some((head, rest))) = (stat.find('('), stat.rsplit_once(')')) else {
+            continue;
+        };
+        let comm = head[open + 1..].to_string();
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // state ppid pgrp ...
+        if fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(pgid) {
+            out.push((pid, comm));
+        }
+    }
+    out
+}

@@ -1,0 +1,352 @@
+//! Lock files made by the real programs, judged by the real binary: git waiting in its
+//! editor, vim with unsaved changes under tmux, flock(1), and a postmaster.pid naming a
+//! recycled PID. Each test SIGKILLs its program halfway and checks the verdict turns stale
+//! (or free), and what `--scan --reclaim` then does. A test whose program is not installed
+//! says so and skips.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// Scans `root` until the lock at `path` satisfies `ok`, and returns that report.
+fn scan_until(
+    env: &Env,
+    root: &Path,
+    path: &Path,
+    what: &str,
+    ok: impl Fn(&Lock) -> bool,
+) -> Report {
+    let start = std::time::Instant::now();
+    loop {
+        let (report, _) = env.scan_json(&[root]);
+        if report.lock(path).is_some_and(&ok) {
+            return report;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out waiting for {what}; last seen: {:#?}",
+            report.lock(path)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+fn git(repo: &Path, home: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(repo)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .stdin(Stdio::null());
+    c
+}
+
+fn git_ok(repo: &Path, home: &Path, args: &[&str]) {
+    let out = git(repo, home).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+}
+
+#[test]
+fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
+    if !have("git") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    let repo = env.path().join("repo");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&repo).unwrap();
+    git_ok(&repo, &home, &["init", "-q"]);
+    fs::write(repo.join("file.txt"), "one\n").unwrap();
+    git_ok(&repo, &home, &["add", "file.txt"]);
+    git_ok(&repo, &home, &["commit", "-q", "-m", "first"]);
+    fs::write(repo.join("file.txt"), "two\n").unwrap();
+
+    // `git commit -a` writes index.lock, then waits for its editor (which never returns).
+    let mut commit = GroupGuard::spawn(
+        git(&repo, &home)
+            .args(["commit", "-a"])
+            .env("GIT_EDITOR", "sleep 600")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = repo.join(".git/index.lock");
+    wait_for("git's editor to start", || {
+        (lock.exists() && commit.members().iter().any(|(_, c)| c == "sleep")).then_some(())
+    });
+    let report = scan_until(&env, &repo, &lock, "index.lock to be live", |l| {
+        l.verdict == "live"
+    });
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.dialect, "git");
+    assert!(!l.reclaimable);
+
+    commit.kill();
+    assert!(lock.exists(), "git died without cleaning up");
+    let report = scan_until(&env, &repo, &lock, "index.lock to be stale", |l| {
+        l.verdict == "stale"
+    });
+    assert!(report.expect_lock(&lock).reclaimable);
+
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), repo.as_os_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(!lock.exists());
+    assert!(
+        stdout(&out).contains(&format!("removed {}", lock.display())),
+        "{}",
+        stdout(&out)
+    );
+    // The repository works again.
+    git_ok(&repo, &home, &["commit", "-q", "-a", "-m", "second"]);
+}
+
+/// A tmux server on its own socket, killed when dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-S").arg(&self.socket).arg("-f").arg("/dev/null");
+        c.env("TERM", "xterm").stdin(Stdio::null());
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+#[test]
+fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
+    if !have("vim") || !have("tmux") {
+        return;
+    }
+    let env = Env::new();
+    let docs = env.path().join("docs");
+    fs::create_dir(&docs).unwrap();
+    fs::write(docs.join("notes.txt"), "hello\n").unwrap();
+    let tmux = Tmux {
+        socket: env.path().join("tmux.sock"),
+    };
+    let mut start = tmux.cmd();
+    start
+        .args(["new-session", "-d", "-s", "t", "-x", "80", "-y", "24"])
+        .arg("exec vim -u NONE -i NONE -N notes.txt")
+        .current_dir(&docs)
+        .env("HOME", env.path());
+    assert!(start.status().unwrap().success());
+    let swap = docs.join(".notes.txt.swp");
+    wait_for("vim's swap file", || swap.exists().then_some(()));
+    let vim: i32 = tmux
+        .ok(&["display-message", "-p", "-t", "t", "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    tmux.ok(&["send-keys", "-t", "t", "i", "words never saved", "Escape"]);
+
+    let report = scan_until(
+        &env,
+        &docs,
+        &swap,
+        "a live swap with unsaved changes",
+        |l| l.verdict == "live" && l.unsaved_changes == Some(true),
+    );
+    let l = report.expect_lock(&swap);
+    assert_eq!(l.dialect, "vim-swap");
+    assert_eq!(l.owner.as_ref().and_then(|o| o.pid), Some(vim as i64));
+
+    kill9(vim);
+    wait_for("vim to die", || (!alive(vim)).then_some(()));
+    let report = scan_until(&env, &docs, &swap, "a stale swap", |l| l.verdict == "stale");
+    assert_eq!(report.expect_lock(&swap).unsaved_changes, Some(true));
+    let notes = docs.join("notes.txt");
+    let hint = format!("vim -r {}", notes.display());
+    let table = stdout(&env.run(["--scan".as_ref(), docs.as_os_str()]));
+    assert!(table.contains(&hint), "{table}");
+
+    // --reclaim keeps it and says how to recover.
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--json".as_ref(),
+        docs.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "a stale swap remains");
+    let report = parse_report(&out);
+    let r = &report.reclaimed.unwrap()[0];
+    assert_eq!((r.ok, r.action.as_str()), (false, "kept"));
+    assert!(r.error.as_deref().unwrap().contains(&hint), "{r:?}");
+    assert!(swap.exists());
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), docs.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains(&hint));
+    assert!(swap.exists());
+
+    // --include-unsaved removes it, after saving a copy that `vim -r` can still use.
+    let content = fs::read(&swap).unwrap();
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--include-unsaved".as_ref(),
+        "--json".as_ref(),
+        docs.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!swap.exists());
+    let report = parse_report(&out);
+    let r = &report.reclaimed.unwrap()[0];
+    assert_eq!(r.action, "removed");
+    assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), content);
+    assert_eq!(env.journal()[0]["unsaved_changes"], true);
+}
+
+#[test]
+fn flock_holder_is_live_and_a_released_flock_file_is_free_and_never_reclaimed() {
+    if !have("flock") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.path().join("jobs");
+    fs::create_dir(&dir).unwrap();
+    let lock = dir.join("nightly.lock");
+    let mut holder = GroupGuard::spawn(
+        Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "600"])
+            .stdin(Stdio::null()),
+    );
+    let report = scan_until(&env, &dir, &lock, "a live flock", |l| l.verdict == "live");
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.dialect, "flock");
+    let group: Vec<i64> = holder.members().iter().map(|(p, _)| *p as i64).collect();
+    assert!(
+        l.holders
+            .iter()
+            .any(|h| h.how == "flock" && group.contains(&h.pid)),
+        "{l:#?} vs {group:?}"
+    );
+
+    holder.kill();
+    scan_until(&env, &dir, &lock, "a free flock file", |l| {
+        l.verdict == "free"
+    });
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--json".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = parse_report(&out);
+    assert_eq!(report.reclaimed.map(|r| r.len()), Some(0));
+    assert!(lock.exists(), "a free flock file must never be deleted");
+}
+
+#[test]
+fn postmaster_pid_naming_a_running_sleep_is_stale() {
+    if !have("sleep") {
+        return;
+    }
+    let env = Env::new();
+    let data = env.path().join("pgdata");
+    fs::create_dir(&data).unwrap();
+    // The Docker trap: postgres died, its low PID now belongs to an unrelated process.
+    let sleep = sleeper();
+    let pidfile = data.join("postmaster.pid");
+    let started = jiff::Timestamp::now().as_second();
+    fs::write(
+        &pidfile,
+        format!(
+            "{}\n{}\n{started}\n5432\n/var/run/postgresql\nlocalhost\n  5432001    65536\nready   \n",
+            sleep.pid(),
+            data.display()
+        ),
+    )
+    .unwrap();
+    let (report, out) = env.scan_json(&[&data]);
+    assert_eq!(out.status.code(), Some(1));
+    let l = report.expect_lock(&pidfile);
+    assert_eq!(l.dialect, "postgres");
+    assert_eq!(l.verdict, "stale", "{:#?}", l.evidence);
+    assert_eq!(
+        l.owner.as_ref().and_then(|o| o.pid),
+        Some(sleep.pid() as i64)
+    );
+    assert!(
+        l.evidence.iter().any(|e| e.contains("sleep")),
+        "the evidence names the impostor: {:#?}",
+        l.evidence
+    );
+
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), data.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!pidfile.exists());
+    assert!(
+        alive(sleep.pid() as i32),
+        "reclaim never touches the process"
+    );
+}
+
+#[test]
+fn dotlockfile_of_a_dead_shell_is_stale_and_of_a_live_one_is_live() {
+    if !have("dotlockfile") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.path().join("spool");
+    fs::create_dir(&dir).unwrap();
+    // `dotlockfile -p` writes the PID of its caller: a shell that exits at once.
+    let gone = dir.join("gone.lock");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("dotlockfile -p {} ; true", gone.display()))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // ... and a shell that stays.
+    let held = dir.join("held.lock");
+    let _shell = GroupGuard::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "dotlockfile -p {} && exec sleep 600",
+                held.display()
+            ))
+            .stdin(Stdio::null()),
+    );
+    wait_for("dotlockfile", || held.exists().then_some(()));
+    let (report, _) = env.scan_json(&[&dir]);
+    let g = report.expect_lock(&gone);
+    assert_eq!(
+        (g.dialect.as_str(), g.verdict.as_str()),
+        ("pidfile", "stale")
+    );
+    let h = report.expect_lock(&held);
+    assert_eq!(
+        (h.dialect.as_str(), h.verdict.as_str()),
+        ("pidfile", "live")
+    );
+}

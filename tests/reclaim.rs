@@ -1,0 +1,242 @@
+//! Reclaim: only locks stale at the moment of removal go, after a copy and a journal line;
+//! a lock that came back to life or was replaced since it was judged stays; `--dry-run`
+//! removes nothing.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::*;
+use locksmith::probe::Snapshot;
+use locksmith::reclaim::{self, Action, ReclaimOptions};
+use locksmith::scan::{self, Config, Finding};
+use locksmith::verdict::Verdict;
+use sha2::{Digest, Sha256};
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn judge(path: &Path) -> Finding {
+    scan::judge_path(path, &Snapshot::take(), &Config::embedded())
+        .expect("judged")
+        .expect("a lock")
+}
+
+fn options(env: &Env) -> ReclaimOptions {
+    ReclaimOptions {
+        state_dir: env.state_dir(),
+        dry_run: false,
+        include_unsaved: false,
+        force_foreign: false,
+    }
+}
+
+#[test]
+fn removes_only_the_stale_lock_and_journals_it() {
+    let env = Env::new();
+    let root = env.path().join("root");
+    fs::create_dir(&root).unwrap();
+    let stale = root.join("gone.pid");
+    let stale_content = format!("{}\n", dead_pid());
+    fs::write(&stale, &stale_content).unwrap();
+    let owner = sleeper();
+    let live = root.join("alive.pid");
+    fs::write(&live, format!("{}\n", owner.pid())).unwrap();
+    let garbage = root.join("junk.pid");
+    fs::write(&garbage, "not a pid at all").unwrap();
+    let free = root.join("queue.lock");
+    fs::write(&free, "").unwrap();
+
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--json".as_ref(),
+        root.as_os_str(),
+    ]);
+    let report = parse_report(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stale.exists(), "the stale lock is removed");
+    for kept in [&live, &garbage, &free] {
+        assert!(kept.exists(), "{} must stay", kept.display());
+    }
+    let reclaimed = report.reclaimed.expect("reclaimed array");
+    assert_eq!(reclaimed.len(), 1, "{reclaimed:?}");
+    let r = &reclaimed[0];
+    assert_eq!(r.path, stale.to_str().unwrap());
+    assert!(r.ok);
+    assert_eq!(r.action, "removed");
+    assert_eq!(r.verdict, "stale");
+    let saved = r.saved_to.as_ref().expect("saved_to");
+    assert!(Path::new(saved).starts_with(env.state_dir()), "{saved}");
+    assert_eq!(fs::read_to_string(saved).unwrap(), stale_content);
+
+    let journal = env.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    let line = &journal[0];
+    assert_eq!(line["path"], stale.to_str().unwrap());
+    assert_eq!(line["dialect"], "pidfile");
+    assert_eq!(line["verdict"], "stale");
+    assert!(!line["evidence"].as_array().unwrap().is_empty());
+    assert_eq!(line["sha256"], sha256_hex(stale_content.as_bytes()));
+    assert_eq!(line["saved_to"], saved.as_str());
+    assert!(
+        line["time"]
+            .as_str()
+            .unwrap()
+            .parse::<jiff::Timestamp>()
+            .is_ok()
+    );
+    assert!(line.get("owner").is_some());
+}
+
+#[test]
+fn the_table_says_what_was_removed() {
+    let env = Env::new();
+    let stale = env.path().join("gone.pid");
+    fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        env.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("removed {} (copy saved to ", stale.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains("reclaim: 1 removed, 0 would be removed, 0 kept"),
+        "{text}"
+    );
+    assert!(!stale.exists());
+}
+
+#[test]
+fn dry_run_removes_nothing() {
+    let env = Env::new();
+    let stale = env.path().join("gone.pid");
+    fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
+    let before = photograph(env.path());
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--dry-run".as_ref(),
+        "--json".as_ref(),
+        env.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the stale lock remains");
+    let report = parse_report(&out);
+    let r = &report.reclaimed.unwrap()[0];
+    assert_eq!((r.ok, r.action.as_str()), (true, "would-remove"));
+    assert_eq!(r.saved_to, None);
+    assert_eq!(before, photograph(env.path()));
+    assert!(!env.state_dir().exists());
+
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--dry-run".as_ref(),
+        env.path().as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains(&format!("would remove {}", stale.display())));
+    assert!(stale.exists());
+}
+
+#[test]
+fn a_lock_that_came_back_to_life_is_kept() {
+    let env = Env::new();
+    let path = env.path().join("svc.pid");
+    // A dead PID and a live one with as many digits, so the rewrite keeps the size.
+    let (owner, dead) = loop {
+        let owner = sleeper();
+        let dead = dead_pid();
+        if owner.pid().to_string().len() == dead.to_string().len() {
+            break (owner, dead);
+        }
+    };
+    fs::write(&path, format!("{dead}\n")).unwrap();
+    let judged = judge(&path);
+    assert_eq!(
+        judged.judgement.verdict,
+        Verdict::Stale,
+        "{:?}",
+        judged.judgement
+    );
+
+    // Between the scan and the reclaim, the lock is taken again by a live process: same
+    // inode, same size, same mtime (so only judging it again can tell).
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    fs::write(&path, format!("{}\n", owner.pid())).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(
+        locksmith::scan::Identity::of(&fs::symlink_metadata(&path).unwrap()),
+        judged.identity
+    );
+
+    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
+    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
+    assert!(!outcome.ok);
+    assert_eq!(outcome.judgement.verdict, Verdict::Live);
+    assert!(outcome.error.unwrap().contains("live"));
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        format!("{}\n", owner.pid())
+    );
+    assert!(env.journal().is_empty());
+}
+
+#[test]
+fn a_replaced_file_is_refused() {
+    let env = Env::new();
+    let path = env.path().join("svc.pid");
+    let content = format!("{}\n", dead_pid());
+    fs::write(&path, &content).unwrap();
+    let judged = judge(&path);
+    assert_eq!(judged.judgement.verdict, Verdict::Stale);
+
+    // Someone else's lock now sits at the same path: stale too, but not the file judged.
+    let other = env.path().join("other");
+    fs::write(&other, &content).unwrap();
+    fs::rename(&other, &path).unwrap();
+    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
+    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
+    assert!(
+        outcome
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("changed since it was judged")
+    );
+    assert!(path.exists());
+    assert!(env.journal().is_empty());
+
+    // Judged again, the new file can go.
+    let outcome = reclaim::reclaim(&judge(&path), &Config::embedded(), &options(&env));
+    assert_eq!(outcome.action, Action::Removed, "{outcome:?}");
+    assert!(!path.exists());
+    assert_eq!(env.journal().len(), 1);
+}
+
+#[test]
+fn a_vanished_lock_is_reported_not_an_error_to_remove() {
+    let env = Env::new();
+    let path = env.path().join("svc.pid");
+    fs::write(&path, format!("{}\n", dead_pid())).unwrap();
+    let judged = judge(&path);
+    fs::remove_file(&path).unwrap();
+    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
+    assert_eq!(outcome.action, Action::Kept);
+    assert!(outcome.error.unwrap().contains("no longer a lock"));
+}
