@@ -32,6 +32,11 @@ pub enum Command {
 #[derive(Debug, Args, Clone)]
 pub struct ScanArgs {
     /// Print a report instead of opening the terminal UI.
+    ///
+    /// The report is a table on stdout with a summary line; per-path errors (unreadable
+    /// files, missing paths) follow on stderr. With --json, everything is one JSON document on
+    /// stdout. Exit status: 0 no stale lock, 1 stale locks found (after --reclaim: some remain),
+    /// 2 fatal error.
     #[arg(long)]
     pub scan: bool,
 
