@@ -1,0 +1,101 @@
+//! Destructive actions go through a queue of two steps: a key produces a [`ConfirmAction`],
+//! which opens a [`ConfirmDialog`] (defaulting to *No*); only the dialog turns it into a
+//! [`ConfirmedAction`], and only a `ConfirmedAction` is ever carried out. Nothing outside this
+//! module can build a `ConfirmedAction`.
+
+use locksmith::scan::Finding;
+
+/// An action that needs the user's yes.
+#[derive(Debug, Clone)]
+pub enum ConfirmAction {
+    /// Remove stale locks (each re-judged at the moment of removal). `kept` are stale locks
+    /// left out on purpose (vim swaps holding unsaved changes, when reclaiming all), listed in
+    /// the dialog so the user knows why.
+    Reclaim {
+        findings: Vec<Finding>,
+        kept: Vec<Finding>,
+    },
+    /// Remove a foreign lock, whose owner cannot be checked from here.
+    ForceForeign(Box<Finding>),
+}
+
+impl ConfirmAction {
+    /// The locks that would be removed.
+    pub fn targets(&self) -> &[Finding] {
+        match self {
+            ConfirmAction::Reclaim { findings, .. } => findings,
+            ConfirmAction::ForceForeign(f) => std::slice::from_ref(f),
+        }
+    }
+}
+
+/// An action the user confirmed. Built only by [`ConfirmDialog`].
+#[derive(Debug, Clone)]
+pub struct ConfirmedAction(ConfirmAction);
+
+impl ConfirmedAction {
+    pub fn action(&self) -> &ConfirmAction {
+        &self.0
+    }
+
+    pub fn findings(&self) -> &[Finding] {
+        self.0.targets()
+    }
+
+    /// Whether the user agreed to remove foreign locks.
+    pub fn force_foreign(&self) -> bool {
+        matches!(self.0, ConfirmAction::ForceForeign(_))
+    }
+
+    /// Whether the user saw (and accepted) the unsaved-changes warning of a vim swap: true only
+    /// when a lock shown in the dialog held unsaved changes.
+    pub fn include_unsaved(&self) -> bool {
+        self.findings()
+            .iter()
+            .any(|f| f.judgement.unsaved_changes == Some(true))
+    }
+}
+
+/// The two buttons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Yes,
+    No,
+}
+
+/// The confirm popup's state.
+#[derive(Debug, Clone)]
+pub struct ConfirmDialog {
+    pub action: ConfirmAction,
+    pub highlight: Choice,
+}
+
+impl ConfirmDialog {
+    /// A dialog for `action`, with *No* highlighted.
+    pub fn new(action: ConfirmAction) -> Self {
+        ConfirmDialog {
+            action,
+            highlight: Choice::No,
+        }
+    }
+
+    pub fn toggle(&mut self) {
+        self.highlight = match self.highlight {
+            Choice::Yes => Choice::No,
+            Choice::No => Choice::Yes,
+        };
+    }
+
+    /// `y`: confirmed whatever is highlighted.
+    pub fn yes(self) -> ConfirmedAction {
+        ConfirmedAction(self.action)
+    }
+
+    /// `Enter`: the highlighted choice.
+    pub fn choose(self) -> Option<ConfirmedAction> {
+        match self.highlight {
+            Choice::Yes => Some(self.yes()),
+            Choice::No => None,
+        }
+    }
+}

@@ -1,0 +1,765 @@
+//! Drawing: `impl Widget for &App` and one small `render_*` helper per part of the screen
+//! (header, table, detail pane, status line, key bar, help, confirm dialog). Rendering reads the
+//! app and never changes what the app means; it only remembers the scroll offset and the page
+//! height (in `Cell`s) so that scrolling is stable. Every size is computed with saturating
+//! arithmetic: any terminal size renders, down to a single cell.
+//!
+//! Text from lock files is already escaped in the rows' cells; what is built here from a
+//! finding goes through [`text::clean`] / [`text::content_lines`].
+
+use locksmith::Verdict;
+use locksmith::scan::Finding;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Style, Stylize};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{
+    Block, Cell as TableCell, Clear, HighlightSpacing, Paragraph, Row as TableRow, StatefulWidget,
+    Table, TableState, Widget, Wrap,
+};
+
+use super::app::{App, Column, Level, Mode, Row, age_ms, plural};
+use super::confirm::{Choice, ConfirmAction, ConfirmDialog};
+use super::keymap::{self, Action, Context};
+use super::text;
+use super::theme::Theme;
+
+/// The marker before the selected row (so the selection shows without color or styles).
+const SELECTED: &str = "▶ ";
+/// Width of the label column in the detail pane.
+const LABEL: usize = 10;
+/// Raw content lines shown in the detail pane.
+const CONTENT_LINES: usize = 12;
+
+impl Widget for &App {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let [header, body, status, keys] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        render_header(self, header, buf);
+        match self.selected_row() {
+            Some(row) if self.show_details => {
+                let [table, detail] =
+                    Layout::vertical([Constraint::Percentage(45), Constraint::Percentage(55)])
+                        .areas(body);
+                render_table(self, table, buf);
+                render_detail(row, self, detail, buf);
+            }
+            _ => render_table(self, body, buf),
+        }
+        render_status(self, status, buf);
+        render_keys(self, keys, buf);
+        match &self.mode {
+            Mode::Help { scroll } => render_help(self, *scroll, area, buf),
+            Mode::Confirm(dialog) => render_confirm(self, dialog, area, buf),
+            Mode::Table | Mode::Filter => {}
+        }
+    }
+}
+
+fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let p = &app.progress;
+    let mut spans = vec![Span::styled(" locksmith ", theme.title())];
+    let progress = if p.scanning {
+        format!(
+            "scanning… {} entries · {} locks",
+            text::count(p.entries),
+            text::count(p.locks)
+        )
+    } else {
+        let secs = p
+            .elapsed_ms
+            .map(|ms| format!(" · {:.1} s", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        format!(
+            "{} entries · {} locks{secs}",
+            text::count(p.entries),
+            text::count(p.locks)
+        )
+    };
+    spans.push(Span::raw(progress));
+    if p.errors > 0 {
+        spans.push(Span::styled(
+            format!(" · {} error{}", p.errors, plural(p.errors as usize)),
+            theme.warn(),
+        ));
+    }
+    spans.push(Span::styled(" │", theme.dim()));
+    // Verdict counts: with names when there is room, else symbols only.
+    let wide = area.width >= 100;
+    for (v, n) in Verdict::ALL.iter().zip(app.counts()) {
+        if n > 0 {
+            let s = if wide {
+                format!(" {} {n} {v}", v.symbol())
+            } else {
+                format!(" {}{n}", v.symbol())
+            };
+            spans.push(Span::styled(s, theme.verdict(*v)));
+        }
+    }
+    if let Some(v) = app.verdict_filter {
+        spans.push(Span::styled(" │ showing ", theme.dim()));
+        spans.push(Span::styled(
+            format!("{} {v}", v.symbol()),
+            theme.verdict(v),
+        ));
+    }
+    if !app.filter.is_empty() && !matches!(app.mode, Mode::Filter) {
+        spans.push(Span::styled(" │ filter ", theme.dim()));
+        spans.push(Span::raw(format!("/{}", text::clean(&app.filter))));
+    }
+    if app.opts.readonly {
+        spans.push(Span::styled(" │ read-only", theme.warn()));
+    }
+    Paragraph::new(Line::from(spans)).render(area, buf);
+}
+
+/// The columns that fit a width, with their constraints.
+fn columns_for(width: u16) -> Vec<(Column, Constraint)> {
+    use Column as C;
+    let all = [
+        (C::Verdict, Constraint::Length(9)),
+        (C::Dialect, Constraint::Length(11)),
+        (C::Pid, Constraint::Length(7)),
+        (C::Command, Constraint::Length(16)),
+        (C::Host, Constraint::Length(12)),
+        (C::Age, Constraint::Length(4)),
+        (C::Path, Constraint::Fill(1)),
+    ];
+    let keep: &[Column] = match width {
+        100.. => &Column::ALL,
+        70..100 => &[C::Verdict, C::Dialect, C::Pid, C::Command, C::Age, C::Path],
+        45..70 => &[C::Verdict, C::Pid, C::Age, C::Path],
+        _ => &[C::Verdict, C::Path],
+    };
+    all.into_iter().filter(|(c, _)| keep.contains(c)).collect()
+}
+
+fn render_table(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let cols = columns_for(area.width);
+    let narrow = area.width < 45;
+    let fixed: u16 = cols
+        .iter()
+        .map(|(c, k)| match (c, k) {
+            (Column::Verdict, _) if narrow => 2,
+            (_, Constraint::Length(n)) => *n,
+            _ => 0,
+        })
+        .sum();
+    let spacing = 1u16;
+    let path_width = usize::from(
+        area.width
+            .saturating_sub(fixed)
+            .saturating_sub(spacing * cols.len().saturating_sub(1) as u16)
+            .saturating_sub(SELECTED.chars().count() as u16),
+    );
+    let header = TableRow::new(cols.iter().map(|(c, _)| {
+        let mut title = c.title().to_string();
+        if narrow && *c == Column::Verdict {
+            title = "V".into();
+        }
+        if *c == app.sort {
+            title.push_str(if app.descending { " ▼" } else { " ▲" });
+        }
+        TableCell::from(title)
+    }))
+    .style(theme.header());
+    let widths: Vec<Constraint> = cols
+        .iter()
+        .map(|(c, k)| match c {
+            Column::Verdict if narrow => Constraint::Length(2),
+            _ => *k,
+        })
+        .collect();
+
+    // Only the rows that can be on screen are built.
+    let body_height = usize::from(area.height.saturating_sub(1)).max(1);
+    app.page.set(body_height as u16);
+    let len = app.visible_len();
+    let cursor = app.cursor();
+    let mut offset = app.offset.get().min(len.saturating_sub(1));
+    if let Some(c) = cursor {
+        if c < offset {
+            offset = c;
+        } else if c >= offset + body_height {
+            offset = c + 1 - body_height;
+        }
+    }
+    app.offset.set(offset);
+    let rows: Vec<TableRow> = app
+        .visible()
+        .skip(offset)
+        .take(body_height)
+        .map(|r| table_row(app, r, &cols, narrow, path_width))
+        .collect();
+
+    if len == 0 {
+        let msg = if app.progress.scanning {
+            "looking for locks…"
+        } else if app.rows().is_empty() {
+            "no locks found"
+        } else {
+            "no lock matches the filter"
+        };
+        let [head, rest] =
+            Layout::vertical([Constraint::Length(1), Constraint::Fill(1)]).areas(area);
+        Widget::render(
+            Table::new(Vec::<TableRow>::new(), widths.clone())
+                .header(header)
+                .column_spacing(spacing),
+            head,
+            buf,
+        );
+        Paragraph::new(Span::styled(msg, theme.dim()))
+            .centered()
+            .render(rest, buf);
+        return;
+    }
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(spacing)
+        .row_highlight_style(theme.selected())
+        .highlight_symbol(SELECTED)
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut state = TableState::new().with_selected(cursor.map(|c| c - offset));
+    StatefulWidget::render(table, area, buf, &mut state);
+}
+
+fn table_row<'a>(
+    app: &App,
+    r: &'a Row,
+    cols: &[(Column, Constraint)],
+    narrow: bool,
+    path_width: usize,
+) -> TableRow<'a> {
+    let theme = app.opts.theme;
+    let v = r.verdict();
+    TableRow::new(cols.iter().map(|(c, _)| match c {
+        Column::Verdict if narrow => TableCell::from(Span::styled(v.symbol(), theme.verdict(v))),
+        Column::Verdict => TableCell::from(Span::styled(
+            format!("{} {}", v.symbol(), v),
+            theme.verdict(v),
+        )),
+        Column::Dialect => TableCell::from(r.cells.dialect.as_str()),
+        Column::Pid => TableCell::from(r.cells.pid.as_str()),
+        Column::Command => TableCell::from(r.cells.command.as_str()),
+        Column::Host => TableCell::from(r.cells.host.as_str()),
+        Column::Age => TableCell::from(match r.finding.modified_ms {
+            Some(_) => text::age(age_ms(r, app.now_ms)),
+            None => "-".into(),
+        }),
+        Column::Path => TableCell::from(ellipsize_left(&r.cells.path, path_width)),
+    }))
+}
+
+/// Keeps the end of a string (the file name matters most in a path), with `…` in front.
+fn ellipsize_left(s: &str, width: usize) -> String {
+    if Span::raw(s).width() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut kept: Vec<char> = Vec::new();
+    let mut used = 1; // the ellipsis
+    let mut tmp = [0u8; 4];
+    for c in s.chars().rev() {
+        let w = Span::raw(&*c.encode_utf8(&mut tmp)).width();
+        if used + w > width {
+            break;
+        }
+        used += w;
+        kept.push(c);
+    }
+    let tail: String = kept.into_iter().rev().collect();
+    // Start at a component boundary when one is in view: `…/deep/app.pid`.
+    let tail = match tail.find('/') {
+        Some(i) if i > 0 && tail[i..].chars().count() > 1 => tail[i..].to_string(),
+        _ => tail,
+    };
+    format!("…{tail}")
+}
+
+fn label<'a>(theme: Theme, name: &'a str) -> Span<'a> {
+    Span::styled(format!("{name:<LABEL$}"), theme.label())
+}
+
+fn indent() -> Span<'static> {
+    Span::raw(" ".repeat(LABEL))
+}
+
+/// The command that recovers a vim swap's unsaved changes (as the report words it).
+fn recover_hint(f: &Finding) -> String {
+    locksmith::report::vim_recover_hint(f)
+        .unwrap_or_else(|| format!("vim -r {}", text::path(&f.path)))
+}
+
+/// The warning shown for a vim swap file that holds unsaved changes.
+pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
+    if f.judgement.unsaved_changes != Some(true) {
+        return Vec::new();
+    }
+    vec![
+        Line::from(Span::styled(
+            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+            theme.error(),
+        )),
+        Line::from(vec![
+            Span::styled("  Recover them first: ", theme.warn()),
+            Span::styled(recover_hint(f), theme.key()),
+        ]),
+    ]
+}
+
+/// Every line of the detail pane for one lock.
+pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>> {
+    let j = &f.judgement;
+    let v = j.verdict;
+    let mut out: Vec<Line<'static>> = unsaved_warning(theme, f);
+    out.push(Line::from(vec![
+        label(theme, "Path"),
+        Span::raw(text::path(&f.path)),
+    ]));
+    let reclaim_hint = match v {
+        Verdict::Stale => " (reclaimable: d)",
+        Verdict::Foreign => " (owner cannot be checked here; F forces a reclaim)",
+        _ => " (never reclaimed)",
+    };
+    out.push(Line::from(vec![
+        label(theme, "Verdict"),
+        Span::styled(format!("{} {v}", v.symbol()), theme.verdict(v)),
+        Span::styled(reclaim_hint, theme.dim()),
+    ]));
+    let mut what = vec![text::clean(f.dialect), kind_name(f).to_string()];
+    if let Some(s) = f.size {
+        what.push(text::size(s));
+    }
+    if let Some(m) = f.modified_ms {
+        what.push(format!(
+            "modified {} ({} ago)",
+            locksmith::evidence::fmt_ms(m),
+            text::age(now_ms - m)
+        ));
+    }
+    out.push(Line::from(vec![
+        label(theme, "Lock"),
+        Span::raw(what.join(" · ")),
+    ]));
+    if let Some(t) = &f.link_target {
+        out.push(Line::from(vec![
+            label(theme, "Link to"),
+            Span::raw(text::path(t)),
+        ]));
+    }
+    let fs = format!(
+        "{}{}",
+        text::clean(&f.fs.kind),
+        if f.fs.network {
+            " (network file system: kernel locks and PIDs of other hosts cannot be checked)"
+        } else {
+            " (local)"
+        }
+    );
+    out.push(Line::from(vec![label(theme, "FS"), Span::raw(fs)]));
+    for (i, e) in j.evidence.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Evidence")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![
+            head,
+            Span::raw(format!("• {}", text::clean(e))),
+        ]));
+    }
+    if let Some(o) = &j.owner {
+        let mut parts = Vec::new();
+        if let Some(p) = o.pid {
+            parts.push(format!("pid {p}"));
+        }
+        if let Some(h) = &o.hostname {
+            parts.push(format!("host {}", text::clean(h)));
+        }
+        if let Some(u) = &o.user {
+            parts.push(format!("user {}", text::clean(u)));
+        }
+        if let Some(c) = &o.created_at {
+            parts.push(format!("created {}", text::clean(c)));
+        }
+        if parts.is_empty() {
+            parts.push("(no owner fields)".into());
+        }
+        out.push(Line::from(vec![
+            label(theme, "Owner"),
+            Span::raw(parts.join(" · ")),
+        ]));
+        if let Some(d) = &o.detail {
+            out.push(Line::from(vec![indent(), Span::raw(text::clean(d))]));
+        }
+    } else {
+        out.push(Line::from(vec![
+            label(theme, "Owner"),
+            Span::styled("the lock names no owner", theme.dim()),
+        ]));
+    }
+    match &j.process {
+        Some(p) => {
+            let mut parts = vec![format!("pid {} {}", p.pid, text::clean(&p.name))];
+            if let Some(u) = &p.user {
+                parts.push(format!("user {}", text::clean(u)));
+            }
+            if let Some(s) = &p.start_time {
+                parts.push(format!("started {}", text::clean(s)));
+            }
+            out.push(Line::from(vec![
+                label(theme, "Process"),
+                Span::raw(parts.join(" · ")),
+            ]));
+            if !p.cmd.is_empty() {
+                out.push(Line::from(vec![
+                    indent(),
+                    Span::raw(text::clean(&p.cmd.join(" "))),
+                ]));
+            }
+            if let Some(e) = &p.exe {
+                out.push(Line::from(vec![
+                    indent(),
+                    Span::styled(format!("exe {}", text::clean(e)), theme.dim()),
+                ]));
+            }
+        }
+        None => out.push(Line::from(vec![
+            label(theme, "Process"),
+            Span::styled("no live owner process", theme.dim()),
+        ])),
+    }
+    if !j.holders.is_empty() {
+        let hs: Vec<String> = j
+            .holders
+            .iter()
+            .map(|h| {
+                let who = if h.pid < 0 {
+                    "a process not visible here".to_string()
+                } else {
+                    format!("pid {}", h.pid)
+                };
+                match &h.name {
+                    Some(n) => format!("{who} {} ({})", text::clean(n), h.how.as_str()),
+                    None => format!("{who} ({})", h.how.as_str()),
+                }
+            })
+            .collect();
+        out.push(Line::from(vec![
+            label(theme, "Holders"),
+            Span::raw(hs.join(" · ")),
+        ]));
+    }
+    let content = text::content_lines(&f.content, CONTENT_LINES);
+    for (i, l) in content.into_iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Content")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![head, Span::styled(l, theme.dim())]));
+    }
+    out
+}
+
+fn kind_name(f: &Finding) -> &'static str {
+    use locksmith::dialect::EntryKind;
+    match f.kind {
+        EntryKind::File => "file",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Dir => "directory",
+        EntryKind::Other => "special file",
+    }
+}
+
+fn render_detail(row: &Row, app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let name = row
+        .finding
+        .path
+        .file_name()
+        .map(|n| text::bytes(n.as_encoded_bytes()))
+        .unwrap_or_default();
+    let block = Block::bordered()
+        .title(Line::from(vec![
+            Span::raw(" Details: "),
+            Span::styled(name, theme.label()),
+            Span::raw(" "),
+        ]))
+        .border_style(theme.dim());
+    Paragraph::new(detail_lines(&row.finding, theme, app.now_ms))
+        .block(block)
+        .wrap(Wrap { trim: false })
+        .render(area, buf);
+}
+
+fn render_status(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let line = match (&app.mode, &app.status) {
+        (Mode::Filter, _) => Line::from(vec![
+            Span::styled("/", theme.key()),
+            Span::raw(text::clean(&app.filter)),
+            Span::raw("█"),
+            Span::styled(format!("  {} shown", app.visible_len()), theme.dim()),
+        ]),
+        (_, Some(s)) => Line::from(Span::styled(s.text.clone(), style_of(theme, s.level))),
+        (_, None) => Line::default(),
+    };
+    Paragraph::new(line).render(area, buf);
+}
+
+/// The key bar: the bindings of the current context marked for the bar, from the key map.
+/// When they do not all fit, the last ones go first, but help and quit always stay.
+fn render_keys(app: &App, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let mut items: Vec<&keymap::Binding> = keymap::bindings(app.context())
+        .filter(|b| b.in_bar && app.enabled(b.action))
+        .collect();
+    let width = |items: &[&keymap::Binding]| -> usize {
+        items
+            .iter()
+            .map(|b| Span::raw(b.label).width() + b.short.chars().count() + 3)
+            .sum()
+    };
+    let pinned = |b: &keymap::Binding| matches!(b.action, Action::Help | Action::Quit);
+    while width(&items) > usize::from(area.width) + 2 {
+        match items.iter().rposition(|b| !pinned(b)) {
+            Some(i) => {
+                items.remove(i);
+            }
+            None => break,
+        }
+    }
+    let mut spans = Vec::new();
+    for b in items {
+        spans.push(Span::styled(b.label, theme.key()));
+        spans.push(Span::raw(format!(" {}  ", b.short)));
+    }
+    Paragraph::new(Line::from(spans)).render(area, buf);
+}
+
+/// The help screen's lines: every binding of the key map, by context.
+pub fn help_lines(theme: Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for ctx in [
+        Context::Table,
+        Context::Filter,
+        Context::Confirm,
+        Context::Help,
+        Context::Global,
+    ] {
+        out.push(Line::from(Span::styled(ctx.title(), theme.title())));
+        for b in keymap::bindings(ctx) {
+            out.push(Line::from(vec![
+                Span::styled(format!("  {:<12}", b.label), theme.key()),
+                Span::raw(b.long),
+            ]));
+        }
+        out.push(Line::default());
+    }
+    out.push(Line::from("Verdicts"));
+    for v in Verdict::ALL {
+        let what = match v {
+            Verdict::Stale => "the owner is provably gone: reclaimable",
+            Verdict::Live => "an owner process is verifiably alive: never removed",
+            Verdict::Foreign => "owner on another host or PID namespace: cannot be checked here",
+            Verdict::Unknown => "looks like a lock but cannot be parsed or read",
+            Verdict::Free => "a kernel-lock file nobody holds: harmless, never removed",
+        };
+        out.push(Line::from(vec![
+            Span::styled(
+                format!("  {} {:<10}", v.symbol(), v.as_str()),
+                theme.verdict(v),
+            ),
+            Span::raw(what),
+        ]));
+    }
+    out
+}
+
+/// A popup rectangle: at most `w` x `h`, centered, never larger than `area`.
+fn popup(area: Rect, w: u16, h: u16) -> Rect {
+    area.centered(
+        Constraint::Length(w.min(area.width)),
+        Constraint::Length(h.min(area.height)),
+    )
+}
+
+fn render_help(app: &App, scroll: u16, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let lines = help_lines(theme);
+    let w = 96u16.min(area.width);
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    let body_h: usize = lines
+        .iter()
+        .map(|l| l.width().div_ceil(inner_w).max(1))
+        .sum();
+    let h = (body_h as u16).saturating_add(2);
+    let r = popup(area, w, h);
+    Clear.render(r, buf);
+    let max_scroll = h.saturating_sub(r.height);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(
+            Block::bordered()
+                .title(Span::styled(" Help ", theme.title()))
+                .title_bottom(" ?/q/Esc close · j/k scroll "),
+        )
+        .scroll((scroll.min(max_scroll), 0))
+        .render(r, buf);
+}
+
+/// The confirm dialog's title and body.
+pub fn confirm_text(
+    d: &ConfirmDialog,
+    theme: Theme,
+    state_dir: Option<&std::path::Path>,
+) -> (String, Vec<Line<'static>>) {
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let title;
+    match &d.action {
+        ConfirmAction::Reclaim { findings, kept } => {
+            title = if findings.len() == 1 {
+                " Reclaim this stale lock? ".to_string()
+            } else {
+                format!(" Reclaim {} stale locks? ", findings.len())
+            };
+            out.push(Line::from(format!(
+                "This removes {}:",
+                if findings.len() == 1 {
+                    "this lock".to_string()
+                } else {
+                    format!("these {} locks", findings.len())
+                }
+            )));
+            for f in findings {
+                out.push(target_line(f, theme));
+            }
+            if let [f] = findings.as_slice() {
+                out.push(Line::from("Why it is stale:"));
+                for e in &f.judgement.evidence {
+                    out.push(Line::from(format!("  • {}", text::clean(e))));
+                }
+                out.extend(unsaved_warning(theme, f));
+            }
+            if !kept.is_empty() {
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "Kept: {} vim swap file{} with unsaved changes (recover with vim -r, then reclaim with d):",
+                        kept.len(),
+                        plural(kept.len())
+                    ),
+                    theme.warn(),
+                )));
+                for f in kept {
+                    out.push(Line::from(format!("  {}", text::path(&f.path))));
+                }
+            }
+        }
+        ConfirmAction::ForceForeign(f) => {
+            title = " Force-remove a FOREIGN lock? ".to_string();
+            out.push(Line::from("This removes:"));
+            out.push(target_line(f, theme));
+            out.push(Line::from("Why it is foreign:"));
+            for e in &f.judgement.evidence {
+                out.push(Line::from(format!("  • {}", text::clean(e))));
+            }
+            out.push(Line::from(Span::styled(
+                "RISK: its owner runs on another host or in another PID namespace, so locksmith \
+                 cannot tell whether it is still running. If it is, removing its lock lets a \
+                 second copy in at the same time, which can corrupt what the lock protects.",
+                theme.error(),
+            )));
+        }
+    }
+    out.push(Line::from(Span::styled(
+        "Each lock is judged again just before removal; one that is no longer stale stays.",
+        theme.dim(),
+    )));
+    let dir = state_dir
+        .map(text::path)
+        .unwrap_or_else(|| "the state directory".to_string());
+    out.push(Line::from(Span::styled(
+        format!("A copy is saved to {dir} and the removal is journaled."),
+        theme.dim(),
+    )));
+    (title, out)
+}
+
+fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
+    let v = f.judgement.verdict;
+    Line::from(vec![
+        Span::styled(format!("  {} ", v.symbol()), theme.verdict(v)),
+        Span::raw(text::path(&f.path)).bold(),
+        Span::styled(
+            format!("  ({}, {})", text::clean(f.dialect), kind_name(f)),
+            theme.dim(),
+        ),
+    ])
+}
+
+fn render_confirm(app: &App, d: &ConfirmDialog, area: Rect, buf: &mut Buffer) {
+    let theme = app.opts.theme;
+    let (title, body) = confirm_text(d, theme, app.opts.state_dir.as_deref());
+    let w = 78u16.min(area.width);
+    let inner_w = usize::from(w.saturating_sub(2)).max(1);
+    let body_h: usize = body
+        .iter()
+        .map(|l| l.width().div_ceil(inner_w).max(1))
+        .sum();
+    let h = (body_h as u16).saturating_add(4);
+    let r = popup(area, w, h);
+    Clear.render(r, buf);
+    let block = Block::bordered()
+        .title(Span::styled(title, theme.warn()))
+        .border_style(theme.warn());
+    let inner = block.inner(r);
+    block.render(r, buf);
+    let [text_area, _gap, buttons] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    Paragraph::new(Text::from(body))
+        .wrap(Wrap { trim: false })
+        .render(text_area, buf);
+    let yes = if d.highlight == Choice::Yes {
+        "[ Yes ]"
+    } else {
+        "  Yes  "
+    };
+    let no = if d.highlight == Choice::No {
+        "[ No ]"
+    } else {
+        "  No  "
+    };
+    Paragraph::new(Line::from(vec![
+        Span::styled(yes, theme.button(d.highlight == Choice::Yes)),
+        Span::raw("   "),
+        Span::styled(no, theme.button(d.highlight == Choice::No)),
+    ]))
+    .centered()
+    .render(buttons, buf);
+}
+
+fn style_of(theme: Theme, level: Level) -> Style {
+    match level {
+        Level::Info => theme.info(),
+        Level::Warn => theme.warn(),
+        Level::Error => theme.error(),
+    }
+}

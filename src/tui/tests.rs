@@ -1,0 +1,1120 @@
+//! State and rendering tests of the UI: keys → actions → state through `App::update`, and
+//! frames drawn into ratatui's `TestBackend` (asserted line by line and with insta
+//! snapshots). Findings are built here with fixed paths, PIDs and times, so frames are
+//! deterministic.
+
+use std::path::PathBuf;
+
+use locksmith::dialect::EntryKind;
+use locksmith::probe::FsInfo;
+use locksmith::scan::{Finding, Identity, ScanError, ScanEvent};
+use locksmith::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::Color;
+
+use super::app::{
+    App, Column, Effect, Level, Mode, Msg, Options, ReclaimResult, Rejudge, ScanSummary,
+};
+use super::confirm::{Choice, ConfirmAction};
+use super::keymap::{self, Context};
+use super::theme::Theme;
+
+/// The fixed "now" of every test: 2026-01-01T00:00:00Z.
+const NOW: i64 = 1_767_225_600_000;
+
+fn opts(theme: Theme, readonly: bool) -> Options {
+    Options {
+        readonly,
+        theme,
+        state_dir: Some(PathBuf::from("/home/me/.local/state/locksmith")),
+    }
+}
+
+fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>) -> Finding {
+    let evidence = match verdict {
+        Verdict::Stale => format!("no process {} on this host (kill: ESRCH)", pid.unwrap_or(0)),
+        Verdict::Live => format!(
+            "process {} is alive and started before the lock was written",
+            pid.unwrap_or(0)
+        ),
+        Verdict::Foreign => {
+            "owner host \"build-7\" is not this host \"laptop\": its PID cannot be checked here"
+                .into()
+        }
+        Verdict::Unknown => "content is not a PID: \"garbage\"".into(),
+        Verdict::Free => "no process holds a kernel lock on it (/proc/locks)".into(),
+    };
+    let host = if verdict == Verdict::Foreign {
+        "build-7"
+    } else {
+        "laptop"
+    };
+    let mut j = Judgement::new(verdict, evidence);
+    if pid.is_some() {
+        j = j.with_owner(Owner {
+            pid,
+            hostname: Some(host.into()),
+            ..Owner::default()
+        });
+    }
+    let ino = path.bytes().map(u64::from).sum();
+    Finding {
+        path: PathBuf::from(path),
+        dialect,
+        kind: EntryKind::File,
+        size: Some(5),
+        modified_ms: Some(NOW - 90_000),
+        identity: Identity {
+            dev: 2049,
+            ino,
+            size: 5,
+            mtime_ns: 0,
+        },
+        fs: FsInfo {
+            kind: "ext4".into(),
+            network: false,
+        },
+        judgement: j,
+        content: format!("{}\n", pid.unwrap_or(0)).into_bytes(),
+        link_target: None,
+    }
+}
+
+fn live_with_process(path: &str) -> Finding {
+    let mut f = finding(path, "pidfile", Verdict::Live, Some(4321));
+    f.judgement.process = Some(ProcessInfo {
+        pid: 4321,
+        name: "sleep".into(),
+        exe: Some("/usr/bin/sleep".into()),
+        cmd: vec!["sleep".into(), "1000".into()],
+        user: Some("root".into()),
+        start_time: Some("2025-12-31T23:58:00Z".into()),
+    });
+    f.judgement.holders = vec![Holder {
+        pid: 4321,
+        name: Some("sleep".into()),
+        how: HolderHow::Flock,
+    }];
+    f
+}
+
+fn vim_unsaved(path: &str) -> Finding {
+    let mut f = finding(path, "vim-swap", Verdict::Stale, Some(777));
+    f.judgement.unsaved_changes = Some(true);
+    f.judgement.owner = Some(Owner {
+        pid: Some(777),
+        hostname: Some("laptop".into()),
+        user: Some("me".into()),
+        created_at: None,
+        detail: Some("editing /work/notes.txt".into()),
+    });
+    let mut content = b"b0VIM 9.1".to_vec();
+    content.resize(128, 0);
+    f.content = content;
+    f
+}
+
+/// One lock of each verdict.
+fn sample() -> Vec<Finding> {
+    vec![
+        live_with_process("/srv/app/web.pid"),
+        finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(4242)),
+        finding("/var/lib/dpkg/lock", "flock", Verdict::Free, None),
+        finding("/mnt/nfs/job.lock", "pidfile", Verdict::Foreign, Some(99)),
+        finding("/tmp/.X0-lock", "x11", Verdict::Unknown, None),
+    ]
+}
+
+fn app_with(findings: Vec<Finding>, o: Options) -> App {
+    let mut app = App::new(o, NOW);
+    let Effect::Scan { generation } = app.rescan() else {
+        panic!("rescan must start a scan")
+    };
+    for f in findings {
+        app.update(Msg::Scan {
+            generation,
+            event: ScanEvent::Found(Box::new(f)),
+        });
+    }
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Progress {
+            entries: 12_345,
+            locks: 5,
+        },
+    });
+    app.update(Msg::ScanDone {
+        generation,
+        summary: ScanSummary {
+            entries: 12_345,
+            locks: 5,
+            elapsed_ms: 420,
+            ..ScanSummary::default()
+        },
+    });
+    app.refresh();
+    app
+}
+
+fn app() -> App {
+    app_with(sample(), opts(Theme::COLOR, false))
+}
+
+fn key(app: &mut App, code: KeyCode) -> Option<Effect> {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn keys(app: &mut App, s: &str) -> Vec<Effect> {
+    s.chars()
+        .filter_map(|c| key(app, KeyCode::Char(c)))
+        .collect()
+}
+
+fn selected(app: &App) -> String {
+    app.selected_row()
+        .map(|r| r.finding.path.display().to_string())
+        .unwrap_or_default()
+}
+
+fn order(app: &App) -> Vec<String> {
+    app.visible()
+        .map(|r| r.finding.path.display().to_string())
+        .collect()
+}
+
+fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
+    app.refresh();
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| f.render_widget(&*app, f.area())).unwrap();
+    t.backend().buffer().clone()
+}
+
+/// The buffer as text, trailing spaces trimmed.
+fn screen(buf: &Buffer) -> String {
+    let w = usize::from(buf.area.width);
+    let mut out = String::new();
+    for row in buf.content.chunks(w) {
+        let mut line = String::new();
+        let mut skip = 0usize;
+        for c in row {
+            if skip == 0 {
+                line.push_str(c.symbol());
+            }
+            let width = ratatui::text::Span::raw(c.symbol()).width();
+            skip = skip.max(width).saturating_sub(1);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
+}
+
+/// The one confirmed reclaim among `effects`.
+fn confirmed(mut effects: Vec<Effect>) -> super::confirm::ConfirmedAction {
+    match (effects.pop(), effects.is_empty()) {
+        (Some(Effect::Reclaim(c)), true) => c,
+        other => panic!("expected one confirmed reclaim, got {other:?}"),
+    }
+}
+
+// ----- state -----
+
+#[test]
+fn stale_first_then_by_path() {
+    let app = app();
+    assert_eq!(
+        order(&app),
+        [
+            "/srv/app/worker.pid",
+            "/srv/app/web.pid",
+            "/mnt/nfs/job.lock",
+            "/tmp/.X0-lock",
+            "/var/lib/dpkg/lock",
+        ]
+    );
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+}
+
+#[test]
+fn navigation_keys_move_the_selection_and_clamp() {
+    let mut app = app();
+    keys(&mut app, "jj");
+    assert_eq!(app.cursor(), Some(2));
+    keys(&mut app, "k");
+    assert_eq!(app.cursor(), Some(1));
+    key(&mut app, KeyCode::Down);
+    assert_eq!(app.cursor(), Some(2));
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.cursor(), Some(1));
+    keys(&mut app, "G");
+    assert_eq!(app.cursor(), Some(4));
+    keys(&mut app, "jjj");
+    assert_eq!(app.cursor(), Some(4), "j at the bottom stays");
+    keys(&mut app, "g");
+    assert_eq!(app.cursor(), Some(0));
+    keys(&mut app, "k");
+    assert_eq!(app.cursor(), Some(0), "k at the top stays");
+    app.page.set(3);
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(app.cursor(), Some(3));
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(app.cursor(), Some(4));
+    key(&mut app, KeyCode::PageUp);
+    assert_eq!(app.cursor(), Some(1));
+    key(&mut app, KeyCode::End);
+    assert_eq!(app.cursor(), Some(4));
+    key(&mut app, KeyCode::Home);
+    assert_eq!(app.cursor(), Some(0));
+}
+
+#[test]
+fn navigation_on_an_empty_list_does_nothing() {
+    let mut app = app_with(Vec::new(), opts(Theme::COLOR, false));
+    for c in "jkgG".chars() {
+        key(&mut app, KeyCode::Char(c));
+    }
+    key(&mut app, KeyCode::PageDown);
+    assert_eq!(app.cursor(), None);
+    assert!(app.selected_row().is_none());
+    assert!(keys(&mut app, "d").is_empty());
+    assert_eq!(app.status.as_ref().unwrap().text, "no lock selected");
+}
+
+#[test]
+fn selection_follows_the_path_across_refreshes() {
+    let mut app = app();
+    keys(&mut app, "j"); // web.pid (live)
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    // New stale locks sort before it: it keeps the selection.
+    let generation = app.progress.generation;
+    for p in ["/a/1.pid", "/a/2.pid"] {
+        app.update(Msg::Scan {
+            generation,
+            event: ScanEvent::Found(Box::new(finding(p, "pidfile", Verdict::Stale, Some(5)))),
+        });
+    }
+    app.refresh();
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    assert_eq!(app.cursor(), Some(3));
+    // Its owner dies: re-judged stale, it moves up and stays selected.
+    let now_stale = finding("/srv/app/web.pid", "pidfile", Verdict::Stale, Some(4321));
+    app.update(Msg::Rejudged(vec![(
+        PathBuf::from("/srv/app/web.pid"),
+        Rejudge::Judged(Box::new(now_stale)),
+    )]));
+    app.refresh();
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    assert_eq!(app.selected_row().unwrap().verdict(), Verdict::Stale);
+    assert_eq!(app.cursor(), Some(2));
+    // Someone else removes it: the row goes, the selection stays at that position.
+    app.update(Msg::Rejudged(vec![(
+        PathBuf::from("/srv/app/web.pid"),
+        Rejudge::Gone,
+    )]));
+    app.refresh();
+    assert!(!order(&app).contains(&"/srv/app/web.pid".to_string()));
+    assert_eq!(app.cursor(), Some(2));
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+}
+
+#[test]
+fn rejudging_never_adds_rows_and_failures_keep_them() {
+    let mut app = app();
+    app.update(Msg::Rejudged(vec![
+        (
+            PathBuf::from("/new/x.pid"),
+            Rejudge::Judged(Box::new(finding(
+                "/new/x.pid",
+                "pidfile",
+                Verdict::Stale,
+                Some(1),
+            ))),
+        ),
+        (
+            PathBuf::from("/srv/app/worker.pid"),
+            Rejudge::Failed("permission denied".into()),
+        ),
+    ]));
+    app.refresh();
+    assert_eq!(app.visible_len(), 5);
+    assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
+}
+
+#[test]
+fn filter_narrows_incrementally_and_esc_clears() {
+    let mut app = app();
+    assert!(keys(&mut app, "/").is_empty());
+    assert!(matches!(app.mode, Mode::Filter));
+    // Letters bound in the table are text here: q does not quit, d does not reclaim.
+    assert!(keys(&mut app, "srv").is_empty());
+    assert_eq!(app.filter, "srv");
+    assert_eq!(order(&app), ["/srv/app/worker.pid", "/srv/app/web.pid"]);
+    keys(&mut app, "/web");
+    assert!(order(&app).is_empty(), "{:?}", order(&app));
+    for _ in 0..4 {
+        key(&mut app, KeyCode::Backspace);
+    }
+    keys(&mut app, "q");
+    assert!(order(&app).is_empty());
+    key(&mut app, KeyCode::Backspace);
+    assert_eq!(app.visible_len(), 2);
+    // Filter matches dialect, host and pid too, case-insensitively.
+    key(&mut app, KeyCode::Esc);
+    assert!(matches!(app.mode, Mode::Table));
+    assert_eq!(app.filter, "");
+    assert_eq!(app.visible_len(), 5);
+    keys(&mut app, "/X11");
+    assert_eq!(order(&app), ["/tmp/.X0-lock"]);
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "/build-7");
+    assert_eq!(order(&app), ["/mnt/nfs/job.lock"]);
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "/4242");
+    assert_eq!(order(&app), ["/srv/app/worker.pid"]);
+    // Enter keeps the filter; in the table, Esc clears it, and only then quits.
+    key(&mut app, KeyCode::Enter);
+    assert!(matches!(app.mode, Mode::Table));
+    assert_eq!(app.visible_len(), 1);
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert_eq!(app.visible_len(), 5);
+    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+}
+
+#[test]
+fn sort_cycles_columns_and_inverts() {
+    let mut app = app();
+    assert_eq!(app.sort, Column::Verdict);
+    keys(&mut app, "s");
+    assert_eq!(app.sort, Column::Dialect);
+    assert_eq!(
+        order(&app)[0],
+        "/var/lib/dpkg/lock",
+        "flock < pidfile < x11"
+    );
+    assert_eq!(order(&app)[4], "/tmp/.X0-lock");
+    keys(&mut app, "S");
+    assert!(app.descending);
+    assert_eq!(order(&app)[0], "/tmp/.X0-lock");
+    keys(&mut app, "S");
+    keys(&mut app, "s");
+    assert_eq!(app.sort, Column::Pid);
+    assert_eq!(order(&app)[0], "/tmp/.X0-lock", "no pid first");
+    assert_eq!(order(&app)[4], "/srv/app/web.pid", "4321 > 4242 > 99");
+    keys(&mut app, "sssss");
+    assert_eq!(app.sort, Column::Verdict, "the cycle wraps");
+    assert_eq!(order(&app)[0], "/srv/app/worker.pid");
+}
+
+#[test]
+fn tab_cycles_the_verdict_filter() {
+    let mut app = app();
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        key(&mut app, KeyCode::Tab);
+        seen.push((app.verdict_filter, app.visible_len()));
+        if let Some(v) = app.verdict_filter {
+            assert!(app.visible().all(|r| r.verdict() == v));
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            (Some(Verdict::Stale), 1),
+            (Some(Verdict::Live), 1),
+            (Some(Verdict::Foreign), 1),
+            (Some(Verdict::Unknown), 1),
+            (Some(Verdict::Free), 1),
+            (None, 5),
+        ]
+    );
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(app.verdict_filter, Some(Verdict::Free));
+}
+
+#[test]
+fn the_dialog_defaults_to_no() {
+    let mut app = app();
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+    assert!(keys(&mut app, "d").is_empty());
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("d on a stale lock opens the dialog")
+    };
+    assert_eq!(d.highlight, Choice::No);
+    // Enter right after d takes the highlighted choice: No.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("nothing was removed")
+    );
+    assert!(!app.reclaiming);
+    // n and Esc cancel too, and q in the dialog does not quit.
+    for k in [KeyCode::Char('n'), KeyCode::Esc, KeyCode::Char('q')] {
+        keys(&mut app, "d");
+        assert!(key(&mut app, k).is_none(), "{k:?}");
+        assert!(matches!(app.mode, Mode::Table), "{k:?}");
+    }
+    // Moving the highlight and back keeps No.
+    keys(&mut app, "d");
+    key(&mut app, KeyCode::Right);
+    key(&mut app, KeyCode::Left);
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert_eq!(app.visible_len(), 5);
+}
+
+#[test]
+fn yes_confirms_the_reclaim_of_the_selected_lock() {
+    let mut app = app();
+    keys(&mut app, "d");
+    let effects = keys(&mut app, "y");
+    let [Effect::Reclaim(c)] = effects.as_slice() else {
+        panic!("y must confirm: {effects:?}")
+    };
+    assert_eq!(c.findings().len(), 1);
+    assert_eq!(c.findings()[0].path, PathBuf::from("/srv/app/worker.pid"));
+    assert!(!c.force_foreign());
+    assert!(!c.include_unsaved());
+    assert!(app.reclaiming);
+    // A second d while it runs is refused.
+    assert!(keys(&mut app, "d").is_empty());
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("already running")
+    );
+    // Tab then Enter is yes as well.
+    app.reclaiming = false;
+    keys(&mut app, "d");
+    key(&mut app, KeyCode::Tab);
+    assert!(matches!(
+        key(&mut app, KeyCode::Enter),
+        Some(Effect::Reclaim(_))
+    ));
+}
+
+#[test]
+fn only_stale_locks_can_be_reclaimed_and_the_status_says_why() {
+    let mut app = app();
+    let cases = [
+        ("/srv/app/web.pid", "is live"),
+        ("/mnt/nfs/job.lock", "is foreign"),
+        ("/tmp/.X0-lock", "is unknown"),
+        ("/var/lib/dpkg/lock", "is free"),
+    ];
+    for (i, (path, why)) in cases.iter().enumerate() {
+        keys(&mut app, "g");
+        for _ in 0..=i {
+            keys(&mut app, "j");
+        }
+        assert_eq!(selected(&app), *path);
+        assert!(keys(&mut app, "d").is_empty());
+        assert!(matches!(app.mode, Mode::Table), "{path}");
+        let s = app.status.clone().unwrap();
+        assert_eq!(s.level, Level::Warn);
+        assert!(s.text.contains(why), "{path}: {}", s.text);
+        assert!(s.text.contains(path), "{}", s.text);
+    }
+    // F forces only foreign locks, through a dialog that states the risk.
+    keys(&mut app, "g");
+    keys(&mut app, "j"); // live
+    keys(&mut app, "F");
+    assert!(matches!(app.mode, Mode::Table));
+    keys(&mut app, "j"); // foreign
+    keys(&mut app, "F");
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("F on a foreign lock opens the dialog")
+    };
+    assert!(matches!(d.action, ConfirmAction::ForceForeign(_)));
+    assert_eq!(d.highlight, Choice::No);
+    let c = confirmed(keys(&mut app, "y"));
+    assert!(c.force_foreign());
+}
+
+#[test]
+fn reclaim_all_takes_the_stale_locks_shown_and_keeps_unsaved_swaps() {
+    let mut findings = sample();
+    findings.push(finding(
+        "/srv/app/other.pid",
+        "pidfile",
+        Verdict::Stale,
+        Some(7),
+    ));
+    findings.push(vim_unsaved("/work/.notes.txt.swp"));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    keys(&mut app, "D");
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("D opens the dialog")
+    };
+    assert_eq!(d.highlight, Choice::No);
+    let ConfirmAction::Reclaim { findings, kept } = &d.action else {
+        panic!("a reclaim")
+    };
+    let paths: Vec<_> = findings
+        .iter()
+        .map(|f| f.path.display().to_string())
+        .collect();
+    assert_eq!(paths, ["/srv/app/other.pid", "/srv/app/worker.pid"]);
+    assert_eq!(kept.len(), 1);
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    // With a filter, only what is shown.
+    keys(&mut app, "/other");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "D");
+    let c = confirmed(keys(&mut app, "y"));
+    assert_eq!(c.findings().len(), 1);
+    assert_eq!(c.findings()[0].path, PathBuf::from("/srv/app/other.pid"));
+    // Nothing stale shown: no dialog.
+    app.reclaiming = false;
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "/web");
+    key(&mut app, KeyCode::Enter);
+    keys(&mut app, "D");
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("no stale lock shown")
+    );
+}
+
+#[test]
+fn a_single_unsaved_swap_can_be_reclaimed_after_the_warning() {
+    let mut app = app_with(
+        vec![vim_unsaved("/work/.notes.txt.swp")],
+        opts(Theme::COLOR, false),
+    );
+    keys(&mut app, "d");
+    let c = confirmed(keys(&mut app, "y"));
+    assert!(c.include_unsaved(), "the user saw the warning");
+}
+
+#[test]
+fn readonly_disables_every_reclaim() {
+    let mut app = app_with(sample(), opts(Theme::COLOR, true));
+    for k in ["d", "D", "F"] {
+        assert!(keys(&mut app, k).is_empty());
+        assert!(matches!(app.mode, Mode::Table), "{k}");
+        assert!(
+            app.status.as_ref().unwrap().text.contains("read-only"),
+            "{k}"
+        );
+    }
+    let text = screen(&draw(&mut app, 120, 10));
+    let bar = text.lines().last().unwrap();
+    assert!(!bar.contains("reclaim"), "{bar}");
+    assert!(bar.contains("filter"), "{bar}");
+    assert!(text.lines().next().unwrap().contains("read-only"));
+}
+
+#[test]
+fn quit_keys() {
+    let mut app = app();
+    assert!(matches!(keys(&mut app, "q").as_slice(), [Effect::Quit]));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    for mode in ["", "/", "?", "d"] {
+        let mut app = app_with(sample(), opts(Theme::COLOR, false));
+        keys(&mut app, mode);
+        assert!(
+            matches!(app.update(Msg::Key(ctrl_c)), Some(Effect::Quit)),
+            "Ctrl-C after {mode:?}"
+        );
+    }
+}
+
+#[test]
+fn help_opens_and_closes() {
+    let mut app = app();
+    keys(&mut app, "?");
+    assert!(matches!(app.mode, Mode::Help { scroll: 0 }));
+    keys(&mut app, "jj");
+    assert!(matches!(app.mode, Mode::Help { scroll: 2 }));
+    assert_eq!(
+        app.cursor(),
+        Some(0),
+        "scrolling the help does not move the table"
+    );
+    assert!(
+        keys(&mut app, "q").is_empty(),
+        "q closes the help, it does not quit"
+    );
+    assert!(matches!(app.mode, Mode::Table));
+    keys(&mut app, "?");
+    key(&mut app, KeyCode::Esc);
+    assert!(matches!(app.mode, Mode::Table));
+}
+
+#[test]
+fn scan_events_stream_in_and_a_complete_scan_drops_what_it_did_not_find() {
+    let mut app = app();
+    let old = app.progress.generation;
+    let Some(Effect::Scan { generation }) = keys(&mut app, "r").pop() else {
+        panic!("r rescans")
+    };
+    assert_eq!(generation, old + 1);
+    assert!(app.progress.scanning);
+    assert_eq!(app.visible_len(), 5, "rows stay while the new scan runs");
+    // Events of the old scan are ignored.
+    app.update(Msg::Scan {
+        generation: old,
+        event: ScanEvent::Found(Box::new(finding(
+            "/old/x.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(3),
+        ))),
+    });
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Found(Box::new(finding(
+            "/srv/app/worker.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(4242),
+        ))),
+    });
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Error(ScanError {
+            path: PathBuf::from("/root/secret"),
+            error: "permission denied".into(),
+        }),
+    });
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Progress {
+            entries: 77,
+            locks: 1,
+        },
+    });
+    assert_eq!(app.progress.entries, 77);
+    assert_eq!(app.progress.errors, 1);
+    app.update(Msg::ScanDone {
+        generation,
+        summary: ScanSummary {
+            entries: 80,
+            locks: 1,
+            elapsed_ms: 10,
+            ..ScanSummary::default()
+        },
+    });
+    app.refresh();
+    assert!(!app.progress.scanning);
+    assert_eq!(order(&app), ["/srv/app/worker.pid"]);
+}
+
+#[test]
+fn a_failed_scan_is_shown_and_keeps_rows() {
+    let mut app = app();
+    let Effect::Scan { generation } = app.rescan() else {
+        unreachable!()
+    };
+    app.update(Msg::ScanDone {
+        generation,
+        summary: ScanSummary {
+            failed: Some("no root could be read (/nope)".into()),
+            ..ScanSummary::default()
+        },
+    });
+    app.refresh();
+    assert_eq!(app.visible_len(), 5);
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Error);
+    assert!(s.text.contains("no root could be read"));
+}
+
+#[test]
+fn reclaim_outcomes_update_rows_and_status() {
+    let mut app = app();
+    app.reclaiming = true;
+    app.update(Msg::Reclaimed(vec![ReclaimResult {
+        path: PathBuf::from("/srv/app/worker.pid"),
+        removed: true,
+        message: "removed /srv/app/worker.pid (copy: /s/saved/1)".into(),
+        judgement: None,
+    }]));
+    app.refresh();
+    assert!(!app.reclaiming);
+    assert_eq!(app.visible_len(), 4);
+    assert_eq!(app.status.clone().unwrap().level, Level::Info);
+    assert!(
+        app.status
+            .clone()
+            .unwrap()
+            .text
+            .starts_with("removed /srv/app/worker.pid")
+    );
+    // Refused: it became live in the meantime; the row shows the new verdict.
+    let mut app = self::app();
+    let became_live = Judgement::new(Verdict::Live, "process 4242 is alive");
+    app.update(Msg::Reclaimed(vec![ReclaimResult {
+        path: PathBuf::from("/srv/app/worker.pid"),
+        removed: false,
+        message: "it is live now: process 4242 is alive".into(),
+        judgement: Some(became_live),
+    }]));
+    app.refresh();
+    assert_eq!(app.visible_len(), 5);
+    let row = app
+        .visible()
+        .find(|r| r.finding.path.ends_with("worker.pid"))
+        .unwrap();
+    assert_eq!(row.verdict(), Verdict::Live);
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Error);
+    assert!(
+        s.text.contains("not removed") && s.text.contains("live now"),
+        "{}",
+        s.text
+    );
+}
+
+// ----- rendering -----
+
+#[test]
+fn table_shows_every_verdict_with_symbol_and_color() {
+    let mut app = app();
+    let buf = draw(&mut app, 120, 12);
+    let text = screen(&buf);
+    for (path, v) in [
+        ("/srv/app/worker.pid", Verdict::Stale),
+        ("/srv/app/web.pid", Verdict::Live),
+        ("/mnt/nfs/job.lock", Verdict::Foreign),
+        ("/tmp/.X0-lock", Verdict::Unknown),
+        ("/var/lib/dpkg/lock", Verdict::Free),
+    ] {
+        let line = line_with(&text, path);
+        assert!(line.contains(&format!("{} {}", v.symbol(), v)), "{line}");
+        // The verdict cell is colored with the verdict's color.
+        let y = text.lines().position(|l| l.contains(path)).unwrap() as u16;
+        let x = line
+            .chars()
+            .position(|c| c == v.symbol().chars().next().unwrap())
+            .unwrap() as u16;
+        assert_eq!(
+            buf[(x, y)].fg,
+            Theme::COLOR.verdict(v).fg.unwrap(),
+            "{path}"
+        );
+    }
+    assert!(
+        line_with(&text, "web.pid").contains("sleep 1000")
+            || line_with(&text, "web.pid").contains("sleep")
+    );
+    assert!(
+        line_with(&text, "worker.pid").starts_with("▶"),
+        "the selection is marked"
+    );
+    insta::assert_snapshot!("table_120x12", text);
+}
+
+#[test]
+fn no_color_keeps_symbols_and_drops_colors() {
+    let mut app = app_with(sample(), opts(Theme::MONO, false));
+    let buf = draw(&mut app, 120, 12);
+    assert!(
+        buf.content
+            .iter()
+            .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+        "no colors at all"
+    );
+    let text = screen(&buf);
+    for v in Verdict::ALL {
+        assert!(text.contains(&format!("{} {}", v.symbol(), v)), "{v}");
+    }
+    let mut colored = self::app();
+    assert_eq!(
+        screen(&draw(&mut colored, 120, 12)),
+        text,
+        "same text either way"
+    );
+}
+
+#[test]
+fn table_at_80x24() {
+    let mut app = app();
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("12,345 entries · 5 locks · 0.4 s")
+    );
+    insta::assert_snapshot!("table_80x24", text);
+}
+
+#[test]
+fn long_paths_keep_their_end() {
+    let long = format!("/very{}/deep/app.pid", "/nested".repeat(30));
+    let mut app = app_with(
+        vec![finding(&long, "pidfile", Verdict::Stale, Some(1))],
+        opts(Theme::COLOR, false),
+    );
+    let text = screen(&draw(&mut app, 80, 6));
+    assert!(
+        line_with(&text, "app.pid").contains("…/nested/deep/app.pid"),
+        "{text}"
+    );
+}
+
+#[test]
+fn detail_pane_shows_the_evidence_owner_process_and_escaped_content() {
+    let mut app = app();
+    keys(&mut app, "j"); // the live web.pid
+    key(&mut app, KeyCode::Enter);
+    assert!(app.show_details);
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "Details: web.pid",
+        "Path      /srv/app/web.pid",
+        "Verdict   ● live",
+        "Evidence  • process 4321 is alive",
+        "Owner     pid 4321 · host laptop",
+        "Process   pid 4321 sleep · user root · started 2025-12-31T23:58:00Z",
+        "sleep 1000",
+        "Holders   pid 4321 sleep (flock)",
+        "FS        ext4 (local)",
+        "Content   4321\\n",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    insta::assert_snapshot!("detail_100x30", text);
+    key(&mut app, KeyCode::Enter);
+    assert!(!screen(&draw(&mut app, 100, 30)).contains("Details:"));
+}
+
+#[test]
+fn hostile_text_from_lock_files_never_reaches_the_terminal_raw() {
+    let mut f = finding("/tmp/evil\x1b[2J.pid", "pidfile", Verdict::Stale, Some(1));
+    f.content = "1 written by the build script\x1b]0;pwned\x07\r\n\u{9b}31m".into();
+    f.judgement.owner.as_mut().unwrap().hostname = Some("h\x1b[31mx\u{202e}".into());
+    f.judgement.evidence.push("content says \"\x1b[5m\"".into());
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    key(&mut app, KeyCode::Enter);
+    let buf = draw(&mut app, 120, 30);
+    for c in &buf.content {
+        assert!(
+            !c.symbol()
+                .chars()
+                .any(|ch| ch.is_control() || ch == '\u{202e}'),
+            "raw control {:?} in a cell",
+            c.symbol()
+        );
+    }
+    let text = screen(&buf);
+    assert!(text.contains("/tmp/evil\\x1b[2J.pid"), "{text}");
+    assert!(
+        text.contains("1 written by the build script\\x1b]0;pwned\\x07\\r\\n"),
+        "{text}"
+    );
+    assert!(text.contains("\\u{9b}31m"), "{text}");
+    keys(&mut app, "d");
+    let buf = draw(&mut app, 120, 30);
+    assert!(
+        buf.content
+            .iter()
+            .all(|c| !c.symbol().chars().any(char::is_control))
+    );
+}
+
+#[test]
+fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
+    let mut app = app_with(
+        vec![vim_unsaved("/work/.notes.txt.swp")],
+        opts(Theme::COLOR, false),
+    );
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(text.contains("UNSAVED CHANGES"), "{text}");
+    assert!(text.contains("vim -r /work/notes.txt"), "{text}");
+    // Binary content as a hex dump, with the zero run folded.
+    assert!(text.contains("000000  62 30 56 49 4d"), "{text}");
+    assert!(text.contains("(zero ×"), "{text}");
+    keys(&mut app, "d");
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(text.contains("UNSAVED CHANGES"), "{text}");
+    assert!(text.contains("vim -r /work/notes.txt"), "{text}");
+}
+
+#[test]
+fn reclaim_dialog_says_what_and_why_and_highlights_no() {
+    let mut app = app();
+    keys(&mut app, "d");
+    let buf = draw(&mut app, 80, 24);
+    let text = screen(&buf);
+    for needle in [
+        "Reclaim this stale lock?",
+        "/srv/app/worker.pid",
+        "Why it is stale:",
+        "• no process 4242 on this host (kill: ESRCH)",
+        "judged again just before removal",
+        "/home/me/.local/state/locksmith",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    assert!(!text.contains("[ Yes ]"));
+    // The key bar is the dialog's.
+    assert!(text.lines().last().unwrap().starts_with("y yes"));
+    insta::assert_snapshot!("dialog_80x24", text);
+    key(&mut app, KeyCode::Left);
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("[ Yes ]") && !text.contains("[ No ]"));
+}
+
+#[test]
+fn force_dialog_states_the_risk() {
+    let mut app = app();
+    keys(&mut app, "jj");
+    assert_eq!(selected(&app), "/mnt/nfs/job.lock");
+    keys(&mut app, "F");
+    let text = screen(&draw(&mut app, 90, 30));
+    assert!(text.contains("Force-remove a FOREIGN lock?"), "{text}");
+    assert!(text.contains("RISK"), "{text}");
+    assert!(text.contains("build-7"), "{text}");
+}
+
+#[test]
+fn help_is_generated_from_the_key_map() {
+    let mut app = app();
+    keys(&mut app, "?");
+    let text = screen(&draw(&mut app, 100, 60));
+    for ctx in [Context::Table, Context::Filter, Context::Confirm] {
+        for b in keymap::bindings(ctx) {
+            assert!(text.contains(b.long), "{:?} missing from the help", b.long);
+        }
+    }
+    for v in Verdict::ALL {
+        assert!(text.contains(&format!("{} {}", v.symbol(), v)));
+    }
+    insta::assert_snapshot!("help_100x60", text);
+    // Small: scrolls instead of overflowing.
+    keys(&mut app, "jjjjj");
+    let small = screen(&draw(&mut app, 60, 12));
+    assert!(
+        !small.contains("Lock table"),
+        "scrolled past the first title:\n{small}"
+    );
+}
+
+#[test]
+fn key_bar_is_generated_from_the_key_map() {
+    let mut app = app();
+    let bar = screen(&draw(&mut app, 200, 8))
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    for b in keymap::bindings(Context::Table).filter(|b| b.in_bar) {
+        assert!(bar.contains(&format!("{} {}", b.label, b.short)), "{bar}");
+    }
+    keys(&mut app, "/");
+    let bar = screen(&draw(&mut app, 200, 8))
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(bar.starts_with("Enter keep filter"), "{bar}");
+}
+
+#[test]
+fn progress_shows_while_scanning() {
+    let mut app = App::new(opts(Theme::COLOR, false), NOW);
+    let Effect::Scan { generation } = app.rescan() else {
+        unreachable!()
+    };
+    let text = screen(&draw(&mut app, 80, 10));
+    assert!(text.contains("scanning… 0 entries · 0 locks"), "{text}");
+    assert!(text.contains("looking for locks…"), "{text}");
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Progress {
+            entries: 123_456,
+            locks: 0,
+        },
+    });
+    let text = screen(&draw(&mut app, 80, 10));
+    assert!(text.contains("scanning… 123,456 entries"), "{text}");
+}
+
+#[test]
+fn tiny_terminals_render_in_every_mode() {
+    let setups: [&str; 6] = ["", "\n", "/", "?", "d", "j\nF"];
+    for setup in setups {
+        for w in [1u16, 2, 5, 10, 20, 33, 44, 45, 69, 70, 99, 100] {
+            for h in [1u16, 2, 3, 4, 5, 8, 24] {
+                let mut app = app();
+                for part in setup.split('\n') {
+                    keys(&mut app, part);
+                }
+                if setup.contains('\n') && setup != "j\nF" {
+                    key(&mut app, KeyCode::Enter);
+                }
+                let _ = draw(&mut app, w, h);
+            }
+        }
+    }
+    let mut app = app();
+    let text = screen(&draw(&mut app, 20, 5));
+    assert!(text.contains("✗"), "{text}");
+    insta::assert_snapshot!("table_20x5", text);
+}
+
+#[test]
+fn resize_redraws_at_the_new_size() {
+    let mut app = app();
+    app.refresh();
+    let mut t = Terminal::new(TestBackend::new(100, 20)).unwrap();
+    t.draw(|f| f.render_widget(&app, f.area())).unwrap();
+    assert!(screen(t.backend().buffer()).contains("HOST"));
+    t.backend_mut().resize(50, 10);
+    app.update(Msg::Resize);
+    t.draw(|f| f.render_widget(&app, f.area())).unwrap();
+    let text = screen(t.backend().buffer());
+    assert_eq!(text.lines().count(), 10);
+    assert!(!text.contains("HOST"), "narrow: fewer columns\n{text}");
+    assert!(text.contains("worker.pid"));
+}
+
+#[test]
+fn scrolling_keeps_the_selection_on_screen() {
+    let many: Vec<Finding> = (0..100)
+        .map(|i| {
+            finding(
+                &format!("/d/{i:03}.pid"),
+                "pidfile",
+                Verdict::Stale,
+                Some(i),
+            )
+        })
+        .collect();
+    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let _ = draw(&mut app, 80, 12);
+    for _ in 0..30 {
+        keys(&mut app, "j");
+    }
+    let text = screen(&draw(&mut app, 80, 12));
+    assert!(line_with(&text, "/d/030.pid").starts_with("▶"), "{text}");
+    keys(&mut app, "G");
+    let text = screen(&draw(&mut app, 80, 12));
+    assert!(line_with(&text, "/d/099.pid").starts_with("▶"), "{text}");
+    // PgUp moves by the table's height on screen.
+    key(&mut app, KeyCode::PageUp);
+    assert_eq!(app.cursor(), Some(99 - usize::from(app.page.get())));
+}

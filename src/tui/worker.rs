@@ -1,0 +1,185 @@
+//! Work done off the UI thread: the scan, the periodic re-judging of listed locks, and
+//! confirmed reclaims. Each runs on its own thread and reports to the UI thread only through
+//! the channel, as [`Incoming`] messages; the UI thread never waits for any of them.
+//!
+//! One [`Snapshot`] per scan and one per re-judge round (taken on the worker thread); reclaim
+//! judges each lock again with a fresh snapshot at the moment of removal (`reclaim::reclaim`).
+
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+
+use locksmith::probe::Snapshot;
+use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::scan::{self, Config, Root, ScanEvent};
+
+use super::app::{Msg, ReclaimResult, Rejudge, ScanSummary};
+use super::confirm::ConfirmedAction;
+use super::text;
+
+/// What reaches the UI thread.
+#[derive(Debug)]
+pub enum Incoming {
+    Msg(Msg),
+    /// A worker or the input thread died: the UI cannot go on.
+    Fatal(String),
+}
+
+/// Spawns `body` on a named thread; a panic (or a thread that cannot start) becomes
+/// [`Incoming::Fatal`].
+fn spawn(name: &str, tx: Sender<Incoming>, body: impl FnOnce(&Sender<Incoming>) + Send + 'static) {
+    let what = name.to_string();
+    let report = tx.clone();
+    let started = std::thread::Builder::new()
+        .name(format!("locksmith-{name}"))
+        .spawn(move || {
+            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(|| body(&tx))) {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                let _ = tx.send(Incoming::Fatal(format!("the {what} thread failed: {why}")));
+            }
+        });
+    if let Err(e) = started {
+        let _ = report.send(Incoming::Fatal(format!(
+            "cannot start the {name} thread: {e}"
+        )));
+    }
+}
+
+/// The background side of the UI.
+pub struct Workers {
+    tx: Sender<Incoming>,
+    config: Arc<Config>,
+    roots: Arc<Vec<Root>>,
+    reclaim: ReclaimOptions,
+    /// Cancels the running scan.
+    scan_cancel: Option<Arc<AtomicBool>>,
+    /// A re-judge round is running (rounds never overlap).
+    rejudging: Arc<AtomicBool>,
+}
+
+impl Workers {
+    pub fn new(
+        tx: Sender<Incoming>,
+        config: Config,
+        roots: Vec<Root>,
+        reclaim: ReclaimOptions,
+    ) -> Self {
+        Workers {
+            tx,
+            config: Arc::new(config),
+            roots: Arc::new(roots),
+            reclaim,
+            scan_cancel: None,
+            rejudging: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Starts a scan (cancelling the running one); its events carry `generation`.
+    pub fn scan(&mut self, generation: u64) {
+        if let Some(old) = self.scan_cancel.take() {
+            old.store(true, Ordering::Relaxed);
+        }
+        let cancel = Arc::new(AtomicBool::new(false));
+        self.scan_cancel = Some(cancel.clone());
+        let (config, roots) = (self.config.clone(), self.roots.clone());
+        spawn("scan", self.tx.clone(), move |tx| {
+            let snap = Snapshot::take();
+            let sink = |event: ScanEvent| {
+                let _ = tx.send(Incoming::Msg(Msg::Scan { generation, event }));
+            };
+            let result = scan::scan(&config, &roots, &snap, &cancel, &sink);
+            let summary = match result {
+                Ok(s) => ScanSummary {
+                    entries: s.entries,
+                    locks: s.locks,
+                    elapsed_ms: s.elapsed_ms,
+                    cancelled: cancel.load(Ordering::Relaxed),
+                    failed: None,
+                },
+                Err(e) => ScanSummary {
+                    failed: Some(e.error),
+                    ..ScanSummary::default()
+                },
+            };
+            let _ = tx.send(Incoming::Msg(Msg::ScanDone {
+                generation,
+                summary,
+            }));
+        });
+    }
+
+    /// Judges `paths` again with a fresh snapshot, unless a round is still running.
+    pub fn rejudge(&self, paths: Vec<PathBuf>) {
+        if paths.is_empty() || self.rejudging.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (config, busy) = (self.config.clone(), self.rejudging.clone());
+        spawn("rejudge", self.tx.clone(), move |tx| {
+            let snap = Snapshot::take();
+            let results = paths
+                .into_iter()
+                .map(|p| {
+                    let r = match scan::judge_path(&p, &snap, &config) {
+                        Ok(Some(f)) => Rejudge::Judged(Box::new(f)),
+                        Ok(None) => Rejudge::Gone,
+                        Err(e) => Rejudge::Failed(e.error),
+                    };
+                    (p, r)
+                })
+                .collect();
+            busy.store(false, Ordering::Release);
+            let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
+        });
+    }
+
+    /// Carries out a confirmed reclaim: each lock is judged again and removed only if it is
+    /// still stale (or foreign, when forced) and still the same file.
+    pub fn reclaim(&self, action: ConfirmedAction) {
+        let opts = ReclaimOptions {
+            force_foreign: action.force_foreign(),
+            include_unsaved: action.include_unsaved(),
+            dry_run: false,
+            ..self.reclaim.clone()
+        };
+        let config = self.config.clone();
+        spawn("reclaim", self.tx.clone(), move |tx| {
+            let results = action
+                .findings()
+                .iter()
+                .map(|f| {
+                    let o = reclaim::reclaim(f, &config, &opts);
+                    let message = match (&o.saved_to, &o.error) {
+                        (_, Some(e)) => e.clone(),
+                        (Some(saved), None) => format!(
+                            "removed {} (copy: {})",
+                            text::path(&o.path),
+                            text::path(saved)
+                        ),
+                        (None, None) => format!("removed {}", text::path(&o.path)),
+                    };
+                    ReclaimResult {
+                        removed: o.ok && o.action == reclaim::Action::Removed,
+                        path: o.path,
+                        message,
+                        judgement: (!o.ok).then_some(o.judgement),
+                    }
+                })
+                .collect();
+            let _ = tx.send(Incoming::Msg(Msg::Reclaimed(results)));
+        });
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        if let Some(c) = &self.scan_cancel {
+            c.store(true, Ordering::Relaxed);
+        }
+    }
+}
