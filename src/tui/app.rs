@@ -253,6 +253,8 @@ pub struct App {
     pub offset: Cell<usize>,
     /// Table rows that fit on screen at the last draw (PgUp/PgDn step).
     pub page: Cell<u16>,
+    /// How far the help can scroll at the last draw.
+    pub help_max_scroll: Cell<u16>,
     pub filter: String,
     pub verdict_filter: Option<Verdict>,
     pub sort: Column,
@@ -281,6 +283,7 @@ impl App {
             selected: None,
             offset: Cell::new(0),
             page: Cell::new(10),
+            help_max_scroll: Cell::new(u16::MAX),
             filter: String::new(),
             verdict_filter: None,
             sort: Column::Verdict,
@@ -607,7 +610,9 @@ impl App {
                 self.view_dirty = true;
             }
             Action::Down => match &mut self.mode {
-                Mode::Help { scroll } => *scroll = scroll.saturating_add(1),
+                Mode::Help { scroll } => {
+                    *scroll = scroll.saturating_add(1).min(self.help_max_scroll.get())
+                }
                 _ => self.move_to(self.cursor.saturating_add(1)),
             },
             Action::Up => match &mut self.mode {
@@ -662,7 +667,7 @@ impl App {
                 self.view_dirty = true;
             }
             Action::Rescan => {
-                self.set_status(Level::Info, "scanning again");
+                self.status = None;
                 return Some(self.rescan());
             }
             Action::ToggleDetails => self.show_details = !self.show_details,

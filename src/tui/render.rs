@@ -611,6 +611,7 @@ fn render_help(app: &App, scroll: u16, area: Rect, buf: &mut Buffer) {
     let r = popup(area, w, h);
     Clear.render(r, buf);
     let max_scroll = h.saturating_sub(r.height);
+    app.help_max_scroll.set(max_scroll);
     Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .block(

@@ -1004,13 +1004,31 @@ fn help_is_generated_from_the_key_map() {
         assert!(text.contains(&format!("{} {}", v.symbol(), v)));
     }
     insta::assert_snapshot!("help_100x60", text);
-    // Small: scrolls instead of overflowing.
+    // Small: scrolls instead of overflowing, and no further than the end.
+    let _ = draw(&mut app, 60, 12);
     keys(&mut app, "jjjjj");
     let small = screen(&draw(&mut app, 60, 12));
     assert!(
         !small.contains("Lock table"),
         "scrolled past the first title:\n{small}"
     );
+    for _ in 0..500 {
+        keys(&mut app, "j");
+    }
+    let Mode::Help { scroll } = app.mode else {
+        panic!("still in the help")
+    };
+    assert_eq!(scroll, app.help_max_scroll.get());
+    let bottom = screen(&draw(&mut app, 60, 12));
+    assert!(
+        bottom.contains("○ free"),
+        "the end of the help is in view:\n{bottom}"
+    );
+    keys(&mut app, "k");
+    let Mode::Help { scroll: up } = app.mode else {
+        panic!("still in the help")
+    };
+    assert_eq!(up, scroll - 1, "one k scrolls back at once");
 }
 
 #[test]
