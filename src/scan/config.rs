@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
 use super::matcher::Matcher;
-use crate::dialect::{self, Windows};
+use crate::dialect::{self, Dialect, Windows};
 
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../../assets/config.json");
@@ -68,9 +68,23 @@ pub struct Config {
     /// The files this configuration was read from, lowest precedence first (the embedded
     /// default is not listed).
     pub sources: Vec<PathBuf>,
+    /// The dialects to recognise, in the order they are tried.
+    dialects: Dialects,
     /// The compiled patterns, built on first use for the `exclude` and `extra_patterns` they
     /// were built from.
     matcher: OnceLock<Arc<Matcher>>,
+}
+
+/// A list of dialects (shown by id).
+#[derive(Clone, Copy)]
+struct Dialects(&'static [&'static dyn Dialect]);
+
+impl fmt::Debug for Dialects {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|d| d.id()))
+            .finish()
+    }
 }
 
 /// A configuration that cannot be used.
@@ -151,6 +165,7 @@ impl Config {
             extra_patterns: Vec::new(),
             windows: Windows::default(),
             sources: Vec::new(),
+            dialects: Dialects(dialect::registry()),
             matcher: OnceLock::new(),
         };
         let mut windows = serde_json::Map::new();
@@ -251,14 +266,29 @@ impl Config {
         prune_roots(roots)
     }
 
+    /// The dialects this configuration recognises, in the order they are tried (default:
+    /// [`dialect::registry`]).
+    pub fn dialects(&self) -> &'static [&'static dyn Dialect] {
+        self.dialects.0
+    }
+
+    /// Recognises these dialects instead of the registry's (programs that know only some
+    /// lock formats, and tests).
+    pub fn with_dialects(mut self, dialects: &'static [&'static dyn Dialect]) -> Self {
+        self.dialects = Dialects(dialects);
+        self.matcher = OnceLock::new();
+        self
+    }
+
     /// The compiled name patterns and excludes (built once per configuration).
     pub(crate) fn matcher(&self) -> Result<Arc<Matcher>, globset::Error> {
+        let dialects = self.dialects();
         if let Some(m) = self.matcher.get()
-            && m.built_from(&self.exclude, &self.extra_patterns)
+            && m.built_from(dialects, &self.exclude, &self.extra_patterns)
         {
             return Ok(m.clone());
         }
-        let m = Arc::new(Matcher::new(&self.extra_patterns, &self.exclude)?);
+        let m = Arc::new(Matcher::new(dialects, &self.extra_patterns, &self.exclude)?);
         if self.matcher.get().is_none() {
             let _ = self.matcher.set(m.clone());
         }

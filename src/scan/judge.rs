@@ -5,9 +5,13 @@
 //! Dialect choice: the first dialect in registry order that was matched by name (or that
 //! accepts any name) and recognises the candidate; otherwise the first dialect matched by name
 //! judges it anyway (and answers `unknown` for what it cannot parse). A directory no dialect
-//! recognises is just a directory. In *lenient* mode (a file named on the command line, or a
-//! path re-judged on request) every dialect is asked last, so a lock with an unusual name is
-//! still recognised by its content.
+//! recognises is just a directory (unless a kernel lock is held on it); a kernel-locked entry
+//! that no dialect claims is judged by `flock`. In *lenient* mode (a file named on the command
+//! line, or a path re-judged on request) every dialect is asked last, so a lock with an unusual
+//! name is still recognised by its content.
+//!
+//! A file whose content cannot be read is `unknown` (or, when a dialect judged it anyway, never
+//! `stale`); a FIFO, socket or device is never opened.
 
 use std::fs::Metadata;
 use std::io;
@@ -18,6 +22,9 @@ use super::{Finding, Identity, ScanError};
 use crate::dialect::{self, Candidate, EntryKind};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Verdict};
+
+/// The dialect that judges kernel-locked files no other dialect claims.
+const FLOCK: &str = "flock";
 
 /// Why a path is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +61,7 @@ pub(crate) fn examine_meta(
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
     let kernel_locked = snap.kernel_locked(FileKey::of(meta));
-    let registry = dialect::registry();
+    let registry = config.dialects();
     if hits.is_empty() && !kernel_locked && mode == Mode::Walk {
         return Ok(None);
     }
@@ -93,29 +100,39 @@ pub(crate) fn examine_meta(
             let d = registry[i];
             let mut j = d.judge(&cand, snap, &config.windows);
             if let Some(e) = &read_error {
-                j = unreadable(j, path, e);
+                j = unreadable(j, e);
             }
             (d.id(), j)
         }
         None => {
-            let Some(&first) = hits.first() else {
+            // A name-matched file no dialect recognises is judged by the first dialect that
+            // matched its name; a kernel-locked entry nothing else claims, by `flock`.
+            let flock = || registry.iter().position(|d| d.id() == FLOCK);
+            let fallback = match (kind, kernel_locked) {
+                (EntryKind::Dir, false) => None,
+                (_, false) => hits.first().copied(),
+                (_, true) => hits.first().copied().or_else(flock),
+            };
+            let Some(i) = fallback else {
                 return Ok(None);
             };
-            let d = registry[first];
+            let d = registry[i];
             let j = match (kind, &read_error) {
-                (EntryKind::Dir, _) => return Ok(None),
+                _ if kernel_locked => {
+                    let j = d.judge(&cand, snap, &config.windows);
+                    match &read_error {
+                        Some(e) => unreadable(j, e),
+                        None => j,
+                    }
+                }
                 (EntryKind::Other, _) => Judgement::new(
                     Verdict::Unknown,
                     format!(
-                        "{} is {}, not a lock file: it was not opened",
-                        path.display(),
+                        "{}, not a lock file this tool reads: it was not opened",
                         describe_other(meta)
                     ),
                 ),
-                (_, Some(e)) => Judgement::new(
-                    Verdict::Unknown,
-                    format!("cannot read {}: {e}", path.display()),
-                ),
+                (_, Some(e)) => Judgement::new(Verdict::Unknown, format!("cannot read it: {e}")),
                 _ => d.judge(&cand, snap, &config.windows),
             };
             (d.id(), j)
@@ -136,8 +153,8 @@ pub(crate) fn examine_meta(
 }
 
 /// A judgement made without the file's content: never `stale` on that basis.
-fn unreadable(mut j: Judgement, path: &Path, e: &io::Error) -> Judgement {
-    let line = format!("cannot read {}: {e}", path.display());
+fn unreadable(mut j: Judgement, e: &io::Error) -> Judgement {
+    let line = format!("cannot read its content: {e}");
     if j.verdict == Verdict::Stale {
         let mut u = Judgement::new(Verdict::Unknown, line);
         u.evidence.extend(

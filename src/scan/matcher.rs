@@ -12,7 +12,7 @@ use std::path::Path;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::config::ExtraPatterns;
-use crate::dialect;
+use crate::dialect::Dialect;
 
 /// Compiles one glob the way the scanner uses it (`*` does not cross `/`, `\` escapes).
 pub(crate) fn glob(p: &str) -> Result<Glob, globset::Error> {
@@ -36,19 +36,25 @@ pub struct Matcher {
     path_any_last: bool,
     exclude_names: GlobSet,
     exclude_paths: GlobSet,
+    built_dialects: Vec<&'static str>,
     built_exclude: Vec<String>,
     built_extra: Vec<ExtraPatterns>,
 }
 
 impl Matcher {
-    /// Compiles the patterns of every registered dialect, `extra` and `exclude`.
-    pub fn new(extra: &[ExtraPatterns], exclude: &[String]) -> Result<Self, globset::Error> {
+    /// Compiles the patterns of `dialects` (hits are indices into it), `extra` (for those of
+    /// `dialects` they name) and `exclude`.
+    pub fn new(
+        dialects: &[&'static dyn Dialect],
+        extra: &[ExtraPatterns],
+        exclude: &[String],
+    ) -> Result<Self, globset::Error> {
         let mut owned: Vec<(usize, String)> = Vec::new();
-        for (i, d) in dialect::registry().iter().enumerate() {
+        for (i, d) in dialects.iter().enumerate() {
             owned.extend(d.patterns().iter().map(|p| (i, (*p).to_string())));
         }
         for x in extra {
-            if let Some(i) = dialect::registry().iter().position(|d| d.id() == x.dialect) {
+            if let Some(i) = dialects.iter().position(|d| d.id() == x.dialect) {
                 owned.extend(x.patterns.iter().map(|p| (i, p.clone())));
             }
         }
@@ -101,14 +107,27 @@ impl Matcher {
             path_any_last,
             exclude_names: ex_names.build()?,
             exclude_paths: ex_paths.build()?,
+            built_dialects: dialects.iter().map(|d| d.id()).collect(),
             built_exclude: exclude.to_vec(),
             built_extra: extra.to_vec(),
         })
     }
 
     /// Whether this matcher was compiled from these settings.
-    pub fn built_from(&self, exclude: &[String], extra: &[ExtraPatterns]) -> bool {
-        self.built_exclude == exclude && self.built_extra == extra
+    pub fn built_from(
+        &self,
+        dialects: &[&'static dyn Dialect],
+        exclude: &[String],
+        extra: &[ExtraPatterns],
+    ) -> bool {
+        self.built_dialects.len() == dialects.len()
+            && self
+                .built_dialects
+                .iter()
+                .zip(dialects)
+                .all(|(a, d)| *a == d.id())
+            && self.built_exclude == exclude
+            && self.built_extra == extra
     }
 
     /// Cheap test on a file name alone: may some dialect pattern match an entry with this
@@ -160,6 +179,7 @@ mod tests {
     #[test]
     fn excludes_by_name_and_path() {
         let m = Matcher::new(
+            &[],
             &[],
             &[
                 "/proc".into(),

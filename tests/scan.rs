@@ -1,0 +1,1057 @@
+//! The scanner on real trees in temporary directories: configuration layers, the walker
+//! (excludes, depth, symlinks, pseudo file systems, errors, FIFOs, kernel locks, deep and hostile
+//! trees), dialect choice, and the promise that a scan modifies nothing.
+//!
+//! Walker mechanics are tested with small test dialects (`Config::with_dialects`), so they do
+//! not depend on how the real dialects judge; the last tests use the real registry.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
+
+use locksmith::dialect::{Candidate, Dialect, EntryKind, Windows};
+use locksmith::probe::Snapshot;
+use locksmith::scan::{self, Config, ConfigError, Finding, Root, ScanError, ScanEvent, ScanStats};
+use locksmith::{Holder, HolderHow, Judgement, Verdict};
+
+// ---------------------------------------------------------------------------------------------
+// Test dialects: each reports in its evidence what it was shown.
+
+/// Matches `*.lock` and `*.lck`; recognises regular files starting with `A`.
+struct DialectA;
+/// Matches `*.lock` and `*.b`; recognises regular files starting with `B`.
+struct DialectB;
+/// Any name; recognises regular files starting with `C`.
+struct DialectC;
+/// Whole-path pattern: `*.lock` directly under a `.git` directory; recognises what is in one.
+struct DialectGit;
+/// Judges kernel-locked files nothing else claims (recognises nothing by itself).
+struct DialectFlock;
+
+fn seen(c: &Candidate<'_>) -> String {
+    format!(
+        "kind={:?} bytes={} complete={} link={:?}",
+        c.kind,
+        c.content.len(),
+        c.complete,
+        c.link_target
+    )
+}
+
+impl Dialect for DialectA {
+    fn id(&self) -> &'static str {
+        "test-a"
+    }
+    fn patterns(&self) -> &'static [&'static str] {
+        &["*.lock", "*.lck"]
+    }
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && c.content.starts_with(b"A")
+    }
+    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
+        Judgement::new(Verdict::Unknown, seen(c))
+    }
+}
+
+impl Dialect for DialectB {
+    fn id(&self) -> &'static str {
+        "test-b"
+    }
+    fn patterns(&self) -> &'static [&'static str] {
+        &["*.lock", "*.b"]
+    }
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && c.content.starts_with(b"B")
+    }
+    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
+        Judgement::new(Verdict::Unknown, seen(c))
+    }
+}
+
+impl Dialect for DialectC {
+    fn id(&self) -> &'static str {
+        "test-c"
+    }
+    fn patterns(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn any_name(&self) -> bool {
+        true
+    }
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && c.content.starts_with(b"C")
+    }
+    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
+        Judgement::new(Verdict::Unknown, seen(c))
+    }
+}
+
+impl Dialect for DialectGit {
+    fn id(&self) -> &'static str {
+        "test-git"
+    }
+    fn patterns(&self) -> &'static [&'static str] {
+        &["**/.git/*.lock"]
+    }
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.path.parent().and_then(Path::file_name) == Some(OsStr::new(".git"))
+    }
+    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
+        Judgement::new(Verdict::Unknown, seen(c))
+    }
+}
+
+impl Dialect for DialectFlock {
+    fn id(&self) -> &'static str {
+        "flock"
+    }
+    fn patterns(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn recognise(&self, _: &Candidate<'_>) -> bool {
+        false
+    }
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Judgement {
+        let holders: Vec<Holder> = snap.kernel_holders(c.key());
+        let mut j = if holders.is_empty() {
+            Judgement::new(Verdict::Free, "no kernel lock")
+        } else {
+            Judgement::new(Verdict::Live, format!("{} holder(s)", holders.len()))
+        };
+        j.holders = holders;
+        j
+    }
+}
+
+static TEST_DIALECTS: &[&dyn Dialect] =
+    &[&DialectGit, &DialectA, &DialectB, &DialectC, &DialectFlock];
+
+/// A configuration with the test dialects, no excludes and the given roots.
+fn test_config() -> Config {
+    let mut c = Config::embedded().with_dialects(TEST_DIALECTS);
+    c.exclude.clear();
+    c
+}
+
+fn root(p: &Path) -> Root {
+    Root {
+        path: p.to_path_buf(),
+        max_depth: None,
+    }
+}
+
+struct Outcome {
+    found: Vec<Finding>,
+    errors: Vec<ScanError>,
+    progress: Vec<(u64, u64)>,
+    result: Result<ScanStats, ScanError>,
+}
+
+impl Outcome {
+    fn finding(&self, p: &Path) -> Option<&Finding> {
+        self.found.iter().find(|f| f.path == p)
+    }
+
+    fn paths(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = self.found.iter().map(|f| f.path.clone()).collect();
+        v.sort();
+        v
+    }
+}
+
+/// Runs a scan on its own thread and fails the test if it does not finish within a minute.
+fn run_scan(config: &Config, roots: &[Root]) -> Outcome {
+    run_scan_cancel(config, roots, Arc::new(AtomicBool::new(false)))
+}
+
+fn run_scan_cancel(config: &Config, roots: &[Root], cancel: Arc<AtomicBool>) -> Outcome {
+    let (tx, rx) = mpsc::channel();
+    let config = config.clone();
+    let roots = roots.to_vec();
+    std::thread::spawn(move || {
+        let snap = Snapshot::take();
+        let events = Mutex::new(Vec::new());
+        let sink = |e: ScanEvent| events.lock().unwrap().push(e);
+        let result = scan::scan(&config, &roots, &snap, &cancel, &sink);
+        let _ = tx.send((events.into_inner().unwrap(), result));
+    });
+    let (events, result) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the scan did not finish within 60 s");
+    let mut out = Outcome {
+        found: Vec::new(),
+        errors: Vec::new(),
+        progress: Vec::new(),
+        result,
+    };
+    for e in events {
+        match e {
+            ScanEvent::Found(f) => out.found.push(*f),
+            ScanEvent::Error(e) => out.errors.push(e),
+            ScanEvent::Progress { entries, locks } => out.progress.push((entries, locks)),
+        }
+    }
+    out
+}
+
+fn write(p: &Path, content: &[u8]) {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(p, content).unwrap();
+}
+
+fn mkfifo(p: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+#[test]
+fn embedded_default_parses_and_expands() {
+    let c = Config::embedded();
+    assert!(c.sources.is_empty());
+    assert_eq!(c.windows, Windows::default());
+    assert!(c.roots.iter().any(|r| r.path == "."));
+    assert!(c.exclude.iter().any(|x| x == "/proc"));
+    let roots = c.roots(&[]);
+    let cwd = std::fs::canonicalize(".").unwrap();
+    assert!(roots.iter().any(|r| r.path == cwd), "{roots:?}");
+    for r in &roots {
+        assert!(r.path.is_absolute() && r.path.exists(), "{r:?}");
+    }
+}
+
+#[test]
+fn user_config_and_explicit_config_override_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = dir.path().join("user.json");
+    let explicit = dir.path().join("explicit.json");
+    write(
+        &user,
+        br#"{
+  "roots": [{ "path": "/from-user", "max_depth": 3 }],
+  "exclude": ["**/user-excluded"],
+  "windows": { "mkdir_lock_secs": 30, "heartbeat_secs": 90 }
+}"#,
+    );
+    write(
+        &explicit,
+        br#"{ "exclude": ["**/explicit-excluded"], "windows": { "heartbeat_secs": 5 } }"#,
+    );
+
+    let c = Config::load_layers(Some(&user), Some(&explicit)).unwrap();
+    assert_eq!(c.sources, vec![user.clone(), explicit.clone()]);
+    assert_eq!(c.roots.len(), 1);
+    assert_eq!(c.roots[0].path, "/from-user");
+    assert_eq!(c.roots[0].max_depth, Some(3));
+    assert_eq!(c.exclude, vec!["**/explicit-excluded".to_string()]);
+    assert_eq!(c.windows.mkdir_lock_secs, 30, "user value kept");
+    assert_eq!(c.windows.heartbeat_secs, 5, "explicit value wins");
+    assert_eq!(
+        c.windows.git_min_age_secs,
+        Windows::default().git_min_age_secs
+    );
+
+    // A missing user file is skipped; a missing explicit file is an error naming it.
+    let missing = dir.path().join("missing.json");
+    let c = Config::load_layers(Some(&missing), None).unwrap();
+    assert!(c.sources.is_empty());
+    assert_eq!(c.roots, Config::embedded().roots);
+    let e = Config::load_layers(None, Some(&missing)).unwrap_err();
+    assert!(matches!(e, ConfigError::Read { .. }), "{e:?}");
+    assert_eq!(e.path(), missing);
+    assert!(e.to_string().contains("missing.json"), "{e}");
+}
+
+#[test]
+fn bad_config_errors_name_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.json");
+    let check = |text: &str, line: usize, needle: &str| {
+        write(&p, text.as_bytes());
+        let e = Config::load_layers(None, Some(&p)).unwrap_err();
+        let ConfigError::Parse {
+            path,
+            line: l,
+            column,
+            message,
+        } = &e
+        else {
+            panic!("not a parse error: {e:?}");
+        };
+        assert_eq!(path, &p);
+        assert_eq!(*l, line, "{e}");
+        assert!(*column > 0 || text.is_empty(), "{e}");
+        assert!(message.contains(needle), "{message:?} lacks {needle:?}");
+        let shown = e.to_string();
+        assert!(shown.contains("bad.json"), "{shown}");
+        assert!(
+            shown.contains(&format!("line {line} column {column}")),
+            "{shown}"
+        );
+    };
+    // Syntax error.
+    check(
+        "{\n  \"roots\": [\n    { \"path\": \"/x\" },,\n  ]\n}",
+        3,
+        "",
+    );
+    // Unknown key.
+    check("{\n  \"rootz\": []\n}", 2, "rootz");
+    // Unknown key in a root.
+    check(
+        "{\"roots\": [\n {\"path\": \"/x\", \"depth\": 2}]}",
+        2,
+        "depth",
+    );
+    // Wrong type.
+    check("{\"windows\":\n {\"mkdir_lock_secs\": \"ten\"}}", 2, "");
+    // Unknown key in the windows.
+    check("{\"windows\":\n {\"mkdir_lock\": 10}}", 2, "mkdir_lock");
+    // Unknown dialect id in extra patterns, named.
+    check(
+        "{\"extra_patterns\": [\n  {\"dialect\": \"no-such-dialect\", \"patterns\": [\"*.x\"]}]}",
+        2,
+        "no-such-dialect",
+    );
+    // A glob that does not compile, named.
+    check("{\n\"exclude\": [\"a[\"]}", 2, "a[");
+    // An empty file.
+    check("", 1, "EOF");
+}
+
+#[test]
+fn extra_patterns_add_names_to_a_dialect() {
+    // With the test dialects: an extra pattern makes a new name a candidate for test-a.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("thing.custom");
+    write(&file, b"A record");
+    let mut config = test_config();
+    let out = run_scan(&config, &[root(dir.path())]);
+    assert!(out.finding(&file).is_none());
+    config.extra_patterns = vec![locksmith::scan::ExtraPatterns {
+        dialect: "test-a".into(),
+        patterns: vec!["*.custom".into()],
+    }];
+    let out = run_scan(&config, &[root(dir.path())]);
+    assert_eq!(out.finding(&file).map(|f| f.dialect), Some("test-a"));
+}
+
+#[test]
+fn paths_replace_roots_and_missing_configured_roots_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir(base.join("a")).unwrap();
+    std::fs::create_dir(base.join("b")).unwrap();
+    write(&base.join("single.lock"), b"A");
+    let text = format!(
+        r#"{{"roots": [
+            {{"path": "{0}/a", "max_depth": 2}},
+            {{"path": "{0}/missing"}},
+            {{"path": "$LOCKSMITH_TEST_SURELY_UNSET/x"}},
+            {{"path": "{0}/a/inner", "max_depth": 1}},
+            {{"path": "{0}/b"}}
+        ]}}"#,
+        base.display()
+    );
+    std::fs::create_dir(base.join("a/inner")).unwrap();
+    let c = Config::from_json(Path::new("roots.json"), &text).unwrap();
+    let roots = c.roots(&[]);
+    assert_eq!(
+        roots,
+        vec![
+            Root {
+                path: base.join("a"),
+                max_depth: Some(2)
+            },
+            root(&base.join("b")),
+        ],
+        "missing skipped, a/inner covered by a"
+    );
+
+    // PATH arguments replace them, even when they do not exist (the scan reports those).
+    let roots = c.roots(&[base.join("single.lock"), base.join("nope")]);
+    assert_eq!(
+        roots,
+        vec![root(&base.join("single.lock")), root(&base.join("nope"))]
+    );
+    // Relative PATHs become absolute.
+    let rel = c.roots(&[PathBuf::from(".")]);
+    assert_eq!(rel, vec![root(&std::fs::canonicalize(".").unwrap())]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Walker
+
+#[test]
+fn a_single_file_is_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("one.lock");
+    write(&lock, b"B here");
+    // An unusual name is recognised by content when named explicitly.
+    let odd = dir.path().join("record.dat");
+    write(&odd, b"A record");
+    let out = run_scan(&test_config(), &[root(&lock), root(&odd)]);
+    let stats = out.result.as_ref().unwrap();
+    assert_eq!(stats.entries, 2);
+    assert_eq!(out.finding(&lock).unwrap().dialect, "test-b");
+    assert_eq!(out.finding(&odd).unwrap().dialect, "test-a");
+    assert_eq!(stats.locks, 2);
+}
+
+#[test]
+fn dialect_choice_follows_registry_order_and_falls_back_to_the_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases = [
+        ("a.lock", &b"A..."[..], "test-a"),
+        ("b.lock", b"B...", "test-b"),
+        ("garbage.lock", b"zzz", "test-a"), // nobody recognises it: first name match
+        ("c.lock", b"C...", "test-c"),      // any-name dialect
+        ("x.b", b"A...", "test-b"),         // test-a did not match the name
+        ("unrelated.txt", b"A...", ""),     // no name match, no kernel lock: not a candidate
+    ];
+    for (name, content, _) in cases {
+        write(&d.join(name), content);
+    }
+    std::fs::create_dir(d.join("repo")).unwrap();
+    write(&d.join("repo/.git/index.lock"), b"DIRC");
+    write(&d.join("repo/.git/refs/heads/main.lock"), b"zzz");
+    let out = run_scan(&test_config(), &[root(d)]);
+    for (name, _, want) in cases {
+        let got = out.finding(&d.join(name)).map(|f| f.dialect).unwrap_or("");
+        assert_eq!(got, want, "{name}");
+    }
+    // Whole-path patterns match the path, others the name.
+    assert_eq!(
+        out.finding(&d.join("repo/.git/index.lock"))
+            .unwrap()
+            .dialect,
+        "test-git"
+    );
+    assert_eq!(
+        out.finding(&d.join("repo/.git/refs/heads/main.lock"))
+            .unwrap()
+            .dialect,
+        "test-a"
+    );
+
+    // judge_path asks the name-matched dialects first, then every dialect.
+    let snap = Snapshot::take();
+    let config = test_config();
+    let f = scan::judge_path(&d.join("x.b"), &snap, &config)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.dialect, "test-a");
+    let f = scan::judge_path(&d.join("b.lock"), &snap, &config)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.dialect, "test-b");
+    assert!(
+        scan::judge_path(&d.join("nothing-here.lock"), &snap, &config)
+            .unwrap()
+            .is_none()
+    );
+    write(&d.join("plain.txt"), b"just text");
+    assert!(
+        scan::judge_path(&d.join("plain.txt"), &snap, &config)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn excludes_and_depth_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for p in [
+        "top.lock",
+        "one/l1.lock",
+        "one/two/l2.lock",
+        "one/two/three/l3.lock",
+        "node_modules/pkg/x.lock",
+        "build/out/y.lock",
+        "keep/.git/index.lock",
+        "skip.lock",
+    ] {
+        write(&d.join(p), b"A");
+    }
+    let mut config = test_config();
+    config.exclude = vec![
+        "**/node_modules".into(),
+        "**/build/**".into(),
+        "skip.lock".into(),
+    ];
+    let out = run_scan(&config, &[root(d)]);
+    let names: Vec<String> = out
+        .paths()
+        .iter()
+        .map(|p| p.strip_prefix(d).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "keep/.git/index.lock",
+            "one/l1.lock",
+            "one/two/l2.lock",
+            "one/two/three/l3.lock",
+            "top.lock"
+        ]
+    );
+
+    let limited = |depth| {
+        let out = run_scan(
+            &config,
+            &[Root {
+                path: d.to_path_buf(),
+                max_depth: Some(depth),
+            }],
+        );
+        out.paths().len()
+    };
+    assert_eq!(limited(1), 1, "top.lock only");
+    assert_eq!(limited(2), 2, "and one/l1.lock");
+    assert_eq!(limited(3), 4, "and one/two/l2.lock, keep/.git/index.lock");
+
+    // A nested root with its own depth is walked on its own terms, and nothing twice.
+    let out = run_scan(
+        &config,
+        &[
+            Root {
+                path: d.to_path_buf(),
+                max_depth: Some(2),
+            },
+            root(&d.join("one")),
+        ],
+    );
+    assert_eq!(out.paths().len(), 4, "{:?}", out.paths());
+}
+
+#[test]
+fn symlinks_are_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&outside.path().join("outside.lock"), b"A");
+    symlink(outside.path(), d.join("link-to-dir")).unwrap();
+    symlink(outside.path().join("outside.lock"), d.join("link.lock")).unwrap();
+    symlink("/dev/zero", d.join("zero.lock")).unwrap();
+    symlink(d.join("loop-b.lock"), d.join("loop-a.lock")).unwrap();
+    symlink(d.join("loop-a.lock"), d.join("loop-b.lock")).unwrap();
+    symlink("user@host.1234:1700000000", d.join("dangling.lock")).unwrap();
+
+    let out = run_scan(&test_config(), &[root(d)]);
+    assert!(out.result.is_ok());
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    assert!(
+        out.found.iter().all(|f| f.path.starts_with(d)),
+        "followed a link out of the root: {:?}",
+        out.paths()
+    );
+    for name in [
+        "link.lock",
+        "zero.lock",
+        "loop-a.lock",
+        "loop-b.lock",
+        "dangling.lock",
+    ] {
+        let f = out.finding(&d.join(name)).unwrap();
+        assert_eq!(f.kind, EntryKind::Symlink, "{name}");
+        assert!(f.content.is_empty(), "{name}: a link's target was read");
+        assert_eq!(
+            f.link_target.as_deref(),
+            Some(std::fs::read_link(d.join(name)).unwrap().as_path())
+        );
+    }
+}
+
+#[test]
+fn fifos_and_devices_named_like_locks_are_never_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mkfifo(&d.join("pipe.lock"));
+    // A device node (as root; elsewhere a FIFO stands in).
+    let dev = d.join("null.lock");
+    if rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &dev,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        rustix::fs::makedev(1, 3),
+    )
+    .is_err()
+    {
+        mkfifo(&dev);
+    }
+    let out = run_scan(&test_config(), &[root(d)]);
+    assert!(out.result.is_ok());
+    for p in [d.join("pipe.lock"), dev] {
+        let f = out.finding(&p).expect("reported");
+        assert_eq!(f.kind, EntryKind::Other);
+        assert_eq!(f.judgement.verdict, Verdict::Unknown);
+        assert!(f.content.is_empty());
+        assert!(
+            f.judgement.evidence[0].contains("not opened"),
+            "{:?}",
+            f.judgement.evidence
+        );
+    }
+    // judge_path does not open it either.
+    let f = scan::judge_path(&d.join("pipe.lock"), &Snapshot::take(), &test_config())
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.judgement.verdict, Verdict::Unknown);
+}
+
+#[test]
+fn content_is_a_bounded_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("small.lock"), b"A small");
+    write(&d.join("exact.lock"), &[b'A'; 4096]);
+    write(&d.join("empty.lock"), b"");
+    // A sparse 8 GiB file: only the prefix is read.
+    let sparse = std::fs::File::create(d.join("sparse.lock")).unwrap();
+    sparse.set_len(8 << 30).unwrap();
+    drop(sparse);
+    let out = run_scan(&test_config(), &[root(d)]);
+    let ev = |n: &str| out.finding(&d.join(n)).unwrap().judgement.evidence[0].clone();
+    assert_eq!(
+        ev("small.lock"),
+        "kind=File bytes=7 complete=true link=None"
+    );
+    assert_eq!(
+        ev("exact.lock"),
+        "kind=File bytes=4096 complete=true link=None"
+    );
+    assert_eq!(
+        ev("empty.lock"),
+        "kind=File bytes=0 complete=true link=None"
+    );
+    assert_eq!(
+        ev("sparse.lock"),
+        "kind=File bytes=4096 complete=false link=None"
+    );
+    let f = out.finding(&d.join("sparse.lock")).unwrap();
+    assert_eq!(f.size, Some(8 << 30));
+    assert_eq!(f.content.len(), 4096);
+}
+
+#[test]
+fn pseudo_file_systems_are_skipped() {
+    // As roots: reported, not walked.
+    let out = run_scan(&test_config(), &[root(Path::new("/proc"))]);
+    let e = out.result.unwrap_err();
+    assert!(e.error.contains("no root could be read"), "{e:?}");
+    assert_eq!(out.errors.len(), 1);
+    assert!(
+        out.errors[0].error.contains("pseudo file system"),
+        "{:?}",
+        out.errors
+    );
+
+    // Below a root: a shallow walk of / sees /proc and /sys but does not enter them.
+    let mut config = test_config();
+    config.extra_patterns = vec![locksmith::scan::ExtraPatterns {
+        dialect: "test-a".into(),
+        patterns: vec!["*".into()],
+    }];
+    let out = run_scan(
+        &config,
+        &[Root {
+            path: "/".into(),
+            max_depth: Some(2),
+        }],
+    );
+    assert!(out.result.is_ok());
+    assert!(
+        out.finding(Path::new("/etc/hostname")).is_some() || !Path::new("/etc/hostname").exists()
+    );
+    let inside: Vec<&PathBuf> = out
+        .found
+        .iter()
+        .map(|f| &f.path)
+        .filter(|p| p.starts_with("/proc/") || p.starts_with("/sys/"))
+        .collect();
+    assert!(
+        inside.is_empty(),
+        "walked into a pseudo file system: {inside:?}"
+    );
+}
+
+#[test]
+fn per_path_errors_are_collected_and_the_walk_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("ok/found.lock"), b"A");
+    let missing = d.join("does-not-exist");
+
+    // One root missing: an error event, and the other root is scanned.
+    let out = run_scan(&test_config(), &[root(&missing), root(d)]);
+    assert!(out.result.is_ok());
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    assert_eq!(out.errors[0].path, missing);
+    assert!(
+        out.errors[0].error.contains("No such file"),
+        "{:?}",
+        out.errors
+    );
+    assert!(out.finding(&d.join("ok/found.lock")).is_some());
+    assert_eq!(out.result.unwrap().errors, 1);
+
+    // No root readable: Err.
+    let out = run_scan(&test_config(), &[root(&missing)]);
+    assert!(out.result.is_err());
+    let out = run_scan(&test_config(), &[]);
+    assert!(out.result.is_err());
+}
+
+/// Creates `levels` nested directories named `dd` below `base` (with fds: the path soon
+/// exceeds PATH_MAX) and a lock file at `lock_at` levels.
+fn deep_tree(base: &Path, levels: usize, lock_at: usize) {
+    use rustix::fs::{Mode, OFlags};
+    let mut fd = rustix::fs::open(base, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+    for i in 0..levels {
+        rustix::fs::mkdirat(&fd, "dd", Mode::from_raw_mode(0o755)).unwrap();
+        fd = rustix::fs::openat(&fd, "dd", OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+            .unwrap();
+        if i + 1 == lock_at {
+            let f = rustix::fs::openat(
+                &fd,
+                "deep.lock",
+                OFlags::CREATE | OFlags::WRONLY,
+                Mode::from_raw_mode(0o644),
+            )
+            .unwrap();
+            rustix::io::write(&f, b"A").unwrap();
+        }
+    }
+}
+
+/// Removes a tree too deep for `remove_dir_all` (which keeps one descriptor per level).
+struct DeepTree(tempfile::TempDir);
+
+impl Drop for DeepTree {
+    fn drop(&mut self) {
+        let _ = Command::new("rm").arg("-rf").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn very_deep_trees_do_not_crash() {
+    let dir = DeepTree(tempfile::tempdir().unwrap());
+    let dir = &dir.0;
+    deep_tree(dir.path(), 3000, 50);
+    let out = run_scan(&test_config(), &[root(dir.path())]);
+    assert!(out.result.is_ok());
+    let lock = (0..50)
+        .fold(dir.path().to_path_buf(), |p, _| p.join("dd"))
+        .join("deep.lock");
+    assert!(out.finding(&lock).is_some());
+    // Beyond PATH_MAX the walk reports an error instead of crashing or stopping.
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors.len());
+    assert!(
+        out.errors[0].error.contains("too long"),
+        "{}",
+        out.errors[0].error
+    );
+    assert!(out.result.unwrap().entries > 1000);
+}
+
+#[test]
+fn wide_directories_and_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for i in 0..30_000 {
+        std::fs::File::create(d.join(format!("f{i}"))).unwrap();
+    }
+    for i in 0..10 {
+        write(&d.join(format!("sub{i}/x{i}.lock")), b"A");
+    }
+    let out = run_scan(&test_config(), &[root(d)]);
+    let stats = out.result.unwrap();
+    assert_eq!(stats.entries, 30_000 + 10 + 10);
+    assert_eq!(stats.locks, 10);
+    assert_eq!(out.found.len(), 10);
+    // The last progress event has the final counts.
+    assert_eq!(out.progress.last(), Some(&(stats.entries, stats.locks)));
+    assert!(
+        out.progress
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 || w[0].1 <= w[1].1)
+    );
+}
+
+#[test]
+fn cancel_stops_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("sub/x.lock"), b"A");
+    let cancel = Arc::new(AtomicBool::new(true));
+    let out = run_scan_cancel(&test_config(), &[root(dir.path())], cancel);
+    let stats = out.result.unwrap();
+    assert_eq!(stats.entries, 0);
+    assert!(out.found.is_empty());
+}
+
+#[test]
+fn non_utf8_and_newline_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let odd = d.join(OsStr::from_bytes(b"caf\xe9\n\x1b[31m.lock"));
+    write(&odd, b"B");
+    let out = run_scan(&test_config(), &[root(d)]);
+    let f = out.finding(&odd).unwrap();
+    assert_eq!(f.dialect, "test-b");
+}
+
+/// Kills the child on every path.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_kernel_locked_file_with_any_name_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = d.join("state.db");
+    write(&file, b"not a lock by name");
+    write(&d.join("other.db"), b"nobody locks this");
+    let child = Command::new("flock")
+        .arg("--exclusive")
+        .arg(&file)
+        .args(["sleep", "60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("flock(1) from util-linux");
+    let guard = ChildGuard(child);
+    let key = locksmith::probe::FileKey::of(&std::fs::metadata(&file).unwrap());
+    wait_until("the flock to show in /proc/locks", || {
+        Snapshot::take().kernel_locked(key)
+    });
+
+    let out = run_scan(&test_config(), &[root(d)]);
+    assert_eq!(out.paths(), vec![file.clone()]);
+    let f = out.finding(&file).unwrap();
+    assert_eq!(f.dialect, "flock");
+    assert_eq!(f.judgement.verdict, Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == guard.0.id() as i32 && h.how == HolderHow::Flock),
+        "{:?}",
+        f.judgement.holders
+    );
+    drop(guard);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A scan modifies nothing (real dialects).
+
+/// (mode, size, mtime, ctime, atime, inode, nlink, dev) of every entry, never following links.
+/// The access time of a symlink is left out: readlink(2) updates it whatever the caller does
+/// (like `ls -l`), and the dialects of symlink locks need the link text. Files and directories
+/// are read with `O_NOATIME`, so theirs must not move.
+fn fingerprint(base: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, i64, i64, u64, u64)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![base.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            out.insert(
+                p.clone(),
+                (
+                    m.mode(),
+                    m.size(),
+                    m.mtime_nsec() + m.mtime() * 1_000_000_000,
+                    m.ctime_nsec() + m.ctime() * 1_000_000_000,
+                    if m.file_type().is_symlink() {
+                        0
+                    } else {
+                        m.atime_nsec() + m.atime() * 1_000_000_000
+                    },
+                    m.ino() as i64,
+                    m.nlink(),
+                    m.dev(),
+                ),
+            );
+            if m.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A tree with many kinds of locks and hostile entries.
+fn hostile_tree(d: &Path) {
+    let me = std::process::id();
+    write(&d.join("app.pid"), format!("{me}\n").as_bytes());
+    write(&d.join("dead.pid"), b"999999999\n");
+    write(&d.join("zero.pid"), b"0\n");
+    write(&d.join("minus.pid"), b"-1\n");
+    write(&d.join("big.pid"), b"2147483648\n");
+    write(&d.join("inject.lock"), b"1; rm -rf /\n");
+    write(&d.join("escape.lock"), b"\x1b]0;owned\x07\x1b[2J4242\n");
+    write(&d.join("garbage.lck"), &[0xff, 0x00, 0xfe, 0x80, 0x01]);
+    write(&d.join("LCK..ttyS0"), &1234u32.to_le_bytes());
+    write(&d.join("empty.lock"), b"");
+    write(
+        &d.join("wrong-types.lock"),
+        br#"{"pid": "x", "hostname": 7}"#,
+    );
+    write(&d.join("repo/.git/index.lock"), b"DIRC\x00\x00\x00\x02");
+    write(
+        &d.join("repo/.git/refs/heads/main.lock"),
+        b"0123456789abcdef\n",
+    );
+    write(&d.join("repo/.git/HEAD.lock"), b"");
+    write(
+        &d.join("postgres/postmaster.pid"),
+        b"1\n/var/lib/pg\n1700000000\n5432\n/tmp\n*\n  1 2\nready\n",
+    );
+    write(&d.join("docs/.report.odt.swp"), b"b0VIM 9.0\x00garbage");
+    write(
+        &d.join("docs/.~lock.report.odt#"),
+        b"Jo,jo,host,01.01.2024 10:00,file:///x;",
+    );
+    write(&d.join(".X42-lock"), b"      4242\n");
+    write(
+        &d.join("proj/.terraform.tfstate.lock.info"),
+        br#"{"ID":"x","Who":"a@b"}"#,
+    );
+    std::fs::create_dir_all(d.join("npm/thing.lock")).unwrap();
+    symlink(
+        "user@otherhost.4242:1700000000",
+        d.join("docs/.#report.txt"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(d.join("chrome")).unwrap();
+    symlink("otherhost-4242", d.join("chrome/SingletonLock")).unwrap();
+    symlink("/dev/zero", d.join("zero.lock")).unwrap();
+    symlink("loop2.lock", d.join("loop1.lock")).unwrap();
+    symlink("loop1.lock", d.join("loop2.lock")).unwrap();
+    symlink("/", d.join("root-link")).unwrap();
+    mkfifo(&d.join("fifo.lock"));
+    mkfifo(&d.join("fifo.pid"));
+    let sparse = std::fs::File::create(d.join("huge.lock")).unwrap();
+    sparse.set_len(4 << 30).unwrap();
+    drop(sparse);
+    write(&d.join(OsStr::from_bytes(b"bad\xffname\n.lock")), b"12\n");
+    deep_tree(d, 200, 100);
+}
+
+#[test]
+fn a_scan_modifies_nothing_and_survives_hostile_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    hostile_tree(&d);
+    // Reading a directory sets its access time once (relatime): read them all first, then let
+    // the clock move on, so that any access by the scan would show.
+    fingerprint(&d);
+    std::thread::sleep(Duration::from_millis(20));
+    let before = fingerprint(&d);
+
+    // The real dialects, then the test dialects made to read every file.
+    let mut every_file = test_config();
+    every_file.extra_patterns = vec![locksmith::scan::ExtraPatterns {
+        dialect: "test-a".into(),
+        patterns: vec!["*".into()],
+    }];
+    for config in [Config::embedded(), every_file] {
+        scan_and_rejudge(&config, &d, before.len());
+    }
+
+    let after = fingerprint(&d);
+    assert_eq!(before.len(), after.len());
+    for (p, b) in &before {
+        assert_eq!(Some(b), after.get(p), "{} changed", p.display());
+    }
+}
+
+fn scan_and_rejudge(config: &Config, d: &Path, entries: usize) {
+    let out = run_scan(config, &[root(d)]);
+    let stats = out.result.as_ref().expect("scan ok");
+    assert!(stats.entries as usize >= entries);
+    // Every finding is inside the root and has evidence.
+    for f in &out.found {
+        assert!(f.path.starts_with(d), "{:?}", f.path);
+        assert!(!f.judgement.evidence.is_empty(), "{f:?}");
+        assert!(f.content.len() <= locksmith::dialect::CONTENT_PREFIX);
+    }
+    // Re-judging every finding works too.
+    let snap = Snapshot::take();
+    for f in &out.found {
+        let again = scan::judge_path(&f.path, &snap, config).unwrap();
+        assert_eq!(again.map(|g| g.dialect), Some(f.dialect), "{:?}", f.path);
+    }
+}
+
+#[test]
+fn real_dialects_judge_what_the_walker_finds() {
+    let registry = locksmith::dialect::registry();
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    hostile_tree(&d);
+    let out = run_scan(&Config::embedded(), &[root(&d)]);
+    assert!(out.result.is_ok());
+    // Every name any registered dialect claims is found, and judged by a registered dialect.
+    for f in &out.found {
+        assert!(
+            registry.iter().any(|r| r.id() == f.dialect),
+            "{} judged by unregistered {}",
+            f.path.display(),
+            f.dialect
+        );
+    }
+    // A FIFO named like a lock is reported (never opened) when a dialect claims its name.
+    if let Some(f) = out.finding(&d.join("fifo.lock")) {
+        assert_eq!(f.judgement.verdict, Verdict::Unknown);
+    }
+    if locksmith::dialect::by_id("pidfile").is_some() {
+        let me = out.finding(&d.join("app.pid")).unwrap();
+        assert_eq!(me.dialect, "pidfile");
+        assert_eq!(me.judgement.verdict, Verdict::Live, "{:?}", me.judgement);
+        let dead = out.finding(&d.join("dead.pid")).unwrap();
+        assert_ne!(dead.judgement.verdict, Verdict::Live);
+        for bad in ["zero.pid", "minus.pid", "big.pid", "inject.lock"] {
+            let f = out.finding(&d.join(bad)).unwrap();
+            assert_eq!(
+                f.judgement.verdict,
+                Verdict::Unknown,
+                "{bad}: {:?}",
+                f.judgement
+            );
+        }
+    }
+}
