@@ -6,9 +6,23 @@
 //! Invariant: a dialect's `judge` never modifies anything and never returns `Stale` without
 //! an evidence line that proves it (see [`crate::evidence`]).
 
+pub mod chromium;
+pub mod common;
+pub mod emacs;
+pub mod firefox;
+pub mod flock;
+pub mod git;
+pub mod libreoffice;
+pub mod mkdir_lock;
+pub mod pidfile;
+pub mod postgres;
+pub mod terraform;
+pub mod vim_swap;
+pub mod x11;
+
 use std::ffi::OsStr;
 use std::fs::Metadata;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::probe::{FileKey, FsInfo, Snapshot};
 use crate::verdict::Judgement;
@@ -104,6 +118,80 @@ impl Candidate<'_> {
     }
 }
 
+/// A candidate read from disk the way the walker reads it (lstat, a bounded prefix of a regular
+/// file opened with `O_NONBLOCK|O_NOFOLLOW`, the text of a symlink): for judging one path
+/// outside a scan, and for tests. It owns its data; [`LoadedCandidate::candidate`] borrows it.
+#[derive(Debug)]
+pub struct LoadedCandidate {
+    pub path: PathBuf,
+    pub meta: Metadata,
+    pub kind: EntryKind,
+    pub content: Vec<u8>,
+    pub complete: bool,
+    pub link_target: Option<PathBuf>,
+    pub fs: FsInfo,
+}
+
+impl LoadedCandidate {
+    /// Reads `path` without following a final symlink and without blocking on FIFOs or
+    /// devices (those get no content).
+    pub fn load(path: &Path, snap: &Snapshot) -> std::io::Result<Self> {
+        let meta = std::fs::symlink_metadata(path)?;
+        let kind = EntryKind::of(&meta);
+        let (content, complete) = if kind == EntryKind::File {
+            read_prefix(path)?
+        } else {
+            (Vec::new(), kind != EntryKind::Symlink)
+        };
+        let link_target = match kind {
+            EntryKind::Symlink => Some(std::fs::read_link(path)?),
+            _ => None,
+        };
+        let fs = snap.fs_of(path, &meta);
+        Ok(LoadedCandidate {
+            path: path.to_path_buf(),
+            meta,
+            kind,
+            content,
+            complete,
+            link_target,
+            fs,
+        })
+    }
+
+    pub fn candidate(&self) -> Candidate<'_> {
+        Candidate {
+            path: &self.path,
+            meta: &self.meta,
+            kind: self.kind,
+            content: &self.content,
+            complete: self.complete,
+            link_target: self.link_target.as_deref(),
+            fs: &self.fs,
+        }
+    }
+}
+
+/// Reads at most [`CONTENT_PREFIX`] bytes of a regular file, opened with
+/// `O_NONBLOCK|O_NOFOLLOW|O_NOCTTY` so a FIFO, device or symlink swapped in never blocks or
+/// redirects the read. Returns the bytes and whether they are the whole file.
+pub fn read_prefix(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Ok((Vec::new(), false));
+    }
+    let mut buf = Vec::with_capacity(CONTENT_PREFIX.min(64 * 1024));
+    file.take(CONTENT_PREFIX as u64 + 1).read_to_end(&mut buf)?;
+    let complete = buf.len() <= CONTENT_PREFIX;
+    buf.truncate(CONTENT_PREFIX);
+    Ok((buf, complete))
+}
+
 /// A lock format.
 pub trait Dialect: Send + Sync {
     /// Stable id used in JSON (`pidfile`, `vim-swap`, ...).
@@ -130,7 +218,24 @@ pub trait Dialect: Send + Sync {
 
 /// All dialects, in the order they are tried (most specific first).
 pub fn registry() -> &'static [&'static dyn Dialect] {
-    &[]
+    &[
+        // Formats recognised by a specific name and content first,
+        &vim_swap::VimSwap,
+        &emacs::Emacs,
+        &libreoffice::LibreOffice,
+        &x11::X11,
+        &postgres::Postgres,
+        &chromium::Chromium,
+        &firefox::Firefox,
+        &terraform::Terraform,
+        // then `*.lock` under a git directory (before the generic `*.lock` readers: an empty
+        // `HEAD.lock` is git's, not a flock file),
+        &git::Git,
+        // then the generic ones: a PID, a lock directory, a kernel lock.
+        &pidfile::Pidfile,
+        &mkdir_lock::MkdirLock,
+        &flock::Flock,
+    ]
 }
 
 /// Looks a dialect up by id.

@@ -1,0 +1,136 @@
+//! `chromium`: the `SingletonLock` symlink a Chromium-family browser (and every Electron app)
+//! keeps in its user-data directory while it runs; its text is `HOSTNAME-PID`.
+//!
+//! Liveness: same host, the PID alive, started before the link was made, and a browser. A
+//! process with another name proves nothing by its name alone (Electron apps are named after
+//! themselves), so it counts as the owner when it has files in this profile open, and as an
+//! unrelated process (stale) when it has none.
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::{PidState, Snapshot};
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Chromium;
+
+/// Names of Chromium-family browsers and common Electron apps.
+pub const BROWSERS: &[&str] = &[
+    "chromium",
+    "chrome",
+    "google-chrome",
+    "headless_shell",
+    "brave",
+    "msedge",
+    "microsoft-edge",
+    "vivaldi",
+    "opera",
+    "yandex_browser",
+    "thorium",
+    "electron",
+    "code",
+    "codium",
+    "cursor",
+    "slack",
+    "discord",
+    "signal-desktop",
+    "obsidian",
+    "teams",
+];
+
+/// Parses `HOSTNAME-PID` (the host name may itself contain `-`).
+pub fn parse(text: &str) -> Result<(String, i64), String> {
+    let (host, pid) = text
+        .rsplit_once('-')
+        .ok_or_else(|| format!("{} is not HOSTNAME-PID", common::excerpt(text.as_bytes())))?;
+    if host.is_empty() {
+        return Err(format!(
+            "{} names no host",
+            common::excerpt(text.as_bytes())
+        ));
+    }
+    Ok((common::field(host), common::parse_pid(pid)?))
+}
+
+impl Dialect for Chromium {
+    fn id(&self) -> &'static str {
+        "chromium"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &["SingletonLock"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::Symlink && c.file_name() == "SingletonLock"
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let Some(target) = c.link_target.filter(|_| c.kind == EntryKind::Symlink) else {
+            return Judgement::new(
+                Verdict::Unknown,
+                "named SingletonLock but is not a symlink: Chromium's lock is a symlink HOSTNAME-PID",
+            );
+        };
+        let text = String::from_utf8_lossy(target.as_os_str().as_encoded_bytes()).into_owned();
+        let (host, pid) = match parse(&text) {
+            Ok(v) => v,
+            Err(why) => return common::unparseable("Chromium SingletonLock", why),
+        };
+        let owner = Owner {
+            pid: Some(pid),
+            hostname: Some(host.clone()),
+            ..Owner::default()
+        };
+        let claim = PidClaim {
+            pid,
+            hostname: Some(&host),
+            written_ms: Some(c.mtime_ms()),
+            network_fs: c.fs.network,
+            ..PidClaim::default()
+        };
+        let mut j = judge_pid(&claim, snap);
+        if j.verdict == Verdict::Live
+            && let PidState::Alive(f) = snap.pid(pid as i32)
+            && !f.is_one_of(BROWSERS)
+        {
+            let profile = c.path.parent().unwrap_or(std::path::Path::new("/"));
+            match common::has_open_under(f.pid, profile) {
+                Some(true) => j.evidence.push(format!(
+                    "process {} ({}) is not a known browser name, but has files in this profile open",
+                    f.pid,
+                    common::escape(&f.comm, 32)
+                )),
+                Some(false) => {
+                    j.verdict = Verdict::Stale;
+                    j.evidence = vec![format!(
+                        "process {} is {:?} ({}), not a browser, and has no file of this profile open: the PID belongs to an unrelated process",
+                        f.pid,
+                        common::escape(&f.comm, 32),
+                        f.exe.as_deref().map(|e| common::escape(e, 200)).unwrap_or_else(|| "exe unknown".into())
+                    )];
+                }
+                None => j.evidence.push(format!(
+                    "process {} ({}) is not a known browser name; its open files cannot be read",
+                    f.pid,
+                    common::escape(&f.comm, 32)
+                )),
+            }
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_link_text() {
+        assert_eq!(parse("vm-16150"), Ok(("vm".into(), 16150)));
+        assert_eq!(parse("my-laptop.lan-42"), Ok(("my-laptop.lan".into(), 42)));
+        assert!(parse("16150").is_err());
+        assert!(parse("-16150").is_err());
+        assert!(parse("vm-abc").is_err());
+    }
+}

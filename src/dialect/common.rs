@@ -1,0 +1,232 @@
+//! Helpers shared by the dialect judges: escaping text taken from lock files, strict PID
+//! parsing, kernel-lock and open-file evidence, process matching and ages. Nothing here
+//! modifies anything; the only I/O is reading `/proc` for one process when a judge asks.
+
+use std::path::Path;
+
+use crate::evidence::fmt_ms;
+use crate::probe::{FileKey, ProcSummary, Snapshot};
+use crate::verdict::{Holder, Judgement, Owner, Verdict};
+
+/// Longest excerpt of lock content quoted in an evidence line.
+pub const EXCERPT_CHARS: usize = 40;
+
+/// Longest owner field kept from a lock file (host names, user names, paths).
+pub const FIELD_CHARS: usize = 512;
+
+/// Escapes control and other invisible characters (so text from a lock file can never
+/// reach a terminal as an escape sequence) and cuts it to `max` characters.
+pub fn escape(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (n, ch) in s.chars().enumerate() {
+        if n == max {
+            out.push('…');
+            break;
+        }
+        if ch.is_control() || matches!(ch, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}') {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// An owner field from a lock file: lossy UTF-8, escaped, bounded.
+pub fn field(s: &str) -> String {
+    escape(s, FIELD_CHARS)
+}
+
+/// A short quoted excerpt of raw content for an evidence line.
+pub fn excerpt(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    format!("\"{}\"", escape(&text, EXCERPT_CHARS))
+}
+
+/// Parses a decimal PID strictly: optional surrounding whitespace, an optional sign, digits
+/// only. Returns the value (which may be 0, negative or absurd: the PID rules reject those
+/// with their own evidence) or a sentence saying what is wrong.
+pub fn parse_pid(text: &str) -> Result<i64, String> {
+    let t = text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\0');
+    if t.is_empty() {
+        return Err("it is empty where a PID was expected".into());
+    }
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{} is not a decimal PID", excerpt(t.as_bytes())));
+    }
+    t.parse::<i64>()
+        .map_err(|_| format!("{} is out of range for a PID", excerpt(t.as_bytes())))
+}
+
+/// Whether `text` looks like a decimal number (what pid files hold), for `recognise`.
+pub fn looks_like_pid(text: &str) -> bool {
+    let t = text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\0');
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Lists holders as `pid 42 (flock, apt-get)`.
+pub fn describe_holders(holders: &[Holder]) -> String {
+    holders
+        .iter()
+        .map(|h| {
+            let pid = if h.pid > 0 {
+                format!("pid {}", h.pid)
+            } else {
+                "a process not visible here".to_string()
+            };
+            match &h.name {
+                Some(n) => format!("{pid} ({}, {})", h.how.as_str(), escape(n, 32)),
+                None => format!("{pid} ({})", h.how.as_str()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `live` when a kernel lock is held on `key`: the kernel's word beats anything the content
+/// says. `what` names the file in the evidence ("the lock file", "terraform.tfstate").
+pub fn kernel_live(snap: &Snapshot, key: FileKey, what: &str) -> Option<Judgement> {
+    let holders = snap.kernel_holders(key);
+    if holders.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::new(
+        Verdict::Live,
+        format!(
+            "{what} is locked in the kernel by {} (/proc/locks)",
+            describe_holders(&holders)
+        ),
+    );
+    j.holders = holders;
+    Some(j)
+}
+
+/// `unknown` because the content could not be parsed; `why` says what was wrong.
+pub fn unparseable(dialect: &str, why: impl std::fmt::Display) -> Judgement {
+    Judgement::new(
+        Verdict::Unknown,
+        format!("cannot read this as a {dialect} lock: {why}"),
+    )
+}
+
+/// Merges holders into a judgement without duplicates.
+pub fn add_holders(j: &mut Judgement, holders: Vec<Holder>) {
+    merge_holders(&mut j.holders, holders);
+}
+
+/// Appends holders not already listed.
+pub fn merge_holders(into: &mut Vec<Holder>, more: Vec<Holder>) {
+    for h in more {
+        if !into.contains(&h) {
+            into.push(h);
+        }
+    }
+}
+
+/// Sets the owner and returns the judgement.
+pub fn with_owner(mut j: Judgement, owner: Owner) -> Judgement {
+    if owner != Owner::default() {
+        j.owner = Some(owner);
+    }
+    j
+}
+
+/// Whether a listed process is one of `names` (its name, executable file name or argv[0]'s
+/// file name equals or starts with one of them).
+pub fn proc_is(p: &ProcSummary, names: &[&str]) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let mut seen = vec![p.name.clone()];
+    if let Some(exe) = &p.exe {
+        seen.push(base(exe.to_string_lossy().trim_end_matches(" (deleted)")));
+    }
+    if let Some(a0) = p.cmd.first() {
+        seen.push(base(a0));
+    }
+    seen.iter()
+        .any(|s| names.iter().any(|n| s == n || s.starts_with(n)))
+}
+
+/// Age of the candidate's mtime at snapshot time, in milliseconds (negative if in the future).
+pub fn age_ms(mtime_ms: i64, snap: &Snapshot) -> i64 {
+    snap.taken_ms - mtime_ms
+}
+
+/// Formats a duration in ms for evidence lines: `3 s`, `5 min 2 s`, `2 h 10 min`, `3 d 4 h`.
+pub fn fmt_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// An evidence line and verdict for a file written before this host booted, if it was
+/// (mtime, with the same slack as the PID rules).
+pub fn before_boot(written_ms: i64, snap: &Snapshot) -> Option<String> {
+    let bt = snap.host.boot_time?;
+    (written_ms + 2_000 < bt * 1000).then(|| {
+        format!(
+            "written at {}, before this host booted at {}",
+            fmt_ms(written_ms),
+            fmt_ms(bt * 1000)
+        )
+    })
+}
+
+/// Whether process `pid` has a file under `dir` open (reads `/proc/<pid>/fd` of that one
+/// process). `None` when its descriptors cannot be read.
+pub fn has_open_under(pid: i32, dir: &Path) -> Option<bool> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .map(|target| target.starts_with(&dir))
+            .unwrap_or(false)
+    }))
+}
+
+/// Whether process `pid`'s working directory is the directory `dir` (compared by device and
+/// inode, so it also holds across mount namespaces and symlinks). `None` when unknown.
+pub fn cwd_is(pid: i32, dir_meta: &std::fs::Metadata) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let cwd = std::fs::metadata(format!("/proc/{pid}/cwd")).ok()?;
+    Some(cwd.dev() == dir_meta.dev() && cwd.ino() == dir_meta.ino())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_control_characters_and_bounds_length() {
+        assert_eq!(escape("a\x1b[31mb", 40), "a\\u{1b}[31mb");
+        assert_eq!(escape("abcdef", 3), "abc…");
+        assert_eq!(excerpt(b"1; rm -rf /\n"), "\"1; rm -rf /\\n\"");
+    }
+
+    #[test]
+    fn parses_pids_strictly() {
+        assert_eq!(parse_pid(" 4242\n"), Ok(4242));
+        assert_eq!(parse_pid("-1"), Ok(-1));
+        assert_eq!(parse_pid("2147483648"), Ok(2_147_483_648));
+        assert!(parse_pid("1; rm -rf /").is_err());
+        assert!(parse_pid("").is_err());
+        assert!(parse_pid("99999999999999999999999").is_err());
+        assert!(parse_pid("12 34").is_err());
+        assert!(looks_like_pid("      1234\n"));
+        assert!(!looks_like_pid("DIRC"));
+        assert!(!looks_like_pid(""));
+    }
+
+    #[test]
+    fn formats_ages() {
+        assert_eq!(fmt_age(3_400), "3 s");
+        assert_eq!(fmt_age(302_000), "5 min 2 s");
+        assert_eq!(fmt_age(7_800_000), "2 h 10 min");
+        assert_eq!(fmt_age(-5), "0 s");
+    }
+}

@@ -1,0 +1,189 @@
+//! `firefox`: a Firefox (or Thunderbird) profile in use. Firefox on Linux keeps two locks in the
+//! profile directory while it runs: an fcntl (POSIX) write lock on the empty file
+//! `.parentlock`, and a symlink `lock` whose text is `IP:+PID` (the `+` says the fcntl lock is
+//! held too). On a clean exit the symlink goes and `.parentlock` stays.
+//!
+//! Liveness: the kernel lock on `.parentlock` settles it. An unlocked `.parentlock` is `free`
+//! (harmless, never deleted). A `lock` symlink whose `.parentlock` is not locked, on a local
+//! file system, is stale; otherwise its PID is checked.
+
+use std::path::Path;
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Firefox;
+
+/// Programs that lock Mozilla profiles.
+pub const MOZILLAS: &[&str] = &[
+    "firefox",
+    "thunderbird",
+    "librewolf",
+    "waterfox",
+    "floorp",
+    "seamonkey",
+    "icecat",
+    "palemoon",
+    "zen",
+];
+
+/// What the `lock` symlink says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileLock {
+    pub ip: String,
+    pub pid: i64,
+    /// The `+`: Firefox also holds the fcntl lock on `.parentlock`.
+    pub fcntl: bool,
+}
+
+/// Parses `IP:+PID` (or the older `IP:PID`). IPv6 addresses contain `:`, so the PID is
+/// what follows the last one.
+pub fn parse(text: &str) -> Result<ProfileLock, String> {
+    let (ip, pid) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{} is not IP:+PID", common::excerpt(text.as_bytes())))?;
+    let (fcntl, pid) = match pid.strip_prefix('+') {
+        Some(p) => (true, p),
+        None => (false, pid),
+    };
+    if ip.is_empty()
+        || !ip
+            .chars()
+            .all(|ch| ch.is_ascii_hexdigit() || ch == '.' || ch == ':')
+    {
+        return Err(format!(
+            "{} does not start with an IP address",
+            common::excerpt(text.as_bytes())
+        ));
+    }
+    Ok(ProfileLock {
+        ip: ip.to_string(),
+        pid: common::parse_pid(pid)?,
+        fcntl,
+    })
+}
+
+fn parentlock_key(profile: &Path) -> Option<FileKey> {
+    std::fs::symlink_metadata(profile.join(".parentlock"))
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| FileKey::of(&m))
+}
+
+fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
+    c.kind == EntryKind::Symlink
+        && c.file_name() == "lock"
+        && c.link_target
+            .is_some_and(|t| parse(&t.to_string_lossy()).is_ok())
+}
+
+impl Dialect for Firefox {
+    fn id(&self) -> &'static str {
+        "firefox"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &[".parentlock", "lock"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        (c.kind == EntryKind::File && c.file_name() == ".parentlock") || is_profile_lock_link(c)
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        if c.file_name() == ".parentlock" && c.kind == EntryKind::File {
+            return judge_parentlock(c, snap);
+        }
+        if c.kind != EntryKind::Symlink {
+            return Judgement::new(
+                Verdict::Unknown,
+                "named like a Firefox profile lock but not the symlink IP:+PID Firefox makes",
+            );
+        }
+        let text = c
+            .link_target
+            .map(|t| t.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lock = match parse(&text) {
+            Ok(l) => l,
+            Err(why) => return common::unparseable("Firefox profile", why),
+        };
+        let owner = Owner {
+            pid: Some(lock.pid),
+            detail: Some(format!("profile lock from IP {}", common::field(&lock.ip))),
+            ..Owner::default()
+        };
+        let profile = c.path.parent().unwrap_or(Path::new("/"));
+        let parent_key = parentlock_key(profile);
+        if let Some(key) = parent_key
+            && let Some(j) = common::kernel_live(snap, key, "the profile's .parentlock")
+        {
+            return common::with_owner(j, owner);
+        }
+        let claim = PidClaim {
+            pid: lock.pid,
+            written_ms: Some(c.mtime_ms()),
+            expect: MOZILLAS,
+            network_fs: c.fs.network,
+            ..PidClaim::default()
+        };
+        let j = judge_pid(&claim, snap);
+        if j.verdict == Verdict::Live {
+            return common::with_owner(j, owner);
+        }
+        if lock.fcntl && parent_key.is_some() && !c.fs.network {
+            let mut stale = Judgement::new(
+                Verdict::Stale,
+                "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",
+            );
+            if j.verdict != Verdict::Unknown {
+                stale.evidence.extend(j.evidence);
+            }
+            return common::with_owner(stale, owner);
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+fn judge_parentlock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    if let Some(j) = common::kernel_live(snap, c.key(), ".parentlock") {
+        return j;
+    }
+    let mut j = Judgement::new(
+        Verdict::Free,
+        "no process holds an fcntl lock on .parentlock (/proc/locks): no Firefox uses this profile; the file is harmless and Firefox keeps it",
+    );
+    if c.fs.network {
+        j.evidence.push(format!(
+            "on a network file system ({}): a lock held from another machine does not show here",
+            c.fs.kind
+        ));
+    }
+    j
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_link_text() {
+        assert_eq!(
+            parse("127.0.0.1:+19991"),
+            Ok(ProfileLock {
+                ip: "127.0.0.1".into(),
+                pid: 19991,
+                fcntl: true
+            })
+        );
+        let v6 = parse("fe80::1:+42").unwrap();
+        assert_eq!((v6.ip.as_str(), v6.pid), ("fe80::1", 42));
+        assert!(!parse("10.0.0.2:42").unwrap().fcntl);
+        assert!(parse("19991").is_err());
+        assert!(parse("host name:+12").is_err());
+        assert!(parse("1.2.3.4:+x").is_err());
+    }
+}

@@ -1,0 +1,91 @@
+//! `flock`: files whose lock is a kernel lock (`flock(2)`, POSIX `fcntl`, OFD), not their
+//! existence — any file some process holds a kernel lock on right now, and the well-known ones
+//! that exist for that purpose: dpkg's and apt's `lock` files, cargo's `.package-cache`,
+//! python-filelock's empty `*.lock`, empty files named `lock`.
+//!
+//! Verdict from `/proc/locks`: locked → `live` with the holders; unlocked → `free`. Such a
+//! file must never be deleted: processes waiting on it would be split across two inodes.
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Verdict};
+
+pub struct Flock;
+
+const PATTERNS: &[&str] = &[
+    "**/var/lib/dpkg/lock",
+    "**/var/lib/dpkg/lock-frontend",
+    "**/var/lib/dpkg/triggers/Lock",
+    "**/var/lib/apt/lists/lock",
+    "**/var/cache/apt/archives/lock",
+    ".package-cache",
+    ".package-cache-mutate",
+    "*.lock",
+    "lock",
+];
+
+/// Path suffixes of well-known kernel-lock files (matched whatever their content).
+const WELL_KNOWN: &[&str] = &[
+    "/var/lib/dpkg/lock",
+    "/var/lib/dpkg/lock-frontend",
+    "/var/lib/dpkg/triggers/Lock",
+    "/var/lib/apt/lists/lock",
+    "/var/cache/apt/archives/lock",
+];
+
+/// Whether a path is one of the well-known kernel-lock files.
+pub fn well_known(c: &Candidate<'_>) -> bool {
+    let name = c.file_name();
+    if name == ".package-cache" || name == ".package-cache-mutate" {
+        return true;
+    }
+    let path = c.path.as_os_str().as_encoded_bytes();
+    WELL_KNOWN.iter().any(|w| path.ends_with(w.as_bytes()))
+}
+
+/// Whether the candidate is an empty lock file of the python-filelock kind.
+fn empty_lock_file(c: &Candidate<'_>) -> bool {
+    let name = c.file_name().as_encoded_bytes();
+    c.kind == EntryKind::File
+        && c.complete
+        && c.content.is_empty()
+        && (name.ends_with(b".lock") || name == b"lock")
+}
+
+impl Dialect for Flock {
+    fn id(&self) -> &'static str {
+        "flock"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn any_name(&self) -> bool {
+        true
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        // Kernel-locked files with any name come to this dialect through the scanner (which
+        // sees the kernel-lock table); by name and content alone, only these are ours.
+        empty_lock_file(c) || (c.kind == EntryKind::File && well_known(c))
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        if let Some(j) = common::kernel_live(snap, c.key(), "the file") {
+            return j;
+        }
+        let mut j = Judgement::new(
+            Verdict::Free,
+            "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
+        );
+        if c.fs.network {
+            j.evidence.push(format!(
+                "on a network file system ({}): a lock held from another machine does not show here",
+                c.fs.kind
+            ));
+        }
+        j
+    }
+}

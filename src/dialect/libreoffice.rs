@@ -1,0 +1,241 @@
+//! `libreoffice`: the lock LibreOffice (and OpenOffice) writes beside a document it opens for
+//! editing, `.~lock.NAME#`: one CSV record `LockUser,SysUserName,LockHost,DD.MM.YYYY HH:MM,UserURL;`
+//! (the first field is the name from the user profile, often empty; `,` `;` `\` inside a field
+//! are escaped with `\`).
+//!
+//! No PID: live when a process has the document (or the lock) open or holds a kernel lock on
+//! it, or when an office process runs on the lock's host (it may have the document loaded
+//! without holding it open). Stale when the lock names this host, lies on a local file system
+//! and no office process runs here. Another host → foreign.
+
+use std::path::PathBuf;
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::fmt_ms;
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct LibreOffice;
+
+/// Process names of office suites that write these locks.
+pub const OFFICE: &[&str] = &["soffice", "oosplash", "libreoffice", "openoffice"];
+
+/// The fields of the lock record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfficeLock {
+    pub name: String,
+    pub sys_user: String,
+    pub host: String,
+    /// `DD.MM.YYYY HH:MM` in the writer's local time.
+    pub time: String,
+    pub user_url: String,
+}
+
+impl OfficeLock {
+    /// The lock time in ms since the epoch, reading it in this machine's time zone.
+    pub fn time_ms(&self) -> Option<i64> {
+        let dt = jiff::civil::DateTime::strptime("%d.%m.%Y %H:%M", &self.time).ok()?;
+        jiff::tz::TimeZone::system()
+            .to_timestamp(dt)
+            .ok()
+            .map(|t| t.as_millisecond())
+    }
+}
+
+/// Splits the record into fields, honouring `\` escapes, up to the terminating `;`.
+fn fields(text: &str) -> Result<Vec<String>, String> {
+    let mut out = vec![String::new()];
+    let mut chars = text.chars();
+    let mut ended = false;
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => match chars.next() {
+                Some(e) => out.last_mut().expect("one field").push(e),
+                None => return Err("it ends inside an escape".into()),
+            },
+            ',' => out.push(String::new()),
+            ';' => {
+                ended = true;
+                break;
+            }
+            c => out.last_mut().expect("one field").push(c),
+        }
+    }
+    if !ended {
+        return Err("the record has no terminating ';'".into());
+    }
+    Ok(out)
+}
+
+pub fn parse(content: &[u8]) -> Result<OfficeLock, String> {
+    let text = std::str::from_utf8(content)
+        .map_err(|_| format!("{} is not text", common::excerpt(content)))?;
+    let bad = |why: String| format!("{why}: {}", common::excerpt(content));
+    let f = fields(text.trim_start()).map_err(bad)?;
+    if f.len() < 5 {
+        return Err(bad(format!(
+            "{} fields where LibreOffice writes 5",
+            f.len()
+        )));
+    }
+    if f[2].is_empty() {
+        return Err(bad("the host field is empty".into()));
+    }
+    Ok(OfficeLock {
+        name: common::field(&f[0]),
+        sys_user: common::field(&f[1]),
+        host: common::field(&f[2]),
+        time: common::field(&f[3]),
+        user_url: common::field(&f[4]),
+    })
+}
+
+/// The document a `.~lock.NAME#` file locks: `NAME` in the same directory.
+pub fn document_of(lock: &std::path::Path) -> Option<PathBuf> {
+    let name = lock.file_name()?.to_str()?;
+    let doc = name.strip_prefix(".~lock.")?.strip_suffix('#')?;
+    (!doc.is_empty()).then(|| lock.with_file_name(doc))
+}
+
+impl Dialect for LibreOffice {
+    fn id(&self) -> &'static str {
+        "libreoffice"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &[".~lock.*#"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && document_of(c.path).is_some() && parse(c.content).is_ok()
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let lock = match parse(c.content) {
+            Ok(l) => l,
+            Err(why) => return common::unparseable("LibreOffice", why),
+        };
+        let doc = document_of(c.path);
+        let owner = Owner {
+            pid: None,
+            hostname: Some(lock.host.clone()),
+            user: Some(if lock.name.is_empty() {
+                lock.sys_user.clone()
+            } else {
+                format!("{} ({})", lock.sys_user, lock.name)
+            }),
+            created_at: lock.time_ms().map(fmt_ms),
+            detail: doc
+                .as_ref()
+                .map(|d| format!("document {}", common::field(&d.to_string_lossy()))),
+        };
+
+        // Kernel locks and open files, on the lock and on the document.
+        let mut holders = snap.kernel_holders(c.key());
+        common::merge_holders(&mut holders, snap.openers(c.key()));
+        let doc_key = doc
+            .as_ref()
+            .and_then(|d| std::fs::symlink_metadata(d).ok())
+            .map(|m| FileKey::of(&m));
+        if let Some(k) = doc_key {
+            let more = snap.kernel_holders(k);
+            common::merge_holders(&mut holders, more);
+            common::merge_holders(&mut holders, snap.openers(k));
+        }
+        if !holders.is_empty() {
+            let mut j = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "the document or its lock is held by {}",
+                    common::describe_holders(&holders)
+                ),
+            );
+            j.holders = holders;
+            return common::with_owner(j, owner);
+        }
+
+        let written = lock.time_ms().unwrap_or(c.mtime_ms()).min(c.mtime_ms());
+        if let Some(line) = common::before_boot(written, snap) {
+            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
+        }
+        if lock.host != snap.host.hostname {
+            return common::with_owner(
+                Judgement::new(
+                    Verdict::Foreign,
+                    format!(
+                        "written on host {:?}, not this host {:?}: the office program there cannot be checked",
+                        lock.host, snap.host.hostname
+                    ),
+                ),
+                owner,
+            );
+        }
+        let offices: Vec<String> = snap
+            .processes()
+            .iter()
+            .filter(|p| common::proc_is(p, OFFICE))
+            .map(|p| format!("{} ({})", p.pid, common::escape(&p.name, 32)))
+            .collect();
+        if !offices.is_empty() {
+            return common::with_owner(
+                Judgement::new(
+                    Verdict::Live,
+                    format!(
+                        "an office process runs on this host and may have the document loaded: {}",
+                        offices.join(", ")
+                    ),
+                ),
+                owner,
+            );
+        }
+        if c.fs.network {
+            return common::with_owner(
+                Judgement::new(
+                    Verdict::Foreign,
+                    format!(
+                        "on a network file system ({}): no office process runs here, but another machine named {:?} may share it",
+                        c.fs.kind, lock.host
+                    ),
+                ),
+                owner,
+            );
+        }
+        let j = Judgement::new(
+            Verdict::Stale,
+            format!(
+                "no soffice process runs on this host {:?}, which wrote the lock, and no process has the document or the lock open",
+                lock.host
+            ),
+        );
+        common::with_owner(j, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_record() {
+        let l = parse(b",root,vm,29.11.2026 23:47,file:///tmp/fx/lohome/.config/libreoffice/4;")
+            .unwrap();
+        assert_eq!(l.sys_user, "root");
+        assert_eq!(l.host, "vm");
+        assert!(l.time_ms().is_some());
+        let l = parse(br"Doe\, Jane,jdoe,ws1,01.02.2024 10:15,file:///x;").unwrap();
+        assert_eq!(l.name, "Doe, Jane");
+        assert!(parse(b",root,vm,29.11.2026 23:47").is_err());
+        assert!(parse(b"a,b;").is_err());
+        assert!(parse(b",u,,01.02.2024 10:15,x;").is_err());
+    }
+
+    #[test]
+    fn finds_the_document() {
+        assert_eq!(
+            document_of(std::path::Path::new("/d/.~lock.report.odt#")),
+            Some(PathBuf::from("/d/report.odt"))
+        );
+        assert_eq!(document_of(std::path::Path::new("/d/.~lock.#")), None);
+    }
+}

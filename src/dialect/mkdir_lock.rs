@@ -1,0 +1,95 @@
+//! `mkdir-lock`: a directory named `*.lock`, taken with `mkdir` (atomic everywhere, NFS
+//! included) — proper-lockfile and many shell scripts. It names no owner; proper-lockfile
+//! refreshes the directory's mtime while it holds the lock (every `update` ms, 5 s by default)
+//! and treats it as stale past `stale` (10 s by default).
+//!
+//! Liveness: a kernel lock on the directory or a process with it open; else the mtime is the
+//! heartbeat — older than [`Windows::mkdir_lock_secs`] is stale, fresher is live.
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::fmt_ms;
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct MkdirLock;
+
+impl Dialect for MkdirLock {
+    fn id(&self) -> &'static str {
+        "mkdir-lock"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &["*.lock"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::Dir && c.file_name().as_encoded_bytes().ends_with(b".lock")
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+        if c.kind != EntryKind::Dir {
+            return Judgement::new(
+                Verdict::Unknown,
+                "named like a lock, but its content is neither a PID nor anything else recognised",
+            )
+            .because(format!(
+                "content starts with {}",
+                common::excerpt(&c.content[..c.content.len().min(64)])
+            ));
+        }
+        let owner = Owner {
+            detail: Some(format!(
+                "lock directory, last touched {}",
+                fmt_ms(c.mtime_ms())
+            )),
+            ..Owner::default()
+        };
+        if let Some(j) = common::kernel_live(snap, c.key(), "the lock directory") {
+            return common::with_owner(j, owner);
+        }
+        let openers = snap.openers(c.key());
+        if !openers.is_empty() {
+            let mut j = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "the lock directory is open in {}",
+                    common::describe_holders(&openers)
+                ),
+            );
+            j.holders = openers;
+            return common::with_owner(j, owner);
+        }
+        let age = common::age_ms(c.mtime_ms(), snap);
+        let window_ms = windows.mkdir_lock_secs as i64 * 1000;
+        let j = if age > window_ms {
+            Judgement::new(
+                Verdict::Stale,
+                format!(
+                    "last touched {} ago, longer than the {} s stale window: a holder refreshes its mtime while it holds the lock",
+                    common::fmt_age(age),
+                    windows.mkdir_lock_secs
+                ),
+            )
+            .because("no process has it open and no kernel lock is held on it")
+        } else if age < -60_000 {
+            Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "its mtime is {} in the future: the clocks disagree, so the heartbeat proves nothing",
+                    common::fmt_age(-age)
+                ),
+            )
+        } else {
+            Judgement::new(
+                Verdict::Live,
+                format!(
+                    "touched {} ago, within the {} s stale window (the holder's heartbeat)",
+                    common::fmt_age(age),
+                    windows.mkdir_lock_secs
+                ),
+            )
+        };
+        common::with_owner(j, owner)
+    }
+}

@@ -1,0 +1,168 @@
+//! `pidfile`: a file holding the decimal PID of its owner, optionally padded and followed by a
+//! newline — `*.pid` (`/run/*.pid`, `start-stop-daemon --make-pidfile`), and `*.lock`,
+//! `*.lck`, `LCK..*` whose content is a PID (dotlockfile, lockfile-progs with `--use-pid`,
+//! nightlyone/lockfile, UUCP/HDB `LCK..ttyS0` with a 10-character right-aligned PID, or the
+//! older binary form: the PID as a 4-byte native integer).
+//!
+//! Liveness: a kernel lock on the file (daemons often `lockf` their pid file), then the PID
+//! rules of [`crate::evidence`] with the file's mtime as the time it was written. A pid file
+//! names no host: on a network file system its PID may belong to another machine (foreign).
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Pidfile;
+
+const PATTERNS: &[&str] = &["*.pid", "*.lock", "*.lck", "LCK..*"];
+
+/// What the content says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PidContent {
+    /// A decimal PID (first line), with the form it was written in.
+    Text { pid: i64, padded: bool },
+    /// UUCP's binary form: 4 bytes, native byte order (little-endian on Linux hosts).
+    Binary(i64),
+}
+
+impl PidContent {
+    pub fn pid(&self) -> i64 {
+        match self {
+            PidContent::Text { pid, .. } | PidContent::Binary(pid) => *pid,
+        }
+    }
+}
+
+/// Parses pid-file content. `uucp` allows the 4-byte binary form.
+pub fn parse(content: &[u8], uucp: bool) -> Result<PidContent, String> {
+    if content.is_empty() {
+        return Err("the file is empty where a PID was expected".into());
+    }
+    let text_like = content
+        .iter()
+        .all(|b| b.is_ascii_digit() || b.is_ascii_whitespace() || *b == b'-' || *b == b'+');
+    if uucp && content.len() == 4 && !text_like {
+        let n = i32::from_ne_bytes([content[0], content[1], content[2], content[3]]);
+        return Ok(PidContent::Binary(n as i64));
+    }
+    let text = std::str::from_utf8(content)
+        .map_err(|_| format!("{} is not text", common::excerpt(content)))?;
+    let first = text.lines().next().unwrap_or("");
+    let rest = &text[first.len()..];
+    if !rest.trim().is_empty() && !first.trim().bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{} is not a PID", common::excerpt(content)));
+    }
+    let pid = common::parse_pid(first)?;
+    Ok(PidContent::Text {
+        pid,
+        padded: first.starts_with(' '),
+    })
+}
+
+fn is_uucp_name(c: &Candidate<'_>) -> bool {
+    c.file_name().as_encoded_bytes().starts_with(b"LCK..")
+}
+
+impl Dialect for Pidfile {
+    fn id(&self) -> &'static str {
+        "pidfile"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        if c.kind != EntryKind::File {
+            return false;
+        }
+        let uucp = is_uucp_name(c);
+        if c.file_name().as_encoded_bytes().ends_with(b".pid") {
+            return true;
+        }
+        parse(c.content, uucp).is_ok()
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        if c.kind != EntryKind::File {
+            return Judgement::new(
+                Verdict::Unknown,
+                format!("named like a pid file but is a {:?}, not a file", c.kind),
+            );
+        }
+        let held = common::kernel_live(snap, c.key(), "the pid file");
+        let parsed = parse(c.content, is_uucp_name(c));
+        let owner = match &parsed {
+            Ok(p) => Owner {
+                pid: Some(p.pid()),
+                detail: matches!(p, PidContent::Binary(_))
+                    .then(|| "PID stored as a 4-byte binary integer (UUCP)".to_string()),
+                ..Owner::default()
+            },
+            Err(_) => Owner::default(),
+        };
+        if let Some(j) = held {
+            return common::with_owner(j, owner);
+        }
+        let pid = match parsed {
+            Ok(p) => p.pid(),
+            Err(why) => return common::unparseable("pid file", why),
+        };
+        let claim = PidClaim {
+            pid,
+            written_ms: Some(c.mtime_ms()),
+            network_fs: c.fs.network,
+            ..PidClaim::default()
+        };
+        let mut j = judge_pid(&claim, snap);
+        if pid == 0 {
+            j.evidence.push(
+                "liblockfile writes 0 when it records no PID (lockfile-create without \
+                 --use-pid); such a lock carries no owner to check"
+                    .into(),
+            );
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_written_forms() {
+        assert_eq!(
+            parse(b"15075\n", false),
+            Ok(PidContent::Text {
+                pid: 15075,
+                padded: false
+            })
+        );
+        assert_eq!(
+            parse(b"     14675\n", false),
+            Ok(PidContent::Text {
+                pid: 14675,
+                padded: true
+            })
+        );
+        assert_eq!(
+            parse(&4242i32.to_ne_bytes(), true),
+            Ok(PidContent::Binary(4242))
+        );
+        // Four ASCII digits stay text even in a UUCP lock.
+        assert_eq!(
+            parse(b"1234", true),
+            Ok(PidContent::Text {
+                pid: 1234,
+                padded: false
+            })
+        );
+        assert!(parse(&4242i32.to_ne_bytes(), false).is_err());
+        assert!(parse(b"1; rm -rf /", false).is_err());
+        assert!(parse(b"", false).is_err());
+        assert!(parse(b"abc\n123\n", false).is_err());
+    }
+}

@@ -1,0 +1,211 @@
+//! `terraform`: the lock info Terraform's local backend writes beside the state it locks,
+//! `.NAME.lock.info` for `NAME` (`.terraform.tfstate.lock.info`), a JSON object with `ID`,
+//! `Operation`, `Info`, `Who` (`user@host`), `Version`, `Created` (RFC 3339) and `Path`.
+//!
+//! Liveness: Terraform holds an fcntl (POSIX) lock on the state file for as long as the lock
+//! info exists; that kernel lock settles it on this kernel. No lock held, same host, local file
+//! system → stale. Another host, or a network file system → foreign.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::fmt_ms;
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Terraform;
+
+/// Terraform's `LockInfo`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LockInfo {
+    #[serde(rename = "ID")]
+    pub id: String,
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub info: String,
+    #[serde(default)]
+    pub who: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub created: String,
+    #[serde(default)]
+    pub path: String,
+}
+
+impl LockInfo {
+    /// `(user, host)` from `Who`.
+    pub fn who(&self) -> (Option<&str>, Option<&str>) {
+        match self.who.rsplit_once('@') {
+            Some((u, h)) => (Some(u), Some(h)),
+            None if self.who.is_empty() => (None, None),
+            None => (Some(self.who.as_str()), None),
+        }
+    }
+
+    /// `Created` in ms since the epoch.
+    pub fn created_ms(&self) -> Option<i64> {
+        self.created
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .map(|t| t.as_millisecond())
+    }
+}
+
+pub fn parse(content: &[u8]) -> Result<LockInfo, String> {
+    serde_json::from_slice(content).map_err(|e| {
+        format!(
+            "not Terraform lock info JSON ({e}): {}",
+            common::excerpt(content)
+        )
+    })
+}
+
+/// The state file a lock info belongs to: `.NAME.lock.info` → `NAME`, in the same directory.
+pub fn state_path(lock: &Path) -> Option<PathBuf> {
+    let name = lock.file_name()?.to_str()?;
+    let state = name.strip_prefix('.')?.strip_suffix(".lock.info")?;
+    (!state.is_empty()).then(|| lock.with_file_name(state))
+}
+
+impl Dialect for Terraform {
+    fn id(&self) -> &'static str {
+        "terraform"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &[".*.tfstate.lock.info", ".terraform.tfstate.lock.info"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && state_path(c.path).is_some() && parse(c.content).is_ok()
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let info = match parse(c.content) {
+            Ok(i) => i,
+            Err(why) => return common::unparseable("Terraform", why),
+        };
+        let (user, host) = info.who();
+        let owner = Owner {
+            pid: None,
+            hostname: host.map(common::field),
+            user: user.map(common::field),
+            created_at: info.created_ms().map(fmt_ms),
+            detail: Some(format!(
+                "{} by Terraform {} (lock ID {})",
+                common::field(&info.operation),
+                common::field(&info.version),
+                common::field(&info.id)
+            )),
+        };
+        let openers = snap.openers(c.key());
+        if let Some(j) = common::kernel_live(snap, c.key(), "the lock info") {
+            return common::with_owner(j, owner);
+        }
+        let Some(state) = state_path(c.path) else {
+            return with(
+                Judgement::new(
+                    Verdict::Unknown,
+                    "cannot tell which state file this lock info belongs to from its name",
+                ),
+                owner,
+                openers,
+            );
+        };
+        let state_name = common::field(&state.to_string_lossy());
+        let state_meta = std::fs::symlink_metadata(&state).ok();
+        if let Some(m) = &state_meta
+            && let Some(mut j) = common::kernel_live(snap, FileKey::of(m), &state_name)
+        {
+            j.evidence
+                .push("Terraform holds this fcntl lock on its state while it runs".into());
+            return with(j, owner, openers);
+        }
+        if !openers.is_empty() {
+            let j = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "the lock info is open in {}",
+                    common::describe_holders(&openers)
+                ),
+            );
+            return with(j, owner, openers);
+        }
+        let written = info.created_ms().unwrap_or(c.mtime_ms());
+        if let Some(line) = common::before_boot(written.min(c.mtime_ms()), snap) {
+            return with(Judgement::new(Verdict::Stale, line), owner, openers);
+        }
+        let unlocked = match &state_meta {
+            Some(_) => format!("no process holds a kernel lock on {state_name} (/proc/locks)"),
+            None => {
+                format!("the state file {state_name} does not exist, so nobody can hold its lock")
+            }
+        };
+        let ours = host.is_none_or(|h| h == snap.host.hostname);
+        if !ours {
+            let j = Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "locked by {} on another host: {unlocked} here, but Terraform may run there",
+                    common::field(&info.who)
+                ),
+            );
+            return with(j, owner, openers);
+        }
+        if c.fs.network {
+            let j = Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "on a network file system ({}): {unlocked} on this machine, but a lock held from another machine does not show here",
+                    c.fs.kind
+                ),
+            );
+            return with(j, owner, openers);
+        }
+        let mut j = Judgement::new(Verdict::Stale, unlocked);
+        j.evidence.push(format!(
+            "Terraform holds an fcntl lock on the state for as long as the lock info exists; written by {} on this host",
+            common::field(&info.who)
+        ));
+        with(j, owner, openers)
+    }
+}
+
+fn with(mut j: Judgement, owner: Owner, openers: Vec<crate::verdict::Holder>) -> Judgement {
+    common::add_holders(&mut j, openers);
+    common::with_owner(j, owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_lock_info() {
+        let text = br#"{"ID":"169b2d50-6a3c-c13a-8f51-290b21f84c1a","Operation":"OperationTypeApply","Info":"","Who":"root@vm","Version":"1.11.4","Created":"2026-11-29T23:44:26.945849266Z","Path":"terraform.tfstate"}"#;
+        let info = parse(text).unwrap();
+        assert_eq!(info.who(), (Some("root"), Some("vm")));
+        assert!(info.created_ms().is_some());
+        assert!(parse(b"{\"ID\": 5}").is_err());
+        assert!(parse(b"").is_err());
+    }
+
+    #[test]
+    fn finds_the_state_file() {
+        assert_eq!(
+            state_path(Path::new("/w/.terraform.tfstate.lock.info")),
+            Some(PathBuf::from("/w/terraform.tfstate"))
+        );
+        assert_eq!(
+            state_path(Path::new("/w/.prod.tfstate.lock.info")),
+            Some(PathBuf::from("/w/prod.tfstate"))
+        );
+        assert_eq!(state_path(Path::new("/w/.lock.info")), None);
+    }
+}
