@@ -13,6 +13,7 @@ pub mod firefox;
 pub mod flock;
 pub mod git;
 pub mod libreoffice;
+pub mod locksmith;
 pub mod mkdir_lock;
 pub mod pidfile;
 pub mod postgres;
@@ -219,6 +220,7 @@ pub trait Dialect: Send + Sync {
 /// All dialects, in the order they are tried (most specific first).
 pub fn registry() -> &'static [&'static dyn Dialect] {
     &[
+        &locksmith::Locksmith,
         // Formats recognised by a specific name and content first,
         &vim_swap::VimSwap,
         &emacs::Emacs,

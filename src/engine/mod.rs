@@ -1,1 +1,414 @@
-//! The lock engine: the record, acquire/release, inspect and reclaim.
+//! The lock engine: take a lock that heals itself after a crash, inspect one, reclaim a stale
+//! one (spec §4, §5).
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use locksmith::engine::Lock;
+//!
+//! let guard = Lock::new("/tmp/backup.lock")
+//!     .timeout(Duration::from_secs(30))
+//!     .acquire()?;
+//! // ... the critical section ...
+//! guard.release()?; // or just drop it
+//! # Ok::<(), locksmith::engine::EngineError>(())
+//! ```
+//!
+//! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
+//! time, ...). It appears atomically, complete, and already locked: it is written to an
+//! anonymous file in the same directory that takes an OFD write lock first, then `link()`ed
+//! to the lock name, which fails if the name exists. The holder keeps that OFD lock until it
+//! has unlinked the file, so on this kernel "is the OFD lock held?" (`/proc/locks`) is the
+//! authoritative answer to "is the owner alive?", across PID namespaces and immune to PID
+//! reuse. Children inherit the locked descriptor and keep the lock held.
+//!
+//! Invariants:
+//! - a reader never sees an empty or half-written record;
+//! - a stale file is removed only by a process holding the exclusive right to remove that
+//!   very inode (its OFD lock, or the guard file in the fallback), after re-checking that the
+//!   path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
+//! - release removes the file only if the path still names our inode;
+//! - the verdict on an existing lock comes from the `locksmith` dialect's judge, the same the
+//!   scanner uses.
+//!
+//! Fallback: on network file systems, on file systems without OFD locks, or when forced
+//! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()` and
+//! link-count verification (liblockfile's method), liveness comes from the PID / start time /
+//! boot id / host evidence, and from a heartbeat (on by default on network file systems).
+
+mod create;
+mod error;
+mod heartbeat;
+mod place;
+pub mod record;
+mod remove;
+mod sys;
+
+use std::fs::File;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use error::{EngineError, ErrorKind, describe, sanitize};
+pub use record::{ParsedRecord, Record, RecordFormat};
+
+use crate::dialect::Windows;
+use crate::scan::Identity;
+use crate::verdict::{Judgement, Verdict};
+use create::Fresh;
+use heartbeat::Heartbeat;
+use place::Place;
+use remove::{Existing, Removal};
+
+/// How often a waiting [`Lock::acquire`] looks again, by default.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The heartbeat used on network file systems when none is configured (well inside the
+/// default 60 s window).
+pub const NETWORK_HEARTBEAT: Duration = Duration::from_secs(10);
+
+/// Rounds of "link, find a stale lock, remove it" in one attempt before giving up for now
+/// (each round means another process got in between).
+const MAX_ROUNDS: usize = 8;
+
+/// How a lock is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Mechanism {
+    /// An OFD lock where the file system allows it, else the fallback.
+    #[default]
+    Auto,
+    /// Never a kernel lock: `link()` + link count, PID evidence, heartbeat, guard file.
+    Fallback,
+}
+
+/// A lock to take: the path and the options (builder).
+#[derive(Debug, Clone)]
+pub struct Lock {
+    path: PathBuf,
+    timeout: Option<Duration>,
+    poll_interval: Duration,
+    heartbeat: Option<Duration>,
+    mechanism: Mechanism,
+    windows: Windows,
+}
+
+impl Lock {
+    /// A lock at `path`, waiting forever in [`acquire`](Lock::acquire), no heartbeat (except
+    /// on network file systems), OFD locks where available.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Lock {
+            path: path.into(),
+            timeout: None,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            heartbeat: None,
+            mechanism: Mechanism::Auto,
+            windows: Windows::default(),
+        }
+    }
+
+    /// How long [`acquire`](Lock::acquire) waits for a live owner (zero: try once).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes [`acquire`](Lock::acquire) wait as long as it takes (the default).
+    pub fn wait_forever(mut self) -> Self {
+        self.timeout = None;
+        self
+    }
+
+    /// How often a waiting [`acquire`](Lock::acquire) looks again (at least 1 ms).
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Refreshes a heartbeat every `every` while the lock is held (at least 10 ms).
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = Some(every.max(Duration::from_millis(10)));
+        self
+    }
+
+    /// Never keeps a kernel lock (the network-file-system method), even where OFD locks work.
+    /// Every process using the same lock path must make the same choice.
+    pub fn force_fallback(mut self, force: bool) -> Self {
+        self.mechanism = if force {
+            Mechanism::Fallback
+        } else {
+            Mechanism::Auto
+        };
+        self
+    }
+
+    /// The stale windows used to judge an existing lock (heartbeat window).
+    pub fn windows(mut self, windows: Windows) -> Self {
+        self.windows = windows;
+        self
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Takes the lock if it can be taken now: free, or held by a stale owner (the stale file
+    /// is reclaimed on the way). Otherwise an [`ErrorKind::Held`] error says who holds it.
+    pub fn try_acquire(&self) -> Result<LockGuard, EngineError> {
+        let place = Place::open(&self.path)?;
+        match self.attempt(&place)? {
+            Attempt::Acquired(g) => Ok(g),
+            Attempt::Busy(j) => Err(self.held(&place, j, Duration::ZERO)),
+        }
+    }
+
+    /// Takes the lock, waiting for a live owner to release it (up to the timeout, if one is
+    /// set). A stale lock is reclaimed at once, without waiting.
+    pub fn acquire(&self) -> Result<LockGuard, EngineError> {
+        let start = Instant::now();
+        let place = Place::open(&self.path)?;
+        loop {
+            match self.attempt(&place)? {
+                Attempt::Acquired(g) => return Ok(g),
+                Attempt::Busy(j) => {
+                    let waited = start.elapsed();
+                    let left = match self.timeout {
+                        Some(t) if waited >= t => return Err(self.held(&place, j, waited)),
+                        Some(t) => t - waited,
+                        None => Duration::MAX,
+                    };
+                    std::thread::sleep(jitter(self.poll_interval).min(left));
+                }
+            }
+        }
+    }
+
+    fn use_kernel_lock(&self, place: &Place) -> bool {
+        self.mechanism == Mechanism::Auto && !place.fs.network
+    }
+
+    fn attempt(&self, place: &Place) -> Result<Attempt, EngineError> {
+        let use_kernel = self.use_kernel_lock(place);
+        let heartbeat = self
+            .heartbeat
+            .or(place.fs.network.then_some(NETWORK_HEARTBEAT));
+        let fresh = Fresh::create(place, use_kernel, heartbeat)?;
+        let mut last = None;
+        for _ in 0..MAX_ROUNDS {
+            if fresh.link()? {
+                return Ok(Attempt::Acquired(LockGuard::new(
+                    place.clone(),
+                    fresh,
+                    heartbeat,
+                )));
+            }
+            let ex = match remove::examine(place, &self.windows, true)? {
+                Existing::Gone => continue,
+                Existing::HeldFast => return Ok(Attempt::Busy(None)),
+                Existing::Judged(ex) => ex,
+            };
+            if ex.judgement.verdict != Verdict::Stale {
+                return Ok(Attempt::Busy(Some(ex.judgement)));
+            }
+            last = Some(ex.judgement.clone());
+            match remove::remove_stale(place, *ex, use_kernel, &self.windows, |_, _| Ok(()))? {
+                Removal::Removed(_) | Removal::Gone(_) => continue,
+                Removal::Contended => return Ok(Attempt::Busy(None)),
+                Removal::NotStale(j) => return Ok(Attempt::Busy(Some(j))),
+            }
+        }
+        Ok(Attempt::Busy(last))
+    }
+
+    /// The "held" error, judging the lock now if the attempt did not.
+    fn held(&self, place: &Place, j: Option<Judgement>, waited: Duration) -> EngineError {
+        let judgement = j.unwrap_or_else(|| match remove::examine(place, &self.windows, false) {
+            Ok(Existing::Judged(ex)) => ex.judgement,
+            _ => Judgement::new(
+                Verdict::Unknown,
+                "the lock was changing hands while it was examined",
+            ),
+        });
+        place.err(ErrorKind::Held {
+            judgement: Box::new(judgement),
+            waited_ms: waited.as_millis() as u64,
+        })
+    }
+}
+
+enum Attempt {
+    Acquired(LockGuard),
+    /// Not taken; the judgement of the lock in the way, when one was made.
+    Busy(Option<Judgement>),
+}
+
+/// 75% to 125% of `d`, so waiters do not poll in lockstep.
+fn jitter(d: Duration) -> Duration {
+    let noise = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|t| t.subsec_nanos() % 500)
+        .unwrap_or(250);
+    d * (750 + noise) / 1000
+}
+
+/// A held lock. Dropping it releases the lock; [`release`](LockGuard::release) does the same
+/// and reports errors.
+#[derive(Debug)]
+pub struct LockGuard {
+    place: Place,
+    file: Arc<File>,
+    dev: u64,
+    ino: u64,
+    record: Record,
+    heartbeat: Option<Heartbeat>,
+    released: bool,
+}
+
+impl LockGuard {
+    fn new(place: Place, fresh: Fresh<'_>, heartbeat: Option<Duration>) -> Self {
+        let (file, record, dev, ino) = fresh.into_held();
+        let file = Arc::new(file);
+        let heartbeat = heartbeat.map(|every| Heartbeat::start(Arc::clone(&file), every));
+        LockGuard {
+            place,
+            file,
+            dev,
+            ino,
+            record,
+            heartbeat,
+            released: false,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.place.path
+    }
+
+    /// The owner record written into the lock file.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    /// The random token of this acquisition.
+    pub fn token(&self) -> &str {
+        &self.record.token
+    }
+
+    /// Whether an OFD lock is held on the file (else the fallback method is in use).
+    pub fn kernel_lock(&self) -> bool {
+        self.record.kernel_lock
+    }
+
+    /// Whether the lock path still names our lock file (someone may have removed it by hand).
+    pub fn still_ours(&self) -> Result<bool, EngineError> {
+        Ok(self.place.identity()? == Some((self.dev, self.ino)))
+    }
+
+    /// Releases the lock: removes the lock file if the path still names ours (else reports
+    /// [`ErrorKind::Lost`] and removes nothing), then closes it, which drops the kernel lock.
+    pub fn release(mut self) -> Result<(), EngineError> {
+        self.release_inner()
+    }
+
+    fn release_inner(&mut self) -> Result<(), EngineError> {
+        if std::mem::replace(&mut self.released, true) {
+            return Ok(());
+        }
+        drop(self.heartbeat.take());
+        // We still hold the OFD lock here, so nobody else can be removing this inode: if the
+        // path names it now, it names it until we unlink it.
+        if self.place.identity()? != Some((self.dev, self.ino)) {
+            return Err(self.place.err(ErrorKind::Lost));
+        }
+        match self.place.unlink() {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(self.place.err(ErrorKind::Lost))
+            }
+            Err(e) => Err(self.place.io_err("remove the lock file", e)),
+        }
+    }
+}
+
+impl AsFd for LockGuard {
+    /// The descriptor of the lock file, which carries the OFD lock: a child that inherits it
+    /// (without close-on-exec) keeps the lock held.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        let _ = self.release_inner();
+    }
+}
+
+/// Judges the lock at `path` now: verdict, evidence and owner (the `locksmith` dialect's
+/// judge, with a fresh evidence snapshot and the default windows). Never modifies anything
+/// and never takes a lock.
+pub fn inspect(path: &Path) -> Result<Judgement, EngineError> {
+    inspect_with(path, &Windows::default())
+}
+
+/// [`inspect`] with given stale windows.
+pub fn inspect_with(path: &Path, windows: &Windows) -> Result<Judgement, EngineError> {
+    let place = Place::open(path)?;
+    match remove::examine(&place, windows, false)? {
+        Existing::Judged(ex) => Ok(ex.judgement),
+        _ => Err(place.err(ErrorKind::NotFound)),
+    }
+}
+
+/// Removes the lock at `path` only if it is stale right now. Returns the judgement that
+/// allowed the removal.
+pub fn reclaim(path: &Path) -> Result<Judgement, EngineError> {
+    reclaim_with(path, None, |_, _| Ok(()))
+}
+
+/// Removes the lock at `path` only if it is stale right now, following the engine protocol:
+/// the exclusive right on the stale inode is taken (its OFD lock, or the guard file where
+/// there are no OFD locks), then the path is checked to still name that inode and, when
+/// `expected` is given, to be that same file (device, inode, size, mtime). `before_unlink`
+/// runs while the right is held and the identity is verified, with the content and the
+/// judgement; if it fails nothing is removed. A lock that is not stale is an
+/// [`ErrorKind::NotStale`] error saying what it is now.
+pub fn reclaim_with(
+    path: &Path,
+    expected: Option<Identity>,
+    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+) -> Result<Judgement, EngineError> {
+    reclaim_with_windows(path, expected, &Windows::default(), before_unlink)
+}
+
+/// [`reclaim_with`] with given stale windows.
+pub fn reclaim_with_windows(
+    path: &Path,
+    expected: Option<Identity>,
+    windows: &Windows,
+    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+) -> Result<Judgement, EngineError> {
+    let place = Place::open(path)?;
+    let ex = match remove::examine(&place, windows, false)? {
+        Existing::Judged(ex) => ex,
+        _ => return Err(place.err(ErrorKind::NotFound)),
+    };
+    if let Some(want) = expected
+        && Identity::of(&ex.meta) != want
+    {
+        return Err(place.err(ErrorKind::Changed(
+            "it is not the file that was judged: it was replaced or modified since".into(),
+        )));
+    }
+    if ex.judgement.verdict != Verdict::Stale {
+        return Err(place.err(ErrorKind::NotStale(Box::new(ex.judgement))));
+    }
+    match remove::remove_stale(&place, *ex, !place.fs.network, windows, before_unlink)? {
+        Removal::Removed(j) => Ok(j),
+        Removal::Gone(why) => Err(place.err(ErrorKind::Changed(why.into()))),
+        Removal::Contended => Err(place.err(ErrorKind::Changed(
+            "another process is reclaiming it at this moment".into(),
+        ))),
+        Removal::NotStale(j) => Err(place.err(ErrorKind::NotStale(Box::new(j)))),
+    }
+}

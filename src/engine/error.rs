@@ -1,0 +1,223 @@
+//! Engine errors: always the lock path plus a [`ErrorKind`] that says what went wrong, in words
+//! a user can act on. Text that comes from a lock file (host names, commands) is escaped, so
+//! printing an error never sends a lock file's control characters to a terminal.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::PathBuf;
+
+use crate::verdict::{Judgement, Verdict};
+
+/// An engine operation failed on `path`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {kind}", path.display())]
+pub struct EngineError {
+    pub path: PathBuf,
+    pub kind: ErrorKind,
+}
+
+impl EngineError {
+    pub fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Self {
+        EngineError {
+            path: path.into(),
+            kind,
+        }
+    }
+
+    pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
+        let kind = match source.kind() {
+            io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied { op },
+            _ => ErrorKind::Io { op, source },
+        };
+        Self::new(path, kind)
+    }
+
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The judgement behind a refusal (held, not stale), if there is one.
+    pub fn judgement(&self) -> Option<&Judgement> {
+        match &self.kind {
+            ErrorKind::Held { judgement, .. } | ErrorKind::NotStale(judgement) => Some(judgement),
+            _ => None,
+        }
+    }
+
+    /// Whether the lock exists and may not be taken now (held, or not provably stale).
+    pub fn is_held(&self) -> bool {
+        matches!(self.kind, ErrorKind::Held { .. })
+    }
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The lock exists and is not stale: live, foreign or unknown (its verdict says which).
+    #[error("{}{}", describe(judgement), waited_suffix(*waited_ms))]
+    Held {
+        judgement: Box<Judgement>,
+        /// How long acquisition waited before giving up, in milliseconds.
+        waited_ms: u64,
+    },
+    /// Reclaim refused: the lock is not stale at this moment.
+    #[error("is {} now, not stale: {}", .0.verdict, describe(.0))]
+    NotStale(Box<Judgement>),
+    /// The path no longer names the file that was judged, or that file changed.
+    #[error("{0}")]
+    Changed(String),
+    /// The path names something the engine does not lock (a directory, a symlink, a FIFO...).
+    #[error("is {0}, not a lock file")]
+    NotALockFile(&'static str),
+    /// There is no lock file at the path.
+    #[error("no such lock file")]
+    NotFound,
+    /// The directory that should hold the lock file does not exist or is not a directory.
+    #[error("directory {} {}", .dir.display(), if *.exists { "is not a directory" } else { "does not exist" })]
+    NoDirectory { dir: PathBuf, exists: bool },
+    /// The path cannot name a lock file (empty, or ends in `..` or `/`).
+    #[error("not a file path ({0})")]
+    InvalidPath(&'static str),
+    #[error("permission denied ({op})")]
+    PermissionDenied { op: &'static str },
+    /// Release found that the path no longer names our lock: someone removed or replaced it
+    /// while we held it. Nothing was removed.
+    #[error("the lock file was removed or replaced by someone else while held; left it alone")]
+    Lost,
+    /// `before_unlink` refused: nothing was removed.
+    #[error("not removed: {0}")]
+    Aborted(#[source] io::Error),
+    #[error("{op}: {source}")]
+    Io {
+        op: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn waited_suffix(ms: u64) -> String {
+    if ms < 100 {
+        String::new()
+    } else {
+        format!(" (waited {:.1} s)", ms as f64 / 1000.0)
+    }
+}
+
+/// Replaces control characters by escapes, so text from a lock file or another process can
+/// be printed to a terminal.
+pub fn sanitize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// One line naming who holds a lock (pid, command, host, since when) or, when nobody can be
+/// named, why it cannot be taken. Used for `locksmith lock`'s "held" message.
+pub fn describe(j: &Judgement) -> String {
+    let owner = j.owner.as_ref();
+    let pid = j
+        .process
+        .as_ref()
+        .map(|p| p.pid as i64)
+        .or_else(|| j.holders.iter().find(|h| h.pid > 0).map(|h| h.pid as i64))
+        .or_else(|| owner.and_then(|o| o.pid));
+    let command = j
+        .process
+        .as_ref()
+        .map(|p| {
+            if p.cmd.is_empty() {
+                p.name.clone()
+            } else {
+                p.cmd.join(" ")
+            }
+        })
+        .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
+    let mut s = String::new();
+    match j.verdict {
+        Verdict::Live => s.push_str("held by "),
+        Verdict::Foreign => s.push_str("held (cannot be checked from here) by "),
+        Verdict::Stale => s.push_str("stale, was held by "),
+        Verdict::Unknown | Verdict::Free => {
+            let _ = write!(
+                s,
+                "cannot tell who holds it: {}",
+                sanitize(
+                    j.evidence
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or("no evidence")
+                )
+            );
+            return s;
+        }
+    }
+    match pid {
+        Some(p) => {
+            let _ = write!(s, "pid {p}");
+        }
+        None => s.push_str("an unknown process"),
+    }
+    if let Some(c) = command {
+        let c: String = c.chars().take(120).collect();
+        let _ = write!(s, " ({})", sanitize(&c));
+    }
+    if let Some(h) = owner.and_then(|o| o.hostname.as_deref()) {
+        let _ = write!(s, " on host \"{}\"", sanitize(h));
+    }
+    if let Some(t) = owner.and_then(|o| o.created_at.as_deref()) {
+        let _ = write!(s, " since {}", sanitize(t));
+    }
+    if j.verdict == Verdict::Foreign
+        && let Some(e) = j.evidence.first()
+    {
+        let _ = write!(s, ": {}", sanitize(e));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Owner, ProcessInfo};
+
+    #[test]
+    fn describes_holders_and_escapes() {
+        let j = Judgement {
+            process: Some(ProcessInfo {
+                pid: 42,
+                name: "sleep".into(),
+                cmd: vec!["sleep".into(), "100".into()],
+                ..Default::default()
+            }),
+            ..Judgement::new(Verdict::Live, "alive")
+        }
+        .with_owner(Owner {
+            pid: Some(42),
+            hostname: Some("box\x1b[31m".into()),
+            created_at: Some("2026-01-02T03:04:05Z".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            describe(&j),
+            "held by pid 42 (sleep 100) on host \"box\\u{1b}[31m\" since 2026-01-02T03:04:05Z"
+        );
+        let e = EngineError::new(
+            "/tmp/L",
+            ErrorKind::Held {
+                judgement: Box::new(j),
+                waited_ms: 1500,
+            },
+        );
+        assert!(e.to_string().starts_with("/tmp/L: held by pid 42"));
+        assert!(e.to_string().ends_with("(waited 1.5 s)"), "{e}");
+        let u = Judgement::new(Verdict::Unknown, "not a record");
+        assert_eq!(describe(&u), "cannot tell who holds it: not a record");
+    }
+}

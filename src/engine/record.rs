@@ -1,0 +1,287 @@
+//! The owner record (spec §4): one JSON object, newline-terminated, that the engine writes
+//! into every lock file it creates, and the tolerant reader that also accepts the capitalised
+//! `PID` / `CreatedAt` / `Hostname` records of Zero's securefile locks.
+//!
+//! Invariants: a written record is complete before anyone can see it (the engine writes it to
+//! a file that is not yet linked into the directory); reading never panics, whatever the
+//! bytes, and a field with the wrong type reads as absent (the judge then answers `unknown`
+//! where it needs that field).
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The `tool` value of records written by this build.
+pub const TOOL: &str = concat!("locksmith/", env!("CARGO_PKG_VERSION"));
+
+/// What the engine writes into a lock file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Record {
+    pub pid: u32,
+    pub hostname: String,
+    /// `/proc/sys/kernel/random/boot_id` of the kernel the owner runs on.
+    pub boot_id: Option<String>,
+    /// Owner start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
+    pub start_time: Option<u64>,
+    /// Inode of the owner's `/proc/self/ns/pid`.
+    pub pid_ns: Option<u64>,
+    pub exe: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339; present when the owner refreshes a heartbeat (the file's mtime is touched
+    /// at every beat, so the later of the two is the last sign of life).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_at: Option<String>,
+    /// Seconds between two heartbeats, when there is a heartbeat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat_secs: Option<f64>,
+    /// Whether the owner keeps an OFD write lock on the file for as long as it holds the
+    /// lock (then the kernel lock, not the PID, settles liveness on this kernel).
+    pub kernel_lock: bool,
+    /// Random, identifies this acquisition.
+    pub token: String,
+    /// `locksmith/<version>`.
+    pub tool: String,
+}
+
+impl Record {
+    /// A record describing the calling process, created now.
+    pub fn for_this_process(kernel_lock: bool, heartbeat: Option<Duration>) -> Self {
+        use crate::probe::host;
+        let created_at = jiff::Timestamp::now().to_string();
+        Record {
+            pid: std::process::id(),
+            hostname: host::hostname(),
+            boot_id: host::boot_id(),
+            start_time: crate::probe::process::own_start_ticks(),
+            pid_ns: host::pid_ns_of("self"),
+            exe: std::env::current_exe()
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned()),
+            heartbeat_at: heartbeat.map(|_| created_at.clone()),
+            heartbeat_secs: heartbeat.map(|d| d.as_secs_f64()),
+            created_at,
+            kernel_lock,
+            token: new_token(),
+            tool: TOOL.to_string(),
+        }
+    }
+
+    /// The bytes written to the lock file: the JSON object and a newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec(self).expect("a record always serialises");
+        v.push(b'\n');
+        v
+    }
+}
+
+/// 128 random bits as 32 hex digits (from the kernel's random source; the clock and the PID
+/// when it cannot be read, which still makes a token unique enough to tell acquisitions apart).
+pub fn new_token() -> String {
+    use std::io::Read;
+    let mut buf = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
+    if read.is_err() {
+        let now = jiff::Timestamp::now().as_nanosecond() as u128;
+        let mixed = now ^ ((std::process::id() as u128) << 96);
+        buf = mixed.to_le_bytes();
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Which writer a record comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecordFormat {
+    /// Written by this engine (lower-case keys, `tool`/`token`).
+    #[default]
+    Engine,
+    /// Zero's securefile locks (`PID`, `CreatedAt`, `Hostname`).
+    Zero,
+}
+
+/// A record as read back: every field optional, since the file may come from another
+/// version, another program, or be damaged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedRecord {
+    pub format: RecordFormat,
+    /// Absent when missing or not an integer.
+    pub pid: Option<i64>,
+    pub hostname: Option<String>,
+    pub boot_id: Option<String>,
+    pub start_time: Option<u64>,
+    pub pid_ns: Option<u64>,
+    pub exe: Option<String>,
+    /// The creation time as written (only kept when it parses as a timestamp).
+    pub created_at: Option<String>,
+    /// The creation time in ms since the epoch.
+    pub created_ms: Option<i64>,
+    pub heartbeat_ms: Option<i64>,
+    pub heartbeat_secs: Option<f64>,
+    pub kernel_lock: bool,
+    pub token: Option<String>,
+    pub tool: Option<String>,
+}
+
+impl ParsedRecord {
+    /// Reads a record. `None` when the bytes are not a JSON object shaped like an engine
+    /// record (a `tool` starting with `locksmith/`, or `pid` and `token`) or like Zero's
+    /// (`PID` with `CreatedAt` or `Hostname`).
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+        if bytes[start] != b'{' {
+            return None; // cheap rejection of everything that is not an object
+        }
+        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else {
+            return None;
+        };
+        let engine = map
+            .get("tool")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with("locksmith/"))
+            || (map.contains_key("pid") && map.contains_key("token"));
+        if engine {
+            return Some(Self::engine(&map));
+        }
+        let zero = map.contains_key("PID")
+            && (map.contains_key("CreatedAt") || map.contains_key("Hostname"));
+        zero.then(|| Self::zero(&map))
+    }
+
+    fn engine(map: &Map<String, Value>) -> Self {
+        let (created_at, created_ms) = time_field(map, "created_at");
+        let (_, heartbeat_ms) = time_field(map, "heartbeat_at");
+        ParsedRecord {
+            format: RecordFormat::Engine,
+            pid: map.get("pid").and_then(Value::as_i64),
+            hostname: str_field(map, "hostname"),
+            boot_id: str_field(map, "boot_id"),
+            start_time: map.get("start_time").and_then(Value::as_u64),
+            pid_ns: map.get("pid_ns").and_then(Value::as_u64),
+            exe: str_field(map, "exe"),
+            created_at,
+            created_ms,
+            heartbeat_ms,
+            heartbeat_secs: map
+                .get("heartbeat_secs")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite() && *s > 0.0),
+            kernel_lock: map
+                .get("kernel_lock")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            token: str_field(map, "token"),
+            tool: str_field(map, "tool"),
+        }
+    }
+
+    fn zero(map: &Map<String, Value>) -> Self {
+        let (created_at, created_ms) = time_field(map, "CreatedAt");
+        ParsedRecord {
+            format: RecordFormat::Zero,
+            pid: map.get("PID").and_then(Value::as_i64),
+            hostname: str_field(map, "Hostname"),
+            created_at,
+            created_ms,
+            ..Default::default()
+        }
+    }
+
+    /// Whether the owner refreshes a heartbeat.
+    pub fn has_heartbeat(&self) -> bool {
+        self.heartbeat_ms.is_some() || self.heartbeat_secs.is_some()
+    }
+}
+
+fn str_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// A timestamp field: the text (only if it parses) and its ms since the epoch.
+fn time_field(map: &Map<String, Value>, key: &str) -> (Option<String>, Option<i64>) {
+    let Some(text) = map.get(key).and_then(Value::as_str) else {
+        return (None, None);
+    };
+    match text.parse::<jiff::Timestamp>() {
+        Ok(t) => (Some(text.to_string()), Some(t.as_millisecond())),
+        Err(_) => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_a_written_record() {
+        let r = Record::for_this_process(true, Some(Duration::from_secs(5)));
+        let line = r.to_line();
+        assert_eq!(line.last(), Some(&b'\n'));
+        let p = ParsedRecord::parse(&line).expect("parses");
+        assert_eq!(p.format, RecordFormat::Engine);
+        assert_eq!(p.pid, Some(std::process::id() as i64));
+        assert_eq!(p.hostname.as_deref(), Some(r.hostname.as_str()));
+        assert_eq!(p.boot_id, r.boot_id);
+        assert_eq!(p.start_time, r.start_time);
+        assert_eq!(p.pid_ns, r.pid_ns);
+        assert!(p.kernel_lock);
+        assert_eq!(p.token.as_deref(), Some(r.token.as_str()));
+        assert_eq!(p.tool.as_deref(), Some(TOOL));
+        assert_eq!(p.heartbeat_secs, Some(5.0));
+        assert!(p.has_heartbeat());
+        assert_eq!(p.created_ms, p.heartbeat_ms);
+        let age = jiff::Timestamp::now().as_millisecond() - p.created_ms.unwrap();
+        assert!((0..60_000).contains(&age), "{age}");
+        assert_eq!(r.token.len(), 32);
+        assert_ne!(r.token, new_token());
+    }
+
+    #[test]
+    fn reads_zero_records() {
+        let z =
+            br#"{"PID":4242,"CreatedAt":"2024-05-01T10:00:00.123456789+02:00","Hostname":"box"}"#;
+        let p = ParsedRecord::parse(z).unwrap();
+        assert_eq!(p.format, RecordFormat::Zero);
+        assert_eq!(p.pid, Some(4242));
+        assert_eq!(p.hostname.as_deref(), Some("box"));
+        assert_eq!(p.created_ms, Some(1_714_550_400_123));
+        assert!(!p.kernel_lock && !p.has_heartbeat());
+        let only_host = br#"{"PID":1,"Hostname":"h"}"#;
+        assert!(ParsedRecord::parse(only_host).is_some());
+    }
+
+    #[test]
+    fn tolerates_wrong_types_and_garbage() {
+        let wrong = br#"{"tool":"locksmith/9","pid":"12","hostname":7,"boot_id":[],"start_time":-1,
+            "pid_ns":1.5,"created_at":"yesterday","heartbeat_at":3,"heartbeat_secs":"x","kernel_lock":"yes"}"#;
+        let p = ParsedRecord::parse(wrong).unwrap();
+        assert_eq!(p.pid, None);
+        assert_eq!(p.hostname, None);
+        assert_eq!(p.boot_id, None);
+        assert_eq!(p.start_time, None);
+        assert_eq!(p.pid_ns, None);
+        assert_eq!((p.created_at.as_deref(), p.created_ms), (None, None));
+        assert!(!p.has_heartbeat() && !p.kernel_lock);
+
+        let huge = br#"{"PID":18446744073709551615,"CreatedAt":"x"}"#;
+        assert_eq!(ParsedRecord::parse(huge).unwrap().pid, None);
+        let float = br#"{"pid":12.0,"token":"t"}"#;
+        assert_eq!(ParsedRecord::parse(float).unwrap().pid, None);
+
+        for junk in [
+            &b""[..],
+            b"   ",
+            b"4242\n",
+            b"{",
+            b"{\"pid\":1",
+            b"[1,2]",
+            b"{\"other\":1}",
+            b"{\"PID\":1}",
+            b"\xff\xfe{}",
+            b"{\"tool\":\"git/2\"}",
+            b"\0\0\0\0",
+        ] {
+            assert_eq!(ParsedRecord::parse(junk), None, "{junk:?}");
+        }
+    }
+}
