@@ -249,6 +249,9 @@ pub struct App {
     cursor: usize,
     /// The selected lock's path: what the selection follows.
     selected: Option<PathBuf>,
+    /// Whether the user has moved the selection; until then it stays on the first row while
+    /// rows stream in (stale first), instead of following whichever lock came first.
+    moved: bool,
     /// First row shown (kept by the renderer, which knows the table height).
     pub offset: Cell<usize>,
     /// Table rows that fit on screen at the last draw (PgUp/PgDn step).
@@ -281,6 +284,7 @@ impl App {
             view_dirty: false,
             cursor: 0,
             selected: None,
+            moved: false,
             offset: Cell::new(0),
             page: Cell::new(10),
             help_max_scroll: Cell::new(u16::MAX),
@@ -573,11 +577,15 @@ impl App {
             primary.then_with(|| ra.finding.path.cmp(&rb.finding.path))
         });
         self.view = view;
-        let found = self.selected.as_ref().and_then(|sel| {
-            self.view
-                .iter()
-                .position(|&i| &self.rows[i].finding.path == sel)
-        });
+        let found = if !self.moved {
+            Some(0)
+        } else {
+            self.selected.as_ref().and_then(|sel| {
+                self.view
+                    .iter()
+                    .position(|&i| &self.rows[i].finding.path == sel)
+            })
+        };
         self.cursor = match found {
             Some(pos) => pos,
             None => self.cursor.min(self.view.len().saturating_sub(1)),
@@ -593,6 +601,7 @@ impl App {
     }
 
     fn move_to(&mut self, pos: usize) {
+        self.moved = true;
         self.cursor = pos.min(self.view.len().saturating_sub(1));
         self.sync_selected();
     }

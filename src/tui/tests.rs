@@ -245,6 +245,42 @@ fn stale_first_then_by_path() {
 }
 
 #[test]
+fn the_first_row_stays_selected_while_rows_stream_in_until_the_user_moves() {
+    let mut app = App::new(opts(Theme::COLOR, false), NOW);
+    let Effect::Scan { generation } = app.rescan() else {
+        unreachable!()
+    };
+    let found = |app: &mut App, f: Finding| {
+        app.update(Msg::Scan {
+            generation,
+            event: ScanEvent::Found(Box::new(f)),
+        });
+        app.refresh();
+    };
+    found(&mut app, live_with_process("/srv/app/web.pid"));
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    found(
+        &mut app,
+        finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(1)),
+    );
+    assert_eq!(
+        selected(&app),
+        "/srv/app/worker.pid",
+        "the stale lock on top is selected"
+    );
+    keys(&mut app, "j");
+    found(
+        &mut app,
+        finding("/a/first.pid", "pidfile", Verdict::Stale, Some(2)),
+    );
+    assert_eq!(
+        selected(&app),
+        "/srv/app/web.pid",
+        "after a move, the selection follows"
+    );
+}
+
+#[test]
 fn navigation_keys_move_the_selection_and_clamp() {
     let mut app = app();
     keys(&mut app, "jj");
