@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::dialect::EntryKind;
+use crate::dialect::{EntryKind, Windows};
 use crate::probe::Snapshot;
 use crate::report::escape;
 use crate::scan::{self, Finding, Identity, ScanError};
@@ -119,7 +119,7 @@ impl Outcome {
 /// Reclaims one lock: judges it again with a fresh snapshot and the scanner's rules, and
 /// removes it only if it is still stale and still the same file (see the module docs).
 pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) -> Outcome {
-    reclaim_rejudged(finding, opts, |path| {
+    reclaim_rejudged(finding, opts, &config.windows, |path| {
         let snap = Snapshot::take();
         scan::judge_path(path, &snap, config)
     })
@@ -130,6 +130,7 @@ pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) 
 pub fn reclaim_rejudged(
     finding: &Finding,
     opts: &ReclaimOptions,
+    windows: &Windows,
     rejudge: impl FnOnce(&Path) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
     let path = finding.path.as_path();
@@ -157,7 +158,11 @@ pub fn reclaim_rejudged(
             judgement: fresh.judgement,
         };
     }
-    let result = remove_file(&fresh, opts);
+    let result = if fresh.dialect == "locksmith" {
+        remove_through_engine(&fresh, opts, windows)
+    } else {
+        remove_file(&fresh, opts).map_err(|e| (e, None))
+    };
     match result {
         Ok(saved) => Outcome {
             path: path.to_path_buf(),
@@ -167,7 +172,7 @@ pub fn reclaim_rejudged(
             error: None,
             judgement: fresh.judgement,
         },
-        Err(e) => Outcome::kept(path, fresh.judgement, e),
+        Err((e, now)) => Outcome::kept(path, now.unwrap_or(fresh.judgement), e),
     }
 }
 
@@ -268,6 +273,40 @@ fn remove_file(f: &Finding, opts: &ReclaimOptions) -> Result<PathBuf, String> {
         );
     }
     removed.map(|()| saved)
+}
+
+/// Our own dialect goes through the engine's reclaim protocol: the engine takes the stale
+/// lock's kernel lock, checks the identity again and calls back before it unlinks, so the copy
+/// and the journal line are made while no one else can take or reclaim that lock. A refusal
+/// comes back with the engine's judgement of the moment.
+fn remove_through_engine(
+    f: &Finding,
+    opts: &ReclaimOptions,
+    windows: &Windows,
+) -> Result<PathBuf, (String, Option<Judgement>)> {
+    let mut saved = None;
+    let result = crate::engine::reclaim_with_windows(
+        &f.path,
+        Some(f.identity),
+        windows,
+        |content, judgement| {
+            let mut at_removal = f.clone();
+            at_removal.judgement = judgement.clone();
+            saved = Some(save_and_journal(&opts.state_dir, &at_removal, content)?);
+            Ok(())
+        },
+    );
+    match (result, saved) {
+        (Ok(_), Some(saved)) => Ok(saved),
+        (Ok(_), None) => Err((
+            "the engine removed it without saving a copy first".into(),
+            None,
+        )),
+        (Err(e), _) => {
+            let now = e.judgement().cloned();
+            Err((format!("not removed: {}", e.kind()), now))
+        }
+    }
 }
 
 /// Saves `content` as a new file under `state_dir/saved/` and appends the journal line that
@@ -519,7 +558,9 @@ mod tests {
         let lock = t.path().join("x.pid");
         fs::write(&lock, "999999\n").unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!((o.ok, o.action), (true, Action::Removed), "{o:?}");
         assert!(!lock.exists());
         let saved = o.saved_to.unwrap();
@@ -545,12 +586,14 @@ mod tests {
             Verdict::Unknown,
             Verdict::Foreign,
         ] {
-            let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, now))));
+            let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+                Ok(Some(found(p, now)))
+            });
             assert_eq!((o.ok, o.action), (false, Action::Kept));
             assert_eq!(o.judgement.verdict, now);
             assert!(o.error.unwrap().contains(now.as_str()));
         }
-        let o = reclaim_rejudged(&f, &opts(t.path()), |_| Ok(None));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_| Ok(None));
         assert_eq!(o.action, Action::Kept);
         assert!(lock.exists());
         assert!(journal(t.path()).is_empty());
@@ -564,7 +607,9 @@ mod tests {
         let f = found(&lock, Verdict::Foreign);
         let mut o = opts(t.path());
         o.force_foreign = true;
-        let out = reclaim_rejudged(&f, &o, |p| Ok(Some(found(p, Verdict::Foreign))));
+        let out = reclaim_rejudged(&f, &o, &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Foreign)))
+        });
         assert_eq!(out.action, Action::Removed);
         assert!(!lock.exists());
     }
@@ -578,14 +623,18 @@ mod tests {
         // Replaced by another file (new inode) that a judge would also call stale.
         fs::write(t.path().join("new"), "2\n").unwrap();
         fs::rename(t.path().join("new"), &lock).unwrap();
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Kept);
         assert!(o.error.unwrap().contains("changed since it was judged"));
         assert_eq!(fs::read(&lock).unwrap(), b"2\n");
         // Rewritten in place (same inode, new size).
         let f = found(&lock, Verdict::Stale);
         fs::write(&lock, "12345\n").unwrap();
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Kept);
         assert!(lock.exists());
     }
@@ -598,7 +647,9 @@ mod tests {
         let mut o = opts(t.path());
         o.dry_run = true;
         let f = found(&lock, Verdict::Stale);
-        let out = reclaim_rejudged(&f, &o, |p| Ok(Some(found(p, Verdict::Stale))));
+        let out = reclaim_rejudged(&f, &o, &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!((out.ok, out.action), (true, Action::WouldRemove));
         assert!(lock.exists());
         assert!(!t.path().join("state").exists());
@@ -612,7 +663,9 @@ mod tests {
         let lock = t.path().join(".#notes.txt");
         std::os::unix::fs::symlink(&target, &lock).unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert!(fs::symlink_metadata(&lock).is_err());
         assert_eq!(fs::read(&target).unwrap(), b"keep me");
@@ -628,14 +681,18 @@ mod tests {
         let lock = t.path().join("job.lock");
         fs::create_dir(&lock).unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert!(!lock.exists());
 
         fs::create_dir(&lock).unwrap();
         fs::write(lock.join("inside"), "data").unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Kept);
         assert!(lock.join("inside").exists());
         let j = journal(t.path());
@@ -651,7 +708,9 @@ mod tests {
         std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
         let via_link = t.path().join("link/x.pid");
         let f = found(&via_link, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(found(p, Verdict::Stale))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(found(p, Verdict::Stale)))
+        });
         assert_eq!(o.action, Action::Kept);
         assert!(o.error.unwrap().contains("cannot open the directory"));
         assert!(real.join("x.pid").exists());
@@ -669,14 +728,16 @@ mod tests {
             f
         };
         let f = vim(&lock);
-        let o = reclaim_rejudged(&f, &opts(t.path()), |p| Ok(Some(vim(p))));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
+            Ok(Some(vim(p)))
+        });
         assert_eq!(o.action, Action::Kept);
         let why = o.error.unwrap();
         assert!(why.contains("vim -r "), "{why}");
         assert!(why.contains("notes.txt`"), "{why}");
         let mut all = opts(t.path());
         all.include_unsaved = true;
-        let o = reclaim_rejudged(&f, &all, |p| Ok(Some(vim(p))));
+        let o = reclaim_rejudged(&f, &all, &Windows::default(), |p| Ok(Some(vim(p))));
         assert_eq!(o.action, Action::Removed);
         assert!(!lock.exists());
     }

@@ -70,10 +70,13 @@ fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     fs::write(repo.join("file.txt"), "two\n").unwrap();
 
     // `git commit -a` writes index.lock, then waits for its editor (which never returns).
+    let editor = env.path().join("editor.sh");
+    fs::write(&editor, "#!/bin/sh\nexec sleep 600\n").unwrap();
+    fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut commit = GroupGuard::spawn(
         git(&repo, &home)
             .args(["commit", "-a"])
-            .env("GIT_EDITOR", "sleep 600")
+            .env("GIT_EDITOR", &editor)
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );

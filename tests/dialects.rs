@@ -1,0 +1,1049 @@
+//! Every dialect but `locksmith`, on lock files captured from the real programs
+//! (`tests/fixtures/`, see its README): each fixture is copied under its real name into a
+//! temporary directory, its owner fields are checked, and its verdict is driven by rewriting
+//! the PID (a dead one, a live process with the right or the wrong name), the host, the time,
+//! or the content (garbage, 0, -1, 2^31, `1; rm -rf /`). Where the program is installed and
+//! cheap to run, the real program makes the lock, and is killed to leave it behind.
+//!
+//! Paths are judged the way reclaim and the UI re-judge them (`scan::judge_path` with the
+//! embedded configuration), so dialect choice and patterns are tested too; cases that need a
+//! network file system call the dialect directly with a candidate that says so.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
+use locksmith::probe::{FileKey, FsInfo, HostFacts, Snapshot};
+use locksmith::scan::{self, Config, Finding, ScanEvent};
+use locksmith::{HolderHow, Judgement, Verdict};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
+    fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+fn fixture_text(rel: &str) -> String {
+    String::from_utf8(fixture(rel)).expect("text fixture")
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn hostname() -> String {
+    HostFacts::probe().hostname
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).unwrap();
+    }
+    fs::write(path, bytes).unwrap();
+    path.to_path_buf()
+}
+
+fn link(path: &Path, target: &str) -> PathBuf {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).unwrap();
+    }
+    let _ = fs::remove_file(path);
+    symlink(target, path).unwrap();
+    path.to_path_buf()
+}
+
+/// Sets a path's mtime (not following a symlink) to `ms` since the epoch.
+fn set_mtime_ms(path: &Path, ms: i64) {
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
+    let t = Timespec {
+        tv_sec: ms.div_euclid(1000),
+        tv_nsec: (ms.rem_euclid(1000) * 1_000_000) as _,
+    };
+    utimensat(
+        CWD,
+        path,
+        &Timestamps {
+            last_access: t,
+            last_modification: t,
+        },
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A time after this boot but well before this test process started (for PID-reuse cases).
+fn before_our_start_ms() -> i64 {
+    let host = HostFacts::probe();
+    let boot_ms = host.boot_time.expect("boot time") * 1000;
+    let own = locksmith::probe::process::probe(std::process::id() as i32, &host);
+    let start_ms = own.facts().and_then(|f| f.start_ms).expect("own start");
+    assert!(
+        start_ms - boot_ms > 20_000,
+        "this test needs a process started well after boot"
+    );
+    boot_ms + (start_ms - boot_ms) / 2
+}
+
+/// Judges one path as reclaim and the UI do: `scan::judge_path` with the embedded config.
+fn judge(path: &Path) -> Finding {
+    let snap = Snapshot::take();
+    scan::judge_path(path, &snap, &Config::embedded())
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
+}
+
+/// Judges and checks the dialect and verdict, printing the whole judgement on failure.
+fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    let f = judge(path);
+    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
+    assert_eq!(
+        f.judgement.verdict,
+        verdict,
+        "{}: {:#?}",
+        path.display(),
+        f.judgement
+    );
+    assert!(!f.judgement.evidence.is_empty());
+    f
+}
+
+fn evidence(f: &Finding) -> String {
+    f.judgement.evidence.join("\n")
+}
+
+fn assert_evidence(f: &Finding, needle: &str) {
+    let all = evidence(f);
+    assert!(
+        all.contains(needle),
+        "evidence lacks {needle:?}:\n{all}\n{:#?}",
+        f.judgement
+    );
+}
+
+/// Judges `path` with dialect `id` as if it lay on an NFS mount.
+fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
+    let snap = Snapshot::take();
+    let mut lc = LoadedCandidate::load(path, &snap).unwrap();
+    lc.fs = FsInfo {
+        kind: "nfs".into(),
+        network: true,
+    };
+    let d = dialect::by_id(id).expect("dialect");
+    assert!(d.recognise(&lc.candidate()), "{id} does not recognise {path:?}");
+    d.judge(&lc.candidate(), &snap, &Windows::default())
+}
+
+/// A PID that no process has: a child that has exited and been reaped.
+fn dead_pid() -> i32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    pid
+}
+
+fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn have(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+        })
+    })
+}
+
+fn which(program: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} not found"))
+}
+
+/// A child process in its own process group, killed (the whole group) and reaped on drop.
+struct Proc(Child);
+
+impl Proc {
+    fn spawn(cmd: &mut Command) -> Proc {
+        cmd.process_group(0);
+        // A binary copied a moment ago may still be open for writing in a child another test
+        // thread is forking: retry ETXTBSY briefly.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match cmd.spawn() {
+                Ok(c) => return Proc(c),
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => panic!("spawn {cmd:?}: {e}"),
+            }
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+
+    /// SIGKILLs the group and reaps the child: what a crash leaves behind.
+    fn kill(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.pid()) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn comm(pid: i32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
+/// in `cwd`, and waits until it has exec'd.
+fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Proc {
+    let exe = bin_dir.join(name);
+    if !exe.exists() {
+        fs::create_dir_all(bin_dir).unwrap();
+        fs::copy(which(program), &exe).unwrap();
+    }
+    let p = Proc::spawn(
+        Command::new(&exe)
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let want: String = name.chars().take(15).collect();
+    let pid = p.pid();
+    wait_until(&format!("{name} to start"), Duration::from_secs(10), || {
+        comm(pid) == want
+    });
+    p
+}
+
+/// Holds an flock on `path` from a child (`flock PATH sleep 600`) until dropped.
+fn hold_flock(path: &Path) -> Proc {
+    let p = Proc::spawn(
+        Command::new("flock")
+            .arg(path)
+            .args(["sleep", "600"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let key = FileKey::of(&fs::metadata(path).unwrap());
+    wait_until("the flock", Duration::from_secs(10), || {
+        Snapshot::take().kernel_locked(key)
+    });
+    p
+}
+
+const BAD_PIDS: &[&str] = &["garbage", "0", "-1", "2147483648", "1; rm -rf /"];
+
+// ---------------------------------------------------------------------------------------------
+// pidfile
+
+#[test]
+fn pidfile_fixtures_parse_to_their_owner() {
+    let dir = tempdir();
+    for (rel, name, pid) in [
+        ("pidfile/dotlockfile-p.txt", "dot.lock", 15075),
+        ("pidfile/lockfile-create-use-pid.txt", "lp.lock", 15075),
+        ("pidfile/start-stop-daemon.txt", "ssd.pid", 15205),
+        ("pidfile/uucp-hdb.txt", "LCK..ttyS0", 4242),
+    ] {
+        let path = write(&dir.path().join(name), fixture(rel));
+        let f = judge(&path);
+        assert_eq!(f.dialect, "pidfile", "{rel}");
+        assert_eq!(f.judgement.owner.as_ref().unwrap().pid, Some(pid), "{rel}");
+    }
+    let uucp = write(
+        &dir.path().join("bin").join("LCK..ttyS1"),
+        fixture("pidfile/uucp-binary.bin"),
+    );
+    let f = judge(&uucp);
+    assert_eq!(f.dialect, "pidfile");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.pid, Some(4242));
+    assert!(owner.detail.unwrap().contains("binary"));
+}
+
+#[test]
+fn pidfile_verdicts_follow_the_pid() {
+    let dir = tempdir();
+    let me = std::process::id();
+
+    let dead = dead_pid();
+    let f = expect(
+        &write(&dir.path().join("dead.pid"), format!("{dead}\n")),
+        "pidfile",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+
+    // Our own process, written after it started: live, with the process shown.
+    let f = expect(
+        &write(&dir.path().join("me.lock"), format!("{me}\n")),
+        "pidfile",
+        Verdict::Live,
+    );
+    assert_eq!(f.judgement.process.unwrap().pid, me as i32);
+
+    // Our PID in a file written before we started: the PID was reused.
+    let old = write(&dir.path().join("old.pid"), format!("{me}\n"));
+    set_mtime_ms(&old, before_our_start_ms());
+    let f = expect(&old, "pidfile", Verdict::Stale);
+    assert_evidence(&f, "reused");
+
+    // UUCP: padded text and 4-byte binary.
+    let padded = write(
+        &dir.path().join("LCK..ttyS0"),
+        format!("{dead:>10}\n").as_bytes(),
+    );
+    expect(&padded, "pidfile", Verdict::Stale);
+    let bin = write(&dir.path().join("LCK..ttyUSB0"), dead.to_ne_bytes());
+    let f = expect(&bin, "pidfile", Verdict::Stale);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(dead as i64));
+}
+
+#[test]
+fn pidfile_bad_content_is_unknown() {
+    let dir = tempdir();
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        for name in [format!("bad{i}.pid"), format!("bad{i}.lock")] {
+            let path = write(&dir.path().join(&name), format!("{bad}\n"));
+            expect(&path, "pidfile", Verdict::Unknown);
+        }
+    }
+    // What was wrong is quoted, escaped.
+    let f = judge(&write(&dir.path().join("esc.pid"), "1; rm -rf /\x1b[2J\n"));
+    assert_evidence(&f, "\"1; rm -rf /\\u{1b}[2J\\n\"");
+    assert!(!evidence(&f).contains('\x1b'));
+
+    // lockfile-create without --use-pid writes 0: no owner to check.
+    let np = write(
+        &dir.path().join("np.lock"),
+        fixture("pidfile/lockfile-create-no-pid.txt"),
+    );
+    let f = expect(&np, "pidfile", Verdict::Unknown);
+    assert_evidence(&f, "--use-pid");
+}
+
+#[test]
+fn pidfile_kernel_lock_beats_a_dead_pid() {
+    let dir = tempdir();
+    let path = write(&dir.path().join("daemon.pid"), format!("{}\n", dead_pid()));
+    let holder = hold_flock(&path);
+    let f = expect(&path, "pidfile", Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == holder.pid() && h.how == HolderHow::Flock),
+        "{:#?}",
+        f.judgement
+    );
+    drop(holder);
+    expect(&path, "pidfile", Verdict::Stale);
+}
+
+#[test]
+fn pidfile_on_a_network_fs_is_never_stale() {
+    let dir = tempdir();
+    let path = write(&dir.path().join("nfs.pid"), format!("{}\n", dead_pid()));
+    let j = judge_on_nfs(&path, "pidfile");
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+}
+
+#[test]
+fn dotlockfile_writes_its_parent_pid() {
+    if !have("dotlockfile") {
+        eprintln!("dotlockfile not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    // `-p` records the parent: a shell that has exited by the time we look.
+    let path = dir.path().join("mail.lock");
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("dotlockfile -l -p '{}'; true", path.display()))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let f = expect(&path, "pidfile", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+
+    // Run by us, it records our PID: live.
+    let path = dir.path().join("ours.lock");
+    assert!(
+        Command::new("dotlockfile")
+            .args(["-l", "-p"])
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let f = expect(&path, "pidfile", Verdict::Live);
+    assert_eq!(
+        f.judgement.owner.unwrap().pid,
+        Some(std::process::id() as i64)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// x11
+
+#[test]
+fn x11_fixture_and_verdicts() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let f = judge(&write(&tmp.join(".X57-lock"), fixture("x11/display-lock.txt")));
+    assert_eq!(f.dialect, "x11");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.pid, Some(14675));
+    assert_eq!(owner.detail.as_deref(), Some("display :57"));
+
+    let dead = dead_pid();
+    let f = expect(
+        &write(&tmp.join(".X58-lock"), format!("{dead:>10}\n")),
+        "x11",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+
+    // Our own process is alive, but is no X server.
+    let f = expect(
+        &write(&tmp.join(".X59-lock"), format!("{:>10}\n", std::process::id())),
+        "x11",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "not Xorg");
+
+    // A process named Xvfb, started before the lock was written.
+    let xvfb = spawn_as(&tmp.join("bin"), "Xvfb", "sleep", &["600"], tmp);
+    let f = expect(
+        &write(&tmp.join(".X60-lock"), format!("{:>10}\n", xvfb.pid())),
+        "x11",
+        Verdict::Live,
+    );
+    assert_eq!(f.judgement.process.unwrap().pid, xvfb.pid());
+
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        let path = write(&tmp.join(format!(".X{}-lock", 70 + i)), format!("{bad:>10}\n"));
+        expect(&path, "x11", Verdict::Unknown);
+    }
+}
+
+#[test]
+fn x11_real_xvfb_lock_is_live_then_stale() {
+    if !have("Xvfb") {
+        eprintln!("Xvfb not installed: skipped");
+        return;
+    }
+    // -displayfd: Xvfb picks a free display and prints its number.
+    let mut x = Proc::spawn(
+        Command::new("Xvfb")
+            .args(["-displayfd", "1", "-nolisten", "tcp", "-nolisten", "unix"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    let mut out = x.0.stdout.take().unwrap();
+    let display = {
+        use std::io::Read;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let mut b = [0u8; 1];
+            while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
+                s.push(b[0] as char);
+            }
+            let _ = tx.send(s);
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("Xvfb printed its display")
+    };
+    let lock = PathBuf::from(format!("/tmp/.X{}-lock", display.trim()));
+    assert!(lock.exists(), "{}", lock.display());
+    let f = expect(&lock, "x11", Verdict::Live);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(x.pid() as i64));
+
+    x.kill();
+    let f = expect(&lock, "x11", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+    let _ = fs::remove_file(&lock);
+}
+
+// ---------------------------------------------------------------------------------------------
+// vim-swap
+
+/// The fixture swap with its PID and host rewritten.
+fn swap_with(rel: &str, pid: u32, host: &str) -> Vec<u8> {
+    let mut b = fixture(rel);
+    b[24..28].copy_from_slice(&pid.to_le_bytes());
+    let field = &mut b[68..108];
+    field.fill(0);
+    let h = host.as_bytes();
+    field[..h.len().min(39)].copy_from_slice(&h[..h.len().min(39)]);
+    b
+}
+
+#[test]
+fn vim_swap_fixtures_parse_to_their_owner() {
+    let dir = tempdir();
+    let clean = write(
+        &dir.path().join(".notes.txt.swp"),
+        fixture("vim-swap/clean-swap.bin"),
+    );
+    let f = judge(&clean);
+    assert_eq!(f.dialect, "vim-swap");
+    let owner = f.judgement.owner.clone().unwrap();
+    assert_eq!(owner.pid, Some(14088));
+    assert_eq!(owner.user.as_deref(), Some("root"));
+    assert_eq!(owner.hostname.as_deref(), Some("vm"));
+    assert!(
+        owner.detail.unwrap().contains("/tmp/fx/vim/notes.txt"),
+        "{f:#?}"
+    );
+    assert_eq!(f.judgement.unsaved_changes, Some(false));
+
+    let dirty = write(
+        &dir.path().join(".notes.txt.swo"),
+        fixture("vim-swap/dirty-swap.bin"),
+    );
+    let f = judge(&dirty);
+    assert_eq!(f.dialect, "vim-swap");
+    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_evidence(&f, "vim -r /tmp/fx/vim/notes.txt");
+}
+
+#[test]
+fn vim_swap_verdicts_follow_pid_and_host() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+
+    let dead = dead_pid() as u32;
+    let f = expect(
+        &write(&tmp.join(".a.swp"), swap_with("vim-swap/dirty-swap.bin", dead, &host)),
+        "vim-swap",
+        Verdict::Stale,
+    );
+    // Stale, and still flagged: the changes are only in the swap file.
+    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_evidence(&f, "vim -r");
+
+    let f = expect(
+        &write(
+            &tmp.join(".b.swp"),
+            swap_with("vim-swap/clean-swap.bin", std::process::id(), &host),
+        ),
+        "vim-swap",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "not vim");
+
+    let vim = spawn_as(&tmp.join("bin"), "vim", "sleep", &["600"], tmp);
+    let f = expect(
+        &write(
+            &tmp.join(".c.swp"),
+            swap_with("vim-swap/clean-swap.bin", vim.pid() as u32, &host),
+        ),
+        "vim-swap",
+        Verdict::Live,
+    );
+    assert_eq!(f.judgement.unsaved_changes, Some(false));
+
+    let f = expect(
+        &write(
+            &tmp.join(".d.swp"),
+            swap_with("vim-swap/clean-swap.bin", vim.pid() as u32, "elsewhere.example"),
+        ),
+        "vim-swap",
+        Verdict::Foreign,
+    );
+    assert_evidence(&f, "elsewhere.example");
+
+    // Without the leading dot (a swap in 'directory').
+    expect(
+        &write(&tmp.join("e.txt.swp"), swap_with("vim-swap/clean-swap.bin", 0, &host)),
+        "vim-swap",
+        Verdict::Unknown,
+    );
+    // Cut short, or not a swap at all.
+    let short = fixture("vim-swap/clean-swap.bin")[..600].to_vec();
+    let f = expect(&write(&tmp.join(".f.swp"), short), "vim-swap", Verdict::Unknown);
+    assert_evidence(&f, "cut short");
+    let judged = judge(&write(&tmp.join(".g.swp"), "1; rm -rf /"));
+    assert_eq!(judged.judgement.verdict, Verdict::Unknown);
+}
+
+#[test]
+fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
+    if !have("vim") {
+        eprintln!("vim not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let file = write(&dir.path().join("notes.txt"), "one\ntwo\n");
+    // Ex mode reading commands from a pipe we keep open: no terminal needed.
+    let mut vim = Proc::spawn(
+        Command::new("vim")
+            .args(["-u", "NONE", "-i", "NONE", "-N", "-es"])
+            .arg(&file)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let swap = dir.path().join(".notes.txt.swp");
+    wait_until("the swap file", Duration::from_secs(20), || {
+        fs::metadata(&swap).is_ok_and(|m| m.len() >= 1024)
+    });
+    let f = expect(&swap, "vim-swap", Verdict::Live);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(vim.pid() as i64));
+    assert_eq!(f.judgement.unsaved_changes, Some(false));
+
+    let mut stdin = vim.0.stdin.take().unwrap();
+    stdin.write_all(b"normal Ounsaved line\npreserve\n").unwrap();
+    stdin.flush().unwrap();
+    wait_until("the dirty flag", Duration::from_secs(20), || {
+        judge(&swap).judgement.unsaved_changes == Some(true)
+    });
+    vim.kill();
+    drop(stdin);
+    let f = expect(&swap, "vim-swap", Verdict::Stale);
+    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_evidence(&f, "vim -r");
+}
+
+// ---------------------------------------------------------------------------------------------
+// emacs
+
+#[test]
+fn emacs_fixture_parses_to_its_owner() {
+    let dir = tempdir();
+    let path = link(
+        &dir.path().join(".#draft.txt"),
+        &fixture_text("emacs/link-target.txt"),
+    );
+    let f = judge(&path);
+    assert_eq!(f.dialect, "emacs");
+    assert_eq!(f.kind, EntryKind::Symlink);
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.user.as_deref(), Some("root"));
+    assert_eq!(owner.hostname.as_deref(), Some("vm"));
+    assert_eq!(owner.pid, Some(14485));
+}
+
+#[test]
+fn emacs_verdicts_follow_pid_host_and_boot() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let boot = HostFacts::probe().boot_time.unwrap();
+
+    let dead = dead_pid();
+    let f = expect(
+        &link(&tmp.join(".#a"), &format!("root@{host}.{dead}")),
+        "emacs",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+
+    let emacs = spawn_as(&tmp.join("bin"), "emacs", "sleep", &["600"], tmp);
+    expect(
+        &link(&tmp.join(".#b"), &format!("root@{host}.{}", emacs.pid())),
+        "emacs",
+        Verdict::Live,
+    );
+    // With Emacs's boot time: this boot matches.
+    let f = expect(
+        &link(&tmp.join(".#c"), &format!("root@{host}.{}:{boot}", emacs.pid())),
+        "emacs",
+        Verdict::Live,
+    );
+    assert_evidence(&f, "matches this boot");
+    // Another boot and a dead PID: stale, saying so.
+    let f = expect(
+        &link(&tmp.join(".#d"), &format!("root@{host}.{dead}:{}", boot - 86_400)),
+        "emacs",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "another boot");
+    // The regular-file form.
+    expect(
+        &write(&tmp.join(".#e"), format!("root@{host}.{}", emacs.pid())),
+        "emacs",
+        Verdict::Live,
+    );
+    // Our own process is no emacs.
+    let f = expect(
+        &link(&tmp.join(".#f"), &format!("root@{host}.{}", std::process::id())),
+        "emacs",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "not emacs");
+    // Another host.
+    expect(
+        &link(&tmp.join(".#g"), &format!("root@elsewhere.example.{}", emacs.pid())),
+        "emacs",
+        Verdict::Foreign,
+    );
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        let path = link(&tmp.join(format!(".#bad{i}")), &format!("root@{host}.{bad}"));
+        expect(&path, "emacs", Verdict::Unknown);
+    }
+    expect(&link(&tmp.join(".#h"), "no owner here"), "emacs", Verdict::Unknown);
+}
+
+#[test]
+fn emacs_on_a_network_fs_with_another_boot_is_foreign() {
+    let dir = tempdir();
+    let host = hostname();
+    let boot = HostFacts::probe().boot_time.unwrap();
+    let path = link(
+        &dir.path().join(".#shared.txt"),
+        &format!("root@{host}.{}:{}", dead_pid(), boot - 86_400),
+    );
+    let j = judge_on_nfs(&path, "emacs");
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+}
+
+#[test]
+fn emacs_real_batch_emacs_is_live_then_stale() {
+    if !have("emacs") {
+        eprintln!("emacs not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    write(&dir.path().join("draft.txt"), "hello\n");
+    let mut emacs = Proc::spawn(
+        Command::new("emacs")
+            .args([
+                "--batch",
+                "-Q",
+                "--eval",
+                "(progn (find-file \"draft.txt\") (insert \"x\") (sleep-for 600))",
+            ])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = dir.path().join(".#draft.txt");
+    wait_until("the emacs lock", Duration::from_secs(30), || {
+        fs::symlink_metadata(&lock).is_ok()
+    });
+    let f = expect(&lock, "emacs", Verdict::Live);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(emacs.pid() as i64));
+    emacs.kill();
+    let f = expect(&lock, "emacs", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+}
+
+// ---------------------------------------------------------------------------------------------
+// libreoffice
+
+fn office_processes() -> Vec<i32> {
+    let snap = Snapshot::take();
+    snap.processes()
+        .iter()
+        .filter(|p| {
+            locksmith::dialect::common::proc_is(p, locksmith::dialect::libreoffice::OFFICE)
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// One test: whether an office process runs is a host-wide fact, so these cases must not run
+/// in parallel with each other.
+#[test]
+fn libreoffice_fixture_and_verdicts() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let record = fixture_text("libreoffice/lock-record.txt");
+
+    let f = judge(&write(&tmp.join(".~lock.report.txt#"), &record));
+    assert_eq!(f.dialect, "libreoffice");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.hostname.as_deref(), Some("vm"));
+    assert_eq!(owner.user.as_deref(), Some("root"));
+    assert!(owner.created_at.is_some());
+    assert!(owner.detail.unwrap().ends_with("report.txt"));
+
+    let ours = record.replacen(",vm,", &format!(",{host},"), 1);
+    let doc = write(&tmp.join("report.odt"), "document");
+    let lock = write(&tmp.join(".~lock.report.odt#"), &ours);
+
+    // Another host: cannot be checked here.
+    let other = write(
+        &tmp.join(".~lock.other.odt#"),
+        record.replacen(",vm,", ",elsewhere.example,", 1),
+    );
+    expect(&other, "libreoffice", Verdict::Foreign);
+
+    if office_processes().is_empty() {
+        let f = expect(&lock, "libreoffice", Verdict::Stale);
+        assert_evidence(&f, "no soffice process");
+        let j = judge_on_nfs(&lock, "libreoffice");
+        assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+    } else {
+        eprintln!("an office program runs on this host: the stale case is skipped");
+    }
+
+    // An office process that has the document open: live, and it is a holder.
+    let bin = tmp.join("bin");
+    let office = spawn_as(&bin, "soffice.bin", "tail", &["-f", "report.odt"], tmp);
+    let key = FileKey::of(&fs::metadata(&doc).unwrap());
+    let pid = office.pid();
+    wait_until("soffice.bin to open the document", Duration::from_secs(10), || {
+        Snapshot::take().openers(key).iter().any(|h| h.pid == pid)
+    });
+    let f = expect(&lock, "libreoffice", Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == office.pid() && h.how == HolderHow::Open),
+        "{:#?}",
+        f.judgement
+    );
+    drop(office);
+
+    // One running without the document open may still have it loaded: live.
+    let office = spawn_as(&bin, "soffice.bin", "sleep", &["600"], tmp);
+    let f = expect(&lock, "libreoffice", Verdict::Live);
+    assert_evidence(&f, &office.pid().to_string());
+    drop(office);
+
+    for (i, bad) in ["", "garbage", ",,,,", "a,b;", "\x1b[2J,u,h,01.01.2024 10:00,x"]
+        .iter()
+        .enumerate()
+    {
+        let path = write(&tmp.join(format!(".~lock.bad{i}#")), bad);
+        expect(&path, "libreoffice", Verdict::Unknown);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// postgres
+
+/// The fixture with its PID, data directory and start time replaced.
+fn postmaster_with(pid: i64, data_dir: &Path, start_epoch: i64) -> String {
+    let text = fixture_text("postgres/postmaster-pid.txt");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[0] = pid.to_string();
+    lines[1] = data_dir.display().to_string();
+    lines[2] = start_epoch.to_string();
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn postgres_fixture_parses_to_its_owner() {
+    let dir = tempdir();
+    let f = judge(&write(
+        &dir.path().join("postmaster.pid"),
+        fixture("postgres/postmaster-pid.txt"),
+    ));
+    assert_eq!(f.dialect, "postgres");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.pid, Some(14928));
+    let detail = owner.detail.unwrap();
+    assert!(detail.contains("/tmp/fx/pg/data"), "{detail}");
+    assert!(detail.contains("port 54329"), "{detail}");
+    assert!(detail.contains("status ready"), "{detail}");
+    assert!(owner.created_at.unwrap().starts_with("2026-"));
+    // Recorded for another data directory than where it lies, with a PID we cannot place.
+    assert_eq!(f.judgement.verdict, Verdict::Foreign, "{:#?}", f.judgement);
+}
+
+#[test]
+fn postgres_verdicts() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    fs::create_dir_all(&data).unwrap();
+    let pidfile = data.join("postmaster.pid");
+    let now = now_ms() / 1000;
+
+    write(&pidfile, postmaster_with(dead_pid() as i64, &data, now));
+    let f = expect(&pidfile, "postgres", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+
+    // The Docker trap: the PID is alive but belongs to an unrelated process.
+    write(&pidfile, postmaster_with(std::process::id() as i64, &data, now));
+    let f = expect(&pidfile, "postgres", Verdict::Stale);
+    assert_evidence(&f, "unrelated process");
+
+    // A postgres running in this data directory: live.
+    let bin = dir.path().join("bin");
+    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    write(&pidfile, postmaster_with(pg.pid() as i64, &data, now_ms() / 1000));
+    let f = expect(&pidfile, "postgres", Verdict::Live);
+    assert_evidence(&f, "run in this data directory");
+    assert_eq!(f.judgement.process.unwrap().pid, pg.pid());
+
+    // Even when the file names another PID (the server seen from another PID namespace).
+    write(&pidfile, postmaster_with(1, &data, now));
+    expect(&pidfile, "postgres", Verdict::Live);
+    drop(pg);
+
+    // A postgres serving another directory is not this server.
+    let other = dir.path().join("other");
+    fs::create_dir_all(&other).unwrap();
+    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &other);
+    write(&pidfile, postmaster_with(pg.pid() as i64, &data, now_ms() / 1000));
+    let f = expect(&pidfile, "postgres", Verdict::Stale);
+    assert_evidence(&f, "another data directory");
+    drop(pg);
+
+    // Written in another mount namespace (a container's volume seen from the host).
+    write(
+        &pidfile,
+        postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), now),
+    );
+    let f = expect(&pidfile, "postgres", Verdict::Foreign);
+    assert_evidence(&f, "another mount namespace");
+
+    for bad in BAD_PIDS {
+        let text = postmaster_with(0, &data, now).replacen("0\n", &format!("{bad}\n"), 1);
+        write(&pidfile, text);
+        expect(&pidfile, "postgres", Verdict::Unknown);
+    }
+    write(&pidfile, "12345\n");
+    expect(&pidfile, "postgres", Verdict::Unknown);
+}
+
+// ---------------------------------------------------------------------------------------------
+// chromium
+
+#[test]
+fn chromium_fixture_and_verdicts() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let f = judge(&link(
+        &tmp.join("fixture/SingletonLock"),
+        &fixture_text("chromium/singletonlock-target.txt"),
+    ));
+    assert_eq!(f.dialect, "chromium");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.hostname.as_deref(), Some("vm"));
+    assert_eq!(owner.pid, Some(16150));
+
+    let f = expect(
+        &link(&tmp.join("a/SingletonLock"), &format!("{host}-{}", dead_pid())),
+        "chromium",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+
+    let chromium = spawn_as(&tmp.join("bin"), "chromium", "sleep", &["600"], tmp);
+    expect(
+        &link(&tmp.join("b/SingletonLock"), &format!("{host}-{}", chromium.pid())),
+        "chromium",
+        Verdict::Live,
+    );
+    expect(
+        &link(
+            &tmp.join("c/SingletonLock"),
+            &format!("other-host.example-{}", chromium.pid()),
+        ),
+        "chromium",
+        Verdict::Foreign,
+    );
+
+    // Our own process is not a browser: stale while it has nothing of the profile open,
+    // live (an Electron app, say) while it does.
+    let profile = tmp.join("d");
+    let lock = link(
+        &profile.join("SingletonLock"),
+        &format!("{host}-{}", std::process::id()),
+    );
+    let f = expect(&lock, "chromium", Verdict::Stale);
+    assert_evidence(&f, "not a browser");
+    let open = fs::File::create(profile.join("Local State")).unwrap();
+    let f = expect(&lock, "chromium", Verdict::Live);
+    assert_evidence(&f, "has files in this profile open");
+    drop(open);
+
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        let path = link(
+            &tmp.join(format!("bad{i}/SingletonLock")),
+            &format!("{host}-{bad}"),
+        );
+        expect(&path, "chromium", Verdict::Unknown);
+    }
+    expect(
+        &write(&tmp.join("e/SingletonLock"), "not a link"),
+        "chromium",
+        Verdict::Unknown,
+    );
+}
+
+#[test]
+fn chromium_real_browser_is_live_then_stale() {
+    if !have("chromium") {
+        eprintln!("chromium not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let profile = dir.path().join("profile");
+    let mut browser = Proc::spawn(
+        Command::new("chromium")
+            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(["--remote-debugging-port=0", "about:blank"])
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = profile.join("SingletonLock");
+    wait_until("SingletonLock", Duration::from_secs(60), || {
+        fs::symlink_metadata(&lock).is_ok()
+    });
+    let f = expect(&lock, "chromium", Verdict::Live);
+    let pid = f.judgement.owner.unwrap().pid.unwrap();
+    browser.kill();
+    // The browser may be a child of the wrapper script: wait until it is gone too.
+    wait_until("the browser to exit", Duration::from_secs(30), || {
+        judge(&lock).judgement.verdict == Verdict::Stale
+    });
+    let f = expect(&lock, "chromium", Verdict::Stale);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(pid));
+    assert_evidence(&f, "ESRCH");
+}

@@ -1,0 +1,286 @@
+//! Shared by the engine's integration tests: real processes in their own process groups
+//! (killed on every path), waiting with deadlines, and hand-written owner records.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
+
+/// Environment variable that turns a test binary into a helper child (see [`child_main`]).
+pub const CHILD_ENV: &str = "LOCKSMITH_TEST_CHILD";
+
+/// Polls `f` until it returns `Some`, or panics with `what` after `secs` seconds.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A child process leading its own process group; the whole group is SIGKILLed and the
+/// child reaped when this is dropped, on every path (including a failing assertion).
+pub struct Group {
+    pub child: Child,
+    reaped: bool,
+}
+
+impl Group {
+    /// Spawns `cmd` as the leader of a new process group.
+    pub fn spawn(mut cmd: Command) -> Group {
+        cmd.process_group(0);
+        let child = cmd.spawn().expect("spawn child");
+        Group {
+            child,
+            reaped: false,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGKILLs the whole group, reaps the leader, and waits until no live (non-zombie)
+    /// member of the group is left, so every descriptor it held is closed.
+    pub fn kill(&mut self) {
+        kill_group(self.pid());
+        if !self.reaped {
+            let _ = self.child.wait();
+            self.reaped = true;
+        }
+        wait_group_gone(self.pid(), 20);
+    }
+
+    /// Waits for the leader to exit on its own (with a deadline), returning its status.
+    pub fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
+        let status = wait_for(secs, "the child to exit", || {
+            self.child.try_wait().expect("try_wait")
+        });
+        self.reaped = true;
+        status
+    }
+
+    pub fn stdout_lines(&mut self) -> BufReader<ChildStdout> {
+        BufReader::new(self.child.stdout.take().expect("piped stdout"))
+    }
+
+    pub fn stdin(&mut self) -> ChildStdin {
+        self.child.stdin.take().expect("piped stdin")
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        kill_group(self.pid());
+        if !self.reaped {
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub fn kill_group(pgid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
+pub fn proc_state(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut it = rest.split_whitespace();
+    let state = it.next()?.chars().next()?;
+    let _ppid = it.next()?;
+    let pgrp = it.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether a process exists and is not a zombie (a zombie has closed all its files).
+pub fn alive(pid: i32) -> bool {
+    matches!(proc_state(pid), Some((s, _)) if s != 'Z' && s != 'X')
+}
+
+/// Live (non-zombie) members of a process group.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some((s, g)) = proc_state(pid)
+            && g == pgid
+            && s != 'Z'
+            && s != 'X'
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+pub fn wait_group_gone(pgid: i32, secs: u64) {
+    wait_for(secs, "the process group to die", || {
+        group_members(pgid).is_empty().then_some(())
+    });
+}
+
+/// A PID that belonged to a process that has exited and been reaped.
+pub fn dead_pid() -> i32 {
+    let mut c = Command::new("true").spawn().expect("spawn true");
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    pid
+}
+
+/// This host's facts as the engine writes them.
+pub fn hostname() -> String {
+    locksmith::probe::host::hostname()
+}
+
+pub fn boot_id() -> String {
+    locksmith::probe::host::boot_id().expect("boot id")
+}
+
+/// A hand-written engine record (JSON object, newline-terminated). `fields` are extra or
+/// overriding `"key": value` pairs in JSON syntax.
+pub fn engine_record(pid: i64, fields: &[(&str, String)]) -> String {
+    let mut map = serde_json::Map::new();
+    map.insert("pid".into(), pid.into());
+    map.insert("hostname".into(), hostname().into());
+    map.insert("boot_id".into(), boot_id().into());
+    map.insert(
+        "created_at".into(),
+        jiff::Timestamp::now().to_string().into(),
+    );
+    map.insert("kernel_lock".into(), true.into());
+    map.insert("token".into(), "0123456789abcdef0123456789abcdef".into());
+    map.insert("tool".into(), "locksmith/0.1.0".into());
+    for (k, v) in fields {
+        map.insert(
+            (*k).into(),
+            serde_json::from_str(v).expect("field value is JSON"),
+        );
+    }
+    let mut s = serde_json::Value::Object(map).to_string();
+    s.push('\n');
+    s
+}
+
+/// RFC 3339 time `secs` seconds ago.
+pub fn ago(secs: i64) -> String {
+    let t = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(secs);
+    format!("\"{t}\"")
+}
+
+/// Sets a file's mtime `secs` seconds into the past.
+pub fn age_file(path: &Path, secs: i64) {
+    let t = std::time::SystemTime::now() - Duration::from_secs(secs as u64);
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(t).unwrap();
+}
+
+// ---- helper children: the test binary re-executed -------------------------------------------
+
+/// Spawns this test binary as a helper child running `mode` on `path`, through the test
+/// named `entry` (which must call [`child_main`]). Its stdin and stdout are pipes.
+pub fn spawn_child(entry: &str, mode: &str, path: &Path) -> Group {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([entry, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    Group::spawn(cmd)
+}
+
+/// Reads lines until one starts with `CHILD:`, returning the rest.
+pub fn child_says(r: &mut impl BufRead) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = r.read_line(&mut line).expect("read child output");
+        assert!(n > 0, "the helper child ended without answering");
+        if let Some(rest) = line.strip_prefix("CHILD:") {
+            return rest.trim().to_string();
+        }
+    }
+}
+
+fn say(s: &str) {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "CHILD:{s}").unwrap();
+    out.flush().unwrap();
+}
+
+fn read_command() -> Option<String> {
+    let mut line = String::new();
+    match std::io::stdin().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim().to_string()),
+    }
+}
+
+/// Entry point of helper children: does nothing unless [`CHILD_ENV`] is set. Modes:
+/// - `hold` / `hold-fallback`: take the lock, say `held <token>`, wait for stdin to close.
+/// - `crash-fallback-leave-writer`: take the lock (fallback), pass the descriptor to a
+///   `sleep 300` in a new process group, say `writer <pid>`, exit without releasing.
+/// - `stampede` / `stampede-fallback`: for each `go <unix_ms>` line, wait until that instant,
+///   `try_acquire`, say `won` or `lost <why>`; after `won`, on `crash` exit without releasing.
+pub fn child_main() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (mode, path) = spec.split_once('\n').expect("mode and path");
+    let fallback = mode.contains("fallback");
+    let lock = locksmith::engine::Lock::new(path).force_fallback(fallback);
+    match mode {
+        "hold" | "hold-fallback" => {
+            let g = lock.try_acquire().expect("acquire");
+            say(&format!("held {}", g.token()));
+            while read_command().is_some() {}
+            drop(g);
+        }
+        "crash-fallback-leave-writer" => {
+            use std::os::fd::AsFd;
+            let g = lock.try_acquire().expect("acquire");
+            rustix::io::fcntl_setfd(g.as_fd(), rustix::io::FdFlags::empty()).unwrap();
+            let mut sleep = Command::new("sleep");
+            sleep.arg("300").process_group(0);
+            let child = sleep.spawn().expect("spawn sleep");
+            say(&format!("writer {}", child.id()));
+            std::process::exit(0); // a crash: no release
+        }
+        "stampede" | "stampede-fallback" => {
+            let mut held = None;
+            while let Some(cmd) = read_command() {
+                if let Some(at) = cmd.strip_prefix("go ") {
+                    let at: i64 = at.parse().unwrap();
+                    while jiff::Timestamp::now().as_millisecond() < at {
+                        std::hint::spin_loop();
+                    }
+                    match lock.try_acquire() {
+                        Ok(g) => {
+                            held = Some(g);
+                            say("won");
+                        }
+                        Err(e) if e.is_held() => say(&format!("lost {e}")),
+                        Err(e) => say(&format!("error {e}")),
+                    }
+                } else if cmd == "crash" {
+                    assert!(held.is_some(), "told to crash without holding");
+                    std::process::exit(0); // the guard is never dropped: a crash
+                }
+            }
+        }
+        other => panic!("unknown helper mode {other}"),
+    }
+    std::process::exit(0);
+}
