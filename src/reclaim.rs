@@ -172,7 +172,7 @@ pub fn reclaim_rejudged(
             error: None,
             judgement: fresh.judgement,
         },
-        Err((e, now)) => Outcome::kept(path, now.unwrap_or(fresh.judgement), e),
+        Err((e, now)) => Outcome::kept(path, now.map_or(fresh.judgement, |j| *j), e),
     }
 }
 
@@ -283,7 +283,7 @@ fn remove_through_engine(
     f: &Finding,
     opts: &ReclaimOptions,
     windows: &Windows,
-) -> Result<PathBuf, (String, Option<Judgement>)> {
+) -> Result<PathBuf, (String, Option<Box<Judgement>>)> {
     let mut saved = None;
     let result = crate::engine::reclaim_with_windows(
         &f.path,
@@ -303,7 +303,7 @@ fn remove_through_engine(
             None,
         )),
         (Err(e), _) => {
-            let now = e.judgement().cloned();
+            let now = e.judgement().cloned().map(Box::new);
             Err((format!("not removed: {}", e.kind()), now))
         }
     }
