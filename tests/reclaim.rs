@@ -240,3 +240,57 @@ fn a_vanished_lock_is_reported_not_an_error_to_remove() {
     assert_eq!(outcome.action, Action::Kept);
     assert!(outcome.error.unwrap().contains("no longer a lock"));
 }
+
+#[test]
+fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_crash() {
+    let env = Env::new();
+    let dir = env.path().join("jobs");
+    fs::create_dir(&dir).unwrap();
+    let lock = dir.join("nightly.lock");
+    let mut holder = GroupGuard::spawn(
+        std::process::Command::new(env!("CARGO_BIN_EXE_locksmith"))
+            .arg("lock")
+            .arg(&lock)
+            .args(["--", "sleep", "600"])
+            .stdin(std::process::Stdio::null()),
+    );
+    wait_for("the engine's lock", || {
+        let (r, _) = env.scan_json(&[&dir]);
+        r.lock(&lock)
+            .is_some_and(|l| l.verdict == "live")
+            .then_some(())
+    });
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--json".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(parse_report(&out).reclaimed.map(|r| r.len()), Some(0));
+    assert!(lock.exists(), "a held lock is never reclaimed");
+
+    holder.kill();
+    let record = fs::read(&lock).unwrap();
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--json".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = parse_report(&out);
+    let l = report.expect_lock(&lock);
+    assert_eq!(
+        (l.dialect.as_str(), l.verdict.as_str()),
+        ("locksmith", "stale")
+    );
+    let r = &report.reclaimed.unwrap()[0];
+    assert_eq!((r.ok, r.action.as_str()), (true, "removed"), "{r:?}");
+    assert!(!lock.exists());
+    assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), record);
+    let journal = env.journal();
+    assert_eq!(journal.len(), 1);
+    assert_eq!(journal[0]["dialect"], "locksmith");
+    assert_eq!(journal[0]["sha256"], sha256_hex(&record));
+}
