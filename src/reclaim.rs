@@ -43,7 +43,8 @@ pub struct ReclaimOptions {
     pub dry_run: bool,
     /// Also remove vim swap files that hold unsaved changes.
     pub include_unsaved: bool,
-    /// Also remove `foreign` locks (owner on another host or PID namespace).
+    /// Also remove `foreign` locks (owner on another host or PID namespace). Locks of the
+    /// `locksmith` dialect are excepted: the engine's protocol removes only stale ones.
     pub force_foreign: bool,
 }
 

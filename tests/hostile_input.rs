@@ -158,6 +158,11 @@ fn hostile_tree_is_survived_judged_unknown_and_left_untouched() {
     let mut locks = build(&root);
     locks.extend(build_wide(&root.join("wide")));
     build_deep(&root.join("deep"));
+    let mut deep = root.join("deep");
+    for _ in 0..DEEP {
+        deep.push("d");
+    }
+    locks.push(deep.join("deep.pid"));
     let before = photograph(&root);
 
     let mut cmd = env.cmd(["--scan".as_ref(), "--json".as_ref(), root.as_os_str()]);
