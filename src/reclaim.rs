@@ -722,6 +722,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let lock = t.path().join(".notes.txt.swp");
         fs::write(&lock, "b0VIM 9.0").unwrap();
+        fs::write(t.path().join("notes.txt"), "saved text").unwrap();
         let vim = |p: &Path| {
             let mut f = found(p, Verdict::Stale);
             f.dialect = "vim-swap";

@@ -163,21 +163,25 @@ pub fn human_age(secs: u64) -> String {
 }
 
 /// For a vim swap file that holds unsaved changes: the command that recovers them, e.g.
-/// `vim -r /home/me/notes.txt`. The file is the one the swap name protects (`.notes.txt.swp`
-/// beside `notes.txt`); when the name does not say, the swap file itself (`vim -r` accepts
-/// both). Terminal-safe (escaped) and shell-quoted when needed.
+/// `vim -r /home/me/notes.txt`. The file named is the one the swap protects when it can be
+/// found (`.notes.txt.swp` beside `notes.txt`, or `%home%me%notes.txt.swp` in a `directory//`
+/// swap directory), else the swap file itself (`vim -r` accepts both). Terminal-safe
+/// (escaped) and shell-quoted when needed.
 pub fn vim_recover_hint(finding: &Finding) -> Option<String> {
     if finding.dialect != "vim-swap" || finding.judgement.unsaved_changes != Some(true) {
         return None;
     }
-    let target = vim_swap_original(&finding.path).unwrap_or_else(|| finding.path.clone());
+    let target = vim_swap_original(&finding.path)
+        .filter(|p| p.symlink_metadata().is_ok())
+        .unwrap_or_else(|| finding.path.clone());
     Some(format!(
         "vim -r {}",
         shell_quote(&escape::display_path(&target))
     ))
 }
 
-/// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`.
+/// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`; `dir/%a%b%name.swp` →
+/// `/a/b/name` (the full-path names of a `directory//` setting).
 fn vim_swap_original(swap: &Path) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
     let name = swap.file_name()?.as_bytes();
@@ -185,6 +189,13 @@ fn vim_swap_original(swap: &Path) -> Option<PathBuf> {
     let ext = &name[stem.len()..];
     if !(ext.len() == 4 && ext.starts_with(b".sw") && (b'a'..=b'p').contains(&ext[3])) {
         return None;
+    }
+    if stem.starts_with(b"%") {
+        let full: Vec<u8> = stem
+            .iter()
+            .map(|&b| if b == b'%' { b'/' } else { b })
+            .collect();
+        return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&full)));
     }
     let stem = stem.strip_prefix(b".").unwrap_or(stem);
     if stem.is_empty() {
@@ -258,23 +269,43 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn vim_hint_names_the_protected_file() {
+    fn vim_hint_names_the_protected_file_when_it_exists() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().to_str().unwrap();
+        std::fs::write(t.path().join("notes.txt"), "x").unwrap();
+        std::fs::write(t.path().join("my notes"), "x").unwrap();
         let mut j = Judgement::new(Verdict::Stale, "gone");
         j.unsaved_changes = Some(true);
-        let f = finding("/home/me/.notes.txt.swp", "vim-swap", j.clone());
+        let hint = |swap: &str| vim_recover_hint(&finding(swap, "vim-swap", j.clone()));
         assert_eq!(
-            vim_recover_hint(&f).as_deref(),
-            Some("vim -r /home/me/notes.txt")
+            hint(&format!("{dir}/.notes.txt.swp")),
+            Some(format!("vim -r {dir}/notes.txt"))
         );
-        let f = finding("/home/me/my notes.swo", "vim-swap", j.clone());
         assert_eq!(
-            vim_recover_hint(&f).as_deref(),
-            Some("vim -r '/home/me/my notes'")
+            hint(&format!("{dir}/my notes.swo")),
+            Some(format!("vim -r '{dir}/my notes'"))
         );
-        let f = finding("/tmp/.swp", "vim-swap", j.clone());
-        assert_eq!(vim_recover_hint(&f).as_deref(), Some("vim -r /tmp/.swp"));
-        j.unsaved_changes = Some(false);
-        assert_eq!(vim_recover_hint(&finding("/x/.a.swp", "vim-swap", j)), None);
+        let encoded = format!("{dir}/notes.txt").replace('/', "%");
+        assert_eq!(
+            hint(&format!("/var/swap/{encoded}.swp")),
+            Some(format!("vim -r {dir}/notes.txt"))
+        );
+        // No such file: the swap file itself.
+        assert_eq!(
+            hint(&format!("{dir}/.gone.txt.swp")),
+            Some(format!("vim -r {dir}/.gone.txt.swp"))
+        );
+        assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
+        let mut saved = j.clone();
+        saved.unsaved_changes = Some(false);
+        assert_eq!(
+            vim_recover_hint(&finding(
+                &format!("{dir}/.notes.txt.swp"),
+                "vim-swap",
+                saved
+            )),
+            None
+        );
     }
 
     #[test]

@@ -318,7 +318,7 @@ mod tests {
         let text = render(&r, false);
         assert!(
             text.contains(
-                "note: /x/.notes.swp holds unsaved changes: recover them with `vim -r /x/notes`"
+                "note: /x/.notes.swp holds unsaved changes: recover them with `vim -r /x/.notes.swp`"
             ),
             "{text}"
         );
