@@ -33,8 +33,8 @@ pub fn run(args: ScanArgs) -> i32 {
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let config = Config::load(args.config.as_deref())?;
     let roots = config.roots(&args.paths);
-    let snap = Snapshot::take();
     let started = Instant::now();
+    let snap = Snapshot::take();
     let found: Mutex<(Vec<Finding>, Vec<ScanError>)> = Mutex::default();
     let sink = |event: ScanEvent| {
         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
