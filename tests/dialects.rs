@@ -147,7 +147,10 @@ fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
         network: true,
     };
     let d = dialect::by_id(id).expect("dialect");
-    assert!(d.recognise(&lc.candidate()), "{id} does not recognise {path:?}");
+    assert!(
+        d.recognise(&lc.candidate()),
+        "{id} does not recognise {path:?}"
+    );
     d.judge(&lc.candidate(), &snap, &Windows::default())
 }
 
@@ -232,6 +235,17 @@ fn comm(pid: i32) -> String {
 /// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
 /// in `cwd`, and waits until it has exec'd.
 fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Proc {
+    spawn_as_env(bin_dir, name, program, args, cwd, &[])
+}
+
+fn spawn_as_env(
+    bin_dir: &Path,
+    name: &str,
+    program: &str,
+    args: &[&str],
+    cwd: &Path,
+    env: &[(&str, &Path)],
+) -> Proc {
     let exe = bin_dir.join(name);
     if !exe.exists() {
         fs::create_dir_all(bin_dir).unwrap();
@@ -241,6 +255,7 @@ fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path
         Command::new(&exe)
             .args(args)
             .current_dir(cwd)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -253,9 +268,32 @@ fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path
     p
 }
 
-/// Holds an flock on `path` from a child (`flock PATH sleep 600`) until dropped.
-fn hold_flock(path: &Path) -> Proc {
-    let p = Proc::spawn(
+/// An flock held on a file by a child (`flock PATH sleep 600`, in its own process group).
+/// Dropping it kills the group and waits until the kernel has released the lock (the `sleep`
+/// shares the locked open file description and may die a moment after `flock`).
+struct Held {
+    proc: Proc,
+    key: FileKey,
+}
+
+impl Held {
+    fn pid(&self) -> i32 {
+        self.proc.pid()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.proc.kill();
+        let key = self.key;
+        wait_until("the flock to be released", Duration::from_secs(10), || {
+            !Snapshot::take().kernel_locked(key)
+        });
+    }
+}
+
+fn hold_flock(path: &Path) -> Held {
+    let proc = Proc::spawn(
         Command::new("flock")
             .arg(path)
             .args(["sleep", "600"])
@@ -267,7 +305,7 @@ fn hold_flock(path: &Path) -> Proc {
     wait_until("the flock", Duration::from_secs(10), || {
         Snapshot::take().kernel_locked(key)
     });
-    p
+    Held { proc, key }
 }
 
 const BAD_PIDS: &[&str] = &["garbage", "0", "-1", "2147483648", "1; rm -rf /"];
@@ -349,7 +387,7 @@ fn pidfile_bad_content_is_unknown() {
     }
     // What was wrong is quoted, escaped.
     let f = judge(&write(&dir.path().join("esc.pid"), "1; rm -rf /\x1b[2J\n"));
-    assert_evidence(&f, "\"1; rm -rf /\\u{1b}[2J\\n\"");
+    assert_evidence(&f, "\"1; rm -rf /\\u{1b}[2J\"");
     assert!(!evidence(&f).contains('\x1b'));
 
     // lockfile-create without --use-pid writes 0: no owner to check.
@@ -429,7 +467,10 @@ fn dotlockfile_writes_its_parent_pid() {
 fn x11_fixture_and_verdicts() {
     let dir = tempdir();
     let tmp = dir.path();
-    let f = judge(&write(&tmp.join(".X57-lock"), fixture("x11/display-lock.txt")));
+    let f = judge(&write(
+        &tmp.join(".X57-lock"),
+        fixture("x11/display-lock.txt"),
+    ));
     assert_eq!(f.dialect, "x11");
     let owner = f.judgement.owner.unwrap();
     assert_eq!(owner.pid, Some(14675));
@@ -445,7 +486,10 @@ fn x11_fixture_and_verdicts() {
 
     // Our own process is alive, but is no X server.
     let f = expect(
-        &write(&tmp.join(".X59-lock"), format!("{:>10}\n", std::process::id())),
+        &write(
+            &tmp.join(".X59-lock"),
+            format!("{:>10}\n", std::process::id()),
+        ),
         "x11",
         Verdict::Stale,
     );
@@ -461,7 +505,10 @@ fn x11_fixture_and_verdicts() {
     assert_eq!(f.judgement.process.unwrap().pid, xvfb.pid());
 
     for (i, bad) in BAD_PIDS.iter().enumerate() {
-        let path = write(&tmp.join(format!(".X{}-lock", 70 + i)), format!("{bad:>10}\n"));
+        let path = write(
+            &tmp.join(format!(".X{}-lock", 70 + i)),
+            format!("{bad:>10}\n"),
+        );
         expect(&path, "x11", Verdict::Unknown);
     }
 }
@@ -472,31 +519,41 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
         eprintln!("Xvfb not installed: skipped");
         return;
     }
-    // -displayfd: Xvfb picks a free display and prints its number.
-    let mut x = Proc::spawn(
-        Command::new("Xvfb")
-            .args(["-displayfd", "1", "-nolisten", "tcp", "-nolisten", "unix"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
-    );
-    let mut out = x.0.stdout.take().unwrap();
-    let display = {
-        use std::io::Read;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let mut b = [0u8; 1];
-            while out.read(&mut b).unwrap_or(0) == 1 && b[0] != b'\n' {
-                s.push(b[0] as char);
+    // A display nobody uses (-displayfd would pick one, but then Xvfb writes no lock).
+    let mut display = 100 + std::process::id() % 400;
+    let (mut x, lock) = loop {
+        let lock = PathBuf::from(format!("/tmp/.X{display}-lock"));
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{display}"));
+        if lock.exists() || socket.exists() {
+            display += 1;
+            continue;
+        }
+        let mut x = Proc::spawn(
+            Command::new("Xvfb")
+                .arg(format!(":{display}"))
+                .args(["-nolisten", "tcp"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let pid = x.pid();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mine = loop {
+            if fs::read_to_string(&lock).is_ok_and(|t| t.trim() == pid.to_string()) {
+                break true;
             }
-            let _ = tx.send(s);
-        });
-        rx.recv_timeout(Duration::from_secs(30))
-            .expect("Xvfb printed its display")
+            if x.0.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if mine {
+            break (x, lock);
+        }
+        x.kill();
+        display += 1;
+        assert!(display < 1000, "no free X display");
     };
-    let lock = PathBuf::from(format!("/tmp/.X{}-lock", display.trim()));
-    assert!(lock.exists(), "{}", lock.display());
     let f = expect(&lock, "x11", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().pid, Some(x.pid() as i64));
 
@@ -504,6 +561,7 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
     let f = expect(&lock, "x11", Verdict::Stale);
     assert_evidence(&f, "ESRCH");
     let _ = fs::remove_file(&lock);
+    let _ = fs::remove_file(format!("/tmp/.X11-unix/X{display}"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -557,7 +615,10 @@ fn vim_swap_verdicts_follow_pid_and_host() {
 
     let dead = dead_pid() as u32;
     let f = expect(
-        &write(&tmp.join(".a.swp"), swap_with("vim-swap/dirty-swap.bin", dead, &host)),
+        &write(
+            &tmp.join(".a.swp"),
+            swap_with("vim-swap/dirty-swap.bin", dead, &host),
+        ),
         "vim-swap",
         Verdict::Stale,
     );
@@ -589,7 +650,11 @@ fn vim_swap_verdicts_follow_pid_and_host() {
     let f = expect(
         &write(
             &tmp.join(".d.swp"),
-            swap_with("vim-swap/clean-swap.bin", vim.pid() as u32, "elsewhere.example"),
+            swap_with(
+                "vim-swap/clean-swap.bin",
+                vim.pid() as u32,
+                "elsewhere.example",
+            ),
         ),
         "vim-swap",
         Verdict::Foreign,
@@ -598,13 +663,20 @@ fn vim_swap_verdicts_follow_pid_and_host() {
 
     // Without the leading dot (a swap in 'directory').
     expect(
-        &write(&tmp.join("e.txt.swp"), swap_with("vim-swap/clean-swap.bin", 0, &host)),
+        &write(
+            &tmp.join("e.txt.swp"),
+            swap_with("vim-swap/clean-swap.bin", 0, &host),
+        ),
         "vim-swap",
         Verdict::Unknown,
     );
     // Cut short, or not a swap at all.
     let short = fixture("vim-swap/clean-swap.bin")[..600].to_vec();
-    let f = expect(&write(&tmp.join(".f.swp"), short), "vim-swap", Verdict::Unknown);
+    let f = expect(
+        &write(&tmp.join(".f.swp"), short),
+        "vim-swap",
+        Verdict::Unknown,
+    );
     assert_evidence(&f, "cut short");
     let judged = judge(&write(&tmp.join(".g.swp"), "1; rm -rf /"));
     assert_eq!(judged.judgement.verdict, Verdict::Unknown);
@@ -637,7 +709,9 @@ fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
     assert_eq!(f.judgement.unsaved_changes, Some(false));
 
     let mut stdin = vim.0.stdin.take().unwrap();
-    stdin.write_all(b"normal Ounsaved line\npreserve\n").unwrap();
+    stdin
+        .write_all(b"normal Ounsaved line\npreserve\n")
+        .unwrap();
     stdin.flush().unwrap();
     wait_until("the dirty flag", Duration::from_secs(20), || {
         judge(&swap).judgement.unsaved_changes == Some(true)
@@ -691,14 +765,20 @@ fn emacs_verdicts_follow_pid_host_and_boot() {
     );
     // With Emacs's boot time: this boot matches.
     let f = expect(
-        &link(&tmp.join(".#c"), &format!("root@{host}.{}:{boot}", emacs.pid())),
+        &link(
+            &tmp.join(".#c"),
+            &format!("root@{host}.{}:{boot}", emacs.pid()),
+        ),
         "emacs",
         Verdict::Live,
     );
     assert_evidence(&f, "matches this boot");
     // Another boot and a dead PID: stale, saying so.
     let f = expect(
-        &link(&tmp.join(".#d"), &format!("root@{host}.{dead}:{}", boot - 86_400)),
+        &link(
+            &tmp.join(".#d"),
+            &format!("root@{host}.{dead}:{}", boot - 86_400),
+        ),
         "emacs",
         Verdict::Stale,
     );
@@ -711,22 +791,35 @@ fn emacs_verdicts_follow_pid_host_and_boot() {
     );
     // Our own process is no emacs.
     let f = expect(
-        &link(&tmp.join(".#f"), &format!("root@{host}.{}", std::process::id())),
+        &link(
+            &tmp.join(".#f"),
+            &format!("root@{host}.{}", std::process::id()),
+        ),
         "emacs",
         Verdict::Stale,
     );
     assert_evidence(&f, "not emacs");
     // Another host.
     expect(
-        &link(&tmp.join(".#g"), &format!("root@elsewhere.example.{}", emacs.pid())),
+        &link(
+            &tmp.join(".#g"),
+            &format!("root@elsewhere.example.{}", emacs.pid()),
+        ),
         "emacs",
         Verdict::Foreign,
     );
     for (i, bad) in BAD_PIDS.iter().enumerate() {
-        let path = link(&tmp.join(format!(".#bad{i}")), &format!("root@{host}.{bad}"));
+        let path = link(
+            &tmp.join(format!(".#bad{i}")),
+            &format!("root@{host}.{bad}"),
+        );
         expect(&path, "emacs", Verdict::Unknown);
     }
-    expect(&link(&tmp.join(".#h"), "no owner here"), "emacs", Verdict::Unknown);
+    expect(
+        &link(&tmp.join(".#h"), "no owner here"),
+        "emacs",
+        Verdict::Unknown,
+    );
 }
 
 #[test]
@@ -781,9 +874,7 @@ fn office_processes() -> Vec<i32> {
     let snap = Snapshot::take();
     snap.processes()
         .iter()
-        .filter(|p| {
-            locksmith::dialect::common::proc_is(p, locksmith::dialect::libreoffice::OFFICE)
-        })
+        .filter(|p| locksmith::dialect::common::proc_is(p, locksmith::dialect::libreoffice::OFFICE))
         .map(|p| p.pid)
         .collect()
 }
@@ -830,9 +921,11 @@ fn libreoffice_fixture_and_verdicts() {
     let office = spawn_as(&bin, "soffice.bin", "tail", &["-f", "report.odt"], tmp);
     let key = FileKey::of(&fs::metadata(&doc).unwrap());
     let pid = office.pid();
-    wait_until("soffice.bin to open the document", Duration::from_secs(10), || {
-        Snapshot::take().openers(key).iter().any(|h| h.pid == pid)
-    });
+    wait_until(
+        "soffice.bin to open the document",
+        Duration::from_secs(10),
+        || Snapshot::take().openers(key).iter().any(|h| h.pid == pid),
+    );
     let f = expect(&lock, "libreoffice", Verdict::Live);
     assert!(
         f.judgement
@@ -850,9 +943,15 @@ fn libreoffice_fixture_and_verdicts() {
     assert_evidence(&f, &office.pid().to_string());
     drop(office);
 
-    for (i, bad) in ["", "garbage", ",,,,", "a,b;", "\x1b[2J,u,h,01.01.2024 10:00,x"]
-        .iter()
-        .enumerate()
+    for (i, bad) in [
+        "",
+        "garbage",
+        ",,,,",
+        "a,b;",
+        "\x1b[2J,u,h,01.01.2024 10:00,x",
+    ]
+    .iter()
+    .enumerate()
     {
         let path = write(&tmp.join(format!(".~lock.bad{i}#")), bad);
         expect(&path, "libreoffice", Verdict::Unknown);
@@ -880,7 +979,7 @@ fn postgres_fixture_parses_to_its_owner() {
         fixture("postgres/postmaster-pid.txt"),
     ));
     assert_eq!(f.dialect, "postgres");
-    let owner = f.judgement.owner.unwrap();
+    let owner = f.judgement.owner.clone().unwrap();
     assert_eq!(owner.pid, Some(14928));
     let detail = owner.detail.unwrap();
     assert!(detail.contains("/tmp/fx/pg/data"), "{detail}");
@@ -904,14 +1003,20 @@ fn postgres_verdicts() {
     assert_evidence(&f, "ESRCH");
 
     // The Docker trap: the PID is alive but belongs to an unrelated process.
-    write(&pidfile, postmaster_with(std::process::id() as i64, &data, now));
+    write(
+        &pidfile,
+        postmaster_with(std::process::id() as i64, &data, now),
+    );
     let f = expect(&pidfile, "postgres", Verdict::Stale);
     assert_evidence(&f, "unrelated process");
 
     // A postgres running in this data directory: live.
     let bin = dir.path().join("bin");
     let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
-    write(&pidfile, postmaster_with(pg.pid() as i64, &data, now_ms() / 1000));
+    write(
+        &pidfile,
+        postmaster_with(pg.pid() as i64, &data, now_ms() / 1000),
+    );
     let f = expect(&pidfile, "postgres", Verdict::Live);
     assert_evidence(&f, "run in this data directory");
     assert_eq!(f.judgement.process.unwrap().pid, pg.pid());
@@ -925,7 +1030,10 @@ fn postgres_verdicts() {
     let other = dir.path().join("other");
     fs::create_dir_all(&other).unwrap();
     let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &other);
-    write(&pidfile, postmaster_with(pg.pid() as i64, &data, now_ms() / 1000));
+    write(
+        &pidfile,
+        postmaster_with(pg.pid() as i64, &data, now_ms() / 1000),
+    );
     let f = expect(&pidfile, "postgres", Verdict::Stale);
     assert_evidence(&f, "another data directory");
     drop(pg);
@@ -933,7 +1041,11 @@ fn postgres_verdicts() {
     // Written in another mount namespace (a container's volume seen from the host).
     write(
         &pidfile,
-        postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), now),
+        postmaster_with(
+            dead_pid() as i64,
+            Path::new("/var/lib/postgresql/data"),
+            now,
+        ),
     );
     let f = expect(&pidfile, "postgres", Verdict::Foreign);
     assert_evidence(&f, "another mount namespace");
@@ -965,7 +1077,10 @@ fn chromium_fixture_and_verdicts() {
     assert_eq!(owner.pid, Some(16150));
 
     let f = expect(
-        &link(&tmp.join("a/SingletonLock"), &format!("{host}-{}", dead_pid())),
+        &link(
+            &tmp.join("a/SingletonLock"),
+            &format!("{host}-{}", dead_pid()),
+        ),
         "chromium",
         Verdict::Stale,
     );
@@ -973,7 +1088,10 @@ fn chromium_fixture_and_verdicts() {
 
     let chromium = spawn_as(&tmp.join("bin"), "chromium", "sleep", &["600"], tmp);
     expect(
-        &link(&tmp.join("b/SingletonLock"), &format!("{host}-{}", chromium.pid())),
+        &link(
+            &tmp.join("b/SingletonLock"),
+            &format!("{host}-{}", chromium.pid()),
+        ),
         "chromium",
         Verdict::Live,
     );
@@ -1005,7 +1123,13 @@ fn chromium_fixture_and_verdicts() {
             &tmp.join(format!("bad{i}/SingletonLock")),
             &format!("{host}-{bad}"),
         );
-        expect(&path, "chromium", Verdict::Unknown);
+        // Chromium splits at the last '-': `HOST--1` names host `HOST-` and PID 1.
+        let verdict = if *bad == "-1" {
+            Verdict::Foreign
+        } else {
+            Verdict::Unknown
+        };
+        expect(&path, "chromium", verdict);
     }
     expect(
         &write(&tmp.join("e/SingletonLock"), "not a link"),
@@ -1024,7 +1148,12 @@ fn chromium_real_browser_is_live_then_stale() {
     let profile = dir.path().join("profile");
     let mut browser = Proc::spawn(
         Command::new("chromium")
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+            ])
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(["--remote-debugging-port=0", "about:blank"])
             .env("HOME", dir.path())
@@ -1044,6 +1173,752 @@ fn chromium_real_browser_is_live_then_stale() {
         judge(&lock).judgement.verdict == Verdict::Stale
     });
     let f = expect(&lock, "chromium", Verdict::Stale);
-    assert_eq!(f.judgement.owner.unwrap().pid, Some(pid));
+    assert_eq!(f.judgement.owner.clone().unwrap().pid, Some(pid));
     assert_evidence(&f, "ESRCH");
+}
+
+// ---------------------------------------------------------------------------------------------
+// firefox
+
+fn profile_with(dir: &Path, target: &str, parentlock: bool) -> PathBuf {
+    if parentlock {
+        write(&dir.join(".parentlock"), fixture("firefox/parentlock.bin"));
+    }
+    link(&dir.join("lock"), target)
+}
+
+#[test]
+fn firefox_fixture_and_verdicts() {
+    let dir = tempdir();
+    let tmp = dir.path();
+
+    // The captured profile after a crash: the link stays, nobody holds .parentlock.
+    let lock = profile_with(
+        &tmp.join("fx"),
+        &fixture_text("firefox/lock-target.txt"),
+        true,
+    );
+    let f = expect(&lock, "firefox", Verdict::Stale);
+    let owner = f.judgement.owner.clone().unwrap();
+    assert_eq!(owner.pid, Some(19991));
+    assert!(owner.detail.unwrap().contains("127.0.0.1"));
+    assert_evidence(&f, ".parentlock");
+    let parent = tmp.join("fx/.parentlock");
+    let f = expect(&parent, "firefox", Verdict::Free);
+    assert!(f.judgement.holders.is_empty());
+
+    // Held: both are live, the kernel lock says who.
+    let holder = hold_flock(&parent);
+    let f = expect(&parent, "firefox", Verdict::Live);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+    let f = expect(&lock, "firefox", Verdict::Live);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+    drop(holder);
+
+    // No .parentlock: the PID decides.
+    let f = expect(
+        &profile_with(&tmp.join("a"), &format!("127.0.1.1:+{}", dead_pid()), false),
+        "firefox",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+    let firefox = spawn_as(&tmp.join("bin"), "firefox-esr", "sleep", &["600"], tmp);
+    expect(
+        &profile_with(
+            &tmp.join("b"),
+            &format!("127.0.1.1:+{}", firefox.pid()),
+            false,
+        ),
+        "firefox",
+        Verdict::Live,
+    );
+    let f = expect(
+        &profile_with(
+            &tmp.join("c"),
+            &format!("10.0.0.7:{}", std::process::id()),
+            false,
+        ),
+        "firefox",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "not firefox");
+
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        let path = profile_with(
+            &tmp.join(format!("bad{i}")),
+            &format!("127.0.0.1:+{bad}"),
+            false,
+        );
+        expect(&path, "firefox", Verdict::Unknown);
+    }
+
+    // On a network file system, an unlocked .parentlock proves nothing about other machines.
+    let nfs = profile_with(&tmp.join("nfs"), &format!("10.0.0.7:+{}", dead_pid()), true);
+    let j = judge_on_nfs(&nfs, "firefox");
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+}
+
+#[test]
+fn firefox_real_browser_is_live_then_stale() {
+    let Some(program) = ["firefox-esr", "firefox"].into_iter().find(|p| have(p)) else {
+        eprintln!("firefox not installed: skipped");
+        return;
+    };
+    let dir = tempdir();
+    let profile = dir.path().join("profile");
+    fs::create_dir_all(&profile).unwrap();
+    let mut browser = Proc::spawn(
+        Command::new(program)
+            .args(["--headless", "--no-remote", "--profile"])
+            .arg(&profile)
+            .arg("about:blank")
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = profile.join("lock");
+    let parent = profile.join(".parentlock");
+    wait_until("the profile lock", Duration::from_secs(90), || {
+        fs::symlink_metadata(&lock).is_ok()
+            && fs::metadata(&parent).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m)))
+    });
+    let f = expect(&lock, "firefox", Verdict::Live);
+    let pid = f.judgement.owner.unwrap().pid.unwrap();
+    assert!(f.judgement.holders.iter().any(|h| h.pid as i64 == pid));
+    expect(&parent, "firefox", Verdict::Live);
+
+    browser.kill();
+    wait_until("firefox to exit", Duration::from_secs(30), || {
+        judge(&parent).judgement.verdict == Verdict::Free
+    });
+    let f = expect(&lock, "firefox", Verdict::Stale);
+    assert_evidence(&f, "fcntl lock");
+}
+
+// ---------------------------------------------------------------------------------------------
+// terraform
+
+fn lock_info_for(who: &str) -> String {
+    fixture_text("terraform/lock-info.json").replacen(
+        "\"Who\":\"root@vm\"",
+        &format!("\"Who\":\"{who}\""),
+        1,
+    )
+}
+
+#[test]
+fn terraform_fixture_and_verdicts() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+
+    let f = judge(&write(
+        &tmp.join("fixture/.terraform.tfstate.lock.info"),
+        fixture("terraform/lock-info.json"),
+    ));
+    assert_eq!(f.dialect, "terraform");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.user.as_deref(), Some("root"));
+    assert_eq!(owner.hostname.as_deref(), Some("vm"));
+    assert!(owner.created_at.unwrap().starts_with("2026-11-29T23:44:27"));
+    let detail = owner.detail.unwrap();
+    assert!(
+        detail.contains("OperationTypeApply") && detail.contains("1.11.4"),
+        "{detail}"
+    );
+
+    let ws = tmp.join("ws");
+    let state = write(&ws.join("terraform.tfstate"), "{}");
+    let info = write(
+        &ws.join(".terraform.tfstate.lock.info"),
+        lock_info_for(&format!("root@{host}")),
+    );
+    let f = expect(&info, "terraform", Verdict::Stale);
+    assert_evidence(&f, "no process holds a kernel lock");
+
+    let holder = hold_flock(&state);
+    let f = expect(&info, "terraform", Verdict::Live);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+    drop(holder);
+
+    let j = judge_on_nfs(&info, "terraform");
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+
+    write(&info, lock_info_for("ci@build-7.example"));
+    expect(&info, "terraform", Verdict::Foreign);
+
+    // A workspace state named otherwise, and gone.
+    let gone = write(
+        &ws.join(".prod.tfstate.lock.info"),
+        lock_info_for(&format!("root@{host}")),
+    );
+    let f = expect(&gone, "terraform", Verdict::Stale);
+    assert_evidence(&f, "does not exist");
+
+    for (i, bad) in ["", "garbage", "{\"ID\": 5}", "[1,2]", "1; rm -rf /"]
+        .iter()
+        .enumerate()
+    {
+        let path = write(
+            &tmp.join(format!("bad{i}/.terraform.tfstate.lock.info")),
+            bad,
+        );
+        expect(&path, "terraform", Verdict::Unknown);
+    }
+}
+
+#[test]
+fn terraform_real_apply_is_live_then_stale() {
+    if !have("terraform") {
+        eprintln!("terraform not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let ws = dir.path();
+    write(
+        &ws.join("main.tf"),
+        "resource \"terraform_data\" \"stamp\" {\n  input = timestamp()\n}\n",
+    );
+    write(&ws.join("home/.terraformrc"), "");
+    let env = |c: &mut Command| {
+        c.current_dir(ws)
+            .env("HOME", ws.join("home"))
+            .env("TF_IN_AUTOMATION", "1")
+            .env("CHECKPOINT_DISABLE", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+    };
+    let mut init = Command::new("terraform");
+    init.args(["init", "-input=false", "-no-color"]);
+    env(&mut init);
+    let mut init = Proc::spawn(init.stdin(Stdio::null()));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = init.0.try_wait().unwrap() {
+            assert!(status.success(), "terraform init failed");
+            break;
+        }
+        assert!(Instant::now() < deadline, "terraform init timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // `apply` waits at its confirmation prompt, holding the state lock, while we keep its
+    // stdin open.
+    let mut apply = Command::new("terraform");
+    apply.args(["apply", "-no-color"]);
+    env(&mut apply);
+    let mut apply = Proc::spawn(apply.stdin(Stdio::piped()));
+    let info = ws.join(".terraform.tfstate.lock.info");
+    let state = ws.join("terraform.tfstate");
+    wait_until("the state lock", Duration::from_secs(60), || {
+        info.exists()
+            && fs::metadata(&state).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m)))
+    });
+    let f = expect(&info, "terraform", Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == apply.pid() && h.how == HolderHow::Posix),
+        "{:#?}",
+        f.judgement
+    );
+    apply.kill();
+    let f = expect(&info, "terraform", Verdict::Stale);
+    assert_evidence(&f, "terraform.tfstate");
+}
+
+// ---------------------------------------------------------------------------------------------
+// git
+
+/// A minimal repository layout: `repo/.git/{HEAD,refs/heads}` and a work-tree subdirectory.
+fn fake_repo(root: &Path) -> PathBuf {
+    let repo = root.join("repo");
+    write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
+    fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
+    fs::create_dir_all(repo.join("src")).unwrap();
+    repo
+}
+
+fn old(path: &Path) -> &Path {
+    set_mtime_ms(path, now_ms() - 60_000);
+    path
+}
+
+#[test]
+fn git_fixtures_and_verdicts_without_a_git_process() {
+    let dir = tempdir();
+    let repo = fake_repo(dir.path());
+
+    let index = write(
+        &repo.join(".git/index.lock"),
+        fixture("git/index-lock-commit-editor.bin"),
+    );
+    // Just made: git may be starting.
+    let f = expect(&index, "git", Verdict::Unknown);
+    assert_evidence(&f, "just starting");
+    let f = expect(old(&index), "git", Verdict::Stale);
+    assert_evidence(&f, "no git process works in");
+    assert_evidence(&f, "no process has the lock open");
+    assert!(
+        f.judgement.owner.unwrap().detail.unwrap().contains("index"),
+        "detail names what is written"
+    );
+
+    let reflock = write(
+        &repo.join(".git/refs/heads/main.lock"),
+        fixture("git/ref-lock-main.txt"),
+    );
+    let f = expect(old(&reflock), "git", Verdict::Stale);
+    assert!(
+        f.judgement
+            .owner
+            .unwrap()
+            .detail
+            .unwrap()
+            .contains("ref value")
+    );
+
+    // An empty lock under .git is git's, not a free flock file.
+    let head = write(
+        &repo.join(".git/HEAD.lock"),
+        fixture("git/head-lock-empty.txt"),
+    );
+    expect(old(&head), "git", Verdict::Stale);
+    let packed = write(&repo.join(".git/packed-refs.lock"), "");
+    expect(old(&packed), "git", Verdict::Stale);
+
+    // Open in a process: live, whatever its age.
+    let open = fs::File::open(&index).unwrap();
+    let f = expect(&index, "git", Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == std::process::id() as i32 && h.how == HolderHow::Open)
+    );
+    drop(open);
+
+    // A network file system: a git on another machine may hold it.
+    let j = judge_on_nfs(&index, "git");
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
+}
+
+#[test]
+fn git_pid_files() {
+    let dir = tempdir();
+    let repo = fake_repo(dir.path());
+    let pid_text = fixture_text("git/pid-lock.txt");
+    assert_eq!(pid_text, "pid 99999");
+
+    let lock = write(&repo.join(".git/index.lock"), "");
+    let pidfile = write(
+        &repo.join(".git/index~pid.lock"),
+        format!("pid {}", dead_pid()),
+    );
+    // The recorded owner is gone: stale at once, both files.
+    let f = expect(&lock, "git", Verdict::Stale);
+    assert_evidence(&f, "git recorded the lock's owner as PID");
+    assert_evidence(&f, "ESRCH");
+    expect(&pidfile, "git", Verdict::Stale);
+
+    let git = spawn_as(
+        &dir.path().join("bin"),
+        "git",
+        "sleep",
+        &["600"],
+        dir.path(),
+    );
+    write(&pidfile, format!("pid {}", git.pid()));
+    let f = expect(&lock, "git", Verdict::Live);
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(git.pid() as i64));
+
+    for (i, bad) in BAD_PIDS.iter().enumerate() {
+        let path = write(
+            &repo.join(format!(".git/bad{i}~pid.lock")),
+            format!("pid {bad}"),
+        );
+        expect(&path, "git", Verdict::Unknown);
+    }
+    let f = expect(
+        &write(&repo.join(".git/x~pid.lock"), &pid_text[4..]),
+        "git",
+        Verdict::Unknown,
+    );
+    assert_evidence(&f, "not \"pid N\"");
+}
+
+#[test]
+fn git_process_in_the_repository_keeps_its_locks_live() {
+    let dir = tempdir();
+    let repo = fake_repo(dir.path());
+    let bin = dir.path().join("bin");
+    let index = write(
+        &repo.join(".git/index.lock"),
+        fixture("git/index-lock-commit-editor.bin"),
+    );
+    old(&index);
+
+    // A git whose working directory is inside the work tree.
+    let git = spawn_as(&bin, "git", "sleep", &["600"], &repo.join("src"));
+    let f = expect(&index, "git", Verdict::Live);
+    assert_evidence(&f, &format!("{} (cwd", git.pid()));
+    drop(git);
+
+    // A git working elsewhere with GIT_DIR pointing here.
+    let git = spawn_as_env(
+        &bin,
+        "git",
+        "sleep",
+        &["600"],
+        dir.path(),
+        &[("GIT_DIR", &repo.join(".git"))],
+    );
+    let f = expect(&index, "git", Verdict::Live);
+    assert_evidence(&f, "GIT_DIR");
+    drop(git);
+
+    // A git in another directory proves nothing: it is listed as checked.
+    let git = spawn_as(&bin, "git", "sleep", &["600"], dir.path());
+    let f = expect(&index, "git", Verdict::Stale);
+    assert_evidence(&f, &git.pid().to_string());
+}
+
+fn run_git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
+    if !have("git") {
+        eprintln!("git not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    run_git(&repo, &["init", "-q", "-b", "main"]);
+    write(&repo.join("a.txt"), "one\n");
+    run_git(&repo, &["add", "a.txt"]);
+    run_git(&repo, &["commit", "-qm", "first"]);
+    write(&repo.join("a.txt"), "two\n");
+
+    // `git commit -a` writes the new index to index.lock, then waits for the editor without
+    // holding the lock open.
+    let mut commit = Proc::spawn(
+        Command::new("git")
+            .args(["commit", "-a"])
+            .current_dir(&repo)
+            .env("HOME", dir.path())
+            // Run through the shell with the file name appended: comment it out.
+            .env("GIT_EDITOR", "sleep 600 #")
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let index = repo.join(".git/index.lock");
+    wait_until("index.lock", Duration::from_secs(30), || {
+        fs::metadata(&index).is_ok_and(|m| m.len() > 0)
+    });
+    old(&index);
+    let f = expect(&index, "git", Verdict::Live);
+    assert_evidence(&f, &format!("{} (cwd", commit.pid()));
+    assert!(f.judgement.holders.is_empty(), "git does not hold it open");
+
+    commit.kill();
+    let f = expect(&index, "git", Verdict::Stale);
+    assert_evidence(&f, "no git process works in");
+}
+
+#[test]
+fn git_in_a_linked_worktree_keeps_shared_locks_live() {
+    if !have("git") {
+        eprintln!("git not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(&repo).unwrap();
+    run_git(&repo, &["init", "-q", "-b", "main"]);
+    write(&repo.join("a.txt"), "one\n");
+    run_git(&repo, &["add", "a.txt"]);
+    run_git(&repo, &["commit", "-qm", "first"]);
+    let wt = dir.path().join("wt");
+    run_git(
+        &repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            wt.to_str().unwrap(),
+            "-b",
+            "feature",
+        ],
+    );
+
+    let lock = write(&repo.join(".git/refs/heads/feature.lock"), "");
+    old(&lock);
+    expect(&lock, "git", Verdict::Stale);
+    let git = spawn_as(&dir.path().join("bin"), "git", "sleep", &["600"], &wt);
+    let f = expect(&lock, "git", Verdict::Live);
+    assert_evidence(&f, &git.pid().to_string());
+}
+
+// ---------------------------------------------------------------------------------------------
+// mkdir-lock
+
+#[test]
+fn mkdir_lock_heartbeat() {
+    let dir = tempdir();
+    let lock = dir.path().join("db.json.lock");
+    fs::create_dir(&lock).unwrap();
+    let f = expect(&lock, "mkdir-lock", Verdict::Live);
+    assert_evidence(&f, "within the 10 s stale window");
+
+    set_mtime_ms(&lock, now_ms() - 60_000);
+    let f = expect(&lock, "mkdir-lock", Verdict::Stale);
+    assert_evidence(&f, "1 min 0 s ago");
+
+    set_mtime_ms(&lock, now_ms() + 3_600_000);
+    expect(&lock, "mkdir-lock", Verdict::Unknown);
+
+    // Held with flock (open and locked): live whatever its age.
+    set_mtime_ms(&lock, now_ms() - 60_000);
+    let holder = hold_flock(&lock);
+    let f = expect(&lock, "mkdir-lock", Verdict::Live);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+    drop(holder);
+
+    // A directory not named like a lock is no lock.
+    let plain = dir.path().join("data");
+    fs::create_dir(&plain).unwrap();
+    let snap = Snapshot::take();
+    assert!(
+        scan::judge_path(&plain, &snap, &Config::embedded())
+            .unwrap()
+            .is_none()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// flock
+
+#[test]
+fn flock_files_are_free_or_live() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let empty = write(&tmp.join("build.lock"), fixture("flock/flock-command.bin"));
+    let f = expect(&empty, "flock", Verdict::Free);
+    assert!(f.judgement.holders.is_empty());
+    let cache = write(
+        &tmp.join("cargo/.package-cache"),
+        fixture("flock/cargo-package-cache.bin"),
+    );
+    expect(&cache, "flock", Verdict::Free);
+    let dpkg = write(
+        &tmp.join("var/lib/dpkg/lock"),
+        fixture("flock/dpkg-lock.bin"),
+    );
+    expect(&dpkg, "flock", Verdict::Free);
+    let bare = write(&tmp.join("state/lock"), "");
+    expect(&bare, "flock", Verdict::Free);
+
+    let holder = hold_flock(&empty);
+    let f = expect(&empty, "flock", Verdict::Live);
+    assert_eq!(f.judgement.holders.len(), 1);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+    assert_eq!(f.judgement.holders[0].how, HolderHow::Flock);
+    drop(holder);
+    expect(&empty, "flock", Verdict::Free);
+
+    // Any name, any content: a kernel lock makes it a lock.
+    let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
+    let snap = Snapshot::take();
+    assert!(
+        scan::judge_path(&db, &snap, &Config::embedded())
+            .unwrap()
+            .is_none()
+    );
+    let holder = hold_flock(&db);
+    let f = expect(&db, "flock", Verdict::Live);
+    assert_eq!(f.judgement.holders[0].pid, holder.pid());
+
+    // A kernel lock beats content some other dialect would read.
+    let text = write(&tmp.join("notes.lock"), "hello");
+    let _holder = hold_flock(&text);
+    let f = judge(&text);
+    assert_eq!(f.judgement.verdict, Verdict::Live, "{:#?}", f.judgement);
+}
+
+#[test]
+fn flock_on_a_network_fs_stays_free_and_says_so() {
+    let dir = tempdir();
+    let path = write(&dir.path().join("shared.lock"), "");
+    let j = judge_on_nfs(&path, "flock");
+    assert_eq!(j.verdict, Verdict::Free);
+    assert!(j.evidence.iter().any(|l| l.contains("network file system")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walker finds every fixture under its real name, and picks its dialect.
+
+#[test]
+fn a_scan_finds_every_fixture_with_its_dialect() {
+    let dir = tempdir();
+    let t = dir.path();
+    let host = hostname();
+    let mut want: Vec<(PathBuf, &str)> = vec![
+        (
+            write(
+                &t.join("run/ssd.pid"),
+                fixture("pidfile/start-stop-daemon.txt"),
+            ),
+            "pidfile",
+        ),
+        (
+            write(
+                &t.join("mail/dot.lock"),
+                fixture("pidfile/dotlockfile-p.txt"),
+            ),
+            "pidfile",
+        ),
+        (
+            write(
+                &t.join("lock/LCK..ttyS0"),
+                fixture("pidfile/uucp-binary.bin"),
+            ),
+            "pidfile",
+        ),
+        (
+            write(
+                &t.join("repo/.git/index.lock"),
+                fixture("git/index-lock-commit-editor.bin"),
+            ),
+            "git",
+        ),
+        (
+            write(
+                &t.join("repo/.git/refs/heads/main.lock"),
+                fixture("git/ref-lock-main.txt"),
+            ),
+            "git",
+        ),
+        (write(&t.join("repo/.git/HEAD.lock"), ""), "git"),
+        (
+            write(
+                &t.join("repo/.git/index~pid.lock"),
+                fixture("git/pid-lock.txt"),
+            ),
+            "git",
+        ),
+        (
+            write(
+                &t.join("edit/.notes.txt.swp"),
+                fixture("vim-swap/dirty-swap.bin"),
+            ),
+            "vim-swap",
+        ),
+        (
+            link(
+                &t.join("edit/.#draft.txt"),
+                &fixture_text("emacs/link-target.txt"),
+            ),
+            "emacs",
+        ),
+        (
+            write(
+                &t.join("docs/.~lock.report.txt#"),
+                fixture("libreoffice/lock-record.txt"),
+            ),
+            "libreoffice",
+        ),
+        (
+            write(&t.join("tmp/.X57-lock"), fixture("x11/display-lock.txt")),
+            "x11",
+        ),
+        (
+            write(
+                &t.join("pg/data/postmaster.pid"),
+                fixture("postgres/postmaster-pid.txt"),
+            ),
+            "postgres",
+        ),
+        (
+            link(&t.join("chromium/SingletonLock"), &format!("{host}-1")),
+            "chromium",
+        ),
+        (
+            link(&t.join("ff/lock"), &fixture_text("firefox/lock-target.txt")),
+            "firefox",
+        ),
+        (
+            write(&t.join("ff/.parentlock"), fixture("firefox/parentlock.bin")),
+            "firefox",
+        ),
+        (
+            write(
+                &t.join("tf/.terraform.tfstate.lock.info"),
+                fixture("terraform/lock-info.json"),
+            ),
+            "terraform",
+        ),
+        (
+            write(
+                &t.join("cargo/.package-cache"),
+                fixture("flock/cargo-package-cache.bin"),
+            ),
+            "flock",
+        ),
+        (
+            write(&t.join("py/model.lock"), fixture("flock/flock-command.bin")),
+            "flock",
+        ),
+        (
+            write(
+                &t.join("var/lib/dpkg/lock-frontend"),
+                fixture("flock/dpkg-lock.bin"),
+            ),
+            "flock",
+        ),
+    ];
+    let dirlock = t.join("node/db.json.lock");
+    fs::create_dir_all(&dirlock).unwrap();
+    want.push((dirlock, "mkdir-lock"));
+    write(&t.join("plain/readme.txt"), "not a lock");
+
+    let config = Config::embedded();
+    let roots = config.roots(&[t.to_path_buf()]);
+    let snap = Snapshot::take();
+    let found = Mutex::new(Vec::new());
+    let sink = |e: ScanEvent| {
+        if let ScanEvent::Found(f) = e {
+            found.lock().unwrap().push((f.path.clone(), f.dialect));
+        }
+    };
+    scan::scan(&config, &roots, &snap, &AtomicBool::new(false), &sink).unwrap();
+    let found = found.into_inner().unwrap();
+    for (path, dialect) in &want {
+        let got = found.iter().find(|(p, _)| p == path).map(|(_, d)| *d);
+        assert_eq!(got, Some(*dialect), "{}: {found:#?}", path.display());
+    }
+    assert_eq!(found.len(), want.len(), "{found:#?}");
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
-use crate::probe::{ProcSummary, Snapshot};
+use crate::probe::{HostFacts, PidState, ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct Git;
@@ -124,9 +124,11 @@ enum Seen {
     Inside(String),
     Outside(String),
     Unreadable,
+    /// Exited since the process list was read.
+    Gone,
 }
 
-fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)]) -> Seen {
+fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)], host: &HostFacts) -> Seen {
     let proc_dir = PathBuf::from(format!("/proc/{}", p.pid));
     if let Some(gd) = &p.git_dir {
         let base = if gd.is_absolute() {
@@ -148,7 +150,11 @@ fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)]) -> Seen {
     match within(&proc_dir.join("cwd"), roots) {
         Some(true) => Seen::Inside(format!("cwd {cwd_text}")),
         Some(false) => Seen::Outside(format!("cwd {cwd_text}")),
-        None => Seen::Unreadable,
+        // Listed a moment ago: it may have exited (or be a zombie) since.
+        None => match crate::probe::process::probe(p.pid, host) {
+            PidState::Absent | PidState::Zombie(_) => Seen::Gone,
+            _ => Seen::Unreadable,
+        },
     }
 }
 
@@ -335,10 +341,11 @@ impl Dialect for Git {
         let mut outside = Vec::new();
         let mut unreadable = Vec::new();
         for p in procs.iter().filter(|p| common::proc_is(p, GITS)) {
-            match place_of(p, &roots) {
+            match place_of(p, &roots, &snap.host) {
                 Seen::Inside(how) => inside.push(format!("{} ({how})", p.pid)),
                 Seen::Outside(how) => outside.push(format!("{} ({how})", p.pid)),
                 Seen::Unreadable => unreadable.push(p.pid.to_string()),
+                Seen::Gone => {}
             }
         }
         if !inside.is_empty() {

@@ -108,7 +108,7 @@ impl Dialect for LibreOffice {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && document_of(c.path).is_some() && parse(c.content).is_ok()
+        c.kind == EntryKind::File && document_of(c.path).is_some()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

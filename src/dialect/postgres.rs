@@ -87,7 +87,7 @@ impl Dialect for Postgres {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && c.file_name() == "postmaster.pid" && parse(c.content).is_ok()
+        c.kind == EntryKind::File && c.file_name() == "postmaster.pid"
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

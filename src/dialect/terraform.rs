@@ -83,7 +83,7 @@ impl Dialect for Terraform {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && state_path(c.path).is_some() && parse(c.content).is_ok()
+        c.kind == EntryKind::File && state_path(c.path).is_some()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
