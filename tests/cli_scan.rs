@@ -248,3 +248,65 @@ fn help_and_version() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).starts_with("locksmith "));
 }
+
+/// Runs `locksmith ARGS` in a pseudo-terminal and returns everything it wrote (raw bytes).
+fn run_in_pty(env: &Env, args: &[&std::ffi::OsStr], extra_env: &[(&str, &str)]) -> Vec<u8> {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 200,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("open a pty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
+    cmd.args(args);
+    cmd.cwd(env.path());
+    cmd.env("XDG_STATE_HOME", env.path().join("state"));
+    cmd.env("XDG_CONFIG_HOME", env.path().join("config"));
+    cmd.env("TERM", "xterm-256color");
+    cmd.env_remove("NO_COLOR");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let mut child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
+    drop(pair.slave);
+    let mut reader = pair.master.try_clone_reader().expect("pty reader");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            all.extend_from_slice(&buf[..n]);
+        }
+        let _ = tx.send(all);
+    });
+    let start = std::time::Instant::now();
+    while child.try_wait().expect("poll").is_none() {
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("locksmith --scan did not finish in the pty");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(pair.master);
+    rx.recv_timeout(DEADLINE).unwrap_or_default()
+}
+
+#[test]
+fn a_terminal_gets_color_unless_no_color_is_set() {
+    let t = tree();
+    let root = t.env.path().join("root");
+    let args = ["--scan".as_ref(), root.as_os_str()];
+    let colored = run_in_pty(&t.env, &args, &[]);
+    let text = String::from_utf8_lossy(&colored);
+    assert!(text.contains("\x1b[1;31m✗ stale\x1b[0m"), "{text:?}");
+    let plain = run_in_pty(&t.env, &args, &[("NO_COLOR", "1")]);
+    let text = String::from_utf8_lossy(&plain);
+    assert!(text.contains("✗ stale"), "{text:?}");
+    assert!(!text.contains('\x1b'), "{text:?}");
+}
