@@ -14,8 +14,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{
-    Block, Cell as TableCell, Clear, HighlightSpacing, Paragraph, Row as TableRow, StatefulWidget,
-    Table, TableState, Widget, Wrap,
+    Block, Cell as TableCell, Clear, HighlightSpacing, Padding, Paragraph, Row as TableRow,
+    StatefulWidget, Table, TableState, Widget, Wrap,
 };
 
 use super::app::{App, Column, Level, Mode, Row, age_ms, plural};
@@ -289,6 +289,92 @@ fn ellipsize_left(s: &str, width: usize) -> String {
     format!("…{tail}")
 }
 
+/// Wraps a styled line at `width` columns, breaking at spaces where it can, with continuation
+/// lines indented by `indent` columns (a hanging indent: wrapped evidence stays in its column).
+fn wrap_line(line: &Line<'_>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let width = width.max(1);
+    let indent = if indent * 2 > width { 0 } else { indent };
+    let mut tmp = [0u8; 4];
+    let cells: Vec<(char, Style, usize)> = line
+        .spans
+        .iter()
+        .flat_map(|s| {
+            let style = line.style.patch(s.style);
+            s.content.chars().map(move |c| (c, style))
+        })
+        .map(|(c, st)| (c, st, Span::raw(&*c.encode_utf8(&mut tmp)).width()))
+        .collect();
+    let mut out: Vec<Vec<(char, Style)>> = Vec::new();
+    let mut cur: Vec<(char, Style)> = Vec::new();
+    let mut cur_w = 0usize;
+    // Index in `cur` of the last space a line may break at, and its column.
+    let mut brk: Option<usize> = None;
+    let pad = |n: usize| std::iter::repeat_n((' ', Style::new()), n).collect::<Vec<_>>();
+    for (c, st, w) in cells {
+        if cur_w + w > width && cur_w > indent && c == ' ' {
+            // The space itself overflows: break here and drop it.
+            out.push(std::mem::replace(&mut cur, pad(indent)));
+            cur_w = indent;
+            brk = None;
+            continue;
+        }
+        if cur_w + w > width && cur_w > indent {
+            match brk {
+                Some(i) => {
+                    let rest = cur.split_off(i + 1);
+                    cur.pop();
+                    out.push(std::mem::replace(&mut cur, pad(indent)));
+                    cur.extend(rest);
+                }
+                None => out.push(std::mem::replace(&mut cur, pad(indent))),
+            }
+            let mut tmp = [0u8; 4];
+            cur_w = cur
+                .iter()
+                .map(|(c, _)| Span::raw(&*c.encode_utf8(&mut tmp)).width())
+                .sum();
+            brk = None;
+        }
+        if c == ' ' && cur_w > indent {
+            brk = Some(cur.len());
+        }
+        cur.push((c, st));
+        cur_w += w;
+    }
+    out.push(cur);
+    out.into_iter()
+        .map(|cells| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (c, st) in cells {
+                match spans.last_mut() {
+                    Some(last) if last.style == st => last.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), st)),
+                }
+            }
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// Wraps every line; the indent of each continuation is given by `indent_of` its line.
+fn wrap_all(
+    lines: Vec<Line<'static>>,
+    width: u16,
+    indent_of: impl Fn(&Line<'_>) -> usize,
+) -> Vec<Line<'static>> {
+    lines
+        .iter()
+        .flat_map(|l| wrap_line(l, usize::from(width), indent_of(l)))
+        .collect()
+}
+
+/// The hanging indent of a line of running text: its leading spaces, plus the bullet.
+fn text_indent(l: &Line<'_>) -> usize {
+    let s: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+    let lead = s.len() - s.trim_start_matches(' ').len();
+    lead + if s[lead..].starts_with("• ") { 2 } else { 0 }
+}
+
 fn label<'a>(theme: Theme, name: &'a str) -> Span<'a> {
     Span::styled(format!("{name:<LABEL$}"), theme.label())
 }
@@ -500,10 +586,19 @@ fn render_detail(row: &Row, app: &App, area: Rect, buf: &mut Buffer) {
             Span::raw(" "),
         ]))
         .border_style(theme.dim());
-    Paragraph::new(detail_lines(&row.finding, theme, app.now_ms))
-        .block(block)
-        .wrap(Wrap { trim: false })
-        .render(area, buf);
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let lines = wrap_all(
+        detail_lines(&row.finding, theme, app.now_ms),
+        inner.width,
+        |l| match l.spans.first() {
+            Some(first) if first.width() == LABEL => {
+                LABEL + text_indent(&Line::from(l.spans[1..].to_vec()))
+            }
+            _ => text_indent(l),
+        },
+    );
+    Paragraph::new(lines).render(inner, buf);
 }
 
 fn render_status(app: &App, area: Rect, buf: &mut Buffer) {
@@ -600,20 +695,20 @@ fn popup(area: Rect, w: u16, h: u16) -> Rect {
 
 fn render_help(app: &App, scroll: u16, area: Rect, buf: &mut Buffer) {
     let theme = app.opts.theme;
-    let lines = help_lines(theme);
     let w = 96u16.min(area.width);
-    let inner_w = usize::from(w.saturating_sub(2)).max(1);
-    let body_h: usize = lines
-        .iter()
-        .map(|l| l.width().div_ceil(inner_w).max(1))
-        .sum();
-    let h = (body_h as u16).saturating_add(2);
+    // Continuation lines of a binding's description stay in the description's column.
+    let lines = wrap_all(help_lines(theme), w.saturating_sub(2), |l| {
+        match l.spans.len() {
+            2 => l.spans[0].width(),
+            _ => 0,
+        }
+    });
+    let h = (lines.len() as u16).saturating_add(2);
     let r = popup(area, w, h);
     Clear.render(r, buf);
     let max_scroll = h.saturating_sub(r.height);
     app.help_max_scroll.set(max_scroll);
     Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
         .block(
             Block::bordered()
                 .title(Span::styled(" Help ", theme.title()))
@@ -715,18 +810,15 @@ fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
 fn render_confirm(app: &App, d: &ConfirmDialog, area: Rect, buf: &mut Buffer) {
     let theme = app.opts.theme;
     let (title, body) = confirm_text(d, theme, app.opts.state_dir.as_deref());
-    let w = 78u16.min(area.width);
-    let inner_w = usize::from(w.saturating_sub(2)).max(1);
-    let body_h: usize = body
-        .iter()
-        .map(|l| l.width().div_ceil(inner_w).max(1))
-        .sum();
-    let h = (body_h as u16).saturating_add(4);
+    let w = 80u16.min(area.width);
+    let body = wrap_all(body, w.saturating_sub(4), text_indent);
+    let h = (body.len() as u16).saturating_add(4);
     let r = popup(area, w, h);
     Clear.render(r, buf);
     let block = Block::bordered()
         .title(Span::styled(title, theme.warn()))
-        .border_style(theme.warn());
+        .border_style(theme.warn())
+        .padding(Padding::horizontal(1));
     let inner = block.inner(r);
     block.render(r, buf);
     let [text_area, _gap, buttons] = Layout::vertical([
@@ -735,9 +827,7 @@ fn render_confirm(app: &App, d: &ConfirmDialog, area: Rect, buf: &mut Buffer) {
         Constraint::Length(1),
     ])
     .areas(inner);
-    Paragraph::new(Text::from(body))
-        .wrap(Wrap { trim: false })
-        .render(text_area, buf);
+    Paragraph::new(Text::from(body)).render(text_area, buf);
     let yes = if d.highlight == Choice::Yes {
         "[ Yes ]"
     } else {
@@ -762,5 +852,60 @@ fn style_of(theme: Theme, level: Level) -> Style {
         Level::Info => theme.info(),
         Level::Warn => theme.warn(),
         Level::Error => theme.error(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_with_a_hanging_indent() {
+        let line = Line::from(vec![
+            Span::styled("Evidence  ", Style::new().bold()),
+            Span::raw("• no process 4242 on this host"),
+        ]);
+        let out = wrap_line(&line, 24, 12);
+        assert_eq!(
+            texts(&out),
+            [
+                "Evidence  • no process",
+                "            4242 on this",
+                "            host"
+            ]
+        );
+        // Styles survive the split.
+        assert_eq!(out[0].spans[0].style, Style::new().bold());
+        assert!(out.iter().all(|l| l.width() <= 24));
+        // A line that fits is unchanged; a word longer than the width is cut.
+        assert_eq!(texts(&wrap_line(&Line::from("short"), 24, 4)), ["short"]);
+        let long = wrap_line(&Line::from("/a/very/long/path/without/spaces"), 10, 2);
+        assert!(long.iter().all(|l| l.width() <= 10), "{:?}", texts(&long));
+        assert_eq!(
+            texts(&long).concat().replace(' ', ""),
+            "/a/very/long/path/without/spaces"
+        );
+        // Degenerate widths do not panic.
+        for w in 0..4 {
+            let _ = wrap_line(&line, w, 12);
+        }
+    }
+
+    #[test]
+    fn paths_are_cut_at_the_front() {
+        assert_eq!(ellipsize_left("/a/b.pid", 20), "/a/b.pid");
+        assert_eq!(
+            ellipsize_left("/srv/app/run/worker.pid", 16),
+            "…/run/worker.pid"
+        );
+        assert_eq!(ellipsize_left("/srv/app/run/worker.pid", 8), "…ker.pid");
+        assert_eq!(ellipsize_left("/x", 0), "");
     }
 }

@@ -971,21 +971,37 @@ fn hostile_text_from_lock_files_never_reaches_the_terminal_raw() {
 
 #[test]
 fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
+    // The hint names the edited file when it is there (as the report does).
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
+    let swap = dir.path().join(".notes.txt.swp");
+    let hint = format!("vim -r {}", dir.path().join("notes.txt").display());
     let mut app = app_with(
-        vec![vim_unsaved("/work/.notes.txt.swp")],
+        vec![vim_unsaved(swap.to_str().unwrap())],
         opts(Theme::COLOR, false),
     );
     key(&mut app, KeyCode::Enter);
-    let text = screen(&draw(&mut app, 100, 30));
+    let text = screen(&draw(&mut app, 120, 30));
     assert!(text.contains("UNSAVED CHANGES"), "{text}");
-    assert!(text.contains("vim -r /work/notes.txt"), "{text}");
+    assert!(text.contains(&hint), "{text}");
     // Binary content as a hex dump, with the zero run folded.
     assert!(text.contains("000000  62 30 56 49 4d"), "{text}");
     assert!(text.contains("(zero ×"), "{text}");
     keys(&mut app, "d");
-    let text = screen(&draw(&mut app, 100, 30));
+    let text = screen(&draw(&mut app, 120, 30));
     assert!(text.contains("UNSAVED CHANGES"), "{text}");
-    assert!(text.contains("vim -r /work/notes.txt"), "{text}");
+    assert!(text.contains(&hint), "{text}");
+    // Without the edited file, the swap file itself.
+    let mut app = app_with(
+        vec![vim_unsaved("/nonexistent/.notes.txt.swp")],
+        opts(Theme::COLOR, false),
+    );
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 30));
+    assert!(
+        text.contains("vim -r /nonexistent/.notes.txt.swp"),
+        "{text}"
+    );
 }
 
 #[test]
