@@ -1922,3 +1922,38 @@ fn a_scan_finds_every_fixture_with_its_dialect() {
     }
     assert_eq!(found.len(), want.len(), "{found:#?}");
 }
+
+#[test]
+fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
+    let dir = tempdir();
+    let lock = dir.path().join("shared.lock");
+    fs::create_dir(&lock).unwrap();
+    set_mtime_ms(&lock, now_ms() - 30_000);
+    assert_eq!(judge_on_nfs(&lock, "mkdir-lock").verdict, Verdict::Unknown);
+    set_mtime_ms(&lock, now_ms() - 600_000);
+    let j = judge_on_nfs(&lock, "mkdir-lock");
+    assert_eq!(j.verdict, Verdict::Stale, "{j:#?}");
+    assert!(j.evidence.iter().any(|l| l.contains("server's clock")));
+}
+
+#[test]
+fn a_file_named_lock_is_read_for_a_pid() {
+    let dir = tempdir();
+    let dead = dead_pid();
+    let f = expect(
+        &write(&dir.path().join("a/lock"), format!("{dead}\n")),
+        "pidfile",
+        Verdict::Stale,
+    );
+    assert_evidence(&f, "ESRCH");
+    expect(
+        &write(&dir.path().join("b/lock"), "not a pid"),
+        "pidfile",
+        Verdict::Unknown,
+    );
+    expect(
+        &write(&dir.path().join("c/lock"), ""),
+        "flock",
+        Verdict::Free,
+    );
+}

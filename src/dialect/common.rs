@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::EntryKind;
 use crate::evidence::fmt_ms;
 use crate::probe::{FileKey, ProcSummary, Snapshot};
 use crate::verdict::{Holder, Judgement, Owner, Verdict};
@@ -64,6 +65,16 @@ pub fn looks_like_pid(text: &str) -> bool {
     let t = text.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\0');
     let digits = t.strip_prefix('-').unwrap_or(t);
     !digits.is_empty() && digits.len() <= 20 && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The kind of a directory entry, for evidence lines.
+pub fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "a regular file",
+        EntryKind::Symlink => "a symlink",
+        EntryKind::Dir => "a directory",
+        EntryKind::Other => "a special file",
+    }
 }
 
 /// Lists holders as `pid 42 (flock, apt-get)`.

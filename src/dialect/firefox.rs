@@ -73,11 +73,10 @@ fn parentlock_key(profile: &Path) -> Option<FileKey> {
         .map(|m| FileKey::of(&m))
 }
 
+/// A symlink named `lock`: Firefox's (its text is judged, and `unknown` if it is not
+/// `IP:+PID`).
 fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
-    c.kind == EntryKind::Symlink
-        && c.file_name() == "lock"
-        && c.link_target
-            .is_some_and(|t| parse(&t.to_string_lossy()).is_ok())
+    c.kind == EntryKind::Symlink && c.file_name() == "lock"
 }
 
 impl Dialect for Firefox {

@@ -243,7 +243,10 @@ impl Dialect for Git {
         if c.kind != EntryKind::File {
             return Judgement::new(
                 Verdict::Unknown,
-                format!("named like a git lock but is a {:?}, not a file", c.kind),
+                format!(
+                    "named like a git lock but is {}, not a file",
+                    common::kind_name(c.kind)
+                ),
             );
         }
         let Some(repo) = Repo::of(c.path) else {

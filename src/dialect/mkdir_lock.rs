@@ -14,6 +14,9 @@ use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct MkdirLock;
 
+/// How far a file server's clock may be from ours before a heartbeat on it proves anything.
+const NETWORK_SKEW_MS: i64 = 60_000;
+
 impl Dialect for MkdirLock {
     fn id(&self) -> &'static str {
         "mkdir-lock"
@@ -62,7 +65,9 @@ impl Dialect for MkdirLock {
         }
         let age = common::age_ms(c.mtime_ms(), snap);
         let window_ms = windows.mkdir_lock_secs as i64 * 1000;
-        let j = if age > window_ms {
+        // On a network file system the server's clock sets the mtime: allow it to differ.
+        let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
+        let j = if age > window_ms + skew_ms {
             Judgement::new(
                 Verdict::Stale,
                 format!(
@@ -72,7 +77,27 @@ impl Dialect for MkdirLock {
                 ),
             )
             .because("no process has it open and no kernel lock is held on it")
-        } else if age < -60_000 {
+            .because(if c.fs.network {
+                format!(
+                    "on a network file system ({}): {} s were allowed for the server's clock",
+                    c.fs.kind,
+                    NETWORK_SKEW_MS / 1000
+                )
+            } else {
+                "on a local file system: the mtime comes from this host's clock".to_string()
+            })
+        } else if age > window_ms {
+            Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "last touched {} ago, past the {} s stale window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
+                    common::fmt_age(age),
+                    windows.mkdir_lock_secs,
+                    c.fs.kind,
+                    NETWORK_SKEW_MS / 1000
+                ),
+            )
+        } else if age < -(60_000 + skew_ms) {
             Judgement::new(
                 Verdict::Unknown,
                 format!(

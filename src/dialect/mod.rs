@@ -228,13 +228,17 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &x11::X11,
         &postgres::Postgres,
         &chromium::Chromium,
-        &firefox::Firefox,
         &terraform::Terraform,
         // then `*.lock` under a git directory (before the generic `*.lock` readers: an empty
         // `HEAD.lock` is git's, not a flock file),
         &git::Git,
-        // then the generic ones: a PID, a lock directory, a kernel lock.
+        // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
+        // names when nothing recognises their content,
         &pidfile::Pidfile,
+        // then Firefox's `lock` symlink and `.parentlock` (after pidfile, so that a regular
+        // file named `lock` is never taken for Firefox's),
+        &firefox::Firefox,
+        // then a lock directory, and a kernel lock on any file.
         &mkdir_lock::MkdirLock,
         &flock::Flock,
     ]

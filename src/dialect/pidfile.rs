@@ -1,6 +1,6 @@
 //! `pidfile`: a file holding the decimal PID of its owner, optionally padded and followed by a
 //! newline — `*.pid` (`/run/*.pid`, `start-stop-daemon --make-pidfile`), and `*.lock`,
-//! `*.lck`, `LCK..*` whose content is a PID (dotlockfile, lockfile-progs with `--use-pid`,
+//! `*.lck`, `LCK..*` and plain `lock` whose content is a PID (dotlockfile, lockfile-progs with `--use-pid`,
 //! nightlyone/lockfile, UUCP/HDB `LCK..ttyS0` with a 10-character right-aligned PID, or the
 //! older binary form: the PID as a 4-byte native integer).
 //!
@@ -16,7 +16,7 @@ use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct Pidfile;
 
-const PATTERNS: &[&str] = &["*.pid", "*.lock", "*.lck", "LCK..*"];
+const PATTERNS: &[&str] = &["*.pid", "*.lock", "*.lck", "LCK..*", "lock"];
 
 /// What the content says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,10 @@ impl Dialect for Pidfile {
         if c.kind != EntryKind::File {
             return Judgement::new(
                 Verdict::Unknown,
-                format!("named like a pid file but is a {:?}, not a file", c.kind),
+                format!(
+                    "named like a pid file but is {}, not a file",
+                    common::kind_name(c.kind)
+                ),
             );
         }
         let held = common::kernel_live(snap, c.key(), "the pid file");
