@@ -1957,3 +1957,25 @@ fn a_file_named_lock_is_read_for_a_pid() {
         Verdict::Free,
     );
 }
+
+#[test]
+fn chromium_listening_on_its_singleton_socket_is_live() {
+    let dir = tempdir();
+    let profile = dir.path().join("profile");
+    let lock = link(
+        &profile.join("SingletonLock"),
+        &format!("{}-{}", hostname(), dead_pid()),
+    );
+    let socket = dir
+        .path()
+        .join("org.chromium.Chromium.test/SingletonSocket");
+    fs::create_dir_all(socket.parent().unwrap()).unwrap();
+    link(&profile.join("SingletonSocket"), socket.to_str().unwrap());
+    // Nobody listens there yet: the PID decides.
+    expect(&lock, "chromium", Verdict::Stale);
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let f = expect(&lock, "chromium", Verdict::Live);
+    assert_evidence(&f, "listens on the profile's SingletonSocket");
+    drop(listener);
+    expect(&lock, "chromium", Verdict::Stale);
+}

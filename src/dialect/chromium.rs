@@ -4,7 +4,9 @@
 //! Liveness: same host, the PID alive, started before the link was made, and a browser. A
 //! process with another name proves nothing by its name alone (Electron apps are named after
 //! themselves), so it counts as the owner when it has files in this profile open, and as an
-//! unrelated process (stale) when it has none.
+//! unrelated process (stale) when it has none. Before anything is called stale, the profile's
+//! `SingletonSocket` is looked up: a browser listening on it is alive, whatever PID namespace
+//! it runs in.
 
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
@@ -117,8 +119,42 @@ impl Dialect for Chromium {
                 )),
             }
         }
+        if j.verdict == Verdict::Stale
+            && let Some(socket) = listening_singleton_socket(c.path)
+        {
+            // The browser answers on its socket: its PID must be in another PID namespace
+            // (a Flatpak sandbox, a container sharing this host name).
+            let mut live = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "a process listens on the profile's SingletonSocket {} (/proc/net/unix)",
+                    common::field(&socket)
+                ),
+            );
+            live.evidence.push(format!(
+                "so PID {pid} is not this host's view of the browser: {}",
+                j.evidence.join("; ")
+            ));
+            j = live;
+        }
         common::with_owner(j, owner)
     }
+}
+
+/// The path the profile's `SingletonSocket` symlink names, if a process listens on a unix
+/// socket bound there (`/proc/net/unix`: flag `00010000` is a listening socket).
+fn listening_singleton_socket(lock: &std::path::Path) -> Option<String> {
+    let target = std::fs::read_link(lock.with_file_name("SingletonSocket")).ok()?;
+    let target = target.to_str()?.to_string();
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    table
+        .lines()
+        .skip(1)
+        .any(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            cols.len() >= 8 && cols[3] == "00010000" && cols[7..].join(" ") == target
+        })
+        .then_some(target)
 }
 
 #[cfg(test)]
