@@ -30,6 +30,8 @@ const SELECTED: &str = "▶ ";
 const LABEL: usize = 10;
 /// Raw content lines shown in the detail pane.
 const CONTENT_LINES: usize = 12;
+/// Locks listed one by one in the dialog of a reclaim of several.
+const MAX_LISTED: usize = 8;
 
 impl Widget for &App {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -76,10 +78,11 @@ fn render_header(app: &App, area: Rect, buf: &mut Buffer) {
             .elapsed_ms
             .map(|ms| format!(" · {:.1} s", ms as f64 / 1000.0))
             .unwrap_or_default();
+        // After the scan, the locks listed now (reclaims and re-judging remove some).
         format!(
             "{} entries · {} locks{secs}",
             text::count(p.entries),
-            text::count(p.locks)
+            text::count(app.rows().len() as u64)
         )
     };
     spans.push(Span::raw(progress));
@@ -741,10 +744,27 @@ pub fn confirm_text(
                     format!("these {} locks", findings.len())
                 }
             )));
-            for f in findings {
-                out.push(target_line(f, theme));
+            if findings.len() > 1 {
+                // Each lock with the first line of its evidence, up to a screenful.
+                for f in findings.iter().take(MAX_LISTED) {
+                    out.push(target_line(f, theme));
+                    if let Some(e) = f.judgement.evidence.first() {
+                        out.push(Line::from(Span::styled(
+                            format!("      {}", text::clean(e)),
+                            theme.dim(),
+                        )));
+                    }
+                }
+                if findings.len() > MAX_LISTED {
+                    out.push(Line::from(format!(
+                        "  … and {} more stale lock{}",
+                        findings.len() - MAX_LISTED,
+                        plural(findings.len() - MAX_LISTED)
+                    )));
+                }
             }
             if let [f] = findings.as_slice() {
+                out.push(target_line(f, theme));
                 out.push(Line::from("Why it is stale:"));
                 for e in &f.judgement.evidence {
                     out.push(Line::from(format!("  • {}", text::clean(e))));

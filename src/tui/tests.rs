@@ -606,6 +606,19 @@ fn reclaim_all_takes_the_stale_locks_shown_and_keeps_unsaved_swaps() {
         .collect();
     assert_eq!(paths, ["/srv/app/other.pid", "/srv/app/worker.pid"]);
     assert_eq!(kept.len(), 1);
+    // The dialog lists each lock with its evidence, and the one kept.
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "Reclaim 2 stale locks?",
+        "/srv/app/other.pid",
+        "no process 7 on this host",
+        "/srv/app/worker.pid",
+        "no process 4242 on this host",
+        "Kept: 1 vim swap file with unsaved changes",
+        "/work/.notes.txt.swp",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
     assert!(key(&mut app, KeyCode::Enter).is_none());
     // With a filter, only what is shown.
     keys(&mut app, "/other");
@@ -1187,4 +1200,28 @@ fn scrolling_keeps_the_selection_on_screen() {
     // PgUp moves by the table's height on screen.
     key(&mut app, KeyCode::PageUp);
     assert_eq!(app.cursor(), Some(99 - usize::from(app.page.get())));
+}
+
+#[test]
+fn a_long_reclaim_dialog_keeps_its_buttons_on_screen() {
+    let many: Vec<Finding> = (0..30)
+        .map(|i| {
+            finding(
+                &format!("/d/{i:03}.pid"),
+                "pidfile",
+                Verdict::Stale,
+                Some(i),
+            )
+        })
+        .collect();
+    let mut app = app_with(many, opts(Theme::COLOR, false));
+    keys(&mut app, "D");
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("Reclaim 30 stale locks?"), "{text}");
+    assert!(text.contains("… and 22 more stale locks"), "{text}");
+    assert!(text.contains("[ No ]"), "{text}");
+    let small = screen(&draw(&mut app, 40, 10));
+    assert!(small.contains("[ No ]"), "{small}");
+    let c = confirmed(keys(&mut app, "y"));
+    assert_eq!(c.findings().len(), 30, "all of them, not only those listed");
 }

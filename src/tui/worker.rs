@@ -157,9 +157,12 @@ impl Workers {
                     let message = match (&o.saved_to, &o.error) {
                         (_, Some(e)) => e.clone(),
                         (Some(saved), None) => format!(
-                            "removed {} (copy: {})",
+                            "removed {} (copy saved as {})",
                             text::path(&o.path),
-                            text::path(saved)
+                            saved.file_name().map_or_else(
+                                || text::path(saved),
+                                |n| text::bytes(n.as_encoded_bytes())
+                            )
                         ),
                         (None, None) => format!("removed {}", text::path(&o.path)),
                     };
