@@ -22,7 +22,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use super::config::{Config, Root};
@@ -39,6 +39,9 @@ const BATCH: u64 = 4096;
 /// One directory to read.
 struct Job {
     path: PathBuf,
+    /// The open parent directory, when kept: `path` is then opened relative to it (one path
+    /// component to resolve instead of all of them).
+    parent: Option<Arc<sys::DirHandle>>,
     /// Depth of `path` below its root (the root is 0).
     depth: usize,
     root: usize,
@@ -79,6 +82,10 @@ pub(crate) struct Walk<'a> {
     roots_read: Vec<AtomicBool>,
     start: Instant,
     last_progress_ms: AtomicU64,
+    threads: usize,
+    /// Directories shallower than this keep their descriptor open for their subdirectories
+    /// (bounded, so that a very deep tree cannot exhaust the descriptor limit).
+    keep_fd_depth: usize,
 }
 
 impl<'a> Walk<'a> {
@@ -90,6 +97,10 @@ impl<'a> Walk<'a> {
         sink: &'a (dyn Fn(ScanEvent) + Sync),
         roots: &'a [Root],
     ) -> Self {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
         Walk {
             config,
             matcher,
@@ -107,6 +118,8 @@ impl<'a> Walk<'a> {
             roots_read: roots.iter().map(|_| AtomicBool::new(false)).collect(),
             start: Instant::now(),
             last_progress_ms: AtomicU64::new(0),
+            threads,
+            keep_fd_depth: (sys::fd_limit() / 4 / threads as u64).min(64) as usize,
         }
     }
 
@@ -118,14 +131,10 @@ impl<'a> Walk<'a> {
             }
             self.start_root(i, root);
         }
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 8);
         let has_jobs = !self.queue.lock().unwrap().jobs.is_empty();
         if has_jobs {
             std::thread::scope(|s| {
-                for _ in 1..threads {
+                for _ in 1..self.threads {
                     s.spawn(|| self.worker());
                 }
                 self.worker();
@@ -175,6 +184,7 @@ impl<'a> Walk<'a> {
             }
             self.queue.lock().unwrap().jobs.push(Job {
                 path: root.path.clone(),
+                parent: None,
                 depth: 0,
                 root: i,
             });
@@ -217,7 +227,7 @@ impl<'a> Walk<'a> {
                 self.ready.notify_all();
                 return;
             };
-            self.read_dir(&job, &mut buf, &mut found);
+            self.read_dir(job, &mut buf, &mut found);
             let mut q = self.queue.lock().unwrap();
             q.active -= 1;
             let pushed = !found.is_empty();
@@ -233,7 +243,15 @@ impl<'a> Walk<'a> {
 
     /// Reads one directory: examines the entries that may be locks, collects the
     /// subdirectories to walk into `out`.
-    fn read_dir(&self, job: &Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
+    fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
+        let dir = match sys::open_dir(job.parent.as_deref(), &job.path) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error(judge::error(&job.path, "cannot read directory", &e));
+                return;
+            }
+        };
+        drop(job.parent);
         let root = &self.roots[job.root];
         let descend_ok = root.max_depth.is_none_or(|m| job.depth + 1 < m);
         let kernel = self.snap.kernel_locks();
@@ -241,7 +259,7 @@ impl<'a> Walk<'a> {
         let excludes = self.matcher.has_excludes();
         let other_roots = self.root_paths.len() > 1;
         let mut count = 0u64;
-        let result = sys::read_dir(&job.path, buf, |name, dtype, ino| {
+        let result = sys::read_entries(&dir, buf, |name, dtype, ino| {
             count += 1;
             if count % BATCH == 0 {
                 self.entries.fetch_add(BATCH, Ordering::Relaxed);
@@ -288,6 +306,7 @@ impl<'a> Walk<'a> {
                 {
                     out.push(Job {
                         path,
+                        parent: None,
                         depth: job.depth + 1,
                         root: job.root,
                     });
@@ -296,6 +315,12 @@ impl<'a> Walk<'a> {
             true
         });
         self.entries.fetch_add(count % BATCH, Ordering::Relaxed);
+        if !out.is_empty() && job.depth < self.keep_fd_depth {
+            let dir = Arc::new(dir);
+            for j in out.iter_mut() {
+                j.parent = Some(dir.clone());
+            }
+        }
         match result {
             Ok(()) => {
                 if job.depth == 0 {
@@ -360,6 +385,7 @@ mod sys {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::path::{Path, PathBuf};
 
+    use rustix::fd::{AsFd, OwnedFd};
     use rustix::fs::{FileType, Mode, OFlags, RawDir};
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -370,20 +396,39 @@ mod sys {
         Unknown,
     }
 
-    /// Calls `f(name, type, inode)` for each entry of the directory `path` (without `.` and
+    /// An open directory.
+    pub type DirHandle = OwnedFd;
+
+    /// Opens the directory `path` (relative to its open `parent` when given), never following
+    /// a symlink, without updating its access time where allowed.
+    pub fn open_dir(parent: Option<&OwnedFd>, path: &Path) -> io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (at, name) = match (parent, path.file_name()) {
+            (Some(p), Some(name)) => (p.as_fd(), Path::new(name)),
+            _ => (rustix::fs::CWD, path),
+        };
+        match rustix::fs::openat(at, name, flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => Ok(rustix::fs::openat(at, name, flags, Mode::empty())?),
+            other => Ok(other?),
+        }
+    }
+
+    /// The soft limit on open descriptors.
+    pub fn fd_limit() -> u64 {
+        rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(1024)
+    }
+
+    /// Calls `f(name, type, inode)` for each entry of the open directory `fd` (without `.` and
     /// `..`), with `getdents64` into `buf`; `f` returns `false` to stop.
-    pub fn read_dir(
-        path: &Path,
+    pub fn read_entries(
+        fd: &OwnedFd,
         buf: &mut Vec<u8>,
         mut f: impl FnMut(&OsStr, DType, u64) -> bool,
     ) -> io::Result<()> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
-            other => other?,
-        };
-        let mut dir = RawDir::new(&fd, buf.spare_capacity_mut());
+        let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
         while let Some(entry) = dir.next() {
             let entry = entry?;
             let name = entry.file_name().to_bytes();
@@ -492,8 +537,19 @@ mod sys {
         Unknown,
     }
 
-    pub fn read_dir(
-        path: &Path,
+    /// A directory to read (by path on this platform).
+    pub type DirHandle = PathBuf;
+
+    pub fn open_dir(_parent: Option<&PathBuf>, path: &Path) -> io::Result<PathBuf> {
+        Ok(path.to_path_buf())
+    }
+
+    pub fn fd_limit() -> u64 {
+        0
+    }
+
+    pub fn read_entries(
+        path: &PathBuf,
         _buf: &mut Vec<u8>,
         mut f: impl FnMut(&OsStr, DType, u64) -> bool,
     ) -> io::Result<()> {
