@@ -604,7 +604,17 @@ fn vim_swap_fixtures_parse_to_their_owner() {
     let f = judge(&dirty);
     assert_eq!(f.dialect, "vim-swap");
     assert_eq!(f.judgement.unsaved_changes, Some(true));
-    assert_evidence(&f, "vim -r /tmp/fx/vim/notes.txt");
+    assert_evidence(&f, "holds unsaved changes");
+
+    // The recovery command names the edited file while it exists, else the swap file.
+    let mut swap = fixture("vim-swap/dirty-swap.bin");
+    let edited = write(&dir.path().join("edited.txt"), "saved text\n");
+    let name = edited.to_str().unwrap().as_bytes();
+    swap[108..108 + name.len() + 1].copy_from_slice(&[name, b"\0"].concat());
+    let present = write(&dir.path().join(".edited.txt.swp"), &swap);
+    assert_evidence(&judge(&present), &format!("vim -r {}", edited.display()));
+    fs::remove_file(&edited).unwrap();
+    assert_evidence(&judge(&present), &format!("vim -r {}", present.display()));
 }
 
 #[test]

@@ -38,6 +38,18 @@ pub fn field(s: &str) -> String {
     escape(s, FIELD_CHARS)
 }
 
+/// Quotes an (already escaped) string for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "/._-+,:@%=~".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
 /// A short quoted excerpt of raw content for an evidence line.
 pub fn excerpt(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
@@ -217,6 +229,8 @@ mod tests {
         assert_eq!(escape("a\x1b[31mb", 40), "a\\u{1b}[31mb");
         assert_eq!(escape("abcdef", 3), "abc…");
         assert_eq!(excerpt(b"1; rm -rf /\n"), "\"1; rm -rf /\\n\"");
+        assert_eq!(shell_quote("/tmp/a.txt"), "/tmp/a.txt");
+        assert_eq!(shell_quote("/tmp/it's here"), "'/tmp/it'\\''s here'");
     }
 
     #[test]

@@ -145,10 +145,12 @@ impl Dialect for VimSwap {
         };
         j.unsaved_changes = Some(info.dirty);
         if info.dirty {
-            let target = if info.file.is_empty() {
-                common::field(&c.path.to_string_lossy())
+            // `vim -r` takes the edited file (when it is still there) or the swap file.
+            let file = std::path::Path::new(&info.file);
+            let target = if file.is_absolute() && file.symlink_metadata().is_ok() {
+                common::shell_quote(&info.file)
             } else {
-                info.file.clone()
+                common::shell_quote(&common::field(&c.path.to_string_lossy()))
             };
             j.evidence.push(format!(
                 "the swap file holds unsaved changes: recover them with `vim -r {target}` before removing it"
