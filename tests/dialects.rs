@@ -1989,3 +1989,31 @@ fn chromium_listening_on_its_singleton_socket_is_live() {
     drop(listener);
     expect(&lock, "chromium", Verdict::Stale);
 }
+
+#[test]
+fn git_gc_pid() {
+    let dir = tempdir();
+    let repo = fake_repo(dir.path());
+    let host = hostname();
+    let gc = repo.join(".git/gc.pid");
+    write(&gc, format!("{} {host}", dead_pid()));
+    let f = expect(&gc, "git", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+    let git = spawn_as(
+        &dir.path().join("bin"),
+        "git",
+        "sleep",
+        &["600"],
+        dir.path(),
+    );
+    write(&gc, format!("{} {host}", git.pid()));
+    let f = expect(&gc, "git", Verdict::Live);
+    assert_eq!(f.judgement.owner.unwrap().hostname, Some(host));
+    write(&gc, format!("{} elsewhere.example", git.pid()));
+    expect(&gc, "git", Verdict::Foreign);
+    write(&gc, "1; rm -rf / host");
+    expect(&gc, "git", Verdict::Unknown);
+    // Outside a git directory a gc.pid is just a pid file.
+    let other = write(&dir.path().join("gc.pid"), format!("{}\n", git.pid()));
+    expect(&other, "pidfile", Verdict::Live);
+}

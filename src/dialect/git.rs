@@ -2,7 +2,7 @@
 //! `HEAD.lock`, `config.lock`, `packed-refs.lock`, `refs/**/*.lock` — which hold the new
 //! content being written (an index starts with `DIRC`, a ref lock holds a hash, many are
 //! empty). They name no owner. Newer git (`core.lockfilePid`) writes a companion
-//! `NAME~pid.lock` holding `pid N`.
+//! `NAME~pid.lock` holding `pid N`. `git gc` keeps `gc.pid` (`PID HOSTNAME`) while it runs.
 //!
 //! Liveness: a kernel lock or a process with the file open; the PID of the companion file; a
 //! git process working in the repository — its working directory (or `GIT_DIR`) inside the
@@ -31,7 +31,52 @@ const PATTERNS: &[&str] = &[
     "*~pid.lock",
     "**/.git/**/*.lock",
     "**/*.git/**/*.lock",
+    "**/.git/gc.pid",
+    "**/*.git/gc.pid",
 ];
+
+/// Parses `gc.pid`: `PID HOSTNAME` (git writes both; the host may be missing).
+pub fn parse_gc_pid(content: &[u8]) -> Result<(i64, Option<String>), String> {
+    let text = String::from_utf8_lossy(content);
+    let line = text.lines().next().unwrap_or("").trim();
+    let (pid, host) = match line.split_once(' ') {
+        Some((p, h)) => (p, Some(h.trim())),
+        None => (line, None),
+    };
+    let pid =
+        common::parse_pid(pid).map_err(|why| format!("{why} (gc.pid holds \"PID HOSTNAME\")"))?;
+    Ok((pid, host.filter(|h| !h.is_empty()).map(common::field)))
+}
+
+fn is_gc_pid(c: &Candidate<'_>) -> bool {
+    c.file_name() == "gc.pid"
+}
+
+/// `gc.pid`: the PID (and host) of a running `git gc`.
+fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgement {
+    let (pid, host) = match parse_gc_pid(c.content) {
+        Ok(v) => v,
+        Err(why) => return common::unparseable("git gc.pid", why),
+    };
+    let owner = Owner {
+        pid: Some(pid),
+        hostname: host.clone(),
+        detail: Some(format!("git gc in repository {repo_name}")),
+        ..Owner::default()
+    };
+    if let Some(j) = common::kernel_live(snap, c.key(), "gc.pid") {
+        return common::with_owner(j, owner);
+    }
+    let claim = PidClaim {
+        pid,
+        hostname: host.as_deref(),
+        written_ms: Some(c.mtime_ms()),
+        expect: GITS,
+        network_fs: c.fs.network,
+        ..PidClaim::default()
+    };
+    common::with_owner(judge_pid(&claim, snap), owner)
+}
 
 /// Where a lock lives: the git directory holding it and the directories git processes working
 /// on it may sit in.
@@ -235,7 +280,7 @@ impl Dialect for Git {
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File
-            && c.file_name().as_encoded_bytes().ends_with(b".lock")
+            && (c.file_name().as_encoded_bytes().ends_with(b".lock") || is_gc_pid(c))
             && Repo::of(c.path).is_some()
     }
 
@@ -262,6 +307,10 @@ impl Dialect for Git {
                 .unwrap_or(&repo.git_dir)
                 .to_string_lossy(),
         );
+
+        if is_gc_pid(c) {
+            return judge_gc_pid(c, snap, &repo_name);
+        }
 
         // The PID, from this file (`~pid.lock`) or its companion.
         let pid_file = if is_pid_file(c.path) {
