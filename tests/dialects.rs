@@ -1754,11 +1754,21 @@ fn flock_files_are_free_or_live() {
 
     let holder = hold_flock(&empty);
     let f = expect(&empty, "flock", Verdict::Live);
-    assert_eq!(f.judgement.holders.len(), 1);
     assert_eq!(f.judgement.holders[0].pid, holder.pid());
     assert_eq!(f.judgement.holders[0].how, HolderHow::Flock);
     drop(holder);
     expect(&empty, "flock", Verdict::Free);
+
+    // Open but not locked (a waiter, a reader): still free, and shown.
+    let open = fs::File::open(&empty).unwrap();
+    let f = expect(&empty, "flock", Verdict::Free);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == std::process::id() as i32 && h.how == HolderHow::Open)
+    );
+    drop(open);
 
     // Any name, any content: a kernel lock makes it a lock.
     let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");

@@ -73,13 +73,23 @@ impl Dialect for Flock {
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
-        if let Some(j) = common::kernel_live(snap, c.key(), "the file") {
+        // Processes with the file open are shown too (a waiter has it open, unlocked).
+        let openers = snap.openers(c.key());
+        if let Some(mut j) = common::kernel_live(snap, c.key(), "the file") {
+            common::add_holders(&mut j, openers);
             return j;
         }
         let mut j = Judgement::new(
             Verdict::Free,
             "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
         );
+        if !openers.is_empty() {
+            j.evidence.push(format!(
+                "open, without a lock, in {}",
+                common::describe_holders(&openers)
+            ));
+            j.holders = openers;
+        }
         if c.fs.network {
             j.evidence.push(format!(
                 "on a network file system ({}): a lock held from another machine does not show here",
