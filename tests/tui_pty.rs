@@ -180,7 +180,8 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     assert!(stale.exists(), "nothing is removed before the yes");
     ui.send("y");
     ui.wait_for("the reclaim result", |s| {
-        s.contains("removed ") && s.contains("stale.pid")
+        s.lines()
+            .any(|l| l.starts_with("removed ") && l.contains("stale.pid"))
     });
     assert!(!stale.exists(), "the stale pidfile is gone");
     assert!(live.exists(), "the live pidfile stays");
@@ -228,4 +229,53 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
     ui.wait_for("the help closed", |s| !s.contains("Show this help"));
     ui.send("\x1b");
     assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn verdicts_are_judged_again_while_the_ui_runs() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let mut sleeper = common::sleeper();
+    std::thread::sleep(Duration::from_millis(1100));
+    let live = tree.join("owner.pid");
+    std::fs::write(&live, format!("{}\n", sleeper.pid())).unwrap();
+    let other = tree.join("other.pid");
+    std::fs::write(&other, format!("{}\n", common::dead_pid())).unwrap();
+
+    let interval = Path::new("0.2");
+    let mut ui = Ui::start(&env, &[&tree, Path::new("--interval"), interval], &[]);
+    ui.wait_for("the live lock", |s| {
+        line_with(s, "owner.pid").is_some_and(|l| l.contains("● live"))
+    });
+    // Its owner dies: the row turns stale on screen, without a key press.
+    sleeper.kill();
+    ui.wait_for("the lock judged stale", |s| {
+        line_with(s, "owner.pid").is_some_and(|l| l.contains("✗ stale"))
+    });
+    // Someone else removes a lock: its row goes.
+    std::fs::remove_file(&other).unwrap();
+    ui.wait_for("the removed lock gone", |s| {
+        line_with(s, "other.pid").is_none()
+    });
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn without_a_terminal_or_with_a_bad_interval_it_says_why_and_exits_2() {
+    let env = Env::new();
+    let out = env.run([env.path().as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("needs a terminal") && err.contains("--scan"),
+        "{err}"
+    );
+    for bad in ["0", "-1", "nan"] {
+        let out = env.run([format!("--interval={bad}")]);
+        assert_eq!(out.status.code(), Some(2), "--interval {bad}");
+        let err = common::stderr(&out);
+        assert!(err.contains("--interval"), "{err}");
+    }
 }

@@ -737,7 +737,10 @@ impl App {
             return;
         };
         let f = row.finding.clone();
-        let path = row.cells.path.clone();
+        let name = row.finding.path.file_name().map_or_else(
+            || row.cells.path.clone(),
+            |n| text::bytes(n.as_encoded_bytes()),
+        );
         let why = row
             .finding
             .judgement
@@ -753,16 +756,16 @@ impl App {
                 return;
             }
             (Verdict::Foreign, false) => Some(format!(
-                "{path} is foreign ({why}): its owner cannot be checked from here; F forces it"
+                "{name} is foreign: its owner cannot be checked from here (F forces it) — {why}"
             )),
             (Verdict::Live, _) => Some(format!(
-                "{path} is live ({why}): a live lock is never removed"
+                "{name} is live: a live lock is never removed — {why}"
             )),
             (Verdict::Free, _) => Some(format!(
-                "{path} is free: nobody holds this kernel-lock file, and removing it could split programs waiting on it"
+                "{name} is free: nobody holds this kernel-lock file, and removing it could split programs waiting on it"
             )),
             (Verdict::Unknown, _) => Some(format!(
-                "{path} is unknown ({why}): nothing proves its owner gone"
+                "{name} is unknown: nothing proves its owner gone — {why}"
             )),
         };
         match refusal {

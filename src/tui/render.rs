@@ -15,7 +15,7 @@ use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{
     Block, Cell as TableCell, Clear, HighlightSpacing, Padding, Paragraph, Row as TableRow,
-    StatefulWidget, Table, TableState, Widget, Wrap,
+    StatefulWidget, Table, TableState, Widget,
 };
 
 use super::app::{App, Column, Level, Mode, Row, age_ms, plural};
@@ -801,10 +801,15 @@ pub fn confirm_text(
             )));
         }
     }
-    out.push(Line::from(Span::styled(
-        "Each lock is judged again just before removal; one that is no longer stale stays.",
-        theme.dim(),
-    )));
+    let again = match d.action {
+        ConfirmAction::Reclaim { .. } => {
+            "Each lock is judged again just before removal; one that is no longer stale stays."
+        }
+        ConfirmAction::ForceForeign(_) => {
+            "It is judged again just before removal; if it is no longer foreign or stale, it stays."
+        }
+    };
+    out.push(Line::from(Span::styled(again, theme.dim())));
     let dir = state_dir
         .map(text::path)
         .unwrap_or_else(|| "the state directory".to_string());

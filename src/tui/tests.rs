@@ -563,7 +563,13 @@ fn only_stale_locks_can_be_reclaimed_and_the_status_says_why() {
         let s = app.status.clone().unwrap();
         assert_eq!(s.level, Level::Warn);
         assert!(s.text.contains(why), "{path}: {}", s.text);
-        assert!(s.text.contains(path), "{}", s.text);
+        let name = path.rsplit('/').next().unwrap();
+        assert!(
+            s.text
+                .starts_with(&format!("not reclaimable: {name} {why}")),
+            "{}",
+            s.text
+        );
     }
     // F forces only foreign locks, through a dialog that states the risk.
     keys(&mut app, "g");
