@@ -893,11 +893,14 @@ fn a_kernel_locked_file_with_any_name_is_found() {
 // ---------------------------------------------------------------------------------------------
 // A scan modifies nothing (real dialects).
 
-/// (mode, size, mtime, ctime, atime, inode, nlink, dev) of every entry, never following links.
+/// (mode, size, mtime, ctime, atime, inode, nlink, dev) of one entry.
+type Stamp = (u32, u64, i64, i64, i64, i64, u64, u64);
+
+/// The [`Stamp`] of every entry, never following links.
 /// The access time of a symlink is left out: readlink(2) updates it whatever the caller does
 /// (like `ls -l`), and the dialects of symlink locks need the link text. Files and directories
 /// are read with `O_NOATIME`, so theirs must not move.
-fn fingerprint(base: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, i64, i64, u64, u64)> {
+fn fingerprint(base: &Path) -> BTreeMap<PathBuf, Stamp> {
     let mut out = BTreeMap::new();
     let mut stack = vec![base.to_path_buf()];
     while let Some(dir) = stack.pop() {
