@@ -1167,6 +1167,8 @@ fn chromium_real_browser_is_live_then_stale() {
             .arg(format!("--user-data-dir={}", profile.display()))
             .args(["--remote-debugging-port=0", "about:blank"])
             .env("HOME", dir.path())
+            // Its SingletonSocket directory goes to TMPDIR: keep it in ours.
+            .env("TMPDIR", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
@@ -1283,6 +1285,7 @@ fn firefox_real_browser_is_live_then_stale() {
             .arg(&profile)
             .arg("about:blank")
             .env("HOME", dir.path())
+            .env("TMPDIR", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
