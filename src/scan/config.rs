@@ -238,8 +238,8 @@ impl Config {
     /// The roots to scan. PATH arguments (`paths`) replace the configured roots: each is made
     /// absolute (a final symlink is not followed unless it names a directory) and kept even if
     /// it does not exist, so the scan reports it. Otherwise the configured roots are expanded
-    /// (`~`, `$VAR`, the current directory), canonicalized, and those missing (or naming an
-    /// unset variable) are skipped. Duplicates are dropped, and so is a root that another one
+    /// (`~`, `$VAR`, the current directory), canonicalized, and those missing, unreadable or
+    /// naming an unset variable are skipped. Duplicates are dropped, and so is a root that another one
     /// already covers at its depth.
     pub fn roots(&self, paths: &[PathBuf]) -> Vec<Root> {
         let roots: Vec<Root> = if paths.is_empty() {
@@ -248,7 +248,7 @@ impl Config {
                 .filter_map(|spec| {
                     let path = expand(&spec.path)?;
                     let path = std::fs::canonicalize(path).ok()?;
-                    Some(Root {
+                    readable(&path).then_some(Root {
                         path,
                         max_depth: spec.max_depth,
                     })
@@ -335,6 +335,17 @@ fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 
 fn opt_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
     globs(d).map(Some)
+}
+
+/// Whether we may list this directory (or read this file).
+fn readable(path: &Path) -> bool {
+    use rustix::fs::Access;
+    let want = if path.is_dir() {
+        Access::READ_OK | Access::EXEC_OK
+    } else {
+        Access::READ_OK
+    };
+    rustix::fs::access(path, want).is_ok()
 }
 
 fn home() -> Option<PathBuf> {
