@@ -7,14 +7,19 @@
 //! - nothing is opened but directories and regular files that may be locks (see
 //!   [`super::judge::read_prefix`]); FIFOs, sockets and devices are never opened;
 //! - no recursion: pending directories are a shared stack, so a tree thousands of levels deep
-//!   costs memory, not call stack (paths longer than `PATH_MAX` are reported as errors);
+//!   costs memory, not call stack (what lies beyond `PATH_MAX` is reported as an error);
 //! - an unreadable directory is a [`ScanEvent::Error`], and the walk goes on;
 //! - pseudo file systems (proc, sysfs, ...) are skipped: a directory that is a mount point (from
 //!   `/proc/self/mountinfo`, read once) is `statfs`ed, and no other directory is;
 //! - names are matched against every dialect in one pass ([`Matcher`]); a path is built only
 //!   for a directory to descend into or a name that may match; a file with any name is a
 //!   candidate when a kernel lock may be held on its inode (`d_ino` against `/proc/locks`,
-//!   confirmed with one `lstat`).
+//!   confirmed with one `lstat`; on the rare file systems whose `d_ino` differs from `st_ino`,
+//!   such as some overlayfs setups, only name-matched locks are found).
+//!
+//! A subdirectory is opened relative to its parent's descriptor (kept open while its
+//! subdirectories wait, for the first few dozen levels only, so the descriptor limit is never
+//! approached), which spares the kernel a walk of the whole path for each directory.
 //!
 //! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
 //! work spreads over subtrees of any shape and the stack stays small (depth-first).
