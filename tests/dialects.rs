@@ -862,6 +862,7 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
                 "(progn (find-file \"draft.txt\") (insert \"x\") (sleep-for 600))",
             ])
             .current_dir(dir.path())
+            .env("HOME", dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
