@@ -156,7 +156,7 @@ pub fn with_owner(mut j: Judgement, owner: Owner) -> Judgement {
     j
 }
 
-/// Whether a listed process is one of `names` (its name, executable file name or argv[0]'s
+/// Whether a listed process is one of `names` (its name, executable file name or `argv[0]`'s
 /// file name equals or starts with one of them).
 pub fn proc_is(p: &ProcSummary, names: &[&str]) -> bool {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();

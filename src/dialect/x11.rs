@@ -10,7 +10,7 @@ use crate::verdict::{Judgement, Owner};
 
 pub struct X11;
 
-/// Process names of X servers (compared as prefixes of comm, exe and argv[0]).
+/// Process names of X servers (compared as prefixes of comm, exe and `argv[0]`).
 pub const X_SERVERS: &[&str] = &[
     "Xorg",
     "Xvfb",
