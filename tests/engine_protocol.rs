@@ -213,7 +213,7 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nfs-style.lock");
     let mut holder = spawn_child("child_entry", "hold-fallback", &path);
-    let said = child_says(&mut holder.stdout_lines());
+    let said = Answers::of(&mut holder).next(20);
     assert!(said.starts_with("held "), "{said}");
 
     let rec = ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
@@ -259,7 +259,7 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inherited.lock");
     let mut owner = spawn_child("child_entry", "crash-fallback-leave-writer", &path);
-    let said = child_says(&mut owner.stdout_lines());
+    let said = Answers::of(&mut owner).next(20);
     let writer: i32 = said
         .strip_prefix("writer ")
         .and_then(|p| p.parse().ok())
@@ -341,17 +341,19 @@ fn output(mut c: Command) -> std::process::Output {
 fn lock_command_runs_the_command_holding_the_lock_and_passes_its_status() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cmd.lock");
-    // COMMAND runs with the lock held, and holds the locked descriptor itself.
-    let script =
-        "grep -q OFDLCK /proc/locks && for f in /proc/$$/fd/*; do readlink $f; done; exit 7";
-    let mut c = lock_cmd(&path, &[]);
-    c.args(["--", "sh", "-c", script]);
+    // COMMAND runs with the lock held, and holds the locked descriptor itself (an open file
+    // whose inode is the lock file's).
+    let script = "stat -c %i cmd.lock && stat -L -c %i /proc/$$/fd/* 2>/dev/null; exit 7";
+    let mut c = lock_cmd(Path::new("cmd.lock"), &[]);
+    c.current_dir(dir.path()).args(["--", "sh", "-c", script]);
     let out = output(c);
     assert_eq!(out.status.code(), Some(7), "{out:?}");
-    let fds = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut inodes = text.lines();
+    let lock_inode = inodes.next().expect("the lock file's inode");
     assert!(
-        fds.contains("cmd.lock"),
-        "COMMAND did not inherit the lock: {fds}"
+        inodes.any(|i| i == lock_inode),
+        "COMMAND did not inherit the lock: {text}"
     );
     assert!(!path.exists(), "released after COMMAND");
 

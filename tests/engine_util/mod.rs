@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
@@ -66,10 +66,6 @@ impl Group {
         });
         self.reaped = true;
         status
-    }
-
-    pub fn stdout_lines(&mut self) -> BufReader<ChildStdout> {
-        BufReader::new(self.child.stdout.take().expect("piped stdout"))
     }
 
     pub fn stdin(&mut self) -> ChildStdin {
@@ -201,16 +197,33 @@ pub fn spawn_child(entry: &str, mode: &str, path: &Path) -> Group {
     Group::spawn(cmd)
 }
 
-/// Reads lines until one starts with `CHILD:`, returning the rest.
-pub fn child_says(r: &mut impl BufRead) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = r.read_line(&mut line).expect("read child output");
-        assert!(n > 0, "the helper child ended without answering");
-        if let Some(rest) = line.strip_prefix("CHILD:") {
-            return rest.trim().to_string();
-        }
+/// The answers of a helper child: its stdout read on a thread, so waiting for an answer has a
+/// deadline.
+pub struct Answers(std::sync::mpsc::Receiver<String>);
+
+impl Answers {
+    pub fn of(g: &mut Group) -> Answers {
+        let out = g.child.stdout.take().expect("piped stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                // libtest may print "test name ... " before our text on the same line.
+                if let Some(at) = line.find("CHILD:")
+                    && tx.send(line[at + 6..].trim().to_string()).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Answers(rx)
+    }
+
+    /// The next answer, waiting at most `secs` seconds.
+    pub fn next(&self, secs: u64) -> String {
+        self.0
+            .recv_timeout(Duration::from_secs(secs))
+            .expect("the helper child did not answer in time")
     }
 }
 
