@@ -10,7 +10,8 @@
 //!
 //! Run: `cargo bench --bench tui_first_frame` (env: `TUI_BENCH_DIRS`, `TUI_BENCH_FILES` per
 //! directory, `TUI_BENCH_RUNS`). The tree is generated in a temp dir: DIRS directories of
-//! FILES empty files each, with a stale pidfile in one directory of every 50.
+//! FILES empty files each, with a stale pidfile in one directory of every 50. Or point
+//! `TUI_BENCH_TREE` at an existing tree (e.g. one made by `benches/make_tree.py`).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -154,14 +155,24 @@ fn main() {
     let files = env_usize("TUI_BENCH_FILES", if benching { 100 } else { 5 });
     let runs = env_usize("TUI_BENCH_RUNS", if benching { 5 } else { 1 });
     let tmp = tempfile::tempdir().unwrap();
-    let tree = tmp.path().join("tree");
-    let made = Instant::now();
-    let locks = make_tree(&tree, dirs, files);
-    eprintln!(
-        "tree: {} entries, {locks} stale pidfiles (made in {:.1} s)",
-        dirs * (files + 1) + locks,
-        made.elapsed().as_secs_f64()
-    );
+    let tree = match std::env::var_os("TUI_BENCH_TREE") {
+        // A tree made elsewhere, e.g. by the scan benchmark's `benches/make_tree.py TREE`.
+        Some(t) => {
+            eprintln!("tree: {}", Path::new(&t).display());
+            Path::new(&t).to_path_buf()
+        }
+        None => {
+            let tree = tmp.path().join("tree");
+            let made = Instant::now();
+            let locks = make_tree(&tree, dirs, files);
+            eprintln!(
+                "tree: {} entries, {locks} stale pidfiles (made in {:.1} s)",
+                dirs * (files + 1) + locks,
+                made.elapsed().as_secs_f64()
+            );
+            tree
+        }
+    };
     let all: Vec<Times> = (0..runs)
         .map(|_| run_once(&tree, &tmp.path().join("state")))
         .collect();
