@@ -737,6 +737,51 @@ fn per_path_errors_are_collected_and_the_walk_goes_on() {
     assert!(out.result.is_err());
 }
 
+#[test]
+fn an_unreadable_directory_is_reported_and_the_walk_goes_on() {
+    // Root reads everything: run the real binary as nobody (setpriv, util-linux).
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write(&d.join("open/visible.pid"), b"999999999\n");
+    write(&d.join("closed/hidden.pid"), b"999999999\n");
+    for sub in ["open", "closed"] {
+        std::fs::set_permissions(d.join(sub), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(d.join("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_locksmith"))
+        .args(["--scan", "--json"])
+        .arg(&d)
+        .env("XDG_CONFIG_HOME", &d)
+        .env("HOME", &d)
+        .stdin(Stdio::null())
+        .output()
+        .expect("setpriv from util-linux");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let paths: Vec<&str> = report["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec![d.join("open/visible.pid").to_str().unwrap()]);
+    let errors = report["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["path"], d.join("closed").to_str().unwrap());
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{errors:?}"
+    );
+}
+
 /// Creates `levels` nested directories named `dd` below `base` (with fds: the path soon
 /// exceeds PATH_MAX) and a lock file at `lock_at` levels.
 fn deep_tree(base: &Path, levels: usize, lock_at: usize) {
