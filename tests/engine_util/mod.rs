@@ -245,7 +245,7 @@ fn read_command() -> Option<String> {
 /// - `hold` / `hold-fallback`: take the lock, say `held <token>`, wait for stdin to close.
 /// - `crash-fallback-leave-writer`: take the lock (fallback), pass the descriptor to a
 ///   `sleep 300` in a new process group, say `writer <pid>`, exit without releasing.
-/// - `stampede` / `stampede-fallback`: for each `go <unix_ms>` line, wait until that instant,
+/// - `stampede` / `stampede-fallback`: say `ready`; for each `go <unix_ms>` line, wait until that instant,
 ///   `try_acquire`, say `won` or `lost <why>`; after `won`, on `crash` exit without releasing.
 pub fn child_main() {
     let Ok(spec) = std::env::var(CHILD_ENV) else {
@@ -273,6 +273,7 @@ pub fn child_main() {
         }
         "stampede" | "stampede-fallback" => {
             let mut held = None;
+            say("ready");
             while let Some(cmd) = read_command() {
                 if let Some(at) = cmd.strip_prefix("go ") {
                     let at: i64 = at.parse().unwrap();
