@@ -243,7 +243,7 @@ fn companion_pid_file(
         return None;
     }
     Some(
-        super::read_prefix(path)
+        super::read_prefix(path, &meta, super::CONTENT_PREFIX)
             .map(|(bytes, _)| (bytes, crate::probe::mtime_ms(&meta)))
             .map_err(|e| format!("its pid file cannot be read: {e}")),
     )

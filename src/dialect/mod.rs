@@ -140,7 +140,7 @@ impl LoadedCandidate {
         let meta = std::fs::symlink_metadata(path)?;
         let kind = EntryKind::of(&meta);
         let (content, complete) = if kind == EntryKind::File {
-            read_prefix(path)?
+            read_prefix(path, &meta, CONTENT_PREFIX)?
         } else {
             (Vec::new(), kind != EntryKind::Symlink)
         };
@@ -173,24 +173,65 @@ impl LoadedCandidate {
     }
 }
 
-/// Reads at most [`CONTENT_PREFIX`] bytes of a regular file, opened with
-/// `O_NONBLOCK|O_NOFOLLOW|O_NOCTTY` so a FIFO, device or symlink swapped in never blocks or
-/// redirects the read. Returns the bytes and whether they are the whole file.
-pub fn read_prefix(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Ok((Vec::new(), false));
+/// Reads at most `max` bytes of a regular file: opened with
+/// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_NOCTTY|O_CLOEXEC` (and `O_NOATIME` where allowed, so not
+/// even the access time changes), then checked with `fstat` to be the regular file that was
+/// `lstat`ed, so a FIFO or device swapped in is never read. Returns the bytes and whether
+/// they are the whole file.
+///
+/// Note: closing a descriptor drops the *classic POSIX* (`F_SETLK`) locks this process holds
+/// on that file; OFD and flock locks are unaffected. The scanner is meant to run in a process
+/// that holds no classic POSIX locks on the files it scans.
+pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> std::io::Result<(Vec<u8>, bool)> {
+    sys::read_prefix(path, lstat, max)
+}
+
+mod sys {
+    use std::fs::Metadata;
+    use std::io;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::Path;
+
+    use rustix::fs::{FileType, Mode, OFlags};
+
+    pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
+        let flags =
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+        #[cfg(target_os = "linux")]
+        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
+            other => other?,
+        };
+        #[cfg(not(target_os = "linux"))]
+        let fd = rustix::fs::open(path, flags, Mode::empty())?;
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(io::Error::other("not a regular file any more"));
+        }
+        if st.st_dev as u64 != lstat.dev() || st.st_ino as u64 != lstat.ino() {
+            return Err(io::Error::other("replaced while being read"));
+        }
+        // One byte more than the file claims, so that reaching its end is seen.
+        let size = st.st_size.max(0) as u64;
+        let mut buf = vec![0u8; max.min(size.saturating_add(1).min(max as u64) as usize)];
+        let mut len = 0;
+        let mut eof = false;
+        while len < buf.len() {
+            match rustix::io::read(&fd, &mut buf[len..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => len += n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf.truncate(len);
+        let complete = eof || len as u64 == size;
+        Ok((buf, complete))
     }
-    let mut buf = Vec::with_capacity(CONTENT_PREFIX.min(64 * 1024));
-    file.take(CONTENT_PREFIX as u64 + 1).read_to_end(&mut buf)?;
-    let complete = buf.len() <= CONTENT_PREFIX;
-    buf.truncate(CONTENT_PREFIX);
-    Ok((buf, complete))
 }
 
 /// A lock format.
@@ -216,6 +257,35 @@ pub trait Dialect: Send + Sync {
     /// Judges the candidate with the snapshot's evidence.
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement;
 }
+
+/// File names that match lock patterns (`*.lock`) but are never locks: the dependency lock
+/// files of package managers. A file with such a name is a candidate only when a kernel lock
+/// is held on it (or a whole-path pattern, such as git's, matches it).
+pub const NOT_LOCKS: &[&str] = &[
+    "Cargo.lock",
+    "yarn.lock",
+    "Gemfile.lock",
+    "poetry.lock",
+    "Pipfile.lock",
+    "pdm.lock",
+    "uv.lock",
+    "flake.lock",
+    "composer.lock",
+    "mix.lock",
+    "pubspec.lock",
+    "Podfile.lock",
+    "Package.resolved",
+    "deno.lock",
+    "bun.lock",
+    "gradle.lockfile",
+    "*.terraform.lock.hcl",
+    ".terraform.lock.hcl",
+    "conda-lock.yml",
+    "cabal.project.freeze",
+    "Manifest.toml",
+    "renv.lock",
+    "packages.lock.json",
+];
 
 /// All dialects, in the order they are tried (most specific first).
 pub fn registry() -> &'static [&'static dyn Dialect] {

@@ -67,7 +67,7 @@ pub(crate) fn examine_meta(
     }
     let kind = EntryKind::of(meta);
     let (content, complete, read_error) = if kind == EntryKind::File {
-        match sys::read_prefix(path, meta, dialect::CONTENT_PREFIX) {
+        match dialect::read_prefix(path, meta, dialect::CONTENT_PREFIX) {
             Ok((c, complete)) => (c, complete, None),
             Err(e) => (Vec::new(), false, Some(e)),
         }
@@ -206,65 +206,4 @@ pub(crate) fn error(path: &Path, what: &str, e: &io::Error) -> ScanError {
 /// An `io::Error` as a short sentence ("Permission denied (os error 13)").
 pub(crate) fn io_message(e: &io::Error) -> String {
     e.to_string()
-}
-
-/// Reads at most `max` bytes of a regular file: opened with
-/// `O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_NOCTTY|O_CLOEXEC` (and `O_NOATIME` where allowed, so not
-/// even the access time changes), then checked with `fstat` to be the regular file that was
-/// `lstat`ed, so a FIFO or device swapped in is never read. Returns the bytes and whether
-/// they are the whole file.
-///
-/// Note: closing a descriptor drops the *classic POSIX* (`F_SETLK`) locks this process holds
-/// on that file; OFD and flock locks are unaffected. The scanner is meant to run in a process
-/// that holds no classic POSIX locks on the files it scans.
-pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
-    sys::read_prefix(path, lstat, max)
-}
-
-mod sys {
-    use std::fs::Metadata;
-    use std::io;
-    use std::os::unix::fs::MetadataExt;
-    use std::path::Path;
-
-    use rustix::fs::{FileType, Mode, OFlags};
-
-    pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
-        let flags =
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
-        #[cfg(target_os = "linux")]
-        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
-            other => other?,
-        };
-        #[cfg(not(target_os = "linux"))]
-        let fd = rustix::fs::open(path, flags, Mode::empty())?;
-        let st = rustix::fs::fstat(&fd)?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(io::Error::other("not a regular file any more"));
-        }
-        if st.st_dev as u64 != lstat.dev() || st.st_ino as u64 != lstat.ino() {
-            return Err(io::Error::other("replaced while being read"));
-        }
-        // One byte more than the file claims, so that reaching its end is seen.
-        let size = st.st_size.max(0) as u64;
-        let mut buf = vec![0u8; max.min(size.saturating_add(1).min(max as u64) as usize)];
-        let mut len = 0;
-        let mut eof = false;
-        while len < buf.len() {
-            match rustix::io::read(&fd, &mut buf[len..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => len += n,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        buf.truncate(len);
-        let complete = eof || len as u64 == size;
-        Ok((buf, complete))
-    }
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::config::ExtraPatterns;
-use crate::dialect::Dialect;
+use crate::dialect::{self, Dialect};
 
 /// Compiles one glob the way the scanner uses it (`*` does not cross `/`, `\` escapes).
 pub(crate) fn glob(p: &str) -> Result<Glob, globset::Error> {
@@ -34,6 +34,8 @@ pub struct Matcher {
     path_last: GlobSet,
     /// Some whole-path pattern ends in `**` (its last component filters nothing).
     path_any_last: bool,
+    /// [`dialect::NOT_LOCKS`]: names that match lock patterns but are never locks.
+    not_locks: GlobSet,
     exclude_names: GlobSet,
     exclude_paths: GlobSet,
     built_dialects: Vec<&'static str>,
@@ -105,6 +107,13 @@ impl Matcher {
             path_owner,
             path_last: last.build()?,
             path_any_last,
+            not_locks: {
+                let mut b = GlobSetBuilder::new();
+                for p in dialect::NOT_LOCKS {
+                    b.add(glob(p)?);
+                }
+                b.build()?
+            },
             exclude_names: ex_names.build()?,
             exclude_paths: ex_paths.build()?,
             built_dialects: dialects.iter().map(|d| d.id()).collect(),
@@ -134,7 +143,7 @@ impl Matcher {
     /// name? (`false` means surely not.)
     pub fn may_match(&self, name: &OsStr) -> bool {
         let c = Candidate::new(Path::new(name));
-        self.names.is_match_candidate(&c)
+        (self.names.is_match_candidate(&c) && !self.not_locks.is_match_candidate(&c))
             || (!self.paths.is_empty()
                 && (self.path_any_last || self.path_last.is_match_candidate(&c)))
     }
@@ -142,7 +151,9 @@ impl Matcher {
     /// The dialects (registry indices, ascending, no duplicates) whose patterns match `path`.
     pub fn hits(&self, path: &Path) -> Vec<usize> {
         let mut out = Vec::new();
-        if let Some(name) = path.file_name() {
+        if let Some(name) = path.file_name()
+            && !self.not_locks.is_match(Path::new(name))
+        {
             for i in self.names.matches(Path::new(name)) {
                 out.push(self.name_owner[i]);
             }
@@ -177,6 +188,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn dependency_lock_files_are_not_locks() {
+        let m = Matcher::new(dialect::registry(), &[], &[]).unwrap();
+        assert!(m.hits(Path::new("/src/app/Cargo.lock")).is_empty());
+        assert!(m.hits(Path::new("/src/web/yarn.lock")).is_empty());
+        assert!(!m.hits(Path::new("/src/app/app.lock")).is_empty());
+        // A whole-path pattern still matches: a git ref named `Cargo` is locked as Cargo.lock.
+        assert!(
+            !m.hits(Path::new("/r/.git/refs/heads/Cargo.lock"))
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn excludes_by_name_and_path() {
         let m = Matcher::new(
             &[],
@@ -190,6 +214,7 @@ mod tests {
         )
         .unwrap();
         assert!(m.excluded(Path::new("/proc")));
+
         assert!(!m.excluded(Path::new("/procx")));
         assert!(m.excluded(Path::new("/a/node_modules")));
         assert!(m.excluded(Path::new("/a/b/build")));

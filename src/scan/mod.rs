@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
-pub use judge::read_prefix;
+pub use crate::dialect::read_prefix;
 
 use crate::dialect::EntryKind;
 use crate::probe::{FsInfo, Snapshot};

@@ -5,7 +5,7 @@
 //! - symlinks are never followed (directories are opened with `O_NOFOLLOW|O_DIRECTORY`; an
 //!   entry is descended into only when `getdents` says it is a directory);
 //! - nothing is opened but directories and regular files that may be locks (see
-//!   [`super::judge::read_prefix`]); FIFOs, sockets and devices are never opened;
+//!   [`crate::dialect::read_prefix`]); FIFOs, sockets and devices are never opened;
 //! - no recursion: pending directories are a shared stack, so a tree thousands of levels deep
 //!   costs memory, not call stack (what lies beyond `PATH_MAX` is reported as an error);
 //! - an unreadable directory is a [`ScanEvent::Error`], and the walk goes on;
