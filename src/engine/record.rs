@@ -48,17 +48,15 @@ pub struct Record {
 impl Record {
     /// A record describing the calling process, created now.
     pub fn for_this_process(kernel_lock: bool, heartbeat: Option<Duration>) -> Self {
-        use crate::probe::host;
+        let facts = ProcessFacts::of_this_process();
         let created_at = jiff::Timestamp::now().to_string();
         Record {
-            pid: std::process::id(),
-            hostname: host::hostname(),
-            boot_id: host::boot_id(),
-            start_time: crate::probe::process::own_start_ticks(),
-            pid_ns: host::pid_ns_of("self"),
-            exe: std::env::current_exe()
-                .ok()
-                .map(|p| p.to_string_lossy().into_owned()),
+            pid: facts.pid,
+            hostname: crate::probe::host::hostname(),
+            boot_id: facts.boot_id,
+            start_time: facts.start_time,
+            pid_ns: facts.pid_ns,
+            exe: facts.exe,
             heartbeat_at: heartbeat.map(|_| created_at.clone()),
             heartbeat_secs: heartbeat.map(|d| d.as_secs_f64()),
             created_at,
@@ -73,6 +71,40 @@ impl Record {
         let mut v = serde_json::to_vec(self).expect("a record always serialises");
         v.push(b'\n');
         v
+    }
+}
+
+/// The parts of a record that stay the same for the life of a process, read once per process
+/// (a forked child has another PID and reads its own; `exec` starts afresh anyway). The host
+/// name is not among them: it can be changed while we run.
+#[derive(Debug, Clone)]
+struct ProcessFacts {
+    pid: u32,
+    boot_id: Option<String>,
+    start_time: Option<u64>,
+    pid_ns: Option<u64>,
+    exe: Option<String>,
+}
+
+impl ProcessFacts {
+    fn of_this_process() -> ProcessFacts {
+        static CACHE: std::sync::Mutex<Option<ProcessFacts>> = std::sync::Mutex::new(None);
+        let pid = std::process::id();
+        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = cache.as_ref().filter(|f| f.pid == pid) {
+            return f.clone();
+        }
+        let facts = ProcessFacts {
+            pid,
+            boot_id: crate::probe::host::boot_id(),
+            start_time: crate::probe::process::own_start_ticks(),
+            pid_ns: crate::probe::host::pid_ns_of("self"),
+            exe: std::env::current_exe()
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned()),
+        };
+        *cache = Some(facts.clone());
+        facts
     }
 }
 
