@@ -556,6 +556,43 @@ fn lock_command_output_is_escaped() {
 }
 
 #[test]
+fn lock_command_refuses_at_once_a_path_that_is_not_a_lock_record() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in [
+        ("notes.txt", &b"my precious notes\n"[..]),
+        ("empty.lock", b""),
+        (
+            "bad.lock",
+            br#"{"tool":"locksmith/0.1.0","pid":"x","token":"t"}"#,
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        // No --timeout: waiting would be forever, so this must fail at once.
+        let mut c = lock_cmd(&path, &[]);
+        c.args(["--", "true"]).stderr(Stdio::piped());
+        let mut g = Group::spawn(c);
+        let status = g.wait(20);
+        let mut err = String::new();
+        use std::io::Read;
+        g.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains("is not a locksmith lock"), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            content,
+            "{name} was modified"
+        );
+    }
+}
+
+#[test]
 fn waiting_reclaims_a_stale_lock_without_waiting_for_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("stale.lock");

@@ -39,7 +39,9 @@ impl EngineError {
     /// The judgement behind a refusal (held, not stale), if there is one.
     pub fn judgement(&self) -> Option<&Judgement> {
         match &self.kind {
-            ErrorKind::Held { judgement, .. } | ErrorKind::NotStale(judgement) => Some(judgement),
+            ErrorKind::Held { judgement, .. }
+            | ErrorKind::NotStale(judgement)
+            | ErrorKind::Unrecognised(judgement) => Some(judgement),
             _ => None,
         }
     }
@@ -61,6 +63,14 @@ pub enum ErrorKind {
         /// How long acquisition waited before giving up, in milliseconds.
         waited_ms: u64,
     },
+    /// Something exists at the lock path that is not a lock this engine can judge (not an
+    /// owner record, or a record without a valid pid): it will never become free by itself,
+    /// so acquisition gives up at once instead of waiting.
+    #[error(
+        "exists but is not a locksmith lock ({}); remove it if it is a leftover, or use another path",
+        evidence_line(.0)
+    )]
+    Unrecognised(Box<Judgement>),
     /// Reclaim refused: the lock is not stale at this moment.
     #[error("is {} now, not stale: {}", .0.verdict, describe(.0))]
     NotStale(Box<Judgement>),
@@ -94,6 +104,10 @@ pub enum ErrorKind {
         #[source]
         source: io::Error,
     },
+}
+
+fn evidence_line(j: &Judgement) -> String {
+    sanitize(&j.evidence.join("; "))
 }
 
 fn waited_suffix(ms: u64) -> String {

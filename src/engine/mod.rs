@@ -153,7 +153,9 @@ impl Lock {
     }
 
     /// Takes the lock if it can be taken now: free, or held by a stale owner (the stale file
-    /// is reclaimed on the way). Otherwise an [`ErrorKind::Held`] error says who holds it.
+    /// is reclaimed on the way). Otherwise an [`ErrorKind::Held`] error says who holds it
+    /// (or [`ErrorKind::Unrecognised`] when the path holds something that is not a lock
+    /// record).
     pub fn try_acquire(&self) -> Result<LockGuard, EngineError> {
         let place = Place::open(&self.path)?;
         match self.attempt(&place)? {
@@ -162,8 +164,9 @@ impl Lock {
         }
     }
 
-    /// Takes the lock, waiting for a live owner to release it (up to the timeout, if one is
-    /// set). A stale lock is reclaimed at once, without waiting.
+    /// Takes the lock, waiting for a live (or foreign) owner to release it, up to the timeout
+    /// if one is set. A stale lock is reclaimed at once, without waiting; something that is
+    /// not a lock record fails at once ([`ErrorKind::Unrecognised`]).
     pub fn acquire(&self) -> Result<LockGuard, EngineError> {
         let start = Instant::now();
         let place = Place::open(&self.path)?;
@@ -207,8 +210,13 @@ impl Lock {
                 Existing::HeldFast => return Ok(Attempt::Busy(None)),
                 Existing::Judged(ex) => ex,
             };
-            if ex.judgement.verdict != Verdict::Stale {
-                return Ok(Attempt::Busy(Some(ex.judgement)));
+            match ex.judgement.verdict {
+                Verdict::Stale => {}
+                // Not a record we can judge: it will not go away by waiting.
+                Verdict::Unknown => {
+                    return Err(place.err(ErrorKind::Unrecognised(Box::new(ex.judgement))));
+                }
+                _ => return Ok(Attempt::Busy(Some(ex.judgement))),
             }
             last = Some(ex.judgement.clone());
             match remove::remove_stale(place, *ex, use_kernel, &self.windows, |_, _| Ok(()))? {
