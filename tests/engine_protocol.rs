@@ -106,6 +106,28 @@ fn the_lock_stays_held_by_command_when_the_lock_tool_alone_is_killed() {
 }
 
 #[test]
+fn reading_the_lock_in_the_holding_process_keeps_it_held() {
+    // The POSIX-lock pitfall: closing any descriptor of a file drops the process's F_SETLK
+    // locks on it. OFD locks survive inspect and plain reads in the same process.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("self.lock");
+    let g = Lock::new(&path).try_acquire().unwrap();
+    for _ in 0..3 {
+        let j = engine::inspect(&path).unwrap();
+        assert_eq!(j.verdict, Verdict::Live, "{j:?}");
+        assert!(
+            j.holders.iter().any(|h| h.pid == std::process::id() as i32),
+            "{j:?}"
+        );
+        drop(std::fs::read(&path).unwrap());
+        assert!(kernel_locked(&path));
+    }
+    let e = Lock::new(&path).try_acquire().unwrap_err();
+    assert!(e.is_held(), "{e}");
+    g.release().unwrap();
+}
+
+#[test]
 fn release_never_removes_a_lock_that_is_no_longer_ours() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mine.lock");
