@@ -54,6 +54,26 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
     let j = engine::inspect(&path).unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(kernel_locked(&path));
+    // The owner record: one JSON object, newline-terminated, mode 0600.
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.iter().filter(|b| **b == b'\n').count(), 1);
+    assert_eq!(bytes.last(), Some(&b'\n'));
+    let rec = ParsedRecord::parse(&bytes).unwrap();
+    assert_eq!(rec.pid, Some(holder.pid() as i64));
+    assert_eq!(rec.hostname.as_deref(), Some(hostname().as_str()));
+    assert_eq!(rec.boot_id.as_deref(), Some(boot_id().as_str()));
+    assert!(rec.kernel_lock && rec.start_time.is_some() && rec.pid_ns.is_some());
+    assert!(rec.exe.as_deref().is_some_and(|e| e.ends_with("locksmith")));
+    assert_eq!(rec.token.as_deref().map(str::len), Some(32));
+    assert!(
+        rec.tool
+            .as_deref()
+            .is_some_and(|t| t.starts_with("locksmith/"))
+    );
+    assert!(j.owner.as_ref().unwrap().created_at.is_some());
 
     // While it is held, trying once fails and names the holder.
     let e = Lock::new(&path).try_acquire().unwrap_err();
