@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
 pub use crate::dialect::read_prefix;
+pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
 
 use crate::dialect::EntryKind;
 use crate::probe::{FsInfo, Snapshot};
