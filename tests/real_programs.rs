@@ -90,6 +90,11 @@ fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     let l = report.expect_lock(&lock);
     assert_eq!(l.dialect, "git");
     assert!(!l.reclaimable);
+    let git = l
+        .process
+        .as_ref()
+        .expect("the git working in the repository");
+    assert_eq!(git.name, "git", "{git:?}");
 
     commit.kill();
     assert!(lock.exists(), "git died without cleaning up");

@@ -120,7 +120,7 @@ impl Dialect for Chromium {
             }
         }
         if j.verdict == Verdict::Stale
-            && let Some(socket) = listening_singleton_socket(c.path)
+            && let Some(socket) = listening_singleton_socket(c.path, snap)
         {
             // The browser answers on its socket: its PID must be in another PID namespace
             // (a Flatpak sandbox, a container sharing this host name).
@@ -142,19 +142,11 @@ impl Dialect for Chromium {
 }
 
 /// The path the profile's `SingletonSocket` symlink names, if a process listens on a unix
-/// socket bound there (`/proc/net/unix`: flag `00010000` is a listening socket).
-fn listening_singleton_socket(lock: &std::path::Path) -> Option<String> {
+/// socket bound there.
+fn listening_singleton_socket(lock: &std::path::Path, snap: &Snapshot) -> Option<String> {
     let target = std::fs::read_link(lock.with_file_name("SingletonSocket")).ok()?;
     let target = target.to_str()?.to_string();
-    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
-    table
-        .lines()
-        .skip(1)
-        .any(|line| {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            cols.len() >= 8 && cols[3] == "00010000" && cols[7..].join(" ") == target
-        })
-        .then_some(target)
+    snap.unix_socket_listening(&target).then_some(target)
 }
 
 #[cfg(test)]

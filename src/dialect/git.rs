@@ -390,24 +390,29 @@ impl Dialect for Git {
         }
         let roots = repo.roots();
         let mut inside = Vec::new();
+        let mut first_inside = None;
         let mut outside = Vec::new();
         let mut unreadable = Vec::new();
         for p in procs.iter().filter(|p| common::proc_is(p, GITS)) {
             match place_of(p, &roots, &snap.host) {
-                Seen::Inside(how) => inside.push(format!("{} ({how})", p.pid)),
+                Seen::Inside(how) => {
+                    first_inside.get_or_insert(p.pid);
+                    inside.push(format!("{} ({how})", p.pid))
+                }
                 Seen::Outside(how) => outside.push(format!("{} ({how})", p.pid)),
                 Seen::Unreadable => unreadable.push(p.pid.to_string()),
                 Seen::Gone => {}
             }
         }
         if !inside.is_empty() {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Live,
-                    format!("a git process works in {repo_name}: {}", inside.join(", ")),
-                ),
-                owner,
+            let mut j = Judgement::new(
+                Verdict::Live,
+                format!("a git process works in {repo_name}: {}", inside.join(", ")),
             );
+            // The report's PID and COMMAND columns show the (first) git working there.
+            j.process =
+                first_inside.and_then(|pid| snap.pid(pid).facts().map(|f| snap.process_info(f)));
+            return common::with_owner(j, owner);
         }
         if !unreadable.is_empty() {
             return common::with_owner(

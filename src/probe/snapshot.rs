@@ -40,6 +40,7 @@ pub struct Snapshot {
     open_files: OnceLock<OpenFiles>,
     processes: OnceLock<Vec<ProcSummary>>,
     users: OnceLock<Option<sysinfo::Users>>,
+    unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
 }
 
@@ -69,6 +70,7 @@ impl Snapshot {
             open_files: OnceLock::new(),
             processes: OnceLock::new(),
             users: OnceLock::new(),
+            unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
         }
     }
@@ -151,6 +153,18 @@ impl Snapshot {
         self.processes.get_or_init(list_processes)
     }
 
+    /// Whether some process listens on a unix socket bound at `path` (`/proc/net/unix`, read
+    /// on first use).
+    pub fn unix_socket_listening(&self, path: &str) -> bool {
+        self.unix_listeners
+            .get_or_init(|| {
+                std::fs::read_to_string("/proc/net/unix")
+                    .map(|t| listening_unix_sockets(&t))
+                    .unwrap_or_default()
+            })
+            .contains(path)
+    }
+
     /// The file system of a lock, by its parent directory and device (cached per device).
     pub fn fs_of(&self, path: &Path, meta: &std::fs::Metadata) -> FsInfo {
         let dev = meta.dev();
@@ -192,6 +206,18 @@ impl Snapshot {
     }
 }
 
+/// The paths of listening unix sockets in a `/proc/net/unix` table (flag `00010000`).
+fn listening_unix_sockets(table: &str) -> std::collections::HashSet<String> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            (cols.len() >= 8 && cols[3] == "00010000").then(|| cols[7..].join(" "))
+        })
+        .collect()
+}
+
 fn list_processes() -> Vec<ProcSummary> {
     use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, UpdateKind};
     let Ok(mut sys) = sysinfo::System::new() else {
@@ -226,4 +252,19 @@ fn list_processes() -> Vec<ProcSummary> {
             }),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_listening_unix_sockets() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+0000000000000000: 00000002 00000000 00010000 0001 01 2001 /tmp/.org.chromium.x/SingletonSocket\n\
+0000000000000000: 00000003 00000000 00000000 0001 03 2002 /run/connected.sock\n";
+        let set = listening_unix_sockets(table);
+        assert!(set.contains("/tmp/.org.chromium.x/SingletonSocket"));
+        assert!(!set.contains("/run/connected.sock"));
+    }
 }
