@@ -28,6 +28,9 @@ pub struct PidClaim<'a> {
     pub pid_ns: Option<u64>,
     /// Whether the lock lives on a network file system.
     pub network_fs: bool,
+    /// Whether the lock lives on the root file system of a container seen from outside it
+    /// ([`crate::probe::FsInfo::container_root`]).
+    pub container_fs: bool,
 }
 
 /// Formats milliseconds since the epoch as RFC 3339 with second precision.
@@ -111,6 +114,14 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
                 "written at {}, before this host booted at {}",
                 fmt_ms(w),
                 fmt_ms(bt * 1000)
+            ),
+        );
+    }
+    if claim.container_fs && claim.pid_ns.is_none() && !same_kernel {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on the root file system of a container (an overlay that is not ours): PID {pid} belongs to the container's PID namespace and cannot be checked here"
             ),
         );
     }
@@ -266,5 +277,21 @@ mod tests {
             ..claim(me)
         };
         assert_eq!(judge_pid(&on_nfs, &snap).verdict, Verdict::Foreign);
+
+        // On a container's root file system seen from outside, a PID is the container's:
+        // neither a dead nor a live host PID proves anything.
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id() as i64;
+        dead.wait().unwrap();
+        let plain = judge_pid(&claim(dead_pid), &snap);
+        assert_eq!(plain.verdict, Verdict::Stale, "{plain:?}");
+        for pid in [dead_pid, me] {
+            let in_container = PidClaim {
+                container_fs: true,
+                ..claim(pid)
+            };
+            let j = judge_pid(&in_container, &snap);
+            assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
+        }
     }
 }

@@ -142,10 +142,7 @@ fn assert_evidence(f: &Finding, needle: &str) {
 fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
     let snap = Snapshot::take();
     let mut lc = LoadedCandidate::load(path, &snap).unwrap();
-    lc.fs = FsInfo {
-        kind: "nfs".into(),
-        network: true,
-    };
+    lc.fs = FsInfo::new("nfs", true);
     let d = dialect::by_id(id).expect("dialect");
     assert!(
         d.recognise(&lc.candidate()),

@@ -1142,3 +1142,61 @@ fn real_dialects_judge_what_the_walker_finds() {
     extra.sort();
     assert_eq!(extra, vec![d.join("loop1.lock"), d.join("loop2.lock")]);
 }
+
+/// A pid file on a container's root file system (an overlay mount that is not our root), seen
+/// from outside: its PID belongs to the container's PID namespace, so a PID absent here proves
+/// nothing (`foreign`); the same file through a plain directory is judged by the PID rules.
+#[cfg(target_os = "linux")]
+#[test]
+fn pid_file_on_a_container_overlay_is_foreign() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["lower", "upper", "work", "merged"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    let opts = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        d.join("lower").display(),
+        d.join("upper").display(),
+        d.join("work").display()
+    );
+    let merged = d.join("merged");
+    let mounted = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &opts])
+        .arg(&merged)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "SKIPPED: cannot mount an overlay file system here (needs root and mount rights)"
+        );
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(merged.clone());
+
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(merged.join("nginx.pid"), format!("{dead}\n")).unwrap();
+
+    let snap = Snapshot::take();
+    let config = Config::embedded();
+    let inside = scan::judge_path(&merged.join("nginx.pid"), &snap, &config)
+        .unwrap()
+        .expect("a pid file");
+    assert!(inside.fs.container_root, "{:?}", inside.fs);
+    assert_eq!(inside.judgement.verdict, Verdict::Foreign, "{inside:?}");
+
+    let plain = scan::judge_path(&d.join("upper/nginx.pid"), &snap, &config)
+        .unwrap()
+        .expect("a pid file");
+    assert!(!plain.fs.container_root);
+    assert_eq!(plain.judgement.verdict, Verdict::Stale, "{plain:?}");
+}

@@ -89,6 +89,7 @@ impl Dialect for Chromium {
             hostname: Some(&host),
             written_ms: Some(c.mtime_ms()),
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -121,6 +121,7 @@ impl Dialect for Emacs {
             written_ms: Some(c.mtime_ms()),
             expect: &["emacs"],
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

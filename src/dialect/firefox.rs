@@ -127,6 +127,7 @@ impl Dialect for Firefox {
             written_ms: Some(c.mtime_ms()),
             expect: MOZILLAS,
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         let j = judge_pid(&claim, snap);

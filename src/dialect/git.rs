@@ -73,6 +73,7 @@ fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgemen
         written_ms: Some(c.mtime_ms()),
         expect: GITS,
         network_fs: c.fs.network,
+        container_fs: c.fs.container_root,
         ..PidClaim::default()
     };
     common::with_owner(judge_pid(&claim, snap), owner)
@@ -360,6 +361,7 @@ impl Dialect for Git {
                 written_ms: Some(pid_written_ms),
                 expect: GITS,
                 network_fs: c.fs.network,
+                container_fs: c.fs.container_root,
                 ..PidClaim::default()
             };
             let j = judge_pid(&claim, snap);

@@ -138,6 +138,7 @@ fn judge_record(
         start_ticks: rec.start_time,
         pid_ns: rec.pid_ns,
         network_fs: c.fs.network,
+        container_fs: c.fs.container_root,
     };
     let mut j = judge_pid(&claim, snap);
     if rec.format == RecordFormat::Engine && !rec.kernel_lock {
@@ -378,10 +379,7 @@ mod tests {
     }
 
     fn local() -> FsInfo {
-        FsInfo {
-            kind: "ext4".into(),
-            network: false,
-        }
+        FsInfo::new("ext4", false)
     }
 
     #[test]
@@ -412,10 +410,7 @@ mod tests {
             Some(std::process::id() as i64)
         );
         // The same record on a network file system is judged by its PID: alive.
-        let nfs = FsInfo {
-            kind: "nfs".into(),
-            network: true,
-        };
+        let nfs = FsInfo::new("nfs", true);
         let j = judge_bytes(&p, &rec.to_line(), &nfs);
         assert_eq!(j.verdict, Verdict::Live, "{j:?}");
         // A fallback record (no kernel lock) of a live process: live.

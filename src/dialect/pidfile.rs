@@ -117,6 +117,7 @@ impl Dialect for Pidfile {
             pid,
             written_ms: Some(c.mtime_ms()),
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -140,6 +140,7 @@ impl Dialect for Postgres {
             written_ms: Some(written_ms),
             expect: POSTGRES,
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

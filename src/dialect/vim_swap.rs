@@ -138,6 +138,7 @@ impl Dialect for VimSwap {
                     written_ms: Some(c.mtime_ms()),
                     expect: VIMS,
                     network_fs: c.fs.network,
+                    container_fs: c.fs.container_root,
                     ..PidClaim::default()
                 };
                 judge_pid(&claim, snap)

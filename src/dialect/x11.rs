@@ -67,6 +67,7 @@ impl Dialect for X11 {
             written_ms: Some(c.mtime_ms()),
             expect: X_SERVERS,
             network_fs: c.fs.network,
+            container_fs: c.fs.container_root,
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

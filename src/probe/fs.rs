@@ -10,14 +10,23 @@ pub struct FsInfo {
     #[serde(rename = "type")]
     pub kind: String,
     pub network: bool,
+    /// An overlay mount that is not our own root: the root file system of a container seen
+    /// from outside it, where PIDs written in files belong to the container's PID namespace.
+    #[serde(skip)]
+    pub container_root: bool,
 }
 
 impl FsInfo {
-    pub fn unknown() -> Self {
+    pub fn new(kind: impl Into<String>, network: bool) -> Self {
         FsInfo {
-            kind: "unknown".into(),
-            network: false,
+            kind: kind.into(),
+            network,
+            container_root: false,
         }
+    }
+
+    pub fn unknown() -> Self {
+        FsInfo::new("unknown", false)
     }
 }
 
@@ -128,17 +137,11 @@ pub fn describe(dir: &Path, dev: u64) -> FsInfo {
             .trim_start_matches("fuse.")
             .trim_start_matches("fuseblk.");
         let network = NETWORK_FUSE.contains(&short);
-        return FsInfo { kind: sub, network };
+        return FsInfo::new(sub, network);
     }
     match MAGICS.iter().find(|(mm, ..)| *mm == m) {
-        Some((_, name, network, _)) => FsInfo {
-            kind: (*name).into(),
-            network: *network,
-        },
-        None => FsInfo {
-            kind: format!("0x{m:x}"),
-            network: false,
-        },
+        Some((_, name, network, _)) => FsInfo::new(*name, *network),
+        None => FsInfo::new(format!("0x{m:x}"), false),
     }
 }
 

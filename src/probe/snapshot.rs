@@ -34,6 +34,8 @@ pub struct Snapshot {
     /// When the snapshot was taken, in milliseconds since the epoch.
     pub taken_ms: i64,
     pub pid_max: i64,
+    /// Device of our own `/`.
+    root_dev: Option<u64>,
     kernel_locks: KernelLocks,
     pids: Mutex<HashMap<i32, PidState>>,
     ofd_holders: OnceLock<HashMap<FileKey, Vec<i32>>>,
@@ -64,6 +66,7 @@ impl Snapshot {
             host: HostFacts::probe(),
             taken_ms: jiff::Timestamp::now().as_millisecond(),
             pid_max: process::pid_max(),
+            root_dev: std::fs::metadata("/").ok().map(|m| m.dev()),
             kernel_locks,
             pids: Mutex::default(),
             ofd_holders: OnceLock::new(),
@@ -176,7 +179,8 @@ impl Snapshot {
         } else {
             path.parent().unwrap_or(Path::new("/"))
         };
-        let info = super::fs::describe(dir, dev);
+        let mut info = super::fs::describe(dir, dev);
+        info.container_root = info.kind == "overlay" && Some(dev) != self.root_dev;
         self.fs.lock().unwrap().insert(dev, info.clone());
         info
     }

@@ -73,10 +73,7 @@ fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>
             size: 5,
             mtime_ns: 0,
         },
-        fs: FsInfo {
-            kind: "ext4".into(),
-            network: false,
-        },
+        fs: FsInfo::new("ext4", false),
         judgement: j,
         content: format!("{}\n", pid.unwrap_or(0)).into_bytes(),
         link_target: None,
