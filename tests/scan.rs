@@ -1200,3 +1200,60 @@ fn pid_file_on_a_container_overlay_is_foreign() {
     assert!(!plain.fs.container_root);
     assert_eq!(plain.judgement.verdict, Verdict::Stale, "{plain:?}");
 }
+
+/// A process whose main thread has exited (`pthread_exit`) while another thread runs shows
+/// state `Z`, yet it is alive: its pid file must not be stale.
+#[cfg(target_os = "linux")]
+#[test]
+fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("leader.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\n#include <unistd.h>\n\
+         static void *work(void *a) { (void)a; sleep(60); return 0; }\n\
+         int main(void) { pthread_t t; pthread_create(&t, 0, work, 0); pthread_exit(0); }\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("leader");
+    let built = Command::new("cc")
+        .arg(&src)
+        .arg("-pthread")
+        .arg("-o")
+        .arg(&bin)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("SKIPPED: no C compiler (cc) to build the test program");
+        return;
+    }
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Kill(Command::new(&bin).spawn().unwrap());
+    let pid = child.0.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the main thread never exited");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pidfile = dir.path().join("app.pid");
+    std::fs::write(&pidfile, format!("{pid}\n")).unwrap();
+    let f = scan::judge_path(&pidfile, &Snapshot::take(), &Config::embedded())
+        .unwrap()
+        .expect("a pid file");
+    assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
+}

@@ -33,6 +33,8 @@ pub struct ProcFacts {
     pub comm: String,
     /// State letter from `/proc/<pid>/stat` (`R`, `S`, `Z`, ...).
     pub state: char,
+    /// Threads in the process (field 20 of `stat`).
+    pub threads: i64,
     /// Start time in clock ticks since boot (field 22 of `stat`).
     pub start_ticks: u64,
     /// Start time in milliseconds since the epoch (boot time + start ticks).
@@ -89,8 +91,7 @@ pub fn probe(pid: i32, host: &HostFacts) -> PidState {
         Err(_) => {} // EPERM: it exists, we may not signal it.
     }
     match read_facts(pid, host) {
-        Some(f) if f.state == 'Z' || f.state == 'X' => PidState::Zombie(f),
-        Some(f) => PidState::Alive(f),
+        Some(f) => classify(f),
         None => {
             // Raced with exit, or /proc hides it: ask the kernel once more.
             match rustix::process::test_kill_process(p) {
@@ -98,6 +99,16 @@ pub fn probe(pid: i32, host: &HostFacts) -> PidState {
                 _ => PidState::ExistsOpaque,
             }
         }
+    }
+}
+
+/// Alive or zombie. A thread-group leader that called `pthread_exit` shows state `Z` while its
+/// other threads run on: the process is alive. Only a `Z`/`X` with no other thread is dead.
+pub fn classify(f: ProcFacts) -> PidState {
+    if matches!(f.state, 'Z' | 'X') && f.threads <= 1 {
+        PidState::Zombie(f)
+    } else {
+        PidState::Alive(f)
     }
 }
 
@@ -112,6 +123,7 @@ fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
         pid,
         comm: stat.comm.clone(),
         state: stat.state,
+        threads: stat.num_threads,
         start_ticks: stat.starttime,
         start_ms,
         exe: proc.exe().ok().map(|p| p.to_string_lossy().into_owned()),
@@ -173,6 +185,19 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(probe(pid, &host), PidState::Absent);
         assert_eq!(probe(0, &host), PidState::Absent);
+    }
+
+    #[test]
+    fn a_zombie_leader_with_running_threads_is_alive() {
+        let facts = |state, threads| ProcFacts {
+            state,
+            threads,
+            ..Default::default()
+        };
+        assert!(matches!(classify(facts('Z', 2)), PidState::Alive(_)));
+        assert!(matches!(classify(facts('Z', 1)), PidState::Zombie(_)));
+        assert!(matches!(classify(facts('X', 0)), PidState::Zombie(_)));
+        assert!(matches!(classify(facts('S', 1)), PidState::Alive(_)));
     }
 
     #[test]
