@@ -134,7 +134,7 @@ impl Dialect for Firefox {
         if j.verdict == Verdict::Live {
             return common::with_owner(j, owner);
         }
-        if lock.fcntl && parent_key.is_some() && !c.fs.network {
+        if lock.fcntl && parent_key.is_some() && !c.fs.network && snap.kernel_locks().available() {
             let mut stale = Judgement::new(
                 Verdict::Stale,
                 "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",

@@ -103,7 +103,7 @@ fn judge_record(
         return j;
     }
 
-    if rec.kernel_lock && same_kernel && !c.fs.network {
+    if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks().available() {
         let mut j = Judgement::new(
             Verdict::Stale,
             "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",
@@ -376,6 +376,36 @@ mod tests {
             ParsedRecord::parse(bytes).is_some()
         );
         Locksmith.judge(&c, &Snapshot::take(), &Windows::default())
+    }
+
+    /// The kernel lock settles a record of this boot only when `/proc/locks` was read: an
+    /// unreadable table proves nothing, and the PID rules decide (here: another namespace).
+    #[test]
+    fn an_unreadable_lock_table_settles_nothing() {
+        use crate::probe::KernelLocks;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.lock");
+        let mut rec = crate::engine::record::Record::for_this_process(true, None);
+        rec.pid_ns = Some(1);
+        std::fs::write(&p, rec.to_line()).unwrap();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        let content = std::fs::read(&p).unwrap();
+        let fs = local();
+        let c = Candidate {
+            path: &p,
+            meta: &meta,
+            kind: EntryKind::of(&meta),
+            content: &content,
+            complete: true,
+            link_target: None,
+            fs: &fs,
+        };
+        let read = Snapshot::with_kernel_locks(KernelLocks::parse(""));
+        let j = Locksmith.judge(&c, &read, &Windows::default());
+        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        let unreadable = Snapshot::with_kernel_locks(KernelLocks::default());
+        let j = Locksmith.judge(&c, &unreadable, &Windows::default());
+        assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     }
 
     fn local() -> FsInfo {

@@ -168,6 +168,13 @@ impl Dialect for Terraform {
             );
             return with(j, owner, openers);
         }
+        if !snap.kernel_locks().available() {
+            let j = Judgement::new(
+                Verdict::Unknown,
+                "/proc/locks cannot be read here, so the state file's fcntl lock cannot be checked",
+            );
+            return with(j, owner, openers);
+        }
         let mut j = Judgement::new(Verdict::Stale, unlocked);
         j.evidence.push(format!(
             "Terraform holds an fcntl lock on the state for as long as the lock info exists; written by {} on this host",

@@ -78,7 +78,10 @@ pub fn parse_line(line: &str) -> Option<KernelLock> {
 #[derive(Debug, Default, Clone)]
 pub struct KernelLocks {
     by_key: HashMap<FileKey, Vec<KernelLock>>,
+    by_inode: HashMap<u64, Vec<KernelLock>>,
     inodes: HashSet<u64>,
+    /// Whether `/proc/locks` could be read at all (if not, "no lock" proves nothing).
+    available: bool,
 }
 
 impl KernelLocks {
@@ -90,17 +93,42 @@ impl KernelLocks {
     }
 
     pub fn parse(text: &str) -> Self {
-        let mut me = KernelLocks::default();
+        let mut me = KernelLocks {
+            available: true,
+            ..KernelLocks::default()
+        };
         for lock in text.lines().filter_map(parse_line) {
             me.inodes.insert(lock.key.inode);
+            me.by_inode
+                .entry(lock.key.inode)
+                .or_default()
+                .push(lock.clone());
             me.by_key.entry(lock.key).or_default().push(lock);
         }
         me
     }
 
+    /// Whether the table was read: when it was not, the absence of a lock proves nothing.
+    pub fn available(&self) -> bool {
+        self.available
+    }
+
     /// The granted locks on one file.
+    ///
+    /// A file whose `st_dev` is an anonymous device (major 0: btrfs subvolumes, overlayfs) may be
+    /// listed in `/proc/locks` under another device number (the superblock's, or the layer's),
+    /// so for such a file a lock on the same inode of any device counts. That can only make a
+    /// lock look held when it is not (a second look), never the reverse.
     pub fn on(&self, key: FileKey) -> &[KernelLock] {
-        self.by_key.get(&key).map(Vec::as_slice).unwrap_or(&[])
+        if let Some(exact) = self.by_key.get(&key) {
+            return exact;
+        }
+        if key.major == 0
+            && let Some(same_inode) = self.by_inode.get(&key.inode)
+        {
+            return same_inode;
+        }
+        &[]
     }
 
     /// Whether any lock names this inode (on any device): a cheap pre-filter for the walker,
@@ -188,6 +216,27 @@ mod tests {
         assert_eq!(fl.len(), 1, "the waiter is not a holder");
         assert_eq!(fl[0].pid, Some(777));
         assert!(t.may_lock_inode(1234) && !t.may_lock_inode(6));
+        assert!(t.available());
+        assert!(!KernelLocks::default().available());
+        // An anonymous device (btrfs subvolume, overlay) may differ from the device the
+        // kernel prints: the inode decides.
+        assert_eq!(
+            t.on(FileKey {
+                major: 0,
+                minor: 0x77,
+                inode: 99
+            })
+            .len(),
+            1
+        );
+        assert!(
+            t.on(FileKey {
+                major: 8,
+                minor: 2,
+                inode: 99
+            })
+            .is_empty()
+        );
         assert_eq!(t.ofd_keys().len(), 1);
     }
 
