@@ -3,7 +3,7 @@
 //! gone, and the evidence line says which rule; anything inconclusive is `foreign` or
 //! `unknown`, never `stale`.
 
-use crate::probe::{PidState, Snapshot};
+use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Judgement, Verdict};
 
 /// Tolerance when comparing a process start time with a file time: `btime` has a resolution
@@ -26,11 +26,22 @@ pub struct PidClaim<'a> {
     pub start_ticks: Option<u64>,
     /// The owner's PID namespace inode, if the lock names it.
     pub pid_ns: Option<u64>,
-    /// Whether the lock lives on a network file system.
-    pub network_fs: bool,
-    /// Whether the lock lives on the root file system of a container seen from outside it
-    /// ([`crate::probe::FsInfo::container_root`]).
-    pub container_fs: bool,
+    /// The file system the lock lives on (network? a container's root seen from outside? our
+    /// own root?), when known.
+    pub fs: Option<&'a FsInfo>,
+}
+
+/// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+impl PidClaim<'_> {
+    fn network_fs(&self) -> bool {
+        self.fs.is_some_and(|f| f.network)
+    }
+
+    fn container_fs(&self) -> bool {
+        self.fs.is_some_and(|f| f.container_root)
+    }
 }
 
 /// Formats milliseconds since the epoch as RFC 3339 with second precision.
@@ -82,7 +93,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     if let (Some(theirs), Some(ours)) = (claim.boot_id, our_boot)
         && theirs != ours
     {
-        if claim.hostname.is_none() && claim.network_fs {
+        if claim.hostname.is_none() && claim.network_fs() {
             return Judgement::new(
                 Verdict::Foreign,
                 format!(
@@ -97,7 +108,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             ),
         );
     }
-    if claim.network_fs && claim.hostname.is_none() && !same_kernel {
+    if claim.network_fs() && claim.hostname.is_none() && !same_kernel {
         return Judgement::new(
             Verdict::Foreign,
             format!(
@@ -117,7 +128,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             ),
         );
     }
-    if claim.container_fs && claim.pid_ns.is_none() && !same_kernel {
+    if claim.container_fs() && claim.pid_ns.is_none() && !same_kernel {
         return Judgement::new(
             Verdict::Foreign,
             format!(
@@ -137,6 +148,13 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     }
 
     match snap.pid(pid) {
+        PidState::Absent if !pid_space_is_ours(claim, snap) => Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "no process {pid} in our PID namespace, but we run inside one that is not the host's (pid:[{}]) and this file is on a mount shared with the outside: PID {pid} may belong to a process outside it",
+                snap.host.pid_ns.unwrap_or(0)
+            ),
+        ),
         PidState::Absent => Judgement::new(
             Verdict::Stale,
             format!("no process {pid} on this host (kill({pid}, 0): ESRCH)"),
@@ -155,6 +173,18 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             j
         }
     }
+}
+
+/// Whether the PIDs of this lock are numbered in our PID namespace, so that ESRCH proves the
+/// owner gone: we run in the host's namespace, or the lock records our namespace, or (inside a
+/// container) it lies on our own container image root (an overlay), which processes outside
+/// the container do not write to. A root shared with the host (plain `unshare --pid`) is not
+/// private.
+fn pid_space_is_ours(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
+    let ours = snap.host.pid_ns;
+    ours.is_none_or(|ns| ns == INITIAL_PID_NS)
+        || (claim.pid_ns.is_some() && claim.pid_ns == ours)
+        || claim.fs.is_some_and(|f| f.own_root && f.kind == "overlay")
 }
 
 fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
@@ -181,6 +211,18 @@ fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
                 f.comm,
                 fmt_ms(s),
                 fmt_ms(w)
+            ),
+        );
+    }
+    if !claim.expect.is_empty() && !f.is_one_of(claim.expect) && f.exe.is_none() {
+        // comm and argv[0] can be anything (`editor` for vim): without the executable the
+        // name proves nothing.
+        return Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "process {pid} is {:?} and its executable cannot be read here, so it cannot be told whether it is {}",
+                f.comm,
+                claim.expect.join("/")
             ),
         );
     }
@@ -229,6 +271,28 @@ mod tests {
     }
 
     #[test]
+    fn a_name_mismatch_without_the_executable_proves_nothing() {
+        let f = crate::probe::ProcFacts {
+            pid: 42,
+            comm: "editor".into(),
+            state: 'S',
+            threads: 1,
+            ..Default::default()
+        };
+        let c = PidClaim {
+            pid: 42,
+            expect: &["vim"],
+            ..Default::default()
+        };
+        assert_eq!(judge_alive(&c, &f).verdict, Verdict::Unknown);
+        let nano = crate::probe::ProcFacts {
+            exe: Some("/usr/bin/nano".into()),
+            ..f
+        };
+        assert_eq!(judge_alive(&c, &nano).verdict, Verdict::Stale);
+    }
+
+    #[test]
     fn rules() {
         let snap = Snapshot::take();
         let me = std::process::id() as i64;
@@ -272,8 +336,9 @@ mod tests {
         };
         assert_eq!(judge_pid(&wrong_exe, &snap).verdict, Verdict::Stale);
 
+        let nfs = FsInfo::new("nfs", true);
         let on_nfs = PidClaim {
-            network_fs: true,
+            fs: Some(&nfs),
             ..claim(me)
         };
         assert_eq!(judge_pid(&on_nfs, &snap).verdict, Verdict::Foreign);
@@ -285,9 +350,11 @@ mod tests {
         dead.wait().unwrap();
         let plain = judge_pid(&claim(dead_pid), &snap);
         assert_eq!(plain.verdict, Verdict::Stale, "{plain:?}");
+        let mut overlay = FsInfo::new("overlay", false);
+        overlay.container_root = true;
         for pid in [dead_pid, me] {
             let in_container = PidClaim {
-                container_fs: true,
+                fs: Some(&overlay),
                 ..claim(pid)
             };
             let j = judge_pid(&in_container, &snap);

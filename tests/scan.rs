@@ -1257,3 +1257,63 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
         .expect("a pid file");
     assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
 }
+
+/// Inside a PID namespace that is not the host's, a PID missing from our namespace may be a
+/// process outside it: a pid file on a mount shared with the host is `foreign`, never `stale`,
+/// whether its PID is alive on the host or gone. From the host, the same files are judged.
+#[cfg(target_os = "linux")]
+#[test]
+fn inside_a_pid_namespace_absent_pids_prove_nothing() {
+    let probe = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: unshare --pid is not permitted here (needs root)");
+        return;
+    }
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let host_sleep = Kill(Command::new("sleep").arg("60").spawn().unwrap());
+    std::fs::write(
+        dir.path().join("host.pid"),
+        format!("{}\n", host_sleep.0.id()),
+    )
+    .unwrap();
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    std::fs::write(dir.path().join("gone.pid"), format!("{dead}\n")).unwrap();
+
+    let verdicts = |cmd: &mut Command| -> BTreeMap<String, String> {
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        doc["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let name = l["path"].as_str().unwrap().rsplit('/').next().unwrap();
+                (name.to_string(), l["verdict"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    let bin = env!("CARGO_BIN_EXE_locksmith");
+    let inside = verdicts(
+        Command::new("unshare")
+            .args(["--pid", "--fork", "--mount-proc", bin, "--scan", "--json"])
+            .arg(dir.path()),
+    );
+    assert_eq!(inside["host.pid"], "foreign", "{inside:?}");
+    assert_eq!(inside["gone.pid"], "foreign", "{inside:?}");
+    let outside = verdicts(Command::new(bin).args(["--scan", "--json"]).arg(dir.path()));
+    assert_eq!(outside["host.pid"], "live", "{outside:?}");
+    assert_eq!(outside["gone.pid"], "stale", "{outside:?}");
+}

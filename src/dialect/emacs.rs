@@ -120,8 +120,7 @@ impl Dialect for Emacs {
             hostname: Some(&lock.host),
             written_ms: Some(c.mtime_ms()),
             expect: &["emacs"],
-            network_fs: c.fs.network,
-            container_fs: c.fs.container_root,
+            fs: Some(c.fs),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -126,8 +126,7 @@ impl Dialect for Firefox {
             pid: lock.pid,
             written_ms: Some(c.mtime_ms()),
             expect: MOZILLAS,
-            network_fs: c.fs.network,
-            container_fs: c.fs.container_root,
+            fs: Some(c.fs),
             ..PidClaim::default()
         };
         let j = judge_pid(&claim, snap);

@@ -72,8 +72,7 @@ fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgemen
         hostname: host.as_deref(),
         written_ms: Some(c.mtime_ms()),
         expect: GITS,
-        network_fs: c.fs.network,
-        container_fs: c.fs.container_root,
+        fs: Some(c.fs),
         ..PidClaim::default()
     };
     common::with_owner(judge_pid(&claim, snap), owner)
@@ -360,8 +359,7 @@ impl Dialect for Git {
                 pid,
                 written_ms: Some(pid_written_ms),
                 expect: GITS,
-                network_fs: c.fs.network,
-                container_fs: c.fs.container_root,
+                fs: Some(c.fs),
                 ..PidClaim::default()
             };
             let j = judge_pid(&claim, snap);

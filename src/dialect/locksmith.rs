@@ -137,8 +137,7 @@ fn judge_record(
         expect: &[],
         start_ticks: rec.start_time,
         pid_ns: rec.pid_ns,
-        network_fs: c.fs.network,
-        container_fs: c.fs.container_root,
+        fs: Some(c.fs),
     };
     let mut j = judge_pid(&claim, snap);
     if rec.format == RecordFormat::Engine && !rec.kernel_lock {

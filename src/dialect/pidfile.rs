@@ -116,8 +116,7 @@ impl Dialect for Pidfile {
         let claim = PidClaim {
             pid,
             written_ms: Some(c.mtime_ms()),
-            network_fs: c.fs.network,
-            container_fs: c.fs.container_root,
+            fs: Some(c.fs),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -139,8 +139,7 @@ impl Dialect for Postgres {
             pid: rec.pid,
             written_ms: Some(written_ms),
             expect: POSTGRES,
-            network_fs: c.fs.network,
-            container_fs: c.fs.container_root,
+            fs: Some(c.fs),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

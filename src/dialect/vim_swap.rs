@@ -137,8 +137,7 @@ impl Dialect for VimSwap {
                     hostname: host,
                     written_ms: Some(c.mtime_ms()),
                     expect: VIMS,
-                    network_fs: c.fs.network,
-                    container_fs: c.fs.container_root,
+                    fs: Some(c.fs),
                     ..PidClaim::default()
                 };
                 judge_pid(&claim, snap)

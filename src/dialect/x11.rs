@@ -66,8 +66,7 @@ impl Dialect for X11 {
             pid,
             written_ms: Some(c.mtime_ms()),
             expect: X_SERVERS,
-            network_fs: c.fs.network,
-            container_fs: c.fs.container_root,
+            fs: Some(c.fs),
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

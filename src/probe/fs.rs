@@ -14,6 +14,9 @@ pub struct FsInfo {
     /// from outside it, where PIDs written in files belong to the container's PID namespace.
     #[serde(skip)]
     pub container_root: bool,
+    /// The file system of our own `/` (inside a container: the container's root).
+    #[serde(skip)]
+    pub own_root: bool,
 }
 
 impl FsInfo {
@@ -22,6 +25,7 @@ impl FsInfo {
             kind: kind.into(),
             network,
             container_root: false,
+            own_root: false,
         }
     }
 

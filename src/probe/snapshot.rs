@@ -180,7 +180,8 @@ impl Snapshot {
             path.parent().unwrap_or(Path::new("/"))
         };
         let mut info = super::fs::describe(dir, dev);
-        info.container_root = info.kind == "overlay" && Some(dev) != self.root_dev;
+        info.own_root = Some(dev) == self.root_dev;
+        info.container_root = info.kind == "overlay" && !info.own_root;
         self.fs.lock().unwrap().insert(dev, info.clone());
         info
     }
