@@ -24,8 +24,9 @@
 //! Invariants:
 //! - a reader never sees an empty or half-written record;
 //! - a stale file is removed only by a process holding the exclusive right to remove that
-//!   very inode (its OFD lock, or the guard file in the fallback), after re-checking that the
-//!   path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
+//!   very inode (its OFD lock where the file system has them, and the guard file for a record
+//!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
+//!   the path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
 //! - release removes the file only if the path still names our inode;
 //! - the verdict on an existing lock comes from the `locksmith` dialect's judge, the same the
 //!   scanner uses.
@@ -219,7 +220,7 @@ impl Lock {
                 _ => return Ok(Attempt::Busy(Some(ex.judgement))),
             }
             last = Some(ex.judgement.clone());
-            match remove::remove_stale(place, *ex, use_kernel, &self.windows, |_, _| Ok(()))? {
+            match remove::remove_stale(place, *ex, &self.windows, |_, _| Ok(()))? {
                 Removal::Removed(_) | Removal::Gone(_) => continue,
                 Removal::Contended => return Ok(Attempt::Busy(None)),
                 Removal::NotStale(j) => return Ok(Attempt::Busy(Some(j))),
@@ -375,11 +376,11 @@ pub fn reclaim(path: &Path) -> Result<Judgement, EngineError> {
 }
 
 /// Removes the lock at `path` only if it is stale right now, following the engine protocol:
-/// the exclusive right on the stale inode is taken (its OFD lock, or the guard file where
-/// there are no OFD locks), then the path is checked to still name that inode and, when
-/// `expected` is given, to be that same file (device, inode, size, mtime). `before_unlink`
-/// runs while the right is held and the identity is verified, with the content and the
-/// judgement; if it fails nothing is removed. A lock that is not stale is an
+/// the exclusive right on the stale inode is taken (its OFD lock where the file system has
+/// them, and the guard file for a record held without a kernel lock), then the path is
+/// checked to still name that inode and, when `expected` is given, to be that same file
+/// (device, inode, size, mtime). `before_unlink` runs while the right is held and the
+/// identity is verified, with the content and the judgement; if it fails nothing is removed. A lock that is not stale is an
 /// [`ErrorKind::NotStale`] error saying what it is now.
 pub fn reclaim_with(
     path: &Path,
@@ -411,7 +412,7 @@ pub fn reclaim_with_windows(
     if ex.judgement.verdict != Verdict::Stale {
         return Err(place.err(ErrorKind::NotStale(Box::new(ex.judgement))));
     }
-    match remove::remove_stale(&place, *ex, !place.fs.network, windows, before_unlink)? {
+    match remove::remove_stale(&place, *ex, windows, before_unlink)? {
         Removal::Removed(j) => Ok(j),
         Removal::Gone(why) => Err(place.err(ErrorKind::Changed(why.into()))),
         Removal::Contended => Err(place.err(ErrorKind::Changed(

@@ -6,14 +6,19 @@
 //! (same device and inode, same size and mtime as judged), and unlinks while it still holds
 //! the right:
 //!
-//! - normally the right is the OFD write lock on the stale inode. Every holder keeps that lock
-//!   from before its file is visible until after it is unlinked, and every remover takes it,
-//!   so while we hold it nobody else can unlink that inode, and the path cannot name
-//!   another file until it is unlinked (new lock files only appear by `link()`, which never
-//!   replaces). Taking it also proves, at that instant, that no holder is left.
-//! - where OFD locks are unavailable (network file systems, or the fallback is forced), the
-//!   right is a guard file `<name>.reclaim` created with `link()` (liblockfile's method); the
-//!   file is re-judged under the guard, with fresh evidence.
+//! - the OFD write lock on the stale inode, wherever the file system has OFD locks, whatever
+//!   mode the reclaimer itself uses. Every kernel-lock holder keeps that lock from before its
+//!   file is visible until after it is unlinked, and every remover takes it, so while we hold
+//!   it nobody else can unlink that inode, and the path cannot name another file until it is
+//!   unlinked (new lock files only appear by `link()`, which never replaces). For a record
+//!   written with a kernel lock, taking it also proves, at that instant, that no holder is
+//!   left.
+//! - also the guard file `<name>.reclaim` (created with `link()`, liblockfile's method)
+//!   whenever the record was written without a kernel lock, or no OFD lock can be taken
+//!   (network file systems): the file is re-judged under the guard, with fresh evidence.
+//!
+//! Since the right depends on the stale file and the file system, not on the reclaimer's
+//! mode, reclaimers in kernel-lock mode and in the fallback always exclude each other.
 
 use std::fs::{File, Metadata};
 use std::os::fd::AsFd;
@@ -105,31 +110,42 @@ pub enum Removal {
     NotStale(Judgement),
 }
 
-/// The exclusive right to remove one stale file.
-enum Right {
-    /// An OFD write lock on the stale inode, through this descriptor (closing it releases
-    /// the lock, so it is kept until the end).
-    Ofd(#[allow(dead_code)] File),
-    /// The guard file (removed when dropped).
-    Guard(#[allow(dead_code)] Guard),
-}
-
-/// Removes the stale file `ex` (judged stale) at `place`. `use_kernel_lock`: serialise
-/// removers with the OFD lock on the stale inode when the file system allows it (else with
-/// a guard file). `before_unlink` runs while the right is held and the identity is verified;
-/// if it fails nothing is removed.
+/// Removes the stale file `ex` (judged stale) at `place`. The right to remove it depends on
+/// the file and the file system, never on how the caller itself holds locks, so every kind of
+/// reclaimer serialises with every other: the OFD write lock on the stale inode whenever the
+/// file system allows it, and also the guard file whenever the record says it was held
+/// without a kernel lock (or no OFD lock could be taken). `before_unlink` runs while the
+/// right is held and the identity is verified; if it fails nothing is removed.
 pub fn remove_stale(
     place: &Place,
     ex: Examined,
-    use_kernel_lock: bool,
     windows: &Windows,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Removal, EngineError> {
     debug_assert_eq!(ex.judgement.verdict, Verdict::Stale);
     let judged = Identity::of(&ex.meta);
 
-    let mut right = None;
-    if use_kernel_lock && !place.fs.network {
+    // A record written with a kernel lock: its OFD lock, once we hold it, proves no holder
+    // is left. Anything else is judged again under the guard, with fresh evidence, and before
+    // we take the OFD lock ourselves (the judge would see our own lock as a holder's).
+    let kernel_record =
+        super::record::ParsedRecord::parse(&ex.content).is_some_and(|r| r.kernel_lock);
+    let mut guard = None;
+    let mut rejudged = None;
+    if !kernel_record || place.fs.network {
+        match Guard::take(place, windows)? {
+            Some(g) => guard = Some(g),
+            None => return Ok(Removal::Contended),
+        }
+        match rejudge(place, &ex, judged, windows)? {
+            Ok(r) => rejudged = Some(r),
+            Err(removal) => return Ok(removal),
+        }
+    }
+
+    // The OFD lock on the stale inode, wherever the file system has them.
+    let mut ofd = None;
+    if !place.fs.network {
         match place.open_existing(true)? {
             None => return Ok(Removal::Gone("it was removed meanwhile")),
             Some((rw, meta)) => {
@@ -139,7 +155,7 @@ pub fn remove_stale(
                     ));
                 }
                 match sys::ofd_try_write_lock(rw.as_fd()) {
-                    Ok(true) => right = Some(Right::Ofd(rw)),
+                    Ok(true) => ofd = Some(rw),
                     Ok(false) => return Ok(Removal::Contended),
                     Err(e) if sys::unsupported(&e) => {}
                     Err(e) => {
@@ -149,44 +165,33 @@ pub fn remove_stale(
             }
         }
     }
-    let right = match right {
-        Some(r) => r,
-        None => match Guard::take(place, windows)? {
-            Some(g) => Right::Guard(g),
+    if ofd.is_none() && guard.is_none() {
+        // A kernel-lock record where no OFD lock can be taken now: the guard after all.
+        match Guard::take(place, windows)? {
+            Some(g) => guard = Some(g),
             None => return Ok(Removal::Contended),
-        },
-    };
+        }
+        match rejudge(place, &ex, judged, windows)? {
+            Ok(r) => rejudged = Some(r),
+            Err(removal) => return Ok(removal),
+        }
+    }
 
     // The path must still name the judged file, unchanged (a heartbeat touches the mtime).
-    if place.identity()? != Some((judged.dev, judged.ino)) {
-        return Ok(Removal::Gone("it was removed or replaced meanwhile"));
+    if let Err(removal) = unchanged(place, &ex, judged)? {
+        return Ok(removal);
     }
-    let now = ex
-        .file
-        .metadata()
-        .map_err(|e| place.io_err("stat the lock file", e))?;
-    if Identity::of(&now) != judged {
-        return Ok(Removal::Gone("it was modified after it was judged"));
-    }
-
-    let (content, judgement) = match &right {
-        // Holding the OFD lock proves no holder is left: the judgement stands (re-judging
-        // now would only see our own lock).
-        Right::Ofd(_) => (ex.content, ex.judgement),
-        // No kernel lock to rely on: judge again, with fresh evidence.
-        Right::Guard(_) => {
-            let (content, complete) = read_bounded(&ex.file, READ_LIMIT)
-                .map_err(|e| place.io_err("read the lock file", e))?;
-            let j = judge(place, &now, &content, complete, &Snapshot::take(), windows);
-            if j.verdict != Verdict::Stale {
-                return Ok(Removal::NotStale(j));
-            }
-            (content, j)
-        }
-    };
+    let (content, judgement) = rejudged.unwrap_or((ex.content, ex.judgement));
 
     before_unlink(&content, &judgement)
         .map_err(|e| place.err(super::error::ErrorKind::Aborted(e)))?;
+    // Where no kernel lock protects the guard (network file systems), another process may
+    // have wrongly taken it from us meanwhile: look again right before the unlink.
+    if let Some(g) = &guard
+        && !g.still_ours()?
+    {
+        return Ok(Removal::Contended);
+    }
     match place.unlink() {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -194,12 +199,63 @@ pub fn remove_stale(
         }
         Err(e) => return Err(place.io_err("remove the stale lock file", e)),
     }
-    drop(right);
+    drop(guard);
+    drop(ofd);
     Ok(Removal::Removed(judgement))
 }
 
-/// `<name>.reclaim`: held by the one process allowed to remove a stale lock where no kernel
-/// lock can serialise removers. Created with `link()`; removed when dropped (if still ours).
+/// Checks that the path still names the judged file, unchanged: `Err` says why not.
+fn unchanged(
+    place: &Place,
+    ex: &Examined,
+    judged: Identity,
+) -> Result<Result<Metadata, Removal>, EngineError> {
+    if place.identity()? != Some((judged.dev, judged.ino)) {
+        return Ok(Err(Removal::Gone("it was removed or replaced meanwhile")));
+    }
+    let now = ex
+        .file
+        .metadata()
+        .map_err(|e| place.io_err("stat the lock file", e))?;
+    if Identity::of(&now) != judged {
+        return Ok(Err(Removal::Gone("it was modified after it was judged")));
+    }
+    Ok(Ok(now))
+}
+
+/// Judges the file again, with fresh evidence, after checking it is unchanged: its content
+/// and the new judgement if it is still stale, else why it may not be removed.
+fn rejudge(
+    place: &Place,
+    ex: &Examined,
+    judged: Identity,
+    windows: &Windows,
+) -> Result<Result<(Vec<u8>, Judgement), Removal>, EngineError> {
+    let now = match unchanged(place, ex, judged)? {
+        Ok(now) => now,
+        Err(removal) => return Ok(Err(removal)),
+    };
+    let (content, complete) =
+        read_bounded(&ex.file, READ_LIMIT).map_err(|e| place.io_err("read the lock file", e))?;
+    let j = judge(place, &now, &content, complete, &Snapshot::take(), windows);
+    if j.verdict != Verdict::Stale {
+        return Ok(Err(Removal::NotStale(j)));
+    }
+    Ok(Ok((content, j)))
+}
+
+/// `<name>.reclaim`: held by the one process allowed to remove a stale lock that no kernel
+/// lock proves dead. Created with `link()`, already OFD-locked where the file system allows
+/// it (the holder keeps that lock until the guard is unlinked); removed when dropped (if
+/// still ours).
+///
+/// An abandoned guard (its holder died) is removed by the same protocol as a stale lock: the
+/// remover takes the OFD lock on the guard's inode, checks that the path still names it, and
+/// unlinks it while holding that lock, so it can never remove another process's fresh guard.
+/// A guard with a kernel lock held on it is never abandoned. Where there are no OFD locks,
+/// nothing can make "check, then unlink" atomic: after removing an abandoned guard the taker
+/// gives up for this attempt instead of taking the guard in the same breath, and the holder
+/// checks again that the guard is its own right before removing the stale lock.
 struct Guard {
     place: Place,
     _file: File,
@@ -209,13 +265,14 @@ struct Guard {
 
 impl Guard {
     /// Takes the guard of `lock`, clearing an abandoned one. `None` when another process
-    /// holds it.
+    /// holds it (or when an abandoned one was removed without a kernel lock to protect the
+    /// removal: try again later).
     fn take(lock: &Place, windows: &Windows) -> Result<Option<Guard>, EngineError> {
         let mut name = lock.name.clone();
         name.push(".reclaim");
         let place = lock.sibling(name);
         for _ in 0..2 {
-            let fresh = Fresh::create(&place, false, None)?;
+            let fresh = Fresh::create(&place, !place.fs.network, None)?;
             if fresh.link()? {
                 let (file, _, dev, ino) = fresh.into_held();
                 return Ok(Some(Guard {
@@ -231,16 +288,56 @@ impl Guard {
                 Existing::HeldFast => return Ok(None),
                 Existing::Judged(ex) => ex,
             };
-            let age_ms = jiff::Timestamp::now().as_millisecond() - crate::probe::mtime_ms(&ex.meta);
-            let abandoned = ex.judgement.verdict == Verdict::Stale || age_ms > GUARD_MAX_AGE_MS;
+            // The right to remove this guard: its OFD lock, where there are OFD locks.
+            let mut ofd = None;
+            if !place.fs.network {
+                match place.open_existing(true)? {
+                    None => continue,
+                    Some((rw, meta)) => {
+                        if id_of(&meta) != id_of(&ex.meta) {
+                            return Ok(None);
+                        }
+                        match sys::ofd_try_write_lock(rw.as_fd()) {
+                            Ok(true) => ofd = Some(rw),
+                            Ok(false) => return Ok(None),
+                            Err(e) if sys::unsupported(&e) => {}
+                            Err(e) => {
+                                return Err(place.io_err("lock the guard file (F_OFD_SETLK)", e));
+                            }
+                        }
+                    }
+                }
+            }
+            let kernel_record =
+                super::record::ParsedRecord::parse(&ex.content).is_some_and(|r| r.kernel_lock);
+            let abandoned = if ofd.is_some() && kernel_record {
+                // Its holder kept an OFD lock until it unlinked it; we hold that lock now.
+                true
+            } else {
+                let age_ms =
+                    jiff::Timestamp::now().as_millisecond() - crate::probe::mtime_ms(&ex.meta);
+                ex.judgement.verdict == Verdict::Stale || age_ms > GUARD_MAX_AGE_MS
+            };
             if !abandoned {
                 return Ok(None);
             }
-            if place.identity()? == Some(id_of(&ex.meta)) {
-                let _ = place.unlink();
+            if place.identity()? != Some(id_of(&ex.meta)) {
+                continue;
             }
+            let _ = place.unlink();
+            if ofd.is_none() {
+                // Unprotected removal: another process may be about to remove what it
+                // believes is the same abandoned guard; do not hand it ours.
+                return Ok(None);
+            }
+            drop(ofd);
         }
         Ok(None)
+    }
+
+    /// Whether the guard path still names our guard file.
+    fn still_ours(&self) -> Result<bool, EngineError> {
+        Ok(self.place.identity()? == Some((self.dev, self.ino)))
     }
 }
 
@@ -251,7 +348,8 @@ fn id_of(meta: &Metadata) -> (u64, u64) {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if matches!(self.place.identity(), Ok(Some(id)) if id == (self.dev, self.ino)) {
+        // Our OFD lock (where there is one) is held until `_file` closes, after this.
+        if matches!(self.still_ours(), Ok(true)) {
             let _ = self.place.unlink();
         }
     }

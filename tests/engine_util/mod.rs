@@ -245,6 +245,9 @@ fn read_command() -> Option<String> {
 /// - `hold` / `hold-fallback`: take the lock, say `held <token>`, wait for stdin to close.
 /// - `crash-fallback-leave-writer`: take the lock (fallback), pass the descriptor to a
 ///   `sleep 300` in a new process group, say `writer <pid>`, exit without releasing.
+/// - `reclaim-pause`: `reclaim_with` the path; while holding the right to remove it, say
+///   `paused` and wait for a line on stdin; then say `reclaimed` or `error <why>`, and wait for
+///   stdin to close.
 /// - `stampede` / `stampede-fallback`: say `ready`; for each `go <unix_ms>` line, wait until that instant,
 ///   `try_acquire`, say `won` or `lost <why>`; after `won`, on `crash` exit without releasing.
 pub fn child_main() {
@@ -270,6 +273,18 @@ pub fn child_main() {
             let child = sleep.spawn().expect("spawn sleep");
             say(&format!("writer {}", child.id()));
             std::process::exit(0); // a crash: no release
+        }
+        "reclaim-pause" => {
+            let r = locksmith::engine::reclaim_with(Path::new(path), None, |_, _| {
+                say("paused");
+                read_command();
+                Ok(())
+            });
+            match r {
+                Ok(_) => say("reclaimed"),
+                Err(e) => say(&format!("error {e}")),
+            }
+            while read_command().is_some() {}
         }
         "stampede" | "stampede-fallback" => {
             let mut held = None;
