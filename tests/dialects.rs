@@ -2028,3 +2028,67 @@ fn git_gc_pid() {
     let other = write(&dir.path().join("gc.pid"), format!("{}\n", git.pid()));
     expect(&other, "pidfile", Verdict::Live);
 }
+
+/// A git working in a bare repository through `--git-dir`, from another directory (a mirror
+/// job: `git --git-dir=/srv/mirror.git fetch`), keeps that repository's ref locks live. The
+/// process here is a stand-in whose argv is that of such a git (argv[0] `git`).
+#[test]
+fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("mirror.git");
+    fs::create_dir_all(repo.join("refs/heads")).unwrap();
+    fs::write(repo.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    let lock = repo.join("refs/heads/main.lock");
+    fs::write(&lock, "").unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(60);
+    fs::File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+
+    let judge = || {
+        scan::judge_path(&lock, &Snapshot::take(), &Config::embedded())
+            .unwrap()
+            .expect("a git lock")
+    };
+    let before = judge();
+    assert_eq!(before.dialect, "git");
+    assert_eq!(before.judgement.verdict, Verdict::Stale, "{before:?}");
+
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let git_dir = format!("--git-dir={}", repo.display());
+    // argv: git -c 'sleep 60; :' --git-dir=REPO (a shell that stays, with git's argv).
+    let stand_in = Kill(
+        Command::new("sh")
+            .arg0("git")
+            .args(["-c", "sleep 60; :", &git_dir])
+            .current_dir("/")
+            .spawn()
+            .unwrap(),
+    );
+    let pid = stand_in.0.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fs::read(format!("/proc/{pid}/cmdline"))
+        .unwrap_or_default()
+        .ends_with(format!("{git_dir}\0").as_bytes())
+    {
+        assert!(Instant::now() < deadline, "the stand-in never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let f = judge();
+    assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
+    assert!(
+        f.judgement.evidence[0].contains("command line"),
+        "{:?}",
+        f.judgement.evidence
+    );
+    drop(stand_in);
+}

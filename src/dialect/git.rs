@@ -187,6 +187,21 @@ fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)], host: &HostFacts) ->
             return Seen::Inside(format!("GIT_DIR {}", common::field(&gd.to_string_lossy())));
         }
     }
+    for dir in command_line_dirs(&p.cmd) {
+        let base = if dir.is_absolute() {
+            proc_dir
+                .join("root")
+                .join(dir.strip_prefix("/").unwrap_or(&dir))
+        } else {
+            proc_dir.join("cwd").join(&dir)
+        };
+        if within(&base, roots) == Some(true) {
+            return Seen::Inside(format!(
+                "command line names {}",
+                common::field(&dir.to_string_lossy())
+            ));
+        }
+    }
     let cwd_text = p
         .cwd
         .as_deref()
@@ -201,6 +216,46 @@ fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)], host: &HostFacts) ->
             _ => Seen::Unreadable,
         },
     }
+}
+
+/// The directories a git command line points at before its subcommand: `-C DIR` (cumulative),
+/// `--git-dir[=]DIR` and `--work-tree[=]DIR` (relative ones under the `-C`s before them). A git
+/// run as `git --git-dir=/srv/mirror.git fetch` from elsewhere works in that repository although
+/// its working directory is not there (and git sets `GIT_DIR` only after it started).
+pub fn command_line_dirs(cmd: &[String]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut base = PathBuf::new();
+    let mut args = cmd.iter().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-C" => {
+                if let Some(d) = args.next() {
+                    base = base.join(d);
+                    out.push(base.clone());
+                }
+            }
+            "--git-dir" | "--work-tree" => {
+                if let Some(d) = args.next() {
+                    out.push(base.join(d));
+                }
+            }
+            // Options with a separate value.
+            "-c" | "--config-env" | "--namespace" | "--exec-path" | "--super-prefix" => {
+                args.next();
+            }
+            _ => {
+                if let Some(d) = a
+                    .strip_prefix("--git-dir=")
+                    .or_else(|| a.strip_prefix("--work-tree="))
+                {
+                    out.push(base.join(d));
+                } else if !a.starts_with('-') {
+                    break; // the subcommand: what follows is its own
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Parses the content of a `NAME~pid.lock` file: `pid N`.
@@ -488,6 +543,39 @@ impl Dialect for Git {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_repository_directories_from_the_command_line() {
+        let v = |args: &[&str]| {
+            command_line_dirs(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            v(&["git", "--git-dir=/srv/m.git", "fetch", "--git-dir=/x"]),
+            [PathBuf::from("/srv/m.git")]
+        );
+        assert_eq!(
+            v(&[
+                "git",
+                "-C",
+                "/w",
+                "-C",
+                "proj",
+                "--git-dir",
+                ".git",
+                "status"
+            ]),
+            [
+                PathBuf::from("/w"),
+                PathBuf::from("/w/proj"),
+                PathBuf::from("/w/proj/.git")
+            ]
+        );
+        assert_eq!(
+            v(&["git", "-c", "--git-dir=/no", "log"]),
+            Vec::<PathBuf>::new()
+        );
+        assert!(v(&["git"]).is_empty());
+    }
 
     #[test]
     fn finds_the_repository() {
