@@ -10,7 +10,8 @@
 //! forced): a uniquely named temporary file, the record written, `link()` to the lock name,
 //! and success decided by the temporary file's link count reaching 2 (liblockfile's method: a
 //! `link()` reply lost on NFS does not lie about the link count). No kernel lock is kept, and
-//! the record says so.
+//! the record says so. On network file systems the record is flushed to the server
+//! (`fdatasync`) before the link, so other clients never read an empty lock file.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -75,6 +76,15 @@ impl<'a> Fresh<'a> {
             .file
             .write_all(&fresh.record.to_line())
             .map_err(|e| place.io_err("write the owner record", e))?;
+        if place.fs.network {
+            // Another client of a network file system may read the file as soon as it is
+            // linked, from the server: the record must be there first, or it reads an empty
+            // file (close-to-open consistency only covers our own later opens).
+            fresh
+                .file
+                .sync_data()
+                .map_err(|e| place.io_err("flush the owner record to the server", e))?;
+        }
         let st = rustix::fs::fstat(&fresh.file)
             .map_err(|e| place.io_err("stat the new lock file", e))?;
         (fresh.dev, fresh.ino) = super::place::dev_ino(&st);
