@@ -4,6 +4,7 @@
 mod engine_util;
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -644,4 +645,84 @@ fn waiting_reclaims_a_stale_lock_without_waiting_for_the_timeout() {
     let out = output(c);
     assert!(out.status.success(), "{out:?}");
     assert!(!path.exists());
+}
+
+/// Another user's lock (its record is mode 0600, so we may not read it) that is held: the
+/// kernel lock still says so. `locksmith lock` waits, and exits 75 saying why it cannot name
+/// the holder, instead of failing at once; after the release, a waiting other user gets in.
+#[test]
+fn another_users_held_lock_is_busy_not_an_error() {
+    let is_root = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false);
+    let have_setpriv = Command::new("setpriv")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !is_root || !have_setpriv {
+        eprintln!("SKIPPED: needs root and setpriv (util-linux) to act as another user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o1777),
+    )
+    .unwrap();
+    let lock = dir.path().join("shared.lock");
+    let bin = env!("CARGO_BIN_EXE_locksmith");
+    // Its own process group, so that the lock tool and its command die together.
+    let mut holder = Command::new(bin)
+        .arg("lock")
+        .arg(&lock)
+        .args(["--", "sleep", "3"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let kill_group = |pid: u32| {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .status();
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !lock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the holder never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let as_nobody = |timeout: &str| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                bin,
+                "lock",
+            ])
+            .args(["--timeout", timeout])
+            .arg(&lock)
+            .args(["--", "true"])
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody("0.3");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(75) {
+        kill_group(holder.id());
+    }
+    assert_eq!(out.status.code(), Some(75), "{stderr}");
+    assert!(stderr.contains("not readable by us"), "{stderr}");
+
+    // The holder releases when its command ends: the other user, waiting, gets in.
+    let out = as_nobody("20");
+    let _ = holder.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

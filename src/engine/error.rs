@@ -192,6 +192,11 @@ pub fn describe(j: &Judgement) -> String {
         && let Some(e) = j.evidence.first()
     {
         let _ = write!(s, ": {}", sanitize(e));
+    } else if pid.is_none()
+        && let Some(e) = j.evidence.last()
+    {
+        // Nobody to name: say why (e.g. another user's record we may not read).
+        let _ = write!(s, ": {}", sanitize(e));
     }
     s
 }

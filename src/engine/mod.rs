@@ -209,6 +209,7 @@ impl Lock {
             let ex = match remove::examine(place, &self.windows, true)? {
                 Existing::Gone => continue,
                 Existing::HeldFast => return Ok(Attempt::Busy(None)),
+                Existing::HeldUnreadable(j) => return Ok(Attempt::Busy(Some(*j))),
                 Existing::Judged(ex) => ex,
             };
             match ex.judgement.verdict {
@@ -233,6 +234,7 @@ impl Lock {
     fn held(&self, place: &Place, j: Option<Judgement>, waited: Duration) -> EngineError {
         let judgement = j.unwrap_or_else(|| match remove::examine(place, &self.windows, false) {
             Ok(Existing::Judged(ex)) => ex.judgement,
+            Ok(Existing::HeldUnreadable(j)) => *j,
             _ => Judgement::new(
                 Verdict::Unknown,
                 "the lock was changing hands while it was examined",
@@ -365,6 +367,7 @@ pub fn inspect_with(path: &Path, windows: &Windows) -> Result<Judgement, EngineE
     let place = Place::open(path)?;
     match remove::examine(&place, windows, false)? {
         Existing::Judged(ex) => Ok(ex.judgement),
+        Existing::HeldUnreadable(j) => Ok(*j),
         _ => Err(place.err(ErrorKind::NotFound)),
     }
 }
@@ -400,6 +403,7 @@ pub fn reclaim_with_windows(
     let place = Place::open(path)?;
     let ex = match remove::examine(&place, windows, false)? {
         Existing::Judged(ex) => ex,
+        Existing::HeldUnreadable(j) => return Err(place.err(ErrorKind::NotStale(j))),
         _ => return Err(place.err(ErrorKind::NotFound)),
     };
     if let Some(want) = expected

@@ -24,11 +24,11 @@ use std::fs::{File, Metadata};
 use std::os::fd::AsFd;
 
 use super::create::Fresh;
-use super::error::EngineError;
+use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
 use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind, Windows};
-use crate::probe::Snapshot;
+use crate::probe::{FileKey, Snapshot};
 use crate::scan::Identity;
 use crate::verdict::{Judgement, Verdict};
 
@@ -51,13 +51,25 @@ pub enum Existing {
     Gone,
     /// Someone holds a kernel lock on it (seen through `F_OFD_GETLK`, without judging).
     HeldFast,
+    /// Not readable by us (another user's record, mode 0600), but a kernel lock is held on
+    /// it (`/proc/locks`): held, by someone we cannot name from the record.
+    HeldUnreadable(Box<Judgement>),
     Judged(Box<Examined>),
 }
 
 /// Opens and judges what is at `place`. `fast`: first ask the kernel whether a lock
 /// conflicting with ours is held, and skip judging if so.
 pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing, EngineError> {
-    let Some((file, meta)) = place.open_existing(false)? else {
+    let opened = match place.open_existing(false) {
+        Err(e) if matches!(e.kind(), ErrorKind::PermissionDenied { .. }) => {
+            return match held_unreadable(place) {
+                Some(j) => Ok(Existing::HeldUnreadable(Box::new(j))),
+                None => Err(e),
+            };
+        }
+        other => other?,
+    };
+    let Some((file, meta)) = opened else {
         return Ok(Existing::Gone);
     };
     if fast && matches!(sys::ofd_write_conflict(file.as_fd()), Ok(true)) {
@@ -73,6 +85,37 @@ pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing,
         content,
         judgement,
     })))
+}
+
+/// The judgement of a lock we may not read, when `/proc/locks` shows a kernel lock on it.
+fn held_unreadable(place: &Place) -> Option<Judgement> {
+    let meta = std::fs::symlink_metadata(&place.path).ok()?;
+    let holders = Snapshot::take().kernel_holders(FileKey::of(&meta));
+    if holders.is_empty() {
+        return None;
+    }
+    let who: Vec<String> = holders
+        .iter()
+        .map(|h| match (h.pid, &h.name) {
+            (p, _) if p <= 0 => "a process we cannot see".to_string(),
+            (p, Some(n)) => format!("{p} ({n})"),
+            (p, None) => p.to_string(),
+        })
+        .collect();
+    let mut j = Judgement::new(
+        Verdict::Live,
+        format!(
+            "held: a kernel lock is held on it by {} (/proc/locks)",
+            who.join(", ")
+        ),
+    )
+    .because(format!(
+        "its owner record is not readable by us (mode {:o}, owner uid {})",
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
+        std::os::unix::fs::MetadataExt::uid(&meta)
+    ));
+    j.holders = holders;
+    Some(j)
 }
 
 /// Judges an open lock file with the `locksmith` dialect.
@@ -285,7 +328,7 @@ impl Guard {
             drop(fresh);
             let ex = match examine(&place, windows, true)? {
                 Existing::Gone => continue,
-                Existing::HeldFast => return Ok(None),
+                Existing::HeldFast | Existing::HeldUnreadable(_) => return Ok(None),
                 Existing::Judged(ex) => ex,
             };
             // The right to remove this guard: its OFD lock, where there are OFD locks.
