@@ -51,6 +51,28 @@ pub fn fmt_ms(ms: i64) -> String {
         .unwrap_or_else(|_| format!("{ms} ms"))
 }
 
+/// The evidence line for a lock written before this host booted (with the clock slack), if it
+/// was. Never on a file system that does not survive a reboot (tmpfs, ramfs: `/run`, often
+/// `/tmp`): a file there is from this boot whatever its mtime says, so an mtime before boot
+/// only shows the clock was stepped since it was written.
+pub fn written_before_boot(
+    written_ms: i64,
+    fs: Option<&FsInfo>,
+    snap: &Snapshot,
+) -> Option<String> {
+    if fs.is_some_and(|f| matches!(f.kind.as_str(), "tmpfs" | "ramfs")) {
+        return None;
+    }
+    let bt = snap.host.boot_time?;
+    (written_ms + CLOCK_SLACK_MS < bt * 1000).then(|| {
+        format!(
+            "written at {}, before this host booted at {}",
+            fmt_ms(written_ms),
+            fmt_ms(bt * 1000)
+        )
+    })
+}
+
 /// Whether a claimed host is this host: same boot id (same kernel, whatever the hostname
 /// says), or the same name when no boot id is known.
 pub fn same_host(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
@@ -116,17 +138,11 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             ),
         );
     }
-    if let (Some(w), Some(bt)) = (claim.written_ms, snap.host.boot_time)
-        && w + CLOCK_SLACK_MS < bt * 1000
+    if let Some(line) = claim
+        .written_ms
+        .and_then(|w| written_before_boot(w, claim.fs, snap))
     {
-        return Judgement::new(
-            Verdict::Stale,
-            format!(
-                "written at {}, before this host booted at {}",
-                fmt_ms(w),
-                fmt_ms(bt * 1000)
-            ),
-        );
+        return Judgement::new(Verdict::Stale, line);
     }
     if claim.container_fs() && claim.pid_ns.is_none() && !same_kernel {
         return Judgement::new(
@@ -290,6 +306,18 @@ mod tests {
             ..f
         };
         assert_eq!(judge_alive(&c, &nano).verdict, Verdict::Stale);
+    }
+
+    #[test]
+    fn files_on_tmpfs_are_never_from_an_earlier_boot() {
+        let snap = Snapshot::take();
+        let long_ago = snap.taken_ms - 10 * 365 * 86_400_000;
+        let ext4 = FsInfo::new("ext4", false);
+        let tmpfs = FsInfo::new("tmpfs", false);
+        assert!(written_before_boot(long_ago, Some(&ext4), &snap).is_some());
+        assert!(written_before_boot(long_ago, None, &snap).is_some());
+        assert!(written_before_boot(long_ago, Some(&tmpfs), &snap).is_none());
+        assert!(written_before_boot(snap.taken_ms, Some(&ext4), &snap).is_none());
     }
 
     #[test]

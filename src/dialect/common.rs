@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use super::EntryKind;
-use crate::evidence::fmt_ms;
 use crate::probe::{FileKey, ProcSummary, Snapshot};
 use crate::verdict::{Holder, Judgement, Owner, Verdict};
 
@@ -185,19 +184,6 @@ pub fn fmt_age(ms: i64) -> String {
         3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
         _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
     }
-}
-
-/// An evidence line and verdict for a file written before this host booted, if it was
-/// (mtime, with the same slack as the PID rules).
-pub fn before_boot(written_ms: i64, snap: &Snapshot) -> Option<String> {
-    let bt = snap.host.boot_time?;
-    (written_ms + 2_000 < bt * 1000).then(|| {
-        format!(
-            "written at {}, before this host booted at {}",
-            fmt_ms(written_ms),
-            fmt_ms(bt * 1000)
-        )
-    })
 }
 
 /// Whether process `pid` has a file under `dir` open (reads `/proc/<pid>/fd` of that one

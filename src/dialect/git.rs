@@ -427,7 +427,7 @@ impl Dialect for Git {
         }
 
         if !c.fs.network
-            && let Some(line) = common::before_boot(c.mtime_ms(), snap)
+            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
         {
             return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
         }

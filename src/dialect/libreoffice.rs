@@ -156,7 +156,7 @@ impl Dialect for LibreOffice {
         }
 
         let written = lock.time_ms().unwrap_or(c.mtime_ms()).min(c.mtime_ms());
-        if let Some(line) = common::before_boot(written, snap) {
+        if let Some(line) = crate::evidence::written_before_boot(written, Some(c.fs), snap) {
             return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
         }
         if lock.host != snap.host.hostname {

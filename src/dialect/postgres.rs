@@ -149,7 +149,7 @@ impl Dialect for Postgres {
             std::fs::metadata(&rec.data_dir).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
         });
         if !recorded_here && dir_meta.is_some() && j.verdict != Verdict::Unknown {
-            let before_boot = common::before_boot(c.mtime_ms(), snap);
+            let before_boot = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap);
             if let Some(line) = before_boot {
                 return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
             }

@@ -138,7 +138,9 @@ impl Dialect for Terraform {
             return with(j, owner, openers);
         }
         let written = info.created_ms().unwrap_or(c.mtime_ms());
-        if let Some(line) = common::before_boot(written.min(c.mtime_ms()), snap) {
+        if let Some(line) =
+            crate::evidence::written_before_boot(written.min(c.mtime_ms()), Some(c.fs), snap)
+        {
             return with(Judgement::new(Verdict::Stale, line), owner, openers);
         }
         let unlocked = match &state_meta {
