@@ -179,12 +179,7 @@ pub fn reclaim_rejudged(
 
 /// Why the freshly judged lock must not be removed, if it must not.
 fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<String> {
-    if fresh.identity != judged.identity {
-        return Some(format!(
-            "the file changed since it was judged ({})",
-            identity_change(&judged.identity, &fresh.identity)
-        ));
-    }
+    // What it is now is the more useful reason ("it is live now"), so it comes first.
     let j = &fresh.judgement;
     let allowed = match j.verdict {
         Verdict::Stale => true,
@@ -194,6 +189,12 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
     if !allowed {
         let first = j.evidence.first().map_or("", String::as_str);
         return Some(format!("it is {} now: {first}", j.verdict));
+    }
+    if fresh.identity != judged.identity {
+        return Some(format!(
+            "the file changed since it was judged ({})",
+            identity_change(&judged.identity, &fresh.identity)
+        ));
     }
     if fresh.kind == EntryKind::Other {
         return Some("it is not a regular file, a symlink or a directory".into());
@@ -218,6 +219,8 @@ fn identity_change(a: &Identity, b: &Identity) -> String {
     }
     if a.mtime_ns != b.mtime_ns {
         what.push("modified again".to_string());
+    } else if a.ctime_ns != b.ctime_ns {
+        what.push("changed again (status change time)".to_string());
     }
     what.join(", ")
 }
@@ -454,6 +457,7 @@ mod sys {
             ino: st.st_ino as u64,
             size: st.st_size as u64,
             mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+            ctime_ns: st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128,
         }
     }
 

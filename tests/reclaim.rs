@@ -171,7 +171,8 @@ fn a_lock_that_came_back_to_life_is_kept() {
     );
 
     // Between the scan and the reclaim, the lock is taken again by a live process: same
-    // inode, same size, same mtime (so only judging it again can tell).
+    // inode, same size, same mtime (only the status change time, which cannot be set back,
+    // moves); judging it again tells that it is live.
     let mtime = fs::metadata(&path).unwrap().modified().unwrap();
     fs::write(&path, format!("{}\n", owner.pid())).unwrap();
     fs::File::options()
@@ -180,9 +181,15 @@ fn a_lock_that_came_back_to_life_is_kept() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
+    let now = locksmith::scan::Identity::of(&fs::symlink_metadata(&path).unwrap());
     assert_eq!(
-        locksmith::scan::Identity::of(&fs::symlink_metadata(&path).unwrap()),
-        judged.identity
+        (now.dev, now.ino, now.size, now.mtime_ns),
+        (
+            judged.identity.dev,
+            judged.identity.ino,
+            judged.identity.size,
+            judged.identity.mtime_ns
+        )
     );
 
     let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
@@ -293,4 +300,27 @@ fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_cras
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0]["dialect"], "locksmith");
     assert_eq!(journal[0]["sha256"], sha256_hex(&record));
+}
+
+/// A file whose status changed since it was judged (here a chmod: same inode, size, mtime and
+/// content) is not the file that was judged: it is kept.
+#[test]
+fn a_lock_whose_status_changed_is_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let path = env.path().join("svc.pid");
+    fs::write(&path, format!("{}\n", dead_pid())).unwrap();
+    let judged = judge(&path);
+    assert_eq!(judged.judgement.verdict, Verdict::Stale);
+    // ctime has a clock tick's resolution: make sure the change lands on a later one.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+
+    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
+    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
+    assert!(
+        outcome.error.as_deref().unwrap_or("").contains("changed"),
+        "{outcome:?}"
+    );
+    assert!(path.exists());
 }

@@ -236,6 +236,7 @@ pub(crate) mod tests {
                 ino: 2,
                 size: 6,
                 mtime_ns: 0,
+                ctime_ns: 0,
             },
             fs: FsInfo::unknown(),
             judgement: j,

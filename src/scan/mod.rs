@@ -33,6 +33,9 @@ pub struct Identity {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i128,
+    /// Status change time: moves with any write, chmod, link or rename of the inode, so a
+    /// file rewritten with the same size and mtime is still told apart.
+    pub ctime_ns: i128,
 }
 
 impl Identity {
@@ -43,6 +46,7 @@ impl Identity {
             ino: meta.ino(),
             size: meta.size(),
             mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+            ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
         }
     }
 }

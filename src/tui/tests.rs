@@ -72,6 +72,7 @@ fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>
             ino,
             size: 5,
             mtime_ns: 0,
+            ctime_ns: 0,
         },
         fs: FsInfo::new("ext4", false),
         judgement: j,
