@@ -726,3 +726,41 @@ fn another_users_held_lock_is_busy_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A power loss can leave a lock file empty (the name reached the disk, the record did not).
+/// An empty file from an earlier boot with no kernel lock on it is taken over; an empty file
+/// of this boot is not ours to judge, and is refused.
+#[test]
+fn an_empty_lock_file_from_an_earlier_boot_heals() {
+    let Some(boot) = locksmith::probe::HostFacts::probe().boot_time else {
+        eprintln!("SKIPPED: the boot time is unknown here");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.lock");
+    std::fs::write(&old, "").unwrap();
+    let before_boot = std::time::UNIX_EPOCH + Duration::from_secs((boot - 86_400).max(0) as u64);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(before_boot)
+        .unwrap();
+    let fs_kind = locksmith::probe::fs::describe(dir.path(), 0).kind;
+    if fs_kind == "tmpfs" || fs_kind == "ramfs" {
+        eprintln!("SKIPPED: temporary files live on {fs_kind}, which no boot survives");
+        return;
+    }
+    let j = engine::inspect(&old).unwrap();
+    assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+    let guard = Lock::new(&old)
+        .try_acquire()
+        .expect("the empty leftover is taken over");
+    guard.release().unwrap();
+
+    let fresh = dir.path().join("fresh.lock");
+    std::fs::write(&fresh, "").unwrap();
+    let err = Lock::new(&fresh).try_acquire().unwrap_err();
+    assert!(!err.is_held(), "{err}");
+    assert!(fresh.exists());
+}

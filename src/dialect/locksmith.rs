@@ -66,8 +66,25 @@ fn unparsed(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     } else {
         "the content is not a locksmith owner record (a JSON object with pid, hostname, boot_id, ...)"
     };
-    let mut j = Judgement::new(Verdict::Unknown, why);
     let holders = snap.kernel_holders(c.key());
+    // An empty file from an earlier boot: a record that never reached the disk before a power
+    // loss (the name was linked, the data not yet written). Nobody in this boot can own it.
+    if c.kind == EntryKind::File
+        && c.content.is_empty()
+        && holders.is_empty()
+        && snap.kernel_locks().available()
+        && !c.fs.network
+        && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+    {
+        return Judgement::new(
+            Verdict::Stale,
+            "the file is empty and no process holds a kernel lock on it (/proc/locks)",
+        )
+        .because(format!(
+            "{line}: an owner record lost in a crash, owned by nobody in this boot"
+        ));
+    }
+    let mut j = Judgement::new(Verdict::Unknown, why);
     if !holders.is_empty() {
         j.evidence
             .push(format!("{} (/proc/locks)", held_line(&holders)));
