@@ -62,9 +62,10 @@ pub enum Existing {
 pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing, EngineError> {
     let opened = match place.open_existing(false) {
         Err(e) if matches!(e.kind(), ErrorKind::PermissionDenied { .. }) => {
-            return match held_unreadable(place) {
-                Some(j) => Ok(Existing::HeldUnreadable(Box::new(j))),
-                None => Err(e),
+            return match unreadable(place) {
+                Unreadable::Held(j) => Ok(Existing::HeldUnreadable(Box::new(j))),
+                Unreadable::Gone => Ok(Existing::Gone),
+                Unreadable::NotHeld => Err(e),
             };
         }
         other => other?,
@@ -87,12 +88,29 @@ pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing,
     })))
 }
 
-/// The judgement of a lock we may not read, when `/proc/locks` shows a kernel lock on it.
-fn held_unreadable(place: &Place) -> Option<Judgement> {
-    let meta = std::fs::symlink_metadata(&place.path).ok()?;
+/// What a lock we may not read is, as far as the kernel tells.
+enum Unreadable {
+    /// A kernel lock is held on it (`/proc/locks`).
+    Held(Judgement),
+    /// It went away (or was replaced) while we looked: released meanwhile.
+    Gone,
+    /// It stays there and nobody holds a kernel lock on it: we cannot judge it.
+    NotHeld,
+}
+
+fn unreadable(place: &Place) -> Unreadable {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(&place.path) else {
+        return Unreadable::Gone;
+    };
     let holders = Snapshot::take().kernel_holders(FileKey::of(&meta));
     if holders.is_empty() {
-        return None;
+        // A holder releases by unlinking, then dropping its lock: a lock we saw the file of
+        // but not the kernel lock on may have been released in between.
+        return match std::fs::symlink_metadata(&place.path) {
+            Ok(now) if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) => Unreadable::NotHeld,
+            _ => Unreadable::Gone,
+        };
     }
     let who: Vec<String> = holders
         .iter()
@@ -115,7 +133,7 @@ fn held_unreadable(place: &Place) -> Option<Judgement> {
         std::os::unix::fs::MetadataExt::uid(&meta)
     ));
     j.holders = holders;
-    Some(j)
+    Unreadable::Held(j)
 }
 
 /// Judges an open lock file with the `locksmith` dialect.
