@@ -63,7 +63,7 @@ pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing,
     let opened = match place.open_existing(false) {
         Err(e) if matches!(e.kind(), ErrorKind::PermissionDenied { .. }) => {
             return match unreadable(place) {
-                Unreadable::Held(j) => Ok(Existing::HeldUnreadable(Box::new(j))),
+                Unreadable::Held(j) => Ok(Existing::HeldUnreadable(j)),
                 Unreadable::Gone => Ok(Existing::Gone),
                 Unreadable::NotHeld => Err(e),
             };
@@ -91,7 +91,7 @@ pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing,
 /// What a lock we may not read is, as far as the kernel tells.
 enum Unreadable {
     /// A kernel lock is held on it (`/proc/locks`).
-    Held(Judgement),
+    Held(Box<Judgement>),
     /// It went away (or was replaced) while we looked: released meanwhile.
     Gone,
     /// It stays there and nobody holds a kernel lock on it: we cannot judge it.
@@ -133,7 +133,7 @@ fn unreadable(place: &Place) -> Unreadable {
         std::os::unix::fs::MetadataExt::uid(&meta)
     ));
     j.holders = holders;
-    Unreadable::Held(j)
+    Unreadable::Held(Box::new(j))
 }
 
 /// Judges an open lock file with the `locksmith` dialect.
