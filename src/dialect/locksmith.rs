@@ -121,6 +121,24 @@ fn judge_record(
     }
 
     if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks().available() {
+        // `/proc/locks` was read while others lock and unlock, and a read can miss an entry:
+        // "no kernel lock" is asked of the kernel once more before it proves anything.
+        use std::os::unix::fs::MetadataExt;
+        match crate::engine::kernel_lock_held_at(c.path, c.meta.dev(), c.meta.ino()) {
+            Some(false) => {}
+            Some(true) => {
+                return Judgement::new(
+                    Verdict::Live,
+                    "a kernel lock is held on it (F_OFD_GETLK), which its owner keeps for as long as it holds the lock",
+                );
+            }
+            None => {
+                return Judgement::new(
+                    Verdict::Unknown,
+                    "/proc/locks lists no kernel lock on it, but the kernel could not be asked directly (F_OFD_GETLK) to confirm",
+                );
+            }
+        }
         let mut j = Judgement::new(
             Verdict::Stale,
             "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",

@@ -103,7 +103,13 @@ fn unreadable(place: &Place) -> Unreadable {
     let Ok(meta) = std::fs::symlink_metadata(&place.path) else {
         return Unreadable::Gone;
     };
-    let holders = Snapshot::take().kernel_holders(FileKey::of(&meta));
+    let key = FileKey::of(&meta);
+    let mut holders = Snapshot::take().kernel_holders(key);
+    if holders.is_empty() {
+        // `/proc/locks` is read while other processes lock and unlock: a read can miss an
+        // entry. "Not held" rests on a second, independent read.
+        holders = Snapshot::take().kernel_holders(key);
+    }
     if holders.is_empty() {
         // A holder releases by unlinking, then dropping its lock: a lock we saw the file of
         // but not the kernel lock on may have been released in between.
