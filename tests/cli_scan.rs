@@ -251,28 +251,8 @@ fn help_and_version() {
 
 /// Runs `locksmith ARGS` in a pseudo-terminal and returns everything it wrote (raw bytes).
 fn run_in_pty(env: &Env, args: &[&std::ffi::OsStr], extra_env: &[(&str, &str)]) -> Vec<u8> {
-    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: 24,
-            cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("open a pty");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
-    cmd.args(args);
-    cmd.cwd(env.path());
-    cmd.env("XDG_STATE_HOME", env.path().join("state"));
-    cmd.env("XDG_CONFIG_HOME", env.path().join("config"));
-    cmd.env("TERM", "xterm-256color");
-    cmd.env_remove("NO_COLOR");
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let mut child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().expect("pty reader");
+    let (mut child, master) = spawn_in_pty(env, args, extra_env, 24, 200);
+    let mut reader = master.try_clone_reader().expect("pty reader");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut all = Vec::new();
@@ -293,7 +273,7 @@ fn run_in_pty(env: &Env, args: &[&std::ffi::OsStr], extra_env: &[(&str, &str)]) 
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    drop(pair.master);
+    drop(master);
     rx.recv_timeout(DEADLINE).unwrap_or_default()
 }
 

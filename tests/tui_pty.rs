@@ -12,8 +12,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, Env};
-use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use common::{DEADLINE, Env, spawn_in_pty};
+use portable_pty::{Child, MasterPty};
 
 const ROWS: u16 = 30;
 const COLS: u16 = 140;
@@ -28,33 +28,10 @@ struct Ui {
 
 impl Ui {
     fn start(env: &Env, args: &[&Path], extra_env: &[(&str, &str)]) -> Ui {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("open a pty");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
-        for a in args {
-            cmd.arg(a);
-        }
-        cmd.cwd(env.path());
-        cmd.env("XDG_STATE_HOME", env.path().join("state"));
-        cmd.env("XDG_CONFIG_HOME", env.path().join("config"));
-        cmd.env("TERM", "xterm-256color");
-        cmd.env_remove("NO_COLOR");
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        let child = pair
-            .slave
-            .spawn_command(cmd)
-            .expect("spawn locksmith in the pty");
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().expect("pty reader");
-        let writer = pair.master.take_writer().expect("pty writer");
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let (child, master) = spawn_in_pty(env, &args, extra_env, ROWS, COLS);
+        let mut reader = master.try_clone_reader().expect("pty reader");
+        let writer = master.take_writer().expect("pty writer");
         let size = |n: u16| std::num::NonZeroU16::new(n).expect("a non-zero size");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(size(ROWS), size(COLS), 0)));
         let feed = screen.clone();
@@ -71,7 +48,7 @@ impl Ui {
             child,
             writer,
             screen,
-            _master: pair.master,
+            _master: master,
         }
     }
 

@@ -483,3 +483,43 @@ pub fn group_members(pgid: i32) -> Vec<(i32, String)> {
     }
     out
 }
+
+/// The binary started in a new pseudo-terminal of `rows` x `cols`, in `env`'s directory with
+/// its state and config homes, `TERM=xterm-256color`, no `NO_COLOR` unless `extra_env` sets it.
+/// Returns the child and the pty's master side (read the output from it, write keys to it).
+pub fn spawn_in_pty(
+    env: &Env,
+    args: &[&OsStr],
+    extra_env: &[(&str, &str)],
+    rows: u16,
+    cols: u16,
+) -> (
+    Box<dyn portable_pty::Child + Send + Sync>,
+    Box<dyn portable_pty::MasterPty + Send>,
+) {
+    use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .expect("open a pty");
+    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
+    cmd.args(args);
+    cmd.cwd(env.path());
+    cmd.env("XDG_STATE_HOME", env.path().join("state"));
+    cmd.env("XDG_CONFIG_HOME", env.path().join("config"));
+    cmd.env("TERM", "xterm-256color");
+    cmd.env_remove("NO_COLOR");
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = pair
+        .slave
+        .spawn_command(cmd)
+        .expect("spawn locksmith in the pty");
+    drop(pair.slave);
+    (child, pair.master)
+}
