@@ -210,9 +210,16 @@ fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)], host: &HostFacts) ->
     match within(&proc_dir.join("cwd"), roots) {
         Some(true) => Seen::Inside(format!("cwd {cwd_text}")),
         Some(false) => Seen::Outside(format!("cwd {cwd_text}")),
-        // Listed a moment ago: it may have exited (or be a zombie) since.
+        // Listed a moment ago: it may have exited (or be a zombie) since. A process that is
+        // exiting has no working directory any more (ENOENT) before it becomes a zombie;
+        // only a cwd we may not read (EACCES) leaves the question open.
         None => match crate::probe::process::probe(p.pid, host) {
             PidState::Absent | PidState::Zombie(_) => Seen::Gone,
+            _ if std::fs::metadata(proc_dir.join("cwd"))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                Seen::Gone
+            }
             _ => Seen::Unreadable,
         },
     }
