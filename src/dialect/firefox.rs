@@ -73,6 +73,15 @@ fn parentlock_key(profile: &Path) -> Option<FileKey> {
         .map(|m| FileKey::of(&m))
 }
 
+/// Whether the kernel itself says nobody locks the profile's `.parentlock` (a read of
+/// `/proc/locks` can miss an entry; this asks with `F_OFD_GETLK`).
+fn parentlock_unlocked(profile: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let path = profile.join(".parentlock");
+    std::fs::symlink_metadata(&path)
+        .is_ok_and(|m| crate::probe::kernel_locks::held_at(&path, m.dev(), m.ino()) == Some(false))
+}
+
 /// A symlink named `lock`: Firefox's (its text is judged, and `unknown` if it is not
 /// `IP:+PID`).
 fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
@@ -133,7 +142,12 @@ impl Dialect for Firefox {
         if j.verdict == Verdict::Live {
             return common::with_owner(j, owner);
         }
-        if lock.fcntl && parent_key.is_some() && !c.fs.network && snap.kernel_locks().available() {
+        if lock.fcntl
+            && parent_key.is_some()
+            && !c.fs.network
+            && snap.kernel_locks().available()
+            && parentlock_unlocked(profile)
+        {
             let mut stale = Judgement::new(
                 Verdict::Stale,
                 "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",

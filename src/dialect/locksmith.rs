@@ -124,7 +124,7 @@ fn judge_record(
         // `/proc/locks` was read while others lock and unlock, and a read can miss an entry:
         // "no kernel lock" is asked of the kernel once more before it proves anything.
         use std::os::unix::fs::MetadataExt;
-        match crate::engine::kernel_lock_held_at(c.path, c.meta.dev(), c.meta.ino()) {
+        match crate::probe::kernel_locks::held_at(c.path, c.meta.dev(), c.meta.ino()) {
             Some(false) => {}
             Some(true) => {
                 return Judgement::new(

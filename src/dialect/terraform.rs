@@ -177,6 +177,30 @@ impl Dialect for Terraform {
             );
             return with(j, owner, openers);
         }
+        // A read of /proc/locks can miss an entry: ask the kernel about the state file itself.
+        if let Some(m) = &state_meta {
+            use std::os::unix::fs::MetadataExt;
+            match crate::probe::kernel_locks::held_at(&state, m.dev(), m.ino()) {
+                Some(false) => {}
+                Some(true) => {
+                    let j = Judgement::new(
+                        Verdict::Live,
+                        format!("a kernel lock is held on {state_name} (F_OFD_GETLK)"),
+                    )
+                    .because("Terraform holds this fcntl lock on its state while it runs");
+                    return with(j, owner, openers);
+                }
+                None => {
+                    let j = Judgement::new(
+                        Verdict::Unknown,
+                        format!(
+                            "{state_name} cannot be opened to ask the kernel whether it is locked"
+                        ),
+                    );
+                    return with(j, owner, openers);
+                }
+            }
+        }
         let mut j = Judgement::new(Verdict::Stale, unlocked);
         j.evidence.push(format!(
             "Terraform holds an fcntl lock on the state for as long as the lock info exists; written by {} on this host",

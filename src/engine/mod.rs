@@ -355,27 +355,6 @@ impl Drop for LockGuard {
     }
 }
 
-/// Asks the kernel directly whether a lock conflicting with a write lock is held on the file
-/// `(dev, ino)` at `path` (`F_OFD_GETLK` on a read-only descriptor of our own: nothing is
-/// taken). It sees OFD and POSIX locks whatever `/proc/locks` showed a moment ago. A file that
-/// is gone, or is another file now, holds no lock of that inode: `Some(false)`. `None` if it
-/// cannot tell (not readable, no OFD locks).
-pub(crate) fn kernel_lock_held_at(path: &Path, dev: u64, ino: u64) -> Option<bool> {
-    use rustix::fs::{Mode, OFlags};
-    let flags =
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Some(false),
-        Err(_) => return None,
-    };
-    let st = rustix::fs::fstat(&fd).ok()?;
-    if (st.st_dev as u64, st.st_ino as u64) != (dev, ino) {
-        return Some(false);
-    }
-    sys::ofd_write_conflict(fd.as_fd()).ok()
-}
-
 /// Judges the lock at `path` now: verdict, evidence and owner (the `locksmith` dialect's
 /// judge, with a fresh evidence snapshot and the default windows). Never modifies anything
 /// and never takes a lock.

@@ -26,6 +26,9 @@ pub fn unsupported(e: &io::Error) -> bool {
         )
 }
 
+/// `F_OFD_GETLK`: whether another open file description holds a conflicting lock.
+pub use crate::probe::kernel_locks::write_lock_conflict as ofd_write_conflict;
+
 #[cfg(target_os = "linux")]
 mod imp {
     use std::io;
@@ -60,19 +63,6 @@ mod imp {
             Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
             _ => Err(e),
         }
-    }
-
-    /// `fcntl(fd, F_OFD_GETLK, {F_WRLCK, whole file})`: asks, without taking anything,
-    /// whether another open file description holds a lock that would conflict with a write
-    /// lock. Works on a read-only descriptor.
-    pub fn ofd_write_conflict(fd: BorrowedFd<'_>) -> io::Result<bool> {
-        let mut fl = whole_file_write_lock();
-        // SAFETY: as above; F_OFD_GETLK only writes into `fl`.
-        let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
     }
 
     /// `openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)`: a file in `dir` that has no
@@ -126,10 +116,6 @@ mod imp {
     }
 
     pub fn ofd_try_write_lock(_fd: BorrowedFd<'_>) -> io::Result<bool> {
-        Err(no())
-    }
-
-    pub fn ofd_write_conflict(_fd: BorrowedFd<'_>) -> io::Result<bool> {
         Err(no())
     }
 

@@ -151,6 +151,56 @@ impl KernelLocks {
     }
 }
 
+/// `fcntl(fd, F_OFD_GETLK, {F_WRLCK, whole file})`: asks the kernel, without taking anything,
+/// whether another open file description holds a lock (OFD or POSIX) that would conflict with
+/// a write lock. Works on a read-only descriptor. (flock(2) locks are not seen.)
+#[cfg(target_os = "linux")]
+pub fn write_lock_conflict(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` is a plain C struct of integers; all-zero is valid (and the kernel
+    // requires `l_pid == 0` for OFD requests).
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid descriptor and a pointer to a live `flock`, which F_OFD_GETLK fills.
+    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn write_lock_conflict(_fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "OFD locks are not available on this system",
+    ))
+}
+
+/// Asks the kernel directly ([`write_lock_conflict`] on a read-only descriptor of our own:
+/// nothing is taken) whether a lock is held on the file `(dev, ino)` at `path`, whatever a
+/// read of `/proc/locks` showed a moment ago (such a read can miss an entry while others lock
+/// and unlock). A file that is gone, or is another file now, holds no lock of that inode:
+/// `Some(false)`. `None` when it cannot tell (not readable, no OFD locks).
+pub fn held_at(path: &std::path::Path, dev: u64, ino: u64) -> Option<bool> {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsFd;
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Some(false),
+        Err(_) => return None,
+    };
+    let st = rustix::fs::fstat(&fd).ok()?;
+    #[allow(clippy::unnecessary_cast)]
+    if (st.st_dev as u64, st.st_ino as u64) != (dev, ino) {
+        return Some(false);
+    }
+    write_lock_conflict(fd.as_fd()).ok()
+}
+
 /// Finds the processes whose open file descriptions hold OFD locks on `wanted` files, through
 /// `/proc/<pid>/fd/*` (stat of the target) and `/proc/<pid>/fdinfo/*` (`lock:` lines).
 /// Several processes share one description after `fork`; all of them are returned.
@@ -238,6 +288,36 @@ mod tests {
             .is_empty()
         );
         assert_eq!(t.ofd_keys().len(), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn asks_the_kernel_whether_a_file_is_locked() {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.lock");
+        let file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .unwrap();
+        let m = file.metadata().unwrap();
+        assert_eq!(held_at(&path, m.dev(), m.ino()), Some(false));
+        // SAFETY: a zeroed `flock` is valid; the descriptor is open for writing.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = libc::F_WRLCK as libc::c_short;
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
+        assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+        assert_eq!(held_at(&path, m.dev(), m.ino()), Some(true));
+        // Another file at that path now: the judged inode is not what is locked there.
+        assert_eq!(held_at(&path, m.dev(), m.ino() + 1), Some(false));
+        drop(file);
+        assert_eq!(held_at(&path, m.dev(), m.ino()), Some(false));
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(held_at(&path, m.dev(), m.ino()), Some(false));
     }
 
     #[test]
