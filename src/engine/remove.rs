@@ -118,19 +118,11 @@ fn unreadable(place: &Place) -> Unreadable {
             _ => Unreadable::Gone,
         };
     }
-    let who: Vec<String> = holders
-        .iter()
-        .map(|h| match (h.pid, &h.name) {
-            (p, _) if p <= 0 => "a process we cannot see".to_string(),
-            (p, Some(n)) => format!("{p} ({n})"),
-            (p, None) => p.to_string(),
-        })
-        .collect();
     let mut j = Judgement::new(
         Verdict::Live,
         format!(
             "held: a kernel lock is held on it by {} (/proc/locks)",
-            who.join(", ")
+            crate::dialect::common::describe_holders(&holders)
         ),
     )
     .because(format!(
