@@ -2057,32 +2057,20 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
     assert_eq!(before.dialect, "git");
     assert_eq!(before.judgement.verdict, Verdict::Stale, "{before:?}");
 
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let git_dir = format!("--git-dir={}", repo.display());
     // argv: git -c 'sleep 60; :' --git-dir=REPO (a shell that stays, with git's argv).
-    let stand_in = Kill(
+    let stand_in = Proc::spawn(
         Command::new("sh")
             .arg0("git")
             .args(["-c", "sleep 60; :", &git_dir])
-            .current_dir("/")
-            .spawn()
-            .unwrap(),
+            .current_dir("/"),
     );
-    let pid = stand_in.0.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !fs::read(format!("/proc/{pid}/cmdline"))
-        .unwrap_or_default()
-        .ends_with(format!("{git_dir}\0").as_bytes())
-    {
-        assert!(Instant::now() < deadline, "the stand-in never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let pid = stand_in.pid();
+    wait_until("the stand-in to start", Duration::from_secs(10), || {
+        fs::read(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .ends_with(format!("{git_dir}\0").as_bytes())
+    });
     let f = judge();
     assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
     assert!(

@@ -1228,28 +1228,15 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
         eprintln!("SKIPPED: no C compiler (cc) to build the test program");
         return;
     }
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let child = Kill(Command::new(&bin).spawn().unwrap());
+    let child = ChildGuard(Command::new(&bin).spawn().unwrap());
     let pid = child.0.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat
+    wait_until("the main thread to exit", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
             .rsplit(')')
             .next()
             .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the main thread never exited");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    });
     let pidfile = dir.path().join("app.pid");
     std::fs::write(&pidfile, format!("{pid}\n")).unwrap();
     let f = scan::judge_path(&pidfile, &Snapshot::take(), &Config::embedded())
@@ -1272,15 +1259,8 @@ fn inside_a_pid_namespace_absent_pids_prove_nothing() {
         eprintln!("SKIPPED: unshare --pid is not permitted here (needs root)");
         return;
     }
-    struct Kill(Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
-    let host_sleep = Kill(Command::new("sleep").arg("60").spawn().unwrap());
+    let host_sleep = ChildGuard(Command::new("sleep").arg("60").spawn().unwrap());
     std::fs::write(
         dir.path().join("host.pid"),
         format!("{}\n", host_sleep.0.id()),
