@@ -4,7 +4,7 @@
 //! `unknown`, never `stale`.
 
 use crate::probe::{FsInfo, PidState, Snapshot};
-use crate::verdict::{Judgement, Verdict};
+use crate::verdict::{Judgement, RemoteClaim, Verdict};
 
 /// Tolerance when comparing a process start time with a file time: `btime` has a resolution
 /// of one second, so closer than this proves nothing.
@@ -104,13 +104,22 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
         && let Some(h) = claim.hostname
         && h != snap.host.hostname
     {
-        return Judgement::new(
+        let mut j = Judgement::new(
             Verdict::Foreign,
             format!(
                 "owner host {h:?} is not this host {:?}: its PID {pid} cannot be checked here",
                 snap.host.hostname
             ),
         );
+        j.remote = Some(RemoteClaim {
+            host: h.to_string(),
+            pid: pid.into(),
+            boot_id: claim.boot_id.map(str::to_string),
+            pid_ns: claim.pid_ns,
+            written_ms: claim.written_ms,
+            expect: claim.expect.iter().map(|s| s.to_string()).collect(),
+        });
+        return j;
     }
     if let (Some(theirs), Some(ours)) = (claim.boot_id, our_boot)
         && theirs != ours

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod evidence;
 pub mod probe;
 pub mod reclaim;
+pub mod remote;
 pub mod report;
 pub mod scan;
 pub mod verdict;

@@ -26,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing).
     Lock(LockArgs),
+    /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
+    Inspect(InspectArgs),
 }
 
 /// Options of the scan, the report and the UI.
@@ -63,6 +65,14 @@ pub struct ScanArgs {
     /// When to use color.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
+
+    /// Ask the hosts that foreign locks name, over ssh, whether their owners live.
+    ///
+    /// Runs `ssh -o BatchMode=yes HOST locksmith inspect --json --pid N ...` once per host (the
+    /// configuration's `ask_hosts` sets the program, ssh arguments, timeouts, and the hosts
+    /// asked even without this flag). A host that cannot answer leaves its locks foreign.
+    #[arg(long)]
+    pub ask_hosts: bool,
 
     /// UI: never reclaim anything.
     #[arg(long)]
@@ -102,10 +112,35 @@ pub struct LockArgs {
     pub command: Vec<std::ffi::OsString>,
 }
 
+#[derive(Debug, Args, Clone)]
+pub struct InspectArgs {
+    /// A process id to answer about (repeat for several).
+    #[arg(
+        long = "pid",
+        value_name = "N",
+        required = true,
+        allow_hyphen_values = true
+    )]
+    pub pids: Vec<i64>,
+
+    /// Also say whether this host's boot id is ID.
+    #[arg(long, value_name = "ID")]
+    pub boot_id: Option<String>,
+
+    /// Program names the process should have (comm, executable or argv[0]).
+    #[arg(long, value_name = "PROGRAM")]
+    pub expect: Vec<String>,
+
+    /// Print the answer as JSON (what --ask-hosts reads).
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Lock(args)) => cli::lock::run(args),
+        Some(Command::Inspect(args)) => cli::inspect::run(args),
         None if cli.scan.scan => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };

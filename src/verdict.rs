@@ -132,6 +132,27 @@ pub struct Judgement {
     pub holders: Vec<Holder>,
     /// vim-swap only: does the swap file hold changes that were never saved?
     pub unsaved_changes: Option<bool>,
+    /// For a lock whose owner is on another named host: what that host could be asked about
+    /// it (see [`crate::remote`]). Not part of the report.
+    #[serde(skip)]
+    pub remote: Option<RemoteClaim>,
+}
+
+/// What a lock claims about an owner on another host, for asking that host (spec §3: an owner
+/// on another host is `foreign` here; only that host can tell whether the PID lives).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteClaim {
+    /// The host name the lock names.
+    pub host: String,
+    pub pid: i64,
+    /// The boot id the lock names (engine records only).
+    pub boot_id: Option<String>,
+    /// The owner's PID namespace inode, if the lock names it.
+    pub pid_ns: Option<u64>,
+    /// When the lock was written (ms since the epoch, by the file's clock).
+    pub written_ms: Option<i64>,
+    /// Program names the owner must have; empty accepts any.
+    pub expect: Vec<String>,
 }
 
 impl Judgement {
@@ -144,6 +165,7 @@ impl Judgement {
             process: None,
             holders: Vec::new(),
             unsaved_changes: None,
+            remote: None,
         }
     }
 

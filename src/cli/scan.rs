@@ -13,6 +13,7 @@ use std::time::Instant;
 use anyhow::Context;
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::remote;
 use locksmith::report::{self, Report};
 use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
 use locksmith::verdict::Verdict;
@@ -47,7 +48,11 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let cancel = AtomicBool::new(false);
     let stats = scan::scan(&config, &roots, &snap, &cancel, &sink)
         .map_err(|e| anyhow::anyhow!("{}", report::escape::escape_text(&e.error)))?;
-    let (findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    let ask = asking(args, &config);
+    if ask {
+        remote::ask_and_settle(&mut findings, &config.ask_hosts, args.ask_hosts, &|_| {});
+    }
     let mut report = Report::new(
         snap.host.clone(),
         roots.iter().map(|r| r.path.clone()).collect(),
@@ -68,7 +73,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
             .findings
             .iter()
             .filter(|f| f.judgement.verdict == Verdict::Stale)
-            .map(|f| reclaim::reclaim(f, &config, &opts))
+            .map(|f| reclaim_asking_again(f, &config, &opts, args))
             .collect();
         report = report.with_reclaimed(outcomes);
     }
@@ -80,6 +85,37 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
         Err(e) => Err(e).context("cannot write the report"),
     }
+}
+
+/// Whether foreign locks' hosts are asked: `--ask-hosts`, or hosts listed in the configuration.
+fn asking(args: &ScanArgs, config: &Config) -> bool {
+    args.ask_hosts || !config.ask_hosts.hosts.is_empty()
+}
+
+/// Reclaims a lock; one proven stale by its host's answer is judged again by asking again, right
+/// before removal, like every reclaim judges again.
+fn reclaim_asking_again(
+    f: &Finding,
+    config: &Config,
+    opts: &ReclaimOptions,
+    args: &ScanArgs,
+) -> reclaim::Outcome {
+    if f.judgement.remote.is_none() || !asking(args, config) {
+        return reclaim::reclaim(f, config, opts);
+    }
+    reclaim::reclaim_rejudged(f, opts, &config.windows, |path| {
+        let snap = Snapshot::take();
+        let mut fresh = scan::judge_path(path, &snap, config)?;
+        if let Some(fresh) = fresh.as_mut() {
+            remote::ask_and_settle(
+                std::slice::from_mut(fresh),
+                &config.ask_hosts,
+                args.ask_hosts,
+                &|_| {},
+            );
+        }
+        Ok(fresh)
+    })
 }
 
 fn print(report: &Report, args: &ScanArgs) -> io::Result<()> {

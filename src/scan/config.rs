@@ -18,6 +18,7 @@ use serde::de::{self, Deserializer};
 
 use super::matcher::Matcher;
 use crate::dialect::{self, Dialect, Windows};
+use crate::remote::AskConfig;
 
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../../assets/config.json");
@@ -65,6 +66,8 @@ pub struct Config {
     pub exclude: Vec<String>,
     pub extra_patterns: Vec<ExtraPatterns>,
     pub windows: Windows,
+    /// Which other hosts to ask about their locks, and how (see [`crate::remote`]).
+    pub ask_hosts: AskConfig,
     /// The files this configuration was read from, lowest precedence first (the embedded
     /// default is not listed).
     pub sources: Vec<PathBuf>,
@@ -124,6 +127,8 @@ struct Layer {
     extra_patterns: Option<Vec<ExtraPatterns>>,
     /// Parsed for its errors (with positions); merged key by key from the raw JSON.
     windows: Option<Windows>,
+    #[serde(default, deserialize_with = "ask_config")]
+    ask_hosts: Option<AskConfig>,
 }
 
 impl Config {
@@ -164,6 +169,7 @@ impl Config {
             exclude: Vec::new(),
             extra_patterns: Vec::new(),
             windows: Windows::default(),
+            ask_hosts: AskConfig::default(),
             sources: Vec::new(),
             dialects: Dialects(dialect::registry()),
             matcher: OnceLock::new(),
@@ -194,6 +200,9 @@ impl Config {
         }
         if let Some(x) = layer.extra_patterns {
             self.extra_patterns = x;
+        }
+        if let Some(x) = layer.ask_hosts {
+            self.ask_hosts = x;
         }
         if layer.windows.is_some() {
             // Valid (checked above): take the keys this layer sets.
@@ -306,6 +315,12 @@ fn parse_error(path: &Path, e: &serde_json::Error) -> ConfigError {
         column: e.column(),
         message,
     }
+}
+
+fn ask_config<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AskConfig>, D::Error> {
+    let c = AskConfig::deserialize(d)?;
+    c.validate().map_err(de::Error::custom)?;
+    Ok(Some(c))
 }
 
 fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

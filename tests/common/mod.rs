@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+pub mod sshd;
+
 /// How long any one wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 

@@ -1,0 +1,443 @@
+//! The transport: the user's own `ssh` (their configuration, keys and agent), run once per host
+//! with every PID to ask about, never prompting, every wait bounded.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
+use super::{Answer, HostAnswer};
+use crate::verdict::RemoteClaim;
+
+/// The most an answer may be (a few PIDs take a few hundred bytes).
+const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// How locksmith asks other hosts (the `ask_hosts` key of the configuration).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskConfig {
+    /// Host names (globs, `node*`) asked without `--ask-hosts`.
+    pub hosts: Vec<String>,
+    /// locksmith on the other hosts (a name looked up in their `PATH`, or a path).
+    pub program: String,
+    /// The ssh client to run.
+    pub ssh: String,
+    /// More arguments for ssh, before the host (`["-F", "/path/to/ssh_config"]`).
+    pub ssh_args: Vec<String>,
+    /// `ConnectTimeout` for ssh, seconds.
+    pub connect_timeout_secs: u64,
+    /// The longest wait for one host's answer, seconds (connection included).
+    pub timeout_secs: u64,
+    /// How many hosts are asked at once.
+    pub concurrency: usize,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig {
+            hosts: Vec::new(),
+            program: "locksmith".into(),
+            ssh: "ssh".into(),
+            ssh_args: Vec::new(),
+            connect_timeout_secs: 5,
+            timeout_secs: 15,
+            concurrency: 8,
+        }
+    }
+}
+
+impl AskConfig {
+    /// Checks the values; the message names the key at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=600).contains(&self.connect_timeout_secs) {
+            return Err(format!(
+                "ask_hosts.connect_timeout_secs must be 1..=600 seconds, not {}",
+                self.connect_timeout_secs
+            ));
+        }
+        if !(1..=3600).contains(&self.timeout_secs) {
+            return Err(format!(
+                "ask_hosts.timeout_secs must be 1..=3600 seconds, not {}",
+                self.timeout_secs
+            ));
+        }
+        if !(1..=256).contains(&self.concurrency) {
+            return Err(format!(
+                "ask_hosts.concurrency must be 1..=256, not {}",
+                self.concurrency
+            ));
+        }
+        if self.program.trim().is_empty() || self.ssh.trim().is_empty() {
+            return Err("ask_hosts.program and ask_hosts.ssh must not be empty".into());
+        }
+        self.host_set().map(|_| ())
+    }
+
+    fn host_set(&self) -> Result<GlobSet, String> {
+        let mut b = GlobSetBuilder::new();
+        for h in &self.hosts {
+            b.add(
+                Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
+                    format!("ask_hosts.hosts: {h:?} is not a valid host pattern: {e}")
+                })?,
+            );
+        }
+        b.build().map_err(|e| format!("ask_hosts.hosts: {e}"))
+    }
+
+    /// Whether `host` is one of the configured hosts.
+    pub fn allows(&self, host: &str) -> bool {
+        !self.hosts.is_empty()
+            && self
+                .host_set()
+                .is_ok_and(|s| s.is_match(host.to_ascii_lowercase()))
+    }
+}
+
+/// Why a host gave no usable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The name is not a plain host name (it could be taken for an ssh option or a user).
+    NotAHostName,
+    /// ssh could not start.
+    NoSsh,
+    /// No connection (refused, no route, name not resolved, connect timeout).
+    Unreachable,
+    /// The host's key is unknown or has changed.
+    HostKey,
+    /// ssh would not log in without a password.
+    Auth,
+    /// locksmith is not installed there (or not at the configured path).
+    NoProgram,
+    /// No answer within the timeout.
+    Timeout,
+    /// It answered something that is not an answer.
+    BadAnswer,
+}
+
+/// A host that gave no usable answer, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskFailure {
+    pub kind: FailureKind,
+    pub detail: String,
+}
+
+impl AskFailure {
+    pub fn new(kind: FailureKind, detail: impl Into<String>) -> Self {
+        AskFailure {
+            kind,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for AskFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            FailureKind::NotAHostName => "not a plain host name",
+            FailureKind::NoSsh => "ssh could not be run",
+            FailureKind::Unreachable => "unreachable",
+            FailureKind::HostKey => "its host key is not known or has changed",
+            FailureKind::Auth => "ssh cannot log in without a password",
+            FailureKind::NoProgram => "locksmith is not installed there",
+            FailureKind::Timeout => "no answer in time",
+            FailureKind::BadAnswer => "its answer could not be read",
+        };
+        if self.detail.is_empty() {
+            f.write_str(what)
+        } else {
+            write!(f, "{what}: {}", self.detail)
+        }
+    }
+}
+
+/// Whether `host` may be handed to ssh: letters, digits, `.`, `-`, `_`, starting with a letter
+/// or digit (so never an option, a user name or a command).
+pub fn plain_host_name(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && host.as_bytes()[0].is_ascii_alphanumeric()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+}
+
+/// Asks every host in `questions` (at most `cfg.concurrency` at once), each once about all of
+/// its PIDs. `progress` is told how many hosts are still being asked after each answer.
+pub fn ask_hosts(
+    questions: &HashMap<String, Vec<RemoteClaim>>,
+    cfg: &AskConfig,
+    progress: &(dyn Fn(usize) + Sync),
+) -> HashMap<String, HostAnswer> {
+    let queue: Mutex<Vec<(&String, &Vec<RemoteClaim>)>> = Mutex::new(questions.iter().collect());
+    let answers = Mutex::new(HashMap::new());
+    let workers = cfg.concurrency.clamp(1, questions.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    let Some((host, claims)) = next else { break };
+                    let answer = ask_host(host, claims, cfg);
+                    let mut all = answers.lock().unwrap_or_else(|e| e.into_inner());
+                    all.insert(host.clone(), answer);
+                    progress(questions.len() - all.len());
+                }
+            });
+        }
+    });
+    answers.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Asks `host` about the PIDs of `claims` over one ssh connection.
+pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnswer {
+    if !plain_host_name(host) {
+        return Err(AskFailure::new(
+            FailureKind::NotAHostName,
+            format!("{host:?} is not asked"),
+        ));
+    }
+    let remote = remote_command(claims, cfg);
+    let mut cmd = Command::new(&cfg.ssh);
+    cmd.args(["-o", "BatchMode=yes"])
+        .arg("-o")
+        .arg(format!("ConnectTimeout={}", cfg.connect_timeout_secs))
+        .args(["-o", "ClearAllForwardings=yes", "-T"])
+        .args(&cfg.ssh_args)
+        .arg("--")
+        .arg(host)
+        .arg(remote)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd
+        .spawn()
+        .map_err(|e| AskFailure::new(FailureKind::NoSsh, format!("{}: {e}", cfg.ssh)))?;
+    let (status, out, err) = wait_bounded(child, Duration::from_secs(cfg.timeout_secs))?;
+    let err_line = last_line(&err);
+    match status {
+        Some(0) => {}
+        Some(255) => return Err(ssh_failure(&err_line)),
+        Some(126) | Some(127) => {
+            return Err(AskFailure::new(
+                FailureKind::NoProgram,
+                format!("{} was not found there ({err_line})", cfg.program),
+            ));
+        }
+        Some(code) => {
+            return Err(AskFailure::new(
+                FailureKind::BadAnswer,
+                format!("{} exited with status {code}: {err_line}", cfg.program),
+            ));
+        }
+        None => {
+            return Err(AskFailure::new(
+                FailureKind::BadAnswer,
+                "ssh was killed by a signal",
+            ));
+        }
+    }
+    serde_json::from_slice::<Answer>(&out).map_err(|e| {
+        AskFailure::new(
+            FailureKind::BadAnswer,
+            format!("not an answer of locksmith inspect ({e})"),
+        )
+    })
+}
+
+/// `PROGRAM inspect --json --pid N ... [--boot-id ID] [--expect NAME ...]`, each word quoted
+/// for the remote shell.
+fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
+    let mut words = vec![shell_quote(&cfg.program), "inspect".into(), "--json".into()];
+    let mut expect: Vec<&str> = Vec::new();
+    let mut boot_id = None;
+    for c in claims {
+        words.push("--pid".into());
+        words.push(c.pid.to_string());
+        expect.extend(c.expect.iter().map(String::as_str));
+        boot_id = boot_id.or(c.boot_id.as_deref());
+    }
+    if let Some(b) = boot_id {
+        words.push("--boot-id".into());
+        words.push(shell_quote(b));
+    }
+    expect.sort_unstable();
+    expect.dedup();
+    for e in expect {
+        words.push("--expect".into());
+        words.push(shell_quote(e));
+    }
+    words.join(" ")
+}
+
+/// Single-quotes `s` for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// What ssh's last error line says went wrong.
+fn ssh_failure(line: &str) -> AskFailure {
+    let l = line.to_ascii_lowercase();
+    let kind = if l.contains("host key verification failed")
+        || l.contains("no matching host key")
+        || l.contains("remote host identification has changed")
+    {
+        FailureKind::HostKey
+    } else if l.contains("permission denied") || l.contains("too many authentication failures") {
+        FailureKind::Auth
+    } else {
+        FailureKind::Unreachable
+    };
+    AskFailure::new(kind, line)
+}
+
+/// A finished ssh: its exit code (`None`: killed by a signal), stdout and stderr.
+type Finished = (Option<i32>, Vec<u8>, Vec<u8>);
+
+/// Waits for `child` at most `timeout`, reading its output meanwhile (bounded); kills it when
+/// the time is up.
+fn wait_bounded(mut child: Child, timeout: Duration) -> Result<Finished, AskFailure> {
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out = std::thread::spawn(move || read_bounded(stdout.as_mut()));
+    let err = std::thread::spawn(move || read_bounded(stderr.as_mut()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(AskFailure::new(
+                    FailureKind::Timeout,
+                    format!("gave up after {} s", timeout.as_secs()),
+                ));
+            }
+        }
+    };
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    Ok((status.code(), out, err))
+}
+
+fn read_bounded(r: Option<&mut impl Read>) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Some(r) = r {
+        let _ = r.take(MAX_ANSWER_BYTES).read_to_end(&mut buf);
+    }
+    buf
+}
+
+/// The last non-empty line of ssh's or the remote's stderr, without control characters.
+fn last_line(err: &[u8]) -> String {
+    let text = String::from_utf8_lossy(err);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("");
+    line.chars().filter(|c| !c.is_control()).take(300).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_host_names_reach_ssh() {
+        assert!(plain_host_name("node17"));
+        assert!(plain_host_name("gpu-node-3.cluster.example"));
+        for bad in [
+            "",
+            "-oProxyCommand=touch /tmp/x",
+            "root@node17",
+            "node17 rm",
+            "a;b",
+            "$(x)",
+            "a\nb",
+        ] {
+            assert!(!plain_host_name(bad), "{bad:?}");
+        }
+        let e = ask_host("-oProxyCommand=x", &[], &AskConfig::default()).unwrap_err();
+        assert_eq!(e.kind, FailureKind::NotAHostName);
+    }
+
+    #[test]
+    fn one_quoted_command_for_all_pids() {
+        let c = |pid, e: &str| RemoteClaim {
+            host: "h".into(),
+            pid,
+            expect: vec![e.into()],
+            ..Default::default()
+        };
+        let cfg = AskConfig {
+            program: "/opt/lock smith/locksmith".into(),
+            ..AskConfig::default()
+        };
+        assert_eq!(
+            remote_command(&[c(7, "emacs"), c(9, "it's")], &cfg),
+            "'/opt/lock smith/locksmith' inspect --json --pid 7 --pid 9 --expect emacs --expect 'it'\\''s'"
+        );
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        assert!(AskConfig::default().validate().is_ok());
+        let bad = AskConfig {
+            timeout_secs: 0,
+            ..AskConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("timeout_secs"));
+        let bad = AskConfig {
+            hosts: vec!["node[".into()],
+            ..AskConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("node["));
+        let cfg = AskConfig {
+            hosts: vec!["node*".into()],
+            ..AskConfig::default()
+        };
+        assert!(cfg.allows("Node17"));
+        assert!(!cfg.allows("laptop"));
+        assert!(!AskConfig::default().allows("node17"));
+    }
+
+    #[test]
+    fn a_missing_ssh_is_a_reason_not_a_crash() {
+        let cfg = AskConfig {
+            ssh: "/nonexistent/ssh".into(),
+            ..AskConfig::default()
+        };
+        let e = ask_host("node17", &[], &cfg).unwrap_err();
+        assert_eq!(e.kind, FailureKind::NoSsh);
+    }
+
+    #[test]
+    fn ssh_errors_are_told_apart() {
+        assert_eq!(
+            ssh_failure("Host key verification failed.").kind,
+            FailureKind::HostKey
+        );
+        assert_eq!(
+            ssh_failure("root@127.0.0.1: Permission denied (publickey).").kind,
+            FailureKind::Auth
+        );
+        assert_eq!(
+            ssh_failure("ssh: connect to host 127.0.0.1 port 1: Connection refused").kind,
+            FailureKind::Unreachable
+        );
+        assert_eq!(last_line(b"a\n\x1b[31mb\x1b[0m\n\n"), "[31mb[0m");
+    }
+}
