@@ -90,7 +90,7 @@ fn scan(env: &Env, cfg: &Path, extra: &[&str], root: &Path) -> Report {
         "--config".as_ref(),
         cfg.as_os_str(),
     ];
-    args.extend(extra.iter().map(|s| std::ffi::OsStr::new(s)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     args.push(root.as_os_str());
     parse_report(&env.run(args))
 }
