@@ -117,6 +117,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             boot_id: claim.boot_id.map(str::to_string),
             pid_ns: claim.pid_ns,
             written_ms: claim.written_ms,
+            start_ticks: claim.start_ticks,
             expect: claim.expect.iter().map(|s| s.to_string()).collect(),
         });
         return j;

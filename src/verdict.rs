@@ -151,6 +151,8 @@ pub struct RemoteClaim {
     pub pid_ns: Option<u64>,
     /// When the lock was written (ms since the epoch, by the file's clock).
     pub written_ms: Option<i64>,
+    /// The owner's exact start time in clock ticks since its host booted (engine records).
+    pub start_ticks: Option<u64>,
     /// Program names the owner must have; empty accepts any.
     pub expect: Vec<String>,
 }

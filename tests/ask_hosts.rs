@@ -340,3 +340,94 @@ fn inspect_answers_and_changes_nothing() {
     let out = env.run(["inspect", "--pid", "1x"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A process in a UTS namespace called `host` (a program of that "machine").
+fn sleeper_on(host: &str) -> GroupGuard {
+    GroupGuard::spawn(
+        Command::new("unshare")
+            .args(["-u", "sh", "-c"])
+            .arg(format!("hostname {host} && exec sleep 600"))
+            .stdin(Stdio::null()),
+    )
+}
+
+#[test]
+fn locksmith_records_of_another_host_are_settled_by_asking_it() {
+    let Some(node) = node17() else { return };
+    let env = Env::new();
+    let work = env.path().join("shared");
+    fs::create_dir(&work).unwrap();
+    let cfg = node.config(&env, bin(), "");
+
+    // A real `locksmith lock` on node17 (this kernel): its kernel lock settles it, asked or not.
+    let held = work.join("job.lock");
+    let mut holder = GroupGuard::spawn(
+        Command::new("unshare")
+            .args(["-u", "sh", "-c"])
+            .arg(format!(
+                "hostname node17 && exec {} lock {} -- sleep 600",
+                bin(),
+                held.display()
+            ))
+            .stdin(Stdio::null()),
+    );
+    wait_for("the engine's record", || {
+        fs::read_to_string(&held)
+            .ok()
+            .filter(|t| t.contains("\"node17\""))
+    });
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    assert_eq!(r.expect_lock(&held).verdict, "live", "{r:#?}");
+    holder.kill();
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&held);
+    assert_eq!(l.verdict, "stale", "{l:#?}");
+    assert!(!l.evidence[0].contains("asked"), "{l:#?}");
+    fs::remove_file(&held).unwrap();
+
+    // A Zero securefile record (PID, CreatedAt, Hostname) of a process on node17: asked.
+    let mut owner = sleeper_on("node17");
+    let pid = wait_for("the sleep on node17", || {
+        group_members(owner.pid())
+            .into_iter()
+            .find(|(_, name)| name == "sleep")
+            .map(|(pid, _)| pid)
+    });
+    let zero = work.join("zero.lock");
+    let created = jiff::Timestamp::now().to_string();
+    fs::write(
+        &zero,
+        format!(r#"{{"PID":{pid},"CreatedAt":"{created}","Hostname":"node17"}}"#),
+    )
+    .unwrap();
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&zero);
+    assert_eq!(l.verdict, "live", "{l:#?}");
+    assert!(
+        l.evidence[0].starts_with(&format!("asked node17 over ssh: process {pid} (sleep)")),
+        "{l:#?}"
+    );
+    owner.kill();
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&zero);
+    assert_eq!(l.verdict, "stale", "{l:#?}");
+    assert!(
+        l.evidence[0].contains(&format!("no process {pid}")),
+        "{l:#?}"
+    );
+
+    // An engine record of node17 from a boot that is over: node17's boot id differs.
+    let old = work.join("old.lock");
+    fs::write(
+        &old,
+        format!(
+            r#"{{"pid":{},"hostname":"node17","boot_id":"00000000-1111-2222-3333-444444444444","start_time":5,"created_at":"{created}","token":"0123456789abcdef0123456789abcdef","tool":"locksmith/0.1.0"}}"#,
+            std::process::id()
+        ),
+    )
+    .unwrap();
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&old);
+    assert_eq!(l.verdict, "stale", "{l:#?}");
+    assert!(l.evidence[0].contains("has booted again"), "{l:#?}");
+}

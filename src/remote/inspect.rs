@@ -37,6 +37,7 @@ fn one(pid: i64, pid_max: i64, host: &HostFacts, expect: &[&str]) -> PidAnswer {
         exe: None,
         cmdline: Vec::new(),
         start_ms: None,
+        start_ticks: None,
         pid_ns: None,
         kernel_thread: false,
         expected: None,
@@ -68,6 +69,7 @@ fn one(pid: i64, pid_max: i64, host: &HostFacts, expect: &[&str]) -> PidAnswer {
     a.exe = facts.exe;
     a.cmdline = facts.cmdline;
     a.start_ms = facts.start_ms;
+    a.start_ticks = Some(facts.start_ticks);
     a.pid_ns = facts.pid_ns;
     a
 }

@@ -71,6 +71,8 @@ pub struct PidAnswer {
     pub cmdline: Vec<String>,
     /// Start time in ms since the epoch (by that host's clock).
     pub start_ms: Option<i64>,
+    /// Start time in clock ticks since that host booted (field 22 of `/proc/<pid>/stat`).
+    pub start_ticks: Option<u64>,
     pub pid_ns: Option<u64>,
     /// A kernel thread (`PF_KTHREAD`): never the owner of a lock file.
     #[serde(default)]
@@ -201,6 +203,17 @@ fn verdict_from(claim: &RemoteClaim, a: &Answer) -> (Verdict, String) {
             ),
         ),
         PidStatus::Alive => {
+            if let (Some(theirs), Some(now)) = (claim.start_ticks, p.start_ticks)
+                && claim.boot_id.is_some()
+                && theirs != now
+            {
+                return (
+                    Verdict::Stale,
+                    format!(
+                        "asked {host} over ssh: PID {pid} was reused: the owner started at tick {theirs} of this boot, process {pid} ({name}) at tick {now}"
+                    ),
+                );
+            }
             if let (Some(started), Some(written)) = (p.start_ms, claim.written_ms)
                 && started > written + CROSS_HOST_SLACK_MS
             {
@@ -330,6 +343,7 @@ mod tests {
             exe: None,
             cmdline: vec![],
             start_ms: Some(start_ms),
+            start_ticks: Some(100),
             pid_ns: Some(7),
             kernel_thread: false,
             expected,
@@ -386,6 +400,21 @@ mod tests {
             Ok(answer(alive(w + CROSS_HOST_SLACK_MS + 1, Some(true)))),
         );
         assert_eq!(far.verdict, Verdict::Stale, "{far:?}");
+    }
+
+    #[test]
+    fn another_start_tick_in_the_same_boot_is_reuse() {
+        let mut c = claim();
+        c.boot_id = Some("b".into());
+        c.start_ticks = Some(100);
+        assert_eq!(
+            verdict(&c, Ok(answer(alive(0, Some(true))))).verdict,
+            Verdict::Live
+        );
+        c.start_ticks = Some(99);
+        let j = verdict(&c, Ok(answer(alive(0, Some(true)))));
+        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        assert!(j.evidence[0].contains("was reused"), "{j:?}");
     }
 
     #[test]
