@@ -319,6 +319,7 @@ mod tests {
             boot_id: None,
             pid_ns: None,
             written_ms: Some(1_000_000_000),
+            start_ticks: None,
             expect: vec!["emacs".into()],
         }
     }
