@@ -89,17 +89,26 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-/// A time after this boot but well before this test process started (for PID-reuse cases).
-fn before_our_start_ms() -> i64 {
-    let host = HostFacts::probe();
-    let boot_ms = host.boot_time.expect("boot time") * 1000;
-    let own = locksmith::probe::process::probe(std::process::id() as i32, &host);
-    let start_ms = own.facts().and_then(|f| f.start_ms).expect("own start");
-    assert!(
-        start_ms - boot_ms > 20_000,
-        "this test needs a process started well after boot"
-    );
-    boot_ms + (start_ms - boot_ms) / 2
+/// A snapshot of this host with its boot time moved to `boot_secs` (seconds since the epoch).
+/// Process start times are read through the snapshot's boot time, so they move with it: the
+/// fixtures of a test are built relative to the snapshot, never to this machine's real boot.
+fn snapshot_booted_at(boot_secs: i64) -> Snapshot {
+    let mut snap = Snapshot::take();
+    snap.host.boot_time = Some(boot_secs);
+    snap
+}
+
+/// A snapshot whose host booted an hour before now: every fixture written in the last hour
+/// is from this boot, however recently the machine really booted.
+fn snapshot_booted_an_hour_ago() -> Snapshot {
+    snapshot_booted_at(now_ms() / 1000 - 3600)
+}
+
+/// Judges one path with a given snapshot, as `judge` does with a fresh one.
+fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
+    scan::judge_path(path, snap, &Config::embedded())
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
 }
 
 /// Judges one path as reclaim and the UI do: `scan::judge_path` with the embedded config.
@@ -122,6 +131,20 @@ fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
         f.judgement
     );
     assert!(!f.judgement.evidence.is_empty());
+    f
+}
+
+/// `expect` with a given snapshot.
+fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    let f = judge_in(path, snap);
+    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
+    assert_eq!(
+        f.judgement.verdict,
+        verdict,
+        "{}: {:#?}",
+        path.display(),
+        f.judgement
+    );
     f
 }
 
@@ -356,11 +379,27 @@ fn pidfile_verdicts_follow_the_pid() {
     );
     assert_eq!(f.judgement.process.unwrap().pid, me as i32);
 
-    // Our PID in a file written before we started: the PID was reused.
-    let old = write(&dir.path().join("old.pid"), format!("{me}\n"));
-    set_mtime_ms(&old, before_our_start_ms());
-    let f = expect(&old, "pidfile", Verdict::Stale);
+    // A live PID in a file written before that process started: the PID was reused. Built
+    // relative to the snapshot: a process started now, a file written 10 s before it.
+    let snap = snapshot_booted_an_hour_ago();
+    let sleeper = spawn_as(
+        &dir.path().join("bin"),
+        "sleep",
+        "sleep",
+        &["600"],
+        dir.path(),
+    );
+    let started = snap
+        .pid(sleeper.pid())
+        .facts()
+        .and_then(|f| f.start_ms)
+        .expect("start time of a child");
+    let old = write(&dir.path().join("old.pid"), format!("{}\n", sleeper.pid()));
+    set_mtime_ms(&old, started - 10_000);
+    let f = judge_in(&old, &snap);
+    assert_eq!(f.judgement.verdict, Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "reused");
+    drop(sleeper);
 
     // UUCP: padded text and 4-byte binary.
     let padded = write(
@@ -901,10 +940,25 @@ fn libreoffice_fixture_and_verdicts() {
     let owner = f.judgement.owner.unwrap();
     assert_eq!(owner.hostname.as_deref(), Some("vm"));
     assert_eq!(owner.user.as_deref(), Some("root"));
-    assert!(owner.created_at.is_some());
-    assert!(owner.detail.unwrap().ends_with("report.txt"));
+    // The record's time is the writer's local time, zone unknown: shown as written, never
+    // turned into an instant.
+    assert_eq!(owner.created_at, None);
+    let detail = owner.detail.unwrap();
+    assert!(
+        detail.contains("report.txt") && detail.contains("29.11.2026 23:47"),
+        "{detail}"
+    );
 
-    let ours = record.replacen(",vm,", &format!(",{host},"), 1);
+    // Written now, by this host, in this machine's local time (as LibreOffice writes it).
+    let written_now = jiff::ZonedDateTime::now()
+        .strftime("%d.%m.%Y %H:%M")
+        .to_string();
+    let ours = record.replacen(",vm,", &format!(",{host},"), 1).replacen(
+        "29.11.2026 23:47",
+        &written_now,
+        1,
+    );
+    assert_ne!(ours, record);
     let doc = write(&tmp.join("report.odt"), "document");
     let lock = write(&tmp.join(".~lock.report.odt#"), &ours);
 
@@ -916,7 +970,10 @@ fn libreoffice_fixture_and_verdicts() {
     expect(&other, "libreoffice", Verdict::Foreign);
 
     if office_processes().is_empty() {
-        let f = expect(&lock, "libreoffice", Verdict::Stale);
+        // The record's time has minutes only: judged with a host booted an hour ago, so that
+        // a machine booted a minute ago does not make it older than the boot.
+        let f = judge_in(&lock, &snapshot_booted_an_hour_ago());
+        assert_eq!(f.judgement.verdict, Verdict::Stale, "{:#?}", f.judgement);
         assert_evidence(&f, "no soffice process");
         let j = judge_on_nfs(&lock, "libreoffice");
         assert_eq!(j.verdict, Verdict::Foreign, "{j:#?}");
@@ -1310,12 +1367,19 @@ fn firefox_real_browser_is_live_then_stale() {
 // ---------------------------------------------------------------------------------------------
 // terraform
 
+/// The fixture written by `who`, created now (the fixture's own time is long past).
 fn lock_info_for(who: &str) -> String {
-    fixture_text("terraform/lock-info.json").replacen(
-        "\"Who\":\"root@vm\"",
-        &format!("\"Who\":\"{who}\""),
-        1,
-    )
+    let text = fixture_text("terraform/lock-info.json");
+    let now = jiff::Timestamp::now().to_string();
+    let out = text
+        .replacen("\"Who\":\"root@vm\"", &format!("\"Who\":\"{who}\""), 1)
+        .replacen(
+            "\"Created\":\"2026-11-29T23:44:26.945849266Z\"",
+            &format!("\"Created\":\"{now}\""),
+            1,
+        );
+    assert!(out.contains(&now), "the fixture's Created field moved");
+    out
 }
 
 #[test]
@@ -1451,6 +1515,8 @@ fn fake_repo(root: &Path) -> PathBuf {
     repo
 }
 
+/// Sets a lock's mtime a minute back (judge it with `snapshot_booted_an_hour_ago`, so that a
+/// machine booted less than a minute ago does not make it older than the boot).
 fn old(path: &Path) -> &Path {
     set_mtime_ms(path, now_ms() - 60_000);
     path
@@ -1468,7 +1534,12 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
     // Just made: git may be starting.
     let f = expect(&index, "git", Verdict::Unknown);
     assert_evidence(&f, "just starting");
-    let f = expect(old(&index), "git", Verdict::Stale);
+    let f = expect_in(
+        &snapshot_booted_an_hour_ago(),
+        old(&index),
+        "git",
+        Verdict::Stale,
+    );
     assert_evidence(&f, "no git process works in");
     assert_evidence(&f, "no process has the lock open");
     assert!(
@@ -1480,7 +1551,12 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         &repo.join(".git/refs/heads/main.lock"),
         fixture("git/ref-lock-main.txt"),
     );
-    let f = expect(old(&reflock), "git", Verdict::Stale);
+    let f = expect_in(
+        &snapshot_booted_an_hour_ago(),
+        old(&reflock),
+        "git",
+        Verdict::Stale,
+    );
     assert!(
         f.judgement
             .owner
@@ -1495,9 +1571,19 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         &repo.join(".git/HEAD.lock"),
         fixture("git/head-lock-empty.txt"),
     );
-    expect(old(&head), "git", Verdict::Stale);
+    expect_in(
+        &snapshot_booted_an_hour_ago(),
+        old(&head),
+        "git",
+        Verdict::Stale,
+    );
     let packed = write(&repo.join(".git/packed-refs.lock"), "");
-    expect(old(&packed), "git", Verdict::Stale);
+    expect_in(
+        &snapshot_booted_an_hour_ago(),
+        old(&packed),
+        "git",
+        Verdict::Stale,
+    );
 
     // Open in a process: live, whatever its age.
     let open = fs::File::open(&index).unwrap();
@@ -1572,7 +1658,7 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
 
     // A git whose working directory is inside the work tree.
     let git = spawn_as(&bin, "git", "sleep", &["600"], &repo.join("src"));
-    let f = expect(&index, "git", Verdict::Live);
+    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", git.pid()));
     drop(git);
 
@@ -1585,13 +1671,18 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
         dir.path(),
         &[("GIT_DIR", &repo.join(".git"))],
     );
-    let f = expect(&index, "git", Verdict::Live);
+    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
     assert_evidence(&f, "GIT_DIR");
     drop(git);
 
     // A git in another directory proves nothing: it is listed as checked.
     let git = spawn_as(&bin, "git", "sleep", &["600"], dir.path());
-    let f = expect(&index, "git", Verdict::Stale);
+    let f = expect_in(
+        &snapshot_booted_an_hour_ago(),
+        &index,
+        "git",
+        Verdict::Stale,
+    );
     assert_evidence(&f, &git.pid().to_string());
 }
 
@@ -1651,12 +1742,17 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
         fs::metadata(&index).is_ok_and(|m| m.len() > 0)
     });
     old(&index);
-    let f = expect(&index, "git", Verdict::Live);
+    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", commit.pid()));
     assert!(f.judgement.holders.is_empty(), "git does not hold it open");
 
     commit.kill();
-    let f = expect(&index, "git", Verdict::Stale);
+    let f = expect_in(
+        &snapshot_booted_an_hour_ago(),
+        &index,
+        "git",
+        Verdict::Stale,
+    );
     assert_evidence(&f, "no git process works in");
 }
 
@@ -1688,9 +1784,9 @@ fn git_in_a_linked_worktree_keeps_shared_locks_live() {
 
     let lock = write(&repo.join(".git/refs/heads/feature.lock"), "");
     old(&lock);
-    expect(&lock, "git", Verdict::Stale);
+    expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Stale);
     let git = spawn_as(&dir.path().join("bin"), "git", "sleep", &["600"], &wt);
-    let f = expect(&lock, "git", Verdict::Live);
+    let f = expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Live);
     assert_evidence(&f, &git.pid().to_string());
 }
 

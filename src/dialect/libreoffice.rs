@@ -5,14 +5,15 @@
 //!
 //! No PID: live when a process has the document (or the lock) open or holds a kernel lock on
 //! it, or when an office process runs on the lock's host (it may have the document loaded
-//! without holding it open). Stale when the lock names this host, lies on a local file system
-//! and no office process runs here. Another host → foreign.
+//! without holding it open). The host is decided first: another host → foreign, whatever the
+//! times say. Stale when the lock names this host, lies on a local file system and either was
+//! written (by its mtime) before this host booted or no office process runs here. The record's
+//! own time is local time without a zone: it is shown, never compared.
 
 use std::path::PathBuf;
 
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
-use crate::evidence::fmt_ms;
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -27,20 +28,10 @@ pub struct OfficeLock {
     pub name: String,
     pub sys_user: String,
     pub host: String,
-    /// `DD.MM.YYYY HH:MM` in the writer's local time.
+    /// `DD.MM.YYYY HH:MM` in the writer's local time, whose zone is not recorded: shown as
+    /// written, never compared with an instant (the file's mtime is when it was written).
     pub time: String,
     pub user_url: String,
-}
-
-impl OfficeLock {
-    /// The lock time in ms since the epoch, reading it in this machine's time zone.
-    pub fn time_ms(&self) -> Option<i64> {
-        let dt = jiff::civil::DateTime::strptime("%d.%m.%Y %H:%M", &self.time).ok()?;
-        jiff::tz::TimeZone::system()
-            .to_timestamp(dt)
-            .ok()
-            .map(|t| t.as_millisecond())
-    }
 }
 
 /// Splits the record into fields, honouring `\` escapes, up to the terminating `;`.
@@ -125,10 +116,14 @@ impl Dialect for LibreOffice {
             } else {
                 format!("{} ({})", lock.sys_user, lock.name)
             }),
-            created_at: lock.time_ms().map(fmt_ms),
-            detail: doc
-                .as_ref()
-                .map(|d| format!("document {}", common::field(&d.to_string_lossy()))),
+            created_at: None,
+            detail: Some(format!(
+                "{}locked at {} (the writer's local time)",
+                doc.as_ref()
+                    .map(|d| format!("document {}, ", common::field(&d.to_string_lossy())))
+                    .unwrap_or_default(),
+                lock.time
+            )),
         };
 
         // Kernel locks and open files, on the lock and on the document.
@@ -155,10 +150,7 @@ impl Dialect for LibreOffice {
             return common::with_owner(j, owner);
         }
 
-        let written = lock.time_ms().unwrap_or(c.mtime_ms()).min(c.mtime_ms());
-        if let Some(line) = crate::evidence::written_before_boot(written, Some(c.fs), snap) {
-            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
-        }
+        // Host first: nothing about times proves anything about another host's office.
         if lock.host != snap.host.hostname {
             return common::with_owner(
                 Judgement::new(
@@ -170,6 +162,11 @@ impl Dialect for LibreOffice {
                 ),
                 owner,
             );
+        }
+        if !c.fs.network
+            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+        {
+            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
         }
         let offices: Vec<String> = snap
             .processes()
@@ -222,7 +219,7 @@ mod tests {
             .unwrap();
         assert_eq!(l.sys_user, "root");
         assert_eq!(l.host, "vm");
-        assert!(l.time_ms().is_some());
+        assert_eq!(l.time, "29.11.2026 23:47");
         let l = parse(br"Doe\, Jane,jdoe,ws1,01.02.2024 10:15,file:///x;").unwrap();
         assert_eq!(l.name, "Doe, Jane");
         assert!(parse(b",root,vm,29.11.2026 23:47").is_err());

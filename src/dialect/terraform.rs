@@ -4,7 +4,8 @@
 //!
 //! Liveness: Terraform holds an fcntl (POSIX) lock on the state file for as long as the lock
 //! info exists; that kernel lock settles it on this kernel. No lock held, same host, local file
-//! system → stale. Another host, or a network file system → foreign.
+//! system → stale. Another host, or a network file system → foreign, decided before any time
+//! rule (and the file's mtime, not `Created` from the writer's clock, is when it was written).
 
 use std::path::{Path, PathBuf};
 
@@ -137,12 +138,6 @@ impl Dialect for Terraform {
             );
             return with(j, owner, openers);
         }
-        let written = info.created_ms().unwrap_or(c.mtime_ms());
-        if let Some(line) =
-            crate::evidence::written_before_boot(written.min(c.mtime_ms()), Some(c.fs), snap)
-        {
-            return with(Judgement::new(Verdict::Stale, line), owner, openers);
-        }
         let unlocked = match &state_meta {
             Some(_) => format!("no process holds a kernel lock on {state_name} (/proc/locks)"),
             None => {
@@ -169,6 +164,10 @@ impl Dialect for Terraform {
                 ),
             );
             return with(j, owner, openers);
+        }
+        // The file's mtime is when it was written: `Created` comes from the writer's clock.
+        if let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap) {
+            return with(Judgement::new(Verdict::Stale, line), owner, openers);
         }
         if !snap.kernel_locks().available() {
             let j = Judgement::new(
