@@ -13,7 +13,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// With no command, opens the terminal UI on PATHs (default: the current directory and the
 /// well-known lock locations of the configuration).
 #[derive(Debug, Parser)]
-#[command(name = "locksmith", version, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "locksmith",
+    version,
+    args_conflicts_with_subcommands = true,
+    after_help = "Run `locksmith --help` for examples and exit statuses.",
+    after_long_help = MAIN_EXAMPLES
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -25,10 +31,85 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing).
+    #[command(after_help = LOCK_EXIT_STATUS, after_long_help = LOCK_EXAMPLES)]
     Lock(LockArgs),
     /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
     Inspect(InspectArgs),
+
+    /// Print a shell completion script for SHELL on stdout.
+    #[command(after_long_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
+
+const MAIN_EXAMPLES: &str = "\
+Examples:
+  Triage the locks of the current directory and the usual places in the terminal UI:
+    locksmith
+  Report every lock under /srv with a verdict (exit 1 when one is stale):
+    locksmith --scan /srv
+  The same as one JSON document, for scripts:
+    locksmith --scan --json /srv
+  Remove the stale locks, keeping a copy and a journal line for each:
+    locksmith --scan --reclaim
+  Show what would be removed, removing nothing:
+    locksmith --scan --reclaim --dry-run
+  Refresh the metrics file of node_exporter's textfile collector:
+    locksmith --scan --format prometheus \\
+      --output /var/lib/prometheus/node-exporter/locksmith.prom
+  Run a job at most once at a time (see `locksmith lock --help`):
+    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
+  Install the bash completion for your user:
+    locksmith completions bash \\
+      > ~/.local/share/bash-completion/completions/locksmith
+
+Exit status:
+  --scan            0 no stale lock, 1 stale locks found, 2 fatal error
+  --scan --reclaim  0 every stale lock removed (or none found), 1 some stale lock
+                    remains, 2 fatal error
+  the UI            0 quit normally, 2 no terminal, bad configuration or
+                    arguments
+  lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
+                    2 error (see `locksmith lock --help`)";
+
+const LOCK_EXIT_STATUS: &str = "\
+Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad
+argument, missing directory, permission denied, or not a lock file; 126 COMMAND cannot be run;
+127 COMMAND not found; 128+N COMMAND was killed by signal N.";
+
+const LOCK_EXAMPLES: &str = "\
+Examples:
+  Run a nightly job at most once at a time; a crash (even kill -9) never
+  leaves the lock behind:
+    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly --full
+  Give up after 30 seconds if someone else holds it:
+    locksmith lock --timeout 30 build.lock -- make release
+  Try once, and tell a held lock from a failure in a script:
+    locksmith lock --timeout 0 job.lock -- ./job.sh; [ $? -eq 75 ] && echo busy
+
+Exit status:
+  COMMAND's   COMMAND ran: its own exit status is passed on
+  75          the lock is still held (by a live owner, or one not provably
+              gone) when --timeout runs out (EX_TEMPFAIL); a line on stderr
+              names the holder
+  2           bad argument, missing directory, permission denied, the path
+              is a directory or not a lock file
+  126         COMMAND cannot be run
+  127         COMMAND not found
+  128+N       COMMAND was killed by signal N";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  bash (bash-completion loads it on demand):
+    locksmith completions bash \\
+      > ~/.local/share/bash-completion/completions/locksmith
+  zsh (a directory in your $fpath):
+    locksmith completions zsh > ~/.zfunc/_locksmith
+  fish:
+    locksmith completions fish > ~/.config/fish/completions/locksmith.fish";
 
 /// Options of the scan, the report and the UI.
 #[derive(Debug, Args, Clone)]
@@ -37,14 +118,30 @@ pub struct ScanArgs {
     ///
     /// The report is a table on stdout with a summary line; per-path errors (unreadable
     /// files, missing paths) follow on stderr. With --json, everything is one JSON document on
-    /// stdout. Exit status: 0 no stale lock, 1 stale locks found (after --reclaim: some remain),
+    /// stdout; --format prometheus writes metrics for node_exporter. Exit status: 0 no stale lock, 1 stale locks found (after --reclaim: some remain),
     /// 2 fatal error.
     #[arg(long)]
     pub scan: bool,
 
-    /// With --scan: print the report as JSON.
-    #[arg(long, requires = "scan")]
+    /// With --scan: print the report as JSON (the same as --format json).
+    #[arg(long, requires = "scan", conflicts_with = "format")]
     pub json: bool,
+
+    /// With --scan: the report's format. `prometheus` is the text exposition format of
+    /// Prometheus, for node_exporter's textfile collector.
+    #[arg(long, requires = "scan", value_enum, value_name = "FORMAT")]
+    pub format: Option<ReportFormat>,
+
+    /// With --scan: write the report to FILE instead of stdout, atomically (a temporary file
+    /// in the same directory, renamed over FILE once complete).
+    #[arg(long, requires = "scan", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// With --format prometheus: at most N per-lock age series (stale locks first, then the
+    /// oldest); the other locks are counted in locksmith_lock_age_omitted.
+    #[arg(long, requires = "scan", value_name = "N",
+          default_value_t = locksmith::report::prometheus::Options::DEFAULT_MAX_LOCK_SERIES)]
+    pub max_lock_series: usize,
 
     /// With --scan: remove every lock that is stale at the moment of removal.
     #[arg(long, requires = "scan")]
@@ -85,6 +182,17 @@ pub struct ScanArgs {
     /// Directories or files to scan (replace the configured roots).
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+/// The format of the `--scan` report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// A table for people, with a summary line (the default).
+    Table,
+    /// One JSON document (report.schema.json).
+    Json,
+    /// Prometheus text exposition format.
+    Prometheus,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -141,6 +249,7 @@ fn main() {
     let code = match cli.command {
         Some(Command::Lock(args)) => cli::lock::run(args),
         Some(Command::Inspect(args)) => cli::inspect::run(args),
+        Some(Command::Completions { shell }) => cli::completions::run(shell),
         None if cli.scan.scan => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };

@@ -1,5 +1,7 @@
-//! Non-interactive commands: `locksmith lock` and `locksmith --scan`.
+//! Non-interactive commands: `locksmith lock`, `locksmith --scan`, `locksmith inspect` and
+//! `locksmith completions`.
 
+pub mod completions;
 pub mod inspect;
 pub mod lock;
 pub mod scan;

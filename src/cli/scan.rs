@@ -1,11 +1,18 @@
-//! `locksmith --scan`: the report (table or JSON), and non-interactive reclaim.
+//! `locksmith --scan`: the report (table, JSON or Prometheus metrics, on stdout or written
+//! atomically to `--output FILE`), and non-interactive reclaim.
 //!
 //! Exit status: 0 when no lock is stale (after `--reclaim`: when every stale lock was removed),
 //! 1 when some stale lock is (still) there, 2 on a fatal error (bad configuration, no root
-//! readable). Per-path errors do not abort: the table lists them on stderr after the report,
-//! the JSON document in its `errors`. A closed stdout (`| head`) ends the command quietly.
+//! readable). Per-path errors do not abort: the table and the metrics list them on stderr
+//! after the report, the JSON document in its `errors`. A closed stdout (`| head`) ends the
+//! command quietly.
+//!
+//! `--output FILE` never leaves a partial FILE: the report goes to a temporary file in the
+//! same directory (a name node_exporter's textfile collector ignores, not ending in `.prom`),
+//! which is synced and then renamed over FILE. A reader sees the old report or the new one.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -18,7 +25,7 @@ use locksmith::report::{self, Report};
 use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
 use locksmith::verdict::Verdict;
 
-use crate::{ColorChoice, ScanArgs};
+use crate::{ColorChoice, ReportFormat, ScanArgs};
 
 pub fn run(args: ScanArgs) -> i32 {
     match scan_and_report(&args) {
@@ -79,7 +86,18 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     }
     let code = if report.stale_remaining() > 0 { 1 } else { 0 };
 
-    match print(&report, args) {
+    let format = format_of(args);
+    if let Some(path) = &args.output {
+        write_atomically(path, |w| render(&report, args, format, false, w)).with_context(|| {
+            format!(
+                "cannot write the report to {}",
+                report::escape::display_path(path)
+            )
+        })?;
+        print_errors(&report, format)?;
+        return Ok(code);
+    }
+    match print(&report, args, format) {
         Ok(()) => Ok(code),
         // `locksmith --scan | head`: the reader has what it wanted.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
@@ -118,17 +136,84 @@ fn reclaim_asking_again(
     })
 }
 
-fn print(report: &Report, args: &ScanArgs) -> io::Result<()> {
+/// `--json` is short for `--format json`; the table is the default.
+fn format_of(args: &ScanArgs) -> ReportFormat {
+    match (args.json, args.format) {
+        (true, _) => ReportFormat::Json,
+        (false, Some(f)) => f,
+        (false, None) => ReportFormat::Table,
+    }
+}
+
+fn render(
+    report: &Report,
+    args: &ScanArgs,
+    format: ReportFormat,
+    color: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        ReportFormat::Json => report.write_json(out),
+        ReportFormat::Table => out.write_all(report::table::render(report, color).as_bytes()),
+        ReportFormat::Prometheus => {
+            let opts = report::prometheus::Options {
+                max_lock_series: args.max_lock_series,
+            };
+            report::prometheus::write(report, &opts, out)
+        }
+    }
+}
+
+/// Writes FILE through a temporary file in its directory, synced, then renamed over FILE.
+/// The temporary file is removed if anything fails. Its mode is 0644 less the umask, as a
+/// new file's would be, so a collector running as another user can read it.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
+    {
+        let mut out = io::BufWriter::new(tmp.as_file_mut());
+        write(&mut out)?;
+        out.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    // The rename is durable once the directory is synced; failing that is not an error.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn print(report: &Report, args: &ScanArgs, format: ReportFormat) -> io::Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
-    if args.json {
-        report.write_json(&mut out)?;
-    } else {
-        let color = use_color(args.color, io::stdout().is_terminal());
-        out.write_all(report::table::render(report, color).as_bytes())?;
-    }
+    let color = use_color(args.color, io::stdout().is_terminal());
+    render(report, args, format, color, &mut out)?;
     out.flush()?;
-    if !args.json && !report.errors.is_empty() {
+    print_errors(report, format)
+}
+
+/// Per-path errors on stderr, for the views that do not carry them (the table, the metrics:
+/// those count them only).
+fn print_errors(report: &Report, format: ReportFormat) -> io::Result<()> {
+    if format != ReportFormat::Json && !report.errors.is_empty() {
         let mut err = io::stderr().lock();
         for line in report::table::render_errors(report).lines() {
             writeln!(err, "locksmith: {line}")?;

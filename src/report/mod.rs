@@ -9,6 +9,7 @@
 
 pub mod escape;
 pub mod json;
+pub mod prometheus;
 pub mod table;
 
 use std::path::{Path, PathBuf};

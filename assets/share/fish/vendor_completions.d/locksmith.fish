@@ -1,0 +1,54 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_locksmith_global_optspecs
+    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved config= color= readonly interval= h/help V/version
+end
+
+function __fish_locksmith_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_locksmith_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_locksmith_using_subcommand
+    set -l cmd (__fish_locksmith_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c locksmith -n "__fish_locksmith_needs_command" -l format -d 'With --scan: the report\'s format. `prometheus` is the text exposition format of Prometheus, for node_exporter\'s textfile collector' -r -f -a "table\t'A table for people, with a summary line (the default)'
+json\t'One JSON document (report.schema.json)'
+prometheus\t'Prometheus text exposition format'"
+complete -c locksmith -n "__fish_locksmith_needs_command" -l output -d 'With --scan: write the report to FILE instead of stdout, atomically (a temporary file in the same directory, renamed over FILE once complete)' -r -F
+complete -c locksmith -n "__fish_locksmith_needs_command" -l max-lock-series -d 'With --format prometheus: at most N per-lock age series (stale locks first, then the oldest); the other locks are counted in locksmith_lock_age_omitted' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
+complete -c locksmith -n "__fish_locksmith_needs_command" -l color -d 'When to use color' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c locksmith -n "__fish_locksmith_needs_command" -l interval -d 'UI: seconds between re-judging the verdicts' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l scan -d 'Print a report instead of opening the terminal UI'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l json -d 'With --scan: print the report as JSON (the same as --format json)'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l reclaim -d 'With --scan: remove every lock that is stale at the moment of removal'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l dry-run -d 'With --reclaim: remove nothing, say what would be removed'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove vim swap files that hold unsaved changes'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l readonly -d 'UI: never reclaim anything'
+complete -c locksmith -n "__fish_locksmith_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_needs_command" -s V -l version -d 'Print version'
+complete -c locksmith -n "__fish_locksmith_needs_command" -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_needs_command" -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l timeout -d 'Give up after SECS seconds (0: try once). Default: wait as long as it takes' -r
+complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l heartbeat -d 'Refresh the lock\'s heartbeat every SECS seconds while COMMAND runs' -r
+complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock completions help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock completions help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

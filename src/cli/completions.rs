@@ -1,0 +1,255 @@
+//! `locksmith completions SHELL`, and the files shipped under `assets/share/` (the man pages
+//! and the completion scripts), all generated from the one clap definition in `main.rs`, so
+//! they cannot drift from the real options.
+//!
+//! `assets/share/` mirrors a `share/` directory (`man/man1`, `bash-completion/completions`,
+//! `zsh/site-functions`, `fish/vendor_completions.d`), so one copy installs everything:
+//! `cp -r assets/share/. ~/.local/share/` (or `/usr/local/share/`). A test regenerates the
+//! files and compares them with the ones in the tree; `LOCKSMITH_BLESS=1 cargo test --bin
+//! locksmith assets` writes them anew.
+
+use std::io::{self, Write};
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::Cli;
+
+/// Prints the completion script for `shell` on stdout.
+pub fn run(shell: Shell) -> i32 {
+    let mut out = io::stdout().lock();
+    match out.write_all(&completion(shell)).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(e) => {
+            eprintln!("locksmith: cannot write the completion script: {e}");
+            2
+        }
+    }
+}
+
+/// The completion script for `shell`.
+pub fn completion(shell: Shell) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "locksmith", &mut out);
+    out
+}
+
+/// The generator of the files under `assets/share/`: only the test that keeps them current
+/// runs it.
+#[cfg(test)]
+mod share {
+    use super::*;
+    use clap_mangen::Man;
+    use clap_mangen::roff::{Roff, bold, roman};
+
+    /// Every generated file under `assets/share/`, as (path relative to it, content).
+    pub fn share_files() -> Vec<(String, Vec<u8>)> {
+        let mut files = vec![
+            (
+                "bash-completion/completions/locksmith".to_string(),
+                completion(Shell::Bash),
+            ),
+            (
+                "zsh/site-functions/_locksmith".to_string(),
+                completion(Shell::Zsh),
+            ),
+            (
+                "fish/vendor_completions.d/locksmith.fish".to_string(),
+                completion(Shell::Fish),
+            ),
+        ];
+        for (name, page) in man_pages() {
+            files.push((format!("man/man1/{name}"), page));
+        }
+        files
+    }
+
+    /// The man pages: `locksmith.1` and one per subcommand (`locksmith-lock.1`, ...).
+    pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+        let mut cmd = Cli::command().disable_help_subcommand(true);
+        cmd.build();
+        let mut pages = vec![("locksmith.1".to_string(), man_page(&cmd, &cmd, "locksmith"))];
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+            // Built, a subcommand is displayed as `locksmith-lock`, used as `locksmith lock`.
+            let name = format!("locksmith-{}", sub.get_name());
+            pages.push((format!("{name}.1"), man_page(sub, &cmd, &name)));
+        }
+        pages
+    }
+
+    /// One page: clap_mangen's sections, then the command's after-help text rendered as sections
+    /// of its own (`Examples:` → EXAMPLES, `Exit status:` → EXIT STATUS), kept as written
+    /// (no filling, so examples and tables stay aligned), then FILES, ENVIRONMENT and SEE ALSO.
+    fn man_page(cmd: &clap::Command, root: &clap::Command, title: &str) -> Vec<u8> {
+        let man = Man::new(cmd.clone())
+            .title(title.to_uppercase())
+            // An empty date would be dropped from `.TH` and shift the fields after it.
+            .date(env!("CARGO_PKG_VERSION"))
+            .source("locksmith")
+            .manual("User Commands");
+        let mut out = Vec::new();
+        let sections: [fn(&Man, &mut dyn Write) -> io::Result<()>; 4] = [
+            Man::render_title,
+            Man::render_name_section,
+            Man::render_synopsis_section,
+            Man::render_description_section,
+        ];
+        for render in sections {
+            render(&man, &mut out).expect("writing to memory");
+        }
+        if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+            man.render_options_section(&mut out)
+                .expect("writing to memory");
+        }
+        if cmd.has_subcommands() {
+            man.render_subcommands_section(&mut out)
+                .expect("writing to memory");
+        }
+
+        let mut roff = Roff::default();
+        if let Some(after) = cmd.get_after_long_help().or_else(|| cmd.get_after_help()) {
+            after_help_sections(&mut roff, &after.to_string());
+        }
+        let is_root = std::ptr::eq(cmd, root);
+        if is_root {
+            files_and_environment(&mut roff);
+        }
+        roff.control("SH", ["SEE ALSO"]);
+        let mut see_also: Vec<String> = if is_root {
+            root.get_subcommands()
+                .filter(|s| !s.is_hide_set())
+                .map(|s| format!("locksmith-{}(1)", s.get_name()))
+                .collect()
+        } else {
+            vec!["locksmith(1)".to_string()]
+        };
+        if title == "locksmith-lock" {
+            see_also.push("flock(1)".to_string());
+        }
+        roff.text([roman(see_also.join(", "))]);
+        out.extend_from_slice(roff.to_roff().as_bytes());
+        if cmd.get_version().is_some() {
+            man.render_version_section(&mut out)
+                .expect("writing to memory");
+        }
+        out
+    }
+
+    /// Splits an after-help text into sections at its unindented `Heading:` lines and writes
+    /// each body unfilled.
+    fn after_help_sections(roff: &mut Roff, text: &str) {
+        let mut open = false;
+        for line in text.lines() {
+            if let Some(heading) = line.strip_suffix(':').filter(|h| !h.starts_with(' ')) {
+                if open {
+                    roff.control("fi", []);
+                }
+                roff.control("SH", [heading.to_uppercase().as_str()]);
+                roff.control("nf", []);
+                open = true;
+            } else if open && !line.is_empty() {
+                roff.text([roman(line)]);
+            } else if open {
+                roff.control("sp", []);
+            }
+        }
+        if open {
+            roff.control("fi", []);
+        }
+    }
+
+    fn files_and_environment(roff: &mut Roff) {
+        roff.control("SH", ["FILES"]);
+        for (path, what) in [
+            (
+                "$XDG_CONFIG_HOME/locksmith/config.json",
+                "The user configuration (default ~/.config/locksmith/config.json), layered over \
+                 the built-in one; --config FILE is layered over both.",
+            ),
+            (
+                "$XDG_STATE_HOME/locksmith/",
+                "The state directory (default ~/.local/state/locksmith/): a copy of every lock \
+                 reclaim removed, and journal.jsonl, one line per removal.",
+            ),
+        ] {
+            roff.control("TP", []);
+            roff.text([bold(path)]);
+            roff.text([roman(what)]);
+        }
+        roff.control("SH", ["ENVIRONMENT"]);
+        for (var, what) in [
+            (
+                "NO_COLOR",
+                "When set to a non-empty value, --color auto never colors.",
+            ),
+            (
+                "XDG_CONFIG_HOME, XDG_STATE_HOME, HOME",
+                "Where the configuration and the state directory are.",
+            ),
+        ] {
+            roff.control("TP", []);
+            roff.text([bold(var)]);
+            roff.text([roman(what)]);
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use std::path::Path;
+
+        /// The files under `assets/share/` are what the clap definition generates now.
+        #[test]
+        fn assets_are_current() {
+            let share = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/share");
+            let bless = std::env::var_os("LOCKSMITH_BLESS").is_some_and(|v| !v.is_empty());
+            let mut stale = Vec::new();
+            for (rel, content) in share_files() {
+                let path = share.join(&rel);
+                if bless {
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::fs::write(&path, &content).unwrap();
+                } else if std::fs::read(&path).ok().as_deref() != Some(&content[..]) {
+                    stale.push(rel);
+                }
+            }
+            assert!(
+                stale.is_empty(),
+                "assets/share/ is out of date with the command line ({}).\n\
+                 Regenerate it with: LOCKSMITH_BLESS=1 cargo test --bin locksmith assets",
+                stale.join(", ")
+            );
+        }
+
+        #[test]
+        fn pages_have_the_sections_a_reader_looks_for() {
+            let pages = man_pages();
+            let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+            assert_eq!(
+                names,
+                ["locksmith.1", "locksmith-lock.1", "locksmith-completions.1"]
+            );
+            let text = |i: usize| String::from_utf8(pages[i].1.clone()).unwrap();
+            for section in ["EXAMPLES", "EXIT STATUS", "FILES", "SEE ALSO", "\\-\\-scan"] {
+                assert!(text(0).contains(section), "locksmith.1 lacks {section}");
+            }
+            let lock = text(1);
+            assert!(lock.contains(".SH \"EXIT STATUS\"") || lock.contains(".SH EXIT STATUS"));
+            assert!(lock.contains("75"));
+            assert!(
+                lock.contains("locksmith\\-lock"),
+                "titled with its full name"
+            );
+        }
+
+        #[test]
+        fn completion_scripts_name_the_options() {
+            let bash = String::from_utf8(completion(Shell::Bash)).unwrap();
+            assert!(bash.contains("--scan") && bash.contains("--format"));
+            let zsh = String::from_utf8(completion(Shell::Zsh)).unwrap();
+            assert!(zsh.starts_with("#compdef locksmith"));
+        }
+    }
+}
