@@ -89,23 +89,19 @@ mod share {
             .date(env!("CARGO_PKG_VERSION"))
             .source("locksmith")
             .manual("User Commands");
+        // clap_mangen's sections, without its EXTRA section (the after-help text, filled
+        // into one paragraph), which is rendered below instead.
         let mut out = Vec::new();
-        let sections: [fn(&Man, &mut dyn Write) -> io::Result<()>; 4] = [
-            Man::render_title,
-            Man::render_name_section,
-            Man::render_synopsis_section,
-            Man::render_description_section,
-        ];
-        for render in sections {
-            render(&man, &mut out).expect("writing to memory");
-        }
+        let write = |r: io::Result<()>| r.expect("writing to memory");
+        write(man.render_title(&mut out));
+        write(man.render_name_section(&mut out));
+        write(man.render_synopsis_section(&mut out));
+        write(man.render_description_section(&mut out));
         if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-            man.render_options_section(&mut out)
-                .expect("writing to memory");
+            write(man.render_options_section(&mut out));
         }
         if cmd.has_subcommands() {
-            man.render_subcommands_section(&mut out)
-                .expect("writing to memory");
+            write(man.render_subcommands_section(&mut out));
         }
 
         let mut roff = Roff::default();
@@ -131,8 +127,7 @@ mod share {
         roff.text([roman(see_also.join(", "))]);
         out.extend_from_slice(roff.to_roff().as_bytes());
         if cmd.get_version().is_some() {
-            man.render_version_section(&mut out)
-                .expect("writing to memory");
+            write(man.render_version_section(&mut out));
         }
         out
     }
