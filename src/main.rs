@@ -6,7 +6,7 @@ mod tui;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 /// Find lock files left behind by crashed programs, prove which are stale, remove them safely.
 ///
@@ -134,7 +134,7 @@ pub struct ScanArgs {
 
     /// With --scan: write the report to FILE instead of stdout, atomically (a temporary file
     /// in the same directory, renamed over FILE once complete).
-    #[arg(long, requires = "scan", value_name = "FILE")]
+    #[arg(long, requires = "scan", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// With --format prometheus: at most N per-lock age series (stale locks first, then the
@@ -156,7 +156,7 @@ pub struct ScanArgs {
     pub include_unsaved: bool,
 
     /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
 
     /// When to use color.
@@ -180,7 +180,7 @@ pub struct ScanArgs {
     pub interval: f64,
 
     /// Directories or files to scan (replace the configured roots).
-    #[arg(value_name = "PATH")]
+    #[arg(value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
 }
 
@@ -213,6 +213,7 @@ pub struct LockArgs {
     pub heartbeat: Option<f64>,
 
     /// The lock file to take.
+    #[arg(value_hint = ValueHint::FilePath)]
     pub lockpath: PathBuf,
 
     /// The command to run while holding the lock.
