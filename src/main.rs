@@ -45,72 +45,6 @@ pub enum Command {
     },
 }
 
-const MAIN_EXAMPLES: &str = "\
-Examples:
-  Triage the locks of the current directory and the usual places in the terminal UI:
-    locksmith
-  Report every lock under /srv with a verdict (exit 1 when one is stale):
-    locksmith --scan /srv
-  The same as one JSON document, for scripts:
-    locksmith --scan --json /srv
-  Remove the stale locks, keeping a copy and a journal line for each:
-    locksmith --scan --reclaim
-  Show what would be removed, removing nothing:
-    locksmith --scan --reclaim --dry-run
-  Refresh the metrics file of node_exporter's textfile collector:
-    locksmith --scan --format prometheus \\
-      --output /var/lib/prometheus/node-exporter/locksmith.prom
-  Run a job at most once at a time (see `locksmith lock --help`):
-    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
-  Install the bash completion for your user:
-    locksmith completions bash \\
-      > ~/.local/share/bash-completion/completions/locksmith
-
-Exit status:
-  --scan            0 no stale lock, 1 stale locks found, 2 fatal error
-  --scan --reclaim  0 every stale lock removed (or none found), 1 some stale lock
-                    remains, 2 fatal error
-  the UI            0 quit normally, 2 no terminal, bad configuration or
-                    arguments
-  lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
-                    2 error (see `locksmith lock --help`)";
-
-const LOCK_EXIT_STATUS: &str = "\
-Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad
-argument, missing directory, permission denied, or not a lock file; 126 COMMAND cannot be run;
-127 COMMAND not found; 128+N COMMAND was killed by signal N.";
-
-const LOCK_EXAMPLES: &str = "\
-Examples:
-  Run a nightly job at most once at a time; a crash (even kill -9) never
-  leaves the lock behind:
-    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly --full
-  Give up after 30 seconds if someone else holds it:
-    locksmith lock --timeout 30 build.lock -- make release
-  Try once, and tell a held lock from a failure in a script:
-    locksmith lock --timeout 0 job.lock -- ./job.sh; [ $? -eq 75 ] && echo busy
-
-Exit status:
-  COMMAND's   COMMAND ran: its own exit status is passed on
-  75          the lock is still held (by a live owner, or one not provably
-              gone) when --timeout runs out (EX_TEMPFAIL); a line on stderr
-              names the holder
-  2           bad argument, missing directory, permission denied, the path
-              is a directory or not a lock file
-  126         COMMAND cannot be run
-  127         COMMAND not found
-  128+N       COMMAND was killed by signal N";
-
-const COMPLETIONS_EXAMPLES: &str = "\
-Examples:
-  bash (bash-completion loads it on demand):
-    locksmith completions bash \\
-      > ~/.local/share/bash-completion/completions/locksmith
-  zsh (a directory in your $fpath):
-    locksmith completions zsh > ~/.zfunc/_locksmith
-  fish:
-    locksmith completions fish > ~/.config/fish/completions/locksmith.fish";
-
 /// Options of the scan, the report and the UI.
 #[derive(Debug, Args, Clone)]
 pub struct ScanArgs {
@@ -118,8 +52,8 @@ pub struct ScanArgs {
     ///
     /// The report is a table on stdout with a summary line; per-path errors (unreadable
     /// files, missing paths) follow on stderr. With --json, everything is one JSON document on
-    /// stdout; --format prometheus writes metrics for node_exporter. Exit status: 0 no stale lock, 1 stale locks found (after --reclaim: some remain),
-    /// 2 fatal error.
+    /// stdout; --format prometheus writes metrics for node_exporter. Exit status: 0 no stale
+    /// lock, 1 stale locks found (after --reclaim: some remain), 2 fatal error.
     #[arg(long)]
     pub scan: bool,
 
@@ -256,3 +190,72 @@ fn main() {
     };
     std::process::exit(code);
 }
+
+// The texts after `--help`: an example of each use, and the exit statuses. The man pages
+// render them as their EXAMPLES and EXIT STATUS sections.
+
+const MAIN_EXAMPLES: &str = "\
+Examples:
+  Triage the locks of the current directory and the usual places in the terminal UI:
+    locksmith
+  Report every lock under /srv with a verdict (exit 1 when one is stale):
+    locksmith --scan /srv
+  The same as one JSON document, for scripts:
+    locksmith --scan --json /srv
+  Remove the stale locks, keeping a copy and a journal line for each:
+    locksmith --scan --reclaim
+  Show what would be removed, removing nothing:
+    locksmith --scan --reclaim --dry-run
+  Refresh the metrics file of node_exporter's textfile collector:
+    locksmith --scan --format prometheus \\
+      --output /var/lib/prometheus/node-exporter/locksmith.prom
+  Run a job at most once at a time (see `locksmith lock --help`):
+    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
+  Install the bash completion for your user:
+    locksmith completions bash \\
+      > ~/.local/share/bash-completion/completions/locksmith
+
+Exit status:
+  --scan            0 no stale lock, 1 stale locks found, 2 fatal error
+  --scan --reclaim  0 every stale lock removed (or none found), 1 some stale lock
+                    remains, 2 fatal error
+  the UI            0 quit normally, 2 no terminal, bad configuration or
+                    arguments
+  lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
+                    2 error (see `locksmith lock --help`)";
+
+const LOCK_EXIT_STATUS: &str = "\
+Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad
+argument, missing directory, permission denied, or not a lock file; 126 COMMAND cannot be run;
+127 COMMAND not found; 128+N COMMAND was killed by signal N.";
+
+const LOCK_EXAMPLES: &str = "\
+Examples:
+  Run a nightly job at most once at a time; a crash (even kill -9) never
+  leaves the lock behind:
+    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly --full
+  Give up after 30 seconds if someone else holds it:
+    locksmith lock --timeout 30 build.lock -- make release
+  Try once, and tell a held lock from a failure in a script:
+    locksmith lock --timeout 0 job.lock -- ./job.sh; [ $? -eq 75 ] && echo busy
+
+Exit status:
+  COMMAND's   COMMAND ran: its own exit status is passed on
+  75          the lock is still held (by a live owner, or one not provably
+              gone) when --timeout runs out (EX_TEMPFAIL); a line on stderr
+              names the holder
+  2           bad argument, missing directory, permission denied, the path
+              is a directory or not a lock file
+  126         COMMAND cannot be run
+  127         COMMAND not found
+  128+N       COMMAND was killed by signal N";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  bash (bash-completion loads it on demand):
+    locksmith completions bash \\
+      > ~/.local/share/bash-completion/completions/locksmith
+  zsh (a directory in your $fpath):
+    locksmith completions zsh > ~/.zfunc/_locksmith
+  fish:
+    locksmith completions fish > ~/.config/fish/completions/locksmith.fish";
