@@ -206,6 +206,8 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
+  On shared storage, ask the hosts that foreign locks name (over ssh):
+    locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:
     locksmith --scan --format prometheus \\
       --output /var/lib/prometheus/node-exporter/locksmith.prom

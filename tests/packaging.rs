@@ -446,7 +446,13 @@ fn man_pages_render() {
         return;
     }
     let dir = assets().join("share/man/man1");
-    for (page, must) in [
+    let mut pages: Vec<String> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    pages.sort();
+    assert!(pages.len() >= 3, "{pages:?}");
+    let musts: &[(&str, &[&str])] = &[
         (
             "locksmith.1",
             &[
@@ -463,7 +469,15 @@ fn man_pages_render() {
             &["--timeout", "EXIT STATUS", "75", "126", "127", "128+N"][..],
         ),
         ("locksmith-completions.1", &["bash", "EXAMPLES"][..]),
-    ] {
+    ];
+    for (page, _) in musts {
+        assert!(pages.iter().any(|p| p == page), "{page} in {pages:?}");
+    }
+    for page in &pages {
+        let must = musts
+            .iter()
+            .find(|(p, _)| p == page)
+            .map_or(&["NAME", "SYNOPSIS"][..], |(_, m)| *m);
         let out = run(Command::new("man")
             .args(["--warnings", "-E", "UTF-8", "-l"])
             .arg(dir.join(page))
