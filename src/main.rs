@@ -89,6 +89,12 @@ pub struct ScanArgs {
     #[arg(long, requires = "reclaim")]
     pub include_unsaved: bool,
 
+    /// With --reclaim: also remove a lock whose copy the limits forbid (too big for
+    /// `saved.max_copy_bytes`, or the state directory full); it is journaled without a copy
+    /// and cannot be restored.
+    #[arg(long, requires = "reclaim")]
+    pub remove_uncopied: bool,
+
     /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,

@@ -143,7 +143,7 @@ fn must_be_unknown(path: &Path) -> bool {
 fn json_path(p: &Path) -> String {
     let mut s = String::new();
     for chunk in p.as_os_str().as_bytes().utf8_chunks() {
-        s.push_str(chunk.valid());
+        s.push_str(&chunk.valid().replace('\\', "\\\\"));
         for b in chunk.invalid() {
             s.push_str(&format!("\\x{b:02x}"));
         }

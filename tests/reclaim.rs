@@ -33,6 +33,8 @@ fn options(env: &Env) -> ReclaimOptions {
         dry_run: false,
         include_unsaved: false,
         force_foreign: false,
+        copies: Default::default(),
+        remove_uncopied: false,
     }
 }
 

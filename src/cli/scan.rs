@@ -75,6 +75,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
             dry_run: args.dry_run,
             include_unsaved: args.include_unsaved,
             force_foreign: false,
+            copies: config.saved,
+            remove_uncopied: args.remove_uncopied,
         };
         let outcomes = report
             .findings

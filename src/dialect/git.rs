@@ -501,7 +501,7 @@ impl Dialect for Git {
             );
         }
         let age = common::age_ms(c.mtime_ms(), snap);
-        let min_ms = windows.git_min_age_secs as i64 * 1000;
+        let min_ms = Windows::ms(windows.git_min_age_secs);
         if age < min_ms {
             return common::with_owner(
                 Judgement::new(

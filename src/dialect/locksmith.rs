@@ -206,7 +206,7 @@ fn judge_record(
         Verdict::Foreign if rec.has_heartbeat() => {
             let last = rec.heartbeat_ms.unwrap_or(i64::MIN).max(c.mtime_ms());
             let interval_ms = rec.heartbeat_secs.map(|s| (s * 3000.0) as i64).unwrap_or(0);
-            let window_ms = (windows.heartbeat_secs as i64 * 1000).max(interval_ms);
+            let window_ms = Windows::ms(windows.heartbeat_secs).max(interval_ms);
             let age_ms = snap.taken_ms - last;
             if age_ms > window_ms {
                 let writers = writers(snap, key);

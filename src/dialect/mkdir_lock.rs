@@ -64,10 +64,10 @@ impl Dialect for MkdirLock {
             return common::with_owner(j, owner);
         }
         let age = common::age_ms(c.mtime_ms(), snap);
-        let window_ms = windows.mkdir_lock_secs as i64 * 1000;
+        let window_ms = Windows::ms(windows.mkdir_lock_secs);
         // On a network file system the server's clock sets the mtime: allow it to differ.
         let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
-        let j = if age > window_ms + skew_ms {
+        let j = if age > window_ms.saturating_add(skew_ms) {
             Judgement::new(
                 Verdict::Stale,
                 format!(

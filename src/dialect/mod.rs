@@ -70,6 +70,20 @@ pub struct Windows {
     pub git_min_age_secs: u64,
 }
 
+impl Windows {
+    /// The longest window the configuration accepts: ten years.
+    pub const MAX_SECS: u64 = 10 * 366 * 86_400;
+
+    /// A window in milliseconds, for comparing with ages: saturates instead of overflowing
+    /// (a window is at most [`Windows::MAX_SECS`] once the configuration is checked).
+    pub fn ms(secs: u64) -> i64 {
+        i64::try_from(secs)
+            .ok()
+            .and_then(|s| s.checked_mul(1000))
+            .unwrap_or(i64::MAX)
+    }
+}
+
 impl Default for Windows {
     fn default() -> Self {
         Windows {

@@ -13,8 +13,8 @@
 //! `journal.jsonl`. Locks of the `locksmith` dialect go through the engine's reclaim protocol,
 //! which holds the lock's kernel lock while it removes it.
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use crate::dialect::{EntryKind, Windows};
@@ -23,14 +23,16 @@ use crate::report::escape;
 use crate::scan::{self, Finding, Identity, ScanError};
 use crate::verdict::{Judgement, Verdict};
 
+pub mod journal;
+pub mod restore;
 mod state;
 
-pub use state::{JOURNAL, save_and_journal, sha256_hex};
-use state::{journal_append, now_rfc3339};
-
-/// The largest file reclaim copies into the state directory; a bigger "lock" is kept (no lock
-/// format is anywhere near this, and a copy that cannot be made means the file is not removed).
-pub const MAX_SAVED_BYTES: u64 = 64 * 1024 * 1024;
+pub use journal::{Entry, Event, Meta};
+pub use restore::{Restored, Selector, restore, restore_last};
+pub use state::{
+    CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,
+    sha256_hex,
+};
 
 /// How reclaim behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +46,10 @@ pub struct ReclaimOptions {
     /// Also remove `foreign` locks (owner on another host or PID namespace). Locks of the
     /// `locksmith` dialect are excepted: the engine's protocol removes only stale ones.
     pub force_foreign: bool,
+    /// How much the state directory may hold (the configuration's `saved` section).
+    pub copies: CopyLimits,
+    /// Also remove a lock whose copy the limits forbid (it is journaled without a copy).
+    pub remove_uncopied: bool,
 }
 
 impl ReclaimOptions {
@@ -54,6 +60,8 @@ impl ReclaimOptions {
             dry_run: false,
             include_unsaved: false,
             force_foreign: false,
+            copies: CopyLimits::default(),
+            remove_uncopied: false,
         }
     }
 
@@ -154,12 +162,12 @@ pub fn reclaim_rejudged(
         remove_file(&fresh, opts).map_err(|e| (e, None))
     };
     match result {
-        Ok(saved) => Outcome {
+        Ok((saved_to, error)) => Outcome {
             path: path.to_path_buf(),
             ok: true,
             action: Action::Removed,
-            saved_to: Some(saved),
-            error: None,
+            saved_to,
+            error,
             judgement: fresh.judgement,
         },
         Err((e, now)) => Outcome::kept(path, now.map_or(fresh.judgement, |j| *j), e),
@@ -214,8 +222,8 @@ fn identity_change(a: &Identity, b: &Identity) -> String {
     what.join(", ")
 }
 
-/// Copies, journals and removes a lock of any dialect but ours. Returns where the copy is.
-fn remove_file(f: &Finding, opts: &ReclaimOptions) -> Result<PathBuf, String> {
+/// Copies, removes and journals a lock of any dialect but ours. Returns where the copy is.
+fn remove_file(f: &Finding, opts: &ReclaimOptions) -> Result<Removed, String> {
     let path = &f.path;
     let (dir, name) = sys::open_parent(path).map_err(|e| {
         format!(
@@ -234,50 +242,97 @@ fn remove_file(f: &Finding, opts: &ReclaimOptions) -> Result<PathBuf, String> {
         Ok(())
     };
     check()?;
-    let copy = match f.kind {
-        EntryKind::File => sys::read_file_at(&dir, &name, &f.identity)
-            .map_err(|e| format!("cannot save a copy first: {e}"))?,
-        EntryKind::Symlink => sys::read_link_at(&dir, &name)
-            .map_err(|e| format!("cannot save the link text first: {e}"))?,
-        EntryKind::Dir => format!(
-            "{} was a lock directory ({}); it was removed with rmdir\n",
-            escape::display_path(path),
-            f.dialect
-        )
-        .into_bytes(),
+    let state = open_state(opts)?;
+    let staged = match f.kind {
+        EntryKind::File => {
+            let fd = sys::open_file_at(&dir, &name, &f.identity)
+                .map_err(|e| format!("cannot save a copy first: {e}"))?;
+            state.stage(f, Source::File(fd.as_fd()))
+        }
+        EntryKind::Symlink | EntryKind::Dir => state.stage(f, Source::At(dir.as_fd(), &name)),
         EntryKind::Other => return Err("it is not a file, a symlink or a directory".into()),
     };
-    let saved = save_and_journal(&opts.state_dir, f, &copy)
-        .map_err(|e| format!("cannot save a copy in {}: {e}", opts.state_dir.display()))?;
+    let staged = uncopied_or(staged, f, opts, &state, || {
+        sys::meta_at(&dir, &name).map_err(|e| format!("cannot stat it: {e}"))
+    })?;
     // The copy took time: the file must still be the one that was judged and copied.
     let removed = check().and_then(|()| {
         sys::unlink_at(&dir, &name, f.kind == EntryKind::Dir)
             .map_err(|e| format!("cannot remove it: {e}"))
     });
-    if let Err(e) = &removed {
-        let _ = journal_append(
-            &opts.state_dir,
-            &serde_json::json!({
-                "time": now_rfc3339(),
-                "event": "reclaim-failed",
-                "path": escape::json_path(path),
-                "error": e,
-            }),
-        );
+    match removed {
+        Ok(()) => Ok(committed(staged.commit(&f.judgement), &state)),
+        Err(e) => {
+            staged.discard();
+            let mut line = Entry::new(state.next_id(), Event::ReclaimFailed, path);
+            line.dialect = Some(f.dialect.to_string());
+            line.error = Some(e.clone());
+            let _ = state.append(&line);
+            Err(e)
+        }
     }
-    removed.map(|()| saved)
+}
+
+/// The verified state directory of `opts` (see [`StateDir`]).
+fn open_state(opts: &ReclaimOptions) -> Result<std::sync::Arc<StateDir>, String> {
+    StateDir::shared(&opts.state_dir, opts.copies)
+        .map_err(|e| format!("not removed: no copy can be saved: {e}"))
+}
+
+/// A staged copy, or, when the limits forbid one and the user asked to remove such locks
+/// anyway, a journal entry without a copy; otherwise why the lock is kept.
+fn uncopied_or(
+    staged: Result<Staged, StageError>,
+    f: &Finding,
+    opts: &ReclaimOptions,
+    state: &std::sync::Arc<StateDir>,
+    meta: impl FnOnce() -> Result<Meta, String>,
+) -> Result<Staged, String> {
+    match staged {
+        Ok(s) => Ok(s),
+        Err(StageError::NotCopied(why)) if opts.remove_uncopied => {
+            Ok(state.uncopied(f, meta()?, &why))
+        }
+        Err(StageError::NotCopied(why)) => Err(format!(
+            "not removed, as no copy is kept: {} (--remove-uncopied removes it without one)",
+            why.0
+        )),
+        Err(StageError::Io(e)) => Err(format!(
+            "cannot save a copy in {}: {e}",
+            escape::display_path(state.path())
+        )),
+    }
+}
+
+/// Where the copy of a removed lock is, and what went wrong after the removal.
+type Removed = (Option<PathBuf>, Option<String>);
+
+/// The lock is gone whatever happens to its journal line; a failure to write it is reported.
+fn committed(r: io::Result<Option<PathBuf>>, state: &StateDir) -> Removed {
+    match r {
+        Ok(saved) => (saved, None),
+        Err(e) => (
+            None,
+            Some(format!(
+                "removed, but its copy could not be named or journaled in {}: {e}",
+                escape::display_path(state.path())
+            )),
+        ),
+    }
 }
 
 /// Our own dialect goes through the engine's reclaim protocol: the engine takes the stale
 /// lock's kernel lock, checks the identity again and calls back before it unlinks, so the copy
-/// and the journal line are made while no one else can take or reclaim that lock. A refusal
-/// comes back with the engine's judgement of the moment.
+/// is made while no one else can take or reclaim that lock; it is journaled once the engine
+/// has removed the lock. A refusal comes back with the engine's judgement of the moment.
 fn remove_through_engine(
     f: &Finding,
     opts: &ReclaimOptions,
     windows: &Windows,
-) -> Result<PathBuf, (String, Option<Box<Judgement>>)> {
-    let mut saved = None;
+) -> Result<Removed, (String, Option<Box<Judgement>>)> {
+    let state = open_state(opts).map_err(|e| (e, None))?;
+    let meta = sys::meta_of_path(&f.path).ok();
+    let mut staged = None;
     let result = crate::engine::reclaim_with_windows(
         &f.path,
         Some(f.identity),
@@ -285,12 +340,17 @@ fn remove_through_engine(
         |content, judgement| {
             let mut at_removal = f.clone();
             at_removal.judgement = judgement.clone();
-            saved = Some(save_and_journal(&opts.state_dir, &at_removal, content)?);
+            let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()));
+            let s = uncopied_or(s, &at_removal, opts, &state, || {
+                meta.clone().ok_or_else(|| "cannot stat it".to_string())
+            })
+            .map_err(io::Error::other)?;
+            staged = Some((s, judgement.clone()));
             Ok(())
         },
     );
-    match (result, saved) {
-        (Ok(_), Some(saved)) => Ok(saved),
+    match (result, staged) {
+        (Ok(_), Some((s, judgement))) => Ok(committed(s.commit(&judgement), &state)),
         (Ok(_), None) => Err((
             "the engine removed it without saving a copy first".into(),
             None,
@@ -307,7 +367,6 @@ fn remove_through_engine(
 mod sys {
     use std::ffi::OsString;
     use std::os::fd::OwnedFd;
-    use std::os::unix::ffi::OsStringExt;
 
     use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
@@ -349,13 +408,13 @@ mod sys {
         }
     }
 
-    /// Reads a whole regular file through `openat(O_NOFOLLOW|O_NONBLOCK)` (openat(2)), after
-    /// checking that the opened file is the judged one and not too big to copy.
-    pub fn read_file_at(
+    /// Opens a regular file through `openat(O_NOFOLLOW|O_NONBLOCK)` (openat(2)), after
+    /// checking that the opened file is the judged one.
+    pub fn open_file_at(
         dir: &OwnedFd,
         name: &OsString,
         expected: &Identity,
-    ) -> io::Result<Vec<u8>> {
+    ) -> io::Result<OwnedFd> {
         let fd = rustix::fs::openat(
             dir,
             name.as_os_str(),
@@ -370,26 +429,19 @@ mod sys {
         if (id.dev, id.ino) != (expected.dev, expected.ino) {
             return Err(io::Error::other("it was replaced while being opened"));
         }
-        if id.size > MAX_SAVED_BYTES {
-            return Err(io::Error::other(format!(
-                "it is {} bytes, more than the {MAX_SAVED_BYTES} reclaim copies",
-                id.size
-            )));
-        }
-        let mut buf = Vec::with_capacity(id.size as usize);
-        File::from(fd)
-            .take(MAX_SAVED_BYTES + 1)
-            .read_to_end(&mut buf)?;
-        if buf.len() as u64 > MAX_SAVED_BYTES {
-            return Err(io::Error::other("it grew past the size reclaim copies"));
-        }
-        Ok(buf)
+        Ok(fd)
     }
 
-    /// The text of a symlink (readlinkat(2)); the link is never followed.
-    pub fn read_link_at(dir: &OwnedFd, name: &OsString) -> io::Result<Vec<u8>> {
-        let target = rustix::fs::readlinkat(dir, name.as_os_str(), Vec::new())?;
-        Ok(OsString::from_vec(target.into_bytes()).into_vec())
+    /// The metadata a restore needs, of `name` in `dir` (never followed).
+    pub fn meta_at(dir: &OwnedFd, name: &OsString) -> io::Result<Meta> {
+        let st = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+        Ok(Meta::of(&st))
+    }
+
+    /// The same for a path (the last component not followed).
+    pub fn meta_of_path(path: &Path) -> io::Result<Meta> {
+        let (dir, name) = open_parent(path)?;
+        meta_at(&dir, &name)
     }
 
     /// `unlinkat(dir, name, 0 or AT_REMOVEDIR)` (unlinkat(2)): removes the entry itself, a
@@ -437,6 +489,8 @@ mod tests {
             dry_run: false,
             include_unsaved: false,
             force_foreign: false,
+            copies: CopyLimits::default(),
+            remove_uncopied: false,
         }
     }
 

@@ -1,112 +1,830 @@
 //! The state directory: where reclaim keeps a copy of every lock it removes and the
 //! `journal.jsonl` that maps each copy back to its original path (spec §5).
+//!
+//! reclaim runs as root over shared directories, so the state directory is trusted only once
+//! checked, and every file in it is reached through its verified descriptor:
+//! - it is opened component by component from `/`; a component that exists is followed (a
+//!   home directory may be a symlink) only if it is owned by root or by us and, when others
+//!   may write to it, is sticky; the state directory itself and every component we create are
+//!   opened `O_NOFOLLOW` and must be directories owned by us that no one else may write to.
+//!   Anything else is refused with a clear error, before anything is written.
+//! - new directories are made 0700, files 0600; the journal is opened
+//!   `O_NOFOLLOW|O_APPEND` relative to the directory's descriptor and must be a regular file
+//!   of ours with one link.
+//! - there is no shared fallback: without `XDG_STATE_HOME` and `HOME`, root uses
+//!   `/var/lib/locksmith` and any other user gets an error.
+//!
+//! Copies are bounded ([`CopyLimits`]): a regular file is copied extent by extent
+//! (`SEEK_DATA`/`SEEK_HOLE`), so a sparse file stays sparse; a copy larger than the per-copy
+//! cap, or one that would take the directory past its total cap, is not made (and the lock is
+//! then kept unless the user asked otherwise); copies older than `keep_days` are deleted when
+//! the directory is opened. A copy is written under a temporary name first ([`Staged`]) and
+//! only named and journaled once the lock is really gone; an error (ENOSPC) removes the
+//! partial copy.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, SeekFrom, Stat};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::report::escape;
+use super::journal::{self, Entry, Meta};
 use crate::scan::Finding;
+use crate::verdict::Judgement;
 
 /// Name of the journal file in the state directory.
 pub const JOURNAL: &str = "journal.jsonl";
+/// The directory of copies, inside the state directory.
+pub const SAVED: &str = "saved";
+/// Where root keeps its state when neither `XDG_STATE_HOME` nor `HOME` is set.
+pub const ROOT_FALLBACK: &str = "/var/lib/locksmith";
+/// Prefix of a copy being written (renamed once the lock is gone, removed otherwise).
+const PARTIAL: &str = ".partial-";
+/// A file larger than this (apparent size) is never copied, whatever its holes: its digest
+/// alone would take too long, and no lock format comes near it.
+pub const MAX_APPARENT_BYTES: u64 = 1 << 30;
 
-/// `$XDG_STATE_HOME/locksmith`, else `~/.local/state/locksmith` (an `XDG_STATE_HOME` that
-/// is not absolute is ignored, as the XDG spec says).
+/// How much the state directory may hold (the `saved` section of the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyLimits {
+    /// The largest copy (bytes of data; holes are free).
+    pub max_copy_bytes: u64,
+    /// All copies together (bytes on disk).
+    pub max_total_bytes: u64,
+    /// Copies older than this many days are deleted (their journal lines stay).
+    pub keep_days: u64,
+}
+
+impl Default for CopyLimits {
+    fn default() -> Self {
+        CopyLimits {
+            max_copy_bytes: 64 << 20,
+            max_total_bytes: 512 << 20,
+            keep_days: 90,
+        }
+    }
+}
+
+/// `$XDG_STATE_HOME/locksmith`, else `~/.local/state/locksmith` (an `XDG_STATE_HOME` or
+/// `HOME` that is not absolute is ignored, as the XDG spec says), else `/var/lib/locksmith`
+/// for root. For any other user with neither, the empty path: opening it fails with an error
+/// that says what to set (a shared `$TMPDIR` is no place for it).
 pub fn default_state_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_STATE_HOME").map(PathBuf::from)
-        && x.is_absolute()
-    {
+    let abs = |name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(x) = abs("XDG_STATE_HOME") {
         return x.join("locksmith");
     }
-    match std::env::var_os("HOME").map(PathBuf::from) {
-        Some(home) if home.is_absolute() => home.join(".local/state/locksmith"),
-        _ => std::env::temp_dir().join("locksmith-state"),
+    if let Some(home) = abs("HOME") {
+        return home.join(".local/state/locksmith");
+    }
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from(ROOT_FALLBACK);
+    }
+    PathBuf::new()
+}
+
+/// A verified state directory, opened once per process and path (see the module docs).
+#[derive(Debug)]
+pub struct StateDir {
+    path: PathBuf,
+    dir: OwnedFd,
+    /// `saved/`; absent only in a directory opened for reading that never had copies.
+    saved: Option<OwnedFd>,
+    limits: CopyLimits,
+    /// Bytes on disk in `saved/`, counting copies being written.
+    used: AtomicU64,
+    seq: AtomicU64,
+}
+
+/// The process's open state directories (reclaim of many locks opens it once).
+static OPEN: Mutex<Vec<Arc<StateDir>>> = Mutex::new(Vec::new());
+
+/// Why a copy was not made: too big for the limits. The lock is kept unless the user asked
+/// to remove what cannot be copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotCopied(pub String);
+
+/// An error while staging a copy.
+#[derive(Debug)]
+pub enum StageError {
+    /// The limits forbid the copy.
+    NotCopied(NotCopied),
+    /// The copy could not be written (ENOSPC, ...); nothing is left behind.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for StageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StageError::NotCopied(n) => f.write_str(&n.0),
+            StageError::Io(e) => write!(f, "{e}"),
+        }
     }
 }
 
-/// Saves `content` as a new file under `state_dir/saved/` and appends the journal line that
-/// points to it. Returns the copy's path.
-pub fn save_and_journal(state_dir: &Path, f: &Finding, content: &[u8]) -> io::Result<PathBuf> {
-    let saved_dir = state_dir.join("saved");
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&saved_dir)?;
-    let stamp = jiff::Timestamp::now()
-        .strftime("%Y%m%dT%H%M%S%.3fZ")
-        .to_string();
-    let name = safe_file_name(&f.path);
-    let mut n = 0u32;
-    let (copy_path, mut file) = loop {
-        let candidate = saved_dir.join(match n {
-            0 => format!("{stamp}-{name}"),
-            n => format!("{stamp}-{n}-{name}"),
-        });
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&candidate)
-        {
-            Ok(file) => break (candidate, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    file.write_all(content)?;
-    file.sync_all()?;
-    let j = &f.judgement;
-    journal_append(
-        state_dir,
-        &serde_json::json!({
-            "time": now_rfc3339(),
-            "event": "reclaim",
-            "path": escape::json_path(&f.path),
-            "dialect": f.dialect,
-            "kind": f.kind,
-            "verdict": j.verdict,
-            "evidence": j.evidence,
-            "owner": j.owner,
-            "unsaved_changes": j.unsaved_changes,
-            "size": content.len(),
-            "sha256": sha256_hex(content),
-            "saved_to": escape::json_path(&copy_path),
-        }),
-    )?;
-    Ok(copy_path)
+impl From<io::Error> for StageError {
+    fn from(e: io::Error) -> Self {
+        StageError::Io(e)
+    }
 }
 
-/// Appends one JSON line to the journal (one `write` on an `O_APPEND` file).
-pub(super) fn journal_append(state_dir: &Path, entry: &serde_json::Value) -> io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(state_dir)?;
-    let mut line = serde_json::to_vec(entry).map_err(io::Error::other)?;
-    line.push(b'\n');
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(state_dir.join(JOURNAL))?;
-    f.write_all(&line)?;
-    f.sync_data()
+impl From<Errno> for StageError {
+    fn from(e: Errno) -> Self {
+        StageError::Io(e.into())
+    }
+}
+
+/// What to copy.
+pub enum Source<'a> {
+    /// A regular file, through a descriptor on the very inode being removed.
+    File(BorrowedFd<'a>),
+    /// A symlink or a directory, by name in its directory (never followed).
+    At(BorrowedFd<'a>, &'a OsStr),
+    /// Content already read (the engine's own locks), with the file's metadata when known.
+    Bytes(&'a [u8], Option<Meta>),
+}
+
+impl StateDir {
+    /// The verified state directory at `path`, created (0700) if needed, with `limits`.
+    /// Opened once per process: later calls return the same descriptor.
+    pub fn shared(path: &Path, limits: CopyLimits) -> io::Result<Arc<StateDir>> {
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = open.iter().find(|s| s.path == path && s.limits == limits) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(Self::open(path, limits, true)?.expect("created"));
+        open.push(s.clone());
+        Ok(s)
+    }
+
+    /// The verified state directory at `path` if it exists (for reading the journal and
+    /// restoring); `None` if it does not.
+    pub fn existing(path: &Path) -> io::Result<Option<StateDir>> {
+        Self::open(path, CopyLimits::default(), false)
+    }
+
+    fn open(path: &Path, limits: CopyLimits, create: bool) -> io::Result<Option<StateDir>> {
+        let Some(dir) = open_dir_checked(path, create)? else {
+            return Ok(None);
+        };
+        let saved = sub_dir(&dir, path, SAVED, create)?;
+        let s = StateDir {
+            path: path.to_path_buf(),
+            dir,
+            saved,
+            limits,
+            used: AtomicU64::new(0),
+            seq: AtomicU64::new(0),
+        };
+        if create {
+            let used = s.rotate()?;
+            s.used.store(used, Ordering::Relaxed);
+        }
+        Ok(Some(s))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn limits(&self) -> CopyLimits {
+        self.limits
+    }
+
+    /// The directory of copies.
+    pub fn saved_dir(&self) -> PathBuf {
+        self.path.join(SAVED)
+    }
+
+    /// `saved/`, when it exists.
+    pub(super) fn saved_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.saved.as_ref().map(AsFd::as_fd)
+    }
+
+    /// `saved/` of a directory opened for writing (always there).
+    fn saved(&self) -> BorrowedFd<'_> {
+        self.saved_fd().expect("created with the state directory")
+    }
+
+    /// Bytes on disk the copies take now.
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Deletes copies older than `keep_days` and partial copies left by a crash (older than an
+    /// hour); returns the bytes on disk of what stays.
+    fn rotate(&self) -> io::Result<u64> {
+        let now = jiff::Timestamp::now().as_second();
+        let keep = i64::try_from(self.limits.keep_days.saturating_mul(86_400)).unwrap_or(i64::MAX);
+        let mut used = 0u64;
+        let dup = rustix::fs::openat(
+            self.saved(),
+            ".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut doomed = Vec::new();
+        for entry in rustix::fs::Dir::new(dup)? {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let name = OsStr::from_bytes(name).to_os_string();
+            let Ok(st) = rustix::fs::statat(self.saved(), &name, AtFlags::SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            let age = now.saturating_sub(st.st_mtime as i64);
+            let partial = name.as_bytes().starts_with(PARTIAL.as_bytes());
+            // A copy keeps the lock's mtime; its age is counted from when it was made (ctime).
+            let made = now.saturating_sub(st.st_ctime as i64);
+            if (partial && age > 3600) || (!partial && made > keep) {
+                doomed.push(name);
+            } else {
+                used = used.saturating_add(on_disk(&st));
+            }
+        }
+        for name in doomed {
+            let _ = rustix::fs::unlinkat(self.saved(), &name, AtFlags::empty());
+        }
+        Ok(used)
+    }
+
+    /// Writes the copy of a lock about to be removed under a temporary name, with its
+    /// metadata. Nothing is journaled yet: [`Staged::commit`] once the lock is gone,
+    /// [`Staged::discard`] (or drop) if it is kept.
+    pub fn stage(self: &Arc<Self>, f: &Finding, source: Source<'_>) -> Result<Staged, StageError> {
+        let (meta, content) = match source {
+            Source::File(fd) => {
+                let st = rustix::fs::fstat(fd)?;
+                if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                    return Err(io::Error::other("it is no longer a regular file").into());
+                }
+                (Meta::of(&st), Content::Fd(fd, st))
+            }
+            Source::At(dir, name) => {
+                let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+                let meta = Meta::of(&st);
+                match FileType::from_raw_mode(st.st_mode) {
+                    FileType::Symlink => {
+                        let text = rustix::fs::readlinkat(dir, name, Vec::new())?;
+                        (meta, Content::Owned(text.into_bytes()))
+                    }
+                    FileType::Directory => {
+                        let note = format!(
+                            "{} was a lock directory ({}); it was removed with rmdir\n",
+                            crate::report::escape::display_path(&f.path),
+                            f.dialect
+                        );
+                        (meta, Content::Owned(note.into_bytes()))
+                    }
+                    _ => {
+                        return Err(io::Error::other(
+                            "it is not a regular file, a symlink or a directory",
+                        )
+                        .into());
+                    }
+                }
+            }
+            Source::Bytes(b, meta) => (
+                meta.unwrap_or_else(|| Meta::unknown(b.len() as u64)),
+                Content::Borrowed(b),
+            ),
+        };
+        let mut staged = Staged {
+            state: self.clone(),
+            temp: None,
+            reserved: 0,
+            entry: journal::reclaim_entry(self.next_id(), f, meta),
+        };
+        staged.write(content)?;
+        Ok(staged)
+    }
+
+    /// A journal entry for a lock removed without a copy (the user asked for it): `why` says
+    /// why no copy was made. Commit it once the lock is gone.
+    pub fn uncopied(self: &Arc<Self>, f: &Finding, meta: Meta, why: &NotCopied) -> Staged {
+        let mut entry = journal::reclaim_entry(self.next_id(), f, meta);
+        entry.not_saved = Some(why.0.clone());
+        Staged {
+            state: self.clone(),
+            temp: None,
+            reserved: 0,
+            entry,
+        }
+    }
+
+    /// A new journal entry id: time, process and sequence, unique and sortable.
+    pub fn next_id(&self) -> String {
+        let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S%.3fZ");
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        format!("{stamp}-{}-{n}", std::process::id())
+    }
+
+    /// Appends one entry to the journal (one `write` on the `O_APPEND` file, then fsync).
+    pub fn append(&self, entry: &Entry) -> io::Result<()> {
+        let text = serde_json::to_string(entry).map_err(io::Error::other)?;
+        let mut line = crate::report::escape::terminal_safe_json(&text).into_owned();
+        line.push('\n');
+        let fd = rustix::fs::openat(
+            &self.dir,
+            JOURNAL,
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::NOFOLLOW
+                | OFlags::NOCTTY
+                | OFlags::NONBLOCK
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map_err(|e| self.refused_file(JOURNAL, e))?;
+        check_own_file(&fd, &self.path.join(JOURNAL))?;
+        let mut rest = line.as_bytes();
+        while !rest.is_empty() {
+            let n = rustix::io::write(&fd, rest)?;
+            rest = &rest[n..];
+        }
+        rustix::fs::fdatasync(&fd)?;
+        Ok(())
+    }
+
+    /// The journal's lines, oldest first (an absent journal is empty). A line that does not
+    /// parse is skipped.
+    pub fn read_journal(&self) -> io::Result<Vec<Entry>> {
+        let fd = match rustix::fs::openat(
+            &self.dir,
+            JOURNAL,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(Vec::new()),
+            Err(e) => return Err(self.refused_file(JOURNAL, e)),
+        };
+        check_own_file(&fd, &self.path.join(JOURNAL))?;
+        let text = read_all(&fd, 1 << 30)?;
+        Ok(journal::parse(&text))
+    }
+
+    fn refused_file(&self, name: &str, e: Errno) -> io::Error {
+        if e == Errno::LOOP {
+            refused(&self.path.join(name), "is a symlink")
+        } else {
+            io::Error::from(e)
+        }
+    }
+}
+
+enum Content<'a> {
+    Fd(BorrowedFd<'a>, Stat),
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+/// A copy written under a temporary name and its journal entry, waiting for the lock's
+/// removal. Dropped without [`Staged::commit`], the copy is removed and nothing is journaled.
+#[derive(Debug)]
+pub struct Staged {
+    state: Arc<StateDir>,
+    temp: Option<OsString>,
+    reserved: u64,
+    entry: Entry,
+}
+
+impl Staged {
+    /// The journal entry this will write.
+    pub fn entry(&self) -> &Entry {
+        &self.entry
+    }
+
+    fn write(&mut self, content: Content<'_>) -> Result<(), StageError> {
+        let limits = self.state.limits;
+        let (extents, apparent) = match &content {
+            Content::Fd(fd, st) => {
+                let size = st.st_size as u64;
+                if size > MAX_APPARENT_BYTES {
+                    return Err(StageError::NotCopied(NotCopied(format!(
+                        "it is {size} bytes long, more than the {MAX_APPARENT_BYTES} reclaim copies"
+                    ))));
+                }
+                (data_extents(*fd, size)?, size)
+            }
+            Content::Owned(b) => (vec![(0, b.len() as u64)], b.len() as u64),
+            Content::Borrowed(b) => (vec![(0, b.len() as u64)], b.len() as u64),
+        };
+        let data: u64 = extents.iter().map(|(a, b)| b - a).sum();
+        if data > limits.max_copy_bytes {
+            return Err(StageError::NotCopied(NotCopied(format!(
+                "its copy would hold {data} bytes of data, more than the {} a copy may hold \
+                 (saved.max_copy_bytes)",
+                limits.max_copy_bytes
+            ))));
+        }
+        // Reserve the room (rounded up to blocks) before writing, so parallel copies agree.
+        let need = data.div_ceil(4096) * 4096 + 4096;
+        let used = &self.state.used;
+        let mut now = used.load(Ordering::Relaxed);
+        loop {
+            if now.saturating_add(need) > limits.max_total_bytes {
+                return Err(StageError::NotCopied(NotCopied(format!(
+                    "the state directory {} holds {now} bytes of copies; this one would pass its \
+                     limit of {} (saved.max_total_bytes; copies older than saved.keep_days = {} \
+                     are deleted)",
+                    self.state.path.display(),
+                    limits.max_total_bytes,
+                    limits.keep_days
+                ))));
+            }
+            match used.compare_exchange_weak(now, now + need, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(v) => now = v,
+            }
+        }
+        self.reserved = need;
+
+        let saved = self.state.saved();
+        let temp = OsString::from(format!(
+            "{PARTIAL}{}",
+            self.entry
+                .id
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ));
+        let out = rustix::fs::openat(
+            saved,
+            &temp,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        self.temp = Some(temp);
+        let mut hash = Sha256::new();
+        let written: io::Result<()> = (|| {
+            match &content {
+                Content::Fd(fd, _) => copy_extents(*fd, &out, &extents, apparent, &mut hash)?,
+                Content::Owned(b) => write_all_at(&out, b, 0, &mut hash)?,
+                Content::Borrowed(b) => write_all_at(&out, b, 0, &mut hash)?,
+            }
+            rustix::fs::ftruncate(&out, apparent)?;
+            rustix::fs::fsync(&out)?;
+            Ok(())
+        })();
+        // On error (ENOSPC...) the partial copy is removed when `self` is dropped.
+        written?;
+        // The real room taken.
+        let st = rustix::fs::fstat(&out)?;
+        let real = on_disk(&st);
+        used.fetch_add(real, Ordering::Relaxed);
+        used.fetch_sub(self.reserved, Ordering::Relaxed);
+        self.reserved = real;
+        self.entry.size = Some(apparent);
+        self.entry.sha256 = Some(hex(&hash.finalize()));
+        Ok(())
+    }
+
+    /// The lock is gone: names the copy (`saved/<id>-<name>.saved`) and journals the removal
+    /// with `at_removal`, the judgement of that moment. Returns the copy's path.
+    pub fn commit(mut self, at_removal: &Judgement) -> io::Result<Option<PathBuf>> {
+        journal::set_judgement(&mut self.entry, at_removal);
+        let mut saved_path = None;
+        if let Some(temp) = self.temp.take() {
+            let name = format!(
+                "{}-{}.saved",
+                self.entry.id,
+                safe_file_name(&self.entry.path_buf())
+            );
+            let saved = self.state.saved();
+            if let Err(e) = rustix::fs::renameat_with(
+                saved,
+                &temp,
+                saved,
+                &name,
+                rustix::fs::RenameFlags::NOREPLACE,
+            ) {
+                self.temp = Some(temp);
+                return Err(e.into());
+            }
+            let path = self.state.saved_dir().join(&name);
+            self.entry.saved_to = Some(crate::report::escape::json_path(&path));
+            saved_path = Some(path);
+        }
+        self.reserved = 0;
+        let result = self.state.append(&self.entry);
+        result.map(|()| saved_path)
+    }
+
+    /// The lock was kept: removes the copy, journals nothing.
+    pub fn discard(self) {}
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = rustix::fs::unlinkat(self.state.saved(), &temp, AtFlags::empty());
+        }
+        if self.reserved > 0 {
+            self.state.used.fetch_sub(self.reserved, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The data extents of a file of `size` bytes (`SEEK_DATA`/`SEEK_HOLE`); the whole file when
+/// the file system cannot tell.
+fn data_extents(fd: BorrowedFd<'_>, size: u64) -> io::Result<Vec<(u64, u64)>> {
+    let mut out = Vec::new();
+    let mut off = 0u64;
+    while off < size {
+        let start = match rustix::fs::seek(fd, SeekFrom::Data(off)) {
+            Ok(s) => s,
+            Err(Errno::NXIO) => break,
+            Err(Errno::INVAL | Errno::OPNOTSUPP) if off == 0 => return Ok(vec![(0, size)]),
+            Err(e) => return Err(e.into()),
+        };
+        if start >= size {
+            break;
+        }
+        let end = rustix::fs::seek(fd, SeekFrom::Hole(start))?.min(size);
+        if end <= start {
+            break;
+        }
+        out.push((start, end));
+        off = end;
+    }
+    Ok(out)
+}
+
+const ZEROS: [u8; 65536] = [0; 65536];
+
+/// Copies the extents of `src` to the same offsets of `dst` (holes stay holes) and hashes the
+/// logical content (holes as zeros).
+fn copy_extents(
+    src: BorrowedFd<'_>,
+    dst: &OwnedFd,
+    extents: &[(u64, u64)],
+    size: u64,
+    hash: &mut Sha256,
+) -> io::Result<()> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut hashed = 0u64;
+    let hash_zeros = |hash: &mut Sha256, mut n: u64| {
+        while n > 0 {
+            let k = n.min(ZEROS.len() as u64) as usize;
+            hash.update(&ZEROS[..k]);
+            n -= k as u64;
+        }
+    };
+    for &(start, end) in extents {
+        hash_zeros(hash, start - hashed);
+        let mut off = start;
+        while off < end {
+            let want = ((end - off) as usize).min(buf.len());
+            let n = rustix::io::pread(src, &mut buf[..want], off)?;
+            if n == 0 {
+                return Err(io::Error::other("the file shrank while it was copied"));
+            }
+            let mut done = 0;
+            while done < n {
+                done += rustix::io::pwrite(dst, &buf[done..n], off + done as u64)?;
+            }
+            hash.update(&buf[..n]);
+            off += n as u64;
+        }
+        hashed = end;
+    }
+    hash_zeros(hash, size.saturating_sub(hashed));
+    Ok(())
+}
+
+fn write_all_at(dst: &OwnedFd, b: &[u8], off: u64, hash: &mut Sha256) -> io::Result<()> {
+    let mut done = 0;
+    while done < b.len() {
+        done += rustix::io::pwrite(dst, &b[done..], off + done as u64)?;
+    }
+    hash.update(b);
+    Ok(())
+}
+
+/// Reads a whole file of at most `cap` bytes.
+pub(super) fn read_all(fd: &OwnedFd, cap: u64) -> io::Result<Vec<u8>> {
+    let st = rustix::fs::fstat(fd)?;
+    if st.st_size as u64 > cap {
+        return Err(io::Error::other(format!(
+            "it is {} bytes, more than {cap}",
+            st.st_size
+        )));
+    }
+    let mut out = Vec::with_capacity(st.st_size as usize);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = rustix::io::read(fd, &mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+        if out.len() as u64 > cap {
+            return Err(io::Error::other(format!("it grew past {cap} bytes")));
+        }
+    }
+}
+
+#[allow(clippy::unnecessary_cast)]
+fn on_disk(st: &Stat) -> u64 {
+    (st.st_blocks as u64).saturating_mul(512)
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
 }
 
-pub(super) fn now_rfc3339() -> String {
-    jiff::Timestamp::now().to_string()
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn refused(path: &Path, why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "refusing the state directory: {} {why}",
+            crate::report::escape::display_path(path)
+        ),
+    )
+}
+
+/// Opens the state directory `path` as described in the module docs; `None` if it does not
+/// exist and `create` is false.
+fn open_dir_checked(path: &Path, create: bool) -> io::Result<Option<OwnedFd>> {
+    if path.as_os_str().is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "no state directory: neither XDG_STATE_HOME nor HOME is set (set one of them; only \
+             root falls back to /var/lib/locksmith)",
+        ));
+    }
+    if !path.is_absolute() {
+        return Err(refused(path, "is not an absolute path"));
+    }
+    let mut names: Vec<&OsStr> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => names.push(n),
+            _ => return Err(refused(path, "has a `..` component")),
+        }
+    }
+    let dir_flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open("/", dir_flags, Mode::empty())?;
+    check_ancestor(&dir, Path::new("/"))?;
+    let mut shown = PathBuf::from("/");
+    let mut creating = false;
+    for (i, name) in names.iter().enumerate() {
+        shown.push(name);
+        let last = i + 1 == names.len();
+        if !last && !creating {
+            match rustix::fs::statat(&dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => {
+                    let me = rustix::process::geteuid().as_raw();
+                    if FileType::from_raw_mode(st.st_mode) == FileType::Symlink
+                        && st.st_uid != 0
+                        && st.st_uid != me
+                    {
+                        return Err(refused(
+                            &shown,
+                            &format!("is a symlink owned by uid {}", st.st_uid),
+                        ));
+                    }
+                    let fd = rustix::fs::openat(&dir, *name, dir_flags, Mode::empty())?;
+                    check_ancestor(&fd, &shown)?;
+                    dir = fd;
+                    continue;
+                }
+                Err(Errno::NOENT) if create => creating = true,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match open_own_dir(&dir, &shown, name, create)? {
+            Some(fd) => dir = fd,
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(dir))
+}
+
+/// `name` in `parent`: created 0700 if missing (and `create`), opened `O_NOFOLLOW`, and
+/// checked to be a directory of ours that no one else may write to.
+fn open_own_dir(
+    parent: &OwnedFd,
+    shown: &Path,
+    name: &OsStr,
+    create: bool,
+) -> io::Result<Option<OwnedFd>> {
+    if create {
+        match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    io::Error::from(e).kind(),
+                    format!(
+                        "cannot create the state directory {}: {e}",
+                        crate::report::escape::display_path(shown)
+                    ),
+                ));
+            }
+        }
+    }
+    let fd = match rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) if !create => return Ok(None),
+        Err(Errno::LOOP | Errno::NOTDIR) => {
+            let what = match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    "is a symlink"
+                }
+                _ => "is not a directory",
+            };
+            return Err(refused(shown, what));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    check_own(&fd, shown, FileType::Directory)?;
+    Ok(Some(fd))
+}
+
+fn sub_dir(dir: &OwnedFd, path: &Path, name: &str, create: bool) -> io::Result<Option<OwnedFd>> {
+    open_own_dir(dir, &path.join(name), OsStr::new(name), create)
+}
+
+/// A directory of ours (or a file of ours) that only we may write to.
+fn check_own(fd: &OwnedFd, shown: &Path, want: FileType) -> io::Result<Stat> {
+    let st = rustix::fs::fstat(fd)?;
+    let me = rustix::process::geteuid().as_raw();
+    if FileType::from_raw_mode(st.st_mode) != want {
+        return Err(refused(shown, "is not of the expected type"));
+    }
+    if st.st_uid != me {
+        return Err(refused(
+            shown,
+            &format!("is owned by uid {}, not by us (uid {me})", st.st_uid),
+        ));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(refused(
+            shown,
+            &format!(
+                "may be written by others (mode {:o}; chmod go-w it)",
+                st.st_mode & 0o7777
+            ),
+        ));
+    }
+    Ok(st)
+}
+
+fn check_own_file(fd: &OwnedFd, shown: &Path) -> io::Result<()> {
+    let st = check_own(fd, shown, FileType::RegularFile)?;
+    if st.st_nlink != 1 {
+        return Err(refused(shown, "has other hard links"));
+    }
+    Ok(())
+}
+
+/// A directory above the state directory: owned by root or us, and sticky if others may
+/// write to it (as `/tmp` is), so no one else can move what we make in it.
+fn check_ancestor(fd: &OwnedFd, shown: &Path) -> io::Result<()> {
+    let st = rustix::fs::fstat(fd)?;
+    let me = rustix::process::geteuid().as_raw();
+    if st.st_uid != 0 && st.st_uid != me {
+        return Err(refused(
+            shown,
+            &format!("(on the way to it) is owned by uid {}", st.st_uid),
+        ));
+    }
+    if st.st_mode & 0o022 != 0 && st.st_mode & 0o1000 == 0 {
+        return Err(refused(
+            shown,
+            &format!(
+                "(on the way to it) may be written by others and is not sticky (mode {:o})",
+                st.st_mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A file name for the copy: the lock's own name with anything but `[A-Za-z0-9._-]` replaced,
@@ -133,10 +851,67 @@ fn safe_file_name(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
     fn copy_names_are_safe() {
         assert_eq!(safe_file_name(Path::new("/x/.a b\n.lock")), "_a_b_.lock");
         assert_eq!(safe_file_name(Path::new("/")), "lock");
+    }
+
+    #[test]
+    fn creates_the_directories_0700_and_refuses_bad_ones() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("a/b/locksmith");
+        let s = StateDir::open(&p, CopyLimits::default(), true)
+            .unwrap()
+            .unwrap();
+        for d in [
+            t.path().join("a"),
+            t.path().join("a/b"),
+            p.clone(),
+            p.join(SAVED),
+        ] {
+            assert_eq!(
+                std::fs::metadata(&d).unwrap().mode() & 0o777,
+                0o700,
+                "{d:?}"
+            );
+        }
+        drop(s);
+
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(t.path().join("a"), &link).unwrap();
+        let e = StateDir::open(&link, CopyLimits::default(), true).unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = StateDir::open(&open, CopyLimits::default(), true).unwrap_err();
+        assert!(e.to_string().contains("written by others"), "{e}");
+        assert!(!open.join(SAVED).exists());
+        // Below it, too: a directory others may write to is no place for ours.
+        let e = StateDir::open(&open.join("x"), CopyLimits::default(), true).unwrap_err();
+        assert!(e.to_string().contains("not sticky"), "{e}");
+        assert!(!open.join("x").exists());
+
+        let e = StateDir::open(Path::new(""), CopyLimits::default(), true).unwrap_err();
+        assert!(e.to_string().contains("HOME"), "{e}");
+    }
+
+    #[test]
+    fn a_symlinked_journal_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("state");
+        let target = t.path().join("victim");
+        std::fs::write(&target, "precious\n").unwrap();
+        let s = StateDir::open(&p, CopyLimits::default(), true)
+            .unwrap()
+            .unwrap();
+        std::os::unix::fs::symlink(&target, p.join(JOURNAL)).unwrap();
+        let e = s.append(&Entry::default()).unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"precious\n");
     }
 }

@@ -7,9 +7,12 @@
 //! `\u{9b}`, `\u{202e}`, ...), and a literal backslash is doubled so that escapes cannot be
 //! forged. The table and the terminal UI use these functions for every foreign string.
 //!
-//! [`json_path`] is the JSON flavour for paths: valid UTF-8 is kept as it is (JSON escapes
-//! control characters itself, and a script must get the real path back), and only bytes that
-//! are not UTF-8 are written as `\xNN`.
+//! [`json_path`] is the JSON flavour for paths, lossless and unambiguous: valid UTF-8 is kept
+//! as it is (JSON escapes control characters itself, and a script must get the real path back)
+//! except the backslash, written `\\`; bytes that are not UTF-8 are written as `\xNN`. So a
+//! name with the four characters `\xff` and one with the byte 0xFF give different strings, and
+//! [`path_from_json`] gets the exact bytes back. [`terminal_safe_json`] makes a JSON text safe
+//! to print (the JSON report and the journal go through it).
 
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -46,20 +49,77 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
     out
 }
 
-/// A path for a JSON document: valid UTF-8 unchanged, non-UTF-8 bytes as `\xNN`.
+/// A path for a JSON document: valid UTF-8 unchanged except `\` written as `\\`, bytes that
+/// are not UTF-8 as `\xNN` (see the module docs; [`path_from_json`] is the inverse).
 pub fn json_path(path: &Path) -> String {
     let bytes = path.as_os_str().as_bytes();
-    if let Ok(s) = std::str::from_utf8(bytes) {
-        return s.to_string();
-    }
     let mut out = String::with_capacity(bytes.len() + 8);
     for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
+        for c in chunk.valid().chars() {
+            if c == '\\' {
+                out.push_str("\\\\");
+            } else {
+                out.push(c);
+            }
+        }
         for b in chunk.invalid() {
             let _ = write!(out, "\\x{b:02x}");
         }
     }
     out
+}
+
+/// The path bytes a [`json_path`] string stands for; `None` if it is not one (a backslash
+/// followed by anything but `\` or `xNN`).
+pub fn path_from_json(s: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        match b.get(i + 1) {
+            Some(b'\\') => {
+                out.push(b'\\');
+                i += 2;
+            }
+            Some(b'x') => {
+                let hex = s.get(i + 2..i + 4)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 4;
+            }
+            _ => return None,
+        }
+    }
+    Some(std::ffi::OsString::from_vec(out).into())
+}
+
+/// Rewrites the characters a terminal could act on (C1 controls, DEL, bidirectional and
+/// zero-width formatting) in a JSON text as `\uXXXX`. They can only occur inside JSON strings
+/// (the structure is ASCII), where `\uXXXX` means the same character, so the document stays
+/// equivalent: a program reading it gets the real text, a terminal showing it stays sane.
+pub fn terminal_safe_json(text: &str) -> std::borrow::Cow<'_, str> {
+    // serde_json escapes every C0 control inside strings, so a raw newline is layout.
+    let unsafe_char = |c: char| c != '\n' && is_unsafe_char(c);
+    if !text.chars().any(unsafe_char) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
 }
 
 /// Whether a character must not reach a terminal as it is: control characters (C0, DEL, C1,
@@ -142,9 +202,29 @@ mod tests {
     }
 
     #[test]
-    fn json_paths_keep_utf8_and_escape_only_invalid_bytes() {
+    fn json_paths_keep_utf8_and_escape_only_backslashes_and_invalid_bytes() {
         assert_eq!(json_path(Path::new("/a b/c\nd.lock")), "/a b/c\nd.lock");
         let p = Path::new(OsStr::from_bytes(b"/x/\xffy.lock"));
         assert_eq!(json_path(p), "/x/\\xffy.lock");
+        assert_eq!(json_path(Path::new("/x/a\\b")), "/x/a\\\\b");
+    }
+
+    #[test]
+    fn json_paths_are_unambiguous_and_lossless() {
+        let literal = Path::new("/t/\\xff.lock");
+        let byte = Path::new(OsStr::from_bytes(b"/t/\xff.lock"));
+        assert_ne!(json_path(literal), json_path(byte));
+        let mut all: Vec<u8> = (1u8..=255).collect();
+        all.extend_from_slice(b"\\x41\\\\xzz\\");
+        for bytes in [&all[..], b"/a\\", b"\\\\", b"\xc3\xa9\xc3", b"/t/\xff.lock"] {
+            let p = Path::new(OsStr::from_bytes(bytes));
+            assert_eq!(
+                path_from_json(&json_path(p)).as_deref(),
+                Some(p),
+                "{bytes:?}"
+            );
+        }
+        assert_eq!(path_from_json("/a\\qb"), None);
+        assert_eq!(path_from_json("/a\\x4"), None);
     }
 }

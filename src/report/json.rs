@@ -1,9 +1,10 @@
 //! The JSON view of a [`Report`]: one document matching `report.schema.json` (version 1).
 //!
-//! `null` stands for "not known"; paths are absolute with non-UTF-8 bytes written as `\xNN`
-//! ([`escape::json_path`]); `reclaimable` is [`Verdict::reclaimable`]. Besides the escapes JSON
-//! requires, every C1 control, DEL and invisible formatting character is written as `\uXXXX`,
-//! so printing the document to a terminal is safe.
+//! `null` stands for "not known"; paths are absolute, lossless and unambiguous: a backslash is
+//! written `\\` and a byte that is not UTF-8 `\xNN` ([`escape::json_path`]); `reclaimable` is
+//! [`Verdict::reclaimable`]. Besides the escapes JSON requires, every C1 control, DEL and
+//! invisible formatting character is written as `\uXXXX`, so printing the document to a
+//! terminal is safe ([`escape::terminal_safe_json`]).
 
 use std::io::{self, Write};
 
@@ -127,7 +128,7 @@ impl Report {
     /// Writes the JSON document (pretty, newline-terminated).
     pub fn write_json(&self, mut w: impl Write) -> io::Result<()> {
         let text = serde_json::to_string_pretty(&self.document()).map_err(io::Error::other)?;
-        w.write_all(terminal_safe_json(&text).as_bytes())?;
+        w.write_all(escape::terminal_safe_json(&text).as_bytes())?;
         w.write_all(b"\n")
     }
 }
@@ -189,29 +190,6 @@ impl Action {
             Action::Kept => "kept",
         }
     }
-}
-
-/// Rewrites the characters a terminal could act on (C1 controls, DEL, bidirectional and
-/// zero-width formatting) as `\uXXXX`. They can only occur inside JSON strings (the structure
-/// is ASCII), where `\uXXXX` means the same character, so the document stays equivalent.
-fn terminal_safe_json(text: &str) -> std::borrow::Cow<'_, str> {
-    // serde_json escapes every C0 control inside strings, so a raw newline is layout.
-    let unsafe_char = |c: char| c != '\n' && escape::is_unsafe_char(c);
-    if !text.chars().any(unsafe_char) {
-        return text.into();
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            let mut units = [0u16; 2];
-            for u in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{u:04x}"));
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out.into()
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use serde::de::{self, Deserializer};
 use super::matcher::Matcher;
 use crate::dialect::{self, Dialect, Windows};
 use crate::remote::AskConfig;
+use crate::reclaim::CopyLimits;
 
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../../assets/config.json");
@@ -68,6 +69,8 @@ pub struct Config {
     pub windows: Windows,
     /// Which other hosts to ask about their locks, and how (see [`crate::remote`]).
     pub ask_hosts: AskConfig,
+    /// How much the state directory may hold (reclaim's copies).
+    pub saved: CopyLimits,
     /// The files this configuration was read from, lowest precedence first (the embedded
     /// default is not listed).
     pub sources: Vec<PathBuf>,
@@ -129,6 +132,162 @@ struct Layer {
     windows: Option<Windows>,
     #[serde(default, deserialize_with = "ask_config")]
     ask_hosts: Option<AskConfig>,
+    /// Limits of the copies reclaim keeps (merged key by key too).
+    saved: Option<CopyLimits>,
+}
+
+/// The keys set so far of the sections that merge key by key.
+#[derive(Default)]
+struct Merged {
+    windows: serde_json::Map<String, serde_json::Value>,
+    saved: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The largest configuration file read (a configuration is a few hundred bytes).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads a configuration file: a regular file (a FIFO, a device or a directory is refused at
+/// once, without blocking), at most [`MAX_CONFIG_BYTES`], UTF-8 with or without a byte-order
+/// mark. `None` when `missing_ok` and it does not exist.
+fn read_file(path: &Path, missing_ok: bool) -> Result<Option<String>, ConfigError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let err = |error: std::io::Error| ConfigError::Read {
+        path: path.to_path_buf(),
+        error,
+    };
+    let other = |msg: String| err(std::io::Error::other(msg));
+    // O_NONBLOCK: opening a FIFO must not wait for a writer.
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(err(e)),
+    };
+    let meta = file.metadata().map_err(err)?;
+    if !meta.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(other(format!("it is {what}, not a regular file")));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(other(format!(
+            "it is {} bytes, more than the {MAX_CONFIG_BYTES} a configuration may have",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(other(format!(
+            "it grew past the {MAX_CONFIG_BYTES} bytes a configuration may have"
+        )));
+    }
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes);
+    let text = String::from_utf8(body.to_vec())
+        .map_err(|e| other(format!("it is not UTF-8 text ({e})")))?;
+    Ok(Some(text))
+}
+
+/// Where `"key"` first appears in `text` (1-based line and column), for messages about a
+/// value that parsed but is out of range.
+fn position_of(text: &str, key: &str) -> (usize, usize) {
+    let quoted = format!("\"{key}\"");
+    let Some(at) = text.find(&quoted) else {
+        return (1, 1);
+    };
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+fn range_error(name: &Path, text: &str, key: &str, message: String) -> ConfigError {
+    let (line, column) = position_of(text, key);
+    ConfigError::Parse {
+        path: name.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// Every stale window between 0 and [`Windows::MAX_SECS`] (ten years).
+fn check_windows(
+    name: &Path,
+    text: &str,
+    w: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), ConfigError> {
+    for (key, value) in w {
+        let Some(n) = value.as_u64() else { continue };
+        if key.ends_with("_secs") && n > Windows::MAX_SECS {
+            return Err(range_error(
+                name,
+                text,
+                key,
+                format!(
+                    "windows.{key} = {n} is out of range: a window is 0 to {} seconds (ten years)",
+                    Windows::MAX_SECS
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Limits that make sense: a copy of at least a page, a total at least one copy, copies kept
+/// a day to ten years.
+fn check_saved(name: &Path, text: &str, s: &CopyLimits) -> Result<(), ConfigError> {
+    if s.max_copy_bytes < 4096 {
+        return Err(range_error(
+            name,
+            text,
+            "max_copy_bytes",
+            format!(
+                "saved.max_copy_bytes = {} is too small (at least 4096)",
+                s.max_copy_bytes
+            ),
+        ));
+    }
+    if s.max_total_bytes < s.max_copy_bytes {
+        return Err(range_error(
+            name,
+            text,
+            "max_total_bytes",
+            format!(
+                "saved.max_total_bytes = {} is less than saved.max_copy_bytes = {}",
+                s.max_total_bytes, s.max_copy_bytes
+            ),
+        ));
+    }
+    if !(1..=3660).contains(&s.keep_days) {
+        return Err(range_error(
+            name,
+            text,
+            "keep_days",
+            format!(
+                "saved.keep_days = {} is out of range (1 to 3660 days)",
+                s.keep_days
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Config {
@@ -145,23 +304,14 @@ impl Config {
         explicit: Option<&Path>,
     ) -> Result<Config, ConfigError> {
         let mut layers = vec![(None, EMBEDDED.to_string())];
-        if let Some(p) = user {
-            match std::fs::read_to_string(p) {
-                Ok(text) => layers.push((Some(p.to_path_buf()), text)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(error) => {
-                    return Err(ConfigError::Read {
-                        path: p.to_path_buf(),
-                        error,
-                    });
-                }
-            }
+        if let Some(p) = user
+            && let Some(text) = read_file(p, true)?
+        {
+            layers.push((Some(p.to_path_buf()), text));
         }
-        if let Some(p) = explicit {
-            let text = std::fs::read_to_string(p).map_err(|error| ConfigError::Read {
-                path: p.to_path_buf(),
-                error,
-            })?;
+        if let Some(p) = explicit
+            && let Some(text) = read_file(p, false)?
+        {
             layers.push((Some(p.to_path_buf()), text));
         }
         let mut config = Config {
@@ -170,27 +320,23 @@ impl Config {
             extra_patterns: Vec::new(),
             windows: Windows::default(),
             ask_hosts: AskConfig::default(),
+            saved: CopyLimits::default(),
             sources: Vec::new(),
             dialects: Dialects(dialect::registry()),
             matcher: OnceLock::new(),
         };
-        let mut windows = serde_json::Map::new();
+        let mut merged = Merged::default();
         for (path, text) in layers {
             let name = path.clone().unwrap_or_else(|| PathBuf::from("<embedded>"));
-            config.apply(&mut windows, &name, &text)?;
+            config.apply(&mut merged, &name, &text)?;
             config.sources.extend(path);
         }
         Ok(config)
     }
 
-    /// Applies one layer over this configuration. `windows` accumulates the stale-window keys
-    /// set so far (they merge key by key).
-    fn apply(
-        &mut self,
-        windows: &mut serde_json::Map<String, serde_json::Value>,
-        name: &Path,
-        text: &str,
-    ) -> Result<(), ConfigError> {
+    /// Applies one layer over this configuration. `merged` accumulates the keys of the
+    /// sections that merge key by key (`windows`, `saved`).
+    fn apply(&mut self, merged: &mut Merged, name: &Path, text: &str) -> Result<(), ConfigError> {
         let layer: Layer = serde_json::from_str(text).map_err(|e| parse_error(name, &e))?;
         if let Some(r) = layer.roots {
             self.roots = r;
@@ -204,15 +350,24 @@ impl Config {
         if let Some(x) = layer.ask_hosts {
             self.ask_hosts = x;
         }
-        if layer.windows.is_some() {
+        if layer.windows.is_some() || layer.saved.is_some() {
             // Valid (checked above): take the keys this layer sets.
             let raw: serde_json::Value =
                 serde_json::from_str(text).map_err(|e| parse_error(name, &e))?;
             if let Some(serde_json::Value::Object(w)) = raw.get("windows") {
-                windows.extend(w.clone());
+                check_windows(name, text, w)?;
+                merged.windows.extend(w.clone());
+                self.windows =
+                    serde_json::from_value(serde_json::Value::Object(merged.windows.clone()))
+                        .map_err(|e| parse_error(name, &e))?;
             }
-            self.windows = serde_json::from_value(serde_json::Value::Object(windows.clone()))
-                .map_err(|e| parse_error(name, &e))?;
+            if let Some(serde_json::Value::Object(w)) = raw.get("saved") {
+                merged.saved.extend(w.clone());
+                self.saved =
+                    serde_json::from_value(serde_json::Value::Object(merged.saved.clone()))
+                        .map_err(|e| parse_error(name, &e))?;
+                check_saved(name, text, &self.saved)?;
+            }
         }
         self.matcher = OnceLock::new();
         Ok(())
@@ -227,11 +382,19 @@ impl Config {
     /// default. `name` is used in error messages.
     pub fn from_json(name: &Path, text: &str) -> Result<Config, ConfigError> {
         let mut config = Config::embedded();
-        let mut windows = match serde_json::to_value(&config.windows) {
+        let object = |v| match v {
             Ok(serde_json::Value::Object(m)) => m,
             _ => serde_json::Map::new(),
         };
-        config.apply(&mut windows, name, text)?;
+        let mut merged = Merged {
+            windows: object(serde_json::to_value(&config.windows)),
+            saved: object(serde_json::to_value(config.saved)),
+        };
+        config.apply(
+            &mut merged,
+            name,
+            text.strip_prefix('\u{feff}').unwrap_or(text),
+        )?;
         Ok(config)
     }
 

@@ -1,0 +1,191 @@
+//! The journal: one JSON object per line in `journal.jsonl`, one per event (a lock reclaimed,
+//! a reclaim that failed after its checks, a lock restored).
+//!
+//! Each line is an [`Entry`] (`"version": 1`). Paths are written with
+//! [`escape::json_path`](crate::report::escape::json_path) (lossless: a backslash is `\\`, a
+//! byte that is not UTF-8 `\xNN`); other text is the real text, with the characters a terminal
+//! could act on written as `\uXXXX` escapes, so `cat journal.jsonl` is safe and a program
+//! reading it gets the exact strings back.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::escape;
+use crate::scan::Finding;
+use crate::verdict::Judgement;
+
+/// The version of the journal line format this module writes.
+pub const VERSION: u32 = 1;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Event {
+    /// A lock was removed (with a copy in `saved_to`, or none and `not_saved` says why).
+    #[default]
+    Reclaim,
+    /// The checks passed but the removal failed; nothing was removed.
+    ReclaimFailed,
+    /// A reclaimed lock was put back (`restores` names the entry).
+    Restore,
+}
+
+impl Event {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::Reclaim => "reclaim",
+            Event::ReclaimFailed => "reclaim-failed",
+            Event::Restore => "restore",
+        }
+    }
+}
+
+/// What a removed lock was, so that it can be put back exactly.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// `file`, `symlink` or `dir`.
+    pub kind: String,
+    /// Permission bits (with set-id and sticky bits).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Modification time: seconds since the epoch and nanoseconds.
+    pub mtime: i64,
+    pub mtime_nsec: u32,
+    /// Apparent size in bytes.
+    pub size: u64,
+}
+
+impl Meta {
+    #[allow(clippy::unnecessary_cast)]
+    pub fn of(st: &rustix::fs::Stat) -> Meta {
+        use rustix::fs::FileType;
+        let kind = match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => "file",
+            FileType::Symlink => "symlink",
+            FileType::Directory => "dir",
+            _ => "other",
+        };
+        Meta {
+            kind: kind.into(),
+            mode: (st.st_mode as u32) & 0o7777,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            mtime: st.st_mtime as i64,
+            mtime_nsec: st.st_mtime_nsec as u32,
+            size: st.st_size as u64,
+        }
+    }
+
+    /// For content whose file could not be looked at: a file of ours, 0644, mtime now.
+    pub fn unknown(size: u64) -> Meta {
+        let now = jiff::Timestamp::now();
+        Meta {
+            kind: "file".into(),
+            mode: 0o644,
+            uid: rustix::process::geteuid().as_raw(),
+            gid: rustix::process::getegid().as_raw(),
+            mtime: now.as_second(),
+            mtime_nsec: now.subsec_nanosecond().max(0) as u32,
+            size,
+        }
+    }
+}
+
+/// One line of the journal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Entry {
+    pub version: u32,
+    /// Unique and sortable (time, process, sequence); what `locksmith restore ENTRY` takes.
+    /// Lines of older versions, which had none, get `line-N`.
+    pub id: String,
+    /// RFC 3339.
+    pub time: String,
+    pub event: Event,
+    /// The lock's path ([`escape::json_path`]; [`Entry::path_buf`] gets the bytes back).
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<String>,
+    /// The verdict at the moment of removal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsaved_changes: Option<bool>,
+    /// What the lock was (type, mode, owner, mtime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Size of the copy's content (the file's, the link text's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Where the copy is ([`escape::json_path`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_to: Option<String>,
+    /// Why no copy was kept (removed without one because the user asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_saved: Option<String>,
+    /// For a restore: the id of the reclaim entry put back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restores: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Entry {
+    /// The lock's path as bytes (`None` if `path` is not a [`escape::json_path`] string).
+    pub fn path_buf(&self) -> PathBuf {
+        escape::path_from_json(&self.path).unwrap_or_else(|| PathBuf::from(&self.path))
+    }
+
+    /// A new entry of this version, stamped now.
+    pub fn new(id: String, event: Event, path: &Path) -> Entry {
+        Entry {
+            version: VERSION,
+            id,
+            time: jiff::Timestamp::now().to_string(),
+            event,
+            path: escape::json_path(path),
+            ..Entry::default()
+        }
+    }
+}
+
+/// The entry for a lock about to be removed (judgement filled in at commit).
+pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
+    let mut e = Entry::new(id, Event::Reclaim, &f.path);
+    e.dialect = Some(f.dialect.to_string());
+    e.meta = Some(meta);
+    set_judgement(&mut e, &f.judgement);
+    e
+}
+
+/// Records the judgement of the moment in `e`.
+pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
+    e.verdict = Some(j.verdict.as_str().to_string());
+    e.evidence = j.evidence.clone();
+    e.owner = j.owner.as_ref().and_then(|o| serde_json::to_value(o).ok());
+    e.unsaved_changes = j.unsaved_changes;
+    e.time = jiff::Timestamp::now().to_string();
+}
+
+/// Parses the journal's text; lines that are not entries are skipped, entries without an id
+/// (older versions) get `line-N`.
+pub fn parse(text: &[u8]) -> Vec<Entry> {
+    text.split(|&b| b == b'\n')
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let mut e: Entry = serde_json::from_slice(line).ok()?;
+            if e.id.is_empty() {
+                e.id = format!("line-{}", i + 1);
+            }
+            Some(e)
+        })
+        .collect()
+}
