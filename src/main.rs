@@ -43,6 +43,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+
+    /// List what reclaim removed (and what was restored), oldest first.
+    Journal(JournalArgs),
+    /// Put back a lock that reclaim removed, exactly as it was (only if nothing is there now).
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct JournalArgs {
+    /// Print the entries as one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RestoreArgs {
+    /// A journal entry (its number in `locksmith journal`, or its id) or the path of a
+    /// removed lock. Default: the last reclaim not restored yet.
+    #[arg(value_name = "ENTRY|PATH")]
+    pub entry: Option<std::ffi::OsString>,
 }
 
 /// Options of the scan, the report and the UI.
@@ -191,6 +211,8 @@ fn main() {
         Some(Command::Lock(args)) => cli::lock::run(args),
         Some(Command::Inspect(args)) => cli::inspect::run(args),
         Some(Command::Completions { shell }) => cli::completions::run(shell),
+        Some(Command::Journal(args)) => cli::journal::run(args),
+        Some(Command::Restore(args)) => cli::restore::run(args),
         None if cli.scan.scan => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };

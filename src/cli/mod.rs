@@ -1,7 +1,9 @@
-//! Non-interactive commands: `locksmith lock`, `locksmith --scan`, `locksmith inspect` and
-//! `locksmith completions`.
+//! Non-interactive commands: `locksmith lock`, `locksmith --scan`, `locksmith inspect`,
+//! `locksmith completions`, `locksmith journal` and `locksmith restore`.
 
 pub mod completions;
 pub mod inspect;
+pub mod journal;
 pub mod lock;
+pub mod restore;
 pub mod scan;
