@@ -9,9 +9,13 @@
 //!
 //! Like `flock(1)`, COMMAND inherits the locked descriptor, so the lock stays held while
 //! COMMAND runs even if this process is killed; it becomes stale, and is reclaimed by the next
-//! acquirer, only once every process holding that descriptor is gone. While COMMAND runs,
-//! this process ignores SIGINT and SIGQUIT (a Ctrl-C reaches COMMAND, which decides), so it
-//! can release the lock after COMMAND ends.
+//! acquirer, only once every process holding that descriptor is gone.
+//!
+//! Unlike `flock(1)`, this process forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and
+//! SIGUSR2 to COMMAND and keeps waiting for it, so a supervisor that signals only the process
+//! it started (systemd's `KillMode=mixed`, `timeout(1)`, a shell's `kill $!`) stops the job,
+//! and the lock is released once COMMAND has ended. A signal the terminal sends to the whole
+//! foreground process group (Ctrl-C, Ctrl-\\) already reaches COMMAND and is not sent twice.
 
 use std::ffi::OsString;
 use std::io;
@@ -86,9 +90,12 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
         )
     })?;
 
+    // Handlers first: a signal that arrives while COMMAND starts is forwarded once it runs.
+    forward::install();
     let mut child = match Command::new(program).args(rest).spawn() {
         Ok(c) => c,
         Err(e) => {
+            forward::uninstall();
             let code = if e.kind() == io::ErrorKind::NotFound {
                 EXIT_NOT_FOUND
             } else {
@@ -105,7 +112,7 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
             ));
         }
     };
-    ignore_terminal_signals();
+    forward::to(child.id());
     let status = child
         .wait()
         .map_err(|e| Failure::new(EXIT_ERROR, format!("waiting for {}: {e}", shown(program))))?;
@@ -151,14 +158,90 @@ fn describe_spawn_error(e: &io::Error) -> String {
     }
 }
 
-/// While COMMAND runs, SIGINT and SIGQUIT from the terminal reach COMMAND too; this process
-/// ignores them so that it outlives COMMAND and releases the lock.
-fn ignore_terminal_signals() {
-    for sig in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: installing SIG_IGN has no handler code to run; called after COMMAND was
-        // spawned, so COMMAND keeps the default dispositions.
-        unsafe {
-            libc::signal(sig, libc::SIG_IGN);
+/// Forwarding of the signals a supervisor sends to COMMAND (see the module docs).
+mod forward {
+    use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+    /// The signals forwarded.
+    pub const SIGNALS: [libc::c_int; 6] = [
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ];
+
+    /// COMMAND's PID once it runs (0 before).
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// Signals received before COMMAND ran (a bit per signal number).
+    static PENDING: AtomicU64 = AtomicU64::new(0);
+
+    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+        let code = unsafe { (*info).si_code };
+        // Sent by the terminal to the whole process group: COMMAND, in that group too, has
+        // its own copy already.
+        if code == libc::SI_KERNEL {
+            return;
         }
+        let child = CHILD.load(Ordering::SeqCst);
+        if child > 0 {
+            // SAFETY: kill(2) is async-signal-safe.
+            unsafe {
+                libc::kill(child, sig);
+            }
+        } else {
+            PENDING.fetch_or(1 << sig, Ordering::SeqCst);
+            // COMMAND may have started meanwhile, after `to` took the pending set.
+            if CHILD.load(Ordering::SeqCst) > 0 {
+                flush();
+            }
+        }
+    }
+
+    /// Forwards the pending signals to COMMAND (each taken once, by whoever swaps first).
+    fn flush() {
+        let pid = CHILD.load(Ordering::SeqCst);
+        let pending = PENDING.swap(0, Ordering::SeqCst);
+        for sig in SIGNALS {
+            if pending & (1 << sig) != 0 {
+                // SAFETY: kill(2) is async-signal-safe; COMMAND is not reaped yet.
+                unsafe {
+                    libc::kill(pid, sig);
+                }
+            }
+        }
+    }
+
+    /// Catches the signals (a caught signal is reset to its default in COMMAND by exec).
+    pub fn install() {
+        for sig in SIGNALS {
+            // SAFETY: a zeroed sigaction with a handler that only calls async-signal-safe
+            // functions and touches atomics; SA_RESTART keeps waitpid going.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = handler as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    }
+
+    /// Back to the default dispositions (COMMAND could not be started).
+    pub fn uninstall() {
+        for sig in SIGNALS {
+            // SAFETY: restoring SIG_DFL.
+            unsafe {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+        }
+    }
+
+    /// COMMAND runs as `pid`: forward from now on, and what came before.
+    pub fn to(pid: u32) {
+        CHILD.store(pid as i32, Ordering::SeqCst);
+        flush();
     }
 }

@@ -223,8 +223,9 @@ impl StateDir {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Deletes copies older than `keep_days` and partial copies left by a crash (older than an
-    /// hour); returns the bytes on disk of what stays.
+    /// Deletes copies made more than `keep_days` ago (by the time their name starts with) and
+    /// partial copies left by a crash (older than an hour); returns the bytes on disk of what
+    /// stays.
     fn rotate(&self) -> io::Result<u64> {
         let now = jiff::Timestamp::now().as_second();
         let keep = i64::try_from(self.limits.keep_days.saturating_mul(86_400)).unwrap_or(i64::MAX);
@@ -248,8 +249,8 @@ impl StateDir {
             };
             let age = now.saturating_sub(st.st_mtime as i64);
             let partial = name.as_bytes().starts_with(PARTIAL.as_bytes());
-            // A copy keeps the lock's mtime; its age is counted from when it was made (ctime).
-            let made = now.saturating_sub(st.st_ctime as i64);
+            // A copy's name starts with the time it was made; other names are not ours.
+            let made = made_at(name.as_bytes()).map_or(0, |t| now.saturating_sub(t));
             if (partial && age > 3600) || (!partial && made > keep) {
                 doomed.push(name);
             } else {
@@ -639,6 +640,14 @@ pub(super) fn read_all(fd: &OwnedFd, cap: u64) -> io::Result<Vec<u8>> {
     }
 }
 
+/// When a copy was made, from its name (`YYYYMMDDTHHMMSS.mmmZ-...`), in seconds since the
+/// epoch.
+fn made_at(name: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(name.get(..15)?).ok()?;
+    let dt = jiff::civil::DateTime::strptime("%Y%m%dT%H%M%S", s).ok()?;
+    Some(jiff::tz::TimeZone::UTC.to_timestamp(dt).ok()?.as_second())
+}
+
 #[allow(clippy::unnecessary_cast)]
 fn on_disk(st: &Stat) -> u64 {
     (st.st_blocks as u64).saturating_mul(512)
@@ -854,6 +863,12 @@ mod tests {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
     #[test]
+    fn copy_names_carry_when_they_were_made() {
+        assert_eq!(made_at(b"19700101T000100.000Z-1-0-x.pid.saved"), Some(60));
+        assert_eq!(made_at(b"notes.txt"), None);
+    }
+
+    #[test]
     fn copy_names_are_safe() {
         assert_eq!(safe_file_name(Path::new("/x/.a b\n.lock")), "_a_b_.lock");
         assert_eq!(safe_file_name(Path::new("/")), "lock");
@@ -898,6 +913,105 @@ mod tests {
 
         let e = StateDir::open(Path::new(""), CopyLimits::default(), true).unwrap_err();
         assert!(e.to_string().contains("HOME"), "{e}");
+    }
+
+    fn finding(path: &Path) -> Finding {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        Finding {
+            path: path.to_path_buf(),
+            dialect: "pidfile",
+            kind: crate::dialect::EntryKind::of(&meta),
+            size: Some(meta.len()),
+            modified_ms: Some(crate::probe::mtime_ms(&meta)),
+            identity: crate::scan::Identity::of(&meta),
+            fs: crate::probe::FsInfo::unknown(),
+            judgement: Judgement::new(crate::verdict::Verdict::Stale, "test verdict"),
+            content: Vec::new(),
+            link_target: None,
+        }
+    }
+
+    fn saved_names(p: &Path) -> Vec<String> {
+        std::fs::read_dir(p.join(SAVED))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_sparse_file_stays_sparse_and_a_discarded_copy_leaves_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let lock = t.path().join("big.pid");
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+            .unwrap();
+        f.set_len(16 << 20).unwrap();
+        std::os::unix::fs::FileExt::write_at(&f, b"123\n", 0).unwrap();
+        let limits = CopyLimits {
+            max_copy_bytes: 1 << 20,
+            max_total_bytes: 4 << 20,
+            keep_days: 1,
+        };
+        let state = Arc::new(
+            StateDir::open(&t.path().join("s"), limits, true)
+                .unwrap()
+                .unwrap(),
+        );
+        let staged = state
+            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .unwrap();
+        assert_eq!(saved_names(state.path()).len(), 1);
+        staged.discard();
+        assert!(saved_names(state.path()).is_empty());
+        assert!(state.read_journal().unwrap().is_empty());
+        assert_eq!(state.used_bytes(), 0);
+
+        let staged = state
+            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .unwrap();
+        let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        let m = std::fs::metadata(&copy).unwrap();
+        assert_eq!(m.len(), 16 << 20);
+        assert!(m.blocks() * 512 <= 64 * 1024, "{} blocks", m.blocks());
+        let j = state.read_journal().unwrap();
+        assert_eq!(j.len(), 1);
+        assert_eq!(j[0].meta.as_ref().unwrap().size, 16 << 20);
+
+        // Over the per-copy cap: no copy, nothing left behind.
+        std::os::unix::fs::FileExt::write_at(&f, &vec![1u8; 2 << 20], 4 << 20).unwrap();
+        let e = state
+            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .unwrap_err();
+        assert!(
+            matches!(&e, StageError::NotCopied(n) if n.0.contains("max_copy_bytes")),
+            "{e}"
+        );
+        assert_eq!(saved_names(state.path()).len(), 1);
+    }
+
+    #[test]
+    fn old_copies_rotate_away() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("s");
+        drop(StateDir::open(&p, CopyLimits::default(), true).unwrap());
+        let old = p.join(SAVED).join("20000101T000000.000Z-1-0-x.pid.saved");
+        let young = p.join(SAVED).join(format!(
+            "{}-1-0-y.pid.saved",
+            jiff::Timestamp::now().strftime("%Y%m%dT%H%M%S.000Z")
+        ));
+        let other = p.join(SAVED).join("notes.txt");
+        for f in [&old, &young, &other] {
+            std::fs::write(f, "x").unwrap();
+        }
+        let s = StateDir::open(&p, CopyLimits::default(), true)
+            .unwrap()
+            .unwrap();
+        assert!(!old.exists());
+        assert!(young.exists() && other.exists());
+        assert!(s.used_bytes() > 0);
     }
 
     #[test]
