@@ -201,26 +201,45 @@ pub fn held_at(path: &std::path::Path, dev: u64, ino: u64) -> Option<bool> {
     write_lock_conflict(fd.as_fd()).ok()
 }
 
-/// Finds the processes whose open file descriptions hold OFD locks on `wanted` files, through
-/// `/proc/<pid>/fd/*` (stat of the target) and `/proc/<pid>/fdinfo/*` (`lock:` lines).
-/// Several processes share one description after `fork`; all of them are returned.
+/// Finds the processes whose open file descriptions hold OFD locks on `wanted` files (keys as
+/// `/proc/locks` prints them), through `/proc/<pid>/fd/*` (stat of the target) and
+/// `/proc/<pid>/fdinfo/*` (`lock:` lines). Several processes share one description after
+/// `fork`; all of them are returned. The result is keyed both by the key `/proc/locks` prints
+/// and by the file's own `st_dev`: on an anonymous device (btrfs subvolume, overlay) they may
+/// differ, and then the inode decides, as in [`KernelLocks::on`].
 pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
     let mut out: HashMap<FileKey, Vec<i32>> = HashMap::new();
     if wanted.is_empty() {
         return out;
     }
+    let anon_inodes: HashSet<u64> = wanted
+        .iter()
+        .filter(|k| k.major == 0)
+        .map(|k| k.inode)
+        .collect();
+    let same = |lock: &FileKey, file: &FileKey| {
+        lock == file || (lock.inode == file.inode && (lock.major == 0 || file.major == 0))
+    };
     super::open_files::for_each_fd(|pid, fd, key| {
-        if !wanted.contains(&key) {
+        let maybe = wanted.contains(&key)
+            || (key.major == 0 && wanted.iter().any(|w| w.inode == key.inode))
+            || anon_inodes.contains(&key.inode);
+        if !maybe {
             return;
         }
         let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
-        let holds = info
+        let held: Vec<FileKey> = info
             .lines()
             .filter_map(|l| l.strip_prefix("lock:"))
             .filter_map(parse_line)
-            .any(|l| l.how == HolderHow::Ofd && l.key == key);
-        if holds {
-            let pids = out.entry(key).or_default();
+            .filter(|l| l.how == HolderHow::Ofd && same(&l.key, &key))
+            .map(|l| l.key)
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        for k in held.into_iter().chain(std::iter::once(key)) {
+            let pids = out.entry(k).or_default();
             if !pids.contains(&pid) {
                 pids.push(pid);
             }
