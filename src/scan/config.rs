@@ -573,15 +573,20 @@ pub fn expand(spec: &str) -> Option<PathBuf> {
     Some(absolute(Path::new(&out)))
 }
 
-/// An absolute form of `p` without following a final symlink (unless it names a directory):
+/// An absolute form of `p` without following a final symlink unless it names a directory:
 /// the parent is canonicalized when it exists, else `p` is joined to the current directory.
+///
+/// The rule for a root given as a symlink, the same with or without a trailing `/`: a symlink
+/// to a directory is resolved here, once, and the directory it names is scanned (the report
+/// shows that directory as the root); a symlink to anything else is the lock itself (emacs and
+/// chromium locks are symlinks) and is never followed. Nothing below a root is ever followed.
 pub fn absolute(p: &Path) -> PathBuf {
+    // `components` drops a trailing `/`, which would otherwise make lstat follow the link.
+    let p: PathBuf = p.components().collect();
     let joined = if p.is_absolute() {
-        p.to_path_buf()
+        p
     } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
+        std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
     };
     let last_is_name = matches!(joined.components().next_back(), Some(Component::Normal(_)));
     let is_link = std::fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink());
@@ -671,6 +676,101 @@ mod tests {
         assert_eq!(expand("${HOME}/z").unwrap(), absolute(&home.join("z")));
         assert_eq!(expand("$LOCKSMITH_SURELY_UNSET_VARIABLE/x"), None);
         assert_eq!(expand("/a$/b").unwrap(), PathBuf::from("/a$/b"));
+    }
+
+    #[test]
+    fn a_root_symlink_to_a_directory_is_resolved_with_or_without_a_slash() {
+        let t = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(t.path()).unwrap().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("a.pid"), "1\n").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let file_link = t.path().join("f.pid");
+        std::os::unix::fs::symlink(real.join("a.pid"), &file_link).unwrap();
+        assert_eq!(absolute(&link), real);
+        let mut slash = link.into_os_string();
+        slash.push("/");
+        assert_eq!(absolute(Path::new(&slash)), real);
+        assert_eq!(
+            absolute(&file_link),
+            std::fs::canonicalize(t.path()).unwrap().join("f.pid")
+        );
+    }
+
+    #[test]
+    fn windows_out_of_range_are_refused_with_their_position() {
+        let text = "{\n  \"windows\": {\n    \"mkdir_lock_secs\": 18446744073709551615,\n    \"git_min_age_secs\": 2 }\n}";
+        let e = Config::from_json(Path::new("c.json"), text).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("line 3 column 5"), "{msg}");
+        assert!(msg.contains("windows.mkdir_lock_secs"), "{msg}");
+        let ok = format!(
+            "{{\"windows\": {{\"heartbeat_secs\": {}}}}}",
+            Windows::MAX_SECS
+        );
+        assert_eq!(
+            Config::from_json(Path::new("c.json"), &ok)
+                .unwrap()
+                .windows
+                .heartbeat_secs,
+            Windows::MAX_SECS
+        );
+        let over = format!(
+            "{{\"windows\": {{\"heartbeat_secs\": {}}}}}",
+            Windows::MAX_SECS + 1
+        );
+        assert!(Config::from_json(Path::new("c.json"), &over).is_err());
+    }
+
+    #[test]
+    fn copy_limits_merge_and_are_checked() {
+        let c = Config::from_json(Path::new("c.json"), r#"{"saved": {"keep_days": 7}}"#).unwrap();
+        assert_eq!(c.saved.keep_days, 7);
+        assert_eq!(c.saved.max_copy_bytes, CopyLimits::default().max_copy_bytes);
+        for bad in [
+            r#"{"saved": {"max_copy_bytes": 10}}"#,
+            r#"{"saved": {"max_copy_bytes": 100000, "max_total_bytes": 5000}}"#,
+            r#"{"saved": {"keep_days": 0}}"#,
+            r#"{"saved": {"keep": 3}}"#,
+        ] {
+            assert!(
+                Config::from_json(Path::new("c.json"), bad).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn files_must_be_regular_small_utf8_and_may_have_a_bom() {
+        let t = tempfile::tempdir().unwrap();
+        let bom = t.path().join("bom.json");
+        std::fs::write(&bom, b"\xef\xbb\xbf{\"exclude\": [\"x\"]}").unwrap();
+        let c = Config::load_layers(None, Some(&bom)).unwrap();
+        assert_eq!(c.exclude, vec!["x".to_string()]);
+
+        let fifo = t.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let e = Config::load_layers(None, Some(&fifo)).unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let e = Config::load_layers(None, Some(Path::new("/dev/zero"))).unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+        let big = t.path().join("big.json");
+        std::fs::write(&big, vec![b' '; MAX_CONFIG_BYTES as usize + 1]).unwrap();
+        assert!(Config::load_layers(None, Some(&big)).is_err());
+        let latin1 = t.path().join("latin1.json");
+        std::fs::write(&latin1, b"{\"exclude\": [\"\xe9\"]}").unwrap();
+        let e = Config::load_layers(None, Some(&latin1)).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]
