@@ -102,6 +102,9 @@ pub struct StateDir {
     dir: OwnedFd,
     /// `saved/`; absent only in a directory opened for reading that never had copies.
     saved: Option<OwnedFd>,
+    /// The journal, opened (and checked) with the directory when it is opened for writing,
+    /// so that a bad journal is refused before anything is removed.
+    journal: Option<OwnedFd>,
     limits: CopyLimits,
     /// Bytes on disk in `saved/`, counting copies being written.
     used: AtomicU64,
@@ -180,10 +183,16 @@ impl StateDir {
             return Ok(None);
         };
         let saved = sub_dir(&dir, path, SAVED, create)?;
+        let journal = if create {
+            Some(open_journal(&dir, path)?)
+        } else {
+            None
+        };
         let s = StateDir {
             path: path.to_path_buf(),
             dir,
             saved,
+            journal,
             limits,
             used: AtomicU64::new(0),
             seq: AtomicU64::new(0),
@@ -339,20 +348,14 @@ impl StateDir {
         let text = serde_json::to_string(entry).map_err(io::Error::other)?;
         let mut line = crate::report::escape::terminal_safe_json(&text).into_owned();
         line.push('\n');
-        let fd = rustix::fs::openat(
-            &self.dir,
-            JOURNAL,
-            OFlags::WRONLY
-                | OFlags::APPEND
-                | OFlags::CREATE
-                | OFlags::NOFOLLOW
-                | OFlags::NOCTTY
-                | OFlags::NONBLOCK
-                | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| self.refused_file(JOURNAL, e))?;
-        check_own_file(&fd, &self.path.join(JOURNAL))?;
+        let opened;
+        let fd = match &self.journal {
+            Some(fd) => fd,
+            None => {
+                opened = open_journal(&self.dir, &self.path)?;
+                &opened
+            }
+        };
         let mut rest = line.as_bytes();
         while !rest.is_empty() {
             let n = rustix::io::write(&fd, rest)?;
@@ -435,7 +438,7 @@ impl Staged {
             ))));
         }
         // Reserve the room (rounded up to blocks) before writing, so parallel copies agree.
-        let need = data.div_ceil(4096) * 4096 + 4096;
+        let need = data.div_ceil(4096).max(1) * 4096;
         let used = &self.state.used;
         let mut now = used.load(Ordering::Relaxed);
         loop {
@@ -615,6 +618,30 @@ fn write_all_at(dst: &OwnedFd, b: &[u8], off: u64, hash: &mut Sha256) -> io::Res
     }
     hash.update(b);
     Ok(())
+}
+
+/// Opens (creating it 0600) the journal in `dir` with `O_NOFOLLOW|O_APPEND` and checks that it
+/// is a regular file of ours with one link that no one else may write to.
+fn open_journal(dir: &OwnedFd, path: &Path) -> io::Result<OwnedFd> {
+    let shown = path.join(JOURNAL);
+    let fd = rustix::fs::openat(
+        dir,
+        JOURNAL,
+        OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::NOCTTY
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP => refused(&shown, "is a symlink"),
+        e => io::Error::from(e),
+    })?;
+    check_own_file(&fd, &shown)?;
+    Ok(fd)
 }
 
 /// Reads a whole file of at most `cap` bytes.
@@ -1020,10 +1047,12 @@ mod tests {
         let p = t.path().join("state");
         let target = t.path().join("victim");
         std::fs::write(&target, "precious\n").unwrap();
-        let s = StateDir::open(&p, CopyLimits::default(), true)
-            .unwrap()
-            .unwrap();
+        std::fs::create_dir(&p).unwrap();
         std::os::unix::fs::symlink(&target, p.join(JOURNAL)).unwrap();
+        let e = StateDir::open(&p, CopyLimits::default(), true).unwrap_err();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+        // Opened for reading, the append of a restore line is refused the same way.
+        let s = StateDir::existing(&p).unwrap().unwrap();
         let e = s.append(&Entry::default()).unwrap_err();
         assert!(e.to_string().contains("is a symlink"), "{e}");
         assert_eq!(std::fs::read(&target).unwrap(), b"precious\n");
