@@ -256,6 +256,7 @@ impl StateDir {
             let Ok(st) = rustix::fs::statat(self.saved(), &name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
+            #[allow(clippy::unnecessary_cast)] // `time_t` is not i64 everywhere
             let age = now.saturating_sub(st.st_mtime as i64);
             let partial = name.as_bytes().starts_with(PARTIAL.as_bytes());
             // A copy's name starts with the time it was made; other names are not ours.
@@ -358,10 +359,10 @@ impl StateDir {
         };
         let mut rest = line.as_bytes();
         while !rest.is_empty() {
-            let n = rustix::io::write(&fd, rest)?;
+            let n = rustix::io::write(fd, rest)?;
             rest = &rest[n..];
         }
-        rustix::fs::fdatasync(&fd)?;
+        rustix::fs::fdatasync(fd)?;
         Ok(())
     }
 
@@ -569,7 +570,7 @@ fn data_extents(fd: BorrowedFd<'_>, size: u64) -> io::Result<Vec<(u64, u64)>> {
     Ok(out)
 }
 
-const ZEROS: [u8; 65536] = [0; 65536];
+static ZEROS: [u8; 65536] = [0; 65536];
 
 /// Copies the extents of `src` to the same offsets of `dst` (holes stay holes) and hashes the
 /// logical content (holes as zeros).
