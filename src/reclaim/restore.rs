@@ -35,8 +35,9 @@ pub enum Selector {
 }
 
 impl Selector {
-    /// `None` → [`Selector::Last`]; an argument with a `/` (or naming an existing path) is a
-    /// path, digits are a number, anything else an id.
+    /// `None` → [`Selector::Last`]; an argument with a `/` is a path, digits are a number,
+    /// anything else an id ([`restore`] takes an id that names no entry as a path relative to
+    /// the current directory, as `locksmith restore daemon.pid` means).
     pub fn parse(arg: Option<&OsStr>) -> Selector {
         let Some(arg) = arg else {
             return Selector::Last;
@@ -45,15 +46,16 @@ impl Selector {
         if b.contains(&b'/') {
             return Selector::Path(PathBuf::from(arg));
         }
-        if !b.is_empty() && b.iter().all(u8::is_ascii_digit) {
-            if let Ok(n) = arg.to_string_lossy().parse() {
-                return Selector::Number(n);
-            }
+        if !b.is_empty()
+            && b.iter().all(u8::is_ascii_digit)
+            && let Ok(n) = arg.to_string_lossy().parse()
+        {
+            return Selector::Number(n);
         }
-        if std::fs::symlink_metadata(arg).is_ok() {
-            return Selector::Path(PathBuf::from(arg));
+        match arg.to_str() {
+            Some(s) => Selector::Id(s.to_string()),
+            None => Selector::Path(PathBuf::from(arg)),
         }
-        Selector::Id(arg.to_string_lossy().into_owned())
     }
 }
 
@@ -112,10 +114,12 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
             .rev()
             .find(undoable)
             .ok_or("nothing to restore: every reclaim in the journal is restored already")?,
-        Selector::Id(id) => all
-            .iter()
-            .find(|e| &e.id == id)
-            .ok_or_else(|| format!("no journal entry {}", escape::escape_text(id)))?,
+        Selector::Id(id) if all.iter().any(|e| &e.id == id) => {
+            all.iter().find(|e| &e.id == id).expect("checked")
+        }
+        Selector::Id(name) => {
+            return restore(state_dir, &Selector::Path(PathBuf::from(name)));
+        }
         Selector::Number(n) => n
             .checked_sub(1)
             .and_then(|i| all.get(i))

@@ -66,7 +66,10 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     }
     let config = Config::load(args.config.as_deref())?;
     let roots = config.roots(&args.paths);
-    let reclaim = ReclaimOptions::new();
+    let reclaim = ReclaimOptions {
+        copies: config.saved,
+        ..ReclaimOptions::new()
+    };
     let opts = Options {
         readonly: args.readonly,
         theme: Theme::choose(args.color, std::env::var_os("NO_COLOR").as_deref()),
