@@ -1,0 +1,96 @@
+//! A process holding an OFD lock (which `/proc/locks` shows as pid -1) is named by its PID,
+//! found through `/proc/<pid>/fdinfo`, also on a btrfs subvolume, whose files have another
+//! device number than the one `/proc/locks` prints.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// A python3 child that holds an OFD write lock on `path` until it is killed; returns once
+/// the lock is taken.
+fn hold_ofd(path: &Path) -> Guard {
+    let script = "import fcntl, os, struct, sys, time\n\
+        fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n\
+        fcntl.fcntl(fd, 37, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLK\n\
+        print('locked', flush=True)\n\
+        time.sleep(600)\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    Guard(Some(child))
+}
+
+fn holders_of(env: &Env, lock: &Path) -> Vec<i64> {
+    let (report, out) = env.scan_json(&[lock]);
+    let l = report
+        .lock(lock)
+        .unwrap_or_else(|| panic!("{}", stdout(&out)));
+    assert_eq!(l.verdict, "live");
+    l.holders.iter().map(|h| h.pid as i64).collect()
+}
+
+fn check(env: &Env, lock: &Path) {
+    fs::write(lock, "999999\n").unwrap();
+    let holder = hold_ofd(lock);
+    let pids = holders_of(env, lock);
+    assert_eq!(pids, [holder.pid() as i64], "the OFD lock's holder by PID");
+}
+
+#[test]
+fn an_ofd_holder_is_named_by_its_pid() {
+    if !have("python3") {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let env = Env::new();
+    check(&env, &env.path().join("x.pid"));
+}
+
+#[test]
+fn an_ofd_holder_on_a_btrfs_subvolume_is_named_by_its_pid() {
+    if !rustix::process::geteuid().is_root() || !have("python3") || !have("mkfs.btrfs") {
+        eprintln!("skipped: needs root, python3 and mkfs.btrfs (btrfs-progs)");
+        return;
+    }
+    let env = Env::new();
+    let img = env.path().join("btrfs.img");
+    let mnt = env.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    fs::File::create(&img).unwrap().set_len(200 << 20).unwrap();
+    let ok = |c: &mut Command| c.stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !ok(Command::new("mkfs.btrfs").arg("-q").arg(&img))
+        || !ok(Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&img)
+            .arg(&mnt))
+    {
+        eprintln!("skipped: cannot make or mount a btrfs file system here");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let sub = mnt.join("sub");
+    assert!(ok(Command::new("btrfs")
+        .args(["subvolume", "create"])
+        .arg(&sub)));
+    check(&env, &sub.join("x.pid"));
+}
