@@ -40,7 +40,7 @@ fn holders_of(env: &Env, lock: &Path) -> Vec<i64> {
         .lock(lock)
         .unwrap_or_else(|| panic!("{}", stdout(&out)));
     assert_eq!(l.verdict, "live");
-    l.holders.iter().map(|h| h.pid as i64).collect()
+    l.holders.iter().map(|h| h.pid).collect()
 }
 
 fn check(env: &Env, lock: &Path) {

@@ -18,8 +18,8 @@ use serde::de::{self, Deserializer};
 
 use super::matcher::Matcher;
 use crate::dialect::{self, Dialect, Windows};
-use crate::remote::AskConfig;
 use crate::reclaim::CopyLimits;
+use crate::remote::AskConfig;
 
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../../assets/config.json");
