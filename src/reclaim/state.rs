@@ -164,6 +164,8 @@ impl StateDir {
     /// Opened once per process: later calls return the same descriptor.
     pub fn shared(path: &Path, limits: CopyLimits) -> io::Result<Arc<StateDir>> {
         let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        // A directory removed or replaced since (a long-running UI) is opened again.
+        open.retain(|s| s.still_there());
         if let Some(s) = open.iter().find(|s| s.path == path && s.limits == limits) {
             return Ok(s.clone());
         }
@@ -206,6 +208,15 @@ impl StateDir {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the path still names the directory we hold (not removed, not replaced).
+    fn still_there(&self) -> bool {
+        let (Ok(held), Ok(now)) = (rustix::fs::fstat(&self.dir), rustix::fs::lstat(&self.path))
+        else {
+            return false;
+        };
+        held.st_nlink > 0 && (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
     }
 
     pub fn limits(&self) -> CopyLimits {
@@ -1018,6 +1029,21 @@ mod tests {
             "{e}"
         );
         assert_eq!(saved_names(state.path()).len(), 1);
+    }
+
+    #[test]
+    fn a_state_directory_removed_meanwhile_is_made_again() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("s");
+        let a = StateDir::shared(&p, CopyLimits::default()).unwrap();
+        assert!(Arc::ptr_eq(
+            &a,
+            &StateDir::shared(&p, CopyLimits::default()).unwrap()
+        ));
+        std::fs::remove_dir_all(&p).unwrap();
+        let b = StateDir::shared(&p, CopyLimits::default()).unwrap();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(p.join(JOURNAL).exists());
     }
 
     #[test]
