@@ -31,6 +31,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing).
+    ///
+    /// SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to this process are
+    /// forwarded to COMMAND, which is waited for; then the lock is released.
     #[command(after_help = LOCK_EXIT_STATUS, after_long_help = LOCK_EXAMPLES)]
     Lock(LockArgs),
     /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
