@@ -647,6 +647,13 @@ mod tests {
         assert!(lock.join("inside").exists());
         let j = journal(t.path());
         assert_eq!(j.last().unwrap()["event"], "reclaim-failed");
+        // The kept lock left no copy and no "reclaim" line: only the first removal did.
+        let reclaims = j.iter().filter(|e| e["event"] == "reclaim").count();
+        assert_eq!(reclaims, 1, "{j:?}");
+        let copies = fs::read_dir(t.path().join("state").join(SAVED))
+            .unwrap()
+            .count();
+        assert_eq!(copies, 1);
     }
 
     #[test]
