@@ -638,3 +638,29 @@ fn restore_puts_back_a_symlink_lock_a_vim_swap_and_a_pid_file_exactly() {
     );
     assert!(entries.iter().all(|e| e["version"] == 1));
 }
+
+#[test]
+fn restore_never_follows_a_symlink_put_on_the_way() {
+    let env = Env::new();
+    let dir = env.path().join("run");
+    fs::create_dir(&dir).unwrap();
+    let lock = dir.join("daemon.pid");
+    fs::write(&lock, format!("{}\n", dead_pid())).unwrap();
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // The directory is swapped for a symlink to somewhere else before the restore.
+    let elsewhere = env.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    fs::remove_dir(&dir).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("symlink"), "{}", stderr(&out));
+    assert!(listing(&elsewhere).is_empty());
+    // Back as a real directory, the restore goes through.
+    fs::remove_file(&dir).unwrap();
+    fs::create_dir(&dir).unwrap();
+    let out = env.run(["restore"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(lock.exists());
+}
