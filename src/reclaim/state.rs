@@ -243,9 +243,8 @@ impl StateDir {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Deletes copies made more than `keep_days` ago (by the time their name starts with) and
-    /// partial copies left by a crash (older than an hour); returns the bytes on disk of what
-    /// stays.
+    /// Deletes copies (and partial copies left by a crash) made more than `keep_days` ago, by
+    /// the time their name starts with; returns the bytes on disk of what stays.
     fn rotate(&self) -> io::Result<u64> {
         let now = jiff::Timestamp::now().as_second();
         let keep = i64::try_from(self.limits.keep_days.saturating_mul(86_400)).unwrap_or(i64::MAX);
@@ -267,12 +266,14 @@ impl StateDir {
             let Ok(st) = rustix::fs::statat(self.saved(), &name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
-            #[allow(clippy::unnecessary_cast)] // `time_t` is not i64 everywhere
-            let age = now.saturating_sub(st.st_mtime as i64);
-            let partial = name.as_bytes().starts_with(PARTIAL.as_bytes());
-            // A copy's name starts with the time it was made; other names are not ours.
-            let made = made_at(name.as_bytes()).map_or(0, |t| now.saturating_sub(t));
-            if (partial && age > 3600) || (!partial && made > keep) {
+            // A copy's name starts with the time it was made (after the prefix, for one
+            // being written); other names are not ours. A partial copy left by a crash may be
+            // the only copy of a lock removed just before (its final name not yet on disk), so
+            // it is kept as long as a copy.
+            let bare = name.as_bytes();
+            let bare = bare.strip_prefix(PARTIAL.as_bytes()).unwrap_or(bare);
+            let made = made_at(bare).map_or(0, |t| now.saturating_sub(t));
+            if made > keep {
                 doomed.push(name);
             } else {
                 used = used.saturating_add(on_disk(&st));
