@@ -48,8 +48,14 @@ pub enum Command {
     },
 
     /// List what reclaim removed (and what was restored), oldest first.
+    #[command(after_long_help = JOURNAL_EXAMPLES)]
     Journal(JournalArgs),
     /// Put back a lock that reclaim removed, exactly as it was (only if nothing is there now).
+    ///
+    /// A symlink comes back as a symlink, a lock directory as a directory, a file byte for
+    /// byte, with its mode, owner and mtime; the copy's sha256 is checked first, and the
+    /// restore is journaled.
+    #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
     Restore(RestoreArgs),
 }
 
@@ -282,6 +288,34 @@ Exit status:
   126         COMMAND cannot be run
   127         COMMAND not found
   128+N       COMMAND was killed by signal N";
+
+const JOURNAL_EXAMPLES: &str = "\
+Examples:
+  What reclaim removed, numbered for `locksmith restore`:
+    locksmith journal
+  The same for a script (paths lossless: `\\\\` is a backslash, `\\xNN` a raw byte):
+    locksmith journal --json | jq '.entries[] | select(.event == \"reclaim\") | .path'
+
+Exit status:
+  0   listed
+  2   the state directory cannot be used (refused as unsafe, or no HOME)";
+
+const RESTORE_EXIT_STATUS: &str = "\
+Exit status: 0 restored; 1 refused (something stands at the path, no copy was kept, already
+restored, a symlink on the way) or failed, and nothing was changed.";
+
+const RESTORE_EXAMPLES: &str = "\
+Examples:
+  Undo the last reclaim:
+    locksmith restore
+  Undo entry 3 of `locksmith journal`, or the last reclaim of a path:
+    locksmith restore 3
+    locksmith restore /run/user/1000/daemon.pid
+
+Exit status:
+  0   restored
+  1   refused (something stands at the path, no copy was kept, already
+      restored, a symlink on the way) or failed; nothing was changed";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

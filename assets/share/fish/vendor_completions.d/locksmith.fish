@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_locksmith_global_optspecs
-    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved config= color= ask-hosts readonly interval= h/help V/version
+    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved remove-uncopied config= color= ask-hosts readonly interval= h/help V/version
 end
 
 function __fish_locksmith_needs_command
@@ -39,6 +39,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l json -d 'With --sca
 complete -c locksmith -n "__fish_locksmith_needs_command" -l reclaim -d 'With --scan: remove every lock that is stale at the moment of removal'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l dry-run -d 'With --reclaim: remove nothing, say what would be removed'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove vim swap files that hold unsaved changes'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l remove-uncopied -d 'With --reclaim: also remove a lock whose copy the limits forbid (too big for `saved.max_copy_bytes`, or the state directory full); it is journaled without a copy and cannot be restored'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l ask-hosts -d 'Ask the hosts that foreign locks name, over ssh, whether their owners live'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l readonly -d 'UI: never reclaim anything'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -46,6 +47,8 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -s V -l version -d 'Pr
 complete -c locksmith -n "__fish_locksmith_needs_command" -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_needs_command" -a "journal" -d 'List what reclaim removed (and what was restored), oldest first'
+complete -c locksmith -n "__fish_locksmith_needs_command" -a "restore" -d 'Put back a lock that reclaim removed, exactly as it was (only if nothing is there now)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l timeout -d 'Give up after SECS seconds (0: try once). Default: wait as long as it takes' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l heartbeat -d 'Refresh the lock\'s heartbeat every SECS seconds while COMMAND runs' -r
@@ -56,7 +59,12 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l expect -
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l json -d 'Print the answer as JSON (what --ask-hosts reads)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -s h -l help -d 'Print help'
 complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document'
+complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "journal" -d 'List what reclaim removed (and what was restored), oldest first'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "restore" -d 'Put back a lock that reclaim removed, exactly as it was (only if nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
