@@ -22,6 +22,14 @@ pub struct PidClaim<'a> {
     pub written_ms: Option<i64>,
     /// Process names the owner must have (comm, exe or argv[0]); empty accepts any.
     pub expect: &'a [&'a str],
+    /// Whether the writers are an open set: for a live process not on `expect`, says whether
+    /// it could still be an unlisted writer (an X server called `Xkasmvnc`), which makes the
+    /// name check inconclusive (`unknown`). `None`: `expect` is the closed, known set of
+    /// writers, and a process certainly none of them is not the owner.
+    pub could_be: Option<fn(&crate::probe::ProcFacts) -> bool>,
+    /// The machine id the lock names (Qt's `QLockFile`): another machine id is another
+    /// machine, whatever its host name.
+    pub machine_id: Option<&'a str>,
     /// Exact owner start time in ticks since boot (engine records only).
     pub start_ticks: Option<u64>,
     /// The owner's PID namespace inode, if the lock names it.
@@ -87,6 +95,45 @@ pub fn same_host(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
     }
 }
 
+/// Why a PID that exists here cannot be the owner of an application's lock, if it cannot:
+/// this machine's PID 1 (init, in the host's PID namespace) or a kernel thread. Neither ever
+/// writes an application's lock file, so a lock naming one was written in another PID
+/// namespace (a container's PID 1, a Flatpak sandbox's PID 2) and says nothing about a
+/// process here: never `live` on this evidence. `None` when the PID may be an owner.
+pub fn not_an_app_owner(pid: i32, state: &PidState, snap: &Snapshot) -> Option<String> {
+    let host_ns = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
+    let facts = state.facts();
+    if facts.is_some_and(|f| f.kernel_thread) || (host_ns && pid == 2 && facts.is_none()) {
+        let name = facts.map(|f| f.comm.as_str()).unwrap_or("kthreadd");
+        return Some(format!(
+            "process {pid} ({}) is a kernel thread, which never owns a lock file",
+            crate::dialect::common::escape(name, 32)
+        ));
+    }
+    if host_ns && pid == 1 && !matches!(state, PidState::Absent) {
+        let name = facts.map(|f| f.comm.as_str()).unwrap_or("init");
+        return Some(format!(
+            "process 1 ({}) is this machine's init, which never owns an application's lock",
+            crate::dialect::common::escape(name, 32)
+        ));
+    }
+    None
+}
+
+/// The judgement for a lock whose PID names no possible owner here ([`not_an_app_owner`]).
+fn not_an_owner_here(claim: &PidClaim<'_>, pid: i32, why: String, snap: &Snapshot) -> Judgement {
+    if claim.pid_ns.is_some() && claim.pid_ns == snap.host.pid_ns {
+        // Recorded in our own namespace, yet naming init or a kernel thread: not a record
+        // any writer makes.
+        return Judgement::new(Verdict::Unknown, why).because(format!(
+            "the lock records our own PID namespace, so PID {pid} cannot be an owner elsewhere either: its owner cannot be told"
+        ));
+    }
+    Judgement::new(Verdict::Foreign, why).because(format!(
+        "the lock was most likely written in another PID namespace (a container or a sandbox), where PID {pid} is another process: it cannot be checked from here"
+    ))
+}
+
 /// Judges a PID-based lock by the rules of spec §3.
 pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     let pid = claim.pid;
@@ -121,6 +168,17 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
             expect: claim.expect.iter().map(|s| s.to_string()).collect(),
         });
         return j;
+    }
+    if !same_kernel
+        && let (Some(theirs), Some(ours)) = (claim.machine_id, snap.host.machine_id.as_deref())
+        && !theirs.eq_ignore_ascii_case(ours)
+    {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "written on another machine (machine id {theirs}; this machine is {ours}), though its host name is ours: its PID {pid} cannot be checked here"
+            ),
+        );
     }
     if let (Some(theirs), Some(ours)) = (claim.boot_id, our_boot)
         && theirs != ours
@@ -173,7 +231,11 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
         );
     }
 
-    match snap.pid(pid) {
+    let state = snap.pid(pid);
+    if let Some(why) = not_an_app_owner(pid, &state, snap) {
+        return not_an_owner_here(claim, pid, why, snap);
+    }
+    match state {
         PidState::Absent if !pid_space_is_ours(claim, snap) => Judgement::new(
             Verdict::Foreign,
             format!(
@@ -248,6 +310,20 @@ fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
             format!(
                 "process {pid} is {:?} and its executable cannot be read here, so it cannot be told whether it is {}",
                 f.comm,
+                claim.expect.join("/")
+            ),
+        );
+    }
+    if !claim.expect.is_empty()
+        && !f.is_one_of(claim.expect)
+        && claim.could_be.is_some_and(|could| could(f))
+    {
+        return Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "process {pid} is {:?} ({}), not one of the known {}, but its name says it could be an unlisted one: the name check proves nothing",
+                f.comm,
+                f.exe.as_deref().unwrap_or("exe unknown"),
                 claim.expect.join("/")
             ),
         );

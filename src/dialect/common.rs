@@ -170,6 +170,18 @@ pub fn proc_is(p: &ProcSummary, names: &[&str]) -> bool {
         .any(|s| names.iter().any(|n| s == n || s.starts_with(n)))
 }
 
+/// The names a process goes by: comm, the executable's file name and `argv[0]`'s file name.
+pub fn names_of(f: &crate::probe::ProcFacts) -> Vec<String> {
+    let base = |s: &str| {
+        let s = s.trim_end_matches(" (deleted)");
+        s.rsplit('/').next().unwrap_or(s).to_string()
+    };
+    let mut names = vec![f.comm.clone()];
+    names.extend(f.exe.as_deref().map(base));
+    names.extend(f.cmdline.first().map(|a| base(a)));
+    names
+}
+
 /// Age of the candidate's mtime at snapshot time, in milliseconds (negative if in the future).
 pub fn age_ms(mtime_ms: i64, snap: &Snapshot) -> i64 {
     snap.taken_ms - mtime_ms

@@ -120,6 +120,12 @@ impl Dialect for Emacs {
             hostname: Some(&lock.host),
             written_ms: Some(c.mtime_ms()),
             expect: &["emacs"],
+            // xemacs, remacs, an emacs built under another name: any "*emacs*" could be one.
+            could_be: Some(|f| {
+                common::names_of(f)
+                    .iter()
+                    .any(|n| n.to_ascii_lowercase().contains("emacs"))
+            }),
             fs: Some(c.fs),
             ..PidClaim::default()
         };

@@ -30,6 +30,19 @@ pub const MOZILLAS: &[&str] = &[
     "zen",
 ];
 
+/// Whether a process not on [`MOZILLAS`] could still be a Mozilla program: forks and
+/// rebuilds keep coming (`firefox.real`, `mullvadbrowser`, `basilisk`, ...).
+fn could_be_a_mozilla(f: &crate::probe::ProcFacts) -> bool {
+    common::names_of(f).iter().any(|n| {
+        let n = n.to_ascii_lowercase();
+        [
+            "fox", "wolf", "moz", "bird", "monkey", "moon", "browser", "basilisk", "gecko",
+        ]
+        .iter()
+        .any(|k| n.contains(k))
+    })
+}
+
 /// What the `lock` symlink says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileLock {
@@ -135,6 +148,7 @@ impl Dialect for Firefox {
             pid: lock.pid,
             written_ms: Some(c.mtime_ms()),
             expect: MOZILLAS,
+            could_be: Some(could_be_a_mozilla),
             fs: Some(c.fs),
             ..PidClaim::default()
         };

@@ -1,10 +1,14 @@
 //! `flock`: files whose lock is a kernel lock (`flock(2)`, POSIX `fcntl`, OFD), not their
-//! existence — any file some process holds a kernel lock on right now, and the well-known ones
-//! that exist for that purpose: dpkg's and apt's `lock` files, cargo's `.package-cache`,
-//! python-filelock's empty `*.lock`, empty files named `lock`.
+//! existence — any file some process holds a kernel lock on right now, the well-known ones
+//! that exist for that purpose (dpkg's and apt's `lock` files, cargo's `.package-cache`), and
+//! empty `*.lock` files and files named `lock`.
 //!
-//! Verdict from `/proc/locks`: locked → `live` with the holders; unlocked → `free`. Such a
-//! file must never be deleted: processes waiting on it would be split across two inodes.
+//! Verdict from `/proc/locks`: locked → `live` with the holders. Unlocked, a well-known
+//! kernel-lock file is `free`: it must never be deleted, since processes waiting on it would be
+//! split across two inodes. An unlocked empty `*.lock` of unknown writer is `unknown`: it may be
+//! a kernel-lock file (python-filelock's `FileLock`, `flock(1)`) or a lock by existence
+//! (`O_EXCL` writers, older `SoftFileLock`), which is exactly what blocks its program; nothing
+//! says which. `free` needs evidence that the file's writers use kernel locks.
 
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
@@ -79,10 +83,21 @@ impl Dialect for Flock {
             common::add_holders(&mut j, openers);
             return j;
         }
-        let mut j = Judgement::new(
-            Verdict::Free,
-            "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
-        );
+        let mut j = if well_known(c) {
+            Judgement::new(
+                Verdict::Free,
+                "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
+            )
+            .because("its writers (dpkg, apt, cargo) lock it with kernel locks and never remove it")
+        } else {
+            Judgement::new(
+                Verdict::Unknown,
+                "no process holds a kernel lock on it (/proc/locks), but nothing says its writer uses kernel locks",
+            )
+            .because(
+                "an empty lock file is either a kernel-lock file (harmless, must stay) or a lock by existence (O_EXCL writers, older SoftFileLock), which blocks its program until removed: its owner cannot be told",
+            )
+        };
         if !openers.is_empty() {
             j.evidence.push(format!(
                 "open, without a lock, in {}",

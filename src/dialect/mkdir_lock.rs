@@ -1,10 +1,13 @@
 //! `mkdir-lock`: a directory named `*.lock`, taken with `mkdir` (atomic everywhere, NFS
-//! included) — proper-lockfile and many shell scripts. It names no owner; proper-lockfile
-//! refreshes the directory's mtime while it holds the lock (every `update` ms, 5 s by default)
-//! and treats it as stale past `stale` (10 s by default).
+//! included) — proper-lockfile and many shell scripts. It names no owner. proper-lockfile
+//! refreshes the directory's mtime while it holds the lock, every `update` ms (half of the
+//! caller's `stale`, which each caller chooses: 10 s by default, often minutes); shell scripts
+//! never refresh it at all.
 //!
-//! Liveness: a kernel lock on the directory or a process with it open; else the mtime is the
-//! heartbeat — older than [`Windows::mkdir_lock_secs`] is stale, fresher is live.
+//! Liveness: a kernel lock on the directory or a process with it open proves it held. Else the
+//! mtime is the only sign of life, and weak: `stale` only once it is older than
+//! [`Windows::mkdir_lock_secs`] (5 minutes by default: longer than any writer's refresh), and
+//! `unknown` below that — a holder refreshing at its own pace may still be there.
 
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
@@ -107,13 +110,14 @@ impl Dialect for MkdirLock {
             )
         } else {
             Judgement::new(
-                Verdict::Live,
+                Verdict::Unknown,
                 format!(
-                    "touched {} ago, within the {} s stale window (the holder's heartbeat)",
-                    common::fmt_age(age),
+                    "touched {} ago, within the {} s stale window: a holder may still be refreshing it (proper-lockfile refreshes at half of its caller's stale time), and its mtime alone proves neither",
+                    common::fmt_age(age.max(0)),
                     windows.mkdir_lock_secs
                 ),
             )
+            .because("no process has it open and no kernel lock is held on it")
         };
         common::with_owner(j, owner)
     }

@@ -15,6 +15,7 @@ pub mod git;
 pub mod libreoffice;
 pub mod locksmith;
 pub mod mkdir_lock;
+pub mod pid_record;
 pub mod pidfile;
 pub mod postgres;
 pub mod terraform;
@@ -62,7 +63,8 @@ impl EntryKind {
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Windows {
-    /// `mkdir-lock`: a lock directory whose mtime is older than this is stale.
+    /// `mkdir-lock`: a lock directory whose mtime is older than this is stale; younger, its
+    /// mtime alone proves nothing (`unknown`). Longer than any writer's refresh interval.
     pub mkdir_lock_secs: u64,
     /// `locksmith`: a heartbeat older than this (with no local evidence of life) is stale.
     pub heartbeat_secs: u64,
@@ -87,7 +89,7 @@ impl Windows {
 impl Default for Windows {
     fn default() -> Self {
         Windows {
-            mkdir_lock_secs: 10,
+            mkdir_lock_secs: 300,
             heartbeat_secs: 60,
             git_min_age_secs: 2,
         }

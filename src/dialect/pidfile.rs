@@ -2,13 +2,17 @@
 //! newline — `*.pid` (`/run/*.pid`, `start-stop-daemon --make-pidfile`), and `*.lock`,
 //! `*.lck`, `LCK..*` and plain `lock` whose content is a PID (dotlockfile, lockfile-progs with `--use-pid`,
 //! nightlyone/lockfile, UUCP/HDB `LCK..ttyS0` with a 10-character right-aligned PID, or the
-//! older binary form: the PID as a 4-byte native integer).
+//! older binary form: the PID as a 4-byte native integer) — or a PID record of several lines,
+//! read whole ([`super::pid_record`]: py-filelock's `SoftFileLock`, GnuPG's dotlock, Qt's
+//! `QLockFile`), whose host, PID namespace, machine, boot and start time are checked too.
 //!
 //! Liveness: a kernel lock on the file (daemons often `lockf` their pid file), then the PID
-//! rules of [`crate::evidence`] with the file's mtime as the time it was written. A pid file
-//! names no host: on a network file system its PID may belong to another machine (foreign).
+//! rules of [`crate::evidence`] with the file's mtime as the time it was written. A plain pid
+//! file names no host: on a network file system its PID may belong to another machine
+//! (foreign); a record naming another host is foreign wherever it lies.
 
 use super::common;
+use super::pid_record::{self, Form, PidRecord};
 use super::{Candidate, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
@@ -25,12 +29,15 @@ pub enum PidContent {
     Text { pid: i64, padded: bool },
     /// UUCP's binary form: 4 bytes, native byte order (little-endian on Linux hosts).
     Binary(i64),
+    /// A PID followed by more lines (host, application, ids...), read whole.
+    Record(PidRecord),
 }
 
 impl PidContent {
     pub fn pid(&self) -> i64 {
         match self {
             PidContent::Text { pid, .. } | PidContent::Binary(pid) => *pid,
+            PidContent::Record(r) => r.pid,
         }
     }
 }
@@ -49,11 +56,10 @@ pub fn parse(content: &[u8], uucp: bool) -> Result<PidContent, String> {
     }
     let text = std::str::from_utf8(content)
         .map_err(|_| format!("{} is not text", common::excerpt(content)))?;
-    let first = text.lines().next().unwrap_or("");
-    let rest = &text[first.len()..];
-    if !rest.trim().is_empty() && !first.trim().bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{} is not a PID", common::excerpt(content)));
+    if let Some(record) = pid_record::parse(text) {
+        return record.map(PidContent::Record);
     }
+    let first = text.lines().next().unwrap_or("");
     let pid = common::parse_pid(first)?;
     Ok(PidContent::Text {
         pid,
@@ -98,6 +104,12 @@ impl Dialect for Pidfile {
         let held = common::kernel_live(snap, c.key(), "the pid file");
         let parsed = parse(c.content, is_uucp_name(c));
         let owner = match &parsed {
+            Ok(PidContent::Record(r)) => Owner {
+                pid: Some(r.pid),
+                hostname: r.host_written.clone(),
+                detail: Some(record_detail(r)),
+                ..Owner::default()
+            },
             Ok(p) => Owner {
                 pid: Some(p.pid()),
                 detail: matches!(p, PidContent::Binary(_))
@@ -109,17 +121,52 @@ impl Dialect for Pidfile {
         if let Some(j) = held {
             return common::with_owner(j, owner);
         }
-        let pid = match parsed {
-            Ok(p) => p.pid(),
+        let content = match parsed {
+            Ok(p) => p,
             Err(why) => return common::unparseable("pid file", why),
         };
+        let pid = content.pid();
+        let record = match &content {
+            PidContent::Record(r) => Some(r),
+            _ => None,
+        };
+        let app = record.and_then(|r| r.app.as_deref());
+        let apps = app.map(|a| [a]);
         let claim = PidClaim {
             pid,
+            hostname: record.and_then(|r| r.hostname.as_deref()),
+            boot_id: record.and_then(|r| r.boot_id.as_deref()),
+            machine_id: record.and_then(|r| r.machine_id.as_deref()),
+            pid_ns: record.and_then(|r| r.pid_ns),
+            start_ticks: record.and_then(|r| r.start_ticks),
+            // Qt's own rule: the live PID must be that application.
+            expect: apps.as_ref().map(|a| &a[..]).unwrap_or(&[]),
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);
+        if let Some(r) = record {
+            if r.form() == Form::Unread && j.verdict == Verdict::Stale {
+                // The lines after the PID may name another host or namespace.
+                let mut u = Judgement::new(
+                    Verdict::Unknown,
+                    format!(
+                        "after its PID the file holds {} in no format this tool reads: they may say the PID is another host's",
+                        r.unread.as_deref().unwrap_or("more lines")
+                    ),
+                );
+                u.evidence.extend(
+                    j.evidence
+                        .into_iter()
+                        .map(|l| format!("(not conclusive without those lines) {l}")),
+                );
+                j = u;
+            } else {
+                j.evidence
+                    .push(format!("the file is {}", r.form().describe()));
+            }
+        }
         if pid == 0 {
             j.evidence.push(
                 "liblockfile writes 0 when it records no PID (lockfile-create without \
@@ -129,6 +176,27 @@ impl Dialect for Pidfile {
         }
         common::with_owner(j, owner)
     }
+}
+
+/// The owner detail of a multi-line record.
+fn record_detail(r: &PidRecord) -> String {
+    let mut parts = vec![r.form().describe().to_string()];
+    if let Some(app) = &r.app {
+        parts.push(format!("application {app}"));
+    }
+    if let Some(ns) = r.pid_ns {
+        parts.push(format!("PID namespace pid:[{ns}]"));
+    }
+    if let Some(m) = &r.machine_id {
+        parts.push(format!("machine id {m}"));
+    }
+    if let Some(b) = &r.boot_id {
+        parts.push(format!("boot id {b}"));
+    }
+    if let Some(t) = r.start_ticks {
+        parts.push(format!("owner started at tick {t} after boot"));
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]
@@ -167,5 +235,10 @@ mod tests {
         assert!(parse(b"1; rm -rf /", false).is_err());
         assert!(parse(b"", false).is_err());
         assert!(parse(b"abc\n123\n", false).is_err());
+        // A PID record of several lines is read whole.
+        match parse(b"4242\nlaptop\n", false) {
+            Ok(PidContent::Record(r)) => assert_eq!(r.hostname.as_deref(), Some("laptop")),
+            other => panic!("{other:?}"),
+        }
     }
 }

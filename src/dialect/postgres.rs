@@ -1,14 +1,18 @@
-//! `postgres`: `postmaster.pid` in a PostgreSQL data directory. Eight lines: postmaster PID,
-//! data directory, start time (seconds since the epoch), port, socket directory, listen
-//! address, shared-memory key and id, status (`starting`, `ready`, `stopping`, `standby`).
+//! `postgres`: `postmaster.pid` in a PostgreSQL data directory, and the socket lock files
+//! `.s.PGSQL.<port>.lock` beside the server's unix sockets. `postmaster.pid` has eight lines:
+//! postmaster PID, data directory, start time (seconds since the epoch), port, socket
+//! directory, listen address, shared-memory key and id, status (`starting`, `ready`,
+//! `stopping`, `standby`); a socket lock file has the same first five lines. A standalone
+//! backend (`postgres --single`) writes its PID negated; postgres reads the absolute value.
 //!
 //! Liveness: a postgres process whose working directory is this data directory (the
 //! postmaster and every backend `chdir` there; compared by inode, so it also holds for a
-//! server in a container seen from the host) proves it live. Otherwise the PID must be a
-//! postgres started before the recorded start time — the Docker trap is a restarted container
-//! whose old file names a low PID now held by an unrelated process: stale, naming it. A file
-//! recording another data directory than the one it lies in was written in another mount
-//! namespace, whose PIDs are not ours: foreign unless something else proves it stale.
+//! server in a container seen from the host) proves it live, and for a socket lock so does a
+//! process listening on its socket. Otherwise the PID must be a postgres started before the
+//! recorded start time — the Docker trap is a restarted container whose old file names a low
+//! PID now held by an unrelated process: stale, naming it. A file recording another data (or
+//! socket) directory than the one it lies in was written in another mount namespace, whose
+//! PIDs are not ours: foreign unless something else proves it stale.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -27,7 +31,10 @@ pub const POSTGRES: &[&str] = &["postgres", "postmaster"];
 /// What `postmaster.pid` records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostmasterPid {
+    /// The PID (the absolute value of what is written).
     pub pid: i64,
+    /// Written negated: a standalone backend (`postgres --single`), not a postmaster.
+    pub standalone: bool,
     pub data_dir: String,
     pub start_epoch: Option<i64>,
     pub port: Option<u16>,
@@ -43,7 +50,12 @@ pub fn parse(content: &[u8]) -> Result<PostmasterPid, String> {
         .map_err(|_| format!("{} is not text", common::excerpt(content)))?;
     let lines: Vec<&str> = text.lines().collect();
     let first = lines.first().copied().unwrap_or("");
-    let pid = common::parse_pid(first)?;
+    let written = common::parse_pid(first)?;
+    // miscinit.c: "if pid < 0, the pid is for postgres, not postmaster".
+    let (pid, standalone) = match written {
+        w if w < 0 => (w.checked_neg().unwrap_or(0), true),
+        w => (w, false),
+    };
     let data_dir = lines
         .get(1)
         .map(|l| l.trim_end())
@@ -58,6 +70,7 @@ pub fn parse(content: &[u8]) -> Result<PostmasterPid, String> {
     };
     Ok(PostmasterPid {
         pid,
+        standalone,
         data_dir: common::field(data_dir),
         start_epoch: lines.get(2).and_then(|l| l.trim().parse().ok()),
         port: lines.get(3).and_then(|l| l.trim().parse().ok()),
@@ -65,6 +78,13 @@ pub fn parse(content: &[u8]) -> Result<PostmasterPid, String> {
         listen: opt(5),
         status: opt(7),
     })
+}
+
+/// Whether a name is a socket lock file, `.s.PGSQL.<port>.lock`.
+pub fn is_socket_lock(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(".s.PGSQL.")?.strip_suffix(".lock"))
+        .is_some_and(|port| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Postgres processes whose working directory is `dir` (by device and inode).
@@ -83,23 +103,39 @@ impl Dialect for Postgres {
     }
 
     fn patterns(&self) -> &'static [&'static str] {
-        &["postmaster.pid"]
+        &["postmaster.pid", ".s.PGSQL.*.lock"]
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && c.file_name() == "postmaster.pid"
+        c.kind == EntryKind::File
+            && (c.file_name() == "postmaster.pid" || is_socket_lock(c.file_name()))
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let socket_lock = is_socket_lock(c.file_name());
+        let what = if socket_lock {
+            "postgres socket lock"
+        } else {
+            "postmaster.pid"
+        };
         let rec = match parse(c.content) {
             Ok(r) => r,
-            Err(why) => return common::unparseable("postmaster.pid", why),
+            Err(why) => return common::unparseable(what, why),
         };
+        if rec.pid == 0 {
+            // What postgres itself says: "bogus data in lock file".
+            return common::unparseable(what, "PID 0, which postgres itself rejects as bogus");
+        }
         let owner = Owner {
             pid: Some(rec.pid),
             created_at: rec.start_epoch.and_then(crate::probe::rfc3339),
             detail: Some(format!(
-                "data directory {}{}{}",
+                "{}data directory {}{}{}",
+                if rec.standalone {
+                    "standalone backend (postgres --single), "
+                } else {
+                    ""
+                },
                 rec.data_dir,
                 rec.port.map(|p| format!(", port {p}")).unwrap_or_default(),
                 rec.status
@@ -109,13 +145,20 @@ impl Dialect for Postgres {
             )),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "postmaster.pid") {
+        if let Some(j) = common::kernel_live(snap, c.key(), what) {
             return common::with_owner(j, owner);
         }
         let dir = c.path.parent().unwrap_or(Path::new("/"));
         let dir_meta = std::fs::metadata(dir).ok();
+        // The data directory, as this file lies in it (postmaster.pid) or as it records it
+        // (a socket lock, which lies in the socket directory).
+        let data_meta = if socket_lock {
+            std::fs::metadata(&rec.data_dir).ok()
+        } else {
+            dir_meta.clone()
+        };
 
-        if let Some(meta) = &dir_meta {
+        if let Some(meta) = &data_meta {
             let servers = servers_in(meta, snap);
             if !servers.is_empty() {
                 let list = servers
@@ -125,13 +168,23 @@ impl Dialect for Postgres {
                     .join(", ");
                 let mut j = Judgement::new(
                     Verdict::Live,
-                    format!("postgres processes run in this data directory: {list}"),
+                    format!(
+                        "postgres processes run in {}data directory: {list}",
+                        if socket_lock { "its " } else { "this " }
+                    ),
                 );
                 if let Some(f) = snap.pid(servers[0].0).facts() {
                     j.process = Some(snap.process_info(f));
                 }
                 return common::with_owner(j, owner);
             }
+        }
+        if socket_lock && let Some(socket) = listening_socket(c, snap) {
+            let j = Judgement::new(
+                Verdict::Live,
+                format!("a process listens on the server's socket {socket} (/proc/net/unix)"),
+            );
+            return common::with_owner(j, owner);
         }
 
         let written_ms = rec.start_epoch.map(|s| s * 1000).unwrap_or(c.mtime_ms());
@@ -144,20 +197,38 @@ impl Dialect for Postgres {
         };
         let mut j = judge_pid(&claim, snap);
 
-        // Written in another mount namespace (a container's volume seen from the host)?
-        let recorded_here = dir_meta.as_ref().is_some_and(|m| {
-            std::fs::metadata(&rec.data_dir).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
-        });
+        // Written in another mount namespace (a container's volume seen from the host)? The
+        // directory it records for itself is not the one it lies in.
+        let recorded_dir = if socket_lock {
+            rec.socket_dir.as_deref()
+        } else {
+            Some(rec.data_dir.as_str())
+        };
+        let recorded_here = match (&dir_meta, recorded_dir) {
+            (Some(m), Some(r)) => {
+                std::fs::metadata(r).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
+            }
+            // A socket lock that records no socket directory: nothing says it is elsewhere.
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
         if !recorded_here && dir_meta.is_some() && j.verdict != Verdict::Unknown {
-            let before_boot = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap);
-            if let Some(line) = before_boot {
+            if !c.fs.network
+                && let Some(line) =
+                    crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+            {
                 return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
             }
             let mut f = Judgement::new(
                 Verdict::Foreign,
                 format!(
-                    "it records data directory {} but lies in {}: it was written in another mount namespace (a container?), whose PID {} cannot be checked here",
-                    rec.data_dir,
+                    "it records {} {} but lies in {}: it was written in another mount namespace (a container?), whose PID {} cannot be checked here",
+                    if socket_lock {
+                        "socket directory"
+                    } else {
+                        "data directory"
+                    },
+                    recorded_dir.unwrap_or_default(),
                     common::field(&dir.to_string_lossy()),
                     rec.pid
                 ),
@@ -169,7 +240,7 @@ impl Dialect for Postgres {
 
         if j.verdict == Verdict::Live
             && let PidState::Alive(f) = snap.pid(rec.pid as i32)
-            && let Some(meta) = &dir_meta
+            && let Some(meta) = &data_meta
             && common::cwd_is(f.pid, meta) == Some(false)
         {
             let cwd = f
@@ -179,12 +250,23 @@ impl Dialect for Postgres {
                 .unwrap_or_else(|| "elsewhere".into());
             j.verdict = Verdict::Stale;
             j.evidence = vec![format!(
-                "process {} is a postgres serving another data directory ({cwd}), not this one",
-                f.pid
+                "process {} is a postgres serving another data directory ({cwd}), not {}",
+                f.pid,
+                if socket_lock {
+                    rec.data_dir.as_str()
+                } else {
+                    "this one"
+                }
             )];
         } else if j.verdict == Verdict::Stale {
-            j.evidence
-                .push("no postgres process runs in this data directory".into());
+            j.evidence.push(format!(
+                "no postgres process runs in {} data directory",
+                if socket_lock { "its" } else { "this" }
+            ));
+            if socket_lock {
+                j.evidence
+                    .push("no process listens on the server's socket beside it".into());
+            }
         }
         if let Some(s) = rec.start_epoch {
             j.evidence.push(format!(
@@ -194,6 +276,16 @@ impl Dialect for Postgres {
         }
         common::with_owner(j, owner)
     }
+}
+
+/// The unix socket a socket lock file guards (`.s.PGSQL.<port>` beside it), if a process
+/// listens on it.
+fn listening_socket(c: &Candidate<'_>, snap: &Snapshot) -> Option<String> {
+    let name = c.file_name().to_str()?.strip_suffix(".lock")?;
+    let path = c.path.with_file_name(name);
+    let path = path.to_str()?;
+    snap.unix_socket_listening(path)
+        .then(|| common::field(path))
 }
 
 #[cfg(test)]
@@ -210,6 +302,17 @@ mod tests {
         assert_eq!(r.port, Some(54329));
         assert_eq!(r.status.as_deref(), Some("ready"));
         assert!(parse(b"14928\n").is_err());
+        let single = parse(b"-14928\n/tmp/fx/pg/data\n1795995835\n").unwrap();
+        assert_eq!((single.pid, single.standalone), (14928, true));
         assert!(parse(b"x\n/data\n").is_err());
+    }
+
+    #[test]
+    fn socket_lock_names() {
+        use std::ffi::OsStr;
+        assert!(is_socket_lock(OsStr::new(".s.PGSQL.5432.lock")));
+        assert!(!is_socket_lock(OsStr::new(".s.PGSQL.5432")));
+        assert!(!is_socket_lock(OsStr::new(".s.PGSQL..lock")));
+        assert!(!is_socket_lock(OsStr::new(".s.PGSQL.x.lock")));
     }
 }

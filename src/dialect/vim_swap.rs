@@ -12,7 +12,7 @@ use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner};
+use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct VimSwap;
 
@@ -144,20 +144,30 @@ impl Dialect for VimSwap {
             }
         };
         j.unsaved_changes = Some(info.dirty);
-        if info.dirty {
-            // `vim -r` takes the edited file (when it is still there) or the swap file.
-            let file = std::path::Path::new(&info.file);
-            let target = if file.is_absolute() && file.symlink_metadata().is_ok() {
-                common::shell_quote(&info.file)
-            } else {
-                common::shell_quote(&common::field(&c.path.to_string_lossy()))
-            };
-            j.evidence.push(format!(
-                "the swap file holds unsaved changes: recover them with `vim -r {target}` before removing it"
-            ));
-        } else {
-            j.evidence
-                .push("the swap file holds no unsaved changes (dirty flag not set)".into());
+        // Advice follows the verdict: recovery is for a swap file whose vim is gone.
+        match (info.dirty, j.verdict) {
+            (true, Verdict::Stale) => {
+                let file = std::path::Path::new(&info.file);
+                let target = if file.is_absolute() && file.symlink_metadata().is_ok() {
+                    common::shell_quote(&info.file)
+                } else {
+                    common::shell_quote(&common::field(&c.path.to_string_lossy()))
+                };
+                j.evidence.push(format!(
+                    "the swap file holds unsaved changes: recover them with `vim -r {target}` before removing it"
+                ));
+            }
+            (true, Verdict::Live) => j.evidence.push(
+                "its vim is running with changes not yet saved: they are in that vim, not something to recover"
+                    .into(),
+            ),
+            (true, _) => j.evidence.push(
+                "the swap file holds unsaved changes; whether its vim still runs is not proven, so it is not a case for recovery here"
+                    .into(),
+            ),
+            (false, _) => j
+                .evidence
+                .push("the swap file holds no unsaved changes (dirty flag not set)".into()),
         }
         common::with_owner(j, owner)
     }

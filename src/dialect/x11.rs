@@ -1,12 +1,14 @@
 //! `x11`: the display lock an X server writes as `/tmp/.X<n>-lock` — its PID as 10
 //! right-aligned ASCII characters and a newline (`"%10d\n"`). Live when that PID is an X server
-//! started before the file was written.
+//! started before the file was written, or when a process listens on the display's socket.
+//! X servers are an open set: a live PID whose name could be an unlisted X server
+//! (`Xkasmvnc`) is `unknown`, never `stale`.
 
 use super::common;
 use super::{Candidate, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner};
+use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct X11;
 
@@ -27,6 +29,19 @@ pub const X_SERVERS: &[&str] = &[
     "Xpra",
     "nxagent",
 ];
+
+/// Whether a process not on [`X_SERVERS`] could still be an X server: the set is open (VNC
+/// and remote-desktop servers ship their own, `Xkasmvnc`, `Xorg.bin`, ...), and they are
+/// named `X...` or after VNC/NX.
+pub fn could_be_an_x_server(f: &crate::probe::ProcFacts) -> bool {
+    common::names_of(f).iter().any(|n| {
+        let lower = n.to_ascii_lowercase();
+        n.starts_with('X')
+            || ["vnc", "nxagent", "xpra", "x11"]
+                .iter()
+                .any(|k| lower.contains(k))
+    })
+}
 
 /// The display number of a `.X<n>-lock` name.
 pub fn display_of(name: &[u8]) -> Option<u32> {
@@ -66,16 +81,68 @@ impl Dialect for X11 {
             pid,
             written_ms: Some(c.mtime_ms()),
             expect: X_SERVERS,
+            could_be: Some(could_be_an_x_server),
             fs: Some(c.fs),
             ..PidClaim::default()
         };
-        common::with_owner(judge_pid(&claim, snap), owner)
+        let mut j = judge_pid(&claim, snap);
+        if j.verdict != Verdict::Live
+            && let Some(n) = display
+            && let Some(socket) = listening_display_socket(n, c, snap)
+        {
+            // The server answers on its display socket: whatever PID the lock names (one in
+            // another PID namespace, say), the display is in use.
+            let mut live = Judgement::new(
+                Verdict::Live,
+                format!("a process listens on display :{n}'s socket {socket} (/proc/net/unix)"),
+            );
+            live.evidence.push(format!(
+                "so the lock's PID {pid} is not this host's view of its X server: {}",
+                j.evidence.join("; ")
+            ));
+            j = live;
+        }
+        common::with_owner(j, owner)
     }
+}
+
+/// The display's listening socket, `.X11-unix/X<n>` beside the lock (or its abstract twin
+/// `@/tmp/.X11-unix/X<n>` for a lock in `/tmp`), if a process listens on it.
+fn listening_display_socket(n: u32, c: &Candidate<'_>, snap: &Snapshot) -> Option<String> {
+    let dir = c.path.parent()?;
+    let path = dir.join(".X11-unix").join(format!("X{n}"));
+    let path = path.to_str()?.to_string();
+    if snap.unix_socket_listening(&path) {
+        return Some(common::field(&path));
+    }
+    let abstract_name = format!("@{path}");
+    (dir == std::path::Path::new("/tmp") && snap.unix_socket_listening(&abstract_name))
+        .then(|| common::field(&abstract_name))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unlisted_x_server_could_be_one() {
+        let f = |comm: &str, exe: &str| crate::probe::ProcFacts {
+            comm: comm.into(),
+            exe: Some(exe.into()),
+            ..Default::default()
+        };
+        assert!(could_be_an_x_server(&f("Xkasmvnc", "/usr/bin/Xkasmvnc")));
+        assert!(could_be_an_x_server(&f(
+            "Xorg.bin",
+            "/usr/lib/xorg/Xorg.bin"
+        )));
+        assert!(could_be_an_x_server(&f(
+            "kasmvncserver",
+            "/usr/bin/kasmvncserver"
+        )));
+        assert!(!could_be_an_x_server(&f("sleep", "/usr/bin/sleep")));
+        assert!(!could_be_an_x_server(&f("bash", "/usr/bin/bash")));
+    }
 
     #[test]
     fn reads_display_numbers() {

@@ -9,6 +9,9 @@ pub struct HostFacts {
     pub hostname: String,
     /// `/proc/sys/kernel/random/boot_id`: names one running kernel.
     pub boot_id: Option<String>,
+    /// `/etc/machine-id` (32 hex digits): names this installation across boots; a clone of
+    /// a machine image may share it, another machine of the same name does not.
+    pub machine_id: Option<String>,
     /// Seconds since the epoch (`btime` in `/proc/stat`).
     pub boot_time: Option<i64>,
     /// Inode of `/proc/self/ns/pid`.
@@ -24,6 +27,7 @@ impl HostFacts {
         HostFacts {
             hostname: hostname(),
             boot_id: boot_id(),
+            machine_id: machine_id(),
             boot_time: boot_time(),
             pid_ns: pid_ns_of("self"),
             in_container: in_container(),
@@ -50,6 +54,15 @@ pub fn boot_id() -> Option<String> {
     let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The machine id (`/etc/machine-id`, else D-Bus's copy), lower-case hex.
+pub fn machine_id() -> Option<String> {
+    ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Boot time in seconds since the epoch.

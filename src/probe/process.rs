@@ -44,6 +44,11 @@ pub struct ProcFacts {
     pub uid: Option<u32>,
     pub pid_ns: Option<u64>,
     pub cwd: Option<std::path::PathBuf>,
+    /// Parent PID (field 4 of `stat`).
+    pub ppid: i32,
+    /// A kernel thread (`PF_KTHREAD` in the `stat` flags): no program, no user space, never
+    /// the owner of a lock file.
+    pub kernel_thread: bool,
 }
 
 impl ProcFacts {
@@ -112,6 +117,10 @@ pub fn classify(f: ProcFacts) -> PidState {
     }
 }
 
+/// `PF_KTHREAD` in `include/linux/sched.h`: the task is a kernel thread.
+#[cfg(target_os = "linux")]
+const PF_KTHREAD: u32 = 0x0020_0000;
+
 #[cfg(target_os = "linux")]
 fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
     let proc = procfs::process::Process::new(pid).ok()?;
@@ -131,6 +140,8 @@ fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
         uid: proc.uid().ok(),
         pid_ns: super::host::pid_ns_of(&pid.to_string()),
         cwd: proc.cwd().ok(),
+        ppid: stat.ppid,
+        kernel_thread: stat.flags & PF_KTHREAD != 0,
     })
 }
 
@@ -185,6 +196,20 @@ mod tests {
         child.wait().unwrap();
         assert_eq!(probe(pid, &host), PidState::Absent);
         assert_eq!(probe(0, &host), PidState::Absent);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn tells_kernel_threads_from_programs() {
+        let host = HostFacts::probe();
+        let me = probe(std::process::id() as i32, &host);
+        assert!(!me.facts().expect("own facts").kernel_thread);
+        // kthreadd is PID 2 in the initial PID namespace only.
+        if host.pid_ns == Some(0xEFFF_FFFC)
+            && let PidState::Alive(f) = probe(2, &host)
+        {
+            assert!(f.kernel_thread, "{f:?}");
+        }
     }
 
     #[test]

@@ -169,7 +169,11 @@ pub fn human_age(secs: u64) -> String {
 /// swap directory), else the swap file itself (`vim -r` accepts both). Terminal-safe
 /// (escaped) and shell-quoted when needed.
 pub fn vim_recover_hint(finding: &Finding) -> Option<String> {
-    if finding.dialect != "vim-swap" || finding.judgement.unsaved_changes != Some(true) {
+    // Advice follows the verdict: recovery is for a swap file whose vim is gone.
+    if finding.dialect != "vim-swap"
+        || finding.judgement.unsaved_changes != Some(true)
+        || finding.judgement.verdict != crate::verdict::Verdict::Stale
+    {
         return None;
     }
     let target = vim_swap_original(&finding.path)
@@ -298,6 +302,17 @@ pub(crate) mod tests {
             Some(format!("vim -r {dir}/.gone.txt.swp"))
         );
         assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
+        // A swap whose vim runs: nothing to recover (advice follows the verdict).
+        let mut running = j.clone();
+        running.verdict = Verdict::Live;
+        assert_eq!(
+            vim_recover_hint(&finding(
+                &format!("{dir}/.notes.txt.swp"),
+                "vim-swap",
+                running
+            )),
+            None
+        );
         let mut saved = j.clone();
         saved.unsaved_changes = Some(false);
         assert_eq!(

@@ -21,6 +21,9 @@
 //! subdirectories wait, for the first few dozen levels only, so the descriptor limit is never
 //! approached), which spares the kernel a walk of the whole path for each directory.
 //!
+//! Our own state directory (`$XDG_STATE_HOME/locksmith`, default `~/.local/state/locksmith`:
+//! the copies of reclaimed locks and the journal) is never walked: a saved copy is not a lock.
+//!
 //! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
 //! work spreads over subtrees of any shape and the stack stays small (depth-first).
 
@@ -79,6 +82,8 @@ pub(crate) struct Walk<'a> {
     root_paths: HashSet<PathBuf>,
     /// Mount points below which the file system changes, with their type.
     mounts: HashMap<PathBuf, String>,
+    /// Our state directory (device, inode, canonical path), never walked.
+    state_dir: Option<(u64, u64, PathBuf)>,
     queue: Mutex<Queue>,
     ready: Condvar,
     entries: AtomicU64,
@@ -115,6 +120,7 @@ impl<'a> Walk<'a> {
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
             mounts: sys::mount_points(),
+            state_dir: state_dir(),
             queue: Mutex::default(),
             ready: Condvar::new(),
             entries: AtomicU64::new(0),
@@ -175,6 +181,11 @@ impl<'a> Walk<'a> {
                 return;
             }
         };
+        if self.in_state_dir(&root.path) {
+            // Read, and nothing in it is a lock: our own saved copies and journal.
+            self.roots_read[i].store(true, Ordering::Relaxed);
+            return;
+        }
         if meta.is_dir() {
             if let Some(kind) = sys::pseudo_fs(&root.path) {
                 self.error(ScanError {
@@ -305,10 +316,11 @@ impl<'a> Walk<'a> {
                     // The file system did not say: ask (never following a link).
                     _ => std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()),
                 };
-                if is_dir
-                    && !(other_roots && self.root_paths.contains(&path))
-                    && !self.skip_mount(&path)
-                {
+                let walk_it = || {
+                    let another_root = other_roots && self.root_paths.contains(&path);
+                    !(another_root || self.is_state_dir(ino, &path) || self.skip_mount(&path))
+                };
+                if is_dir && walk_it() {
                     out.push(Job {
                         path,
                         parent: None,
@@ -334,6 +346,24 @@ impl<'a> Walk<'a> {
             }
             Err(e) => self.error(judge::error(&job.path, "cannot read directory", &e)),
         }
+    }
+
+    /// Whether the directory `path` (inode `ino` from `getdents`) is our state directory.
+    fn is_state_dir(&self, ino: u64, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.state_dir.as_ref().is_some_and(|(dev, sino, _)| {
+            // The inode number first (free), the device only when it matches.
+            ino == *sino
+                && std::fs::symlink_metadata(path)
+                    .is_ok_and(|m| m.dev() == *dev && m.ino() == *sino)
+        })
+    }
+
+    /// Whether a root is our state directory or lies inside it.
+    fn in_state_dir(&self, root: &Path) -> bool {
+        self.state_dir.as_ref().is_some_and(|(_, _, dir)| {
+            std::fs::canonicalize(root).is_ok_and(|r| r.starts_with(dir))
+        })
     }
 
     /// Whether `dir` is a mount point of a file system never to walk (proc, sysfs, autofs...).
@@ -380,6 +410,15 @@ impl<'a> Walk<'a> {
             });
         }
     }
+}
+
+/// Our state directory, if it exists: where reclaimed locks are saved (never walked).
+fn state_dir() -> Option<(u64, u64, PathBuf)> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = crate::reclaim::ReclaimOptions::default_state_dir();
+    let meta = std::fs::metadata(&dir).ok().filter(|m| m.is_dir())?;
+    let canonical = std::fs::canonicalize(&dir).ok()?;
+    Some((meta.dev(), meta.ino(), canonical))
 }
 
 #[cfg(target_os = "linux")]
