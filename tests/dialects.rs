@@ -1248,6 +1248,8 @@ fn chromium_real_browser_is_live_then_stale() {
 // firefox
 
 fn profile_with(dir: &Path, target: &str, parentlock: bool) -> PathBuf {
+    // A profile directory, as Firefox creates it.
+    write(&dir.join("times.json"), "{\"created\":1764460800000}");
     if parentlock {
         write(&dir.join(".parentlock"), fixture("firefox/parentlock.bin"));
     }
@@ -2203,4 +2205,474 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
         f.judgement.evidence
     );
     drop(stand_in);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verdicts that hold on every machine: the classes of wrong verdict, one test each.
+
+/// A LibreOffice record by `host`, stamped with a local time long past.
+fn office_record(host: &str) -> String {
+    format!(",jdoe,{host},01.01.2020 10:00,file:///home/jdoe/.config/libreoffice/4;")
+}
+
+/// Host first: a lock of another host is foreign however old its times are, and whatever the
+/// time zone; only a lock of this host is stale for being written before this boot.
+#[test]
+fn another_host_is_decided_before_any_time_rule() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let long_ago = now_ms() - 400 * 86_400_000;
+    // A snapshot whose host booted after every time in these fixtures.
+    let booted_now = snapshot_booted_at(now_ms() / 1000);
+
+    let theirs = write(&tmp.join(".~lock.theirs.odt#"), office_record("laptop"));
+    set_mtime_ms(&theirs, long_ago);
+    let f = expect_in(&booted_now, &theirs, "libreoffice", Verdict::Foreign);
+    assert_evidence(&f, "\"laptop\"");
+    let ours = write(&tmp.join(".~lock.ours.odt#"), office_record(&host));
+    set_mtime_ms(&ours, long_ago);
+    if office_processes().is_empty() {
+        let f = expect_in(&booted_now, &ours, "libreoffice", Verdict::Stale);
+        assert_evidence(&f, "before this host booted");
+    }
+    // The record's own time (local, zone unknown) is never taken for the write time: a file
+    // written now with a record stamped long ago is not from an earlier boot.
+    let fresh = write(&tmp.join(".~lock.fresh.odt#"), office_record(&host));
+    let f = judge_in(&fresh, &snapshot_booted_an_hour_ago());
+    assert!(
+        !evidence(&f).contains("before this host booted"),
+        "{:#?}",
+        f.judgement
+    );
+
+    // Terraform: `Created` from the writer's clock, another host.
+    let ws = tmp.join("ws");
+    write(&ws.join("terraform.tfstate"), "{}");
+    let info = write(
+        &ws.join(".terraform.tfstate.lock.info"),
+        lock_info_for("ci@build-7.example"),
+    );
+    set_mtime_ms(&info, long_ago);
+    expect_in(&booted_now, &info, "terraform", Verdict::Foreign);
+
+    // A pid record of another host, written before our boot: foreign, not stale.
+    let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
+    set_mtime_ms(&rec, long_ago);
+    expect_in(&booted_now, &rec, "pidfile", Verdict::Foreign);
+}
+
+/// The real SoftFileLock record, its host rewritten; and the other multi-line forms.
+#[test]
+fn multi_line_pid_records_are_read_whole() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let snap = Snapshot::take();
+    let me = std::process::id();
+    let dead = dead_pid();
+    let soft = fixture_text("pidfile/softfilelock-4.txt");
+    let with = |pid: u32, h: &str, token: Option<String>| {
+        let lines: Vec<&str> = soft.lines().collect();
+        let token = token.unwrap_or_else(|| lines[2].to_string());
+        format!("{pid}\n{h}\n{token}\n")
+    };
+    // py-filelock's token for a process: (boot id << 64) | start ticks.
+    let token_of = |boot: &str, ticks: u64| -> String {
+        let b = u128::from_str_radix(&boot.replace('-', ""), 16).unwrap();
+        // b * 2^64 + ticks, in decimal, by long multiplication in base 10^9.
+        let mut limbs: Vec<u128> = vec![0];
+        let mut mul_add = |m: u128, a: u128| {
+            let mut carry = a;
+            for l in limbs.iter_mut().rev() {
+                let v = *l * m + carry;
+                *l = v % 1_000_000_000;
+                carry = v / 1_000_000_000;
+            }
+            while carry > 0 {
+                limbs.insert(0, carry % 1_000_000_000);
+                carry /= 1_000_000_000;
+            }
+        };
+        for byte in b.to_be_bytes().into_iter().chain(ticks.to_be_bytes()) {
+            mul_add(256, byte as u128);
+        }
+        let mut s = limbs[0].to_string();
+        for l in &limbs[1..] {
+            s.push_str(&format!("{l:09}"));
+        }
+        s
+    };
+
+    // The captured record parses to its owner.
+    let f = judge(&write(&tmp.join("fixture.lock"), &soft));
+    assert_eq!(f.dialect, "pidfile");
+    let owner = f.judgement.owner.clone().unwrap();
+    assert_eq!(
+        (owner.pid, owner.hostname.as_deref()),
+        (Some(28031), Some("vm"))
+    );
+
+    // Another host, its PID alive here or not: foreign, never stale.
+    for pid in [me, dead as u32] {
+        let path = write(
+            &tmp.join(format!("other-{pid}.lock")),
+            with(pid, "laptop", None),
+        );
+        let f = expect(&path, "pidfile", Verdict::Foreign);
+        assert_evidence(&f, "\"laptop\"");
+    }
+    // Our host in another PID namespace (py-filelock's ?pidns- suffix): foreign.
+    let ns = snap.host.pid_ns.unwrap_or(0) + 1;
+    let path = write(
+        &tmp.join("ns.lock"),
+        format!("{dead}\n{host}?pidns-{ns:x}\n"),
+    );
+    expect(&path, "pidfile", Verdict::Foreign);
+
+    // Our host: the PID and its start token decide.
+    let boot = snap.host.boot_id.clone().expect("boot id");
+    let ticks = snap.pid(me as i32).facts().unwrap().start_ticks;
+    let path = write(
+        &tmp.join("mine.lock"),
+        with(me, &host, Some(token_of(&boot, ticks))),
+    );
+    expect(&path, "pidfile", Verdict::Live);
+    let path = write(
+        &tmp.join("reused.lock"),
+        with(me, &host, Some(token_of(&boot, ticks + 1))),
+    );
+    let f = expect(&path, "pidfile", Verdict::Stale);
+    assert_evidence(&f, "reused");
+    let path = write(
+        &tmp.join("old-boot.lock"),
+        with(
+            me,
+            &host,
+            Some(token_of("00000000-0000-4000-8000-000000000001", ticks)),
+        ),
+    );
+    let f = expect(&path, "pidfile", Verdict::Stale);
+    assert_evidence(&f, "earlier boot");
+    let path = write(&tmp.join("dead.lock"), with(dead as u32, &host, None));
+    expect(&path, "pidfile", Verdict::Stale);
+    // The filelock/2 marker.
+    let path = write(
+        &tmp.join("marker.lock"),
+        format!("filelock/2\npid={me}\nhost=laptop\nmode=exclusive\n"),
+    );
+    expect(&path, "pidfile", Verdict::Foreign);
+
+    // GnuPG's dotlock: the padded PID, then the host.
+    let path = write(&tmp.join("pubring.kbx.lock"), format!("{me:>10}\nlaptop\n"));
+    expect(&path, "pidfile", Verdict::Foreign);
+    let path = write(
+        &tmp.join("trustdb.gpg.lock"),
+        format!("{dead:>10}\n{host}\n"),
+    );
+    expect(&path, "pidfile", Verdict::Stale);
+
+    // Qt's QLockFile: pid, application, host, machine id, boot id.
+    let qt = fixture_text("pidfile/qt-qlockfile.txt");
+    let f = judge(&write(&tmp.join("qt-fixture.lock"), &qt));
+    assert_eq!(f.judgement.owner.unwrap().pid, Some(32157));
+    let machine = snap
+        .host
+        .machine_id
+        .clone()
+        .unwrap_or_else(|| "0".repeat(32));
+    let qt_with =
+        |pid: i32, app: &str, h: &str, m: &str, b: &str| format!("{pid}\n{app}\n{h}\n{m}\n{b}\n");
+    let sleeper = spawn_as(&tmp.join("bin"), "kate", "sleep", &["600"], tmp);
+    let path = write(
+        &tmp.join("qt-live.lock"),
+        qt_with(sleeper.pid(), "kate", &host, &machine, &boot),
+    );
+    expect(&path, "pidfile", Verdict::Live);
+    let path = write(
+        &tmp.join("qt-app.lock"),
+        qt_with(sleeper.pid(), "okular", &host, &machine, &boot),
+    );
+    let f = expect(&path, "pidfile", Verdict::Stale);
+    assert_evidence(&f, "not okular");
+    let path = write(
+        &tmp.join("qt-boot.lock"),
+        qt_with(
+            sleeper.pid(),
+            "kate",
+            &host,
+            &machine,
+            "00000000-0000-4000-8000-000000000001",
+        ),
+    );
+    expect(&path, "pidfile", Verdict::Stale);
+    if snap.host.machine_id.is_some() {
+        let path = write(
+            &tmp.join("qt-machine.lock"),
+            qt_with(
+                sleeper.pid(),
+                "kate",
+                &host,
+                &"f".repeat(32),
+                "00000000-0000-4000-8000-000000000001",
+            ),
+        );
+        let f = expect(&path, "pidfile", Verdict::Foreign);
+        assert_evidence(&f, "machine id");
+    }
+    let path = write(
+        &tmp.join("qt-host.lock"),
+        qt_with(dead, "kate", "laptop", &machine, &boot),
+    );
+    expect(&path, "pidfile", Verdict::Foreign);
+
+    // A PID followed by lines of no known meaning: never stale on the PID alone.
+    let path = write(&tmp.join("odd.lock"), format!("{dead}\n5432\n"));
+    let f = expect(&path, "pidfile", Verdict::Unknown);
+    assert_evidence(&f, "no format this tool reads");
+}
+
+/// A name check proves only what it can: an X server not on the list is no proof.
+#[test]
+fn an_unlisted_x_server_is_unknown_and_a_listening_display_is_live() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let bin = tmp.join("bin");
+    let xkasm = spawn_as(&bin, "Xkasmvnc", "sleep", &["600"], tmp);
+    let lock = write(&tmp.join(".X80-lock"), format!("{:>10}\n", xkasm.pid()));
+    let f = expect(&lock, "x11", Verdict::Unknown);
+    assert_evidence(&f, "could be an unlisted one");
+    // Something certainly not an X server, started before the lock: stale.
+    let sleep = spawn_as(&bin, "sleep", "sleep", &["600"], tmp);
+    let lock = write(&tmp.join(".X81-lock"), format!("{:>10}\n", sleep.pid()));
+    expect(&lock, "x11", Verdict::Stale);
+    // Whatever the PID says, a server answering on the display's socket keeps it live.
+    fs::create_dir_all(tmp.join(".X11-unix")).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(tmp.join(".X11-unix/X81")).unwrap();
+    let f = expect(&lock, "x11", Verdict::Live);
+    assert_evidence(&f, "listens on display :81");
+}
+
+/// Not every live PID is an owner: init and kernel threads own no application's lock.
+#[test]
+fn init_and_kernel_threads_never_own_an_application_lock() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let snap = Snapshot::take();
+    // A kernel thread visible here (none inside most containers).
+    let kthread = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|&pid| snap.pid(pid).facts().is_some_and(|f| f.kernel_thread));
+    match kthread {
+        Some(pid) => {
+            let lock = write(&tmp.join("ide/.lock"), format!("{pid}\n"));
+            let f = expect(&lock, "pidfile", Verdict::Foreign);
+            assert_evidence(&f, "kernel thread");
+            assert_evidence(&f, "another PID namespace");
+        }
+        None => eprintln!("no kernel thread visible here: that case is skipped"),
+    }
+    // This machine's PID 1 (only where we run in the host's PID namespace: inside a
+    // container, PID 1 is the container's own program and may well own a lock).
+    let host_ns = snap.host.pid_ns == Some(0xEFFF_FFFC);
+    let server = write(&tmp.join("app/tmp/pids/server.pid"), "1\n");
+    let f = judge(&server);
+    assert_ne!(f.judgement.verdict, Verdict::Live, "{:#?}", f.judgement);
+    assert_ne!(f.judgement.verdict, Verdict::Stale, "{:#?}", f.judgement);
+    if host_ns {
+        assert_eq!(f.judgement.verdict, Verdict::Foreign, "{:#?}", f.judgement);
+        assert_evidence(&f, "init");
+    } else {
+        eprintln!("not in the host's PID namespace: PID 1 is this container's own program");
+    }
+    // The same through the other PID dialects.
+    let pg = tmp.join("pg");
+    write(
+        &pg.join("postmaster.pid"),
+        format!("1\n{}\n{}\n5432\n/tmp\n", pg.display(), now_ms() / 1000),
+    );
+    let f = judge(&pg.join("postmaster.pid"));
+    assert_ne!(f.judgement.verdict, Verdict::Live, "{:#?}", f.judgement);
+}
+
+#[test]
+fn mercurial_locks_are_found_and_judged() {
+    let dir = tempdir();
+    let tmp = dir.path();
+    let host = hostname();
+    let ns = Snapshot::take().host.pid_ns.expect("our PID namespace");
+    let repo = tmp.join("repo");
+    write(&repo.join(".hg/requires"), "store\n");
+    let wlock = repo.join(".hg/wlock");
+    let store = repo.join(".hg/store/lock");
+    fs::create_dir_all(repo.join(".hg/store")).unwrap();
+
+    // The captured link text parses to its owner.
+    let f = judge(&link(&wlock, &fixture_text("mercurial/link-target.txt")));
+    assert_eq!(f.dialect, "mercurial");
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(
+        (owner.pid, owner.hostname.as_deref()),
+        (Some(32215), Some("vm"))
+    );
+
+    let dead = dead_pid();
+    for lock in [&wlock, &store] {
+        let f = expect(
+            &link(lock, &format!("{host}/{ns:x}:{dead}")),
+            "mercurial",
+            Verdict::Stale,
+        );
+        assert_evidence(&f, "ESRCH");
+    }
+    let hg = spawn_as(&tmp.join("bin"), "hg", "sleep", &["600"], tmp);
+    expect(
+        &link(&store, &format!("{host}/{ns:x}:{}", hg.pid())),
+        "mercurial",
+        Verdict::Live,
+    );
+    // Older Mercurial: no namespace. A file where symlinks fail.
+    expect(
+        &link(&store, &format!("{host}:{}", hg.pid())),
+        "mercurial",
+        Verdict::Live,
+    );
+    fs::remove_file(&store).unwrap();
+    expect(
+        &write(&store, format!("{host}/{ns:x}:{}", hg.pid())),
+        "mercurial",
+        Verdict::Live,
+    );
+    fs::remove_file(&store).unwrap();
+    // Another host, another PID namespace: foreign.
+    expect(
+        &link(&store, &format!("laptop/{ns:x}:{dead}")),
+        "mercurial",
+        Verdict::Foreign,
+    );
+    expect(
+        &link(&store, &format!("{host}/{:x}:{dead}", ns + 1)),
+        "mercurial",
+        Verdict::Foreign,
+    );
+    // A Python interpreter could be hg under another name: unknown, not stale.
+    let py = spawn_as(&tmp.join("bin"), "python3", "sleep", &["600"], tmp);
+    expect(
+        &link(&store, &format!("{host}/{ns:x}:{}", py.pid())),
+        "mercurial",
+        Verdict::Unknown,
+    );
+    for bad in ["garbage", &format!("{host}:0"), &format!("{host}:x")] {
+        expect(&link(&store, bad), "mercurial", Verdict::Unknown);
+    }
+    // Firefox's `lock` is a profile's only.
+    let loose = link(&tmp.join("elsewhere/lock"), "127.0.0.1:+42");
+    let f = judge_in(&loose, &Snapshot::take());
+    assert_ne!(f.dialect, "firefox", "{f:#?}");
+}
+
+#[test]
+fn mercurial_real_hg_is_live_then_stale() {
+    if !have("hg") {
+        eprintln!("hg not installed: skipped");
+        return;
+    }
+    let dir = tempdir();
+    let repo = dir.path().join("repo");
+    let ok = Command::new("hg")
+        .arg("init")
+        .arg(&repo)
+        .env("HGRCPATH", "")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let mut hg = Proc::spawn(
+        Command::new("hg")
+            .args(["debuglocks", "--set-lock", "--set-wlock"])
+            .current_dir(&repo)
+            .env("HGRCPATH", "")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let wlock = repo.join(".hg/wlock");
+    let store = repo.join(".hg/store/lock");
+    wait_until("hg's locks", Duration::from_secs(30), || {
+        fs::symlink_metadata(&wlock).is_ok() && fs::symlink_metadata(&store).is_ok()
+    });
+    for lock in [&wlock, &store] {
+        let f = expect(lock, "mercurial", Verdict::Live);
+        assert_eq!(f.judgement.owner.unwrap().pid, Some(hg.pid() as i64));
+    }
+    hg.kill();
+    for lock in [&wlock, &store] {
+        let f = expect(lock, "mercurial", Verdict::Stale);
+        assert_evidence(&f, "ESRCH");
+    }
+}
+
+#[test]
+fn postgres_standalone_backends_and_socket_locks() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    let sockets = dir.path().join("run");
+    fs::create_dir_all(&data).unwrap();
+    fs::create_dir_all(&sockets).unwrap();
+    let now = now_ms() / 1000;
+    let bin = dir.path().join("bin");
+
+    // `postgres --single` writes its PID negated: postgres reads the absolute value.
+    let pidfile = data.join("postmaster.pid");
+    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    write(
+        &pidfile,
+        postmaster_with(-(pg.pid() as i64), &data, now_ms() / 1000),
+    );
+    let f = expect(&pidfile, "postgres", Verdict::Live);
+    let owner = f.judgement.owner.unwrap();
+    assert_eq!(owner.pid, Some(pg.pid() as i64));
+    assert!(
+        owner.detail.unwrap().contains("standalone"),
+        "the owner says what wrote it"
+    );
+    drop(pg);
+    let dead = dead_pid();
+    write(&pidfile, postmaster_with(-(dead as i64), &data, now));
+    let f = expect(&pidfile, "postgres", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {dead} "));
+
+    // A socket lock file: the same first five lines, beside the socket.
+    let sock_lock = sockets.join(".s.PGSQL.5433.lock");
+    let record = |pid: i64| {
+        format!(
+            "{pid}\n{}\n{now}\n5433\n{}\n",
+            data.display(),
+            sockets.display()
+        )
+    };
+    write(&sock_lock, record(dead_pid() as i64));
+    let f = expect(&sock_lock, "postgres", Verdict::Stale);
+    assert_evidence(&f, "ESRCH");
+    // Listening on its socket: live.
+    let listener = std::os::unix::net::UnixListener::bind(sockets.join(".s.PGSQL.5433")).unwrap();
+    let f = expect(&sock_lock, "postgres", Verdict::Live);
+    assert_evidence(&f, "listens on the server's socket");
+    drop(listener);
+    // A postgres working in its data directory: live.
+    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    expect(&sock_lock, "postgres", Verdict::Live);
+    drop(pg);
+    // Written in another mount namespace (its socket directory is not where it lies).
+    write(
+        &sock_lock,
+        format!(
+            "{}\n/var/lib/postgresql/data\n{now}\n5433\n/var/run/postgresql\n",
+            dead_pid()
+        ),
+    );
+    expect(&sock_lock, "postgres", Verdict::Foreign);
+    write(&sock_lock, "garbage\n");
+    expect(&sock_lock, "postgres", Verdict::Unknown);
 }

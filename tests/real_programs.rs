@@ -185,6 +185,20 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     let l = report.expect_lock(&swap);
     assert_eq!(l.dialect, "vim-swap");
     assert_eq!(l.owner.as_ref().and_then(|o| o.pid), Some(vim as i64));
+    // Advice follows the verdict: while its vim runs, there is nothing to recover.
+    assert!(
+        l.evidence.iter().all(|e| !e.contains("vim -r")),
+        "{:#?}",
+        l.evidence
+    );
+    assert!(
+        l.evidence.iter().any(|e| e.contains("its vim is running")),
+        "{:#?}",
+        l.evidence
+    );
+    let out = env.run(["--scan".as_ref(), docs.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("vim -r"), "{}", stdout(&out));
 
     kill9(vim);
     wait_for("vim to die", || (!alive(vim)).then_some(()));
@@ -229,6 +243,21 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     assert_eq!(r.action, "removed");
     assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), content);
     assert_eq!(env.journal()[0]["unsaved_changes"], true);
+
+    // The saved copy lies in our state directory, under the directory scanned now: it is not
+    // a lock, and does not make every later scan exit 1.
+    let saved = PathBuf::from(r.saved_to.as_ref().unwrap());
+    assert!(saved.starts_with(env.path()), "{}", saved.display());
+    let (report, out) = env.scan_json(&[env.path()]);
+    assert!(
+        report
+            .locks
+            .iter()
+            .all(|l| !Path::new(&l.path).starts_with(env.state_dir())),
+        "{:#?}",
+        report.locks
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -359,4 +388,202 @@ fn dotlockfile_of_a_dead_shell_is_stale_and_of_a_live_one_is_live() {
         (h.dialect.as_str(), h.verdict.as_str()),
         ("pidfile", "live")
     );
+}
+
+/// A Python interpreter with py-filelock 4 or later: `$LOCKSMITH_TEST_PYTHON` (`.ci/run`
+/// sets it to a virtual environment it made), else `python3`.
+fn python_with_filelock4() -> Option<PathBuf> {
+    let candidates = std::env::var_os("LOCKSMITH_TEST_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("python3")]);
+    for py in candidates {
+        let ok = Command::new(&py)
+            .args([
+                "-c",
+                "import filelock, sys; sys.exit(int(filelock.__version__.split('.')[0]) < 4)",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    eprintln!(
+        "SKIPPED: no python3 with py-filelock >= 4 (`.ci/run` makes one; or set LOCKSMITH_TEST_PYTHON)"
+    );
+    None
+}
+
+/// Holds a real SoftFileLock on `lock` until killed; `hostname`, when given, runs it in its
+/// own UTS namespace under that host name (as on another machine of a cluster sharing the
+/// directory). Waits until the lock file is written.
+fn hold_soft_file_lock(py: &Path, lock: &Path, hostname: Option<&str>) -> GroupGuard {
+    let script = "import sys, time\nfrom filelock import SoftFileLock\n\
+                  l = SoftFileLock(sys.argv[1]); l.acquire()\nprint('held', flush=True)\n\
+                  time.sleep(600)\n";
+    let mut cmd = match hostname {
+        Some(h) => {
+            let mut c = Command::new("unshare");
+            c.args([
+                "--uts",
+                "sh",
+                "-c",
+                &format!("hostname {h} && exec \"$0\" \"$@\""),
+            ])
+            .arg(py);
+            c
+        }
+        None => Command::new(py),
+    };
+    cmd.args(["-c", script])
+        .arg(lock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let guard = GroupGuard::spawn(&mut cmd);
+    wait_for("the SoftFileLock", || {
+        fs::read_to_string(lock)
+            .ok()
+            .filter(|t| t.lines().count() >= 2)
+            .map(|_| ())
+    });
+    guard
+}
+
+#[test]
+fn soft_file_lock_of_another_host_is_foreign_and_of_this_host_is_judged() {
+    let Some(py) = python_with_filelock4() else {
+        return;
+    };
+    let env = Env::new();
+    let dir = env.path().join("shared");
+    fs::create_dir(&dir).unwrap();
+
+    // This host: live while held, stale once its holder is killed.
+    let ours = dir.join("ours.lock");
+    let mut holder = hold_soft_file_lock(&py, &ours, None);
+    let report = scan_until(&env, &dir, &ours, "a live SoftFileLock", |l| {
+        l.verdict == "live"
+    });
+    assert_eq!(report.expect_lock(&ours).dialect, "pidfile");
+    holder.kill();
+    scan_until(&env, &dir, &ours, "a stale SoftFileLock", |l| {
+        l.verdict == "stale"
+    });
+
+    // Another host name (its own UTS namespace): foreign while held and after, never stale.
+    let probe = Command::new("unshare")
+        .args(["--uts", "hostname", "locksmith-probe"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: `unshare --uts` is not permitted here (needs CAP_SYS_ADMIN)");
+        return;
+    }
+    let theirs = dir.join("theirs.lock");
+    let mut holder = hold_soft_file_lock(&py, &theirs, Some("cluster-node-7"));
+    assert!(
+        fs::read_to_string(&theirs)
+            .unwrap()
+            .contains("cluster-node-7"),
+        "the record names the other host"
+    );
+    let (report, out) = env.scan_json(&[&dir]);
+    let l = report.expect_lock(&theirs);
+    assert_eq!(
+        (l.dialect.as_str(), l.verdict.as_str()),
+        ("pidfile", "foreign"),
+        "{l:#?}"
+    );
+    assert_eq!(
+        l.owner.as_ref().and_then(|o| o.hostname.as_deref()),
+        Some("cluster-node-7")
+    );
+    assert_eq!(out.status.code(), Some(1), "ours.lock is still stale");
+    holder.kill();
+    let (report, _) = env.scan_json(&[&dir]);
+    assert_eq!(report.expect_lock(&theirs).verdict, "foreign");
+    // And reclaim leaves it alone.
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(theirs.exists() && !ours.exists());
+}
+
+/// proper-lockfile, installed with npm into the test's target directory once (`.ci/run`
+/// installs it there too). `None` (and a message) when node or npm is missing.
+fn proper_lockfile() -> Option<PathBuf> {
+    if !have("node") || !have("npm") {
+        return None;
+    }
+    let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node");
+    let module = prefix.join("node_modules/proper-lockfile");
+    if !module.join("package.json").exists() {
+        let out = Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg("proper-lockfile@4")
+            .stdin(Stdio::null())
+            .output();
+        if !out.as_ref().is_ok_and(|o| o.status.success()) || !module.exists() {
+            eprintln!(
+                "SKIPPED: `npm install proper-lockfile` failed: {}",
+                out.map(|o| stderr(&o)).unwrap_or_else(|e| e.to_string())
+            );
+            return None;
+        }
+    }
+    Some(prefix.join("node_modules"))
+}
+
+#[test]
+fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
+    let Some(node_path) = proper_lockfile() else {
+        return;
+    };
+    let env = Env::new();
+    let dir = env.path().join("app");
+    fs::create_dir(&dir).unwrap();
+    let db = dir.join("db.json");
+    fs::write(&db, "{}").unwrap();
+    // `stale: 60000`: proper-lockfile refreshes the lock directory's mtime every 30 s.
+    let script = "const lockfile = require('proper-lockfile');\n\
+                  lockfile.lock(process.argv[1], { stale: 60000 })\n\
+                  .then(() => setInterval(() => {}, 1000))\n\
+                  .catch((e) => { console.error(e); process.exit(1); });\n";
+    let mut holder = GroupGuard::spawn(
+        Command::new("node")
+            .args(["-e", script])
+            .arg(&db)
+            .env("NODE_PATH", &node_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    );
+    let lock = dir.join("db.json.lock");
+    wait_for("proper-lockfile's lock directory", || {
+        lock.is_dir().then_some(())
+    });
+    let (report, out) = env.scan_json(&[&dir]);
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.dialect, "mkdir-lock");
+    assert_eq!(l.verdict, "unknown", "{l:#?}");
+    assert_eq!(out.status.code(), Some(0));
+    // 20 s after its last refresh (10 s before the next), its holder still runs: not stale.
+    age(&lock, 20);
+    let (report, _) = env.scan_json(&[&dir]);
+    assert_eq!(report.expect_lock(&lock).verdict, "unknown");
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(lock.is_dir(), "a held lock must not be reclaimed");
+
+    // Its holder gone and no refresh for longer than any writer's refresh: stale.
+    holder.kill();
+    age(&lock, 600);
+    let (report, out) = env.scan_json(&[&dir]);
+    assert_eq!(report.expect_lock(&lock).verdict, "stale");
+    assert_eq!(out.status.code(), Some(1));
 }

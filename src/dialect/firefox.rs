@@ -1,7 +1,8 @@
 //! `firefox`: a Firefox (or Thunderbird) profile in use. Firefox on Linux keeps two locks in the
 //! profile directory while it runs: an fcntl (POSIX) write lock on the empty file
 //! `.parentlock`, and a symlink `lock` whose text is `IP:+PID` (the `+` says the fcntl lock is
-//! held too). On a clean exit the symlink goes and `.parentlock` stays.
+//! held too). On a clean exit the symlink goes and `.parentlock` stays. A `lock` symlink is
+//! Firefox's only in a profile directory (beside `.parentlock`, `times.json` or `prefs.js`).
 //!
 //! Liveness: the kernel lock on `.parentlock` settles it. An unlocked `.parentlock` is `free`
 //! (harmless, never deleted). A `lock` symlink whose `.parentlock` is not locked, on a local
@@ -95,11 +96,23 @@ fn parentlock_unlocked(profile: &Path) -> bool {
         .is_ok_and(|m| crate::probe::kernel_locks::held_at(&path, m.dev(), m.ino()) == Some(false))
 }
 
-/// A symlink named `lock`: Firefox's (its text is judged, and `unknown` if it is not
-/// `IP:+PID`).
+/// A symlink named `lock` in a profile directory: Firefox's (its text is judged, and
+/// `unknown` if it is not `IP:+PID`). A profile has its `.parentlock` (while Firefox runs and
+/// after), `times.json` (from its creation) or `prefs.js`; other programs' `lock` symlinks
+/// (Mercurial's `.hg/store/lock`) are not Firefox's.
 fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
-    c.kind == EntryKind::Symlink && c.file_name() == "lock"
+    c.kind == EntryKind::Symlink
+        && c.file_name() == "lock"
+        && !super::mercurial::is_hg_lock(c.path)
+        && c.path.parent().is_some_and(|profile| {
+            PROFILE_FILES
+                .iter()
+                .any(|f| std::fs::symlink_metadata(profile.join(f)).is_ok())
+        })
 }
+
+/// Files only a Mozilla profile directory holds.
+const PROFILE_FILES: &[&str] = &[".parentlock", "times.json", "prefs.js", "compatibility.ini"];
 
 impl Dialect for Firefox {
     fn id(&self) -> &'static str {

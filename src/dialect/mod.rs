@@ -14,6 +14,7 @@ pub mod flock;
 pub mod git;
 pub mod libreoffice;
 pub mod locksmith;
+pub mod mercurial;
 pub mod mkdir_lock;
 pub mod pid_record;
 pub mod pidfile;
@@ -318,6 +319,7 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         // then `*.lock` under a git directory (before the generic `*.lock` readers: an empty
         // `HEAD.lock` is git's, not a flock file),
         &git::Git,
+        &mercurial::Mercurial,
         // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
         // names when nothing recognises their content,
         &pidfile::Pidfile,

@@ -130,6 +130,23 @@ impl Dialect for Pidfile {
             PidContent::Record(r) => Some(r),
             _ => None,
         };
+        // Host first: a record naming another host is foreign, whatever else it says (even our
+        // boot id: these writers never break another host's lock, nor do we).
+        if let Some(r) = record
+            && let Some(h) = r.hostname.as_deref()
+            && h != snap.host.hostname
+        {
+            let j = Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
+                    r.host_written.as_deref().unwrap_or(h),
+                    snap.host.hostname
+                ),
+            )
+            .because(format!("the file is {}", r.form().describe()));
+            return common::with_owner(j, owner);
+        }
         let app = record.and_then(|r| r.app.as_deref());
         let apps = app.map(|a| [a]);
         let claim = PidClaim {

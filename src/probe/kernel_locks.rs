@@ -6,6 +6,33 @@ use std::collections::{HashMap, HashSet};
 
 use crate::verdict::HolderHow;
 
+/// Reads a `/proc` table in one `read(2)` when it can: the kernel lists `/proc/locks` under
+/// its lock only for the length of one read, and between two reads entries added or removed
+/// by others shift the rest, so a table read in pieces can miss a lock that was held all the
+/// time. A read that did not reach the end in one call is repeated with a larger buffer.
+fn read_whole(path: &str) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut cap = 256 * 1024;
+    loop {
+        let mut f = std::fs::File::open(path)?;
+        let mut buf = vec![0u8; cap];
+        let first = loop {
+            match f.read(&mut buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        let mut rest = Vec::new();
+        f.read_to_end(&mut rest)?;
+        if rest.is_empty() || cap >= 64 << 20 {
+            buf.truncate(first);
+            buf.extend_from_slice(&rest);
+            return Ok(String::from_utf8_lossy(&buf).into_owned());
+        }
+        cap = (first + rest.len()) * 2;
+    }
+}
+
 /// A file identity as the kernel reports it in `/proc/locks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileKey {
@@ -87,7 +114,7 @@ pub struct KernelLocks {
 impl KernelLocks {
     /// Reads `/proc/locks`. An unreadable file gives an empty table.
     pub fn read() -> Self {
-        std::fs::read_to_string("/proc/locks")
+        read_whole("/proc/locks")
             .map(|s| Self::parse(&s))
             .unwrap_or_default()
     }

@@ -1,0 +1,179 @@
+//! `mercurial`: the locks `hg` takes in a repository, `.hg/wlock` (the working directory) and
+//! `.hg/store/lock` (the store). Mercurial makes each one a symlink whose text is `host:pid`,
+//! or a regular file holding the same text where symlinks fail (`mercurial/lock.py`). On Linux
+//! `host` is `hostname/<PID namespace inode in hex>` (`_getlockprefix`), so a lock taken in a
+//! container names that container's namespace.
+//!
+//! Liveness, as Mercurial judges it with our proof standard on top: the lock's host (and
+//! namespace) must be ours, then its PID must be alive, have started before the lock was
+//! written and be a Mercurial process. Another host → foreign; another PID namespace → foreign
+//! (judged there); a live process that could be Mercurial under another name (a Python
+//! interpreter, a WSGI server hosting hgweb) → unknown.
+
+use super::common;
+use super::{Candidate, Dialect, EntryKind, Windows};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::{ProcFacts, Snapshot};
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Mercurial;
+
+/// Names of Mercurial's own programs (the `hg` script runs with comm `hg`).
+pub const MERCURIALS: &[&str] = &["hg", "chg", "thg"];
+
+/// What a Mercurial lock says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HgLock {
+    pub hostname: String,
+    /// The PID namespace inode, when the lock names it (Linux, Mercurial 4.x and later).
+    pub pid_ns: Option<u64>,
+    pub pid: i64,
+}
+
+/// Parses `host:pid` or `host/<ns hex>:pid`.
+pub fn parse(text: &str) -> Result<HgLock, String> {
+    let bad = || format!("{} is not HOST:PID", common::excerpt(text.as_bytes()));
+    let (host, pid) = text.trim().rsplit_once(':').ok_or_else(bad)?;
+    let (hostname, pid_ns) = match host.rsplit_once('/') {
+        Some((name, ns)) => (name, Some(u64::from_str_radix(ns, 16).map_err(|_| bad())?)),
+        None => (host, None),
+    };
+    if hostname.is_empty() {
+        return Err(bad());
+    }
+    Ok(HgLock {
+        hostname: common::field(hostname),
+        pid_ns,
+        pid: common::parse_pid(pid).map_err(|why| format!("{}: {why}", bad()))?,
+    })
+}
+
+/// Whether a path is one of Mercurial's locks: `.hg/wlock` or `.hg/store/lock`.
+pub fn is_hg_lock(path: &std::path::Path) -> bool {
+    let parent = |p: &std::path::Path| p.parent().and_then(|d| d.file_name()).map(|n| n.to_owned());
+    match path.file_name().and_then(|n| n.to_str()) {
+        Some("wlock") => parent(path).is_some_and(|d| d == ".hg"),
+        Some("lock") => {
+            parent(path).is_some_and(|d| d == "store")
+                && path.parent().and_then(parent).is_some_and(|d| d == ".hg")
+        }
+        _ => false,
+    }
+}
+
+/// Whether a process not named like Mercurial could still be the one holding its lock: `hg`
+/// runs on a Python interpreter (`python3 /usr/bin/hg`), and hgweb inside WSGI servers.
+fn could_be_mercurial(f: &ProcFacts) -> bool {
+    common::names_of(f).iter().any(|n| {
+        let n = n.to_ascii_lowercase();
+        [
+            "python", "pypy", "hg", "uwsgi", "gunicorn", "httpd", "apache", "tortoise",
+        ]
+        .iter()
+        .any(|k| n.contains(k))
+    })
+}
+
+fn lock_text(c: &Candidate<'_>) -> Option<String> {
+    match c.kind {
+        EntryKind::Symlink => c
+            .link_target
+            .map(|t| String::from_utf8_lossy(t.as_os_str().as_encoded_bytes()).into_owned()),
+        EntryKind::File => Some(String::from_utf8_lossy(c.content).into_owned()),
+        _ => None,
+    }
+}
+
+impl Dialect for Mercurial {
+    fn id(&self) -> &'static str {
+        "mercurial"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        &["**/.hg/wlock", "**/.hg/store/lock"]
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        matches!(c.kind, EntryKind::Symlink | EntryKind::File) && is_hg_lock(c.path)
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let Some(text) = lock_text(c) else {
+            return Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "named like a Mercurial lock but is {}",
+                    common::kind_name(c.kind)
+                ),
+            );
+        };
+        let lock = match parse(&text) {
+            Ok(l) => l,
+            Err(why) => return common::unparseable("Mercurial", why),
+        };
+        let which = if c.file_name() == "wlock" {
+            "working-directory lock"
+        } else {
+            "store lock"
+        };
+        let owner = Owner {
+            pid: Some(lock.pid),
+            hostname: Some(lock.hostname.clone()),
+            detail: Some(match lock.pid_ns {
+                Some(ns) => format!("Mercurial {which}, PID namespace pid:[{ns}]"),
+                None => format!("Mercurial {which}"),
+            }),
+            ..Owner::default()
+        };
+        if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
+            return common::with_owner(j, owner);
+        }
+        let claim = PidClaim {
+            pid: lock.pid,
+            hostname: Some(&lock.hostname),
+            pid_ns: lock.pid_ns,
+            written_ms: Some(c.mtime_ms()),
+            expect: MERCURIALS,
+            could_be: Some(could_be_mercurial),
+            fs: Some(c.fs),
+            ..PidClaim::default()
+        };
+        common::with_owner(judge_pid(&claim, snap), owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn parses_lock_text() {
+        assert_eq!(
+            parse("vm/effffffc:4242"),
+            Ok(HgLock {
+                hostname: "vm".into(),
+                pid_ns: Some(0xEFFF_FFFC),
+                pid: 4242
+            })
+        );
+        let old = parse("build.example.com:17").unwrap();
+        assert_eq!(
+            (old.hostname.as_str(), old.pid_ns),
+            ("build.example.com", None)
+        );
+        assert!(parse("vm/zz:1").is_err());
+        assert!(parse(":12").is_err());
+        assert!(parse("vm:x").is_err());
+        assert!(parse("no pid").is_err());
+    }
+
+    #[test]
+    fn knows_its_paths() {
+        assert!(is_hg_lock(Path::new("/r/.hg/wlock")));
+        assert!(is_hg_lock(Path::new("/r/.hg/store/lock")));
+        assert!(!is_hg_lock(Path::new("/r/store/lock")));
+        assert!(!is_hg_lock(Path::new("/profile/lock")));
+        assert!(!is_hg_lock(Path::new("/r/.git/wlock")));
+    }
+}

@@ -1,0 +1,587 @@
+//! Verdicts that hold on every machine. One lock of every dialect whose owner is verifiably
+//! alive (a process of the right name that started before the lock was written, or a kernel
+//! lock held), plus locks that are stale or foreign for a reason no environment changes; all
+//! built relative to the snapshot (its host name, its boot, now). Then:
+//!
+//! - the real binary judges them under several time zones (UTC, UTC+14, UTC-12, New York):
+//!   every verdict is the expected one, in every zone;
+//! - the library judges them with the snapshot's boot time moved (earlier than the real one,
+//!   and before and after every time the fixtures record), and the times recorded in the
+//!   fixtures moved across the boot;
+//! - a property test varies the time zone a record's local time was written in, the boot
+//!   time, the times recorded in the fixtures and the clock slack between an owner's start
+//!   and its lock's mtime: no live-owner lock ever turns `stale`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use locksmith::Verdict;
+use locksmith::probe::{FileKey, Snapshot};
+use locksmith::scan::{self, Config};
+use proptest::prelude::*;
+
+fn fixture(rel: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel);
+    fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, bytes).unwrap();
+    path.to_path_buf()
+}
+
+fn link(path: &Path, target: &str) -> PathBuf {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let _ = fs::remove_file(path);
+    symlink(target, path).unwrap();
+    path.to_path_buf()
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+/// Sets a path's mtime (not following a symlink) to `ms` since the epoch.
+fn set_mtime_ms(path: &Path, ms: i64) {
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
+    let t = Timespec {
+        tv_sec: ms.div_euclid(1000),
+        tv_nsec: (ms.rem_euclid(1000) * 1_000_000) as _,
+    };
+    let times = Timestamps {
+        last_access: t,
+        last_modification: t,
+    };
+    utimensat(CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW).unwrap();
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// A child in its own process group, killed with its group and reaped on drop.
+struct Proc(Child);
+
+impl Proc {
+    fn pid(&self) -> i32 {
+        self.0.id() as i32
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.pid()) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs a copy of `program` named `name` (comm, exe and argv[0] say `name`) in `cwd`, and
+/// waits until it has exec'd.
+fn spawn_as(bin: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Proc {
+    let exe = bin.join(name);
+    if !exe.exists() {
+        fs::create_dir_all(bin).unwrap();
+        fs::copy(which(program).expect(program), &exe).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let child = loop {
+        let mut cmd = Command::new(&exe);
+        cmd.args(args)
+            .current_dir(cwd)
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match cmd.spawn() {
+            Ok(c) => break c,
+            // Just copied: another thread's fork may still hold it open for writing.
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("spawn {name}: {e}"),
+        }
+    };
+    let p = Proc(child);
+    let want: String = name.chars().take(15).collect();
+    wait_until(&format!("{name} to start"), || {
+        fs::read_to_string(format!("/proc/{}/comm", p.pid())).is_ok_and(|c| c.trim() == want)
+    });
+    p
+}
+
+/// `flock PATH sleep 600`: a kernel lock held until dropped.
+fn hold_flock(path: &Path) -> Proc {
+    let p = Proc(
+        Command::new("flock")
+            .arg(path)
+            .args(["sleep", "600"])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("flock"),
+    );
+    let key = FileKey::of(&fs::metadata(path).unwrap());
+    wait_until("the flock", || Snapshot::take().kernel_locked(key));
+    p
+}
+
+fn dead_pid() -> i32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    pid
+}
+
+/// The vim swap fixture with its PID and host rewritten.
+fn swap_with(pid: i32, host: &str) -> Vec<u8> {
+    let mut b = fixture("vim-swap/clean-swap.bin");
+    b[24..28].copy_from_slice(&(pid as u32).to_le_bytes());
+    let field = &mut b[68..108];
+    field.fill(0);
+    let h = &host.as_bytes()[..host.len().min(39)];
+    field[..h.len()].copy_from_slice(h);
+    b
+}
+
+/// The times a fixture records in its content (not its mtime), varied by the tests.
+#[derive(Debug, Clone, Copy)]
+struct Recorded {
+    /// An instant, seconds since the epoch (Terraform's `Created`, postgres's start time,
+    /// emacs's boot time).
+    at_s: i64,
+    /// The UTC offset, in hours, of the local time LibreOffice wrote (its zone is not
+    /// recorded).
+    offset_h: i8,
+}
+
+/// One lock of every dialect, each with a live owner; and locks whose verdict no time zone
+/// or boot time may change. Owners live as long as the value.
+struct World {
+    dir: tempfile::TempDir,
+    host: String,
+    ns: u64,
+    /// Path → expected verdict.
+    expected: BTreeMap<PathBuf, Verdict>,
+    /// Lock files whose owner is alive, and that owner's PID, if a process.
+    live: Vec<(PathBuf, Option<i32>)>,
+    _owners: Vec<Proc>,
+    _engine: Option<locksmith::engine::LockGuard>,
+}
+
+impl World {
+    fn build() -> World {
+        let dir = tempfile::Builder::new()
+            .prefix("locksmith-verdicts-")
+            .tempdir()
+            .unwrap();
+        let t = dir.path().to_path_buf();
+        let snap = Snapshot::take();
+        let host = snap.host.hostname.clone();
+        let ns = snap.host.pid_ns.unwrap_or(0xEFFF_FFFC);
+        let boot = snap.host.boot_id.clone().unwrap_or_default();
+        let machine = snap
+            .host
+            .machine_id
+            .clone()
+            .unwrap_or_else(|| "0".repeat(32));
+        let bin = t.join("bin");
+        let mut owners = Vec::new();
+        let mut live = Vec::new();
+        let mut expected = BTreeMap::new();
+        let mut own = |path: PathBuf, p: Option<Proc>| {
+            live.push((path.clone(), p.as_ref().map(Proc::pid)));
+            expected.insert(path, Verdict::Live);
+            owners.extend(p);
+        };
+
+        let p = spawn_as(&bin, "app-server", "sleep", &["600"], &t);
+        own(
+            write(&t.join("run/app.pid"), format!("{}\n", p.pid())),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "python3", "sleep", &["600"], &t);
+        own(
+            write(
+                &t.join("cache/model.lock"),
+                format!("{}\n{host}\n", p.pid()),
+            ),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "kate", "sleep", &["600"], &t);
+        own(
+            write(
+                &t.join("kde/kate.lock"),
+                format!("{}\nkate\n{host}\n{machine}\n{boot}\n", p.pid()),
+            ),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "vim", "sleep", &["600"], &t);
+        own(
+            write(&t.join("edit/.notes.txt.swp"), swap_with(p.pid(), &host)),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "emacs", "sleep", &["600"], &t);
+        own(
+            link(
+                &t.join("edit/.#draft.txt"),
+                &format!("root@{host}.{}", p.pid()),
+            ),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "Xvfb", "sleep", &["600"], &t);
+        own(
+            write(&t.join("x/.X93-lock"), format!("{:>10}\n", p.pid())),
+            Some(p),
+        );
+        let data = t.join("pg/data");
+        fs::create_dir_all(&data).unwrap();
+        let p = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+        own(
+            write(
+                &data.join("postmaster.pid"),
+                format!(
+                    "{}\n{}\n{}\n5432\n/tmp\nlocalhost\n  5432001 65536\nready   \n",
+                    p.pid(),
+                    data.display(),
+                    now_ms() / 1000
+                ),
+            ),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "chromium", "sleep", &["600"], &t);
+        own(
+            link(
+                &t.join("chromium/SingletonLock"),
+                &format!("{host}-{}", p.pid()),
+            ),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "firefox-esr", "sleep", &["600"], &t);
+        write(&t.join("ff/times.json"), "{}");
+        own(
+            link(&t.join("ff/lock"), &format!("127.0.1.1:+{}", p.pid())),
+            Some(p),
+        );
+        let p = spawn_as(&bin, "soffice.bin", "sleep", &["600"], &t);
+        own(
+            write(
+                &t.join("docs/.~lock.report.odt#"),
+                format!(",jdoe,{host},01.01.2026 10:00,file:///x;"),
+            ),
+            Some(p),
+        );
+        let repo = t.join("repo");
+        fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
+        write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
+        let p = spawn_as(&bin, "git", "sleep", &["600"], &repo);
+        own(write(&repo.join(".git/index.lock"), "DIRC"), Some(p));
+        let hg = t.join("hg/.hg/store");
+        fs::create_dir_all(&hg).unwrap();
+        let p = spawn_as(&bin, "hg", "sleep", &["600"], &t);
+        own(
+            link(&hg.join("lock"), &format!("{host}/{ns:x}:{}", p.pid())),
+            Some(p),
+        );
+        // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
+        let state = write(&t.join("tf/terraform.tfstate"), "{}");
+        owners.push(hold_flock(&state));
+        live.push((
+            write(
+                &t.join("tf/.terraform.tfstate.lock.info"),
+                format!(
+                    "{{\"ID\":\"x\",\"Operation\":\"OperationTypeApply\",\"Who\":\"root@{host}\",\"Version\":\"1.11.4\",\"Created\":\"{}\",\"Path\":\"terraform.tfstate\"}}",
+                    jiff::Timestamp::now()
+                ),
+            ),
+            None,
+        ));
+        let lockdir = t.join("node/db.json.lock");
+        fs::create_dir_all(&lockdir).unwrap();
+        owners.push(hold_flock(&lockdir));
+        live.push((lockdir, None));
+        let dpkg = write(&t.join("var/lib/dpkg/lock"), "");
+        owners.push(hold_flock(&dpkg));
+        live.push((dpkg, None));
+        let engine_path = t.join("jobs/nightly.lock");
+        fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
+        let engine = locksmith::engine::Lock::new(&engine_path)
+            .try_acquire()
+            .expect("engine lock");
+        live.push((engine_path, None));
+        for (p, _) in &live {
+            expected.insert(p.clone(), Verdict::Live);
+        }
+
+        // Verdicts no environment changes: a dead PID of this host; other hosts.
+        let dead = dead_pid();
+        expected.insert(
+            write(&t.join("run/dead.pid"), format!("{dead}\n")),
+            Verdict::Stale,
+        );
+        expected.insert(
+            write(&t.join("cache/theirs.lock"), format!("{dead}\nlaptop\n")),
+            Verdict::Foreign,
+        );
+        expected.insert(
+            write(
+                &t.join("docs/.~lock.theirs.odt#"),
+                ",jdoe,laptop,29.11.2026 23:47,file:///x;",
+            ),
+            Verdict::Foreign,
+        );
+        expected.insert(
+            link(&t.join("edit/.#theirs.txt"), &format!("root@laptop.{dead}")),
+            Verdict::Foreign,
+        );
+        expected.insert(
+            write(&t.join("edit/.theirs.txt.swp"), swap_with(dead, "laptop")),
+            Verdict::Foreign,
+        );
+        expected.insert(
+            link(&t.join("hg2/.hg/wlock"), &format!("laptop/{ns:x}:{dead}")),
+            Verdict::Foreign,
+        );
+        World {
+            dir,
+            host,
+            ns,
+            expected,
+            live,
+            _owners: owners,
+            _engine: Some(engine),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Rewrites the times the fixtures record in their content.
+    fn record(&self, r: Recorded) {
+        let t = self.root();
+        let local = jiff::Timestamp::from_second(r.at_s)
+            .unwrap()
+            .to_zoned_datetime(jiff::tz::TimeZone::fixed(
+                jiff::tz::Offset::from_hours(r.offset_h).unwrap(),
+            ));
+        let stamp = local.strftime("%d.%m.%Y %H:%M").to_string();
+        write(
+            &t.join("docs/.~lock.report.odt#"),
+            format!(",jdoe,{},{stamp},file:///x;", self.host),
+        );
+        let created = jiff::Timestamp::from_second(r.at_s).unwrap();
+        let info = t.join("tf/.terraform.tfstate.lock.info");
+        let text = fs::read_to_string(&info).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut v = v.as_object().unwrap().clone();
+        v.insert("Created".into(), created.to_string().into());
+        fs::write(&info, serde_json::to_string(&v).unwrap()).unwrap();
+        let pm = t.join("pg/data/postmaster.pid");
+        let text = fs::read_to_string(&pm).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[2] = r.at_s.to_string();
+        fs::write(&pm, lines.join("\n") + "\n").unwrap();
+        let emacs = t.join("edit/.#draft.txt");
+        let target = fs::read_link(&emacs).unwrap();
+        let target = target.to_str().unwrap();
+        let base = target.split(':').next().unwrap();
+        link(&emacs, &format!("{base}:{}", r.at_s));
+    }
+
+    /// Sets every live lock's mtime to its owner's start as `snap` sees it (its boot time
+    /// plus the owner's start ticks) plus `slack_ms`, never later than now: with the boot
+    /// moved earlier, the whole history moves with it, as on a machine that booted then.
+    fn written_after_start(&self, snap: &Snapshot, slack_ms: i64) {
+        let now = now_ms();
+        for (path, pid) in &self.live {
+            if let Some(start) = pid.and_then(|p| snap.pid(p).facts().and_then(|f| f.start_ms)) {
+                set_mtime_ms(path, (start + slack_ms).min(now));
+            }
+        }
+    }
+
+    fn judge_all(&self, snap: &Snapshot) -> BTreeMap<PathBuf, (Verdict, String)> {
+        let config = Config::embedded();
+        self.expected
+            .keys()
+            .map(|p| {
+                let f = scan::judge_path(p, snap, &config)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{} not taken for a lock", p.display()));
+                (
+                    p.clone(),
+                    (
+                        f.judgement.verdict,
+                        format!("{}: {}", f.dialect, f.judgement.evidence.join(" | ")),
+                    ),
+                )
+            })
+            .collect()
+    }
+}
+
+fn snapshot_with_boot_shift(shift_s: i64) -> Snapshot {
+    let mut snap = Snapshot::take();
+    snap.host.boot_time = snap.host.boot_time.map(|b| b + shift_s);
+    snap
+}
+
+fn assert_expected(world: &World, got: &BTreeMap<PathBuf, (Verdict, String)>, case: &str) {
+    for (path, want) in &world.expected {
+        let (verdict, why) = &got[path];
+        assert_eq!(
+            verdict,
+            want,
+            "{case}: {}\n{why}",
+            path.strip_prefix(world.root()).unwrap().display()
+        );
+    }
+}
+
+/// The real binary, under several time zones: the same, expected verdicts in each.
+#[test]
+fn every_dialect_is_judged_the_same_in_every_time_zone() {
+    let world = World::build();
+    for tz in [
+        "UTC",
+        "Pacific/Kiritimati",
+        "Etc/GMT+12",
+        "America/New_York",
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_locksmith"))
+            .args(["--scan", "--json"])
+            .arg(world.root())
+            .env("TZ", tz)
+            .env("XDG_STATE_HOME", world.root().join("state"))
+            .env("XDG_CONFIG_HOME", world.root().join("config"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{tz}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let mut seen = BTreeMap::new();
+        for l in report["locks"].as_array().unwrap() {
+            seen.insert(
+                PathBuf::from(l["path"].as_str().unwrap()),
+                (
+                    l["verdict"].as_str().unwrap().to_string(),
+                    l["evidence"].to_string(),
+                ),
+            );
+        }
+        for (path, want) in &world.expected {
+            let (verdict, why) = seen
+                .get(path)
+                .unwrap_or_else(|| panic!("TZ={tz}: {} not found", path.display()));
+            assert_eq!(verdict, want.as_str(), "TZ={tz}: {}\n{why}", path.display());
+        }
+        assert_eq!(out.status.code(), Some(1), "TZ={tz}: one stale lock");
+    }
+}
+
+/// The snapshot's boot time before and after every time the fixtures record, and the
+/// recorded times before and after the boot: the expected verdicts every time.
+#[test]
+fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
+    let world = World::build();
+    let real = Snapshot::take();
+    let boot = real.host.boot_time.expect("boot time");
+    let now = now_ms() / 1000;
+    // Recorded long before the boot, just before it, just after it, now, and in the future.
+    let recorded = [boot - 400 * 86_400, boot - 60, boot + 1, now, now + 86_400];
+    // The boot moved earlier (a machine up for a day, a year): every process and file of
+    // this test stays after it, as on a real machine.
+    for shift in [0, -86_400, -365 * 86_400] {
+        for at_s in recorded {
+            for offset_h in [-12, 0, 14] {
+                world.record(Recorded { at_s, offset_h });
+                let snap = snapshot_with_boot_shift(shift);
+                let got = world.judge_all(&snap);
+                assert_expected(
+                    &world,
+                    &got,
+                    &format!("boot shifted {shift} s, recorded at {at_s} (UTC{offset_h:+})"),
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, .. ProptestConfig::default() })]
+
+    /// No time zone, boot time, recorded time or clock slack turns a lock whose owner is
+    /// alive into `stale`.
+    #[test]
+    fn a_live_owner_is_never_stale(
+        boot_shift in -20 * 365 * 86_400i64..=0,
+        at_s in 0i64..4_102_444_800,
+        offset_h in -12i8..=14,
+        // A lock written up to 2 s before its owner's start (a coarse mtime, btime's one
+        // second) or a minute after it.
+        slack_ms in prop_oneof![-1_999i64..=0, 0i64..60_000],
+    ) {
+        let world = world();
+        world.record(Recorded { at_s, offset_h });
+        let snap = snapshot_with_boot_shift(boot_shift);
+        world.written_after_start(&snap, slack_ms);
+        let got = world.judge_all(&snap);
+        for (path, _) in &world.live {
+            let (verdict, why) = &got[path];
+            prop_assert_ne!(*verdict, Verdict::Stale, "{}: {}", path.display(), why);
+            prop_assert_eq!(*verdict, Verdict::Live, "{}: {}", path.display(), why);
+        }
+    }
+}
+
+/// One world for all the property cases (its owners are processes: cheap to reuse, slow to
+/// make 24 times).
+fn world() -> &'static World {
+    static WORLD: std::sync::OnceLock<World> = std::sync::OnceLock::new();
+    WORLD.get_or_init(World::build)
+}
+
+#[test]
+fn the_world_has_every_dialect() {
+    let world = World::build();
+    let got = world.judge_all(&Snapshot::take());
+    let dialects: std::collections::BTreeSet<&str> = got
+        .values()
+        .map(|(_, why)| why.split(':').next().unwrap())
+        .collect();
+    for d in locksmith::dialect::registry() {
+        assert!(
+            dialects.contains(d.id()),
+            "no {} lock in the world: {dialects:?}",
+            d.id()
+        );
+    }
+    let _ = world.ns;
+}
