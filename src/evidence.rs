@@ -395,6 +395,94 @@ mod tests {
     }
 
     #[test]
+    fn a_zombie_owner_is_gone() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i64;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let j = loop {
+            // A fresh snapshot each time: the state of a PID is cached per snapshot.
+            let j = judge_pid(&claim(pid), &Snapshot::take());
+            if j.verdict == Verdict::Stale || std::time::Instant::now() > deadline {
+                break j;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        assert!(j.evidence[0].contains("zombie"), "{j:?}");
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn init_and_kernel_threads_are_never_owners() {
+        let mut snap = Snapshot::take();
+        snap.host.pid_ns = Some(INITIAL_PID_NS);
+        let facts = |pid, comm: &str, kernel_thread| {
+            PidState::Alive(crate::probe::ProcFacts {
+                pid,
+                comm: comm.into(),
+                state: 'S',
+                threads: 1,
+                kernel_thread,
+                ..Default::default()
+            })
+        };
+        assert!(not_an_app_owner(1, &facts(1, "systemd", false), &snap).is_some());
+        assert!(not_an_app_owner(2, &facts(2, "kthreadd", true), &snap).is_some());
+        assert!(not_an_app_owner(77, &facts(77, "kworker/0:1", true), &snap).is_some());
+        assert!(not_an_app_owner(2, &PidState::ExistsOpaque, &snap).is_some());
+        assert!(not_an_app_owner(77, &facts(77, "rails", false), &snap).is_none());
+        assert!(not_an_app_owner(1, &PidState::Absent, &snap).is_none());
+        // Inside a container, PID 1 is the container's own program: it may own a lock.
+        snap.host.pid_ns = Some(4_026_532_999);
+        assert!(not_an_app_owner(1, &facts(1, "postgres", false), &snap).is_none());
+        assert!(not_an_app_owner(9, &facts(9, "kworker", true), &snap).is_some());
+
+        // Judged: foreign (written in another namespace), or unknown if the lock says the
+        // namespace is ours.
+        snap.host.pid_ns = Some(INITIAL_PID_NS);
+        let c = claim(1);
+        let j = not_an_owner_here(&c, 1, "init".into(), &snap);
+        assert_eq!(j.verdict, Verdict::Foreign);
+        let ours = PidClaim {
+            pid_ns: Some(INITIAL_PID_NS),
+            ..claim(1)
+        };
+        assert_eq!(
+            not_an_owner_here(&ours, 1, "init".into(), &snap).verdict,
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn an_open_set_of_writers_makes_a_name_check_inconclusive() {
+        let f = crate::probe::ProcFacts {
+            pid: 42,
+            comm: "Xkasmvnc".into(),
+            exe: Some("/usr/bin/Xkasmvnc".into()),
+            state: 'S',
+            threads: 1,
+            ..Default::default()
+        };
+        let closed = PidClaim {
+            pid: 42,
+            expect: &["Xorg", "Xvfb"],
+            ..Default::default()
+        };
+        assert_eq!(judge_alive(&closed, &f).verdict, Verdict::Stale);
+        let open = PidClaim {
+            could_be: Some(|f| f.comm.starts_with('X')),
+            ..closed.clone()
+        };
+        assert_eq!(judge_alive(&open, &f).verdict, Verdict::Unknown);
+        let sleep = crate::probe::ProcFacts {
+            comm: "sleep".into(),
+            exe: Some("/usr/bin/sleep".into()),
+            ..f
+        };
+        assert_eq!(judge_alive(&open, &sleep).verdict, Verdict::Stale);
+    }
+
+    #[test]
     fn files_on_tmpfs_are_never_from_an_earlier_boot() {
         let snap = Snapshot::take();
         let long_ago = snap.taken_ms - 10 * 365 * 86_400_000;

@@ -2260,6 +2260,21 @@ fn another_host_is_decided_before_any_time_rule() {
     let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
     set_mtime_ms(&rec, long_ago);
     expect_in(&booted_now, &rec, "pidfile", Verdict::Foreign);
+
+    // Locks naming no host, on a local file system, from before the boot: stale by time.
+    let repo = fake_repo(&tmp.join("git"));
+    let index = write(&repo.join(".git/index.lock"), "DIRC");
+    set_mtime_ms(&index, long_ago);
+    let f = expect_in(&booted_now, &index, "git", Verdict::Stale);
+    assert_evidence(&f, "before this host booted");
+    let pg = tmp.join("pg");
+    let pidfile = write(
+        &pg.join("postmaster.pid"),
+        postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), 0),
+    );
+    set_mtime_ms(&pidfile, long_ago);
+    let f = expect_in(&booted_now, &pidfile, "postgres", Verdict::Stale);
+    assert_evidence(&f, "before this host booted");
 }
 
 /// The real SoftFileLock record, its host rewritten; and the other multi-line forms.
