@@ -392,10 +392,23 @@ fn recover_hint(f: &Finding) -> String {
         .unwrap_or_else(|| format!("vim -r {}", text::path(&f.path)))
 }
 
-/// The warning shown for a vim swap file that holds unsaved changes.
+/// The warning shown for a vim swap file that holds unsaved changes. Advice follows the
+/// verdict: recovery (`vim -r`) is for a swap file whose vim is gone.
 pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     if f.judgement.unsaved_changes != Some(true) {
         return Vec::new();
+    }
+    if f.judgement.verdict == locksmith::Verdict::Live {
+        return vec![Line::from(Span::styled(
+            "✎ Unsaved changes in a running vim: they are in that vim, save them there.",
+            theme.warn(),
+        ))];
+    }
+    if f.judgement.verdict != locksmith::Verdict::Stale {
+        return vec![Line::from(Span::styled(
+            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+            theme.error(),
+        ))];
     }
     vec![
         Line::from(Span::styled(

@@ -1229,3 +1229,17 @@ fn a_long_reclaim_dialog_keeps_its_buttons_on_screen() {
     let c = confirmed(keys(&mut app, "y"));
     assert_eq!(c.findings().len(), 30, "all of them, not only those listed");
 }
+
+#[test]
+fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
+    let swap = dir.path().join(".notes.txt.swp");
+    let mut f = vim_unsaved(swap.to_str().unwrap());
+    f.judgement.verdict = Verdict::Live;
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 30));
+    assert!(text.contains("Unsaved changes in a running vim"), "{text}");
+    assert!(!text.contains("vim -r"), "{text}");
+}
