@@ -532,38 +532,45 @@ fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, .. ProptestConfig::default() })]
-
-    /// No time zone, boot time, recorded time or clock slack turns a lock whose owner is
-    /// alive into `stale`.
-    #[test]
-    fn a_live_owner_is_never_stale(
-        boot_shift in -20 * 365 * 86_400i64..=0,
-        at_s in 0i64..4_102_444_800,
-        offset_h in -12i8..=14,
+/// No time zone, boot time, recorded time or clock slack turns a lock whose owner is alive
+/// into `stale`. One world serves every case (its owners are processes: cheap to reuse, slow
+/// to make for each case), and is torn down with its processes when the test ends.
+#[test]
+fn a_live_owner_is_never_stale() {
+    use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
+    let world = World::build();
+    let mut runner = TestRunner::new(Cases {
+        cases: 24,
+        failure_persistence: None,
+        ..Cases::default()
+    });
+    let cases = (
+        -20 * 365 * 86_400i64..=0,
+        0i64..4_102_444_800,
+        -12i8..=14,
         // A lock written up to 2 s before its owner's start (a coarse mtime, btime's one
-        // second) or a minute after it.
-        slack_ms in prop_oneof![-1_999i64..=0, 0i64..60_000],
-    ) {
-        let world = world();
+        // second) or up to a minute after it.
+        prop_oneof![-1_999i64..=0, 0i64..60_000],
+    );
+    let result = runner.run(&cases, |(boot_shift, at_s, offset_h, slack_ms)| {
         world.record(Recorded { at_s, offset_h });
         let snap = snapshot_with_boot_shift(boot_shift);
         world.written_after_start(&snap, slack_ms);
         let got = world.judge_all(&snap);
         for (path, _) in &world.live {
             let (verdict, why) = &got[path];
-            prop_assert_ne!(*verdict, Verdict::Stale, "{}: {}", path.display(), why);
-            prop_assert_eq!(*verdict, Verdict::Live, "{}: {}", path.display(), why);
+            if *verdict != Verdict::Live {
+                return Err(TestCaseError::fail(format!(
+                    "{verdict}: {}: {why}",
+                    path.display()
+                )));
+            }
         }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
     }
-}
-
-/// One world for all the property cases (its owners are processes: cheap to reuse, slow to
-/// make 24 times).
-fn world() -> &'static World {
-    static WORLD: std::sync::OnceLock<World> = std::sync::OnceLock::new();
-    WORLD.get_or_init(World::build)
 }
 
 #[test]
