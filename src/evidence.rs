@@ -43,6 +43,19 @@ pub struct PidClaim<'a> {
 const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 
 impl PidClaim<'_> {
+    /// What to ask `host` about this claim (see [`crate::remote`]).
+    pub fn remote(&self, host: &str) -> RemoteClaim {
+        RemoteClaim {
+            host: host.to_string(),
+            pid: self.pid,
+            boot_id: self.boot_id.map(str::to_string),
+            pid_ns: self.pid_ns,
+            written_ms: self.written_ms,
+            start_ticks: self.start_ticks,
+            expect: self.expect.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     fn network_fs(&self) -> bool {
         self.fs.is_some_and(|f| f.network)
     }
@@ -158,15 +171,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
                 snap.host.hostname
             ),
         );
-        j.remote = Some(RemoteClaim {
-            host: h.to_string(),
-            pid: pid.into(),
-            boot_id: claim.boot_id.map(str::to_string),
-            pid_ns: claim.pid_ns,
-            written_ms: claim.written_ms,
-            start_ticks: claim.start_ticks,
-            expect: claim.expect.iter().map(|s| s.to_string()).collect(),
-        });
+        j.remote = Some(claim.remote(h));
         return j;
     }
     if !same_kernel

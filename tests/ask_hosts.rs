@@ -431,3 +431,40 @@ fn locksmith_records_of_another_host_are_settled_by_asking_it() {
     assert_eq!(l.verdict, "stale", "{l:#?}");
     assert!(l.evidence[0].contains("has booted again"), "{l:#?}");
 }
+
+#[test]
+fn a_soft_file_lock_of_another_host_is_proven_by_asking_it() {
+    let Some(py) = python_with_filelock4() else {
+        return;
+    };
+    let Some(node) = node17() else { return };
+    let env = Env::new();
+    let work = env.path().join("shared");
+    fs::create_dir(&work).unwrap();
+    let lock = work.join("train.lock");
+    let mut job = hold_soft_file_lock(&py, &lock, Some("node17"));
+    let pid: i64 = fs::read_to_string(&lock)
+        .unwrap()
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap();
+    let cfg = node.config(&env, bin(), "");
+    let r = scan(&env, &cfg, &[], &work);
+    assert_eq!(r.expect_lock(&lock).verdict, "foreign", "{r:#?}");
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&lock);
+    assert_eq!(l.verdict, "live", "{l:#?}");
+    assert!(
+        l.evidence[0].starts_with(&format!("asked node17 over ssh: process {pid} (python")),
+        "{l:#?}"
+    );
+    job.kill();
+    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
+    let l = r.expect_lock(&lock);
+    assert_eq!(l.verdict, "stale", "{l:#?}");
+    assert!(
+        l.evidence[0].contains(&format!("no process {pid}")),
+        "{l:#?}"
+    );
+}

@@ -130,23 +130,6 @@ impl Dialect for Pidfile {
             PidContent::Record(r) => Some(r),
             _ => None,
         };
-        // Host first: a record naming another host is foreign, whatever else it says (even our
-        // boot id: these writers never break another host's lock, nor do we).
-        if let Some(r) = record
-            && let Some(h) = r.hostname.as_deref()
-            && h != snap.host.hostname
-        {
-            let j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
-                    r.host_written.as_deref().unwrap_or(h),
-                    snap.host.hostname
-                ),
-            )
-            .because(format!("the file is {}", r.form().describe()));
-            return common::with_owner(j, owner);
-        }
         let app = record.and_then(|r| r.app.as_deref());
         let apps = app.map(|a| [a]);
         let claim = PidClaim {
@@ -162,6 +145,25 @@ impl Dialect for Pidfile {
             fs: Some(c.fs),
             ..PidClaim::default()
         };
+        // Host first: a record naming another host is foreign, whatever else it says (even our
+        // boot id: these writers never break another host's lock, nor do we). That host can
+        // be asked (`--ask-hosts`).
+        if let Some(r) = record
+            && let Some(h) = r.hostname.as_deref()
+            && h != snap.host.hostname
+        {
+            let mut j = Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
+                    r.host_written.as_deref().unwrap_or(h),
+                    snap.host.hostname
+                ),
+            )
+            .because(format!("the file is {}", r.form().describe()));
+            j.remote = Some(claim.remote(h));
+            return common::with_owner(j, owner);
+        }
         let mut j = judge_pid(&claim, snap);
         if let Some(r) = record {
             if r.form() == Form::Unread && j.verdict == Verdict::Stale {

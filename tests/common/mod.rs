@@ -525,3 +525,67 @@ pub fn spawn_in_pty(
     drop(pair.slave);
     (child, pair.master)
 }
+
+/// A Python interpreter with py-filelock 4 or later: `$LOCKSMITH_TEST_PYTHON` (`.ci/run`
+/// sets it to a virtual environment it made), else `python3`.
+pub fn python_with_filelock4() -> Option<PathBuf> {
+    let candidates = std::env::var_os("LOCKSMITH_TEST_PYTHON")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("python3")]);
+    for py in candidates {
+        let ok = Command::new(&py)
+            .args([
+                "-c",
+                "import filelock, sys; sys.exit(int(filelock.__version__.split('.')[0]) < 4)",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(py);
+        }
+    }
+    eprintln!(
+        "SKIPPED: no python3 with py-filelock >= 4 (`.ci/run` makes one; or set LOCKSMITH_TEST_PYTHON)"
+    );
+    None
+}
+
+/// Holds a real SoftFileLock on `lock` until killed; `hostname`, when given, runs it in its
+/// own UTS namespace under that host name (as on another machine of a cluster sharing the
+/// directory). Waits until the lock file is written.
+pub fn hold_soft_file_lock(py: &Path, lock: &Path, hostname: Option<&str>) -> GroupGuard {
+    let script = "import sys, time\nfrom filelock import SoftFileLock\n\
+                  l = SoftFileLock(sys.argv[1]); l.acquire()\nprint('held', flush=True)\n\
+                  time.sleep(600)\n";
+    let mut cmd = match hostname {
+        Some(h) => {
+            let mut c = Command::new("unshare");
+            c.args([
+                "--uts",
+                "sh",
+                "-c",
+                &format!("hostname {h} && exec \"$0\" \"$@\""),
+            ])
+            .arg(py);
+            c
+        }
+        None => Command::new(py),
+    };
+    cmd.args(["-c", script])
+        .arg(lock)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let guard = GroupGuard::spawn(&mut cmd);
+    wait_for("the SoftFileLock", || {
+        std::fs::read_to_string(lock)
+            .ok()
+            .filter(|t| t.lines().count() >= 2)
+            .map(|_| ())
+    });
+    guard
+}
