@@ -5,20 +5,32 @@
 //! never blocks and never touches the file system, so it is tested directly.
 //!
 //! Rows are keyed by path: a scan or a re-judge replaces a row in place, and the selection
-//! follows the selected path across refreshes, sorts and filters.
+//! follows the selected path across refreshes, sorts and filters. The app knows the terminal's
+//! size (a [`Msg::Resize`]) and lays the screen out with the same [`Screen`] the drawing uses,
+//! so it keeps every scroll position itself: the selected row is always on screen, and the
+//! detail pane, the help and the dialog scroll no further than their text.
 
-use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use locksmith::scan::{Finding, ScanEvent};
 use locksmith::{Judgement, Verdict};
-use ratatui::crossterm::event::KeyEvent;
+use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
 
-use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction};
+use super::confirm::{Choice, ConfirmAction, ConfirmDialog, ConfirmedAction};
+use super::detail;
 use super::keymap::{self, Action, Context};
+use super::layout::{self, Screen, WHEEL_STEP};
+use super::popup::{dialog, help};
+use super::table::{self, ContentWidths};
 use super::text;
 use super::theme::Theme;
+
+/// How long a status message stays: information ...
+const STATUS_INFO_MS: i64 = 5_000;
+/// ... and warnings and errors, which take longer to read.
+const STATUS_WARN_MS: i64 = 10_000;
 
 /// Settings fixed for the life of the UI.
 #[derive(Debug, Clone)]
@@ -66,8 +78,12 @@ pub struct ReclaimResult {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
-    /// The terminal was resized (redraw only).
-    Resize,
+    Mouse(MouseEvent),
+    /// The terminal's size (at start and on every change).
+    Resize {
+        width: u16,
+        height: u16,
+    },
     Scan {
         generation: u64,
         event: ScanEvent,
@@ -92,6 +108,8 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
+    /// Put these bytes on the clipboard (OSC 52).
+    Copy(Vec<u8>),
     Quit,
 }
 
@@ -130,9 +148,13 @@ impl Column {
         }
     }
 
+    /// The column's position in [`Column::ALL`].
+    pub fn index(self) -> usize {
+        Column::ALL.iter().position(|&c| c == self).unwrap_or(0)
+    }
+
     fn next(self) -> Column {
-        let i = Column::ALL.iter().position(|&c| c == self).unwrap_or(0);
-        Column::ALL[(i + 1) % Column::ALL.len()]
+        Column::ALL[(self.index() + 1) % Column::ALL.len()]
     }
 }
 
@@ -168,6 +190,8 @@ pub enum Level {
 pub struct Status {
     pub text: String,
     pub level: Level,
+    /// When it goes (ms since the epoch); `None` while what it reports is still going on.
+    pub expires_ms: Option<i64>,
 }
 
 /// Scan progress, for the header.
@@ -175,6 +199,11 @@ pub struct Status {
 pub struct Progress {
     pub generation: u64,
     pub scanning: bool,
+    /// The running scan is a periodic one in the background: the header keeps showing the
+    /// last scan's numbers, and its errors are only counted.
+    pub quiet: bool,
+    /// Errors of the running quiet scan (shown when it ends).
+    quiet_errors: u64,
     pub entries: u64,
     pub locks: u64,
     pub errors: u64,
@@ -252,12 +281,14 @@ pub struct App {
     /// Whether the user has moved the selection; until then it stays on the first row while
     /// rows stream in (stale first), instead of following whichever lock came first.
     moved: bool,
-    /// First row shown (kept by the renderer, which knows the table height).
-    pub offset: Cell<usize>,
-    /// Table rows that fit on screen at the last draw (PgUp/PgDn step).
-    pub page: Cell<u16>,
-    /// How far the help can scroll at the last draw.
-    pub help_max_scroll: Cell<u16>,
+    /// The terminal's size.
+    area: Rect,
+    /// First row shown.
+    offset: usize,
+    /// Lines the detail pane is scrolled down.
+    pub detail_scroll: u16,
+    /// The widest cell of each column among the visible rows.
+    content: ContentWidths,
     pub filter: String,
     pub verdict_filter: Option<Verdict>,
     pub sort: Column,
@@ -285,9 +316,10 @@ impl App {
             cursor: 0,
             selected: None,
             moved: false,
-            offset: Cell::new(0),
-            page: Cell::new(10),
-            help_max_scroll: Cell::new(u16::MAX),
+            area: Rect::new(0, 0, 80, 24),
+            offset: 0,
+            detail_scroll: 0,
+            content: ContentWidths::default(),
             filter: String::new(),
             verdict_filter: None,
             sort: Column::Verdict,
@@ -353,8 +385,75 @@ impl App {
     pub fn enabled(&self, action: Action) -> bool {
         match action {
             Action::Reclaim | Action::ReclaimAllStale | Action::ForceReclaim => !self.opts.readonly,
+            Action::DetailDown | Action::DetailUp => self.details_open(),
             _ => true,
         }
+    }
+
+    /// The first visible row on screen.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The widest cell of each column among the visible rows.
+    pub fn content_widths(&self) -> &ContentWidths {
+        &self.content
+    }
+
+    /// Whether the detail pane is on screen (open, and a lock selected).
+    pub fn details_open(&self) -> bool {
+        self.show_details && !self.view.is_empty()
+    }
+
+    /// The status message fitted to a screen of `area`: wrapped at words to the lines it may
+    /// take, beside the position indicator.
+    pub fn status_lines(&self, area: Rect) -> Vec<String> {
+        let Some(s) = &self.status else {
+            return vec![String::new()];
+        };
+        if matches!(self.mode, Mode::Filter) {
+            return vec![String::new()];
+        }
+        let pos = text::width(&self.position_text());
+        let room = usize::from(area.width).saturating_sub(if pos > 0 { pos + 2 } else { 0 });
+        let lines = text::fit(&s.text, room, usize::from(Screen::status_room(area.height)));
+        if lines.is_empty() {
+            vec![String::new()]
+        } else {
+            lines
+        }
+    }
+
+    /// Where the selection is (`12/78`), and how many locks match while a filter is active
+    /// (`2/3 · 3 of 78 match`).
+    pub fn position_text(&self) -> String {
+        let filtered = !self.filter.is_empty() || self.verdict_filter.is_some();
+        let shown = self.view.len();
+        let pos = match self.cursor() {
+            Some(c) => format!("{}/{shown}", c + 1),
+            None => String::new(),
+        };
+        if !filtered {
+            return pos;
+        }
+        let total = self.rows.len();
+        let matches = format!("{shown} of {total} match");
+        if pos.is_empty() {
+            matches
+        } else {
+            format!("{pos} · {matches}")
+        }
+    }
+
+    /// The screen's layout at the current size.
+    pub fn screen(&self) -> Screen {
+        let lines = self.status_lines(self.area).len() as u16;
+        Screen::new(self.area, self.details_open(), lines)
+    }
+
+    /// Rows of the table on screen (the PgUp/PgDn step).
+    pub fn page(&self) -> usize {
+        usize::from(self.screen().table_body().height).max(1)
     }
 
     // ----- updating -----
@@ -372,6 +471,33 @@ impl App {
         }
     }
 
+    /// Starts a periodic scan in the background, unless one is running: new lock files appear
+    /// and removed ones go without `r`, and the header keeps the last scan's numbers meanwhile.
+    pub fn rescan_quietly(&mut self) -> Option<Effect> {
+        if self.progress.scanning {
+            return None;
+        }
+        self.progress.generation += 1;
+        self.progress.scanning = true;
+        self.progress.quiet = true;
+        self.progress.quiet_errors = 0;
+        self.seen.clear();
+        Some(Effect::Scan {
+            generation: self.progress.generation,
+        })
+    }
+
+    /// Takes the terminal's size and keeps the selection and every scroll position in view.
+    /// The status message stays until it expires: it is fitted again to the new width.
+    pub fn resize(&mut self, width: u16, height: u16) {
+        let area = Rect::new(0, 0, width, height);
+        if area == self.area {
+            return;
+        }
+        self.area = area;
+        self.clamp_scrolls();
+    }
+
     /// Applies one message; returns what the runtime must do, if anything.
     pub fn update(&mut self, msg: Msg) -> Option<Effect> {
         match msg {
@@ -382,7 +508,16 @@ impl App {
                 self.refresh();
                 effect
             }
-            Msg::Resize => None,
+            Msg::Resize { width, height } => {
+                self.resize(width, height);
+                None
+            }
+            Msg::Mouse(ev) => {
+                self.refresh();
+                let effect = self.on_mouse(ev);
+                self.refresh();
+                effect
+            }
             Msg::Scan { generation, event } => {
                 if generation == self.progress.generation {
                     self.on_scan_event(event);
@@ -418,6 +553,16 @@ impl App {
             }
             Msg::Tick { now_ms } => {
                 self.now_ms = now_ms;
+                // Ages grow: the AGE column may need another character.
+                self.content = table::content_widths(self.visible(), now_ms);
+                if self
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.expires_ms)
+                    .is_some_and(|t| now_ms >= t)
+                {
+                    self.status = None;
+                }
                 None
             }
         }
@@ -425,6 +570,7 @@ impl App {
 
     fn on_scan_event(&mut self, event: ScanEvent) {
         match event {
+            ScanEvent::Progress { .. } if self.progress.quiet => {}
             ScanEvent::Progress { entries, locks } => {
                 self.progress.entries = entries;
                 self.progress.locks = locks;
@@ -434,6 +580,7 @@ impl App {
                 self.progress.locks = self.progress.locks.max(self.seen.len() as u64);
                 self.upsert(*f);
             }
+            ScanEvent::Error(_) if self.progress.quiet => self.progress.quiet_errors += 1,
             ScanEvent::Error(e) => {
                 self.progress.errors += 1;
                 self.set_status(
@@ -446,8 +593,17 @@ impl App {
 
     fn on_scan_done(&mut self, s: ScanSummary) {
         self.progress.scanning = false;
-        self.progress.entries = self.progress.entries.max(s.entries);
-        self.progress.locks = self.progress.locks.max(s.locks);
+        if std::mem::take(&mut self.progress.quiet) {
+            if s.failed.is_some() || s.cancelled {
+                return;
+            }
+            self.progress.entries = s.entries;
+            self.progress.locks = s.locks;
+            self.progress.errors = self.progress.quiet_errors;
+        } else {
+            self.progress.entries = self.progress.entries.max(s.entries);
+            self.progress.locks = self.progress.locks.max(s.locks);
+        }
         self.progress.elapsed_ms = Some(s.elapsed_ms);
         if let Some(why) = s.failed {
             self.set_status(Level::Error, format!("scan failed: {}", text::clean(&why)));
@@ -534,16 +690,37 @@ impl App {
     }
 
     fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        let ttl = match level {
+            Level::Info => STATUS_INFO_MS,
+            Level::Warn | Level::Error => STATUS_WARN_MS,
+        };
         self.status = Some(Status {
             text: text.into(),
             level,
+            expires_ms: Some(self.now_ms + ttl),
         });
+    }
+
+    /// A status message that stays until replaced (what it reports is still going on).
+    fn set_status_until_done(&mut self, text: impl Into<String>) {
+        self.status = Some(Status {
+            text: text.into(),
+            level: Level::Info,
+            expires_ms: None,
+        });
+    }
+
+    /// Opens a pop-up; the status message goes (it was about what came before).
+    fn open(&mut self, mode: Mode) {
+        self.status = None;
+        self.mode = mode;
     }
 
     /// Rebuilds the filtered, sorted view if rows or settings changed, and moves the cursor to
     /// the selected path (or keeps its position when that lock is gone).
     pub fn refresh(&mut self) {
         if !self.view_dirty {
+            self.keep_visible();
             return;
         }
         self.view_dirty = false;
@@ -567,7 +744,7 @@ impl App {
                 Column::Command => ra.cells.command.cmp(&rb.cells.command),
                 Column::Host => ra.cells.host.cmp(&rb.cells.host),
                 Column::Age => age_ms(ra, now).cmp(&age_ms(rb, now)),
-                Column::Path => std::cmp::Ordering::Equal,
+                Column::Path => ra.finding.path.cmp(&rb.finding.path),
             };
             let primary = if self.descending {
                 primary.reverse()
@@ -590,25 +767,175 @@ impl App {
             Some(pos) => pos,
             None => self.cursor.min(self.view.len().saturating_sub(1)),
         };
+        self.content = table::content_widths(self.visible(), self.now_ms);
         self.sync_selected();
+        self.keep_visible();
     }
 
     fn sync_selected(&mut self) {
-        self.selected = self
+        let now = self
             .view
             .get(self.cursor)
             .map(|&i| self.rows[i].finding.path.clone());
+        if now != self.selected {
+            self.detail_scroll = 0;
+        }
+        self.selected = now;
     }
 
     fn move_to(&mut self, pos: usize) {
         self.moved = true;
         self.cursor = pos.min(self.view.len().saturating_sub(1));
         self.sync_selected();
+        self.keep_visible();
+    }
+
+    /// Scrolls the table so that the selection is on screen, and so that no rows hide above
+    /// the top while there is room below (after a filter shrinks the list, say).
+    fn keep_visible(&mut self) {
+        let page = self.page();
+        let len = self.view.len();
+        let mut offset = self.offset.min(len.saturating_sub(page));
+        if let Some(c) = self.cursor() {
+            if c < offset {
+                offset = c;
+            } else if c >= offset + page {
+                offset = c + 1 - page;
+            }
+        }
+        self.offset = offset;
+    }
+
+    /// Clamps every scroll position to what the current size shows.
+    fn clamp_scrolls(&mut self) {
+        self.keep_visible();
+        let max = self.detail_max_scroll();
+        self.detail_scroll = self.detail_scroll.min(max);
+        let (theme, area) = (self.opts.theme, self.area);
+        match &mut self.mode {
+            Mode::Help { scroll } => *scroll = (*scroll).min(help::extent(theme, area).1),
+            Mode::Confirm(d) => {
+                let max = dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).1;
+                d.scroll = d.scroll.min(max);
+            }
+            Mode::Table | Mode::Filter => {}
+        }
+    }
+
+    fn detail_max_scroll(&self) -> u16 {
+        match (self.screen().detail_inner(), self.selected_row()) {
+            (Some(inner), Some(row)) => {
+                detail::max_scroll(&row.finding, self.opts.theme, self.now_ms, inner)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Scrolls whatever scrolls in the current mode by `delta` lines (the help, the dialog's
+    /// text, else the detail pane), no further than its end.
+    fn scroll_by(&mut self, delta: i32) {
+        let step = |v: u16, max: u16| -> u16 {
+            let n = i32::from(v).saturating_add(delta).clamp(0, i32::from(max));
+            u16::try_from(n).unwrap_or(max)
+        };
+        let (theme, area) = (self.opts.theme, self.area);
+        match &mut self.mode {
+            Mode::Help { scroll } => *scroll = step(*scroll, help::extent(theme, area).1),
+            Mode::Confirm(d) => {
+                let max = dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).1;
+                d.scroll = step(d.scroll, max);
+            }
+            Mode::Table | Mode::Filter => {
+                self.detail_scroll = step(self.detail_scroll, self.detail_max_scroll());
+            }
+        }
+    }
+
+    /// Lines a page of the current pop-up shows (its PgUp/PgDn step).
+    fn popup_page(&self) -> i32 {
+        let (theme, area) = (self.opts.theme, self.area);
+        let shown = match &self.mode {
+            Mode::Help { .. } => help::extent(theme, area).0,
+            Mode::Confirm(d) => dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).0,
+            Mode::Table | Mode::Filter => 1,
+        };
+        i32::from(shown.max(1))
+    }
+
+    /// A click selects a row or sorts by a column title; the wheel scrolls what is under the
+    /// pointer (the table moves its selection, so it stays in view).
+    fn on_mouse(&mut self, ev: MouseEvent) -> Option<Effect> {
+        let (x, y) = (ev.column, ev.row);
+        let wheel = match ev.kind {
+            MouseEventKind::ScrollDown => i32::from(WHEEL_STEP),
+            MouseEventKind::ScrollUp => -i32::from(WHEEL_STEP),
+            MouseEventKind::Down(MouseButton::Left) => 0,
+            _ => return None,
+        };
+        let screen = self.screen();
+        if !matches!(self.mode, Mode::Table) {
+            if wheel != 0 && !matches!(self.mode, Mode::Filter) {
+                self.scroll_by(wheel);
+            }
+            return None;
+        }
+        if let Some(d) = screen.detail
+            && layout::contains(d, x, y)
+        {
+            if wheel != 0 {
+                self.scroll_by(wheel);
+            }
+            return None;
+        }
+        if !layout::contains(screen.table, x, y) {
+            return None;
+        }
+        if wheel != 0 {
+            let to = self.cursor.saturating_add_signed(wheel as isize);
+            self.move_to(to);
+            return None;
+        }
+        let body = screen.table_body();
+        if y < body.y {
+            let plan = table::plan(screen.table.width, &self.content, self.sort);
+            if let Some(c) = table::column_at(&plan, x - screen.table.x) {
+                if c == self.sort {
+                    self.descending = !self.descending;
+                } else {
+                    self.sort = c;
+                    self.descending = false;
+                }
+                self.view_dirty = true;
+            }
+            return None;
+        }
+        let row = self.offset + usize::from(y - body.y);
+        if row < self.view.len() {
+            self.move_to(row);
+        }
+        None
     }
 
     fn act(&mut self, action: Action, key: &KeyEvent) -> Option<Effect> {
-        let page = usize::from(self.page.get().max(1));
+        let page = self.page();
         let last = self.view.len().saturating_sub(1);
+        let in_popup = matches!(self.mode, Mode::Help { .. } | Mode::Confirm(_));
+        if in_popup {
+            let p = self.popup_page();
+            let delta = match action {
+                Action::Down => Some(1),
+                Action::Up => Some(-1),
+                Action::PageDown => Some(p),
+                Action::PageUp => Some(-p),
+                Action::Top => Some(i32::MIN / 2),
+                Action::Bottom => Some(i32::MAX / 2),
+                _ => None,
+            };
+            if let Some(d) = delta {
+                self.scroll_by(d);
+                return None;
+            }
+        }
         match action {
             Action::Quit => return Some(Effect::Quit),
             Action::Back => {
@@ -618,16 +945,23 @@ impl App {
                 self.filter.clear();
                 self.view_dirty = true;
             }
-            Action::Down => match &mut self.mode {
-                Mode::Help { scroll } => {
-                    *scroll = scroll.saturating_add(1).min(self.help_max_scroll.get())
-                }
-                _ => self.move_to(self.cursor.saturating_add(1)),
-            },
-            Action::Up => match &mut self.mode {
-                Mode::Help { scroll } => *scroll = scroll.saturating_sub(1),
-                _ => self.move_to(self.cursor.saturating_sub(1)),
-            },
+            Action::Down => self.move_to(self.cursor.saturating_add(1)),
+            Action::Up => self.move_to(self.cursor.saturating_sub(1)),
+            Action::DetailDown => self.scroll_by(1),
+            Action::DetailUp => self.scroll_by(-1),
+            Action::CopyPath => {
+                let Some(row) = self.selected_row() else {
+                    self.set_status(Level::Warn, "no lock selected");
+                    return None;
+                };
+                let bytes = row.finding.path.as_os_str().as_encoded_bytes().to_vec();
+                let shown = row.cells.path.clone();
+                self.set_status(
+                    Level::Info,
+                    format!("copied {shown} to the clipboard (OSC 52)"),
+                );
+                return Some(Effect::Copy(bytes));
+            }
             Action::Top => self.move_to(0),
             Action::Bottom => self.move_to(last),
             Action::PageDown => self.move_to(self.cursor.saturating_add(page)),
@@ -679,8 +1013,11 @@ impl App {
                 self.status = None;
                 return Some(self.rescan());
             }
-            Action::ToggleDetails => self.show_details = !self.show_details,
-            Action::Help => self.mode = Mode::Help { scroll: 0 },
+            Action::ToggleDetails => {
+                self.show_details = !self.show_details;
+                self.detail_scroll = 0;
+            }
+            Action::Help => self.open(Mode::Help { scroll: 0 }),
             Action::CloseHelp => self.mode = Mode::Table,
             Action::Reclaim => self.ask_reclaim_selected(false),
             Action::ForceReclaim => self.ask_reclaim_selected(true),
@@ -688,6 +1025,15 @@ impl App {
             Action::ConfirmToggle => {
                 if let Mode::Confirm(d) = &mut self.mode {
                     d.toggle();
+                }
+            }
+            Action::ConfirmLeft | Action::ConfirmRight => {
+                if let Mode::Confirm(d) = &mut self.mode {
+                    d.highlight(if action == Action::ConfirmLeft {
+                        Choice::Yes
+                    } else {
+                        Choice::No
+                    });
                 }
             }
             Action::ConfirmYes | Action::ConfirmChoose | Action::ConfirmNo => {
@@ -703,7 +1049,7 @@ impl App {
                     Some(c) => {
                         self.reclaiming = true;
                         let n = c.findings().len();
-                        self.set_status(Level::Info, format!("reclaiming {n} lock{}…", plural(n)));
+                        self.set_status_until_done(format!("reclaiming {n} lock{}…", plural(n)));
                         Some(Effect::Reclaim(c))
                     }
                     None => {
@@ -751,12 +1097,14 @@ impl App {
         let refusal = match (f.judgement.verdict, force) {
             (Verdict::Stale, _) => None,
             (Verdict::Foreign, true) => {
-                self.mode =
-                    Mode::Confirm(ConfirmDialog::new(ConfirmAction::ForceForeign(Box::new(f))));
+                self.open(Mode::Confirm(ConfirmDialog::new(
+                    ConfirmAction::ForceForeign(Box::new(f)),
+                )));
                 return;
             }
             (Verdict::Foreign, false) => Some(format!(
-                "{name} is foreign: its owner cannot be checked from here (F forces it) — {why}"
+                "{name} is foreign: its owner cannot be checked from here ({} forces it) — {why}",
+                keymap::key(Context::Table, Action::ForceReclaim)
             )),
             (Verdict::Live, _) => Some(format!(
                 "{name} is live: a live lock is never removed — {why}"
@@ -770,12 +1118,10 @@ impl App {
         };
         match refusal {
             Some(r) => self.set_status(Level::Warn, format!("not reclaimable: {r}")),
-            None => {
-                self.mode = Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
-                    findings: vec![f],
-                    kept: Vec::new(),
-                }))
-            }
+            None => self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
+                findings: vec![f],
+                kept: Vec::new(),
+            }))),
         }
     }
 
@@ -795,14 +1141,17 @@ impl App {
         if findings.is_empty() {
             self.set_status(
                 Level::Warn,
-                "every stale lock shown is a vim swap with unsaved changes: reclaim them one at a time with d",
+                format!(
+                    "every stale lock shown is a vim swap with unsaved changes: reclaim them one at a time with {}",
+                    keymap::key(Context::Table, Action::Reclaim)
+                ),
             );
             return;
         }
-        self.mode = Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
+        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
             findings,
             kept,
-        }));
+        })));
     }
 }
 

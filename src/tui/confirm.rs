@@ -68,6 +68,8 @@ pub enum Choice {
 pub struct ConfirmDialog {
     pub action: ConfirmAction,
     pub highlight: Choice,
+    /// Lines the dialog's text is scrolled down.
+    pub scroll: u16,
 }
 
 impl ConfirmDialog {
@@ -76,7 +78,13 @@ impl ConfirmDialog {
         ConfirmDialog {
             action,
             highlight: Choice::No,
+            scroll: 0,
         }
+    }
+
+    /// Highlights a button (`←` Yes, `→` No: no wrapping around).
+    pub fn highlight(&mut self, choice: Choice) {
+        self.highlight = choice;
     }
 
     pub fn toggle(&mut self) {

@@ -1,4 +1,4 @@
-//! The one key map of the UI: a table of (context, keys, label, description, action). The
+//! The one key map of the UI: a table of (context, keys, description, action). The
 //! handler, the key bar at the bottom of the screen and the `?` help screen are all read from
 //! [`KEYMAP`], so the help can never drift from the real bindings.
 
@@ -38,12 +38,16 @@ pub enum Action {
     Quit,
     /// Esc in the table: clear an active filter, else quit.
     Back,
+    /// Down one line: the selection in the table, the text in the help and the dialog.
     Down,
     Up,
     Top,
     Bottom,
     PageDown,
     PageUp,
+    /// Scroll the detail pane.
+    DetailDown,
+    DetailUp,
     StartFilter,
     CycleSort,
     InvertSort,
@@ -54,6 +58,7 @@ pub enum Action {
     Reclaim,
     ReclaimAllStale,
     ForceReclaim,
+    CopyPath,
     Help,
     /// Filter editing: keep the filter and go back to the table.
     FilterDone,
@@ -64,6 +69,10 @@ pub enum Action {
     FilterInput,
     ConfirmYes,
     ConfirmNo,
+    /// Highlight the left button (Yes).
+    ConfirmLeft,
+    /// Highlight the right button (No).
+    ConfirmRight,
     ConfirmToggle,
     ConfirmChoose,
     CloseHelp,
@@ -108,15 +117,44 @@ impl Key {
             (a, b) => a == b && ev.modifiers == self.mods,
         }
     }
+
+    /// The key's name as the help, the key bar and messages show it: `j`, `↓`, `Ctrl-F`, `PgDn`.
+    pub fn name(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "Space".to_string(),
+            KeyCode::Char(c) if self.mods.contains(KeyModifiers::CONTROL) => {
+                return format!("Ctrl-{}", c.to_ascii_uppercase());
+            }
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::Home => "Home".into(),
+            KeyCode::End => "End".into(),
+            KeyCode::PageDown => "PgDn".into(),
+            KeyCode::PageUp => "PgUp".into(),
+            KeyCode::Enter => "Enter".into(),
+            KeyCode::Esc => "Esc".into(),
+            KeyCode::Tab => "Tab".into(),
+            KeyCode::BackTab => "S-Tab".into(),
+            KeyCode::Backspace => "Backspace".into(),
+            other => format!("{other:?}"),
+        };
+        if self.mods.contains(KeyModifiers::SHIFT) {
+            format!("S-{base}")
+        } else {
+            base
+        }
+    }
 }
 
 /// A binding: in `context`, any of `keys` triggers `action`.
 #[derive(Debug, Clone, Copy)]
 pub struct Binding {
     pub context: Context,
+    /// The keys, the one shown in the key bar and in messages first.
     pub keys: &'static [Key],
-    /// How the keys are shown in the key bar and the help screen.
-    pub label: &'static str,
     /// What the key does, in a few words (key bar) ...
     pub short: &'static str,
     /// ... and in a sentence (help screen).
@@ -126,10 +164,46 @@ pub struct Binding {
     pub in_bar: bool,
 }
 
+impl Binding {
+    /// Every key of the binding, as the help screen lists them: `PgDn/Ctrl-F`. A capital letter
+    /// bound with its small one is shown once (`y` for `y` and `Y`).
+    pub fn label(&self) -> String {
+        if self.keys.is_empty() {
+            return "other keys".into();
+        }
+        let names: Vec<String> = self
+            .keys
+            .iter()
+            .filter(|k| match k.code {
+                KeyCode::Char(c) if c.is_ascii_uppercase() && k.mods.is_empty() => {
+                    !self.keys.contains(&Key::ch(c.to_ascii_lowercase()))
+                }
+                _ => true,
+            })
+            .map(Key::name)
+            .collect();
+        names.join("/")
+    }
+
+    /// The binding's first key, as messages show it.
+    pub fn key_name(&self) -> String {
+        self.keys.first().map(Key::name).unwrap_or_default()
+    }
+
+    /// The binding's first two keys, as the key bar shows them (`n/Esc`).
+    pub fn bar_label(&self) -> String {
+        let label = self.label();
+        let mut parts = label.split('/');
+        match (parts.next(), parts.next()) {
+            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => format!("{a}/{b}"),
+            _ => label,
+        }
+    }
+}
+
 const fn bind(
     context: Context,
     keys: &'static [Key],
-    label: &'static str,
     short: &'static str,
     long: &'static str,
     action: Action,
@@ -138,7 +212,6 @@ const fn bind(
     Binding {
         context,
         keys,
-        label,
         short,
         long,
         action,
@@ -149,12 +222,18 @@ const fn bind(
 use Action as A;
 use Context as C;
 
+const DOWN: &[Key] = &[Key::ch('j'), Key::plain(KeyCode::Down)];
+const UP: &[Key] = &[Key::ch('k'), Key::plain(KeyCode::Up)];
+const TOP: &[Key] = &[Key::ch('g'), Key::plain(KeyCode::Home)];
+const BOTTOM: &[Key] = &[Key::ch('G'), Key::plain(KeyCode::End)];
+const PAGE_DOWN: &[Key] = &[Key::plain(KeyCode::PageDown), Key::ctrl('f')];
+const PAGE_UP: &[Key] = &[Key::plain(KeyCode::PageUp), Key::ctrl('b')];
+
 /// Every binding of the UI, in the order the help screen lists them.
 pub static KEYMAP: &[Binding] = &[
     bind(
         C::Global,
         &[Key::ctrl('c')],
-        "Ctrl-C",
         "quit",
         "Quit at once",
         A::Quit,
@@ -162,35 +241,17 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
-        &[Key::ch('j'), Key::plain(KeyCode::Down)],
-        "j/↓",
+        DOWN,
         "down",
         "Select the next lock",
         A::Down,
         false,
     ),
+    bind(C::Table, UP, "up", "Select the previous lock", A::Up, false),
+    bind(C::Table, TOP, "top", "Select the first lock", A::Top, false),
     bind(
         C::Table,
-        &[Key::ch('k'), Key::plain(KeyCode::Up)],
-        "k/↑",
-        "up",
-        "Select the previous lock",
-        A::Up,
-        false,
-    ),
-    bind(
-        C::Table,
-        &[Key::ch('g'), Key::plain(KeyCode::Home)],
-        "g",
-        "top",
-        "Select the first lock",
-        A::Top,
-        false,
-    ),
-    bind(
-        C::Table,
-        &[Key::ch('G'), Key::plain(KeyCode::End)],
-        "G",
+        BOTTOM,
         "bottom",
         "Select the last lock",
         A::Bottom,
@@ -198,8 +259,7 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
-        &[Key::plain(KeyCode::PageDown), Key::ctrl('f')],
-        "PgDn",
+        PAGE_DOWN,
         "page down",
         "Move the selection one page down",
         A::PageDown,
@@ -207,8 +267,7 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
-        &[Key::plain(KeyCode::PageUp), Key::ctrl('b')],
-        "PgUp",
+        PAGE_UP,
         "page up",
         "Move the selection one page up",
         A::PageUp,
@@ -217,7 +276,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::plain(KeyCode::Enter)],
-        "Enter",
         "details",
         "Show or hide the evidence of the selected lock",
         A::ToggleDetails,
@@ -225,8 +283,23 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
+        &[Key::ch('J')],
+        "details down",
+        "Scroll the detail pane down (the mouse wheel over it too)",
+        A::DetailDown,
+        false,
+    ),
+    bind(
+        C::Table,
+        &[Key::ch('K')],
+        "details up",
+        "Scroll the detail pane up",
+        A::DetailUp,
+        false,
+    ),
+    bind(
+        C::Table,
         &[Key::ch('d')],
-        "d",
         "reclaim",
         "Reclaim (remove) the selected lock if it is stale, after confirmation",
         A::Reclaim,
@@ -235,7 +308,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::ch('D')],
-        "D",
         "all stale",
         "Reclaim every stale lock shown, after confirmation",
         A::ReclaimAllStale,
@@ -244,7 +316,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::ch('F')],
-        "F",
         "force foreign",
         "Force the reclaim of a foreign lock (owner on another host), after a warning",
         A::ForceReclaim,
@@ -252,8 +323,15 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
+        &[Key::ch('y')],
+        "copy path",
+        "Copy the path of the selected lock to the clipboard (OSC 52)",
+        A::CopyPath,
+        false,
+    ),
+    bind(
+        C::Table,
         &[Key::ch('/')],
-        "/",
         "filter",
         "Filter the list by text (path, dialect, command, host, pid)",
         A::StartFilter,
@@ -262,7 +340,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::plain(KeyCode::Tab)],
-        "Tab",
         "verdict",
         "Show only one verdict (cycles stale, live, foreign, unknown, free, all)",
         A::NextVerdictFilter,
@@ -271,7 +348,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::plain(KeyCode::BackTab)],
-        "S-Tab",
         "verdict back",
         "Cycle the verdict filter backwards",
         A::PrevVerdictFilter,
@@ -280,16 +356,14 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::ch('s')],
-        "s",
         "sort",
-        "Sort by the next column",
+        "Sort by the next column (or click a column's title)",
         A::CycleSort,
         true,
     ),
     bind(
         C::Table,
         &[Key::ch('S')],
-        "S",
         "invert sort",
         "Invert the sort order",
         A::InvertSort,
@@ -298,34 +372,23 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Table,
         &[Key::ch('r')],
-        "r",
         "rescan",
-        "Scan again from scratch",
+        "Scan again from scratch (new locks also appear by themselves)",
         A::Rescan,
         true,
     ),
     bind(
         C::Table,
         &[Key::ch('?')],
-        "?",
         "help",
         "Show this help",
         A::Help,
         true,
     ),
-    bind(
-        C::Table,
-        &[Key::ch('q')],
-        "q",
-        "quit",
-        "Quit",
-        A::Quit,
-        true,
-    ),
+    bind(C::Table, &[Key::ch('q')], "quit", "Quit", A::Quit, true),
     bind(
         C::Table,
         &[Key::plain(KeyCode::Esc)],
-        "Esc",
         "back",
         "Clear the filter if one is set, else quit",
         A::Back,
@@ -334,7 +397,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Filter,
         &[Key::plain(KeyCode::Enter)],
-        "Enter",
         "keep filter",
         "Keep the filter and go back to the list",
         A::FilterDone,
@@ -343,7 +405,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Filter,
         &[Key::plain(KeyCode::Esc)],
-        "Esc",
         "clear filter",
         "Clear the filter and go back to the list",
         A::FilterClear,
@@ -352,7 +413,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Filter,
         &[Key::plain(KeyCode::Backspace)],
-        "Backspace",
         "delete",
         "Delete the last character",
         A::FilterBackspace,
@@ -361,7 +421,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Filter,
         &[],
-        "text",
         "narrow",
         "Any other character narrows the list as you type",
         A::FilterInput,
@@ -370,7 +429,6 @@ pub static KEYMAP: &[Binding] = &[
     bind(
         C::Confirm,
         &[Key::ch('y'), Key::ch('Y')],
-        "y",
         "yes",
         "Yes: reclaim now",
         A::ConfirmYes,
@@ -384,7 +442,6 @@ pub static KEYMAP: &[Binding] = &[
             Key::plain(KeyCode::Esc),
             Key::ch('q'),
         ],
-        "n/Esc",
         "no",
         "No: cancel, remove nothing",
         A::ConfirmNo,
@@ -392,28 +449,76 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Confirm,
-        &[
-            Key::plain(KeyCode::Left),
-            Key::plain(KeyCode::Right),
-            Key::plain(KeyCode::Tab),
-            Key::plain(KeyCode::BackTab),
-            Key::ch('h'),
-            Key::ch('l'),
-        ],
-        "←/→/Tab",
+        &[Key::plain(KeyCode::Left), Key::ch('h')],
+        "Yes",
+        "Highlight Yes",
+        A::ConfirmLeft,
+        false,
+    ),
+    bind(
+        C::Confirm,
+        &[Key::plain(KeyCode::Right), Key::ch('l')],
+        "No",
+        "Highlight No",
+        A::ConfirmRight,
+        false,
+    ),
+    bind(
+        C::Confirm,
+        &[Key::plain(KeyCode::Tab), Key::plain(KeyCode::BackTab)],
         "move",
-        "Move the highlight between Yes and No",
+        "Move the highlight to the other choice",
         A::ConfirmToggle,
         true,
     ),
     bind(
         C::Confirm,
         &[Key::plain(KeyCode::Enter)],
-        "Enter",
         "choose",
         "Take the highlighted choice (No unless moved)",
         A::ConfirmChoose,
         true,
+    ),
+    bind(
+        C::Confirm,
+        DOWN,
+        "scroll",
+        "Scroll the list down",
+        A::Down,
+        false,
+    ),
+    bind(C::Confirm, UP, "scroll", "Scroll the list up", A::Up, false),
+    bind(
+        C::Confirm,
+        PAGE_DOWN,
+        "page down",
+        "Scroll the list one page down",
+        A::PageDown,
+        false,
+    ),
+    bind(
+        C::Confirm,
+        PAGE_UP,
+        "page up",
+        "Scroll the list one page up",
+        A::PageUp,
+        false,
+    ),
+    bind(
+        C::Confirm,
+        TOP,
+        "top",
+        "Go to the top of the list",
+        A::Top,
+        false,
+    ),
+    bind(
+        C::Confirm,
+        BOTTOM,
+        "end",
+        "Go to the end of the list",
+        A::Bottom,
+        false,
     ),
     bind(
         C::Help,
@@ -423,7 +528,6 @@ pub static KEYMAP: &[Binding] = &[
             Key::plain(KeyCode::Esc),
             Key::plain(KeyCode::Enter),
         ],
-        "?/q/Esc",
         "close",
         "Close the help",
         A::CloseHelp,
@@ -431,20 +535,43 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Help,
-        &[Key::ch('j'), Key::plain(KeyCode::Down)],
-        "j/↓",
+        DOWN,
         "scroll",
         "Scroll the help down",
         A::Down,
+        true,
+    ),
+    bind(C::Help, UP, "scroll", "Scroll the help up", A::Up, false),
+    bind(
+        C::Help,
+        PAGE_DOWN,
+        "page down",
+        "Scroll the help one page down",
+        A::PageDown,
         false,
     ),
     bind(
         C::Help,
-        &[Key::ch('k'), Key::plain(KeyCode::Up)],
-        "k/↑",
-        "scroll",
-        "Scroll the help up",
-        A::Up,
+        PAGE_UP,
+        "page up",
+        "Scroll the help one page up",
+        A::PageUp,
+        false,
+    ),
+    bind(
+        C::Help,
+        TOP,
+        "top",
+        "Go to the top of the help",
+        A::Top,
+        false,
+    ),
+    bind(
+        C::Help,
+        BOTTOM,
+        "end",
+        "Go to the end of the help",
+        A::Bottom,
         false,
     ),
 ];
@@ -475,6 +602,22 @@ pub fn bindings(context: Context) -> impl Iterator<Item = &'static Binding> {
     KEYMAP.iter().filter(move |b| b.context == context)
 }
 
+/// The binding of an action in a context (first match).
+pub fn binding(context: Context, action: Action) -> Option<&'static Binding> {
+    bindings(context).find(|b| b.action == action)
+}
+
+/// The name of the key that triggers `action` in `context`, for messages ("`F` forces it"):
+/// read from the map, so a message can never name a key that does something else.
+pub fn key(context: Context, action: Action) -> String {
+    binding(context, action).map_or_else(|| "?".into(), Binding::key_name)
+}
+
+/// Every key of `action` in `context`, as the help lists them (`j/↓`).
+pub fn keys(context: Context, action: Action) -> String {
+    binding(context, action).map_or_else(|| "?".into(), Binding::label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,8 +639,8 @@ mod tests {
                         assert!(
                             !b.keys.contains(k),
                             "{k:?} bound twice in {ctx:?}: {} and {}",
-                            a.label,
-                            b.label
+                            a.label(),
+                            b.label()
                         );
                     }
                 }
@@ -525,10 +668,45 @@ mod tests {
             Some(A::FilterInput)
         );
         assert_eq!(lookup(C::Filter, &key(KeyCode::Esc)), Some(A::FilterClear));
+        // Left is Yes and Right is No, wherever the highlight is; Tab toggles.
+        assert_eq!(
+            lookup(C::Confirm, &key(KeyCode::Left)),
+            Some(A::ConfirmLeft)
+        );
+        assert_eq!(
+            lookup(C::Confirm, &key(KeyCode::Right)),
+            Some(A::ConfirmRight)
+        );
         // In the dialog, q is "no", never quit.
         assert_eq!(
             lookup(C::Confirm, &key(KeyCode::Char('q'))),
             Some(A::ConfirmNo)
         );
+    }
+
+    #[test]
+    fn labels_are_made_from_the_keys() {
+        let label = |ctx, action| keys(ctx, action);
+        assert_eq!(label(C::Table, A::Down), "j/↓");
+        assert_eq!(label(C::Table, A::PageDown), "PgDn/Ctrl-F");
+        assert_eq!(label(C::Table, A::PageUp), "PgUp/Ctrl-B");
+        assert_eq!(label(C::Table, A::Top), "g/Home");
+        assert_eq!(label(C::Table, A::Bottom), "G/End");
+        assert_eq!(label(C::Table, A::PrevVerdictFilter), "S-Tab");
+        assert_eq!(
+            label(C::Confirm, A::ConfirmYes),
+            "y",
+            "Y is not listed twice"
+        );
+        assert_eq!(label(C::Confirm, A::ConfirmNo), "n/Esc/q");
+        assert_eq!(super::key(C::Table, A::ForceReclaim), "F");
+        assert_eq!(super::key(C::Global, A::Quit), "Ctrl-C");
+        // Every bound key of every binding triggers it.
+        for b in KEYMAP {
+            for k in b.keys {
+                let ev = KeyEvent::new(k.code, k.mods);
+                assert_eq!(lookup(b.context, &ev), Some(b.action), "{}", k.name());
+            }
+        }
     }
 }

@@ -2,21 +2,31 @@
 //!
 //! - [`app`] owns the state and its one `update` (keys, scan events, re-judged verdicts,
 //!   reclaim outcomes → new state + effects); it never blocks and never touches the disk;
-//! - [`keymap`] is the one table of key bindings behind the handler, the key bar and the help;
-//! - [`render`] draws `&App` (one helper per part of the screen, one [`theme`]);
+//! - [`keymap`] is the one table of key bindings behind the handler, the key bar, the help and
+//!   every message that names a key;
+//! - [`layout`] places the parts of the screen (shared by drawing, paging and the mouse);
+//! - [`render`] draws `&App` (header, status, key bar), with [`table`], [`detail`] and the
+//!   pop-ups in [`popup`], one [`theme`];
 //! - [`confirm`] is the ConfirmAction → ConfirmedAction gate of destructive actions;
 //! - [`worker`] runs the scan, the re-judging and reclaims on their own threads;
-//! - [`text`] escapes everything taken from lock files before it is drawn.
+//! - [`text`] escapes everything taken from lock files before it is drawn, and fits text to
+//!   the screen.
 //!
-//! The UI thread (this module's loop) only receives messages from one channel (keys from the
-//! input thread, events from the workers), updates the app and draws: the first frame is drawn
-//! before the scan starts, and input never waits for a scan or for evidence collection. The
-//! terminal is restored on exit and on panic (`ratatui::try_init` installs the hook).
+//! The UI thread (this module's loop) only receives messages from one channel (keys and mouse
+//! events from the input thread, events from the workers), updates the app and draws: the
+//! first frame is drawn before the scan starts, and input never waits for a scan or for
+//! evidence collection. Verdicts are judged again every `--interval`, and the roots are
+//! scanned again in the background now and then, so new lock files appear by themselves. The
+//! terminal (mouse capture included) is restored on exit and on panic.
 
 mod app;
 mod confirm;
+mod detail;
 mod keymap;
+mod layout;
+mod popup;
 mod render;
+mod table;
 mod text;
 mod theme;
 mod worker;
@@ -24,14 +34,17 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use locksmith::reclaim::ReclaimOptions;
 use locksmith::scan::Config;
-use ratatui::crossterm::event::{self, Event, KeyEventKind};
+use ratatui::crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
+};
+use ratatui::crossterm::execute;
 
 use crate::ScanArgs;
 use app::{App, Effect, Msg, Options};
@@ -42,6 +55,11 @@ use worker::{Incoming, Workers};
 const BATCH: Duration = Duration::from_millis(30);
 /// The clock tick (ages in the table) when nothing else happens.
 const TICK: Duration = Duration::from_secs(1);
+/// The background rescan runs at most this often ...
+const RESCAN_MIN: Duration = Duration::from_secs(5);
+/// ... and waits this many times as long as the last scan took, so that on a big tree it
+/// takes a small share of one core.
+const RESCAN_FACTOR: u32 = 20;
 
 /// Runs the terminal UI until the user quits. Exit status: 0, or 2 on a fatal error.
 pub fn run(args: ScanArgs) -> i32 {
@@ -79,15 +97,19 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
 
     let (tx, rx) = mpsc::channel::<Incoming>();
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    mouse_capture()?;
     let mut app = App::new(opts, now_ms());
     let result = (|| -> anyhow::Result<()> {
         // The first frame, before any work starts.
+        let size = terminal.size()?;
+        app.resize(size.width, size.height);
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
         spawn_input(tx.clone()).context("cannot start the input thread")?;
         let mut workers = Workers::new(tx, config, roots, reclaim);
         let effect = app.rescan();
         apply(effect, &mut workers);
         let mut next_rejudge = Instant::now() + interval;
+        let mut next_rescan: Option<Instant> = None;
         loop {
             let wait = next_rejudge
                 .saturating_duration_since(Instant::now())
@@ -123,12 +145,71 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
                 workers.rejudge(app.listed_paths());
                 next_rejudge = Instant::now() + interval;
             }
+            // The next background rescan is planned when a scan ends, from how long it took.
+            match (app.progress.scanning, next_rescan) {
+                (true, _) => next_rescan = None,
+                (false, None) => {
+                    let took = Duration::from_millis(app.progress.elapsed_ms.unwrap_or(0));
+                    next_rescan = Some(Instant::now() + (took * RESCAN_FACTOR).max(RESCAN_MIN));
+                }
+                (false, Some(at)) if Instant::now() >= at => {
+                    if let Some(effect) = app.rescan_quietly() {
+                        apply(effect, &mut workers);
+                    }
+                }
+                (false, Some(_)) => {}
+            }
+            let size = terminal.size()?;
+            app.resize(size.width, size.height);
             app.refresh();
             terminal.draw(|f| f.render_widget(&app, f.area()))?;
         }
     })();
+    let _ = execute!(std::io::stdout(), DisableMouseCapture);
     ratatui::restore();
     result
+}
+
+/// Turns mouse reporting on, and makes the panic hook (installed by `ratatui::try_init`, which
+/// restores the terminal) turn it off first.
+fn mouse_capture() -> anyhow::Result<()> {
+    execute!(std::io::stdout(), EnableMouseCapture).context("cannot enable the mouse")?;
+    let restore = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = execute!(std::io::stdout(), DisableMouseCapture);
+        restore(info);
+    }));
+    Ok(())
+}
+
+/// Puts `bytes` on the terminal's clipboard with OSC 52 (terminals and tmux with
+/// `set-clipboard on` take it; others ignore it).
+fn copy_to_clipboard(bytes: &[u8]) {
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{}\x07", base64(bytes));
+    let _ = out.flush();
+}
+
+/// Standard base64 (RFC 4648, with padding), for OSC 52.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// Carries out an effect; returns whether the UI must quit.
@@ -137,6 +218,7 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Quit => return true,
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
+        Effect::Copy(bytes) => copy_to_clipboard(&bytes),
     }
     false
 }
@@ -149,7 +231,8 @@ fn spawn_input(tx: Sender<Incoming>) -> std::io::Result<()> {
             loop {
                 let msg = match event::read() {
                     Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
-                    Ok(Event::Resize(..)) => Msg::Resize,
+                    Ok(Event::Mouse(m)) => Msg::Mouse(m),
+                    Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
                     Ok(_) => continue,
                     Err(e) => {
                         let _ = tx.send(Incoming::Fatal(format!("cannot read the terminal: {e}")));
@@ -166,4 +249,23 @@ fn spawn_input(tx: Sender<Incoming>) -> std::io::Result<()> {
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
+}
+
+#[cfg(test)]
+mod base64_tests {
+    #[test]
+    fn base64_as_in_rfc_4648() {
+        for (plain, coded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(plain.as_bytes()), coded);
+        }
+        assert_eq!(super::base64(&[0xff, 0xfe, 0x00]), "//4A");
+    }
 }

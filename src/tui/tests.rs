@@ -184,6 +184,10 @@ fn order(app: &App) -> Vec<String> {
 }
 
 fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
+    app.update(Msg::Resize {
+        width: w,
+        height: h,
+    });
     app.refresh();
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| f.render_widget(&*app, f.area())).unwrap();
@@ -297,7 +301,12 @@ fn navigation_keys_move_the_selection_and_clamp() {
     assert_eq!(app.cursor(), Some(0));
     keys(&mut app, "k");
     assert_eq!(app.cursor(), Some(0), "k at the top stays");
-    app.page.set(3);
+    // A table of 3 rows on screen: header, column titles, 3 rows, status, key bar.
+    app.update(Msg::Resize {
+        width: 80,
+        height: 7,
+    });
+    assert_eq!(app.page(), 3);
     key(&mut app, KeyCode::PageDown);
     assert_eq!(app.cursor(), Some(3));
     key(&mut app, KeyCode::PageDown);
@@ -502,8 +511,12 @@ fn the_dialog_defaults_to_no() {
     }
     // Moving the highlight and back keeps No.
     keys(&mut app, "d");
-    key(&mut app, KeyCode::Right);
     key(&mut app, KeyCode::Left);
+    key(&mut app, KeyCode::Right);
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    keys(&mut app, "d");
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab);
     assert!(key(&mut app, KeyCode::Enter).is_none());
     assert_eq!(app.visible_len(), 5);
 }
@@ -920,9 +933,11 @@ fn long_paths_keep_their_end() {
         opts(Theme::COLOR, false),
     );
     let text = screen(&draw(&mut app, 80, 6));
+    let row = line_with(&text, "app.pid");
+    assert!(row.ends_with("/nested/nested/deep/app.pid"), "{text}");
     assert!(
-        line_with(&text, "app.pid").contains("…/nested/deep/app.pid"),
-        "{text}"
+        row.contains("/very/…/nested/"),
+        "the first directory stays:\n{text}"
     );
 }
 
@@ -1063,7 +1078,7 @@ fn force_dialog_states_the_risk() {
 fn help_is_generated_from_the_key_map() {
     let mut app = app();
     keys(&mut app, "?");
-    let text = screen(&draw(&mut app, 100, 60));
+    let text = screen(&draw(&mut app, 100, 90));
     for ctx in [Context::Table, Context::Filter, Context::Confirm] {
         for b in keymap::bindings(ctx) {
             assert!(text.contains(b.long), "{:?} missing from the help", b.long);
@@ -1072,7 +1087,7 @@ fn help_is_generated_from_the_key_map() {
     for v in Verdict::ALL {
         assert!(text.contains(&format!("{} {}", v.symbol(), v)));
     }
-    insta::assert_snapshot!("help_100x60", text);
+    insta::assert_snapshot!("help_100x90", text);
     // Small: scrolls instead of overflowing, and no further than the end.
     let _ = draw(&mut app, 60, 12);
     keys(&mut app, "jjjjj");
@@ -1087,7 +1102,10 @@ fn help_is_generated_from_the_key_map() {
     let Mode::Help { scroll } = app.mode else {
         panic!("still in the help")
     };
-    assert_eq!(scroll, app.help_max_scroll.get());
+    let (shown, max) =
+        super::popup::help::extent(Theme::COLOR, ratatui::layout::Rect::new(0, 0, 60, 12));
+    assert!(shown > 0);
+    assert_eq!(scroll, max);
     let bottom = screen(&draw(&mut app, 60, 12));
     assert!(
         bottom.contains("○ free"),
@@ -1109,7 +1127,10 @@ fn key_bar_is_generated_from_the_key_map() {
         .unwrap()
         .to_string();
     for b in keymap::bindings(Context::Table).filter(|b| b.in_bar) {
-        assert!(bar.contains(&format!("{} {}", b.label, b.short)), "{bar}");
+        assert!(
+            bar.contains(&format!("{} {}", b.bar_label(), b.short)),
+            "{bar}"
+        );
     }
     keys(&mut app, "/");
     let bar = screen(&draw(&mut app, 200, 8))
@@ -1171,7 +1192,10 @@ fn resize_redraws_at_the_new_size() {
     t.draw(|f| f.render_widget(&app, f.area())).unwrap();
     assert!(screen(t.backend().buffer()).contains("HOST"));
     t.backend_mut().resize(50, 10);
-    app.update(Msg::Resize);
+    app.update(Msg::Resize {
+        width: 50,
+        height: 10,
+    });
     t.draw(|f| f.render_widget(&app, f.area())).unwrap();
     let text = screen(t.backend().buffer());
     assert_eq!(text.lines().count(), 10);
@@ -1203,7 +1227,7 @@ fn scrolling_keeps_the_selection_on_screen() {
     assert!(line_with(&text, "/d/099.pid").starts_with("▶"), "{text}");
     // PgUp moves by the table's height on screen.
     key(&mut app, KeyCode::PageUp);
-    assert_eq!(app.cursor(), Some(99 - usize::from(app.page.get())));
+    assert_eq!(app.cursor(), Some(99 - app.page()));
 }
 
 #[test]
@@ -1222,7 +1246,7 @@ fn a_long_reclaim_dialog_keeps_its_buttons_on_screen() {
     keys(&mut app, "D");
     let text = screen(&draw(&mut app, 80, 24));
     assert!(text.contains("Reclaim 30 stale locks?"), "{text}");
-    assert!(text.contains("… and 22 more stale locks"), "{text}");
+    assert!(text.contains("↓ more"), "the list says it goes on:\n{text}");
     assert!(text.contains("[ No ]"), "{text}");
     let small = screen(&draw(&mut app, 40, 10));
     assert!(small.contains("[ No ]"), "{small}");
@@ -1242,4 +1266,286 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
     let text = screen(&draw(&mut app, 120, 30));
     assert!(text.contains("Unsaved changes in a running vim"), "{text}");
     assert!(!text.contains("vim -r"), "{text}");
+}
+
+// ----- scrolling, fitting and messages -----
+
+/// `n` stale pidfiles `/d/000.pid`… and, for the filter, three notes (one stale, one live,
+/// one unknown) that sort among them.
+fn many_with_notes(n: usize) -> Vec<Finding> {
+    let mut out: Vec<Finding> = (0..n)
+        .map(|i| {
+            finding(
+                &format!("/d/{i:03}.pid"),
+                "pidfile",
+                Verdict::Stale,
+                Some(i as i64 + 100),
+            )
+        })
+        .collect();
+    out.push(finding(
+        "/home/me/notes/.a.swp",
+        "vim-swap",
+        Verdict::Stale,
+        Some(7),
+    ));
+    out.push(live_with_process("/home/me/notes/b.pid"));
+    out.push(finding(
+        "/home/me/notes/c.lock",
+        "pidfile",
+        Verdict::Unknown,
+        None,
+    ));
+    out
+}
+
+#[test]
+fn a_filter_after_the_end_of_a_long_list_shows_every_match() {
+    let mut app = app_with(many_with_notes(80), opts(Theme::COLOR, false));
+    let _ = draw(&mut app, 80, 24);
+    keys(&mut app, "G");
+    let _ = draw(&mut app, 80, 24);
+    keys(&mut app, "/notes");
+    let text = screen(&draw(&mut app, 80, 24));
+    for name in [".a.swp", "b.pid", "c.lock"] {
+        assert!(text.contains(name), "{name} hidden:\n{text}");
+    }
+    // The same with the verdict filter: the stale rows are all on screen from the first.
+    let mut app = app_with(many_with_notes(80), opts(Theme::COLOR, false));
+    let _ = draw(&mut app, 80, 24);
+    keys(&mut app, "G");
+    let _ = draw(&mut app, 80, 24);
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Tab); // live: one row
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("b.pid"), "{text}");
+    key(&mut app, KeyCode::BackTab); // stale: 81 rows, the first on top
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("/d/000.pid"), "{text}");
+}
+
+#[test]
+fn invert_works_for_every_column_and_every_sorted_column_shows_its_arrow() {
+    let mut app = app();
+    keys(&mut app, "ssssss");
+    assert_eq!(app.sort, Column::Path);
+    let up = order(&app);
+    assert_eq!(up[0], "/mnt/nfs/job.lock");
+    keys(&mut app, "S");
+    let down = order(&app);
+    assert_eq!(
+        down,
+        up.iter().rev().cloned().collect::<Vec<_>>(),
+        "S inverts the path order"
+    );
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(text.contains("PATH ▼"), "{text}");
+    keys(&mut app, "S");
+    for (presses, title) in [
+        (1, "VERDICT ▲"),
+        (1, "DIALECT ▲"),
+        (1, "PID ▲"),
+        (1, "COMMAND ▲"),
+        (1, "HOST ▲"),
+        (1, "AGE ▲"),
+    ] {
+        for _ in 0..presses {
+            keys(&mut app, "s");
+        }
+        for (w, h) in [(120, 12), (80, 24)] {
+            let text = screen(&draw(&mut app, w, h));
+            let head = text.lines().nth(1).unwrap_or_default();
+            // Columns may give way at 80, but a column shown shows its arrow.
+            if w == 120 || head.contains(title.split(' ').next().unwrap()) {
+                assert!(head.contains(title), "{w}x{h}: {title} in\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_detail_pane_scrolls_to_the_evidence_and_the_whole_hex_dump() {
+    let mut f = vim_unsaved("/home/me/work/.notes.txt.swp");
+    // 512 bytes with no zero rows: a dump of 32 lines.
+    f.content = (0..512u32).map(|i| (i % 251) as u8 + 1).collect();
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 60, 15));
+    assert!(
+        !text.contains("Evidence"),
+        "too small to show it at once:\n{text}"
+    );
+    assert!(
+        text.contains("J/K scroll"),
+        "the border says how to scroll:\n{text}"
+    );
+    let mut seen_evidence = false;
+    for _ in 0..100 {
+        keys(&mut app, "J");
+        let text = screen(&draw(&mut app, 60, 15));
+        seen_evidence |= text.contains("Evidence");
+    }
+    assert!(seen_evidence, "J scrolls down to the evidence");
+    let text = screen(&draw(&mut app, 60, 15));
+    assert!(text.contains("0001f0"), "the end of the dump:\n{text}");
+    keys(&mut app, "K");
+    let up_one = screen(&draw(&mut app, 60, 15));
+    assert_ne!(up_one, text, "one K scrolls back at once");
+    // At 120x40 the whole dump is reachable too.
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(!text.contains("more bytes"), "{text}");
+}
+
+#[test]
+fn the_dialog_of_many_locks_lists_and_scrolls_to_every_one() {
+    let many: Vec<Finding> = (0..20)
+        .map(|i| {
+            finding(
+                &format!("/d/{i:03}.pid"),
+                "pidfile",
+                Verdict::Stale,
+                Some(i),
+            )
+        })
+        .collect();
+    let mut app = app_with(many, opts(Theme::COLOR, false));
+    keys(&mut app, "D");
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("/d/000.pid"), "{text}");
+    assert!(!text.contains("/d/019.pid"), "{text}");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..60 {
+        let text = screen(&draw(&mut app, 80, 24));
+        assert!(text.contains("[ No ]"), "the buttons stay:\n{text}");
+        for i in 0..20 {
+            if text.contains(&format!("/d/{i:03}.pid")) {
+                seen.insert(i);
+            }
+        }
+        keys(&mut app, "j");
+    }
+    assert_eq!(seen.len(), 20, "every lock can be read: {seen:?}");
+}
+
+#[test]
+fn status_messages_fit_at_a_word_and_expire() {
+    let mut app = app();
+    keys(&mut app, "j"); // the live lock
+    keys(&mut app, "d");
+    let message = app.status.as_ref().unwrap().text.clone();
+    assert!(message.len() > 60, "{message}");
+    let text = screen(&draw(&mut app, 60, 15));
+    let words: Vec<&str> = message.split(' ').collect();
+    let lines: Vec<&str> = text.lines().collect();
+    let status: Vec<&str> = lines[lines.len() - 3..lines.len() - 1].to_vec();
+    for l in &status {
+        for w in l.split(' ').filter(|w| !w.is_empty() && !w.contains('/')) {
+            let w = w.trim_end_matches('…');
+            assert!(words.contains(&w), "{w:?} is cut, in\n{text}");
+        }
+    }
+    assert!(
+        status.iter().any(|l| l.starts_with("not reclaimable")),
+        "{text}"
+    );
+    // It goes after a while.
+    app.update(Msg::Tick {
+        now_ms: NOW + 60_000,
+    });
+    assert!(app.status.is_none());
+    let text = screen(&draw(&mut app, 60, 15));
+    assert!(!text.contains("not reclaimable"), "{text}");
+    // A cancelled dialog's message does not stay under the next dialog.
+    keys(&mut app, "k");
+    keys(&mut app, "dn");
+    assert!(screen(&draw(&mut app, 80, 24)).contains("cancelled: nothing was removed"));
+    keys(&mut app, "d");
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(!text.contains("cancelled"), "{text}");
+}
+
+#[test]
+fn paths_keep_the_repository_at_80x24_and_empty_columns_give_way() {
+    let mut app = app_with(
+        vec![
+            finding(
+                "/home/alice/projects/company-website/.git/index.lock",
+                "git",
+                Verdict::Stale,
+                None,
+            ),
+            finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(4242)),
+        ],
+        opts(Theme::COLOR, false),
+    );
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(
+        text.contains("company-website/.git/index.lock"),
+        "which repository:\n{text}"
+    );
+    assert!(!text.contains("COMMAND"), "no command known:\n{text}");
+}
+
+#[test]
+fn the_header_keeps_every_count_when_narrow_and_its_indent_when_empty() {
+    let mut app = app();
+    let text = screen(&draw(&mut app, 60, 15));
+    let header = text.lines().next().unwrap();
+    for v in Verdict::ALL {
+        assert!(
+            header.contains(&format!("{}1", v.symbol())),
+            "{v}: {header}"
+        );
+    }
+    let mut one = app_with(
+        vec![finding("/a.pid", "pidfile", Verdict::Stale, Some(1))],
+        opts(Theme::COLOR, false),
+    );
+    let text = screen(&draw(&mut one, 120, 10));
+    assert!(text.lines().next().unwrap().contains("1 lock "), "{text}");
+    let mut none = app_with(Vec::new(), opts(Theme::COLOR, false));
+    let text = screen(&draw(&mut none, 80, 10));
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("  VERDICT"),
+        "{text}"
+    );
+    assert!(text.contains("0 locks"), "{text}");
+}
+
+#[test]
+fn help_lists_every_key_and_shows_there_is_more() {
+    let mut app = app();
+    keys(&mut app, "?");
+    let text = screen(&draw(&mut app, 100, 90));
+    for k in ["PgDn/Ctrl-F", "PgUp/Ctrl-B", "g/Home", "G/End"] {
+        assert!(text.contains(k), "{k} missing:\n{text}");
+    }
+    let small = screen(&draw(&mut app, 60, 15));
+    assert!(small.contains("↓ more"), "{small}");
+    key(&mut app, KeyCode::End);
+    let end = screen(&draw(&mut app, 60, 15));
+    assert!(!end.contains("↓ more"), "{end}");
+    assert!(end.contains("○ free"), "{end}");
+    key(&mut app, KeyCode::Home);
+    assert_eq!(screen(&draw(&mut app, 60, 15)), small);
+    key(&mut app, KeyCode::PageDown);
+    assert_ne!(screen(&draw(&mut app, 60, 15)), small);
+}
+
+#[test]
+fn left_is_yes_and_right_is_no_without_wrapping() {
+    let mut app = app();
+    keys(&mut app, "d");
+    for (k, want) in [
+        (KeyCode::Left, Choice::Yes),
+        (KeyCode::Left, Choice::Yes),
+        (KeyCode::Right, Choice::No),
+        (KeyCode::Right, Choice::No),
+    ] {
+        key(&mut app, k);
+        let Mode::Confirm(d) = &app.mode else {
+            panic!("the dialog stays open")
+        };
+        assert_eq!(d.highlight, want, "{k:?}");
+    }
 }

@@ -3,10 +3,17 @@
 //! [`content_lines`] first (the report's shared escaping), so an escape sequence hidden in a
 //! lock file can never reach the user's terminal: control characters are shown as `\n`,
 //! `\x1b`, `\u{202e}`.
+//!
+//! It also fits text to the screen: wrapping at spaces with a hanging indent ([`wrap_line`]),
+//! paths shortened in the middle so the last directories and the file name stay
+//! ([`shorten_path`]), and messages cut at a word with an ellipsis ([`fit`]). Widths are in
+//! terminal columns (wide characters count two).
 
 use std::fmt::Write as _;
 
 use locksmith::report::escape;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 
 /// A string safe to draw: control and invisible formatting characters escaped.
 pub fn clean(s: &str) -> String {
@@ -107,6 +114,196 @@ pub fn content_lines(b: &[u8], max_lines: usize) -> Vec<String> {
     out
 }
 
+/// The width of a string in terminal columns.
+pub fn width(s: &str) -> usize {
+    Span::raw(s).width()
+}
+
+fn char_width(c: char) -> usize {
+    let mut tmp = [0u8; 4];
+    width(c.encode_utf8(&mut tmp))
+}
+
+/// The longest prefix of `s` at most `max` columns wide.
+fn take_width(s: &str, max: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in s.char_indices() {
+        used += char_width(c);
+        if used > max {
+            return &s[..i];
+        }
+    }
+    s
+}
+
+/// The longest suffix of `s` at most `max` columns wide.
+fn take_width_end(s: &str, max: usize) -> &str {
+    let mut used = 0;
+    for (i, c) in s.char_indices().rev() {
+        used += char_width(c);
+        if used > max {
+            return &s[i + c.len_utf8()..];
+        }
+    }
+    s
+}
+
+/// `s` in at most `max` columns, cut in the middle (`verylong…name.pid`), keeping more of the
+/// end, which tells files apart (numbers, extensions).
+pub fn ellipsize_middle(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let room = max - 1;
+    let left = room / 3;
+    let head = take_width(s, left);
+    let tail = take_width_end(s, room - width(head));
+    format!("{head}…{tail}")
+}
+
+/// A path (already escaped) in at most `max` columns. What goes is the middle: the file name
+/// and as many of the last directories as fit stay, with the first directory in front when
+/// that still leaves two directories before the name (`/home/…/src/app/.git/index.lock`,
+/// `…/app/.git/index.lock`); a file name too long by itself is cut in its middle.
+pub fn shorten_path(p: &str, max: usize) -> String {
+    if width(p) <= max {
+        return p.to_string();
+    }
+    let parts: Vec<&str> = p.split('/').collect();
+    let n = parts.len();
+    if n >= 2 {
+        // "/home" for an absolute path, "src" for a relative one.
+        let head_len = if parts[0].is_empty() { 2 } else { 1 };
+        let head = parts[..head_len.min(n)].join("/");
+        for keep in (3..n.saturating_sub(head_len)).rev() {
+            let s = format!("{head}/…/{}", parts[n - keep..].join("/"));
+            if width(&s) <= max {
+                return s;
+            }
+        }
+        for keep in (1..n).rev() {
+            let s = format!("…/{}", parts[n - keep..].join("/"));
+            if width(&s) <= max {
+                return s;
+            }
+        }
+    }
+    ellipsize_middle(parts[n - 1], max)
+}
+
+/// A message in at most `lines` lines of `max` columns, wrapped at spaces; when it does not
+/// fit, the last line ends at a word with `…`.
+pub fn fit(s: &str, max: usize, lines: usize) -> Vec<String> {
+    if lines == 0 || max == 0 {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = wrap_line(&Line::raw(s.to_string()), max, 0)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    if out.len() > lines {
+        out.truncate(lines);
+        let last = out.last_mut().expect("at least one line");
+        let room = max.saturating_sub(1);
+        if width(last) <= room {
+            last.push('…');
+            return out;
+        }
+        let cut = take_width(last, room);
+        // Back to the last space, unless that would leave little.
+        let cut = match cut.rfind(' ') {
+            Some(i) if i * 2 >= cut.len() => &cut[..i],
+            _ => cut,
+        };
+        *last = format!("{}…", cut.trim_end());
+    }
+    out
+}
+
+/// Wraps a styled line at `width` columns, breaking at spaces where it can, with continuation
+/// lines indented by `indent` columns (a hanging indent: wrapped evidence stays in its column).
+pub fn wrap_line(line: &Line<'_>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let width = width.max(1);
+    let indent = if indent * 2 > width { 0 } else { indent };
+    let cells: Vec<(char, Style, usize)> = line
+        .spans
+        .iter()
+        .flat_map(|s| {
+            let style = line.style.patch(s.style);
+            s.content.chars().map(move |c| (c, style))
+        })
+        .map(|(c, st)| (c, st, char_width(c)))
+        .collect();
+    let mut out: Vec<Vec<(char, Style)>> = Vec::new();
+    let mut cur: Vec<(char, Style)> = Vec::new();
+    let mut cur_w = 0usize;
+    // Index in `cur` of the last space a line may break at, and its column.
+    let mut brk: Option<usize> = None;
+    let pad = |n: usize| std::iter::repeat_n((' ', Style::new()), n).collect::<Vec<_>>();
+    for (c, st, w) in cells {
+        if cur_w + w > width && cur_w > indent && c == ' ' {
+            // The space itself overflows: break here and drop it.
+            out.push(std::mem::replace(&mut cur, pad(indent)));
+            cur_w = indent;
+            brk = None;
+            continue;
+        }
+        if cur_w + w > width && cur_w > indent {
+            match brk {
+                Some(i) => {
+                    let rest = cur.split_off(i + 1);
+                    cur.pop();
+                    out.push(std::mem::replace(&mut cur, pad(indent)));
+                    cur.extend(rest);
+                }
+                None => out.push(std::mem::replace(&mut cur, pad(indent))),
+            }
+            cur_w = cur.iter().map(|(c, _)| char_width(*c)).sum();
+            brk = None;
+        }
+        if c == ' ' && cur_w > indent {
+            brk = Some(cur.len());
+        }
+        cur.push((c, st));
+        cur_w += w;
+    }
+    out.push(cur);
+    out.into_iter()
+        .map(|cells| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (c, st) in cells {
+                match spans.last_mut() {
+                    Some(last) if last.style == st => last.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), st)),
+                }
+            }
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// Wraps every line; the indent of each continuation is given by `indent_of` its line.
+pub fn wrap_all(
+    lines: Vec<Line<'static>>,
+    width: u16,
+    indent_of: impl Fn(&Line<'_>) -> usize,
+) -> Vec<Line<'static>> {
+    lines
+        .iter()
+        .flat_map(|l| wrap_line(l, usize::from(width), indent_of(l)))
+        .collect()
+}
+
+/// The hanging indent of a line of running text: its leading spaces, plus the bullet.
+pub fn text_indent(l: &Line<'_>) -> usize {
+    let s: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
+    let lead = s.len() - s.trim_start_matches(' ').len();
+    lead + if s[lead..].starts_with("• ") { 2 } else { 0 }
+}
+
 /// A short age: `42s`, `5m`, `3h`, `12d` (as in the `--scan` table).
 pub fn age(ms: i64) -> String {
     locksmith::report::human_age((ms.max(0) / 1000) as u64)
@@ -165,6 +362,91 @@ mod tests {
         assert_eq!(lines[1], "000010  (zero ×48)");
         assert!(lines[2].starts_with("000040  01 02 41 42 43"), "{lines:?}");
         assert!(lines.iter().all(|l| !l.chars().any(char::is_control)));
+    }
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_with_a_hanging_indent() {
+        let line = Line::from(vec![
+            Span::styled("Evidence  ", Style::new().bold()),
+            Span::raw("• no process 4242 on this host"),
+        ]);
+        let out = wrap_line(&line, 24, 12);
+        assert_eq!(
+            texts(&out),
+            [
+                "Evidence  • no process",
+                "            4242 on this",
+                "            host"
+            ]
+        );
+        // Styles survive the split.
+        assert_eq!(out[0].spans[0].style, Style::new().bold());
+        assert!(out.iter().all(|l| l.width() <= 24));
+        // A line that fits is unchanged; a word longer than the width is cut.
+        assert_eq!(texts(&wrap_line(&Line::from("short"), 24, 4)), ["short"]);
+        let long = wrap_line(&Line::from("/a/very/long/path/without/spaces"), 10, 2);
+        assert!(long.iter().all(|l| l.width() <= 10), "{:?}", texts(&long));
+        assert_eq!(
+            texts(&long).concat().replace(' ', ""),
+            "/a/very/long/path/without/spaces"
+        );
+        // Degenerate widths do not panic.
+        for w in 0..4 {
+            let _ = wrap_line(&line, w, 12);
+        }
+    }
+
+    #[test]
+    fn paths_keep_their_last_directories_and_file_name() {
+        let p = "/home/me/src/app/.git/index.lock";
+        assert_eq!(shorten_path(p, 40), p);
+        assert_eq!(shorten_path(p, 31), "/home/…/src/app/.git/index.lock");
+        assert_eq!(shorten_path(p, 27), "/home/…/app/.git/index.lock");
+        assert_eq!(shorten_path(p, 26), "…/src/app/.git/index.lock");
+        assert_eq!(shorten_path(p, 21), "…/app/.git/index.lock");
+        assert_eq!(shorten_path(p, 17), "…/.git/index.lock");
+        assert_eq!(shorten_path(p, 12), "…/index.lock");
+        assert_eq!(shorten_path(p, 10), "index.lock");
+        assert_eq!(shorten_path(p, 9), "in…x.lock");
+        assert_eq!(shorten_path(p, 1), "…");
+        assert_eq!(shorten_path(p, 0), "");
+        assert_eq!(
+            shorten_path("relative/dir/deep/x.pid", 17),
+            "…/dir/deep/x.pid"
+        );
+        for max in 0..40 {
+            assert!(width(&shorten_path(p, max)) <= max, "{max}");
+        }
+        // Wide characters count two columns.
+        assert_eq!(shorten_path("/数据/文件/锁文件.lock", 14), "…/锁文件.lock");
+    }
+
+    #[test]
+    fn messages_fit_at_a_word() {
+        let m = "cancelled: nothing was removed from this directory";
+        assert_eq!(fit(m, 80, 1), [m]);
+        assert_eq!(fit(m, 30, 1), ["cancelled: nothing was…"]);
+        assert_eq!(
+            fit(m, 30, 2),
+            ["cancelled: nothing was removed", "from this directory"]
+        );
+        assert_eq!(
+            fit(m, 24, 2),
+            ["cancelled: nothing was", "removed from this…"]
+        );
+        assert!(fit(m, 0, 2).is_empty());
+        for w in 1..60 {
+            for l in fit(m, w, 2) {
+                assert!(width(&l) <= w, "{w}: {l}");
+            }
+        }
     }
 
     #[test]

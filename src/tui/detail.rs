@@ -1,0 +1,288 @@
+//! The detail pane: everything known about the selected lock (evidence, owner record, live
+//! process, holders, file system, raw content), wrapped to the pane's width with a hanging
+//! indent and scrolled by the app (`J`/`K`, the mouse wheel). Its bottom border says where the
+//! view is when the text is longer than the pane.
+
+use locksmith::Verdict;
+use locksmith::scan::Finding;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph, Widget};
+
+use super::keymap::{self, Action, Context};
+use super::popup::scroll_hint;
+use super::text;
+use super::theme::Theme;
+
+/// Width of the label column.
+const LABEL: usize = 10;
+/// Raw content lines shown (a hex dump of 1 KiB; the pane scrolls).
+const CONTENT_LINES: usize = 64;
+
+fn label<'a>(theme: Theme, name: &'a str) -> Span<'a> {
+    Span::styled(format!("{name:<LABEL$}"), theme.label())
+}
+
+fn indent() -> Span<'static> {
+    Span::raw(" ".repeat(LABEL))
+}
+
+/// The command that recovers a vim swap's unsaved changes (as the report words it).
+fn recover_hint(f: &Finding) -> String {
+    locksmith::report::vim_recover_hint(f)
+        .unwrap_or_else(|| format!("vim -r {}", text::path(&f.path)))
+}
+
+/// The warning shown for a vim swap file that holds unsaved changes. Advice follows the
+/// verdict: recovery (`vim -r`) is for a swap file whose vim is gone.
+pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
+    if f.judgement.unsaved_changes != Some(true) {
+        return Vec::new();
+    }
+    if f.judgement.verdict == Verdict::Live {
+        return vec![Line::from(Span::styled(
+            "✎ Unsaved changes in a running vim: they are in that vim, save them there.",
+            theme.warn(),
+        ))];
+    }
+    if f.judgement.verdict != Verdict::Stale {
+        return vec![Line::from(Span::styled(
+            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+            theme.error(),
+        ))];
+    }
+    vec![
+        Line::from(Span::styled(
+            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+            theme.error(),
+        )),
+        Line::from(vec![
+            Span::styled("  Recover them first: ", theme.warn()),
+            Span::styled(recover_hint(f), theme.key()),
+        ]),
+    ]
+}
+
+/// Every line of the detail pane for one lock.
+pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>> {
+    let j = &f.judgement;
+    let v = j.verdict;
+    let mut out: Vec<Line<'static>> = unsaved_warning(theme, f);
+    out.push(Line::from(vec![
+        label(theme, "Path"),
+        Span::raw(text::path(&f.path)),
+    ]));
+    let reclaim_hint = match v {
+        Verdict::Stale => format!(
+            " (reclaimable: {})",
+            keymap::key(Context::Table, Action::Reclaim)
+        ),
+        Verdict::Foreign => format!(
+            " (owner cannot be checked here; {} forces a reclaim)",
+            keymap::key(Context::Table, Action::ForceReclaim)
+        ),
+        _ => " (never reclaimed)".to_string(),
+    };
+    out.push(Line::from(vec![
+        label(theme, "Verdict"),
+        Span::styled(format!("{} {v}", v.symbol()), theme.verdict(v)),
+        Span::styled(reclaim_hint, theme.dim()),
+    ]));
+    let mut what = vec![text::clean(f.dialect), kind_name(f).to_string()];
+    if let Some(s) = f.size {
+        what.push(text::size(s));
+    }
+    if let Some(m) = f.modified_ms {
+        what.push(format!(
+            "modified {} ({} ago)",
+            locksmith::evidence::fmt_ms(m),
+            text::age(now_ms - m)
+        ));
+    }
+    out.push(Line::from(vec![
+        label(theme, "Lock"),
+        Span::raw(what.join(" · ")),
+    ]));
+    if let Some(t) = &f.link_target {
+        out.push(Line::from(vec![
+            label(theme, "Link to"),
+            Span::raw(text::path(t)),
+        ]));
+    }
+    let fs = format!(
+        "{}{}",
+        text::clean(&f.fs.kind),
+        if f.fs.network {
+            " (network file system: kernel locks and PIDs of other hosts cannot be checked)"
+        } else {
+            " (local)"
+        }
+    );
+    out.push(Line::from(vec![label(theme, "FS"), Span::raw(fs)]));
+    for (i, e) in j.evidence.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Evidence")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![
+            head,
+            Span::raw(format!("• {}", text::clean(e))),
+        ]));
+    }
+    if let Some(o) = &j.owner {
+        let mut parts = Vec::new();
+        if let Some(p) = o.pid {
+            parts.push(format!("pid {p}"));
+        }
+        if let Some(h) = &o.hostname {
+            parts.push(format!("host {}", text::clean(h)));
+        }
+        if let Some(u) = &o.user {
+            parts.push(format!("user {}", text::clean(u)));
+        }
+        if let Some(c) = &o.created_at {
+            parts.push(format!("created {}", text::clean(c)));
+        }
+        if parts.is_empty() {
+            parts.push("(no owner fields)".into());
+        }
+        out.push(Line::from(vec![
+            label(theme, "Owner"),
+            Span::raw(parts.join(" · ")),
+        ]));
+        if let Some(d) = &o.detail {
+            out.push(Line::from(vec![indent(), Span::raw(text::clean(d))]));
+        }
+    } else {
+        out.push(Line::from(vec![
+            label(theme, "Owner"),
+            Span::styled("the lock names no owner", theme.dim()),
+        ]));
+    }
+    match &j.process {
+        Some(p) => {
+            let mut parts = vec![format!("pid {} {}", p.pid, text::clean(&p.name))];
+            if let Some(u) = &p.user {
+                parts.push(format!("user {}", text::clean(u)));
+            }
+            if let Some(s) = &p.start_time {
+                parts.push(format!("started {}", text::clean(s)));
+            }
+            out.push(Line::from(vec![
+                label(theme, "Process"),
+                Span::raw(parts.join(" · ")),
+            ]));
+            if !p.cmd.is_empty() {
+                out.push(Line::from(vec![
+                    indent(),
+                    Span::raw(text::clean(&p.cmd.join(" "))),
+                ]));
+            }
+            if let Some(e) = &p.exe {
+                out.push(Line::from(vec![
+                    indent(),
+                    Span::styled(format!("exe {}", text::clean(e)), theme.dim()),
+                ]));
+            }
+        }
+        None => out.push(Line::from(vec![
+            label(theme, "Process"),
+            Span::styled("no live owner process", theme.dim()),
+        ])),
+    }
+    if !j.holders.is_empty() {
+        let hs: Vec<String> = j
+            .holders
+            .iter()
+            .map(|h| {
+                let who = if h.pid < 0 {
+                    "a process not visible here".to_string()
+                } else {
+                    format!("pid {}", h.pid)
+                };
+                match &h.name {
+                    Some(n) => format!("{who} {} ({})", text::clean(n), h.how.as_str()),
+                    None => format!("{who} ({})", h.how.as_str()),
+                }
+            })
+            .collect();
+        out.push(Line::from(vec![
+            label(theme, "Holders"),
+            Span::raw(hs.join(" · ")),
+        ]));
+    }
+    let content = text::content_lines(&f.content, CONTENT_LINES);
+    for (i, l) in content.into_iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Content")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![head, Span::styled(l, theme.dim())]));
+    }
+    out
+}
+
+pub fn kind_name(f: &Finding) -> &'static str {
+    use locksmith::dialect::EntryKind;
+    match f.kind {
+        EntryKind::File => "file",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Dir => "directory",
+        EntryKind::Other => "special file",
+    }
+}
+
+/// The pane's lines wrapped to `width` columns; continuation lines stay in the text column.
+pub fn lines(f: &Finding, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
+    text::wrap_all(detail_lines(f, theme, now_ms), width, |l| {
+        match l.spans.first() {
+            Some(first) if first.width() == LABEL => {
+                LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
+            }
+            _ => text::text_indent(l),
+        }
+    })
+}
+
+/// How far the pane can scroll: its wrapped lines beyond its text area.
+pub fn max_scroll(f: &Finding, theme: Theme, now_ms: i64, inner: Rect) -> u16 {
+    let n = lines(f, theme, now_ms, inner.width).len();
+    u16::try_from(n)
+        .unwrap_or(u16::MAX)
+        .saturating_sub(inner.height)
+}
+
+/// Draws the pane for `f`, scrolled `scroll` lines down (clamped to the end).
+pub fn render(f: &Finding, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf: &mut Buffer) {
+    let name = f
+        .path
+        .file_name()
+        .map(|n| text::bytes(n.as_encoded_bytes()))
+        .unwrap_or_default();
+    let mut block = Block::bordered()
+        .title(Line::from(vec![
+            Span::raw(" Details: "),
+            Span::styled(name, theme.label()),
+            Span::raw(" "),
+        ]))
+        .border_style(theme.dim());
+    let inner = block.inner(area);
+    let lines = lines(f, theme, now_ms, inner.width);
+    let max = u16::try_from(lines.len())
+        .unwrap_or(u16::MAX)
+        .saturating_sub(inner.height);
+    let scroll = scroll.min(max);
+    let keys = format!(
+        "{}/{}",
+        keymap::key(Context::Table, Action::DetailDown),
+        keymap::key(Context::Table, Action::DetailUp)
+    );
+    if let Some(pos) = scroll_hint(scroll, inner.height, lines.len(), &keys) {
+        block = block.title_bottom(Line::from(Span::styled(pos, theme.key())).right_aligned());
+    }
+    block.render(area, buf);
+    Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+}

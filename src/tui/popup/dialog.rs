@@ -1,0 +1,228 @@
+//! The confirm dialog of a reclaim: what will be removed and why (every lock of a reclaim of
+//! several, in a list that scrolls), what is kept, where the copies go, and two buttons, *Yes*
+//! on the left and *No* on the right, *No* highlighted until moved. The buttons stay on screen
+//! whatever the size; the bottom border says when there is more to read.
+
+use std::path::Path;
+
+use locksmith::scan::Finding;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Stylize;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Padding, Paragraph, Widget};
+
+use super::super::app::plural;
+use super::super::confirm::{Choice, ConfirmAction, ConfirmDialog};
+use super::super::detail;
+use super::super::keymap::{self, Action, Context};
+use super::super::layout::{DIALOG_CHROME_HEIGHT, DIALOG_CHROME_WIDTH, DIALOG_WIDTH, popup};
+use super::super::text;
+use super::super::theme::Theme;
+use super::scroll_hint;
+
+/// The dialog's title and body (unwrapped).
+pub fn content(
+    d: &ConfirmDialog,
+    theme: Theme,
+    state_dir: Option<&std::path::Path>,
+) -> (String, Vec<Line<'static>>) {
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let title;
+    match &d.action {
+        ConfirmAction::Reclaim { findings, kept } => {
+            title = if findings.len() == 1 {
+                " Reclaim this stale lock? ".to_string()
+            } else {
+                format!(" Reclaim {} stale locks? ", findings.len())
+            };
+            out.push(Line::from(format!(
+                "This removes {}:",
+                if findings.len() == 1 {
+                    "this lock".to_string()
+                } else {
+                    format!("these {} locks", findings.len())
+                }
+            )));
+            if findings.len() > 1 {
+                // Each lock with the first line of its evidence (the list scrolls).
+                for f in findings {
+                    out.push(target_line(f, theme));
+                    if let Some(e) = f.judgement.evidence.first() {
+                        out.push(Line::from(Span::styled(
+                            format!("      {}", text::clean(e)),
+                            theme.dim(),
+                        )));
+                    }
+                }
+            }
+            if let [f] = findings.as_slice() {
+                out.push(target_line(f, theme));
+                out.push(Line::from("Why it is stale:"));
+                for e in &f.judgement.evidence {
+                    out.push(Line::from(format!("  • {}", text::clean(e))));
+                }
+                out.extend(detail::unsaved_warning(theme, f));
+            }
+            if !kept.is_empty() {
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "Kept: {} vim swap file{} with unsaved changes (recover with vim -r, then reclaim with {}):",
+                        kept.len(),
+                        plural(kept.len()),
+                        keymap::key(Context::Table, Action::Reclaim)
+                    ),
+                    theme.warn(),
+                )));
+                for f in kept {
+                    out.push(Line::from(format!("  {}", text::path(&f.path))));
+                }
+            }
+        }
+        ConfirmAction::ForceForeign(f) => {
+            title = " Force-remove a FOREIGN lock? ".to_string();
+            out.push(Line::from("This removes:"));
+            out.push(target_line(f, theme));
+            out.push(Line::from("Why it is foreign:"));
+            for e in &f.judgement.evidence {
+                out.push(Line::from(format!("  • {}", text::clean(e))));
+            }
+            out.push(Line::from(Span::styled(
+                "RISK: its owner runs on another host or in another PID namespace, so locksmith \
+                 cannot tell whether it is still running. If it is, removing its lock lets a \
+                 second copy in at the same time, which can corrupt what the lock protects.",
+                theme.error(),
+            )));
+        }
+    }
+    let again = match d.action {
+        ConfirmAction::Reclaim { .. } => {
+            "Each lock is judged again just before removal; one that is no longer stale stays."
+        }
+        ConfirmAction::ForceForeign(_) => {
+            "It is judged again just before removal; if it is no longer foreign or stale, it stays."
+        }
+    };
+    out.push(Line::from(Span::styled(again, theme.dim())));
+    let dir = state_dir
+        .map(text::path)
+        .unwrap_or_else(|| "the state directory".to_string());
+    out.push(Line::from(Span::styled(
+        format!("A copy is saved to {dir} and the removal is journaled."),
+        theme.dim(),
+    )));
+    (title, out)
+}
+
+fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
+    let v = f.judgement.verdict;
+    Line::from(vec![
+        Span::styled(format!("  {} ", v.symbol()), theme.verdict(v)),
+        Span::raw(text::path(&f.path)).bold(),
+        Span::styled(
+            format!("  ({}, {})", text::clean(f.dialect), detail::kind_name(f)),
+            theme.dim(),
+        ),
+    ])
+}
+
+/// The dialog on a `screen`: its rectangle, its body wrapped to fit, the text area and the
+/// buttons' line.
+pub struct View {
+    pub title: String,
+    pub body: Vec<Line<'static>>,
+    pub area: Rect,
+    pub text: Rect,
+    pub buttons: Rect,
+}
+
+pub fn view(d: &ConfirmDialog, theme: Theme, state_dir: Option<&Path>, screen: Rect) -> View {
+    let (title, body) = content(d, theme, state_dir);
+    let w = DIALOG_WIDTH.min(screen.width);
+    let body = text::wrap_all(
+        body,
+        w.saturating_sub(DIALOG_CHROME_WIDTH),
+        text::text_indent,
+    );
+    let h = u16::try_from(body.len())
+        .unwrap_or(u16::MAX)
+        .saturating_add(DIALOG_CHROME_HEIGHT);
+    let area = popup(screen, w, h);
+    let inner = Block::bordered()
+        .padding(Padding::horizontal(1))
+        .inner(area);
+    let [text, _gap, buttons] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    View {
+        title,
+        body,
+        area,
+        text,
+        buttons,
+    }
+}
+
+/// Lines in view and how far the body can scroll on a `screen`.
+pub fn extent(
+    d: &ConfirmDialog,
+    theme: Theme,
+    state_dir: Option<&Path>,
+    screen: Rect,
+) -> (u16, u16) {
+    let v = view(d, theme, state_dir, screen);
+    let total = u16::try_from(v.body.len()).unwrap_or(u16::MAX);
+    (v.text.height, total.saturating_sub(v.text.height))
+}
+
+pub fn render(
+    d: &ConfirmDialog,
+    theme: Theme,
+    state_dir: Option<&Path>,
+    screen: Rect,
+    buf: &mut Buffer,
+) {
+    let v = view(d, theme, state_dir, screen);
+    Clear.render(v.area, buf);
+    let max = u16::try_from(v.body.len())
+        .unwrap_or(u16::MAX)
+        .saturating_sub(v.text.height);
+    let scroll = d.scroll.min(max);
+    let mut block = Block::bordered()
+        .title(Span::styled(v.title, theme.warn()))
+        .border_style(theme.warn())
+        .padding(Padding::horizontal(1));
+    if let Some(hint) = scroll_hint(
+        scroll,
+        v.text.height,
+        v.body.len(),
+        &keymap::keys(Context::Confirm, Action::Down),
+    ) {
+        block = block.title_bottom(Line::from(Span::styled(hint, theme.key())).right_aligned());
+    }
+    block.render(v.area, buf);
+    Paragraph::new(v.body)
+        .scroll((scroll, 0))
+        .render(v.text, buf);
+    let yes = if d.highlight == Choice::Yes {
+        "[ Yes ]"
+    } else {
+        "  Yes  "
+    };
+    let no = if d.highlight == Choice::No {
+        "[ No ]"
+    } else {
+        "  No  "
+    };
+    Paragraph::new(Line::from(vec![
+        Span::styled(yes, theme.button(d.highlight == Choice::Yes)),
+        Span::raw("   "),
+        Span::styled(no, theme.button(d.highlight == Choice::No)),
+    ]))
+    .centered()
+    .render(v.buttons, buf);
+}

@@ -1,0 +1,297 @@
+//! The lock table: which columns fit and how wide each is ([`plan`], sized by the content of
+//! the rows shown, so an all-`-` COMMAND column does not take 16 columns from the paths), and
+//! drawing the rows on screen. The same plan maps a click on a column title back to its column.
+
+use locksmith::Verdict;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{
+    Cell as TableCell, HighlightSpacing, Paragraph, Row as TableRow, StatefulWidget, Table,
+    TableState, Widget,
+};
+
+use super::app::{Column, Row, age_ms};
+use super::layout::{COLUMN_SPACING, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT};
+use super::text;
+use super::theme::Theme;
+
+/// Below this width the verdict column shows its symbol only.
+pub const NARROW_WIDTH: u16 = 45;
+/// The path column keeps at least this share of the width (in percent) ...
+const PATH_MIN_PERCENT: u16 = 40;
+/// ... and at least this many columns, before other columns are dropped to make room.
+const PATH_MIN_WIDTH: u16 = 20;
+/// Width of the sort arrow after a column title (` ▲`).
+const ARROW_WIDTH: u16 = 2;
+
+/// The widest cell of each column among the rows shown, by [`Column::index`]; 0 for a column
+/// whose every cell is `-` (nothing known).
+pub type ContentWidths = [u16; Column::ALL.len()];
+
+/// At most this many columns per column, whatever the content.
+fn cap(c: Column) -> u16 {
+    match c {
+        Column::Verdict => 9,
+        Column::Dialect => 14,
+        Column::Pid => 10,
+        Column::Command => 16,
+        Column::Host => 16,
+        Column::Age => 5,
+        Column::Path => u16::MAX,
+    }
+}
+
+/// The order in which columns give way to the path when the width is short.
+const DROP_ORDER: [Column; 5] = [
+    Column::Host,
+    Column::Command,
+    Column::Dialect,
+    Column::Pid,
+    Column::Age,
+];
+
+fn clamp16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
+/// The widths of every cell of `rows` (ages at `now_ms`).
+pub fn content_widths<'a>(rows: impl Iterator<Item = &'a Row>, now_ms: i64) -> ContentWidths {
+    let mut w = [0u16; Column::ALL.len()];
+    let mut widen = |c: Column, s: &str| {
+        if s != "-" {
+            let i = c.index();
+            w[i] = w[i].max(clamp16(text::width(s)));
+        }
+    };
+    for r in rows {
+        let v = r.verdict();
+        widen(Column::Verdict, &verdict_text(v));
+        widen(Column::Dialect, &r.cells.dialect);
+        widen(Column::Pid, &r.cells.pid);
+        widen(Column::Command, &r.cells.command);
+        widen(Column::Host, &r.cells.host);
+        widen(Column::Age, &age_text(r, now_ms));
+        widen(Column::Path, &r.cells.path);
+    }
+    w
+}
+
+fn verdict_text(v: Verdict) -> String {
+    format!("{} {v}", v.symbol())
+}
+
+fn age_text(r: &Row, now_ms: i64) -> String {
+    match r.finding.modified_ms {
+        Some(_) => text::age(age_ms(r, now_ms)),
+        None => "-".into(),
+    }
+}
+
+/// A column's title, with the sort arrow when the table is sorted by it.
+fn title(c: Column, narrow: bool, sort: Column, descending: bool) -> String {
+    let mut t = if narrow && c == Column::Verdict {
+        "V".to_string()
+    } else {
+        c.title().to_string()
+    };
+    if c == sort {
+        t.push_str(if descending { " ▼" } else { " ▲" });
+    }
+    t
+}
+
+/// The columns shown at `width` and the width of each, in display order, the path last with
+/// whatever is left. A column is as wide as its widest cell (capped) or its title, sort arrow
+/// included. Columns with nothing to show are dropped when the path does not fit whole; the
+/// others, in [`DROP_ORDER`], when the path would get less than its share.
+pub fn plan(width: u16, content: &ContentWidths, sort: Column) -> Vec<(Column, u16)> {
+    let narrow = width < NARROW_WIDTH;
+    let col_width = |c: Column| -> u16 {
+        let t = clamp16(text::width(c.title())) + if c == sort { ARROW_WIDTH } else { 0 };
+        let t = if narrow && c == Column::Verdict {
+            1 + if c == sort { ARROW_WIDTH } else { 0 }
+        } else {
+            t
+        };
+        let body = if narrow && c == Column::Verdict {
+            1
+        } else {
+            content[c.index()].min(cap(c))
+        };
+        t.max(body)
+    };
+    let mut kept: Vec<Column> = Column::ALL
+        .iter()
+        .copied()
+        .filter(|&c| c != Column::Path)
+        .collect();
+    if narrow {
+        kept.retain(|&c| c == Column::Verdict);
+    }
+    let path_want = content[Column::Path.index()]
+        .max(clamp16(text::width(Column::Path.title())) + ARROW_WIDTH)
+        .min(PATH_MIN_WIDTH.max(width.saturating_mul(PATH_MIN_PERCENT) / 100));
+    let room = |kept: &[Column]| -> u16 {
+        let used: u16 = kept
+            .iter()
+            .map(|&c| col_width(c).saturating_add(COLUMN_SPACING))
+            .fold(SELECTED_WIDTH, u16::saturating_add);
+        width.saturating_sub(used)
+    };
+    // Columns with nothing to show give way as soon as the path is cut; the others only
+    // when the path would get less than its share.
+    let path_full = content[Column::Path.index()];
+    for c in DROP_ORDER.into_iter().filter(|&c| content[c.index()] == 0) {
+        if room(&kept) >= path_full {
+            break;
+        }
+        kept.retain(|&k| k != c);
+    }
+    for c in DROP_ORDER {
+        if room(&kept) >= path_want {
+            break;
+        }
+        kept.retain(|&k| k != c);
+    }
+    let path = room(&kept);
+    let mut out: Vec<(Column, u16)> = kept.into_iter().map(|c| (c, col_width(c))).collect();
+    out.push((Column::Path, path));
+    out
+}
+
+/// The column under column `x` of the table (0 is the table's left edge), if any.
+pub fn column_at(plan: &[(Column, u16)], x: u16) -> Option<Column> {
+    let mut left = SELECTED_WIDTH;
+    for &(c, w) in plan {
+        let right = left.saturating_add(w).saturating_add(COLUMN_SPACING);
+        if x >= left && x < right {
+            return Some(c);
+        }
+        left = right;
+    }
+    None
+}
+
+/// What the table shows besides its rows.
+pub struct TableProps<'a> {
+    pub theme: Theme,
+    pub plan: &'a [(Column, u16)],
+    pub sort: Column,
+    pub descending: bool,
+    pub now_ms: i64,
+    /// The selected row's index among the rows drawn.
+    pub selected: Option<usize>,
+    /// Shown in place of the rows when there are none.
+    pub empty: &'a str,
+}
+
+/// Draws the column titles and `rows` (the rows on screen, first to last).
+pub fn render(p: &TableProps<'_>, rows: &[&Row], area: Rect, buf: &mut Buffer) {
+    if area.height == 0 || area.width == 0 {
+        return;
+    }
+    let narrow = area.width < NARROW_WIDTH;
+    let header = TableRow::new(
+        p.plan
+            .iter()
+            .map(|(c, _)| TableCell::from(title(*c, narrow, p.sort, p.descending))),
+    )
+    .style(p.theme.header());
+    let widths: Vec<Constraint> = p
+        .plan
+        .iter()
+        .map(|&(c, w)| match c {
+            Column::Path => Constraint::Fill(1),
+            _ => Constraint::Length(w),
+        })
+        .collect();
+    let path_width = p
+        .plan
+        .iter()
+        .find(|(c, _)| *c == Column::Path)
+        .map_or(0, |&(_, w)| usize::from(w));
+    let table_rows: Vec<TableRow> = rows.iter().map(|r| row(p, r, narrow, path_width)).collect();
+    let table = Table::new(table_rows, widths)
+        .header(header)
+        .column_spacing(COLUMN_SPACING)
+        .row_highlight_style(p.theme.selected())
+        .highlight_symbol(SELECTED)
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut state = TableState::new().with_selected(p.selected);
+    StatefulWidget::render(table, area, buf, &mut state);
+    if rows.is_empty() {
+        let [_, rest] =
+            Layout::vertical([Constraint::Length(TABLE_HEADER_HEIGHT), Constraint::Fill(1)])
+                .areas(area);
+        Paragraph::new(Span::styled(p.empty, p.theme.dim()))
+            .centered()
+            .render(rest, buf);
+    }
+}
+
+fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> TableRow<'a> {
+    let theme = p.theme;
+    let v = r.verdict();
+    TableRow::new(p.plan.iter().map(|(c, _)| match c {
+        Column::Verdict if narrow => TableCell::from(Span::styled(v.symbol(), theme.verdict(v))),
+        Column::Verdict => TableCell::from(Span::styled(verdict_text(v), theme.verdict(v))),
+        Column::Dialect => TableCell::from(r.cells.dialect.as_str()),
+        Column::Pid => TableCell::from(r.cells.pid.as_str()),
+        Column::Command => TableCell::from(r.cells.command.as_str()),
+        Column::Host => TableCell::from(r.cells.host.as_str()),
+        Column::Age => TableCell::from(age_text(r, p.now_ms)),
+        Column::Path => TableCell::from(text::shorten_path(&r.cells.path, path_width)),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widths(pairs: &[(Column, u16)]) -> ContentWidths {
+        let mut w = [0; Column::ALL.len()];
+        for &(c, n) in pairs {
+            w[c.index()] = n;
+        }
+        w
+    }
+
+    #[test]
+    fn columns_are_sized_by_their_content_and_titles() {
+        let content = widths(&[
+            (Column::Verdict, 7),
+            (Column::Dialect, 7),
+            (Column::Pid, 5),
+            (Column::Host, 2),
+            (Column::Age, 2),
+            (Column::Path, 60),
+        ]);
+        let p = plan(160, &content, Column::Age);
+        assert_eq!(
+            p,
+            [
+                (Column::Verdict, 7),
+                (Column::Dialect, 7),
+                (Column::Pid, 5),
+                (Column::Command, 7),
+                (Column::Host, 4),
+                (Column::Age, 5),
+                (Column::Path, 160 - 2 - 35 - 6),
+            ],
+            "titles set the minimum, the sort arrow included"
+        );
+        // Short of room, the column with nothing to show goes first, then the host.
+        let p = plan(80, &content, Column::Verdict);
+        let cols: Vec<Column> = p.iter().map(|&(c, _)| c).collect();
+        assert!(!cols.contains(&Column::Command), "{p:?}");
+        assert_eq!(p.last().unwrap().0, Column::Path);
+        assert!(p.last().unwrap().1 >= 32, "{p:?}");
+        // The column under a click.
+        let p = plan(160, &content, Column::Age);
+        assert_eq!(column_at(&p, 0), None, "the selection marker");
+        assert_eq!(column_at(&p, 2), Some(Column::Verdict));
+        assert_eq!(column_at(&p, 10), Some(Column::Dialect));
+        assert_eq!(column_at(&p, 150), Some(Column::Path));
+    }
+}
