@@ -2,8 +2,10 @@
 //! vt100 parser on a background thread. A temp tree holds one stale pidfile (a dead PID) and
 //! one live pidfile (a `sleep` child started before the file was written); the test selects
 //! the stale one, reclaims it with `d` then `y`, checks the file is gone and journaled while
-//! the live one stays, and quits with `q`. Every wait has a deadline; the UI process and the
-//! `sleep` are killed on every path.
+//! the live one stays, and quits with `q`. Other tests drive the mouse (SGR reports, as
+//! terminals send them), watch a new lock file appear without `r`, and read the OSC 52
+//! clipboard sequence of `y` from the raw output. Every wait has a deadline; the UI process
+//! and the `sleep` are killed on every path.
 
 mod common;
 
@@ -23,6 +25,8 @@ struct Ui {
     child: Box<dyn Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
     screen: Arc<Mutex<vt100::Parser>>,
+    /// Everything the UI wrote, raw (for sequences the screen does not show).
+    raw: Arc<Mutex<Vec<u8>>>,
     _master: Box<dyn MasterPty + Send>,
 }
 
@@ -35,12 +39,17 @@ impl Ui {
         let size = |n: u16| std::num::NonZeroU16::new(n).expect("a non-zero size");
         let screen = Arc::new(Mutex::new(vt100::Parser::new(size(ROWS), size(COLS), 0)));
         let feed = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let log = raw.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             loop {
                 match reader.read(&mut buf) {
                     Ok(0) | Err(_) => return,
-                    Ok(n) => feed.lock().unwrap().process(&buf[..n]),
+                    Ok(n) => {
+                        log.lock().unwrap().extend_from_slice(&buf[..n]);
+                        feed.lock().unwrap().process(&buf[..n]);
+                    }
                 }
             }
         });
@@ -48,7 +57,36 @@ impl Ui {
             child,
             writer,
             screen,
+            raw,
             _master: master,
+        }
+    }
+
+    /// Waits until the raw output holds `needle`.
+    fn wait_for_raw(&self, what: &str, needle: &[u8]) {
+        let start = Instant::now();
+        while !self
+            .raw
+            .lock()
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle)
+        {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "timed out waiting for {what}; the screen:\n{}",
+                self.contents()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A mouse event as an SGR report (`button` 0 is a left press, 64/65 the wheel), at a
+    /// 0-based cell.
+    fn mouse(&mut self, button: u8, col: u16, row: u16) {
+        self.send(&format!("\x1b[<{button};{};{}M", col + 1, row + 1));
+        if button < 64 {
+            self.send(&format!("\x1b[<{button};{};{}m", col + 1, row + 1));
         }
     }
 
@@ -255,4 +293,113 @@ fn without_a_terminal_or_with_a_bad_interval_it_says_why_and_exits_2() {
         let err = common::stderr(&out);
         assert!(err.contains("--interval"), "{err}");
     }
+}
+
+/// The screen row (0-based) of the first line containing `needle`.
+fn row_of(screen: &str, needle: &str) -> Option<u16> {
+    screen
+        .lines()
+        .position(|l| l.contains(needle))
+        .map(|r| r as u16)
+}
+
+#[test]
+fn the_mouse_selects_sorts_and_scrolls() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for name in ["a.pid", "b.pid", "c.pid"] {
+        std::fs::write(tree.join(name), format!("{}\n", common::dead_pid())).unwrap();
+    }
+    let mut ui = Ui::start(&env, &[&tree], &[]);
+    let screen = ui.wait_for("three rows", |s| {
+        ["a.pid", "b.pid", "c.pid"]
+            .iter()
+            .all(|n| line_with(s, n).is_some_and(|l| l.contains("✗ stale")))
+    });
+    assert!(
+        line_with(&screen, "a.pid").unwrap().starts_with('▶'),
+        "{screen}"
+    );
+    // A click on a row selects it.
+    let c_row = row_of(&screen, "c.pid").unwrap();
+    ui.mouse(0, 10, c_row);
+    ui.wait_for("c.pid selected", |s| {
+        line_with(s, "c.pid").is_some_and(|l| l.starts_with('▶'))
+    });
+    // A click on the PATH title sorts by path; a second click inverts.
+    let titles = row_of(&screen, "VERDICT").unwrap();
+    let head = line_with(&screen, "VERDICT").unwrap();
+    let path_col = head[..head.find("PATH").unwrap()].chars().count() as u16;
+    ui.mouse(0, path_col + 1, titles);
+    ui.wait_for("sorted by path", |s| s.contains("PATH ▲"));
+    ui.mouse(0, path_col + 1, titles);
+    let inverted = ui.wait_for("sorted by path, inverted", |s| s.contains("PATH ▼"));
+    assert!(
+        row_of(&inverted, "c.pid") < row_of(&inverted, "a.pid"),
+        "{inverted}"
+    );
+    // The wheel moves the selection (it stays on screen).
+    ui.send("g");
+    ui.wait_for("the first row selected", |s| {
+        line_with(s, "c.pid").is_some_and(|l| l.starts_with('▶'))
+    });
+    ui.mouse(65, 10, titles + 1);
+    ui.wait_for("the wheel moved down", |s| {
+        line_with(s, "a.pid").is_some_and(|l| l.starts_with('▶'))
+    });
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+    // Mouse reporting is switched off again on the way out.
+    assert_eq!(
+        ui.screen.lock().unwrap().screen().mouse_protocol_mode(),
+        vt100::MouseProtocolMode::None
+    );
+}
+
+#[test]
+fn a_new_lock_file_appears_without_a_key_and_y_copies_its_path() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("first.pid"), format!("{}\n", common::dead_pid())).unwrap();
+    let mut ui = Ui::start(&env, &[&tree], &[]);
+    ui.wait_for("the first lock", |s| {
+        line_with(s, "first.pid").is_some_and(|l| l.contains("✗ stale"))
+    });
+    ui.wait_for("the scan done", |s| !s.contains("scanning"));
+    let late = tree.join("late.pid");
+    std::fs::write(&late, format!("{}\n", common::dead_pid())).unwrap();
+    ui.wait_for("the new lock listed, no key pressed", |s| {
+        line_with(s, "late.pid").is_some_and(|l| l.contains("✗ stale"))
+    });
+    // y on it: the path goes out as OSC 52.
+    ui.send("G");
+    ui.wait_for("late.pid selected", |s| {
+        line_with(s, "late.pid").is_some_and(|l| l.starts_with('▶'))
+    });
+    ui.send("y");
+    let encoded = base64(late.as_os_str().as_encoded_bytes());
+    ui.wait_for_raw(
+        "the OSC 52 sequence",
+        format!("\x1b]52;c;{encoded}\x07").as_bytes(),
+    );
+    ui.wait_for("the status", |s| s.contains("to the clipboard"));
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+/// Standard base64, to check the clipboard sequence independently of the UI's own encoder.
+fn base64(bytes: &[u8]) -> String {
+    let out = std::process::Command::new("base64")
+        .arg("-w0")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(bytes)?;
+            c.wait_with_output()
+        })
+        .expect("run base64");
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -553,8 +553,11 @@ impl App {
             }
             Msg::Tick { now_ms } => {
                 self.now_ms = now_ms;
-                // Ages grow: the AGE column may need another character.
-                self.content = table::content_widths(self.visible(), now_ms);
+                // Ages grow: the AGE column may need another character. (A view waiting
+                // for its refresh may name rows that are gone: the refresh measures it.)
+                if !self.view_dirty {
+                    self.content = table::content_widths(self.visible(), now_ms);
+                }
                 if self
                     .status
                     .as_ref()

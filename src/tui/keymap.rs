@@ -165,14 +165,10 @@ pub struct Binding {
 }
 
 impl Binding {
-    /// Every key of the binding, as the help screen lists them: `PgDn/Ctrl-F`. A capital letter
-    /// bound with its small one is shown once (`y` for `y` and `Y`).
-    pub fn label(&self) -> String {
-        if self.keys.is_empty() {
-            return "other keys".into();
-        }
-        let names: Vec<String> = self
-            .keys
+    /// The names of the binding's keys; a capital letter bound with its small one is named
+    /// once (`y` for `y` and `Y`).
+    pub fn names(&self) -> Vec<String> {
+        self.keys
             .iter()
             .filter(|k| match k.code {
                 KeyCode::Char(c) if c.is_ascii_uppercase() && k.mods.is_empty() => {
@@ -181,8 +177,15 @@ impl Binding {
                 _ => true,
             })
             .map(Key::name)
-            .collect();
-        names.join("/")
+            .collect()
+    }
+
+    /// Every key of the binding, as the help screen lists them: `PgDn/Ctrl-F`.
+    pub fn label(&self) -> String {
+        if self.keys.is_empty() {
+            return "other keys".into();
+        }
+        self.names().join("/")
     }
 
     /// The binding's first key, as messages show it.
@@ -192,12 +195,8 @@ impl Binding {
 
     /// The binding's first two keys, as the key bar shows them (`n/Esc`).
     pub fn bar_label(&self) -> String {
-        let label = self.label();
-        let mut parts = label.split('/');
-        match (parts.next(), parts.next()) {
-            (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => format!("{a}/{b}"),
-            _ => label,
-        }
+        let names = self.names();
+        names[..names.len().min(2)].join("/")
     }
 }
 
@@ -618,6 +617,25 @@ pub fn keys(context: Context, action: Action) -> String {
     binding(context, action).map_or_else(|| "?".into(), Binding::label)
 }
 
+/// The key map as the README shows it: one Markdown table, by context, every key of each
+/// binding (a test keeps the README's copy equal to this).
+#[cfg(test)]
+pub fn markdown() -> String {
+    let mut out = String::from("| where | keys | action |\n|---|---|---|\n");
+    for ctx in [C::Table, C::Filter, C::Confirm, C::Help, C::Global] {
+        for b in bindings(ctx) {
+            let keys = if b.keys.is_empty() {
+                "other keys".to_string()
+            } else {
+                let names: Vec<String> = b.names().iter().map(|k| format!("`{k}`")).collect();
+                names.join(" ")
+            };
+            out.push_str(&format!("| {} | {keys} | {} |\n", ctx.title(), b.long));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,5 +726,21 @@ mod tests {
                 assert_eq!(lookup(b.context, &ev), Some(b.action), "{}", k.name());
             }
         }
+    }
+
+    #[test]
+    fn the_readme_shows_this_key_map() {
+        let readme = include_str!("../../README.md");
+        let table = markdown();
+        let start = "<!-- key map: generated from src/tui/keymap.rs -->\n";
+        let inside = readme
+            .split_once(start)
+            .and_then(|(_, rest)| rest.split_once("<!-- end of key map -->"))
+            .map(|(t, _)| t);
+        assert_eq!(
+            inside,
+            Some(table.as_str()),
+            "the README's key map differs from the key map; put this between its markers:\n{table}"
+        );
     }
 }

@@ -1549,3 +1549,19 @@ fn left_is_yes_and_right_is_no_without_wrapping() {
         assert_eq!(d.highlight, want, "{k:?}");
     }
 }
+
+#[test]
+fn a_tick_between_a_removal_and_the_refresh_is_harmless() {
+    let mut app = app();
+    for p in [
+        "/srv/app/worker.pid",
+        "/srv/app/web.pid",
+        "/mnt/nfs/job.lock",
+    ] {
+        app.update(Msg::Rejudged(vec![(PathBuf::from(p), Rejudge::Gone)]));
+    }
+    app.update(Msg::Tick { now_ms: NOW + 1000 });
+    let text = screen(&draw(&mut app, 80, 10));
+    assert!(!text.contains("worker.pid"), "{text}");
+    assert_eq!(app.visible_len(), 2);
+}
