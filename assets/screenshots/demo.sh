@@ -1,0 +1,76 @@
+#!/bin/sh
+# The tree behind the screen captures in this directory, made with real programs:
+#   assets/screenshots/demo.sh up      # make /tmp/locksmith-demo (needs vim, git, tmux)
+#   tmux new -d -s demo -x 120 -y 40 "XDG_STATE_HOME=/tmp/locksmith-demo-state locksmith /tmp/locksmith-demo"
+#   tmux capture-pane -p -t demo > assets/screenshots/table.txt
+#   assets/screenshots/demo.sh down    # stop the live owners, remove the tree
+set -eu
+DEMO=/tmp/locksmith-demo
+PIDS=/tmp/locksmith-demo.pids
+LOCKSMITH=${LOCKSMITH:-locksmith}
+
+dead_pid() {
+    sh -c 'echo $$'
+}
+
+up() {
+    rm -rf "$DEMO" /tmp/locksmith-demo-state
+    mkdir -p "$DEMO/app/run" "$DEMO/notes" "$DEMO/repo" "$DEMO/projects/company-website"
+    : >"$PIDS"
+
+    # Stale: a pidfile whose process is gone.
+    dead_pid >"$DEMO/app/run/worker.pid"
+    # Live: a pidfile written after its process started.
+    sleep 100000 &
+    echo $! >>"$PIDS"
+    sleep 1.1
+    echo $! >"$DEMO/app/run/web.pid"
+    # Live: a lock of locksmith's own engine, held by its command.
+    "$LOCKSMITH" lock "$DEMO/app/run/deploy.lock" -- sleep 100000 &
+    echo $! >>"$PIDS"
+    # Unknown: not a PID. Free: an empty flock-style lock file nobody holds.
+    echo "garbage" >"$DEMO/app/run/broken.pid"
+    : >"$DEMO/app/run/cache.lock"
+    # Foreign: an emacs lock of another host.
+    ln -s "me@build-7.4242:1700000000" "$DEMO/notes/.#plan.org"
+    # Stale: git's index.lock left by a crashed git, in two repositories.
+    for repo in "$DEMO/repo" "$DEMO/projects/company-website"; do
+        git init -q "$repo"
+        : >"$repo/.git/index.lock"
+        touch -d '11 minutes ago' "$repo/.git/index.lock"
+    done
+    # Stale, with unsaved changes: vim killed while editing.
+    echo "buy milk" >"$DEMO/notes/todo.txt"
+    tmux new -d -s locksmith-demo-vim -x 80 -y 24 "exec vim $DEMO/notes/todo.txt"
+    sleep 1
+    tmux send-keys -t locksmith-demo-vim "ocall the plumber" Escape ":preserve" Enter
+    sleep 1
+    kill -9 "$(tmux display -p -t locksmith-demo-vim '#{pane_pid}')"
+    sleep 0.5
+    tmux kill-session -t locksmith-demo-vim 2>/dev/null || true
+    # Wait for the locksmith lock to exist.
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        [ -e "$DEMO/app/run/deploy.lock" ] && break
+        sleep 0.2
+    done
+}
+
+down() {
+    if [ -f "$PIDS" ]; then
+        while read -r pid; do
+            pkill -P "$pid" 2>/dev/null || true
+            kill "$pid" 2>/dev/null || true
+        done <"$PIDS"
+        rm -f "$PIDS"
+    fi
+    rm -rf "$DEMO" /tmp/locksmith-demo-state
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+*)
+    echo "usage: $0 up|down" >&2
+    exit 2
+    ;;
+esac
