@@ -1565,3 +1565,98 @@ fn a_tick_between_a_removal_and_the_refresh_is_harmless() {
     assert!(!text.contains("worker.pid"), "{text}");
     assert_eq!(app.visible_len(), 2);
 }
+
+#[test]
+fn a_background_rescan_adds_and_drops_rows_quietly() {
+    let mut app = app();
+    let Some(Effect::Scan { generation }) = app.rescan_quietly() else {
+        panic!("a quiet rescan starts when no scan runs")
+    };
+    assert!(app.rescan_quietly().is_none(), "never two at once");
+    // The header keeps the last scan's numbers meanwhile; errors are only counted.
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(!text.contains("scanning"), "{text}");
+    assert!(text.contains("12,345 entries"), "{text}");
+    for f in sample().into_iter().skip(1) {
+        app.update(Msg::Scan {
+            generation,
+            event: ScanEvent::Found(Box::new(f)),
+        });
+    }
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Found(Box::new(finding(
+            "/srv/app/new.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(77),
+        ))),
+    });
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Error(ScanError {
+            path: PathBuf::from("/root/private"),
+            error: "permission denied".into(),
+        }),
+    });
+    app.update(Msg::ScanDone {
+        generation,
+        summary: ScanSummary {
+            entries: 12_346,
+            locks: 5,
+            elapsed_ms: 300,
+            ..ScanSummary::default()
+        },
+    });
+    app.refresh();
+    let paths = order(&app);
+    assert!(paths.contains(&"/srv/app/new.pid".to_string()), "{paths:?}");
+    assert!(
+        !paths.contains(&"/srv/app/web.pid".to_string()),
+        "not found again: dropped"
+    );
+    assert!(app.status.is_none(), "{:?}", app.status);
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(
+        text.contains("12,346 entries") && text.contains("1 error"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_mouse_selects_sorts_and_scrolls() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mouse = |kind, column, row| {
+        Msg::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    let click = |column, row| mouse(MouseEventKind::Down(MouseButton::Left), column, row);
+    let mut app = app();
+    let text = screen(&draw(&mut app, 120, 12));
+    let row = |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap();
+    app.update(click(5, row(&text, "job.lock") as u16));
+    assert_eq!(selected(&app), "/mnt/nfs/job.lock");
+    // The PATH title sorts by path; again inverts.
+    let titles = text.lines().nth(1).unwrap();
+    let x = titles[..titles.find("PATH").unwrap()].chars().count() as u16;
+    app.update(click(x, 1));
+    assert_eq!((app.sort, app.descending), (Column::Path, false));
+    app.update(click(x, 1));
+    assert_eq!((app.sort, app.descending), (Column::Path, true));
+    // The wheel over the table moves the selection; over the detail pane, scrolls it.
+    keys(&mut app, "g");
+    app.update(mouse(MouseEventKind::ScrollDown, 5, 4));
+    assert_eq!(app.cursor(), Some(3));
+    app.update(mouse(MouseEventKind::ScrollUp, 5, 4));
+    assert_eq!(app.cursor(), Some(0));
+    key(&mut app, KeyCode::Enter);
+    let _ = draw(&mut app, 60, 15);
+    let detail_y = app.screen().detail.unwrap().y + 2;
+    app.update(mouse(MouseEventKind::ScrollDown, 5, detail_y));
+    assert!(app.detail_scroll > 0);
+    assert_eq!(app.cursor(), Some(0), "the selection stays");
+}
