@@ -5,6 +5,7 @@
 //! - [`keymap`] is the one table of key bindings behind the handler, the key bar, the help and
 //!   every message that names a key;
 //! - [`layout`] places the parts of the screen (shared by drawing, paging and the mouse);
+//! - [`rows`] holds the table's rows (a lock and the text of its cells) and columns;
 //! - [`render`] draws `&App` (header, status, key bar), with [`table`], [`detail`] and the
 //!   pop-ups in [`popup`], one [`theme`];
 //! - [`confirm`] is the ConfirmAction → ConfirmedAction gate of destructive actions;
@@ -26,6 +27,7 @@ mod keymap;
 mod layout;
 mod popup;
 mod render;
+mod rows;
 mod table;
 mod text;
 mod theme;
@@ -42,7 +44,7 @@ use anyhow::{Context as _, bail};
 use locksmith::reclaim::ReclaimOptions;
 use locksmith::scan::Config;
 use ratatui::crossterm::event::{
-    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind,
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
 };
 use ratatui::crossterm::execute;
 
@@ -231,7 +233,17 @@ fn spawn_input(tx: Sender<Incoming>) -> std::io::Result<()> {
             loop {
                 let msg = match event::read() {
                     Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
-                    Ok(Event::Mouse(m)) => Msg::Mouse(m),
+                    // Clicks and the wheel; pointer motion (reported too) is not worth a frame.
+                    Ok(Event::Mouse(m))
+                        if matches!(
+                            m.kind,
+                            MouseEventKind::Down(_)
+                                | MouseEventKind::ScrollDown
+                                | MouseEventKind::ScrollUp
+                        ) =>
+                    {
+                        Msg::Mouse(m)
+                    }
                     Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
                     Ok(_) => continue,
                     Err(e) => {

@@ -1,0 +1,111 @@
+//! The rows of the lock table: one listed lock with the text of its cells (escaped once, when
+//! the row is stored, with the `--scan` table's own escaping), the columns, and the age that
+//! sorting and the AGE column share.
+
+use locksmith::Verdict;
+use locksmith::scan::Finding;
+
+/// Table columns, in display order; also the sort keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Verdict,
+    Dialect,
+    Pid,
+    Command,
+    Host,
+    Age,
+    Path,
+}
+
+impl Column {
+    pub const ALL: [Column; 7] = [
+        Column::Verdict,
+        Column::Dialect,
+        Column::Pid,
+        Column::Command,
+        Column::Host,
+        Column::Age,
+        Column::Path,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Column::Verdict => "VERDICT",
+            Column::Dialect => "DIALECT",
+            Column::Pid => "PID",
+            Column::Command => "COMMAND",
+            Column::Host => "HOST",
+            Column::Age => "AGE",
+            Column::Path => "PATH",
+        }
+    }
+
+    /// The column's position in [`Column::ALL`].
+    pub fn index(self) -> usize {
+        Column::ALL.iter().position(|&c| c == self).unwrap_or(0)
+    }
+
+    pub fn next(self) -> Column {
+        Column::ALL[(self.index() + 1) % Column::ALL.len()]
+    }
+}
+
+/// The text shown in each cell of a row, escaped once when the row is stored.
+#[derive(Debug, Clone)]
+pub struct Cells {
+    pub dialect: String,
+    pub pid: String,
+    pub pid_num: i64,
+    pub command: String,
+    pub host: String,
+    pub path: String,
+    /// Lowercased text the filter searches.
+    pub search: String,
+}
+
+impl Cells {
+    /// The cells of the `--scan` table (same columns, same escaping), plus what sorting and
+    /// filtering need.
+    fn of(f: &Finding) -> Cells {
+        let j = &f.judgement;
+        let [_, dialect, pid, command, host, _, path] = locksmith::report::table::row(f, 0);
+        let pid_num = pid.parse().unwrap_or(-1);
+        let search = [j.verdict.as_str(), &dialect, &pid, &command, &host, &path]
+            .join("\u{1f}")
+            .to_lowercase();
+        Cells {
+            dialect,
+            pid,
+            pid_num,
+            command,
+            host,
+            path,
+            search,
+        }
+    }
+}
+
+/// One listed lock.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub finding: Finding,
+    pub cells: Cells,
+}
+
+impl Row {
+    pub fn new(finding: Finding) -> Row {
+        Row {
+            cells: Cells::of(&finding),
+            finding,
+        }
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        self.finding.judgement.verdict
+    }
+}
+
+/// How old a lock is at `now` (unknown mtimes sort as oldest).
+pub fn age_ms(r: &Row, now: i64) -> i64 {
+    r.finding.modified_ms.map_or(i64::MAX, |m| now - m)
+}
