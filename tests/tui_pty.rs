@@ -27,7 +27,7 @@ struct Ui {
     screen: Arc<Mutex<vt100::Parser>>,
     /// Everything the UI wrote, raw (for sequences the screen does not show).
     raw: Arc<Mutex<Vec<u8>>>,
-    _master: Box<dyn MasterPty + Send>,
+    master: Box<dyn MasterPty + Send>,
 }
 
 impl Ui {
@@ -58,8 +58,22 @@ impl Ui {
             writer,
             screen,
             raw,
-            _master: master,
+            master,
         }
+    }
+
+    /// Resizes the terminal (the UI gets SIGWINCH).
+    fn resize(&mut self, rows: u16, cols: u16) {
+        let size = |n: u16| std::num::NonZeroU16::new(n).expect("a non-zero size");
+        self.screen.lock().unwrap().set_size(size(rows), size(cols));
+        self.master
+            .resize(portable_pty::PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("resize the pty");
     }
 
     /// Waits until the raw output holds `needle`.
@@ -402,4 +416,33 @@ fn base64(bytes: &[u8]) -> String {
         })
         .expect("run base64");
     String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn after_a_resize_the_selection_and_every_count_stay_on_screen() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for i in 0..40 {
+        std::fs::write(
+            tree.join(format!("p{i:02}.pid")),
+            format!("{}\n", common::dead_pid()),
+        )
+        .unwrap();
+    }
+    std::fs::write(tree.join("zz.lock"), "").unwrap();
+    let mut ui = Ui::start(&env, &[&tree], &[]);
+    ui.wait_for("every lock listed", |s| {
+        s.contains("41 locks") && !s.contains("scanning")
+    });
+    ui.send("G");
+    ui.wait_for("the last row selected", |s| s.contains("41/41"));
+    ui.resize(15, 60);
+    let small = ui.wait_for("the small screen", |s| {
+        s.lines().count() <= 15 && line_with(s, "zz.lock").is_some_and(|l| l.starts_with('▶'))
+    });
+    let header = small.lines().next().unwrap();
+    assert!(header.contains("✗40") && header.contains("○1"), "{small}");
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
 }
