@@ -297,11 +297,17 @@ pub fn wrap_all(
         .collect()
 }
 
-/// The hanging indent of a line of running text: its leading spaces, plus the bullet.
+/// The hanging indent of a line of running text: its leading spaces, plus a marker (a bullet
+/// `• ` or a verdict symbol `✗ `) so that wrapped text stays under the text, not the marker.
 pub fn text_indent(l: &Line<'_>) -> usize {
     let s: String = l.spans.iter().map(|s| s.content.as_ref()).collect();
     let lead = s.len() - s.trim_start_matches(' ').len();
-    lead + if s[lead..].starts_with("• ") { 2 } else { 0 }
+    let mut rest = s[lead..].chars();
+    let marker = match (rest.next(), rest.next()) {
+        (Some(c), Some(' ')) if !c.is_alphanumeric() => char_width(c) + 1,
+        _ => 0,
+    };
+    lead + marker
 }
 
 /// A short age: `42s`, `5m`, `3h`, `12d` (as in the `--scan` table).
