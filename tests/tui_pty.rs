@@ -2,7 +2,7 @@
 //! vt100 parser on a background thread. A temp tree holds one stale pidfile (a dead PID) and
 //! one live pidfile (a `sleep` child started before the file was written); the test selects
 //! the stale one, reclaims it with `d` then `y`, checks the file is gone and journaled while
-//! the live one stays, and quits with `q`. Other tests drive the mouse (SGR reports, as
+//! the live one stays, undoes it with `u` (content, mode and mtime back), and quits with `q`. Other tests drive the mouse (SGR reports, as
 //! terminals send them), watch a new lock file appear without `r`, and read the OSC 52
 //! clipboard sequence of `y` from the raw output. Every wait has a deadline; the UI process
 //! and the `sleep` are killed on every path.
@@ -166,7 +166,18 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
     let stale = tree.join("stale.pid");
-    std::fs::write(&stale, format!("{}\n", common::dead_pid())).unwrap();
+    let content = format!("{}\n", common::dead_pid());
+    std::fs::write(&stale, &content).unwrap();
+    // A mode and a time of its own, which undo must put back.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let mtime = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
     let sleeper = common::sleeper();
     // Written after the sleeper started: its owner is provably this very process.
     std::thread::sleep(Duration::from_millis(1100));
@@ -223,6 +234,27 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
         let row = |name: &str| s.lines().any(|l| l.contains("pidfile") && l.contains(name));
         !row("stale.pid") && row("live.pid")
     });
+
+    // u puts it back as it was, and journals it; its row returns.
+    ui.send("u");
+    ui.wait_for("the undo result", |s| {
+        s.lines()
+            .any(|l| l.starts_with("restored ") && l.contains("stale.pid"))
+    });
+    assert_eq!(std::fs::read_to_string(&stale).unwrap(), content);
+    let meta = std::fs::metadata(&stale).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+    assert_eq!(meta.modified().unwrap(), mtime);
+    let journal = env.journal();
+    assert_eq!(journal.len(), 2, "{journal:?}");
+    assert_eq!(journal[1]["event"], "restore", "{journal:?}");
+    ui.wait_for("the stale row back", |s| {
+        s.lines()
+            .any(|l| l.contains("pidfile") && l.contains("stale.pid") && l.contains("✗ stale"))
+    });
+    // A second u has nothing left to undo, and says so.
+    ui.send("u");
+    ui.wait_for("nothing to restore", |s| s.contains("nothing to restore"));
 
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);

@@ -75,6 +75,17 @@ pub struct ReclaimResult {
     pub judgement: Option<Judgement>,
 }
 
+/// What came of undoing the last reclaim.
+#[derive(Debug, Clone)]
+pub struct RestoreResult {
+    /// The lock as judged right after it was put back; `None` when nothing was restored (or
+    /// it could not be judged).
+    pub finding: Option<Box<Finding>>,
+    pub restored: bool,
+    /// What was done or why not, in a sentence.
+    pub message: String,
+}
+
 /// Everything that can change the app.
 #[derive(Debug)]
 pub enum Msg {
@@ -95,6 +106,7 @@ pub enum Msg {
     },
     Rejudged(Vec<(PathBuf, Rejudge)>),
     Reclaimed(Vec<ReclaimResult>),
+    Restored(RestoreResult),
     Tick {
         now_ms: i64,
     },
@@ -109,6 +121,8 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
+    /// Undo the last reclaim, off the UI thread.
+    Restore,
     /// Put these bytes on the clipboard (OSC 52).
     Copy(Vec<u8>),
     Quit,
@@ -285,7 +299,9 @@ impl App {
     /// Whether a key-map action is available now (the key bar hides the others).
     pub fn enabled(&self, action: Action) -> bool {
         match action {
-            Action::Reclaim | Action::ReclaimAllStale | Action::ForceReclaim => !self.opts.readonly,
+            Action::Reclaim | Action::ReclaimAllStale | Action::ForceReclaim | Action::Undo => {
+                !self.opts.readonly
+            }
             Action::DetailDown | Action::DetailUp => self.details_open(),
             _ => true,
         }
@@ -452,6 +468,20 @@ impl App {
                 self.on_reclaimed(results);
                 None
             }
+            Msg::Restored(r) => {
+                self.reclaiming = false;
+                if let Some(f) = r.finding {
+                    self.seen.insert(f.path.clone());
+                    self.upsert(*f);
+                }
+                let level = if r.restored {
+                    Level::Info
+                } else {
+                    Level::Error
+                };
+                self.set_status(level, text::clean(&r.message));
+                None
+            }
             Msg::Tick { now_ms } => {
                 self.now_ms = now_ms;
                 // Ages grow: the AGE column may need another character. (A view waiting
@@ -551,8 +581,9 @@ impl App {
                 ));
             }
         }
+        let undo = format!(" ({} undoes it)", keymap::key(Context::Table, Action::Undo));
         let (level, msg) = match (total, results.first()) {
-            (1, Some(r)) if r.removed => (Level::Info, text::clean(&r.message)),
+            (1, Some(r)) if r.removed => (Level::Info, text::clean(&r.message) + &undo),
             (1, Some(_)) => (Level::Error, format!("not removed: {}", refused[0])),
             _ if refused.is_empty() => (
                 Level::Info,
@@ -924,6 +955,14 @@ impl App {
             Action::Help => self.open(Mode::Help { scroll: 0 }),
             Action::CloseHelp => self.mode = Mode::Table,
             Action::Reclaim => self.ask_reclaim_selected(false),
+            Action::Undo => {
+                if self.refuse_if_busy() {
+                    return None;
+                }
+                self.reclaiming = true;
+                self.set_status_until_done("putting back the lock reclaimed last…");
+                return Some(Effect::Restore);
+            }
             Action::ForceReclaim => self.ask_reclaim_selected(true),
             Action::ReclaimAllStale => self.ask_reclaim_all(),
             Action::ConfirmToggle => {
@@ -968,11 +1007,14 @@ impl App {
 
     fn refuse_if_busy(&mut self) -> bool {
         if self.opts.readonly {
-            self.set_status(Level::Warn, "read-only (--readonly): reclaim is disabled");
+            self.set_status(
+                Level::Warn,
+                "read-only (--readonly): reclaim and undo are disabled",
+            );
             return true;
         }
         if self.reclaiming {
-            self.set_status(Level::Warn, "a reclaim is already running");
+            self.set_status(Level::Warn, "a reclaim or an undo is already running");
             return true;
         }
         false

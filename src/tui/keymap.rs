@@ -58,6 +58,8 @@ pub enum Action {
     Reclaim,
     ReclaimAllStale,
     ForceReclaim,
+    /// Put back the lock removed last (from its saved copy).
+    Undo,
     CopyPath,
     Help,
     /// Filter editing: keep the filter and go back to the table.
@@ -374,6 +376,14 @@ pub static KEYMAP: &[Binding] = &[
         "rescan",
         "Scan again from scratch (new locks also appear by themselves)",
         A::Rescan,
+        true,
+    ),
+    bind(
+        C::Table,
+        &[Key::ch('u')],
+        "undo",
+        "Undo the last reclaim: put the lock back as it was (if its path is free)",
+        A::Undo,
         true,
     ),
     bind(

@@ -220,6 +220,7 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Quit => return true,
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
+        Effect::Restore => workers.restore_last(),
         Effect::Copy(bytes) => copy_to_clipboard(&bytes),
     }
     false

@@ -16,7 +16,8 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::Color;
 
 use super::app::{
-    App, Column, Effect, Level, Mode, Msg, Options, ReclaimResult, Rejudge, ScanSummary,
+    App, Column, Effect, Level, Mode, Msg, Options, ReclaimResult, Rejudge, RestoreResult,
+    ScanSummary,
 };
 use super::confirm::{Choice, ConfirmAction};
 use super::keymap::{self, Context};
@@ -1659,4 +1660,61 @@ fn the_mouse_selects_sorts_and_scrolls() {
     app.update(mouse(MouseEventKind::ScrollDown, 5, detail_y));
     assert!(app.detail_scroll > 0);
     assert_eq!(app.cursor(), Some(0), "the selection stays");
+}
+
+#[test]
+fn u_undoes_the_last_reclaim_off_the_ui_thread() {
+    let mut app = app();
+    // After a reclaim, the status says which key undoes it.
+    let c = confirmed(keys(&mut app, "dy"));
+    app.update(Msg::Reclaimed(vec![ReclaimResult {
+        path: c.findings()[0].path.clone(),
+        removed: true,
+        message: "removed /srv/app/worker.pid (copy saved as 2026-worker.pid.copy)".into(),
+        judgement: None,
+    }]));
+    app.refresh();
+    assert!(!order(&app).contains(&"/srv/app/worker.pid".to_string()));
+    let status = app.status.as_ref().unwrap().text.clone();
+    assert!(status.ends_with("(u undoes it)"), "{status}");
+    // u asks the runtime to restore; a second u waits for the first.
+    let effects = keys(&mut app, "u");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Restore]),
+        "{effects:?}"
+    );
+    assert!(keys(&mut app, "u").is_empty());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("already running")
+    );
+    // The lock put back returns to the table.
+    app.update(Msg::Restored(RestoreResult {
+        finding: Some(Box::new(finding(
+            "/srv/app/worker.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(4242),
+        ))),
+        restored: true,
+        message: "restored /srv/app/worker.pid (file, journal entry 2026-1)".into(),
+    }));
+    app.refresh();
+    assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
+    let text = screen(&draw(&mut app, 100, 12));
+    assert!(text.contains("restored /srv/app/worker.pid"), "{text}");
+    // A refusal says why; read-only refuses at once.
+    keys(&mut app, "u");
+    app.update(Msg::Restored(RestoreResult {
+        finding: None,
+        restored: false,
+        message: "not restored: /srv/app/worker.pid: something stands at its path".into(),
+    }));
+    assert_eq!(app.status.as_ref().unwrap().level, Level::Error);
+    let mut ro = app_with(sample(), opts(Theme::COLOR, true));
+    assert!(keys(&mut ro, "u").is_empty());
+    assert!(ro.status.as_ref().unwrap().text.contains("read-only"));
 }

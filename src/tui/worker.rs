@@ -15,7 +15,7 @@ use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::scan::{self, Config, Root, ScanEvent};
 
-use super::app::{Msg, ReclaimResult, Rejudge, ScanSummary};
+use super::app::{Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary};
 use super::confirm::ConfirmedAction;
 use super::text;
 
@@ -175,6 +175,49 @@ impl Workers {
                 })
                 .collect();
             let _ = tx.send(Incoming::Msg(Msg::Reclaimed(results)));
+        });
+    }
+}
+
+impl Workers {
+    /// Undoes the last reclaim (`locksmith restore` with no argument) and judges the lock put
+    /// back, so that its row returns at once.
+    pub fn restore_last(&self) {
+        let state_dir = self.reclaim.state_dir.clone();
+        let config = self.config.clone();
+        spawn("restore", self.tx.clone(), move |tx| {
+            let result = match reclaim::restore_last(&state_dir) {
+                Ok(r) => {
+                    let mut message = format!(
+                        "restored {} ({}, journal entry {})",
+                        text::path(&r.path),
+                        r.kind,
+                        text::clean(&r.id)
+                    );
+                    for w in &r.warnings {
+                        message.push_str(&format!("; {}", text::clean(w)));
+                    }
+                    let finding = scan::judge_path(&r.path, &Snapshot::take(), &config)
+                        .ok()
+                        .flatten()
+                        .map(Box::new);
+                    RestoreResult {
+                        finding,
+                        restored: true,
+                        message,
+                    }
+                }
+                Err(why) => RestoreResult {
+                    finding: None,
+                    restored: false,
+                    message: if why.starts_with("nothing to restore") {
+                        why
+                    } else {
+                        format!("not restored: {why}")
+                    },
+                },
+            };
+            let _ = tx.send(Incoming::Msg(Msg::Restored(result)));
         });
     }
 }
