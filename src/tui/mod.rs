@@ -99,7 +99,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
 
     let (tx, rx) = mpsc::channel::<Incoming>();
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
-    mouse_capture()?;
+    mouse_capture();
     let mut app = App::new(opts, now_ms());
     let result = (|| -> anyhow::Result<()> {
         // The first frame, before any work starts.
@@ -172,16 +172,16 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     result
 }
 
-/// Turns mouse reporting on, and makes the panic hook (installed by `ratatui::try_init`, which
-/// restores the terminal) turn it off first.
-fn mouse_capture() -> anyhow::Result<()> {
-    execute!(std::io::stdout(), EnableMouseCapture).context("cannot enable the mouse")?;
+/// Turns mouse reporting on (a terminal that cannot report the mouse is still usable with
+/// keys), and makes the panic hook (installed by `ratatui::try_init`, which restores the
+/// terminal) turn it off first.
+fn mouse_capture() {
+    let _ = execute!(std::io::stdout(), EnableMouseCapture);
     let restore = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let _ = execute!(std::io::stdout(), DisableMouseCapture);
         restore(info);
     }));
-    Ok(())
 }
 
 /// Puts `bytes` on the terminal's clipboard with OSC 52 (terminals and tmux with
