@@ -1,5 +1,5 @@
-//! Work done off the UI thread: the scan, the periodic re-judging of listed locks, and
-//! confirmed reclaims. Each runs on its own thread and reports to the UI thread only through
+//! Work done off the UI thread: the scan (also the periodic one in the background), the
+//! periodic re-judging of listed locks, confirmed reclaims and their undo. Each runs on its own thread and reports to the UI thread only through
 //! the channel, as [`Incoming`] messages; the UI thread never waits for any of them.
 //!
 //! One [`Snapshot`] per scan and one per re-judge round (taken on the worker thread); reclaim
@@ -177,9 +177,7 @@ impl Workers {
             let _ = tx.send(Incoming::Msg(Msg::Reclaimed(results)));
         });
     }
-}
 
-impl Workers {
     /// Undoes the last reclaim (`locksmith restore` with no argument) and judges the lock put
     /// back, so that its row returns at once.
     pub fn restore_last(&self) {
