@@ -1,6 +1,7 @@
 //! Work done off the UI thread: the scan (also the periodic one in the background), the
-//! periodic re-judging of listed locks, confirmed reclaims and their undo. Each runs on its own thread and reports to the UI thread only through
-//! the channel, as [`Incoming`] messages; the UI thread never waits for any of them.
+//! periodic re-judging of listed locks, confirmed reclaims and their undo. Each runs on its own
+//! thread and reports to the UI thread only through the channel, as [`Incoming`] messages; the
+//! UI thread never waits for any of them.
 //!
 //! One [`Snapshot`] per scan and one per re-judge round (taken on the worker thread); reclaim
 //! judges each lock again with a fresh snapshot at the moment of removal (`reclaim::reclaim`).
