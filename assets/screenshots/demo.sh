@@ -28,9 +28,10 @@ up() {
     # Live: a lock of locksmith's own engine, held by its command.
     "$LOCKSMITH" lock "$DEMO/app/run/deploy.lock" -- sleep 100000 &
     echo $! >>"$PIDS"
-    # Unknown: not a PID. Free: an empty flock-style lock file nobody holds.
+    # Unknown: not a PID. Free: cargo's package-cache lock file, which nobody locks now.
     echo "garbage" >"$DEMO/app/run/broken.pid"
-    : >"$DEMO/app/run/cache.lock"
+    mkdir -p "$DEMO/home/.cargo"
+    : >"$DEMO/home/.cargo/.package-cache"
     # Foreign: an emacs lock of another host.
     ln -s "me@build-7.4242:1700000000" "$DEMO/notes/.#plan.org"
     # Stale: git's index.lock left by a crashed git, in two repositories.
