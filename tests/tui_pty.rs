@@ -479,3 +479,65 @@ fn after_a_resize_the_selection_and_every_count_stay_on_screen() {
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }
+
+#[test]
+fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_again() {
+    if let Some(why) = common::sshd::unavailable() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    // A second host, node17, reached through an ssh config of this test's own.
+    let node = common::sshd::Sshd::start("node17");
+    let ssh_config = node.path("ssh_config");
+    std::fs::write(&ssh_config, node.client_block("node17", "known_hosts")).unwrap();
+    let env = Env::new();
+    let cfg = env.path().join("ask.json");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"{{"ask_hosts": {{"ssh_args": ["-F", "{}"], "program": "{}"}}}}"#,
+            ssh_config.display(),
+            env!("CARGO_BIN_EXE_locksmith")
+        ),
+    )
+    .unwrap();
+    let tree = env.path().join("shared");
+    std::fs::create_dir(&tree).unwrap();
+    // An emacs lock of node17 naming a process that is gone there.
+    let lock = tree.join(".#notes.txt");
+    std::os::unix::fs::symlink(format!("bob@node17.{}", common::dead_pid()), &lock).unwrap();
+
+    let mut ui = Ui::start(
+        &env,
+        &[Path::new("--ask-hosts"), Path::new("--config"), &cfg, &tree],
+        &[],
+    );
+    ui.wait_for("the lock proven stale by node17's answer", |s| {
+        line_with(s, ".#notes.txt").is_some_and(|l| l.contains("✗ stale"))
+    });
+    ui.send("\r");
+    ui.wait_for("the answer in the details", |s| {
+        s.contains("asked node17 over ssh: no process")
+    });
+    ui.send("d");
+    ui.wait_for("the confirm dialog", |s| {
+        s.contains("Reclaim this stale lock?")
+    });
+    ui.send("y");
+    ui.wait_for("the reclaim result", |s| {
+        s.lines()
+            .any(|l| l.starts_with("removed ") && l.contains(".#notes.txt"))
+    });
+    assert!(std::fs::symlink_metadata(&lock).is_err());
+    let journal = env.journal();
+    assert_eq!(journal.len(), 1, "{journal:?}");
+    assert!(
+        journal[0]["evidence"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("asked node17 over ssh"),
+        "{journal:?}"
+    );
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}

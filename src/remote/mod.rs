@@ -285,6 +285,95 @@ pub fn ask_and_settle(
     hosts
 }
 
+/// Asking for a program that judges again and again (the UI): each host's answer is kept for a
+/// while, so a host is asked at most once per `ttl` whatever the number of rounds, and never
+/// twice at the same time. Asking blocks; callers run [`Asker::ask`] on a thread of its own.
+#[derive(Debug)]
+pub struct Asker {
+    cfg: AskConfig,
+    all_hosts: bool,
+    ttl: std::time::Duration,
+    cache: std::sync::Mutex<HashMap<String, (std::time::Instant, HostAnswer)>>,
+    in_flight: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl Asker {
+    /// An asker, when there is anything to ask: `all_hosts` (`--ask-hosts`) or hosts listed
+    /// in `cfg`.
+    pub fn new(cfg: AskConfig, all_hosts: bool, ttl: std::time::Duration) -> Option<Self> {
+        (all_hosts || !cfg.hosts.is_empty()).then(|| Asker {
+            cfg,
+            all_hosts,
+            ttl,
+            cache: Default::default(),
+            in_flight: Default::default(),
+        })
+    }
+
+    /// Judges `f` again with its host's kept answer when that answer is recent. Returns the
+    /// claim to ask about when its host has no recent answer.
+    pub fn settle_cached(&self, f: &mut Finding) -> Option<RemoteClaim> {
+        let claim = askable(f, &self.cfg, self.all_hosts)?;
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.get(&claim.host) {
+            Some((at, answer)) if at.elapsed() < self.ttl => {
+                f.judgement = settle(&f.judgement, &claim, answer);
+                None
+            }
+            _ => Some(claim),
+        }
+    }
+
+    /// The hosts of `claims` that no one is asking now, with their claims; they are marked as
+    /// being asked until [`Asker::ask`] has their answers.
+    pub fn take_unasked(&self, claims: Vec<RemoteClaim>) -> HashMap<String, Vec<RemoteClaim>> {
+        let mut busy = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: HashMap<String, Vec<RemoteClaim>> = HashMap::new();
+        for c in claims {
+            if out.contains_key(&c.host) || busy.insert(c.host.clone()) {
+                out.entry(c.host.clone()).or_default().push(c);
+            }
+        }
+        out
+    }
+
+    /// Asks the hosts of `questions` (from [`Asker::take_unasked`]), keeps their answers and
+    /// returns them.
+    pub fn ask(
+        &self,
+        questions: &HashMap<String, Vec<RemoteClaim>>,
+    ) -> HashMap<String, HostAnswer> {
+        let answers = ssh::ask_hosts(questions, &self.cfg, &|_| {});
+        let now = std::time::Instant::now();
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            for (host, a) in &answers {
+                cache.insert(host.clone(), (now, a.clone()));
+            }
+        }
+        let mut busy = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        for host in questions.keys() {
+            busy.remove(host);
+        }
+        answers
+    }
+
+    /// Asks `f`'s host now, whatever is kept, and judges `f` again with the answer (reclaim
+    /// asks again right before it removes a lock proven stale by asking).
+    pub fn ask_again(&self, f: &mut Finding) {
+        ask_and_settle(std::slice::from_mut(f), &self.cfg, self.all_hosts, &|_| {});
+    }
+
+    /// Judges `f` again with `answers`, if one is for its host.
+    pub fn settle_with(&self, f: &mut Finding, answers: &HashMap<String, HostAnswer>) {
+        if let Some(claim) = askable(f, &self.cfg, self.all_hosts)
+            && let Some(a) = answers.get(&claim.host)
+        {
+            f.judgement = settle(&f.judgement, &claim, a);
+        }
+    }
+}
+
 /// The claim of a finding that may be asked about, if it may.
 fn askable(f: &Finding, cfg: &AskConfig, all_hosts: bool) -> Option<RemoteClaim> {
     let claim = f.judgement.remote.as_ref()?;

@@ -107,6 +107,13 @@ pub enum Msg {
     Rejudged(Vec<(PathBuf, Rejudge)>),
     Reclaimed(Vec<ReclaimResult>),
     Restored(RestoreResult),
+    /// These hosts are being asked about their foreign locks (`--ask-hosts`).
+    Asking(Vec<String>),
+    /// They answered (or `failed` of them could not); the locks were judged again.
+    Asked {
+        hosts: Vec<String>,
+        failed: usize,
+    },
     Tick {
         now_ms: i64,
     },
@@ -178,6 +185,8 @@ pub struct Progress {
     pub locks: u64,
     pub errors: u64,
     pub elapsed_ms: Option<u64>,
+    /// Hosts being asked about their foreign locks now.
+    pub asking: Vec<String>,
 }
 
 /// The whole state of the UI.
@@ -462,6 +471,32 @@ impl App {
                         Rejudge::Failed(_) => {}
                     }
                 }
+                None
+            }
+            Msg::Asking(hosts) => {
+                for h in hosts {
+                    if !self.progress.asking.contains(&h) {
+                        self.progress.asking.push(h);
+                    }
+                }
+                None
+            }
+            Msg::Asked { hosts, failed } => {
+                self.progress.asking.retain(|h| !hosts.contains(h));
+                let names: Vec<String> = hosts.iter().map(|h| text::clean(h)).collect();
+                let text = match failed {
+                    0 => format!("asked {} over ssh", names.join(", ")),
+                    n => format!(
+                        "asked {} over ssh: {n} could not answer (their locks stay foreign; see the details)",
+                        names.join(", ")
+                    ),
+                };
+                let level = if failed == 0 {
+                    Level::Info
+                } else {
+                    Level::Warn
+                };
+                self.set_status(level, text);
                 None
             }
             Msg::Reclaimed(results) => {

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use locksmith::reclaim::ReclaimOptions;
+use locksmith::remote::Asker;
 use locksmith::scan::Config;
 use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
@@ -57,6 +58,9 @@ use worker::{Incoming, Workers};
 const BATCH: Duration = Duration::from_millis(30);
 /// The clock tick (ages in the table) when nothing else happens.
 const TICK: Duration = Duration::from_secs(1);
+/// How long a host's answer about its foreign locks is kept before it is asked again.
+const ASK_AGAIN_AFTER: Duration = Duration::from_secs(30);
+
 /// The background rescan runs at most this often ...
 const RESCAN_MIN: Duration = Duration::from_secs(5);
 /// ... and waits this many times as long as the last scan took, so that on a big tree it
@@ -107,7 +111,8 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
         app.resize(size.width, size.height);
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
         spawn_input(tx.clone()).context("cannot start the input thread")?;
-        let mut workers = Workers::new(tx, config, roots, reclaim);
+        let asker = Asker::new(config.ask_hosts.clone(), args.ask_hosts, ASK_AGAIN_AFTER);
+        let mut workers = Workers::new(tx, config, roots, reclaim, asker);
         let effect = app.rescan();
         apply(effect, &mut workers);
         let mut next_rejudge = Instant::now() + interval;

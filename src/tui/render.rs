@@ -155,6 +155,13 @@ fn render_header(h: &Header<'_>, area: Rect, buf: &mut Buffer) {
             parts.join(" · ")
         };
         spans.push(Span::raw(progress));
+        if !p.asking.is_empty() {
+            let what = match p.asking.as_slice() {
+                [one] => text::clean(one),
+                many => format!("{} hosts", many.len()),
+            };
+            spans.push(Span::raw(format!(" · asking {what}…")));
+        }
         if p.errors > 0 {
             spans.push(Span::styled(
                 format!(" · {} error{}", p.errors, plural(p.errors as usize)),

@@ -1718,3 +1718,36 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     assert!(keys(&mut ro, "u").is_empty());
     assert!(ro.status.as_ref().unwrap().text.contains("read-only"));
 }
+
+#[test]
+fn asking_other_hosts_shows_in_the_header_then_in_the_status() {
+    let mut app = app();
+    app.update(Msg::Asking(vec!["node17".into()]));
+    let text = screen(&draw(&mut app, 120, 20));
+    assert!(
+        text.lines().next().unwrap().contains("asking node17…"),
+        "{text}"
+    );
+    app.update(Msg::Asking(vec!["node18".into(), "node17".into()]));
+    let text = screen(&draw(&mut app, 120, 20));
+    assert!(
+        text.lines().next().unwrap().contains("asking 2 hosts…"),
+        "{text}"
+    );
+    app.update(Msg::Asked {
+        hosts: vec!["node17".into(), "node18".into()],
+        failed: 1,
+    });
+    let text = screen(&draw(&mut app, 120, 20));
+    assert!(!text.lines().next().unwrap().contains("asking"), "{text}");
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Warn);
+    assert_eq!(
+        s.text,
+        "asked node17, node18 over ssh: 1 could not answer (their locks stay foreign; see the details)"
+    );
+    // Host names come from lock files: escaped before they reach the terminal.
+    app.update(Msg::Asking(vec!["evil\x1b[2J".into()]));
+    let text = screen(&draw(&mut app, 120, 20));
+    assert!(!text.contains('\x1b'), "{text}");
+}

@@ -14,7 +14,8 @@ use std::sync::mpsc::Sender;
 
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
-use locksmith::scan::{self, Config, Root, ScanEvent};
+use locksmith::remote::Asker;
+use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
 use super::app::{Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary};
 use super::confirm::ConfirmedAction;
@@ -62,6 +63,8 @@ pub struct Workers {
     scan_cancel: Option<Arc<AtomicBool>>,
     /// A re-judge round is running (rounds never overlap).
     rejudging: Arc<AtomicBool>,
+    /// Asks the hosts of foreign locks (`--ask-hosts`), when asking is on.
+    asker: Option<Arc<Asker>>,
 }
 
 impl Workers {
@@ -70,6 +73,7 @@ impl Workers {
         config: Config,
         roots: Vec<Root>,
         reclaim: ReclaimOptions,
+        asker: Option<Asker>,
     ) -> Self {
         Workers {
             tx,
@@ -78,6 +82,7 @@ impl Workers {
             reclaim,
             scan_cancel: None,
             rejudging: Arc::new(AtomicBool::new(false)),
+            asker: asker.map(Arc::new),
         }
     }
 
@@ -89,12 +94,30 @@ impl Workers {
         let cancel = Arc::new(AtomicBool::new(false));
         self.scan_cancel = Some(cancel.clone());
         let (config, roots) = (self.config.clone(), self.roots.clone());
+        let asker = self.asker.clone();
         spawn("scan", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
+            let to_ask = std::sync::Mutex::new(Vec::new());
             let sink = |event: ScanEvent| {
+                let event = match (event, &asker) {
+                    (ScanEvent::Found(mut f), Some(asker)) => {
+                        if asker.settle_cached(&mut f).is_some() {
+                            to_ask
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((*f).clone());
+                        }
+                        ScanEvent::Found(f)
+                    }
+                    (event, _) => event,
+                };
                 let _ = tx.send(Incoming::Msg(Msg::Scan { generation, event }));
             };
             let result = scan::scan(&config, &roots, &snap, &cancel, &sink);
+            if let Some(asker) = &asker {
+                let found = to_ask.into_inner().unwrap_or_else(|e| e.into_inner());
+                ask_in_background(tx, asker, found);
+            }
             let summary = match result {
                 Ok(s) => ScanSummary {
                     entries: s.entries,
@@ -121,13 +144,22 @@ impl Workers {
             return;
         }
         let (config, busy) = (self.config.clone(), self.rejudging.clone());
+        let asker = self.asker.clone();
         spawn("rejudge", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
+            let mut to_ask = Vec::new();
             let results = paths
                 .into_iter()
                 .map(|p| {
                     let r = match scan::judge_path(&p, &snap, &config) {
-                        Ok(Some(f)) => Rejudge::Judged(Box::new(f)),
+                        Ok(Some(mut f)) => {
+                            if let Some(asker) = &asker
+                                && asker.settle_cached(&mut f).is_some()
+                            {
+                                to_ask.push(f.clone());
+                            }
+                            Rejudge::Judged(Box::new(f))
+                        }
                         Ok(None) => Rejudge::Gone,
                         Err(e) => Rejudge::Failed(e.error),
                     };
@@ -136,6 +168,9 @@ impl Workers {
                 .collect();
             busy.store(false, Ordering::Release);
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
+            if let Some(asker) = &asker {
+                ask_in_background(tx, asker, to_ask);
+            }
         });
     }
 
@@ -149,12 +184,26 @@ impl Workers {
             ..self.reclaim.clone()
         };
         let config = self.config.clone();
+        let asker = self.asker.clone();
         spawn("reclaim", self.tx.clone(), move |tx| {
             let results = action
                 .findings()
                 .iter()
                 .map(|f| {
-                    let o = reclaim::reclaim(f, &config, &opts);
+                    let o = match &asker {
+                        // Proven by its host's answer: ask again right before removal.
+                        Some(asker) if f.judgement.remote.is_some() => {
+                            reclaim::reclaim_rejudged(f, &opts, &config.windows, |path| {
+                                let snap = Snapshot::take();
+                                let mut fresh = scan::judge_path(path, &snap, &config)?;
+                                if let Some(fresh) = fresh.as_mut() {
+                                    asker.ask_again(fresh);
+                                }
+                                Ok(fresh)
+                            })
+                        }
+                        _ => reclaim::reclaim(f, &config, &opts),
+                    };
                     let message = match (&o.saved_to, &o.error) {
                         (_, Some(e)) => e.clone(),
                         (Some(saved), None) => format!(
@@ -219,6 +268,44 @@ impl Workers {
             let _ = tx.send(Incoming::Msg(Msg::Restored(result)));
         });
     }
+}
+
+/// Asks the hosts of `found` (foreign locks whose host has no recent answer) on a thread of its
+/// own, unless they are being asked already; the UI hears `Asking`, then the locks judged again
+/// with the answers, then `Asked`.
+fn ask_in_background(tx: &Sender<Incoming>, asker: &Arc<Asker>, found: Vec<Finding>) {
+    let questions = asker.take_unasked(
+        found
+            .iter()
+            .filter_map(|f| f.judgement.remote.clone())
+            .collect(),
+    );
+    if questions.is_empty() {
+        return;
+    }
+    let asker = asker.clone();
+    spawn("ask", tx.clone(), move |tx| {
+        let mut hosts: Vec<String> = questions.keys().cloned().collect();
+        hosts.sort();
+        let _ = tx.send(Incoming::Msg(Msg::Asking(hosts.clone())));
+        let answers = asker.ask(&questions);
+        let results = found
+            .into_iter()
+            .filter(|f| {
+                f.judgement
+                    .remote
+                    .as_ref()
+                    .is_some_and(|c| questions.contains_key(&c.host))
+            })
+            .map(|mut f| {
+                asker.settle_with(&mut f, &answers);
+                (f.path.clone(), Rejudge::Judged(Box::new(f)))
+            })
+            .collect();
+        let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
+        let failed = answers.values().filter(|a| a.is_err()).count();
+        let _ = tx.send(Incoming::Msg(Msg::Asked { hosts, failed }));
+    });
 }
 
 impl Drop for Workers {
