@@ -3,7 +3,10 @@
 //! gone, and the evidence line says which rule; anything inconclusive is `foreign` or
 //! `unknown`, never `stale`.
 
-use crate::probe::{FsInfo, PidState, Snapshot};
+use std::path::{Path, PathBuf};
+
+use crate::probe::containers::Seen;
+use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot};
 use crate::verdict::{Judgement, RemoteClaim, Verdict};
 
 /// Tolerance when comparing a process start time with a file time: `btime` has a resolution
@@ -37,6 +40,9 @@ pub struct PidClaim<'a> {
     /// The file system the lock lives on (network? a container's root seen from outside? our
     /// own root?), when known.
     pub fs: Option<&'a FsInfo>,
+    /// The lock file itself (path and `lstat`): its PID is judged in every PID namespace that
+    /// can see it (spec §10).
+    pub file: Option<(&'a Path, &'a std::fs::Metadata)>,
 }
 
 /// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
@@ -217,6 +223,9 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     {
         return Judgement::new(Verdict::Stale, line);
     }
+    if let Some(j) = judge_in_namespaces(claim, snap) {
+        return j;
+    }
     if claim.container_fs() && claim.pid_ns.is_none() && !same_kernel {
         return Judgement::new(
             Verdict::Foreign,
@@ -278,6 +287,253 @@ fn pid_space_is_ours(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
     ours.is_none_or(|ns| ns == INITIAL_PID_NS)
         || (claim.pid_ns.is_some() && claim.pid_ns == ours)
         || claim.fs.is_some_and(|f| f.own_root && f.kind == "overlay")
+}
+
+/// Why a live process can never be the owner of an application's lock, if it cannot: this
+/// machine's PID 1 (its init) or a kernel thread. Such a PID was written in another PID
+/// namespace (a container's PID 1, a sandbox's PID 2), and says nothing about the owner here.
+pub fn never_an_app_owner(f: &ProcFacts, snap: &Snapshot) -> Option<String> {
+    let on_host = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
+    if f.pid == 1 && on_host {
+        return Some(format!(
+            "PID 1 here is this machine's init ({}), never the owner of an application's lock",
+            f.comm
+        ));
+    }
+    if f.exe.is_none() && f.cmdline.is_empty() && !matches!(f.state, 'Z' | 'X') {
+        return Some(format!(
+            "PID {} here is a kernel thread ({}), never the owner of a lock file",
+            f.pid, f.comm
+        ));
+    }
+    None
+}
+
+/// What one namespace that sees the lock file says about its PID.
+enum Sighting {
+    /// A process there is the owner (a `live` judgement, process included).
+    Owner(Judgement),
+    /// Proven not to be there, or not to be the owner: why.
+    NotOwner(String),
+    /// Cannot tell: why.
+    Unsure(String),
+}
+
+/// The application directory of an app's pid file, as a path of the namespace that sees it:
+/// `APP/tmp/pids/*.pid` (Rails, Puma, Rack) → `APP`; a `postmaster.pid` → its data directory.
+/// The owner of such a file works in that directory.
+fn app_dir(seen: &Path) -> Option<PathBuf> {
+    let parent = seen.parent()?;
+    if seen.file_name()? == "postmaster.pid" {
+        return Some(parent.to_path_buf());
+    }
+    let is_pid = seen.extension().is_some_and(|e| e == "pid");
+    if is_pid && parent.file_name()? == "pids" && parent.parent()?.file_name()? == "tmp" {
+        return Some(parent.parent()?.parent()?.to_path_buf());
+    }
+    None
+}
+
+/// Judges the lock's PID in every PID namespace that can see the file (spec §10): `live` when
+/// one of them has that PID, started before the lock was written, and it is the lock's
+/// program (for an app's pid file: working in the app's directory as that namespace sees it);
+/// `stale` when none has, with every candidate named; `unknown` when some cannot be told.
+/// `None` when the ordinary host rules apply: no other namespace sees the file and the host's
+/// process with that PID is not one that can never own it, or we cannot see every namespace
+/// (we run inside one, or may not read other processes' namespaces).
+pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judgement> {
+    let (path, meta) = claim.file?;
+    if claim.pid_ns.is_some() || claim.pid <= 0 || claim.pid > snap.pid_max {
+        return None;
+    }
+    if snap.host.pid_ns? != INITIAL_PID_NS {
+        return None;
+    }
+    let pid = claim.pid as i32;
+    let host_state = snap.pid(pid);
+    let host_never = host_state
+        .facts()
+        .filter(|_| matches!(host_state, PidState::Alive(_)))
+        .and_then(|f| never_an_app_owner(f, snap));
+    let inv = snap.containers();
+    if inv.namespaces.is_empty() && host_never.is_none() {
+        return None;
+    }
+    let seen = inv.who_sees(path, meta);
+    if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
+        return None;
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut unsure = false;
+    for s in &seen {
+        match sighting(claim, pid, s, snap) {
+            Sighting::Owner(mut j) => {
+                let others: Vec<String> = seen
+                    .iter()
+                    .filter(|o| o.ns.map(|n| n.inode) != s.ns.map(|n| n.inode))
+                    .map(|o| where_seen(o))
+                    .collect();
+                if !others.is_empty() {
+                    j.evidence
+                        .push(format!("the file is also seen by {}", others.join("; ")));
+                }
+                return Some(j);
+            }
+            Sighting::NotOwner(why) => lines.push(format!("{}: {why}", where_seen(s))),
+            Sighting::Unsure(why) => {
+                unsure = true;
+                lines.push(format!("{}: {why}", where_seen(s)));
+            }
+        }
+    }
+    let head = if unsure {
+        format!("cannot tell whether a process with PID {pid} in a namespace that sees this file owns it")
+    } else if !inv.complete {
+        unsure = true;
+        format!(
+            "no namespace seen here that sees this file has an owner with PID {pid}, but the namespaces of some processes cannot be read (not root), so it may belong to one of them"
+        )
+    } else {
+        format!("no PID namespace that can see this file has an owner with PID {pid}")
+    };
+    let mut j = Judgement::new(
+        if unsure {
+            Verdict::Unknown
+        } else {
+            Verdict::Stale
+        },
+        head,
+    );
+    j.evidence.extend(lines);
+    Some(j)
+}
+
+/// `the host (as /srv/app/tmp/pids/server.pid)`, `container web-1 (podman be9b…) (as /app/...)`.
+fn where_seen(s: &Seen<'_>) -> String {
+    let who = match s.ns {
+        None => "this host".to_string(),
+        Some(ns) => ns.container.describe(),
+    };
+    format!("{who} (as {})", s.path.display())
+}
+
+fn sighting(claim: &PidClaim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sighting {
+    let app = app_dir(&s.path);
+    let Some(ns) = s.ns else {
+        return match snap.pid(pid) {
+            PidState::Absent => Sighting::NotOwner(format!("no process {pid} (ESRCH)")),
+            PidState::Zombie(f) => Sighting::NotOwner(format!(
+                "process {pid} ({}) is a zombie: it has exited",
+                f.comm
+            )),
+            PidState::ExistsOpaque => {
+                Sighting::Unsure(format!("process {pid} exists but cannot be read"))
+            }
+            PidState::Alive(f) => {
+                if let Some(why) = never_an_app_owner(&f, snap) {
+                    return Sighting::NotOwner(why);
+                }
+                let mut j = judge_alive(claim, &f);
+                if j.verdict == Verdict::Live
+                    && let Some(app) = &app
+                    && !works_in(f.pid, app).unwrap_or(false)
+                {
+                    // On the host, a process elsewhere is not proof of death: the
+                    // application may chdir away.
+                    return Sighting::Unsure(format!(
+                        "process {pid} ({}) is alive but does not work in {}",
+                        f.comm,
+                        app.display()
+                    ));
+                }
+                match j.verdict {
+                    Verdict::Live => {
+                        j.process = Some(snap.process_info(&f));
+                        Sighting::Owner(j)
+                    }
+                    Verdict::Stale => Sighting::NotOwner(j.evidence.join("; ")),
+                    _ => Sighting::Unsure(j.evidence.join("; ")),
+                }
+            }
+        };
+    };
+    let who = ns.container.describe();
+    let Some(host_pid) = ns.host_pid(pid) else {
+        return Sighting::NotOwner(format!("no PID {pid} there"));
+    };
+    let f = match snap.pid(host_pid) {
+        PidState::Absent => return Sighting::NotOwner(format!("PID {pid} there has exited")),
+        PidState::Zombie(f) => {
+            return Sighting::NotOwner(format!(
+                "PID {pid} there ({}) is a zombie: it has exited",
+                f.comm
+            ));
+        }
+        PidState::ExistsOpaque => {
+            return Sighting::Unsure(format!(
+                "PID {pid} there (host PID {host_pid}) cannot be read"
+            ));
+        }
+        PidState::Alive(f) => f,
+    };
+    let mut j = judge_alive(claim, &f);
+    // judge_alive speaks of host PIDs.
+    let inside = |line: &str| {
+        line.replacen(
+            &format!("process {host_pid} "),
+            &format!("PID {pid} there (host process {host_pid}) "),
+            1,
+        )
+        .replacen(&format!("PID {host_pid} "), &format!("PID {pid} "), 1)
+    };
+    match j.verdict {
+        Verdict::Live => {}
+        Verdict::Stale => return Sighting::NotOwner(inside(&j.evidence.join("; "))),
+        _ => return Sighting::Unsure(inside(&j.evidence.join("; "))),
+    }
+    if let Some(app) = &app {
+        match works_in(host_pid, app) {
+            Some(true) => j.evidence.push(format!(
+                "it works in {} (its working directory there)",
+                app.display()
+            )),
+            Some(false) => {
+                let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd"))
+                    .map(|c| c.display().to_string())
+                    .unwrap_or_else(|_| "elsewhere".into());
+                return Sighting::NotOwner(format!(
+                    "PID {pid} there is {} working in {cwd}, not in the application directory {}",
+                    f.comm,
+                    app.display()
+                ));
+            }
+            None => {
+                return Sighting::Unsure(format!(
+                    "PID {pid} there is {}, and where it works cannot be read",
+                    f.comm
+                ));
+            }
+        }
+    }
+    let started = f
+        .start_ms
+        .map(fmt_ms)
+        .unwrap_or_else(|| "at an unknown time".into());
+    let mut evidence = vec![format!(
+        "PID {pid} in {who} is alive: host process {host_pid} ({}), started {started}",
+        f.comm
+    )];
+    evidence.extend(j.evidence.drain(1..));
+    j.evidence = evidence;
+    j.process = Some(snap.process_info(&f));
+    Sighting::Owner(j)
+}
+
+/// Whether a process works in `dir` (a path as its own mount namespace sees it): its working
+/// directory is `dir` or below it. `None` when that cannot be read.
+fn works_in(host_pid: i32, dir: &Path) -> Option<bool> {
+    let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd")).ok()?;
+    Some(cwd.starts_with(dir))
 }
 
 fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {

@@ -90,6 +90,27 @@ pub struct ProcessInfo {
     pub user: Option<String>,
     /// RFC 3339.
     pub start_time: Option<String>,
+    /// The container or sandbox it runs in (`None`: our own PID namespace).
+    pub container: Option<ContainerInfo>,
+}
+
+/// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ContainerInfo {
+    #[serde(flatten)]
+    pub id: crate::probe::ContainerId,
+    /// The PID as seen inside.
+    pub ns_pid: Option<i32>,
+}
+
+impl ContainerInfo {
+    /// `PID 1 in container web-1 (podman be9b0aff69eb…)`.
+    pub fn describe(&self) -> String {
+        match self.ns_pid {
+            Some(p) => format!("PID {p} in {}", self.id.describe()),
+            None => format!("in {}", self.id.describe()),
+        }
+    }
 }
 
 /// How a holder holds a file.
@@ -119,6 +140,8 @@ pub struct Holder {
     pub pid: i32,
     pub name: Option<String>,
     pub how: HolderHow,
+    /// The container it runs in (`None`: our own PID namespace).
+    pub container: Option<ContainerInfo>,
 }
 
 /// A verdict with everything that justifies it.

@@ -89,6 +89,7 @@ impl Dialect for Chromium {
             hostname: Some(&host),
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -127,6 +127,7 @@ impl Dialect for Emacs {
                     .any(|n| n.to_ascii_lowercase().contains("emacs"))
             }),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

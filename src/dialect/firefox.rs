@@ -163,6 +163,7 @@ impl Dialect for Firefox {
             expect: MOZILLAS,
             could_be: Some(could_be_a_mozilla),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let j = judge_pid(&claim, snap);

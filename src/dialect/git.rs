@@ -73,6 +73,7 @@ fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgemen
         written_ms: Some(c.mtime_ms()),
         expect: GITS,
         fs: Some(c.fs),
+        file: Some((c.path, c.meta)),
         ..PidClaim::default()
     };
     common::with_owner(judge_pid(&claim, snap), owner)
@@ -422,6 +423,7 @@ impl Dialect for Git {
                 written_ms: Some(pid_written_ms),
                 expect: GITS,
                 fs: Some(c.fs),
+                file: Some((c.path, c.meta)),
                 ..PidClaim::default()
             };
             let j = judge_pid(&claim, snap);

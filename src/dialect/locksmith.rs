@@ -173,6 +173,7 @@ fn judge_record(
         start_ticks: rec.start_time,
         pid_ns: rec.pid_ns,
         fs: Some(c.fs),
+        file: Some((c.path, c.meta)),
         ..PidClaim::default()
     };
     let mut j = judge_pid(&claim, snap);

@@ -143,6 +143,7 @@ impl Dialect for Pidfile {
             expect: apps.as_ref().map(|a| &a[..]).unwrap_or(&[]),
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         // Host first: a record naming another host is foreign, whatever else it says (even our

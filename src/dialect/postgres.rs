@@ -193,8 +193,20 @@ impl Dialect for Postgres {
             written_ms: Some(written_ms),
             expect: POSTGRES,
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
+        // Judged in the namespaces that see the data directory (a volume of a container):
+        // their view of the recorded data directory is theirs, not ours.
+        if let Some(mut j) = crate::evidence::judge_in_namespaces(&claim, snap) {
+            if let Some(s) = rec.start_epoch {
+                j.evidence.push(format!(
+                    "the server recorded its start at {}",
+                    fmt_ms(s * 1000)
+                ));
+            }
+            return common::with_owner(j, owner);
+        }
         let mut j = judge_pid(&claim, snap);
 
         // Written in another mount namespace (a container's volume seen from the host)? The

@@ -138,6 +138,7 @@ impl Dialect for VimSwap {
                     written_ms: Some(c.mtime_ms()),
                     expect: VIMS,
                     fs: Some(c.fs),
+                    file: Some((c.path, c.meta)),
                     ..PidClaim::default()
                 };
                 judge_pid(&claim, snap)

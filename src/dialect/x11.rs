@@ -83,6 +83,7 @@ impl Dialect for X11 {
             expect: X_SERVERS,
             could_be: Some(could_be_an_x_server),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

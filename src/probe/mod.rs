@@ -2,6 +2,7 @@
 //! [`Snapshot`] that bundles them for one scan. The engine, the dialects and the scanner all
 //! read the machine through this module only.
 
+pub mod containers;
 pub mod fs;
 pub mod host;
 pub mod kernel_locks;
@@ -9,6 +10,7 @@ pub mod open_files;
 pub mod process;
 pub mod snapshot;
 
+pub use containers::{ContainerId, Inventory};
 pub use fs::FsInfo;
 pub use host::HostFacts;
 pub use kernel_locks::{FileKey, KernelLocks};

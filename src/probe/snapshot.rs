@@ -9,12 +9,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use super::containers::Inventory;
 use super::fs::FsInfo;
 use super::host::HostFacts;
 use super::kernel_locks::{FileKey, KernelLocks};
 use super::open_files::OpenFiles;
 use super::process::{self, PidState, ProcFacts};
-use crate::verdict::{Holder, HolderHow, ProcessInfo};
+use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 
 /// A process as the process list shows it (for dialects that look for "a git in this repo").
 #[derive(Debug, Clone)]
@@ -44,6 +45,7 @@ pub struct Snapshot {
     users: OnceLock<Option<sysinfo::Users>>,
     unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
+    containers: OnceLock<Inventory>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -75,6 +77,7 @@ impl Snapshot {
             users: OnceLock::new(),
             unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
+            containers: OnceLock::new(),
         }
     }
 
@@ -90,6 +93,35 @@ impl Snapshot {
         let s = process::probe(pid, &self.host);
         self.pids.lock().unwrap().insert(pid, s.clone());
         s
+    }
+
+    /// Every PID namespace on this machine other than ours: containers and sandboxes, their
+    /// processes, mounts and names (read on first use, once per snapshot).
+    pub fn containers(&self) -> &Inventory {
+        self.containers
+            .get_or_init(|| Inventory::read(self.host.pid_ns))
+    }
+
+    /// The container a process runs in, with its PID there (`None` in our own namespace).
+    pub fn container_of(&self, facts: &ProcFacts) -> Option<ContainerInfo> {
+        if facts.pid_ns.is_none() || facts.pid_ns == self.host.pid_ns {
+            return None;
+        }
+        let (ns, ns_pid) = self.containers().of_host_pid(facts.pid)?;
+        Some(ContainerInfo {
+            id: ns.container.clone(),
+            ns_pid: Some(ns_pid),
+        })
+    }
+
+    fn holder(&self, pid: i32, how: HolderHow) -> Holder {
+        let state = self.pid(pid);
+        Holder {
+            pid,
+            name: state.facts().map(|f| f.comm.clone()),
+            how,
+            container: state.facts().and_then(|f| self.container_of(f)),
+        }
     }
 
     /// Who holds a kernel lock on this file: `/proc/locks`, with OFD locks attributed to the
@@ -115,16 +147,12 @@ impl Snapshot {
                     pid: -1,
                     name: None,
                     how: lock.how,
+                    container: None,
                 });
             }
             for pid in pids {
                 if !out.iter().any(|h| h.pid == pid && h.how == lock.how) {
-                    let name = self.pid(pid).facts().map(|f| f.comm.clone());
-                    out.push(Holder {
-                        pid,
-                        name,
-                        how: lock.how,
-                    });
+                    out.push(self.holder(pid, lock.how));
                 }
             }
         }
@@ -142,11 +170,7 @@ impl Snapshot {
             .get_or_init(OpenFiles::read)
             .openers(key)
             .iter()
-            .map(|&pid| Holder {
-                pid,
-                name: self.pid(pid).facts().map(|f| f.comm.clone()),
-                how: HolderHow::Open,
-            })
+            .map(|&pid| self.holder(pid, HolderHow::Open))
             .collect()
     }
 
@@ -207,6 +231,7 @@ impl Snapshot {
             cmd: facts.cmdline.clone(),
             user: facts.uid.and_then(|u| self.user_name(u)),
             start_time: facts.start_ms.and_then(|ms| super::rfc3339(ms / 1000)),
+            container: self.container_of(facts),
         }
     }
 }

@@ -91,11 +91,13 @@ fn live_with_process(path: &str) -> Finding {
         cmd: vec!["sleep".into(), "1000".into()],
         user: Some("root".into()),
         start_time: Some("2025-12-31T23:58:00Z".into()),
+        container: None,
     });
     f.judgement.holders = vec![Holder {
         pid: 4321,
         name: Some("sleep".into()),
         how: HolderHow::Flock,
+        container: None,
     }];
     f
 }

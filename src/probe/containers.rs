@@ -1,0 +1,824 @@
+//! Containers and sandboxes on this machine, from `/proc` alone (no runtime socket or CLI):
+//! every PID namespace other than ours, the processes in it with the PIDs they have inside
+//! (`NSpid:` in `/proc/<pid>/status`), the mounts it sees (`/proc/<pid>/mountinfo`: which
+//! file-system directories appear where), its root (`/proc/<pid>/root`), and who it is: the
+//! runtime and id from the cgroup path (Podman, Docker, containerd, Kubernetes, systemd-nspawn,
+//! LXC, Flatpak, snap), the name where the runtime's own state on disk gives it (Podman's
+//! `containers.json` or its `conmon -n`, Docker's `config.v2.json`, the machine name in the
+//! cgroup path, Flatpak's `/.flatpak-info`).
+//!
+//! The [`Inventory`] is read once per snapshot. [`Inventory::who_sees`] answers the question
+//! the PID rules ask (spec §10): which namespaces can see this file, and under which path.
+//! Invariant: `complete` is false when some process's namespace could not be read (not root),
+//! so a caller never concludes "no namespace has this PID" from an inventory with holes.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+
+/// Who a container or sandbox is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ContainerId {
+    /// `podman`, `docker`, `containerd`, `kubernetes`, `flatpak`, `snap`, `nspawn`, `lxc`, or
+    /// `unknown` (a PID namespace no runtime claims, such as one made with `unshare`).
+    pub runtime: String,
+    /// The runtime's id (a container id, a machine name, a Flatpak instance), or
+    /// `pid:[INODE]` for a namespace no runtime names.
+    pub id: String,
+    /// The name the runtime gives it, when its state on disk says.
+    pub name: Option<String>,
+}
+
+impl ContainerId {
+    /// The id cut to 12 characters (as `docker ps` shows it), with `…` when cut.
+    pub fn short_id(&self) -> String {
+        let n = self.id.chars().count();
+        if n > 12 && self.id.chars().all(|c| c.is_ascii_hexdigit()) {
+            format!("{}…", self.id.chars().take(12).collect::<String>())
+        } else {
+            self.id.clone()
+        }
+    }
+
+    /// The name, else the short id: what a table cell shows.
+    pub fn label(&self) -> String {
+        self.name.clone().unwrap_or_else(|| self.short_id())
+    }
+
+    /// `container web-1 (podman be9b0aff69eb…)`, `sandbox org.gnome.Builder (flatpak 1234)`,
+    /// `PID namespace pid:[4026532252]`.
+    pub fn describe(&self) -> String {
+        let what = match self.runtime.as_str() {
+            "flatpak" | "snap" => "sandbox",
+            "nspawn" | "lxc" => "machine",
+            "unknown" => return format!("PID namespace {}", self.id),
+            _ => "container",
+        };
+        match &self.name {
+            Some(name) => format!("{what} {name} ({} {})", self.runtime, self.short_id()),
+            None => format!("{what} {} ({})", self.short_id(), self.runtime),
+        }
+    }
+}
+
+/// One mount as a namespace sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Device of the mounted file system (`st_dev` encoding).
+    pub dev: u64,
+    /// The directory of that file system that is mounted (`/` for the whole file system).
+    pub root: PathBuf,
+    /// Where it appears.
+    pub point: PathBuf,
+    pub fstype: String,
+}
+
+/// A PID namespace other than ours, with what runs in it.
+#[derive(Debug, Clone)]
+pub struct Namespace {
+    /// Inode of the namespace (`pid:[INODE]`).
+    pub inode: u64,
+    /// Host PID of its PID 1 (or of its lowest PID, if PID 1 is not visible).
+    pub init: i32,
+    /// PIDs inside → host PIDs.
+    pids: HashMap<i32, i32>,
+    /// Mounts as its PID 1 sees them.
+    pub mounts: Vec<Mount>,
+    /// Device and inode of its root directory.
+    pub root: Option<(u64, u64)>,
+    pub container: ContainerId,
+}
+
+impl Namespace {
+    /// The host PID of the process that has `ns_pid` inside.
+    pub fn host_pid(&self, ns_pid: i32) -> Option<i32> {
+        self.pids.get(&ns_pid).copied()
+    }
+
+    /// How many processes run in it.
+    pub fn len(&self) -> usize {
+        self.pids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+    }
+
+    /// Its root directory as seen from here (`/proc/<init>/root`).
+    pub fn root_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root", self.init))
+    }
+
+    /// The host directories it mounts (bind mounts and volumes), as `host dir → inside`.
+    pub fn binds(&self, host_mounts: &[Mount]) -> Vec<(PathBuf, PathBuf)> {
+        self.mounts
+            .iter()
+            .filter(|m| m.point != Path::new("/"))
+            .filter_map(|m| {
+                let host = host_mounts
+                    .iter()
+                    .filter(|h| h.dev == m.dev && m.root.starts_with(&h.root))
+                    .max_by_key(|h| h.root.as_os_str().len())?;
+                let rest = m.root.strip_prefix(&host.root).ok()?;
+                Some((join(&host.point, rest), m.point.clone()))
+            })
+            .collect()
+    }
+}
+
+/// A namespace that sees a file, and the path it sees it under.
+#[derive(Debug, Clone)]
+pub struct Seen<'a> {
+    /// `None`: our own namespace (the host, when we run on the host).
+    pub ns: Option<&'a Namespace>,
+    pub path: PathBuf,
+}
+
+/// Every PID namespace on this machine other than ours.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    /// Our own PID namespace.
+    pub own_ns: Option<u64>,
+    pub namespaces: Vec<Namespace>,
+    /// Host PID → (index in `namespaces`, PID inside).
+    by_host_pid: HashMap<i32, (usize, i32)>,
+    /// Our own mounts.
+    pub own_mounts: Vec<Mount>,
+    /// Device and inode of our own root directory.
+    own_root: Option<(u64, u64)>,
+    /// Whether every process's namespace could be read.
+    pub complete: bool,
+}
+
+impl Inventory {
+    /// Reads the inventory of this machine now.
+    #[cfg(target_os = "linux")]
+    pub fn read(own_ns: Option<u64>) -> Self {
+        let mut members: HashMap<u64, Vec<(i32, i32)>> = HashMap::new();
+        let mut complete = true;
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Inventory::default();
+        };
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let ns = match std::fs::read_link(format!("/proc/{pid}/ns/pid")) {
+                Ok(link) => super::host::parse_ns_link(&link.to_string_lossy()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // exited
+                Err(_) => {
+                    // Not allowed to look (another user's process, or a guarded init): its
+                    // status still says whether it lives in a deeper namespace than ours.
+                    let deeper = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                        .ok()
+                        .and_then(|s| nspid(&s))
+                        .is_none_or(|v| v.len() > 1);
+                    if deeper {
+                        complete = false;
+                    }
+                    continue;
+                }
+            };
+            let Some(ns) = ns else { continue };
+            if Some(ns) == own_ns {
+                continue;
+            }
+            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+                continue;
+            };
+            if let Some(inner) = nspid(&status).and_then(|v| v.last().copied()) {
+                members.entry(ns).or_default().push((pid, inner));
+            }
+        }
+        let own_mounts = read_mounts("self");
+        let own_root = dev_ino(Path::new("/"));
+        let mut names = NameSources::default();
+        let mut namespaces: Vec<Namespace> = members
+            .into_iter()
+            .filter_map(|(inode, procs)| {
+                let &(init, _) = procs
+                    .iter()
+                    .find(|(_, inner)| *inner == 1)
+                    .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
+                let root = PathBuf::from(format!("/proc/{init}/root"));
+                Some(Namespace {
+                    inode,
+                    init,
+                    pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
+                    mounts: read_mounts(&init.to_string()),
+                    root: dev_ino(&root),
+                    container: identify(inode, init, &root, &mut names),
+                })
+            })
+            .collect();
+        namespaces.sort_by_key(|n| n.init);
+        let by_host_pid = namespaces
+            .iter()
+            .enumerate()
+            .flat_map(|(i, n)| n.pids.iter().map(move |(&inner, &host)| (host, (i, inner))))
+            .collect();
+        Inventory {
+            own_ns,
+            namespaces,
+            by_host_pid,
+            own_mounts,
+            own_root,
+            complete,
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn read(own_ns: Option<u64>) -> Self {
+        Inventory {
+            own_ns,
+            ..Inventory::default()
+        }
+    }
+
+    /// The namespace a host PID runs in (when not ours), and its PID there.
+    pub fn of_host_pid(&self, pid: i32) -> Option<(&Namespace, i32)> {
+        self.by_host_pid
+            .get(&pid)
+            .map(|&(i, inner)| (&self.namespaces[i], inner))
+    }
+
+    /// Namespaces whose root is not ours (containers and chrooted sandboxes): their own lock
+    /// places are worth scanning through `/proc/<pid>/root`.
+    pub fn with_own_root(&self) -> impl Iterator<Item = &Namespace> {
+        self.namespaces
+            .iter()
+            .filter(|n| n.root.is_some() && n.root != self.own_root)
+    }
+
+    /// Which namespaces can see the file at `path` (with `meta` its `lstat`), ours included
+    /// when it sees it, and the path each sees it under. A path below `/proc/<pid>/root/` is
+    /// seen first by that process's namespace.
+    pub fn who_sees(&self, path: &Path, meta: &std::fs::Metadata) -> Vec<Seen<'_>> {
+        let dev = meta.dev();
+        let mut out: Vec<Seen<'_>> = Vec::new();
+        let (origin, fs_path) = match proc_root_path(path) {
+            Some((pid, rest)) => match self.of_host_pid(pid) {
+                Some((ns, _)) => {
+                    let fs_path = fs_relative(&ns.mounts, &rest, dev);
+                    out.push(Seen {
+                        ns: Some(ns),
+                        path: rest,
+                    });
+                    (Some(ns.inode), fs_path)
+                }
+                // One of ours: the same file as `rest` here.
+                None => (None, self.host_view(&rest, dev, &mut out)),
+            },
+            None => (None, self.host_view(path, dev, &mut out)),
+        };
+        let Some(fs_path) = fs_path else {
+            return out;
+        };
+        if origin.is_some()
+            && let Some(p) = inside(&self.own_mounts, dev, &fs_path)
+        {
+            out.push(Seen { ns: None, path: p });
+        }
+        for ns in &self.namespaces {
+            if Some(ns.inode) == origin {
+                continue;
+            }
+            if let Some(p) = inside(&ns.mounts, dev, &fs_path) {
+                out.push(Seen {
+                    ns: Some(ns),
+                    path: p,
+                });
+            }
+        }
+        out
+    }
+
+    /// Records our own view of `path` and returns its path within its file system.
+    fn host_view(&self, path: &Path, dev: u64, out: &mut Vec<Seen<'_>>) -> Option<PathBuf> {
+        let real = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map(|p| p.join(name))
+                .unwrap_or_else(|_| path.to_path_buf()),
+            _ => path.to_path_buf(),
+        };
+        let rel = fs_relative(&self.own_mounts, &real, dev);
+        out.push(Seen {
+            ns: None,
+            path: real,
+        });
+        rel
+    }
+}
+
+/// `/proc/<pid>/root/rest` → `(pid, /rest)`.
+fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
+    let mut comps = path.components();
+    if comps.next() != Some(Component::RootDir)
+        || comps.next() != Some(Component::Normal("proc".as_ref()))
+    {
+        return None;
+    }
+    let pid = match comps.next()? {
+        Component::Normal(s) => s.to_str()?.parse().ok()?,
+        _ => return None,
+    };
+    if comps.next() != Some(Component::Normal("root".as_ref())) {
+        return None;
+    }
+    Some((pid, Path::new("/").join(comps.as_path())))
+}
+
+/// The path of `path` (as seen through `mounts`) within its file system: the root of the mount
+/// it lies under, joined with the rest.
+fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<PathBuf> {
+    let m = mounts
+        .iter()
+        .filter(|m| m.dev == dev && path.starts_with(&m.point))
+        .max_by_key(|m| m.point.as_os_str().len())?;
+    Some(join(&m.root, path.strip_prefix(&m.point).ok()?))
+}
+
+/// Where a namespace with `mounts` sees the file at `fs_path` of device `dev`, if it does.
+fn inside(mounts: &[Mount], dev: u64, fs_path: &Path) -> Option<PathBuf> {
+    let m = mounts
+        .iter()
+        .filter(|m| m.dev == dev && fs_path.starts_with(&m.root))
+        .max_by_key(|m| m.root.as_os_str().len())?;
+    Some(join(&m.point, fs_path.strip_prefix(&m.root).ok()?))
+}
+
+fn join(base: &Path, rest: &Path) -> PathBuf {
+    if rest.as_os_str().is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(rest)
+    }
+}
+
+fn dev_ino(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The `NSpid:` line of `/proc/<pid>/status`: the PID in each namespace, outermost first.
+pub fn nspid(status: &str) -> Option<Vec<i32>> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().map(|p| p.parse().ok()).collect()
+}
+
+fn read_mounts(who: &str) -> Vec<Mount> {
+    std::fs::read(format!("/proc/{who}/mountinfo"))
+        .map(|t| parse_mountinfo(&t))
+        .unwrap_or_default()
+}
+
+/// Parses `/proc/<pid>/mountinfo`.
+pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            // id parent major:minor root mount-point options [optional...] - type source ...
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let dash = fields.iter().position(|f| *f == b"-")?;
+            let majmin = std::str::from_utf8(fields.get(2)?).ok()?;
+            let (maj, min) = majmin.split_once(':')?;
+            Some(Mount {
+                dev: rustix::fs::makedev(maj.parse().ok()?, min.parse().ok()?),
+                root: PathBuf::from(OsString::from_vec(unescape(fields.get(3)?))),
+                point: PathBuf::from(OsString::from_vec(unescape(fields.get(4)?))),
+                fstype: String::from_utf8_lossy(fields.get(dash + 1)?).into_owned(),
+            })
+        })
+        .collect()
+}
+
+/// mountinfo writes space, tab, newline and backslash as `\ooo`.
+fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\'
+            && i + 4 <= s.len()
+            && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (s[i + 1] - b'0') as u32 * 64 + (s[i + 2] - b'0') as u32 * 8 + (s[i + 3] - b'0') as u32;
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// What the runtimes' state on disk says, read at most once per inventory.
+#[derive(Default)]
+struct NameSources {
+    /// Podman storage `containers.json` files already read: id → first name.
+    podman: HashMap<PathBuf, HashMap<String, String>>,
+}
+
+impl NameSources {
+    fn podman_name(&mut self, file: PathBuf, id: &str) -> Option<String> {
+        self.podman
+            .entry(file)
+            .or_insert_with_key(|f| read_podman_names(f))
+            .get(id)
+            .cloned()
+    }
+}
+
+/// Podman's (containers/storage) `containers.json`: `[{"id": ..., "names": [...]}]`.
+fn read_podman_names(file: &Path) -> HashMap<String, String> {
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        id: String,
+        #[serde(default)]
+        names: Vec<String>,
+    }
+    std::fs::read(file)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<Vec<Entry>>(&t).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| Some((e.id, e.names.into_iter().next()?)))
+        .collect()
+}
+
+/// Docker's `/var/lib/docker/containers/<id>/config.v2.json`: `"Name": "/web-1"`.
+fn docker_name(id: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        #[serde(rename = "Name")]
+        name: String,
+    }
+    let text = std::fs::read(format!("/var/lib/docker/containers/{id}/config.v2.json")).ok()?;
+    let c: Config = serde_json::from_slice(&text).ok()?;
+    let name = c.name.trim_start_matches('/');
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// Kubernetes keeps each pod's logs in `/var/log/pods/<namespace>_<pod>_<uid>/`.
+fn kubernetes_pod(uid: &str) -> Option<String> {
+    std::fs::read_dir("/var/log/pods").ok()?.flatten().find_map(|e| {
+        let name = e.file_name().into_string().ok()?;
+        let mut parts = name.splitn(3, '_');
+        let (ns, pod, u) = (parts.next()?, parts.next()?, parts.next()?);
+        (u == uid).then(|| format!("{ns}/{pod}"))
+    })
+}
+
+/// Who runs the namespace whose PID 1 is host PID `init`.
+fn identify(inode: u64, init: i32, root: &Path, names: &mut NameSources) -> ContainerId {
+    let cgroup = std::fs::read_to_string(format!("/proc/{init}/cgroup")).unwrap_or_default();
+    let flatpak = std::fs::read_to_string(root.join(".flatpak-info")).ok();
+    let mut id = match (from_cgroup(&cgroup), &flatpak) {
+        (_, Some(info)) => flatpak_id(info, inode),
+        (Some(c), None) => c,
+        (None, None) => ContainerId {
+            runtime: "unknown".into(),
+            id: format!("pid:[{inode}]"),
+            name: None,
+        },
+    };
+    if id.name.is_none() {
+        id.name = match id.runtime.as_str() {
+            "podman" => podman_name(init, &id.id, names),
+            "docker" => docker_name(&id.id),
+            _ => None,
+        };
+    }
+    if id.runtime == "kubernetes"
+        && id.name.is_none()
+        && let Some(uid) = kubernetes_pod_uid(&cgroup)
+    {
+        id.name = kubernetes_pod(&uid);
+    }
+    id
+}
+
+/// A Podman container's name: from its `conmon` (the parent of its PID 1, started with
+/// `-n NAME -b <storage>/<driver>-containers/<id>/userdata`), else from the storage's
+/// `containers.json` (the one conmon names, then the default storage).
+fn podman_name(init: i32, id: &str, names: &mut NameSources) -> Option<String> {
+    let ppid = std::fs::read_to_string(format!("/proc/{init}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = &s[s.rfind(')')? + 1..];
+            after.split_whitespace().nth(1)?.parse::<i32>().ok()
+        });
+    let conmon: Vec<String> = ppid
+        .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let is_conmon = conmon
+        .first()
+        .is_some_and(|a| a.rsplit('/').next() == Some("conmon"));
+    let arg = |flag: &str| {
+        conmon
+            .iter()
+            .position(|a| a == flag)
+            .and_then(|i| conmon.get(i + 1))
+            .cloned()
+    };
+    let mut stores: Vec<PathBuf> = Vec::new();
+    if is_conmon && arg("-c").as_deref() == Some(id) {
+        if let Some(bundle) = arg("-b") {
+            // <root>/<driver>-containers/<id>/userdata → <root>/<driver>-containers/containers.json
+            if let Some(dir) = Path::new(&bundle).parent().and_then(Path::parent) {
+                stores.push(dir.join("containers.json"));
+            }
+        }
+    }
+    for driver in ["overlay", "vfs", "btrfs", "zfs"] {
+        stores.push(PathBuf::from(format!(
+            "/var/lib/containers/storage/{driver}-containers/containers.json"
+        )));
+    }
+    for file in stores {
+        if let Some(name) = names.podman_name(file, id) {
+            return Some(name);
+        }
+    }
+    if is_conmon && arg("-c").as_deref() == Some(id) {
+        return arg("-n");
+    }
+    None
+}
+
+/// A Flatpak instance from its `/.flatpak-info` (`[Application] name=`, `[Instance]
+/// instance-id=`).
+fn flatpak_id(info: &str, inode: u64) -> ContainerId {
+    let mut section = "";
+    let mut name = None;
+    let mut instance = None;
+    for line in info.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            section = line;
+        } else if let Some((k, v)) = line.split_once('=') {
+            match (section, k.trim()) {
+                ("[Application]" | "[Runtime]", "name") if name.is_none() => {
+                    name = Some(v.trim().to_string())
+                }
+                ("[Instance]", "instance-id") => instance = Some(v.trim().to_string()),
+                _ => {}
+            }
+        }
+    }
+    ContainerId {
+        runtime: "flatpak".into(),
+        id: instance.unwrap_or_else(|| format!("pid:[{inode}]")),
+        name,
+    }
+}
+
+fn is_hex_id(s: &str) -> bool {
+    s.len() >= 32 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// systemd escapes `-` in unit names as `\x2d`.
+fn unescape_unit(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("\\x") {
+        out.push_str(&rest[..i]);
+        let hex = rest.get(i + 2..i + 4);
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(b) => {
+                out.push(b as char);
+                rest = &rest[i + 4..];
+            }
+            None => {
+                out.push_str("\\x");
+                rest = &rest[i + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The pod uid in a Kubernetes cgroup path (`pod<uid>` or `kubepods-…-pod<uid_with_underscores>.slice`).
+fn kubernetes_pod_uid(cgroup: &str) -> Option<String> {
+    cgroup.lines().find_map(|line| {
+        let path = line.splitn(3, ':').nth(2)?;
+        path.split('/').find_map(|c| {
+            let c = c.strip_suffix(".slice").unwrap_or(c);
+            let uid = c.rsplit('-').next()?.strip_prefix("pod")?;
+            (!uid.is_empty()).then(|| uid.replace('_', "-"))
+        })
+    })
+}
+
+/// The runtime and id a cgroup path names (each line of `/proc/<pid>/cgroup` is tried, the
+/// unified hierarchy first).
+pub fn from_cgroup(cgroup: &str) -> Option<ContainerId> {
+    let mut lines: Vec<&str> = cgroup.lines().collect();
+    lines.sort_by_key(|l| !l.starts_with("0::"));
+    lines.into_iter().find_map(|line| {
+        let path = line.splitn(3, ':').nth(2)?;
+        from_cgroup_path(path)
+    })
+}
+
+fn from_cgroup_path(path: &str) -> Option<ContainerId> {
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let kube = comps.iter().any(|c| c.starts_with("kubepods"));
+    let make = |runtime: &str, id: &str, name: Option<String>| ContainerId {
+        runtime: runtime.into(),
+        id: id.into(),
+        name,
+    };
+    for (i, raw) in comps.iter().enumerate().rev() {
+        let c = raw
+            .strip_suffix(".scope")
+            .or_else(|| raw.strip_suffix(".slice"))
+            .unwrap_or(raw);
+        let parent = i.checked_sub(1).map(|p| comps[p]);
+        if c.starts_with("libpod-conmon-") || c.starts_with("conmon") {
+            continue;
+        }
+        if let Some(id) = c.strip_prefix("libpod-").filter(|s| is_hex_id(s)) {
+            return Some(make(if kube { "kubernetes" } else { "podman" }, id, None));
+        }
+        for (prefix, runtime) in [
+            ("docker-", "docker"),
+            ("cri-containerd-", "containerd"),
+            ("crio-", "cri-o"),
+            ("nerdctl-", "containerd"),
+        ] {
+            if let Some(id) = c.strip_prefix(prefix).filter(|s| is_hex_id(s)) {
+                return Some(make(if kube { "kubernetes" } else { runtime }, id, None));
+            }
+        }
+        if is_hex_id(c) {
+            let runtime = match parent {
+                _ if kube => "kubernetes",
+                Some("docker") => "docker",
+                Some("libpod_parent") => "podman",
+                _ => "containerd",
+            };
+            return Some(make(runtime, c, None));
+        }
+        if let Some(name) = c.strip_prefix("machine-") {
+            let name = unescape_unit(name);
+            return Some(make("nspawn", &name, Some(name.clone())));
+        }
+        if let Some(name) = c.strip_prefix("lxc.payload.") {
+            return Some(make("lxc", name, Some(name.to_string())));
+        }
+        if parent == Some("lxc") {
+            return Some(make("lxc", c, Some(c.to_string())));
+        }
+        if let Some(rest) = c.strip_prefix("app-flatpak-") {
+            // app-flatpak-<app id>-<number>
+            let app = rest.rsplit_once('-').map_or(rest, |(a, _)| a);
+            let app = unescape_unit(app);
+            return Some(make("flatpak", &app, Some(app.clone())));
+        }
+        if let Some(rest) = c.strip_prefix("snap.") {
+            let snap = rest.split('.').next().unwrap_or(rest);
+            return Some(make("snap", rest, Some(snap.to_string())));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "be9b0aff69eb06a6cca64f6a95455811301c56470b4da31c8a0b9750770acc1a";
+
+    fn id(runtime: &str, id: &str, name: Option<&str>) -> Option<ContainerId> {
+        Some(ContainerId {
+            runtime: runtime.into(),
+            id: id.into(),
+            name: name.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn names_runtimes_from_cgroup_paths() {
+        let cases = [
+            (format!("0::/libpod_parent/libpod-{ID}"), id("podman", ID, None)),
+            (
+                format!("0::/machine.slice/libpod-{ID}.scope/container"),
+                id("podman", ID, None),
+            ),
+            (format!("0::/system.slice/docker-{ID}.scope"), id("docker", ID, None)),
+            (format!("12:memory:/docker/{ID}\n0::/"), id("docker", ID, None)),
+            (
+                format!(
+                    "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b_3c.slice/cri-containerd-{ID}.scope"
+                ),
+                id("kubernetes", ID, None),
+            ),
+            (
+                format!("0::/kubepods/besteffort/pod1a2b-3c/{ID}"),
+                id("kubernetes", ID, None),
+            ),
+            (
+                "0::/machine.slice/machine-web\\x2d1.scope/payload".to_string(),
+                id("nspawn", "web-1", Some("web-1")),
+            ),
+            ("0::/lxc.payload.db1".to_string(), id("lxc", "db1", Some("db1"))),
+            (
+                "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.gnome.Builder-1234.scope"
+                    .to_string(),
+                id("flatpak", "org.gnome.Builder", Some("org.gnome.Builder")),
+            ),
+            ("0::/user.slice/user-1000.slice/session-2.scope".to_string(), None),
+            ("0::/".to_string(), None),
+        ];
+        for (cg, want) in cases {
+            assert_eq!(from_cgroup(&cg), want, "{cg}");
+        }
+        assert_eq!(
+            kubernetes_pod_uid("0::/kubepods.slice/kubepods-burstable-pod1a2b_3c.slice/x"),
+            Some("1a2b-3c".into())
+        );
+    }
+
+    #[test]
+    fn describes_containers() {
+        let c = id("podman", ID, Some("web-1")).unwrap();
+        assert_eq!(c.describe(), "container web-1 (podman be9b0aff69eb…)");
+        assert_eq!(c.label(), "web-1");
+        let anon = id("unknown", "pid:[4026532252]", None).unwrap();
+        assert_eq!(anon.describe(), "PID namespace pid:[4026532252]");
+        assert_eq!(anon.label(), "pid:[4026532252]");
+        let fp = flatpak_id(
+            "[Application]\nname=org.example.Ide\nruntime=x\n\n[Instance]\ninstance-id=3141\n",
+            7,
+        );
+        assert_eq!(fp, id("flatpak", "3141", Some("org.example.Ide")).unwrap());
+        assert_eq!(fp.describe(), "sandbox org.example.Ide (flatpak 3141)");
+    }
+
+    #[test]
+    fn maps_paths_through_mounts() {
+        let mi = b"73 47 254:0 /srv/storage/vfs/dir/a097 / rw - ext4 /dev/vda rw\n\
+74 73 254:0 /srv/apps /app rw - ext4 /dev/vda rw\n\
+75 73 0:42 / /proc rw - proc proc rw\n\
+76 73 254:0 /srv/my\\040dir /data rw - ext4 /dev/vda rw\n";
+        let mounts = parse_mountinfo(mi);
+        assert_eq!(mounts.len(), 4);
+        assert_eq!(mounts[3].root, Path::new("/srv/my dir"));
+        let dev = rustix::fs::makedev(254, 0);
+        assert_eq!(
+            inside(&mounts, dev, Path::new("/srv/apps/one/tmp/pids/server.pid")),
+            Some(PathBuf::from("/app/one/tmp/pids/server.pid"))
+        );
+        assert_eq!(
+            inside(&mounts, dev, Path::new("/srv/storage/vfs/dir/a097/tmp/x.pid")),
+            Some(PathBuf::from("/tmp/x.pid"))
+        );
+        assert_eq!(inside(&mounts, dev, Path::new("/home/x.pid")), None);
+        assert_eq!(inside(&mounts, dev + 1, Path::new("/srv/apps/x")), None);
+        assert_eq!(
+            fs_relative(&mounts, Path::new("/app/one/x"), dev),
+            Some(PathBuf::from("/srv/apps/one/x"))
+        );
+        let host = parse_mountinfo(b"1 0 254:0 / / rw - ext4 /dev/vda rw\n");
+        let ns = Namespace {
+            inode: 1,
+            init: 1,
+            pids: HashMap::new(),
+            mounts,
+            root: None,
+            container: id("unknown", "x", None).unwrap(),
+        };
+        assert!(
+            ns.binds(&host)
+                .contains(&(PathBuf::from("/srv/apps"), PathBuf::from("/app")))
+        );
+        assert_eq!(
+            proc_root_path(Path::new("/proc/42/root/tmp/a.pid")),
+            Some((42, PathBuf::from("/tmp/a.pid")))
+        );
+        assert_eq!(proc_root_path(Path::new("/proc/42/cwd/a")), None);
+        assert_eq!(proc_root_path(Path::new("/tmp/a")), None);
+    }
+
+    #[test]
+    fn reads_nspid() {
+        assert_eq!(
+            nspid("Name:\tsleep\nNSpid:\t25092\t1\nNSpgid:\t1\n"),
+            Some(vec![25092, 1])
+        );
+        assert_eq!(nspid("Name:\tx\n"), None);
+    }
+}
