@@ -140,6 +140,11 @@ pub struct ScanArgs {
     #[arg(long)]
     pub ask_hosts: bool,
 
+    /// Do not look inside running containers (their /tmp, /run, /var/lock and the other
+    /// configured lock places, scanned through /proc/PID/root when no PATH is given).
+    #[arg(long)]
+    pub no_containers: bool,
+
     /// UI: never reclaim anything.
     #[arg(long)]
     pub readonly: bool,

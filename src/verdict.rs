@@ -94,6 +94,17 @@ pub struct ProcessInfo {
     pub container: Option<ContainerInfo>,
 }
 
+impl ProcessInfo {
+    /// `pid 4242 postgres`, or for a process in a container
+    /// `PID 1 in container web-1 (podman 3f2a…) · host pid 25092 puma` (unescaped).
+    pub fn headline(&self) -> String {
+        match &self.container {
+            Some(c) => format!("{} · host pid {} {}", c.describe(), self.pid, self.name),
+            None => format!("pid {} {}", self.pid, self.name),
+        }
+    }
+}
+
 /// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ContainerInfo {

@@ -39,7 +39,8 @@ pub fn run(args: ScanArgs) -> i32 {
 
 /// Runs the scan (and the reclaim pass), prints the report, and returns the exit status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
-    let config = Config::load(args.config.as_deref())?;
+    let mut config = Config::load(args.config.as_deref())?;
+    config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();

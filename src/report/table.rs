@@ -48,7 +48,15 @@ pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
         .as_ref()
         .map(|p| p.name.clone())
         .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
-    let host = j.owner.as_ref().and_then(|o| o.hostname.clone());
+    // A process in a container is named by its container (`ctr:web-1`).
+    let container = j
+        .process
+        .as_ref()
+        .and_then(|p| p.container.as_ref())
+        .or_else(|| j.holders.iter().find_map(|h| h.container.as_ref()));
+    let host = container
+        .map(|c| format!("ctr:{}", c.id.label()))
+        .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
     [
         verdict_cell(j.verdict),
         escape::escape_text(f.dialect),
@@ -291,6 +299,32 @@ mod tests {
         let colored = render(&r, true);
         assert!(colored.contains("\x1b[1;31m✗ stale\x1b[0m"));
         assert_eq!(render_errors(&r), "/x/\\x1bbad: permission denied\n");
+    }
+
+    #[test]
+    fn a_process_in_a_container_is_named_in_the_host_column() {
+        let mut j = Judgement::new(Verdict::Live, "alive");
+        j.owner = Some(Owner {
+            pid: Some(1),
+            ..Owner::default()
+        });
+        j.process = Some(ProcessInfo {
+            pid: 25092,
+            name: "puma".into(),
+            container: Some(crate::verdict::ContainerInfo {
+                id: crate::probe::ContainerId {
+                    runtime: "podman".into(),
+                    id: "3f2a".repeat(16),
+                    name: Some("web-1".into()),
+                },
+                ns_pid: Some(1),
+            }),
+            ..ProcessInfo::default()
+        });
+        let cells = row(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j), 0);
+        assert_eq!(cells[2], "1");
+        assert_eq!(cells[3], "puma");
+        assert_eq!(cells[4], "ctr:web-1");
     }
 
     #[test]

@@ -71,6 +71,10 @@ pub struct Config {
     pub ask_hosts: AskConfig,
     /// How much the state directory may hold (reclaim's copies).
     pub saved: CopyLimits,
+    /// Also scan the lock places of running containers (the absolute configured roots,
+    /// through `/proc/<pid>/root`). Off unless the caller turns it on: the command line does
+    /// when it scans the configured roots and `--no-containers` is not given.
+    pub containers: bool,
     /// The files this configuration was read from, lowest precedence first (the embedded
     /// default is not listed).
     pub sources: Vec<PathBuf>,
@@ -321,6 +325,7 @@ impl Config {
             windows: Windows::default(),
             ask_hosts: AskConfig::default(),
             saved: CopyLimits::default(),
+            containers: false,
             sources: Vec::new(),
             dialects: Dialects(dialect::registry()),
             matcher: OnceLock::new(),

@@ -10,6 +10,7 @@
 //! One [`Snapshot`] serves a whole scan: the caller takes it and passes it in.
 
 pub mod config;
+mod containers;
 mod judge;
 mod matcher;
 mod walk;
@@ -20,6 +21,7 @@ use std::time::Instant;
 
 pub use crate::dialect::read_prefix;
 pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
+pub use containers::container_roots;
 
 use crate::dialect::EntryKind;
 use crate::probe::{FsInfo, Snapshot};
@@ -113,6 +115,13 @@ pub fn scan(
         path: config.sources.last().cloned().unwrap_or_default(),
         error: format!("bad pattern in the configuration: {e}"),
     })?;
+    let with_containers;
+    let roots = if config.containers {
+        with_containers = [roots, &container_roots(config, snap.containers(), roots)].concat();
+        &with_containers[..]
+    } else {
+        roots
+    };
     let counts = walk::Walk::new(config, &matcher, snap, cancel, sink, roots).run();
     let stats = ScanStats {
         entries: counts.entries,

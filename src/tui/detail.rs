@@ -163,7 +163,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
     }
     match &j.process {
         Some(p) => {
-            let mut parts = vec![format!("pid {} {}", p.pid, text::clean(&p.name))];
+            let mut parts = vec![text::clean(&p.headline())];
             if let Some(u) = &p.user {
                 parts.push(format!("user {}", text::clean(u)));
             }

@@ -88,7 +88,8 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!("the terminal UI needs a terminal; for a report use `locksmith --scan`");
     }
-    let config = Config::load(args.config.as_deref())?;
+    let mut config = Config::load(args.config.as_deref())?;
+    config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
     let reclaim = ReclaimOptions {
         copies: config.saved,
