@@ -312,7 +312,7 @@ pub fn never_an_app_owner(f: &ProcFacts, snap: &Snapshot) -> Option<String> {
 /// What one namespace that sees the lock file says about its PID.
 enum Sighting {
     /// A process there is the owner (a `live` judgement, process included).
-    Owner(Judgement),
+    Owner(Box<Judgement>),
     /// Proven not to be there, or not to be the owner: why.
     NotOwner(String),
     /// Cannot tell: why.
@@ -367,7 +367,8 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     let mut unsure = false;
     for s in &seen {
         match sighting(claim, pid, s, snap) {
-            Sighting::Owner(mut j) => {
+            Sighting::Owner(j) => {
+                let mut j = *j;
                 let others: Vec<String> = seen
                     .iter()
                     .filter(|o| o.ns.map(|n| n.inode) != s.ns.map(|n| n.inode))
@@ -387,7 +388,9 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
         }
     }
     let head = if unsure {
-        format!("cannot tell whether a process with PID {pid} in a namespace that sees this file owns it")
+        format!(
+            "cannot tell whether a process with PID {pid} in a namespace that sees this file owns it"
+        )
     } else if !inv.complete {
         unsure = true;
         format!(
@@ -449,7 +452,7 @@ fn sighting(claim: &PidClaim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Si
                 match j.verdict {
                     Verdict::Live => {
                         j.process = Some(snap.process_info(&f));
-                        Sighting::Owner(j)
+                        Sighting::Owner(Box::new(j))
                     }
                     Verdict::Stale => Sighting::NotOwner(j.evidence.join("; ")),
                     _ => Sighting::Unsure(j.evidence.join("; ")),
@@ -526,7 +529,7 @@ fn sighting(claim: &PidClaim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Si
     evidence.extend(j.evidence.drain(1..));
     j.evidence = evidence;
     j.process = Some(snap.process_info(&f));
-    Sighting::Owner(j)
+    Sighting::Owner(Box::new(j))
 }
 
 /// Whether a process works in `dir` (a path as its own mount namespace sees it): its working

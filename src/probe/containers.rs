@@ -407,7 +407,9 @@ fn unescape(s: &[u8]) -> Vec<u8> {
             && i + 4 <= s.len()
             && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = (s[i + 1] - b'0') as u32 * 64 + (s[i + 2] - b'0') as u32 * 8 + (s[i + 3] - b'0') as u32;
+            let v = (s[i + 1] - b'0') as u32 * 64
+                + (s[i + 2] - b'0') as u32 * 8
+                + (s[i + 3] - b'0') as u32;
             out.push(v as u8);
             i += 4;
         } else {
@@ -467,12 +469,15 @@ fn docker_name(id: &str) -> Option<String> {
 
 /// Kubernetes keeps each pod's logs in `/var/log/pods/<namespace>_<pod>_<uid>/`.
 fn kubernetes_pod(uid: &str) -> Option<String> {
-    std::fs::read_dir("/var/log/pods").ok()?.flatten().find_map(|e| {
-        let name = e.file_name().into_string().ok()?;
-        let mut parts = name.splitn(3, '_');
-        let (ns, pod, u) = (parts.next()?, parts.next()?, parts.next()?);
-        (u == uid).then(|| format!("{ns}/{pod}"))
-    })
+    std::fs::read_dir("/var/log/pods")
+        .ok()?
+        .flatten()
+        .find_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let mut parts = name.splitn(3, '_');
+            let (ns, pod, u) = (parts.next()?, parts.next()?, parts.next()?);
+            (u == uid).then(|| format!("{ns}/{pod}"))
+        })
 }
 
 /// Who runs the namespace whose PID 1 is host PID `init`.
@@ -783,7 +788,11 @@ mod tests {
             Some(PathBuf::from("/app/one/tmp/pids/server.pid"))
         );
         assert_eq!(
-            inside(&mounts, dev, Path::new("/srv/storage/vfs/dir/a097/tmp/x.pid")),
+            inside(
+                &mounts,
+                dev,
+                Path::new("/srv/storage/vfs/dir/a097/tmp/x.pid")
+            ),
             Some(PathBuf::from("/tmp/x.pid"))
         );
         assert_eq!(inside(&mounts, dev, Path::new("/home/x.pid")), None);

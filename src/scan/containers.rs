@@ -63,7 +63,11 @@ fn no_symlinks_below(base: &Path, rel: &Path) -> Option<PathBuf> {
             Component::CurDir => continue,
             _ => return None,
         }
-        if std::fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
+        if std::fs::symlink_metadata(&path)
+            .ok()?
+            .file_type()
+            .is_symlink()
+        {
             return None;
         }
     }

@@ -3,6 +3,8 @@
 //! photograph a tree to prove nothing changed, and keep child processes on a leash.
 #![allow(dead_code)]
 
+pub mod podman;
+
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
@@ -237,6 +239,17 @@ pub struct Process {
     pub cmd: Vec<String>,
     pub user: Option<String>,
     pub start_time: Option<String>,
+    pub container: Option<Container>,
+}
+
+/// The container a process runs in.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct Container {
+    pub runtime: String,
+    pub id: String,
+    pub name: Option<String>,
+    pub ns_pid: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,6 +258,7 @@ pub struct Holder {
     pub pid: i64,
     pub name: Option<String>,
     pub how: String,
+    pub container: Option<Container>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,0 +1,219 @@
+//! Real Podman containers for the tests, with no registry and no machine state: a busybox
+//! image imported from a tarball, and storage, run and temp directories of its own in a temp
+//! dir (`--root`, `--runroot`, `--tmpdir`, a `containers.conf` and a `storage.conf` of its
+//! own), the `runc` runtime and the `cgroupfs` cgroup manager, no network. Every container is
+//! removed (and the store reset) when the [`Podman`] is dropped.
+//!
+//! [`Podman::start`] returns `Err` with the reason when Podman cannot run here (not root, not
+//! installed, no busybox): the caller skips with that message.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use super::{DEADLINE, run_bounded, wait_for};
+
+/// The image every test container runs.
+pub const IMAGE: &str = "localhost/locksmith-busybox:test";
+
+pub struct Podman {
+    dir: tempfile::TempDir,
+}
+
+/// A running (or exited) container.
+#[derive(Debug, Clone)]
+pub struct Container {
+    pub name: String,
+    pub id: String,
+    /// Host PID of its PID 1 (0 once it has exited).
+    pub pid: i32,
+}
+
+fn busybox() -> Option<PathBuf> {
+    ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// A directory holding `/bin/busybox` and a link for each of its applets.
+pub fn busybox_root(dir: &Path) -> Result<(), String> {
+    let bb = busybox().ok_or("busybox is not installed (package busybox-static)")?;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| e.to_string())?;
+    for d in ["tmp", "run", "var/lock", "proc", "dev", "sys", "etc"] {
+        std::fs::create_dir_all(dir.join(d)).map_err(|e| e.to_string())?;
+    }
+    std::fs::copy(&bb, bin.join("busybox")).map_err(|e| e.to_string())?;
+    let list = Command::new(&bb)
+        .arg("--list")
+        .output()
+        .map_err(|e| e.to_string())?;
+    for applet in String::from_utf8_lossy(&list.stdout).lines() {
+        if !applet.is_empty() && applet != "busybox" {
+            let _ = std::os::unix::fs::symlink("busybox", bin.join(applet));
+        }
+    }
+    Ok(())
+}
+
+impl Podman {
+    /// Sets up a private Podman store with the busybox image, and proves a container runs.
+    pub fn start() -> Result<Podman, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("podman tests run as root (rootless podman needs a user session)".into());
+        }
+        for (what, path) in [("podman", "/usr/bin/podman"), ("runc", "/usr/sbin/runc")] {
+            if !Path::new(path).exists() {
+                return Err(format!("{what} is not installed ({path})"));
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("locksmith-podman-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let p = Podman { dir };
+        std::fs::write(
+            p.path().join("containers.conf"),
+            "[containers]\ndefault_ulimits = []\n",
+        )
+        .map_err(|e| e.to_string())?;
+        std::fs::write(
+            p.path().join("storage.conf"),
+            format!(
+                "[storage]\ndriver = \"overlay\"\ngraphroot = \"{0}/root\"\nrunroot = \"{0}/runroot\"\n",
+                p.path().display()
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        let rootfs = p.path().join("rootfs");
+        busybox_root(&rootfs)?;
+        let tar = p.path().join("busybox.tar");
+        let out = Command::new("tar")
+            .arg("-C")
+            .arg(&rootfs)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .output()
+            .map_err(|e| format!("tar: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("tar: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        let out = p.run(&["import", "-q", &tar.to_string_lossy(), IMAGE]);
+        if !out.status.success() {
+            return Err(format!(
+                "podman import failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let out = p.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
+        if !out.status.success() {
+            return Err(format!(
+                "podman cannot run a container here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `podman` with this store's options.
+    pub fn cmd(&self) -> Command {
+        let d = self.path();
+        let mut c = Command::new("podman");
+        c.env("CONTAINERS_CONF", d.join("containers.conf"))
+            .env("CONTAINERS_STORAGE_CONF", d.join("storage.conf"))
+            .arg("--root")
+            .arg(d.join("root"))
+            .arg("--runroot")
+            .arg(d.join("runroot"))
+            .arg("--tmpdir")
+            .arg(d.join("tmp"))
+            .args([
+                "--runtime",
+                "/usr/sbin/runc",
+                "--cgroup-manager=cgroupfs",
+                "--storage-driver",
+                "overlay",
+                "--events-backend",
+                "file",
+            ])
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `podman ARGS` to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut c = self.cmd();
+        c.args(args);
+        run_bounded(c, DEADLINE)
+    }
+
+    /// `podman run -d --name NAME OPTIONS... IMAGE sh -c SCRIPT`, waiting until its PID 1 runs.
+    pub fn run_detached(&self, name: &str, options: &[&str], script: &str) -> Container {
+        let mut args = vec!["run", "-d", "--network", "none", "--name", name];
+        args.extend_from_slice(options);
+        args.extend_from_slice(&[IMAGE, "sh", "-c", script]);
+        let out = self.run(&args);
+        assert!(
+            out.status.success(),
+            "podman run {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let pid = self.pid(name);
+        Container {
+            name: name.into(),
+            id,
+            pid,
+        }
+    }
+
+    /// Host PID of a container's PID 1 (0 when it is not running).
+    pub fn pid(&self, name: &str) -> i32 {
+        let out = self.run(&["inspect", "-f", "{{.State.Pid}}", name]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    }
+
+    /// Waits until a container has exited.
+    pub fn wait_exited(&self, name: &str) {
+        wait_for(&format!("container {name} to exit"), || {
+            let out = self.run(&["inspect", "-f", "{{.State.Status}}", name]);
+            let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            (status == "exited" || status == "stopped").then_some(())
+        });
+    }
+
+    /// Stops a container at once (SIGKILL) and waits until it has exited.
+    pub fn kill(&self, name: &str) {
+        let out = self.run(&["stop", "-t", "0", name]);
+        assert!(
+            out.status.success(),
+            "podman stop {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.wait_exited(name);
+    }
+
+    /// Waits until `path` exists (a file a container writes).
+    pub fn wait_file(&self, path: &Path) {
+        wait_for(&format!("{} to be written", path.display()), || {
+            path.exists().then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        let _ = self.run(&["rm", "-a", "-f", "-t", "0"]);
+        let _ = self.run(&["system", "reset", "-f"]);
+    }
+}

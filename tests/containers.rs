@@ -1,0 +1,336 @@
+//! Containers and sandboxes (spec §10), with real Podman containers and `unshare` namespaces:
+//! every PID is judged in the namespace that wrote it, and the container is named.
+//!
+//! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
+//! skip with the reason when Podman cannot run here.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::podman::{Podman, busybox_root};
+use common::{Env, Guard, Lock, Report, wait_for};
+
+fn podman_or_skip(test: &str) -> Option<Podman> {
+    match Podman::start() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            eprintln!("skipping {test}: {why}");
+            None
+        }
+    }
+}
+
+fn joined(l: &Lock) -> String {
+    l.evidence.join("\n")
+}
+
+fn scan(env: &Env, paths: &[&Path]) -> Report {
+    env.scan_json(paths).0
+}
+
+/// A configuration whose only root is `/run` (one level deep), so a scan without PATH looks
+/// at the host's `/run` and at each running container's.
+fn run_only_config(env: &Env) -> std::path::PathBuf {
+    let cfg = env.path().join("run-only.json");
+    std::fs::write(&cfg, r#"{"roots": [{"path": "/run", "max_depth": 1}]}"#).unwrap();
+    cfg
+}
+
+fn scan_config(env: &Env, args: &[&str]) -> Report {
+    let mut all = vec!["--scan", "--json"];
+    all.extend_from_slice(args);
+    common::parse_report(&env.run(all))
+}
+
+#[test]
+fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
+    let Some(pm) = podman_or_skip("rails containers") else {
+        return;
+    };
+    let env = Env::new();
+    let srv = env.path().join("srv");
+    std::fs::create_dir_all(srv.join("one")).unwrap();
+    std::fs::create_dir_all(srv.join("two")).unwrap();
+    let vol = format!("{}:/srv", srv.display());
+    let write_pid = "mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid";
+    // web-2 served /srv/two and was killed: its server.pid stays behind.
+    pm.run_detached(
+        "web-2",
+        &["-v", &vol, "-w", "/srv/two"],
+        &format!("{write_pid} && exec sleep 1000"),
+    );
+    let two = srv.join("two/tmp/pids/server.pid");
+    pm.wait_file(&two);
+    pm.kill("web-2");
+    // web-1 serves /srv/one, as PID 1 of its container.
+    let web1 = pm.run_detached(
+        "web-1",
+        &["-v", &vol, "-w", "/srv/one"],
+        &format!("{write_pid} && exec sleep 1000"),
+    );
+    let one = srv.join("one/tmp/pids/server.pid");
+    pm.wait_file(&one);
+
+    let report = scan(&env, &[&srv]);
+    let live = report.expect_lock(&one);
+    assert_eq!(live.verdict, "live", "{}", joined(live));
+    let p = live.process.as_ref().expect("the owner process");
+    assert_eq!(p.pid, web1.pid as i64, "the host PID of web-1's PID 1");
+    let c = p.container.as_ref().expect("named container");
+    assert_eq!(c.runtime, "podman");
+    assert_eq!(c.name.as_deref(), Some("web-1"));
+    assert_eq!(c.id, web1.id);
+    assert_eq!(c.ns_pid, Some(1));
+    assert!(
+        joined(live).contains("PID 1 in container web-1 (podman "),
+        "{}",
+        joined(live)
+    );
+
+    // The exited container's pid file names PID 1 too: the host's init and web-1's PID 1
+    // (working in /srv/one) are the only candidates, and neither is its owner.
+    let stale = report.expect_lock(&two);
+    let text = joined(stale);
+    assert_eq!(stale.verdict, "stale", "{text}");
+    assert!(stale.process.is_none());
+    assert!(text.contains("this host (as "), "{text}");
+    assert!(text.contains("container web-1 (podman "), "{text}");
+    assert!(text.contains("/srv/two"), "{text}");
+    assert!(text.contains("init"), "{text}");
+
+    // The table says where the owner runs.
+    let out = env.run(["--scan".as_ref(), srv.as_os_str()]);
+    let table = common::stdout(&out);
+    let row = table
+        .lines()
+        .find(|l| l.contains("one/tmp/pids/server.pid"))
+        .unwrap();
+    assert!(row.contains("ctr:web-1"), "{table}");
+    assert_eq!(out.status.code(), Some(1), "a stale lock: exit 1");
+
+    // Once web-1 is killed too, its pid file is stale, and both are reclaimed.
+    pm.kill("web-1");
+    let report = scan(&env, &[&srv]);
+    let now = report.expect_lock(&one);
+    assert_eq!(now.verdict, "stale", "{}", joined(now));
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), srv.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    assert!(!one.exists() && !two.exists());
+}
+
+#[test]
+fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
+    let Some(pm) = podman_or_skip("container root") else {
+        return;
+    };
+    let env = Env::new();
+    let db = pm.run_detached(
+        "db-1",
+        &[],
+        "echo 1 > /run/app.pid && echo 4242 > /run/old.pid && exec sleep 1000",
+    );
+    let inside = Path::new("/proc").join(db.pid.to_string()).join("root/run");
+    pm.wait_file(&inside.join("old.pid"));
+    let cfg = run_only_config(&env);
+    let cfg = cfg.to_str().unwrap();
+
+    let report = scan_config(&env, &["--config", cfg]);
+    let app = report.expect_lock(&inside.join("app.pid"));
+    assert_eq!(app.verdict, "live", "{}", joined(app));
+    let c = app.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.name.as_deref(), Some("db-1"));
+    assert_eq!(c.ns_pid, Some(1));
+    let old = report.expect_lock(&inside.join("old.pid"));
+    assert_eq!(old.verdict, "stale", "{}", joined(old));
+    assert!(
+        joined(old).contains("container db-1 (podman ") && joined(old).contains("no PID 4242"),
+        "{}",
+        joined(old)
+    );
+
+    // --no-containers looks only at the host.
+    let report = scan_config(&env, &["--config", cfg, "--no-containers"]);
+    assert!(
+        report.locks.iter().all(|l| !l.path.starts_with("/proc/")),
+        "{:?}",
+        report.locks.iter().map(|l| &l.path).collect::<Vec<_>>()
+    );
+
+    // Reclaim removes the stale one inside the container, and only it.
+    let out = env.run(["--scan", "--reclaim", "--config", cfg]);
+    let table = common::stdout(&out);
+    assert!(table.contains("removed /proc/"), "{table}");
+    let ls = pm.run(&["exec", "db-1", "ls", "/run"]);
+    let listing = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        listing.contains("app.pid") && !listing.contains("old.pid"),
+        "{listing}"
+    );
+    let journal = env.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|e| e["path"].as_str() == Some(&*inside.join("old.pid").to_string_lossy())),
+        "{journal:?}"
+    );
+}
+
+#[test]
+fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale() {
+    let Some(pm) = podman_or_skip("postgres volume") else {
+        return;
+    };
+    let env = Env::new();
+    let data = env.path().join("pgdata");
+    std::fs::create_dir(&data).unwrap();
+    let vol = format!("{}:/var/lib/postgresql/data", data.display());
+    // What a postgres container leaves when it is killed and restarted with another command.
+    let script = "cd /var/lib/postgresql/data && \
+        printf '1\\n/var/lib/postgresql/data\\n%s\\n5432\\n/var/run/postgresql\\n*\\n  5432001         0\\nready   \\n' \"$(date +%s)\" > postmaster.pid && \
+        exec sleep 1000";
+    pm.run_detached("pg-1", &["-v", &vol], script);
+    let pidfile = data.join("postmaster.pid");
+    pm.wait_file(&pidfile);
+
+    let report = scan(&env, &[&data]);
+    let l = report.expect_lock(&pidfile);
+    let text = joined(l);
+    assert_eq!(l.dialect, "postgres");
+    assert_eq!(l.verdict, "stale", "{text}");
+    assert!(text.contains("container pg-1 (podman "), "{text}");
+    assert!(text.contains("sleep"), "{text}");
+}
+
+#[test]
+fn two_containers_mounting_one_dir_at_different_places() {
+    let Some(pm) = podman_or_skip("shared volume") else {
+        return;
+    };
+    let env = Env::new();
+    let shared = env.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    // worker-1 sees the directory at /mnt/work; api-1 serves the app from /data/app.
+    pm.run_detached(
+        "worker-1",
+        &["-v", &format!("{}:/mnt/work", shared.display())],
+        "exec sleep 1000",
+    );
+    let api = pm.run_detached(
+        "api-1",
+        &["-v", &format!("{}:/data", shared.display()), "-w", "/data"],
+        "mkdir -p app/tmp/pids && cd app && echo 1 > tmp/pids/server.pid && exec sleep 1000",
+    );
+    let pidfile = shared.join("app/tmp/pids/server.pid");
+    pm.wait_file(&pidfile);
+
+    let report = scan(&env, &[&shared]);
+    let l = report.expect_lock(&pidfile);
+    let text = joined(l);
+    assert_eq!(l.verdict, "live", "{text}");
+    let p = l.process.as_ref().unwrap();
+    assert_eq!(p.pid, api.pid as i64);
+    assert_eq!(
+        p.container.as_ref().unwrap().name.as_deref(),
+        Some("api-1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("container worker-1 (podman ")
+            && text.contains("/mnt/work/app/tmp/pids/server.pid"),
+        "the other container's view is named: {text}"
+    );
+
+    // Without api-1, worker-1's PID 1 (a sleep in /) is not the app's server.
+    pm.kill("api-1");
+    let report = scan(&env, &[&shared]);
+    let l = report.expect_lock(&pidfile);
+    let text = joined(l);
+    assert_eq!(l.verdict, "stale", "{text}");
+    assert!(
+        text.contains("container worker-1 (podman ")
+            && text.contains("not in the application directory /mnt/work/app"),
+        "{text}"
+    );
+}
+
+/// A Flatpak-like sandbox made with `unshare --mount` and `unshare --pid --fork`: a root of
+/// its own with a `/.flatpak-info`, and a host directory bind-mounted into it where its PID 2
+/// writes `.lock`.
+#[test]
+fn a_sandbox_made_with_unshare_writing_pid_2() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping the unshare sandbox: unshare --pid --mount needs root");
+        return;
+    }
+    let env = Env::new();
+    let root = env.path().join("sandbox");
+    busybox_root(&root).unwrap();
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::write(
+        root.join(".flatpak-info"),
+        "[Application]\nname=org.example.Ide\nruntime=runtime/org.example.Platform/x86_64/1\n\n[Instance]\ninstance-id=2718281828\n",
+    )
+    .unwrap();
+    let config = env.path().join("ide-config");
+    std::fs::create_dir(&config).unwrap();
+    let script = env.path().join("sandbox.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "touch '{root}/dev/null' && mount --bind /dev/null '{root}/dev/null' && \
+             mount --bind '{config}' '{root}/config' && \
+             exec unshare --pid --fork --kill-child chroot '{root}' /bin/sh -c 'sleep 1000 & echo $! > /config/.lock; wait'\n",
+            config = config.display(),
+            root = root.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut sandbox = Guard::spawn(
+        Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh"])
+            .arg(&script)
+            .stdout(Stdio::null()),
+    );
+    let lock = config.join(".lock");
+    wait_for("the sandbox to write its lock", || {
+        std::fs::read_to_string(&lock)
+            .ok()
+            .filter(|t| t.trim() == "2")
+    });
+
+    let report = scan(&env, &[&config]);
+    let l = report.expect_lock(&lock);
+    let text = joined(l);
+    assert_eq!(l.verdict, "live", "{text}");
+    let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.runtime, "flatpak");
+    assert_eq!(c.name.as_deref(), Some("org.example.Ide"));
+    assert_eq!(c.id, "2718281828");
+    assert_eq!(c.ns_pid, Some(2));
+    assert!(
+        text.contains("PID 2 in sandbox org.example.Ide (flatpak 2718281828)"),
+        "{text}"
+    );
+
+    // The sandbox ends. Its lock is no longer anybody's: where the host's PID 2 is a kernel
+    // thread (kthreadd, on every ordinary Linux machine) that is proof, and the lock is stale;
+    // anywhere else it is at least no longer the sandbox's.
+    sandbox.kill();
+    let kthread = std::fs::read("/proc/2/cmdline").is_ok_and(|c| c.is_empty());
+    let report = wait_for("the sandbox to end", || {
+        let r = scan(&env, &[&config]);
+        let l = r.expect_lock(&lock);
+        let gone = l.process.as_ref().is_none_or(|p| p.container.is_none());
+        gone.then_some(r)
+    });
+    let l = report.expect_lock(&lock);
+    let text = joined(l);
+    if kthread {
+        assert_eq!(l.verdict, "stale", "{text}");
+        assert!(text.contains("kernel thread"), "{text}");
+    }
+}
