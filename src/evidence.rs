@@ -237,6 +237,9 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     if let (Some(theirs), Some(ours)) = (claim.pid_ns, snap.host.pid_ns)
         && theirs != ours
     {
+        if let Some(j) = judge_in_named_namespace(claim, theirs, snap) {
+            return j;
+        }
         return Judgement::new(
             Verdict::Foreign,
             format!(
@@ -365,27 +368,38 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     }
     let mut lines: Vec<String> = Vec::new();
     let mut unsure = false;
+    let mut owners: Vec<(Judgement, &Seen<'_>)> = Vec::new();
     for s in &seen {
         match sighting(claim, pid, s, snap) {
-            Sighting::Owner(j) => {
-                let mut j = *j;
-                let others: Vec<String> = seen
-                    .iter()
-                    .filter(|o| o.ns.map(|n| n.inode) != s.ns.map(|n| n.inode))
-                    .map(|o| where_seen(o))
-                    .collect();
-                if !others.is_empty() {
-                    j.evidence
-                        .push(format!("the file is also seen by {}", others.join("; ")));
-                }
-                return Some(j);
-            }
+            Sighting::Owner(j) => owners.push((*j, s)),
             Sighting::NotOwner(why) => lines.push(format!("{}: {why}", where_seen(s))),
             Sighting::Unsure(why) => {
                 unsure = true;
                 lines.push(format!("{}: {why}", where_seen(s)));
             }
         }
+    }
+    if let Some((mut j, first)) = owners.first().cloned() {
+        let others: Vec<String> = owners[1..]
+            .iter()
+            .map(|(o, _)| o.evidence[0].clone())
+            .collect();
+        if !others.is_empty() {
+            j.evidence.push(format!(
+                "PID {pid} is also alive where others see this file, and either may own it: {}",
+                others.join("; ")
+            ));
+        }
+        let seen_by: Vec<String> = seen
+            .iter()
+            .filter(|o| o.ns.map(|n| n.inode) != first.ns.map(|n| n.inode))
+            .map(where_seen)
+            .collect();
+        if !seen_by.is_empty() {
+            j.evidence
+                .push(format!("the file is also seen by {}", seen_by.join("; ")));
+        }
+        return Some(j);
     }
     let head = if unsure {
         format!(
@@ -409,6 +423,63 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     );
     j.evidence.extend(lines);
     Some(j)
+}
+
+/// Judges a PID in the PID namespace the lock names (an engine record's `pid_ns`, Mercurial's
+/// `host/<namespace>`), when we can see every namespace on this machine: `live` when that
+/// namespace has the process (and it is the owner), `stale` when the namespace runs without it
+/// or no longer exists (a PID namespace lives as long as its PID 1; with it gone, every
+/// process of it has exited). `None` when we cannot see all namespaces.
+fn judge_in_named_namespace(
+    claim: &PidClaim<'_>,
+    ns_inode: u64,
+    snap: &Snapshot,
+) -> Option<Judgement> {
+    if snap.host.pid_ns? != INITIAL_PID_NS {
+        return None;
+    }
+    let inv = snap.containers();
+    if !inv.complete {
+        return None;
+    }
+    let pid = claim.pid as i32;
+    let Some(ns) = inv.namespaces.iter().find(|n| n.inode == ns_inode) else {
+        return Some(Judgement::new(
+            Verdict::Stale,
+            format!(
+                "the owner ran in another PID namespace, pid:[{ns_inode}], which no longer exists on this machine: every process of it, PID {pid} included, has exited"
+            ),
+        ));
+    };
+    let who = ns.container.describe();
+    let Some(host_pid) = ns.host_pid(pid) else {
+        return Some(Judgement::new(
+            Verdict::Stale,
+            format!("no PID {pid} in the owner's namespace, {who} (pid:[{ns_inode}])"),
+        ));
+    };
+    Some(match snap.pid(host_pid) {
+        PidState::Absent => {
+            Judgement::new(Verdict::Stale, format!("PID {pid} in {who} has exited"))
+        }
+        PidState::Zombie(f) => Judgement::new(
+            Verdict::Stale,
+            format!("PID {pid} in {who} ({}) is a zombie: it has exited", f.comm),
+        ),
+        PidState::ExistsOpaque => Judgement::new(
+            Verdict::Live,
+            format!("PID {pid} in {who} exists (host process {host_pid}, not readable)"),
+        ),
+        PidState::Alive(f) => {
+            let mut j = judge_alive(claim, &f);
+            let first = format!("PID {pid} in {who} is host process {host_pid}: ");
+            j.evidence[0] = format!("{first}{}", j.evidence[0]);
+            if j.verdict == Verdict::Live {
+                j.process = Some(snap.process_info(&f));
+            }
+            j
+        }
+    })
 }
 
 /// `the host (as /srv/app/tmp/pids/server.pid)`, `container web-1 (podman be9b…) (as /app/...)`.

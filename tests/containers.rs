@@ -334,3 +334,58 @@ fn a_sandbox_made_with_unshare_writing_pid_2() {
         assert!(text.contains("kernel thread"), "{text}");
     }
 }
+
+#[test]
+fn a_kernel_lock_held_in_a_container_names_the_container_of_its_holder() {
+    let Some(pm) = podman_or_skip("flock in a container") else {
+        return;
+    };
+    let env = Env::new();
+    let data = env.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // util-linux flock(1) from the host (busybox-static has no flock applet), with the host's
+    // libraries, as the container's PID 1.
+    let vol = format!("{}:/data", data.display());
+    let mut options = vec!["-v", &vol, "-v", "/usr:/usr:ro"];
+    for lib in ["/lib", "/lib64"] {
+        if Path::new(lib).exists() {
+            options.extend([
+                "-v",
+                if lib == "/lib" {
+                    "/lib:/lib:ro"
+                } else {
+                    "/lib64:/lib64:ro"
+                },
+            ]);
+        }
+    }
+    let c = pm.run_detached(
+        "cron-1",
+        &options,
+        "exec /usr/bin/flock /data/job.lock sleep 1000",
+    );
+    let lock = data.join("job.lock");
+    let report = wait_for("the flock holder", || {
+        let r = scan(&env, &[&data]);
+        r.lock(&lock)
+            .is_some_and(|l| l.verdict == "live")
+            .then_some(r)
+    });
+    let l = report.expect_lock(&lock);
+    let h = l
+        .holders
+        .iter()
+        .find(|h| h.container.is_some())
+        .unwrap_or_else(|| panic!("a holder in the container: {:?}", l.holders));
+    let ctr = h.container.as_ref().unwrap();
+    assert_eq!(ctr.name.as_deref(), Some("cron-1"));
+    assert_eq!(ctr.runtime, "podman");
+    assert_eq!(ctr.ns_pid, Some(1), "flock is PID 1 of the container");
+    assert_eq!(h.pid, c.pid as i64);
+    let out = env.run(["--scan".as_ref(), data.as_os_str()]);
+    assert!(
+        common::stdout(&out).contains("ctr:cron-1"),
+        "{}",
+        common::stdout(&out)
+    );
+}
