@@ -661,7 +661,8 @@ fn from_cgroup_path(path: &str) -> Option<ContainerId> {
         for (prefix, runtime) in [
             ("docker-", "docker"),
             ("cri-containerd-", "containerd"),
-            ("crio-", "cri-o"),
+            // CRI-O runs only under Kubernetes.
+            ("crio-", "kubernetes"),
             ("nerdctl-", "containerd"),
         ] {
             if let Some(id) = c.strip_prefix(prefix).filter(|s| is_hex_id(s)) {
