@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Container benchmark: the same scan (`locksmith --scan --json` with no PATH: the current
+# directory, the configured lock places, and, by default, every running container's) on a
+# machine with no container, then with 20 running Podman containers, each bind-mounting a
+# directory of the scanned tree (with a Rails pid file naming its PID 1) and keeping pid files
+# in its own /run and /tmp. The containers add one inventory of /proc per scan, the
+# namespace judging of every PID lock, and the walk of 20 containers' lock places.
+#
+# Target: the median with 20 containers within 1.5x of the median with none.
+#
+# usage: benches/containers.sh [--runs N] [--containers N] [--entries N] [--locks N]
+# Needs: root, podman, runc, busybox-static, hyperfine, python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=15
+count=20
+entries=50000
+locks=200
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --containers) count=$2; shift 2 ;;
+    --entries) entries=$2; shift 2 ;;
+    --locks) locks=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--containers N] [--entries N] [--locks N]" >&2; exit 2 ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "run as root (podman)" >&2; exit 2; }
+for tool in podman /usr/sbin/runc busybox hyperfine python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
+done
+
+cargo build --release --quiet
+bin=$PWD/target/release/locksmith
+out=$PWD/target/bench
+mkdir -p "$out"
+
+work=$(mktemp -d /tmp/locksmith-bench-containers.XXXXXX)
+tree=$work/tree
+python3 benches/make_tree.py "$tree" --entries "$entries" --locks "$locks" >/dev/null
+
+# A private podman store, a busybox image, no network (see tests/common/podman.rs).
+printf '[containers]\ndefault_ulimits = []\n' >"$work/containers.conf"
+printf '[storage]\ndriver = "overlay"\ngraphroot = "%s/root"\nrunroot = "%s/runroot"\n' \
+  "$work" "$work" >"$work/storage.conf"
+export CONTAINERS_CONF=$work/containers.conf CONTAINERS_STORAGE_CONF=$work/storage.conf
+pm() {
+  podman --root "$work/root" --runroot "$work/runroot" --tmpdir "$work/tmp" \
+    --runtime /usr/sbin/runc --cgroup-manager=cgroupfs --storage-driver overlay \
+    --events-backend file "$@"
+}
+cleanup() {
+  pm rm -a -f -t 0 >/dev/null 2>&1 || true
+  pm system reset -f >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+rootfs=$work/rootfs
+mkdir -p "$rootfs"/{bin,tmp,run,var/lock,proc,dev,sys,etc}
+cp "$(command -v busybox)" "$rootfs/bin/busybox"
+for a in $(busybox --list); do [ "$a" = busybox ] || ln -s busybox "$rootfs/bin/$a"; done
+tar -C "$rootfs" -cf "$work/busybox.tar" .
+pm import -q "$work/busybox.tar" localhost/locksmith-bench:1 >/dev/null
+
+# The scan: defaults, from the tree (the configuration's "." root), with a config home of
+# its own so only the embedded configuration applies.
+mkdir -p "$work/config"
+scan="env XDG_CONFIG_HOME=$work/config sh -c 'cd $tree && exec $bin --scan --json >/dev/null'"
+
+echo "== scan with no container ($runs runs)"
+hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0.json" -n none "$scan"
+
+echo "== starting $count containers"
+for i in $(seq 1 "$count"); do
+  mkdir -p "$tree/srv/app$i"
+  pm run -d --network none --name "web-$i" -v "$tree/srv/app$i:/app" -w /app \
+    localhost/locksmith-bench:1 sh -c \
+    'mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && echo 1 > /run/app.pid && echo 4242 > /tmp/old.pid && exec sleep 100000' \
+    >/dev/null
+done
+sleep 1
+env XDG_CONFIG_HOME="$work/config" sh -c "cd $tree && $bin --scan --json" >"$out/containers_scan.json" || true
+python3 - "$out/containers_scan.json" "$count" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+inside = [l for l in d["locks"] if l["path"].startswith("/proc/")]
+named = [l for l in d["locks"] if (l.get("process") or {}).get("container")]
+s = d["summary"]
+print(f"entries walked {s['entries']}, locks {s['locks']}; {len(inside)} found inside containers, "
+      f"{len(named)} with an owner named in a container (expected {2 * int(sys.argv[2])})")
+EOF
+
+echo "== scan with $count containers ($runs runs)"
+hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_n.json" -n "$count containers" "$scan"
+
+python3 - "$out/containers_0.json" "$out/containers_n.json" "$count" <<'EOF'
+import json, sys
+none = json.load(open(sys.argv[1]))["results"][0]["median"] * 1000
+many = json.load(open(sys.argv[2]))["results"][0]["median"] * 1000
+ratio = many / none
+print("== summary (medians)")
+print(f"no container   {none:8.1f} ms")
+print(f"{sys.argv[3]} containers {many:8.1f} ms")
+print(f"target ratio <= 1.50: {'met' if ratio <= 1.5 else 'MISSED'} ({ratio:.2f})")
+sys.exit(0 if ratio <= 1.5 else 1)
+EOF
