@@ -2,7 +2,7 @@
 //! every PID is judged in the namespace that wrote it, and the container is named.
 //!
 //! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
-//! skip with the reason when Podman cannot run here.
+//! skip with the reason when Podman cannot run here, and fail instead under CI (`CI` set).
 
 mod common;
 
@@ -17,6 +17,11 @@ fn podman_or_skip(test: &str) -> Option<Podman> {
     match Podman::start() {
         Ok(p) => Some(p),
         Err(why) => {
+            // Under CI `.ci/run` installs podman and runs as root: it must work there.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "podman must run under CI: {why}"
+            );
             eprintln!("skipping {test}: {why}");
             None
         }

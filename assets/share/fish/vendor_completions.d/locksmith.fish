@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_locksmith_global_optspecs
-    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved remove-uncopied config= color= ask-hosts readonly interval= h/help V/version
+    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
 end
 
 function __fish_locksmith_needs_command
@@ -41,6 +41,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l dry-run -d 'With --
 complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove vim swap files that hold unsaved changes'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l remove-uncopied -d 'With --reclaim: also remove a lock whose copy the limits forbid (too big for `saved.max_copy_bytes`, or the state directory full); it is journaled without a copy and cannot be restored'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l ask-hosts -d 'Ask the hosts that foreign locks name, over ssh, whether their owners live'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l no-containers -d 'Do not look inside running containers (their /tmp, /run, /var/lock and the other configured lock places, scanned through /proc/PID/root when no PATH is given)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l readonly -d 'UI: never reclaim anything'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s V -l version -d 'Print version'
