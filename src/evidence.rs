@@ -425,11 +425,10 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     Some(j)
 }
 
-/// Judges a PID in the PID namespace the lock names (an engine record's `pid_ns`, Mercurial's
-/// `host/<namespace>`), when we can see every namespace on this machine: `live` when that
-/// namespace has the process (and it is the owner), `stale` when the namespace runs without it
-/// or no longer exists (a PID namespace lives as long as its PID 1; with it gone, every
-/// process of it has exited). `None` when we cannot see all namespaces.
+/// Judges a PID in the PID namespace the lock names (an engine record's `pid_ns`), when that
+/// namespace runs on this machine and we can see every namespace: `live` when it has the
+/// process (and it is the owner), `stale` when it runs without it. `None` otherwise: a
+/// namespace we do not find may be one we cannot see, so its PID stays `foreign`.
 fn judge_in_named_namespace(
     claim: &PidClaim<'_>,
     ns_inode: u64,
@@ -443,14 +442,7 @@ fn judge_in_named_namespace(
         return None;
     }
     let pid = claim.pid as i32;
-    let Some(ns) = inv.namespaces.iter().find(|n| n.inode == ns_inode) else {
-        return Some(Judgement::new(
-            Verdict::Stale,
-            format!(
-                "the owner ran in another PID namespace, pid:[{ns_inode}], which no longer exists on this machine: every process of it, PID {pid} included, has exited"
-            ),
-        ));
-    };
+    let ns = inv.namespaces.iter().find(|n| n.inode == ns_inode)?;
     let who = ns.container.describe();
     let Some(host_pid) = ns.host_pid(pid) else {
         return Some(Judgement::new(

@@ -198,6 +198,11 @@ impl Inventory {
                 members.entry(ns).or_default().push((pid, inner));
             }
         }
+        // With `hidepid`, /proc lists only our own processes unless we are root: what we do
+        // not see may still run.
+        if !rustix::process::geteuid().is_root() && proc_hides_pids() {
+            complete = false;
+        }
         let own_mounts = read_mounts("self");
         let own_root = dev_ino(Path::new("/"));
         let mut names = NameSources::default();
@@ -316,6 +321,22 @@ impl Inventory {
         });
         rel
     }
+}
+
+/// Whether `/proc` is mounted with `hidepid` (other users' processes hidden or unreadable).
+fn proc_hides_pids() -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+        t.lines().any(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.get(4) == Some(&"/proc")
+                && l.split(" - ").nth(1).is_some_and(|sup| {
+                    sup.split([' ', ',']).any(|o| {
+                        o.strip_prefix("hidepid=")
+                            .is_some_and(|v| v != "0" && v != "off")
+                    })
+                })
+        })
+    })
 }
 
 /// `/proc/<pid>/root/rest` → `(pid, /rest)`.
