@@ -216,3 +216,35 @@ impl Judgement {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_in_a_container_is_described_by_its_container() {
+        let mut p = ProcessInfo {
+            pid: 25092,
+            name: "puma".into(),
+            ..ProcessInfo::default()
+        };
+        assert_eq!(p.headline(), "pid 25092 puma");
+        p.container = Some(ContainerInfo {
+            id: crate::probe::ContainerId {
+                runtime: "podman".into(),
+                id: "3f2a".repeat(16),
+                name: Some("web-1".into()),
+            },
+            ns_pid: Some(1),
+        });
+        assert_eq!(
+            p.headline(),
+            "PID 1 in container web-1 (podman 3f2a3f2a3f2a…) · host pid 25092 puma"
+        );
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["container"]["runtime"], "podman");
+        assert_eq!(json["container"]["name"], "web-1");
+        assert_eq!(json["container"]["ns_pid"], 1);
+        assert_eq!(json["container"]["id"].as_str().unwrap().len(), 64);
+    }
+}
