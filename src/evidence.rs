@@ -340,10 +340,11 @@ fn app_dir(seen: &Path) -> Option<PathBuf> {
 /// Judges the lock's PID in every PID namespace that can see the file (spec §10): `live` when
 /// one of them has that PID, started before the lock was written, and it is the lock's
 /// program (for an app's pid file: working in the app's directory as that namespace sees it);
-/// `stale` when none has, with every candidate named; `unknown` when some cannot be told.
-/// `None` when the ordinary host rules apply: no other namespace sees the file and the host's
-/// process with that PID is not one that can never own it, or we cannot see every namespace
-/// (we run inside one, or may not read other processes' namespaces).
+/// `stale` when none has, with every candidate named; `unknown` when some cannot be told;
+/// `foreign` when namespaces we cannot see (or cannot follow the file into) may have written
+/// it. `None` when the ordinary host rules apply: no other namespace sees the file and the
+/// host's process with that PID is not one that can never own it, or we run inside a PID
+/// namespace ourselves (and cannot see the others).
 pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judgement> {
     let (path, meta) = claim.file?;
     if claim.pid_ns.is_some() || claim.pid <= 0 || claim.pid > snap.pid_max {
@@ -362,7 +363,8 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     if inv.namespaces.is_empty() && host_never.is_none() {
         return None;
     }
-    let seen = inv.who_sees(path, meta);
+    let sightings = inv.who_sees(path, meta);
+    let seen = sightings.seen;
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
     }
@@ -401,26 +403,34 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
         }
         return Some(j);
     }
-    let head = if unsure {
-        format!(
-            "cannot tell whether a process with PID {pid} in a namespace that sees this file owns it"
+    let (verdict, head) = if unsure {
+        (
+            Verdict::Unknown,
+            format!(
+                "cannot tell whether a process with PID {pid} in a namespace that sees this file owns it"
+            ),
         )
     } else if !inv.complete {
-        unsure = true;
-        format!(
-            "no namespace seen here that sees this file has an owner with PID {pid}, but the namespaces of some processes cannot be read (not root), so it may belong to one of them"
+        (
+            Verdict::Foreign,
+            format!(
+                "no namespace seen here that sees this file has an owner with PID {pid}, but the namespaces of some processes cannot be read (not root): it may have been written in one of them, where it cannot be checked"
+            ),
+        )
+    } else if !sightings.mapped {
+        (
+            Verdict::Foreign,
+            format!(
+                "no namespace seen here has an owner with PID {pid}, but this file's device is in no mount table read here, so the namespaces that see it cannot all be told: it may have been written in another, where it cannot be checked"
+            ),
         )
     } else {
-        format!("no PID namespace that can see this file has an owner with PID {pid}")
+        (
+            Verdict::Stale,
+            format!("no PID namespace that can see this file has an owner with PID {pid}"),
+        )
     };
-    let mut j = Judgement::new(
-        if unsure {
-            Verdict::Unknown
-        } else {
-            Verdict::Stale
-        },
-        head,
-    );
+    let mut j = Judgement::new(verdict, head);
     j.evidence.extend(lines);
     Some(j)
 }

@@ -138,6 +138,15 @@ pub struct Seen<'a> {
     pub path: PathBuf,
 }
 
+/// The namespaces that see one file.
+#[derive(Debug, Clone)]
+pub struct Sightings<'a> {
+    pub seen: Vec<Seen<'a>>,
+    /// Whether the file could be followed through every mount table (see
+    /// [`Inventory::who_sees`]).
+    pub mapped: bool,
+}
+
 /// Every PID namespace on this machine other than ours.
 #[derive(Debug, Clone, Default)]
 pub struct Inventory {
@@ -265,8 +274,10 @@ impl Inventory {
 
     /// Which namespaces can see the file at `path` (with `meta` its `lstat`), ours included
     /// when it sees it, and the path each sees it under. A path below `/proc/<pid>/root/` is
-    /// seen first by that process's namespace.
-    pub fn who_sees(&self, path: &Path, meta: &std::fs::Metadata) -> Vec<Seen<'_>> {
+    /// seen first by that process's namespace. `mapped` is false when the file's device is in
+    /// no mount table we read (a btrfs subvolume's own device number, say): then only the
+    /// namespace it was found through is known, and others may see it too.
+    pub fn who_sees(&self, path: &Path, meta: &std::fs::Metadata) -> Sightings<'_> {
         let dev = meta.dev();
         let mut out: Vec<Seen<'_>> = Vec::new();
         let (origin, fs_path) = match proc_root_path(path) {
@@ -285,7 +296,10 @@ impl Inventory {
             None => (None, self.host_view(path, dev, &mut out)),
         };
         let Some(fs_path) = fs_path else {
-            return out;
+            return Sightings {
+                seen: out,
+                mapped: false,
+            };
         };
         if origin.is_some()
             && let Some(p) = inside(&self.own_mounts, dev, &fs_path)
@@ -303,7 +317,10 @@ impl Inventory {
                 });
             }
         }
-        out
+        Sightings {
+            seen: out,
+            mapped: true,
+        }
     }
 
     /// Records our own view of `path` and returns its path within its file system.
