@@ -394,3 +394,68 @@ fn a_kernel_lock_held_in_a_container_names_the_container_of_its_holder() {
         common::stdout(&out)
     );
 }
+
+/// On btrfs a subvolume's files carry a device number no mount table shows: the container that
+/// bind-mounts the subvolume is still found, by the btrfs mount the file lies under.
+#[test]
+fn a_container_mounting_a_btrfs_subvolume() {
+    let Some(pm) = podman_or_skip("btrfs subvolume") else {
+        return;
+    };
+    if !common::have("mkfs.btrfs") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "mkfs.btrfs must be installed under CI (.ci/run installs btrfs-progs)"
+        );
+        eprintln!("skipping the btrfs subvolume: mkfs.btrfs (btrfs-progs) is not installed");
+        return;
+    }
+    let env = Env::new();
+    let img = env.path().join("btrfs.img");
+    let mnt = env.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(200 << 20)
+        .unwrap();
+    let ok = |c: &mut Command| c.stdout(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !ok(Command::new("mkfs.btrfs").arg("-q").arg(&img))
+        || !ok(Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&img)
+            .arg(&mnt))
+    {
+        eprintln!("skipping the btrfs subvolume: cannot make or mount a btrfs file system here");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let sub = mnt.join("sub");
+    assert!(ok(Command::new("btrfs")
+        .args(["subvolume", "create"])
+        .arg(&sub)));
+    pm.run_detached(
+        "web-btrfs",
+        &["-v", &format!("{}:/app", sub.display()), "-w", "/app"],
+        "mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && exec sleep 1000",
+    );
+    let pidfile = sub.join("tmp/pids/server.pid");
+    pm.wait_file(&pidfile);
+    let l = scan(&env, &[&sub]);
+    let l = l.expect_lock(&pidfile);
+    assert_eq!(l.verdict, "live", "{}", joined(l));
+    let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.name.as_deref(), Some("web-btrfs"));
+
+    pm.kill("web-btrfs");
+    let r = scan(&env, &[&sub]);
+    let l = r.expect_lock(&pidfile);
+    assert_eq!(l.verdict, "stale", "{}", joined(l));
+    // Podman's storage holds nothing on the file system by now: it can be unmounted.
+    drop(pm);
+}

@@ -295,7 +295,7 @@ impl Inventory {
             },
             None => (None, self.host_view(path, dev, &mut out)),
         };
-        let Some(fs_path) = fs_path else {
+        let Some((dev, fs_path)) = fs_path else {
             return Sightings {
                 seen: out,
                 mapped: false,
@@ -324,7 +324,7 @@ impl Inventory {
     }
 
     /// Records our own view of `path` and returns its path within its file system.
-    fn host_view(&self, path: &Path, dev: u64, out: &mut Vec<Seen<'_>>) -> Option<PathBuf> {
+    fn host_view(&self, path: &Path, dev: u64, out: &mut Vec<Seen<'_>>) -> Option<(u64, PathBuf)> {
         let real = match (path.parent(), path.file_name()) {
             (Some(parent), Some(name)) => std::fs::canonicalize(parent)
                 .map(|p| p.join(name))
@@ -374,14 +374,27 @@ fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
     Some((pid, Path::new("/").join(comps.as_path())))
 }
 
-/// The path of `path` (as seen through `mounts`) within its file system: the root of the mount
-/// it lies under, joined with the rest.
-fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<PathBuf> {
-    let m = mounts
+/// The path of `path` (as seen through `mounts`) within its file system, and that file
+/// system's device as the mount tables show it: the root of the mount it lies under, joined
+/// with the rest. A file in a btrfs subvolume has a device number of its own that no mount
+/// shows; it is placed by the btrfs mount its path lies under.
+fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<(u64, PathBuf)> {
+    let under = |m: &&Mount| path.starts_with(&m.point);
+    let longest = |m: &&Mount| m.point.as_os_str().len();
+    let m = match mounts
         .iter()
-        .filter(|m| m.dev == dev && path.starts_with(&m.point))
-        .max_by_key(|m| m.point.as_os_str().len())?;
-    Some(join(&m.root, path.strip_prefix(&m.point).ok()?))
+        .filter(|m| m.dev == dev)
+        .filter(under)
+        .max_by_key(longest)
+    {
+        Some(m) => m,
+        None => mounts
+            .iter()
+            .filter(under)
+            .max_by_key(longest)
+            .filter(|m| m.fstype == "btrfs")?,
+    };
+    Some((m.dev, join(&m.root, path.strip_prefix(&m.point).ok()?)))
 }
 
 /// Where a namespace with `mounts` sees the file at `fs_path` of device `dev`, if it does.
@@ -838,7 +851,14 @@ mod tests {
         assert_eq!(inside(&mounts, dev + 1, Path::new("/srv/apps/x")), None);
         assert_eq!(
             fs_relative(&mounts, Path::new("/app/one/x"), dev),
-            Some(PathBuf::from("/srv/apps/one/x"))
+            Some((dev, PathBuf::from("/srv/apps/one/x")))
+        );
+        // Not placed by a mount of another device, unless that is btrfs (subvolumes).
+        assert_eq!(fs_relative(&mounts, Path::new("/app/one/x"), dev + 7), None);
+        let btrfs = parse_mountinfo(b"80 1 0:40 /vol /data rw - btrfs /dev/loop0 rw\n");
+        assert_eq!(
+            fs_relative(&btrfs, Path::new("/data/sub/x.pid"), 12345),
+            Some((rustix::fs::makedev(0, 40), PathBuf::from("/vol/sub/x.pid")))
         );
         let host = parse_mountinfo(b"1 0 254:0 / / rw - ext4 /dev/vda rw\n");
         let ns = Namespace {
