@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::probe::containers::Seen;
-use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot};
+use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Judgement, RemoteClaim, Verdict};
 
 /// Tolerance when comparing a process start time with a file time: `btime` has a resolution
@@ -292,26 +292,6 @@ fn pid_space_is_ours(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
         || claim.fs.is_some_and(|f| f.own_root && f.kind == "overlay")
 }
 
-/// Why a live process can never be the owner of an application's lock, if it cannot: this
-/// machine's PID 1 (its init) or a kernel thread. Such a PID was written in another PID
-/// namespace (a container's PID 1, a sandbox's PID 2), and says nothing about the owner here.
-pub fn never_an_app_owner(f: &ProcFacts, snap: &Snapshot) -> Option<String> {
-    let on_host = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
-    if f.pid == 1 && on_host {
-        return Some(format!(
-            "PID 1 here is this machine's init ({}), never the owner of an application's lock",
-            f.comm
-        ));
-    }
-    if f.exe.is_none() && f.cmdline.is_empty() && !matches!(f.state, 'Z' | 'X') {
-        return Some(format!(
-            "PID {} here is a kernel thread ({}), never the owner of a lock file",
-            f.pid, f.comm
-        ));
-    }
-    None
-}
-
 /// What one namespace that sees the lock file says about its PID.
 enum Sighting {
     /// A process there is the owner (a `live` judgement, process included).
@@ -355,10 +335,7 @@ pub fn judge_in_namespaces(claim: &PidClaim<'_>, snap: &Snapshot) -> Option<Judg
     }
     let pid = claim.pid as i32;
     let host_state = snap.pid(pid);
-    let host_never = host_state
-        .facts()
-        .filter(|_| matches!(host_state, PidState::Alive(_)))
-        .and_then(|f| never_an_app_owner(f, snap));
+    let host_never = not_an_app_owner(pid, &host_state, snap);
     let inv = snap.containers();
     if inv.namespaces.is_empty() && host_never.is_none() {
         return None;
@@ -496,7 +473,11 @@ fn where_seen(s: &Seen<'_>) -> String {
 fn sighting(claim: &PidClaim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sighting {
     let app = app_dir(&s.path);
     let Some(ns) = s.ns else {
-        return match snap.pid(pid) {
+        let state = snap.pid(pid);
+        if let Some(why) = not_an_app_owner(pid, &state, snap) {
+            return Sighting::NotOwner(why);
+        }
+        return match state {
             PidState::Absent => Sighting::NotOwner(format!("no process {pid} (ESRCH)")),
             PidState::Zombie(f) => Sighting::NotOwner(format!(
                 "process {pid} ({}) is a zombie: it has exited",
@@ -506,9 +487,6 @@ fn sighting(claim: &PidClaim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Si
                 Sighting::Unsure(format!("process {pid} exists but cannot be read"))
             }
             PidState::Alive(f) => {
-                if let Some(why) = never_an_app_owner(&f, snap) {
-                    return Sighting::NotOwner(why);
-                }
                 let mut j = judge_alive(claim, &f);
                 if j.verdict == Verdict::Live
                     && let Some(app) = &app

@@ -459,3 +459,63 @@ fn a_container_mounting_a_btrfs_subvolume() {
     // Podman's storage holds nothing on the file system by now: it can be unmounted.
     drop(pm);
 }
+
+/// A lock that names its PID namespace (as the engine's records and Mercurial's locks do) is
+/// judged in that namespace while it runs.
+#[test]
+fn a_pid_of_a_named_namespace_is_judged_there() {
+    use locksmith::evidence::{PidClaim, judge_pid};
+    use locksmith::probe::Snapshot;
+    use locksmith::verdict::Verdict;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping the named namespace: unshare --pid needs root");
+        return;
+    }
+    let mut ns = Guard::spawn(
+        Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "sleep", "1000"])
+            .stdout(Stdio::null()),
+    );
+    // The namespace's PID 1 is unshare's child: find it and its namespace.
+    let (host_pid, inode) = wait_for("the namespace's PID 1", || {
+        let children =
+            std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", ns.pid())).ok()?;
+        let child: i32 = children.split_whitespace().next()?.parse().ok()?;
+        let link = std::fs::read_link(format!("/proc/{child}/ns/pid")).ok()?;
+        let inode = locksmith::probe::host::parse_ns_link(&link.to_string_lossy())?;
+        Some((child, inode))
+    });
+    let snap = Snapshot::take();
+    if snap.host.pid_ns != Some(0xEFFF_FFFC) {
+        eprintln!("skipping the named namespace: we do not run in the host's PID namespace");
+        return;
+    }
+    let claim = |pid| PidClaim {
+        pid,
+        pid_ns: Some(inode),
+        written_ms: Some(snap.taken_ms),
+        ..PidClaim::default()
+    };
+    let live = judge_pid(&claim(1), &snap);
+    assert_eq!(live.verdict, Verdict::Live, "{live:?}");
+    let p = live.process.expect("the process");
+    assert_eq!(p.pid, host_pid);
+    let c = p.container.expect("its namespace");
+    assert_eq!(c.ns_pid, Some(1));
+    assert_eq!(c.id.id, format!("pid:[{inode}]"));
+    let gone = judge_pid(&claim(77), &snap);
+    assert_eq!(gone.verdict, Verdict::Stale, "{gone:?}");
+    assert!(
+        gone.evidence[0].contains("no PID 77 in the owner's namespace"),
+        "{gone:?}"
+    );
+
+    ns.kill();
+    wait_for("the namespace to end", || {
+        std::fs::metadata(format!("/proc/{host_pid}"))
+            .is_err()
+            .then_some(())
+    });
+    let unseen = judge_pid(&claim(1), &Snapshot::take());
+    assert_eq!(unseen.verdict, Verdict::Foreign, "{unseen:?}");
+}

@@ -136,6 +136,7 @@ impl Dialect for Mercurial {
             expect: MERCURIALS,
             could_be: Some(could_be_mercurial),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

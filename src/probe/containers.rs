@@ -533,7 +533,11 @@ fn kubernetes_pod(uid: &str) -> Option<String> {
 
 /// Who runs the namespace whose PID 1 is host PID `init`.
 fn identify(inode: u64, init: i32, root: &Path, names: &mut NameSources) -> ContainerId {
-    let cgroup = std::fs::read_to_string(format!("/proc/{init}/cgroup")).unwrap_or_default();
+    let mut cgroup = std::fs::read_to_string(format!("/proc/{init}/cgroup")).unwrap_or_default();
+    if std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|ours| ours == cgroup) {
+        // Our own cgroup, inherited (a bare `unshare`): it names whatever runs us, not it.
+        cgroup.clear();
+    }
     let flatpak = std::fs::read_to_string(root.join(".flatpak-info")).ok();
     let mut id = match (from_cgroup(&cgroup), &flatpak) {
         (_, Some(info)) => flatpak_id(info, inode),
@@ -720,7 +724,7 @@ fn from_cgroup_path(path: &str) -> Option<ContainerId> {
                 return Some(make(if kube { "kubernetes" } else { runtime }, id, None));
             }
         }
-        if is_hex_id(c) {
+        if c.len() == 64 && is_hex_id(c) {
             let runtime = match parent {
                 _ if kube => "kubernetes",
                 Some("docker") => "docker",
@@ -799,6 +803,11 @@ mod tests {
             ),
             ("0::/user.slice/user-1000.slice/session-2.scope".to_string(), None),
             ("0::/".to_string(), None),
+            // Not a container id: 32 hex digits under a supervisor's cgroup.
+            (
+                "4:memory:/process_api/74998c07ebde8aa3471fc67ae17d1340".to_string(),
+                None,
+            ),
         ];
         for (cg, want) in cases {
             assert_eq!(from_cgroup(&cg), want, "{cg}");
