@@ -28,6 +28,26 @@ fn podman_or_skip(test: &str) -> Option<Podman> {
     }
 }
 
+/// `podman run` options that lend a container the host's `/usr` and libraries, so it can run
+/// the host's programs (busybox-static has no flock, and no program called `ruby`).
+fn host_programs(mut options: Vec<String>) -> Vec<String> {
+    options.extend(["-v".into(), "/usr:/usr:ro".into()]);
+    for lib in ["/lib", "/lib64"] {
+        if Path::new(lib).exists() {
+            options.extend(["-v".into(), format!("{lib}:{lib}:ro")]);
+        }
+    }
+    options
+}
+
+/// A shell command that runs the host's `sleep` as a program called `ruby` (its `comm` is the
+/// name it was started by): what a Rails server looks like to `ps`.
+const RUBY_SERVER: &str = "ln -sf /usr/bin/sleep /tmp/ruby && exec /tmp/ruby 1000";
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 fn joined(l: &Lock) -> String {
     l.evidence.join("\n")
 }
@@ -61,11 +81,12 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     std::fs::create_dir_all(srv.join("two")).unwrap();
     let vol = format!("{}:/srv", srv.display());
     let write_pid = "mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid";
+    let web = |dir: &str| host_programs(vec!["-v".into(), vol.clone(), "-w".into(), dir.into()]);
     // web-2 served /srv/two and was killed: its server.pid stays behind.
     pm.run_detached(
         "web-2",
-        &["-v", &vol, "-w", "/srv/two"],
-        &format!("{write_pid} && exec sleep 1000"),
+        &strs(&web("/srv/two")),
+        &format!("{write_pid} && {RUBY_SERVER}"),
     );
     let two = srv.join("two/tmp/pids/server.pid");
     pm.wait_file(&two);
@@ -73,8 +94,8 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     // web-1 serves /srv/one, as PID 1 of its container.
     let web1 = pm.run_detached(
         "web-1",
-        &["-v", &vol, "-w", "/srv/one"],
-        &format!("{write_pid} && exec sleep 1000"),
+        &strs(&web("/srv/one")),
+        &format!("{write_pid} && {RUBY_SERVER}"),
     );
     let one = srv.join("one/tmp/pids/server.pid");
     pm.wait_file(&one);
@@ -84,6 +105,7 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     assert_eq!(live.verdict, "live", "{}", joined(live));
     let p = live.process.as_ref().expect("the owner process");
     assert_eq!(p.pid, web1.pid as i64, "the host PID of web-1's PID 1");
+    assert_eq!(p.name, "ruby");
     let c = p.container.as_ref().expect("named container");
     assert_eq!(c.runtime, "podman");
     assert_eq!(c.name.as_deref(), Some("web-1"));
@@ -220,13 +242,23 @@ fn two_containers_mounting_one_dir_at_different_places() {
     // worker-1 sees the directory at /mnt/work; api-1 serves the app from /data/app.
     pm.run_detached(
         "worker-1",
-        &["-v", &format!("{}:/mnt/work", shared.display())],
-        "exec sleep 1000",
+        &strs(&host_programs(vec![
+            "-v".into(),
+            format!("{}:/mnt/work", shared.display()),
+        ])),
+        RUBY_SERVER,
     );
     let api = pm.run_detached(
         "api-1",
-        &["-v", &format!("{}:/data", shared.display()), "-w", "/data"],
-        "mkdir -p app/tmp/pids && cd app && echo 1 > tmp/pids/server.pid && exec sleep 1000",
+        &strs(&host_programs(vec![
+            "-v".into(),
+            format!("{}:/data", shared.display()),
+            "-w".into(),
+            "/data".into(),
+        ])),
+        &format!(
+            "mkdir -p app/tmp/pids && cd app && echo 1 > tmp/pids/server.pid && {RUBY_SERVER}"
+        ),
     );
     let pidfile = shared.join("app/tmp/pids/server.pid");
     pm.wait_file(&pidfile);
@@ -248,7 +280,7 @@ fn two_containers_mounting_one_dir_at_different_places() {
         "the other container's view is named: {text}"
     );
 
-    // Without api-1, worker-1's PID 1 (a sleep in /) is not the app's server.
+    // Without api-1, worker-1's PID 1 (a server working in /) is not this app's server.
     pm.kill("api-1");
     let report = scan(&env, &[&shared]);
     let l = report.expect_lock(&pidfile);
@@ -350,23 +382,10 @@ fn a_kernel_lock_held_in_a_container_names_the_container_of_its_holder() {
     std::fs::create_dir(&data).unwrap();
     // util-linux flock(1) from the host (busybox-static has no flock applet), with the host's
     // libraries, as the container's PID 1.
-    let vol = format!("{}:/data", data.display());
-    let mut options = vec!["-v", &vol, "-v", "/usr:/usr:ro"];
-    for lib in ["/lib", "/lib64"] {
-        if Path::new(lib).exists() {
-            options.extend([
-                "-v",
-                if lib == "/lib" {
-                    "/lib:/lib:ro"
-                } else {
-                    "/lib64:/lib64:ro"
-                },
-            ]);
-        }
-    }
+    let options = host_programs(vec!["-v".into(), format!("{}:/data", data.display())]);
     let c = pm.run_detached(
         "cron-1",
-        &options,
+        &strs(&options),
         "exec /usr/bin/flock /data/job.lock sleep 1000",
     );
     let lock = data.join("job.lock");
@@ -441,8 +460,13 @@ fn a_container_mounting_a_btrfs_subvolume() {
         .arg(&sub)));
     pm.run_detached(
         "web-btrfs",
-        &["-v", &format!("{}:/app", sub.display()), "-w", "/app"],
-        "mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && exec sleep 1000",
+        &strs(&host_programs(vec![
+            "-v".into(),
+            format!("{}:/app", sub.display()),
+            "-w".into(),
+            "/app".into(),
+        ])),
+        &format!("mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && {RUBY_SERVER}"),
     );
     let pidfile = sub.join("tmp/pids/server.pid");
     pm.wait_file(&pidfile);
