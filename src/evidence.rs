@@ -41,7 +41,8 @@ pub struct PidClaim<'a> {
     /// own root?), when known.
     pub fs: Option<&'a FsInfo>,
     /// The lock file itself (path and `lstat`): its PID is judged in every PID namespace that
-    /// can see it (spec §10).
+    /// can see it (spec §10). Every dialect that judges a PID from a file sets it
+    /// (`file: Some((c.path, c.meta))`); without it, only the host's view counts.
     pub file: Option<(&'a Path, &'a std::fs::Metadata)>,
 }
 

@@ -203,6 +203,18 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
             .any(|e| e["path"].as_str() == Some(&*inside.join("old.pid").to_string_lossy())),
         "{journal:?}"
     );
+
+    // `restore` never follows a symlink, and `/proc/<pid>/root` is one (the PID may name
+    // another process by now): it refuses, and says why, rather than guess where to write.
+    let out = env.run(["restore"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        common::stderr(&out).contains("symlink"),
+        "{}",
+        common::stderr(&out)
+    );
+    let ls = pm.run(&["exec", "db-1", "ls", "/run"]);
+    assert!(!String::from_utf8_lossy(&ls.stdout).contains("old.pid"));
 }
 
 #[test]
