@@ -555,3 +555,52 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
     let unseen = judge_pid(&claim(1), &Snapshot::take());
     assert_eq!(unseen.verdict, Verdict::Foreign, "{unseen:?}");
 }
+
+/// Emacs (and vim) write their host name into the lock; in a container that is the
+/// container's own host name, and the PID is judged there.
+#[test]
+fn an_emacs_lock_naming_a_containers_host_name() {
+    let Some(pm) = podman_or_skip("emacs lock") else {
+        return;
+    };
+    let env = Env::new();
+    let src = env.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    // An "emacs" (the host's sleep under that name) editing /src/notes.txt as PID 1, and the
+    // lock emacs makes: a symlink `.#notes.txt -> user@host.pid`.
+    pm.run_detached(
+        "dev-1",
+        &strs(&host_programs(vec![
+            "-v".into(),
+            format!("{}:/src", src.display()),
+            "--hostname".into(),
+            "devbox".into(),
+        ])),
+        "ln -s \"root@$(hostname).1\" /src/.#notes.txt && ln -sf /usr/bin/sleep /tmp/emacs && exec /tmp/emacs 1000",
+    );
+    let lock = src.join(".#notes.txt");
+    wait_for("the emacs lock", || lock.symlink_metadata().ok());
+    let report = scan(&env, &[&src]);
+    let l = report.expect_lock(&lock);
+    let text = joined(l);
+    assert_eq!(l.dialect, "emacs");
+    assert_eq!(l.verdict, "live", "{text}");
+    let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.name.as_deref(), Some("dev-1"));
+    assert!(text.contains("the lock names host \"devbox\""), "{text}");
+    // Another lock of devbox naming a PID devbox does not have: its emacs has exited.
+    let other = src.join(".#other.txt");
+    std::os::unix::fs::symlink("root@devbox.77", &other).unwrap();
+    let report = scan(&env, &[&src]);
+    let l = report.expect_lock(&other);
+    let text = joined(l);
+    assert_eq!(l.verdict, "stale", "{text}");
+    assert!(text.contains("no PID 77 there"), "{text}");
+
+    // Once the container is gone, so is its host name: another machine may be called devbox,
+    // so its locks are foreign.
+    pm.kill("dev-1");
+    let report = scan(&env, &[&src]);
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.verdict, "foreign", "{}", joined(l));
+}

@@ -91,6 +91,9 @@ pub struct Namespace {
     /// Device and inode of its root directory.
     pub root: Option<(u64, u64)>,
     pub container: ContainerId,
+    /// Its host name, from `/etc/hostname` in its root (which Podman and Docker write), when
+    /// its root is its own.
+    pub hostname: Option<String>,
 }
 
 impl Namespace {
@@ -169,6 +172,7 @@ impl Inventory {
     pub fn read(own_ns: Option<u64>) -> Self {
         let mut members: HashMap<u64, Vec<(i32, i32)>> = HashMap::new();
         let mut complete = true;
+        let own_root = dev_ino(Path::new("/"));
         let Ok(dir) = std::fs::read_dir("/proc") else {
             return Inventory::default();
         };
@@ -213,7 +217,6 @@ impl Inventory {
             complete = false;
         }
         let own_mounts = read_mounts("self");
-        let own_root = dev_ino(Path::new("/"));
         let mut names = NameSources::default();
         let mut namespaces: Vec<Namespace> = members
             .into_iter()
@@ -223,13 +226,15 @@ impl Inventory {
                     .find(|(_, inner)| *inner == 1)
                     .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
                 let root = PathBuf::from(format!("/proc/{init}/root"));
+                let root_id = dev_ino(&root);
                 Some(Namespace {
                     inode,
                     init,
                     pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
                     mounts: read_mounts(&init.to_string()),
-                    root: dev_ino(&root),
+                    root: root_id,
                     container: identify(inode, init, &root, &mut names),
+                    hostname: (root_id != own_root).then(|| etc_hostname(&root)).flatten(),
                 })
             })
             .collect();
@@ -354,6 +359,20 @@ fn proc_hides_pids() -> bool {
                 })
         })
     })
+}
+
+/// The first line of `ROOT/etc/hostname`, if that is a regular file (never a symlink: through
+/// `/proc/<pid>/root` an absolute link would be resolved against our root).
+fn etc_hostname(root: &Path) -> Option<String> {
+    let path = root.join("etc/hostname");
+    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
+        return None;
+    }
+    let mut buf = [0u8; 256];
+    let n = std::io::Read::read(&mut std::fs::File::open(&path).ok()?, &mut buf).ok()?;
+    let name = String::from_utf8_lossy(&buf[..n]);
+    let name = name.lines().next()?.trim();
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 /// `/proc/<pid>/root/rest` → `(pid, /rest)`.
@@ -877,6 +896,7 @@ mod tests {
             mounts,
             root: None,
             container: id("unknown", "x", None).unwrap(),
+            hostname: None,
         };
         assert!(
             ns.binds(&host)
