@@ -460,34 +460,16 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
             let (maj, min) = majmin.split_once(':')?;
             Some(Mount {
                 dev: rustix::fs::makedev(maj.parse().ok()?, min.parse().ok()?),
-                root: PathBuf::from(OsString::from_vec(unescape(fields.get(3)?))),
-                point: PathBuf::from(OsString::from_vec(unescape(fields.get(4)?))),
+                root: PathBuf::from(OsString::from_vec(super::fs::mountinfo_unescape(
+                    fields.get(3)?,
+                ))),
+                point: PathBuf::from(OsString::from_vec(super::fs::mountinfo_unescape(
+                    fields.get(4)?,
+                ))),
                 fstype: String::from_utf8_lossy(fields.get(dash + 1)?).into_owned(),
             })
         })
         .collect()
-}
-
-/// mountinfo writes space, tab, newline and backslash as `\ooo`.
-fn unescape(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len());
-    let mut i = 0;
-    while i < s.len() {
-        if s[i] == b'\\'
-            && i + 4 <= s.len()
-            && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            let v = (s[i + 1] - b'0') as u32 * 64
-                + (s[i + 2] - b'0') as u32 * 8
-                + (s[i + 3] - b'0') as u32;
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(s[i]);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// What the runtimes' state on disk says, read at most once per inventory.

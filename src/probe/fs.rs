@@ -171,6 +171,28 @@ fn fuse_subtype(dev: u64) -> Option<String> {
     }
 }
 
+/// Undoes mountinfo's escaping of space, tab, newline and backslash as `\ooo` (proc(5)).
+pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\'
+            && i + 4 <= s.len()
+            && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = u32::from(s[i + 1] - b'0') * 64
+                + u32::from(s[i + 2] - b'0') * 8
+                + u32::from(s[i + 3] - b'0');
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -516,31 +516,11 @@ mod sys {
             let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(dash + 1)) else {
                 continue;
             };
-            let mp = PathBuf::from(std::ffi::OsString::from_vec(unescape(mp)));
+            let mp = PathBuf::from(std::ffi::OsString::from_vec(
+                crate::probe::fs::mountinfo_unescape(mp),
+            ));
             if mp != Path::new("/") {
                 out.insert(mp, String::from_utf8_lossy(fstype).into_owned());
-            }
-        }
-        out
-    }
-
-    /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
-    fn unescape(s: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(s.len());
-        let mut i = 0;
-        while i < s.len() {
-            if s[i] == b'\\'
-                && i + 3 < s.len()
-                && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-            {
-                let v = (s[i + 1] - b'0') as u32 * 64
-                    + (s[i + 2] - b'0') as u32 * 8
-                    + (s[i + 3] - b'0') as u32;
-                out.push(v as u8);
-                i += 4;
-            } else {
-                out.push(s[i]);
-                i += 1;
             }
         }
         out
