@@ -56,7 +56,7 @@ pub use record::{ParsedRecord, Record, RecordFormat};
 use crate::dialect::Windows;
 use crate::scan::Identity;
 use crate::verdict::{Judgement, Verdict};
-use create::Fresh;
+use create::{Fresh, Held};
 use heartbeat::Heartbeat;
 use place::Place;
 use remove::{Existing, Removal};
@@ -202,7 +202,7 @@ impl Lock {
             if fresh.link()? {
                 return Ok(Attempt::Acquired(LockGuard::new(
                     place.clone(),
-                    fresh,
+                    fresh.into_held()?,
                     heartbeat,
                 )));
             }
@@ -267,7 +267,8 @@ fn jitter(d: Duration) -> Duration {
 #[derive(Debug)]
 pub struct LockGuard {
     place: Place,
-    file: Arc<File>,
+    /// `None` once released.
+    file: Option<Arc<File>>,
     dev: u64,
     ino: u64,
     record: Record,
@@ -276,16 +277,15 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    fn new(place: Place, fresh: Fresh<'_>, heartbeat: Option<Duration>) -> Self {
-        let (file, record, dev, ino) = fresh.into_held();
-        let file = Arc::new(file);
+    fn new(place: Place, held: Held, heartbeat: Option<Duration>) -> Self {
+        let file = Arc::new(held.file);
         let heartbeat = heartbeat.map(|every| Heartbeat::start(Arc::clone(&file), every));
         LockGuard {
             place,
-            file,
-            dev,
-            ino,
-            record,
+            file: Some(file),
+            dev: held.dev,
+            ino: held.ino,
+            record: held.record,
             heartbeat,
             released: false,
         }
@@ -311,8 +311,11 @@ impl LockGuard {
     }
 
     /// Whether the lock path still names our lock file (someone may have removed it by hand).
+    /// Without a kernel lock, the record at the path must also carry our token: on a network
+    /// file system an inode number may name a path rather than a file (sshfs).
     pub fn still_ours(&self) -> Result<bool, EngineError> {
-        Ok(self.place.identity()? == Some((self.dev, self.ino)))
+        Ok(self.place.identity()? == Some((self.dev, self.ino))
+            && (self.record.kernel_lock || create::names_token(&self.place, &self.record.token)?))
     }
 
     /// Releases the lock: removes the lock file if the path still names ours (else reports
@@ -326,10 +329,17 @@ impl LockGuard {
             return Ok(());
         }
         drop(self.heartbeat.take());
-        // We still hold the OFD lock here, so nobody else can be removing this inode: if the
-        // path names it now, it names it until we unlink it.
-        if self.place.identity()? != Some((self.dev, self.ino)) {
+        // With a kernel lock, we still hold it here, so nobody else can be removing this
+        // inode: if the path names it now, it names it until we unlink it. Without one, no
+        // check can be made atomic with the unlink; a reclaimer only removes a lock it judged
+        // stale, and ours is not.
+        if !self.still_ours()? {
             return Err(self.place.err(ErrorKind::Lost));
+        }
+        if !self.record.kernel_lock {
+            // A network file system keeps a file removed while open under a hidden name
+            // until it is closed: close first (no kernel lock rides on this descriptor).
+            drop(self.file.take());
         }
         match self.place.unlink() {
             Ok(()) => Ok(()),
@@ -345,7 +355,10 @@ impl AsFd for LockGuard {
     /// The descriptor of the lock file, which carries the OFD lock: a child that inherits it
     /// (without close-on-exec) keeps the lock held.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.file.as_fd()
+        self.file
+            .as_deref()
+            .expect("the descriptor is only closed by release, which consumes the guard")
+            .as_fd()
     }
 }
 
