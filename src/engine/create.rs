@@ -40,7 +40,7 @@ use rustix::io::Errno;
 
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, dev_ino, read_bounded};
-use super::record::{ParsedRecord, Record, new_token};
+use super::record::{ParsedRecord, Record};
 use super::sys;
 
 /// A complete lock file that is not yet (or has just been) linked at the lock name.
@@ -72,19 +72,20 @@ impl<'a> Fresh<'a> {
         use_kernel_lock: bool,
         heartbeat: Option<Duration>,
     ) -> Result<Self, EngineError> {
+        let record = Record::for_this_process(false, heartbeat);
         let (fd, temp) = if use_kernel_lock {
             match sys::open_anonymous(place.dir.as_fd()) {
                 Ok(fd) => (fd, None),
-                Err(e) if sys::unsupported(&e) => named_temp(place)?,
+                Err(e) if sys::unsupported(&e) => named_temp(place, &record)?,
                 Err(e) => return Err(create_err(place, e)),
             }
         } else {
-            named_temp(place)?
+            named_temp(place, &record)?
         };
         // From here on, an error drops `temp`, which removes the temporary file.
         let mut fresh = Fresh {
             place,
-            record: Record::for_this_process(false, heartbeat),
+            record,
             file: File::from(fd),
             temp,
         };
@@ -264,9 +265,13 @@ impl Drop for TempName<'_> {
     }
 }
 
-/// `openat(dir, ".locksmith-<token>.tmp", O_CREAT|O_EXCL|O_RDWR|O_NOFOLLOW|O_CLOEXEC, 0600)`.
-fn named_temp(place: &Place) -> Result<(std::os::fd::OwnedFd, Option<TempName<'_>>), EngineError> {
-    let name = OsString::from(format!(".locksmith-{}.tmp", new_token()));
+/// `openat(dir, ".locksmith-<creator>-<token>.tmp", O_CREAT|O_EXCL|O_RDWR|O_NOFOLLOW|O_CLOEXEC,
+/// 0600)`; the name says who created it (see `sweep`).
+fn named_temp<'p>(
+    place: &'p Place,
+    record: &Record,
+) -> Result<(std::os::fd::OwnedFd, Option<TempName<'p>>), EngineError> {
+    let name = super::sweep::temp_name(record);
     let fd = rustix::fs::openat(
         place.dir.as_fd(),
         &name,

@@ -42,6 +42,7 @@ mod heartbeat;
 mod place;
 pub mod record;
 mod remove;
+mod sweep;
 mod sys;
 
 use std::fs::File;
@@ -204,6 +205,7 @@ impl Lock {
                     place.clone(),
                     fresh.into_held()?,
                     heartbeat,
+                    self.windows.clone(),
                 )));
             }
             let ex = match remove::examine(place, &self.windows, true)? {
@@ -273,11 +275,13 @@ pub struct LockGuard {
     ino: u64,
     record: Record,
     heartbeat: Option<Heartbeat>,
+    /// For judging leftovers at release.
+    windows: Windows,
     released: bool,
 }
 
 impl LockGuard {
-    fn new(place: Place, held: Held, heartbeat: Option<Duration>) -> Self {
+    fn new(place: Place, held: Held, heartbeat: Option<Duration>, windows: Windows) -> Self {
         let file = Arc::new(held.file);
         let heartbeat = heartbeat.map(|every| Heartbeat::start(Arc::clone(&file), every));
         LockGuard {
@@ -287,6 +291,7 @@ impl LockGuard {
             ino: held.ino,
             record: held.record,
             heartbeat,
+            windows,
             released: false,
         }
     }
@@ -329,6 +334,16 @@ impl LockGuard {
             return Ok(());
         }
         drop(self.heartbeat.take());
+        let result = self.remove_file();
+        if !self.record.kernel_lock {
+            // Temporary files and a reclaim guard left by processes killed while they were
+            // acquiring or reclaiming this lock.
+            sweep::leftovers(&self.place, &self.windows);
+        }
+        result
+    }
+
+    fn remove_file(&mut self) -> Result<(), EngineError> {
         // With a kernel lock, we still hold it here, so nobody else can be removing this
         // inode: if the path names it now, it names it until we unlink it. Without one, no
         // check can be made atomic with the unlink; a reclaimer only removes a lock it judged

@@ -349,6 +349,18 @@ struct Guard {
     kernel_lock: bool,
 }
 
+/// Removes the reclaim guard of `lock` if it was abandoned (its holder died), as a reclaimer
+/// about to take it would. A live holder's guard is left alone.
+pub fn clear_abandoned_guard(lock: &Place, windows: &Windows) {
+    let mut name = lock.name.clone();
+    name.push(".reclaim");
+    if !matches!(lock.sibling(name).identity(), Ok(Some(_))) {
+        return;
+    }
+    // Taking it clears an abandoned one; dropping what was taken removes it again.
+    drop(Guard::take(lock, windows));
+}
+
 impl Guard {
     /// Takes the guard of `lock`, clearing an abandoned one. `None` when another process
     /// holds it (or when an abandoned one was removed without a kernel lock to protect the

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod sshfs;
+pub mod torture;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
