@@ -159,9 +159,9 @@ impl<'a> Fresh<'a> {
         Ok(st.st_nlink >= 2)
     }
 
-    /// After a successful [`link`](Fresh::link): the lock file, ready to be held. With a
-    /// named temporary file, its descriptor is closed and its name removed, and the lock file
-    /// is opened again by the lock name and checked to carry our token. If that fails, the
+    /// After a successful [`link`](Fresh::link): the lock file, ready to be held. Without a
+    /// kernel lock, the temporary file's descriptor is closed and its name removed, and the
+    /// lock file is opened again by the lock name and checked to carry our token. If that fails, the
     /// lock name is removed again (when it still holds our record): never a half-made lock.
     pub fn into_held(self) -> Result<Held, EngineError> {
         let Fresh {
@@ -170,9 +170,14 @@ impl<'a> Fresh<'a> {
             record,
             temp,
         } = self;
-        if temp.is_none() {
-            let st =
-                rustix::fs::fstat(&file).map_err(|e| place.io_err("stat the new lock file", e))?;
+        if temp.is_none() || record.kernel_lock {
+            // The descriptor carries the OFD lock (or the file never had another name): keep
+            // it. A temporary name goes now; on a local file system nothing hides it.
+            drop(temp);
+            let st = rustix::fs::fstat(&file).map_err(|e| {
+                remove_if_ours(place, &record.token);
+                place.io_err("stat the new lock file", e)
+            })?;
             let (dev, ino) = dev_ino(&st);
             return Ok(Held {
                 file,
