@@ -32,9 +32,13 @@
 //!   scanner uses.
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
-//! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()` and
-//! link-count verification (liblockfile's method), liveness comes from the PID / start time /
+//! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
+//! verified by the link count or, where the file system has no trustworthy link counts
+//! (sshfs), by reading our token back by name; liveness comes from the PID / start time /
 //! boot id / host evidence, and from a heartbeat (on by default on network file systems).
+//! Release and reclaim check the token too, and the holder clears leftovers of killed
+//! acquirers at release (see `sweep`). A file system without hard links is refused before
+//! anything is created.
 
 mod create;
 mod error;
