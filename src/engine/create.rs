@@ -7,22 +7,22 @@
 //! the name exists.
 //!
 //! Fallback (network file systems, file systems without OFD locks or anonymous files, or when
-//! forced): a uniquely named temporary file, the record written, `link()` to the lock name.
-//! Whether the link made the lock ours is decided by evidence, not by the reply alone
-//! (liblockfile's method; an NFS `LINK` retransmitted after a lost reply reports `EEXIST` for a
-//! link it made):
+//! forced): a uniquely named temporary file, the record written and the file closed (which
+//! sends the record to the server, so other clients never read an empty lock file, and reports
+//! a write the server refused), then `link()` to the lock name. Whether the link made the lock
+//! ours is decided by evidence, not by the reply alone (liblockfile's method; an NFS `LINK`
+//! retransmitted after a lost reply reports `EEXIST` for a link it made):
 //! - the temporary file's link count reaching 2, where the file system counts links (local
 //!   file systems, NFS);
 //! - else the record at the lock name, read back by name, carrying our random token. sshfs
 //!   (SFTP) has no link counts at all (always 1) and numbers inodes per path, so only the
 //!   content can tell which file a name holds there.
 //!
-//! Then the temporary name is closed and removed, and the lock file is opened again by its own
+//! Then the temporary name is removed, and the holder keeps the lock file opened by its own
 //! name: a network file system keeps a file that is removed while open under a hidden name
-//! (`.nfsXXXX`, `.fuse_hiddenXXXX`), and the descriptor kept for the heartbeat must be the one a
-//! path lookup finds. No kernel lock is kept, and the record says so. On network file systems
-//! the record is flushed to the server (`fdatasync`) before the link, so other clients never
-//! read an empty lock file.
+//! (`.nfsXXXX`, `.fuse_hiddenXXXX`), and the descriptor kept for the heartbeat must be the one
+//! a path lookup finds. No kernel lock is kept, and the record says so. (A named temporary file
+//! that does take an OFD lock, where anonymous files are unsupported, stays open instead.)
 //!
 //! A file system without hard links, or whose `link()` reports a link that the lock name does
 //! not show, cannot hold a lock safely: the attempt fails with [`ErrorKind::Unsupported`]
@@ -47,10 +47,14 @@ use super::sys;
 #[derive(Debug)]
 pub struct Fresh<'a> {
     place: &'a Place,
-    file: File,
+    /// Open while it carries the OFD lock or has no name yet; a named temporary file without a
+    /// kernel lock is closed once written (which publishes it on a network file system).
+    file: Option<File>,
     record: Record,
     /// Name of the named temporary file (fallback method); `None` for an anonymous file.
     temp: Option<TempName<'a>>,
+    /// The lock file opened by its name when [`link`](Fresh::link) read our token back.
+    by_name: Option<(File, u64, u64)>,
 }
 
 /// A lock file that is ours, as handed over to its holder.
@@ -86,28 +90,27 @@ impl<'a> Fresh<'a> {
         let mut fresh = Fresh {
             place,
             record,
-            file: File::from(fd),
+            file: Some(File::from(fd)),
             temp,
+            by_name: None,
         };
+        let file = fresh.file.as_mut().expect("just opened");
         let kernel_lock = use_kernel_lock
-            && match sys::ofd_try_write_lock(fresh.file.as_fd()) {
+            && match sys::ofd_try_write_lock(file.as_fd()) {
                 Ok(taken) => taken,
                 Err(e) if sys::unsupported(&e) => false,
                 Err(e) => return Err(place.io_err("lock the new lock file (F_OFD_SETLK)", e)),
             };
         fresh.record.kernel_lock = kernel_lock;
-        fresh
-            .file
-            .write_all(&fresh.record.to_line())
+        file.write_all(&fresh.record.to_line())
             .map_err(|e| place.io_err("write the owner record", e))?;
-        if place.fs.network {
+        if fresh.temp.is_some() && !kernel_lock {
             // Another client of a network file system may read the file as soon as it is
-            // linked, from the server: the record must be there first, or it reads an empty
-            // file (close-to-open consistency only covers our own later opens).
-            fresh
-                .file
-                .sync_data()
-                .map_err(|e| place.io_err("flush the owner record to the server", e))?;
+            // linked, from the server: the record must be there first. Closing it sends it
+            // (close-to-open consistency on NFS, a flush of pending writes on FUSE), and a
+            // write error the server reports late (quota, full disk) surfaces here.
+            let file = fresh.file.take().expect("open until here");
+            close_checked(file).map_err(|e| place.io_err("write the owner record", e))?;
         }
         Ok(fresh)
     }
@@ -115,10 +118,11 @@ impl<'a> Fresh<'a> {
     /// Tries to give the file the lock name. `Ok(true)`: it is ours now. `Ok(false)`: the name
     /// exists (someone else's lock, or anything else). Never replaces an existing entry, and
     /// never leaves the name behind when it fails.
-    pub fn link(&self) -> Result<bool, EngineError> {
+    pub fn link(&mut self) -> Result<bool, EngineError> {
         let place = self.place;
         let Some(temp) = &self.temp else {
-            return match sys::link_anonymous(self.file.as_fd(), place.dir.as_fd(), &place.name) {
+            let file = self.file.as_ref().expect("an anonymous file stays open");
+            return match sys::link_anonymous(file.as_fd(), place.dir.as_fd(), &place.name) {
                 Ok(()) => Ok(true),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
                 Err(e) => Err(link_err(place, e)),
@@ -139,7 +143,13 @@ impl<'a> Fresh<'a> {
             Err(Errno::EXIST) => {}
             Err(e) => return Err(link_err(place, e.into())),
         }
-        if self.link_count_is_two()? || names_token(place, &self.record.token)? {
+        if self.link_count_is_two(temp)? {
+            return Ok(true);
+        }
+        // No link count to go by (sshfs always says 1): the record read back by name. Opened
+        // read-write, this is the descriptor the holder keeps.
+        if let Some(opened) = reopen_ours(place, &self.record.token)? {
+            self.by_name = Some(opened);
             return Ok(true);
         }
         if r.is_ok() {
@@ -153,9 +163,14 @@ impl<'a> Fresh<'a> {
         Ok(false)
     }
 
-    fn link_count_is_two(&self) -> Result<bool, EngineError> {
-        let st = rustix::fs::fstat(&self.file)
-            .map_err(|e| self.place.io_err("stat the temporary file", e))?;
+    /// Whether the temporary file, looked up by its name, now has two links.
+    fn link_count_is_two(&self, temp: &TempName<'_>) -> Result<bool, EngineError> {
+        let st = rustix::fs::statat(
+            self.place.dir.as_fd(),
+            &temp.name,
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| self.place.io_err("stat the temporary file", e))?;
         Ok(st.st_nlink >= 2)
     }
 
@@ -169,8 +184,9 @@ impl<'a> Fresh<'a> {
             file,
             record,
             temp,
+            by_name,
         } = self;
-        if temp.is_none() || record.kernel_lock {
+        if let Some(file) = file {
             // The descriptor carries the OFD lock (or the file never had another name): keep
             // it. A temporary name goes now; on a local file system nothing hides it.
             drop(temp);
@@ -186,9 +202,12 @@ impl<'a> Fresh<'a> {
                 ino,
             });
         }
-        drop(file);
         drop(temp);
-        match reopen_ours(place, &record.token) {
+        let opened = match by_name {
+            Some(o) => Ok(Some(o)),
+            None => reopen_ours(place, &record.token),
+        };
+        match opened {
             Ok(Some((file, dev, ino))) => Ok(Held {
                 file,
                 record,
@@ -207,7 +226,13 @@ impl<'a> Fresh<'a> {
 /// Opens the lock file by name, read-write, and checks that it carries `token`: the
 /// descriptor and its `(dev, ino)`, or `None` when the name holds something else.
 fn reopen_ours(place: &Place, token: &str) -> Result<Option<(File, u64, u64)>, EngineError> {
-    let Some((file, _)) = place.open_existing(true)? else {
+    let opened = match place.open_existing(true) {
+        Ok(o) => o,
+        // Not a lock file, or not ours to write: not our record.
+        Err(e) if not_ours(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some((file, _)) = opened else {
         return Ok(None);
     };
     let (content, _) = read_bounded(&file, super::place::READ_LIMIT)
@@ -228,15 +253,7 @@ fn reopen_ours(place: &Place, token: &str) -> Result<Option<(File, u64, u64)>, E
 pub fn names_token(place: &Place, token: &str) -> Result<bool, EngineError> {
     let opened = match place.open_existing(false) {
         Ok(o) => o,
-        // Not a lock file (a directory, a symlink...), or not readable by us: not ours.
-        Err(e)
-            if matches!(
-                e.kind(),
-                ErrorKind::NotALockFile(_) | ErrorKind::PermissionDenied { .. }
-            ) =>
-        {
-            return Ok(false);
-        }
+        Err(e) if not_ours(&e) => return Ok(false),
         Err(e) => return Err(e),
     };
     let Some((file, _)) = opened else {
@@ -248,6 +265,29 @@ pub fn names_token(place: &Place, token: &str) -> Result<bool, EngineError> {
         .and_then(|r| r.token)
         .as_deref()
         == Some(token))
+}
+
+/// An error opening the lock name that means it is not our record: not a lock file (a
+/// directory, a symlink...), or not readable or writable by us.
+fn not_ours(e: &EngineError) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::NotALockFile(_) | ErrorKind::PermissionDenied { .. }
+    )
+}
+
+/// `close(2)`, reporting its error (a network file system may report a failed write only
+/// there), which dropping a `File` would ignore.
+fn close_checked(file: File) -> std::io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let fd = file.into_raw_fd();
+    // SAFETY: `fd` was just released from an owning `File`, so it is open and closed exactly
+    // once, here.
+    if unsafe { libc::close(fd) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 /// Best effort, on an error path: removes the lock name if it holds our record.

@@ -201,7 +201,7 @@ impl Lock {
         let heartbeat = self
             .heartbeat
             .or(place.fs.network.then_some(NETWORK_HEARTBEAT));
-        let fresh = Fresh::create(place, use_kernel, heartbeat)?;
+        let mut fresh = Fresh::create(place, use_kernel, heartbeat)?;
         let mut last = None;
         for _ in 0..MAX_ROUNDS {
             if fresh.link()? {

@@ -370,7 +370,7 @@ impl Guard {
         name.push(".reclaim");
         let place = lock.sibling(name);
         for _ in 0..2 {
-            let fresh = Fresh::create(&place, !place.fs.network, None)?;
+            let mut fresh = Fresh::create(&place, !place.fs.network, None)?;
             if fresh.link()? {
                 let held = fresh.into_held()?;
                 return Ok(Some(Guard {

@@ -99,26 +99,34 @@ fn creator_gone(c: &Creator, host: &HostFacts) -> bool {
 /// Removes abandoned temporary files in the lock's directory and an abandoned reclaim guard
 /// of this lock. Best effort: errors are ignored (what stays is cleared next time).
 pub fn leftovers(place: &Place, windows: &Windows) {
-    temp_files(place);
-    super::remove::clear_abandoned_guard(place, windows);
+    // The listing also says whether there is a guard (one lookup less on a network file
+    // system); a directory we may not list is asked by name.
+    if temp_files(place) != Some(false) {
+        super::remove::clear_abandoned_guard(place, windows);
+    }
 }
 
-fn temp_files(place: &Place) {
-    let Ok(fd) = rustix::fs::openat(
+/// Removes abandoned temporary files; whether the listing showed this lock's guard (`None`
+/// when the directory cannot be listed).
+fn temp_files(place: &Place) -> Option<bool> {
+    let fd = rustix::fs::openat(
         place.dir.as_fd(),
         ".",
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    ) else {
-        return;
-    };
-    let Ok(dir) = rustix::fs::Dir::read_from(&fd) else {
-        return;
-    };
+    )
+    .ok()?;
+    let dir = rustix::fs::Dir::read_from(&fd).ok()?;
+    let mut guard_name = place.name.clone();
+    guard_name.push(".reclaim");
+    let mut guard_seen = false;
     let mut host = None;
     let now_ms = jiff::Timestamp::now().as_millisecond();
     for entry in dir.flatten() {
         let name = OsStr::from_bytes(entry.file_name().to_bytes());
+        if name == guard_name {
+            guard_seen = true;
+        }
         if !name.as_bytes().starts_with(PREFIX.as_bytes())
             || !name.as_bytes().ends_with(SUFFIX.as_bytes())
         {
@@ -138,6 +146,7 @@ fn temp_files(place: &Place) {
             let _ = rustix::fs::unlinkat(place.dir.as_fd(), name, AtFlags::empty());
         }
     }
+    Some(guard_seen)
 }
 
 #[cfg(test)]
