@@ -251,6 +251,30 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
 }
 
 #[test]
+fn the_same_without_sshfs_caches() {
+    // Caching changes what a lookup shows and when, never what the server decides.
+    let Some(m) = mount(&["dir_cache=no", "attr_timeout=0", "entry_timeout=0"]) else {
+        return;
+    };
+    let path = m.mnt.join("job.lock");
+    let mut holder = hold(&path, &[]);
+    let out = output({
+        let mut c = lock_cmd(&path, &["--timeout", "0.3"]);
+        c.args(["--", "true"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    holder.kill();
+    let out = output({
+        let mut c = lock_cmd(&path, &["--timeout", "5"]);
+        c.args(["--", "true"]);
+        c
+    });
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(m.server_names(), Vec::<String>::new());
+}
+
+#[test]
 fn a_file_system_without_hard_links_is_refused_before_anything_is_created() {
     let Some(m) = mount(&["disable_hardlink"]) else {
         return;
