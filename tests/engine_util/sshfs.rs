@@ -142,6 +142,14 @@ impl Sshfs {
         while !self.mounted() {
             if let Some(st) = self.sshfs.as_mut().unwrap().try_wait().unwrap() {
                 let log = std::fs::read_to_string(d.join("sshfs.log")).unwrap_or_default();
+                // No FUSE mounts allowed here (a container without the capability or the
+                // device): unavailable, not a failure of ours.
+                if ["/dev/fuse", "fusermount", "fuse: "]
+                    .iter()
+                    .any(|w| log.contains(w))
+                {
+                    return Err(format!("FUSE mounts are not possible here: {}", log.trim()));
+                }
                 panic!("sshfs exited with {st} before mounting: {log}");
             }
             assert!(Instant::now() < deadline, "sshfs did not mount in time");
