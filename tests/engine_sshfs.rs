@@ -367,10 +367,10 @@ fn torture_on_sshfs_no_overlap_no_lost_update() {
     engine_util::torture::run(
         &m.mnt,
         engine_util::torture::Params {
-            workers: 3,
-            sections: 12,
-            min_kills: 4,
-            max_kills: 8,
+            workers: 4,
+            sections: 25,
+            min_kills: 10,
+            max_kills: 20,
         },
     );
     // Seen from the server: no lock, guard, temporary file or file kept under a hidden name

@@ -244,7 +244,12 @@ fn reopen_ours(place: &Place, token: &str) -> Result<Option<(File, u64, u64)>, E
     {
         return Ok(None);
     }
-    let st = rustix::fs::fstat(&file).map_err(|e| place.io_err("stat the lock file", e))?;
+    let st = match rustix::fs::fstat(&file) {
+        Ok(st) => st,
+        // Answered by path on FUSE file systems (sshfs): removed meanwhile.
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(place.io_err("stat the lock file", e)),
+    };
     let (dev, ino) = dev_ino(&st);
     Ok(Some((file, dev, ino)))
 }

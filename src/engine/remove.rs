@@ -281,10 +281,14 @@ fn unchanged(
     if place.identity()? != Some((judged.dev, judged.ino)) {
         return Ok(Err(Removal::Gone("it was removed or replaced meanwhile")));
     }
-    let now = ex
-        .file
-        .metadata()
-        .map_err(|e| place.io_err("stat the lock file", e))?;
+    let now = match ex.file.metadata() {
+        Ok(now) => now,
+        // Answered by path on FUSE file systems (sshfs): removed meanwhile.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Err(Removal::Gone("it was removed meanwhile")));
+        }
+        Err(e) => return Err(place.io_err("stat the lock file", e)),
+    };
     if Identity::of(&now) != judged {
         return Ok(Err(Removal::Gone("it was modified after it was judged")));
     }

@@ -139,11 +139,15 @@ pub fn run(d: &Path, p: Params) {
             }
         });
 
-        for w in workers {
-            w.join().expect("worker");
-        }
+        // Stop the killer whatever happened to the workers, then report a failed worker.
+        let results: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
         done.store(true, Ordering::SeqCst);
         killer.join().unwrap();
+        for r in results {
+            if let Err(panic) = r {
+                std::panic::resume_unwind(panic);
+            }
+        }
     });
 
     let overlaps = std::fs::read_to_string(d.join("overlaps")).unwrap_or_default();
