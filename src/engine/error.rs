@@ -91,6 +91,10 @@ pub enum ErrorKind {
     InvalidPath(&'static str),
     #[error("permission denied ({op})")]
     PermissionDenied { op: &'static str },
+    /// The file system of the lock's directory cannot give the guarantees a lock needs (no
+    /// hard links, a `link()` that reports what it did not do). Nothing was left at the path.
+    #[error("cannot lock on this file system ({fs}): {why}; nothing was created")]
+    Unsupported { fs: String, why: &'static str },
     /// Release found that the path no longer names our lock: someone removed or replaced it
     /// while we held it. Nothing was removed.
     #[error("the lock file was removed or replaced by someone else while held; left it alone")]

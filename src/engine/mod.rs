@@ -32,9 +32,13 @@
 //!   scanner uses.
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
-//! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()` and
-//! link-count verification (liblockfile's method), liveness comes from the PID / start time /
+//! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
+//! verified by the link count or, where the file system has no trustworthy link counts
+//! (sshfs), by reading our token back by name; liveness comes from the PID / start time /
 //! boot id / host evidence, and from a heartbeat (on by default on network file systems).
+//! Release and reclaim check the token too, and the holder clears leftovers of killed
+//! acquirers at release (see `sweep`). A file system without hard links is refused before
+//! anything is created.
 
 mod create;
 mod error;
@@ -42,6 +46,7 @@ mod heartbeat;
 mod place;
 pub mod record;
 mod remove;
+mod sweep;
 mod sys;
 
 use std::fs::File;
@@ -56,7 +61,7 @@ pub use record::{ParsedRecord, Record, RecordFormat};
 use crate::dialect::Windows;
 use crate::scan::Identity;
 use crate::verdict::{Judgement, Verdict};
-use create::Fresh;
+use create::{Fresh, Held};
 use heartbeat::Heartbeat;
 use place::Place;
 use remove::{Existing, Removal};
@@ -196,14 +201,15 @@ impl Lock {
         let heartbeat = self
             .heartbeat
             .or(place.fs.network.then_some(NETWORK_HEARTBEAT));
-        let fresh = Fresh::create(place, use_kernel, heartbeat)?;
+        let mut fresh = Fresh::create(place, use_kernel, heartbeat)?;
         let mut last = None;
         for _ in 0..MAX_ROUNDS {
             if fresh.link()? {
                 return Ok(Attempt::Acquired(LockGuard::new(
                     place.clone(),
-                    fresh,
+                    fresh.into_held()?,
                     heartbeat,
+                    self.windows.clone(),
                 )));
             }
             let ex = match remove::examine(place, &self.windows, true)? {
@@ -267,26 +273,29 @@ fn jitter(d: Duration) -> Duration {
 #[derive(Debug)]
 pub struct LockGuard {
     place: Place,
-    file: Arc<File>,
+    /// `None` once released.
+    file: Option<Arc<File>>,
     dev: u64,
     ino: u64,
     record: Record,
     heartbeat: Option<Heartbeat>,
+    /// For judging leftovers at release.
+    windows: Windows,
     released: bool,
 }
 
 impl LockGuard {
-    fn new(place: Place, fresh: Fresh<'_>, heartbeat: Option<Duration>) -> Self {
-        let (file, record, dev, ino) = fresh.into_held();
-        let file = Arc::new(file);
+    fn new(place: Place, held: Held, heartbeat: Option<Duration>, windows: Windows) -> Self {
+        let file = Arc::new(held.file);
         let heartbeat = heartbeat.map(|every| Heartbeat::start(Arc::clone(&file), every));
         LockGuard {
             place,
-            file,
-            dev,
-            ino,
-            record,
+            file: Some(file),
+            dev: held.dev,
+            ino: held.ino,
+            record: held.record,
             heartbeat,
+            windows,
             released: false,
         }
     }
@@ -311,8 +320,11 @@ impl LockGuard {
     }
 
     /// Whether the lock path still names our lock file (someone may have removed it by hand).
+    /// Without a kernel lock, the record at the path must also carry our token: on a network
+    /// file system an inode number may name a path rather than a file (sshfs).
     pub fn still_ours(&self) -> Result<bool, EngineError> {
-        Ok(self.place.identity()? == Some((self.dev, self.ino)))
+        Ok(self.place.identity()? == Some((self.dev, self.ino))
+            && (self.record.kernel_lock || create::names_token(&self.place, &self.record.token)?))
     }
 
     /// Releases the lock: removes the lock file if the path still names ours (else reports
@@ -326,10 +338,27 @@ impl LockGuard {
             return Ok(());
         }
         drop(self.heartbeat.take());
-        // We still hold the OFD lock here, so nobody else can be removing this inode: if the
-        // path names it now, it names it until we unlink it.
-        if self.place.identity()? != Some((self.dev, self.ino)) {
+        let result = self.remove_file();
+        if !self.record.kernel_lock {
+            // Temporary files and a reclaim guard left by processes killed while they were
+            // acquiring or reclaiming this lock.
+            sweep::leftovers(&self.place, &self.windows);
+        }
+        result
+    }
+
+    fn remove_file(&mut self) -> Result<(), EngineError> {
+        // With a kernel lock, we still hold it here, so nobody else can be removing this
+        // inode: if the path names it now, it names it until we unlink it. Without one, no
+        // check can be made atomic with the unlink; a reclaimer only removes a lock it judged
+        // stale, and ours is not.
+        if !self.still_ours()? {
             return Err(self.place.err(ErrorKind::Lost));
+        }
+        if !self.record.kernel_lock {
+            // A network file system keeps a file removed while open under a hidden name
+            // until it is closed: close first (no kernel lock rides on this descriptor).
+            drop(self.file.take());
         }
         match self.place.unlink() {
             Ok(()) => Ok(()),
@@ -345,7 +374,10 @@ impl AsFd for LockGuard {
     /// The descriptor of the lock file, which carries the OFD lock: a child that inherits it
     /// (without close-on-exec) keeps the lock held.
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.file.as_fd()
+        self.file
+            .as_deref()
+            .expect("the descriptor is only closed by release, which consumes the guard")
+            .as_fd()
     }
 }
 

@@ -166,9 +166,13 @@ impl Place {
             Err(e) => return Err(self.io_err("open the lock file", e)),
         };
         let file = File::from(fd);
-        let meta = file
-            .metadata()
-            .map_err(|e| self.io_err("stat the lock file", e))?;
+        let meta = match file.metadata() {
+            Ok(m) => m,
+            // A FUSE file system (sshfs) answers fstat by path: the file was removed since
+            // we opened it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io_err("stat the lock file", e)),
+        };
         if !meta.is_file() {
             // Replaced by something else between the stat and the open.
             return Err(self.err(ErrorKind::NotALockFile("not a regular file")));

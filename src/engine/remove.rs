@@ -240,7 +240,13 @@ pub fn remove_stale(
     if let Err(removal) = unchanged(place, &ex, judged)? {
         return Ok(removal);
     }
-    let (content, judgement) = rejudged.unwrap_or((ex.content, ex.judgement));
+    let Examined {
+        file: stale_file,
+        content,
+        judgement,
+        ..
+    } = ex;
+    let (content, judgement) = rejudged.unwrap_or((content, judgement));
 
     before_unlink(&content, &judgement)
         .map_err(|e| place.err(super::error::ErrorKind::Aborted(e)))?;
@@ -251,6 +257,9 @@ pub fn remove_stale(
     {
         return Ok(Removal::Contended);
     }
+    // Closed before the unlink: a network file system would keep it under a hidden name
+    // while it is open (no lock of ours rides on this read-only descriptor).
+    drop(stale_file);
     match place.unlink() {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -272,14 +281,33 @@ fn unchanged(
     if place.identity()? != Some((judged.dev, judged.ino)) {
         return Ok(Err(Removal::Gone("it was removed or replaced meanwhile")));
     }
-    let now = ex
-        .file
-        .metadata()
-        .map_err(|e| place.io_err("stat the lock file", e))?;
+    let now = match ex.file.metadata() {
+        Ok(now) => now,
+        // Answered by path on FUSE file systems (sshfs): removed meanwhile.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Err(Removal::Gone("it was removed meanwhile")));
+        }
+        Err(e) => return Err(place.io_err("stat the lock file", e)),
+    };
     if Identity::of(&now) != judged {
         return Ok(Err(Removal::Gone("it was modified after it was judged")));
     }
+    if place.fs.network && !same_content_by_name(place, &ex.content)? {
+        // An inode number may name a path rather than a file there (sshfs): another client
+        // may have replaced the file under the same number. Only the content tells.
+        return Ok(Err(Removal::Gone("it was replaced after it was judged")));
+    }
     Ok(Ok(now))
+}
+
+/// Whether the file at the lock name, opened by name now, holds exactly `content`.
+fn same_content_by_name(place: &Place, content: &[u8]) -> Result<bool, EngineError> {
+    let Some((file, _)) = place.open_existing(false)? else {
+        return Ok(false);
+    };
+    let (now, _) =
+        read_bounded(&file, READ_LIMIT).map_err(|e| place.io_err("read the lock file", e))?;
+    Ok(now == content)
 }
 
 /// Judges the file again, with fresh evidence, after checking it is unchanged: its content
@@ -317,9 +345,24 @@ fn rejudge(
 /// checks again that the guard is its own right before removing the stale lock.
 struct Guard {
     place: Place,
-    _file: File,
+    /// Carries the guard's OFD lock where there is one; `None` once dropped.
+    file: Option<File>,
     dev: u64,
     ino: u64,
+    token: String,
+    kernel_lock: bool,
+}
+
+/// Removes the reclaim guard of `lock` if it was abandoned (its holder died), as a reclaimer
+/// about to take it would. A live holder's guard is left alone.
+pub fn clear_abandoned_guard(lock: &Place, windows: &Windows) {
+    let mut name = lock.name.clone();
+    name.push(".reclaim");
+    if !matches!(lock.sibling(name).identity(), Ok(Some(_))) {
+        return;
+    }
+    // Taking it clears an abandoned one; dropping what was taken removes it again.
+    drop(Guard::take(lock, windows));
 }
 
 impl Guard {
@@ -331,14 +374,16 @@ impl Guard {
         name.push(".reclaim");
         let place = lock.sibling(name);
         for _ in 0..2 {
-            let fresh = Fresh::create(&place, !place.fs.network, None)?;
+            let mut fresh = Fresh::create(&place, !place.fs.network, None)?;
             if fresh.link()? {
-                let (file, _, dev, ino) = fresh.into_held();
+                let held = fresh.into_held()?;
                 return Ok(Some(Guard {
                     place,
-                    _file: file,
-                    dev,
-                    ino,
+                    file: Some(held.file),
+                    dev: held.dev,
+                    ino: held.ino,
+                    token: held.record.token,
+                    kernel_lock: held.record.kernel_lock,
                 }));
             }
             drop(fresh);
@@ -383,6 +428,9 @@ impl Guard {
             if place.identity()? != Some(id_of(&ex.meta)) {
                 continue;
             }
+            // Closed before the unlink: a network file system would keep it under a hidden
+            // name while it is open.
+            drop(ex);
             let _ = place.unlink();
             if ofd.is_none() {
                 // Unprotected removal: another process may be about to remove what it
@@ -394,9 +442,11 @@ impl Guard {
         Ok(None)
     }
 
-    /// Whether the guard path still names our guard file.
+    /// Whether the guard path still names our guard file (and, without a kernel lock, still
+    /// holds our record: inode numbers may name paths, not files, on a network file system).
     fn still_ours(&self) -> Result<bool, EngineError> {
-        Ok(self.place.identity()? == Some((self.dev, self.ino)))
+        Ok(self.place.identity()? == Some((self.dev, self.ino))
+            && (self.kernel_lock || super::create::names_token(&self.place, &self.token)?))
     }
 }
 
@@ -407,8 +457,11 @@ fn id_of(meta: &Metadata) -> (u64, u64) {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        // Our OFD lock (where there is one) is held until `_file` closes, after this.
+        // Our OFD lock (where there is one) is held until the file closes, after the unlink.
         if matches!(self.still_ours(), Ok(true)) {
+            if !self.kernel_lock {
+                drop(self.file.take());
+            }
             let _ = self.place.unlink();
         }
     }

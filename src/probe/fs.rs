@@ -60,6 +60,11 @@ const MAGICS: &[(u64, &str, bool, bool)] = &[
     (0x7461_636F, "ocfs2", true, false),
     (0x0116_1970, "gfs2", true, false),
     (0x0BD0_0BD0, "lustre", true, false),
+    (0x4750_4653, "gpfs", true, false),
+    (0x1983_0326, "beegfs", true, false),
+    (0x2003_0528, "orangefs", true, false),
+    // A VirtualBox shared folder: the host machine's files, written by another kernel.
+    (0x786F_4256, "vboxsf", true, false),
     (0x6573_5546, "fuse", false, false),
     (0x9FA0, "proc", false, true),
     (0x6265_6572, "sysfs", false, true),
@@ -81,7 +86,7 @@ const MAGICS: &[(u64, &str, bool, bool)] = &[
     (0x6E73_6673, "nsfs", false, true),
 ];
 
-/// FUSE subtypes that talk to another machine.
+/// FUSE subtypes that talk to another machine (or to another kernel: a VM's host).
 const NETWORK_FUSE: &[&str] = &[
     "sshfs",
     "s3fs",
@@ -104,7 +109,91 @@ const NETWORK_FUSE: &[&str] = &[
     "moosefs",
     "mfs",
     "seaweedfs",
+    "virtiofs",
+    "vmhgfs-fuse",
+    "gvfsd-fuse",
+    "kio-fuse",
+    "ossfs",
+    "cosfs",
+    "obsfs",
+    "cvmfs2",
+    "xtreemfs",
+    "alluxio-fuse",
+    "hdfs",
+    "fuse_dfs",
+    "ipfs",
+    "kbfsfuse",
+    "onedriver",
+    "google-drive-ocamlfuse",
+    "webdavfs",
+    "wdfs",
+    "sshfs-win",
 ];
+
+/// FUSE subtypes known to serve this machine's own data (stacked on a local directory,
+/// an archive, a device): local.
+const LOCAL_FUSE: &[&str] = &[
+    "fuse-overlayfs",
+    "bindfs",
+    "mergerfs",
+    "unionfs",
+    "unionfs-fuse",
+    "lxcfs",
+    "portal",
+    "doc",
+    "gocryptfs",
+    "encfs",
+    "cryfs",
+    "securefs",
+    "ntfs-3g",
+    "ntfs",
+    "exfat",
+    "squashfuse",
+    "squashfuse_ll",
+    "snapfuse",
+    "archivemount",
+    "fuse-zip",
+    "ratarmount",
+    "avfsd",
+    "jmtpfs",
+    "simple-mtpfs",
+    "ifuse",
+    "rar2fs",
+    "dislocker",
+];
+
+/// Whether a FUSE mount (`fuse.<subtype>` in mountinfo, and its mount source) is a network
+/// file system. Known subtypes decide; an unknown one is network when its source names a
+/// remote (`host:path`, `user@host:path`, `remote:`, `scheme://...`), and also when nothing
+/// says it is local: a lock there cannot be proven to be this machine's (spec §3).
+pub fn fuse_is_network(fs_type: &str, source: Option<&str>) -> bool {
+    if fs_type.starts_with("fuseblk") {
+        return false; // a local block device (ntfs-3g, exfat, ...)
+    }
+    let sub = fs_type.strip_prefix("fuse.").unwrap_or(fs_type);
+    if NETWORK_FUSE.contains(&sub) {
+        return true;
+    }
+    if LOCAL_FUSE.contains(&sub) {
+        return false;
+    }
+    let Some(src) = source else {
+        return true;
+    };
+    if src.contains("://") {
+        return true;
+    }
+    if let Some((before, _)) = src.split_once(':')
+        && !before.is_empty()
+        && !before.contains('/')
+        && !before.contains(char::is_whitespace)
+    {
+        return true;
+    }
+    // A local path or a program name as the source (bindfs, AppImage runtimes...): stacked
+    // on this machine's own files.
+    !(src.starts_with('/') || src == sub)
+}
 
 const FUSE_MAGIC: u64 = 0x6573_5546;
 
@@ -136,12 +225,15 @@ pub fn describe(dir: &Path, dev: u64) -> FsInfo {
         return FsInfo::unknown();
     };
     if m == FUSE_MAGIC {
-        let sub = fuse_subtype(dev).unwrap_or_else(|| "fuse".into());
-        let short = sub
-            .trim_start_matches("fuse.")
-            .trim_start_matches("fuseblk.");
-        let network = NETWORK_FUSE.contains(&short);
-        return FsInfo::new(sub, network);
+        // virtiofs shares the FUSE magic; its mountinfo type is `virtiofs`.
+        return match fuse_mount(dev) {
+            Some((kind, source)) => {
+                let network = fuse_is_network(&kind, source.as_deref());
+                FsInfo::new(kind, network)
+            }
+            // No mountinfo entry to say what it is: it cannot be proven local.
+            None => FsInfo::new("fuse", true),
+        };
     }
     match MAGICS.iter().find(|(mm, ..)| *mm == m) {
         Some((_, name, network, _)) => FsInfo::new(*name, *network),
@@ -149,8 +241,9 @@ pub fn describe(dir: &Path, dev: u64) -> FsInfo {
     }
 }
 
-/// The `fuse.<subtype>` name of the mount with device `dev`, from `/proc/self/mountinfo`.
-fn fuse_subtype(dev: u64) -> Option<String> {
+/// The type (`fuse.<subtype>`, `fuseblk`, `virtiofs`) and mount source of the mount with device
+/// `dev`, from `/proc/self/mountinfo`.
+fn fuse_mount(dev: u64) -> Option<(String, Option<String>)> {
     #[cfg(target_os = "linux")]
     {
         let want = format!(
@@ -162,7 +255,7 @@ fn fuse_subtype(dev: u64) -> Option<String> {
         infos
             .into_iter()
             .find(|m| m.majmin == want)
-            .map(|m| m.fs_type)
+            .map(|m| (m.fs_type, m.mount_source))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -206,6 +299,37 @@ mod tests {
                 .iter()
                 .any(|(m, n, net, _)| *m == 0x6969 && *n == "nfs" && *net)
         );
+    }
+
+    #[test]
+    fn classifies_fuse_mounts() {
+        for (kind, source, network) in [
+            ("fuse.sshfs", Some("root@127.0.0.1:/srv"), true),
+            ("fuse.sshfs", None, true),
+            ("fuse.rclone", Some("gdrive:"), true),
+            ("fuse.s3fs", Some("s3fs"), true),
+            ("fuse.gcsfuse", Some("my-bucket"), true),
+            ("fuse.glusterfs", Some("server:/vol"), true),
+            ("virtiofs", Some("myfs"), true),
+            ("fuseblk", Some("/dev/sdb1"), false),
+            ("fuse.fuse-overlayfs", Some("fuse-overlayfs"), false),
+            ("fuse.bindfs", Some("/home/me/src"), false),
+            ("fuse.lxcfs", Some("lxcfs"), false),
+            ("fuse.portal", Some("portal"), false),
+            // Unknown subtypes: by their source.
+            ("fuse.newfs", Some("alice@files.example:/x"), true),
+            ("fuse.newfs", Some("https://dav.example/x"), true),
+            ("fuse.newfs", Some("/home/me/data"), false),
+            ("fuse.newfs", Some("newfs"), false),
+            ("fuse.newfs", Some("a volume"), true),
+            ("fuse.newfs", None, true),
+        ] {
+            assert_eq!(
+                fuse_is_network(kind, source),
+                network,
+                "{kind} from {source:?}"
+            );
+        }
     }
 
     #[cfg(target_os = "linux")]

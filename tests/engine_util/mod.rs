@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod sshfs;
+pub mod torture;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -248,6 +251,7 @@ fn read_command() -> Option<String> {
 /// - `reclaim-pause`: `reclaim_with` the path; while holding the right to remove it, say
 ///   `paused` and wait for a line on stdin; then say `reclaimed` or `error <why>`, and wait for
 ///   stdin to close.
+/// - `try` / `try-fallback`: `try_acquire` once; say `acquired` (and release) or `error <why>`.
 /// - `stampede` / `stampede-fallback`: say `ready`; for each `go <unix_ms>` line, wait until that instant,
 ///   `try_acquire`, say `won` or `lost <why>`; after `won`, on `crash` exit without releasing.
 pub fn child_main() {
@@ -286,6 +290,13 @@ pub fn child_main() {
             }
             while read_command().is_some() {}
         }
+        "try" | "try-fallback" => match lock.try_acquire() {
+            Ok(g) => {
+                say("acquired");
+                drop(g);
+            }
+            Err(e) => say(&format!("error {e}")),
+        },
         "stampede" | "stampede-fallback" => {
             let mut held = None;
             say("ready");

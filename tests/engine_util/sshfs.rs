@@ -1,0 +1,277 @@
+//! A real network file system for tests: `sshd` on 127.0.0.1 (a free port, a throw-away host
+//! key and user key, a configuration file of its own) and `sshfs` mounting a directory of this
+//! machine through it. Everything is stopped and removed when the [`Sshfs`] is dropped:
+//! unmount, then the `sshfs` client, then `sshd`.
+//!
+//! [`Sshfs::start`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
+//! `sshfs` or `/dev/fuse`, not root): the caller skips with that reason.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+pub struct Sshfs {
+    /// Keys, configuration, logs, the exported directory and the mount point.
+    dir: tempfile::TempDir,
+    /// The mount point: the exported directory seen through sshfs.
+    pub mnt: PathBuf,
+    /// The exported directory itself (the "server side").
+    pub export: PathBuf,
+    sshd: Child,
+    sshfs: Option<Child>,
+}
+
+impl Sshfs {
+    /// Starts `sshd` and mounts its export with plain options, as a user would
+    /// (`sshfs host:dir mnt` with a key): no cache options.
+    pub fn start() -> Result<Sshfs, String> {
+        Sshfs::start_with(&[])
+    }
+
+    /// [`start`](Sshfs::start) with extra sshfs `-o` options.
+    pub fn start_with(options: &[&str]) -> Result<Sshfs, String> {
+        if !rustix::process::geteuid().is_root() {
+            return Err("not root: sshd and a FUSE mount need root here".into());
+        }
+        for (what, path) in [("sshd", SSHD), ("/dev/fuse", "/dev/fuse")] {
+            if !Path::new(path).exists() {
+                return Err(format!("{what} is not available ({path} missing)"));
+            }
+        }
+        for tool in ["sshfs", "ssh-keygen", "fusermount3"] {
+            if !in_path(tool) {
+                return Err(format!("{tool} is not installed"));
+            }
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("locksmith-sshfs")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let d = dir.path();
+        let export = d.join("export");
+        let mnt = d.join("mnt");
+        std::fs::create_dir(&export).unwrap();
+        std::fs::create_dir(&mnt).unwrap();
+        for key in ["host_key", "user_key"] {
+            let st = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(key))
+                .status()
+                .map_err(|e| format!("ssh-keygen: {e}"))?;
+            if !st.success() {
+                return Err(format!("ssh-keygen failed: {st}"));
+            }
+        }
+        // sshd refuses to start without its privilege separation directory.
+        std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
+
+        // A free port can be taken by someone else between our probe and sshd's bind: retry.
+        let mut last_err = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let config = d.join("sshd_config");
+            std::fs::write(
+                &config,
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {host}\n\
+                     AuthorizedKeysFile {auth}\nPermitRootLogin prohibit-password\n\
+                     PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                     UsePAM no\nStrictModes no\nPidFile none\nLogLevel ERROR\n\
+                     Subsystem sftp internal-sftp\n",
+                    host = d.join("host_key").display(),
+                    auth = d.join("user_key.pub").display(),
+                ),
+            )
+            .unwrap();
+            let log = std::fs::File::create(d.join("sshd.log")).unwrap();
+            // -D: stays in the foreground, a child of ours that Drop stops.
+            let mut sshd = Command::new(SSHD)
+                .arg("-D")
+                .arg("-f")
+                .arg(&config)
+                .arg("-E")
+                .arg(d.join("sshd.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("cannot start sshd: {e}"))?;
+            if !wait_listening(port, &mut sshd) {
+                let _ = sshd.kill();
+                let _ = sshd.wait();
+                last_err = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
+                continue;
+            }
+            let mut me = Sshfs {
+                mnt: mnt.clone(),
+                export: export.clone(),
+                sshd,
+                sshfs: None,
+                dir,
+            };
+            me.mount(port, options)?;
+            return Ok(me);
+        }
+        panic!("sshd did not start: {last_err}");
+    }
+
+    fn mount(&mut self, port: u16, options: &[&str]) -> Result<(), String> {
+        let d = self.dir.path();
+        let log = std::fs::File::create(d.join("sshfs.log")).unwrap();
+        let child = Command::new("sshfs")
+            .arg(format!("root@127.0.0.1:{}", self.export.display()))
+            .arg(&self.mnt)
+            .arg("-f")
+            .arg("-o")
+            .arg(format!(
+                "port={port},IdentityFile={},StrictHostKeyChecking=no,\
+                 UserKnownHostsFile=/dev/null,BatchMode=yes,LogLevel=ERROR",
+                d.join("user_key").display()
+            ))
+            .args(options.iter().flat_map(|o| ["-o", *o]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start sshfs: {e}"))?;
+        self.sshfs = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.mounted() {
+            if let Some(st) = self.sshfs.as_mut().unwrap().try_wait().unwrap() {
+                let log = std::fs::read_to_string(d.join("sshfs.log")).unwrap_or_default();
+                // No FUSE mounts allowed here (a container without the capability or the
+                // device): unavailable, not a failure of ours.
+                if ["/dev/fuse", "fusermount", "fuse: "]
+                    .iter()
+                    .any(|w| log.contains(w))
+                {
+                    return Err(format!("FUSE mounts are not possible here: {}", log.trim()));
+                }
+                panic!("sshfs exited with {st} before mounting: {log}");
+            }
+            assert!(Instant::now() < deadline, "sshfs did not mount in time");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Whether the mount point is an sshfs mount now.
+    fn mounted(&self) -> bool {
+        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+            return false;
+        };
+        let mnt = self.mnt.to_string_lossy();
+        info.lines().any(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.len() > 4 && f[4] == mnt && l.contains(" - fuse.sshfs ")
+        })
+    }
+
+    /// Names in the exported directory, as the server sees them (no cache in between).
+    pub fn server_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.export)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Sshfs {
+    fn drop(&mut self) {
+        if self.mounted() {
+            let ok = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.mnt)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                // Busy (a process of a failed test still inside): detach it.
+                let _ = Command::new("fusermount3")
+                    .arg("-uz")
+                    .arg(&self.mnt)
+                    .status();
+            }
+        }
+        if let Some(mut c) = self.sshfs.take() {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while c.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = self.sshd.kill();
+        let _ = self.sshd.wait();
+    }
+}
+
+fn in_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts connections on the port, while sshd is still running.
+fn wait_listening(port: u16, sshd: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if sshd.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A command run as "another host" sharing this machine's mounts: a new UTS namespace with
+/// host name `host`, and a mount namespace in which `/proc/sys/kernel/random/boot_id` reads
+/// `boot_id` (another kernel, as a second machine would have). `Err` when namespaces cannot
+/// be made here.
+pub fn other_host(
+    host: &str,
+    boot_id: &str,
+    program: &str,
+    args: &[&str],
+) -> Result<Command, String> {
+    let probe = Command::new("unshare")
+        .args(["-mu", "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !matches!(probe, Ok(s) if s.success()) {
+        return Err("unshare -mu does not work here".into());
+    }
+    let f = tempfile::Builder::new()
+        .prefix("locksmith-boot-id")
+        .tempfile()
+        .unwrap();
+    std::fs::write(f.path(), format!("{boot_id}\n")).unwrap();
+    let (_, path) = f.keep().unwrap();
+    let mut c = Command::new("unshare");
+    c.args(["-mu", "sh", "-c"])
+        .arg(
+            "hostname \"$1\" && mount --bind \"$2\" /proc/sys/kernel/random/boot_id && rm -f \"$2\" && shift 2 && exec \"$@\"",
+        )
+        .arg("sh")
+        .arg(host)
+        .arg(&path)
+        .arg(program)
+        .args(args);
+    Ok(c)
+}
