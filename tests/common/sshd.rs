@@ -53,8 +53,14 @@ fn keygen(path: &Path) {
 }
 
 impl Sshd {
-    /// Starts sshd in a new UTS namespace whose host name is `hostname`.
+    /// Starts sshd in a new UTS namespace whose host name is `hostname` (another "machine").
     pub fn start(hostname: &str) -> Sshd {
+        Sshd::start_as(Some(hostname))
+    }
+
+    /// Starts sshd on this host as it is (`hostname` `None`), or in a new UTS namespace whose
+    /// host name is `hostname`. It serves SFTP too (for sshfs).
+    pub fn start_as(hostname: Option<&str>) -> Sshd {
         let dir = tempfile::Builder::new()
             .prefix("locksmith-sshd-")
             .tempdir()
@@ -63,52 +69,76 @@ impl Sshd {
         keygen(&d.join("host_key"));
         keygen(&d.join("user_key"));
         std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        let name = hostname.map(str::to_string).unwrap_or_else(|| {
+            rustix::system::uname()
+                .nodename()
+                .to_string_lossy()
+                .into_owned()
+        });
         let host_pub = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
         let host_pub = host_pub
             .split_whitespace()
             .take(2)
             .collect::<Vec<_>>()
             .join(" ");
-        std::fs::write(d.join("known_hosts"), format!("{hostname} {host_pub}\n")).unwrap();
+        std::fs::write(d.join("known_hosts"), format!("{name} {host_pub}\n")).unwrap();
         // Privilege separation needs this directory.
         std::fs::create_dir_all("/run/sshd").unwrap();
-        let port = free_port();
-        std::fs::write(
-            d.join("sshd_config"),
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile {pid}\n\
-                 AuthorizedKeysFile {ak}\nStrictModes no\nUsePAM no\n\
-                 PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
-                 KbdInteractiveAuthentication no\nLogLevel ERROR\n",
-                hk = d.join("host_key").display(),
-                pid = d.join("sshd.pid").display(),
-                ak = d.join("authorized_keys").display(),
-            ),
-        )
-        .unwrap();
-        let child = Command::new("unshare")
-            .args(["-u", "sh", "-c"])
-            .arg(format!(
-                "hostname {hostname} && exec /usr/sbin/sshd -D -e -f {}",
-                d.join("sshd_config").display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
+        // A free port can be taken by someone else between our probe and sshd's bind: retry.
+        for _ in 0..5 {
+            let port = free_port();
+            std::fs::write(
+                d.join("sshd_config"),
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile none\n\
+                     AuthorizedKeysFile {ak}\nStrictModes no\nUsePAM no\n\
+                     PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+                     KbdInteractiveAuthentication no\nLogLevel ERROR\n\
+                     Subsystem sftp internal-sftp\n",
+                    hk = d.join("host_key").display(),
+                    ak = d.join("authorized_keys").display(),
+                ),
+            )
             .unwrap();
-        let sshd = Sshd {
-            dir,
-            port,
-            hostname: hostname.to_string(),
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "sshd did not start on {port}");
-            std::thread::sleep(Duration::from_millis(50));
+            let sshd = format!(
+                "exec /usr/sbin/sshd -D -e -f {}",
+                d.join("sshd_config").display()
+            );
+            let script = match hostname {
+                Some(h) => format!("hostname {h} && {sshd}"),
+                None => sshd,
+            };
+            let mut cmd = match hostname {
+                Some(_) => {
+                    let mut c = Command::new("unshare");
+                    c.args(["-u", "sh", "-c"]);
+                    c
+                }
+                None => {
+                    let mut c = Command::new("sh");
+                    c.arg("-c");
+                    c
+                }
+            };
+            let mut child = cmd
+                .arg(script)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            if listening(port, &mut child) {
+                return Sshd {
+                    dir,
+                    port,
+                    hostname: name,
+                    child,
+                };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
         }
-        sshd
+        panic!("sshd did not start");
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
@@ -128,6 +158,21 @@ impl Sshd {
             self.path(known_hosts).display(),
         )
     }
+}
+
+/// Waits until something accepts connections on `port` while `sshd` still runs.
+fn listening(port: u16, sshd: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if sshd.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
 
 impl Drop for Sshd {

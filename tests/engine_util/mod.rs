@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../common/sshd.rs"]
+pub mod sshd;
 pub mod sshfs;
 pub mod torture;
 

@@ -6,21 +6,20 @@
 //! [`Sshfs::start`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
 //! `sshfs` or `/dev/fuse`, not root): the caller skips with that reason.
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SSHD: &str = "/usr/sbin/sshd";
+use super::sshd::Sshd;
 
 pub struct Sshfs {
-    /// Keys, configuration, logs, the exported directory and the mount point.
+    /// The exported directory and the mount point.
     dir: tempfile::TempDir,
     /// The mount point: the exported directory seen through sshfs.
     pub mnt: PathBuf,
     /// The exported directory itself (the "server side").
     pub export: PathBuf,
-    sshd: Child,
+    sshd: Sshd,
     sshfs: Option<Child>,
 }
 
@@ -33,15 +32,13 @@ impl Sshfs {
 
     /// [`start`](Sshfs::start) with extra sshfs `-o` options.
     pub fn start_with(options: &[&str]) -> Result<Sshfs, String> {
-        if !rustix::process::geteuid().is_root() {
-            return Err("not root: sshd and a FUSE mount need root here".into());
+        if let Some(why) = super::sshd::unavailable() {
+            return Err(why);
         }
-        for (what, path) in [("sshd", SSHD), ("/dev/fuse", "/dev/fuse")] {
-            if !Path::new(path).exists() {
-                return Err(format!("{what} is not available ({path} missing)"));
-            }
+        if !Path::new("/dev/fuse").exists() {
+            return Err("/dev/fuse is not available".into());
         }
-        for tool in ["sshfs", "ssh-keygen", "fusermount3"] {
+        for tool in ["sshfs", "fusermount3"] {
             if !in_path(tool) {
                 return Err(format!("{tool} is not installed"));
             }
@@ -50,76 +47,26 @@ impl Sshfs {
             .prefix("locksmith-sshfs")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let d = dir.path();
-        let export = d.join("export");
-        let mnt = d.join("mnt");
+        let export = dir.path().join("export");
+        let mnt = dir.path().join("mnt");
         std::fs::create_dir(&export).unwrap();
         std::fs::create_dir(&mnt).unwrap();
-        for key in ["host_key", "user_key"] {
-            let st = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(d.join(key))
-                .status()
-                .map_err(|e| format!("ssh-keygen: {e}"))?;
-            if !st.success() {
-                return Err(format!("ssh-keygen failed: {st}"));
-            }
-        }
-        // sshd refuses to start without its privilege separation directory.
-        std::fs::create_dir_all("/run/sshd").map_err(|e| format!("/run/sshd: {e}"))?;
-
-        // A free port can be taken by someone else between our probe and sshd's bind: retry.
-        let mut last_err = String::new();
-        for _ in 0..5 {
-            let port = free_port();
-            let config = d.join("sshd_config");
-            std::fs::write(
-                &config,
-                format!(
-                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {host}\n\
-                     AuthorizedKeysFile {auth}\nPermitRootLogin prohibit-password\n\
-                     PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                     UsePAM no\nStrictModes no\nPidFile none\nLogLevel ERROR\n\
-                     Subsystem sftp internal-sftp\n",
-                    host = d.join("host_key").display(),
-                    auth = d.join("user_key.pub").display(),
-                ),
-            )
-            .unwrap();
-            let log = std::fs::File::create(d.join("sshd.log")).unwrap();
-            // -D: stays in the foreground, a child of ours that Drop stops.
-            let mut sshd = Command::new(SSHD)
-                .arg("-D")
-                .arg("-f")
-                .arg(&config)
-                .arg("-E")
-                .arg(d.join("sshd.log"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .map_err(|e| format!("cannot start sshd: {e}"))?;
-            if !wait_listening(port, &mut sshd) {
-                let _ = sshd.kill();
-                let _ = sshd.wait();
-                last_err = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
-                continue;
-            }
-            let mut me = Sshfs {
-                mnt: mnt.clone(),
-                export: export.clone(),
-                sshd,
-                sshfs: None,
-                dir,
-            };
-            me.mount(port, options)?;
-            return Ok(me);
-        }
-        panic!("sshd did not start: {last_err}");
+        let sshd = Sshd::start_as(None);
+        let port = sshd.port;
+        let mut me = Sshfs {
+            mnt,
+            export,
+            sshd,
+            sshfs: None,
+            dir,
+        };
+        me.mount(port, options)?;
+        Ok(me)
     }
 
     fn mount(&mut self, port: u16, options: &[&str]) -> Result<(), String> {
         let d = self.dir.path();
+        let key = self.sshd.path("user_key");
         let log = std::fs::File::create(d.join("sshfs.log")).unwrap();
         let child = Command::new("sshfs")
             .arg(format!("root@127.0.0.1:{}", self.export.display()))
@@ -129,7 +76,7 @@ impl Sshfs {
             .arg(format!(
                 "port={port},IdentityFile={},StrictHostKeyChecking=no,\
                  UserKnownHostsFile=/dev/null,BatchMode=yes,LogLevel=ERROR",
-                d.join("user_key").display()
+                key.display()
             ))
             .args(options.iter().flat_map(|o| ["-o", *o]))
             .stdin(Stdio::null())
@@ -207,37 +154,12 @@ impl Drop for Sshfs {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let _ = self.sshd.kill();
-        let _ = self.sshd.wait();
     }
 }
 
 fn in_path(tool: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts connections on the port, while sshd is still running.
-fn wait_listening(port: u16, sshd: &mut Child) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if sshd.try_wait().ok().flatten().is_some() {
-            return false;
-        }
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
 }
 
 /// A command run as "another host" sharing this machine's mounts: a new UTS namespace with
