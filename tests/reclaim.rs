@@ -326,3 +326,109 @@ fn a_lock_whose_status_changed_is_kept() {
     );
     assert!(path.exists());
 }
+
+/// The findings of a real scan of `root` (the walker's, with the directories they were found
+/// in), through the library.
+fn scan_findings(root: &Path) -> Vec<Finding> {
+    let config = Config::embedded();
+    let roots = config.roots(&[root.to_path_buf()]);
+    let found = std::sync::Mutex::new(Vec::new());
+    let sink = |e: scan::ScanEvent| {
+        if let scan::ScanEvent::Found(f) = e {
+            found.lock().unwrap().push(*f);
+        }
+    };
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    scan::scan(&config, &roots, &Snapshot::take(), &cancel, &sink).unwrap();
+    found.into_inner().unwrap()
+}
+
+/// A tree `root/a/b/NAME` and, outside it, `secret/b/NAME` with the same content; after the
+/// scan, `root/a` is swapped for a symlink to `secret` or for another directory holding the
+/// same names. Reclaim must refuse: nothing outside the tree is removed, nor anything the scan
+/// did not see.
+fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: &str) {
+    let root = env.path().join("root");
+    let secret = env.path().join("secret");
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::create_dir_all(secret.join("b")).unwrap();
+    let lock = root.join("a/b").join(name);
+    let outside = secret.join("b").join(name);
+    fs::write(&lock, content).unwrap();
+    fs::write(&outside, content).unwrap();
+
+    let findings = scan_findings(&root);
+    let f = findings.iter().find(|f| f.path == lock).expect("found");
+    assert_eq!((f.dialect, f.judgement.verdict), (dialect, Verdict::Stale));
+
+    // A symlink in the middle of the path.
+    fs::rename(root.join("a"), env.path().join("a.orig")).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("a")).unwrap();
+    // The UI's refresh does not judge the file outside either.
+    let again = scan::rejudge(f, &Snapshot::take(), &Config::embedded());
+    assert!(again.is_err(), "{again:?}");
+    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    assert_eq!(o.action, Action::Kept, "{o:?}");
+    assert!(
+        o.error
+            .as_deref()
+            .unwrap()
+            .contains("without following a symlink"),
+        "{o:?}"
+    );
+    assert_eq!(fs::read(&outside).unwrap(), content);
+
+    // Another real directory at the same place, holding the same names.
+    fs::remove_file(root.join("a")).unwrap();
+    fs::create_dir_all(root.join("a/b")).unwrap();
+    fs::write(&lock, content).unwrap();
+    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    assert_eq!(o.action, Action::Kept, "{o:?}");
+    assert!(
+        o.error
+            .as_deref()
+            .unwrap()
+            .contains("not the directory that was scanned"),
+        "{o:?}"
+    );
+    assert!(lock.exists());
+
+    // Put back, the judged file is reclaimed.
+    fs::remove_dir_all(root.join("a")).unwrap();
+    fs::rename(env.path().join("a.orig"), root.join("a")).unwrap();
+    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    assert_eq!(o.action, Action::Removed, "{o:?}");
+    assert!(!lock.exists());
+    assert_eq!(fs::read(&outside).unwrap(), content);
+    assert!(env.journal().iter().all(|l| l["event"] != "reclaim-failed"));
+    // Nothing is left beside it under a private name.
+    assert_eq!(fs::read_dir(root.join("a/b")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_directory_swapped_after_the_scan_is_refused() {
+    let env = Env::new();
+    let content = format!("{}\n", dead_pid());
+    swapped_directory_is_refused(&env, "svc.pid", content.as_bytes(), "pidfile");
+}
+
+/// The same through the engine's protocol, for a lock of our own dialect left by a crash.
+#[test]
+fn a_directory_swapped_after_the_scan_is_refused_for_our_own_locks() {
+    let env = Env::new();
+    let made = env.path().join("made.lock");
+    let mut holder = GroupGuard::spawn(
+        std::process::Command::new(env!("CARGO_BIN_EXE_locksmith"))
+            .arg("lock")
+            .arg(&made)
+            .args(["--", "sleep", "600"])
+            .stdin(std::process::Stdio::null()),
+    );
+    wait_for("the engine's lock", || {
+        fs::read(&made).ok().filter(|r| !r.is_empty()).map(|_| ())
+    });
+    holder.kill();
+    let record = fs::read(&made).unwrap();
+    fs::remove_file(&made).unwrap();
+    swapped_directory_is_refused(&env, "job.lock", &record, "locksmith");
+}

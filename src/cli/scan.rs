@@ -79,12 +79,22 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
             copies: config.saved,
             remove_uncopied: args.remove_uncopied,
         };
-        let outcomes = report
+        let stale = report
             .findings
             .iter()
-            .filter(|f| f.judgement.verdict == Verdict::Stale)
-            .map(|f| reclaim_asking_again(f, &config, &opts, args))
-            .collect();
+            .filter(|f| f.judgement.verdict == Verdict::Stale);
+        // A lock proven stale by its host's answer is judged again by asking again, right
+        // before removal, like every reclaim judges again.
+        let outcomes = reclaim::reclaim_all_settled(stale, &config, &opts, |judged, fresh| {
+            if judged.judgement.remote.is_some() && ask {
+                remote::ask_and_settle(
+                    std::slice::from_mut(fresh),
+                    &config.ask_hosts,
+                    args.ask_hosts,
+                    &|_| {},
+                );
+            }
+        });
         report = report.with_reclaimed(outcomes);
     }
     let code = if report.stale_remaining() > 0 { 1 } else { 0 };
@@ -111,32 +121,6 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
 /// Whether foreign locks' hosts are asked: `--ask-hosts`, or hosts listed in the configuration.
 fn asking(args: &ScanArgs, config: &Config) -> bool {
     args.ask_hosts || !config.ask_hosts.hosts.is_empty()
-}
-
-/// Reclaims a lock; one proven stale by its host's answer is judged again by asking again, right
-/// before removal, like every reclaim judges again.
-fn reclaim_asking_again(
-    f: &Finding,
-    config: &Config,
-    opts: &ReclaimOptions,
-    args: &ScanArgs,
-) -> reclaim::Outcome {
-    if f.judgement.remote.is_none() || !asking(args, config) {
-        return reclaim::reclaim(f, config, opts);
-    }
-    reclaim::reclaim_rejudged(f, opts, &config.windows, |path| {
-        let snap = Snapshot::take();
-        let mut fresh = scan::judge_path(path, &snap, config)?;
-        if let Some(fresh) = fresh.as_mut() {
-            remote::ask_and_settle(
-                std::slice::from_mut(fresh),
-                &config.ask_hosts,
-                args.ask_hosts,
-                &|_| {},
-            );
-        }
-        Ok(fresh)
-    })
 }
 
 /// `--json` is short for `--format json`; the table is the default.

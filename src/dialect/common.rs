@@ -199,13 +199,15 @@ pub fn fmt_age(ms: i64) -> String {
 }
 
 /// Whether process `pid` has a file under `dir` open (reads `/proc/<pid>/fd` of that one
-/// process). `None` when its descriptors cannot be read.
+/// process). `None` when its descriptors cannot be read. Our own handle on `dir` itself (the
+/// judge reads a lock through its directory's descriptor) does not count.
 pub fn has_open_under(pid: i32, dir: &Path) -> Option<bool> {
     let dir = std::fs::canonicalize(dir).ok()?;
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let ours = pid == std::process::id() as i32;
     Some(fds.flatten().any(|fd| {
         std::fs::read_link(fd.path())
-            .map(|target| target.starts_with(&dir))
+            .map(|target| target.starts_with(&dir) && !(ours && target == dir))
             .unwrap_or(false)
     }))
 }

@@ -432,7 +432,34 @@ pub fn reclaim_with_windows(
     windows: &Windows,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
-    let place = Place::open(path)?;
+    reclaim_place(Place::open(path)?, expected, windows, before_unlink)
+}
+
+/// [`reclaim_with_windows`] for the entry `name` of a directory the caller has already opened
+/// and checked (reclaim reaches it from the scan root without following symlinks): nothing
+/// is resolved through `path`, which names the lock in messages only.
+pub fn reclaim_at(
+    dir: std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+    expected: Option<Identity>,
+    windows: &Windows,
+    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+) -> Result<Judgement, EngineError> {
+    reclaim_place(
+        Place::at(dir, name, path)?,
+        expected,
+        windows,
+        before_unlink,
+    )
+}
+
+fn reclaim_place(
+    place: Place,
+    expected: Option<Identity>,
+    windows: &Windows,
+    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+) -> Result<Judgement, EngineError> {
     let ex = match remove::examine(&place, windows, false)? {
         Existing::Judged(ex) => ex,
         Existing::HeldUnreadable(j) => return Err(place.err(ErrorKind::NotStale(j))),

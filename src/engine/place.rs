@@ -6,7 +6,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, Metadata};
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -90,6 +90,28 @@ impl Place {
             path: path.to_path_buf(),
             dir: Arc::new(dir),
             name,
+            fs,
+        })
+    }
+
+    /// The entry `name` of the open directory `dir` (`path` names it in messages and for the
+    /// judges; it is not resolved).
+    pub fn at(dir: OwnedFd, name: &OsStr, path: &Path) -> Result<Self, EngineError> {
+        let st = rustix::fs::fstat(&dir)
+            .map_err(|e| EngineError::io(path, "stat the lock's directory", e.into()))?;
+        // The file system of the open directory itself, through its descriptor where /proc
+        // has it.
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+        let dir_path = if by_fd.exists() {
+            by_fd
+        } else {
+            path.parent().unwrap_or(Path::new(".")).to_path_buf()
+        };
+        let fs = crate::probe::fs::describe(&dir_path, dev_ino(&st).0);
+        Ok(Place {
+            path: path.to_path_buf(),
+            dir: Arc::new(dir),
+            name: name.to_os_string(),
             fs,
         })
     }

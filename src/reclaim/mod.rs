@@ -1,26 +1,51 @@
-//! Reclaim: removing a lock proven stale at the moment of removal (spec §5).
+//! Reclaim: removing a lock proven stale at the moment of removal (spec §5), safely even when
+//! run as root over directories other users can write to.
 //!
-//! The verdict a user saw may be seconds old, so [`reclaim`] judges the path again with a fresh
-//! evidence snapshot and removes it only when, at that moment:
+//! The verdict a user saw may be seconds old, so [`reclaim_all`] judges each lock again and
+//! removes it only when, at that moment:
 //! - it is still `stale` (`foreign` only with [`ReclaimOptions::force_foreign`]);
-//! - the path still names the very file that was judged (device, inode, size, mtime);
+//! - it is still the very file that was judged (device, inode, size, mtime, ctime);
 //! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]).
 //!
-//! Removal goes through a directory descriptor opened `O_NOFOLLOW|O_DIRECTORY` and `unlinkat`
-//! on the last component (`AT_REMOVEDIR` for a mkdir-lock); a symlink lock is removed as a
-//! link and never followed. Nothing is lost: before removal the file (or the link text, or a
-//! note for a directory) is copied into the state directory and a line is appended to its
-//! `journal.jsonl`. Locks of the `locksmith` dialect go through the engine's reclaim protocol,
-//! which holds the lock's kernel lock while it removes it.
+//! How the file is reached and removed:
+//! - **From the scan root, never through the path string.** The lock's directory is opened
+//!   from the root's descriptor one component at a time without following symlinks, and each
+//!   directory must be the one the walker saw (see [`scan::anchor`]). Re-judging reads the
+//!   file through that directory's descriptor.
+//! - **Moved aside, then verified.** The judged name is renamed to a private name in the same
+//!   directory (`renameat2(RENAME_NOREPLACE)`); the inode now under the private name must be
+//!   the one that was judged, unchanged, with no kernel lock on it. If it is not, it is put
+//!   back (`RENAME_NOREPLACE`, so nothing that appeared at the name since is replaced) and the
+//!   lock is reported as kept. A lock renamed over the judged one at any moment is therefore
+//!   never removed: either it was moved aside and fails the check, or it took the name after
+//!   the judged file had left it.
+//! - **Copied, removed, then journaled.** The copy is staged in the state directory from the
+//!   file under the private name (exactly the file that is then removed: the link text for a
+//!   symlink, its metadata for a directory), then the private name is unlinked (`AT_REMOVEDIR`
+//!   for a mkdir-lock, which must be empty), and only then the copy is named and the journal
+//!   line written; a lock that is kept leaves neither. What the state directory's limits do
+//!   not let it copy is kept, unless [`ReclaimOptions::remove_uncopied`].
+//!
+//! One evidence snapshot serves a whole batch: the identity check and the move aside carry
+//! the safety, and kernel locks, which may be taken on a file without changing it, are asked
+//! of the kernel again for each lock once it has been moved aside (`F_OFD_GETLK`, and a
+//! non-blocking `flock` of our own, released at once).
+//!
+//! Locks of the `locksmith` dialect go through the engine's reclaim protocol, which holds the
+//! lock's kernel lock while it removes it; it too is given the directory reached from the root,
+//! never the path.
 
+use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::dialect::{EntryKind, Windows};
 use crate::probe::Snapshot;
 use crate::report::escape;
-use crate::scan::{self, Finding, Identity, ScanError};
+use crate::scan::anchor::DirNode;
+use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::{Judgement, Verdict};
 
 pub mod journal;
@@ -33,6 +58,9 @@ pub use state::{
     CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,
     sha256_hex,
 };
+
+/// The marker in the private name a lock is moved to just before it is removed.
+pub const ASIDE_MARKER: &str = ".locksmith-aside-";
 
 /// How reclaim behaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,25 +142,118 @@ impl Outcome {
     }
 }
 
-/// Reclaims one lock: judges it again with a fresh snapshot and the scanner's rules, and
-/// removes it only if it is still stale and still the same file (see the module docs).
+/// Reclaims one lock: see [`reclaim_all`].
 pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) -> Outcome {
-    reclaim_rejudged(finding, opts, &config.windows, |path| {
-        let snap = Snapshot::take();
-        scan::judge_path(path, &snap, config)
-    })
+    reclaim_all([finding], config, opts)
+        .pop()
+        .expect("one outcome per finding")
 }
 
-/// [`reclaim`] with the re-judging step given by the caller (`rejudge` must look at the
-/// machine now, as [`scan::judge_path`] with a fresh [`Snapshot`] does).
+/// Reclaims each of `findings`, in order, with one fresh evidence snapshot for the batch:
+/// each is judged again through its directory (reached from its root, see the module docs)
+/// and removed only if it is still stale (or foreign, when forced) and still the same file.
+/// One outcome per finding, in the same order.
+pub fn reclaim_all<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    config: &scan::Config,
+    opts: &ReclaimOptions,
+) -> Vec<Outcome> {
+    reclaim_all_settled(findings, config, opts, |_, _| {})
+}
+
+/// [`reclaim_all`] with a step that completes each fresh judgement before it is checked:
+/// `settle(judged, fresh)` may change `fresh` (the command line asks a foreign lock's host
+/// again there).
+pub fn reclaim_all_settled<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    config: &scan::Config,
+    opts: &ReclaimOptions,
+    settle: impl Fn(&Finding, &mut Finding),
+) -> Vec<Outcome> {
+    let snap = Snapshot::take();
+    let mut dirs = DirCache::default();
+    findings
+        .into_iter()
+        .map(|f| {
+            reclaim_in(f, opts, &config.windows, &mut dirs, |dir, name| {
+                let mut fresh =
+                    scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?;
+                if let Some(fresh) = fresh.as_mut() {
+                    settle(f, fresh);
+                }
+                Ok(fresh)
+            })
+        })
+        .collect()
+}
+
+/// [`reclaim`] with the re-judging step given by the caller: `rejudge` gets the lock's
+/// directory (reached as the module docs say) and name, and must look at the machine now,
+/// reading the file through that directory, as [`scan::judge_at`] with a fresh [`Snapshot`]
+/// does.
 pub fn reclaim_rejudged(
     finding: &Finding,
     opts: &ReclaimOptions,
     windows: &Windows,
-    rejudge: impl FnOnce(&Path) -> Result<Option<Finding>, ScanError>,
+    rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
+) -> Outcome {
+    reclaim_in(finding, opts, windows, &mut DirCache::default(), rejudge)
+}
+
+/// The directory of the previous lock, kept open for the next one of a batch in the same
+/// directory (the usual case), so that the chain from the root is walked once per directory.
+#[derive(Default)]
+struct DirCache {
+    last: Option<(Arc<DirNode>, PathBuf, Arc<OwnedFd>)>,
+}
+
+impl DirCache {
+    /// The verified directory of `f` and its file name.
+    fn open(&mut self, f: &Finding) -> io::Result<(Arc<OwnedFd>, OsString)> {
+        let parent = f.path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = f
+            .path
+            .file_name()
+            .ok_or_else(|| io::Error::other("the path has no file name"))?
+            .to_os_string();
+        let Some(anchor) = &f.anchor else {
+            // Made by hand, not found by the scanner: its directory as it is now.
+            let (_, dir, name) = Anchor::of_parent(&f.path)?;
+            return Ok((Arc::new(dir), name));
+        };
+        if let Some((node, p, dir)) = &self.last
+            && Arc::ptr_eq(node, &anchor.dir)
+            && *p == parent
+        {
+            return Ok((dir.clone(), name));
+        }
+        self.last = None;
+        let (dir, name) = anchor.open_parent(&f.path)?;
+        let dir = Arc::new(dir);
+        self.last = Some((anchor.dir.clone(), parent, dir.clone()));
+        Ok((dir, name))
+    }
+}
+
+fn reclaim_in(
+    finding: &Finding,
+    opts: &ReclaimOptions,
+    windows: &Windows,
+    dirs: &mut DirCache,
+    rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
     let path = finding.path.as_path();
-    let fresh = match rejudge(path) {
+    let (dir, name) = match dirs.open(finding) {
+        Ok(d) => d,
+        Err(e) => {
+            let why = format!(
+                "cannot open the directory of {} as it was scanned: {e}",
+                escape::display_path(path)
+            );
+            return Outcome::kept(path, Judgement::new(Verdict::Unknown, why.clone()), why);
+        }
+    };
+    let fresh = match rejudge(dir.as_fd(), &name) {
         Ok(Some(f)) => f,
         Ok(None) => {
             let why = "it is no longer a lock (removed or replaced since it was judged)";
@@ -157,9 +278,9 @@ pub fn reclaim_rejudged(
         };
     }
     let result = if fresh.dialect == "locksmith" {
-        remove_through_engine(&fresh, opts, windows)
+        remove_through_engine(&dir, &name, &fresh, opts, windows)
     } else {
-        remove_file(&fresh, opts).map_err(|e| (e, None))
+        remove_aside(&dir, &name, &fresh, opts).map_err(|e| (e, None))
     };
     match result {
         Ok((saved_to, error)) => Outcome {
@@ -222,55 +343,117 @@ fn identity_change(a: &Identity, b: &Identity) -> String {
     what.join(", ")
 }
 
-/// Copies, removes and journals a lock of any dialect but ours. Returns where the copy is.
-fn remove_file(f: &Finding, opts: &ReclaimOptions) -> Result<Removed, String> {
-    let path = &f.path;
-    let (dir, name) = sys::open_parent(path).map_err(|e| {
-        format!(
-            "cannot open the directory of {}: {e}",
-            escape::display_path(path)
-        )
+/// Whether `now` (under the private name) is the file `held` was, unchanged: the same inode,
+/// size and mtime (the rename itself moves the ctime).
+fn same_file(held: &Identity, now: &Identity) -> bool {
+    (held.dev, held.ino, held.size, held.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns)
+}
+
+/// Moves the judged file aside, checks it, stages a copy of it, removes it and journals it
+/// (see the module docs). Returns where the copy is.
+fn remove_aside(
+    dir: &OwnedFd,
+    name: &OsStr,
+    f: &Finding,
+    opts: &ReclaimOptions,
+) -> Result<Removed, String> {
+    // Hold the judged inode: it is what the name must still be, and what is removed.
+    let held = sys::open_path(dir, name).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => "it was removed meanwhile".to_string(),
+        _ => format!("cannot open it: {e}"),
     })?;
-    let check = || -> Result<(), String> {
-        let now = sys::identity_at(&dir, &name).map_err(|e| format!("cannot stat it: {e}"))?;
-        if now != f.identity {
+    let held_id = sys::identity_fd(&held).map_err(|e| format!("cannot stat it: {e}"))?;
+    if held_id != f.identity {
+        return Err(format!(
+            "the file changed since it was judged ({})",
+            identity_change(&f.identity, &held_id)
+        ));
+    }
+    // No copy can be kept: nothing is moved.
+    let state = open_state(opts)?;
+    let aside = sys::move_aside(dir, name).map_err(|e| format!("cannot move it aside: {e}"))?;
+    let shown_aside = escape::display_path(Path::new(&aside));
+    // Any refusal from here on puts the file back first, and says so when it cannot.
+    let put_back = |why: String| -> String {
+        match sys::put_back(dir, &aside, name) {
+            Ok(()) => why,
+            Err(e) => {
+                let why = format!(
+                    "{why}; it stays under the name {shown_aside} beside it: it could not be \
+                     put back ({e})"
+                );
+                journal_failure(&state, f, &why);
+                why
+            }
+        }
+    };
+    let check = |when: &str| -> Result<(), String> {
+        let now = sys::identity_at(dir, &aside).map_err(|e| format!("cannot stat it: {e}"))?;
+        if !same_file(&held_id, &now) {
             return Err(format!(
-                "the file changed since it was judged ({})",
-                identity_change(&f.identity, &now)
+                "another file took its name {when} ({})",
+                identity_change(&held_id, &now)
             ));
         }
         Ok(())
     };
-    check()?;
-    let state = open_state(opts)?;
+    check("just before it was moved aside").map_err(&put_back)?;
+    // A kernel lock can be taken without changing the file, so it is looked for now, with the
+    // file out of reach of anyone who has not opened it already; then the copy is staged from
+    // the file under the private name.
     let staged = match f.kind {
         EntryKind::File => {
-            let fd = sys::open_file_at(&dir, &name, &f.identity)
-                .map_err(|e| format!("cannot save a copy first: {e}"))?;
+            let fd = sys::open_file_at(dir, &aside, &held_id)
+                .map_err(|e| put_back(format!("cannot save a copy first: {e}")))?;
+            if sys::kernel_locked(fd.as_fd(), &held_id) {
+                return Err(put_back("a kernel lock is held on it now".into()));
+            }
             state.stage(f, Source::File(fd.as_fd()))
         }
-        EntryKind::Symlink | EntryKind::Dir => state.stage(f, Source::At(dir.as_fd(), &name)),
-        EntryKind::Other => return Err("it is not a file, a symlink or a directory".into()),
+        EntryKind::Symlink => state.stage(f, Source::At(dir.as_fd(), &aside)),
+        EntryKind::Dir => {
+            if sys::dir_locked(dir, &aside, &held_id) {
+                return Err(put_back("a kernel lock is held on it now".into()));
+            }
+            state.stage(f, Source::At(dir.as_fd(), &aside))
+        }
+        EntryKind::Other => {
+            return Err(put_back(
+                "it is not a file, a symlink or a directory".into(),
+            ));
+        }
     };
     let staged = uncopied_or(staged, f, opts, &state, || {
-        sys::meta_at(&dir, &name).map_err(|e| format!("cannot stat it: {e}"))
-    })?;
-    // The copy took time: the file must still be the one that was judged and copied.
-    let removed = check().and_then(|()| {
-        sys::unlink_at(&dir, &name, f.kind == EntryKind::Dir)
-            .map_err(|e| format!("cannot remove it: {e}"))
-    });
-    match removed {
-        Ok(()) => Ok(committed(staged.commit(&f.judgement), &state)),
-        Err(e) => {
-            staged.discard();
-            let mut line = Entry::new(state.next_id(), Event::ReclaimFailed, path);
-            line.dialect = Some(f.dialect.to_string());
-            line.error = Some(e.clone());
-            let _ = state.append(&line);
-            Err(e)
-        }
+        sys::meta_at(dir, &aside).map_err(|e| format!("cannot stat it: {e}"))
+    })
+    .map_err(&put_back)?;
+    // Written to while it was copied: someone has it open and is using it.
+    if check("while it was copied").is_err() {
+        staged.discard();
+        return Err(put_back("it was written to while it was copied".into()));
     }
+    let links = sys::links(&held);
+    if let Err(e) = sys::unlink_at(dir, &aside, f.kind == EntryKind::Dir) {
+        staged.discard();
+        let why = put_back(format!("cannot remove it: {e}"));
+        journal_failure(&state, f, &why);
+        return Err(why);
+    }
+    // Only the file's owner (or anyone, in a directory without the sticky bit) could have put
+    // another file under the private name since it was checked: say so if it happened.
+    if f.kind != EntryKind::Dir
+        && let (Some(before), Some(after)) = (links, sys::links(&held))
+        && after + 1 != before
+    {
+        staged.discard();
+        let why = format!(
+            "the name {shown_aside} was taken by another file just before it was removed: \
+             that file was removed, and the judged one is still there, unlinked or not"
+        );
+        journal_failure(&state, f, &why);
+        return Err(why);
+    }
+    Ok(committed(staged.commit(&f.judgement), &state))
 }
 
 /// The verified state directory of `opts` (see [`StateDir`]).
@@ -321,19 +504,35 @@ fn committed(r: io::Result<Option<PathBuf>>, state: &StateDir) -> Removed {
     }
 }
 
+/// A `reclaim-failed` journal line for `f`.
+fn journal_failure(state: &StateDir, f: &Finding, error: &str) {
+    let mut line = Entry::new(state.next_id(), Event::ReclaimFailed, &f.path);
+    line.dialect = Some(f.dialect.to_string());
+    line.error = Some(error.to_string());
+    let _ = state.append(&line);
+}
+
 /// Our own dialect goes through the engine's reclaim protocol: the engine takes the stale
 /// lock's kernel lock, checks the identity again and calls back before it unlinks, so the copy
 /// is made while no one else can take or reclaim that lock; it is journaled once the engine
-/// has removed the lock. A refusal comes back with the engine's judgement of the moment.
+/// has removed the lock. The engine works in the directory reached from the root, never
+/// through the path. A refusal comes back with the engine's judgement of the moment.
 fn remove_through_engine(
+    dir: &OwnedFd,
+    name: &OsStr,
     f: &Finding,
     opts: &ReclaimOptions,
     windows: &Windows,
 ) -> Result<Removed, (String, Option<Box<Judgement>>)> {
     let state = open_state(opts).map_err(|e| (e, None))?;
-    let meta = sys::meta_of_path(&f.path).ok();
+    let meta = sys::meta_at(dir, name).ok();
+    let dir = dir
+        .try_clone()
+        .map_err(|e| (format!("cannot use its directory: {e}"), None))?;
     let mut staged = None;
-    let result = crate::engine::reclaim_with_windows(
+    let result = crate::engine::reclaim_at(
+        dir,
+        name,
         &f.path,
         Some(f.identity),
         windows,
@@ -362,38 +561,43 @@ fn remove_through_engine(
     }
 }
 
-/// The file operations, relative to a directory descriptor that was opened without following
-/// a symlink in its last component.
+/// The file operations, all relative to the lock's verified directory descriptor.
 mod sys {
-    use std::ffi::OsString;
-    use std::os::fd::OwnedFd;
+    use std::hash::BuildHasher;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags};
+    use rustix::io::Errno;
 
     use super::*;
+    use crate::probe::{FileKey, KernelLocks};
 
-    /// Opens the parent directory of `path` with `O_DIRECTORY|O_NOFOLLOW` (open(2)) and
-    /// returns it with the last component.
-    pub fn open_parent(path: &Path) -> io::Result<(OwnedFd, OsString)> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| io::Error::other("the path has no file name"))?;
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let dir = rustix::fs::open(
-            parent,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+    /// Opens the entry itself, whatever it is, without following a symlink or opening a
+    /// device (`O_PATH|O_NOFOLLOW`).
+    pub fn open_path(dir: &OwnedFd, name: &OsStr) -> io::Result<OwnedFd> {
+        Ok(rustix::fs::openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
-        )?;
-        Ok((dir, name.to_os_string()))
+        )?)
+    }
+
+    pub fn identity_fd(fd: &OwnedFd) -> io::Result<Identity> {
+        Ok(identity_of(&rustix::fs::fstat(fd)?))
     }
 
     /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)` (stat(2)) as an [`Identity`].
-    pub fn identity_at(dir: &OwnedFd, name: &OsString) -> io::Result<Identity> {
-        let st = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+    pub fn identity_at(dir: &OwnedFd, name: &OsStr) -> io::Result<Identity> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
         Ok(identity_of(&st))
+    }
+
+    /// The link count of an open file, if it can be read.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn links(fd: &OwnedFd) -> Option<u64> {
+        rustix::fs::fstat(fd).ok().map(|st| st.st_nlink as u64)
     }
 
     // The field types of `struct stat` differ between platforms.
@@ -408,16 +612,117 @@ mod sys {
         }
     }
 
+    /// Whether a kernel lock is held on the open file `fd` now: a POSIX or OFD lock
+    /// (`F_OFD_GETLK`, which takes nothing), or a `flock(2)` lock (a non-blocking exclusive
+    /// `flock` of our own fails; when it succeeds it is released at once). Where the kernel
+    /// cannot tell, `/proc/locks` is read.
+    pub fn kernel_locked(fd: BorrowedFd<'_>, id: &Identity) -> bool {
+        match crate::probe::kernel_locks::write_lock_conflict(fd) {
+            Ok(true) => return true,
+            Ok(false) => {}
+            Err(_) => return listed(id),
+        }
+        match rustix::fs::flock(fd, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                let _ = rustix::fs::flock(fd, FlockOperation::Unlock);
+                false
+            }
+            Err(Errno::WOULDBLOCK) => true,
+            Err(_) => listed(id),
+        }
+    }
+
+    /// Whether `/proc/locks` lists a lock on the file.
+    fn listed(id: &Identity) -> bool {
+        !KernelLocks::read()
+            .on(FileKey::from_dev_ino(id.dev, id.ino))
+            .is_empty()
+    }
+
+    /// Whether a kernel lock is held on the directory `name` in `dir` (which must be the
+    /// expected one); one that cannot be opened counts as locked.
+    pub fn dir_locked(dir: &OwnedFd, name: &OsStr, expected: &Identity) -> bool {
+        let fd = match rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(_) => return true,
+        };
+        match identity_fd(&fd) {
+            Ok(id) if (id.dev, id.ino) == (expected.dev, expected.ino) => {
+                kernel_locked(fd.as_fd(), expected)
+            }
+            _ => true,
+        }
+    }
+
+    /// A private name for `name` in its directory: `NAME.locksmith-aside-RANDOM`.
+    fn aside_name(name: &OsStr) -> OsString {
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        let random = std::collections::hash_map::RandomState::new().hash_one((
+            std::process::id(),
+            n,
+            std::time::SystemTime::now(),
+        ));
+        let mut out: Vec<u8> = name.as_bytes().iter().copied().take(180).collect();
+        out.extend_from_slice(ASIDE_MARKER.as_bytes());
+        out.extend_from_slice(format!("{random:016x}").as_bytes());
+        OsString::from_vec(out)
+    }
+
+    /// Renames `name` to a new private name in the same directory, never replacing anything
+    /// (`renameat2(RENAME_NOREPLACE)`). Returns the private name.
+    pub fn move_aside(dir: &OwnedFd, name: &OsStr) -> io::Result<OsString> {
+        for _ in 0..16 {
+            let aside = aside_name(name);
+            match rustix::fs::renameat_with(dir, name, dir, &aside, RenameFlags::NOREPLACE) {
+                Ok(()) => return Ok(aside),
+                Err(Errno::EXIST) => continue,
+                // The file system cannot refuse to replace: the private name is random and
+                // was just seen free.
+                Err(Errno::INVAL) | Err(Errno::NOSYS) => {
+                    match rustix::fs::statat(dir, &aside, AtFlags::SYMLINK_NOFOLLOW) {
+                        Err(Errno::NOENT) => {
+                            rustix::fs::renameat(dir, name, dir, &aside)?;
+                            return Ok(aside);
+                        }
+                        _ => continue,
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(io::Error::other("no free private name"))
+    }
+
+    /// Renames the private name back to `name`, unless something has taken `name` since.
+    pub fn put_back(dir: &OwnedFd, aside: &OsStr, name: &OsStr) -> io::Result<()> {
+        match rustix::fs::renameat_with(dir, aside, dir, name, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            Err(Errno::EXIST) => Err(io::Error::other(format!(
+                "{} exists again",
+                escape::display_path(Path::new(name))
+            ))),
+            // No RENAME_NOREPLACE here: a hard link cannot replace anything either.
+            Err(Errno::INVAL) | Err(Errno::NOSYS) => {
+                rustix::fs::linkat(dir, aside, dir, name, AtFlags::empty())?;
+                rustix::fs::unlinkat(dir, aside, AtFlags::empty())?;
+                Ok(())
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Opens a regular file through `openat(O_NOFOLLOW|O_NONBLOCK)` (openat(2)), after
-    /// checking that the opened file is the judged one.
-    pub fn open_file_at(
-        dir: &OwnedFd,
-        name: &OsString,
-        expected: &Identity,
-    ) -> io::Result<OwnedFd> {
+    /// checking that the opened file is the expected one.
+    pub fn open_file_at(dir: &OwnedFd, name: &OsStr, expected: &Identity) -> io::Result<OwnedFd> {
         let fd = rustix::fs::openat(
             dir,
-            name.as_os_str(),
+            name,
             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
@@ -433,26 +738,20 @@ mod sys {
     }
 
     /// The metadata a restore needs, of `name` in `dir` (never followed).
-    pub fn meta_at(dir: &OwnedFd, name: &OsString) -> io::Result<Meta> {
-        let st = rustix::fs::statat(dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)?;
+    pub fn meta_at(dir: &OwnedFd, name: &OsStr) -> io::Result<Meta> {
+        let st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
         Ok(Meta::of(&st))
-    }
-
-    /// The same for a path (the last component not followed).
-    pub fn meta_of_path(path: &Path) -> io::Result<Meta> {
-        let (dir, name) = open_parent(path)?;
-        meta_at(&dir, &name)
     }
 
     /// `unlinkat(dir, name, 0 or AT_REMOVEDIR)` (unlinkat(2)): removes the entry itself, a
     /// symlink as a link.
-    pub fn unlink_at(dir: &OwnedFd, name: &OsString, is_dir: bool) -> io::Result<()> {
+    pub fn unlink_at(dir: &OwnedFd, name: &OsStr, is_dir: bool) -> io::Result<()> {
         let flags = if is_dir {
             AtFlags::REMOVEDIR
         } else {
             AtFlags::empty()
         };
-        rustix::fs::unlinkat(dir, name.as_os_str(), flags)?;
+        rustix::fs::unlinkat(dir, name, flags)?;
         Ok(())
     }
 }
@@ -480,6 +779,7 @@ mod tests {
             judgement: Judgement::new(verdict, "test verdict"),
             content: Vec::new(),
             link_target: None,
+            anchor: None,
         }
     }
 
@@ -508,8 +808,8 @@ mod tests {
         let lock = t.path().join("x.pid");
         fs::write(&lock, "999999\n").unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!((o.ok, o.action), (true, Action::Removed), "{o:?}");
         assert!(!lock.exists());
@@ -536,14 +836,14 @@ mod tests {
             Verdict::Unknown,
             Verdict::Foreign,
         ] {
-            let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-                Ok(Some(found(p, now)))
+            let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+                Ok(Some(found(&lock, now)))
             });
             assert_eq!((o.ok, o.action), (false, Action::Kept));
             assert_eq!(o.judgement.verdict, now);
             assert!(o.error.unwrap().contains(now.as_str()));
         }
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_| Ok(None));
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| Ok(None));
         assert_eq!(o.action, Action::Kept);
         assert!(lock.exists());
         assert!(journal(t.path()).is_empty());
@@ -557,8 +857,8 @@ mod tests {
         let f = found(&lock, Verdict::Foreign);
         let mut o = opts(t.path());
         o.force_foreign = true;
-        let out = reclaim_rejudged(&f, &o, &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Foreign)))
+        let out = reclaim_rejudged(&f, &o, &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Foreign)))
         });
         assert_eq!(out.action, Action::Removed);
         assert!(!lock.exists());
@@ -573,8 +873,8 @@ mod tests {
         // Replaced by another file (new inode) that a judge would also call stale.
         fs::write(t.path().join("new"), "2\n").unwrap();
         fs::rename(t.path().join("new"), &lock).unwrap();
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Kept);
         assert!(o.error.unwrap().contains("changed since it was judged"));
@@ -582,11 +882,45 @@ mod tests {
         // Rewritten in place (same inode, new size).
         let f = found(&lock, Verdict::Stale);
         fs::write(&lock, "12345\n").unwrap();
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Kept);
         assert!(lock.exists());
+    }
+
+    /// A file moved aside that fails a check (here: a kernel lock is held on it, which the
+    /// judge was told nothing about) is put back under its name, and nothing is journaled.
+    #[test]
+    fn a_file_moved_aside_that_fails_a_check_is_put_back() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("d");
+        fs::create_dir(&dir).unwrap();
+        let lock = dir.join("x.pid");
+        fs::write(&lock, "1\n").unwrap();
+        let held = fs::File::open(&lock).unwrap();
+        rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        let f = found(&lock, Verdict::Stale);
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&lock, Verdict::Stale)))
+        });
+        assert_eq!(o.action, Action::Kept, "{o:?}");
+        assert!(o.error.unwrap().contains("kernel lock"));
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("x.pid")]);
+        assert_eq!(fs::read(&lock).unwrap(), b"1\n");
+        assert!(journal(t.path()).is_empty());
+        drop(held);
+        // The rename there and back moved its ctime: judged anew.
+        let f = found(&lock, Verdict::Stale);
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&lock, Verdict::Stale)))
+        });
+        assert_eq!(o.action, Action::Removed, "{o:?}");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
     }
 
     #[test]
@@ -597,8 +931,8 @@ mod tests {
         let mut o = opts(t.path());
         o.dry_run = true;
         let f = found(&lock, Verdict::Stale);
-        let out = reclaim_rejudged(&f, &o, &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let out = reclaim_rejudged(&f, &o, &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!((out.ok, out.action), (true, Action::WouldRemove));
         assert!(lock.exists());
@@ -613,8 +947,8 @@ mod tests {
         let lock = t.path().join(".#notes.txt");
         std::os::unix::fs::symlink(&target, &lock).unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert!(fs::symlink_metadata(&lock).is_err());
@@ -631,8 +965,8 @@ mod tests {
         let lock = t.path().join("job.lock");
         fs::create_dir(&lock).unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert!(!lock.exists());
@@ -640,8 +974,8 @@ mod tests {
         fs::create_dir(&lock).unwrap();
         fs::write(lock.join("inside"), "data").unwrap();
         let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Kept);
         assert!(lock.join("inside").exists());
@@ -665,8 +999,8 @@ mod tests {
         std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
         let via_link = t.path().join("link/x.pid");
         let f = found(&via_link, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(found(p, Verdict::Stale)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(found(&f.path, Verdict::Stale)))
         });
         assert_eq!(o.action, Action::Kept);
         assert!(o.error.unwrap().contains("cannot open the directory"));
@@ -686,8 +1020,8 @@ mod tests {
             f
         };
         let f = vim(&lock);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |p| {
-            Ok(Some(vim(p)))
+        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+            Ok(Some(vim(&lock)))
         });
         assert_eq!(o.action, Action::Kept);
         let why = o.error.unwrap();
@@ -695,7 +1029,7 @@ mod tests {
         assert!(why.contains("notes.txt`"), "{why}");
         let mut all = opts(t.path());
         all.include_unsaved = true;
-        let o = reclaim_rejudged(&f, &all, &Windows::default(), |p| Ok(Some(vim(p))));
+        let o = reclaim_rejudged(&f, &all, &Windows::default(), |_, _| Ok(Some(vim(&lock))));
         assert_eq!(o.action, Action::Removed);
         assert!(!lock.exists());
     }

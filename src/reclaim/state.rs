@@ -968,6 +968,7 @@ mod tests {
             judgement: Judgement::new(crate::verdict::Verdict::Stale, "test verdict"),
             content: Vec::new(),
             link_target: None,
+            anchor: None,
         }
     }
 

@@ -124,13 +124,17 @@ impl Report {
             .filter(|f| f.judgement.verdict == Verdict::Stale);
         match &self.reclaimed {
             None => stale.count(),
-            Some(outcomes) => stale
-                .filter(|f| {
-                    !outcomes
-                        .iter()
-                        .any(|o| o.path == f.path && o.action == crate::reclaim::Action::Removed)
-                })
-                .count(),
+            Some(outcomes) => {
+                // One pass over each list: a set of the paths removed.
+                let removed: std::collections::HashSet<&std::path::Path> = outcomes
+                    .iter()
+                    .filter(|o| o.action == crate::reclaim::Action::Removed)
+                    .map(|o| o.path.as_path())
+                    .collect();
+                stale
+                    .filter(|f| !removed.contains(f.path.as_path()))
+                    .count()
+            }
         }
     }
 }
@@ -247,6 +251,7 @@ pub(crate) mod tests {
             judgement: j,
             content: b"4242\n".to_vec(),
             link_target: None,
+            anchor: None,
         }
     }
 

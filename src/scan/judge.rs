@@ -13,10 +13,13 @@
 //! A file whose content cannot be read is `unknown` (or, when a dialect judged it anyway, never
 //! `stale`); a FIFO, socket or device is never opened.
 
+use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::io;
-use std::path::Path;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
 
+use super::anchor::Anchor;
 use super::config::Config;
 use super::{Finding, Identity, ScanError};
 use crate::dialect::{self, Candidate, EntryKind};
@@ -35,8 +38,10 @@ pub(crate) enum Mode {
     Lenient,
 }
 
-/// Examines one path. `hits` are the dialects (registry indices) whose patterns matched it.
-/// `Ok(None)`: no longer there, or not a lock.
+/// Examines one path named on its own (a root that is a file, a path re-judged on request):
+/// its directory is opened (a symlink as the directory's last component is not followed) and
+/// the entry is examined through it, with that directory as its anchor. `Ok(None)`: no longer
+/// there, or not a lock.
 pub(crate) fn examine(
     path: &Path,
     hits: &[usize],
@@ -44,30 +49,50 @@ pub(crate) fn examine(
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
+    let (anchor, dir, name) = match Anchor::of_parent(path) {
+        Ok(a) => a,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(error(path, "cannot stat", &e)),
+        Err(e) => return Err(error(path, "cannot open its directory", &e)),
     };
-    examine_meta(path, &meta, hits, mode, snap, config)
+    examine_at(
+        dir.as_fd(),
+        &name,
+        path,
+        hits,
+        mode,
+        snap,
+        config,
+        Some(&anchor),
+    )
 }
 
-pub(crate) fn examine_meta(
+/// Examines the entry `name` of the open directory `dir` (`path` is its full path, for
+/// messages and for the dialects): its status, content and link text are all read through
+/// `dir`, never through `path`. `hits` are the dialects (registry indices) whose patterns
+/// matched it. `Ok(None)`: no longer there, or not a lock.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn examine_at(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
     path: &Path,
-    meta: &Metadata,
     hits: &[usize],
     mode: Mode,
     snap: &Snapshot,
     config: &Config,
+    anchor: Option<&Anchor>,
 ) -> Result<Option<Finding>, ScanError> {
-    let kernel_locked = snap.kernel_locked(FileKey::of(meta));
-    let registry = config.dialects();
+    let meta = match sys::lstat_at(dir, name) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(error(path, "cannot stat", &e)),
+    };
+    let kernel_locked = snap.kernel_locked(FileKey::of(&meta));
     if hits.is_empty() && !kernel_locked && mode == Mode::Walk {
         return Ok(None);
     }
-    let kind = EntryKind::of(meta);
+    let kind = EntryKind::of(&meta);
     let (content, complete, read_error) = if kind == EntryKind::File {
-        match dialect::read_prefix(path, meta, dialect::CONTENT_PREFIX) {
+        match sys::read_prefix_at(dir, name, &meta, dialect::CONTENT_PREFIX) {
             Ok((c, complete)) => (c, complete, None),
             Err(e) => (Vec::new(), false, Some(e)),
         }
@@ -75,10 +100,57 @@ pub(crate) fn examine_meta(
         (Vec::new(), true, None)
     };
     let link_target = if kind == EntryKind::Symlink {
-        std::fs::read_link(path).ok()
+        sys::read_link_at(dir, name).ok()
     } else {
         None
     };
+    let mut f = judge(
+        path,
+        &meta,
+        hits,
+        mode,
+        snap,
+        config,
+        Read {
+            content,
+            complete,
+            read_error,
+            link_target,
+        },
+    );
+    if let Some(found) = &mut f {
+        found.anchor = anchor.cloned();
+    }
+    Ok(f)
+}
+
+/// What was read of a candidate.
+struct Read {
+    content: Vec<u8>,
+    complete: bool,
+    read_error: Option<io::Error>,
+    link_target: Option<PathBuf>,
+}
+
+/// Picks the dialect and judges a candidate whose status and content were read.
+fn judge(
+    path: &Path,
+    meta: &Metadata,
+    hits: &[usize],
+    mode: Mode,
+    snap: &Snapshot,
+    config: &Config,
+    read: Read,
+) -> Option<Finding> {
+    let Read {
+        content,
+        complete,
+        read_error,
+        link_target,
+    } = read;
+    let kernel_locked = snap.kernel_locked(FileKey::of(meta));
+    let registry = config.dialects();
+    let kind = EntryKind::of(meta);
     let fs = snap.fs_of(path, meta);
     let cand = Candidate {
         path,
@@ -113,9 +185,7 @@ pub(crate) fn examine_meta(
                 (_, false) => hits.first().copied(),
                 (_, true) => hits.first().copied().or_else(flock),
             };
-            let Some(i) = fallback else {
-                return Ok(None);
-            };
+            let i = fallback?;
             let d = registry[i];
             let j = match (kind, &read_error) {
                 _ if kernel_locked => {
@@ -138,7 +208,7 @@ pub(crate) fn examine_meta(
             (d.id(), j)
         }
     };
-    Ok(Some(Finding {
+    Some(Finding {
         path: path.to_path_buf(),
         dialect,
         kind,
@@ -149,7 +219,8 @@ pub(crate) fn examine_meta(
         judgement: checked(judgement, dialect),
         content,
         link_target,
-    }))
+        anchor: None,
+    })
 }
 
 /// A judgement made without the file's content: never `stale` on that basis.
@@ -206,4 +277,81 @@ pub(crate) fn error(path: &Path, what: &str, e: &io::Error) -> ScanError {
 /// An `io::Error` as a short sentence ("Permission denied (os error 13)").
 pub(crate) fn io_message(e: &io::Error) -> String {
     e.to_string()
+}
+
+mod sys {
+    use std::ffi::OsStr;
+    use std::fs::{File, Metadata};
+    use std::io;
+    use std::os::fd::BorrowedFd;
+    use std::os::unix::ffi::OsStringExt;
+    use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
+
+    use rustix::fs::{FileType, Mode, OFlags};
+
+    /// `lstat` of `name` in `dir`: the entry is opened `O_PATH|O_NOFOLLOW` (which opens
+    /// nothing, whatever it is: a FIFO or a device is not touched) and `fstat`ed.
+    pub fn lstat_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Metadata> {
+        let fd = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        File::from(fd).metadata()
+    }
+
+    /// Reads at most `max` bytes of the regular file `name` in `dir`, opened without following
+    /// a symlink or blocking, after checking it is the file `lstat` saw. Returns the bytes
+    /// and whether they are the whole file.
+    pub fn read_prefix_at(
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+        lstat: &Metadata,
+        max: usize,
+    ) -> io::Result<(Vec<u8>, bool)> {
+        let flags =
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => rustix::fs::openat(dir, name, flags, Mode::empty())?,
+            other => other?,
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(io::Error::other("not a regular file any more"));
+        }
+        #[allow(clippy::unnecessary_cast)]
+        if st.st_dev as u64 != lstat.dev() || st.st_ino as u64 != lstat.ino() {
+            return Err(io::Error::other("replaced while being read"));
+        }
+        // One byte more than the file claims, so that reaching its end is seen.
+        let size = st.st_size.max(0) as u64;
+        let mut buf = vec![0u8; size.saturating_add(1).min(max as u64) as usize];
+        let mut len = 0;
+        let mut eof = false;
+        while len < buf.len() {
+            match rustix::io::read(&fd, &mut buf[len..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => len += n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        buf.truncate(len);
+        let complete = eof || len as u64 == size;
+        Ok((buf, complete))
+    }
+
+    /// The text of the symlink `name` in `dir` (readlinkat(2)); it is never followed.
+    pub fn read_link_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<PathBuf> {
+        let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
+        Ok(PathBuf::from(std::ffi::OsString::from_vec(
+            target.into_bytes(),
+        )))
+    }
 }

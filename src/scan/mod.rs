@@ -5,21 +5,31 @@
 //! - [`config`]: roots, excludes, extra patterns, stale windows (embedded default < user file <
 //!   `--config`);
 //! - [`scan`]: walks the roots on several threads and streams [`ScanEvent`]s;
-//! - [`judge_path`]: re-judges one path now (reclaim, the UI's refresh).
+//! - [`judge_path`], [`rejudge`], [`judge_at`]: judge one lock again now (reclaim, the UI's
+//!   refresh);
+//! - [`anchor`]: where a finding was found, checked again before anything acts on it.
 //!
 //! One [`Snapshot`] serves a whole scan: the caller takes it and passes it in.
+//!
+//! Every finding is read through its directory's descriptor, never through its path string:
+//! the walker opens each directory from its parent's descriptor without following symlinks and
+//! records the chain of (device, inode) in the finding's [`Anchor`].
 
+pub mod anchor;
 pub mod config;
 mod containers;
 mod judge;
 mod matcher;
 mod walk;
 
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 pub use crate::dialect::read_prefix;
+pub use anchor::Anchor;
 pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
 pub use containers::container_roots;
 
@@ -69,6 +79,9 @@ pub struct Finding {
     pub content: Vec<u8>,
     /// The link text, for symlink locks.
     pub link_target: Option<PathBuf>,
+    /// Where it was found (root and directory chain); reclaim and re-judging go through it.
+    /// `None` only for findings made by hand.
+    pub anchor: Option<Anchor>,
 }
 
 /// A per-path problem that did not stop the scan.
@@ -145,18 +158,73 @@ pub fn scan(
     Ok(stats)
 }
 
-/// Re-judges one path now, whatever its name (reclaim and the UI's periodic refresh use it):
-/// the dialects matched by name are asked first, then any other. `Ok(None)` if the path no
-/// longer exists or is no longer a lock; `Err` if it cannot be examined.
+/// Re-judges one path now, whatever its name (a path named on its own): the dialects matched
+/// by name are asked first, then any other. Its directory is opened once and becomes the
+/// finding's anchor. `Ok(None)` if the path no longer exists or is no longer a lock; `Err` if
+/// it cannot be examined.
 pub fn judge_path(
     path: &Path,
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
-    let matcher = config.matcher().map_err(|e| ScanError {
-        path: path.to_path_buf(),
-        error: format!("bad pattern in the configuration: {e}"),
-    })?;
+    let matcher = matcher_of(config, path)?;
     let hits = matcher.hits(path);
     judge::examine(path, &hits, judge::Mode::Lenient, snap, config)
+}
+
+/// Judges a finding again now, through its anchor: its directory is reached again from the
+/// root it was found in, checking every directory on the way (see [`anchor`]); a finding
+/// without an anchor is judged by its path ([`judge_path`]).
+pub fn rejudge(
+    finding: &Finding,
+    snap: &Snapshot,
+    config: &Config,
+) -> Result<Option<Finding>, ScanError> {
+    let Some(anchor) = &finding.anchor else {
+        return judge_path(&finding.path, snap, config);
+    };
+    let (dir, name) = anchor.open_parent(&finding.path).map_err(|e| ScanError {
+        path: finding.path.clone(),
+        error: judge::io_message(&e),
+    })?;
+    judge_at(
+        dir.as_fd(),
+        &name,
+        &finding.path,
+        Some(anchor),
+        snap,
+        config,
+    )
+}
+
+/// Judges the entry `name` of the open directory `dir` now (`path` is its full path, for
+/// messages and the dialects; `anchor` is carried into the finding). Everything about the
+/// file is read through `dir`.
+pub fn judge_at(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    path: &Path,
+    anchor: Option<&Anchor>,
+    snap: &Snapshot,
+    config: &Config,
+) -> Result<Option<Finding>, ScanError> {
+    let matcher = matcher_of(config, path)?;
+    let hits = matcher.hits(path);
+    judge::examine_at(
+        dir,
+        name,
+        path,
+        &hits,
+        judge::Mode::Lenient,
+        snap,
+        config,
+        anchor,
+    )
+}
+
+fn matcher_of(config: &Config, path: &Path) -> Result<std::sync::Arc<matcher::Matcher>, ScanError> {
+    config.matcher().map_err(|e| ScanError {
+        path: path.to_path_buf(),
+        error: format!("bad pattern in the configuration: {e}"),
+    })
 }

@@ -19,7 +19,12 @@
 //!
 //! A subdirectory is opened relative to its parent's descriptor (kept open while its
 //! subdirectories wait, for the first few dozen levels only, so the descriptor limit is never
-//! approached), which spares the kernel a walk of the whole path for each directory.
+//! approached), which spares the kernel a walk of the whole path for each directory; deeper
+//! ones are opened from the root's descriptor one component at a time, never following a
+//! symlink ([`anchor::open_beneath`]). Entries are examined through their directory's
+//! descriptor, never through their path string, and each finding carries the (device, inode)
+//! of every directory from its root down ([`Anchor`]), so a directory swapped during the walk
+//! can neither lead the walker out of the tree nor go unnoticed later.
 //!
 //! Our own state directory (`$XDG_STATE_HOME/locksmith`, default `~/.local/state/locksmith`:
 //! the copies of reclaimed locks and the journal) is never walked: a saved copy is not a lock.
@@ -28,11 +33,13 @@
 //! work spreads over subtrees of any shape and the stack stays small (depth-first).
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
+use super::anchor::{self, Anchor, DirNode};
 use super::config::{Config, Root};
 use super::judge::{self, Mode};
 use super::matcher::Matcher;
@@ -50,6 +57,11 @@ struct Job {
     /// The open parent directory, when kept: `path` is then opened relative to it (one path
     /// component to resolve instead of all of them).
     parent: Option<Arc<sys::DirHandle>>,
+    /// The open root directory (`None` for the root itself): `path` is opened beneath it when
+    /// the parent was not kept.
+    root_dir: Option<Arc<sys::DirHandle>>,
+    /// The parent directory's place in the chain (`None` for the root).
+    node: Option<Arc<DirNode>>,
     /// Depth of `path` below its root (the root is 0).
     depth: usize,
     root: usize,
@@ -80,6 +92,8 @@ pub(crate) struct Walk<'a> {
     pub roots: &'a [Root],
     /// Paths of all roots: a root inside another is walked on its own terms.
     root_paths: HashSet<PathBuf>,
+    /// The roots' paths, shared by the anchors of their findings.
+    root_arcs: Vec<Arc<Path>>,
     /// Mount points below which the file system changes, with their type.
     mounts: HashMap<PathBuf, String>,
     /// Our state directory (device, inode, canonical path), never walked.
@@ -119,6 +133,7 @@ impl<'a> Walk<'a> {
             sink,
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
+            root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
             mounts: sys::mount_points(),
             state_dir: state_dir(),
             queue: Mutex::default(),
@@ -201,6 +216,8 @@ impl<'a> Walk<'a> {
             self.queue.lock().unwrap().jobs.push(Job {
                 path: root.path.clone(),
                 parent: None,
+                root_dir: None,
+                node: None,
                 depth: 0,
                 root: i,
             });
@@ -209,9 +226,8 @@ impl<'a> Walk<'a> {
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
         let hits = self.matcher.hits(&root.path);
-        self.report(judge::examine_meta(
+        self.report(judge::examine(
             &root.path,
-            &meta,
             &hits,
             Mode::Lenient,
             self.snap,
@@ -260,7 +276,12 @@ impl<'a> Walk<'a> {
     /// Reads one directory: examines the entries that may be locks, collects the
     /// subdirectories to walk into `out`.
     fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
-        let dir = match sys::open_dir(job.parent.as_deref(), &job.path) {
+        let root = &self.roots[job.root];
+        let opened = self.open_job(&job, root).and_then(|d| {
+            let id = anchor::dir_id(d.as_fd())?;
+            Ok((d, id))
+        });
+        let (dir, id) = match opened {
             Ok(d) => d,
             Err(e) => {
                 self.error(judge::error(&job.path, "cannot read directory", &e));
@@ -268,7 +289,16 @@ impl<'a> Walk<'a> {
             }
         };
         drop(job.parent);
-        let root = &self.roots[job.root];
+        let dir = Arc::new(dir);
+        let root_dir = job.root_dir.unwrap_or_else(|| dir.clone());
+        let node = Arc::new(DirNode {
+            id,
+            parent: job.node,
+        });
+        let here = Anchor {
+            root: self.root_arcs[job.root].clone(),
+            dir: node.clone(),
+        };
         let descend_ok = root.max_depth.is_none_or(|m| job.depth + 1 < m);
         let kernel = self.snap.kernel_locks();
         let check_kernel = !kernel.is_empty();
@@ -301,12 +331,15 @@ impl<'a> Walk<'a> {
                     Vec::new()
                 };
                 if !hits.is_empty() || locked {
-                    self.report(judge::examine(
+                    self.report(judge::examine_at(
+                        dir.as_fd(),
+                        name,
                         &path,
                         &hits,
                         Mode::Walk,
                         self.snap,
                         self.config,
+                        Some(&here),
                     ));
                 }
             }
@@ -314,7 +347,7 @@ impl<'a> Walk<'a> {
                 let is_dir = match dtype {
                     sys::DType::Dir => true,
                     // The file system did not say: ask (never following a link).
-                    _ => std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()),
+                    _ => sys::is_dir_at(&dir, name),
                 };
                 let walk_it = || {
                     let another_root = other_roots && self.root_paths.contains(&path);
@@ -324,6 +357,8 @@ impl<'a> Walk<'a> {
                     out.push(Job {
                         path,
                         parent: None,
+                        root_dir: Some(root_dir.clone()),
+                        node: Some(node.clone()),
                         depth: job.depth + 1,
                         root: job.root,
                     });
@@ -333,7 +368,6 @@ impl<'a> Walk<'a> {
         });
         self.entries.fetch_add(count % BATCH, Ordering::Relaxed);
         if !out.is_empty() && job.depth < self.keep_fd_depth {
-            let dir = Arc::new(dir);
             for j in out.iter_mut() {
                 j.parent = Some(dir.clone());
             }
@@ -364,6 +398,24 @@ impl<'a> Walk<'a> {
         self.state_dir.as_ref().is_some_and(|(_, _, dir)| {
             std::fs::canonicalize(root).is_ok_and(|r| r.starts_with(dir))
         })
+    }
+
+    /// Opens a job's directory: relative to its kept parent, else beneath the root's
+    /// descriptor without following symlinks, and the root itself by its path (a symlink
+    /// as its last component is not followed).
+    fn open_job(&self, job: &Job, root: &Root) -> std::io::Result<sys::DirHandle> {
+        if let Some(parent) = job.parent.as_deref() {
+            return sys::open_dir(Some(parent), &job.path);
+        }
+        let Some(root_dir) = job.root_dir.as_deref() else {
+            return sys::open_dir(None, &job.path);
+        };
+        let rel = job
+            .path
+            .strip_prefix(&root.path)
+            .map_err(|_| std::io::Error::other("not below its root"))?;
+        let parent = anchor::open_beneath(root_dir.as_fd(), rel.parent().unwrap_or(Path::new("")))?;
+        sys::open_dir(Some(&parent), &job.path)
     }
 
     /// Whether `dir` is a mount point of a file system never to walk (proc, sysfs, autofs...).
@@ -456,6 +508,12 @@ mod sys {
             Err(rustix::io::Errno::PERM) => Ok(rustix::fs::openat(at, name, flags, Mode::empty())?),
             other => Ok(other?),
         }
+    }
+
+    /// Whether `name` in `dir` is a directory (not following a symlink).
+    pub fn is_dir_at(dir: &OwnedFd, name: &OsStr) -> bool {
+        rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
     }
 
     /// The soft limit on open descriptors.
@@ -551,8 +609,11 @@ mod sys {
     use std::collections::HashMap;
     use std::ffi::OsStr;
     use std::io;
-    use std::os::unix::fs::DirEntryExt;
+    use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
+
+    use rustix::fd::{AsFd, OwnedFd};
+    use rustix::fs::{FileType, Mode, OFlags};
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum DType {
@@ -561,11 +622,20 @@ mod sys {
         Unknown,
     }
 
-    /// A directory to read (by path on this platform).
-    pub type DirHandle = PathBuf;
+    pub type DirHandle = OwnedFd;
 
-    pub fn open_dir(_parent: Option<&PathBuf>, path: &Path) -> io::Result<PathBuf> {
-        Ok(path.to_path_buf())
+    pub fn open_dir(parent: Option<&OwnedFd>, path: &Path) -> io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let (at, name) = match (parent, path.file_name()) {
+            (Some(p), Some(name)) => (p.as_fd(), Path::new(name)),
+            _ => (rustix::fs::CWD, path),
+        };
+        Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
+    }
+
+    pub fn is_dir_at(dir: &OwnedFd, name: &OsStr) -> bool {
+        rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
     }
 
     pub fn fd_limit() -> u64 {
@@ -573,18 +643,23 @@ mod sys {
     }
 
     pub fn read_entries(
-        path: &PathBuf,
+        fd: &OwnedFd,
         _buf: &mut Vec<u8>,
         mut f: impl FnMut(&OsStr, DType, u64) -> bool,
     ) -> io::Result<()> {
-        for entry in std::fs::read_dir(path)? {
+        let mut dir = rustix::fs::Dir::read_from(fd)?;
+        while let Some(entry) = dir.next() {
             let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
             let t = match entry.file_type() {
-                Ok(t) if t.is_dir() => DType::Dir,
-                Ok(_) => DType::Other,
-                Err(_) => DType::Unknown,
+                FileType::Directory => DType::Dir,
+                FileType::Unknown => DType::Unknown,
+                _ => DType::Other,
             };
-            if !f(&entry.file_name(), t, entry.ino()) {
+            if !f(OsStr::from_bytes(name), t, entry.ino() as u64) {
                 break;
             }
         }

@@ -283,9 +283,10 @@ impl App {
         self.view.get(self.cursor).map(|&i| &self.rows[i])
     }
 
-    /// The paths of every listed lock (what the runtime re-judges).
-    pub fn listed_paths(&self) -> Vec<PathBuf> {
-        self.rows.iter().map(|r| r.finding.path.clone()).collect()
+    /// Every listed lock (what the runtime re-judges, each through the directories it was
+    /// found in).
+    pub fn listed_findings(&self) -> Vec<Finding> {
+        self.rows.iter().map(|r| r.finding.clone()).collect()
     }
 
     /// How many listed locks have each verdict, in [`Verdict::ALL`] order.

@@ -150,7 +150,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
             }
             app.update(Msg::Tick { now_ms: now_ms() });
             if Instant::now() >= next_rejudge {
-                workers.rejudge(app.listed_paths());
+                workers.rejudge(app.listed_findings());
                 next_rejudge = Instant::now() + interval;
             }
             // The next background rescan is planned when a scan ends, from how long it took.

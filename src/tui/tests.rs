@@ -79,6 +79,7 @@ fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>
         judgement: j,
         content: format!("{}\n", pid.unwrap_or(0)).into_bytes(),
         link_target: None,
+        anchor: None,
     }
 }
 

@@ -3,11 +3,12 @@
 //! thread and reports to the UI thread only through the channel, as [`Incoming`] messages; the
 //! UI thread never waits for any of them.
 //!
-//! One [`Snapshot`] per scan and one per re-judge round (taken on the worker thread); reclaim
-//! judges each lock again with a fresh snapshot at the moment of removal (`reclaim::reclaim`).
+//! One [`Snapshot`] per scan, one per re-judge round and one per confirmed reclaim (taken on
+//! the worker thread); reclaim judges each lock again at the moment of removal
+//! (`reclaim::reclaim_all`). Re-judging and reclaim reach each lock through the directories it
+//! was found in (`scan::rejudge`), never through its path string.
 
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -138,9 +139,10 @@ impl Workers {
         });
     }
 
-    /// Judges `paths` again with a fresh snapshot, unless a round is still running.
-    pub fn rejudge(&self, paths: Vec<PathBuf>) {
-        if paths.is_empty() || self.rejudging.swap(true, Ordering::AcqRel) {
+    /// Judges the listed locks again with a fresh snapshot, unless a round is still running;
+    /// each is reached through the directories it was found in.
+    pub fn rejudge(&self, findings: Vec<Finding>) {
+        if findings.is_empty() || self.rejudging.swap(true, Ordering::AcqRel) {
             return;
         }
         let (config, busy) = (self.config.clone(), self.rejudging.clone());
@@ -148,10 +150,10 @@ impl Workers {
         spawn("rejudge", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
             let mut to_ask = Vec::new();
-            let results = paths
+            let results = findings
                 .into_iter()
-                .map(|p| {
-                    let r = match scan::judge_path(&p, &snap, &config) {
+                .map(|f| {
+                    let r = match scan::rejudge(&f, &snap, &config) {
                         Ok(Some(mut f)) => {
                             if let Some(asker) = &asker
                                 && asker.settle_cached(&mut f).is_some()
@@ -163,7 +165,7 @@ impl Workers {
                         Ok(None) => Rejudge::Gone,
                         Err(e) => Rejudge::Failed(e.error),
                     };
-                    (p, r)
+                    (f.path, r)
                 })
                 .collect();
             busy.store(false, Ordering::Release);
@@ -186,24 +188,18 @@ impl Workers {
         let config = self.config.clone();
         let asker = self.asker.clone();
         spawn("reclaim", self.tx.clone(), move |tx| {
-            let results = action
-                .findings()
-                .iter()
-                .map(|f| {
-                    let o = match &asker {
-                        // Proven by its host's answer: ask again right before removal.
-                        Some(asker) if f.judgement.remote.is_some() => {
-                            reclaim::reclaim_rejudged(f, &opts, &config.windows, |path| {
-                                let snap = Snapshot::take();
-                                let mut fresh = scan::judge_path(path, &snap, &config)?;
-                                if let Some(fresh) = fresh.as_mut() {
-                                    asker.ask_again(fresh);
-                                }
-                                Ok(fresh)
-                            })
-                        }
-                        _ => reclaim::reclaim(f, &config, &opts),
-                    };
+            // A lock proven stale by its host's answer: its host is asked again right before
+            // removal.
+            let settle = |judged: &Finding, fresh: &mut Finding| {
+                if let Some(asker) = &asker
+                    && judged.judgement.remote.is_some()
+                {
+                    asker.ask_again(fresh);
+                }
+            };
+            let results = reclaim::reclaim_all_settled(action.findings(), &config, &opts, settle)
+                .into_iter()
+                .map(|o| {
                     let message = match (&o.saved_to, &o.error) {
                         (_, Some(e)) => e.clone(),
                         (Some(saved), None) => format!(
