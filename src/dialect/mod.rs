@@ -6,22 +6,39 @@
 //! Invariant: a dialect's `judge` never modifies anything and never returns `Stale` without
 //! an evidence line that proves it (see [`crate::evidence`]).
 
+pub mod borg;
 pub mod chromium;
 pub mod common;
+pub mod conda;
+pub mod declared;
 pub mod emacs;
 pub mod firefox;
 pub mod flock;
 pub mod git;
+pub mod gnupg;
+pub mod jetbrains;
+pub mod julia;
 pub mod libreoffice;
+pub mod libreoffice_profile;
 pub mod locksmith;
 pub mod mercurial;
 pub mod mkdir_lock;
+pub mod nvim_shada;
+pub mod pacman;
 pub mod pid_record;
 pub mod pidfile;
 pub mod postgres;
+pub mod qt_lockfile;
+pub mod r_install;
+pub mod rails;
+pub mod rpm_db;
+pub mod support;
 pub mod terraform;
 pub mod vim_swap;
+pub mod vmware;
+pub mod vscode;
 pub mod x11;
+pub mod zsh_history;
 
 use std::ffi::OsStr;
 use std::fs::Metadata;
@@ -302,6 +319,25 @@ pub const NOT_LOCKS: &[&str] = &[
     "Manifest.toml",
     "renv.lock",
     "packages.lock.json",
+    "Gopkg.lock",
+    "Chart.lock",
+    "MODULE.bazel.lock",
+    "pixi.lock",
+    "stack.yaml.lock",
+    "conan.lock",
+    "shard.lock",
+    "rebar.lock",
+    "Berksfile.lock",
+    "Puppetfile.lock",
+    "paket.lock",
+    "devbox.lock",
+    "requirements.lock",
+    "requirements-dev.lock",
+    "mise.lock",
+    "Cask.lock",
+    "Gemfile.next.lock",
+    "*.gemfile.lock",
+    "gems.locked",
 ];
 
 /// All dialects, in the order they are tried (most specific first).
@@ -310,6 +346,11 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &locksmith::Locksmith,
         // Formats recognised by a specific name and content first,
         &vim_swap::VimSwap,
+        // (GnuPG's dotlock and Qt's QLockFile by their exact content, whatever the name,
+        // before the name-based readers that would take their first line for a PID)
+        &gnupg::Gnupg,
+        &qt_lockfile::QtLockFile,
+        &libreoffice_profile::LibreOfficeProfile,
         &emacs::Emacs,
         &libreoffice::LibreOffice,
         &x11::X11,
@@ -320,6 +361,19 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         // `HEAD.lock` is git's, not a flock file),
         &git::Git,
         &mercurial::Mercurial,
+        // then programs' own lock files, found by their names and places,
+        &rails::Rails,
+        &jetbrains::JetBrains,
+        &vscode::VsCode,
+        &borg::Borg,
+        &r_install::RInstall,
+        &vmware::Vmware,
+        &pacman::Pacman,
+        &nvim_shada::NvimShada,
+        &conda::Conda,
+        &julia::Julia,
+        &zsh_history::ZshHistory,
+        &rpm_db::RpmDb,
         // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
         // names when nothing recognises their content,
         &pidfile::Pidfile,

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
 use super::matcher::Matcher;
+use crate::dialect::declared::{self, Declared};
 use crate::dialect::{self, Dialect, Windows};
 use crate::reclaim::CopyLimits;
 use crate::remote::AskConfig;
@@ -75,11 +76,17 @@ pub struct Config {
     /// through `/proc/<pid>/root`). Off unless the caller turns it on: the command line does
     /// when it scans the configured roots and `--no-containers` is not given.
     pub containers: bool,
+    /// Lock formats declared in the configuration (see [`crate::dialect::declared`]).
+    pub declared: Vec<Declared>,
     /// The files this configuration was read from, lowest precedence first (the embedded
     /// default is not listed).
     pub sources: Vec<PathBuf>,
-    /// The dialects to recognise, in the order they are tried.
+    /// The dialects to recognise, in the order they are tried: `base` with the declared
+    /// dialects.
     dialects: Dialects,
+    /// The built-in dialects this configuration starts from (the registry, unless a program
+    /// chose others).
+    base: Dialects,
     /// The compiled patterns, built on first use for the `exclude` and `extra_patterns` they
     /// were built from.
     matcher: OnceLock<Arc<Matcher>>,
@@ -138,6 +145,9 @@ struct Layer {
     ask_hosts: Option<AskConfig>,
     /// Limits of the copies reclaim keeps (merged key by key too).
     saved: Option<CopyLimits>,
+    /// Declared dialects (checked as they are read, so errors carry their position).
+    #[serde(default, deserialize_with = "declared::deserialize_list")]
+    dialects: Option<Vec<Declared>>,
 }
 
 /// The keys set so far of the sections that merge key by key.
@@ -326,8 +336,10 @@ impl Config {
             ask_hosts: AskConfig::default(),
             saved: CopyLimits::default(),
             containers: false,
+            declared: Vec::new(),
             sources: Vec::new(),
             dialects: Dialects(dialect::registry()),
+            base: Dialects(dialect::registry()),
             matcher: OnceLock::new(),
         };
         let mut merged = Merged::default();
@@ -354,6 +366,9 @@ impl Config {
         }
         if let Some(x) = layer.ask_hosts {
             self.ask_hosts = x;
+        }
+        if let Some(d) = layer.dialects {
+            self.set_declared(d);
         }
         if layer.windows.is_some() || layer.saved.is_some() {
             // Valid (checked above): take the keys this layer sets.
@@ -452,9 +467,17 @@ impl Config {
     /// Recognises these dialects instead of the registry's (programs that know only some
     /// lock formats, and tests).
     pub fn with_dialects(mut self, dialects: &'static [&'static dyn Dialect]) -> Self {
-        self.dialects = Dialects(dialects);
-        self.matcher = OnceLock::new();
+        self.base = Dialects(dialects);
+        let declared = std::mem::take(&mut self.declared);
+        self.set_declared(declared);
         self
+    }
+
+    /// Replaces the declared dialects (tried before the built-in ones).
+    fn set_declared(&mut self, declared: Vec<Declared>) {
+        self.dialects = Dialects(declared::with_base(&declared, self.base.0));
+        self.declared = declared;
+        self.matcher = OnceLock::new();
     }
 
     /// The compiled name patterns and excludes (built once per configuration).

@@ -1,0 +1,278 @@
+//! `borg`: BorgBackup's repository and cache locks, the `lock.exclusive/` directory and the
+//! `lock.roster` file beside it.
+//!
+//! Format, from borg 1.x `src/borg/locking.py` and `src/borg/platform/base.py`: the owner id
+//! is `(hostid, pid, thread)` with `hostid = "<hostname>@<uuid.getnode()>"` (or
+//! `BORG_HOST_ID`). `ExclusiveLock` makes `lock.exclusive/` with `mkdir` and an empty member
+//! file named `"%s.%d-%x" % (hostid, pid, thread)`; `LockRoster` keeps
+//! `{"exclusive": [[hostid, pid, thread], ...], "shared": [...]}` as JSON.
+//!
+//! borg's own rule (`kill_stale_locks`, `platform.process_alive`): an owner on this host
+//! whose PID does not exist is stale; an owner on another host is assumed alive. Here: the
+//! host id must be this host's (its name and one of its network hardware addresses), then
+//! the PID rules of [`crate::evidence`] with a borg (or Python) process as the owner; another
+//! host is `foreign`. A lock with several owners is held while any of them is.
+
+use std::path::Path;
+
+use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Borg;
+
+const PATTERNS: &[&str] = &["lock.exclusive", "lock.roster"];
+
+/// borg runs as `borg` (a frozen binary) or in a Python interpreter.
+const BORG: &[&str] = &["borg", "python"];
+
+/// One owner: `(hostid, pid, thread)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BorgId {
+    pub host: String,
+    pub pid: i64,
+    pub thread: u64,
+}
+
+/// Parses a member file name `hostid.pid-thread`.
+pub fn parse_member(name: &str) -> Option<BorgId> {
+    let (host_pid, thread) = name.rsplit_once('-')?;
+    let (host, pid) = host_pid.rsplit_once('.')?;
+    Some(BorgId {
+        host: host.to_string(),
+        pid: common::parse_pid(pid).ok()?,
+        thread: u64::from_str_radix(thread, 16).ok()?,
+    })
+}
+
+/// Parses a roster: every owner, exclusive and shared.
+pub fn parse_roster(content: &[u8]) -> Result<Vec<(&'static str, BorgId)>, String> {
+    let v: serde_json::Value = serde_json::from_slice(content).map_err(|e| e.to_string())?;
+    let obj = v.as_object().ok_or("the roster is not a JSON object")?;
+    let mut out = Vec::new();
+    for kind in ["exclusive", "shared"] {
+        let Some(list) = obj.get(kind) else { continue };
+        let list = list.as_array().ok_or(format!("{kind:?} is not a list"))?;
+        for e in list {
+            let t = e.as_array().filter(|t| t.len() == 3).ok_or(format!(
+                "an entry of {kind:?} is not [host, pid, thread]: {}",
+                common::escape(&e.to_string(), 60)
+            ))?;
+            let (Some(host), Some(pid), Some(thread)) =
+                (t[0].as_str(), t[1].as_i64(), t[2].as_u64())
+            else {
+                return Err(format!(
+                    "bad entry in {kind:?}: {}",
+                    common::escape(&e.to_string(), 60)
+                ));
+            };
+            out.push((
+                kind,
+                BorgId {
+                    host: host.to_string(),
+                    pid,
+                    thread,
+                },
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a borg host id is this host's: `hostname@node` with our hostname and one of our
+/// network interfaces' addresses.
+fn is_this_host(hostid: &str, snap: &Snapshot) -> bool {
+    let Some((name, node)) = hostid.rsplit_once('@') else {
+        return false;
+    };
+    name == snap.host.hostname
+        && node
+            .parse::<u64>()
+            .is_ok_and(|n| support::mac_nodes().contains(&n))
+}
+
+/// Judges one owner.
+fn judge_owner(id: &BorgId, written_ms: i64, c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    if !is_this_host(&id.host, snap) {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "borg host id {} is not this host's ({}@<network address>): borg itself assumes such an owner alive",
+                common::escape(&id.host, 80),
+                snap.host.hostname
+            ),
+        );
+    }
+    if id.thread != 0 {
+        return Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "thread {:x} of process {}: borg cannot tell whether a thread lives, and neither can we",
+                id.thread, id.pid
+            ),
+        );
+    }
+    let claim = PidClaim {
+        pid: id.pid,
+        written_ms: Some(written_ms),
+        expect: BORG,
+        fs: Some(c.fs),
+        ..PidClaim::default()
+    };
+    judge_pid(&claim, snap)
+}
+
+fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    let members = match support::list_dir(c.path, 64) {
+        Ok(m) => m,
+        Err(e) => {
+            return common::unparseable("borg", format!("cannot list the lock directory: {e}"));
+        }
+    };
+    let mut parts = Vec::new();
+    let mut owner = Owner::default();
+    for (name, meta) in &members {
+        match parse_member(name) {
+            Some(id) => {
+                owner.pid.get_or_insert(id.pid);
+                owner.hostname.get_or_insert(common::field(&id.host));
+                let j = judge_owner(&id, crate::probe::mtime_ms(meta), c, snap);
+                parts.push((format!("owner {}", common::escape(name, 80)), j));
+            }
+            None => parts.push((
+                format!("member {}", common::escape(name, 80)),
+                Judgement::new(
+                    Verdict::Unknown,
+                    "not named host.pid-thread as borg names its members",
+                ),
+            )),
+        }
+    }
+    if parts.is_empty() {
+        let j = Judgement::new(
+            Verdict::Unknown,
+            "the lock directory is empty: borg makes it, then writes its member file; it names no owner to check",
+        )
+        .because(support::age_line(c.meta, snap));
+        return j;
+    }
+    owner.detail = Some(repo_detail(c.path));
+    let mut j = support::aggregate(parts);
+    if j.verdict == Verdict::Stale {
+        j.evidence.push(advice(c.path));
+    }
+    common::with_owner(j, owner)
+}
+
+fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    let owners = match parse_roster(c.content) {
+        Ok(o) => o,
+        Err(why) => return common::unparseable("borg roster", why),
+    };
+    let mut owner = Owner {
+        detail: Some(repo_detail(c.path)),
+        ..Owner::default()
+    };
+    if owners.is_empty() {
+        let exclusive = c.path.with_file_name("lock.exclusive");
+        if std::fs::symlink_metadata(&exclusive).is_ok() {
+            return Judgement::new(
+                Verdict::Unknown,
+                "the roster lists no owner, but lock.exclusive exists beside it: a borg may be updating it",
+            );
+        }
+        let j = Judgement::new(
+            Verdict::Stale,
+            "the roster lists no owner and no lock.exclusive exists beside it: borg removes the roster when its last owner leaves",
+        );
+        return common::with_owner(j, owner);
+    }
+    let mut parts = Vec::new();
+    for (kind, id) in &owners {
+        owner.pid.get_or_insert(id.pid);
+        owner.hostname.get_or_insert(common::field(&id.host));
+        let j = judge_owner(id, c.mtime_ms(), c, snap);
+        parts.push((
+            format!(
+                "{kind} owner {}.{}-{:x}",
+                common::escape(&id.host, 80),
+                id.pid,
+                id.thread
+            ),
+            j,
+        ));
+    }
+    let mut j = support::aggregate(parts);
+    if j.verdict == Verdict::Stale {
+        j.evidence.push(advice(c.path));
+    }
+    common::with_owner(j, owner)
+}
+
+fn repo_detail(path: &Path) -> String {
+    let dir = path.parent().unwrap_or(path);
+    format!("borg lock of {}", common::field(&dir.to_string_lossy()))
+}
+
+fn advice(path: &Path) -> String {
+    let dir = path.parent().unwrap_or(path);
+    format!(
+        "`borg break-lock {}` removes borg's locks of this repository or cache",
+        common::shell_quote(&common::field(&dir.to_string_lossy()))
+    )
+}
+
+impl Dialect for Borg {
+    fn id(&self) -> &'static str {
+        "borg"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        match c.file_name().to_str() {
+            Some("lock.exclusive") => c.kind == EntryKind::Dir,
+            Some("lock.roster") => c.kind == EntryKind::File && c.content.first() == Some(&b'{'),
+            _ => false,
+        }
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        match c.kind {
+            EntryKind::Dir => judge_dir(c, snap),
+            EntryKind::File => judge_roster(c, snap),
+            k => common::unparseable("borg", format!("it is {}", common::kind_name(k))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_members_and_rosters() {
+        assert_eq!(
+            parse_member("vm@3281355014145.2120-0"),
+            Some(BorgId {
+                host: "vm@3281355014145".into(),
+                pid: 2120,
+                thread: 0
+            })
+        );
+        assert_eq!(
+            parse_member("my.host.example@1.42-1f").map(|i| (i.pid, i.thread)),
+            Some((42, 0x1f))
+        );
+        assert_eq!(parse_member("garbage"), None);
+        let r = parse_roster(br#"{"exclusive": [["vm@1", 2120, 0]], "shared": [["b@2", 7, 0]]}"#)
+            .unwrap();
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].0, "shared");
+        assert!(parse_roster(br#"{"exclusive": [["vm@1", "x", 0]]}"#).is_err());
+        assert!(parse_roster(b"[]").is_err());
+    }
+}

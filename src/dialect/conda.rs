@@ -1,0 +1,85 @@
+//! `conda`: conda's lock files `<path>.pid<N>.conda_lock`, left in package caches and
+//! environments by an interrupted conda.
+//!
+//! Format, from conda's `conda/lock.py` (`FileLock`, `DirectoryLock`): the lock is an empty
+//! file touched at `"%s.pid{0}.%s" % (path, "conda_lock")`, the PID of the conda process in
+//! its name. conda never judges it: it retries, then gives up with "LOCKERROR: It looks
+//! like conda is already doing something" and suggests `conda clean --lock`.
+//!
+//! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] for the PID in
+//! the name, with conda (a Python program) as the owner.
+
+use super::{Candidate, Dialect, EntryKind, Windows, common};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Conda;
+
+const PATTERNS: &[&str] = &["*.conda_lock"];
+
+/// conda runs in Python (or as a frozen `conda` / `mamba` binary).
+const CONDA: &[&str] = &["conda", "python", "mamba"];
+
+/// The PID in `<path>.pid<N>.conda_lock`.
+pub fn pid_in_name(name: &str) -> Option<i64> {
+    let stem = name.strip_suffix(".conda_lock")?;
+    let (_, pid) = stem.rsplit_once(".pid")?;
+    common::parse_pid(pid).ok()
+}
+
+impl Dialect for Conda {
+    fn id(&self) -> &'static str {
+        "conda"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        matches!(c.kind, EntryKind::File | EntryKind::Dir)
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let name = c.file_name().to_string_lossy();
+        let pid = pid_in_name(&name);
+        let owner = Owner {
+            pid,
+            detail: Some("conda lock (PID in the file name)".into()),
+            ..Owner::default()
+        };
+        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
+            return common::with_owner(j, owner);
+        }
+        let Some(pid) = pid else {
+            return Judgement::new(
+                Verdict::Unknown,
+                "named like a conda lock but without .pid<N> in its name: no owner to check",
+            );
+        };
+        let claim = PidClaim {
+            pid,
+            written_ms: Some(c.mtime_ms()),
+            expect: CONDA,
+            fs: Some(c.fs),
+            ..PidClaim::default()
+        };
+        let mut j = judge_pid(&claim, snap);
+        if j.verdict == Verdict::Stale {
+            j.evidence
+                .push("`conda clean --lock` removes conda's leftover locks too".into());
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_the_pid_from_the_name() {
+        assert_eq!(super::pid_in_name("pkgs.pid4242.conda_lock"), Some(4242));
+        assert_eq!(super::pid_in_name("/a/b.c.pid7.conda_lock"), Some(7));
+        assert_eq!(super::pid_in_name("x.conda_lock"), None);
+    }
+}

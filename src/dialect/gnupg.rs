@@ -1,0 +1,92 @@
+//! `gnupg`: GnuPG's dotlocks (`pubring.kbx.lock`, `trustdb.gpg.lock`,
+//! `public-keys.d/pubring.db.lock`, ... in `~/.gnupg`), and the temporary
+//! `.#lk0x<address>.<host>.<pid>` files they are linked from.
+//!
+//! Format, from libgpg-error's `src/dotlock.c` (formerly GnuPG's `common/dotlock.c`,
+//! `dotlock_take_unix` / `read_lockfile`): the PID formatted `"%10d\n"` (right-aligned in 10
+//! columns), then the node name and `"\n"`. The lock is made by writing the temporary file
+//! and `link()`ing it to `<file>.lock`. GnuPG's own rule: a lock naming this node whose PID
+//! does not exist is stale and removed; one of another node is waited for.
+//!
+//! Recognised by that exact content whatever the name (a plain pid file has no host line).
+//! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
+
+use super::{Candidate, Dialect, EntryKind, Windows, common};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner};
+
+pub struct Gnupg;
+
+const PATTERNS: &[&str] = &[".#lk0x*"];
+
+/// `%10d\n<node>\n`.
+pub fn parse(content: &[u8]) -> Option<(i64, String)> {
+    let text = std::str::from_utf8(content).ok()?;
+    let (pid, rest) = text.split_at_checked(11)?;
+    let pid = pid.strip_suffix('\n')?;
+    let host = rest.strip_suffix('\n')?;
+    if host.is_empty()
+        || host.contains('\n')
+        || !pid.trim_start().bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some((common::parse_pid(pid).ok()?, host.to_string()))
+}
+
+impl Dialect for Gnupg {
+    fn id(&self) -> &'static str {
+        "gnupg"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn any_name(&self) -> bool {
+        true
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let Some((pid, host)) = parse(c.content) else {
+            return common::unparseable("GnuPG dotlock", common::excerpt(c.content));
+        };
+        let locked = c.file_name().to_string_lossy();
+        let owner = Owner {
+            pid: Some(pid),
+            hostname: Some(common::field(&host)),
+            detail: Some(match locked.strip_suffix(".lock") {
+                Some(f) => format!("GnuPG dotlock of {}", common::field(f)),
+                None => "GnuPG dotlock (temporary file)".into(),
+            }),
+            ..Owner::default()
+        };
+        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
+            return common::with_owner(j, owner);
+        }
+        let claim = PidClaim {
+            pid,
+            hostname: Some(&host),
+            written_ms: Some(c.mtime_ms()),
+            fs: Some(c.fs),
+            ..PidClaim::default()
+        };
+        common::with_owner(judge_pid(&claim, snap), owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_the_dotlock_record() {
+        assert_eq!(super::parse(b"      4242\nvm\n"), Some((4242, "vm".into())));
+        assert_eq!(super::parse(b"4242\nvm\n"), None);
+        assert_eq!(super::parse(b"      4242\n"), None);
+        assert_eq!(super::parse(b"      4242\nvm\nextra\n"), None);
+    }
+}

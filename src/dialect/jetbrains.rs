@@ -1,0 +1,207 @@
+//! `jetbrains`: the instance locks of JetBrains IDEs (IntelliJ IDEA, PyCharm, CLion, ...,
+//! and Android Studio): `.lock` in the IDE's configuration directory
+//! (`~/.config/JetBrains/<Product><version>/.lock`) and `.port` in its system directory
+//! (`~/.cache/JetBrains/<Product><version>/.port`), also under Flatpak's
+//! `~/.var/app/<id>/{config,cache}/`.
+//!
+//! Format, from the IntelliJ platform's `platform/platform-impl/src/com/intellij/idea/
+//! DirectoryLock.kt`: `.lock` holds the decimal PID of the IDE process; `.port` is the unix
+//! domain socket the running instance listens on (older releases wrote a text file with a
+//! TCP port of the built-in server). A starting IDE connects to `.port`; when nobody
+//! answers it takes over both files.
+//!
+//! Liveness: someone listens on `.port` → `live`; for `.lock`, the listening `.port` of the
+//! same product, then the PID rules of [`crate::evidence`]. A Flatpak IDE writes a PID of
+//! its sandbox's namespace, which the shared PID rules handle.
+
+use std::path::{Path, PathBuf};
+
+use super::{Candidate, Dialect, EntryKind, Windows, common};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct JetBrains;
+
+const PATTERNS: &[&str] = &[
+    "**/JetBrains/*/.lock",
+    "**/JetBrains/*/.port",
+    "**/Google/AndroidStudio*/.lock",
+    "**/Google/AndroidStudio*/.port",
+];
+
+/// The `.port` of the IDE whose configuration directory holds `lock`, if it can be told.
+fn port_of(lock: &Path) -> Option<PathBuf> {
+    let s = lock.parent()?.to_str()?;
+    for (from, to) in [("/.config/", "/.cache/"), ("/config/", "/cache/")] {
+        if let Some(i) = s.rfind(from) {
+            return Some(PathBuf::from(format!(
+                "{}{to}{}/.port",
+                &s[..i],
+                &s[i + from.len()..]
+            )));
+        }
+    }
+    None
+}
+
+/// Whether a TCP port is listened on (`/proc/net/tcp` and `tcp6`, state `0A`).
+fn tcp_listening(port: u16) -> bool {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+/// Judges a `.port`: `Some(line)` when someone answers on it, else `Err(line)`.
+fn port_state(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    content: &[u8],
+    snap: &Snapshot,
+) -> Result<String, String> {
+    use std::os::unix::fs::FileTypeExt;
+    if meta.file_type().is_socket() {
+        let p = path.to_string_lossy();
+        return if snap.unix_socket_listening(&p) {
+            Ok(format!(
+                "a process listens on the socket {}",
+                common::field(&p)
+            ))
+        } else {
+            Err(format!(
+                "nobody listens on the socket {} (/proc/net/unix)",
+                common::field(&p)
+            ))
+        };
+    }
+    let text = String::from_utf8_lossy(content).trim().to_string();
+    if let Ok(port) = text.parse::<u16>() {
+        return if tcp_listening(port) {
+            Ok(format!("a process listens on TCP port {port}"))
+        } else {
+            Err(format!("nobody listens on TCP port {port} (/proc/net/tcp)"))
+        };
+    }
+    if text.starts_with('/') {
+        return if snap.unix_socket_listening(&text) {
+            Ok(format!(
+                "a process listens on the socket {}",
+                common::field(&text)
+            ))
+        } else {
+            Err(format!(
+                "nobody listens on the socket {}",
+                common::field(&text)
+            ))
+        };
+    }
+    Err(format!(
+        "it names no socket or port: {}",
+        common::excerpt(content)
+    ))
+}
+
+impl Dialect for JetBrains {
+    fn id(&self) -> &'static str {
+        "jetbrains"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        match c.file_name().to_str() {
+            Some(".lock") => c.kind == EntryKind::File && common::looks_like_pid(&c.text()),
+            Some(".port") => matches!(c.kind, EntryKind::File | EntryKind::Other),
+            _ => false,
+        }
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let dir = c.path.parent().unwrap_or(c.path);
+        let product = dir
+            .file_name()
+            .map(|n| common::field(&n.to_string_lossy()))
+            .unwrap_or_default();
+        if c.file_name() == ".port" {
+            let owner = Owner {
+                detail: Some(format!("{product}: the running IDE's socket")),
+                ..Owner::default()
+            };
+            let j = match port_state(c.path, c.meta, c.content, snap) {
+                Ok(line) => Judgement::new(Verdict::Live, line),
+                Err(line) if c.fs.network => Judgement::new(
+                    Verdict::Foreign,
+                    format!("{line}, but it is on a network file system ({}): an IDE on another machine may own it", c.fs.kind),
+                ),
+                Err(line) => Judgement::new(Verdict::Stale, line).because(
+                    "the IDE listens on .port for as long as it runs; a starting IDE that gets no answer takes it over",
+                ),
+            };
+            return common::with_owner(j, owner);
+        }
+        let pid = match common::parse_pid(&c.text()) {
+            Ok(p) => p,
+            Err(why) => return common::unparseable("JetBrains IDE", why),
+        };
+        let owner = Owner {
+            pid: Some(pid),
+            detail: Some(format!("{product}: configuration directory lock")),
+            ..Owner::default()
+        };
+        if let Some(j) = common::kernel_live(snap, c.key(), "the .lock file") {
+            return common::with_owner(j, owner);
+        }
+        if let Some(port) = port_of(c.path)
+            && let Ok(meta) = std::fs::symlink_metadata(&port)
+        {
+            let content = super::support::read_member(&port, &meta, 256).unwrap_or_default();
+            if let Ok(line) = port_state(&port, &meta, &content, snap) {
+                let j = Judgement::new(
+                    Verdict::Live,
+                    format!("the IDE answers: {line} ({})", port.display()),
+                );
+                return common::with_owner(j, owner);
+            }
+        }
+        let claim = PidClaim {
+            pid,
+            written_ms: Some(c.mtime_ms()),
+            fs: Some(c.fs),
+            ..PidClaim::default()
+        };
+        common::with_owner(judge_pid(&claim, snap), owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_system_directory_of_a_configuration_directory() {
+        assert_eq!(
+            port_of(Path::new(
+                "/home/u/.config/JetBrains/IntelliJIdea2024.1/.lock"
+            )),
+            Some(PathBuf::from(
+                "/home/u/.cache/JetBrains/IntelliJIdea2024.1/.port"
+            ))
+        );
+        assert_eq!(
+            port_of(Path::new(
+                "/home/u/.var/app/com.jetbrains.PyCharm-Community/config/JetBrains/PyCharmCE2024.1/.lock"
+            )),
+            Some(PathBuf::from(
+                "/home/u/.var/app/com.jetbrains.PyCharm-Community/cache/JetBrains/PyCharmCE2024.1/.port"
+            ))
+        );
+    }
+}

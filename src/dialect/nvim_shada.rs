@@ -1,0 +1,100 @@
+//! `nvim-shada`: neovim's ShaDa temporary files, `main.shada.tmp.a` ... `main.shada.tmp.z`
+//! beside the ShaDa file (`~/.local/state/nvim/shada/`).
+//!
+//! Format, from neovim's `src/nvim/shada.c` (`shada_write_file`): the new ShaDa file is
+//! written to `<name>.tmp.<letter>` (opened `O_CREAT|O_EXCL|O_WRONLY|O_NOFOLLOW`, the first
+//! letter whose file does not exist), then renamed over `<name>`. A killed nvim leaves the
+//! temporary file behind; the next nvim takes the next letter, and once all 26 exist it stops
+//! saving history, marks and registers ("E138: All ... tmp files exist, cannot write ShaDa
+//! file!"). The content is binary msgpack and names no owner.
+//!
+//! Liveness: the writing nvim has the file open → `live`. Nobody has it open, every process
+//! that could can be seen, and it is older than a rename takes → `stale`.
+
+use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct NvimShada;
+
+const PATTERNS: &[&str] = &["*.shada.tmp.[a-z]"];
+
+/// Between closing the file and renaming it nvim holds it closed for an instant.
+const MIN_AGE_MS: i64 = 2_000;
+
+impl Dialect for NvimShada {
+    fn id(&self) -> &'static str {
+        "nvim-shada"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let name = c.file_name().to_string_lossy();
+        let target = name
+            .rsplit_once(".tmp.")
+            .map(|(t, _)| t)
+            .unwrap_or(&name)
+            .to_string();
+        let owner = Owner {
+            detail: Some(format!(
+                "neovim ShaDa being written, to replace {}",
+                common::field(&target)
+            )),
+            ..Owner::default()
+        };
+        let openers = snap.openers(c.key());
+        if !openers.is_empty() {
+            let mut j = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "open in {}: nvim is writing it and will rename it over {}",
+                    common::describe_holders(&openers),
+                    common::field(&target)
+                ),
+            );
+            j.holders = openers;
+            return common::with_owner(j, owner);
+        }
+        let age = common::age_ms(c.mtime_ms(), snap);
+        let j = if c.fs.network {
+            Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "nobody here has it open, but it is on a network file system ({}): an nvim on another machine may be writing it",
+                    c.fs.kind
+                ),
+            )
+        } else if age < MIN_AGE_MS {
+            Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "written {} ago: nvim may be about to rename it",
+                    common::fmt_age(age)
+                ),
+            )
+        } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
+            Judgement::new(
+                Verdict::Unknown,
+                format!("no visible process has it open, but {why}"),
+            )
+        } else {
+            Judgement::new(
+                Verdict::Stale,
+                format!(
+                    "no process has it open: nvim writes the new ShaDa file under this name and renames it over {} at once, so this one was left by an nvim that was killed while writing",
+                    common::field(&target)
+                ),
+            )
+            .because(support::age_line(c.meta, snap))
+            .because("while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)")
+        };
+        common::with_owner(j, owner)
+    }
+}

@@ -1,0 +1,157 @@
+//! `rpm-db`: the Berkeley DB environment files `__db.001`, `__db.002`, ... of an rpm
+//! database (`/var/lib/rpm/`, or any `--dbpath`).
+//!
+//! Format, from rpm's `lib/backend/db3.c` (the `bdb` backend; Berkeley DB's
+//! `env/env_region.c` names the region files `__db.NNN`): shared-memory regions of the
+//! database environment, created when rpm opens the database and mapped by every process
+//! that uses it. A killed rpm leaves them with stale locks inside, and the next rpm hangs or
+//! fails with `DB_RUNRECOVERY`; the cure is `rpm --rebuilddb`. Transactions also hold an
+//! fcntl lock on `.rpm.lock` in the same directory (`lib/rpmlock.c`).
+//!
+//! Liveness: a process has the file open or mapped, or holds `.rpm.lock` → `live`; an rpm
+//! (or dnf, yum, zypper, PackageKit) runs → `unknown`; none, with every process visible →
+//! `stale`, with the advice to run `rpm --rebuilddb`.
+
+use std::path::Path;
+
+use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
+
+pub struct RpmDb;
+
+const PATTERNS: &[&str] = &["__db.[0-9][0-9][0-9]"];
+
+/// Programs that open the rpm database.
+const RPM_USERS: &[&str] = &[
+    "rpm",
+    "rpmdb",
+    "rpmkeys",
+    "rpmbuild",
+    "rpmquery",
+    "rpmverify",
+    "dnf",
+    "dnf5",
+    "yum",
+    "microdnf",
+    "tdnf",
+    "zypper",
+    "packagekitd",
+    "up2date",
+    "rpm-ostree",
+];
+
+/// Whether the directory is an rpm database (its packages table, or rpm's lock file, or
+/// named like one).
+fn is_rpm_db(dir: &Path) -> bool {
+    [
+        "Packages",
+        "Packages.db",
+        ".rpm.lock",
+        "Name",
+        "rpmdb.sqlite",
+    ]
+    .iter()
+    .any(|f| std::fs::symlink_metadata(dir.join(f)).is_ok())
+        || dir.file_name().is_some_and(|n| n == "rpm" || n == "rpmdb")
+}
+
+fn advice(dir: &Path) -> String {
+    let dbpath = common::field(&dir.to_string_lossy());
+    if dbpath == "/var/lib/rpm" {
+        "run `rpm --rebuilddb` (as root): it rebuilds the database and its environment files".into()
+    } else {
+        format!(
+            "run `rpm --dbpath {} --rebuilddb` (as root): it rebuilds the database and its environment files",
+            common::shell_quote(&dbpath)
+        )
+    }
+}
+
+impl Dialect for RpmDb {
+    fn id(&self) -> &'static str {
+        "rpm-db"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && c.path.parent().is_some_and(is_rpm_db)
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        let dir = c.path.parent().unwrap_or(Path::new("/"));
+        if !is_rpm_db(dir) {
+            return Judgement::new(
+                Verdict::Unknown,
+                "a Berkeley DB environment file outside an rpm database: its program is not known",
+            );
+        }
+        let owner = Owner {
+            detail: Some(format!(
+                "Berkeley DB environment of the rpm database in {}",
+                common::field(&dir.to_string_lossy())
+            )),
+            ..Owner::default()
+        };
+        let mut holders = snap.openers(c.key());
+        for pid in support::mappers(c.key()) {
+            if !holders.iter().any(|h| h.pid == pid) {
+                let state = snap.pid(pid);
+                holders.push(Holder {
+                    pid,
+                    name: state.facts().map(|f| f.comm.clone()),
+                    how: HolderHow::Open,
+                    container: state.facts().and_then(|f| snap.container_of(f)),
+                });
+            }
+        }
+        if !holders.is_empty() {
+            let mut j = Judgement::new(
+                Verdict::Live,
+                format!("open or mapped by {}", common::describe_holders(&holders)),
+            );
+            j.holders = holders;
+            return common::with_owner(j, owner);
+        }
+        if let Ok(m) = std::fs::symlink_metadata(dir.join(".rpm.lock"))
+            && let Some(j) =
+                common::kernel_live(snap, FileKey::of(&m), ".rpm.lock (rpm's transaction lock)")
+        {
+            return common::with_owner(j, owner);
+        }
+        let users = support::running(snap, RPM_USERS);
+        let j = if !users.is_empty() {
+            Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "nobody has it open or mapped, but {} runs and may open the database at any moment",
+                    support::list_procs(&users)
+                ),
+            )
+        } else if c.fs.network {
+            Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "on a network file system ({}): another machine may use this database",
+                    c.fs.kind
+                ),
+            )
+        } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
+            Judgement::new(
+                Verdict::Unknown,
+                format!("no visible process has it open, but {why}"),
+            )
+        } else {
+            Judgement::new(
+                Verdict::Stale,
+                "no process has it open or mapped, nobody holds .rpm.lock, and no rpm, dnf, yum or zypper runs: left by an rpm that was interrupted",
+            )
+            .because(support::age_line(c.meta, snap))
+            .because(advice(dir))
+        };
+        common::with_owner(j, owner)
+    }
+}

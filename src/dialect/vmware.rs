@@ -1,0 +1,199 @@
+//! `vmware`: VMware's lock directories beside a virtual machine's files (`*.vmx.lck/`,
+//! `*.vmdk.lck/`, `*.vmem.lck/`, ...).
+//!
+//! Format, from open-vm-tools `lib/file/fileLockPrimitive.c` and `lib/file/fileLockPosix.c`:
+//! a lock is a directory holding one member file per locker, `M<5 digits>.lck` (`D...` while
+//! a locker is entering, `E...` for the entry lock), each `FILELOCK_DATA_SIZE` (512) bytes of
+//! space-separated text padded with NULs: `machineID executionID lamportNumber lockType
+//! (S|X) ...`. The execution id is `FileLockProcessDescriptor`: `pid-creationTime(name)`,
+//! the creation time being field 22 of `/proc/<pid>/stat` (clock ticks since boot), or
+//! `pid-0` when it could not be read.
+//!
+//! VMware's rule (`FileLockValidExecutionID`): for a member of this machine, the lock is
+//! stale when no process has that PID, or its creation time differs. The machine id is a
+//! digest of VMware's own making that cannot be computed here, so: on a local file system
+//! (written by this machine) the PID rules of [`crate::evidence`] apply with the exact start
+//! time; on a network file system an owner may be another machine (`foreign`).
+
+use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct Vmware;
+
+const PATTERNS: &[&str] = &[
+    "*.vmx.lck",
+    "*.vmdk.lck",
+    "*.vmem.lck",
+    "*.vmss.lck",
+    "*.vmsn.lck",
+    "*.nvram.lck",
+    "*.vmsd.lck",
+];
+
+/// One member file's values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub machine_id: String,
+    pub pid: i64,
+    /// Clock ticks since boot; 0 when VMware could not read it.
+    pub creation: u64,
+    pub process: Option<String>,
+    pub lamport: u64,
+    pub exclusive: bool,
+}
+
+/// Parses a member's content.
+pub fn parse_member(content: &[u8]) -> Option<Member> {
+    let text = std::str::from_utf8(content).ok()?;
+    let text = text.trim_end_matches('\0');
+    let mut f = text.split_ascii_whitespace();
+    let machine_id = f.next()?.to_string();
+    let exec = f.next()?;
+    let lamport = f.next()?.parse().ok()?;
+    let kind = f.next()?;
+    let (exec, process) = match exec.split_once('(') {
+        Some((e, rest)) => (e, Some(rest.trim_end_matches(')').to_string())),
+        None => (exec, None),
+    };
+    let (pid, creation) = match exec.split_once('-') {
+        Some((p, t)) => (p, t.parse().ok()?),
+        None => (exec, 0),
+    };
+    Some(Member {
+        machine_id,
+        pid: common::parse_pid(pid).ok()?,
+        creation,
+        process,
+        lamport,
+        exclusive: match kind {
+            "X" => true,
+            "S" => false,
+            _ => return None,
+        },
+    })
+}
+
+fn is_member_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() > 5
+        && matches!(b[0], b'M' | b'D' | b'E')
+        && name.ends_with(".lck")
+        && name[1..name.len() - 4].bytes().all(|c| c.is_ascii_digit())
+}
+
+impl Dialect for Vmware {
+    fn id(&self) -> &'static str {
+        "vmware"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::Dir
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        if c.kind != EntryKind::Dir {
+            return common::unparseable(
+                "VMware",
+                format!("it is {}, not a lock directory", common::kind_name(c.kind)),
+            );
+        }
+        let members = match support::list_dir(c.path, 64) {
+            Ok(m) => m,
+            Err(e) => {
+                return common::unparseable(
+                    "VMware",
+                    format!("cannot list the lock directory: {e}"),
+                );
+            }
+        };
+        let mut owner = Owner::default();
+        let mut parts = Vec::new();
+        for (name, meta) in &members {
+            if !is_member_name(name) {
+                continue;
+            }
+            let path = c.path.join(name);
+            let content = support::read_member(&path, meta, 512).unwrap_or_default();
+            let label = format!("member {}", common::escape(name, 40));
+            let Some(m) = parse_member(&content) else {
+                parts.push((
+                    label,
+                    common::unparseable("VMware lock member", common::excerpt(&content)),
+                ));
+                continue;
+            };
+            owner.pid.get_or_insert(m.pid);
+            owner.detail.get_or_insert(format!(
+                "{} lock by {} (machine id {})",
+                if m.exclusive { "exclusive" } else { "shared" },
+                m.process
+                    .as_deref()
+                    .map(common::field)
+                    .unwrap_or_else(|| "a VMware process".into()),
+                common::field(&m.machine_id)
+            ));
+            let j = if c.fs.network {
+                Judgement::new(
+                    Verdict::Foreign,
+                    format!(
+                        "on a network file system ({}): process {} may run on another machine (machine id {})",
+                        c.fs.kind,
+                        m.pid,
+                        common::field(&m.machine_id)
+                    ),
+                )
+            } else {
+                let claim = PidClaim {
+                    pid: m.pid,
+                    written_ms: Some(crate::probe::mtime_ms(meta)),
+                    start_ticks: (m.creation != 0).then_some(m.creation),
+                    fs: Some(c.fs),
+                    ..PidClaim::default()
+                };
+                judge_pid(&claim, snap)
+            };
+            parts.push((label, j));
+        }
+        if parts.is_empty() {
+            return Judgement::new(
+                Verdict::Unknown,
+                "the lock directory holds no member file: it names no owner to check",
+            )
+            .because(support::age_line(c.meta, snap));
+        }
+        let mut j = support::aggregate(parts);
+        if j.verdict == Verdict::Stale {
+            j.evidence.push(
+                "VMware itself removes members whose process is gone when it next opens the virtual machine".into(),
+            );
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_members() {
+        let mut data = b"52-aa-bb 4242-123456(vmware-vmx) 7 X vm.vmx lc=1".to_vec();
+        data.resize(512, 0);
+        let m = parse_member(&data).unwrap();
+        assert_eq!(
+            (m.pid, m.creation, m.lamport, m.exclusive),
+            (4242, 123456, 7, true)
+        );
+        assert_eq!(m.process.as_deref(), Some("vmware-vmx"));
+        assert_eq!(parse_member(b"id 17-0 1 S").unwrap().creation, 0);
+        assert!(parse_member(b"id 17-0 1 Q").is_none());
+        assert!(is_member_name("M12345.lck"));
+        assert!(!is_member_name("x.lck"));
+    }
+}

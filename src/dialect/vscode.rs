@@ -1,0 +1,169 @@
+//! `vscode`: VS Code's workspace-storage lock `workspaceStorage/<id>/vscode.lock` (desktop,
+//! and the server of Remote-SSH / dev containers under `~/.vscode-server/data/User/`), and
+//! Remote-SSH's install lock `~/.vscode-server/bin/<commit>/vscode-remote-lock.<user>.<commit>`.
+//!
+//! `vscode.lock`, from VS Code's `src/vs/workbench/api/node/extHostStoragePaths.ts`: written
+//! with `flag: 'wx'` as JSON `{"pid":N,"willReleaseAt":0}` (`willReleaseAt` becomes a time in
+//! ms when the window is closing); the holder touches the file's mtime every second
+//! (`MTIME_UPDATE_TIME`). VS Code takes a lock over when its PID is gone, when
+//! `willReleaseAt` has passed, or when the mtime is older than `STALE_LOCK_TIME` (10
+//! minutes, checked twice 2 s apart).
+//!
+//! Liveness here: a fresh mtime is the holder's heartbeat (`live`, whatever the PID: a dev
+//! container's server writes a PID of its own namespace); otherwise the PID rules of
+//! [`crate::evidence`], and VS Code's own 10-minute rule.
+//!
+//! The Remote-SSH lock names no owner: the install script holds it (with `flock`, or as a
+//! hard link of a `.target` file) only while it downloads and unpacks the server.
+
+use super::{Candidate, Dialect, EntryKind, Windows, common};
+use crate::evidence::{PidClaim, fmt_ms, judge_pid, written_before_boot};
+use crate::probe::Snapshot;
+use crate::verdict::{Judgement, Owner, Verdict};
+
+pub struct VsCode;
+
+const PATTERNS: &[&str] = &["vscode.lock", "vscode-remote-lock.*"];
+
+/// VS Code's `STALE_LOCK_TIME`.
+pub const STALE_MS: i64 = 10 * 60 * 1000;
+/// A heartbeat this recent proves the holder alive (it refreshes every second).
+const FRESH_MS: i64 = 30_000;
+/// An install lock older than this, with nobody holding it, is left over.
+const INSTALL_MS: i64 = 30 * 60 * 1000;
+
+/// `{"pid":N,"willReleaseAt":T}`.
+#[derive(Debug, serde::Deserialize)]
+struct Record {
+    pid: i64,
+    #[serde(rename = "willReleaseAt", default)]
+    will_release_at: Option<f64>,
+}
+
+impl Dialect for VsCode {
+    fn id(&self) -> &'static str {
+        "vscode"
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File
+    }
+
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+        if c.file_name() != "vscode.lock" {
+            return remote_lock(c, snap);
+        }
+        let rec: Record = match serde_json::from_slice(c.content) {
+            Ok(r) => r,
+            Err(e) => return common::unparseable("VS Code workspace", e),
+        };
+        let age = common::age_ms(c.mtime_ms(), snap);
+        let releasing = rec.will_release_at.filter(|t| *t > 0.0).map(|t| t as i64);
+        let owner = Owner {
+            pid: Some(rec.pid),
+            detail: Some(match releasing {
+                Some(t) => format!(
+                    "workspace storage lock; the window was closing, release announced for {}",
+                    fmt_ms(t)
+                ),
+                None => "workspace storage lock of a VS Code window".into(),
+            }),
+            ..Owner::default()
+        };
+        if age.abs() <= FRESH_MS && !c.fs.network {
+            let j = Judgement::new(
+                Verdict::Live,
+                format!(
+                    "refreshed {} ago: the holder touches it every second",
+                    common::fmt_age(age)
+                ),
+            );
+            return common::with_owner(j, owner);
+        }
+        let claim = PidClaim {
+            pid: rec.pid,
+            written_ms: Some(c.mtime_ms()),
+            fs: Some(c.fs),
+            ..PidClaim::default()
+        };
+        let mut j = judge_pid(&claim, snap);
+        let old = format!(
+            "not refreshed for {}, longer than VS Code's own 10-minute rule (the holder refreshes it every second)",
+            common::fmt_age(age)
+        );
+        match j.verdict {
+            Verdict::Live if age > STALE_MS => {
+                j.verdict = Verdict::Stale;
+                j.evidence.push(format!(
+                    "but it has {old}: VS Code itself takes such a lock over"
+                ));
+            }
+            Verdict::Foreign | Verdict::Unknown if age > STALE_MS => {
+                j.evidence
+                    .push(format!("and it has {old}, with no sign of life here"));
+                j.verdict = Verdict::Stale;
+            }
+            Verdict::Stale => j
+                .evidence
+                .push("VS Code itself takes over a lock whose PID is gone".into()),
+            _ => {}
+        }
+        if let Some(t) = releasing
+            && t + 5_000 < snap.taken_ms
+            && j.verdict != Verdict::Live
+        {
+            j.evidence
+                .push(format!("its release was announced for {}", fmt_ms(t)));
+        }
+        common::with_owner(j, owner)
+    }
+}
+
+/// Remote-SSH's install lock.
+fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    let owner = Owner {
+        detail: Some("Remote-SSH server install lock".into()),
+        ..Owner::default()
+    };
+    if let Some(j) = common::kernel_live(snap, c.key(), "the install lock") {
+        return common::with_owner(j, owner);
+    }
+    let openers = snap.openers(c.key());
+    if !openers.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!("open in {}", common::describe_holders(&openers)),
+        );
+        j.holders = openers;
+        return common::with_owner(j, owner);
+    }
+    if let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+        && !c.fs.network
+    {
+        return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
+    }
+    let age = common::age_ms(c.mtime_ms(), snap);
+    let j = if age > INSTALL_MS && !c.fs.network {
+        Judgement::new(
+            Verdict::Stale,
+            format!(
+                "nobody locks it or has it open, and it is {} old: the install script holds it only while it downloads and unpacks the server",
+                common::fmt_age(age)
+            ),
+        )
+        .because("Remote-SSH reports \"Installation already in progress\" while it exists")
+    } else {
+        Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "nobody locks it or has it open, but it is only {} old: an install may be running on a slow link",
+                common::fmt_age(age)
+            ),
+        )
+    };
+    common::with_owner(j, owner)
+}
