@@ -39,6 +39,7 @@ impl Dialect for Conda {
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         matches!(c.kind, EntryKind::File | EntryKind::Dir)
+            && c.file_name().as_encoded_bytes().ends_with(b".conda_lock")
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

@@ -117,6 +117,20 @@ impl Dialect for JetBrains {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
+        let dir = c.path.parent();
+        let product = dir
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let vendor = dir
+            .and_then(|d| d.parent())
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        if !(vendor == "JetBrains" || (vendor == "Google" && product.starts_with("AndroidStudio")))
+        {
+            return false;
+        }
         match c.file_name().to_str() {
             Some(".lock") => c.kind == EntryKind::File && common::looks_like_pid(&c.text()),
             Some(".port") => matches!(c.kind, EntryKind::File | EntryKind::Other),

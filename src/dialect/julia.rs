@@ -47,7 +47,9 @@ impl Dialect for Julia {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && parse(c.content).is_ok()
+        c.kind == EntryKind::File
+            && c.file_name().as_encoded_bytes().ends_with(b".pidfile")
+            && parse(c.content).is_ok()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

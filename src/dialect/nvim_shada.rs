@@ -32,7 +32,11 @@ impl Dialect for NvimShada {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
+        let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File
+            && name.len() > 11
+            && name[..name.len() - 1].ends_with(b".shada.tmp.")
+            && name[name.len() - 1].is_ascii_lowercase()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

@@ -47,7 +47,7 @@ impl Dialect for Pacman {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && c.content.is_empty()
+        c.kind == EntryKind::File && c.file_name() == "db.lck" && c.content.is_empty()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

@@ -140,7 +140,8 @@ impl Dialect for RInstall {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::Dir
+        let name = c.file_name().as_encoded_bytes();
+        c.kind == EntryKind::Dir && (name == b"00LOCK" || name.starts_with(b"00LOCK-"))
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

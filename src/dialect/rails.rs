@@ -35,7 +35,9 @@ impl Dialect for Rails {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && common::looks_like_pid(&c.text())
+        c.kind == EntryKind::File
+            && c.path.ends_with("tmp/pids/server.pid")
+            && common::looks_like_pid(&c.text())
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

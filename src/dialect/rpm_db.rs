@@ -78,7 +78,12 @@ impl Dialect for RpmDb {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && c.path.parent().is_some_and(is_rpm_db)
+        let name = c.file_name().as_encoded_bytes();
+        c.kind == EntryKind::File
+            && name.len() == 8
+            && name.starts_with(b"__db.")
+            && name[5..].iter().all(u8::is_ascii_digit)
+            && c.path.parent().is_some_and(is_rpm_db)
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

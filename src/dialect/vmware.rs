@@ -93,7 +93,8 @@ impl Dialect for Vmware {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::Dir
+        let name = c.file_name().to_string_lossy();
+        c.kind == EntryKind::Dir && PATTERNS.iter().any(|p| name.ends_with(&p[1..]))
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

@@ -50,7 +50,9 @@ impl Dialect for VsCode {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
+        let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File
+            && (name == b"vscode.lock" || name.starts_with(b"vscode-remote-lock."))
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {

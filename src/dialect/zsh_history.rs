@@ -35,6 +35,7 @@ impl Dialect for ZshHistory {
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::Symlink
+            && c.file_name().as_encoded_bytes().ends_with(b".LOCK")
             && c.link_target
                 .and_then(|t| t.to_str())
                 .is_some_and(|t| parse(t).is_some())
