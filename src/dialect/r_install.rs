@@ -37,6 +37,8 @@ pub struct Held {
     pub packages: Vec<(String, Option<String>)>,
     /// Other entries.
     pub other: usize,
+    /// `00new/`: where R stages the version being installed.
+    pub staging: bool,
 }
 
 /// Lists what a lock directory holds (bounded).
@@ -44,10 +46,13 @@ pub fn held(dir: &Path) -> std::io::Result<Held> {
     let mut h = Held {
         packages: Vec::new(),
         other: 0,
+        staging: false,
     };
     for (name, meta) in support::list_dir(dir, 256)? {
         let desc = dir.join(&name).join("DESCRIPTION");
-        if meta.is_dir()
+        if name == "00new" && meta.is_dir() {
+            h.staging = true;
+        } else if meta.is_dir()
             && let Ok(m) = std::fs::symlink_metadata(&desc)
             && let Some(text) = support::read_member(&desc, &m, 16 * 1024)
         {
@@ -67,7 +72,7 @@ pub fn held(dir: &Path) -> std::io::Result<Held> {
 impl Held {
     /// Evidence lines (and the advice that goes with them).
     fn lines(&self, lock: &Path, library: &Path) -> Vec<String> {
-        if self.packages.is_empty() && self.other == 0 {
+        if self.packages.is_empty() && self.other == 0 && !self.staging {
             return vec![
                 "it is empty: R had not copied a previously installed version into it (a first install, or the install had not got that far)".into(),
             ];
@@ -87,6 +92,9 @@ impl Held {
                 common::shell_quote(&common::field(&library.join(pkg).to_string_lossy())),
             ));
         }
+        if self.staging {
+            out.push("it holds 00new/, where R stages the new version (incomplete until the install ends)".into());
+        }
         if self.other > 0 {
             out.push(format!(
                 "it also holds {} other entr{}",
@@ -98,9 +106,19 @@ impl Held {
     }
 }
 
+/// The directory a process was started in, from `PWD` in its environment (R changes its
+/// working directory while it installs, so relative arguments are resolved against this too).
+fn start_dir(pid: i32) -> Option<PathBuf> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|b| *b == 0)
+        .find_map(|kv| kv.strip_prefix(b"PWD="))
+        .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
+}
+
 /// Whether an R process works on `library` (or in `lock`): a command-line token naming it
-/// (`-l LIB`, `--library=LIB`, and `R CMD INSTALL`'s `nextArg`-joined form), or a working
-/// directory inside either. `None`: its command line cannot be read.
+/// (`-l LIB`, `--library=LIB`, and `R CMD INSTALL`'s `nextArg`-joined form; relative ones
+/// against its working directory or the one it started in), or a working directory inside
+/// either. `None`: its command line cannot be read.
 fn works_on(p: &ProcSummary, library: &Path, lock: &Path) -> Option<bool> {
     if p.cmd.is_empty() {
         return None;
@@ -110,24 +128,25 @@ fn works_on(p: &ProcSummary, library: &Path, lock: &Path) -> Option<bool> {
     {
         return Some(true);
     }
-    let resolve = |t: &str| -> Option<PathBuf> {
+    let bases: Vec<PathBuf> = p.cwd.iter().cloned().chain(start_dir(p.pid)).collect();
+    let names = |t: &str| -> bool {
         let t = t.strip_prefix("--library=").unwrap_or(t);
         let t = t.trim_matches(|c| c == '\'' || c == '"');
         if t.is_empty() || t.starts_with('-') {
-            return None;
+            return false;
         }
         let path = Path::new(t);
-        let path = if path.is_absolute() {
-            path.to_path_buf()
+        let candidates: Vec<PathBuf> = if path.is_absolute() {
+            vec![path.to_path_buf()]
         } else {
-            p.cwd.as_ref()?.join(path)
+            bases.iter().map(|b| b.join(path)).collect()
         };
-        std::fs::canonicalize(path).ok()
+        candidates
+            .into_iter()
+            .filter_map(|c| std::fs::canonicalize(c).ok())
+            .any(|r| r == library || r == lock)
     };
-    Some(p.cmd.iter().any(|arg| {
-        arg.split("nextArg")
-            .any(|t| resolve(t).is_some_and(|r| r == library || r == lock))
-    }))
+    Some(p.cmd.iter().any(|arg| arg.split("nextArg").any(names)))
 }
 
 impl Dialect for RInstall {

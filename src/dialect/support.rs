@@ -8,17 +8,30 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::common;
-use crate::probe::{FileKey, ProcSummary, Snapshot};
+use crate::probe::{FileKey, PidState, ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Verdict};
 
 /// Inode of the initial PID namespace (`PROC_PID_INIT_INO`).
 const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 
-/// The processes whose name, executable or `argv[0]` is one of `names` (prefix match).
+/// The live processes whose name, executable's file name or `argv[0]`'s file name is one of
+/// `names` exactly (zombies and kernel threads are not running programs).
 pub fn running<'a>(snap: &'a Snapshot, names: &[&str]) -> Vec<&'a ProcSummary> {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
     snap.processes()
         .iter()
-        .filter(|p| p.pid as u32 != std::process::id() && common::proc_is(p, names))
+        .filter(|p| p.pid as u32 != std::process::id())
+        .filter(|p| {
+            let mut seen = vec![p.name.clone()];
+            if let Some(exe) = &p.exe {
+                seen.push(base(exe.to_string_lossy().trim_end_matches(" (deleted)")));
+            }
+            if let Some(a0) = p.cmd.first() {
+                seen.push(base(a0));
+            }
+            seen.iter().any(|s| names.contains(&s.as_str()))
+        })
+        .filter(|p| matches!(snap.pid(p.pid), PidState::Alive(_) | PidState::ExistsOpaque))
         .collect()
 }
 

@@ -125,6 +125,8 @@ impl Dialect for VsCode {
     }
 }
 
+const IN_PROGRESS: &str = "Remote-SSH reports \"Installation already in progress\" while it exists";
+
 /// Remote-SSH's install lock.
 fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     let owner = Owner {
@@ -146,7 +148,8 @@ fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     if let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
         && !c.fs.network
     {
-        return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
+        let j = Judgement::new(Verdict::Stale, line).because(IN_PROGRESS);
+        return common::with_owner(j, owner);
     }
     let age = common::age_ms(c.mtime_ms(), snap);
     let j = if age > INSTALL_MS && !c.fs.network {
@@ -157,7 +160,7 @@ fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
                 common::fmt_age(age)
             ),
         )
-        .because("Remote-SSH reports \"Installation already in progress\" while it exists")
+        .because(IN_PROGRESS)
     } else {
         Judgement::new(
             Verdict::Unknown,

@@ -1,0 +1,1088 @@
+//! The dialects of programs' own lock files (borg, QLockFile, zsh, neovim, GnuPG, R, pacman,
+//! rpm, Rails, JetBrains, VS Code, VMware, conda, Julia, LibreOffice's profile) and declared
+//! dialects. Where Debian packages the program, the real program makes the lock, held and
+//! then left behind by SIGKILL as a user's crash would; the rest are written exactly as the
+//! program's source writes them, relative to now and to this host's name (never baked
+//! times). Owners are real processes: a process with the program's name is a copy of
+//! `sleep` under that name.
+//!
+//! Paths are judged as reclaim and the UI re-judge them (`scan::judge_path` with the embedded
+//! configuration), so dialect choice and patterns are tested too; declared dialects run
+//! through the real binary, from the configuration file to the report and reclaim.
+
+mod common;
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use common::{Env, GroupGuard, Guard, dead_pid, have, wait_for};
+use locksmith::Verdict;
+use locksmith::probe::{HostFacts, Snapshot};
+use locksmith::scan::{self, Config, Finding};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("locksmith-more-")
+        .tempdir()
+        .unwrap()
+}
+
+fn hostname() -> String {
+    HostFacts::probe().hostname
+}
+
+fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, bytes).unwrap();
+    path.to_path_buf()
+}
+
+/// Sets a path's mtime `secs` seconds into the past (not following a symlink).
+fn age(path: &Path, secs: u64) {
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
+    let t = SystemTime::now() - Duration::from_secs(secs);
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap();
+    let ts = Timespec {
+        tv_sec: d.as_secs() as _,
+        tv_nsec: d.subsec_nanos() as _,
+    };
+    utimensat(
+        CWD,
+        path,
+        &Timestamps {
+            last_access: ts,
+            last_modification: ts,
+        },
+        AtFlags::SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// Judges one path as reclaim and the UI do.
+fn judge(path: &Path) -> Finding {
+    let snap = Snapshot::take();
+    scan::judge_path(path, &snap, &Config::embedded())
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
+}
+
+fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    let f = judge(path);
+    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
+    assert_eq!(
+        f.judgement.verdict,
+        verdict,
+        "{}: {:#?}",
+        path.display(),
+        f.judgement
+    );
+    f
+}
+
+fn assert_evidence(f: &Finding, needle: &str) {
+    let all = f.judgement.evidence.join("\n");
+    assert!(
+        all.contains(needle),
+        "evidence lacks {needle:?}:\n{all}\n{:#?}",
+        f.judgement
+    );
+}
+
+/// A `sleep` running under another name (a copy of the binary), in `cwd`: a process whose
+/// executable, `comm` and `argv[0]` are `name`.
+fn named_sleeper(bin_dir: &Path, name: &str, cwd: &Path) -> Guard {
+    let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .expect("sleep");
+    fs::create_dir_all(bin_dir).unwrap();
+    let exe = bin_dir.join(name);
+    if !exe.exists() {
+        fs::copy(sleep, &exe).unwrap();
+        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match Command::new(&exe)
+            .arg("600")
+            .current_dir(cwd)
+            .stdin(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => {
+                let g = Guard(Some(c));
+                let pid = g.pid() as i32;
+                wait_for("the sleeper to exec", || {
+                    fs::read_link(format!("/proc/{pid}/exe"))
+                        .ok()
+                        .filter(|e| e.ends_with(name))
+                        .map(|_| ())
+                });
+                return g;
+            }
+            // A binary copied a moment ago may still be open for writing in a child another
+            // test thread is forking.
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETXTBSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("spawn {name}: {e}"),
+        }
+    }
+}
+
+/// `/usr/bin/python3` with PyQt5 (Debian's python3-pyqt5), if installed.
+fn pyqt5() -> Option<PathBuf> {
+    let py = PathBuf::from("/usr/bin/python3");
+    let ok = Command::new(&py)
+        .args(["-c", "import PyQt5.QtCore"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: python3-pyqt5 is not installed (CI installs it)");
+    }
+    ok.then_some(py)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real programs
+
+/// `borg with-lock` holds a repository's exclusive lock (the `lock.exclusive/` directory and
+/// the roster) for as long as its command runs; SIGKILL leaves both behind.
+#[test]
+fn borg_lock_held_then_left_by_a_killed_borg() {
+    if !have("borg") {
+        return;
+    }
+    let dir = tempdir();
+    let repo = dir.path().join("repo");
+    let borg = |args: &[&str]| {
+        let mut c = Command::new("borg");
+        c.args(args)
+            .env("BORG_BASE_DIR", dir.path().join("base"))
+            .env("BORG_RELOCATED_REPO_ACCESS_IS_OK", "yes")
+            .env("BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK", "yes")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    let st = borg(&["init", "-e", "none", repo.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "borg init failed");
+    let mut holder = GroupGuard::spawn(&mut borg(&[
+        "with-lock",
+        repo.to_str().unwrap(),
+        "sleep",
+        "600",
+    ]));
+    let exclusive = repo.join("lock.exclusive");
+    let roster = repo.join("lock.roster");
+    wait_for("borg to take the lock", || {
+        (fs::read_dir(&exclusive).ok()?.count() > 0 && roster.exists()).then_some(())
+    });
+    let f = expect(&exclusive, "borg", Verdict::Live);
+    assert_eq!(
+        f.judgement.owner.as_ref().and_then(|o| o.pid),
+        Some(holder.pid() as i64)
+    );
+    expect(&roster, "borg", Verdict::Live);
+
+    holder.kill();
+    let f = expect(&exclusive, "borg", Verdict::Stale);
+    assert_evidence(&f, "borg break-lock");
+    expect(&roster, "borg", Verdict::Stale);
+
+    // The same owner written on another host: borg assumes it alive, and so do we.
+    let member = fs::read_dir(&exclusive)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = member.file_name().unwrap().to_str().unwrap().to_string();
+    let (hostid, rest) = name.rsplit_once('.').unwrap();
+    let (_, node) = hostid.rsplit_once('@').unwrap();
+    fs::rename(
+        &member,
+        exclusive.join(format!("elsewhere.example@{node}.{rest}")),
+    )
+    .unwrap();
+    let f = expect(&exclusive, "borg", Verdict::Foreign);
+    assert_evidence(&f, "elsewhere.example");
+    let text = fs::read_to_string(&roster)
+        .unwrap()
+        .replace(hostid, "elsewhere.example@1");
+    fs::write(&roster, text).unwrap();
+    expect(&roster, "borg", Verdict::Foreign);
+}
+
+/// A `QLockFile` taken through PyQt5: Qt holds flock() on it while locked; SIGKILL leaves
+/// the five lines behind. Another boot id is Qt's own proof of staleness; another machine
+/// cannot be checked.
+#[test]
+fn qt_lockfile_from_pyqt5() {
+    let Some(py) = pyqt5() else { return };
+    let dir = tempdir();
+    let lock = dir.path().join("session.lock");
+    let script = format!(
+        "from PyQt5 import QtCore\nimport time\nl = QtCore.QLockFile({:?})\nassert l.tryLock(0)\nopen({:?}, 'w').close()\ntime.sleep(600)\n",
+        lock.to_str().unwrap(),
+        dir.path().join("ready").to_str().unwrap()
+    );
+    let mut holder =
+        GroupGuard::spawn(Command::new(&py).args(["-c", &script]).stdin(Stdio::null()));
+    wait_for("Qt to take the lock", || {
+        dir.path().join("ready").exists().then_some(())
+    });
+    let f = expect(&lock, "qt-lockfile", Verdict::Live);
+    assert_evidence(&f, "locked in the kernel");
+    let content = fs::read_to_string(&lock).unwrap();
+    let lines: Vec<&str> = content.lines().collect();
+    assert_eq!(lines[0], holder.pid().to_string());
+    assert_eq!(lines[2], hostname());
+
+    holder.kill();
+    let f = expect(&lock, "qt-lockfile", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {}", lines[0]));
+
+    let mut other = lines.clone();
+    other[4] = "00000000-0000-4000-8000-000000000000";
+    fs::write(&lock, format!("{}\n", other.join("\n"))).unwrap();
+    let f = expect(&lock, "qt-lockfile", Verdict::Stale);
+    assert_evidence(&f, "earlier boot");
+
+    other[2] = "elsewhere.example";
+    other[3] = "0123456789abcdef0123456789abcdef";
+    fs::write(&lock, format!("{}\n", other.join("\n"))).unwrap();
+    expect(&lock, "qt-lockfile", Verdict::Foreign);
+}
+
+/// zsh takes `$HISTFILE.LOCK` (a symlink to `/pid-N/host-H`) while it writes its history.
+/// With `HISTFILE` a FIFO and no copy-on-save, zsh blocks writing it, lock held; SIGKILL
+/// leaves the link.
+#[test]
+fn zsh_history_lock_held_then_left() {
+    if !have("zsh") || !have("mkfifo") {
+        return;
+    }
+    let dir = tempdir();
+    let hist = dir.path().join(".zsh_history");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&hist)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let script = write(
+        &dir.path().join("commands"),
+        "HISTSIZE=100\nSAVEHIST=100\nunsetopt HIST_SAVE_BY_COPY\necho hi\nfc -W\n",
+    );
+    let mut zsh = GroupGuard::spawn(
+        Command::new("zsh")
+            .arg("-fi")
+            .env("HISTFILE", &hist)
+            .stdin(fs::File::open(&script).unwrap())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = dir.path().join(".zsh_history.LOCK");
+    wait_for("zsh to take the history lock", || {
+        fs::symlink_metadata(&lock).ok().map(|_| ())
+    });
+    let target = fs::read_link(&lock).unwrap();
+    assert_eq!(
+        target.to_str().unwrap(),
+        format!("/pid-{}/host-{}", zsh.pid(), hostname())
+    );
+    expect(&lock, "zsh-history", Verdict::Live);
+
+    let pid = zsh.pid();
+    zsh.kill();
+    let f = expect(&lock, "zsh-history", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {pid}"));
+
+    fs::remove_file(&lock).unwrap();
+    symlink("/pid-1/host-elsewhere.example", &lock).unwrap();
+    expect(&lock, "zsh-history", Verdict::Foreign);
+}
+
+/// nvim writes a new ShaDa file as `main.shada.tmp.a` and renames it over `main.shada`. With
+/// a register of ~100 MB the write takes long enough to judge it open, and to SIGKILL nvim
+/// mid-write, which leaves the temporary file behind.
+#[test]
+fn nvim_shada_temp_file_open_then_left() {
+    if !have("nvim") {
+        return;
+    }
+    let dir = tempdir();
+    let shada = dir.path().join("main.shada");
+    let nvim = |shada: &Path| {
+        let mut c = Command::new("nvim");
+        c.args(["--headless", "-u", "NONE", "-i"])
+            .arg(shada)
+            .args([
+                "--cmd",
+                "set shada='100,<4000000,s4000000",
+                "-c",
+                "call setreg('a', repeat([repeat('x', 72)], 3000000))",
+                "-c",
+                "wshada",
+                "-c",
+                "qa!",
+            ])
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    // A first run makes main.shada, so that the next one writes to a temporary file.
+    let st = nvim(&shada).status().unwrap();
+    assert!(
+        st.success() && shada.exists(),
+        "nvim did not write {shada:?}"
+    );
+    let tmp = dir.path().join("main.shada.tmp.a");
+    let mut writer = GroupGuard::spawn(&mut nvim(&shada));
+    wait_for("nvim to start writing ShaDa", || tmp.exists().then_some(()));
+    let f = judge(&tmp);
+    assert_eq!(f.dialect, "nvim-shada");
+    // The write may just have finished (renamed away): then the path is gone, not stale.
+    assert_ne!(f.judgement.verdict, Verdict::Stale, "{:#?}", f.judgement);
+    writer.kill();
+    if !tmp.exists() {
+        eprintln!("nvim finished before it was killed; the leftover is made by hand");
+        write(&tmp, b"\x01\x00");
+    }
+    age(&tmp, 30);
+    let f = expect(&tmp, "nvim-shada", Verdict::Stale);
+    assert_evidence(&f, "killed while writing");
+    // Held open by a process: live.
+    let holder = Guard::spawn(
+        Command::new("sh")
+            .args(["-c", "exec sleep 600 3<\"$0\"", tmp.to_str().unwrap()])
+            .stdin(Stdio::null()),
+    );
+    let pid = holder.pid();
+    wait_for("the holder to open it", || {
+        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
+    });
+    expect(&tmp, "nvim-shada", Verdict::Live);
+}
+
+/// GnuPG's dotlock (`%10d\n<node>\n`), judged as gpg itself judges it: gpg waits for a lock
+/// whose PID lives and removes one whose PID is gone ("removing stale lockfile").
+#[test]
+fn gnupg_dotlock_agrees_with_gpg() {
+    if !have("gpg") || !have("gpgconf") {
+        return;
+    }
+    let dir = tempdir();
+    let home = dir.path().join("gnupg");
+    fs::create_dir(&home).unwrap();
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    struct Agent(PathBuf);
+    impl Drop for Agent {
+        fn drop(&mut self) {
+            let _ = Command::new("gpgconf")
+                .args(["--homedir"])
+                .arg(&self.0)
+                .args(["--kill", "all"])
+                .status();
+        }
+    }
+    let _agent = Agent(home.clone());
+    let gen_key = |uid: &str| {
+        let mut c = Command::new("gpg");
+        c.arg("--homedir")
+            .arg(&home)
+            .args([
+                "--batch",
+                "--passphrase",
+                "",
+                "--quick-gen-key",
+                uid,
+                "ed25519",
+                "sign",
+                "never",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+    let out = gen_key("A <a@example.org>").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lock = home.join("pubring.kbx.lock");
+    assert!(!lock.exists());
+
+    // A lock of a live process: ours says live, and gpg waits for it.
+    let sleeper = common::sleeper();
+    write(&lock, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
+    expect(&lock, "gnupg", Verdict::Live);
+    let out = common::run_bounded(
+        {
+            let mut c = Command::new("timeout");
+            c.arg("3")
+                .arg("gpg")
+                .arg("--homedir")
+                .arg(&home)
+                .args([
+                    "--batch",
+                    "--passphrase",
+                    "",
+                    "--quick-gen-key",
+                    "B <b@example.org>",
+                    "ed25519",
+                    "sign",
+                    "never",
+                ])
+                .stdin(Stdio::null());
+            c
+        },
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("waiting for lock"), "gpg did not wait: {err}");
+
+    // A lock whose PID is gone: ours says stale, and gpg removes it itself.
+    let dead = dead_pid();
+    write(&lock, format!("{dead:10}\n{}\n", hostname()));
+    let f = expect(&lock, "gnupg", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {dead}"));
+    let out = gen_key("C <c@example.org>").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("removing stale lockfile"), "gpg said: {err}");
+
+    // Another node: not checkable here.
+    write(&lock, format!("{:10}\nelsewhere.example\n", sleeper.pid()));
+    expect(&lock, "gnupg", Verdict::Foreign);
+    fs::remove_file(&lock).unwrap();
+}
+
+/// `R CMD INSTALL` of a tiny package whose configure script hangs: R's `00LOCK-<pkg>`
+/// directory, with the previously installed version in it, is live while R runs and stale
+/// after SIGKILL, and the evidence says what it holds.
+#[test]
+fn r_install_lock_from_a_killed_install() {
+    if !have("R") {
+        return;
+    }
+    let dir = tempdir();
+    let lib = dir.path().join("lib");
+    let pkg = dir.path().join("tinypkg");
+    fs::create_dir_all(&lib).unwrap();
+    let desc = |v: &str| {
+        format!(
+            "Package: tinypkg\nVersion: {v}\nTitle: Tiny\nDescription: Tiny.\nLicense: MIT\nAuthor: A\nMaintainer: A <a@example.org>\n"
+        )
+    };
+    write(&pkg.join("DESCRIPTION"), desc("1.0"));
+    write(&pkg.join("NAMESPACE"), "export(f)\n");
+    write(&pkg.join("R/f.R"), "f <- function() 1\n");
+    let install = || {
+        let mut c = Command::new("R");
+        c.args(["CMD", "INSTALL", "-l", "lib", "tinypkg"])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    assert!(
+        install().status().unwrap().success(),
+        "R CMD INSTALL failed"
+    );
+    assert!(lib.join("tinypkg/DESCRIPTION").exists());
+
+    write(&pkg.join("DESCRIPTION"), desc("2.0"));
+    let configure = write(&pkg.join("configure"), "#!/bin/sh\nsleep 600\n");
+    fs::set_permissions(&configure, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut r = GroupGuard::spawn(&mut install());
+    let lock = lib.join("00LOCK-tinypkg");
+    wait_for("R to run configure", || {
+        r.members().iter().any(|(_, c)| c == "sleep").then_some(())
+    });
+    let f = expect(&lock, "r-install", Verdict::Live);
+    assert_evidence(&f, "is working on this library");
+
+    r.kill();
+    let f = expect(&lock, "r-install", Verdict::Stale);
+    let all = f.judgement.evidence.join("\n");
+    assert!(!all.contains("just a lock"), "{all}");
+    if lock.join("tinypkg/DESCRIPTION").exists() {
+        assert_evidence(
+            &f,
+            "previously installed copy of package tinypkg version 1.0",
+        );
+        assert_evidence(&f, "move ");
+    }
+    // An R that runs, but on another library, does not keep it alive.
+    let other = dir.path().join("other");
+    fs::create_dir(&other).unwrap();
+    let _r = named_sleeper(&dir.path().join("bin"), "R", &other);
+    let f = expect(&lock, "r-install", Verdict::Stale);
+    assert_evidence(&f, "none on this library");
+}
+
+/// rpm's Berkeley DB environment (`__db.001`, ...): live while mapped or while rpm's
+/// transaction lock is held, stale with the advice to rebuild the database when nothing uses
+/// it. (This rpm uses the sqlite backend; the files are laid out as the bdb backend leaves
+/// them.)
+#[test]
+fn rpm_db_environment_files() {
+    let dir = tempdir();
+    let db = dir.path().join("rpm");
+    fs::create_dir_all(&db).unwrap();
+    if have("rpm") {
+        // The real rpm creates its database and transaction lock file in the directory.
+        let st = Command::new("rpm")
+            .arg("--dbpath")
+            .arg(&db)
+            .arg("--initdb")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "rpm --initdb failed");
+    }
+    write(&db.join("Packages"), vec![0u8; 4096]);
+    let region = write(&db.join("__db.001"), vec![0u8; 8192]);
+    if !db.join(".rpm.lock").exists() {
+        write(&db.join(".rpm.lock"), b"");
+    }
+    age(&region, 120);
+    let f = expect(&region, "rpm-db", Verdict::Stale);
+    assert_evidence(&f, "--rebuilddb");
+
+    // A transaction holds .rpm.lock.
+    if have("flock") {
+        let holder = Guard::spawn(
+            Command::new("flock")
+                .arg(db.join(".rpm.lock"))
+                .args(["sleep", "600"])
+                .stdin(Stdio::null()),
+        );
+        let pid = holder.pid();
+        wait_for("flock to take .rpm.lock", || {
+            fs::read_to_string("/proc/locks")
+                .ok()?
+                .lines()
+                .any(|l| l.split_whitespace().nth(4) == Some(&pid.to_string()))
+                .then_some(())
+        });
+        expect(&region, "rpm-db", Verdict::Live);
+    }
+    // A process that maps the region.
+    let mapper = Guard::spawn(
+        Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                "import mmap,sys,time\nf=open(sys.argv[1],'r+b')\nm=mmap.mmap(f.fileno(),0)\nf.close()\nopen(sys.argv[2],'w').close()\ntime.sleep(600)",
+            ])
+            .arg(&region)
+            .arg(dir.path().join("mapped"))
+            .stdin(Stdio::null()),
+    );
+    wait_for("python to map it", || {
+        dir.path().join("mapped").exists().then_some(())
+    });
+    let f = expect(&region, "rpm-db", Verdict::Live);
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == mapper.pid() as i32)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formats written as their programs' sources write them
+
+/// pacman's `db.lck`: empty, mode 0000, held open by pacman while it runs.
+#[test]
+fn pacman_db_lock() {
+    let dir = tempdir();
+    let dbpath = dir.path().join("var/lib/pacman");
+    fs::create_dir_all(dbpath.join("local")).unwrap();
+    fs::create_dir_all(dbpath.join("sync")).unwrap();
+    let lock = write(&dbpath.join("db.lck"), b"");
+    fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
+    age(&lock, 60);
+    let f = expect(&lock, "pacman", Verdict::Stale);
+    assert_evidence(&f, "no pacman, pamac, yay");
+
+    // A pacman that runs (without the file open) may be about to take it.
+    let bin = dir.path().join("bin");
+    {
+        let _pacman = named_sleeper(&bin, "pacman", dir.path());
+        let f = expect(&lock, "pacman", Verdict::Unknown);
+        assert_evidence(&f, "pacman (pid");
+    }
+    // Held open: live.
+    let holder = Guard::spawn(
+        Command::new("sh")
+            .args(["-c", "exec sleep 600 3<\"$0\"", lock.to_str().unwrap()])
+            .stdin(Stdio::null()),
+    );
+    let pid = holder.pid();
+    wait_for("the holder to open it", || {
+        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
+    });
+    let f = expect(&lock, "pacman", Verdict::Live);
+    assert!(f.judgement.holders.iter().any(|h| h.pid == pid as i32));
+}
+
+/// A Rack/Rails `tmp/pids/server.pid`: the PID must be a Ruby working in that app.
+#[test]
+fn rails_server_pid() {
+    let dir = tempdir();
+    let app = dir.path().join("app");
+    let pidfile = app.join("tmp/pids/server.pid");
+    fs::create_dir_all(pidfile.parent().unwrap()).unwrap();
+    let bin = dir.path().join("bin");
+
+    let ruby = named_sleeper(&bin, "ruby", &app);
+    write(&pidfile, ruby.pid().to_string());
+    let f = expect(&pidfile, "rails", Verdict::Live);
+    assert_evidence(&f, "works in the app's directory");
+
+    // A Ruby working elsewhere may be another app's server: not proof either way.
+    let elsewhere = named_sleeper(&bin, "ruby", dir.path());
+    write(&pidfile, elsewhere.pid().to_string());
+    expect(&pidfile, "rails", Verdict::Unknown);
+
+    // The PID now names something that is no Ruby (the container's PID 1 seen on the host,
+    // or a reused PID): stale.
+    let sleeper = named_sleeper(&bin, "sleep", &app);
+    write(&pidfile, sleeper.pid().to_string());
+    let f = expect(&pidfile, "rails", Verdict::Stale);
+    assert_evidence(&f, "not ruby");
+
+    write(&pidfile, dead_pid().to_string());
+    let f = expect(&pidfile, "rails", Verdict::Stale);
+    assert_evidence(&f, "rails server");
+}
+
+/// JetBrains IDEs: `.port` is a unix socket the running IDE listens on; `.lock` holds its PID.
+#[test]
+fn jetbrains_port_socket_and_lock() {
+    let dir = tempdir();
+    let config = dir.path().join(".config/JetBrains/IntelliJIdea2024.1");
+    let system = dir.path().join(".cache/JetBrains/IntelliJIdea2024.1");
+    fs::create_dir_all(&config).unwrap();
+    fs::create_dir_all(&system).unwrap();
+    let port = system.join(".port");
+    let lock = config.join(".lock");
+
+    let listener = std::os::unix::net::UnixListener::bind(&port).unwrap();
+    let dead = dead_pid();
+    write(&lock, dead.to_string());
+    expect(&port, "jetbrains", Verdict::Live);
+    // The IDE answers on its socket: its lock is live whatever PID it names (a Flatpak IDE
+    // writes its sandbox's PID).
+    let f = expect(&lock, "jetbrains", Verdict::Live);
+    assert_evidence(&f, "the IDE answers");
+
+    drop(listener);
+    let f = expect(&port, "jetbrains", Verdict::Stale);
+    assert_evidence(&f, "nobody listens");
+    let f = expect(&lock, "jetbrains", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {dead}"));
+
+    let ide = common::sleeper();
+    write(&lock, ide.pid().to_string());
+    expect(&lock, "jetbrains", Verdict::Live);
+}
+
+/// VS Code's `vscode.lock` (`{"pid":N,"willReleaseAt":0}`, mtime refreshed every second) and
+/// Remote-SSH's install lock.
+#[test]
+fn vscode_workspace_and_remote_locks() {
+    let dir = tempdir();
+    let lock = dir
+        .path()
+        .join(".config/Code/User/workspaceStorage/0123456789abcdef0123456789abcdef/vscode.lock");
+    let holder = common::sleeper();
+    write(
+        &lock,
+        format!("{{\"pid\":{},\"willReleaseAt\":0}}", holder.pid()),
+    );
+    let f = expect(&lock, "vscode", Verdict::Live);
+    assert_evidence(&f, "refreshed");
+
+    // Its PID gone and not refreshed for a minute: VS Code itself takes it over.
+    write(
+        &lock,
+        format!("{{\"pid\":{},\"willReleaseAt\":0}}", dead_pid()),
+    );
+    age(&lock, 60);
+    let f = expect(&lock, "vscode", Verdict::Stale);
+    assert_evidence(&f, "whose PID is gone");
+    // Refreshed a moment ago, whatever the PID says (a dev container's server writes a PID of
+    // its own namespace): live.
+    age(&lock, 1);
+    expect(&lock, "vscode", Verdict::Live);
+    // On a network file system nobody here can vouch for the PID; not refreshed for 11
+    // minutes, VS Code's own rule makes it stale.
+    let snap = Snapshot::take();
+    let d = locksmith::dialect::by_id("vscode").unwrap();
+    let w = locksmith::dialect::Windows::default();
+    let on_nfs = || {
+        let mut lc = locksmith::dialect::LoadedCandidate::load(&lock, &snap).unwrap();
+        lc.fs = locksmith::probe::FsInfo::new("nfs", true);
+        lc
+    };
+    assert_eq!(
+        d.judge(&on_nfs().candidate(), &snap, &w).verdict,
+        Verdict::Foreign
+    );
+    age(&lock, 11 * 60);
+    let j = d.judge(&on_nfs().candidate(), &snap, &w);
+    assert_eq!(j.verdict, Verdict::Stale, "{j:#?}");
+    assert!(
+        j.evidence.iter().any(|e| e.contains("10-minute rule")),
+        "{j:#?}"
+    );
+
+    let remote = write(
+        &dir.path()
+            .join(".vscode-server/bin/abc123/vscode-remote-lock.ann.abc123"),
+        b"",
+    );
+    expect(&remote, "vscode", Verdict::Unknown);
+    age(&remote, 2 * 3600);
+    let f = expect(&remote, "vscode", Verdict::Stale);
+    assert_evidence(&f, "Installation already in progress");
+    let opener = Guard::spawn(
+        Command::new("sh")
+            .args(["-c", "exec sleep 600 3<\"$0\"", remote.to_str().unwrap()])
+            .stdin(Stdio::null()),
+    );
+    let pid = opener.pid();
+    wait_for("the holder to open it", || {
+        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
+    });
+    expect(&remote, "vscode", Verdict::Live);
+}
+
+/// VMware's lock directory: members `M<digits>.lck` of 512 bytes naming
+/// `pid-creationTime(name)`, the creation time in clock ticks since boot.
+#[test]
+fn vmware_lock_directory() {
+    let dir = tempdir();
+    let lck = dir.path().join("vm/Windows.vmx.lck");
+    fs::create_dir_all(&lck).unwrap();
+    let vmx = common::sleeper();
+    let pid = vmx.pid() as i32;
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let ticks: u64 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let member = |exec: &str| {
+        let mut data = format!("52-4d-a1-0c-2b-9e-6f-11 {exec} 3 X Windows.vmx lc=1").into_bytes();
+        data.resize(512, 0);
+        write(&lck.join("M12345.lck"), data);
+    };
+    member(&format!("{pid}-{ticks}(sleep)"));
+    let f = expect(&lck, "vmware", Verdict::Live);
+    assert_eq!(
+        f.judgement.owner.as_ref().and_then(|o| o.pid),
+        Some(pid as i64)
+    );
+
+    // The same PID with another creation time: the PID was reused.
+    member(&format!("{pid}-{}(vmware-vmx)", ticks + 1));
+    let f = expect(&lck, "vmware", Verdict::Stale);
+    assert_evidence(&f, "reused");
+
+    member(&format!("{}-0", dead_pid()));
+    expect(&lck, "vmware", Verdict::Stale);
+
+    fs::remove_file(lck.join("M12345.lck")).unwrap();
+    expect(&lck, "vmware", Verdict::Unknown);
+}
+
+/// conda's `<path>.pid<N>.conda_lock`, Julia's `*.pidfile` (`pid host`), LibreOffice's
+/// profile `.lock` (`[Lockdata]`).
+#[test]
+fn conda_julia_and_libreoffice_profile() {
+    let dir = tempdir();
+    let bin = dir.path().join("bin");
+
+    let python = named_sleeper(&bin, "python3", dir.path());
+    let conda = write(
+        &dir.path()
+            .join(format!("pkgs/urls.txt.pid{}.conda_lock", python.pid())),
+        b"",
+    );
+    expect(&conda, "conda", Verdict::Live);
+    let conda_dead = write(
+        &dir.path()
+            .join(format!("pkgs/cache.pid{}.conda_lock", dead_pid())),
+        b"",
+    );
+    let f = expect(&conda_dead, "conda", Verdict::Stale);
+    assert_evidence(&f, "conda clean --lock");
+
+    let julia = named_sleeper(&bin, "julia", dir.path());
+    let pidfile = write(
+        &dir.path().join(".julia/compiled/v1.10/Foo.ji.pidfile"),
+        format!("{} {}", julia.pid(), hostname()),
+    );
+    expect(&pidfile, "julia-pidfile", Verdict::Live);
+    write(&pidfile, format!("{} elsewhere.example", julia.pid()));
+    expect(&pidfile, "julia-pidfile", Verdict::Foreign);
+    write(&pidfile, format!("{} {}", dead_pid(), hostname()));
+    expect(&pidfile, "julia-pidfile", Verdict::Stale);
+
+    let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let profile = dir.path().join(".config/libreoffice/4/.lock");
+    let lockdata = |host: &str| {
+        format!(
+            "[Lockdata]\nUser={user}\nHost={host}\nStamp=-12345\nTime=30.11.2026 12:00\nIPCServer=true\n"
+        )
+    };
+    write(&profile, lockdata(&hostname()));
+    let f = judge(&profile);
+    assert_eq!(f.dialect, "libreoffice-profile", "{:#?}", f.judgement);
+    let running = f.judgement.verdict == Verdict::Live;
+    if !running {
+        assert_eq!(f.judgement.verdict, Verdict::Stale, "{:#?}", f.judgement);
+        let _soffice = named_sleeper(&bin, "soffice.bin", dir.path());
+        expect(&profile, "libreoffice-profile", Verdict::Live);
+    }
+    write(&profile, lockdata("elsewhere.example"));
+    expect(&profile, "libreoffice-profile", Verdict::Foreign);
+}
+
+/// Package-manager manifests named like locks are not locks; a pid file with such content
+/// under an ordinary name still is.
+#[test]
+fn package_manager_manifests_are_not_locks() {
+    let env = Env::new();
+    let root = env.path().join("src");
+    let dead = dead_pid();
+    for name in [
+        "Gopkg.lock",
+        "Chart.lock",
+        "MODULE.bazel.lock",
+        "pixi.lock",
+        "stack.yaml.lock",
+        "conan.lock",
+        "Cargo.lock",
+    ] {
+        write(&root.join(name), format!("{dead}\n"));
+    }
+    let real = write(&root.join("worker.lock"), format!("{dead}\n"));
+    let (report, _) = env.scan_json(&[&root]);
+    let paths: Vec<&str> = report.locks.iter().map(|l| l.path.as_str()).collect();
+    assert_eq!(paths, vec![real.to_str().unwrap()], "{paths:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Declared dialects, end to end through the binary
+
+const DECLARED: &str = r#"{
+  "dialects": [
+    {
+      "name": "nightly-backup",
+      "patterns": ["*.backup-lock"],
+      "format": { "lines": { "pid": 2, "host": 3 } },
+      "programs": ["backup-job"],
+      "stale_after_secs": 3600
+    },
+    {
+      "name": "render-farm",
+      "patterns": ["**/jobs/*.claim"],
+      "format": { "json": { "pid": "owner_pid", "host": "node", "time": "claimed_at" } },
+      "programs": ["render"]
+    },
+    {
+      "name": "spool",
+      "patterns": ["spool.guard"],
+      "format": "kernel-lock"
+    }
+  ]
+}"#;
+
+#[test]
+fn declared_dialect_from_configuration_to_reclaim() {
+    let env = Env::new();
+    let config = write(&env.path().join("config/locksmith/config.json"), DECLARED);
+    let root = env.path().join("work");
+    let bin = env.path().join("bin");
+    let host = hostname();
+
+    let job = named_sleeper(&bin, "backup-job", env.path());
+    let live = write(
+        &root.join("a.backup-lock"),
+        format!("v1\n{}\n{host}\n", job.pid()),
+    );
+    let dead = write(
+        &root.join("b.backup-lock"),
+        format!("v1\n{}\n{host}\n", dead_pid()),
+    );
+    let reused = {
+        let other = common::sleeper();
+        let p = write(
+            &root.join("c.backup-lock"),
+            format!("v1\n{}\n{host}\n", other.pid()),
+        );
+        (p, other)
+    };
+    let foreign = write(
+        &root.join("d.backup-lock"),
+        format!("v1\n{}\nelsewhere.example\n", job.pid()),
+    );
+    let foreign_old = write(
+        &root.join("e.backup-lock"),
+        format!("v1\n{}\nelsewhere.example\n", job.pid()),
+    );
+    age(&foreign_old, 2 * 3600);
+    let garbage = write(&root.join("f.backup-lock"), "not a pid\n");
+    let now = jiff::Timestamp::now();
+    let claim = write(
+        &root.join("jobs/frame-0042.claim"),
+        format!(
+            r#"{{"owner_pid": {}, "node": "{host}", "claimed_at": "{now}"}}"#,
+            dead_pid()
+        ),
+    );
+    let guard = write(&root.join("spool.guard"), b"");
+
+    let (report, out) = env.scan_json(&[&root]);
+    assert_eq!(out.status.code(), Some(1), "stale locks were found");
+    let verdict = |p: &Path| {
+        let l = report.expect_lock(p);
+        (l.dialect.clone(), l.verdict.clone())
+    };
+    let v = |d: &str, x: &str| (d.to_string(), x.to_string());
+    assert_eq!(verdict(&live), v("nightly-backup", "live"));
+    assert_eq!(verdict(&dead), v("nightly-backup", "stale"));
+    // A live PID running another program than the declared ones: reused.
+    assert_eq!(verdict(&reused.0), v("nightly-backup", "stale"));
+    assert_eq!(verdict(&foreign), v("nightly-backup", "foreign"));
+    // Another host, untouched for longer than the declared window.
+    assert_eq!(verdict(&foreign_old), v("nightly-backup", "stale"));
+    assert!(
+        report
+            .expect_lock(&foreign_old)
+            .evidence
+            .iter()
+            .any(|e| e.contains("declared stale window")),
+        "{:#?}",
+        report.expect_lock(&foreign_old)
+    );
+    assert_eq!(verdict(&garbage), v("nightly-backup", "unknown"));
+    assert_eq!(verdict(&claim), v("render-farm", "stale"));
+    assert_eq!(verdict(&guard), v("spool", "free"));
+    let l = report.expect_lock(&live);
+    assert_eq!(l.owner.as_ref().and_then(|o| o.pid), Some(job.pid() as i64));
+    assert_eq!(
+        l.owner.as_ref().and_then(|o| o.hostname.clone()),
+        Some(host.clone())
+    );
+
+    // The table names the dialect too.
+    let table = common::stdout(&env.run([OsStr::new("--scan"), root.as_os_str()]));
+    assert!(
+        table.contains("nightly-backup") && table.contains("render-farm"),
+        "{table}"
+    );
+
+    // Reclaim removes exactly the stale ones, through the same declarations.
+    let out = env.run([
+        OsStr::new("--scan"),
+        OsStr::new("--reclaim"),
+        OsStr::new("--json"),
+        root.as_os_str(),
+    ]);
+    let report = common::parse_report(&out);
+    let removed: Vec<&str> = report
+        .reclaimed
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|r| r.ok)
+        .map(|r| r.path.as_str())
+        .collect();
+    for p in [&dead, &reused.0, &foreign_old, &claim] {
+        assert!(
+            !p.exists(),
+            "{} was not reclaimed: {removed:?}",
+            p.display()
+        );
+    }
+    for p in [&live, &foreign, &garbage, &guard] {
+        assert!(p.exists(), "{} was removed", p.display());
+    }
+    assert!(
+        env.journal()
+            .iter()
+            .any(|j| j["dialect"] == "nightly-backup")
+    );
+    drop(config);
+}
+
+#[test]
+fn a_bad_declaration_names_the_file_line_and_key() {
+    let env = Env::new();
+    let cases = [
+        (
+            r#"{"dialects": [{"name": "x", "patterns": ["*.x"],
+  "format": {"lines": {"pid": 0}}}]}"#,
+            "format.lines.pid",
+            2,
+        ),
+        (
+            r#"{"dialects": [
+  {"name": "pidfile", "patterns": ["*.x"], "format": "kernel-lock"}]}"#,
+            "`name`",
+            2,
+        ),
+        (
+            r#"{"dialects": [{"name": "x", "patterns": ["*.x"],
+  "format": {"json": {"pid": "pid", "hots": "h"}}}]}"#,
+            "hots",
+            2,
+        ),
+    ];
+    for (text, key, line) in cases {
+        let file = write(&env.path().join("bad.json"), text);
+        let out = env.run([
+            OsStr::new("--scan"),
+            OsStr::new("--config"),
+            file.as_os_str(),
+            env.path().as_os_str(),
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = common::stderr(&out);
+        assert!(err.contains(file.to_str().unwrap()), "{err}");
+        assert!(err.contains(&format!("line {line}")), "{err}");
+        assert!(err.contains(key), "{err}");
+    }
+}
