@@ -206,6 +206,45 @@ pub fn deserialize_list<'de, D: Deserializer<'de>>(
     Ok(Some(list))
 }
 
+/// Where in `text` the key named by a declaration error lies (1-based line and column), so
+/// that the error points at the bad key rather than at the end of its declaration. `None`
+/// when the message is not about a declaration or the key cannot be found.
+pub fn locate_error(text: &str, message: &str) -> Option<(usize, usize)> {
+    let rest = message.split("declared dialect ").nth(1)?;
+    let name_end = rest.find(", key `")?;
+    let name: String = serde_json::from_str(&rest[..name_end]).ok()?;
+    let key = rest[name_end + 7..].split('`').next()?;
+    let quoted = serde_json::to_string(&name).ok()?;
+    // The declaration: the object around `"name": "<name>"`.
+    let at = text.match_indices(&quoted).map(|(i, _)| i).find(|&i| {
+        text[..i].trim_end().ends_with(':')
+            && text[..i]
+                .trim_end()
+                .trim_end_matches(':')
+                .trim_end()
+                .ends_with("\"name\"")
+    })?;
+    let mut depth = 0usize;
+    let mut start = None;
+    for (i, c) in text[..at].char_indices().rev() {
+        match c {
+            '}' | ']' => depth += 1,
+            '{' | '[' if depth > 0 => depth -= 1,
+            '{' => {
+                start = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let start = start?;
+    let last = key.rsplit('.').next()?;
+    let pos = start + text[start..].find(&format!("\"{last}\""))?;
+    let line = text[..pos].matches('\n').count() + 1;
+    let column = pos - text[..pos].rfind('\n').map_or(0, |n| n + 1) + 1;
+    Some((line, column))
+}
+
 /// A declared dialect ready to judge (its strings made `'static`: dialect ids are).
 #[derive(Debug)]
 struct DeclaredDialect {
@@ -508,6 +547,16 @@ mod tests {
         }
         let twice = r#"{"dialects": [{"name": "a", "patterns": ["x"], "format": "kernel-lock"}, {"name": "a", "patterns": ["y"], "format": "kernel-lock"}]}"#;
         assert!(declare(twice).unwrap_err().contains("declared twice"));
+    }
+
+    #[test]
+    fn points_at_the_bad_key() {
+        let text = "{\n  \"dialects\": [\n    { \"name\": \"a\", \"patterns\": [\"x\"], \"format\": \"kernel-lock\" },\n    {\n      \"format\": { \"lines\": { \"pid\": 0 } },\n      \"name\": \"b\",\n      \"patterns\": [\"y\"]\n    }\n  ]\n}";
+        let msg = "declared dialect \"b\", key `format.lines.pid`: must be a line number";
+        assert_eq!(locate_error(text, msg), Some((5, 30)));
+        let msg = "declared dialect \"b\", key `patterns`: bad glob";
+        assert_eq!(locate_error(text, msg), Some((7, 7)));
+        assert_eq!(locate_error(text, "unknown field `x`"), None);
     }
 
     #[test]

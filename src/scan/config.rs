@@ -354,7 +354,8 @@ impl Config {
     /// Applies one layer over this configuration. `merged` accumulates the keys of the
     /// sections that merge key by key (`windows`, `saved`).
     fn apply(&mut self, merged: &mut Merged, name: &Path, text: &str) -> Result<(), ConfigError> {
-        let layer: Layer = serde_json::from_str(text).map_err(|e| parse_error(name, &e))?;
+        let layer: Layer =
+            serde_json::from_str(text).map_err(|e| declared_error(name, text, &e))?;
         if let Some(r) = layer.roots {
             self.roots = r;
         }
@@ -512,6 +513,22 @@ fn ask_config<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AskConfig>, D::E
     let c = AskConfig::deserialize(d)?;
     c.validate().map_err(de::Error::custom)?;
     Ok(Some(c))
+}
+
+/// A parse error, pointing at the key at fault when it is in a declared dialect.
+fn declared_error(path: &Path, text: &str, e: &serde_json::Error) -> ConfigError {
+    let mut err = parse_error(path, e);
+    if let ConfigError::Parse {
+        line,
+        column,
+        message,
+        ..
+    } = &mut err
+        && let Some((l, c)) = declared::locate_error(text, message)
+    {
+        (*line, *column) = (l, c);
+    }
+    err
 }
 
 fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
