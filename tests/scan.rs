@@ -339,13 +339,13 @@ fn bad_config_errors_name_file_line_and_column() {
 fn extra_patterns_add_names_to_a_dialect() {
     // An extra pattern makes a new name a candidate for a registered dialect.
     let dir = tempfile::tempdir().unwrap();
-    let pidfile = dir.path().join("daemon.pidfile");
+    let pidfile = dir.path().join("daemon.pidlock");
     write(&pidfile, format!("{}\n", std::process::id()).as_bytes());
     let out = run_scan(&Config::embedded(), &[root(dir.path())]);
     assert!(out.finding(&pidfile).is_none());
     let c = Config::from_json(
         Path::new("x.json"),
-        r#"{"extra_patterns": [{"dialect": "pidfile", "patterns": ["*.pidfile"]}]}"#,
+        r#"{"extra_patterns": [{"dialect": "pidfile", "patterns": ["*.pidlock"]}]}"#,
     )
     .unwrap();
     let out = run_scan(&c, &[root(dir.path())]);
