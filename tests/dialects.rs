@@ -2393,7 +2393,8 @@ fn multi_line_pid_records_are_read_whole() {
     );
     expect(&path, "pidfile", Verdict::Stale);
 
-    // Qt's QLockFile: pid, application, host, machine id, boot id.
+    // Qt's QLockFile: pid, application, host, machine id, boot id (its own dialect, whatever
+    // the file's name).
     let qt = fixture_text("pidfile/qt-qlockfile.txt");
     let f = judge(&write(&tmp.join("qt-fixture.lock"), &qt));
     assert_eq!(f.judgement.owner.unwrap().pid, Some(32157));
@@ -2409,12 +2410,12 @@ fn multi_line_pid_records_are_read_whole() {
         &tmp.join("qt-live.lock"),
         qt_with(sleeper.pid(), "kate", &host, &machine, &boot),
     );
-    expect(&path, "pidfile", Verdict::Live);
+    expect(&path, "qt-lockfile", Verdict::Live);
     let path = write(
         &tmp.join("qt-app.lock"),
         qt_with(sleeper.pid(), "okular", &host, &machine, &boot),
     );
-    let f = expect(&path, "pidfile", Verdict::Stale);
+    let f = expect(&path, "qt-lockfile", Verdict::Stale);
     assert_evidence(&f, "not okular");
     let path = write(
         &tmp.join("qt-boot.lock"),
@@ -2426,7 +2427,7 @@ fn multi_line_pid_records_are_read_whole() {
             "00000000-0000-4000-8000-000000000001",
         ),
     );
-    expect(&path, "pidfile", Verdict::Stale);
+    expect(&path, "qt-lockfile", Verdict::Stale);
     if snap.host.machine_id.is_some() {
         let path = write(
             &tmp.join("qt-machine.lock"),
@@ -2438,14 +2439,14 @@ fn multi_line_pid_records_are_read_whole() {
                 "00000000-0000-4000-8000-000000000001",
             ),
         );
-        let f = expect(&path, "pidfile", Verdict::Foreign);
+        let f = expect(&path, "qt-lockfile", Verdict::Foreign);
         assert_evidence(&f, "machine id");
     }
     let path = write(
         &tmp.join("qt-host.lock"),
         qt_with(dead, "kate", "laptop", &machine, &boot),
     );
-    expect(&path, "pidfile", Verdict::Foreign);
+    expect(&path, "qt-lockfile", Verdict::Foreign);
 
     // A PID followed by lines of no known meaning: never stale on the PID alone.
     let path = write(&tmp.join("odd.lock"), format!("{dead}\n5432\n"));

@@ -383,8 +383,10 @@ fn nvim_shada_temp_file_open_then_left() {
     expect(&tmp, "nvim-shada", Verdict::Live);
 }
 
-/// GnuPG's dotlock (`%10d\n<node>\n`), judged as gpg itself judges it: gpg waits for a lock
-/// whose PID lives and removes one whose PID is gone ("removing stale lockfile").
+/// GnuPG's dotlock (`%10d\n<node>\n`, read by the pidfile dialect's multi-line records),
+/// judged as gpg itself judges it: gpg waits for a lock whose PID lives and removes one whose
+/// PID is gone ("removing stale lockfile"). The temporary file a dotlock is linked from is the
+/// `gnupg` dialect's.
 #[test]
 fn gnupg_dotlock_agrees_with_gpg() {
     if !have("gpg") || !have("gpgconf") {
@@ -436,7 +438,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
     // A lock of a live process: ours says live, and gpg waits for it.
     let sleeper = common::sleeper();
     write(&lock, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
-    expect(&lock, "gnupg", Verdict::Live);
+    expect(&lock, "pidfile", Verdict::Live);
     let out = common::run_bounded(
         {
             let mut c = Command::new("timeout");
@@ -465,7 +467,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
     // A lock whose PID is gone: ours says stale, and gpg removes it itself.
     let dead = dead_pid();
     write(&lock, format!("{dead:10}\n{}\n", hostname()));
-    let f = expect(&lock, "gnupg", Verdict::Stale);
+    let f = expect(&lock, "pidfile", Verdict::Stale);
     assert_evidence(&f, &format!("no process {dead}"));
     let out = gen_key("C <c@example.org>").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -473,8 +475,18 @@ fn gnupg_dotlock_agrees_with_gpg() {
 
     // Another node: not checkable here.
     write(&lock, format!("{:10}\nelsewhere.example\n", sleeper.pid()));
-    expect(&lock, "gnupg", Verdict::Foreign);
+    expect(&lock, "pidfile", Verdict::Foreign);
     fs::remove_file(&lock).unwrap();
+
+    // The temporary file of a gpg killed between writing it and linking it into place.
+    let tmp = write(
+        &home.join(format!(".#lk0x00005603a1b2c3d0.{}.{dead}", hostname())),
+        format!("{dead:10}\n{}\n", hostname()),
+    );
+    let f = expect(&tmp, "gnupg", Verdict::Stale);
+    assert_evidence(&f, &format!("no process {dead}"));
+    write(&tmp, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
+    expect(&tmp, "gnupg", Verdict::Live);
 }
 
 /// `R CMD INSTALL` of a tiny package whose configure script hangs: R's `00LOCK-<pkg>`

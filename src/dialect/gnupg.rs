@@ -1,6 +1,8 @@
-//! `gnupg`: GnuPG's dotlocks (`pubring.kbx.lock`, `trustdb.gpg.lock`,
-//! `public-keys.d/pubring.db.lock`, ... in `~/.gnupg`), and the temporary
-//! `.#lk0x<address>.<host>.<pid>` files they are linked from.
+//! `gnupg`: the temporary files GnuPG's dotlocks are linked from,
+//! `.#lk0x<address>.<host>.<pid>`, left beside `pubring.kbx`, `trustdb.gpg`, ... in `~/.gnupg`
+//! when gpg dies while taking a lock. (The dotlocks themselves, `pubring.kbx.lock`,
+//! `trustdb.gpg.lock`, ..., are read by the `pidfile` dialect's multi-line records, with the
+//! same rule.)
 //!
 //! Format, from libgpg-error's `src/dotlock.c` (formerly GnuPG's `common/dotlock.c`,
 //! `dotlock_take_unix` / `read_lockfile`): the PID formatted `"%10d\n"` (right-aligned in 10
@@ -8,7 +10,6 @@
 //! and `link()`ing it to `<file>.lock`. GnuPG's own rule: a lock naming this node whose PID
 //! does not exist is stale and removed; one of another node is waited for.
 //!
-//! Recognised by that exact content whatever the name (a plain pid file has no host line).
 //! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
 
 use super::{Candidate, Dialect, EntryKind, Windows, common};
@@ -44,12 +45,11 @@ impl Dialect for Gnupg {
         PATTERNS
     }
 
-    fn any_name(&self) -> bool {
-        true
-    }
-
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
+        c.kind == EntryKind::File
+            && c.file_name().as_encoded_bytes().starts_with(b".#lk0x")
+            && c.complete
+            && parse(c.content).is_some()
     }
 
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
@@ -60,10 +60,10 @@ impl Dialect for Gnupg {
         let owner = Owner {
             pid: Some(pid),
             hostname: Some(common::field(&host)),
-            detail: Some(match locked.strip_suffix(".lock") {
-                Some(f) => format!("GnuPG dotlock of {}", common::field(f)),
-                None => "GnuPG dotlock (temporary file)".into(),
-            }),
+            detail: Some(format!(
+                "GnuPG dotlock temporary file {}",
+                common::field(&locked)
+            )),
             ..Owner::default()
         };
         if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {

@@ -346,8 +346,9 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &locksmith::Locksmith,
         // Formats recognised by a specific name and content first,
         &vim_swap::VimSwap,
-        // (GnuPG's dotlock and Qt's QLockFile by their exact content, whatever the name,
-        // before the name-based readers that would take their first line for a PID)
+        // (GnuPG's temporary dotlock files before emacs's `.#*`; Qt's QLockFile and
+        // LibreOffice's profile lock by their exact content, whatever the name, before the
+        // name-based readers that would take their first line for a PID)
         &gnupg::Gnupg,
         &qt_lockfile::QtLockFile,
         &libreoffice_profile::LibreOfficeProfile,

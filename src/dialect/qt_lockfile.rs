@@ -8,10 +8,14 @@
 //! is created with `O_CREAT|O_EXCL`, and `setNativeLocks` takes `flock(LOCK_EX)` (and an
 //! fcntl lock) on the descriptor, which stays open while the lock is held.
 //!
-//! Qt's own rule (`isApparentlyStale`): on the same machine, another boot id → stale; the PID
-//! gone, or running an executable not named like the application → stale. Here: the kernel
-//! lock Qt holds → `live`; another machine → `foreign`; another boot → `stale`; then the PID
-//! rules of [`crate::evidence`] with the application as the expected program.
+//! Qt's own rule (`isApparentlyStale`): on the same host (same host name and machine id),
+//! another boot id → stale; the PID gone, or running an executable not named like the
+//! application → stale. Here: the kernel lock Qt holds → `live`; another host name or machine
+//! id → `foreign`; another boot → `stale`; then the PID rules of [`crate::evidence`] with the
+//! application as the expected program.
+//!
+//! (The generic `pidfile` dialect reads the same record when it is named like a pid file;
+//! this dialect recognises it first, whatever its name.)
 
 use super::{Candidate, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
@@ -98,11 +102,13 @@ impl Dialect for QtLockFile {
         if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
             return common::with_owner(j, owner);
         }
-        let ours = support::machine_id();
-        let same_machine = match (rec.machine_id.as_str(), ours.as_deref()) {
-            ("", _) | (_, None) => rec.host == snap.host.hostname,
-            (theirs, Some(ours)) => theirs == ours,
-        };
+        // Qt's own rule: the same host name, and the same machine id when both are known.
+        let ours = snap.host.machine_id.clone().or_else(support::machine_id);
+        let same_machine = rec.host == snap.host.hostname
+            && match (rec.machine_id.as_str(), ours.as_deref()) {
+                ("", _) | (_, None) => true,
+                (theirs, Some(ours)) => theirs == ours,
+            };
         if !same_machine {
             let j = Judgement::new(
                 Verdict::Foreign,
