@@ -118,6 +118,7 @@ fn judge_owner(id: &BorgId, written_ms: i64, c: &Candidate<'_>, snap: &Snapshot)
         written_ms: Some(written_ms),
         expect: BORG,
         fs: Some(c.fs),
+        file: Some((c.path, c.meta)),
         ..PidClaim::default()
     };
     judge_pid(&claim, snap)

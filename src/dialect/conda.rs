@@ -64,6 +64,7 @@ impl Dialect for Conda {
             written_ms: Some(c.mtime_ms()),
             expect: CONDA,
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

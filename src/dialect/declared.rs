@@ -444,6 +444,7 @@ impl Dialect for DeclaredDialect {
             written_ms: Some(fields.time_ms.unwrap_or_else(|| c.mtime_ms())),
             expect: self.programs,
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

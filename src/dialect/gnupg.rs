@@ -74,6 +74,7 @@ impl Dialect for Gnupg {
             hostname: Some(&host),
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

@@ -189,6 +189,7 @@ impl Dialect for JetBrains {
             pid,
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

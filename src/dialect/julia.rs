@@ -72,6 +72,7 @@ impl Dialect for Julia {
             written_ms: Some(c.mtime_ms()),
             expect: &["julia"],
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         common::with_owner(judge_pid(&claim, snap), owner)

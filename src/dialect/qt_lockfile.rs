@@ -142,6 +142,7 @@ impl Dialect for QtLockFile {
             written_ms: Some(c.mtime_ms()),
             expect: if app.is_empty() { &[] } else { &expect_owned },
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -67,18 +67,21 @@ impl Dialect for Rails {
             written_ms: Some(c.mtime_ms()),
             expect: RUBIES,
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);
         if j.verdict == Verdict::Live
             && let Ok(app_meta) = std::fs::metadata(app)
         {
-            match common::cwd_is(pid as i32, &app_meta) {
+            // The process as this host numbers it (a container's PID 1 is another PID here).
+            let host_pid = j.process.as_ref().map_or(pid as i32, |p| p.pid);
+            match common::cwd_is(host_pid, &app_meta) {
                 Some(true) => j
                     .evidence
                     .push(format!("it works in the app's directory {}", app.display())),
                 Some(false) => {
-                    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"))
+                    let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd"))
                         .map(|p| common::field(&p.to_string_lossy()))
                         .unwrap_or_else(|_| "elsewhere".into());
                     j.verdict = Verdict::Unknown;

@@ -155,6 +155,7 @@ impl Dialect for Vmware {
                     written_ms: Some(crate::probe::mtime_ms(meta)),
                     start_ticks: (m.creation != 0).then_some(m.creation),
                     fs: Some(c.fs),
+                    file: Some((c.path, c.meta)),
                     ..PidClaim::default()
                 };
                 judge_pid(&claim, snap)

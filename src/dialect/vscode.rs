@@ -90,6 +90,7 @@ impl Dialect for VsCode {
             pid: rec.pid,
             written_ms: Some(c.mtime_ms()),
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);

@@ -72,6 +72,7 @@ impl Dialect for ZshHistory {
             written_ms: Some(c.mtime_ms()),
             expect: &["zsh"],
             fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
         let mut j = judge_pid(&claim, snap);
