@@ -220,6 +220,8 @@ pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> std::io::Result
     sys::read_prefix(path, lstat, max)
 }
 
+pub use sys::read_opened;
+
 mod sys {
     use std::fs::Metadata;
     use std::io;
@@ -239,6 +241,16 @@ mod sys {
         };
         #[cfg(not(target_os = "linux"))]
         let fd = rustix::fs::open(path, flags, Mode::empty())?;
+        read_opened(fd, lstat, max)
+    }
+
+    /// Reads at most `max` bytes of the opened `fd` after checking it is a regular file and the
+    /// one `lstat` saw. Returns the bytes and whether they are the whole file.
+    pub fn read_opened(
+        fd: rustix::fd::OwnedFd,
+        lstat: &Metadata,
+        max: usize,
+    ) -> io::Result<(Vec<u8>, bool)> {
         let st = rustix::fs::fstat(&fd)?;
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
             return Err(io::Error::other("not a regular file any more"));

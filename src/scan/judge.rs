@@ -285,10 +285,9 @@ mod sys {
     use std::io;
     use std::os::fd::BorrowedFd;
     use std::os::unix::ffi::OsStringExt;
-    use std::os::unix::fs::MetadataExt;
     use std::path::PathBuf;
 
-    use rustix::fs::{FileType, Mode, OFlags};
+    use rustix::fs::{Mode, OFlags};
 
     /// `lstat` of `name` in `dir`: the entry is opened `O_PATH|O_NOFOLLOW` (which opens
     /// nothing, whatever it is: a FIFO or a device is not touched) and `fstat`ed.
@@ -318,33 +317,7 @@ mod sys {
             Err(rustix::io::Errno::PERM) => rustix::fs::openat(dir, name, flags, Mode::empty())?,
             other => other?,
         };
-        let st = rustix::fs::fstat(&fd)?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(io::Error::other("not a regular file any more"));
-        }
-        #[allow(clippy::unnecessary_cast)]
-        if st.st_dev as u64 != lstat.dev() || st.st_ino as u64 != lstat.ino() {
-            return Err(io::Error::other("replaced while being read"));
-        }
-        // One byte more than the file claims, so that reaching its end is seen.
-        let size = st.st_size.max(0) as u64;
-        let mut buf = vec![0u8; size.saturating_add(1).min(max as u64) as usize];
-        let mut len = 0;
-        let mut eof = false;
-        while len < buf.len() {
-            match rustix::io::read(&fd, &mut buf[len..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => len += n,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        buf.truncate(len);
-        let complete = eof || len as u64 == size;
-        Ok((buf, complete))
+        crate::dialect::read_opened(fd, lstat, max)
     }
 
     /// The text of the symlink `name` in `dir` (readlinkat(2)); it is never followed.
