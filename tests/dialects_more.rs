@@ -586,7 +586,8 @@ fn rpm_db_environment_files() {
 
     // A transaction holds .rpm.lock.
     if have("flock") {
-        let holder = Guard::spawn(
+        // flock(1) runs sleep as its child: the whole group goes when the guard drops.
+        let holder = GroupGuard::spawn(
             Command::new("flock")
                 .arg(db.join(".rpm.lock"))
                 .args(["sleep", "600"])
