@@ -400,21 +400,9 @@ fn locksmith_records_of_another_host_are_settled_by_asking_it() {
         format!(r#"{{"PID":{pid},"CreatedAt":"{created}","Hostname":"node17"}}"#),
     )
     .unwrap();
-    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
-    let l = r.expect_lock(&zero);
-    assert_eq!(l.verdict, "live", "{l:#?}");
-    assert!(
-        l.evidence[0].starts_with(&format!("asked node17 over ssh: process {pid} (sleep)")),
-        "{l:#?}"
-    );
-    owner.kill();
-    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
-    let l = r.expect_lock(&zero);
-    assert_eq!(l.verdict, "stale", "{l:#?}");
-    assert!(
-        l.evidence[0].contains(&format!("no process {pid}")),
-        "{l:#?}"
-    );
+    asked_live_then_stale(&env, &cfg, &work, &zero, pid.into(), "sleep)", || {
+        owner.kill()
+    });
 
     // An engine record of node17 from a boot that is over: node17's boot id differs.
     let old = work.join("old.lock");
@@ -452,16 +440,30 @@ fn a_soft_file_lock_of_another_host_is_proven_by_asking_it() {
     let cfg = node.config(&env, bin(), "");
     let r = scan(&env, &cfg, &[], &work);
     assert_eq!(r.expect_lock(&lock).verdict, "foreign", "{r:#?}");
-    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
-    let l = r.expect_lock(&lock);
+    asked_live_then_stale(&env, &cfg, &work, &lock, pid, "python", || job.kill());
+}
+
+/// Asking node17 proves `lock` live, its owner `pid` named `program...` in the evidence; after
+/// `kill`, asking proves it stale.
+fn asked_live_then_stale(
+    env: &Env,
+    cfg: &Path,
+    work: &Path,
+    lock: &Path,
+    pid: i64,
+    program: &str,
+    kill: impl FnOnce(),
+) {
+    let r = scan(env, cfg, &["--ask-hosts"], work);
+    let l = r.expect_lock(lock);
     assert_eq!(l.verdict, "live", "{l:#?}");
     assert!(
-        l.evidence[0].starts_with(&format!("asked node17 over ssh: process {pid} (python")),
+        l.evidence[0].starts_with(&format!("asked node17 over ssh: process {pid} ({program}")),
         "{l:#?}"
     );
-    job.kill();
-    let r = scan(&env, &cfg, &["--ask-hosts"], &work);
-    let l = r.expect_lock(&lock);
+    kill();
+    let r = scan(env, cfg, &["--ask-hosts"], work);
+    let l = r.expect_lock(lock);
     assert_eq!(l.verdict, "stale", "{l:#?}");
     assert!(
         l.evidence[0].contains(&format!("no process {pid}")),
