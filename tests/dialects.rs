@@ -19,6 +19,10 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+#[path = "common/judging.rs"]
+mod judging;
+
+use judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
 use locksmith::probe::{FileKey, FsInfo, HostFacts, Snapshot};
 use locksmith::scan::{self, Config, Finding, ScanEvent};
@@ -102,63 +106,6 @@ fn snapshot_booted_at(boot_secs: i64) -> Snapshot {
 /// is from this boot, however recently the machine really booted.
 fn snapshot_booted_an_hour_ago() -> Snapshot {
     snapshot_booted_at(now_ms() / 1000 - 3600)
-}
-
-/// Judges one path with a given snapshot, as `judge` does with a fresh one.
-fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
-    scan::judge_path(path, snap, &Config::embedded())
-        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
-        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
-}
-
-/// Judges one path as reclaim and the UI do: `scan::judge_path` with the embedded config.
-fn judge(path: &Path) -> Finding {
-    let snap = Snapshot::take();
-    scan::judge_path(path, &snap, &Config::embedded())
-        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
-        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
-}
-
-/// Judges and checks the dialect and verdict, printing the whole judgement on failure.
-fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
-    let f = judge(path);
-    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
-    assert_eq!(
-        f.judgement.verdict,
-        verdict,
-        "{}: {:#?}",
-        path.display(),
-        f.judgement
-    );
-    assert!(!f.judgement.evidence.is_empty());
-    f
-}
-
-/// `expect` with a given snapshot.
-fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) -> Finding {
-    let f = judge_in(path, snap);
-    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
-    assert_eq!(
-        f.judgement.verdict,
-        verdict,
-        "{}: {:#?}",
-        path.display(),
-        f.judgement
-    );
-    f
-}
-
-fn evidence(f: &Finding) -> String {
-    f.judgement.evidence.join("\n")
-}
-
-fn assert_evidence(f: &Finding, needle: &str) {
-    let all = evidence(f);
-    assert!(
-        all.contains(needle),
-        "evidence lacks {needle:?}:\n{all}\n{:#?}",
-        f.judgement
-    );
 }
 
 /// Judges `path` with dialect `id` as if it lay on an NFS mount.

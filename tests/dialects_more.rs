@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
+use common::judging::{assert_evidence, expect, judge};
 use common::{Env, GroupGuard, Guard, dead_pid, have, wait_for};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
-use locksmith::scan::{self, Config, Finding};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -63,36 +63,6 @@ fn age(path: &Path, secs: u64) {
         AtFlags::SYMLINK_NOFOLLOW,
     )
     .unwrap();
-}
-
-/// Judges one path as reclaim and the UI do.
-fn judge(path: &Path) -> Finding {
-    let snap = Snapshot::take();
-    scan::judge_path(path, &snap, &Config::embedded())
-        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
-        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
-}
-
-fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
-    let f = judge(path);
-    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
-    assert_eq!(
-        f.judgement.verdict,
-        verdict,
-        "{}: {:#?}",
-        path.display(),
-        f.judgement
-    );
-    f
-}
-
-fn assert_evidence(f: &Finding, needle: &str) {
-    let all = f.judgement.evidence.join("\n");
-    assert!(
-        all.contains(needle),
-        "evidence lacks {needle:?}:\n{all}\n{:#?}",
-        f.judgement
-    );
 }
 
 /// A `sleep` running under another name (a copy of the binary), in `cwd`: a process whose

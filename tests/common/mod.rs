@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+pub mod judging;
 pub mod sshd;
 
 /// How long any one wait in a test may take before it fails.

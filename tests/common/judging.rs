@@ -1,0 +1,54 @@
+//! Judging one path as reclaim and the UI do (`scan::judge_path` with the embedded
+//! configuration), with assertions that print the whole judgement when they fail.
+
+use std::path::Path;
+
+use locksmith::Verdict;
+use locksmith::probe::Snapshot;
+use locksmith::scan::{self, Config, Finding};
+
+/// Judges one path with a given snapshot, as `judge` does with a fresh one.
+pub fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
+    scan::judge_path(path, snap, &Config::embedded())
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
+}
+
+/// Judges one path as reclaim and the UI do: a fresh snapshot, the embedded config.
+pub fn judge(path: &Path) -> Finding {
+    judge_in(path, &Snapshot::take())
+}
+
+/// `expect` with a given snapshot.
+pub fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    let f = judge_in(path, snap);
+    assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
+    assert_eq!(
+        f.judgement.verdict,
+        verdict,
+        "{}: {:#?}",
+        path.display(),
+        f.judgement
+    );
+    assert!(!f.judgement.evidence.is_empty());
+    f
+}
+
+/// Judges and checks the dialect and verdict, printing the whole judgement on failure.
+pub fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    expect_in(&Snapshot::take(), path, dialect, verdict)
+}
+
+/// Every evidence line, one per line.
+pub fn evidence(f: &Finding) -> String {
+    f.judgement.evidence.join("\n")
+}
+
+pub fn assert_evidence(f: &Finding, needle: &str) {
+    let all = evidence(f);
+    assert!(
+        all.contains(needle),
+        "evidence lacks {needle:?}:\n{all}\n{:#?}",
+        f.judgement
+    );
+}
