@@ -2207,11 +2207,15 @@ fn another_host_is_decided_before_any_time_rule() {
         lock_info_for("ci@build-7.example"),
     );
     set_mtime_ms(&info, long_ago);
+    // A snapshot taken after the file exists: the open-files map of one taken earlier may
+    // name an inode that another test's file held then and this one has now.
+    let booted_now = snapshot_booted_at(now_ms() / 1000);
     expect_in(&booted_now, &info, "terraform", Verdict::Foreign);
 
     // A pid record of another host, written before our boot: foreign, not stale.
     let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
     set_mtime_ms(&rec, long_ago);
+    let booted_now = snapshot_booted_at(now_ms() / 1000);
     expect_in(&booted_now, &rec, "pidfile", Verdict::Foreign);
 
     // Locks naming no host, on a local file system, from before the boot: stale by time.
