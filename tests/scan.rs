@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use locksmith::dialect::{Candidate, Dialect, EntryKind, Windows};
+use locksmith::dialect::{Candidate, Decision, Dialect, EntryKind, Windows};
 use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config, ConfigError, Finding, Root, ScanError, ScanEvent, ScanStats};
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
@@ -54,8 +54,8 @@ impl Dialect for DialectA {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"A")
     }
-    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
-        Judgement::new(Verdict::Unknown, seen(c))
+    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
+        Judgement::new(Verdict::Unknown, seen(c)).into()
     }
 }
 
@@ -69,8 +69,8 @@ impl Dialect for DialectB {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"B")
     }
-    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
-        Judgement::new(Verdict::Unknown, seen(c))
+    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
+        Judgement::new(Verdict::Unknown, seen(c)).into()
     }
 }
 
@@ -87,8 +87,8 @@ impl Dialect for DialectC {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"C")
     }
-    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
-        Judgement::new(Verdict::Unknown, seen(c))
+    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
+        Judgement::new(Verdict::Unknown, seen(c)).into()
     }
 }
 
@@ -102,8 +102,8 @@ impl Dialect for DialectGit {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.path.parent().and_then(Path::file_name) == Some(OsStr::new(".git"))
     }
-    fn judge(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Judgement {
-        Judgement::new(Verdict::Unknown, seen(c))
+    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
+        Judgement::new(Verdict::Unknown, seen(c)).into()
     }
 }
 
@@ -117,7 +117,7 @@ impl Dialect for DialectFlock {
     fn recognise(&self, _: &Candidate<'_>) -> bool {
         false
     }
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Decision {
         let holders: Vec<Holder> = snap.kernel_holders(c.key());
         let mut j = if holders.is_empty() {
             Judgement::new(Verdict::Free, "no kernel lock")
@@ -125,7 +125,7 @@ impl Dialect for DialectFlock {
             Judgement::new(Verdict::Live, format!("{} holder(s)", holders.len()))
         };
         j.holders = holders;
-        j
+        j.into()
     }
 }
 

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -117,18 +117,17 @@ fn judge_owner(id: &BorgId, written_ms: i64, c: &Candidate<'_>, snap: &Snapshot)
         pid: id.pid,
         written_ms: Some(written_ms),
         expect: BORG,
-        fs: Some(c.fs),
-        file: Some((c.path, c.meta)),
         ..PidClaim::default()
     };
-    judge_pid(&claim, snap)
+    judge_pid(&common::file_claim(c, claim), snap)
 }
 
-fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
     let members = match support::list_dir(c.path, 64) {
         Ok(m) => m,
         Err(e) => {
-            return common::unparseable("borg", format!("cannot list the lock directory: {e}"));
+            return common::unparseable("borg", format!("cannot list the lock directory: {e}"))
+                .into();
         }
     };
     let mut parts = Vec::new();
@@ -156,20 +155,20 @@ fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
             "the lock directory is empty: borg makes it, then writes its member file; it names no owner to check",
         )
         .because(support::age_line(c.meta, snap));
-        return j;
+        return j.into();
     }
     owner.detail = Some(repo_detail(c.path));
     let mut j = support::aggregate(parts);
     if j.verdict == Verdict::Stale {
         j.evidence.push(advice(c.path));
     }
-    common::with_owner(j, owner)
+    Decision::owned(owner, j)
 }
 
-fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
     let owners = match parse_roster(c.content) {
         Ok(o) => o,
-        Err(why) => return common::unparseable("borg roster", why),
+        Err(why) => return common::unparseable("borg roster", why).into(),
     };
     let mut owner = Owner {
         detail: Some(repo_detail(c.path)),
@@ -181,13 +180,14 @@ fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
             return Judgement::new(
                 Verdict::Unknown,
                 "the roster lists no owner, but lock.exclusive exists beside it: a borg may be updating it",
-            );
+            )
+            .into();
         }
         let j = Judgement::new(
             Verdict::Stale,
             "the roster lists no owner and no lock.exclusive exists beside it: borg removes the roster when its last owner leaves",
         );
-        return common::with_owner(j, owner);
+        return Decision::owned(owner, j);
     }
     let mut parts = Vec::new();
     for (kind, id) in &owners {
@@ -208,7 +208,7 @@ fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     if j.verdict == Verdict::Stale {
         j.evidence.push(advice(c.path));
     }
-    common::with_owner(j, owner)
+    Decision::owned(owner, j)
 }
 
 fn repo_detail(path: &Path) -> String {
@@ -241,11 +241,11 @@ impl Dialect for Borg {
         }
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         match c.kind {
             EntryKind::Dir => judge_dir(c, snap),
             EntryKind::File => judge_roster(c, snap),
-            k => common::unparseable("borg", format!("it is {}", common::kind_name(k))),
+            k => common::unparseable("borg", format!("it is {}", common::kind_name(k))).into(),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! it runs in.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{PidState, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -67,17 +67,18 @@ impl Dialect for Chromium {
         c.kind == EntryKind::Symlink && c.file_name() == "SingletonLock"
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some(target) = c.link_target.filter(|_| c.kind == EntryKind::Symlink) else {
             return Judgement::new(
                 Verdict::Unknown,
                 "named SingletonLock but is not a symlink: Chromium's lock is a symlink HOSTNAME-PID",
-            );
+            )
+            .into();
         };
         let text = String::from_utf8_lossy(target.as_os_str().as_encoded_bytes()).into_owned();
         let (host, pid) = match parse(&text) {
             Ok(v) => v,
-            Err(why) => return common::unparseable("Chromium SingletonLock", why),
+            Err(why) => return common::unparseable("Chromium SingletonLock", why).into(),
         };
         let owner = Owner {
             pid: Some(pid),
@@ -87,12 +88,9 @@ impl Dialect for Chromium {
         let claim = PidClaim {
             pid,
             hostname: Some(&host),
-            written_ms: Some(c.mtime_ms()),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        let mut j = judge_pid(&claim, snap);
+        let mut j = judge_pid(&common::file_claim(c, claim), snap);
         if j.verdict == Verdict::Live
             && let PidState::Alive(f) = snap.pid(pid as i32)
             && !f.is_one_of(BROWSERS)
@@ -138,7 +136,7 @@ impl Dialect for Chromium {
             ));
             j = live;
         }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
 }
 

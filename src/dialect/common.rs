@@ -4,9 +4,10 @@
 
 use std::path::Path;
 
-use super::EntryKind;
+use super::{Candidate, EntryKind};
+use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{FileKey, ProcSummary, Snapshot};
-use crate::verdict::{Holder, Judgement, Owner, Verdict};
+use crate::verdict::{Holder, Judgement, Verdict};
 
 /// Longest excerpt of lock content quoted in an evidence line.
 pub const EXCERPT_CHARS: usize = 40;
@@ -147,12 +148,30 @@ pub fn merge_holders(into: &mut Vec<Holder>, more: Vec<Holder>) {
     }
 }
 
-/// Sets the owner and returns the judgement.
-pub fn with_owner(mut j: Judgement, owner: Owner) -> Judgement {
-    if owner != Owner::default() {
-        j.owner = Some(owner);
+/// A PID record in the candidate's file, judged: `live` when a kernel lock is held on the file
+/// (`what` names it in the evidence), else the PID rules of [`crate::evidence`] with the
+/// file's own facts (see [`file_claim`]).
+pub fn pid_record(
+    c: &Candidate<'_>,
+    snap: &Snapshot,
+    what: &str,
+    claim: PidClaim<'_>,
+) -> Judgement {
+    if let Some(j) = kernel_live(snap, c.key(), what) {
+        return j;
     }
-    j
+    judge_pid(&file_claim(c, claim), snap)
+}
+
+/// A claim read from the candidate's file: written at the file's mtime (unless the record says
+/// when), on its file system, and judged in every PID namespace that can see the file.
+pub fn file_claim<'a>(c: &'a Candidate<'_>, claim: PidClaim<'a>) -> PidClaim<'a> {
+    PidClaim {
+        written_ms: claim.written_ms.or(Some(c.mtime_ms())),
+        fs: Some(c.fs),
+        file: Some((c.path, c.meta)),
+        ..claim
+    }
 }
 
 /// Whether a listed process is one of `names` (its name, executable file name or `argv[0]`'s

@@ -9,7 +9,7 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] for the PID in
 //! the name, with conda (a Python program) as the owner.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -42,7 +42,7 @@ impl Dialect for Conda {
             && c.file_name().as_encoded_bytes().ends_with(b".conda_lock")
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let name = c.file_name().to_string_lossy();
         let pid = pid_in_name(&name);
         let owner = Owner {
@@ -51,28 +51,26 @@ impl Dialect for Conda {
             ..Owner::default()
         };
         if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-            return common::with_owner(j, owner);
+            return Decision::owned(owner, j);
         }
         let Some(pid) = pid else {
             return Judgement::new(
                 Verdict::Unknown,
                 "named like a conda lock but without .pid<N> in its name: no owner to check",
-            );
+            )
+            .into();
         };
         let claim = PidClaim {
             pid,
-            written_ms: Some(c.mtime_ms()),
             expect: CONDA,
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        let mut j = judge_pid(&claim, snap);
+        let mut j = judge_pid(&common::file_claim(c, claim), snap);
         if j.verdict == Verdict::Stale {
             j.evidence
                 .push("`conda clean --lock` removes conda's leftover locks too".into());
         }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
 }
 

@@ -29,7 +29,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -415,11 +415,11 @@ impl Dialect for DeclaredDialect {
         }
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let what = format!("declared dialect {}", self.id);
         let fields = match parse(&self.spec.format, c.content) {
             Ok(f) => f,
-            Err(why) => return common::unparseable(&what, why),
+            Err(why) => return common::unparseable(&what, why).into(),
         };
         let owner = Owner {
             pid: fields.pid,
@@ -428,26 +428,39 @@ impl Dialect for DeclaredDialect {
             detail: Some(format!("{what} (from the configuration)")),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-            return common::with_owner(j, owner);
-        }
-        let Some(pid) = fields.pid else {
-            let j = Judgement::new(
+        let j = match (
+            common::kernel_live(snap, c.key(), "the lock file"),
+            fields.pid,
+        ) {
+            (Some(j), _) => j,
+            (None, None) => Judgement::new(
                 Verdict::Free,
                 "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since its programs lock it in place",
-            );
-            return common::with_owner(j, owner);
+            ),
+            (None, Some(pid)) => self.judge_pid(c, snap, &fields, pid),
         };
+        Decision::owned(owner, j)
+    }
+}
+
+impl DeclaredDialect {
+    /// The owner the file names, by the PID rules; with a declared stale window, an owner that
+    /// cannot be checked here is stale once the lock is older than the window.
+    fn judge_pid(
+        &self,
+        c: &Candidate<'_>,
+        snap: &Snapshot,
+        fields: &Fields,
+        pid: i64,
+    ) -> Judgement {
         let claim = PidClaim {
             pid,
             hostname: fields.host.as_deref(),
-            written_ms: Some(fields.time_ms.unwrap_or_else(|| c.mtime_ms())),
+            written_ms: fields.time_ms,
             expect: self.programs,
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        let mut j = judge_pid(&claim, snap);
+        let mut j = judge_pid(&common::file_claim(c, claim), snap);
         if let Some(window) = self.spec.stale_after_secs
             && j.verdict == Verdict::Foreign
         {
@@ -460,7 +473,7 @@ impl Dialect for DeclaredDialect {
                 ));
             }
         }
-        common::with_owner(j, owner)
+        j
     }
 }
 

@@ -8,7 +8,7 @@
 //! boot time from utmp, which is not the kernel's).
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -92,16 +92,17 @@ impl Dialect for Emacs {
         }
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some(text) = lock_text(c) else {
             return Judgement::new(
                 Verdict::Unknown,
                 "named like an emacs lock but is neither a symlink nor a file",
-            );
+            )
+            .into();
         };
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("emacs", why),
+            Err(why) => return common::unparseable("emacs", why).into(),
         };
         let owner = Owner {
             pid: Some(lock.pid),
@@ -112,61 +113,62 @@ impl Dialect for Emacs {
                 .boot_time
                 .map(|b| format!("emacs boot time {}", fmt_ms(b * 1000))),
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
-            return common::with_owner(j, owner);
-        }
-        let claim = PidClaim {
-            pid: lock.pid,
-            hostname: Some(&lock.host),
-            written_ms: Some(c.mtime_ms()),
-            expect: &["emacs"],
-            // xemacs, remacs, an emacs built under another name: any "*emacs*" could be one.
-            could_be: Some(|f| {
-                common::names_of(f)
-                    .iter()
-                    .any(|n| n.to_ascii_lowercase().contains("emacs"))
-            }),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&claim, snap);
-        let same_host = lock.host == snap.host.hostname;
-        if let (Some(theirs), Some(ours), true) = (lock.boot_time, snap.host.boot_time, same_host) {
-            if (theirs - ours).abs() <= BOOT_SLACK_SECS {
-                j.evidence.push(format!(
-                    "its boot time {} matches this boot ({})",
-                    fmt_ms(theirs * 1000),
-                    fmt_ms(ours * 1000)
-                ));
-            } else if j.verdict == Verdict::Live {
-                j.evidence.push(format!(
+        let j = common::kernel_live(snap, c.key(), "the lock")
+            .unwrap_or_else(|| judge_owner(c, snap, &lock));
+        Decision::owned(owner, j)
+    }
+}
+
+/// The owner the lock names, by the PID rules, with what its boot time says.
+fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, lock: &EmacsLock) -> Judgement {
+    let claim = PidClaim {
+        pid: lock.pid,
+        hostname: Some(&lock.host),
+        expect: &["emacs"],
+        // xemacs, remacs, an emacs built under another name: any "*emacs*" could be one.
+        could_be: Some(|f| {
+            common::names_of(f)
+                .iter()
+                .any(|n| n.to_ascii_lowercase().contains("emacs"))
+        }),
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    let same_host = lock.host == snap.host.hostname;
+    if let (Some(theirs), Some(ours), true) = (lock.boot_time, snap.host.boot_time, same_host) {
+        if (theirs - ours).abs() <= BOOT_SLACK_SECS {
+            j.evidence.push(format!(
+                "its boot time {} matches this boot ({})",
+                fmt_ms(theirs * 1000),
+                fmt_ms(ours * 1000)
+            ));
+        } else if j.verdict == Verdict::Live {
+            j.evidence.push(format!(
                     "its boot time {} differs from this host's boot at {}, but the process is a live emacs that started before the lock",
                     fmt_ms(theirs * 1000),
                     fmt_ms(ours * 1000)
                 ));
-            } else if j.verdict == Verdict::Stale && c.fs.network {
-                // On a shared file system another machine may carry the same host name.
-                j = Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "on a network file system ({}) and naming boot time {}, not this host's boot at {}: it may come from another machine called {:?}",
-                        c.fs.kind,
-                        fmt_ms(theirs * 1000),
-                        fmt_ms(ours * 1000),
-                        lock.host
-                    ),
-                );
-            } else if j.verdict == Verdict::Stale {
-                j.evidence.push(format!(
-                    "it was made during another boot: its boot time is {}, this host booted at {}",
+        } else if j.verdict == Verdict::Stale && c.fs.network {
+            // On a shared file system another machine may carry the same host name.
+            j = Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "on a network file system ({}) and naming boot time {}, not this host's boot at {}: it may come from another machine called {:?}",
+                    c.fs.kind,
                     fmt_ms(theirs * 1000),
-                    fmt_ms(ours * 1000)
-                ));
-            }
+                    fmt_ms(ours * 1000),
+                    lock.host
+                ),
+            );
+        } else if j.verdict == Verdict::Stale {
+            j.evidence.push(format!(
+                "it was made during another boot: its boot time is {}, this host booted at {}",
+                fmt_ms(theirs * 1000),
+                fmt_ms(ours * 1000)
+            ));
         }
-        common::with_owner(j, owner)
     }
+    j
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -127,15 +127,16 @@ impl Dialect for Firefox {
         (c.kind == EntryKind::File && c.file_name() == ".parentlock") || is_profile_lock_link(c)
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         if c.file_name() == ".parentlock" && c.kind == EntryKind::File {
-            return judge_parentlock(c, snap);
+            return judge_parentlock(c, snap).into();
         }
         if c.kind != EntryKind::Symlink {
             return Judgement::new(
                 Verdict::Unknown,
                 "named like a Firefox profile lock but not the symlink IP:+PID Firefox makes",
-            );
+            )
+            .into();
         }
         let text = c
             .link_target
@@ -143,50 +144,52 @@ impl Dialect for Firefox {
             .unwrap_or_default();
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("Firefox profile", why),
+            Err(why) => return common::unparseable("Firefox profile", why).into(),
         };
         let owner = Owner {
             pid: Some(lock.pid),
             detail: Some(format!("profile lock from IP {}", common::field(&lock.ip))),
             ..Owner::default()
         };
-        let profile = c.path.parent().unwrap_or(Path::new("/"));
-        let parent_key = parentlock_key(profile);
-        if let Some(key) = parent_key
-            && let Some(j) = common::kernel_live(snap, key, "the profile's .parentlock")
-        {
-            return common::with_owner(j, owner);
-        }
-        let claim = PidClaim {
-            pid: lock.pid,
-            written_ms: Some(c.mtime_ms()),
-            expect: MOZILLAS,
-            could_be: Some(could_be_a_mozilla),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        let j = judge_pid(&claim, snap);
-        if j.verdict == Verdict::Live {
-            return common::with_owner(j, owner);
-        }
-        if lock.fcntl
-            && parent_key.is_some()
-            && !c.fs.network
-            && snap.kernel_locks().available()
-            && parentlock_unlocked(profile)
-        {
-            let mut stale = Judgement::new(
-                Verdict::Stale,
-                "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",
-            );
-            if j.verdict != Verdict::Unknown {
-                stale.evidence.extend(j.evidence);
-            }
-            return common::with_owner(stale, owner);
-        }
-        common::with_owner(j, owner)
+        Decision::owned(owner, judge_link(c, snap, &lock))
     }
+}
+
+/// The `lock` symlink: the kernel lock on the profile's `.parentlock`, then the PID it names.
+fn judge_link(c: &Candidate<'_>, snap: &Snapshot, lock: &ProfileLock) -> Judgement {
+    let profile = c.path.parent().unwrap_or(Path::new("/"));
+    let parent_key = parentlock_key(profile);
+    if let Some(key) = parent_key
+        && let Some(j) = common::kernel_live(snap, key, "the profile's .parentlock")
+    {
+        return j;
+    }
+    let claim = PidClaim {
+        pid: lock.pid,
+        expect: MOZILLAS,
+        could_be: Some(could_be_a_mozilla),
+        ..PidClaim::default()
+    };
+    let j = judge_pid(&common::file_claim(c, claim), snap);
+    if j.verdict == Verdict::Live {
+        return j;
+    }
+    if lock.fcntl
+        && parent_key.is_some()
+        && !c.fs.network
+        && snap.kernel_locks().available()
+        && parentlock_unlocked(profile)
+    {
+        let mut stale = Judgement::new(
+            Verdict::Stale,
+            "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",
+        );
+        if j.verdict != Verdict::Unknown {
+            stale.evidence.extend(j.evidence);
+        }
+        return stale;
+    }
+    j
 }
 
 fn judge_parentlock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {

@@ -11,7 +11,7 @@
 //! says which. `free` needs evidence that the file's writers use kernel locks.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Verdict};
 
@@ -76,12 +76,12 @@ impl Dialect for Flock {
         empty_lock_file(c) || (c.kind == EntryKind::File && well_known(c))
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         // Processes with the file open are shown too (a waiter has it open, unlocked).
         let openers = snap.openers(c.key());
         if let Some(mut j) = common::kernel_live(snap, c.key(), "the file") {
             common::add_holders(&mut j, openers);
-            return j;
+            return j.into();
         }
         let mut j = if well_known(c) {
             Judgement::new(
@@ -111,6 +111,6 @@ impl Dialect for Flock {
                 c.fs.kind
             ));
         }
-        j
+        j.into()
     }
 }

@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{HostFacts, PidState, ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -53,10 +53,10 @@ fn is_gc_pid(c: &Candidate<'_>) -> bool {
 }
 
 /// `gc.pid`: the PID (and host) of a running `git gc`.
-fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgement {
+fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Decision {
     let (pid, host) = match parse_gc_pid(c.content) {
         Ok(v) => v,
-        Err(why) => return common::unparseable("git gc.pid", why),
+        Err(why) => return common::unparseable("git gc.pid", why).into(),
     };
     let owner = Owner {
         pid: Some(pid),
@@ -64,19 +64,13 @@ fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Judgemen
         detail: Some(format!("git gc in repository {repo_name}")),
         ..Owner::default()
     };
-    if let Some(j) = common::kernel_live(snap, c.key(), "gc.pid") {
-        return common::with_owner(j, owner);
-    }
     let claim = PidClaim {
         pid,
         hostname: host.as_deref(),
-        written_ms: Some(c.mtime_ms()),
         expect: GITS,
-        fs: Some(c.fs),
-        file: Some((c.path, c.meta)),
         ..PidClaim::default()
     };
-    common::with_owner(judge_pid(&claim, snap), owner)
+    Decision::owned(owner, common::pid_record(c, snap, "gc.pid", claim))
 }
 
 /// Where a lock lives: the git directory holding it and the directories git processes working
@@ -347,7 +341,7 @@ impl Dialect for Git {
             && Repo::of(c.path).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
         if c.kind != EntryKind::File {
             return Judgement::new(
                 Verdict::Unknown,
@@ -355,13 +349,15 @@ impl Dialect for Git {
                     "named like a git lock but is {}, not a file",
                     common::kind_name(c.kind)
                 ),
-            );
+            )
+            .into();
         }
         let Some(repo) = Repo::of(c.path) else {
             return Judgement::new(
                 Verdict::Unknown,
                 "named like a git lock but not inside a git directory",
-            );
+            )
+            .into();
         };
         let repo_name = common::field(
             &repo
@@ -370,32 +366,15 @@ impl Dialect for Git {
                 .unwrap_or(&repo.git_dir)
                 .to_string_lossy(),
         );
-
         if is_gc_pid(c) {
             return judge_gc_pid(c, snap, &repo_name);
         }
-
-        // The PID, from this file (`~pid.lock`) or its companion.
-        let pid_file = if is_pid_file(c.path) {
-            Some(Ok((c.content.to_vec(), c.mtime_ms())))
-        } else {
-            companion(c.path).and_then(|p| companion_pid_file(&p, c.meta))
-        };
-        let (pid, pid_written_ms) = match pid_file {
-            Some(Ok((bytes, written))) => match parse_pid_file(&bytes) {
-                Ok(p) => (Some(p), written),
-                Err(why) if is_pid_file(c.path) => {
-                    return common::unparseable("git pid", why);
-                }
-                Err(_) => (None, written),
-            },
-            Some(Err(why)) => {
-                return common::unparseable("git", why);
-            }
-            None => (None, c.mtime_ms()),
+        let recorded = match recorded_pid(c) {
+            Ok(r) => r,
+            Err(j) => return j.into(),
         };
         let owner = Owner {
-            pid,
+            pid: recorded.pid,
             detail: Some(if is_pid_file(c.path) {
                 format!("pid file of a lock in repository {repo_name}")
             } else {
@@ -403,140 +382,198 @@ impl Dialect for Git {
             }),
             ..Owner::default()
         };
-
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
-            return common::with_owner(j, owner);
-        }
-        let openers = snap.openers(c.key());
-        if !openers.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!("the lock is open in {}", common::describe_holders(&openers)),
-            );
-            j.holders = openers;
-            return common::with_owner(j, owner);
-        }
-
-        if let Some(pid) = pid {
-            let claim = PidClaim {
-                pid,
-                written_ms: Some(pid_written_ms),
-                expect: GITS,
-                fs: Some(c.fs),
-                file: Some((c.path, c.meta)),
-                ..PidClaim::default()
-            };
-            let j = judge_pid(&claim, snap);
-            if j.verdict != Verdict::Unknown {
-                let mut j = j;
-                j.evidence
-                    .insert(0, format!("git recorded the lock's owner as PID {pid}"));
-                return common::with_owner(j, owner);
-            }
-        }
-
-        if !c.fs.network
-            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        {
-            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
-        }
-
-        let procs = snap.processes();
-        let me = std::process::id() as i32;
-        if !procs.iter().any(|p| p.pid == me) {
-            return common::with_owner(
-                Judgement::new(
+        let j = held(c, snap)
+            .or_else(|| judge_recorded_pid(c, snap, &recorded))
+            .or_else(|| written_before_boot(c, snap))
+            .unwrap_or_else(|| match Census::take(&repo, snap) {
+                Some(census) => census.judge(c, snap, windows, &repo_name),
+                None => Judgement::new(
                     Verdict::Unknown,
                     "the process list cannot be read, so git processes cannot be checked",
                 ),
-                owner,
-            );
+            });
+        Decision::owned(owner, j)
+    }
+}
+
+/// The PID git recorded for a lock (in its `~pid.lock` companion, or in this file when it is
+/// one), and when it was written.
+struct RecordedPid {
+    pid: Option<i64>,
+    written_ms: i64,
+}
+
+/// Reads the recorded PID; `Err` with the judgement when the pid file cannot be read or, for
+/// a `~pid.lock` itself, parsed.
+fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, Judgement> {
+    let pid_file = if is_pid_file(c.path) {
+        Some(Ok((c.content.to_vec(), c.mtime_ms())))
+    } else {
+        companion(c.path).and_then(|p| companion_pid_file(&p, c.meta))
+    };
+    match pid_file {
+        Some(Ok((bytes, written_ms))) => match parse_pid_file(&bytes) {
+            Ok(p) => Ok(RecordedPid {
+                pid: Some(p),
+                written_ms,
+            }),
+            Err(why) if is_pid_file(c.path) => Err(common::unparseable("git pid", why)),
+            Err(_) => Ok(RecordedPid {
+                pid: None,
+                written_ms,
+            }),
+        },
+        Some(Err(why)) => Err(common::unparseable("git", why)),
+        None => Ok(RecordedPid {
+            pid: None,
+            written_ms: c.mtime_ms(),
+        }),
+    }
+}
+
+/// `live` when a kernel lock is held on the lock or a process has it open.
+fn held(c: &Candidate<'_>, snap: &Snapshot) -> Option<Judgement> {
+    if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
+        return Some(j);
+    }
+    let openers = snap.openers(c.key());
+    if openers.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::new(
+        Verdict::Live,
+        format!("the lock is open in {}", common::describe_holders(&openers)),
+    );
+    j.holders = openers;
+    Some(j)
+}
+
+/// The recorded PID by the PID rules, when they conclude anything.
+fn judge_recorded_pid(
+    c: &Candidate<'_>,
+    snap: &Snapshot,
+    recorded: &RecordedPid,
+) -> Option<Judgement> {
+    let pid = recorded.pid?;
+    let claim = PidClaim {
+        pid,
+        written_ms: Some(recorded.written_ms),
+        expect: GITS,
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    if j.verdict == Verdict::Unknown {
+        return None;
+    }
+    j.evidence
+        .insert(0, format!("git recorded the lock's owner as PID {pid}"));
+    Some(j)
+}
+
+/// `stale` when a lock on a local file system was written before this boot.
+fn written_before_boot(c: &Candidate<'_>, snap: &Snapshot) -> Option<Judgement> {
+    if c.fs.network {
+        return None;
+    }
+    crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+        .map(|line| Judgement::new(Verdict::Stale, line))
+}
+
+/// The git processes of this host, by where they work.
+struct Census {
+    /// Those working in the repository, with how that was seen.
+    inside: Vec<String>,
+    first_inside: Option<i32>,
+    /// Those working elsewhere.
+    outside: Vec<String>,
+    /// Those whose working directory cannot be read.
+    unreadable: Vec<String>,
+}
+
+impl Census {
+    /// Places every git process; `None` when the process list cannot be read.
+    fn take(repo: &Repo, snap: &Snapshot) -> Option<Census> {
+        let procs = snap.processes();
+        let me = std::process::id() as i32;
+        if !procs.iter().any(|p| p.pid == me) {
+            return None;
         }
         let roots = repo.roots();
-        let mut inside = Vec::new();
-        let mut first_inside = None;
-        let mut outside = Vec::new();
-        let mut unreadable = Vec::new();
+        let mut census = Census {
+            inside: Vec::new(),
+            first_inside: None,
+            outside: Vec::new(),
+            unreadable: Vec::new(),
+        };
         for p in procs.iter().filter(|p| common::proc_is(p, GITS)) {
             match place_of(p, &roots, &snap.host) {
                 Seen::Inside(how) => {
-                    first_inside.get_or_insert(p.pid);
-                    inside.push(format!("{} ({how})", p.pid))
+                    census.first_inside.get_or_insert(p.pid);
+                    census.inside.push(format!("{} ({how})", p.pid))
                 }
-                Seen::Outside(how) => outside.push(format!("{} ({how})", p.pid)),
-                Seen::Unreadable => unreadable.push(p.pid.to_string()),
+                Seen::Outside(how) => census.outside.push(format!("{} ({how})", p.pid)),
+                Seen::Unreadable => census.unreadable.push(p.pid.to_string()),
                 Seen::Gone => {}
             }
         }
-        if !inside.is_empty() {
+        Some(census)
+    }
+
+    /// `live` when a git works in the repository; `stale` when none does (none may, unseen)
+    /// and the lock is older than git's start-up window.
+    fn judge(
+        &self,
+        c: &Candidate<'_>,
+        snap: &Snapshot,
+        windows: &Windows,
+        repo_name: &str,
+    ) -> Judgement {
+        if !self.inside.is_empty() {
             let mut j = Judgement::new(
                 Verdict::Live,
-                format!("a git process works in {repo_name}: {}", inside.join(", ")),
+                format!(
+                    "a git process works in {repo_name}: {}",
+                    self.inside.join(", ")
+                ),
             );
             // The report's PID and COMMAND columns show the (first) git working there.
-            j.process =
-                first_inside.and_then(|pid| snap.pid(pid).facts().map(|f| snap.process_info(f)));
-            return common::with_owner(j, owner);
+            j.process = self
+                .first_inside
+                .and_then(|pid| snap.pid(pid).facts().map(|f| snap.process_info(f)));
+            return j;
         }
-        if !unreadable.is_empty() {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Unknown,
-                    format!(
-                        "the working directory of git process {} cannot be read: it may work in {repo_name}",
-                        unreadable.join(", ")
-                    ),
+        if !self.unreadable.is_empty() {
+            return Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "the working directory of git process {} cannot be read: it may work in {repo_name}",
+                    self.unreadable.join(", ")
                 ),
-                owner,
             );
         }
         if c.fs.network {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "on a network file system ({}): no git process here works in {repo_name}, but one on another machine may",
-                        c.fs.kind
-                    ),
+            return Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "on a network file system ({}): no git process here works in {repo_name}, but one on another machine may",
+                    c.fs.kind
                 ),
-                owner,
             );
         }
         let age = common::age_ms(c.mtime_ms(), snap);
-        let min_ms = Windows::ms(windows.git_min_age_secs);
-        if age < min_ms {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Unknown,
-                    format!(
-                        "made {} ago, less than {} s: git may be just starting",
-                        common::fmt_age(age),
-                        windows.git_min_age_secs
-                    ),
+        if age < Windows::ms(windows.git_min_age_secs) {
+            return Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "made {} ago, less than {} s: git may be just starting",
+                    common::fmt_age(age),
+                    windows.git_min_age_secs
                 ),
-                owner,
             );
         }
-        let checked = if outside.is_empty() {
-            "no git process runs on this host".to_string()
-        } else {
-            let shown: Vec<&str> = outside.iter().take(8).map(String::as_str).collect();
-            let more = outside.len().saturating_sub(shown.len());
-            format!(
-                "checked {} git process{}: {}{}",
-                outside.len(),
-                if outside.len() == 1 { "" } else { "es" },
-                shown.join(", "),
-                if more > 0 {
-                    format!(" and {more} more")
-                } else {
-                    String::new()
-                }
-            )
-        };
         let mut j = Judgement::new(
             Verdict::Stale,
-            format!("no git process works in {repo_name} ({checked})"),
+            format!("no git process works in {repo_name} ({})", self.checked()),
         );
         j.evidence
             .push("no process has the lock open and no kernel lock is held on it".into());
@@ -545,7 +582,28 @@ impl Dialect for Git {
             common::fmt_age(age),
             windows.git_min_age_secs
         ));
-        common::with_owner(j, owner)
+        j
+    }
+
+    /// The git processes checked, for the evidence of a stale lock.
+    fn checked(&self) -> String {
+        let outside = &self.outside;
+        if outside.is_empty() {
+            return "no git process runs on this host".to_string();
+        }
+        let shown: Vec<&str> = outside.iter().take(8).map(String::as_str).collect();
+        let more = outside.len().saturating_sub(shown.len());
+        format!(
+            "checked {} git process{}: {}{}",
+            outside.len(),
+            if outside.len() == 1 { "" } else { "es" },
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
     }
 }
 

@@ -12,10 +12,10 @@
 //!
 //! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use crate::evidence::PidClaim;
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner};
+use crate::verdict::Owner;
 
 pub struct Gnupg;
 
@@ -52,9 +52,9 @@ impl Dialect for Gnupg {
             && parse(c.content).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some((pid, host)) = parse(c.content) else {
-            return common::unparseable("GnuPG dotlock", common::excerpt(c.content));
+            return common::unparseable("GnuPG dotlock", common::excerpt(c.content)).into();
         };
         let locked = c.file_name().to_string_lossy();
         let owner = Owner {
@@ -66,18 +66,12 @@ impl Dialect for Gnupg {
             )),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-            return common::with_owner(j, owner);
-        }
         let claim = PidClaim {
             pid,
             hostname: Some(&host),
-            written_ms: Some(c.mtime_ms()),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        common::with_owner(judge_pid(&claim, snap), owner)
+        Decision::owned(owner, common::pid_record(c, snap, "the lock file", claim))
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -138,7 +138,7 @@ impl Dialect for JetBrains {
         }
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let dir = c.path.parent().unwrap_or(c.path);
         let product = dir
             .file_name()
@@ -159,41 +159,44 @@ impl Dialect for JetBrains {
                     "the IDE listens on .port for as long as it runs; a starting IDE that gets no answer takes it over",
                 ),
             };
-            return common::with_owner(j, owner);
+            return Decision::owned(owner, j);
         }
         let pid = match common::parse_pid(&c.text()) {
             Ok(p) => p,
-            Err(why) => return common::unparseable("JetBrains IDE", why),
+            Err(why) => return common::unparseable("JetBrains IDE", why).into(),
         };
         let owner = Owner {
             pid: Some(pid),
             detail: Some(format!("{product}: configuration directory lock")),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the .lock file") {
-            return common::with_owner(j, owner);
-        }
-        if let Some(port) = port_of(c.path)
-            && let Ok(meta) = std::fs::symlink_metadata(&port)
-        {
-            let content = super::support::read_member(&port, &meta, 256).unwrap_or_default();
-            if let Ok(line) = port_state(&port, &meta, &content, snap) {
-                let j = Judgement::new(
-                    Verdict::Live,
-                    format!("the IDE answers: {line} ({})", port.display()),
-                );
-                return common::with_owner(j, owner);
-            }
-        }
-        let claim = PidClaim {
-            pid,
-            written_ms: Some(c.mtime_ms()),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        common::with_owner(judge_pid(&claim, snap), owner)
+        Decision::owned(owner, judge_config_lock(c, snap, pid))
     }
+}
+
+/// The configuration directory's `.lock`: a kernel lock on it, the IDE answering on its
+/// `.port`, then the PID it holds.
+fn judge_config_lock(c: &Candidate<'_>, snap: &Snapshot, pid: i64) -> Judgement {
+    if let Some(j) = common::kernel_live(snap, c.key(), "the .lock file") {
+        return j;
+    }
+    if let Some(port) = port_of(c.path)
+        && let Ok(meta) = std::fs::symlink_metadata(&port)
+    {
+        let content = super::support::read_member(&port, &meta, 256).unwrap_or_default();
+        if let Ok(line) = port_state(&port, &meta, &content, snap) {
+            let j = Judgement::new(
+                Verdict::Live,
+                format!("the IDE answers: {line} ({})", port.display()),
+            );
+            return j;
+        }
+    }
+    let claim = PidClaim {
+        pid,
+        ..PidClaim::default()
+    };
+    judge_pid(&common::file_claim(c, claim), snap)
 }
 
 #[cfg(test)]

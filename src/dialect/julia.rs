@@ -10,10 +10,10 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] with the host
 //! it names and a Julia process as the owner.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use crate::evidence::PidClaim;
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner};
+use crate::verdict::Owner;
 
 pub struct Julia;
 
@@ -52,10 +52,10 @@ impl Dialect for Julia {
             && parse(c.content).is_ok()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let (pid, host) = match parse(c.content) {
             Ok(p) => p,
-            Err(why) => return common::unparseable("Julia pidfile", why),
+            Err(why) => return common::unparseable("Julia pidfile", why).into(),
         };
         let owner = Owner {
             pid: Some(pid),
@@ -63,19 +63,13 @@ impl Dialect for Julia {
             detail: Some("Julia FileWatching.Pidfile lock".into()),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the pidfile") {
-            return common::with_owner(j, owner);
-        }
         let claim = PidClaim {
             pid,
             hostname: host.as_deref(),
-            written_ms: Some(c.mtime_ms()),
             expect: &["julia"],
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        common::with_owner(judge_pid(&claim, snap), owner)
+        Decision::owned(owner, common::pid_record(c, snap, "the pidfile", claim))
     }
 }
 

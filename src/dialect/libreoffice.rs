@@ -10,10 +10,10 @@
 //! written (by its mtime) before this host booted or no office process runs here. The record's
 //! own time is local time without a zone: it is shown, never compared.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -102,10 +102,10 @@ impl Dialect for LibreOffice {
         c.kind == EntryKind::File && document_of(c.path).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let lock = match parse(c.content) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("LibreOffice", why),
+            Err(why) => return common::unparseable("LibreOffice", why).into(),
         };
         let doc = document_of(c.path);
         let owner = Owner {
@@ -126,87 +126,88 @@ impl Dialect for LibreOffice {
             )),
         };
 
-        // Kernel locks and open files, on the lock and on the document.
-        let mut holders = snap.kernel_holders(c.key());
-        common::merge_holders(&mut holders, snap.openers(c.key()));
-        let doc_key = doc
-            .as_ref()
-            .and_then(|d| std::fs::symlink_metadata(d).ok())
-            .map(|m| FileKey::of(&m));
-        if let Some(k) = doc_key {
-            let more = snap.kernel_holders(k);
-            common::merge_holders(&mut holders, more);
-            common::merge_holders(&mut holders, snap.openers(k));
-        }
-        if !holders.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "the document or its lock is held by {}",
-                    common::describe_holders(&holders)
-                ),
-            );
-            j.holders = holders;
-            return common::with_owner(j, owner);
-        }
+        Decision::owned(owner, judge_document(c, snap, &lock, doc.as_deref()))
+    }
+}
 
-        // Host first: nothing about times proves anything about another host's office.
-        if lock.host != snap.host.hostname {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "written on host {:?}, not this host {:?}: the office program there cannot be checked",
-                        lock.host, snap.host.hostname
-                    ),
-                ),
-                owner,
-            );
-        }
-        if !c.fs.network
-            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        {
-            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
-        }
-        let offices: Vec<String> = snap
-            .processes()
-            .iter()
-            .filter(|p| common::proc_is(p, OFFICE))
-            .map(|p| format!("{} ({})", p.pid, common::escape(&p.name, 32)))
-            .collect();
-        if !offices.is_empty() {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Live,
-                    format!(
-                        "an office process runs on this host and may have the document loaded: {}",
-                        offices.join(", ")
-                    ),
-                ),
-                owner,
-            );
-        }
-        if c.fs.network {
-            return common::with_owner(
-                Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "on a network file system ({}): no office process runs here, but another machine named {:?} may share it",
-                        c.fs.kind, lock.host
-                    ),
-                ),
-                owner,
-            );
-        }
-        let j = Judgement::new(
-            Verdict::Stale,
+/// The lock's document: held or open, written on this host, an office process running.
+fn judge_document(
+    c: &Candidate<'_>,
+    snap: &Snapshot,
+    lock: &OfficeLock,
+    doc: Option<&Path>,
+) -> Judgement {
+    // Kernel locks and open files, on the lock and on the document.
+    let mut holders = snap.kernel_holders(c.key());
+    common::merge_holders(&mut holders, snap.openers(c.key()));
+    let doc_key = doc
+        .as_ref()
+        .and_then(|d| std::fs::symlink_metadata(d).ok())
+        .map(|m| FileKey::of(&m));
+    if let Some(k) = doc_key {
+        let more = snap.kernel_holders(k);
+        common::merge_holders(&mut holders, more);
+        common::merge_holders(&mut holders, snap.openers(k));
+    }
+    if !holders.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
             format!(
-                "no soffice process runs on this host {:?}, which wrote the lock, and no process has the document or the lock open",
-                lock.host
+                "the document or its lock is held by {}",
+                common::describe_holders(&holders)
             ),
         );
-        common::with_owner(j, owner)
+        j.holders = holders;
+        return j;
     }
+
+    // Host first: nothing about times proves anything about another host's office.
+    if lock.host != snap.host.hostname {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "written on host {:?}, not this host {:?}: the office program there cannot be checked",
+                lock.host, snap.host.hostname
+            ),
+        );
+    }
+    if !c.fs.network
+        && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+    {
+        return Judgement::new(Verdict::Stale, line);
+    }
+    let offices: Vec<String> = snap
+        .processes()
+        .iter()
+        .filter(|p| common::proc_is(p, OFFICE))
+        .map(|p| format!("{} ({})", p.pid, common::escape(&p.name, 32)))
+        .collect();
+    if !offices.is_empty() {
+        return Judgement::new(
+            Verdict::Live,
+            format!(
+                "an office process runs on this host and may have the document loaded: {}",
+                offices.join(", ")
+            ),
+        );
+    }
+    if c.fs.network {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on a network file system ({}): no office process runs here, but another machine named {:?} may share it",
+                c.fs.kind, lock.host
+            ),
+        );
+    }
+    let j = Judgement::new(
+        Verdict::Stale,
+        format!(
+            "no soffice process runs on this host {:?}, which wrote the lock, and no process has the document or the lock open",
+            lock.host
+        ),
+    );
+    j
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::written_before_boot;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -59,9 +59,9 @@ impl Dialect for LibreOfficeProfile {
             && c.file_name() == ".lock"
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some(keys) = parse(c.content) else {
-            return common::unparseable("LibreOffice profile", "no [Lockdata] group");
+            return common::unparseable("LibreOffice profile", "no [Lockdata] group").into();
         };
         let get = |k: &str| keys.get(k).map(|v| common::field(v));
         let owner = Owner {
@@ -75,52 +75,58 @@ impl Dialect for LibreOfficeProfile {
             )),
             ..Owner::default()
         };
-        let host = keys.get("Host").cloned().unwrap_or_default();
-        if host != snap.host.hostname {
-            let j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "profile locked by host {:?}, not this host {:?}: a LibreOffice there cannot be seen from here",
-                    common::field(&host),
-                    snap.host.hostname
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        if !c.fs.network
-            && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        {
-            return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
-        }
-        let user = keys.get("User").cloned().unwrap_or_default();
-        let running = support::running(snap, SOFFICE);
-        let mine: Vec<_> = running
-            .iter()
-            .copied()
-            .filter(|p| {
-                snap.pid(p.pid)
-                    .facts()
-                    .and_then(|f| f.uid)
-                    .and_then(|u| snap.user_name(u))
-                    .is_none_or(|n| n == user)
-            })
-            .collect();
-        let j = if !mine.is_empty() {
-            Judgement::new(
-                Verdict::Live,
-                format!(
-                    "LibreOffice runs for user {:?} on this host: {}",
-                    common::field(&user),
-                    support::list_procs(&mine)
-                ),
-            )
-        } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-            Judgement::new(
-                Verdict::Unknown,
-                format!("no visible LibreOffice runs, but {why}"),
-            )
-        } else {
-            Judgement::new(
+        Decision::owned(owner, judge_profile(c, snap, &keys))
+    }
+}
+
+/// The profile's owner: on this host, and a LibreOffice of its user running.
+fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, String>) -> Judgement {
+    let host = keys.get("Host").cloned().unwrap_or_default();
+    if host != snap.host.hostname {
+        let j = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "profile locked by host {:?}, not this host {:?}: a LibreOffice there cannot be seen from here",
+                common::field(&host),
+                snap.host.hostname
+            ),
+        );
+        return j;
+    }
+    if !c.fs.network
+        && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+    {
+        return Judgement::new(Verdict::Stale, line);
+    }
+    let user = keys.get("User").cloned().unwrap_or_default();
+    let running = support::running(snap, SOFFICE);
+    let mine: Vec<_> = running
+        .iter()
+        .copied()
+        .filter(|p| {
+            snap.pid(p.pid)
+                .facts()
+                .and_then(|f| f.uid)
+                .and_then(|u| snap.user_name(u))
+                .is_none_or(|n| n == user)
+        })
+        .collect();
+    let j = if !mine.is_empty() {
+        Judgement::new(
+            Verdict::Live,
+            format!(
+                "LibreOffice runs for user {:?} on this host: {}",
+                common::field(&user),
+                support::list_procs(&mine)
+            ),
+        )
+    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
+        Judgement::new(
+            Verdict::Unknown,
+            format!("no visible LibreOffice runs, but {why}"),
+        )
+    } else {
+        Judgement::new(
                 Verdict::Stale,
                 format!(
                     "no LibreOffice process runs for user {:?} on this host, which wrote the lock",
@@ -128,9 +134,8 @@ impl Dialect for LibreOfficeProfile {
                 ),
             )
             .because("LibreOffice removes this file when it exits; after a crash it asks whether the profile is in use at the next start")
-        };
-        common::with_owner(j, owner)
-    }
+    };
+    j
 }
 
 #[cfg(test)]

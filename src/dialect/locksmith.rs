@@ -12,7 +12,7 @@
 //! [`crate::engine::inspect`] calls this same judge, so the engine and the scanner agree by
 //! construction.
 
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::engine::record::{ParsedRecord, RecordFormat};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::{FileKey, PidState, Snapshot};
@@ -41,18 +41,17 @@ impl Dialect for Locksmith {
         c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
         let record = if c.kind == EntryKind::File {
             ParsedRecord::parse(c.content)
         } else {
             None
         };
         let Some(rec) = record else {
-            return unparsed(c, snap);
+            return unparsed(c, snap).into();
         };
-        let mut j = judge_record(&rec, c, snap, windows);
-        j.owner = Some(owner_of(&rec, c, snap));
-        j
+        let j = judge_record(&rec, c, snap, windows);
+        Decision::owned(owner_of(&rec, c, snap), j)
     }
 }
 

@@ -11,8 +11,8 @@
 //! interpreter, a WSGI server hosting hgweb) → unknown.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use crate::evidence::PidClaim;
 use crate::probe::{ProcFacts, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -97,7 +97,7 @@ impl Dialect for Mercurial {
         matches!(c.kind, EntryKind::Symlink | EntryKind::File) && is_hg_lock(c.path)
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some(text) = lock_text(c) else {
             return Judgement::new(
                 Verdict::Unknown,
@@ -105,11 +105,12 @@ impl Dialect for Mercurial {
                     "named like a Mercurial lock but is {}",
                     common::kind_name(c.kind)
                 ),
-            );
+            )
+            .into();
         };
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("Mercurial", why),
+            Err(why) => return common::unparseable("Mercurial", why).into(),
         };
         let which = if c.file_name() == "wlock" {
             "working-directory lock"
@@ -125,21 +126,15 @@ impl Dialect for Mercurial {
             }),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
-            return common::with_owner(j, owner);
-        }
         let claim = PidClaim {
             pid: lock.pid,
             hostname: Some(&lock.hostname),
             pid_ns: lock.pid_ns,
-            written_ms: Some(c.mtime_ms()),
             expect: MERCURIALS,
             could_be: Some(could_be_mercurial),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        common::with_owner(judge_pid(&claim, snap), owner)
+        Decision::owned(owner, common::pid_record(c, snap, "the lock", claim))
     }
 }
 

@@ -10,7 +10,7 @@
 //! `unknown` below that — a holder refreshing at its own pace may still be there.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::fmt_ms;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -33,7 +33,7 @@ impl Dialect for MkdirLock {
         c.kind == EntryKind::Dir && c.file_name().as_encoded_bytes().ends_with(b".lock")
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
         if c.kind != EntryKind::Dir {
             return Judgement::new(
                 Verdict::Unknown,
@@ -42,7 +42,8 @@ impl Dialect for MkdirLock {
             .because(format!(
                 "content starts with {}",
                 common::excerpt(&c.content[..c.content.len().min(64)])
-            ));
+            ))
+            .into();
         }
         let owner = Owner {
             detail: Some(format!(
@@ -51,27 +52,33 @@ impl Dialect for MkdirLock {
             )),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock directory") {
-            return common::with_owner(j, owner);
-        }
-        let openers = snap.openers(c.key());
-        if !openers.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "the lock directory is open in {}",
-                    common::describe_holders(&openers)
-                ),
-            );
-            j.holders = openers;
-            return common::with_owner(j, owner);
-        }
-        let age = common::age_ms(c.mtime_ms(), snap);
-        let window_ms = Windows::ms(windows.mkdir_lock_secs);
-        // On a network file system the server's clock sets the mtime: allow it to differ.
-        let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
-        let j = if age > window_ms.saturating_add(skew_ms) {
-            Judgement::new(
+        Decision::owned(owner, judge_dir(c, snap, windows))
+    }
+}
+
+/// A lock directory: held or open, else its mtime against the stale window.
+fn judge_dir(c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+    if let Some(j) = common::kernel_live(snap, c.key(), "the lock directory") {
+        return j;
+    }
+    let openers = snap.openers(c.key());
+    if !openers.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!(
+                "the lock directory is open in {}",
+                common::describe_holders(&openers)
+            ),
+        );
+        j.holders = openers;
+        return j;
+    }
+    let age = common::age_ms(c.mtime_ms(), snap);
+    let window_ms = Windows::ms(windows.mkdir_lock_secs);
+    // On a network file system the server's clock sets the mtime: allow it to differ.
+    let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
+    let j = if age > window_ms.saturating_add(skew_ms) {
+        Judgement::new(
                 Verdict::Stale,
                 format!(
                     "last touched {} ago, longer than the {} s stale window: a holder refreshes its mtime while it holds the lock",
@@ -89,27 +96,27 @@ impl Dialect for MkdirLock {
             } else {
                 "on a local file system: the mtime comes from this host's clock".to_string()
             })
-        } else if age > window_ms {
-            Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "last touched {} ago, past the {} s stale window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
-                    common::fmt_age(age),
-                    windows.mkdir_lock_secs,
-                    c.fs.kind,
-                    NETWORK_SKEW_MS / 1000
-                ),
-            )
-        } else if age < -(60_000 + skew_ms) {
-            Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "its mtime is {} in the future: the clocks disagree, so the heartbeat proves nothing",
-                    common::fmt_age(-age)
-                ),
-            )
-        } else {
-            Judgement::new(
+    } else if age > window_ms {
+        Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "last touched {} ago, past the {} s stale window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
+                common::fmt_age(age),
+                windows.mkdir_lock_secs,
+                c.fs.kind,
+                NETWORK_SKEW_MS / 1000
+            ),
+        )
+    } else if age < -(60_000 + skew_ms) {
+        Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "its mtime is {} in the future: the clocks disagree, so the heartbeat proves nothing",
+                common::fmt_age(-age)
+            ),
+        )
+    } else {
+        Judgement::new(
                 Verdict::Unknown,
                 format!(
                     "touched {} ago, within the {} s stale window: a holder may still be refreshing it (proper-lockfile refreshes at half of its caller's stale time), and its mtime alone proves neither",
@@ -118,7 +125,6 @@ impl Dialect for MkdirLock {
                 ),
             )
             .because("no process has it open and no kernel lock is held on it")
-        };
-        common::with_owner(j, owner)
-    }
+    };
+    j
 }

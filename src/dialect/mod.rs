@@ -3,7 +3,10 @@
 //! line in [`registry`]: the scanner, the report and the UI know dialects only through this
 //! trait and their `id`.
 //!
-//! Invariant: a dialect's `judge` never modifies anything and never returns `Stale` without
+//! A dialect decides ([`Dialect::decide`]: the verdict, its evidence and what the lock says of
+//! its owner); the provided [`Dialect::judge`] attaches the owner to the judgement, once.
+//!
+//! Invariant: a dialect's `decide` never modifies anything and never returns `Stale` without
 //! an evidence line that proves it (see [`crate::evidence`]).
 
 pub mod borg;
@@ -45,7 +48,7 @@ use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
 use crate::probe::{FileKey, FsInfo, Snapshot};
-use crate::verdict::Judgement;
+use crate::verdict::{Judgement, Owner};
 
 /// How much of a lock file is read: enough for every dialect (a vim swap's block 0 is 4 KiB
 /// on most systems; the fields we read end at byte 1008).
@@ -300,8 +303,52 @@ pub trait Dialect: Send + Sync {
     /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
     fn recognise(&self, c: &Candidate<'_>) -> bool;
 
-    /// Judges the candidate with the snapshot's evidence.
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement;
+    /// Decides about the candidate with the snapshot's evidence: the judgement and what the
+    /// lock says of its owner.
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision;
+
+    /// Judges the candidate: its [`Dialect::decide`], with the owner attached.
+    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
+        self.decide(c, snap, windows).judgement()
+    }
+}
+
+/// What a dialect decided about a candidate: the judgement (verdict, evidence, holders,
+/// process) and what the lock says of its owner, known or not.
+#[derive(Debug)]
+pub struct Decision {
+    pub judgement: Judgement,
+    /// Empty when the lock names no owner (or could not be read).
+    pub owner: Owner,
+}
+
+impl Decision {
+    /// A judgement about a lock that says `owner` owns it.
+    pub fn owned(owner: Owner, judgement: Judgement) -> Self {
+        Decision { judgement, owner }
+    }
+
+    /// The judgement with the owner attached (when the lock named anything of one).
+    pub fn judgement(self) -> Judgement {
+        let Decision {
+            mut judgement,
+            owner,
+        } = self;
+        if owner != Owner::default() {
+            judgement.owner = Some(owner);
+        }
+        judgement
+    }
+}
+
+/// A judgement about a lock that names no owner.
+impl From<Judgement> for Decision {
+    fn from(judgement: Judgement) -> Self {
+        Decision {
+            judgement,
+            owner: Owner::default(),
+        }
+    }
 }
 
 /// File names that match lock patterns (`*.lock`) but are never locks: the dependency lock

@@ -11,7 +11,7 @@
 //! Liveness: the writing nvim has the file open → `live`. Nobody has it open, every process
 //! that could can be seen, and it is older than a rename takes → `stale`.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -39,7 +39,7 @@ impl Dialect for NvimShada {
             && name[name.len() - 1].is_ascii_lowercase()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let name = c.file_name().to_string_lossy();
         let target = name
             .rsplit_once(".tmp.")
@@ -53,43 +53,49 @@ impl Dialect for NvimShada {
             )),
             ..Owner::default()
         };
-        let openers = snap.openers(c.key());
-        if !openers.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "open in {}: nvim is writing it and will rename it over {}",
-                    common::describe_holders(&openers),
-                    common::field(&target)
-                ),
-            );
-            j.holders = openers;
-            return common::with_owner(j, owner);
-        }
-        let age = common::age_ms(c.mtime_ms(), snap);
-        let j = if c.fs.network {
-            Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "nobody here has it open, but it is on a network file system ({}): an nvim on another machine may be writing it",
-                    c.fs.kind
-                ),
-            )
-        } else if age < MIN_AGE_MS {
-            Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "written {} ago: nvim may be about to rename it",
-                    common::fmt_age(age)
-                ),
-            )
-        } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-            Judgement::new(
-                Verdict::Unknown,
-                format!("no visible process has it open, but {why}"),
-            )
-        } else {
-            Judgement::new(
+        Decision::owned(owner, judge_temp(c, snap, &target))
+    }
+}
+
+/// The temporary ShaDa file: open in a writer, else left by one that was killed.
+fn judge_temp(c: &Candidate<'_>, snap: &Snapshot, target: &str) -> Judgement {
+    let openers = snap.openers(c.key());
+    if !openers.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!(
+                "open in {}: nvim is writing it and will rename it over {}",
+                common::describe_holders(&openers),
+                common::field(&target)
+            ),
+        );
+        j.holders = openers;
+        return j;
+    }
+    let age = common::age_ms(c.mtime_ms(), snap);
+    let j = if c.fs.network {
+        Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "nobody here has it open, but it is on a network file system ({}): an nvim on another machine may be writing it",
+                c.fs.kind
+            ),
+        )
+    } else if age < MIN_AGE_MS {
+        Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "written {} ago: nvim may be about to rename it",
+                common::fmt_age(age)
+            ),
+        )
+    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
+        Judgement::new(
+            Verdict::Unknown,
+            format!("no visible process has it open, but {why}"),
+        )
+    } else {
+        Judgement::new(
                 Verdict::Stale,
                 format!(
                     "no process has it open: nvim writes the new ShaDa file under this name and renames it over {} at once, so this one was left by an nvim that was killed while writing",
@@ -98,7 +104,6 @@ impl Dialect for NvimShada {
             )
             .because(support::age_line(c.meta, snap))
             .because("while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)")
-        };
-        common::with_owner(j, owner)
-    }
+    };
+    j
 }

@@ -12,7 +12,7 @@
 //! end) runs: `stale`. A front end that runs without the file open may be about to take it
 //! (`unknown`).
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::written_before_boot;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -50,7 +50,7 @@ impl Dialect for Pacman {
         c.kind == EntryKind::File && c.file_name() == "db.lck" && c.content.is_empty()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let owner = Owner {
             detail: Some("libalpm database lock (empty; held open by pacman while it runs)".into()),
             ..Owner::default()
@@ -59,66 +59,72 @@ impl Dialect for Pacman {
             return common::unparseable(
                 "pacman",
                 format!("db.lck is {}, not a file", common::kind_name(c.kind)),
-            );
+            )
+            .into();
         }
-        let openers = snap.openers(c.key());
-        if !openers.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "held open by {}: pacman keeps db.lck open for as long as it runs",
-                    common::describe_holders(&openers)
-                ),
-            );
-            j.holders = openers;
-            return common::with_owner(j, owner);
-        }
-        if let Some(j) = common::kernel_live(snap, c.key(), "db.lck") {
-            return common::with_owner(j, owner);
-        }
-        if !c.fs.network
-            && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        {
-            let j = Judgement::new(Verdict::Stale, line).because(
-                "no process has it open: it was left by a pacman that ran before this boot",
-            );
-            return common::with_owner(j, owner);
-        }
-        let fronts = support::running(snap, FRONT_ENDS);
-        if !fronts.is_empty() {
-            let j = Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "no process has it open, but {} runs: it may be about to take the lock; let it finish or quit it first",
-                    support::list_procs(&fronts)
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        if c.fs.network {
-            let j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "on a network file system ({}): a pacman on another machine may hold it open",
-                    c.fs.kind
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        if let Err(why) = support::openers_conclusive(c.meta, snap) {
-            let j = Judgement::new(
-                Verdict::Unknown,
-                format!("no visible process has it open, but {why}"),
-            );
-            return common::with_owner(j, owner);
-        }
+        Decision::owned(owner, judge_db_lock(c, snap))
+    }
+}
+
+/// `db.lck`: held open by pacman, else left by one (unless a front end may be about to take
+/// it).
+fn judge_db_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    let openers = snap.openers(c.key());
+    if !openers.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!(
+                "held open by {}: pacman keeps db.lck open for as long as it runs",
+                common::describe_holders(&openers)
+            ),
+        );
+        j.holders = openers;
+        return j;
+    }
+    if let Some(j) = common::kernel_live(snap, c.key(), "db.lck") {
+        return j;
+    }
+    if !c.fs.network
+        && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+    {
+        let j = Judgement::new(Verdict::Stale, line)
+            .because("no process has it open: it was left by a pacman that ran before this boot");
+        return j;
+    }
+    let fronts = support::running(snap, FRONT_ENDS);
+    if !fronts.is_empty() {
         let j = Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "no process has it open, but {} runs: it may be about to take the lock; let it finish or quit it first",
+                support::list_procs(&fronts)
+            ),
+        );
+        return j;
+    }
+    if c.fs.network {
+        let j = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on a network file system ({}): a pacman on another machine may hold it open",
+                c.fs.kind
+            ),
+        );
+        return j;
+    }
+    if let Err(why) = support::openers_conclusive(c.meta, snap) {
+        let j = Judgement::new(
+            Verdict::Unknown,
+            format!("no visible process has it open, but {why}"),
+        );
+        return j;
+    }
+    let j = Judgement::new(
             Verdict::Stale,
             "no process has it open (every process's descriptors were read): pacman keeps db.lck open for as long as it runs",
         )
         .because("no pacman, pamac, yay or other libalpm front end runs")
         .because(support::age_line(c.meta, snap))
         .because("pacman refuses to run while it exists (\"unable to lock database\"); removing it is safe now");
-        common::with_owner(j, owner)
-    }
+    j
 }

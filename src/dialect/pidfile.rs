@@ -13,7 +13,7 @@
 
 use super::common;
 use super::pid_record::{self, Form, PidRecord};
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -91,7 +91,7 @@ impl Dialect for Pidfile {
         parse(c.content, uucp).is_ok()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         if c.kind != EntryKind::File {
             return Judgement::new(
                 Verdict::Unknown,
@@ -99,7 +99,8 @@ impl Dialect for Pidfile {
                     "named like a pid file but is {}, not a file",
                     common::kind_name(c.kind)
                 ),
-            );
+            )
+            .into();
         }
         let held = common::kernel_live(snap, c.key(), "the pid file");
         let parsed = parse(c.content, is_uucp_name(c));
@@ -118,84 +119,85 @@ impl Dialect for Pidfile {
             },
             Err(_) => Owner::default(),
         };
-        if let Some(j) = held {
-            return common::with_owner(j, owner);
-        }
-        let content = match parsed {
-            Ok(p) => p,
-            Err(why) => return common::unparseable("pid file", why),
+        let j = match (held, parsed) {
+            (Some(j), _) => j,
+            (None, Err(why)) => common::unparseable("pid file", why),
+            (None, Ok(content)) => judge_content(c, snap, &content),
         };
-        let pid = content.pid();
-        let record = match &content {
-            PidContent::Record(r) => Some(r),
-            _ => None,
-        };
-        let app = record.and_then(|r| r.app.as_deref());
-        let apps = app.map(|a| [a]);
-        let claim = PidClaim {
-            pid,
-            hostname: record.and_then(|r| r.hostname.as_deref()),
-            boot_id: record.and_then(|r| r.boot_id.as_deref()),
-            machine_id: record.and_then(|r| r.machine_id.as_deref()),
-            pid_ns: record.and_then(|r| r.pid_ns),
-            start_ticks: record.and_then(|r| r.start_ticks),
-            // Qt's own rule: the live PID must be that application.
-            expect: apps.as_ref().map(|a| &a[..]).unwrap_or(&[]),
-            written_ms: Some(c.mtime_ms()),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        // Host first: a record naming another host is foreign, whatever else it says (even our
-        // boot id: these writers never break another host's lock, nor do we). That host can
-        // be asked (`--ask-hosts`).
-        if let Some(r) = record
-            && let Some(h) = r.hostname.as_deref()
-            && h != snap.host.hostname
-        {
-            let mut j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
-                    r.host_written.as_deref().unwrap_or(h),
-                    snap.host.hostname
-                ),
-            )
-            .because(format!("the file is {}", r.form().describe()));
-            j.remote = Some(claim.remote(h));
-            return common::with_owner(j, owner);
-        }
-        let mut j = judge_pid(&claim, snap);
-        if let Some(r) = record {
-            if r.form() == Form::Unread && j.verdict == Verdict::Stale {
-                // The lines after the PID may name another host or namespace.
-                let mut u = Judgement::new(
-                    Verdict::Unknown,
-                    format!(
-                        "after its PID the file holds {} in no format this tool reads: they may say the PID is another host's",
-                        r.unread.as_deref().unwrap_or("more lines")
-                    ),
-                );
-                u.evidence.extend(
-                    j.evidence
-                        .into_iter()
-                        .map(|l| format!("(not conclusive without those lines) {l}")),
-                );
-                j = u;
-            } else {
-                j.evidence
-                    .push(format!("the file is {}", r.form().describe()));
-            }
-        }
-        if pid == 0 {
-            j.evidence.push(
-                "liblockfile writes 0 when it records no PID (lockfile-create without \
-                 --use-pid); such a lock carries no owner to check"
-                    .into(),
-            );
-        }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
+}
+
+/// The PID (and what else a record says), by the PID rules; another host's record first.
+fn judge_content(c: &Candidate<'_>, snap: &Snapshot, content: &PidContent) -> Judgement {
+    let pid = content.pid();
+    let record = match content {
+        PidContent::Record(r) => Some(r),
+        _ => None,
+    };
+    let app = record.and_then(|r| r.app.as_deref());
+    let apps = app.map(|a| [a]);
+    let claim = PidClaim {
+        pid,
+        hostname: record.and_then(|r| r.hostname.as_deref()),
+        boot_id: record.and_then(|r| r.boot_id.as_deref()),
+        machine_id: record.and_then(|r| r.machine_id.as_deref()),
+        pid_ns: record.and_then(|r| r.pid_ns),
+        start_ticks: record.and_then(|r| r.start_ticks),
+        // Qt's own rule: the live PID must be that application.
+        expect: apps.as_ref().map(|a| &a[..]).unwrap_or(&[]),
+        ..PidClaim::default()
+    };
+    let claim = common::file_claim(c, claim);
+    // Host first: a record naming another host is foreign, whatever else it says (even our
+    // boot id: these writers never break another host's lock, nor do we). That host can
+    // be asked (`--ask-hosts`).
+    if let Some(r) = record
+        && let Some(h) = r.hostname.as_deref()
+        && h != snap.host.hostname
+    {
+        let mut j = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
+                r.host_written.as_deref().unwrap_or(h),
+                snap.host.hostname
+            ),
+        )
+        .because(format!("the file is {}", r.form().describe()));
+        j.remote = Some(claim.remote(h));
+        return j;
+    }
+    let mut j = judge_pid(&claim, snap);
+    if let Some(r) = record {
+        if r.form() == Form::Unread && j.verdict == Verdict::Stale {
+            // The lines after the PID may name another host or namespace.
+            let mut u = Judgement::new(
+                Verdict::Unknown,
+                format!(
+                    "after its PID the file holds {} in no format this tool reads: they may say the PID is another host's",
+                    r.unread.as_deref().unwrap_or("more lines")
+                ),
+            );
+            u.evidence.extend(
+                j.evidence
+                    .into_iter()
+                    .map(|l| format!("(not conclusive without those lines) {l}")),
+            );
+            j = u;
+        } else {
+            j.evidence
+                .push(format!("the file is {}", r.form().describe()));
+        }
+    }
+    if pid == 0 {
+        j.evidence.push(
+            "liblockfile writes 0 when it records no PID (lockfile-create without \
+                 --use-pid); such a lock carries no owner to check"
+                .into(),
+        );
+    }
+    j
 }
 
 /// The owner detail of a multi-line record.

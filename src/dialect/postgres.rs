@@ -18,7 +18,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::{PidState, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -111,7 +111,7 @@ impl Dialect for Postgres {
             && (c.file_name() == "postmaster.pid" || is_socket_lock(c.file_name()))
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let socket_lock = is_socket_lock(c.file_name());
         let what = if socket_lock {
             "postgres socket lock"
@@ -120,11 +120,12 @@ impl Dialect for Postgres {
         };
         let rec = match parse(c.content) {
             Ok(r) => r,
-            Err(why) => return common::unparseable(what, why),
+            Err(why) => return common::unparseable(what, why).into(),
         };
         if rec.pid == 0 {
             // What postgres itself says: "bogus data in lock file".
-            return common::unparseable(what, "PID 0, which postgres itself rejects as bogus");
+            return common::unparseable(what, "PID 0, which postgres itself rejects as bogus")
+                .into();
         }
         let owner = Owner {
             pid: Some(rec.pid),
@@ -145,149 +146,158 @@ impl Dialect for Postgres {
             )),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), what) {
-            return common::with_owner(j, owner);
-        }
-        let dir = c.path.parent().unwrap_or(Path::new("/"));
-        let dir_meta = std::fs::metadata(dir).ok();
-        // The data directory, as this file lies in it (postmaster.pid) or as it records it
-        // (a socket lock, which lies in the socket directory).
-        let data_meta = if socket_lock {
-            std::fs::metadata(&rec.data_dir).ok()
-        } else {
-            dir_meta.clone()
-        };
+        Decision::owned(owner, judge_server(c, snap, &rec, socket_lock, what))
+    }
+}
 
-        if let Some(meta) = &data_meta {
-            let servers = servers_in(meta, snap);
-            if !servers.is_empty() {
-                let list = servers
-                    .iter()
-                    .map(|(pid, name)| format!("{pid} ({name})"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let mut j = Judgement::new(
-                    Verdict::Live,
-                    format!(
-                        "postgres processes run in {}data directory: {list}",
-                        if socket_lock { "its " } else { "this " }
-                    ),
-                );
-                if let Some(f) = snap.pid(servers[0].0).facts() {
-                    j.process = Some(snap.process_info(f));
-                }
-                return common::with_owner(j, owner);
-            }
-        }
-        if socket_lock && let Some(socket) = listening_socket(c, snap) {
-            let j = Judgement::new(
+/// The server: a kernel lock, postgres processes in its data directory, a listener on its
+/// socket, then the PID it recorded (in every namespace that sees the data directory).
+fn judge_server(
+    c: &Candidate<'_>,
+    snap: &Snapshot,
+    rec: &PostmasterPid,
+    socket_lock: bool,
+    what: &str,
+) -> Judgement {
+    if let Some(j) = common::kernel_live(snap, c.key(), what) {
+        return j;
+    }
+    let dir = c.path.parent().unwrap_or(Path::new("/"));
+    let dir_meta = std::fs::metadata(dir).ok();
+    // The data directory, as this file lies in it (postmaster.pid) or as it records it
+    // (a socket lock, which lies in the socket directory).
+    let data_meta = if socket_lock {
+        std::fs::metadata(&rec.data_dir).ok()
+    } else {
+        dir_meta.clone()
+    };
+
+    if let Some(meta) = &data_meta {
+        let servers = servers_in(meta, snap);
+        if !servers.is_empty() {
+            let list = servers
+                .iter()
+                .map(|(pid, name)| format!("{pid} ({name})"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut j = Judgement::new(
                 Verdict::Live,
-                format!("a process listens on the server's socket {socket} (/proc/net/unix)"),
-            );
-            return common::with_owner(j, owner);
-        }
-
-        let written_ms = rec.start_epoch.map(|s| s * 1000).unwrap_or(c.mtime_ms());
-        let claim = PidClaim {
-            pid: rec.pid,
-            written_ms: Some(written_ms),
-            expect: POSTGRES,
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        // Judged in the namespaces that see the data directory (a volume of a container):
-        // their view of the recorded data directory is theirs, not ours.
-        if let Some(mut j) = crate::evidence::judge_in_namespaces(&claim, snap) {
-            if let Some(s) = rec.start_epoch {
-                j.evidence.push(format!(
-                    "the server recorded its start at {}",
-                    fmt_ms(s * 1000)
-                ));
-            }
-            return common::with_owner(j, owner);
-        }
-        let mut j = judge_pid(&claim, snap);
-
-        // Written in another mount namespace (a container's volume seen from the host)? The
-        // directory it records for itself is not the one it lies in.
-        let recorded_dir = if socket_lock {
-            rec.socket_dir.as_deref()
-        } else {
-            Some(rec.data_dir.as_str())
-        };
-        let recorded_here = match (&dir_meta, recorded_dir) {
-            (Some(m), Some(r)) => {
-                std::fs::metadata(r).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
-            }
-            // A socket lock that records no socket directory: nothing says it is elsewhere.
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if !recorded_here && dir_meta.is_some() && j.verdict != Verdict::Unknown {
-            if !c.fs.network
-                && let Some(line) =
-                    crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-            {
-                return common::with_owner(Judgement::new(Verdict::Stale, line), owner);
-            }
-            let mut f = Judgement::new(
-                Verdict::Foreign,
                 format!(
-                    "it records {} {} but lies in {}: it was written in another mount namespace (a container?), whose PID {} cannot be checked here",
-                    if socket_lock {
-                        "socket directory"
-                    } else {
-                        "data directory"
-                    },
-                    recorded_dir.unwrap_or_default(),
-                    common::field(&dir.to_string_lossy()),
-                    rec.pid
+                    "postgres processes run in {}data directory: {list}",
+                    if socket_lock { "its " } else { "this " }
                 ),
             );
-            f.evidence
-                .push("no postgres process runs in this directory".into());
-            return common::with_owner(f, owner);
-        }
-
-        if j.verdict == Verdict::Live
-            && let PidState::Alive(f) = snap.pid(rec.pid as i32)
-            && let Some(meta) = &data_meta
-            && common::cwd_is(f.pid, meta) == Some(false)
-        {
-            let cwd = f
-                .cwd
-                .as_deref()
-                .map(|p| common::field(&p.to_string_lossy()))
-                .unwrap_or_else(|| "elsewhere".into());
-            j.verdict = Verdict::Stale;
-            j.evidence = vec![format!(
-                "process {} is a postgres serving another data directory ({cwd}), not {}",
-                f.pid,
-                if socket_lock {
-                    rec.data_dir.as_str()
-                } else {
-                    "this one"
-                }
-            )];
-        } else if j.verdict == Verdict::Stale {
-            j.evidence.push(format!(
-                "no postgres process runs in {} data directory",
-                if socket_lock { "its" } else { "this" }
-            ));
-            if socket_lock {
-                j.evidence
-                    .push("no process listens on the server's socket beside it".into());
+            if let Some(f) = snap.pid(servers[0].0).facts() {
+                j.process = Some(snap.process_info(f));
             }
+            return j;
         }
+    }
+    if socket_lock && let Some(socket) = listening_socket(c, snap) {
+        let j = Judgement::new(
+            Verdict::Live,
+            format!("a process listens on the server's socket {socket} (/proc/net/unix)"),
+        );
+        return j;
+    }
+
+    let claim = PidClaim {
+        pid: rec.pid,
+        written_ms: rec.start_epoch.map(|s| s * 1000),
+        expect: POSTGRES,
+        ..PidClaim::default()
+    };
+    let claim = common::file_claim(c, claim);
+    // Judged in the namespaces that see the data directory (a volume of a container):
+    // their view of the recorded data directory is theirs, not ours.
+    if let Some(mut j) = crate::evidence::judge_in_namespaces(&claim, snap) {
         if let Some(s) = rec.start_epoch {
             j.evidence.push(format!(
                 "the server recorded its start at {}",
                 fmt_ms(s * 1000)
             ));
         }
-        common::with_owner(j, owner)
+        return j;
     }
+    let mut j = judge_pid(&claim, snap);
+
+    // Written in another mount namespace (a container's volume seen from the host)? The
+    // directory it records for itself is not the one it lies in.
+    let recorded_dir = if socket_lock {
+        rec.socket_dir.as_deref()
+    } else {
+        Some(rec.data_dir.as_str())
+    };
+    let recorded_here = match (&dir_meta, recorded_dir) {
+        (Some(m), Some(r)) => {
+            std::fs::metadata(r).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
+        }
+        // A socket lock that records no socket directory: nothing says it is elsewhere.
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if !recorded_here && dir_meta.is_some() && j.verdict != Verdict::Unknown {
+        if !c.fs.network
+            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
+        {
+            return Judgement::new(Verdict::Stale, line);
+        }
+        let mut f = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "it records {} {} but lies in {}: it was written in another mount namespace (a container?), whose PID {} cannot be checked here",
+                if socket_lock {
+                    "socket directory"
+                } else {
+                    "data directory"
+                },
+                recorded_dir.unwrap_or_default(),
+                common::field(&dir.to_string_lossy()),
+                rec.pid
+            ),
+        );
+        f.evidence
+            .push("no postgres process runs in this directory".into());
+        return f;
+    }
+
+    if j.verdict == Verdict::Live
+        && let PidState::Alive(f) = snap.pid(rec.pid as i32)
+        && let Some(meta) = &data_meta
+        && common::cwd_is(f.pid, meta) == Some(false)
+    {
+        let cwd = f
+            .cwd
+            .as_deref()
+            .map(|p| common::field(&p.to_string_lossy()))
+            .unwrap_or_else(|| "elsewhere".into());
+        j.verdict = Verdict::Stale;
+        j.evidence = vec![format!(
+            "process {} is a postgres serving another data directory ({cwd}), not {}",
+            f.pid,
+            if socket_lock {
+                rec.data_dir.as_str()
+            } else {
+                "this one"
+            }
+        )];
+    } else if j.verdict == Verdict::Stale {
+        j.evidence.push(format!(
+            "no postgres process runs in {} data directory",
+            if socket_lock { "its" } else { "this" }
+        ));
+        if socket_lock {
+            j.evidence
+                .push("no process listens on the server's socket beside it".into());
+        }
+    }
+    if let Some(s) = rec.start_epoch {
+        j.evidence.push(format!(
+            "the server recorded its start at {}",
+            fmt_ms(s * 1000)
+        ));
+    }
+    j
 }
 
 /// The unix socket a socket lock file guards (`.s.PGSQL.<port>` beside it), if a process

@@ -17,7 +17,7 @@
 //! (The generic `pidfile` dialect reads the same record when it is named like a pid file;
 //! this dialect recognises it first, whatever its name.)
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -89,9 +89,9 @@ impl Dialect for QtLockFile {
         c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let Some(rec) = parse(c.content) else {
-            return common::unparseable("QLockFile", "not the five lines QLockFile writes");
+            return common::unparseable("QLockFile", "not the five lines QLockFile writes").into();
         };
         let owner = Owner {
             pid: Some(rec.pid),
@@ -99,60 +99,63 @@ impl Dialect for QtLockFile {
             detail: Some(format!("QLockFile of {}", common::field(&rec.app))),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-            return common::with_owner(j, owner);
-        }
-        // Qt's own rule: the same host name, and the same machine id when both are known.
-        let ours = snap.host.machine_id.clone().or_else(support::machine_id);
-        let same_machine = rec.host == snap.host.hostname
-            && match (rec.machine_id.as_str(), ours.as_deref()) {
-                ("", _) | (_, None) => true,
-                (theirs, Some(ours)) => theirs == ours,
-            };
-        if !same_machine {
-            let j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "written on another machine (host {:?}, machine id {:?}): its PID cannot be checked here",
-                    common::field(&rec.host),
-                    common::field(&rec.machine_id)
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        let our_boot = snap.host.boot_id.as_deref();
-        if !rec.boot_id.is_empty()
-            && let Some(b) = our_boot
-            && b != rec.boot_id
-        {
-            let j = Judgement::new(
-                Verdict::Stale,
-                format!(
-                    "written on this machine during an earlier boot (boot id {}; this boot is {b}): Qt itself treats it as stale",
-                    rec.boot_id
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        let app = rec.app.rsplit('/').next().unwrap_or("").to_string();
-        let expect_owned = [app.as_str()];
-        let claim = PidClaim {
-            pid: rec.pid,
-            boot_id: (!rec.boot_id.is_empty()).then_some(rec.boot_id.as_str()),
-            written_ms: Some(c.mtime_ms()),
-            expect: if app.is_empty() { &[] } else { &expect_owned },
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
+        Decision::owned(owner, judge_owner(c, snap, &rec))
+    }
+}
+
+/// The owner: a kernel lock, then Qt's own rules (the same machine, the same boot), then the
+/// PID as that application.
+fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, rec: &QtRecord) -> Judgement {
+    if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
+        return j;
+    }
+    // Qt's own rule: the same host name, and the same machine id when both are known.
+    let ours = snap.host.machine_id.clone().or_else(support::machine_id);
+    let same_machine = rec.host == snap.host.hostname
+        && match (rec.machine_id.as_str(), ours.as_deref()) {
+            ("", _) | (_, None) => true,
+            (theirs, Some(ours)) => theirs == ours,
         };
-        let mut j = judge_pid(&claim, snap);
-        if j.verdict == Verdict::Live && !c.fs.network && snap.kernel_locks().available() {
-            j.evidence.push(
+    if !same_machine {
+        let j = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "written on another machine (host {:?}, machine id {:?}): its PID cannot be checked here",
+                common::field(&rec.host),
+                common::field(&rec.machine_id)
+            ),
+        );
+        return j;
+    }
+    let our_boot = snap.host.boot_id.as_deref();
+    if !rec.boot_id.is_empty()
+        && let Some(b) = our_boot
+        && b != rec.boot_id
+    {
+        let j = Judgement::new(
+            Verdict::Stale,
+            format!(
+                "written on this machine during an earlier boot (boot id {}; this boot is {b}): Qt itself treats it as stale",
+                rec.boot_id
+            ),
+        );
+        return j;
+    }
+    let app = rec.app.rsplit('/').next().unwrap_or("").to_string();
+    let expect_owned = [app.as_str()];
+    let claim = PidClaim {
+        pid: rec.pid,
+        boot_id: (!rec.boot_id.is_empty()).then_some(rec.boot_id.as_str()),
+        expect: if app.is_empty() { &[] } else { &expect_owned },
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    if j.verdict == Verdict::Live && !c.fs.network && snap.kernel_locks().available() {
+        j.evidence.push(
                 "no kernel lock is held on it, although QLockFile holds flock() while it owns the lock: the process may have released it without removing the file".into(),
             );
-        }
-        common::with_owner(j, owner)
     }
+    j
 }
 
 #[cfg(test)]

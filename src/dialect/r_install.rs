@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::probe::{ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -163,12 +163,13 @@ impl Dialect for RInstall {
         c.kind == EntryKind::Dir && (name == b"00LOCK" || name.starts_with(b"00LOCK-"))
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         if c.kind != EntryKind::Dir {
             return common::unparseable(
                 "R install lock",
                 format!("it is {}, not a directory", common::kind_name(c.kind)),
-            );
+            )
+            .into();
         }
         let lock = std::fs::canonicalize(c.path).unwrap_or_else(|_| c.path.to_path_buf());
         let library = lock.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -199,85 +200,87 @@ impl Dialect for RInstall {
             }
             Err(e) => vec![format!("its content cannot be listed: {e}")],
         };
-        let finish = |mut j: Judgement| {
-            j.evidence.extend(held_lines.iter().cloned());
-            common::with_owner(j, owner.clone())
-        };
+        let mut j = judge_library(c, snap, &lock, &library);
+        j.evidence.extend(held_lines);
+        Decision::owned(owner, j)
+    }
+}
 
-        let rs = support::running(snap, R_PROGRAMS);
-        let mut blind = Vec::new();
-        for p in &rs {
-            match works_on(p, &library, &lock) {
-                Some(true) => {
-                    let j = Judgement::new(
-                        Verdict::Live,
-                        format!(
-                            "{} is working on this library: {}",
-                            support::list_procs(&[p]),
-                            common::escape(&p.cmd.join(" "), 120)
-                        ),
-                    );
-                    return finish(j);
-                }
-                None => blind.push(*p),
-                Some(false) => {}
+/// Whether an R process works on the library (or inside the lock directory).
+fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path) -> Judgement {
+    let rs = support::running(snap, R_PROGRAMS);
+    let mut blind = Vec::new();
+    for p in &rs {
+        match works_on(p, library, lock) {
+            Some(true) => {
+                let j = Judgement::new(
+                    Verdict::Live,
+                    format!(
+                        "{} is working on this library: {}",
+                        support::list_procs(&[p]),
+                        common::escape(&p.cmd.join(" "), 120)
+                    ),
+                );
+                return j;
             }
+            None => blind.push(*p),
+            Some(false) => {}
         }
-        if let Some(p) = snap
-            .processes()
-            .iter()
-            .find(|p| p.cwd.as_ref().is_some_and(|d| d.starts_with(&lock)))
-        {
-            let j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "{} works inside the lock directory",
-                    support::list_procs(&[p])
-                ),
-            );
-            return finish(j);
-        }
-        if !blind.is_empty() {
-            let j = Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "{} runs and its command line cannot be read: it may be installing into this library",
-                    support::list_procs(&blind)
-                ),
-            );
-            return finish(j);
-        }
-        if c.fs.network {
-            let j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "on a network file system ({}): an R on another machine may be installing into this library",
-                    c.fs.kind
-                ),
-            );
-            return finish(j);
-        }
-        if let Err(why) = support::openers_conclusive(c.meta, snap) {
-            let j = Judgement::new(
-                Verdict::Unknown,
-                format!("no visible R process works on this library, but {why}"),
-            );
-            return finish(j);
-        }
-        let others = if rs.is_empty() {
-            "no R process runs".to_string()
-        } else {
-            format!(
-                "{} run{}, none on this library",
-                support::list_procs(&rs),
-                if rs.len() == 1 { "s" } else { "" }
-            )
-        };
+    }
+    if let Some(p) = snap
+        .processes()
+        .iter()
+        .find(|p| p.cwd.as_ref().is_some_and(|d| d.starts_with(lock)))
+    {
         let j = Judgement::new(
+            Verdict::Live,
+            format!(
+                "{} works inside the lock directory",
+                support::list_procs(&[p])
+            ),
+        );
+        return j;
+    }
+    if !blind.is_empty() {
+        let j = Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "{} runs and its command line cannot be read: it may be installing into this library",
+                support::list_procs(&blind)
+            ),
+        );
+        return j;
+    }
+    if c.fs.network {
+        let j = Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on a network file system ({}): an R on another machine may be installing into this library",
+                c.fs.kind
+            ),
+        );
+        return j;
+    }
+    if let Err(why) = support::openers_conclusive(c.meta, snap) {
+        let j = Judgement::new(
+            Verdict::Unknown,
+            format!("no visible R process works on this library, but {why}"),
+        );
+        return j;
+    }
+    let others = if rs.is_empty() {
+        "no R process runs".to_string()
+    } else {
+        format!(
+            "{} run{}, none on this library",
+            support::list_procs(&rs),
+            if rs.len() == 1 { "s" } else { "" }
+        )
+    };
+    let j = Judgement::new(
             Verdict::Stale,
             format!("{others}: the install that made this directory is gone, and R refuses to install into the library while it exists"),
         )
         .because(support::age_line(c.meta, snap));
-        finish(j)
-    }
+    j
 }

@@ -13,7 +13,9 @@
 //! `ruby`, `jruby` on `java`, or `truffleruby`) that started before the file was written,
 //! working in this application's directory.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use std::path::Path;
+
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -40,7 +42,7 @@ impl Dialect for Rails {
             && common::looks_like_pid(&c.text())
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let app = c
             .path
             .parent()
@@ -49,7 +51,7 @@ impl Dialect for Rails {
             .unwrap_or(c.path);
         let pid = match common::parse_pid(&c.text()) {
             Ok(p) => p,
-            Err(why) => return common::unparseable("Rack server pid file", why),
+            Err(why) => return common::unparseable("Rack server pid file", why).into(),
         };
         let owner = Owner {
             pid: Some(pid),
@@ -59,24 +61,26 @@ impl Dialect for Rails {
             )),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the pid file") {
-            return common::with_owner(j, owner);
-        }
-        let claim = PidClaim {
-            pid,
-            written_ms: Some(c.mtime_ms()),
-            expect: RUBIES,
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&claim, snap);
-        if j.verdict == Verdict::Live
-            && let Ok(app_meta) = std::fs::metadata(app)
-        {
-            // The process as this host numbers it (a container's PID 1 is another PID here).
-            let host_pid = j.process.as_ref().map_or(pid as i32, |p| p.pid);
-            match common::cwd_is(host_pid, &app_meta) {
+        let j = common::kernel_live(snap, c.key(), "the pid file")
+            .unwrap_or_else(|| judge_server(c, snap, pid, app));
+        Decision::owned(owner, j)
+    }
+}
+
+/// The server the pid file names: a Ruby process, working in the app's directory.
+fn judge_server(c: &Candidate<'_>, snap: &Snapshot, pid: i64, app: &Path) -> Judgement {
+    let claim = PidClaim {
+        pid,
+        expect: RUBIES,
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    if j.verdict == Verdict::Live
+        && let Ok(app_meta) = std::fs::metadata(app)
+    {
+        // The process as this host numbers it (a container's PID 1 is another PID here).
+        let host_pid = j.process.as_ref().map_or(pid as i32, |p| p.pid);
+        match common::cwd_is(host_pid, &app_meta) {
                 Some(true) => j
                     .evidence
                     .push(format!("it works in the app's directory {}", app.display())),
@@ -93,12 +97,11 @@ impl Dialect for Rails {
                     "its working directory cannot be read, so it is not known whether it serves this app".into(),
                 ),
             }
-        }
-        if j.verdict == Verdict::Stale {
-            j.evidence.push(
+    }
+    if j.verdict == Verdict::Stale {
+        j.evidence.push(
                 "`rails server` refuses to start while this file names a live process; removing it lets the server start".into(),
             );
-        }
-        common::with_owner(j, owner)
     }
+    j
 }

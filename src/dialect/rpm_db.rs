@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
 
@@ -86,13 +86,14 @@ impl Dialect for RpmDb {
             && c.path.parent().is_some_and(is_rpm_db)
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let dir = c.path.parent().unwrap_or(Path::new("/"));
         if !is_rpm_db(dir) {
             return Judgement::new(
                 Verdict::Unknown,
                 "a Berkeley DB environment file outside an rpm database: its program is not known",
-            );
+            )
+            .into();
         }
         let owner = Owner {
             detail: Some(format!(
@@ -101,62 +102,68 @@ impl Dialect for RpmDb {
             )),
             ..Owner::default()
         };
-        let mut holders = snap.openers(c.key());
-        for pid in support::mappers(c.key()) {
-            if !holders.iter().any(|h| h.pid == pid) {
-                let state = snap.pid(pid);
-                holders.push(Holder {
-                    pid,
-                    name: state.facts().map(|f| f.comm.clone()),
-                    how: HolderHow::Open,
-                    container: state.facts().and_then(|f| snap.container_of(f)),
-                });
-            }
+        Decision::owned(owner, judge_env(c, snap, dir))
+    }
+}
+
+/// The database environment: open or mapped, rpm's transaction lock held, or an rpm
+/// front end running.
+fn judge_env(c: &Candidate<'_>, snap: &Snapshot, dir: &Path) -> Judgement {
+    let mut holders = snap.openers(c.key());
+    for pid in support::mappers(c.key()) {
+        if !holders.iter().any(|h| h.pid == pid) {
+            let state = snap.pid(pid);
+            holders.push(Holder {
+                pid,
+                name: state.facts().map(|f| f.comm.clone()),
+                how: HolderHow::Open,
+                container: state.facts().and_then(|f| snap.container_of(f)),
+            });
         }
-        if !holders.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!("open or mapped by {}", common::describe_holders(&holders)),
-            );
-            j.holders = holders;
-            return common::with_owner(j, owner);
-        }
-        if let Ok(m) = std::fs::symlink_metadata(dir.join(".rpm.lock"))
-            && let Some(j) =
-                common::kernel_live(snap, FileKey::of(&m), ".rpm.lock (rpm's transaction lock)")
-        {
-            return common::with_owner(j, owner);
-        }
-        let users = support::running(snap, RPM_USERS);
-        let j = if !users.is_empty() {
-            Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "nobody has it open or mapped, but {} runs and may open the database at any moment",
-                    support::list_procs(&users)
-                ),
-            )
-        } else if c.fs.network {
-            Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "on a network file system ({}): another machine may use this database",
-                    c.fs.kind
-                ),
-            )
-        } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-            Judgement::new(
-                Verdict::Unknown,
-                format!("no visible process has it open, but {why}"),
-            )
-        } else {
-            Judgement::new(
+    }
+    if !holders.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!("open or mapped by {}", common::describe_holders(&holders)),
+        );
+        j.holders = holders;
+        return j;
+    }
+    if let Ok(m) = std::fs::symlink_metadata(dir.join(".rpm.lock"))
+        && let Some(j) =
+            common::kernel_live(snap, FileKey::of(&m), ".rpm.lock (rpm's transaction lock)")
+    {
+        return j;
+    }
+    let users = support::running(snap, RPM_USERS);
+    let j = if !users.is_empty() {
+        Judgement::new(
+            Verdict::Unknown,
+            format!(
+                "nobody has it open or mapped, but {} runs and may open the database at any moment",
+                support::list_procs(&users)
+            ),
+        )
+    } else if c.fs.network {
+        Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "on a network file system ({}): another machine may use this database",
+                c.fs.kind
+            ),
+        )
+    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
+        Judgement::new(
+            Verdict::Unknown,
+            format!("no visible process has it open, but {why}"),
+        )
+    } else {
+        Judgement::new(
                 Verdict::Stale,
                 "no process has it open or mapped, nobody holds .rpm.lock, and no rpm, dnf, yum or zypper runs: left by an rpm that was interrupted",
             )
             .because(support::age_line(c.meta, snap))
             .because(advice(dir))
-        };
-        common::with_owner(j, owner)
-    }
+    };
+    j
 }

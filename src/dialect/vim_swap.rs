@@ -9,10 +9,10 @@
 //! command that recovers them, whatever its verdict.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::{Owner, Verdict};
 
 pub struct VimSwap;
 
@@ -107,10 +107,10 @@ impl Dialect for VimSwap {
             && is_swap_name(c.file_name().as_encoded_bytes())
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let info = match parse(c.content) {
             Ok(info) => info,
-            Err(why) => return common::unparseable("vim swap", why),
+            Err(why) => return common::unparseable("vim swap", why).into(),
         };
         let owner = Owner {
             pid: Some(info.pid as i64),
@@ -135,13 +135,10 @@ impl Dialect for VimSwap {
                 let claim = PidClaim {
                     pid: info.pid as i64,
                     hostname: host,
-                    written_ms: Some(c.mtime_ms()),
                     expect: VIMS,
-                    fs: Some(c.fs),
-                    file: Some((c.path, c.meta)),
                     ..PidClaim::default()
                 };
-                judge_pid(&claim, snap)
+                judge_pid(&common::file_claim(c, claim), snap)
             }
         };
         j.unsaved_changes = Some(info.dirty);
@@ -170,7 +167,7 @@ impl Dialect for VimSwap {
                 .evidence
                 .push("the swap file holds no unsaved changes (dirty flag not set)".into()),
         }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
 }
 

@@ -15,7 +15,7 @@
 //! (written by this machine) the PID rules of [`crate::evidence`] apply with the exact start
 //! time; on a network file system an owner may be another machine (`foreign`).
 
-use super::{Candidate, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -97,12 +97,13 @@ impl Dialect for Vmware {
         c.kind == EntryKind::Dir && PATTERNS.iter().any(|p| name.ends_with(&p[1..]))
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         if c.kind != EntryKind::Dir {
             return common::unparseable(
                 "VMware",
                 format!("it is {}, not a lock directory", common::kind_name(c.kind)),
-            );
+            )
+            .into();
         }
         let members = match support::list_dir(c.path, 64) {
             Ok(m) => m,
@@ -110,7 +111,8 @@ impl Dialect for Vmware {
                 return common::unparseable(
                     "VMware",
                     format!("cannot list the lock directory: {e}"),
-                );
+                )
+                .into();
             }
         };
         let mut owner = Owner::default();
@@ -154,11 +156,9 @@ impl Dialect for Vmware {
                     pid: m.pid,
                     written_ms: Some(crate::probe::mtime_ms(meta)),
                     start_ticks: (m.creation != 0).then_some(m.creation),
-                    fs: Some(c.fs),
-                    file: Some((c.path, c.meta)),
                     ..PidClaim::default()
                 };
-                judge_pid(&claim, snap)
+                judge_pid(&common::file_claim(c, claim), snap)
             };
             parts.push((label, j));
         }
@@ -167,7 +167,8 @@ impl Dialect for Vmware {
                 Verdict::Unknown,
                 "the lock directory holds no member file: it names no owner to check",
             )
-            .because(support::age_line(c.meta, snap));
+            .because(support::age_line(c.meta, snap))
+            .into();
         }
         let mut j = support::aggregate(parts);
         if j.verdict == Verdict::Stale {
@@ -175,7 +176,7 @@ impl Dialect for Vmware {
                 "VMware itself removes members whose process is gone when it next opens the virtual machine".into(),
             );
         }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
 }
 

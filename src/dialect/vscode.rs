@@ -16,7 +16,7 @@
 //! The Remote-SSH lock names no owner: the install script holds it (with `flock`, or as a
 //! hard link of a `.target` file) only while it downloads and unpacks the server.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid, written_before_boot};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -55,13 +55,13 @@ impl Dialect for VsCode {
             && (name == b"vscode.lock" || name.starts_with(b"vscode-remote-lock."))
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         if c.file_name() != "vscode.lock" {
             return remote_lock(c, snap);
         }
         let rec: Record = match serde_json::from_slice(c.content) {
             Ok(r) => r,
-            Err(e) => return common::unparseable("VS Code workspace", e),
+            Err(e) => return common::unparseable("VS Code workspace", e).into(),
         };
         let age = common::age_ms(c.mtime_ms(), snap);
         let releasing = rec.will_release_at.filter(|t| *t > 0.0).map(|t| t as i64);
@@ -76,66 +76,79 @@ impl Dialect for VsCode {
             }),
             ..Owner::default()
         };
-        if age.abs() <= FRESH_MS && !c.fs.network {
-            let j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "refreshed {} ago: the holder touches it every second",
-                    common::fmt_age(age)
-                ),
-            );
-            return common::with_owner(j, owner);
-        }
-        let claim = PidClaim {
-            pid: rec.pid,
-            written_ms: Some(c.mtime_ms()),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&claim, snap);
-        let old = format!(
-            "not refreshed for {}, longer than VS Code's own 10-minute rule (the holder refreshes it every second)",
-            common::fmt_age(age)
-        );
-        match j.verdict {
-            Verdict::Live if age > STALE_MS => {
-                j.verdict = Verdict::Stale;
-                j.evidence.push(format!(
-                    "but it has {old}: VS Code itself takes such a lock over"
-                ));
-            }
-            Verdict::Foreign | Verdict::Unknown if age > STALE_MS => {
-                j.evidence
-                    .push(format!("and it has {old}, with no sign of life here"));
-                j.verdict = Verdict::Stale;
-            }
-            Verdict::Stale => j
-                .evidence
-                .push("VS Code itself takes over a lock whose PID is gone".into()),
-            _ => {}
-        }
-        if let Some(t) = releasing
-            && t + 5_000 < snap.taken_ms
-            && j.verdict != Verdict::Live
-        {
-            j.evidence
-                .push(format!("its release was announced for {}", fmt_ms(t)));
-        }
-        common::with_owner(j, owner)
+        Decision::owned(owner, judge_window(c, snap, &rec, age, releasing))
     }
+}
+
+/// The window: refreshed every second while it runs; VS Code's own 10-minute rule.
+fn judge_window(
+    c: &Candidate<'_>,
+    snap: &Snapshot,
+    rec: &Record,
+    age: i64,
+    releasing: Option<i64>,
+) -> Judgement {
+    if age.abs() <= FRESH_MS && !c.fs.network {
+        let j = Judgement::new(
+            Verdict::Live,
+            format!(
+                "refreshed {} ago: the holder touches it every second",
+                common::fmt_age(age)
+            ),
+        );
+        return j;
+    }
+    let claim = PidClaim {
+        pid: rec.pid,
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    let old = format!(
+        "not refreshed for {}, longer than VS Code's own 10-minute rule (the holder refreshes it every second)",
+        common::fmt_age(age)
+    );
+    match j.verdict {
+        Verdict::Live if age > STALE_MS => {
+            j.verdict = Verdict::Stale;
+            j.evidence.push(format!(
+                "but it has {old}: VS Code itself takes such a lock over"
+            ));
+        }
+        Verdict::Foreign | Verdict::Unknown if age > STALE_MS => {
+            j.evidence
+                .push(format!("and it has {old}, with no sign of life here"));
+            j.verdict = Verdict::Stale;
+        }
+        Verdict::Stale => j
+            .evidence
+            .push("VS Code itself takes over a lock whose PID is gone".into()),
+        _ => {}
+    }
+    if let Some(t) = releasing
+        && t + 5_000 < snap.taken_ms
+        && j.verdict != Verdict::Live
+    {
+        j.evidence
+            .push(format!("its release was announced for {}", fmt_ms(t)));
+    }
+    j
 }
 
 const IN_PROGRESS: &str = "Remote-SSH reports \"Installation already in progress\" while it exists";
 
 /// Remote-SSH's install lock.
-fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
     let owner = Owner {
         detail: Some("Remote-SSH server install lock".into()),
         ..Owner::default()
     };
+    Decision::owned(owner, judge_install(c, snap))
+}
+
+/// The install: locked or open, else its age against the time an install takes.
+fn judge_install(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     if let Some(j) = common::kernel_live(snap, c.key(), "the install lock") {
-        return common::with_owner(j, owner);
+        return j;
     }
     let openers = snap.openers(c.key());
     if !openers.is_empty() {
@@ -144,13 +157,13 @@ fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
             format!("open in {}", common::describe_holders(&openers)),
         );
         j.holders = openers;
-        return common::with_owner(j, owner);
+        return j;
     }
     if let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
         && !c.fs.network
     {
         let j = Judgement::new(Verdict::Stale, line).because(IN_PROGRESS);
-        return common::with_owner(j, owner);
+        return j;
     }
     let age = common::age_ms(c.mtime_ms(), snap);
     let j = if age > INSTALL_MS && !c.fs.network {
@@ -171,5 +184,5 @@ fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
             ),
         )
     };
-    common::with_owner(j, owner)
+    j
 }

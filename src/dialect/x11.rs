@@ -5,7 +5,7 @@
 //! (`Xkasmvnc`) is `unknown`, never `stale`.
 
 use super::common;
-use super::{Candidate, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -62,7 +62,7 @@ impl Dialect for X11 {
         c.kind == EntryKind::File && display_of(c.file_name().as_encoded_bytes()).is_some()
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let display = display_of(c.file_name().as_encoded_bytes());
         let parsed = common::parse_pid(&String::from_utf8_lossy(c.content));
         let owner = Owner {
@@ -70,41 +70,44 @@ impl Dialect for X11 {
             detail: display.map(|d| format!("display :{d}")),
             ..Owner::default()
         };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the display lock") {
-            return common::with_owner(j, owner);
-        }
-        let pid = match parsed {
-            Ok(pid) => pid,
-            Err(why) => return common::unparseable("X display", why),
+        let j = match (
+            common::kernel_live(snap, c.key(), "the display lock"),
+            parsed,
+        ) {
+            (Some(j), _) => j,
+            (None, Err(why)) => return common::unparseable("X display", why).into(),
+            (None, Ok(pid)) => judge_server(c, snap, pid, display),
         };
-        let claim = PidClaim {
-            pid,
-            written_ms: Some(c.mtime_ms()),
-            expect: X_SERVERS,
-            could_be: Some(could_be_an_x_server),
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&claim, snap);
-        if j.verdict != Verdict::Live
-            && let Some(n) = display
-            && let Some(socket) = listening_display_socket(n, c, snap)
-        {
-            // The server answers on its display socket: whatever PID the lock names (one in
-            // another PID namespace, say), the display is in use.
-            let mut live = Judgement::new(
-                Verdict::Live,
-                format!("a process listens on display :{n}'s socket {socket} (/proc/net/unix)"),
-            );
-            live.evidence.push(format!(
-                "so the lock's PID {pid} is not this host's view of its X server: {}",
-                j.evidence.join("; ")
-            ));
-            j = live;
-        }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
+}
+
+/// The X server the lock names, or one listening on the display's socket.
+fn judge_server(c: &Candidate<'_>, snap: &Snapshot, pid: i64, display: Option<u32>) -> Judgement {
+    let claim = PidClaim {
+        pid,
+        expect: X_SERVERS,
+        could_be: Some(could_be_an_x_server),
+        ..PidClaim::default()
+    };
+    let mut j = judge_pid(&common::file_claim(c, claim), snap);
+    if j.verdict != Verdict::Live
+        && let Some(n) = display
+        && let Some(socket) = listening_display_socket(n, c, snap)
+    {
+        // The server answers on its display socket: whatever PID the lock names (one in
+        // another PID namespace, say), the display is in use.
+        let mut live = Judgement::new(
+            Verdict::Live,
+            format!("a process listens on display :{n}'s socket {socket} (/proc/net/unix)"),
+        );
+        live.evidence.push(format!(
+            "so the lock's PID {pid} is not this host's view of its X server: {}",
+            j.evidence.join("; ")
+        ));
+        j = live;
+    }
+    j
 }
 
 /// The display's listening socket, `.X11-unix/X<n>` beside the lock (or its abstract twin

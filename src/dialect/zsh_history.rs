@@ -8,10 +8,10 @@
 //! Liveness: another host → `foreign`; then the PID rules of [`crate::evidence`] with zsh as
 //! the owner.
 
-use super::{Candidate, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::{Owner, Verdict};
 
 pub struct ZshHistory;
 
@@ -41,7 +41,7 @@ impl Dialect for ZshHistory {
                 .is_some_and(|t| parse(t).is_some())
     }
 
-    fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Judgement {
+    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
         let target = c
             .link_target
             .map(|t| t.to_string_lossy().into_owned())
@@ -53,7 +53,8 @@ impl Dialect for ZshHistory {
                     "{} is not a /pid-N/host-NAME link",
                     common::excerpt(target.as_bytes())
                 ),
-            );
+            )
+            .into();
         };
         let histfile = c.file_name().to_string_lossy();
         let owner = Owner {
@@ -69,13 +70,10 @@ impl Dialect for ZshHistory {
             pid,
             // zsh writes `$HOST`, which may be empty when unset.
             hostname: Some(host.as_str()).filter(|h| !h.is_empty()),
-            written_ms: Some(c.mtime_ms()),
             expect: &["zsh"],
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        let mut j = judge_pid(&claim, snap);
+        let mut j = judge_pid(&common::file_claim(c, claim), snap);
         let age = common::age_ms(c.mtime_ms(), snap);
         if j.verdict == Verdict::Live && age > 10_000 {
             j.evidence.push(format!(
@@ -83,7 +81,7 @@ impl Dialect for ZshHistory {
                 common::fmt_age(age)
             ));
         }
-        common::with_owner(j, owner)
+        Decision::owned(owner, j)
     }
 }
 
