@@ -2013,7 +2013,10 @@ fn a_scan_finds_every_fixture_with_its_dialect() {
     scan::scan(&config, &roots, &snap, &AtomicBool::new(false), &sink).unwrap();
     let found = found.into_inner().unwrap();
     for (path, dialect) in &want {
-        let got = found.iter().find(|(p, _)| p == path).map(|(_, d)| *d);
+        let got = found
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.as_str());
         assert_eq!(got, Some(*dialect), "{}: {found:#?}", path.display());
     }
     assert_eq!(found.len(), want.len(), "{found:#?}");

@@ -359,7 +359,10 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
 
     let findings = scan_findings(&root);
     let f = findings.iter().find(|f| f.path == lock).expect("found");
-    assert_eq!((f.dialect, f.judgement.verdict), (dialect, Verdict::Stale));
+    assert_eq!(
+        (f.dialect.as_str(), f.judgement.verdict),
+        (dialect, Verdict::Stale)
+    );
 
     // A symlink in the middle of the path.
     fs::rename(root.join("a"), env.path().join("a.orig")).unwrap();

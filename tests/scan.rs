@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use locksmith::dialect::{Candidate, Decision, Dialect, EntryKind, Windows};
+use locksmith::dialect::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config, ConfigError, Finding, Root, ScanError, ScanEvent, ScanStats};
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
@@ -45,8 +45,8 @@ fn seen(c: &Candidate<'_>) -> String {
 }
 
 impl Dialect for DialectA {
-    fn id(&self) -> &'static str {
-        "test-a"
+    fn id(&self) -> DialectId {
+        DialectId::named("test-a")
     }
     fn patterns(&self) -> &'static [&'static str] {
         &["*.lock", "*.lck"]
@@ -60,8 +60,8 @@ impl Dialect for DialectA {
 }
 
 impl Dialect for DialectB {
-    fn id(&self) -> &'static str {
-        "test-b"
+    fn id(&self) -> DialectId {
+        DialectId::named("test-b")
     }
     fn patterns(&self) -> &'static [&'static str] {
         &["*.lock", "*.b"]
@@ -75,8 +75,8 @@ impl Dialect for DialectB {
 }
 
 impl Dialect for DialectC {
-    fn id(&self) -> &'static str {
-        "test-c"
+    fn id(&self) -> DialectId {
+        DialectId::named("test-c")
     }
     fn patterns(&self) -> &'static [&'static str] {
         &[]
@@ -93,8 +93,8 @@ impl Dialect for DialectC {
 }
 
 impl Dialect for DialectGit {
-    fn id(&self) -> &'static str {
-        "test-git"
+    fn id(&self) -> DialectId {
+        DialectId::named("test-git")
     }
     fn patterns(&self) -> &'static [&'static str] {
         &["**/.git/*.lock"]
@@ -108,8 +108,8 @@ impl Dialect for DialectGit {
 }
 
 impl Dialect for DialectFlock {
-    fn id(&self) -> &'static str {
-        "flock"
+    fn id(&self) -> DialectId {
+        DialectId::named("flock")
     }
     fn patterns(&self) -> &'static [&'static str] {
         &[]
@@ -365,7 +365,10 @@ fn extra_patterns_add_names_to_a_dialect() {
         patterns: vec!["*.custom".into()],
     }];
     let out = run_scan(&config, &[root(dir.path())]);
-    assert_eq!(out.finding(&file).map(|f| f.dialect), Some("test-a"));
+    assert_eq!(
+        out.finding(&file).map(|f| f.dialect.as_str()),
+        Some("test-a")
+    );
 }
 
 #[test]
@@ -450,7 +453,10 @@ fn dialect_choice_follows_registry_order_and_falls_back_to_the_name() {
     write(&d.join("repo/.git/refs/heads/main.lock"), b"zzz");
     let out = run_scan(&test_config(), &[root(d)]);
     for (name, _, want) in cases {
-        let got = out.finding(&d.join(name)).map(|f| f.dialect).unwrap_or("");
+        let got = out
+            .finding(&d.join(name))
+            .map(|f| f.dialect.as_str())
+            .unwrap_or("");
         assert_eq!(got, want, "{name}");
     }
     // Whole-path patterns match the path, others the name.
@@ -1127,7 +1133,10 @@ fn real_dialects_judge_what_the_walker_finds() {
         }
     }
     let odd = d.join(OsStr::from_bytes(b"bad\xffname\n.lock"));
-    assert_eq!(out.finding(&odd).map(|f| f.dialect), Some("pidfile"));
+    assert_eq!(
+        out.finding(&odd).map(|f| f.dialect.as_str()),
+        Some("pidfile")
+    );
     // Nothing else is a lock (the loops and the link to / are not followed, so not seen as
     // locks; the deep tree holds one test lock file).
     let deep = (0..100)

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -225,8 +225,8 @@ fn advice(path: &Path) -> String {
 }
 
 impl Dialect for Borg {
-    fn id(&self) -> &'static str {
-        "borg"
+    fn id(&self) -> DialectId {
+        DialectId::BORG
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -9,7 +9,7 @@
 //! it runs in.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{PidState, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -55,8 +55,8 @@ pub fn parse(text: &str) -> Result<(String, i64), String> {
 }
 
 impl Dialect for Chromium {
-    fn id(&self) -> &'static str {
-        "chromium"
+    fn id(&self) -> DialectId {
+        DialectId::CHROMIUM
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -126,6 +126,22 @@ pub fn kernel_live(snap: &Snapshot, key: FileKey, what: &str) -> Option<Judgemen
     Some(j)
 }
 
+/// `live` when processes have the file `key` open; `say` words the evidence from the list of
+/// them (`pid 42 (open, git)`).
+pub fn open_live(
+    snap: &Snapshot,
+    key: FileKey,
+    say: impl FnOnce(&str) -> String,
+) -> Option<Judgement> {
+    let openers = snap.openers(key);
+    if openers.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::new(Verdict::Live, say(&describe_holders(&openers)));
+    j.holders = openers;
+    Some(j)
+}
+
 /// `unknown` because the content could not be parsed; `why` says what was wrong.
 pub fn unparseable(dialect: &str, why: impl std::fmt::Display) -> Judgement {
     Judgement::new(

@@ -9,7 +9,7 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] for the PID in
 //! the name, with conda (a Python program) as the owner.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -29,8 +29,8 @@ pub fn pid_in_name(name: &str) -> Option<i64> {
 }
 
 impl Dialect for Conda {
-    fn id(&self) -> &'static str {
-        "conda"
+    fn id(&self) -> DialectId {
+        DialectId::CONDA
     }
 
     fn patterns(&self) -> &'static [&'static str] {

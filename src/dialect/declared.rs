@@ -29,7 +29,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -104,7 +104,7 @@ impl TryFrom<Raw> for Declared {
                 "must be 1 to 40 characters of a-z, 0-9, '-', '_' or '.', starting with a letter or digit".into(),
             ));
         }
-        if super::registry().iter().any(|d| d.id() == r.name) {
+        if super::registry().iter().any(|d| d.id() == *r.name) {
             return Err(at(
                 "name",
                 "is the name of a built-in dialect; choose another".into(),
@@ -249,7 +249,7 @@ pub fn locate_error(text: &str, message: &str) -> Option<(usize, usize)> {
 #[derive(Debug)]
 struct DeclaredDialect {
     spec: Declared,
-    id: &'static str,
+    id: DialectId,
     patterns: &'static [&'static str],
     programs: &'static [&'static str],
 }
@@ -263,7 +263,7 @@ fn leak_str(s: &str) -> &'static str {
 static INTERNED: Mutex<Vec<(Declared, &'static DeclaredDialect)>> = Mutex::new(Vec::new());
 type List = &'static [&'static dyn Dialect];
 /// A combined list, by the declarations and the base dialects' ids it was built from.
-type Built = (Vec<Declared>, Vec<&'static str>, List);
+type Built = (Vec<Declared>, Vec<DialectId>, List);
 static LISTS: Mutex<Vec<Built>> = Mutex::new(Vec::new());
 
 fn intern(spec: &Declared) -> &'static DeclaredDialect {
@@ -273,7 +273,7 @@ fn intern(spec: &Declared) -> &'static DeclaredDialect {
     }
     let d: &'static DeclaredDialect = Box::leak(Box::new(DeclaredDialect {
         spec: spec.clone(),
-        id: leak_str(&spec.name),
+        id: DialectId::named(leak_str(&spec.name)),
         patterns: Box::leak(
             spec.patterns
                 .iter()
@@ -299,7 +299,7 @@ pub fn with_base(declared: &[Declared], base: List) -> List {
     if declared.is_empty() {
         return base;
     }
-    let base_ids: Vec<&'static str> = base.iter().map(|d| d.id()).collect();
+    let base_ids: Vec<DialectId> = base.iter().map(|d| d.id()).collect();
     let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, _, l)) = lists
         .iter()
@@ -307,7 +307,10 @@ pub fn with_base(declared: &[Declared], base: List) -> List {
     {
         return l;
     }
-    let split = base.iter().take_while(|d| d.id() == "locksmith").count();
+    let split = base
+        .iter()
+        .take_while(|d| d.id() == DialectId::LOCKSMITH)
+        .count();
     let mut out: Vec<&'static dyn Dialect> = base[..split].to_vec();
     out.extend(declared.iter().map(|s| intern(s) as &'static dyn Dialect));
     out.extend_from_slice(&base[split..]);
@@ -400,7 +403,7 @@ fn parse(format: &Format, content: &[u8]) -> Result<Fields, String> {
 }
 
 impl Dialect for DeclaredDialect {
-    fn id(&self) -> &'static str {
+    fn id(&self) -> DialectId {
         self.id
     }
 

@@ -8,7 +8,7 @@
 //! boot time from utmp, which is not the kernel's).
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -70,8 +70,8 @@ fn lock_text(c: &Candidate<'_>) -> Option<String> {
 }
 
 impl Dialect for Emacs {
-    fn id(&self) -> &'static str {
-        "emacs"
+    fn id(&self) -> DialectId {
+        DialectId::EMACS
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -115,8 +115,8 @@ fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
 const PROFILE_FILES: &[&str] = &[".parentlock", "times.json", "prefs.js", "compatibility.ini"];
 
 impl Dialect for Firefox {
-    fn id(&self) -> &'static str {
-        "firefox"
+    fn id(&self) -> DialectId {
+        DialectId::FIREFOX
     }
 
     fn patterns(&self) -> &'static [&'static str] {

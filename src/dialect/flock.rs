@@ -11,7 +11,7 @@
 //! says which. `free` needs evidence that the file's writers use kernel locks.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Verdict};
 
@@ -58,8 +58,8 @@ fn empty_lock_file(c: &Candidate<'_>) -> bool {
 }
 
 impl Dialect for Flock {
-    fn id(&self) -> &'static str {
-        "flock"
+    fn id(&self) -> DialectId {
+        DialectId::FLOCK
     }
 
     fn patterns(&self) -> &'static [&'static str] {

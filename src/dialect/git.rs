@@ -15,7 +15,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{HostFacts, PidState, ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -327,8 +327,8 @@ fn describe_content(c: &Candidate<'_>) -> &'static str {
 }
 
 impl Dialect for Git {
-    fn id(&self) -> &'static str {
-        "git"
+    fn id(&self) -> DialectId {
+        DialectId::GIT
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -371,7 +371,7 @@ impl Dialect for Git {
         }
         let recorded = match recorded_pid(c) {
             Ok(r) => r,
-            Err(j) => return j.into(),
+            Err((what, why)) => return common::unparseable(what, why).into(),
         };
         let owner = Owner {
             pid: recorded.pid,
@@ -403,9 +403,9 @@ struct RecordedPid {
     written_ms: i64,
 }
 
-/// Reads the recorded PID; `Err` with the judgement when the pid file cannot be read or, for
-/// a `~pid.lock` itself, parsed.
-fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, Judgement> {
+/// Reads the recorded PID; `Err` when the pid file cannot be read or, for a `~pid.lock`
+/// itself, parsed: what could not be read as a lock, and why.
+fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, (&'static str, String)> {
     let pid_file = if is_pid_file(c.path) {
         Some(Ok((c.content.to_vec(), c.mtime_ms())))
     } else {
@@ -417,13 +417,13 @@ fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, Judgement> {
                 pid: Some(p),
                 written_ms,
             }),
-            Err(why) if is_pid_file(c.path) => Err(common::unparseable("git pid", why)),
+            Err(why) if is_pid_file(c.path) => Err(("git pid", why)),
             Err(_) => Ok(RecordedPid {
                 pid: None,
                 written_ms,
             }),
         },
-        Some(Err(why)) => Err(common::unparseable("git", why)),
+        Some(Err(why)) => Err(("git", why)),
         None => Ok(RecordedPid {
             pid: None,
             written_ms: c.mtime_ms(),
@@ -433,19 +433,11 @@ fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, Judgement> {
 
 /// `live` when a kernel lock is held on the lock or a process has it open.
 fn held(c: &Candidate<'_>, snap: &Snapshot) -> Option<Judgement> {
-    if let Some(j) = common::kernel_live(snap, c.key(), "the lock") {
-        return Some(j);
-    }
-    let openers = snap.openers(c.key());
-    if openers.is_empty() {
-        return None;
-    }
-    let mut j = Judgement::new(
-        Verdict::Live,
-        format!("the lock is open in {}", common::describe_holders(&openers)),
-    );
-    j.holders = openers;
-    Some(j)
+    common::kernel_live(snap, c.key(), "the lock").or_else(|| {
+        common::open_live(snap, c.key(), |holders| {
+            format!("the lock is open in {holders}")
+        })
+    })
 }
 
 /// The recorded PID by the PID rules, when they conclude anything.

@@ -12,7 +12,7 @@
 //!
 //! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::PidClaim;
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
@@ -37,8 +37,8 @@ pub fn parse(content: &[u8]) -> Option<(i64, String)> {
 }
 
 impl Dialect for Gnupg {
-    fn id(&self) -> &'static str {
-        "gnupg"
+    fn id(&self) -> DialectId {
+        DialectId::GNUPG
     }
 
     fn patterns(&self) -> &'static [&'static str] {

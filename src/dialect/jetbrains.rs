@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -108,8 +108,8 @@ fn port_state(
 }
 
 impl Dialect for JetBrains {
-    fn id(&self) -> &'static str {
-        "jetbrains"
+    fn id(&self) -> DialectId {
+        DialectId::JETBRAINS
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -185,11 +185,10 @@ fn judge_config_lock(c: &Candidate<'_>, snap: &Snapshot, pid: i64) -> Judgement 
     {
         let content = super::support::read_member(&port, &meta, 256).unwrap_or_default();
         if let Ok(line) = port_state(&port, &meta, &content, snap) {
-            let j = Judgement::new(
+            return Judgement::new(
                 Verdict::Live,
                 format!("the IDE answers: {line} ({})", port.display()),
             );
-            return j;
         }
     }
     let claim = PidClaim {

@@ -10,7 +10,7 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] with the host
 //! it names and a Julia process as the owner.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::PidClaim;
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
@@ -38,8 +38,8 @@ pub fn parse(content: &[u8]) -> Result<(i64, Option<String>), String> {
 }
 
 impl Dialect for Julia {
-    fn id(&self) -> &'static str {
-        "julia-pidfile"
+    fn id(&self) -> DialectId {
+        DialectId::JULIA_PIDFILE
     }
 
     fn patterns(&self) -> &'static [&'static str] {

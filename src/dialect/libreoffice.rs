@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -90,8 +90,8 @@ pub fn document_of(lock: &std::path::Path) -> Option<PathBuf> {
 }
 
 impl Dialect for LibreOffice {
-    fn id(&self) -> &'static str {
-        "libreoffice"
+    fn id(&self) -> DialectId {
+        DialectId::LIBREOFFICE
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -200,14 +200,13 @@ fn judge_document(
             ),
         );
     }
-    let j = Judgement::new(
+    Judgement::new(
         Verdict::Stale,
         format!(
             "no soffice process runs on this host {:?}, which wrote the lock, and no process has the document or the lock open",
             lock.host
         ),
-    );
-    j
+    )
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::evidence::written_before_boot;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -41,8 +41,8 @@ pub fn parse(content: &[u8]) -> Option<HashMap<String, String>> {
 }
 
 impl Dialect for LibreOfficeProfile {
-    fn id(&self) -> &'static str {
-        "libreoffice-profile"
+    fn id(&self) -> DialectId {
+        DialectId::LIBREOFFICE_PROFILE
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -83,7 +83,7 @@ impl Dialect for LibreOfficeProfile {
 fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, String>) -> Judgement {
     let host = keys.get("Host").cloned().unwrap_or_default();
     if host != snap.host.hostname {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "profile locked by host {:?}, not this host {:?}: a LibreOffice there cannot be seen from here",
@@ -91,7 +91,6 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
                 snap.host.hostname
             ),
         );
-        return j;
     }
     if !c.fs.network
         && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
@@ -111,7 +110,7 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
                 .is_none_or(|n| n == user)
         })
         .collect();
-    let j = if !mine.is_empty() {
+    if !mine.is_empty() {
         Judgement::new(
             Verdict::Live,
             format!(
@@ -120,11 +119,10 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
                 support::list_procs(&mine)
             ),
         )
-    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-        Judgement::new(
-            Verdict::Unknown,
-            format!("no visible LibreOffice runs, but {why}"),
-        )
+    } else if let Some(j) =
+        support::openers_inconclusive(c.meta, snap, "no visible LibreOffice runs")
+    {
+        j
     } else {
         Judgement::new(
                 Verdict::Stale,
@@ -134,8 +132,7 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
                 ),
             )
             .because("LibreOffice removes this file when it exits; after a crash it asks whether the profile is in use at the next start")
-    };
-    j
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! [`crate::engine::inspect`] calls this same judge, so the engine and the scanner agree by
 //! construction.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::engine::record::{ParsedRecord, RecordFormat};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::{FileKey, PidState, Snapshot};
@@ -23,8 +23,8 @@ use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
 pub struct Locksmith;
 
 impl Dialect for Locksmith {
-    fn id(&self) -> &'static str {
-        "locksmith"
+    fn id(&self) -> DialectId {
+        DialectId::LOCKSMITH
     }
 
     /// None: engine locks may have any name, so they are recognised by content among the

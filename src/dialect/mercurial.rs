@@ -11,7 +11,7 @@
 //! interpreter, a WSGI server hosting hgweb) → unknown.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::PidClaim;
 use crate::probe::{ProcFacts, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -85,8 +85,8 @@ fn lock_text(c: &Candidate<'_>) -> Option<String> {
 }
 
 impl Dialect for Mercurial {
-    fn id(&self) -> &'static str {
-        "mercurial"
+    fn id(&self) -> DialectId {
+        DialectId::MERCURIAL
     }
 
     fn patterns(&self) -> &'static [&'static str] {

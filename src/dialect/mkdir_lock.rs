@@ -10,7 +10,7 @@
 //! `unknown` below that — a holder refreshing at its own pace may still be there.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::fmt_ms;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -21,8 +21,8 @@ pub struct MkdirLock;
 const NETWORK_SKEW_MS: i64 = 60_000;
 
 impl Dialect for MkdirLock {
-    fn id(&self) -> &'static str {
-        "mkdir-lock"
+    fn id(&self) -> DialectId {
+        DialectId::MKDIR_LOCK
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -61,23 +61,16 @@ fn judge_dir(c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement
     if let Some(j) = common::kernel_live(snap, c.key(), "the lock directory") {
         return j;
     }
-    let openers = snap.openers(c.key());
-    if !openers.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!(
-                "the lock directory is open in {}",
-                common::describe_holders(&openers)
-            ),
-        );
-        j.holders = openers;
+    if let Some(j) = common::open_live(snap, c.key(), |holders| {
+        format!("the lock directory is open in {holders}")
+    }) {
         return j;
     }
     let age = common::age_ms(c.mtime_ms(), snap);
     let window_ms = Windows::ms(windows.mkdir_lock_secs);
     // On a network file system the server's clock sets the mtime: allow it to differ.
     let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
-    let j = if age > window_ms.saturating_add(skew_ms) {
+    if age > window_ms.saturating_add(skew_ms) {
         Judgement::new(
                 Verdict::Stale,
                 format!(
@@ -125,6 +118,5 @@ fn judge_dir(c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement
                 ),
             )
             .because("no process has it open and no kernel lock is held on it")
-    };
-    j
+    }
 }

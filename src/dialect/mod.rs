@@ -283,10 +283,78 @@ mod sys {
     }
 }
 
+/// A dialect's id: the stable name shown in the report, the JSON (`"dialect"`), the metrics and
+/// the journal. Built-in dialects have a constant each; a dialect declared in the configuration
+/// has its declared name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct DialectId(&'static str);
+
+impl DialectId {
+    pub const BORG: DialectId = DialectId("borg");
+    pub const CHROMIUM: DialectId = DialectId("chromium");
+    pub const CONDA: DialectId = DialectId("conda");
+    pub const EMACS: DialectId = DialectId("emacs");
+    pub const FIREFOX: DialectId = DialectId("firefox");
+    pub const FLOCK: DialectId = DialectId("flock");
+    pub const GIT: DialectId = DialectId("git");
+    pub const GNUPG: DialectId = DialectId("gnupg");
+    pub const JETBRAINS: DialectId = DialectId("jetbrains");
+    pub const JULIA_PIDFILE: DialectId = DialectId("julia-pidfile");
+    pub const LIBREOFFICE: DialectId = DialectId("libreoffice");
+    pub const LIBREOFFICE_PROFILE: DialectId = DialectId("libreoffice-profile");
+    pub const LOCKSMITH: DialectId = DialectId("locksmith");
+    pub const MERCURIAL: DialectId = DialectId("mercurial");
+    pub const MKDIR_LOCK: DialectId = DialectId("mkdir-lock");
+    pub const NVIM_SHADA: DialectId = DialectId("nvim-shada");
+    pub const PACMAN: DialectId = DialectId("pacman");
+    pub const PIDFILE: DialectId = DialectId("pidfile");
+    pub const POSTGRES: DialectId = DialectId("postgres");
+    pub const QT_LOCKFILE: DialectId = DialectId("qt-lockfile");
+    pub const R_INSTALL: DialectId = DialectId("r-install");
+    pub const RAILS: DialectId = DialectId("rails");
+    pub const RPM_DB: DialectId = DialectId("rpm-db");
+    pub const TERRAFORM: DialectId = DialectId("terraform");
+    pub const VIM_SWAP: DialectId = DialectId("vim-swap");
+    pub const VMWARE: DialectId = DialectId("vmware");
+    pub const VSCODE: DialectId = DialectId("vscode");
+    pub const X11: DialectId = DialectId("x11");
+    pub const ZSH_HISTORY: DialectId = DialectId("zsh-history");
+
+    /// The id of a dialect known by name only: one declared in the configuration (see
+    /// [`declared`]), or one made for a test.
+    pub const fn named(name: &'static str) -> Self {
+        DialectId(name)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for DialectId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// Comparing with a name read from outside (the configuration, a journal line, a test).
+impl PartialEq<str> for DialectId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for DialectId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
 /// A lock format.
 pub trait Dialect: Send + Sync {
-    /// Stable id used in JSON (`pidfile`, `vim-swap`, ...).
-    fn id(&self) -> &'static str;
+    /// Stable id used in the report and the JSON.
+    fn id(&self) -> DialectId;
 
     /// File-name globs that make a path a candidate for this dialect. A pattern containing
     /// `/` is matched against the whole path, otherwise against the file name.

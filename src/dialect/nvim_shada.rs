@@ -11,7 +11,7 @@
 //! Liveness: the writing nvim has the file open → `live`. Nobody has it open, every process
 //! that could can be seen, and it is older than a rename takes → `stale`.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -23,8 +23,8 @@ const PATTERNS: &[&str] = &["*.shada.tmp.[a-z]"];
 const MIN_AGE_MS: i64 = 2_000;
 
 impl Dialect for NvimShada {
-    fn id(&self) -> &'static str {
-        "nvim-shada"
+    fn id(&self) -> DialectId {
+        DialectId::NVIM_SHADA
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -59,21 +59,16 @@ impl Dialect for NvimShada {
 
 /// The temporary ShaDa file: open in a writer, else left by one that was killed.
 fn judge_temp(c: &Candidate<'_>, snap: &Snapshot, target: &str) -> Judgement {
-    let openers = snap.openers(c.key());
-    if !openers.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!(
-                "open in {}: nvim is writing it and will rename it over {}",
-                common::describe_holders(&openers),
-                common::field(&target)
-            ),
-        );
-        j.holders = openers;
+    if let Some(j) = common::open_live(snap, c.key(), |holders| {
+        format!(
+            "open in {holders}: nvim is writing it and will rename it over {}",
+            common::field(target)
+        )
+    }) {
         return j;
     }
     let age = common::age_ms(c.mtime_ms(), snap);
-    let j = if c.fs.network {
+    if c.fs.network {
         Judgement::new(
             Verdict::Foreign,
             format!(
@@ -89,21 +84,19 @@ fn judge_temp(c: &Candidate<'_>, snap: &Snapshot, target: &str) -> Judgement {
                 common::fmt_age(age)
             ),
         )
-    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-        Judgement::new(
-            Verdict::Unknown,
-            format!("no visible process has it open, but {why}"),
-        )
+    } else if let Some(j) =
+        support::openers_inconclusive(c.meta, snap, "no visible process has it open")
+    {
+        j
     } else {
         Judgement::new(
                 Verdict::Stale,
                 format!(
                     "no process has it open: nvim writes the new ShaDa file under this name and renames it over {} at once, so this one was left by an nvim that was killed while writing",
-                    common::field(&target)
+                    common::field(target)
                 ),
             )
             .because(support::age_line(c.meta, snap))
             .because("while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)")
-    };
-    j
+    }
 }

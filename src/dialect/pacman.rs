@@ -12,7 +12,7 @@
 //! end) runs: `stale`. A front end that runs without the file open may be about to take it
 //! (`unknown`).
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::evidence::written_before_boot;
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -38,8 +38,8 @@ pub const FRONT_ENDS: &[&str] = &[
 ];
 
 impl Dialect for Pacman {
-    fn id(&self) -> &'static str {
-        "pacman"
+    fn id(&self) -> DialectId {
+        DialectId::PACMAN
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -69,16 +69,9 @@ impl Dialect for Pacman {
 /// `db.lck`: held open by pacman, else left by one (unless a front end may be about to take
 /// it).
 fn judge_db_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    let openers = snap.openers(c.key());
-    if !openers.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!(
-                "held open by {}: pacman keeps db.lck open for as long as it runs",
-                common::describe_holders(&openers)
-            ),
-        );
-        j.holders = openers;
+    if let Some(j) = common::open_live(snap, c.key(), |holders| {
+        format!("held open by {holders}: pacman keeps db.lck open for as long as it runs")
+    }) {
         return j;
     }
     if let Some(j) = common::kernel_live(snap, c.key(), "db.lck") {
@@ -87,44 +80,36 @@ fn judge_db_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     if !c.fs.network
         && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
     {
-        let j = Judgement::new(Verdict::Stale, line)
+        return Judgement::new(Verdict::Stale, line)
             .because("no process has it open: it was left by a pacman that ran before this boot");
-        return j;
     }
     let fronts = support::running(snap, FRONT_ENDS);
     if !fronts.is_empty() {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Unknown,
             format!(
                 "no process has it open, but {} runs: it may be about to take the lock; let it finish or quit it first",
                 support::list_procs(&fronts)
             ),
         );
-        return j;
     }
     if c.fs.network {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "on a network file system ({}): a pacman on another machine may hold it open",
                 c.fs.kind
             ),
         );
+    }
+    if let Some(j) = support::openers_inconclusive(c.meta, snap, "no visible process has it open") {
         return j;
     }
-    if let Err(why) = support::openers_conclusive(c.meta, snap) {
-        let j = Judgement::new(
-            Verdict::Unknown,
-            format!("no visible process has it open, but {why}"),
-        );
-        return j;
-    }
-    let j = Judgement::new(
+    Judgement::new(
             Verdict::Stale,
             "no process has it open (every process's descriptors were read): pacman keeps db.lck open for as long as it runs",
         )
         .because("no pacman, pamac, yay or other libalpm front end runs")
         .because(support::age_line(c.meta, snap))
-        .because("pacman refuses to run while it exists (\"unable to lock database\"); removing it is safe now");
-    j
+        .because("pacman refuses to run while it exists (\"unable to lock database\"); removing it is safe now")
 }

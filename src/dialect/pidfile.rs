@@ -13,7 +13,7 @@
 
 use super::common;
 use super::pid_record::{self, Form, PidRecord};
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -72,8 +72,8 @@ fn is_uucp_name(c: &Candidate<'_>) -> bool {
 }
 
 impl Dialect for Pidfile {
-    fn id(&self) -> &'static str {
-        "pidfile"
+    fn id(&self) -> DialectId {
+        DialectId::PIDFILE
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -18,7 +18,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid};
 use crate::probe::{PidState, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -98,8 +98,8 @@ fn servers_in(dir_meta: &std::fs::Metadata, snap: &Snapshot) -> Vec<(i32, String
 }
 
 impl Dialect for Postgres {
-    fn id(&self) -> &'static str {
-        "postgres"
+    fn id(&self) -> DialectId {
+        DialectId::POSTGRES
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -194,11 +194,10 @@ fn judge_server(
         }
     }
     if socket_lock && let Some(socket) = listening_socket(c, snap) {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Live,
             format!("a process listens on the server's socket {socket} (/proc/net/unix)"),
         );
-        return j;
     }
 
     let claim = PidClaim {

@@ -17,7 +17,7 @@
 //! (The generic `pidfile` dialect reads the same record when it is named like a pid file;
 //! this dialect recognises it first, whatever its name.)
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -73,8 +73,8 @@ pub fn parse(content: &[u8]) -> Option<QtRecord> {
 }
 
 impl Dialect for QtLockFile {
-    fn id(&self) -> &'static str {
-        "qt-lockfile"
+    fn id(&self) -> DialectId {
+        DialectId::QT_LOCKFILE
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -117,7 +117,7 @@ fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, rec: &QtRecord) -> Judgement 
             (theirs, Some(ours)) => theirs == ours,
         };
     if !same_machine {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "written on another machine (host {:?}, machine id {:?}): its PID cannot be checked here",
@@ -125,21 +125,19 @@ fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, rec: &QtRecord) -> Judgement 
                 common::field(&rec.machine_id)
             ),
         );
-        return j;
     }
     let our_boot = snap.host.boot_id.as_deref();
     if !rec.boot_id.is_empty()
         && let Some(b) = our_boot
         && b != rec.boot_id
     {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Stale,
             format!(
                 "written on this machine during an earlier boot (boot id {}; this boot is {b}): Qt itself treats it as stale",
                 rec.boot_id
             ),
         );
-        return j;
     }
     let app = rec.app.rsplit('/').next().unwrap_or("").to_string();
     let expect_owned = [app.as_str()];

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::probe::{ProcSummary, Snapshot};
 use crate::verdict::{Judgement, Owner, Verdict};
 
@@ -150,8 +150,8 @@ fn works_on(p: &ProcSummary, library: &Path, lock: &Path) -> Option<bool> {
 }
 
 impl Dialect for RInstall {
-    fn id(&self) -> &'static str {
-        "r-install"
+    fn id(&self) -> DialectId {
+        DialectId::R_INSTALL
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -213,7 +213,7 @@ fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path
     for p in &rs {
         match works_on(p, library, lock) {
             Some(true) => {
-                let j = Judgement::new(
+                return Judgement::new(
                     Verdict::Live,
                     format!(
                         "{} is working on this library: {}",
@@ -221,7 +221,6 @@ fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path
                         common::escape(&p.cmd.join(" "), 120)
                     ),
                 );
-                return j;
             }
             None => blind.push(*p),
             Some(false) => {}
@@ -232,40 +231,35 @@ fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path
         .iter()
         .find(|p| p.cwd.as_ref().is_some_and(|d| d.starts_with(lock)))
     {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Live,
             format!(
                 "{} works inside the lock directory",
                 support::list_procs(&[p])
             ),
         );
-        return j;
     }
     if !blind.is_empty() {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Unknown,
             format!(
                 "{} runs and its command line cannot be read: it may be installing into this library",
                 support::list_procs(&blind)
             ),
         );
-        return j;
     }
     if c.fs.network {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "on a network file system ({}): an R on another machine may be installing into this library",
                 c.fs.kind
             ),
         );
-        return j;
     }
-    if let Err(why) = support::openers_conclusive(c.meta, snap) {
-        let j = Judgement::new(
-            Verdict::Unknown,
-            format!("no visible R process works on this library, but {why}"),
-        );
+    if let Some(j) =
+        support::openers_inconclusive(c.meta, snap, "no visible R process works on this library")
+    {
         return j;
     }
     let others = if rs.is_empty() {
@@ -277,10 +271,9 @@ fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path
             if rs.len() == 1 { "s" } else { "" }
         )
     };
-    let j = Judgement::new(
+    Judgement::new(
             Verdict::Stale,
             format!("{others}: the install that made this directory is gone, and R refuses to install into the library while it exists"),
         )
-        .because(support::age_line(c.meta, snap));
-    j
+        .because(support::age_line(c.meta, snap))
 }

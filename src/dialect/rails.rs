@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -28,8 +28,8 @@ const PATTERNS: &[&str] = &["**/tmp/pids/server.pid"];
 const RUBIES: &[&str] = &["ruby", "jruby", "truffleruby", "java"];
 
 impl Dialect for Rails {
-    fn id(&self) -> &'static str {
-        "rails"
+    fn id(&self) -> DialectId {
+        DialectId::RAILS
     }
 
     fn patterns(&self) -> &'static [&'static str] {

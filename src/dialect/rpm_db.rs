@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
 
@@ -69,8 +69,8 @@ fn advice(dir: &Path) -> String {
 }
 
 impl Dialect for RpmDb {
-    fn id(&self) -> &'static str {
-        "rpm-db"
+    fn id(&self) -> DialectId {
+        DialectId::RPM_DB
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -136,7 +136,7 @@ fn judge_env(c: &Candidate<'_>, snap: &Snapshot, dir: &Path) -> Judgement {
         return j;
     }
     let users = support::running(snap, RPM_USERS);
-    let j = if !users.is_empty() {
+    if !users.is_empty() {
         Judgement::new(
             Verdict::Unknown,
             format!(
@@ -152,11 +152,10 @@ fn judge_env(c: &Candidate<'_>, snap: &Snapshot, dir: &Path) -> Judgement {
                 c.fs.kind
             ),
         )
-    } else if let Err(why) = support::openers_conclusive(c.meta, snap) {
-        Judgement::new(
-            Verdict::Unknown,
-            format!("no visible process has it open, but {why}"),
-        )
+    } else if let Some(j) =
+        support::openers_inconclusive(c.meta, snap, "no visible process has it open")
+    {
+        j
     } else {
         Judgement::new(
                 Verdict::Stale,
@@ -164,6 +163,5 @@ fn judge_env(c: &Candidate<'_>, snap: &Snapshot, dir: &Path) -> Judgement {
             )
             .because(support::age_line(c.meta, snap))
             .because(advice(dir))
-    };
-    j
+    }
 }

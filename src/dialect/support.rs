@@ -66,6 +66,16 @@ pub fn openers_conclusive(meta: &Metadata, snap: &Snapshot) -> Result<(), String
     ))
 }
 
+/// `unknown` when a missing opener proves nothing (see [`openers_conclusive`]): `seen` says
+/// what was seen ("no visible process has it open").
+pub fn openers_inconclusive(meta: &Metadata, snap: &Snapshot, seen: &str) -> Option<Judgement> {
+    let why = openers_conclusive(meta, snap).err()?;
+    Some(Judgement::new(
+        Verdict::Unknown,
+        format!("{seen}, but {why}"),
+    ))
+}
+
 /// Entries of a lock directory (names lossy, `lstat`ed), at most `max`, sorted by name.
 pub fn list_dir(dir: &Path, max: usize) -> std::io::Result<Vec<(String, Metadata)>> {
     let mut out = Vec::new();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::fmt_ms;
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Holder, Judgement, Owner, Verdict};
@@ -75,8 +75,8 @@ pub fn state_path(lock: &Path) -> Option<PathBuf> {
 }
 
 impl Dialect for Terraform {
-    fn id(&self) -> &'static str {
-        "terraform"
+    fn id(&self) -> DialectId {
+        DialectId::TERRAFORM
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -143,14 +143,13 @@ fn judge_state(
         return j;
     }
     if !openers.is_empty() {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Live,
             format!(
                 "the lock info is open in {}",
-                common::describe_holders(&openers)
+                common::describe_holders(openers)
             ),
         );
-        return j;
     }
     let unlocked = match &state_meta {
         Some(_) => format!("no process holds a kernel lock on {state_name} (/proc/locks)"),
@@ -160,35 +159,32 @@ fn judge_state(
     };
     let ours = host.is_none_or(|h| h == snap.host.hostname);
     if !ours {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "locked by {} on another host: {unlocked} here, but Terraform may run there",
                 common::field(&info.who)
             ),
         );
-        return j;
     }
     if c.fs.network {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Foreign,
             format!(
                 "on a network file system ({}): {unlocked} on this machine, but a lock held from another machine does not show here",
                 c.fs.kind
             ),
         );
-        return j;
     }
     // The file's mtime is when it was written: `Created` comes from the writer's clock.
     if let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap) {
         return Judgement::new(Verdict::Stale, line);
     }
     if !snap.kernel_locks().available() {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Unknown,
             "/proc/locks cannot be read here, so the state file's fcntl lock cannot be checked",
         );
-        return j;
     }
     // A read of /proc/locks can miss an entry: ask the kernel about the state file itself.
     if let Some(m) = &state_meta {
@@ -196,19 +192,17 @@ fn judge_state(
         match crate::probe::kernel_locks::held_at(&state, m.dev(), m.ino()) {
             Some(false) => {}
             Some(true) => {
-                let j = Judgement::new(
+                return Judgement::new(
                     Verdict::Live,
                     format!("a kernel lock is held on {state_name} (F_OFD_GETLK)"),
                 )
                 .because("Terraform holds this fcntl lock on its state while it runs");
-                return j;
             }
             None => {
-                let j = Judgement::new(
+                return Judgement::new(
                     Verdict::Unknown,
                     format!("{state_name} cannot be opened to ask the kernel whether it is locked"),
                 );
-                return j;
             }
         }
     }

@@ -9,7 +9,7 @@
 //! command that recovers them, whatever its verdict.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Owner, Verdict};
@@ -93,8 +93,8 @@ fn is_swap_name(name: &[u8]) -> bool {
 }
 
 impl Dialect for VimSwap {
-    fn id(&self) -> &'static str {
-        "vim-swap"
+    fn id(&self) -> DialectId {
+        DialectId::VIM_SWAP
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -15,7 +15,7 @@
 //! (written by this machine) the PID rules of [`crate::evidence`] apply with the exact start
 //! time; on a network file system an owner may be another machine (`foreign`).
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common, support};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -84,8 +84,8 @@ fn is_member_name(name: &str) -> bool {
 }
 
 impl Dialect for Vmware {
-    fn id(&self) -> &'static str {
-        "vmware"
+    fn id(&self) -> DialectId {
+        DialectId::VMWARE
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -16,7 +16,7 @@
 //! The Remote-SSH lock names no owner: the install script holds it (with `flock`, or as a
 //! hard link of a `.target` file) only while it downloads and unpacks the server.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, fmt_ms, judge_pid, written_before_boot};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -41,8 +41,8 @@ struct Record {
 }
 
 impl Dialect for VsCode {
-    fn id(&self) -> &'static str {
-        "vscode"
+    fn id(&self) -> DialectId {
+        DialectId::VSCODE
     }
 
     fn patterns(&self) -> &'static [&'static str] {
@@ -89,14 +89,13 @@ fn judge_window(
     releasing: Option<i64>,
 ) -> Judgement {
     if age.abs() <= FRESH_MS && !c.fs.network {
-        let j = Judgement::new(
+        return Judgement::new(
             Verdict::Live,
             format!(
                 "refreshed {} ago: the holder touches it every second",
                 common::fmt_age(age)
             ),
         );
-        return j;
     }
     let claim = PidClaim {
         pid: rec.pid,
@@ -150,23 +149,16 @@ fn judge_install(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
     if let Some(j) = common::kernel_live(snap, c.key(), "the install lock") {
         return j;
     }
-    let openers = snap.openers(c.key());
-    if !openers.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!("open in {}", common::describe_holders(&openers)),
-        );
-        j.holders = openers;
+    if let Some(j) = common::open_live(snap, c.key(), |holders| format!("open in {holders}")) {
         return j;
     }
     if let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
         && !c.fs.network
     {
-        let j = Judgement::new(Verdict::Stale, line).because(IN_PROGRESS);
-        return j;
+        return Judgement::new(Verdict::Stale, line).because(IN_PROGRESS);
     }
     let age = common::age_ms(c.mtime_ms(), snap);
-    let j = if age > INSTALL_MS && !c.fs.network {
+    if age > INSTALL_MS && !c.fs.network {
         Judgement::new(
             Verdict::Stale,
             format!(
@@ -183,6 +175,5 @@ fn judge_install(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
                 common::fmt_age(age)
             ),
         )
-    };
-    j
+    }
 }

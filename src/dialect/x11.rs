@@ -5,7 +5,7 @@
 //! (`Xkasmvnc`) is `unknown`, never `stale`.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, EntryKind, Windows};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Judgement, Owner, Verdict};
@@ -50,8 +50,8 @@ pub fn display_of(name: &[u8]) -> Option<u32> {
 }
 
 impl Dialect for X11 {
-    fn id(&self) -> &'static str {
-        "x11"
+    fn id(&self) -> DialectId {
+        DialectId::X11
     }
 
     fn patterns(&self) -> &'static [&'static str] {

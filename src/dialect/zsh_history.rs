@@ -8,7 +8,7 @@
 //! Liveness: another host → `foreign`; then the PID rules of [`crate::evidence`] with zsh as
 //! the owner.
 
-use super::{Candidate, Decision, Dialect, EntryKind, Windows, common};
+use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
 use crate::verdict::{Owner, Verdict};
@@ -25,8 +25,8 @@ pub fn parse(target: &str) -> Option<(i64, String)> {
 }
 
 impl Dialect for ZshHistory {
-    fn id(&self) -> &'static str {
-        "zsh-history"
+    fn id(&self) -> DialectId {
+        DialectId::ZSH_HISTORY
     }
 
     fn patterns(&self) -> &'static [&'static str] {

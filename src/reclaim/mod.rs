@@ -41,7 +41,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::dialect::{EntryKind, Windows};
+use crate::dialect::{DialectId, EntryKind, Windows};
 use crate::probe::Snapshot;
 use crate::report::escape;
 use crate::scan::anchor::DirNode;
@@ -277,7 +277,7 @@ fn reclaim_in(
             judgement: fresh.judgement,
         };
     }
-    let result = if fresh.dialect == "locksmith" {
+    let result = if fresh.dialect == DialectId::LOCKSMITH {
         remove_through_engine(&dir, &name, &fresh, opts, windows)
     } else {
         remove_aside(&dir, &name, &fresh, opts).map_err(|e| (e, None))
@@ -770,7 +770,7 @@ mod tests {
         let meta = fs::symlink_metadata(path).unwrap();
         Finding {
             path: path.to_path_buf(),
-            dialect: "pidfile",
+            dialect: DialectId::PIDFILE,
             kind: EntryKind::of(&meta),
             size: Some(meta.len()),
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
@@ -1015,7 +1015,7 @@ mod tests {
         fs::write(t.path().join("notes.txt"), "saved text").unwrap();
         let vim = |p: &Path| {
             let mut f = found(p, Verdict::Stale);
-            f.dialect = "vim-swap";
+            f.dialect = DialectId::VIM_SWAP;
             f.judgement.unsaved_changes = Some(true);
             f
         };

@@ -959,7 +959,7 @@ mod tests {
         let meta = std::fs::symlink_metadata(path).unwrap();
         Finding {
             path: path.to_path_buf(),
-            dialect: "pidfile",
+            dialect: crate::dialect::DialectId::PIDFILE,
             kind: crate::dialect::EntryKind::of(&meta),
             size: Some(meta.len()),
             modified_ms: Some(crate::probe::mtime_ms(&meta)),

@@ -142,7 +142,7 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
     };
     Lock {
         path: escape::json_path(&f.path),
-        dialect: f.dialect,
+        dialect: f.dialect.as_str(),
         verdict: j.verdict,
         evidence,
         reclaimable: j.verdict.reclaimable(),

@@ -15,6 +15,7 @@ pub mod table;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::dialect::DialectId;
 use crate::probe::HostFacts;
 use crate::reclaim::Outcome;
 use crate::scan::{Finding, ScanError};
@@ -174,7 +175,7 @@ pub fn human_age(secs: u64) -> String {
 /// (escaped) and shell-quoted when needed.
 pub fn vim_recover_hint(finding: &Finding) -> Option<String> {
     // Advice follows the verdict: recovery is for a swap file whose vim is gone.
-    if finding.dialect != "vim-swap"
+    if finding.dialect != DialectId::VIM_SWAP
         || finding.judgement.unsaved_changes != Some(true)
         || finding.judgement.verdict != crate::verdict::Verdict::Stale
     {
@@ -236,7 +237,7 @@ pub(crate) mod tests {
     pub(crate) fn finding(path: &str, dialect: &'static str, j: Judgement) -> Finding {
         Finding {
             path: PathBuf::from(path),
-            dialect,
+            dialect: DialectId::named(dialect),
             kind: EntryKind::File,
             size: Some(6),
             modified_ms: Some(1_700_000_000_000),

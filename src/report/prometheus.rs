@@ -66,11 +66,14 @@ pub fn render(report: &Report, opts: &Options) -> String {
         "gauge",
         "Lock files found by the last scan, by verdict and dialect.",
     );
-    let mut dialects: Vec<&str> = dialect::registry().iter().map(|d| d.id()).collect();
+    let mut dialects: Vec<&str> = dialect::registry()
+        .iter()
+        .map(|d| d.id().as_str())
+        .collect();
     // A finding's dialect is always a registered one; a stray one still gets its sample.
     for f in &report.findings {
-        if !dialects.contains(&f.dialect) {
-            dialects.push(f.dialect);
+        if !dialects.contains(&f.dialect.as_str()) {
+            dialects.push(f.dialect.as_str());
         }
     }
     dialects.sort_unstable();
@@ -106,7 +109,7 @@ pub fn render(report: &Report, opts: &Options) -> String {
             let age = age_secs(f.modified_ms?, report.now_ms);
             Some((
                 f.judgement.verdict,
-                f.dialect,
+                f.dialect.as_str(),
                 escape::display_path(&f.path),
                 age,
             ))

@@ -59,7 +59,7 @@ pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
         .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
     [
         verdict_cell(j.verdict),
-        escape::escape_text(f.dialect),
+        escape::escape_text(f.dialect.as_str()),
         pid.map_or_else(|| "-".into(), |p| p.to_string()),
         cut(
             &command.map_or_else(|| "-".into(), |c| escape::escape_text(&c)),

@@ -534,7 +534,10 @@ fn declared_error(path: &Path, text: &str, e: &serde_json::Error) -> ConfigError
 fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let id = String::deserialize(d)?;
     if dialect::by_id(&id).is_none() {
-        let known: Vec<&str> = dialect::registry().iter().map(|d| d.id()).collect();
+        let known: Vec<&str> = dialect::registry()
+            .iter()
+            .map(|d| d.id().as_str())
+            .collect();
         return Err(de::Error::custom(format!(
             "unknown dialect {id:?} in extra_patterns (known dialects: {})",
             if known.is_empty() {

@@ -22,12 +22,9 @@ use std::path::{Path, PathBuf};
 use super::anchor::Anchor;
 use super::config::Config;
 use super::{Finding, Identity, ScanError};
-use crate::dialect::{self, Candidate, EntryKind};
+use crate::dialect::{self, Candidate, DialectId, EntryKind};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Verdict};
-
-/// The dialect that judges kernel-locked files no other dialect claims.
-const FLOCK: &str = "flock";
 
 /// Why a path is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,7 +176,7 @@ fn judge(
         None => {
             // A name-matched file no dialect recognises is judged by the first dialect that
             // matched its name; a kernel-locked entry nothing else claims, by `flock`.
-            let flock = || registry.iter().position(|d| d.id() == FLOCK);
+            let flock = || registry.iter().position(|d| d.id() == DialectId::FLOCK);
             let fallback = match (kind, kernel_locked) {
                 (EntryKind::Dir, false) => None,
                 (_, false) => hits.first().copied(),
@@ -243,7 +240,7 @@ fn unreadable(mut j: Judgement, e: &io::Error) -> Judgement {
 
 /// Keeps the invariant that every verdict has evidence, and that `stale` is never claimed
 /// without it.
-fn checked(mut j: Judgement, dialect: &str) -> Judgement {
+fn checked(mut j: Judgement, dialect: DialectId) -> Judgement {
     if j.evidence.iter().all(|l| l.trim().is_empty()) {
         j.verdict = Verdict::Unknown;
         j.evidence = vec![format!("the {dialect} judge gave no evidence")];

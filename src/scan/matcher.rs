@@ -12,7 +12,7 @@ use std::path::Path;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::config::ExtraPatterns;
-use crate::dialect::{self, Dialect};
+use crate::dialect::{self, Dialect, DialectId};
 
 /// Compiles one glob the way the scanner uses it (`*` does not cross `/`, `\` escapes).
 pub(crate) fn glob(p: &str) -> Result<Glob, globset::Error> {
@@ -38,7 +38,7 @@ pub struct Matcher {
     not_locks: GlobSet,
     exclude_names: GlobSet,
     exclude_paths: GlobSet,
-    built_dialects: Vec<&'static str>,
+    built_dialects: Vec<DialectId>,
     built_exclude: Vec<String>,
     built_extra: Vec<ExtraPatterns>,
 }
@@ -56,7 +56,7 @@ impl Matcher {
             owned.extend(d.patterns().iter().map(|p| (i, (*p).to_string())));
         }
         for x in extra {
-            if let Some(i) = dialects.iter().position(|d| d.id() == x.dialect) {
+            if let Some(i) = dialects.iter().position(|d| d.id() == *x.dialect) {
                 owned.extend(x.patterns.iter().map(|p| (i, p.clone())));
             }
         }

@@ -33,7 +33,7 @@ pub use anchor::Anchor;
 pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
 pub use containers::container_roots;
 
-use crate::dialect::EntryKind;
+use crate::dialect::{DialectId, EntryKind};
 use crate::probe::{FsInfo, Snapshot};
 use crate::verdict::Judgement;
 
@@ -67,7 +67,7 @@ impl Identity {
 #[derive(Debug, Clone)]
 pub struct Finding {
     pub path: PathBuf,
-    pub dialect: &'static str,
+    pub dialect: DialectId,
     pub kind: EntryKind,
     pub size: Option<u64>,
     /// mtime in ms since the epoch.

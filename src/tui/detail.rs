@@ -89,7 +89,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
         Span::styled(format!("{} {v}", v.symbol()), theme.verdict(v)),
         Span::styled(reclaim_hint, theme.dim()),
     ]));
-    let mut what = vec![text::clean(f.dialect), kind_name(f).to_string()];
+    let mut what = vec![text::clean(f.dialect.as_str()), kind_name(f).to_string()];
     if let Some(s) = f.size {
         what.push(text::size(s));
     }

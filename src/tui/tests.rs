@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use locksmith::dialect::EntryKind;
+use locksmith::dialect::{DialectId, EntryKind};
 use locksmith::probe::FsInfo;
 use locksmith::scan::{Finding, Identity, ScanError, ScanEvent};
 use locksmith::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
@@ -64,7 +64,7 @@ fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>
     let ino = path.bytes().map(u64::from).sum();
     Finding {
         path: PathBuf::from(path),
-        dialect,
+        dialect: DialectId::named(dialect),
         kind: EntryKind::File,
         size: Some(5),
         modified_ms: Some(NOW - 90_000),

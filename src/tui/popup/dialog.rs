@@ -121,7 +121,11 @@ fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
         Span::styled(format!("  {} ", v.symbol()), theme.verdict(v)),
         Span::raw(text::path(&f.path)).bold(),
         Span::styled(
-            format!("  ({}, {})", text::clean(f.dialect), detail::kind_name(f)),
+            format!(
+                "  ({}, {})",
+                text::clean(f.dialect.as_str()),
+                detail::kind_name(f)
+            ),
             theme.dim(),
         ),
     ])
