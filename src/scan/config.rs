@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
-use super::matcher::Matcher;
+use super::matcher::{self, ExtraPatterns, Matcher};
 use crate::dialect::declared::{self, Declared};
 use crate::dialect::{self, Dialect, Windows};
 use crate::reclaim::CopyLimits;
@@ -43,18 +43,6 @@ pub struct RootSpec {
     pub path: String,
     #[serde(default)]
     pub max_depth: Option<usize>,
-}
-
-/// File-name patterns added to an existing dialect.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExtraPatterns {
-    /// A dialect id (`pidfile`, `git`, ...).
-    #[serde(deserialize_with = "dialect_id")]
-    pub dialect: String,
-    /// Globs; one containing `/` is matched against the whole path, else the file name.
-    #[serde(deserialize_with = "globs")]
-    pub patterns: Vec<String>,
 }
 
 /// The scanner's configuration (see the module docs for where it comes from).
@@ -531,33 +519,8 @@ fn declared_error(path: &Path, text: &str, e: &serde_json::Error) -> ConfigError
     err
 }
 
-fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let id = String::deserialize(d)?;
-    if dialect::by_id(&id).is_none() {
-        let known: Vec<&str> = dialect::registry().iter().map(|d| d.id()).collect();
-        return Err(de::Error::custom(format!(
-            "unknown dialect {id:?} in extra_patterns (known dialects: {})",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        )));
-    }
-    Ok(id)
-}
-
-fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    let v = Vec::<String>::deserialize(d)?;
-    for p in &v {
-        super::matcher::glob(p)
-            .map_err(|e| de::Error::custom(format!("bad glob {p:?}: {}", e.kind())))?;
-    }
-    Ok(v)
-}
-
 fn opt_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    globs(d).map(Some)
+    matcher::globs(d).map(Some)
 }
 
 /// Whether we may list this directory (or read this file).

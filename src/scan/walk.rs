@@ -192,7 +192,11 @@ impl<'a> Walk<'a> {
         let meta = match std::fs::symlink_metadata(&root.path) {
             Ok(m) => m,
             Err(e) => {
-                self.error(judge::error(&root.path, "cannot scan", &e));
+                self.error(
+                    ScanError::io(&root.path, e)
+                        .during("cannot scan")
+                        .at_depth(0),
+                );
                 return;
             }
         };
@@ -203,10 +207,8 @@ impl<'a> Walk<'a> {
         }
         if meta.is_dir() {
             if let Some(kind) = sys::pseudo_fs(&root.path) {
-                self.error(ScanError {
-                    path: root.path.clone(),
-                    error: format!("is on a pseudo file system ({kind}): not scanned"),
-                });
+                let why = format!("is on a pseudo file system ({kind}): not scanned");
+                self.error(ScanError::other(&root.path, why).at_depth(0));
                 return;
             }
             if root.max_depth == Some(0) {
@@ -226,13 +228,10 @@ impl<'a> Walk<'a> {
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
         let hits = self.matcher.hits(&root.path);
-        self.report(judge::examine(
-            &root.path,
-            &hits,
-            Mode::Lenient,
-            self.snap,
-            self.config,
-        ));
+        self.report(
+            judge::examine(&root.path, &hits, Mode::Lenient, self.snap, self.config),
+            0,
+        );
     }
 
     fn worker(&self) {
@@ -284,7 +283,7 @@ impl<'a> Walk<'a> {
         let (dir, id) = match opened {
             Ok(d) => d,
             Err(e) => {
-                self.error(judge::error(&job.path, "cannot read directory", &e));
+                self.error(job_error(&job.path, job.depth, e));
                 return;
             }
         };
@@ -331,16 +330,19 @@ impl<'a> Walk<'a> {
                     Vec::new()
                 };
                 if !hits.is_empty() || locked {
-                    self.report(judge::examine_at(
-                        dir.as_fd(),
-                        name,
-                        &path,
-                        &hits,
-                        Mode::Walk,
-                        self.snap,
-                        self.config,
-                        Some(&here),
-                    ));
+                    self.report(
+                        judge::examine_at(
+                            dir.as_fd(),
+                            name,
+                            &path,
+                            &hits,
+                            Mode::Walk,
+                            self.snap,
+                            self.config,
+                            Some(&here),
+                        ),
+                        job.depth + 1,
+                    );
                 }
             }
             if maybe_dir {
@@ -378,7 +380,7 @@ impl<'a> Walk<'a> {
                     self.roots_read[job.root].store(true, Ordering::Relaxed);
                 }
             }
-            Err(e) => self.error(judge::error(&job.path, "cannot read directory", &e)),
+            Err(e) => self.error(job_error(&job.path, job.depth, e)),
         }
     }
 
@@ -428,14 +430,15 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn report(&self, r: Result<Option<super::Finding>, ScanError>) {
+    /// Reports what judging an entry `depth` levels below its root gave.
+    fn report(&self, r: Result<Option<super::Finding>, ScanError>, depth: usize) {
         match r {
             Ok(Some(f)) => {
                 self.locks.fetch_add(1, Ordering::Relaxed);
                 (self.sink)(ScanEvent::Found(Box::new(f)));
             }
             Ok(None) => {}
-            Err(e) => self.error(e),
+            Err(e) => self.error(e.at_depth(depth)),
         }
     }
 
@@ -462,6 +465,13 @@ impl<'a> Walk<'a> {
             });
         }
     }
+}
+
+/// A directory that could not be read.
+fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
+    ScanError::io(path, e)
+        .during("cannot read directory")
+        .at_depth(depth)
 }
 
 /// Our state directory, if it exists: where reclaimed locks are saved (never walked).
