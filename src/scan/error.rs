@@ -183,6 +183,50 @@ mod tests {
     }
 
     #[test]
+    fn the_walk_reports_the_io_error_and_the_depth() {
+        use std::sync::Mutex;
+        use std::sync::atomic::AtomicBool;
+
+        use crate::scan::{Config, Root, ScanEvent, scan};
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let errors = Mutex::new(Vec::new());
+        let sink = |e: ScanEvent| {
+            if let ScanEvent::Error(e) = e {
+                errors.lock().unwrap().push(e);
+            }
+        };
+        let roots = [
+            Root {
+                path: missing.clone(),
+                max_depth: None,
+            },
+            Root {
+                path: dir.path().to_path_buf(),
+                max_depth: None,
+            },
+        ];
+        let snap = crate::probe::Snapshot::take();
+        let cancel = AtomicBool::new(false);
+        let stats = scan(&Config::embedded(), &roots, &snap, &cancel, &sink).unwrap();
+        let errors = errors.into_inner().unwrap();
+        assert_eq!(stats.errors, 1, "{errors:?}");
+        let e = &errors[0];
+        assert_eq!(e.path(), missing);
+        assert_eq!(e.kind(), Some(io::ErrorKind::NotFound));
+        assert_eq!(e.depth(), Some(0));
+        assert!(e.to_string().starts_with("cannot scan: "), "{e}");
+
+        // No root readable: fatal, naming the roots.
+        let e = scan(&Config::embedded(), &roots[..1], &snap, &cancel, &|_| {}).unwrap_err();
+        assert!(matches!(e, FatalError::NoRootReadable { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("no root could be read ({})", missing.display())
+        );
+    }
+
+    #[test]
     fn fatal_errors_name_the_roots() {
         let e = FatalError::NoRootReadable {
             roots: vec!["/a".into(), "/b c".into()],
