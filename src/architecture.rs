@@ -48,18 +48,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
          (output only)",
     ),
     (
-        "scan",
-        "reclaim",
-        "temporary: the configuration holds reclaim's CopyLimits and the walker asks reclaim \
-         for the state directory; both belong below the scanner",
-    ),
-    (
-        "scan",
-        "remote",
-        "temporary: the configuration holds remote's AskConfig; it belongs with the \
-         configuration, below remote (which uses scan findings)",
-    ),
-    (
         "verdict",
         "probe",
         "temporary: ContainerInfo names a probe::ContainerId; the verdict vocabulary belongs \

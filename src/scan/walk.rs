@@ -477,7 +477,7 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 /// Our state directory, if it exists: where reclaimed locks are saved (never walked).
 fn state_dir() -> Option<(u64, u64, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
-    let dir = crate::reclaim::ReclaimOptions::default_state_dir();
+    let dir = super::config::default_state_dir();
     let meta = std::fs::metadata(&dir).ok().filter(|m| m.is_dir())?;
     let canonical = std::fs::canonicalize(&dir).ok()?;
     Some((meta.dev(), meta.ino(), canonical))
