@@ -48,15 +48,10 @@ const ALLOWED: &[(&str, &str, &str)] = &[
          (output only)",
     ),
     (
-        "verdict",
-        "probe",
-        "temporary: ContainerInfo names a probe::ContainerId; the verdict vocabulary belongs \
-         below the probes that use it",
-    ),
-    (
         "evidence",
         "dialect",
-        "temporary: the evidence rules read dialect types; they belong below the dialects",
+        "temporary: the evidence rules escape a process name with dialect::common::escape; \
+         escaping moves to the views (output only)",
     ),
     (
         "tui::table",
