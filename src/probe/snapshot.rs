@@ -166,14 +166,15 @@ impl Snapshot {
     /// open descriptors decide, when we can read them:
     /// - it has this very file open (same device and inode, whatever name it was opened by):
     ///   the entry stands;
-    /// - it has not, and it has another file open that the entry names: the entry is about
-    ///   that file, not this one;
     /// - it has not, and the lock is POSIX: POSIX locks belong to the process and go with its
-    ///   last descriptor of the file, so the entry is not about this file (a table read just
-    ///   before the file was replaced);
+    ///   last descriptor of the file, so the entry is not about this file (another file with
+    ///   the inode number, or a table read just before the file was replaced);
+    /// - it has not, the entry matched by inode alone, and the holder has another file open
+    ///   that the entry names (a deleted file still held, with this inode number): the entry
+    ///   is about that file, not this one;
     /// - otherwise (descriptors unreadable: another user's process as non-root, a process we
-    ///   cannot see; or a flock that a child may hold through an inherited descriptor) the
-    ///   entry stands: held is the safe answer.
+    ///   cannot see; a flock that a child may hold through an inherited descriptor; an OFD
+    ///   lock, attributed through fdinfo) the entry stands: held is the safe answer.
     fn kernel_locks_on(&self, key: FileKey) -> Vec<(&KernelLock, Vec<i32>)> {
         let mut out = Vec::new();
         for lock in self.kernel_locks.on(key) {
@@ -184,17 +185,12 @@ impl Snapshot {
                     }
                     vec![p]
                 }
-                None => {
-                    let ofd = self.ofd_holders.get_or_init(|| {
-                        super::open_files::attribute_ofd(&self.kernel_locks.ofd_keys())
-                    });
-                    let pids = ofd.get(&key).cloned().unwrap_or_default();
-                    // Attributed, but to descriptions of another file with this inode number.
-                    if pids.is_empty() && lock.key != key && ofd.contains_key(&lock.key) {
-                        continue;
-                    }
-                    pids
-                }
+                None => self
+                    .ofd_holders
+                    .get_or_init(|| super::open_files::attribute_ofd(&self.kernel_locks.ofd_keys()))
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default(),
             };
             out.push((lock, pids));
         }
@@ -210,10 +206,15 @@ impl Snapshot {
         if files.contains(&key) {
             return false;
         }
+        if lock.how == HolderHow::Posix {
+            return true;
+        }
+        // A flock may be held through a descriptor another process inherited, so only an entry
+        // matched by its inode alone (another device) can be shown to be about another file.
         let names_it = |f: &FileKey| {
             *f == lock.key || (f.inode == lock.key.inode && (f.major == 0 || lock.key.major == 0))
         };
-        lock.how == HolderHow::Posix || files.iter().any(names_it)
+        lock.key != key && files.iter().any(names_it)
     }
 
     /// The files a process has open (read once per snapshot), `None` when unreadable.
