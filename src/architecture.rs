@@ -1,12 +1,14 @@
 //! The layering, checked: code flows one way, probe → evidence → dialects → scan → report/UI →
 //! reclaim, with the engine at the bottom, used by all. This test reads the sources
 //! (`src/**/*.rs`, the library's and the binary's), builds the graph of which top-level module
-//! refers to which (and, inside each module, which submodule refers to which sibling), and
-//! fails naming every cycle, with the lines that make it.
+//! refers to which (and, inside each module, which submodule refers to which sibling, at every
+//! depth), and fails naming every cycle, with the lines that make it.
 //!
 //! A reference is any path through `crate::`, `locksmith::`, `super::` or `self::` in code
 //! (`use` lists included, re-exports followed to the submodule that defines the item); comments,
-//! strings and `#[cfg(test)]` code are left out: tests may reach across layers.
+//! strings and `#[cfg(test)]` code are left out: tests may reach across layers. Paths into other
+//! crates (`locksmith_engine`, the engine's own crate) make no edge: the engine is the bottom
+//! layer.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -622,61 +624,61 @@ fn resolve(
     Some(abs)
 }
 
-/// The module graphs: top level, and the submodules of each top-level module.
-fn graphs() -> (Graph, BTreeMap<String, Graph>) {
+/// The module graphs, by parent module (`""` for the top level, `"tui"` for the submodules of
+/// `tui`, ...): a reference from one module to another is an edge between the two children of
+/// their closest common ancestor that contain them.
+fn graphs() -> BTreeMap<String, Graph> {
     let sources = sources();
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
     let reexports = reexports(&sources);
-    let known = |m: &[String]| modules.contains(m);
-    let mut top = Graph::default();
-    let mut subs: BTreeMap<String, Graph> = BTreeMap::new();
+    let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
     for s in &sources {
-        let Some(own_top) = s.module.first() else {
-            continue; // a crate root declares the modules; it is above them all
-        };
+        // A crate root (no module path) declares the modules; it is above them all.
         for (path, line, inline) in paths(&s.code) {
             let mut here = s.module.clone();
             here.extend(inline);
             let Some(abs) = resolve(&here, &path, &reexports) else {
                 continue;
             };
-            let at = Edge {
-                file: s.rel.clone(),
-                line,
-            };
-            let Some(to_top) = abs.first() else {
-                continue;
-            };
-            if known(&abs[..1]) {
-                top.add(own_top, to_top, at.clone());
+            let common = s
+                .module
+                .iter()
+                .zip(&abs)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common >= s.module.len() || common >= abs.len() || !modules.contains(&abs[..=common])
+            {
+                continue; // within the module itself, to an ancestor, or to an item
             }
-            if abs.len() >= 2 && to_top == own_top && s.module.len() >= 2 && known(&abs[..2]) {
-                subs.entry(own_top.clone())
-                    .or_default()
-                    .add(&s.module[1], &abs[1], at);
-            }
+            graphs.entry(abs[..common].join("::")).or_default().add(
+                &s.module[common],
+                &abs[common],
+                Edge {
+                    file: s.rel.clone(),
+                    line,
+                },
+            );
         }
     }
-    (top, subs)
+    graphs
 }
 
 #[test]
 fn no_module_import_cycles() {
-    let (mut top, mut subs) = graphs();
+    let mut graphs = graphs();
     let mut stale = Vec::new();
     for (from, to, why) in ALLOWED {
         assert!(!why.is_empty());
-        // `module::a` -> `module::b`: an edge between submodules.
-        let graph = match (from.split_once("::"), to.split_once("::")) {
-            (Some((m, a)), Some((n, b))) if m == n => {
-                subs.get_mut(m).map(|g| (g, a.to_string(), b.to_string()))
-            }
-            _ => Some((&mut top, from.to_string(), to.to_string())),
-        };
-        let removed = graph.and_then(|(g, a, b)| g.edges.get_mut(&a).and_then(|t| t.remove(&b)));
-        match removed {
-            Some(_) => {}
-            None => stale.push(format!("{from} -> {to}")),
+        // `m::a` -> `m::b`: an edge between the submodules of `m`.
+        let split = |p: &'static str| p.rsplit_once("::").unwrap_or(("", p));
+        let ((parent, a), (parent_to, b)) = (split(from), split(to));
+        assert_eq!(parent, parent_to, "{from} -> {to}: not siblings");
+        let removed = graphs
+            .get_mut(parent)
+            .and_then(|g| g.edges.get_mut(a))
+            .and_then(|t| t.remove(b));
+        if removed.is_none() {
+            stale.push(format!("{from} -> {to}"));
         }
     }
     if !stale.is_empty() {
@@ -686,12 +688,14 @@ fn no_module_import_cycles() {
         );
     }
     let mut report = String::new();
-    for scc in top.cycles() {
-        report.push_str(&top.describe(&scc, ""));
-    }
-    for (module, g) in &subs {
+    for (parent, g) in &graphs {
+        let prefix = if parent.is_empty() {
+            String::new()
+        } else {
+            format!("{parent}::")
+        };
         for scc in g.cycles() {
-            report.push_str(&g.describe(&scc, &format!("{module}::")));
+            report.push_str(&g.describe(&scc, &prefix));
         }
     }
     assert!(report.is_empty(), "module import cycles:\n{report}");
