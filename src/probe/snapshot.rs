@@ -392,8 +392,8 @@ mod tests {
 
     /// A flock held on a deleted file is listed in `/proc/locks` by its device and inode; a
     /// new file elsewhere with the same inode number (another tmpfs: an anonymous device, where
-    /// only the inode can be compared) is not held by that holder. The held file itself, and a
-    /// file another process holds, still are.
+    /// only the inode can be compared) is not held by that holder. The same for a POSIX lock.
+    /// The held files themselves, and a file another process holds, still are.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_lock_on_a_deleted_file_does_not_hold_a_new_file_with_its_inode_number() {
@@ -434,18 +434,20 @@ mod tests {
             .join(pid.to_string())
             .join("root")
             .join(dir.path().strip_prefix("/").unwrap());
-        let mut reused = None;
-        for i in 0..10_000 {
-            let p = there.join(format!("b/new{i}.lock"));
-            std::fs::write(&p, b"").unwrap();
-            if std::fs::metadata(&p).unwrap().ino() == held_ino {
-                reused = Some(p);
-                break;
+        // Files in b until one has the inode number `ino` (bounded).
+        let with_ino = |ino: u64, name: &str| {
+            for i in 0..10_000 {
+                let p = there.join(format!("b/{name}{i}.lock"));
+                std::fs::write(&p, b"").unwrap();
+                if std::fs::metadata(&p).unwrap().ino() == ino {
+                    return Some(p);
+                }
+                std::fs::remove_file(&p).unwrap();
             }
-            std::fs::remove_file(&p).unwrap();
-        }
-        let Some(new) = reused else {
-            eprintln!("skipped: inode number {held_ino} did not come back in 10000 files");
+            eprintln!("skipped: inode number {ino} did not come back in 10000 files");
+            None
+        };
+        let Some(new) = with_ino(held_ino, "new") else {
             return;
         };
         let new_key = FileKey::of(&std::fs::metadata(&new).unwrap());
@@ -466,7 +468,43 @@ mod tests {
         assert_eq!(ready, "ready");
         let plain_key = FileKey::of(&std::fs::metadata(&plain).unwrap());
 
+        // A POSIX lock (lockf) on a file in a, and a new file in b with its inode number.
+        let posix = there.join("a/posix.lock");
+        let (posix_holder, ready) = start(
+            Command::new("python3")
+                .arg("-c")
+                .arg(
+                    "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'w')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('ready', flush=True)\n\
+             time.sleep(600)",
+                )
+                .arg(&posix),
+        );
+        assert_eq!(ready, "ready");
+        let posix_pid = posix_holder.0.id() as i32;
+        let posix_key = FileKey::of(&std::fs::metadata(&posix).unwrap());
+        let Some(posix_twin) = with_ino(posix_key.inode, "twin") else {
+            return;
+        };
+        let twin_key = FileKey::of(&std::fs::metadata(&posix_twin).unwrap());
+
         let snap = Snapshot::take();
+        assert!(
+            snap.kernel_locks()
+                .on(twin_key)
+                .iter()
+                .any(|l| l.pid == Some(posix_pid)),
+            "{:?}",
+            snap.kernel_locks().on(twin_key)
+        );
+        assert!(
+            !snap.kernel_locked(twin_key),
+            "{:?}",
+            snap.kernel_holders(twin_key)
+        );
+        assert!(snap.kernel_locked(posix_key));
         assert!(
             snap.kernel_locks()
                 .on(new_key)
@@ -495,5 +533,6 @@ mod tests {
         assert_eq!(holders(held_key), vec![pid]);
         assert!(snap.kernel_locked(plain_key));
         assert_eq!(holders(plain_key), vec![other.0.id() as i32]);
+        assert_eq!(holders(posix_key), vec![posix_pid]);
     }
 }
