@@ -80,7 +80,7 @@ impl OpenFiles {
 /// `/proc/<pid>/fdinfo/*` (`lock:` lines). Several processes share one description after
 /// `fork`; all of them are returned. The result is keyed both by the key `/proc/locks` prints
 /// and by the file's own `st_dev`: on an anonymous device (btrfs subvolume, overlay) they may
-/// differ, and then the inode decides, as in [`KernelLocks::on`].
+/// differ, and then the inode decides, as in [`super::KernelLocks::on`].
 pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
     let mut out: HashMap<FileKey, Vec<i32>> = HashMap::new();
     if wanted.is_empty() {

@@ -128,8 +128,10 @@ impl Snapshot {
     }
 
     /// Who holds a kernel lock on this file: `/proc/locks`, with OFD locks attributed to the
-    /// processes that share the locked open file description, each entry confirmed against the
-    /// holder's descriptors (see [`Snapshot::kernel_locks_on`]).
+    /// processes that share the locked open file description. An entry that the holder's open
+    /// descriptors show to be about another file with the same inode number (a deleted file it
+    /// still holds, on another tmpfs or subvolume) is left out; one that cannot be checked
+    /// stands.
     pub fn kernel_holders(&self, key: FileKey) -> Vec<Holder> {
         let mut out: Vec<Holder> = Vec::new();
         for (lock, pids) in self.kernel_locks_on(key) {

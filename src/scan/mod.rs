@@ -7,7 +7,9 @@
 //! - [`scan`]: walks the roots on several threads and streams [`ScanEvent`]s;
 //! - [`judge_path`], [`rejudge`], [`judge_at`]: judge one lock again now (reclaim, the UI's
 //!   refresh);
-//! - [`anchor`]: where a finding was found, checked again before anything acts on it.
+//! - [`anchor`]: where a finding was found, checked again before anything acts on it;
+//! - [`ScanError`]: a problem with one path (its `io::Error`, path and depth), reported while
+//!   the scan goes on; [`FatalError`]: what stops a scan.
 //!
 //! One [`Snapshot`] serves a whole scan: the caller takes it and passes it in.
 //!
