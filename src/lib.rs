@@ -16,4 +16,7 @@ pub mod report;
 pub mod scan;
 pub mod verdict;
 
+#[cfg(test)]
+mod architecture;
+
 pub use verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};

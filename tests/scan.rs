@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use locksmith::dialect::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use locksmith::probe::Snapshot;
-use locksmith::scan::{self, Config, ConfigError, Finding, Root, ScanError, ScanEvent, ScanStats};
+use locksmith::scan::{
+    self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
+};
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
 // ---------------------------------------------------------------------------------------------
@@ -150,7 +152,7 @@ struct Outcome {
     found: Vec<Finding>,
     errors: Vec<ScanError>,
     progress: Vec<(u64, u64)>,
-    result: Result<ScanStats, ScanError>,
+    result: Result<ScanStats, FatalError>,
 }
 
 impl Outcome {
@@ -679,10 +681,10 @@ fn pseudo_file_systems_are_skipped() {
     // As roots: reported, not walked.
     let out = run_scan(&test_config(), &[root(Path::new("/proc"))]);
     let e = out.result.unwrap_err();
-    assert!(e.error.contains("no root could be read"), "{e:?}");
+    assert!(e.to_string().contains("no root could be read"), "{e:?}");
     assert_eq!(out.errors.len(), 1);
     assert!(
-        out.errors[0].error.contains("pseudo file system"),
+        out.errors[0].to_string().contains("pseudo file system"),
         "{:?}",
         out.errors
     );
@@ -727,9 +729,9 @@ fn per_path_errors_are_collected_and_the_walk_goes_on() {
     let out = run_scan(&test_config(), &[root(&missing), root(d)]);
     assert!(out.result.is_ok());
     assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
-    assert_eq!(out.errors[0].path, missing);
+    assert_eq!(out.errors[0].path(), missing);
     assert!(
-        out.errors[0].error.contains("No such file"),
+        out.errors[0].to_string().contains("No such file"),
         "{:?}",
         out.errors
     );
@@ -833,9 +835,9 @@ fn very_deep_trees_do_not_crash() {
     // Beyond PATH_MAX the walk reports an error instead of crashing or stopping.
     assert_eq!(out.errors.len(), 1, "{:?}", out.errors.len());
     assert!(
-        out.errors[0].error.contains("too long"),
+        out.errors[0].to_string().contains("too long"),
         "{}",
-        out.errors[0].error
+        out.errors[0]
     );
     assert!(out.result.unwrap().entries > 1000);
 }

@@ -55,7 +55,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     };
     let cancel = AtomicBool::new(false);
     let stats = scan::scan(&config, &roots, &snap, &cancel, &sink)
-        .map_err(|e| anyhow::anyhow!("{}", report::escape::escape_text(&e.error)))?;
+        .map_err(|e| anyhow::anyhow!("{}", report::escape::escape_text(&e.to_string())))?;
     let (mut findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
     let ask = asking(args, &config);
     if ask {

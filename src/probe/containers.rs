@@ -18,52 +18,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
-
-/// Who a container or sandbox is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct ContainerId {
-    /// `podman`, `docker`, `containerd`, `kubernetes`, `flatpak`, `snap`, `nspawn`, `lxc`, or
-    /// `unknown` (a PID namespace no runtime claims, such as one made with `unshare`).
-    pub runtime: String,
-    /// The runtime's id (a container id, a machine name, a Flatpak instance), or
-    /// `pid:[INODE]` for a namespace no runtime names.
-    pub id: String,
-    /// The name the runtime gives it, when its state on disk says.
-    pub name: Option<String>,
-}
-
-impl ContainerId {
-    /// The id cut to 12 characters (as `docker ps` shows it), with `…` when cut.
-    pub fn short_id(&self) -> String {
-        let n = self.id.chars().count();
-        if n > 12 && self.id.chars().all(|c| c.is_ascii_hexdigit()) {
-            format!("{}…", self.id.chars().take(12).collect::<String>())
-        } else {
-            self.id.clone()
-        }
-    }
-
-    /// The name, else the short id: what a table cell shows.
-    pub fn label(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.short_id())
-    }
-
-    /// `container web-1 (podman be9b0aff69eb…)`, `sandbox org.gnome.Builder (flatpak 1234)`,
-    /// `PID namespace pid:[4026532252]`.
-    pub fn describe(&self) -> String {
-        let what = match self.runtime.as_str() {
-            "flatpak" | "snap" => "sandbox",
-            "nspawn" | "lxc" => "machine",
-            "unknown" => return format!("PID namespace {}", self.id),
-            _ => "container",
-        };
-        match &self.name {
-            Some(name) => format!("{what} {name} ({} {})", self.runtime, self.short_id()),
-            None => format!("{what} {} ({})", self.short_id(), self.runtime),
-        }
-    }
-}
+pub use crate::verdict::ContainerId;
 
 /// One mount as a namespace sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]

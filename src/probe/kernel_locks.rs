@@ -1,6 +1,6 @@
 //! Kernel locks from `/proc/locks` (and the `lock:` lines of `/proc/<pid>/fdinfo/<fd>`), keyed
 //! by (device, inode). Blocked waiters (`->` lines) are not holders and are left out. OFD locks
-//! show pid -1; [`attribute_ofd`] finds their real holders through fdinfo.
+//! show pid -1; [`super::open_files::attribute_ofd`] finds their real holders through fdinfo.
 
 use std::collections::{HashMap, HashSet};
 
@@ -164,7 +164,8 @@ impl KernelLocks {
         self.inodes.contains(&inode)
     }
 
-    /// Keys of files with an OFD lock (their holders need [`attribute_ofd`]).
+    /// Keys of files with an OFD lock (their holders need
+    /// [`super::open_files::attribute_ofd`]).
     pub fn ofd_keys(&self) -> HashSet<FileKey> {
         self.by_key
             .iter()
@@ -226,53 +227,6 @@ pub fn held_at(path: &std::path::Path, dev: u64, ino: u64) -> Option<bool> {
         return Some(false);
     }
     write_lock_conflict(fd.as_fd()).ok()
-}
-
-/// Finds the processes whose open file descriptions hold OFD locks on `wanted` files (keys as
-/// `/proc/locks` prints them), through `/proc/<pid>/fd/*` (stat of the target) and
-/// `/proc/<pid>/fdinfo/*` (`lock:` lines). Several processes share one description after
-/// `fork`; all of them are returned. The result is keyed both by the key `/proc/locks` prints
-/// and by the file's own `st_dev`: on an anonymous device (btrfs subvolume, overlay) they may
-/// differ, and then the inode decides, as in [`KernelLocks::on`].
-pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
-    let mut out: HashMap<FileKey, Vec<i32>> = HashMap::new();
-    if wanted.is_empty() {
-        return out;
-    }
-    let anon_inodes: HashSet<u64> = wanted
-        .iter()
-        .filter(|k| k.major == 0)
-        .map(|k| k.inode)
-        .collect();
-    let same = |lock: &FileKey, file: &FileKey| {
-        lock == file || (lock.inode == file.inode && (lock.major == 0 || file.major == 0))
-    };
-    super::open_files::for_each_fd(|pid, fd, key| {
-        let maybe = wanted.contains(&key)
-            || (key.major == 0 && wanted.iter().any(|w| w.inode == key.inode))
-            || anon_inodes.contains(&key.inode);
-        if !maybe {
-            return;
-        }
-        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
-        let held: Vec<FileKey> = info
-            .lines()
-            .filter_map(|l| l.strip_prefix("lock:"))
-            .filter_map(parse_line)
-            .filter(|l| l.how == HolderHow::Ofd && same(&l.key, &key))
-            .map(|l| l.key)
-            .collect();
-        if held.is_empty() {
-            return;
-        }
-        for k in held.into_iter().chain(std::iter::once(key)) {
-            let pids = out.entry(k).or_default();
-            if !pids.contains(&pid) {
-                pids.push(pid);
-            }
-        }
-    });
-    out
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
-//! Open files: which processes have a file open, from `/proc/<pid>/fd/*`. Built only when a
-//! dialect without an owner PID needs it (git, LibreOffice), and once per snapshot.
+//! Open files: which processes have a file open, from `/proc/<pid>/fd/*`: the open-files map
+//! (built only when a dialect without an owner PID needs it, git and LibreOffice, and once per
+//! snapshot), one process's descriptors (to confirm a lock `/proc/locks` lists), and the
+//! holders of OFD locks (through `/proc/<pid>/fdinfo/*`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 
-use super::kernel_locks::FileKey;
+use super::kernel_locks::{FileKey, parse_line};
+use crate::verdict::HolderHow;
 
 /// Calls `f(pid, fd, key)` for every descriptor of every process we may look at that names a
 /// file (the target is `stat`ed; nothing is opened).
@@ -16,19 +19,37 @@ pub fn for_each_fd(mut f: impl FnMut(i32, u32, FileKey)) {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        let _ = fds_of(pid, |fd, key| f(pid, fd, key));
+    }
+}
+
+/// Calls `f(fd, key)` for every descriptor of `pid` that names a file, with the open file's
+/// own (device, inode): `stat` of `/proc/<pid>/fd/<fd>` follows the magic link to the open
+/// file itself, even a deleted one (no open(2)). `Err` when the descriptors cannot all be
+/// listed (the process is gone, is another user's and we are not root, ...).
+fn fds_of(pid: i32, mut f: impl FnMut(u32, FileKey)) -> std::io::Result<()> {
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let fd = fd?;
+        let Some(n) = fd.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
-        for fd in fds.flatten() {
-            let Some(n) = fd.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            // metadata() follows the magic link to the open file itself (no open(2)).
-            if let Ok(meta) = std::fs::metadata(fd.path()) {
-                f(pid, n, FileKey::from_dev_ino(meta.dev(), meta.ino()));
-            }
+        // A descriptor closed since the listing names nothing any more.
+        if let Ok(meta) = std::fs::metadata(fd.path()) {
+            f(n, FileKey::from_dev_ino(meta.dev(), meta.ino()));
         }
     }
+    Ok(())
+}
+
+/// The files `pid` has open, by their own (device, inode), or `None` when its descriptors
+/// cannot be read (gone, another user's process as non-root, not in our `/proc`).
+pub fn files_of(pid: i32) -> Option<HashSet<FileKey>> {
+    let mut out = HashSet::new();
+    fds_of(pid, |_, key| {
+        out.insert(key);
+    })
+    .ok()?;
+    Some(out)
 }
 
 /// (device, inode) → the processes that have the file open.
@@ -54,6 +75,53 @@ impl OpenFiles {
     }
 }
 
+/// Finds the processes whose open file descriptions hold OFD locks on `wanted` files (keys as
+/// `/proc/locks` prints them), through `/proc/<pid>/fd/*` (stat of the target) and
+/// `/proc/<pid>/fdinfo/*` (`lock:` lines). Several processes share one description after
+/// `fork`; all of them are returned. The result is keyed both by the key `/proc/locks` prints
+/// and by the file's own `st_dev`: on an anonymous device (btrfs subvolume, overlay) they may
+/// differ, and then the inode decides, as in [`super::KernelLocks::on`].
+pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
+    let mut out: HashMap<FileKey, Vec<i32>> = HashMap::new();
+    if wanted.is_empty() {
+        return out;
+    }
+    let anon_inodes: HashSet<u64> = wanted
+        .iter()
+        .filter(|k| k.major == 0)
+        .map(|k| k.inode)
+        .collect();
+    let same = |lock: &FileKey, file: &FileKey| {
+        lock == file || (lock.inode == file.inode && (lock.major == 0 || file.major == 0))
+    };
+    for_each_fd(|pid, fd, key| {
+        let maybe = wanted.contains(&key)
+            || (key.major == 0 && wanted.iter().any(|w| w.inode == key.inode))
+            || anon_inodes.contains(&key.inode);
+        if !maybe {
+            return;
+        }
+        let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+        let held: Vec<FileKey> = info
+            .lines()
+            .filter_map(|l| l.strip_prefix("lock:"))
+            .filter_map(parse_line)
+            .filter(|l| l.how == HolderHow::Ofd && same(&l.key, &key))
+            .map(|l| l.key)
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        for k in held.into_iter().chain(std::iter::once(key)) {
+            let pids = out.entry(k).or_default();
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    });
+    out
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -64,5 +132,8 @@ mod tests {
         let key = FileKey::of(&f.as_file().metadata().unwrap());
         let open = OpenFiles::read();
         assert!(open.openers(key).contains(&(std::process::id() as i32)));
+        let mine = files_of(std::process::id() as i32).unwrap();
+        assert!(mine.contains(&key));
+        assert!(files_of(-1).is_none());
     }
 }

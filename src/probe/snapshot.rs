@@ -4,15 +4,15 @@
 //! once, and only if some lock needs them. Per-PID probes are cached, so each PID is read once.
 //! `Snapshot` is `Sync`: the scanner judges on several threads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::containers::Inventory;
 use super::fs::FsInfo;
 use super::host::HostFacts;
-use super::kernel_locks::{FileKey, KernelLocks};
+use super::kernel_locks::{FileKey, KernelLock, KernelLocks};
 use super::open_files::OpenFiles;
 use super::process::{self, PidState, ProcFacts};
 use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
@@ -40,6 +40,8 @@ pub struct Snapshot {
     kernel_locks: KernelLocks,
     pids: Mutex<HashMap<i32, PidState>>,
     ofd_holders: OnceLock<HashMap<FileKey, Vec<i32>>>,
+    /// The files each lock holder has open (`None`: unreadable).
+    open_by_pid: Mutex<HashMap<i32, Option<Arc<HashSet<FileKey>>>>>,
     open_files: OnceLock<OpenFiles>,
     processes: OnceLock<Vec<ProcSummary>>,
     users: OnceLock<Option<sysinfo::Users>>,
@@ -72,6 +74,7 @@ impl Snapshot {
             kernel_locks,
             pids: Mutex::default(),
             ofd_holders: OnceLock::new(),
+            open_by_pid: Mutex::default(),
             open_files: OnceLock::new(),
             processes: OnceLock::new(),
             users: OnceLock::new(),
@@ -125,21 +128,13 @@ impl Snapshot {
     }
 
     /// Who holds a kernel lock on this file: `/proc/locks`, with OFD locks attributed to the
-    /// processes that share the locked open file description.
+    /// processes that share the locked open file description. An entry that the holder's open
+    /// descriptors show to be about another file with the same inode number (a deleted file it
+    /// still holds, on another tmpfs or subvolume) is left out; one that cannot be checked
+    /// stands.
     pub fn kernel_holders(&self, key: FileKey) -> Vec<Holder> {
         let mut out: Vec<Holder> = Vec::new();
-        for lock in self.kernel_locks.on(key) {
-            let pids: Vec<i32> = match lock.pid {
-                Some(p) => vec![p],
-                None => self
-                    .ofd_holders
-                    .get_or_init(|| {
-                        super::kernel_locks::attribute_ofd(&self.kernel_locks.ofd_keys())
-                    })
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_default(),
-            };
+        for (lock, pids) in self.kernel_locks_on(key) {
             if pids.is_empty() {
                 // Held, but by a description no visible process owns (another PID namespace
                 // without /proc access, or a process hiding it): still a holder.
@@ -159,9 +154,79 @@ impl Snapshot {
         out
     }
 
-    /// Whether any kernel lock is held on this file.
+    /// Whether any kernel lock is held on this file (as [`Snapshot::kernel_holders`] sees it).
     pub fn kernel_locked(&self, key: FileKey) -> bool {
-        !self.kernel_locks.on(key).is_empty()
+        !self.kernel_locks_on(key).is_empty()
+    }
+
+    /// The entries of `/proc/locks` that are about this file, each with its holders' PIDs
+    /// (none: held by a description no visible process owns).
+    ///
+    /// An entry names a (device, inode) as the kernel prints it, and on anonymous devices only
+    /// the inode can be compared ([`KernelLocks::on`]), so an entry may be about another file
+    /// with the same inode number (another tmpfs, btrfs subvolume or overlay). The holder's
+    /// open descriptors decide, when we can read them:
+    /// - it has this very file open (same device and inode, whatever name it was opened by):
+    ///   the entry stands;
+    /// - it has not, and the lock is POSIX: POSIX locks belong to the process and go with its
+    ///   last descriptor of the file, so the entry is not about this file (another file with
+    ///   the inode number, or a table read just before the file was replaced);
+    /// - it has not, the entry matched by inode alone, and the holder has another file open
+    ///   that the entry names (a deleted file still held, with this inode number): the entry
+    ///   is about that file, not this one;
+    /// - otherwise (descriptors unreadable: another user's process as non-root, a process we
+    ///   cannot see; a flock that a child may hold through an inherited descriptor; an OFD
+    ///   lock, attributed through fdinfo) the entry stands: held is the safe answer.
+    fn kernel_locks_on(&self, key: FileKey) -> Vec<(&KernelLock, Vec<i32>)> {
+        let mut out = Vec::new();
+        for lock in self.kernel_locks.on(key) {
+            let pids: Vec<i32> = match lock.pid {
+                Some(p) => {
+                    if self.about_another_file(p, lock, key) {
+                        continue;
+                    }
+                    vec![p]
+                }
+                None => self
+                    .ofd_holders
+                    .get_or_init(|| super::open_files::attribute_ofd(&self.kernel_locks.ofd_keys()))
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            out.push((lock, pids));
+        }
+        out
+    }
+
+    /// Whether the descriptors of `pid` show that `lock` is about another file than `key`
+    /// (see [`Snapshot::kernel_locks_on`]).
+    fn about_another_file(&self, pid: i32, lock: &KernelLock, key: FileKey) -> bool {
+        let Some(files) = self.files_of(pid) else {
+            return false;
+        };
+        if files.contains(&key) {
+            return false;
+        }
+        if lock.how == HolderHow::Posix {
+            return true;
+        }
+        // A flock may be held through a descriptor another process inherited, so only an entry
+        // matched by its inode alone (another device) can be shown to be about another file.
+        let names_it = |f: &FileKey| {
+            *f == lock.key || (f.inode == lock.key.inode && (f.major == 0 || lock.key.major == 0))
+        };
+        lock.key != key && files.iter().any(names_it)
+    }
+
+    /// The files a process has open (read once per snapshot), `None` when unreadable.
+    fn files_of(&self, pid: i32) -> Option<Arc<HashSet<FileKey>>> {
+        if let Some(f) = self.open_by_pid.lock().unwrap().get(&pid) {
+            return f.clone();
+        }
+        let f = super::open_files::files_of(pid).map(Arc::new);
+        self.open_by_pid.lock().unwrap().insert(pid, f.clone());
+        f
     }
 
     /// The processes that have this file open (builds the open-files map on first use).
@@ -296,5 +361,180 @@ mod tests {
         let set = listening_unix_sockets(table);
         assert!(set.contains("/tmp/.org.chromium.x/SingletonSocket"));
         assert!(!set.contains("/run/connected.sock"));
+    }
+    /// A process (group) killed and reaped when dropped.
+    #[cfg(target_os = "linux")]
+    struct Holder(std::process::Child);
+
+    #[cfg(target_os = "linux")]
+    impl Drop for Holder {
+        fn drop(&mut self) {
+            let pgid = rustix::process::Pid::from_child(&self.0);
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            let _ = self.0.wait();
+        }
+    }
+
+    /// Starts `sh -c script` in its own process group; returns it and its first output line.
+    #[cfg(target_os = "linux")]
+    fn start(cmd: &mut std::process::Command) -> (Holder, String) {
+        use std::io::BufRead;
+        use std::os::unix::process::CommandExt;
+        let mut child = cmd
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let holder = Holder(child);
+        let mut line = String::new();
+        std::io::BufReader::new(out).read_line(&mut line).unwrap();
+        (holder, line.trim().to_string())
+    }
+
+    /// A flock held on a deleted file is listed in `/proc/locks` by its device and inode; a
+    /// new file elsewhere with the same inode number (another tmpfs: an anonymous device, where
+    /// only the inode can be compared) is not held by that holder. The same for a POSIX lock.
+    /// The held files themselves, and a file another process holds, still are.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lock_on_a_deleted_file_does_not_hold_a_new_file_with_its_inode_number() {
+        use std::os::unix::fs::MetadataExt;
+        use std::process::Command;
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: mounting the two tmpfs this test needs takes root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        for d in ["a", "b"] {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        // In a mount namespace of its own: two fresh tmpfs, a flock on a/held.lock, which is
+        // then deleted while held. `flock` (the holder) keeps its descriptor.
+        let script = r#"mount -t tmpfs locksmith-a "$1/a" && mount -t tmpfs locksmith-b "$1/b" &&
+            exec flock "$1/a/held.lock" sh -c 'stat -c %i "$1/a/held.lock" && rm "$1/a/held.lock" && exec sleep 600' sh "$1""#;
+        let (holder, line) = start(
+            Command::new("unshare")
+                .args([
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "sh",
+                    "-c",
+                    script,
+                    "sh",
+                ])
+                .arg(dir.path()),
+        );
+        let Ok(held_ino) = line.parse::<u64>() else {
+            eprintln!("skipped: could not set up two tmpfs in a mount namespace ({line:?})");
+            return;
+        };
+        let pid = holder.0.id() as i32;
+        // The holder's mounts, seen from here.
+        let there = Path::new("/proc")
+            .join(pid.to_string())
+            .join("root")
+            .join(dir.path().strip_prefix("/").unwrap());
+        // Files in b until one has the inode number `ino` (bounded).
+        let with_ino = |ino: u64, name: &str| {
+            for i in 0..10_000 {
+                let p = there.join(format!("b/{name}{i}.lock"));
+                std::fs::write(&p, b"").unwrap();
+                if std::fs::metadata(&p).unwrap().ino() == ino {
+                    return Some(p);
+                }
+                std::fs::remove_file(&p).unwrap();
+            }
+            eprintln!("skipped: inode number {ino} did not come back in 10000 files");
+            None
+        };
+        let Some(new) = with_ino(held_ino, "new") else {
+            return;
+        };
+        let new_key = FileKey::of(&std::fs::metadata(&new).unwrap());
+        let held_key = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|fd| std::fs::metadata(fd.unwrap().path()).ok())
+            .map(|m| FileKey::of(&m))
+            .find(|k| k.inode == held_ino && *k != new_key)
+            .expect("the holder's descriptor of the deleted file");
+
+        // Another process holding a flock on a file that is not deleted.
+        let plain = dir.path().join("plain.lock");
+        let (other, ready) = start(Command::new("flock").arg(&plain).args([
+            "sh",
+            "-c",
+            "echo ready && exec sleep 600",
+        ]));
+        assert_eq!(ready, "ready");
+        let plain_key = FileKey::of(&std::fs::metadata(&plain).unwrap());
+
+        // A POSIX lock (lockf) on a file in a, and a new file in b with its inode number.
+        let posix = there.join("a/posix.lock");
+        let (posix_holder, ready) = start(
+            Command::new("python3")
+                .arg("-c")
+                .arg(
+                    "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'w')\n\
+             fcntl.lockf(f, fcntl.LOCK_EX)\n\
+             print('ready', flush=True)\n\
+             time.sleep(600)",
+                )
+                .arg(&posix),
+        );
+        assert_eq!(ready, "ready");
+        let posix_pid = posix_holder.0.id() as i32;
+        let posix_key = FileKey::of(&std::fs::metadata(&posix).unwrap());
+        let Some(posix_twin) = with_ino(posix_key.inode, "twin") else {
+            return;
+        };
+        let twin_key = FileKey::of(&std::fs::metadata(&posix_twin).unwrap());
+
+        let snap = Snapshot::take();
+        assert!(
+            snap.kernel_locks()
+                .on(twin_key)
+                .iter()
+                .any(|l| l.pid == Some(posix_pid)),
+            "{:?}",
+            snap.kernel_locks().on(twin_key)
+        );
+        assert!(
+            !snap.kernel_locked(twin_key),
+            "{:?}",
+            snap.kernel_holders(twin_key)
+        );
+        assert!(snap.kernel_locked(posix_key));
+        assert!(
+            snap.kernel_locks()
+                .on(new_key)
+                .iter()
+                .any(|l| l.pid == Some(pid)),
+            "/proc/locks names the inode of the new file: {:?}",
+            snap.kernel_locks().on(new_key)
+        );
+        assert!(
+            !snap.kernel_locked(new_key),
+            "{:?}",
+            snap.kernel_holders(new_key)
+        );
+        assert!(
+            !snap.kernel_holders(new_key).iter().any(|h| h.pid == pid),
+            "{:?}",
+            snap.kernel_holders(new_key)
+        );
+        let holders = |k| {
+            snap.kernel_holders(k)
+                .iter()
+                .map(|h| h.pid)
+                .collect::<Vec<_>>()
+        };
+        assert!(snap.kernel_locked(held_key));
+        assert_eq!(holders(held_key), vec![pid]);
+        assert!(snap.kernel_locked(plain_key));
+        assert_eq!(holders(plain_key), vec![other.0.id() as i32]);
+        assert_eq!(holders(posix_key), vec![posix_pid]);
     }
 }

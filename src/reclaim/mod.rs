@@ -260,7 +260,7 @@ fn reclaim_in(
             return Outcome::kept(path, Judgement::new(Verdict::Unknown, why), why);
         }
         Err(e) => {
-            let why = format!("it could not be judged again: {}", e.error);
+            let why = format!("it could not be judged again: {e}");
             return Outcome::kept(path, Judgement::new(Verdict::Unknown, why.clone()), why);
         }
     };

@@ -165,8 +165,8 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
 
 fn error(e: &ScanError) -> Error {
     Error {
-        path: escape::json_path(&e.path),
-        error: e.error.clone(),
+        path: escape::json_path(e.path()),
+        error: e.to_string(),
     }
 }
 

@@ -93,7 +93,7 @@ impl Report {
         now_ms: i64,
     ) -> Self {
         sort_findings(&mut findings);
-        errors.sort_by(|a, b| a.path.cmp(&b.path));
+        errors.sort_by(|a, b| a.path().cmp(b.path()));
         Report {
             host,
             roots,

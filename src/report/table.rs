@@ -196,8 +196,8 @@ pub fn render_errors(report: &Report) -> String {
         let _ = writeln!(
             out,
             "{}: {}",
-            escape::display_path(&e.path),
-            escape::escape_text(&e.error)
+            escape::display_path(e.path()),
+            escape::escape_text(&e.to_string())
         );
     }
     out
@@ -248,10 +248,10 @@ mod tests {
             HostFacts::probe(),
             vec!["/x".into()],
             findings,
-            vec![crate::scan::ScanError {
-                path: "/x/\u{1b}bad".into(),
-                error: "permission denied".into(),
-            }],
+            vec![crate::scan::ScanError::other(
+                "/x/\u{1b}bad",
+                "permission denied",
+            )],
             42,
             Duration::from_millis(1500),
             1_700_000_300_000,

@@ -1,5 +1,8 @@
 //! The scanner's configuration: which roots to walk (and how deep), which paths to skip, extra
-//! file-name patterns for existing dialects, and the stale windows the judges use.
+//! file-name patterns for existing dialects, and the stale windows the judges use; with them
+//! the sections the layers above read (`ask_hosts` for [`crate::remote`], `saved` for
+//! [`crate::reclaim`]) and where locksmith keeps its state ([`default_state_dir`], which the
+//! walker never enters).
 //!
 //! Three layers, each a JSON document of the same shape (`deny_unknown_fields`): the default
 //! embedded from `assets/config.json` < the user's `$XDG_CONFIG_HOME/locksmith/config.json`
@@ -13,14 +16,13 @@ use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
+use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
 
-use super::matcher::Matcher;
+use super::matcher::{self, ExtraPatterns, Matcher};
 use crate::dialect::declared::{self, Declared};
 use crate::dialect::{self, Dialect, Windows};
-use crate::reclaim::CopyLimits;
-use crate::remote::AskConfig;
 
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../../assets/config.json");
@@ -45,16 +47,134 @@ pub struct RootSpec {
     pub max_depth: Option<usize>,
 }
 
-/// File-name patterns added to an existing dialect.
+/// How much the state directory may hold (the `saved` section of the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyLimits {
+    /// The largest copy (bytes of data; holes are free).
+    pub max_copy_bytes: u64,
+    /// All copies together (bytes on disk).
+    pub max_total_bytes: u64,
+    /// Copies older than this many days are deleted (their journal lines stay).
+    pub keep_days: u64,
+}
+
+impl Default for CopyLimits {
+    fn default() -> Self {
+        CopyLimits {
+            max_copy_bytes: 64 << 20,
+            max_total_bytes: 512 << 20,
+            keep_days: 90,
+        }
+    }
+}
+
+/// How locksmith asks other hosts (the `ask_hosts` key of the configuration).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExtraPatterns {
-    /// A dialect id (`pidfile`, `git`, ...).
-    #[serde(deserialize_with = "dialect_id")]
-    pub dialect: String,
-    /// Globs; one containing `/` is matched against the whole path, else the file name.
-    #[serde(deserialize_with = "globs")]
-    pub patterns: Vec<String>,
+#[serde(default, deny_unknown_fields)]
+pub struct AskConfig {
+    /// Host names (globs, `node*`) asked without `--ask-hosts`.
+    pub hosts: Vec<String>,
+    /// locksmith on the other hosts (a name looked up in their `PATH`, or a path).
+    pub program: String,
+    /// The ssh client to run.
+    pub ssh: String,
+    /// More arguments for ssh, before the host (`["-F", "/path/to/ssh_config"]`).
+    pub ssh_args: Vec<String>,
+    /// `ConnectTimeout` for ssh, seconds.
+    pub connect_timeout_secs: u64,
+    /// The longest wait for one host's answer, seconds (connection included).
+    pub timeout_secs: u64,
+    /// How many hosts are asked at once.
+    pub concurrency: usize,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig {
+            hosts: Vec::new(),
+            program: "locksmith".into(),
+            ssh: "ssh".into(),
+            ssh_args: Vec::new(),
+            connect_timeout_secs: 5,
+            timeout_secs: 15,
+            concurrency: 8,
+        }
+    }
+}
+
+impl AskConfig {
+    /// Checks the values; the message names the key at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=600).contains(&self.connect_timeout_secs) {
+            return Err(format!(
+                "ask_hosts.connect_timeout_secs must be 1..=600 seconds, not {}",
+                self.connect_timeout_secs
+            ));
+        }
+        if !(1..=3600).contains(&self.timeout_secs) {
+            return Err(format!(
+                "ask_hosts.timeout_secs must be 1..=3600 seconds, not {}",
+                self.timeout_secs
+            ));
+        }
+        if !(1..=256).contains(&self.concurrency) {
+            return Err(format!(
+                "ask_hosts.concurrency must be 1..=256, not {}",
+                self.concurrency
+            ));
+        }
+        if self.program.trim().is_empty() || self.ssh.trim().is_empty() {
+            return Err("ask_hosts.program and ask_hosts.ssh must not be empty".into());
+        }
+        self.host_set().map(|_| ())
+    }
+
+    fn host_set(&self) -> Result<GlobSet, String> {
+        let mut b = GlobSetBuilder::new();
+        for h in &self.hosts {
+            b.add(
+                Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
+                    format!("ask_hosts.hosts: {h:?} is not a valid host pattern: {e}")
+                })?,
+            );
+        }
+        b.build().map_err(|e| format!("ask_hosts.hosts: {e}"))
+    }
+
+    /// Whether `host` is one of the configured hosts.
+    pub fn allows(&self, host: &str) -> bool {
+        !self.hosts.is_empty()
+            && self
+                .host_set()
+                .is_ok_and(|s| s.is_match(host.to_ascii_lowercase()))
+    }
+}
+
+/// Where root keeps its state when neither `XDG_STATE_HOME` nor `HOME` is set.
+pub const ROOT_FALLBACK: &str = "/var/lib/locksmith";
+
+/// locksmith's state directory (reclaim's copies and journal):
+/// `$XDG_STATE_HOME/locksmith`, else `~/.local/state/locksmith` (an `XDG_STATE_HOME` or
+/// `HOME` that is not absolute is ignored, as the XDG spec says), else `/var/lib/locksmith`
+/// for root. For any other user with neither, the empty path: opening it fails with an error
+/// that says what to set (a shared `$TMPDIR` is no place for it).
+pub fn default_state_dir() -> PathBuf {
+    let abs = |name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(x) = abs("XDG_STATE_HOME") {
+        return x.join("locksmith");
+    }
+    if let Some(home) = abs("HOME") {
+        return home.join(".local/state/locksmith");
+    }
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from(ROOT_FALLBACK);
+    }
+    PathBuf::new()
 }
 
 /// The scanner's configuration (see the module docs for where it comes from).
@@ -531,36 +651,8 @@ fn declared_error(path: &Path, text: &str, e: &serde_json::Error) -> ConfigError
     err
 }
 
-fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    let id = String::deserialize(d)?;
-    if dialect::by_id(&id).is_none() {
-        let known: Vec<&str> = dialect::registry()
-            .iter()
-            .map(|d| d.id().as_str())
-            .collect();
-        return Err(de::Error::custom(format!(
-            "unknown dialect {id:?} in extra_patterns (known dialects: {})",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        )));
-    }
-    Ok(id)
-}
-
-fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    let v = Vec::<String>::deserialize(d)?;
-    for p in &v {
-        super::matcher::glob(p)
-            .map_err(|e| de::Error::custom(format!("bad glob {p:?}: {}", e.kind())))?;
-    }
-    Ok(v)
-}
-
 fn opt_globs<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
-    globs(d).map(Some)
+    matcher::globs(d).map(Some)
 }
 
 /// Whether we may list this directory (or read this file).

@@ -49,7 +49,7 @@ pub(crate) fn examine(
     let (anchor, dir, name) = match Anchor::of_parent(path) {
         Ok(a) => a,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(error(path, "cannot open its directory", &e)),
+        Err(e) => return Err(ScanError::io(path, e).during("cannot open its directory")),
     };
     examine_at(
         dir.as_fd(),
@@ -81,7 +81,7 @@ pub(crate) fn examine_at(
     let meta = match sys::lstat_at(dir, name) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(error(path, "cannot stat", &e)),
+        Err(e) => return Err(ScanError::io(path, e).during("cannot stat")),
     };
     let kernel_locked = snap.kernel_locked(FileKey::of(&meta));
     if hits.is_empty() && !kernel_locked && mode == Mode::Walk {
@@ -262,18 +262,6 @@ fn describe_other(meta: &Metadata) -> &'static str {
     } else {
         "a special file"
     }
-}
-
-pub(crate) fn error(path: &Path, what: &str, e: &io::Error) -> ScanError {
-    ScanError {
-        path: path.to_path_buf(),
-        error: format!("{what}: {}", io_message(e)),
-    }
-}
-
-/// An `io::Error` as a short sentence ("Permission denied (os error 13)").
-pub(crate) fn io_message(e: &io::Error) -> String {
-    e.to_string()
 }
 
 mod sys {

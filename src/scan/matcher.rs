@@ -10,9 +10,51 @@ use std::ffi::OsStr;
 use std::path::Path;
 
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+use serde::de::{self, Deserializer};
 
-use super::config::ExtraPatterns;
 use crate::dialect::{self, Dialect, DialectId};
+
+/// File-name patterns added to an existing dialect.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraPatterns {
+    /// A dialect id (`pidfile`, `git`, ...).
+    #[serde(deserialize_with = "dialect_id")]
+    pub dialect: String,
+    /// Globs; one containing `/` is matched against the whole path, else the file name.
+    #[serde(deserialize_with = "globs")]
+    pub patterns: Vec<String>,
+}
+
+/// Checks a dialect id as the configuration names it.
+fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let id = String::deserialize(d)?;
+    if dialect::by_id(&id).is_none() {
+        let known: Vec<&str> = dialect::registry()
+            .iter()
+            .map(|d| d.id().as_str())
+            .collect();
+        return Err(de::Error::custom(format!(
+            "unknown dialect {id:?} in extra_patterns (known dialects: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    Ok(id)
+}
+
+/// Checks a list of globs as the configuration gives them.
+pub(super) fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for p in &v {
+        glob(p).map_err(|e| de::Error::custom(format!("bad glob {p:?}: {}", e.kind())))?;
+    }
+    Ok(v)
+}
 
 /// Compiles one glob the way the scanner uses it (`*` does not cross `/`, `\` escapes).
 pub(crate) fn glob(p: &str) -> Result<Glob, globset::Error> {

@@ -7,7 +7,9 @@
 //! - [`scan`]: walks the roots on several threads and streams [`ScanEvent`]s;
 //! - [`judge_path`], [`rejudge`], [`judge_at`]: judge one lock again now (reclaim, the UI's
 //!   refresh);
-//! - [`anchor`]: where a finding was found, checked again before anything acts on it.
+//! - [`anchor`]: where a finding was found, checked again before anything acts on it;
+//! - [`ScanError`]: a problem with one path (its `io::Error`, path and depth), reported while
+//!   the scan goes on; [`FatalError`]: what stops a scan.
 //!
 //! One [`Snapshot`] serves a whole scan: the caller takes it and passes it in.
 //!
@@ -18,6 +20,7 @@
 pub mod anchor;
 pub mod config;
 mod containers;
+mod error;
 mod judge;
 mod matcher;
 mod walk;
@@ -30,8 +33,10 @@ use std::time::Instant;
 
 pub use crate::dialect::read_prefix;
 pub use anchor::Anchor;
-pub use config::{Config, ConfigError, ExtraPatterns, Root, RootSpec};
+pub use config::{Config, ConfigError, Root, RootSpec};
 pub use containers::container_roots;
+pub use error::{FatalError, ScanError};
+pub use matcher::ExtraPatterns;
 
 use crate::dialect::{DialectId, EntryKind};
 use crate::probe::{FsInfo, Snapshot};
@@ -84,13 +89,6 @@ pub struct Finding {
     pub anchor: Option<Anchor>,
 }
 
-/// A per-path problem that did not stop the scan.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScanError {
-    pub path: PathBuf,
-    pub error: String,
-}
-
 /// What a running scan reports, in order.
 #[derive(Debug, Clone)]
 pub enum ScanEvent {
@@ -114,19 +112,19 @@ pub struct ScanStats {
 /// Walks the roots and streams events to `sink` (called from any scanning thread): every lock
 /// found, judged against `snap`, each per-path problem, and progress at most every ~50 ms.
 /// Stops early when `cancel` is set. A root that cannot be read is a [`ScanEvent::Error`], not
-/// a failure; returns `Err` only when no root is readable (or the configured patterns do not
-/// compile). Never modifies anything.
+/// a failure; returns a [`FatalError`] only when no root is readable (or the configured
+/// patterns do not compile). Never modifies anything.
 pub fn scan(
     config: &Config,
     roots: &[Root],
     snap: &Snapshot,
     cancel: &AtomicBool,
     sink: &(dyn Fn(ScanEvent) + Sync),
-) -> Result<ScanStats, ScanError> {
+) -> Result<ScanStats, FatalError> {
     let start = Instant::now();
-    let matcher = config.matcher().map_err(|e| ScanError {
-        path: config.sources.last().cloned().unwrap_or_default(),
-        error: format!("bad pattern in the configuration: {e}"),
+    let matcher = config.matcher().map_err(|error| FatalError::Patterns {
+        config: config.sources.last().cloned(),
+        error,
     })?;
     let with_containers;
     let roots = if config.containers {
@@ -144,15 +142,12 @@ pub fn scan(
     };
     let cancelled = cancel.load(std::sync::atomic::Ordering::Relaxed);
     if counts.roots_read == 0 && !cancelled {
-        let error = if roots.is_empty() {
-            "no root to scan".to_string()
+        return Err(if roots.is_empty() {
+            FatalError::NoRoot
         } else {
-            let names: Vec<String> = roots.iter().map(|r| r.path.display().to_string()).collect();
-            format!("no root could be read ({})", names.join(", "))
-        };
-        return Err(ScanError {
-            path: roots.first().map(|r| r.path.clone()).unwrap_or_default(),
-            error,
+            FatalError::NoRootReadable {
+                roots: roots.iter().map(|r| r.path.clone()).collect(),
+            }
         });
     }
     Ok(stats)
@@ -183,10 +178,9 @@ pub fn rejudge(
     let Some(anchor) = &finding.anchor else {
         return judge_path(&finding.path, snap, config);
     };
-    let (dir, name) = anchor.open_parent(&finding.path).map_err(|e| ScanError {
-        path: finding.path.clone(),
-        error: judge::io_message(&e),
-    })?;
+    let (dir, name) = anchor
+        .open_parent(&finding.path)
+        .map_err(|e| ScanError::io(&finding.path, e))?;
     judge_at(
         dir.as_fd(),
         &name,
@@ -223,8 +217,7 @@ pub fn judge_at(
 }
 
 fn matcher_of(config: &Config, path: &Path) -> Result<std::sync::Arc<matcher::Matcher>, ScanError> {
-    config.matcher().map_err(|e| ScanError {
-        path: path.to_path_buf(),
-        error: format!("bad pattern in the configuration: {e}"),
-    })
+    config
+        .matcher()
+        .map_err(|e| ScanError::other(path, format!("bad pattern in the configuration: {e}")))
 }

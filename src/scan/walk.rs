@@ -192,7 +192,11 @@ impl<'a> Walk<'a> {
         let meta = match std::fs::symlink_metadata(&root.path) {
             Ok(m) => m,
             Err(e) => {
-                self.error(judge::error(&root.path, "cannot scan", &e));
+                self.error(
+                    ScanError::io(&root.path, e)
+                        .during("cannot scan")
+                        .at_depth(0),
+                );
                 return;
             }
         };
@@ -203,10 +207,8 @@ impl<'a> Walk<'a> {
         }
         if meta.is_dir() {
             if let Some(kind) = sys::pseudo_fs(&root.path) {
-                self.error(ScanError {
-                    path: root.path.clone(),
-                    error: format!("is on a pseudo file system ({kind}): not scanned"),
-                });
+                let why = format!("is on a pseudo file system ({kind}): not scanned");
+                self.error(ScanError::other(&root.path, why).at_depth(0));
                 return;
             }
             if root.max_depth == Some(0) {
@@ -226,13 +228,10 @@ impl<'a> Walk<'a> {
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
         let hits = self.matcher.hits(&root.path);
-        self.report(judge::examine(
-            &root.path,
-            &hits,
-            Mode::Lenient,
-            self.snap,
-            self.config,
-        ));
+        self.report(
+            judge::examine(&root.path, &hits, Mode::Lenient, self.snap, self.config),
+            0,
+        );
     }
 
     fn worker(&self) {
@@ -284,7 +283,7 @@ impl<'a> Walk<'a> {
         let (dir, id) = match opened {
             Ok(d) => d,
             Err(e) => {
-                self.error(judge::error(&job.path, "cannot read directory", &e));
+                self.error(job_error(&job.path, job.depth, e));
                 return;
             }
         };
@@ -331,16 +330,19 @@ impl<'a> Walk<'a> {
                     Vec::new()
                 };
                 if !hits.is_empty() || locked {
-                    self.report(judge::examine_at(
-                        dir.as_fd(),
-                        name,
-                        &path,
-                        &hits,
-                        Mode::Walk,
-                        self.snap,
-                        self.config,
-                        Some(&here),
-                    ));
+                    self.report(
+                        judge::examine_at(
+                            dir.as_fd(),
+                            name,
+                            &path,
+                            &hits,
+                            Mode::Walk,
+                            self.snap,
+                            self.config,
+                            Some(&here),
+                        ),
+                        job.depth + 1,
+                    );
                 }
             }
             if maybe_dir {
@@ -378,7 +380,7 @@ impl<'a> Walk<'a> {
                     self.roots_read[job.root].store(true, Ordering::Relaxed);
                 }
             }
-            Err(e) => self.error(judge::error(&job.path, "cannot read directory", &e)),
+            Err(e) => self.error(job_error(&job.path, job.depth, e)),
         }
     }
 
@@ -428,14 +430,15 @@ impl<'a> Walk<'a> {
         }
     }
 
-    fn report(&self, r: Result<Option<super::Finding>, ScanError>) {
+    /// Reports what judging an entry `depth` levels below its root gave.
+    fn report(&self, r: Result<Option<super::Finding>, ScanError>, depth: usize) {
         match r {
             Ok(Some(f)) => {
                 self.locks.fetch_add(1, Ordering::Relaxed);
                 (self.sink)(ScanEvent::Found(Box::new(f)));
             }
             Ok(None) => {}
-            Err(e) => self.error(e),
+            Err(e) => self.error(e.at_depth(depth)),
         }
     }
 
@@ -464,25 +467,36 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// A directory that could not be read.
+fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
+    ScanError::io(path, e)
+        .during("cannot read directory")
+        .at_depth(depth)
+}
+
 /// Our state directory, if it exists: where reclaimed locks are saved (never walked).
 fn state_dir() -> Option<(u64, u64, PathBuf)> {
     use std::os::unix::fs::MetadataExt;
-    let dir = crate::reclaim::ReclaimOptions::default_state_dir();
+    let dir = super::config::default_state_dir();
     let meta = std::fs::metadata(&dir).ok().filter(|m| m.is_dir())?;
     let canonical = std::fs::canonicalize(&dir).ok()?;
     Some((meta.dev(), meta.ino(), canonical))
 }
 
-#[cfg(target_os = "linux")]
+/// The system calls of the walk (getdents64 on Linux, `readdir` elsewhere).
 mod sys {
-    use std::collections::HashMap;
     use std::ffi::OsStr;
     use std::io;
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    use std::path::{Path, PathBuf};
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
 
     use rustix::fd::{AsFd, OwnedFd};
-    use rustix::fs::{FileType, Mode, OFlags, RawDir};
+    use rustix::fs::{FileType, Mode, OFlags};
+
+    #[cfg(target_os = "linux")]
+    pub use linux::*;
+    #[cfg(not(target_os = "linux"))]
+    pub use other::*;
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
     pub enum DType {
@@ -503,11 +517,13 @@ mod sys {
             (Some(p), Some(name)) => (p.as_fd(), Path::new(name)),
             _ => (rustix::fs::CWD, path),
         };
+        #[cfg(target_os = "linux")]
         match rustix::fs::openat(at, name, flags | OFlags::NOATIME, Mode::empty()) {
             // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => Ok(rustix::fs::openat(at, name, flags, Mode::empty())?),
-            other => Ok(other?),
+            Err(rustix::io::Errno::PERM) => {}
+            other => return Ok(other?),
         }
+        Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
     }
 
     /// Whether `name` in `dir` is a directory (not following a symlink).
@@ -516,161 +532,155 @@ mod sys {
             .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
     }
 
-    /// The soft limit on open descriptors.
-    pub fn fd_limit() -> u64 {
-        rustix::process::getrlimit(rustix::process::Resource::Nofile)
-            .current
-            .unwrap_or(1024)
-    }
-
-    /// Calls `f(name, type, inode)` for each entry of the open directory `fd` (without `.` and
-    /// `..`), with `getdents64` into `buf`; `f` returns `false` to stop.
-    pub fn read_entries(
-        fd: &OwnedFd,
-        buf: &mut Vec<u8>,
-        mut f: impl FnMut(&OsStr, DType, u64) -> bool,
-    ) -> io::Result<()> {
-        let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
-        while let Some(entry) = dir.next() {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let t = match entry.file_type() {
-                FileType::Directory => DType::Dir,
-                FileType::Unknown => DType::Unknown,
-                _ => DType::Other,
-            };
-            if !f(OsStr::from_bytes(name), t, entry.ino()) {
-                break;
-            }
+    /// Calls `f(name, type, inode)` for one directory entry unless it is `.` or `..`;
+    /// returns what `f` says (`false`: stop).
+    fn visit(
+        name: &[u8],
+        t: FileType,
+        ino: u64,
+        f: &mut impl FnMut(&OsStr, DType, u64) -> bool,
+    ) -> bool {
+        if name == b"." || name == b".." {
+            return true;
         }
-        Ok(())
-    }
-
-    /// The name of the pseudo file system `dir` is on, if it is one.
-    pub fn pseudo_fs(dir: &Path) -> Option<String> {
-        let m = crate::probe::fs::magic(dir)?;
-        crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
-    }
-
-    /// Mount points (other than `/`) and their file-system types, from
-    /// `/proc/self/mountinfo`.
-    pub fn mount_points() -> HashMap<PathBuf, String> {
-        std::fs::read("/proc/self/mountinfo")
-            .map(|text| parse_mountinfo(&text))
-            .unwrap_or_default()
-    }
-
-    pub fn parse_mountinfo(text: &[u8]) -> HashMap<PathBuf, String> {
-        let mut out = HashMap::new();
-        for line in text.split(|&b| b == b'\n') {
-            // id parent major:minor root mount-point options [optional...] - type source ...
-            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-            let Some(dash) = fields.iter().position(|f| *f == b"-") else {
-                continue;
-            };
-            let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(dash + 1)) else {
-                continue;
-            };
-            let mp = PathBuf::from(std::ffi::OsString::from_vec(
-                crate::probe::fs::mountinfo_unescape(mp),
-            ));
-            if mp != Path::new("/") {
-                out.insert(mp, String::from_utf8_lossy(fstype).into_owned());
-            }
-        }
-        out
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn parses_mountinfo() {
-            let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
-                36 25 8:1 / / rw - ext4 /dev/sda1 rw\n\
-                40 36 0:33 / /mnt/my\\040disk rw shared:1 - fuse.sshfs host: rw\n";
-            let m = parse_mountinfo(text);
-            assert_eq!(m.get(Path::new("/proc")).map(String::as_str), Some("proc"));
-            assert_eq!(
-                m.get(Path::new("/mnt/my disk")).map(String::as_str),
-                Some("fuse.sshfs")
-            );
-            assert!(!m.contains_key(Path::new("/")));
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod sys {
-    use std::collections::HashMap;
-    use std::ffi::OsStr;
-    use std::io;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::{Path, PathBuf};
-
-    use rustix::fd::{AsFd, OwnedFd};
-    use rustix::fs::{FileType, Mode, OFlags};
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum DType {
-        Dir,
-        Other,
-        Unknown,
-    }
-
-    pub type DirHandle = OwnedFd;
-
-    pub fn open_dir(parent: Option<&OwnedFd>, path: &Path) -> io::Result<OwnedFd> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let (at, name) = match (parent, path.file_name()) {
-            (Some(p), Some(name)) => (p.as_fd(), Path::new(name)),
-            _ => (rustix::fs::CWD, path),
+        let t = match t {
+            FileType::Directory => DType::Dir,
+            FileType::Unknown => DType::Unknown,
+            _ => DType::Other,
         };
-        Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
+        f(OsStr::from_bytes(name), t, ino)
     }
 
-    pub fn is_dir_at(dir: &OwnedFd, name: &OsStr) -> bool {
-        rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
-    }
+    #[cfg(target_os = "linux")]
+    mod linux {
+        use std::collections::HashMap;
+        use std::ffi::OsStr;
+        use std::io;
+        use std::os::unix::ffi::OsStringExt;
+        use std::path::{Path, PathBuf};
 
-    pub fn fd_limit() -> u64 {
-        0
-    }
+        use rustix::fd::OwnedFd;
+        use rustix::fs::RawDir;
 
-    pub fn read_entries(
-        fd: &OwnedFd,
-        _buf: &mut Vec<u8>,
-        mut f: impl FnMut(&OsStr, DType, u64) -> bool,
-    ) -> io::Result<()> {
-        let mut dir = rustix::fs::Dir::read_from(fd)?;
-        while let Some(entry) = dir.next() {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
+        use super::DType;
+
+        /// The soft limit on open descriptors.
+        pub fn fd_limit() -> u64 {
+            rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                .current
+                .unwrap_or(1024)
+        }
+
+        /// Calls `f(name, type, inode)` for each entry of the open directory `fd` (without `.`
+        /// and `..`), with `getdents64` into `buf`; `f` returns `false` to stop.
+        pub fn read_entries(
+            fd: &OwnedFd,
+            buf: &mut Vec<u8>,
+            mut f: impl FnMut(&OsStr, DType, u64) -> bool,
+        ) -> io::Result<()> {
+            let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
+            while let Some(entry) = dir.next() {
+                let entry = entry?;
+                let name = entry.file_name().to_bytes();
+                if !super::visit(name, entry.file_type(), entry.ino(), &mut f) {
+                    break;
+                }
             }
-            let t = match entry.file_type() {
-                FileType::Directory => DType::Dir,
-                FileType::Unknown => DType::Unknown,
-                _ => DType::Other,
-            };
-            if !f(OsStr::from_bytes(name), t, entry.ino() as u64) {
-                break;
+            Ok(())
+        }
+
+        /// The name of the pseudo file system `dir` is on, if it is one.
+        pub fn pseudo_fs(dir: &Path) -> Option<String> {
+            let m = crate::probe::fs::magic(dir)?;
+            crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
+        }
+
+        /// Mount points (other than `/`) and their file-system types, from
+        /// `/proc/self/mountinfo`.
+        pub fn mount_points() -> HashMap<PathBuf, String> {
+            std::fs::read("/proc/self/mountinfo")
+                .map(|text| parse_mountinfo(&text))
+                .unwrap_or_default()
+        }
+
+        pub fn parse_mountinfo(text: &[u8]) -> HashMap<PathBuf, String> {
+            let mut out = HashMap::new();
+            for line in text.split(|&b| b == b'\n') {
+                // id parent major:minor root mount-point options [optional...] - type source ...
+                let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+                let Some(dash) = fields.iter().position(|f| *f == b"-") else {
+                    continue;
+                };
+                let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(dash + 1)) else {
+                    continue;
+                };
+                let mp = PathBuf::from(std::ffi::OsString::from_vec(
+                    crate::probe::fs::mountinfo_unescape(mp),
+                ));
+                if mp != Path::new("/") {
+                    out.insert(mp, String::from_utf8_lossy(fstype).into_owned());
+                }
+            }
+            out
+        }
+
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+
+            #[test]
+            fn parses_mountinfo() {
+                let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
+                    36 25 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                    40 36 0:33 / /mnt/my\\040disk rw shared:1 - fuse.sshfs host: rw\n";
+                let m = parse_mountinfo(text);
+                assert_eq!(m.get(Path::new("/proc")).map(String::as_str), Some("proc"));
+                assert_eq!(
+                    m.get(Path::new("/mnt/my disk")).map(String::as_str),
+                    Some("fuse.sshfs")
+                );
+                assert!(!m.contains_key(Path::new("/")));
             }
         }
-        Ok(())
     }
 
-    pub fn pseudo_fs(_dir: &Path) -> Option<String> {
-        None
-    }
+    #[cfg(not(target_os = "linux"))]
+    mod other {
+        use std::collections::HashMap;
+        use std::ffi::OsStr;
+        use std::io;
+        use std::path::{Path, PathBuf};
 
-    pub fn mount_points() -> HashMap<PathBuf, String> {
-        HashMap::new()
+        use rustix::fd::OwnedFd;
+
+        use super::DType;
+
+        pub fn fd_limit() -> u64 {
+            0
+        }
+
+        pub fn read_entries(
+            fd: &OwnedFd,
+            _buf: &mut Vec<u8>,
+            mut f: impl FnMut(&OsStr, DType, u64) -> bool,
+        ) -> io::Result<()> {
+            let mut dir = rustix::fs::Dir::read_from(fd)?;
+            while let Some(entry) = dir.next() {
+                let entry = entry?;
+                let name = entry.file_name().to_bytes();
+                if !super::visit(name, entry.file_type(), entry.ino() as u64, &mut f) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+
+        pub fn pseudo_fs(_dir: &Path) -> Option<String> {
+            None
+        }
+
+        pub fn mount_points() -> HashMap<PathBuf, String> {
+            HashMap::new()
+        }
     }
 }

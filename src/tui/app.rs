@@ -555,7 +555,7 @@ impl App {
                 self.progress.errors += 1;
                 self.set_status(
                     Level::Warn,
-                    format!("{}: {}", text::path(&e.path), text::clean(&e.error)),
+                    format!("{}: {}", text::path(e.path()), text::clean(&e.to_string())),
                 );
             }
         }

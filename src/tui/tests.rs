@@ -761,10 +761,10 @@ fn scan_events_stream_in_and_a_complete_scan_drops_what_it_did_not_find() {
     });
     app.update(Msg::Scan {
         generation,
-        event: ScanEvent::Error(ScanError {
-            path: PathBuf::from("/root/secret"),
-            error: "permission denied".into(),
-        }),
+        event: ScanEvent::Error(ScanError::other(
+            PathBuf::from("/root/secret"),
+            "permission denied",
+        )),
     });
     app.update(Msg::Scan {
         generation,
@@ -1598,10 +1598,10 @@ fn a_background_rescan_adds_and_drops_rows_quietly() {
     });
     app.update(Msg::Scan {
         generation,
-        event: ScanEvent::Error(ScanError {
-            path: PathBuf::from("/root/private"),
-            error: "permission denied".into(),
-        }),
+        event: ScanEvent::Error(ScanError::other(
+            PathBuf::from("/root/private"),
+            "permission denied",
+        )),
     });
     app.update(Msg::ScanDone {
         generation,

@@ -128,7 +128,7 @@ impl Workers {
                     failed: None,
                 },
                 Err(e) => ScanSummary {
-                    failed: Some(e.error),
+                    failed: Some(e.to_string()),
                     ..ScanSummary::default()
                 },
             };
@@ -163,7 +163,7 @@ impl Workers {
                             Rejudge::Judged(Box::new(f))
                         }
                         Ok(None) => Rejudge::Gone,
-                        Err(e) => Rejudge::Failed(e.error),
+                        Err(e) => Rejudge::Failed(e.to_string()),
                     };
                     (f.path, r)
                 })
