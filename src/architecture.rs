@@ -19,6 +19,11 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
         "engine",
+        "probe",
+        "temporary: the engine becomes its own crate, using nothing above it",
+    ),
+    (
+        "engine",
         "dialect",
         "temporary: the engine becomes its own crate (crates/locksmith-engine), using nothing \
          above it",

@@ -88,7 +88,7 @@ pub fn written_before_boot(
     fs: Option<&FsInfo>,
     snap: &Snapshot,
 ) -> Option<String> {
-    if fs.is_some_and(|f| matches!(f.kind.as_str(), "tmpfs" | "ramfs")) {
+    if fs.is_some_and(|f| f.kind.is_volatile()) {
         return None;
     }
     let bt = snap.host.boot_time?;
@@ -300,7 +300,7 @@ fn pid_space_is_ours(claim: &PidClaim<'_>, snap: &Snapshot) -> bool {
     let ours = snap.host.pid_ns;
     ours.is_none_or(|ns| ns == INITIAL_PID_NS)
         || (claim.pid_ns.is_some() && claim.pid_ns == ours)
-        || claim.fs.is_some_and(|f| f.own_root && f.kind == "overlay")
+        || claim.fs.is_some_and(|f| f.own_root && f.kind.is_overlay())
 }
 
 /// What one namespace that sees the lock file says about its PID.

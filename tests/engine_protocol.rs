@@ -594,7 +594,7 @@ fn lock_command_output_is_escaped() {
         "raw escape reached the terminal"
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("evil\\u{1b}]0;owned\\u{7}"), "{err}");
+    assert!(err.contains("evil\\x1b]0;owned\\x07"), "{err}");
     drop(sleeper);
 }
 

@@ -24,7 +24,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use locksmith::engine::{Lock, sanitize};
+use locksmith::engine::Lock;
+use locksmith::report::escape::escape_text;
 
 use crate::LockArgs;
 
@@ -56,7 +57,8 @@ pub fn run(args: LockArgs) -> i32 {
     match lock_and_run(args) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("locksmith lock: {}", f.message);
+            // Engine errors carry raw text (paths, host names, commands): escaped here.
+            eprintln!("locksmith lock: {}", escape_text(&f.message));
             f.code
         }
     }
@@ -122,7 +124,7 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
         (None, None) => EXIT_ERROR,
     };
     if let Err(e) = guard.release() {
-        eprintln!("locksmith lock: warning: {e}");
+        eprintln!("locksmith lock: warning: {}", escape_text(&e.to_string()));
     }
     Ok(code)
 }
@@ -147,7 +149,7 @@ fn seconds(flag: &str, value: Option<f64>, zero_ok: bool) -> Result<Option<Durat
 }
 
 fn shown(program: &OsString) -> String {
-    format!("\"{}\"", sanitize(&program.to_string_lossy()))
+    format!("\"{}\"", program.to_string_lossy())
 }
 
 fn describe_spawn_error(e: &io::Error) -> String {

@@ -1,11 +1,12 @@
 //! Engine errors: always the lock path plus a [`ErrorKind`] that says what went wrong, in words
-//! a user can act on. Text that comes from a lock file (host names, commands) is escaped, so
-//! printing an error never sends a lock file's control characters to a terminal.
+//! a user can act on. Text that comes from a lock file (host names, commands) and the path are
+//! kept as they are: a program that shows an error on a terminal escapes it there.
 
 use std::fmt::Write as _;
 use std::io;
 use std::path::PathBuf;
 
+use super::FsKind;
 use crate::verdict::{Judgement, Verdict};
 
 /// An engine operation failed on `path`.
@@ -94,7 +95,7 @@ pub enum ErrorKind {
     /// The file system of the lock's directory cannot give the guarantees a lock needs (no
     /// hard links, a `link()` that reports what it did not do). Nothing was left at the path.
     #[error("cannot lock on this file system ({fs}): {why}; nothing was created")]
-    Unsupported { fs: String, why: &'static str },
+    Unsupported { fs: FsKind, why: &'static str },
     /// Release found that the path no longer names our lock: someone removed or replaced it
     /// while we held it. Nothing was removed.
     #[error("the lock file was removed or replaced by someone else while held; left it alone")]
@@ -111,7 +112,7 @@ pub enum ErrorKind {
 }
 
 fn evidence_line(j: &Judgement) -> String {
-    sanitize(&j.evidence.join("; "))
+    j.evidence.join("; ")
 }
 
 fn waited_suffix(ms: u64) -> String {
@@ -122,22 +123,9 @@ fn waited_suffix(ms: u64) -> String {
     }
 }
 
-/// Replaces control characters by escapes, so text from a lock file or another process can
-/// be printed to a terminal.
-pub fn sanitize(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// One line naming who holds a lock (pid, command, host, since when) or, when nobody can be
-/// named, why it cannot be taken. Used for `locksmith lock`'s "held" message.
+/// named, why it cannot be taken. Used for `locksmith lock`'s "held" message. The text is raw
+/// (host names and commands as the record and the process table have them).
 pub fn describe(j: &Judgement) -> String {
     let owner = j.owner.as_ref();
     let pid = j
@@ -166,12 +154,10 @@ pub fn describe(j: &Judgement) -> String {
             let _ = write!(
                 s,
                 "cannot tell who holds it: {}",
-                sanitize(
-                    j.evidence
-                        .first()
-                        .map(String::as_str)
-                        .unwrap_or("no evidence")
-                )
+                j.evidence
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("no evidence")
             );
             return s;
         }
@@ -184,23 +170,23 @@ pub fn describe(j: &Judgement) -> String {
     }
     if let Some(c) = command {
         let c: String = c.chars().take(120).collect();
-        let _ = write!(s, " ({})", sanitize(&c));
+        let _ = write!(s, " ({c})");
     }
     if let Some(h) = owner.and_then(|o| o.hostname.as_deref()) {
-        let _ = write!(s, " on host \"{}\"", sanitize(h));
+        let _ = write!(s, " on host \"{h}\"");
     }
     if let Some(t) = owner.and_then(|o| o.created_at.as_deref()) {
-        let _ = write!(s, " since {}", sanitize(t));
+        let _ = write!(s, " since {t}");
     }
     if j.verdict == Verdict::Foreign
         && let Some(e) = j.evidence.first()
     {
-        let _ = write!(s, ": {}", sanitize(e));
+        let _ = write!(s, ": {e}");
     } else if pid.is_none()
         && let Some(e) = j.evidence.last()
     {
         // Nobody to name: say why (e.g. another user's record we may not read).
-        let _ = write!(s, ": {}", sanitize(e));
+        let _ = write!(s, ": {e}");
     }
     s
 }
@@ -211,7 +197,7 @@ mod tests {
     use crate::verdict::{Owner, ProcessInfo};
 
     #[test]
-    fn describes_holders_and_escapes() {
+    fn describes_holders_with_raw_text() {
         let j = Judgement {
             process: Some(ProcessInfo {
                 pid: 42,
@@ -229,7 +215,7 @@ mod tests {
         });
         assert_eq!(
             describe(&j),
-            "held by pid 42 (sleep 100) on host \"box\\u{1b}[31m\" since 2026-01-02T03:04:05Z"
+            "held by pid 42 (sleep 100) on host \"box\x1b[31m\" since 2026-01-02T03:04:05Z"
         );
         let e = EngineError::new(
             "/tmp/L",

@@ -42,6 +42,7 @@
 
 mod create;
 mod error;
+mod fs;
 mod heartbeat;
 mod place;
 pub mod record;
@@ -55,11 +56,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use error::{EngineError, ErrorKind, describe, sanitize};
+pub use error::{EngineError, ErrorKind, describe};
+pub use fs::FsKind;
 pub use record::{ParsedRecord, Record, RecordFormat};
 
 use crate::dialect::Windows;
-use crate::scan::Identity;
+use crate::probe::Identity;
 use crate::verdict::{Judgement, Verdict};
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;

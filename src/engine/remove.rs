@@ -28,8 +28,8 @@ use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
 use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind, Windows};
+use crate::probe::Identity;
 use crate::probe::{FileKey, Snapshot};
-use crate::scan::Identity;
 use crate::verdict::{Judgement, Verdict};
 
 /// A guard older than this is abandoned whatever it says: guards live for milliseconds.

@@ -4,11 +4,13 @@
 
 use std::path::Path;
 
+pub use crate::engine::FsKind;
+
 /// The file system a lock lives on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FsInfo {
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: FsKind,
     pub network: bool,
     /// An overlay mount that is not our own root: the root file system of a container seen
     /// from outside it, where PIDs written in files belong to the container's PID namespace.
@@ -20,7 +22,7 @@ pub struct FsInfo {
 }
 
 impl FsInfo {
-    pub fn new(kind: impl Into<String>, network: bool) -> Self {
+    pub fn new(kind: impl Into<FsKind>, network: bool) -> Self {
         FsInfo {
             kind: kind.into(),
             network,
@@ -30,7 +32,7 @@ impl FsInfo {
     }
 
     pub fn unknown() -> Self {
-        FsInfo::new("unknown", false)
+        FsInfo::new(FsKind::Unknown, false)
     }
 }
 
@@ -229,15 +231,15 @@ pub fn describe(dir: &Path, dev: u64) -> FsInfo {
         return match fuse_mount(dev) {
             Some((kind, source)) => {
                 let network = fuse_is_network(&kind, source.as_deref());
-                FsInfo::new(kind, network)
+                FsInfo::new(FsKind::Fuse(kind), network)
             }
             // No mountinfo entry to say what it is: it cannot be proven local.
-            None => FsInfo::new("fuse", true),
+            None => FsInfo::new(FsKind::Fuse("fuse".into()), true),
         };
     }
     match MAGICS.iter().find(|(mm, ..)| *mm == m) {
-        Some((_, name, network, _)) => FsInfo::new(*name, *network),
-        None => FsInfo::new(format!("0x{m:x}"), false),
+        Some((_, name, network, _)) => FsInfo::new(FsKind::from_name(name), *network),
+        None => FsInfo::new(FsKind::Other(format!("0x{m:x}")), false),
     }
 }
 
@@ -289,6 +291,16 @@ pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_network_column_agrees_with_the_kind() {
+        for (m, name, network, pseudo) in MAGICS {
+            let kind = FsKind::from_name(name);
+            assert_eq!(kind.as_str(), *name, "{m:x}");
+            assert_eq!(kind.is_network(), *network, "{name}");
+            assert!(!(*pseudo && *network), "{name}");
+        }
+    }
 
     #[test]
     fn classifies_magics() {

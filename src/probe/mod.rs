@@ -5,6 +5,7 @@
 pub mod containers;
 pub mod fs;
 pub mod host;
+pub mod identity;
 pub mod kernel_locks;
 pub mod open_files;
 pub mod process;
@@ -13,6 +14,7 @@ pub mod snapshot;
 pub use containers::{ContainerId, Inventory};
 pub use fs::FsInfo;
 pub use host::HostFacts;
+pub use identity::Identity;
 pub use kernel_locks::{FileKey, KernelLocks};
 pub use process::{PidState, ProcFacts};
 pub use snapshot::{ProcSummary, Snapshot};

@@ -270,7 +270,7 @@ impl Snapshot {
         };
         let mut info = super::fs::describe(dir, dev);
         info.own_root = Some(dev) == self.root_dev;
-        info.container_root = info.kind == "overlay" && !info.own_root;
+        info.container_root = info.kind.is_overlay() && !info.own_root;
         self.fs.lock().unwrap().insert(dev, info.clone());
         info
     }

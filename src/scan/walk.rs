@@ -590,7 +590,7 @@ mod sys {
         }
 
         /// The name of the pseudo file system `dir` is on, if it is one.
-        pub fn pseudo_fs(dir: &Path) -> Option<String> {
+        pub fn pseudo_fs(dir: &Path) -> Option<crate::probe::fs::FsKind> {
             let m = crate::probe::fs::magic(dir)?;
             crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
         }
@@ -675,7 +675,7 @@ mod sys {
             Ok(())
         }
 
-        pub fn pseudo_fs(_dir: &Path) -> Option<String> {
+        pub fn pseudo_fs(_dir: &Path) -> Option<crate::probe::fs::FsKind> {
             None
         }
 

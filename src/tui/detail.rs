@@ -112,7 +112,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
     }
     let fs = format!(
         "{}{}",
-        text::clean(&f.fs.kind),
+        text::clean(f.fs.kind.as_str()),
         if f.fs.network {
             " (network file system: kernel locks and PIDs of other hosts cannot be checked)"
         } else {
