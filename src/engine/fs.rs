@@ -2,9 +2,15 @@
 //! system that does not survive a reboot (`tmpfs`, `ramfs`) makes a file's age before boot
 //! meaningless, an overlay may be a container's root, and a FUSE mount is named by its
 //! mountinfo type (`fuse.sshfs`). Whether a mount talks to another machine is decided with its
-//! mount source as well, so it is not a property of the kind alone (see `network`).
+//! mount source as well, so it is not a property of the kind alone ([`FsInfo::network`]).
+//!
+//! [`describe`] names the file system of a directory: the `statfs` magic, its name, whether it
+//! is a network file system (where kernel locks and PIDs of other hosts cannot be trusted),
+//! and the pseudo file systems a walker must not descend into. FUSE mounts are named by their
+//! subtype from mountinfo.
 
 use std::fmt;
+use std::path::Path;
 
 /// A file system type, as `statfs` (its magic number) or mountinfo (FUSE subtypes) names it.
 /// Its text ([`FsKind::as_str`]) is the name the report shows (`"ext4"`, `"fuse.sshfs"`,
@@ -201,6 +207,299 @@ impl serde::Serialize for FsKind {
     }
 }
 
+/// The file system a lock lives on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FsInfo {
+    #[serde(rename = "type")]
+    pub kind: FsKind,
+    pub network: bool,
+    /// An overlay mount that is not our own root: the root file system of a container seen
+    /// from outside it, where PIDs written in files belong to the container's PID namespace.
+    #[serde(skip)]
+    pub container_root: bool,
+    /// The file system of our own `/` (inside a container: the container's root).
+    #[serde(skip)]
+    pub own_root: bool,
+}
+
+impl FsInfo {
+    pub fn new(kind: impl Into<FsKind>, network: bool) -> Self {
+        FsInfo {
+            kind: kind.into(),
+            network,
+            container_root: false,
+            own_root: false,
+        }
+    }
+
+    pub fn unknown() -> Self {
+        FsInfo::new(FsKind::Unknown, false)
+    }
+}
+
+/// `(magic, name, network, pseudo)`.
+const MAGICS: &[(u64, &str, bool, bool)] = &[
+    (0xEF53, "ext4", false, false),
+    (0x5846_5342, "xfs", false, false),
+    (0x9123_683E, "btrfs", false, false),
+    (0x0102_1994, "tmpfs", false, false),
+    (0x794C_7630, "overlay", false, false),
+    (0x2FC1_2FC1, "zfs", false, false),
+    (0xF2F5_2010, "f2fs", false, false),
+    (0x4D44, "vfat", false, false),
+    (0x5346_544E, "ntfs", false, false),
+    (0x6165_676C, "pstore", false, true),
+    (0x858_458F6, "ramfs", false, false),
+    (0x6969, "nfs", true, false),
+    (0x517B, "smb", true, false),
+    (0xFF53_4D42, "cifs", true, false),
+    (0xFE53_4D42, "smb2", true, false),
+    (0x5346_414F, "afs", true, false),
+    (0x6B41_4653, "afs", true, false),
+    (0x0102_1997, "9p", true, false),
+    (0x00C3_6400, "ceph", true, false),
+    (0x7375_7245, "coda", true, false),
+    (0x564C, "ncp", true, false),
+    (0x7461_636F, "ocfs2", true, false),
+    (0x0116_1970, "gfs2", true, false),
+    (0x0BD0_0BD0, "lustre", true, false),
+    (0x4750_4653, "gpfs", true, false),
+    (0x1983_0326, "beegfs", true, false),
+    (0x2003_0528, "orangefs", true, false),
+    // A VirtualBox shared folder: the host machine's files, written by another kernel.
+    (0x786F_4256, "vboxsf", true, false),
+    (0x6573_5546, "fuse", false, false),
+    (0x9FA0, "proc", false, true),
+    (0x6265_6572, "sysfs", false, true),
+    (0x1CD1, "devpts", false, true),
+    (0x0027_E0EB, "cgroup", false, true),
+    (0x6367_7270, "cgroup2", false, true),
+    (0x6462_6720, "debugfs", false, true),
+    (0x7472_6163, "tracefs", false, true),
+    (0x7363_6673, "securityfs", false, true),
+    (0xCAFE_4A11, "bpf", false, true),
+    (0x6265_6570, "configfs", false, true),
+    (0x6573_746C, "fusectl", false, true),
+    (0x1980_0202, "mqueue", false, true),
+    (0x9584_58F6, "hugetlbfs", false, true),
+    (0x0187, "autofs", false, true),
+    (0x4249_4E4D, "binfmt_misc", false, true),
+    (0xF97C_FF8C, "selinuxfs", false, true),
+    (0xDE5E_81E4, "efivarfs", false, true),
+    (0x6E73_6673, "nsfs", false, true),
+];
+
+/// FUSE subtypes that talk to another machine (or to another kernel: a VM's host).
+const NETWORK_FUSE: &[&str] = &[
+    "sshfs",
+    "s3fs",
+    "gcsfuse",
+    "rclone",
+    "glusterfs",
+    "ceph-fuse",
+    "cephfs",
+    "davfs",
+    "davfs2",
+    "curlftpfs",
+    "juicefs",
+    "goofys",
+    "mountpoint-s3",
+    "blobfuse",
+    "blobfuse2",
+    "afpfs",
+    "smbnetfs",
+    "lizardfs",
+    "moosefs",
+    "mfs",
+    "seaweedfs",
+    "virtiofs",
+    "vmhgfs-fuse",
+    "gvfsd-fuse",
+    "kio-fuse",
+    "ossfs",
+    "cosfs",
+    "obsfs",
+    "cvmfs2",
+    "xtreemfs",
+    "alluxio-fuse",
+    "hdfs",
+    "fuse_dfs",
+    "ipfs",
+    "kbfsfuse",
+    "onedriver",
+    "google-drive-ocamlfuse",
+    "webdavfs",
+    "wdfs",
+    "sshfs-win",
+];
+
+/// FUSE subtypes known to serve this machine's own data (stacked on a local directory,
+/// an archive, a device): local.
+const LOCAL_FUSE: &[&str] = &[
+    "fuse-overlayfs",
+    "bindfs",
+    "mergerfs",
+    "unionfs",
+    "unionfs-fuse",
+    "lxcfs",
+    "portal",
+    "doc",
+    "gocryptfs",
+    "encfs",
+    "cryfs",
+    "securefs",
+    "ntfs-3g",
+    "ntfs",
+    "exfat",
+    "squashfuse",
+    "squashfuse_ll",
+    "snapfuse",
+    "archivemount",
+    "fuse-zip",
+    "ratarmount",
+    "avfsd",
+    "jmtpfs",
+    "simple-mtpfs",
+    "ifuse",
+    "rar2fs",
+    "dislocker",
+];
+
+/// Whether a FUSE mount (`fuse.<subtype>` in mountinfo, and its mount source) is a network
+/// file system. Known subtypes decide; an unknown one is network when its source names a
+/// remote (`host:path`, `user@host:path`, `remote:`, `scheme://...`), and also when nothing
+/// says it is local: a lock there cannot be proven to be this machine's (spec §3).
+pub fn fuse_is_network(fs_type: &str, source: Option<&str>) -> bool {
+    if fs_type.starts_with("fuseblk") {
+        return false; // a local block device (ntfs-3g, exfat, ...)
+    }
+    let sub = fs_type.strip_prefix("fuse.").unwrap_or(fs_type);
+    if NETWORK_FUSE.contains(&sub) {
+        return true;
+    }
+    if LOCAL_FUSE.contains(&sub) {
+        return false;
+    }
+    let Some(src) = source else {
+        return true;
+    };
+    if src.contains("://") {
+        return true;
+    }
+    if let Some((before, _)) = src.split_once(':')
+        && !before.is_empty()
+        && !before.contains('/')
+        && !before.contains(char::is_whitespace)
+    {
+        return true;
+    }
+    // A local path or a program name as the source (bindfs, AppImage runtimes...): stacked
+    // on this machine's own files.
+    !(src.starts_with('/') || src == sub)
+}
+
+const FUSE_MAGIC: u64 = 0x6573_5546;
+
+/// The magic number of the file system holding `path` (not following a final symlink is not
+/// possible with statfs; callers pass a directory).
+pub fn magic(path: &Path) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::fs::statfs(path).ok().map(|s| s.f_type as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// Whether the file system with this magic must never be walked (proc, sysfs, ...).
+pub fn is_pseudo(magic: u64) -> bool {
+    MAGICS
+        .iter()
+        .any(|(m, _, _, pseudo)| *m == magic && *pseudo)
+}
+
+/// Describes the file system of `dir` (a directory, so statfs does not follow a lock symlink)
+/// whose device is `dev`.
+pub fn describe(dir: &Path, dev: u64) -> FsInfo {
+    let Some(m) = magic(dir) else {
+        return FsInfo::unknown();
+    };
+    if m == FUSE_MAGIC {
+        // virtiofs shares the FUSE magic; its mountinfo type is `virtiofs`.
+        return match fuse_mount(dev) {
+            Some((kind, source)) => {
+                let network = fuse_is_network(&kind, source.as_deref());
+                FsInfo::new(FsKind::Fuse(kind), network)
+            }
+            // No mountinfo entry to say what it is: it cannot be proven local.
+            None => FsInfo::new(FsKind::Fuse("fuse".into()), true),
+        };
+    }
+    match MAGICS.iter().find(|(mm, ..)| *mm == m) {
+        Some((_, name, network, _)) => FsInfo::new(FsKind::from_name(name), *network),
+        None => FsInfo::new(FsKind::Other(format!("0x{m:x}")), false),
+    }
+}
+
+/// The type (`fuse.<subtype>`, `fuseblk`, `virtiofs`) and mount source of the mount with device
+/// `dev`, from `/proc/self/mountinfo` (proc(5): `ID PARENT MAJ:MIN ROOT POINT OPTIONS
+/// [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS`).
+fn fuse_mount(dev: u64) -> Option<(String, Option<String>)> {
+    #[cfg(target_os = "linux")]
+    {
+        let want = format!(
+            "{}:{}",
+            rustix::fs::major(dev as _),
+            rustix::fs::minor(dev as _)
+        );
+        let infos = std::fs::read("/proc/self/mountinfo").ok()?;
+        infos.split(|b| *b == b'\n').find_map(|line| {
+            let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
+            if fields.get(2).copied() != Some(want.as_bytes()) {
+                return None;
+            }
+            let dash = fields.iter().position(|f| *f == b"-")?;
+            let text = |f: &[u8]| String::from_utf8_lossy(f).into_owned();
+            let fs_type = text(fields.get(dash + 1)?);
+            let source = fields
+                .get(dash + 2)
+                .filter(|s| !s.is_empty() && **s != b"none")
+                .map(|s| text(s));
+            Some((fs_type, source))
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dev;
+        None
+    }
+}
+
+/// Undoes mountinfo's escaping of space, tab, newline and backslash as `\ooo` (proc(5)).
+pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\'
+            && i + 4 <= s.len()
+            && s[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = u32::from(s[i + 1] - b'0') * 64
+                + u32::from(s[i + 2] - b'0') * 8
+                + u32::from(s[i + 3] - b'0');
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +559,67 @@ mod tests {
         assert!(FsKind::Tmpfs.is_volatile() && FsKind::Ramfs.is_volatile());
         assert!(!FsKind::Ext4.is_volatile() && FsKind::Overlay.is_overlay());
         assert!(matches!(FsKind::from_name("proc"), FsKind::Other(_)));
+    }
+
+    #[test]
+    fn the_network_column_agrees_with_the_kind() {
+        for (m, name, network, pseudo) in MAGICS {
+            let kind = FsKind::from_name(name);
+            assert_eq!(kind.as_str(), *name, "{m:x}");
+            assert_eq!(kind.is_network(), *network, "{name}");
+            assert!(!(*pseudo && *network), "{name}");
+        }
+    }
+
+    #[test]
+    fn classifies_magics() {
+        assert!(is_pseudo(0x9FA0));
+        assert!(!is_pseudo(0xEF53));
+        assert!(
+            MAGICS
+                .iter()
+                .any(|(m, n, net, _)| *m == 0x6969 && *n == "nfs" && *net)
+        );
+    }
+
+    #[test]
+    fn classifies_fuse_mounts() {
+        for (kind, source, network) in [
+            ("fuse.sshfs", Some("root@127.0.0.1:/srv"), true),
+            ("fuse.sshfs", None, true),
+            ("fuse.rclone", Some("gdrive:"), true),
+            ("fuse.s3fs", Some("s3fs"), true),
+            ("fuse.gcsfuse", Some("my-bucket"), true),
+            ("fuse.glusterfs", Some("server:/vol"), true),
+            ("virtiofs", Some("myfs"), true),
+            ("fuseblk", Some("/dev/sdb1"), false),
+            ("fuse.fuse-overlayfs", Some("fuse-overlayfs"), false),
+            ("fuse.bindfs", Some("/home/me/src"), false),
+            ("fuse.lxcfs", Some("lxcfs"), false),
+            ("fuse.portal", Some("portal"), false),
+            // Unknown subtypes: by their source.
+            ("fuse.newfs", Some("alice@files.example:/x"), true),
+            ("fuse.newfs", Some("https://dav.example/x"), true),
+            ("fuse.newfs", Some("/home/me/data"), false),
+            ("fuse.newfs", Some("newfs"), false),
+            ("fuse.newfs", Some("a volume"), true),
+            ("fuse.newfs", None, true),
+        ] {
+            assert_eq!(
+                fuse_is_network(kind, source),
+                network,
+                "{kind} from {source:?}"
+            );
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn describes_proc_and_tmp() {
+        assert!(is_pseudo(magic(Path::new("/proc")).unwrap()));
+        let meta = std::fs::metadata("/tmp").unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let info = describe(Path::new("/tmp"), meta.dev());
+        assert!(!info.network, "{info:?}");
     }
 }

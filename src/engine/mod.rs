@@ -42,13 +42,15 @@
 
 mod create;
 mod error;
-mod fs;
+pub mod fs;
 mod heartbeat;
+pub mod host;
+mod identity;
 mod place;
 pub mod record;
 mod remove;
 mod sweep;
-mod sys;
+pub mod sys;
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -57,11 +59,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use error::{EngineError, ErrorKind, describe};
-pub use fs::FsKind;
+pub use fs::{FsInfo, FsKind};
+pub use identity::Identity;
 pub use record::{ParsedRecord, Record, RecordFormat};
 
 use crate::dialect::Windows;
-use crate::probe::Identity;
 use crate::verdict::{Judgement, Verdict};
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;

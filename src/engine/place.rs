@@ -16,7 +16,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::error::{EngineError, ErrorKind};
-use crate::probe::FsInfo;
+use super::fs::{FsInfo, describe};
 
 /// How much of an existing lock file is read (a record is a few hundred bytes; more than this
 /// is not a record, but the bytes are still handed to `before_unlink` to be saved).
@@ -85,7 +85,7 @@ impl Place {
             })?;
         let st = rustix::fs::fstat(&dir)
             .map_err(|e| EngineError::io(path, "stat the lock's directory", e.into()))?;
-        let fs = crate::probe::fs::describe(&dir_path, dev_ino(&st).0);
+        let fs = describe(&dir_path, dev_ino(&st).0);
         Ok(Place {
             path: path.to_path_buf(),
             dir: Arc::new(dir),
@@ -107,7 +107,7 @@ impl Place {
         } else {
             path.parent().unwrap_or(Path::new(".")).to_path_buf()
         };
-        let fs = crate::probe::fs::describe(&dir_path, dev_ino(&st).0);
+        let fs = describe(&dir_path, dev_ino(&st).0);
         Ok(Place {
             path: path.to_path_buf(),
             dir: Arc::new(dir),

@@ -52,7 +52,7 @@ impl Record {
         let created_at = jiff::Timestamp::now().to_string();
         Record {
             pid: facts.pid,
-            hostname: crate::probe::host::hostname(),
+            hostname: super::host::hostname(),
             boot_id: facts.boot_id,
             start_time: facts.start_time,
             pid_ns: facts.pid_ns,
@@ -96,9 +96,9 @@ impl ProcessFacts {
         }
         let facts = ProcessFacts {
             pid,
-            boot_id: crate::probe::host::boot_id(),
-            start_time: crate::probe::process::own_start_ticks(),
-            pid_ns: crate::probe::host::pid_ns_of("self"),
+            boot_id: super::host::boot_id(),
+            start_time: super::host::own_start_ticks(),
+            pid_ns: super::host::pid_ns_of("self"),
             exe: std::env::current_exe()
                 .ok()
                 .map(|p| p.to_string_lossy().into_owned()),

@@ -23,12 +23,12 @@
 use std::fs::{File, Metadata};
 use std::os::fd::AsFd;
 
+use super::Identity;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
 use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind, Windows};
-use crate::probe::Identity;
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Judgement, Verdict};
 
@@ -419,7 +419,7 @@ impl Guard {
                 true
             } else {
                 let age_ms =
-                    jiff::Timestamp::now().as_millisecond() - crate::probe::mtime_ms(&ex.meta);
+                    jiff::Timestamp::now().as_millisecond() - Identity::of(&ex.meta).mtime_ms();
                 ex.judgement.verdict == Verdict::Stale || age_ms > GUARD_MAX_AGE_MS
             };
             if !abandoned {

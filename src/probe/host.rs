@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+pub use crate::engine::host::{boot_id, hostname, parse_ns_link, pid_ns_of};
+
 /// Host facts used by the evidence rules (spec §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostFacts {
@@ -41,21 +43,6 @@ impl HostFacts {
     }
 }
 
-/// The host name (`uname -n`).
-pub fn hostname() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// The boot id of the running kernel.
-pub fn boot_id() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
-}
-
 /// The machine id (`/etc/machine-id`, else D-Bus's copy), lower-case hex.
 pub fn machine_id() -> Option<String> {
     ["/etc/machine-id", "/var/lib/dbus/machine-id"]
@@ -71,17 +58,6 @@ pub fn boot_time() -> Option<i64> {
     stat.lines()
         .find_map(|l| l.strip_prefix("btime "))
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// The PID namespace inode of `/proc/<who>/ns/pid` (`who` is a pid or `self`).
-pub fn pid_ns_of(who: &str) -> Option<u64> {
-    let target = std::fs::read_link(format!("/proc/{who}/ns/pid")).ok()?;
-    parse_ns_link(&target.to_string_lossy())
-}
-
-/// Parses `pid:[4026531836]` into the inode number.
-pub fn parse_ns_link(s: &str) -> Option<u64> {
-    s.split_once(":[")?.1.strip_suffix(']')?.parse().ok()
 }
 
 fn ticks_per_sec() -> u64 {
@@ -121,12 +97,6 @@ pub fn in_container() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_namespace_links() {
-        assert_eq!(parse_ns_link("pid:[4026531836]"), Some(4026531836));
-        assert_eq!(parse_ns_link("pid:4026531836"), None);
-    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -1,27 +1,4 @@
-//! What identifies the exact file that was judged: device, inode, size, mtime and ctime.
+//! What identifies the exact file that was judged (the engine's [`crate::engine::Identity`]:
+//! reclaim and the engine's own reclaim check it before removing anything).
 
-/// What identifies the exact file that was judged; reclaim removes a path only while it still
-/// names the same file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Identity {
-    pub dev: u64,
-    pub ino: u64,
-    pub size: u64,
-    pub mtime_ns: i128,
-    /// Status change time: moves with any write, chmod, link or rename of the inode, so a
-    /// file rewritten with the same size and mtime is still told apart.
-    pub ctime_ns: i128,
-}
-
-impl Identity {
-    pub fn of(meta: &std::fs::Metadata) -> Self {
-        use std::os::unix::fs::MetadataExt;
-        Identity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-            ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
-        }
-    }
-}
+pub use crate::engine::Identity;

@@ -179,55 +179,7 @@ impl KernelLocks {
     }
 }
 
-/// `fcntl(fd, F_OFD_GETLK, {F_WRLCK, whole file})`: asks the kernel, without taking anything,
-/// whether another open file description holds a lock (OFD or POSIX) that would conflict with
-/// a write lock. Works on a read-only descriptor. (flock(2) locks are not seen.)
-#[cfg(target_os = "linux")]
-pub fn write_lock_conflict(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `flock` is a plain C struct of integers; all-zero is valid (and the kernel
-    // requires `l_pid == 0` for OFD requests).
-    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    // SAFETY: a valid descriptor and a pointer to a live `flock`, which F_OFD_GETLK fills.
-    let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
-}
-
-#[cfg(not(target_os = "linux"))]
-pub fn write_lock_conflict(_fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<bool> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        "OFD locks are not available on this system",
-    ))
-}
-
-/// Asks the kernel directly ([`write_lock_conflict`] on a read-only descriptor of our own:
-/// nothing is taken) whether a lock is held on the file `(dev, ino)` at `path`, whatever a
-/// read of `/proc/locks` showed a moment ago (such a read can miss an entry while others lock
-/// and unlock). A file that is gone, or is another file now, holds no lock of that inode:
-/// `Some(false)`. `None` when it cannot tell (not readable, no OFD locks).
-pub fn held_at(path: &std::path::Path, dev: u64, ino: u64) -> Option<bool> {
-    use rustix::fs::{Mode, OFlags};
-    use std::os::fd::AsFd;
-    let flags =
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Some(false),
-        Err(_) => return None,
-    };
-    let st = rustix::fs::fstat(&fd).ok()?;
-    #[allow(clippy::unnecessary_cast)]
-    if (st.st_dev as u64, st.st_ino as u64) != (dev, ino) {
-        return Some(false);
-    }
-    write_lock_conflict(fd.as_fd()).ok()
-}
+pub use crate::engine::sys::{held_at, write_lock_conflict};
 
 #[cfg(test)]
 mod tests {

@@ -151,20 +151,7 @@ fn read_facts(_pid: i32, _host: &HostFacts) -> Option<ProcFacts> {
 }
 
 /// Our own start time in clock ticks since boot.
-pub fn own_start_ticks() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        procfs::process::Process::myself()
-            .ok()?
-            .stat()
-            .ok()
-            .map(|s| s.starttime)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        None
-    }
-}
+pub use crate::engine::host::own_start_ticks;
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,78 @@
+//! What a lock record says about its owner's machine and process: host name, boot id, PID
+//! namespace and start time, each read from the kernel (uname(2), `/proc/sys/kernel/random/
+//! boot_id`, `/proc/<pid>/ns/pid`, `/proc/self/stat`). Small reads of single files: the engine
+//! never walks all of `/proc`.
+
+/// The host name (uname(2) `nodename`).
+pub fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// This kernel's boot id: a new random UUID at every boot.
+pub fn boot_id() -> Option<String> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The inode of `/proc/<who>/ns/pid` (`who` is a PID or `self`): which PID namespace the
+/// process runs in.
+pub fn pid_ns_of(who: &str) -> Option<u64> {
+    let target = std::fs::read_link(format!("/proc/{who}/ns/pid")).ok()?;
+    parse_ns_link(&target.to_string_lossy())
+}
+
+/// `pid:[4026531836]` → 4026531836.
+pub fn parse_ns_link(s: &str) -> Option<u64> {
+    s.split_once(":[")?.1.strip_suffix(']')?.parse().ok()
+}
+
+/// Our own start time in clock ticks since boot (field 22 of `/proc/self/stat`).
+pub fn own_start_ticks() -> Option<u64> {
+    let stat = std::fs::read("/proc/self/stat").ok()?;
+    start_ticks_of_stat(&stat)
+}
+
+/// The start time (field 22) of a `/proc/<pid>/stat` line. The command name (field 2) is in
+/// parentheses and may contain spaces and parentheses itself: fields are counted after the
+/// last `)`.
+pub fn start_ticks_of_stat(stat: &[u8]) -> Option<u64> {
+    let after = stat.iter().rposition(|b| *b == b')')?;
+    let rest = std::str::from_utf8(&stat[after + 1..]).ok()?;
+    // Fields 3.. follow the command: field 22 is the 20th of them.
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_namespace_links() {
+        assert_eq!(parse_ns_link("pid:[4026531836]"), Some(4026531836));
+        assert_eq!(parse_ns_link("pid:4026531836"), None);
+    }
+
+    #[test]
+    fn reads_the_start_time_after_the_command() {
+        let line =
+            b"42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 10";
+        assert_eq!(start_ticks_of_stat(line), Some(123456));
+        assert_eq!(start_ticks_of_stat(b"42 (x) S 1"), None);
+        assert_eq!(start_ticks_of_stat(b"garbage"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_process() {
+        assert!(!hostname().is_empty());
+        assert_eq!(boot_id().as_deref().map(str::len), Some(36));
+        assert!(pid_ns_of("self").is_some());
+        let ours = own_start_ticks().expect("start time");
+        let me = procfs::process::Process::myself().unwrap().stat().unwrap();
+        assert_eq!(ours, me.starttime);
+    }
+}
