@@ -111,9 +111,24 @@ impl Default for Windows {
     fn default() -> Self {
         Windows {
             mkdir_lock_secs: 300,
-            heartbeat_secs: 60,
+            heartbeat_secs: crate::engine::StaleWindows::default().heartbeat_secs,
             git_min_age_secs: 2,
         }
+    }
+}
+
+/// The engine's part of the windows (its heartbeat window).
+impl From<&Windows> for crate::engine::StaleWindows {
+    fn from(w: &Windows) -> Self {
+        crate::engine::StaleWindows {
+            heartbeat_secs: w.heartbeat_secs,
+        }
+    }
+}
+
+impl From<Windows> for crate::engine::StaleWindows {
+    fn from(w: Windows) -> Self {
+        (&w).into()
     }
 }
 

@@ -7,7 +7,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::FsKind;
-use crate::verdict::{Judgement, Verdict};
+use super::verdict::{Judgement, Verdict};
 
 /// An engine operation failed on `path`.
 #[derive(Debug, thiserror::Error)]
@@ -194,7 +194,7 @@ pub fn describe(j: &Judgement) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Owner, ProcessInfo};
+    use crate::engine::verdict::{Owner, ProcessInfo};
 
     #[test]
     fn describes_holders_with_raw_text() {

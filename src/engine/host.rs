@@ -36,14 +36,64 @@ pub fn own_start_ticks() -> Option<u64> {
     start_ticks_of_stat(&stat)
 }
 
-/// The start time (field 22) of a `/proc/<pid>/stat` line. The command name (field 2) is in
-/// parentheses and may contain spaces and parentheses itself: fields are counted after the
-/// last `)`.
+/// The start time (field 22) of a `/proc/<pid>/stat` line.
 pub fn start_ticks_of_stat(stat: &[u8]) -> Option<u64> {
+    stat_fields(stat)?.nth(19)?.parse().ok()
+}
+
+/// The fields of a `/proc/<pid>/stat` line from field 3 (the state) on. The command name
+/// (field 2) is in parentheses and may contain spaces and parentheses itself: fields are
+/// counted after the last `)`.
+fn stat_fields(stat: &[u8]) -> Option<std::str::SplitAsciiWhitespace<'_>> {
     let after = stat.iter().rposition(|b| *b == b')')?;
-    let rest = std::str::from_utf8(&stat[after + 1..]).ok()?;
-    // Fields 3.. follow the command: field 22 is the 20th of them.
-    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+    Some(
+        std::str::from_utf8(&stat[after + 1..])
+            .ok()?
+            .split_ascii_whitespace(),
+    )
+}
+
+/// What this kernel says about a PID, in this process's PID namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Process {
+    /// No such process (kill(2) with signal 0: `ESRCH`).
+    Absent,
+    /// A zombie: it has exited and waits for its parent to reap it.
+    Exited,
+    /// Running, started at `start_ticks` clock ticks after boot.
+    Running { start_ticks: u64 },
+    /// It exists (`EPERM`), but `/proc` does not show it to us.
+    Hidden,
+}
+
+/// Probes `pid`: kill(2) with signal 0, then `/proc/<pid>/stat` for its state and start time.
+pub fn process(pid: i32) -> Process {
+    if pid <= 0 {
+        return Process::Absent;
+    }
+    let Some(p) = rustix::process::Pid::from_raw(pid) else {
+        return Process::Absent;
+    };
+    if rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH) {
+        return Process::Absent;
+    }
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok();
+    let fields = stat.as_deref().and_then(|s| {
+        let mut f = stat_fields(s)?;
+        let state = f.next()?.chars().next()?;
+        let threads: i64 = f.nth(16)?.parse().ok()?;
+        let start_ticks: u64 = f.nth(1)?.parse().ok()?;
+        Some((state, threads, start_ticks))
+    });
+    match fields {
+        Some((state, threads, _)) if matches!(state, 'Z' | 'X') && threads <= 1 => Process::Exited,
+        Some((_, _, start_ticks)) => Process::Running { start_ticks },
+        // Raced with exit, or /proc hides it: ask the kernel once more.
+        None if rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH) => {
+            Process::Absent
+        }
+        None => Process::Hidden,
+    }
 }
 
 #[cfg(test)]
@@ -74,5 +124,19 @@ mod tests {
         let ours = own_start_ticks().expect("start time");
         let me = procfs::process::Process::myself().unwrap().stat().unwrap();
         assert_eq!(ours, me.starttime);
+        assert_eq!(
+            process(std::process::id() as i32),
+            Process::Running { start_ticks: ours }
+        );
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped yet: a zombie once it has exited.
+        while process(pid) != Process::Exited {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.wait().unwrap();
+        assert_eq!(process(pid), Process::Absent);
+        assert_eq!(process(0), Process::Absent);
+        assert_eq!(process(-1), Process::Absent);
     }
 }

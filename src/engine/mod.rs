@@ -51,6 +51,7 @@ pub mod record;
 mod remove;
 mod sweep;
 pub mod sys;
+pub mod verdict;
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -63,8 +64,7 @@ pub use fs::{FsInfo, FsKind};
 pub use identity::Identity;
 pub use record::{ParsedRecord, Record, RecordFormat};
 
-use crate::dialect::Windows;
-use crate::verdict::{Judgement, Verdict};
+use super::verdict::{Judgement, Verdict};
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;
 use place::Place;
@@ -80,6 +80,19 @@ pub const NETWORK_HEARTBEAT: Duration = Duration::from_secs(10);
 /// Rounds of "link, find a stale lock, remove it" in one attempt before giving up for now
 /// (each round means another process got in between).
 const MAX_ROUNDS: usize = 8;
+
+/// How long evidence lasts when no kernel lock settles whether an owner is alive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleWindows {
+    /// A heartbeat older than this, with no local evidence of life, is stale (seconds).
+    pub heartbeat_secs: u64,
+}
+
+impl Default for StaleWindows {
+    fn default() -> Self {
+        StaleWindows { heartbeat_secs: 60 }
+    }
+}
 
 /// How a lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -100,7 +113,7 @@ pub struct Lock {
     poll_interval: Duration,
     heartbeat: Option<Duration>,
     mechanism: Mechanism,
-    windows: Windows,
+    windows: StaleWindows,
 }
 
 impl Lock {
@@ -113,7 +126,7 @@ impl Lock {
             poll_interval: DEFAULT_POLL_INTERVAL,
             heartbeat: None,
             mechanism: Mechanism::Auto,
-            windows: Windows::default(),
+            windows: StaleWindows::default(),
         }
     }
 
@@ -153,8 +166,8 @@ impl Lock {
     }
 
     /// The stale windows used to judge an existing lock (heartbeat window).
-    pub fn windows(mut self, windows: Windows) -> Self {
-        self.windows = windows;
+    pub fn windows(mut self, windows: impl Into<StaleWindows>) -> Self {
+        self.windows = windows.into();
         self
     }
 
@@ -284,12 +297,12 @@ pub struct LockGuard {
     record: Record,
     heartbeat: Option<Heartbeat>,
     /// For judging leftovers at release.
-    windows: Windows,
+    windows: StaleWindows,
     released: bool,
 }
 
 impl LockGuard {
-    fn new(place: Place, held: Held, heartbeat: Option<Duration>, windows: Windows) -> Self {
+    fn new(place: Place, held: Held, heartbeat: Option<Duration>, windows: StaleWindows) -> Self {
         let file = Arc::new(held.file);
         let heartbeat = heartbeat.map(|every| Heartbeat::start(Arc::clone(&file), every));
         LockGuard {
@@ -395,13 +408,16 @@ impl Drop for LockGuard {
 /// judge, with a fresh evidence snapshot and the default windows). Never modifies anything
 /// and never takes a lock.
 pub fn inspect(path: &Path) -> Result<Judgement, EngineError> {
-    inspect_with(path, &Windows::default())
+    inspect_with(path, StaleWindows::default())
 }
 
 /// [`inspect`] with given stale windows.
-pub fn inspect_with(path: &Path, windows: &Windows) -> Result<Judgement, EngineError> {
+pub fn inspect_with(
+    path: &Path,
+    windows: impl Into<StaleWindows>,
+) -> Result<Judgement, EngineError> {
     let place = Place::open(path)?;
-    match remove::examine(&place, windows, false)? {
+    match remove::examine(&place, &windows.into(), false)? {
         Existing::Judged(ex) => Ok(ex.judgement),
         Existing::HeldUnreadable(j) => Ok(*j),
         _ => Err(place.err(ErrorKind::NotFound)),
@@ -426,17 +442,17 @@ pub fn reclaim_with(
     expected: Option<Identity>,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
-    reclaim_with_windows(path, expected, &Windows::default(), before_unlink)
+    reclaim_with_windows(path, expected, StaleWindows::default(), before_unlink)
 }
 
 /// [`reclaim_with`] with given stale windows.
 pub fn reclaim_with_windows(
     path: &Path,
     expected: Option<Identity>,
-    windows: &Windows,
+    windows: impl Into<StaleWindows>,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
-    reclaim_place(Place::open(path)?, expected, windows, before_unlink)
+    reclaim_place(Place::open(path)?, expected, &windows.into(), before_unlink)
 }
 
 /// [`reclaim_with_windows`] for the entry `name` of a directory the caller has already opened
@@ -447,13 +463,13 @@ pub fn reclaim_at(
     name: &std::ffi::OsStr,
     path: &Path,
     expected: Option<Identity>,
-    windows: &Windows,
+    windows: impl Into<StaleWindows>,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
     reclaim_place(
         Place::at(dir, name, path)?,
         expected,
-        windows,
+        &windows.into(),
         before_unlink,
     )
 }
@@ -461,7 +477,7 @@ pub fn reclaim_at(
 fn reclaim_place(
     place: Place,
     expected: Option<Identity>,
-    windows: &Windows,
+    windows: &StaleWindows,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
     let ex = match remove::examine(&place, windows, false)? {

@@ -24,13 +24,14 @@ use std::fs::{File, Metadata};
 use std::os::fd::AsFd;
 
 use super::Identity;
+use super::StaleWindows;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
-use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind, Windows};
+use super::verdict::{Judgement, Verdict};
+use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind};
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Judgement, Verdict};
 
 /// A guard older than this is abandoned whatever it says: guards live for milliseconds.
 const GUARD_MAX_AGE_MS: i64 = 30_000;
@@ -59,7 +60,7 @@ pub enum Existing {
 
 /// Opens and judges what is at `place`. `fast`: first ask the kernel whether a lock
 /// conflicting with ours is held, and skip judging if so.
-pub fn examine(place: &Place, windows: &Windows, fast: bool) -> Result<Existing, EngineError> {
+pub fn examine(place: &Place, windows: &StaleWindows, fast: bool) -> Result<Existing, EngineError> {
     let opened = match place.open_existing(false) {
         Err(e) if matches!(e.kind(), ErrorKind::PermissionDenied { .. }) => {
             return match unreadable(place) {
@@ -141,7 +142,7 @@ pub fn judge(
     content: &[u8],
     complete: bool,
     snap: &Snapshot,
-    windows: &Windows,
+    windows: &StaleWindows,
 ) -> Judgement {
     let prefix = &content[..content.len().min(CONTENT_PREFIX)];
     let c = Candidate {
@@ -153,7 +154,11 @@ pub fn judge(
         link_target: None,
         fs: &place.fs,
     };
-    crate::dialect::locksmith::Locksmith.judge(&c, snap, windows)
+    let windows = crate::dialect::Windows {
+        heartbeat_secs: windows.heartbeat_secs,
+        ..Default::default()
+    };
+    crate::dialect::locksmith::Locksmith.judge(&c, snap, &windows)
 }
 
 /// How a removal attempt ended (errors aside).
@@ -178,7 +183,7 @@ pub enum Removal {
 pub fn remove_stale(
     place: &Place,
     ex: Examined,
-    windows: &Windows,
+    windows: &StaleWindows,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Removal, EngineError> {
     debug_assert_eq!(ex.judgement.verdict, Verdict::Stale);
@@ -316,7 +321,7 @@ fn rejudge(
     place: &Place,
     ex: &Examined,
     judged: Identity,
-    windows: &Windows,
+    windows: &StaleWindows,
 ) -> Result<Result<(Vec<u8>, Judgement), Removal>, EngineError> {
     let now = match unchanged(place, ex, judged)? {
         Ok(now) => now,
@@ -355,7 +360,7 @@ struct Guard {
 
 /// Removes the reclaim guard of `lock` if it was abandoned (its holder died), as a reclaimer
 /// about to take it would. A live holder's guard is left alone.
-pub fn clear_abandoned_guard(lock: &Place, windows: &Windows) {
+pub fn clear_abandoned_guard(lock: &Place, windows: &StaleWindows) {
     let mut name = lock.name.clone();
     name.push(".reclaim");
     if !matches!(lock.sibling(name).identity(), Ok(Some(_))) {
@@ -369,7 +374,7 @@ impl Guard {
     /// Takes the guard of `lock`, clearing an abandoned one. `None` when another process
     /// holds it (or when an abandoned one was removed without a kernel lock to protect the
     /// removal: try again later).
-    fn take(lock: &Place, windows: &Windows) -> Result<Option<Guard>, EngineError> {
+    fn take(lock: &Place, windows: &StaleWindows) -> Result<Option<Guard>, EngineError> {
         let mut name = lock.name.clone();
         name.push(".reclaim");
         let place = lock.sibling(name);

@@ -17,10 +17,10 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
+use super::StaleWindows;
+use super::host::Process;
 use super::place::Place;
 use super::record::Record;
-use crate::dialect::Windows;
-use crate::probe::{HostFacts, PidState};
 
 /// Prefix and suffix of the engine's temporary file names.
 const PREFIX: &str = ".locksmith-";
@@ -78,8 +78,24 @@ fn parse_temp_name(name: &OsStr) -> Option<Creator> {
     })
 }
 
+/// What a temporary file's creator is compared with: this kernel and PID namespace.
+#[derive(Debug, Clone)]
+struct Here {
+    boot_id: Option<String>,
+    pid_ns: Option<u64>,
+}
+
+impl Here {
+    fn probe() -> Here {
+        Here {
+            boot_id: super::host::boot_id(),
+            pid_ns: super::host::pid_ns_of("self"),
+        }
+    }
+}
+
 /// Whether the creator is provably gone, judged from this host.
-fn creator_gone(c: &Creator, host: &HostFacts) -> bool {
+fn creator_gone(c: &Creator, host: &Here) -> bool {
     let ours = host.boot_id.as_deref().is_some_and(|b| {
         b.chars()
             .filter(char::is_ascii_hexdigit)
@@ -89,16 +105,16 @@ fn creator_gone(c: &Creator, host: &HostFacts) -> bool {
     if !ours || c.pid_ns.is_none() || c.pid_ns != host.pid_ns {
         return false;
     }
-    match crate::probe::process::probe(c.pid, host) {
-        PidState::Absent | PidState::Zombie(_) => true,
-        PidState::Alive(f) => c.start_ticks.is_some_and(|t| t != f.start_ticks),
-        PidState::ExistsOpaque => false,
+    match super::host::process(c.pid) {
+        Process::Absent | Process::Exited => true,
+        Process::Running { start_ticks } => c.start_ticks.is_some_and(|t| t != start_ticks),
+        Process::Hidden => false,
     }
 }
 
 /// Removes abandoned temporary files in the lock's directory and an abandoned reclaim guard
 /// of this lock. Best effort: errors are ignored (what stays is cleared next time).
-pub fn leftovers(place: &Place, windows: &Windows) {
+pub fn leftovers(place: &Place, windows: &StaleWindows) {
     // The listing also says whether there is a guard (one lookup less on a network file
     // system); a directory we may not list is asked by name.
     if temp_files(place) != Some(false) {
@@ -133,7 +149,7 @@ fn temp_files(place: &Place) -> Option<bool> {
             continue;
         }
         let gone = match parse_temp_name(name) {
-            Some(c) => creator_gone(&c, host.get_or_insert_with(HostFacts::probe)),
+            Some(c) => creator_gone(&c, host.get_or_insert_with(Here::probe)),
             None => false,
         };
         let old = || {
@@ -162,7 +178,7 @@ mod tests {
         assert_eq!(c.pid_ns, r.pid_ns);
         assert_eq!(c.start_ticks, r.start_time);
         // This process is alive: its temporary files are not leftovers.
-        assert!(!creator_gone(&c, &HostFacts::probe()));
+        assert!(!creator_gone(&c, &Here::probe()));
         for bad in [
             ".locksmith-x.tmp",
             ".locksmith-a-b-c-d-e.tmp",
@@ -179,7 +195,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id() as i32;
         child.wait().unwrap();
-        let host = HostFacts::probe();
+        let host = Here::probe();
         let boot: String = host
             .boot_id
             .clone()

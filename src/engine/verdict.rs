@@ -1,0 +1,295 @@
+//! Verdicts and the evidence that backs them.
+//!
+//! Every lock the scanner or the engine looks at ends up as one [`Judgement`]: exactly one
+//! [`Verdict`] plus the human-readable evidence lines that justify it, the owner the lock
+//! claims, the live process behind that owner (if any) and the processes holding the file.
+//! Invariant: `Verdict::Stale` is a claim of proof; judges that are not sure answer
+//! `Foreign` or `Unknown`.
+
+use serde::Serialize;
+
+/// The one verdict a lock gets (spec §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The owner is provably gone: safe to reclaim.
+    Stale,
+    /// An owner process is verifiably alive.
+    Live,
+    /// Owner on another host or PID namespace: cannot be checked here.
+    Foreign,
+    /// Looks like a lock but cannot be parsed or read.
+    Unknown,
+    /// A kernel-lock file that nobody locks right now: harmless, never deleted.
+    Free,
+}
+
+impl Verdict {
+    /// All verdicts, stale first (the default sort order).
+    pub const ALL: [Verdict; 5] = [
+        Verdict::Stale,
+        Verdict::Live,
+        Verdict::Foreign,
+        Verdict::Unknown,
+        Verdict::Free,
+    ];
+
+    /// The stable id used in JSON and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Live => "live",
+            Verdict::Stale => "stale",
+            Verdict::Free => "free",
+            Verdict::Foreign => "foreign",
+            Verdict::Unknown => "unknown",
+        }
+    }
+
+    /// A distinct marker per verdict, so a table reads without color.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Verdict::Live => "●",
+            Verdict::Stale => "✗",
+            Verdict::Free => "○",
+            Verdict::Foreign => "⇄",
+            Verdict::Unknown => "?",
+        }
+    }
+
+    /// Whether reclaim may remove a lock with this verdict (without a force flag).
+    pub fn reclaimable(self) -> bool {
+        self == Verdict::Stale
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the lock itself claims about its owner.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Owner {
+    pub pid: Option<i64>,
+    pub hostname: Option<String>,
+    pub user: Option<String>,
+    /// RFC 3339 when known.
+    pub created_at: Option<String>,
+    /// Anything else worth showing (the file a vim swap protects, a postgres data dir, ...).
+    pub detail: Option<String>,
+}
+
+/// The live process behind `owner.pid` on this host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    pub name: String,
+    pub exe: Option<String>,
+    pub cmd: Vec<String>,
+    pub user: Option<String>,
+    /// RFC 3339.
+    pub start_time: Option<String>,
+    /// The container or sandbox it runs in (`None`: our own PID namespace).
+    pub container: Option<ContainerInfo>,
+}
+
+impl ProcessInfo {
+    /// `pid 4242 postgres`, or for a process in a container
+    /// `PID 1 in container web-1 (podman 3f2a…) · host pid 25092 puma` (unescaped).
+    pub fn headline(&self) -> String {
+        match &self.container {
+            Some(c) => format!("{} · host pid {} {}", c.describe(), self.pid, self.name),
+            None => format!("pid {} {}", self.pid, self.name),
+        }
+    }
+}
+
+/// Who a container or sandbox is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ContainerId {
+    /// `podman`, `docker`, `containerd`, `kubernetes`, `flatpak`, `snap`, `nspawn`, `lxc`, or
+    /// `unknown` (a PID namespace no runtime claims, such as one made with `unshare`).
+    pub runtime: String,
+    /// The runtime's id (a container id, a machine name, a Flatpak instance), or
+    /// `pid:[INODE]` for a namespace no runtime names.
+    pub id: String,
+    /// The name the runtime gives it, when its state on disk says.
+    pub name: Option<String>,
+}
+
+impl ContainerId {
+    /// The id cut to 12 characters (as `docker ps` shows it), with `…` when cut.
+    pub fn short_id(&self) -> String {
+        let n = self.id.chars().count();
+        if n > 12 && self.id.chars().all(|c| c.is_ascii_hexdigit()) {
+            format!("{}…", self.id.chars().take(12).collect::<String>())
+        } else {
+            self.id.clone()
+        }
+    }
+
+    /// The name, else the short id: what a table cell shows.
+    pub fn label(&self) -> String {
+        self.name.clone().unwrap_or_else(|| self.short_id())
+    }
+
+    /// `container web-1 (podman be9b0aff69eb…)`, `sandbox org.gnome.Builder (flatpak 1234)`,
+    /// `PID namespace pid:[4026532252]`.
+    pub fn describe(&self) -> String {
+        let what = match self.runtime.as_str() {
+            "flatpak" | "snap" => "sandbox",
+            "nspawn" | "lxc" => "machine",
+            "unknown" => return format!("PID namespace {}", self.id),
+            _ => "container",
+        };
+        match &self.name {
+            Some(name) => format!("{what} {name} ({} {})", self.runtime, self.short_id()),
+            None => format!("{what} {} ({})", self.short_id(), self.runtime),
+        }
+    }
+}
+
+/// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct ContainerInfo {
+    #[serde(flatten)]
+    pub id: ContainerId,
+    /// The PID as seen inside.
+    pub ns_pid: Option<i32>,
+}
+
+impl ContainerInfo {
+    /// `PID 1 in container web-1 (podman be9b0aff69eb…)`.
+    pub fn describe(&self) -> String {
+        match self.ns_pid {
+            Some(p) => format!("PID {p} in {}", self.id.describe()),
+            None => format!("in {}", self.id.describe()),
+        }
+    }
+}
+
+/// How a holder holds a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HolderHow {
+    Flock,
+    Posix,
+    Ofd,
+    Open,
+}
+
+impl HolderHow {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HolderHow::Flock => "flock",
+            HolderHow::Posix => "posix",
+            HolderHow::Ofd => "ofd",
+            HolderHow::Open => "open",
+        }
+    }
+}
+
+/// A process holding a kernel lock on the file or having it open.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Holder {
+    pub pid: i32,
+    pub name: Option<String>,
+    pub how: HolderHow,
+    /// The container it runs in (`None`: our own PID namespace).
+    pub container: Option<ContainerInfo>,
+}
+
+/// A verdict with everything that justifies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// Lines a person can check; never empty.
+    pub evidence: Vec<String>,
+    pub owner: Option<Owner>,
+    pub process: Option<ProcessInfo>,
+    pub holders: Vec<Holder>,
+    /// vim-swap only: does the swap file hold changes that were never saved?
+    pub unsaved_changes: Option<bool>,
+    /// For a lock whose owner is on another named host: what that host could be asked about
+    /// it (see [`crate::remote`]). Not part of the report.
+    #[serde(skip)]
+    pub remote: Option<RemoteClaim>,
+}
+
+/// What a lock claims about an owner on another host, for asking that host (spec §3: an owner
+/// on another host is `foreign` here; only that host can tell whether the PID lives).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteClaim {
+    /// The host name the lock names.
+    pub host: String,
+    pub pid: i64,
+    /// The boot id the lock names (engine records only).
+    pub boot_id: Option<String>,
+    /// The owner's PID namespace inode, if the lock names it.
+    pub pid_ns: Option<u64>,
+    /// When the lock was written (ms since the epoch, by the file's clock).
+    pub written_ms: Option<i64>,
+    /// The owner's exact start time in clock ticks since its host booted (engine records).
+    pub start_ticks: Option<u64>,
+    /// Program names the owner must have; empty accepts any.
+    pub expect: Vec<String>,
+}
+
+impl Judgement {
+    /// A judgement with one evidence line and nothing else known.
+    pub fn new(verdict: Verdict, evidence: impl Into<String>) -> Self {
+        Judgement {
+            verdict,
+            evidence: vec![evidence.into()],
+            owner: None,
+            process: None,
+            holders: Vec::new(),
+            unsaved_changes: None,
+            remote: None,
+        }
+    }
+
+    pub fn with_owner(mut self, owner: Owner) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Adds an evidence line.
+    pub fn because(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(line.into());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_in_a_container_is_described_by_its_container() {
+        let mut p = ProcessInfo {
+            pid: 25092,
+            name: "puma".into(),
+            ..ProcessInfo::default()
+        };
+        assert_eq!(p.headline(), "pid 25092 puma");
+        p.container = Some(ContainerInfo {
+            id: ContainerId {
+                runtime: "podman".into(),
+                id: "3f2a".repeat(16),
+                name: Some("web-1".into()),
+            },
+            ns_pid: Some(1),
+        });
+        assert_eq!(
+            p.headline(),
+            "PID 1 in container web-1 (podman 3f2a3f2a3f2a…) · host pid 25092 puma"
+        );
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["container"]["runtime"], "podman");
+        assert_eq!(json["container"]["name"], "web-1");
+        assert_eq!(json["container"]["ns_pid"], 1);
+        assert_eq!(json["container"]["id"].as_str().unwrap().len(), 64);
+    }
+}
