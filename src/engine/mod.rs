@@ -46,6 +46,7 @@ pub mod fs;
 mod heartbeat;
 pub mod host;
 mod identity;
+mod judge;
 mod place;
 pub mod record;
 mod remove;

@@ -27,11 +27,10 @@ use super::Identity;
 use super::StaleWindows;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
+use super::judge;
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
 use super::verdict::{Judgement, Verdict};
-use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind};
-use crate::probe::{FileKey, Snapshot};
 
 /// A guard older than this is abandoned whatever it says: guards live for milliseconds.
 const GUARD_MAX_AGE_MS: i64 = 30_000;
@@ -79,8 +78,7 @@ pub fn examine(place: &Place, windows: &StaleWindows, fast: bool) -> Result<Exis
     }
     let (content, complete) =
         read_bounded(&file, READ_LIMIT).map_err(|e| place.io_err("read the lock file", e))?;
-    let snap = Snapshot::take();
-    let judgement = judge(place, &meta, &content, complete, &snap, windows);
+    let judgement = judge::judge(place, &meta, &content, complete, windows);
     Ok(Existing::Judged(Box::new(Examined {
         file,
         meta,
@@ -104,12 +102,11 @@ fn unreadable(place: &Place) -> Unreadable {
     let Ok(meta) = std::fs::symlink_metadata(&place.path) else {
         return Unreadable::Gone;
     };
-    let key = FileKey::of(&meta);
-    let mut holders = Snapshot::take().kernel_holders(key);
+    let mut holders = judge::kernel_holders(&meta);
     if holders.is_empty() {
         // `/proc/locks` is read while other processes lock and unlock: a read can miss an
         // entry. "Not held" rests on a second, independent read.
-        holders = Snapshot::take().kernel_holders(key);
+        holders = judge::kernel_holders(&meta);
     }
     if holders.is_empty() {
         // A holder releases by unlinking, then dropping its lock: a lock we saw the file of
@@ -123,7 +120,7 @@ fn unreadable(place: &Place) -> Unreadable {
         Verdict::Live,
         format!(
             "held: a kernel lock is held on it by {} (/proc/locks)",
-            crate::dialect::common::describe_holders(&holders)
+            judge::describe_holders(&holders)
         ),
     )
     .because(format!(
@@ -133,32 +130,6 @@ fn unreadable(place: &Place) -> Unreadable {
     ));
     j.holders = holders;
     Unreadable::Held(Box::new(j))
-}
-
-/// Judges an open lock file with the `locksmith` dialect.
-pub fn judge(
-    place: &Place,
-    meta: &Metadata,
-    content: &[u8],
-    complete: bool,
-    snap: &Snapshot,
-    windows: &StaleWindows,
-) -> Judgement {
-    let prefix = &content[..content.len().min(CONTENT_PREFIX)];
-    let c = Candidate {
-        path: &place.path,
-        meta,
-        kind: EntryKind::File,
-        content: prefix,
-        complete: complete && content.len() <= CONTENT_PREFIX,
-        link_target: None,
-        fs: &place.fs,
-    };
-    let windows = crate::dialect::Windows {
-        heartbeat_secs: windows.heartbeat_secs,
-        ..Default::default()
-    };
-    crate::dialect::locksmith::Locksmith.judge(&c, snap, &windows)
 }
 
 /// How a removal attempt ended (errors aside).
@@ -197,12 +168,8 @@ pub fn remove_stale(
     let mut guard = None;
     let mut rejudged = None;
     if !kernel_record || place.fs.network {
-        match Guard::take(place, windows)? {
-            Some(g) => guard = Some(g),
-            None => return Ok(Removal::Contended),
-        }
-        match rejudge(place, &ex, judged, windows)? {
-            Ok(r) => rejudged = Some(r),
+        match guarded_rejudge(place, &ex, judged, windows)? {
+            Ok((g, r)) => (guard, rejudged) = (Some(g), Some(r)),
             Err(removal) => return Ok(removal),
         }
     }
@@ -231,12 +198,8 @@ pub fn remove_stale(
     }
     if ofd.is_none() && guard.is_none() {
         // A kernel-lock record where no OFD lock can be taken now: the guard after all.
-        match Guard::take(place, windows)? {
-            Some(g) => guard = Some(g),
-            None => return Ok(Removal::Contended),
-        }
-        match rejudge(place, &ex, judged, windows)? {
-            Ok(r) => rejudged = Some(r),
+        match guarded_rejudge(place, &ex, judged, windows)? {
+            Ok((g, r)) => (guard, rejudged) = (Some(g), Some(r)),
             Err(removal) => return Ok(removal),
         }
     }
@@ -329,11 +292,26 @@ fn rejudge(
     };
     let (content, complete) =
         read_bounded(&ex.file, READ_LIMIT).map_err(|e| place.io_err("read the lock file", e))?;
-    let j = judge(place, &now, &content, complete, &Snapshot::take(), windows);
+    let j = judge::judge(place, &now, &content, complete, windows);
     if j.verdict != Verdict::Stale {
         return Ok(Err(Removal::NotStale(j)));
     }
     Ok(Ok((content, j)))
+}
+
+/// Takes the guard, then judges the file again under it: the guard and the fresh judgement
+/// (with the content it was made on) while it is still stale, else why it may not be removed.
+#[allow(clippy::type_complexity)]
+fn guarded_rejudge(
+    place: &Place,
+    ex: &Examined,
+    judged: Identity,
+    windows: &StaleWindows,
+) -> Result<Result<(Guard, (Vec<u8>, Judgement)), Removal>, EngineError> {
+    let Some(guard) = Guard::take(place, windows)? else {
+        return Ok(Err(Removal::Contended));
+    };
+    Ok(rejudge(place, ex, judged, windows)?.map(|r| (guard, r)))
 }
 
 /// `<name>.reclaim`: held by the one process allowed to remove a stale lock that no kernel
