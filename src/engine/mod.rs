@@ -29,7 +29,9 @@
 //!   the path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
 //! - release removes the file only if the path still names our inode;
 //! - the verdict on an existing lock comes from the `locksmith` dialect's judge, the same the
-//!   scanner uses.
+//!   scanner uses (`judge`, the engine's one link to the rest of the crate; everything else
+//!   here, from the record to the file-system kinds, host facts and verdict types, is the
+//!   bottom layer that the probes, dialects and scanner build on).
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
