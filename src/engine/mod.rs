@@ -229,7 +229,7 @@ impl Lock {
                     place.clone(),
                     fresh.into_held()?,
                     heartbeat,
-                    self.windows.clone(),
+                    self.windows,
                 )));
             }
             let ex = match remove::examine(place, &self.windows, true)? {
