@@ -72,12 +72,7 @@ impl PidClaim<'_> {
     }
 }
 
-/// Formats milliseconds since the epoch as RFC 3339 with second precision.
-pub fn fmt_ms(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
-        .unwrap_or_else(|_| format!("{ms} ms"))
-}
+pub use crate::engine::judge::fmt_ms;
 
 /// The evidence line for a lock written before this host booted (with the clock slack), if it
 /// was. Never on a file system that does not survive a reboot (tmpfs, ramfs: `/run`, often

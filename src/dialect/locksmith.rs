@@ -1,22 +1,18 @@
 //! The `locksmith` dialect: lock files written by our own engine (any name; recognised by the
 //! owner record inside), and Zero's securefile records (`PID` / `CreatedAt` / `Hostname`).
 //!
-//! Judging (spec §3): a kernel lock held on the file makes it `live`. A record written on this
-//! kernel (our boot id) by an owner that keeps an OFD lock, on a local file system, is settled
-//! by the kernel lock alone: not held means `stale`, whatever its PID namespace. Everything
-//! else goes through the PID rules of [`crate::evidence::judge_pid`], with two additions: a
-//! local process that has the file open for writing (the owner's descriptor, inherited by a
-//! child that outlived it) is evidence of life, and an expired heartbeat with no local evidence
-//! of life turns `foreign` into `stale`.
-//!
-//! [`crate::engine::inspect`] calls this same judge, so the engine and the scanner agree by
-//! construction.
+//! The verdict comes from the engine's own judge ([`crate::engine::judge`]), with this crate's
+//! evidence snapshot behind it: the kernel-lock holders named by `/proc/locks`, the PID rules
+//! of [`crate::evidence::judge_pid`] (hosts, boots, PID namespaces, containers), the processes
+//! that have the file open for writing. [`crate::engine::inspect`] judges with the same judge,
+//! so the engine and the scanner agree by construction.
 
 use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::engine::record::{ParsedRecord, RecordFormat};
-use crate::evidence::{PidClaim, fmt_ms, judge_pid};
-use crate::probe::{FileKey, PidState, Snapshot};
-use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
+use crate::engine::judge::{Evidence, LockFile};
+use crate::engine::record::ParsedRecord;
+use crate::evidence::{PidClaim, judge_pid};
+use crate::probe::{FileKey, FsInfo, PidState, Snapshot};
+use crate::verdict::{Holder, Judgement, ProcessInfo};
 
 /// The engine's own lock files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,307 +38,79 @@ impl Dialect for Locksmith {
     }
 
     fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
-        let record = if c.kind == EntryKind::File {
-            ParsedRecord::parse(c.content)
-        } else {
-            None
+        let file = LockFile {
+            path: c.path,
+            meta: c.meta,
+            regular: c.kind == EntryKind::File,
+            content: c.content,
+            complete: c.complete,
+            fs: c.fs,
         };
-        let Some(rec) = record else {
-            return unparsed(c, snap).into();
+        let mut j = crate::engine::judge::judge(&file, &SnapEvidence(snap), &windows.into());
+        let owner = j.owner.take().unwrap_or_default();
+        Decision::owned(owner, j)
+    }
+}
+
+/// The evidence snapshot as the engine's judge asks for it.
+#[derive(Debug, Clone, Copy)]
+pub struct SnapEvidence<'a>(pub &'a Snapshot);
+
+impl Evidence for SnapEvidence<'_> {
+    fn boot_id(&self) -> Option<&str> {
+        self.0.host.boot_id.as_deref()
+    }
+
+    fn pid_ns(&self) -> Option<u64> {
+        self.0.host.pid_ns
+    }
+
+    fn taken_ms(&self) -> i64 {
+        self.0.taken_ms
+    }
+
+    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
+        self.0.kernel_holders(FileKey::of(file.meta))
+    }
+
+    fn kernel_locks_readable(&self) -> bool {
+        self.0.kernel_locks().available()
+    }
+
+    fn judge_pid(&self, rec: &ParsedRecord, pid: i64, c: &LockFile<'_>) -> Judgement {
+        let claim = PidClaim {
+            pid,
+            hostname: rec.hostname.as_deref(),
+            boot_id: rec.boot_id.as_deref(),
+            written_ms: rec.created_ms.or(Some(c.mtime_ms())),
+            expect: &[],
+            start_ticks: rec.start_time,
+            pid_ns: rec.pid_ns,
+            fs: Some(c.fs),
+            file: Some((c.path, c.meta)),
+            ..PidClaim::default()
         };
-        let j = judge_record(&rec, c, snap, windows);
-        Decision::owned(owner_of(&rec, c, snap), j)
-    }
-}
-
-fn unparsed(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    let why = if c.kind != EntryKind::File {
-        "not a regular file, so not a locksmith lock file"
-    } else if c.content.is_empty() {
-        "the file is empty: there is no owner record to check"
-    } else if !c.complete {
-        "the file is too large to be a locksmith owner record"
-    } else {
-        "the content is not a locksmith owner record (a JSON object with pid, hostname, boot_id, ...)"
-    };
-    let holders = snap.kernel_holders(c.key());
-    // An empty file from an earlier boot: a record that never reached the disk before a power
-    // loss (the name was linked, the data not yet written). Nobody in this boot can own it.
-    if c.kind == EntryKind::File
-        && c.content.is_empty()
-        && holders.is_empty()
-        && snap.kernel_locks().available()
-        && !c.fs.network
-        && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-    {
-        return Judgement::new(
-            Verdict::Stale,
-            "the file is empty and no process holds a kernel lock on it (/proc/locks)",
-        )
-        .because(format!(
-            "{line}: an owner record lost in a crash, owned by nobody in this boot"
-        ));
-    }
-    let mut j = Judgement::new(Verdict::Unknown, why);
-    if !holders.is_empty() {
-        j.evidence
-            .push(format!("{} (/proc/locks)", held_line(&holders)));
-        j.holders = holders;
-    }
-    j
-}
-
-fn judge_record(
-    rec: &ParsedRecord,
-    c: &Candidate<'_>,
-    snap: &Snapshot,
-    windows: &Windows,
-) -> Judgement {
-    let key = c.key();
-    let our_boot = snap.host.boot_id.as_deref();
-    let same_kernel = rec.boot_id.is_some() && rec.boot_id.as_deref() == our_boot;
-
-    let holders = snap.kernel_holders(key);
-    if !holders.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!("{} (/proc/locks)", held_line(&holders)),
-        );
-        if rec.kernel_lock && same_kernel {
-            j.evidence.push(
-                "its owner keeps that lock for as long as it holds the lock, and wrote the record on this boot of this host"
-                    .into(),
-            );
-        }
-        j.process = live_process(rec, &holders, snap);
-        j.holders = holders;
-        return j;
+        judge_pid(&claim, self.0)
     }
 
-    if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks().available() {
-        // `/proc/locks` was read while others lock and unlock, and a read can miss an entry:
-        // "no kernel lock" is asked of the kernel once more before it proves anything.
-        use std::os::unix::fs::MetadataExt;
-        match crate::probe::kernel_locks::held_at(c.path, c.meta.dev(), c.meta.ino()) {
-            Some(false) => {}
-            Some(true) => {
-                return Judgement::new(
-                    Verdict::Live,
-                    "a kernel lock is held on it (F_OFD_GETLK), which its owner keeps for as long as it holds the lock",
-                );
-            }
-            None => {
-                return Judgement::new(
-                    Verdict::Unknown,
-                    "/proc/locks lists no kernel lock on it, but the kernel could not be asked directly (F_OFD_GETLK) to confirm",
-                );
-            }
-        }
-        let mut j = Judgement::new(
-            Verdict::Stale,
-            "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",
-        )
-        .because(format!(
-            "the record was written on this boot of this host (boot id {}) and the file is on a local file system ({}): the kernel lock settles it",
-            our_boot.unwrap_or("?"),
-            c.fs.kind
-        ));
-        if let (Some(theirs), Some(ours)) = (rec.pid_ns, snap.host.pid_ns)
-            && theirs != ours
-        {
-            j.evidence.push(format!(
-                "the owner ran in another PID namespace (pid:[{theirs}]); the kernel lock covers every namespace"
-            ));
-        }
-        return j;
+    fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
+        writers(self.0, FileKey::of(file.meta))
     }
 
-    let Some(pid) = rec.pid else {
-        return Judgement::new(
-            Verdict::Unknown,
-            "the owner record has no valid pid (missing, or not an integer)",
-        );
-    };
-    let claim = PidClaim {
-        pid,
-        hostname: rec.hostname.as_deref(),
-        boot_id: rec.boot_id.as_deref(),
-        written_ms: rec.created_ms.or(Some(c.mtime_ms())),
-        expect: &[],
-        start_ticks: rec.start_time,
-        pid_ns: rec.pid_ns,
-        fs: Some(c.fs),
-        file: Some((c.path, c.meta)),
-        ..PidClaim::default()
-    };
-    let mut j = judge_pid(&claim, snap);
-    if rec.format == RecordFormat::Engine && !rec.kernel_lock {
-        j.evidence.push(
-            "its owner keeps no kernel lock on it (file system without OFD locks, or fallback forced): judged by its PID"
-                .into(),
-        );
-    }
-    match j.verdict {
-        Verdict::Stale => {
-            let writers = writers(snap, key);
-            if !writers.is_empty() {
-                let mut live = Judgement::new(
-                    Verdict::Live,
-                    format!(
-                        "{} the lock file open for writing: it holds the owner's descriptor",
-                        who(&writers, "has", "have")
-                    ),
-                );
-                live.evidence.push(format!(
-                    "the owner itself is gone ({})",
-                    j.evidence.first().map(String::as_str).unwrap_or("")
-                ));
-                live.process = writers
-                    .iter()
-                    .find_map(|h| snap.pid(h.pid).facts().map(|f| snap.process_info(f)));
-                live.holders = writers;
-                return live;
-            }
-        }
-        Verdict::Foreign if rec.has_heartbeat() => {
-            let last = rec.heartbeat_ms.unwrap_or(i64::MIN).max(c.mtime_ms());
-            let interval_ms = rec.heartbeat_secs.map(|s| (s * 3000.0) as i64).unwrap_or(0);
-            let window_ms = Windows::ms(windows.heartbeat_secs).max(interval_ms);
-            let age_ms = snap.taken_ms - last;
-            if age_ms > window_ms {
-                let writers = writers(snap, key);
-                if writers.is_empty() {
-                    let mut stale = Judgement::new(
-                        Verdict::Stale,
-                        format!(
-                            "no heartbeat since {} ({} s ago), longer than the {} s window",
-                            fmt_ms(last),
-                            age_ms / 1000,
-                            window_ms / 1000
-                        ),
-                    );
-                    stale.evidence.push(
-                        "nothing on this host holds a kernel lock on it or has it open for writing"
-                            .into(),
-                    );
-                    stale.evidence.append(&mut j.evidence);
-                    return stale;
-                }
-                j.evidence.push(format!(
-                    "its heartbeat is {} s old, but {} it open for writing",
-                    age_ms / 1000,
-                    who(&writers, "has", "have")
-                ));
-                j.holders = writers;
-            } else {
-                j.evidence.push(format!(
-                    "last heartbeat {} ({} s ago, window {} s)",
-                    fmt_ms(last),
-                    age_ms.max(0) / 1000,
-                    window_ms / 1000
-                ));
-            }
-        }
-        _ => {}
-    }
-    j
-}
-
-/// The process behind a held lock: the record's owner when it is alive and is the same
-/// process (same start time), else the first identified holder.
-fn live_process(
-    rec: &ParsedRecord,
-    holders: &[Holder],
-    snap: &Snapshot,
-) -> Option<crate::verdict::ProcessInfo> {
-    let owner_alive = rec.pid.and_then(|p| i32::try_from(p).ok()).and_then(|p| {
-        if !holders.iter().any(|h| h.pid == p) {
-            return None;
-        }
-        match snap.pid(p) {
-            PidState::Alive(f) if rec.start_time.is_none_or(|t| t == f.start_ticks) => {
-                Some(snap.process_info(&f))
-            }
+    fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
+        match self.0.pid(pid) {
+            PidState::Alive(f) => Some((self.0.process_info(&f), f.start_ticks)),
+            PidState::Zombie(f) if !alive => Some((self.0.process_info(&f), f.start_ticks)),
             _ => None,
         }
-    });
-    owner_alive.or_else(|| {
-        holders
-            .iter()
-            .filter(|h| h.pid > 0)
-            .find_map(|h| match snap.pid(h.pid) {
-                PidState::Alive(f) => Some(snap.process_info(&f)),
-                _ => None,
-            })
-    })
-}
-
-fn owner_of(rec: &ParsedRecord, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
-    use std::os::unix::fs::MetadataExt;
-    let detail = match rec.format {
-        RecordFormat::Zero => "Zero securefile lock record".to_string(),
-        RecordFormat::Engine => {
-            let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
-            if let Some(exe) = &rec.exe {
-                parts.push(format!("exe {exe}"));
-            }
-            if let Some(t) = &rec.token {
-                parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
-            }
-            parts.push(if rec.kernel_lock {
-                "keeps an OFD lock".into()
-            } else {
-                "keeps no kernel lock".into()
-            });
-            parts.join(", ")
-        }
-    };
-    Owner {
-        pid: rec.pid,
-        hostname: rec.hostname.clone(),
-        user: snap.user_name(c.meta.uid()),
-        created_at: rec.created_ms.map(fmt_ms),
-        detail: Some(detail),
     }
-}
 
-/// "process 42 (sleep) holds an OFD lock on the file", for one holder or several.
-fn held_line(holders: &[Holder]) -> String {
-    let kinds: Vec<&str> = {
-        let mut k: Vec<&str> = holders.iter().map(|h| kind_name(h.how)).collect();
-        k.dedup();
-        k
-    };
-    format!(
-        "{} a kernel lock ({}) on the file",
-        who(holders, "holds", "hold"),
-        kinds.join(", ")
-    )
-}
-
-fn kind_name(how: HolderHow) -> &'static str {
-    match how {
-        HolderHow::Ofd => "OFD",
-        HolderHow::Posix => "POSIX",
-        HolderHow::Flock => "flock",
-        HolderHow::Open => "open",
+    fn user_name(&self, uid: u32) -> Option<String> {
+        self.0.user_name(uid)
     }
-}
 
-/// "process 42 (sleep) has" / "processes 42 (sleep), 43 (sh) have".
-fn who(holders: &[Holder], one: &str, many: &str) -> String {
-    let names: Vec<String> = holders
-        .iter()
-        .map(|h| match (h.pid, &h.name) {
-            (p, _) if p <= 0 => "an unidentified process".to_string(),
-            (p, Some(n)) => format!("{p} ({n})"),
-            (p, None) => p.to_string(),
-        })
-        .collect();
-    match names.as_slice() {
-        [only] if only.starts_with("an ") => format!("{only} {one}"),
-        [only] => format!("process {only} {one}"),
-        _ => format!("processes {} {many}", names.join(", ")),
+    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
+        crate::evidence::written_before_boot(written_ms, Some(fs), self.0)
     }
 }
 
@@ -392,6 +160,7 @@ fn open_for_writing(_pid: i32, _key: FileKey) -> bool {
 mod tests {
     use super::*;
     use crate::probe::FsInfo;
+    use crate::verdict::Verdict;
     use std::path::Path;
 
     fn judge_bytes(path: &Path, bytes: &[u8], fs: &FsInfo) -> Judgement {

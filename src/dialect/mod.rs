@@ -100,10 +100,7 @@ impl Windows {
     /// A window in milliseconds, for comparing with ages: saturates instead of overflowing
     /// (a window is at most [`Windows::MAX_SECS`] once the configuration is checked).
     pub fn ms(secs: u64) -> i64 {
-        i64::try_from(secs)
-            .ok()
-            .and_then(|s| s.checked_mul(1000))
-            .unwrap_or(i64::MAX)
+        crate::engine::judge::window_ms(secs)
     }
 }
 

@@ -1,51 +1,367 @@
-//! Where the engine asks for a verdict on an existing lock file: the `locksmith` dialect's
-//! judge, with the scanner's evidence snapshot (kernel-lock holders from `/proc/locks`, the PID
-//! rules across hosts, boots and PID namespaces, processes with the file open for writing). The
-//! engine and the scanner agree by construction.
+//! The judge of the engine's own lock files (and of Zero's securefile records, which the engine
+//! reads too): one verdict from the owner record and the machine's evidence.
 //!
-//! This module is the engine's only link to the rest of the crate: everything else in the
-//! engine (record, creation, release, reclaim protocol, heartbeat, file systems, host facts,
-//! verdict types) depends on nothing outside it.
+//! Judging (spec §3): a kernel lock held on the file makes it `live`. A record written on this
+//! kernel (our boot id) by an owner that keeps an OFD lock, on a local file system, is settled
+//! by the kernel lock alone: not held means `stale`, whatever its PID namespace. Everything
+//! else goes through the PID rules ([`Evidence::judge_pid`]), with two additions: a local
+//! process that has the file open for writing (the owner's descriptor, inherited by a child
+//! that outlived it) is evidence of life, and an expired heartbeat with no local evidence of
+//! life turns `foreign` into `stale`.
+//!
+//! The evidence comes through [`Evidence`]: the scanner's evidence snapshot (the `locksmith`
+//! dialect) and the engine both call this one judge, so they agree by construction.
 
 use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use super::StaleWindows;
-use super::place::Place;
-use super::verdict::{Holder, Judgement};
-use crate::dialect::{CONTENT_PREFIX, Candidate, Dialect, EntryKind};
-use crate::probe::{FileKey, Snapshot};
+use super::fs::FsInfo;
+use super::record::{ParsedRecord, RecordFormat};
+use super::verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
 
-/// Judges an open lock file with the `locksmith` dialect, with a fresh evidence snapshot.
-pub fn judge(
-    place: &Place,
-    meta: &Metadata,
-    content: &[u8],
-    complete: bool,
+/// A lock file as the judge sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct LockFile<'a> {
+    pub path: &'a Path,
+    /// `lstat` of the path.
+    pub meta: &'a Metadata,
+    /// Whether it is a regular file (anything else is no engine lock).
+    pub regular: bool,
+    /// The start of the content.
+    pub content: &'a [u8],
+    /// Whether `content` is the whole file.
+    pub complete: bool,
+    pub fs: &'a FsInfo,
+}
+
+impl LockFile<'_> {
+    /// The file's mtime in ms since the epoch.
+    pub fn mtime_ms(&self) -> i64 {
+        super::Identity::of(self.meta).mtime_ms()
+    }
+}
+
+/// What the machine says about the owner of a lock, beyond its record.
+pub trait Evidence {
+    /// This kernel's boot id.
+    fn boot_id(&self) -> Option<&str>;
+    /// Our PID namespace (the inode of `/proc/self/ns/pid`).
+    fn pid_ns(&self) -> Option<u64>;
+    /// When the evidence was taken, in ms since the epoch.
+    fn taken_ms(&self) -> i64;
+    /// The processes holding a kernel lock on the file (empty when none).
+    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder>;
+    /// Whether the kernel's table of locks could be read: without it, finding no holder
+    /// proves nothing.
+    fn kernel_locks_readable(&self) -> bool;
+    /// The PID rules (spec §3) applied to the record's owner (its pid, host, boot id, start
+    /// time, PID namespace).
+    fn judge_pid(&self, rec: &ParsedRecord, pid: i64, file: &LockFile<'_>) -> Judgement;
+    /// The processes on this host that have the file open for writing.
+    fn writers(&self, file: &LockFile<'_>) -> Vec<Holder>;
+    /// A process of this host, when it exists: its details and its start time in clock
+    /// ticks since boot. `alive`: a zombie does not count.
+    fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)>;
+    /// The name of a user.
+    fn user_name(&self, uid: u32) -> Option<String>;
+    /// The evidence line for a file written before this host booted, if it was.
+    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String>;
+}
+
+/// Judges a lock file: the verdict, its evidence and the owner the record names.
+pub fn judge(file: &LockFile<'_>, ev: &dyn Evidence, windows: &StaleWindows) -> Judgement {
+    let record = if file.regular {
+        ParsedRecord::parse(file.content)
+    } else {
+        None
+    };
+    let Some(rec) = record else {
+        return unparsed(file, ev);
+    };
+    let mut j = judge_record(&rec, file, ev, windows);
+    j.owner = Some(owner_of(&rec, file, ev));
+    j
+}
+
+fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
+    let why = if !c.regular {
+        "not a regular file, so not a locksmith lock file"
+    } else if c.content.is_empty() {
+        "the file is empty: there is no owner record to check"
+    } else if !c.complete {
+        "the file is too large to be a locksmith owner record"
+    } else {
+        "the content is not a locksmith owner record (a JSON object with pid, hostname, boot_id, ...)"
+    };
+    let holders = ev.kernel_holders(c);
+    // An empty file from an earlier boot: a record that never reached the disk before a power
+    // loss (the name was linked, the data not yet written). Nobody in this boot can own it.
+    if c.regular
+        && c.content.is_empty()
+        && holders.is_empty()
+        && ev.kernel_locks_readable()
+        && !c.fs.network
+        && let Some(line) = ev.written_before_boot(c.mtime_ms(), c.fs)
+    {
+        return Judgement::new(
+            Verdict::Stale,
+            "the file is empty and no process holds a kernel lock on it (/proc/locks)",
+        )
+        .because(format!(
+            "{line}: an owner record lost in a crash, owned by nobody in this boot"
+        ));
+    }
+    let mut j = Judgement::new(Verdict::Unknown, why);
+    if !holders.is_empty() {
+        j.evidence
+            .push(format!("{} (/proc/locks)", held_line(&holders)));
+        j.holders = holders;
+    }
+    j
+}
+
+fn judge_record(
+    rec: &ParsedRecord,
+    c: &LockFile<'_>,
+    ev: &dyn Evidence,
     windows: &StaleWindows,
 ) -> Judgement {
-    let prefix = &content[..content.len().min(CONTENT_PREFIX)];
-    let c = Candidate {
-        path: &place.path,
-        meta,
-        kind: EntryKind::File,
-        content: prefix,
-        complete: complete && content.len() <= CONTENT_PREFIX,
-        link_target: None,
-        fs: &place.fs,
+    let our_boot = ev.boot_id();
+    let same_kernel = rec.boot_id.is_some() && rec.boot_id.as_deref() == our_boot;
+
+    let holders = ev.kernel_holders(c);
+    if !holders.is_empty() {
+        let mut j = Judgement::new(
+            Verdict::Live,
+            format!("{} (/proc/locks)", held_line(&holders)),
+        );
+        if rec.kernel_lock && same_kernel {
+            j.evidence.push(
+                "its owner keeps that lock for as long as it holds the lock, and wrote the record on this boot of this host"
+                    .into(),
+            );
+        }
+        j.process = live_process(rec, &holders, ev);
+        j.holders = holders;
+        return j;
+    }
+
+    if rec.kernel_lock && same_kernel && !c.fs.network && ev.kernel_locks_readable() {
+        // `/proc/locks` was read while others lock and unlock, and a read can miss an entry:
+        // "no kernel lock" is asked of the kernel once more before it proves anything.
+        match super::sys::held_at(c.path, c.meta.dev(), c.meta.ino()) {
+            Some(false) => {}
+            Some(true) => {
+                return Judgement::new(
+                    Verdict::Live,
+                    "a kernel lock is held on it (F_OFD_GETLK), which its owner keeps for as long as it holds the lock",
+                );
+            }
+            None => {
+                return Judgement::new(
+                    Verdict::Unknown,
+                    "/proc/locks lists no kernel lock on it, but the kernel could not be asked directly (F_OFD_GETLK) to confirm",
+                );
+            }
+        }
+        let mut j = Judgement::new(
+            Verdict::Stale,
+            "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",
+        )
+        .because(format!(
+            "the record was written on this boot of this host (boot id {}) and the file is on a local file system ({}): the kernel lock settles it",
+            our_boot.unwrap_or("?"),
+            c.fs.kind
+        ));
+        if let (Some(theirs), Some(ours)) = (rec.pid_ns, ev.pid_ns())
+            && theirs != ours
+        {
+            j.evidence.push(format!(
+                "the owner ran in another PID namespace (pid:[{theirs}]); the kernel lock covers every namespace"
+            ));
+        }
+        return j;
+    }
+
+    let Some(pid) = rec.pid else {
+        return Judgement::new(
+            Verdict::Unknown,
+            "the owner record has no valid pid (missing, or not an integer)",
+        );
     };
-    let windows = crate::dialect::Windows {
-        heartbeat_secs: windows.heartbeat_secs,
-        ..Default::default()
-    };
-    crate::dialect::locksmith::Locksmith.judge(&c, &Snapshot::take(), &windows)
+    let mut j = ev.judge_pid(rec, pid, c);
+    if rec.format == RecordFormat::Engine && !rec.kernel_lock {
+        j.evidence.push(
+            "its owner keeps no kernel lock on it (file system without OFD locks, or fallback forced): judged by its PID"
+                .into(),
+        );
+    }
+    match j.verdict {
+        Verdict::Stale => {
+            let writers = ev.writers(c);
+            if !writers.is_empty() {
+                let mut live = Judgement::new(
+                    Verdict::Live,
+                    format!(
+                        "{} the lock file open for writing: it holds the owner's descriptor",
+                        who(&writers, "has", "have")
+                    ),
+                );
+                live.evidence.push(format!(
+                    "the owner itself is gone ({})",
+                    j.evidence.first().map(String::as_str).unwrap_or("")
+                ));
+                live.process = writers
+                    .iter()
+                    .find_map(|h| ev.process(h.pid, false).map(|(p, _)| p));
+                live.holders = writers;
+                return live;
+            }
+        }
+        Verdict::Foreign if rec.has_heartbeat() => {
+            let last = rec.heartbeat_ms.unwrap_or(i64::MIN).max(c.mtime_ms());
+            let interval_ms = rec.heartbeat_secs.map(|s| (s * 3000.0) as i64).unwrap_or(0);
+            let window_ms = window_ms(windows.heartbeat_secs).max(interval_ms);
+            let age_ms = ev.taken_ms() - last;
+            if age_ms > window_ms {
+                let writers = ev.writers(c);
+                if writers.is_empty() {
+                    let mut stale = Judgement::new(
+                        Verdict::Stale,
+                        format!(
+                            "no heartbeat since {} ({} s ago), longer than the {} s window",
+                            fmt_ms(last),
+                            age_ms / 1000,
+                            window_ms / 1000
+                        ),
+                    );
+                    stale.evidence.push(
+                        "nothing on this host holds a kernel lock on it or has it open for writing"
+                            .into(),
+                    );
+                    stale.evidence.append(&mut j.evidence);
+                    return stale;
+                }
+                j.evidence.push(format!(
+                    "its heartbeat is {} s old, but {} it open for writing",
+                    age_ms / 1000,
+                    who(&writers, "has", "have")
+                ));
+                j.holders = writers;
+            } else {
+                j.evidence.push(format!(
+                    "last heartbeat {} ({} s ago, window {} s)",
+                    fmt_ms(last),
+                    age_ms.max(0) / 1000,
+                    window_ms / 1000
+                ));
+            }
+        }
+        _ => {}
+    }
+    j
 }
 
-/// The processes holding a kernel lock on the file `meta` describes (`/proc/locks`, read now).
-pub fn kernel_holders(meta: &Metadata) -> Vec<Holder> {
-    Snapshot::take().kernel_holders(FileKey::of(meta))
+/// A window in milliseconds, for comparing with ages: saturates instead of overflowing.
+pub fn window_ms(secs: u64) -> i64 {
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| s.checked_mul(1000))
+        .unwrap_or(i64::MAX)
 }
 
-/// Lists holders as `pid 42 (flock, apt-get)`.
-pub fn describe_holders(holders: &[Holder]) -> String {
-    crate::dialect::common::describe_holders(holders)
+/// Formats milliseconds since the epoch as RFC 3339 with second precision.
+pub fn fmt_ms(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+        .unwrap_or_else(|_| format!("{ms} ms"))
+}
+
+/// The process behind a held lock: the record's owner when it is alive and is the same
+/// process (same start time), else the first identified holder.
+fn live_process(rec: &ParsedRecord, holders: &[Holder], ev: &dyn Evidence) -> Option<ProcessInfo> {
+    let owner_alive = rec.pid.and_then(|p| i32::try_from(p).ok()).and_then(|p| {
+        if !holders.iter().any(|h| h.pid == p) {
+            return None;
+        }
+        ev.process(p, true)
+            .filter(|(_, ticks)| rec.start_time.is_none_or(|t| t == *ticks))
+            .map(|(info, _)| info)
+    });
+    owner_alive.or_else(|| {
+        holders
+            .iter()
+            .filter(|h| h.pid > 0)
+            .find_map(|h| ev.process(h.pid, true).map(|(info, _)| info))
+    })
+}
+
+fn owner_of(rec: &ParsedRecord, c: &LockFile<'_>, ev: &dyn Evidence) -> Owner {
+    let detail = match rec.format {
+        RecordFormat::Zero => "Zero securefile lock record".to_string(),
+        RecordFormat::Engine => {
+            let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
+            if let Some(exe) = &rec.exe {
+                parts.push(format!("exe {exe}"));
+            }
+            if let Some(t) = &rec.token {
+                parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
+            }
+            parts.push(if rec.kernel_lock {
+                "keeps an OFD lock".into()
+            } else {
+                "keeps no kernel lock".into()
+            });
+            parts.join(", ")
+        }
+    };
+    Owner {
+        pid: rec.pid,
+        hostname: rec.hostname.clone(),
+        user: ev.user_name(c.meta.uid()),
+        created_at: rec.created_ms.map(fmt_ms),
+        detail: Some(detail),
+    }
+}
+
+/// "process 42 (sleep) holds an OFD lock on the file", for one holder or several.
+fn held_line(holders: &[Holder]) -> String {
+    let kinds: Vec<&str> = {
+        let mut k: Vec<&str> = holders.iter().map(|h| kind_name(h.how)).collect();
+        k.dedup();
+        k
+    };
+    format!(
+        "{} a kernel lock ({}) on the file",
+        who(holders, "holds", "hold"),
+        kinds.join(", ")
+    )
+}
+
+fn kind_name(how: HolderHow) -> &'static str {
+    match how {
+        HolderHow::Ofd => "OFD",
+        HolderHow::Posix => "POSIX",
+        HolderHow::Flock => "flock",
+        HolderHow::Open => "open",
+    }
+}
+
+/// "process 42 (sleep) has" / "processes 42 (sleep), 43 (sh) have".
+fn who(holders: &[Holder], one: &str, many: &str) -> String {
+    let names: Vec<String> = holders
+        .iter()
+        .map(|h| match (h.pid, &h.name) {
+            (p, _) if p <= 0 => "an unidentified process".to_string(),
+            (p, Some(n)) => format!("{p} ({n})"),
+            (p, None) => p.to_string(),
+        })
+        .collect();
+    match names.as_slice() {
+        [only] if only.starts_with("an ") => format!("{only} {one}"),
+        [only] => format!("process {only} {one}"),
+        _ => format!("processes {} {many}", names.join(", ")),
+    }
 }

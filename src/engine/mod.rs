@@ -48,13 +48,14 @@ pub mod fs;
 mod heartbeat;
 pub mod host;
 mod identity;
-mod judge;
+pub mod judge;
 mod place;
 pub mod record;
 mod remove;
 mod sweep;
 pub mod sys;
 pub mod verdict;
+mod witness;
 
 use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd};

@@ -27,10 +27,10 @@ use super::Identity;
 use super::StaleWindows;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
-use super::judge;
 use super::place::{Place, READ_LIMIT, read_bounded};
 use super::sys;
 use super::verdict::{Judgement, Verdict};
+use super::witness as judge;
 
 /// A guard older than this is abandoned whatever it says: guards live for milliseconds.
 const GUARD_MAX_AGE_MS: i64 = 30_000;
