@@ -5,13 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::judge::CLOCK_SLACK_MS;
 use crate::probe::containers::Seen;
 use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Judgement, RemoteClaim, Verdict};
-
-/// Tolerance when comparing a process start time with a file time: `btime` has a resolution
-/// of one second, so closer than this proves nothing.
-const CLOCK_SLACK_MS: i64 = 2_000;
 
 /// What a lock claims about its owner, as far as the PID rules need it.
 #[derive(Debug, Clone, Default)]
@@ -83,17 +80,7 @@ pub fn written_before_boot(
     fs: Option<&FsInfo>,
     snap: &Snapshot,
 ) -> Option<String> {
-    if fs.is_some_and(|f| f.kind.is_volatile()) {
-        return None;
-    }
-    let bt = snap.host.boot_time?;
-    (written_ms + CLOCK_SLACK_MS < bt * 1000).then(|| {
-        format!(
-            "written at {}, before this host booted at {}",
-            fmt_ms(written_ms),
-            fmt_ms(bt * 1000)
-        )
-    })
+    crate::engine::judge::before_boot(written_ms, snap.host.boot_time, fs)
 }
 
 /// Whether a claimed host is this host: same boot id (same kernel, whatever the hostname

@@ -8,7 +8,7 @@
 //! so the engine and the scanner agree by construction.
 
 use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::engine::judge::{Evidence, LockFile};
+use crate::engine::judge::{Evidence, LockFile, Witness};
 use crate::engine::record::ParsedRecord;
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{FileKey, FsInfo, PidState, Snapshot};
@@ -46,35 +46,45 @@ impl Dialect for Locksmith {
             complete: c.complete,
             fs: c.fs,
         };
-        let mut j = crate::engine::judge::judge(&file, &SnapEvidence(snap), &windows.into());
+        let mut j = crate::engine::judge::judge(&file, snap, &windows.into());
         let owner = j.owner.take().unwrap_or_default();
         Decision::owned(owner, j)
     }
 }
 
-/// The evidence snapshot as the engine's judge asks for it.
-#[derive(Debug, Clone, Copy)]
-pub struct SnapEvidence<'a>(pub &'a Snapshot);
+// The scanner and the engine's judge read the same prefix of a lock file.
+const _: () = assert!(super::CONTENT_PREFIX == crate::engine::judge::RECORD_PREFIX);
 
-impl Evidence for SnapEvidence<'_> {
+/// The scanner's evidence for the engine's judge: a fresh snapshot for every judgement.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScannerWitness;
+
+impl Witness for ScannerWitness {
+    fn look(&self) -> Box<dyn Evidence> {
+        Box::new(Snapshot::take())
+    }
+}
+
+/// The evidence snapshot as the engine's judge asks for it.
+impl Evidence for Snapshot {
     fn boot_id(&self) -> Option<&str> {
-        self.0.host.boot_id.as_deref()
+        self.host.boot_id.as_deref()
     }
 
     fn pid_ns(&self) -> Option<u64> {
-        self.0.host.pid_ns
+        self.host.pid_ns
     }
 
     fn taken_ms(&self) -> i64 {
-        self.0.taken_ms
+        self.taken_ms
     }
 
     fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        self.0.kernel_holders(FileKey::of(file.meta))
+        Snapshot::kernel_holders(self, FileKey::of(file.meta))
     }
 
     fn kernel_locks_readable(&self) -> bool {
-        self.0.kernel_locks().available()
+        self.kernel_locks().available()
     }
 
     fn judge_pid(&self, rec: &ParsedRecord, pid: i64, c: &LockFile<'_>) -> Judgement {
@@ -90,70 +100,38 @@ impl Evidence for SnapEvidence<'_> {
             file: Some((c.path, c.meta)),
             ..PidClaim::default()
         };
-        judge_pid(&claim, self.0)
+        judge_pid(&claim, self)
     }
 
     fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        writers(self.0, FileKey::of(file.meta))
+        writers(self, file.meta)
     }
 
     fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
-        match self.0.pid(pid) {
-            PidState::Alive(f) => Some((self.0.process_info(&f), f.start_ticks)),
-            PidState::Zombie(f) if !alive => Some((self.0.process_info(&f), f.start_ticks)),
+        match self.pid(pid) {
+            PidState::Alive(f) => Some((self.process_info(&f), f.start_ticks)),
+            PidState::Zombie(f) if !alive => Some((self.process_info(&f), f.start_ticks)),
             _ => None,
         }
     }
 
     fn user_name(&self, uid: u32) -> Option<String> {
-        self.0.user_name(uid)
+        Snapshot::user_name(self, uid)
     }
 
     fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
-        crate::evidence::written_before_boot(written_ms, Some(fs), self.0)
+        crate::evidence::written_before_boot(written_ms, Some(fs), self)
     }
 }
 
 /// Processes on this host that have the file open for writing (read-only openers, such as a
 /// scanner or another acquirer reading the record, are no evidence of an owner).
-fn writers(snap: &Snapshot, key: FileKey) -> Vec<Holder> {
-    snap.openers(key)
+fn writers(snap: &Snapshot, meta: &std::fs::Metadata) -> Vec<Holder> {
+    use std::os::unix::fs::MetadataExt;
+    snap.openers(FileKey::of(meta))
         .into_iter()
-        .filter(|h| open_for_writing(h.pid, key))
+        .filter(|h| crate::engine::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
         .collect()
-}
-
-#[cfg(target_os = "linux")]
-fn open_for_writing(pid: i32, key: FileKey) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
-    };
-    for fd in fds.flatten() {
-        let Ok(meta) = std::fs::metadata(fd.path()) else {
-            continue;
-        };
-        if FileKey::of(&meta) != key {
-            continue;
-        }
-        let info = std::fs::read_to_string(format!(
-            "/proc/{pid}/fdinfo/{}",
-            fd.file_name().to_string_lossy()
-        ))
-        .unwrap_or_default();
-        let flags = info
-            .lines()
-            .find_map(|l| l.strip_prefix("flags:"))
-            .and_then(|v| u32::from_str_radix(v.trim(), 8).ok());
-        if flags.is_some_and(|f| f & libc::O_ACCMODE as u32 != libc::O_RDONLY as u32) {
-            return true;
-        }
-    }
-    false
-}
-
-#[cfg(not(target_os = "linux"))]
-fn open_for_writing(_pid: i32, _key: FileKey) -> bool {
-    false
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-pub use crate::engine::host::{boot_id, hostname, parse_ns_link, pid_ns_of};
+pub use crate::engine::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
 
 /// Host facts used by the evidence rules (spec §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,14 +50,6 @@ pub fn machine_id() -> Option<String> {
         .find_map(|p| std::fs::read_to_string(p).ok())
         .map(|s| s.trim().to_ascii_lowercase())
         .filter(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// Boot time in seconds since the epoch.
-pub fn boot_time() -> Option<i64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    stat.lines()
-        .find_map(|l| l.strip_prefix("btime "))
-        .and_then(|v| v.trim().parse().ok())
 }
 
 fn ticks_per_sec() -> u64 {

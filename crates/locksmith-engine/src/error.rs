@@ -194,7 +194,7 @@ pub fn describe(j: &Judgement) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::verdict::{Owner, ProcessInfo};
+    use crate::verdict::{Owner, ProcessInfo};
 
     #[test]
     fn describes_holders_with_raw_text() {

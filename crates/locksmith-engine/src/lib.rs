@@ -3,14 +3,14 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use locksmith::engine::Lock;
+//! use locksmith_engine::Lock;
 //!
 //! let guard = Lock::new("/tmp/backup.lock")
 //!     .timeout(Duration::from_secs(30))
 //!     .acquire()?;
 //! // ... the critical section ...
 //! guard.release()?; // or just drop it
-//! # Ok::<(), locksmith::engine::EngineError>(())
+//! # Ok::<(), locksmith_engine::EngineError>(())
 //! ```
 //!
 //! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
@@ -66,13 +66,14 @@ use std::time::{Duration, Instant};
 pub use error::{EngineError, ErrorKind, describe};
 pub use fs::{FsInfo, FsKind};
 pub use identity::Identity;
+pub use judge::{Direct, Evidence, LockFile, Witness};
 pub use record::{ParsedRecord, Record, RecordFormat};
 
-use super::verdict::{Judgement, Verdict};
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;
 use place::Place;
 use remove::{Existing, Removal};
+use verdict::{Judgement, Verdict};
 
 /// How often a waiting [`Lock::acquire`] looks again, by default.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(10);
@@ -118,6 +119,7 @@ pub struct Lock {
     heartbeat: Option<Duration>,
     mechanism: Mechanism,
     windows: StaleWindows,
+    witness: Arc<dyn Witness>,
 }
 
 impl Lock {
@@ -131,6 +133,7 @@ impl Lock {
             heartbeat: None,
             mechanism: Mechanism::Auto,
             windows: StaleWindows::default(),
+            witness: Arc::new(Direct),
         }
     }
 
@@ -175,6 +178,13 @@ impl Lock {
         self
     }
 
+    /// Where the judge's evidence on an existing lock comes from (the engine's own
+    /// [`Direct`] by default; a scanner can give its richer evidence).
+    pub fn witness(mut self, witness: Arc<dyn Witness>) -> Self {
+        self.witness = witness;
+        self
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -184,7 +194,7 @@ impl Lock {
     /// (or [`ErrorKind::Unrecognised`] when the path holds something that is not a lock
     /// record).
     pub fn try_acquire(&self) -> Result<LockGuard, EngineError> {
-        let place = Place::open(&self.path)?;
+        let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
         match self.attempt(&place)? {
             Attempt::Acquired(g) => Ok(g),
             Attempt::Busy(j) => Err(self.held(&place, j, Duration::ZERO)),
@@ -196,7 +206,7 @@ impl Lock {
     /// not a lock record fails at once ([`ErrorKind::Unrecognised`]).
     pub fn acquire(&self) -> Result<LockGuard, EngineError> {
         let start = Instant::now();
-        let place = Place::open(&self.path)?;
+        let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
         loop {
             match self.attempt(&place)? {
                 Attempt::Acquired(g) => return Ok(g),
@@ -408,9 +418,8 @@ impl Drop for LockGuard {
     }
 }
 
-/// Judges the lock at `path` now: verdict, evidence and owner (the `locksmith` dialect's
-/// judge, with a fresh evidence snapshot and the default windows). Never modifies anything
-/// and never takes a lock.
+/// Judges the lock at `path` now: verdict, evidence and owner ([`judge`], with the engine's
+/// own evidence and the default windows). Never modifies anything and never takes a lock.
 pub fn inspect(path: &Path) -> Result<Judgement, EngineError> {
     inspect_with(path, StaleWindows::default())
 }
@@ -420,7 +429,16 @@ pub fn inspect_with(
     path: &Path,
     windows: impl Into<StaleWindows>,
 ) -> Result<Judgement, EngineError> {
-    let place = Place::open(path)?;
+    inspect_by(path, windows, Arc::new(Direct))
+}
+
+/// [`inspect_with`], judging with evidence from `witness`.
+pub fn inspect_by(
+    path: &Path,
+    windows: impl Into<StaleWindows>,
+    witness: Arc<dyn Witness>,
+) -> Result<Judgement, EngineError> {
+    let place = Place::open(path)?.witnessed(witness);
     match remove::examine(&place, &windows.into(), false)? {
         Existing::Judged(ex) => Ok(ex.judgement),
         Existing::HeldUnreadable(j) => Ok(*j),
@@ -456,22 +474,35 @@ pub fn reclaim_with_windows(
     windows: impl Into<StaleWindows>,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
-    reclaim_place(Place::open(path)?, expected, &windows.into(), before_unlink)
+    reclaim_by(path, expected, windows, Arc::new(Direct), before_unlink)
 }
 
-/// [`reclaim_with_windows`] for the entry `name` of a directory the caller has already opened
-/// and checked (reclaim reaches it from the scan root without following symlinks): nothing
-/// is resolved through `path`, which names the lock in messages only.
+/// [`reclaim_with_windows`], judging with evidence from `witness`.
+pub fn reclaim_by(
+    path: &Path,
+    expected: Option<Identity>,
+    windows: impl Into<StaleWindows>,
+    witness: Arc<dyn Witness>,
+    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+) -> Result<Judgement, EngineError> {
+    let place = Place::open(path)?.witnessed(witness);
+    reclaim_place(place, expected, &windows.into(), before_unlink)
+}
+
+/// [`reclaim_by`] for the entry `name` of a directory the caller has already opened and
+/// checked (a scanner reaches it from its root without following symlinks): nothing is
+/// resolved through `path`, which names the lock in messages only.
 pub fn reclaim_at(
     dir: std::os::fd::OwnedFd,
     name: &std::ffi::OsStr,
     path: &Path,
     expected: Option<Identity>,
     windows: impl Into<StaleWindows>,
+    witness: Arc<dyn Witness>,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Judgement, EngineError> {
     reclaim_place(
-        Place::at(dir, name, path)?,
+        Place::at(dir, name, path)?.witnessed(witness),
         expected,
         &windows.into(),
         before_unlink,

@@ -102,11 +102,11 @@ fn unreadable(place: &Place) -> Unreadable {
     let Ok(meta) = std::fs::symlink_metadata(&place.path) else {
         return Unreadable::Gone;
     };
-    let mut holders = judge::kernel_holders(&meta);
+    let mut holders = judge::kernel_holders(place, &meta);
     if holders.is_empty() {
         // `/proc/locks` is read while other processes lock and unlock: a read can miss an
         // entry. "Not held" rests on a second, independent read.
-        holders = judge::kernel_holders(&meta);
+        holders = judge::kernel_holders(place, &meta);
     }
     if holders.is_empty() {
         // A holder releases by unlinking, then dropping its lock: a lock we saw the file of

@@ -212,7 +212,7 @@ pub struct Judgement {
     /// vim-swap only: does the swap file hold changes that were never saved?
     pub unsaved_changes: Option<bool>,
     /// For a lock whose owner is on another named host: what that host could be asked about
-    /// it (see [`crate::remote`]). Not part of the report.
+    /// it (a scanner asks that host). Not part of the report.
     #[serde(skip)]
     pub remote: Option<RemoteClaim>,
 }

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use super::StaleWindows;
 use super::fs::FsInfo;
+use super::host::Process;
 use super::record::{ParsedRecord, RecordFormat};
 use super::verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
 
@@ -264,6 +265,28 @@ fn judge_record(
     j
 }
 
+/// Tolerance when comparing a process start time or a boot time with a file time: `btime` has
+/// a resolution of one second, so closer than this proves nothing.
+pub const CLOCK_SLACK_MS: i64 = 2_000;
+
+/// The evidence line for a lock written before this host booted (at `boot_time`, seconds since
+/// the epoch), with the clock slack, if it was. Never on a file system that does not survive a
+/// reboot (tmpfs, ramfs: `/run`, often `/tmp`): a file there is from this boot whatever its
+/// mtime says, so an mtime before boot only shows the clock was stepped since it was written.
+pub fn before_boot(written_ms: i64, boot_time: Option<i64>, fs: Option<&FsInfo>) -> Option<String> {
+    if fs.is_some_and(|f| f.kind.is_volatile()) {
+        return None;
+    }
+    let bt = boot_time?;
+    (written_ms + CLOCK_SLACK_MS < bt * 1000).then(|| {
+        format!(
+            "written at {}, before this host booted at {}",
+            fmt_ms(written_ms),
+            fmt_ms(bt * 1000)
+        )
+    })
+}
+
 /// A window in milliseconds, for comparing with ages: saturates instead of overflowing.
 pub fn window_ms(secs: u64) -> i64 {
     i64::try_from(secs)
@@ -363,5 +386,223 @@ fn who(holders: &[Holder], one: &str, many: &str) -> String {
         [only] if only.starts_with("an ") => format!("{only} {one}"),
         [only] => format!("process {only} {one}"),
         _ => format!("processes {} {many}", names.join(", ")),
+    }
+}
+
+/// How much of a lock file the judge reads: a record is a few hundred bytes. The scanner reads
+/// the same prefix of every candidate, so both judge the same bytes.
+pub const RECORD_PREFIX: usize = 4096;
+
+/// Where the judge's evidence comes from: a fresh look at the machine for every judgement.
+pub trait Witness: Send + Sync + std::fmt::Debug {
+    fn look(&self) -> Box<dyn Evidence>;
+}
+
+/// The engine's own witness: asks the kernel directly about the one file and the one owner
+/// being judged (`F_OFD_GETLK` on the file, kill(2) and `/proc/<pid>/stat` for the owner,
+/// the descriptors of other processes only when a lock would otherwise be stale). It knows
+/// nothing of containers or other hosts: an owner it cannot check is `foreign`, never `stale`.
+/// A program that links the scanner too can give the engine the scanner's richer evidence
+/// instead ([`crate::Lock::witness`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Direct;
+
+impl Witness for Direct {
+    fn look(&self) -> Box<dyn Evidence> {
+        Box::new(DirectEvidence {
+            hostname: super::host::hostname(),
+            boot_id: super::host::boot_id(),
+            pid_ns: super::host::pid_ns_of("self"),
+            taken_ms: jiff::Timestamp::now().as_millisecond(),
+        })
+    }
+}
+
+/// What [`Direct`] found out when it looked.
+#[derive(Debug, Clone)]
+struct DirectEvidence {
+    hostname: String,
+    boot_id: Option<String>,
+    pid_ns: Option<u64>,
+    taken_ms: i64,
+}
+
+/// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
+const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// The largest PID Linux hands out (`PID_MAX_LIMIT` on 64-bit systems).
+const PID_MAX_LIMIT: i64 = 1 << 22;
+
+impl Evidence for DirectEvidence {
+    fn boot_id(&self) -> Option<&str> {
+        self.boot_id.as_deref()
+    }
+
+    fn pid_ns(&self) -> Option<u64> {
+        self.pid_ns
+    }
+
+    fn taken_ms(&self) -> i64 {
+        self.taken_ms
+    }
+
+    /// `F_OFD_GETLK` on the file: a holder that cannot be named (OFD locks carry no PID).
+    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
+        match super::sys::held_at(file.path, file.meta.dev(), file.meta.ino()) {
+            Some(true) => vec![Holder {
+                pid: 0,
+                name: None,
+                how: HolderHow::Ofd,
+                container: None,
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn kernel_locks_readable(&self) -> bool {
+        cfg!(target_os = "linux")
+    }
+
+    fn judge_pid(&self, rec: &ParsedRecord, pid: i64, file: &LockFile<'_>) -> Judgement {
+        if pid <= 0 || pid > PID_MAX_LIMIT {
+            return Judgement::new(
+                Verdict::Unknown,
+                format!("PID {pid} is not a valid process id"),
+            );
+        }
+        let pid = pid as i32;
+        let ours = self.boot_id.as_deref();
+        let same_kernel = matches!((rec.boot_id.as_deref(), ours), (Some(a), Some(b)) if a == b);
+        if !same_kernel
+            && let Some(h) = rec.hostname.as_deref()
+            && h != self.hostname
+        {
+            return Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "owner host {h:?} is not this host {:?}: its PID {pid} cannot be checked here",
+                    self.hostname
+                ),
+            );
+        }
+        if let (Some(theirs), Some(ours)) = (rec.boot_id.as_deref(), ours)
+            && theirs != ours
+        {
+            if rec.hostname.is_none() && file.fs.network {
+                return Judgement::new(
+                    Verdict::Foreign,
+                    format!(
+                        "written by another kernel (boot id {theirs}) on a network file system, naming no host"
+                    ),
+                );
+            }
+            return Judgement::new(
+                Verdict::Stale,
+                format!(
+                    "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
+                ),
+            );
+        }
+        if file.fs.network && rec.hostname.is_none() && !same_kernel {
+            return Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "on a network file system and naming no host: PID {pid} may belong to another machine"
+                ),
+            );
+        }
+        if let (Some(theirs), Some(ours)) = (rec.pid_ns, self.pid_ns)
+            && theirs != ours
+        {
+            return Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "owner is in another PID namespace (pid:[{theirs}], ours pid:[{ours}]): PID {pid} cannot be checked here"
+                ),
+            );
+        }
+        // ESRCH proves the owner gone only where its PID is numbered like ours.
+        let pid_space_is_ours = self.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS)
+            || (rec.pid_ns.is_some() && rec.pid_ns == self.pid_ns);
+        match super::host::process(pid) {
+            Process::Absent if !pid_space_is_ours => Judgement::new(
+                Verdict::Foreign,
+                format!(
+                    "no process {pid} in our PID namespace, but we run inside one that is not the host's and the record does not name it: PID {pid} may belong to a process outside it"
+                ),
+            ),
+            Process::Absent => Judgement::new(
+                Verdict::Stale,
+                format!("no process {pid} on this host (kill({pid}, 0): ESRCH)"),
+            ),
+            Process::Exited => Judgement::new(
+                Verdict::Stale,
+                format!("process {pid} is a zombie: it has exited"),
+            ),
+            Process::Hidden => Judgement::new(
+                Verdict::Live,
+                format!("process {pid} exists (kill({pid}, 0): EPERM; /proc/{pid} not readable)"),
+            ),
+            Process::Running { start_ticks } => match rec.start_time {
+                Some(t) if t != start_ticks => Judgement::new(
+                    Verdict::Stale,
+                    format!(
+                        "process {pid} started at another time (tick {start_ticks} after boot) than the owner that wrote the record (tick {t}): its PID was reused"
+                    ),
+                ),
+                _ => {
+                    let mut j = Judgement::new(
+                        Verdict::Live,
+                        format!("process {pid} is alive (kill({pid}, 0) succeeds)"),
+                    );
+                    j.process = self.process(pid, true).map(|(p, _)| p);
+                    j
+                }
+            },
+        }
+    }
+
+    fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
+        super::host::writers(file.meta.dev(), file.meta.ino())
+            .into_iter()
+            .map(|pid| Holder {
+                pid,
+                name: super::host::comm(pid),
+                how: HolderHow::Open,
+                container: None,
+            })
+            .collect()
+    }
+
+    fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
+        let start_ticks = match super::host::process(pid) {
+            Process::Running { start_ticks } => start_ticks,
+            Process::Exited if !alive => 0,
+            _ => return None,
+        };
+        let name = super::host::comm(pid).unwrap_or_default();
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|c| *c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let info = ProcessInfo {
+            pid,
+            name,
+            cmd,
+            ..ProcessInfo::default()
+        };
+        Some((info, start_ticks))
+    }
+
+    fn user_name(&self, _uid: u32) -> Option<String> {
+        None
+    }
+
+    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
+        before_boot(written_ms, super::host::boot_time(), Some(fs))
     }
 }

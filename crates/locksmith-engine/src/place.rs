@@ -17,6 +17,7 @@ use rustix::io::Errno;
 
 use super::error::{EngineError, ErrorKind};
 use super::fs::{FsInfo, describe};
+use super::judge::{Direct, Witness};
 
 /// How much of an existing lock file is read (a record is a few hundred bytes; more than this
 /// is not a record, but the bytes are still handed to `before_unlink` to be saved).
@@ -31,6 +32,8 @@ pub struct Place {
     pub name: OsString,
     /// The file system of the directory.
     pub fs: FsInfo,
+    /// Where the judge's evidence comes from.
+    pub witness: Arc<dyn Witness>,
 }
 
 impl Place {
@@ -91,6 +94,7 @@ impl Place {
             dir: Arc::new(dir),
             name,
             fs,
+            witness: Arc::new(Direct),
         })
     }
 
@@ -113,6 +117,7 @@ impl Place {
             dir: Arc::new(dir),
             name: name.to_os_string(),
             fs,
+            witness: Arc::new(Direct),
         })
     }
 
@@ -127,7 +132,14 @@ impl Place {
             dir: Arc::clone(&self.dir),
             name,
             fs: self.fs.clone(),
+            witness: Arc::clone(&self.witness),
         }
+    }
+
+    /// The same place, judged with evidence from `witness`.
+    pub fn witnessed(mut self, witness: Arc<dyn Witness>) -> Place {
+        self.witness = witness;
+        self
     }
 
     pub fn err(&self, kind: ErrorKind) -> EngineError {
