@@ -1,5 +1,7 @@
-//! The lock engine: take a lock that heals itself after a crash, inspect one, reclaim a stale
-//! one (spec §4, §5).
+//! The lock engine of locksmith: take a lock that heals itself after a crash, inspect one,
+//! reclaim a stale one (spec §4, §5). A program that wants self-healing locks depends on this
+//! crate alone (rustix, libc, serde, jiff, thiserror; no scanner, no terminal UI). The
+//! `heal` example takes a lock, is killed with SIGKILL, and a second run takes the lock over.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -28,10 +30,17 @@
 //!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
 //!   the path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
 //! - release removes the file only if the path still names our inode;
-//! - the verdict on an existing lock comes from the `locksmith` dialect's judge, the same the
-//!   scanner uses (`judge`, the engine's one link to the rest of the crate; everything else
-//!   here, from the record to the file-system kinds, host facts and verdict types, is the
-//!   bottom layer that the probes, dialects and scanner build on).
+//! - the verdict on an existing lock comes from one judge ([`judge`]): the kernel lock on the
+//!   file, then PID + start time + boot id + host, then the heartbeat. Its evidence comes from
+//!   a [`Witness`]: the engine's own [`Direct`] (the kernel asked about this one file and this
+//!   one owner; an owner it cannot check is `foreign`, never `stale`) unless the caller gives
+//!   another ([`Lock::witness`], [`inspect_by`], [`reclaim_by`]). The locksmith scanner gives
+//!   its evidence snapshot (holders named from `/proc/locks`, PID namespaces, containers,
+//!   other hosts), and its `locksmith` dialect judges with this same judge, so the scanner and
+//!   the engine agree by construction.
+//!
+//! The rest of locksmith builds on this crate: its file-system kinds ([`FsKind`], [`fs`]),
+//! host facts ([`host`]), file identity ([`Identity`]) and verdict types ([`verdict`]).
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
@@ -41,6 +50,11 @@
 //! Release and reclaim check the token too, and the holder clears leftovers of killed
 //! acquirers at release (see `sweep`). A file system without hard links is refused before
 //! anything is created.
+
+// The README's example is compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctest;
 
 mod create;
 mod error;
