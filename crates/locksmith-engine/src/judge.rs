@@ -57,6 +57,10 @@ pub trait Evidence {
     /// Whether the kernel's table of locks could be read: without it, finding no holder
     /// proves nothing.
     fn kernel_locks_readable(&self) -> bool;
+    /// Where [`kernel_holders`](Evidence::kernel_holders) looks, for the evidence lines.
+    fn kernel_locks_source(&self) -> &'static str {
+        "/proc/locks"
+    }
     /// The PID rules (spec §3) applied to the record's owner (its pid, host, boot id, start
     /// time, PID namespace).
     fn judge_pid(&self, rec: &ParsedRecord, pid: i64, file: &LockFile<'_>) -> Judgement;
@@ -108,7 +112,10 @@ fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
     {
         return Judgement::new(
             Verdict::Stale,
-            "the file is empty and no process holds a kernel lock on it (/proc/locks)",
+            format!(
+                "the file is empty and no process holds a kernel lock on it ({})",
+                ev.kernel_locks_source()
+            ),
         )
         .because(format!(
             "{line}: an owner record lost in a crash, owned by nobody in this boot"
@@ -116,8 +123,11 @@ fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
     }
     let mut j = Judgement::new(Verdict::Unknown, why);
     if !holders.is_empty() {
-        j.evidence
-            .push(format!("{} (/proc/locks)", held_line(&holders)));
+        j.evidence.push(format!(
+            "{} ({})",
+            held_line(&holders),
+            ev.kernel_locks_source()
+        ));
         j.holders = holders;
     }
     j
@@ -136,7 +146,7 @@ fn judge_record(
     if !holders.is_empty() {
         let mut j = Judgement::new(
             Verdict::Live,
-            format!("{} (/proc/locks)", held_line(&holders)),
+            format!("{} ({})", held_line(&holders), ev.kernel_locks_source()),
         );
         if rec.kernel_lock && same_kernel {
             j.evidence.push(
@@ -461,6 +471,10 @@ impl Evidence for DirectEvidence {
 
     fn kernel_locks_readable(&self) -> bool {
         cfg!(target_os = "linux")
+    }
+
+    fn kernel_locks_source(&self) -> &'static str {
+        "F_OFD_GETLK"
     }
 
     fn judge_pid(&self, rec: &ParsedRecord, pid: i64, file: &LockFile<'_>) -> Judgement {
