@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engine::judge::CLOCK_SLACK_MS;
 use crate::probe::containers::Seen;
 use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Judgement, RemoteClaim, Verdict};
+use locksmith_engine::judge::CLOCK_SLACK_MS;
 
 /// What a lock claims about its owner, as far as the PID rules need it.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +69,7 @@ impl PidClaim<'_> {
     }
 }
 
-pub use crate::engine::judge::fmt_ms;
+pub use locksmith_engine::judge::fmt_ms;
 
 /// The evidence line for a lock written before this host booted (with the clock slack), if it
 /// was. Never on a file system that does not survive a reboot (tmpfs, ramfs: `/run`, often
@@ -80,7 +80,7 @@ pub fn written_before_boot(
     fs: Option<&FsInfo>,
     snap: &Snapshot,
 ) -> Option<String> {
-    crate::engine::judge::before_boot(written_ms, snap.host.boot_time, fs)
+    locksmith_engine::judge::before_boot(written_ms, snap.host.boot_time, fs)
 }
 
 /// Whether a claimed host is this host: same boot id (same kernel, whatever the hostname

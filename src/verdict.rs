@@ -1,4 +1,4 @@
-//! Verdicts and the evidence that backs them: the engine's types ([`crate::engine::verdict`]),
+//! Verdicts and the evidence that backs them: the engine's types ([`locksmith_engine::verdict`]),
 //! which the scanner, the dialects and the reports share.
 
-pub use crate::engine::verdict::*;
+pub use locksmith_engine::verdict::*;

@@ -1,18 +1,18 @@
 //! The `locksmith` dialect: lock files written by our own engine (any name; recognised by the
 //! owner record inside), and Zero's securefile records (`PID` / `CreatedAt` / `Hostname`).
 //!
-//! The verdict comes from the engine's own judge ([`crate::engine::judge`]), with this crate's
+//! The verdict comes from the engine's own judge ([`locksmith_engine::judge`]), with this crate's
 //! evidence snapshot behind it: the kernel-lock holders named by `/proc/locks`, the PID rules
 //! of [`crate::evidence::judge_pid`] (hosts, boots, PID namespaces, containers), the processes
-//! that have the file open for writing. [`crate::engine::inspect`] judges with the same judge,
+//! that have the file open for writing. [`locksmith_engine::inspect`] judges with the same judge,
 //! so the engine and the scanner agree by construction.
 
 use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::engine::judge::{Evidence, LockFile, Witness};
-use crate::engine::record::ParsedRecord;
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::{FileKey, FsInfo, PidState, Snapshot};
 use crate::verdict::{Holder, Judgement, ProcessInfo};
+use locksmith_engine::judge::{Evidence, LockFile, Witness};
+use locksmith_engine::record::ParsedRecord;
 
 /// The engine's own lock files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,14 +46,14 @@ impl Dialect for Locksmith {
             complete: c.complete,
             fs: c.fs,
         };
-        let mut j = crate::engine::judge::judge(&file, snap, &windows.into());
+        let mut j = locksmith_engine::judge::judge(&file, snap, &windows.into());
         let owner = j.owner.take().unwrap_or_default();
         Decision::owned(owner, j)
     }
 }
 
 // The scanner and the engine's judge read the same prefix of a lock file.
-const _: () = assert!(super::CONTENT_PREFIX == crate::engine::judge::RECORD_PREFIX);
+const _: () = assert!(super::CONTENT_PREFIX == locksmith_engine::judge::RECORD_PREFIX);
 
 /// The scanner's evidence for the engine's judge: a fresh snapshot for every judgement.
 #[derive(Debug, Clone, Copy, Default)]
@@ -130,7 +130,7 @@ fn writers(snap: &Snapshot, meta: &std::fs::Metadata) -> Vec<Holder> {
     use std::os::unix::fs::MetadataExt;
     snap.openers(FileKey::of(meta))
         .into_iter()
-        .filter(|h| crate::engine::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
+        .filter(|h| locksmith_engine::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
         .collect()
 }
 
@@ -167,7 +167,7 @@ mod tests {
         use crate::probe::KernelLocks;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.lock");
-        let mut rec = crate::engine::record::Record::for_this_process(true, None);
+        let mut rec = locksmith_engine::record::Record::for_this_process(true, None);
         rec.pid_ns = Some(1);
         std::fs::write(&p, rec.to_line()).unwrap();
         let meta = std::fs::symlink_metadata(&p).unwrap();
@@ -212,7 +212,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.lock");
         let snap = Snapshot::take();
-        let mut rec = crate::engine::record::Record::for_this_process(true, None);
+        let mut rec = locksmith_engine::record::Record::for_this_process(true, None);
         // Our own (live) PID, but a record that claims an OFD lock nobody holds: the kernel
         // lock settles it, so it is stale even though the PID is alive.
         let j = judge_bytes(&p, &rec.to_line(), &local());

@@ -100,7 +100,7 @@ impl Windows {
     /// A window in milliseconds, for comparing with ages: saturates instead of overflowing
     /// (a window is at most [`Windows::MAX_SECS`] once the configuration is checked).
     pub fn ms(secs: u64) -> i64 {
-        crate::engine::judge::window_ms(secs)
+        locksmith_engine::judge::window_ms(secs)
     }
 }
 
@@ -108,22 +108,22 @@ impl Default for Windows {
     fn default() -> Self {
         Windows {
             mkdir_lock_secs: 300,
-            heartbeat_secs: crate::engine::StaleWindows::default().heartbeat_secs,
+            heartbeat_secs: locksmith_engine::StaleWindows::default().heartbeat_secs,
             git_min_age_secs: 2,
         }
     }
 }
 
 /// The engine's part of the windows (its heartbeat window).
-impl From<&Windows> for crate::engine::StaleWindows {
+impl From<&Windows> for locksmith_engine::StaleWindows {
     fn from(w: &Windows) -> Self {
-        crate::engine::StaleWindows {
+        locksmith_engine::StaleWindows {
             heartbeat_secs: w.heartbeat_secs,
         }
     }
 }
 
-impl From<Windows> for crate::engine::StaleWindows {
+impl From<Windows> for locksmith_engine::StaleWindows {
     fn from(w: Windows) -> Self {
         (&w).into()
     }

@@ -1,4 +1,4 @@
-//! What identifies the exact file that was judged (the engine's [`crate::engine::Identity`]:
+//! What identifies the exact file that was judged (the engine's [`locksmith_engine::Identity`]:
 //! reclaim and the engine's own reclaim check it before removing anything).
 
-pub use crate::engine::Identity;
+pub use locksmith_engine::Identity;

@@ -179,7 +179,7 @@ impl KernelLocks {
     }
 }
 
-pub use crate::engine::sys::{held_at, write_lock_conflict};
+pub use locksmith_engine::sys::{held_at, write_lock_conflict};
 
 #[cfg(test)]
 mod tests {
