@@ -5,7 +5,7 @@
 //! bash-completion would find them after the documented copy step), the man pages
 //! (`man -l`), and the help texts.
 
-mod common;
+use crate::util as common;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -11,7 +11,7 @@
 //! the winner "crashes" (exits without releasing), which leaves the stale lock of the next
 //! round, and is replaced by a new process.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use std::io::Write;
 use std::path::Path;
@@ -36,7 +36,7 @@ struct Contender {
 
 impl Contender {
     fn spawn(mode: &str, path: &Path) -> Contender {
-        let mut group = spawn_child("child_entry", mode, path);
+        let mut group = spawn_child("engine_stampede::child_entry", mode, path);
         let stdin = group.stdin();
         let answers = Answers::of(&mut group);
         assert_eq!(answers.next(30), "ready");
@@ -57,7 +57,7 @@ impl Contender {
 /// record (with a kernel lock or not) whose owner is dead and holds nothing.
 fn abandoned_guard(guard: &Path, kernel_lock: bool) {
     let mode = if kernel_lock { "hold" } else { "hold-fallback" };
-    let mut g = spawn_child("child_entry", mode, guard);
+    let mut g = spawn_child("engine_stampede::child_entry", mode, guard);
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();

@@ -8,7 +8,7 @@
 //! The attacker is a Python script (ctypes for `inotify` and `renameat2`) run as `nobody`.
 //! These tests need root (to switch users); elsewhere they skip with a message.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};

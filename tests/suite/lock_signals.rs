@@ -2,7 +2,7 @@
 //! waits for it, exits with its status and releases the lock: a supervisor that signals only
 //! the process it started stops the job. Real processes: the binary and a shell that traps.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::os::unix::process::CommandExt;

@@ -10,7 +10,7 @@
 //! the scanner calls sshfs a network file system and judges pid files there by the network
 //! rules; and the torture run (workers, SIGKILLs, a counter) sees no overlap.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! textfile collector, hostile paths included; its values are those of the scan; the per-lock
 //! series are bounded; `--output` replaces the file atomically, for every format.
 
-mod common;
+use crate::util as common;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;

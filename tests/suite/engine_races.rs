@@ -8,7 +8,7 @@
 //! - A reclaimer whose guard file was taken from it must not remove anything.
 //! - A guard with a kernel lock held on it is never abandoned, however old.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use std::io::Write;
 use std::path::Path;
@@ -26,7 +26,7 @@ fn child_entry() {
 /// Leaves a stale lock at `path`: its holder (kernel lock or fallback) is SIGKILLed.
 fn stale_lock(path: &Path, kernel_lock: bool) {
     let mode = if kernel_lock { "hold" } else { "hold-fallback" };
-    let mut g = spawn_child("child_entry", mode, path);
+    let mut g = spawn_child("engine_races::child_entry", mode, path);
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();
@@ -43,7 +43,7 @@ struct Paused {
 
 impl Paused {
     fn start(path: &Path) -> Paused {
-        let mut group = spawn_child("child_entry", "reclaim-pause", path);
+        let mut group = spawn_child("engine_races::child_entry", "reclaim-pause", path);
         let stdin = group.stdin();
         let answers = Answers::of(&mut group);
         assert_eq!(answers.next(30), "paused");
@@ -138,7 +138,7 @@ fn a_guard_with_a_kernel_lock_held_is_never_abandoned() {
     stale_lock(&path, false);
 
     // A live process holds the guard (with its OFD lock), for longer than any guard lives.
-    let mut holder = spawn_child("child_entry", "hold", &guard);
+    let mut holder = spawn_child("engine_races::child_entry", "hold", &guard);
     let answers = Answers::of(&mut holder);
     assert!(answers.next(30).starts_with("held "));
     age_file(&guard, 3600);

@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+pub mod engine;
 pub mod judging;
 pub mod sshd;
+pub mod sshfs;
+pub mod torture;
 
 /// How long any one wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);

@@ -4,7 +4,7 @@
 //! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
 //! skip with the reason when Podman cannot run here, and fail instead under CI (`CI` set).
 
-mod common;
+use crate::util as common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

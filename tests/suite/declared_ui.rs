@@ -3,7 +3,7 @@
 //! then `y` reclaims it. The real binary runs in a pseudo-terminal; its screen is read
 //! through a vt100 parser on a background thread; every wait has a deadline.
 
-mod common;
+use crate::util as common;
 
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};

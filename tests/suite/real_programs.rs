@@ -4,7 +4,7 @@
 //! (or free), and what `--scan --reclaim` then does. A test whose program is not installed
 //! says so and skips.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

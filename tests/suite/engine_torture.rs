@@ -2,7 +2,7 @@
 //! binary while a killer SIGKILLs whole holder process groups at random (see
 //! `engine_util::torture`): no overlap, no lost counter update, nothing left behind.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use engine_util::torture::{Params, run};
 

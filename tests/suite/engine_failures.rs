@@ -4,7 +4,7 @@
 //! mount, a directory we may not write to, a file size limit that makes the record write fail.
 //! Each failure is one line on stderr and exit status 2.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -230,7 +230,12 @@ fn try_with_no_file_size(path: &Path, fallback: bool) -> String {
         .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
         .arg("sh")
         .arg(std::env::current_exe().unwrap())
-        .args(["child_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "engine_failures::child_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

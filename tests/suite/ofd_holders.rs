@@ -2,7 +2,7 @@
 //! found through `/proc/<pid>/fdinfo`, also on a btrfs subvolume, whose files have another
 //! device number than the one `/proc/locks` prints.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

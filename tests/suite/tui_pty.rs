@@ -7,7 +7,7 @@
 //! clipboard sequence of `y` from the raw output. Every wait has a deadline; the UI process
 //! and the `sleep` are killed on every path.
 
-mod common;
+use crate::util as common;
 
 use std::io::{Read, Write};
 use std::path::Path;

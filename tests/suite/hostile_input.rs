@@ -2,7 +2,7 @@
 //! time, change nothing, judge every hostile lock `unknown` (never `stale` or `live`) or list
 //! it as an error, and never let a raw escape byte through to the table or the JSON.
 
-mod common;
+use crate::util as common;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,7 +1,7 @@
 //! The engine's protocol with real processes: self-healing after SIGKILL, release safety, no
 //! partial records, the fallback method, and the `locksmith lock` command's behaviour.
 
-mod engine_util;
+use crate::util::engine as engine_util;
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -255,7 +255,7 @@ fn no_partial_reads_in_the_fallback() {
 fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nfs-style.lock");
-    let mut holder = spawn_child("child_entry", "hold-fallback", &path);
+    let mut holder = spawn_child("engine_protocol::child_entry", "hold-fallback", &path);
     let said = Answers::of(&mut holder).next(20);
     assert!(said.starts_with("held "), "{said}");
 
@@ -301,7 +301,11 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
 fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inherited.lock");
-    let mut owner = spawn_child("child_entry", "crash-fallback-leave-writer", &path);
+    let mut owner = spawn_child(
+        "engine_protocol::child_entry",
+        "crash-fallback-leave-writer",
+        &path,
+    );
     let said = Answers::of(&mut owner).next(20);
     let writer: i32 = said
         .strip_prefix("writer ")

@@ -2,7 +2,7 @@
 //! a lock that came back to life or was replaced since it was judged stays; `--dry-run`
 //! removes nothing.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! The attacks run the attacker as uid 65534 (`setpriv`), which needs root; run as another
 //! user, those tests say so and pass without checking anything.
 
-mod common;
+use crate::util as common;
 
 use std::ffi::OsStr;
 use std::fs;

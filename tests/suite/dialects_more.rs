@@ -10,7 +10,7 @@
 //! configuration), so dialect choice and patterns are tested too; declared dialects run
 //! through the real binary, from the configuration file to the report and reclaim.
 
-mod common;
+use crate::util as common;
 
 use std::ffi::OsStr;
 use std::fs;

@@ -19,8 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-#[path = "common/judging.rs"]
-mod judging;
+use crate::util::judging;
 
 use judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};

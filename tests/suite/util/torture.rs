@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::*;
+use super::engine::*;
 
 /// The size of a run.
 pub struct Params {

@@ -3,10 +3,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../common/sshd.rs"]
-pub mod sshd;
-pub mod sshfs;
-pub mod torture;
+pub use super::{sshfs, torture};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

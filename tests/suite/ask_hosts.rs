@@ -4,7 +4,7 @@
 //! `foreign` here until node17 is asked; then `live` while held and `stale` after SIGKILL.
 //! Hosts that cannot answer keep their locks `foreign`, with the reason, in bounded time.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::net::TcpListener;
@@ -327,7 +327,7 @@ fn inspect_answers_and_changes_nothing() {
         "--pid",
         "-1",
         "--expect",
-        "ask_hosts",
+        std::fs::read_to_string("/proc/self/comm").unwrap().trim(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -1,7 +1,7 @@
 //! `locksmith --scan`: the JSON document (schema + typed structs), the table, exit codes,
 //! colors, per-path errors, a closed pipe, and the promise that a scan changes nothing.
 
-mod common;
+use crate::util as common;
 
 use std::fs;
 use std::io::Read;

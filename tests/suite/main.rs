@@ -1,0 +1,32 @@
+//! The integration tests, one binary: each module holds the tests of one area, all driving the
+//! real `locksmith` binary or the library on real files and processes; `util` holds what they
+//! share. Test names carry their module (`dialects::...`, `engine_protocol::...`), so
+//! `cargo test --test suite -- dialects::` runs one area.
+
+mod util;
+
+mod ask_hosts;
+mod cli_scan;
+mod containers;
+mod declared_ui;
+mod dialects;
+mod dialects_more;
+mod engine_evidence;
+mod engine_failures;
+mod engine_protocol;
+mod engine_races;
+mod engine_sshfs;
+mod engine_stampede;
+mod engine_torture;
+mod hostile_input;
+mod lock_signals;
+mod metrics;
+mod ofd_holders;
+mod packaging;
+mod real_programs;
+mod reclaim;
+mod reclaim_attacks;
+mod scan;
+mod state_dir;
+mod tui_pty;
+mod verdicts;
