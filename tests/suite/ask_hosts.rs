@@ -97,8 +97,8 @@ fn scan(env: &Env, cfg: &Path, extra: &[&str], root: &Path) -> Report {
 
 /// emacs visiting `file` with a modified buffer, in a UTS namespace called `host`: it writes
 /// the lock `.#NAME` -> `user@host.PID` next to the file, as on a machine of that name.
-fn emacs_on(host: &str, file: &Path) -> GroupGuard {
-    GroupGuard::spawn(
+fn emacs_on(host: &str, file: &Path) -> Group {
+    Group::spawn(
         Command::new("unshare")
             .args(["-u", "sh", "-c"])
             .arg(format!(
@@ -342,8 +342,8 @@ fn inspect_answers_and_changes_nothing() {
 }
 
 /// A process in a UTS namespace called `host` (a program of that "machine").
-fn sleeper_on(host: &str) -> GroupGuard {
-    GroupGuard::spawn(
+fn sleeper_on(host: &str) -> Group {
+    Group::spawn(
         Command::new("unshare")
             .args(["-u", "sh", "-c"])
             .arg(format!("hostname {host} && exec sleep 600"))
@@ -361,7 +361,7 @@ fn locksmith_records_of_another_host_are_settled_by_asking_it() {
 
     // A real `locksmith lock` on node17 (this kernel): its kernel lock settles it, asked or not.
     let held = work.join("job.lock");
-    let mut holder = GroupGuard::spawn(
+    let mut holder = Group::spawn(
         Command::new("unshare")
             .args(["-u", "sh", "-c"])
             .arg(format!(

@@ -11,15 +11,18 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, symlink};
+use std::os::unix::fs::symlink;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::util::judging;
+use crate::util::{
+    Group, dead_pid, have, hold_flock, spawn_as, spawn_as_env, wait_until, wait_within,
+};
 
 use judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
@@ -118,160 +121,6 @@ fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
         "{id} does not recognise {path:?}"
     );
     d.judge(&lc.candidate(), &snap, &Windows::default())
-}
-
-/// A PID that no process has: a child that has exited and been reaped.
-fn dead_pid() -> i32 {
-    let mut c = Command::new("true").spawn().unwrap();
-    let pid = c.id() as i32;
-    c.wait().unwrap();
-    pid
-}
-
-fn wait_until(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn have(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| {
-            fs::metadata(d.join(program)).is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
-        })
-    })
-}
-
-fn which(program: &str) -> PathBuf {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{program} not found"))
-}
-
-/// A child process in its own process group, killed (the whole group) and reaped on drop.
-struct Proc(Child);
-
-impl Proc {
-    fn spawn(cmd: &mut Command) -> Proc {
-        cmd.process_group(0);
-        // A binary copied a moment ago may still be open for writing in a child another test
-        // thread is forking: retry ETXTBSY briefly.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match cmd.spawn() {
-                Ok(c) => return Proc(c),
-                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Err(e) => panic!("spawn {cmd:?}: {e}"),
-            }
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.0.id() as i32
-    }
-
-    /// SIGKILLs the group and reaps the child: what a crash leaves behind.
-    fn kill(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.pid()) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn comm(pid: i32) -> String {
-    fs::read_to_string(format!("/proc/{pid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
-/// in `cwd`, and waits until it has exec'd.
-fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Proc {
-    spawn_as_env(bin_dir, name, program, args, cwd, &[])
-}
-
-fn spawn_as_env(
-    bin_dir: &Path,
-    name: &str,
-    program: &str,
-    args: &[&str],
-    cwd: &Path,
-    env: &[(&str, &Path)],
-) -> Proc {
-    let exe = bin_dir.join(name);
-    if !exe.exists() {
-        fs::create_dir_all(bin_dir).unwrap();
-        fs::copy(which(program), &exe).unwrap();
-    }
-    let p = Proc::spawn(
-        Command::new(&exe)
-            .args(args)
-            .current_dir(cwd)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    let want: String = name.chars().take(15).collect();
-    let pid = p.pid();
-    wait_until(&format!("{name} to start"), Duration::from_secs(10), || {
-        comm(pid) == want
-    });
-    p
-}
-
-/// An flock held on a file by a child (`flock PATH sleep 600`, in its own process group).
-/// Dropping it kills the group and waits until the kernel has released the lock (the `sleep`
-/// shares the locked open file description and may die a moment after `flock`).
-struct Held {
-    proc: Proc,
-    key: FileKey,
-}
-
-impl Held {
-    fn pid(&self) -> i32 {
-        self.proc.pid()
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.proc.kill();
-        let key = self.key;
-        wait_until("the flock to be released", Duration::from_secs(10), || {
-            !Snapshot::take().kernel_locked(key)
-        });
-    }
-}
-
-fn hold_flock(path: &Path) -> Held {
-    let proc = Proc::spawn(
-        Command::new("flock")
-            .arg(path)
-            .args(["sleep", "600"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    let key = FileKey::of(&fs::metadata(path).unwrap());
-    wait_until("the flock", Duration::from_secs(10), || {
-        Snapshot::take().kernel_locked(key)
-    });
-    Held { proc, key }
 }
 
 const BAD_PIDS: &[&str] = &["garbage", "0", "-1", "2147483648", "1; rm -rf /"];
@@ -510,7 +359,7 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
             display += 1;
             continue;
         }
-        let mut x = Proc::spawn(
+        let mut x = Group::spawn(
             Command::new("Xvfb")
                 .arg(format!(":{display}"))
                 .args(["-nolisten", "tcp"])
@@ -524,7 +373,7 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
             if fs::read_to_string(&lock).is_ok_and(|t| t.trim() == pid.to_string()) {
                 break true;
             }
-            if x.0.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            if x.child.try_wait().unwrap().is_some() || Instant::now() > deadline {
                 break false;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -683,7 +532,7 @@ fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
     let dir = tempdir();
     let file = write(&dir.path().join("notes.txt"), "one\ntwo\n");
     // Ex mode reading commands from a pipe we keep open: no terminal needed.
-    let mut vim = Proc::spawn(
+    let mut vim = Group::spawn(
         Command::new("vim")
             .args(["-u", "NONE", "-i", "NONE", "-N", "-es"])
             .arg(&file)
@@ -693,19 +542,19 @@ fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
             .stderr(Stdio::null()),
     );
     let swap = dir.path().join(".notes.txt.swp");
-    wait_until("the swap file", Duration::from_secs(20), || {
+    wait_until("the swap file", || {
         fs::metadata(&swap).is_ok_and(|m| m.len() >= 1024)
     });
     let f = expect(&swap, "vim-swap", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().pid, Some(vim.pid() as i64));
     assert_eq!(f.judgement.unsaved_changes, Some(false));
 
-    let mut stdin = vim.0.stdin.take().unwrap();
+    let mut stdin = vim.child.stdin.take().unwrap();
     stdin
         .write_all(b"normal Ounsaved line\npreserve\n")
         .unwrap();
     stdin.flush().unwrap();
-    wait_until("the dirty flag", Duration::from_secs(20), || {
+    wait_until("the dirty flag", || {
         judge(&swap).judgement.unsaved_changes == Some(true)
     });
     vim.kill();
@@ -835,7 +684,7 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
     }
     let dir = tempdir();
     write(&dir.path().join("draft.txt"), "hello\n");
-    let mut emacs = Proc::spawn(
+    let mut emacs = Group::spawn(
         Command::new("emacs")
             .args([
                 "--batch",
@@ -850,7 +699,7 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let lock = dir.path().join(".#draft.txt");
-    wait_until("the emacs lock", Duration::from_secs(30), || {
+    wait_until("the emacs lock", || {
         fs::symlink_metadata(&lock).is_ok()
     });
     let f = expect(&lock, "emacs", Verdict::Live);
@@ -932,10 +781,7 @@ fn libreoffice_fixture_and_verdicts() {
     let office = spawn_as(&bin, "soffice.bin", "tail", &["-f", "report.odt"], tmp);
     let key = FileKey::of(&fs::metadata(&doc).unwrap());
     let pid = office.pid();
-    wait_until(
-        "soffice.bin to open the document",
-        Duration::from_secs(10),
-        || Snapshot::take().openers(key).iter().any(|h| h.pid == pid),
+    wait_until("soffice.bin to open the document", || Snapshot::take().openers(key).iter().any(|h| h.pid == pid),
     );
     let f = expect(&lock, "libreoffice", Verdict::Live);
     assert!(
@@ -1157,7 +1003,7 @@ fn chromium_real_browser_is_live_then_stale() {
     }
     let dir = tempdir();
     let profile = dir.path().join("profile");
-    let mut browser = Proc::spawn(
+    let mut browser = Group::spawn(
         Command::new("chromium")
             .args([
                 "--headless",
@@ -1175,14 +1021,14 @@ fn chromium_real_browser_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let lock = profile.join("SingletonLock");
-    wait_until("SingletonLock", Duration::from_secs(60), || {
+    wait_until("SingletonLock", || {
         fs::symlink_metadata(&lock).is_ok()
     });
     let f = expect(&lock, "chromium", Verdict::Live);
     let pid = f.judgement.owner.unwrap().pid.unwrap();
     browser.kill();
     // The browser may be a child of the wrapper script: wait until it is gone too.
-    wait_until("the browser to exit", Duration::from_secs(30), || {
+    wait_until("the browser to exit", || {
         judge(&lock).judgement.verdict == Verdict::Stale
     });
     let f = expect(&lock, "chromium", Verdict::Stale);
@@ -1282,7 +1128,7 @@ fn firefox_real_browser_is_live_then_stale() {
     let dir = tempdir();
     let profile = dir.path().join("profile");
     fs::create_dir_all(&profile).unwrap();
-    let mut browser = Proc::spawn(
+    let mut browser = Group::spawn(
         Command::new(program)
             .args(["--headless", "--no-remote", "--profile"])
             .arg(&profile)
@@ -1295,9 +1141,10 @@ fn firefox_real_browser_is_live_then_stale() {
     );
     let lock = profile.join("lock");
     let parent = profile.join(".parentlock");
-    wait_until("the profile lock", Duration::from_secs(90), || {
-        fs::symlink_metadata(&lock).is_ok()
-            && fs::metadata(&parent).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m)))
+    wait_within(90, "the profile lock", || {
+        (fs::symlink_metadata(&lock).is_ok()
+            && fs::metadata(&parent).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m))))
+        .then_some(())
     });
     let f = expect(&lock, "firefox", Verdict::Live);
     let pid = f.judgement.owner.unwrap().pid.unwrap();
@@ -1305,7 +1152,7 @@ fn firefox_real_browser_is_live_then_stale() {
     expect(&parent, "firefox", Verdict::Live);
 
     browser.kill();
-    wait_until("firefox to exit", Duration::from_secs(30), || {
+    wait_until("firefox to exit", || {
         judge(&parent).judgement.verdict == Verdict::Free
     });
     let f = expect(&lock, "firefox", Verdict::Stale);
@@ -1415,10 +1262,10 @@ fn terraform_real_apply_is_live_then_stale() {
     let mut init = Command::new("terraform");
     init.args(["init", "-input=false", "-no-color"]);
     env(&mut init);
-    let mut init = Proc::spawn(init.stdin(Stdio::null()));
+    let mut init = Group::spawn(init.stdin(Stdio::null()));
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        if let Some(status) = init.0.try_wait().unwrap() {
+        if let Some(status) = init.child.try_wait().unwrap() {
             assert!(status.success(), "terraform init failed");
             break;
         }
@@ -1430,10 +1277,10 @@ fn terraform_real_apply_is_live_then_stale() {
     let mut apply = Command::new("terraform");
     apply.args(["apply", "-no-color"]);
     env(&mut apply);
-    let mut apply = Proc::spawn(apply.stdin(Stdio::piped()));
+    let mut apply = Group::spawn(apply.stdin(Stdio::piped()));
     let info = ws.join(".terraform.tfstate.lock.info");
     let state = ws.join("terraform.tfstate");
-    wait_until("the state lock", Duration::from_secs(60), || {
+    wait_until("the state lock", || {
         info.exists()
             && fs::metadata(&state).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m)))
     });
@@ -1676,7 +1523,7 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
 
     // `git commit -a` writes the new index to index.lock, then waits for the editor without
     // holding the lock open.
-    let mut commit = Proc::spawn(
+    let mut commit = Group::spawn(
         Command::new("git")
             .args(["commit", "-a"])
             .current_dir(&repo)
@@ -1692,7 +1539,7 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let index = repo.join(".git/index.lock");
-    wait_until("index.lock", Duration::from_secs(30), || {
+    wait_until("index.lock", || {
         fs::metadata(&index).is_ok_and(|m| m.len() > 0)
     });
     old(&index);
@@ -2140,14 +1987,14 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
 
     let git_dir = format!("--git-dir={}", repo.display());
     // argv: git -c 'sleep 60; :' --git-dir=REPO (a shell that stays, with git's argv).
-    let stand_in = Proc::spawn(
+    let stand_in = Group::spawn(
         Command::new("sh")
             .arg0("git")
             .args(["-c", "sleep 60; :", &git_dir])
             .current_dir("/"),
     );
     let pid = stand_in.pid();
-    wait_until("the stand-in to start", Duration::from_secs(10), || {
+    wait_until("the stand-in to start", || {
         fs::read(format!("/proc/{pid}/cmdline"))
             .unwrap_or_default()
             .ends_with(format!("{git_dir}\0").as_bytes())
@@ -2579,7 +2426,7 @@ fn mercurial_real_hg_is_live_then_stale() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let mut hg = Proc::spawn(
+    let mut hg = Group::spawn(
         Command::new("hg")
             .args(["debuglocks", "--set-lock", "--set-wlock"])
             .current_dir(&repo)
@@ -2590,7 +2437,7 @@ fn mercurial_real_hg_is_live_then_stale() {
     );
     let wlock = repo.join(".hg/wlock");
     let store = repo.join(".hg/store/lock");
-    wait_until("hg's locks", Duration::from_secs(30), || {
+    wait_until("hg's locks", || {
         fs::symlink_metadata(&wlock).is_ok() && fs::symlink_metadata(&store).is_ok()
     });
     for lock in [&wlock, &store] {

@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use common::judging::{assert_evidence, expect, judge};
-use common::{Env, GroupGuard, Guard, dead_pid, have, wait_for};
+use common::{Env, Group, Guard, dead_pid, have, wait_for};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
 
@@ -151,7 +151,7 @@ fn borg_lock_held_then_left_by_a_killed_borg() {
         .status()
         .unwrap();
     assert!(st.success(), "borg init failed");
-    let mut holder = GroupGuard::spawn(&mut borg(&[
+    let mut holder = Group::spawn(&mut borg(&[
         "with-lock",
         repo.to_str().unwrap(),
         "sleep",
@@ -212,7 +212,7 @@ fn qt_lockfile_from_pyqt5() {
         dir.path().join("ready").to_str().unwrap()
     );
     let mut holder =
-        GroupGuard::spawn(Command::new(&py).args(["-c", &script]).stdin(Stdio::null()));
+        Group::spawn(Command::new(&py).args(["-c", &script]).stdin(Stdio::null()));
     wait_for("Qt to take the lock", || {
         dir.path().join("ready").exists().then_some(())
     });
@@ -260,7 +260,7 @@ fn zsh_history_lock_held_then_left() {
         &dir.path().join("commands"),
         "HISTSIZE=100\nSAVEHIST=100\nunsetopt HIST_SAVE_BY_COPY\necho hi\nfc -W\n",
     );
-    let mut zsh = GroupGuard::spawn(
+    let mut zsh = Group::spawn(
         Command::new("zsh")
             .arg("-fi")
             .env("HISTFILE", &hist)
@@ -326,7 +326,7 @@ fn nvim_shada_temp_file_open_then_left() {
         "nvim did not write {shada:?}"
     );
     let tmp = dir.path().join("main.shada.tmp.a");
-    let mut writer = GroupGuard::spawn(&mut nvim(&shada));
+    let mut writer = Group::spawn(&mut nvim(&shada));
     wait_for("nvim to start writing ShaDa", || tmp.exists().then_some(()));
     let f = judge(&tmp);
     assert_eq!(f.dialect, "nvim-shada");
@@ -497,7 +497,7 @@ fn r_install_lock_from_a_killed_install() {
     write(&pkg.join("DESCRIPTION"), desc("2.0"));
     let configure = write(&pkg.join("configure"), "#!/bin/sh\nsleep 600\n");
     fs::set_permissions(&configure, fs::Permissions::from_mode(0o755)).unwrap();
-    let mut r = GroupGuard::spawn(&mut install());
+    let mut r = Group::spawn(&mut install());
     let lock = lib.join("00LOCK-tinypkg");
     wait_for("R to run configure", || {
         r.members().iter().any(|(_, c)| c == "sleep").then_some(())
@@ -557,7 +557,7 @@ fn rpm_db_environment_files() {
     // A transaction holds .rpm.lock.
     if have("flock") {
         // flock(1) runs sleep as its child: the whole group goes when the guard drops.
-        let holder = GroupGuard::spawn(
+        let holder = Group::spawn(
             Command::new("flock")
                 .arg(db.join(".rpm.lock"))
                 .args(["sleep", "600"])

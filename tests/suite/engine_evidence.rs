@@ -15,7 +15,7 @@ fn live_process() -> Group {
     let mut c = Command::new("sleep");
     c.arg("300");
     let g = Group::spawn(c);
-    wait_for(10, "sleep to run", || alive(g.pid()).then_some(()));
+    wait_within(10, "sleep to run", || alive(g.pid()).then_some(()));
     g
 }
 
@@ -286,7 +286,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
         .args(["--", "sleep", "300"])
         .stderr(std::process::Stdio::piped());
     let mut ns = Group::spawn(c);
-    let held = wait_for(20, "the namespaced holder", || {
+    let held = wait_within(20, "the namespaced holder", || {
         if let Ok(Some(status)) = ns.child.try_wait() {
             return Some(Err(status));
         }
@@ -317,7 +317,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     );
     assert!(rec.pid.unwrap() <= 3, "a PID of the new namespace: {rec:?}");
     // Live from outside: the kernel lock, attributed to processes we can see.
-    let members = group_members(ns.pid());
+    let members = group_pids(ns.pid());
     assert!(
         j.holders
             .iter()

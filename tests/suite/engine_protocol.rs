@@ -32,7 +32,7 @@ fn hold_with_cli(path: &Path) -> Group {
     let mut c = lock_cmd(path, &[]);
     c.args(["--", "sleep", "300"]);
     let g = Group::spawn(c);
-    wait_for(20, "the lock to be held", || {
+    wait_within(20, "the lock to be held", || {
         engine::inspect(path)
             .ok()
             .filter(|j| j.verdict == Verdict::Live)
@@ -103,8 +103,8 @@ fn the_lock_stays_held_by_command_when_the_lock_tool_alone_is_killed() {
     let path = dir.path().join("inherit.lock");
     let mut holder = hold_with_cli(&path);
     // Kill only the locksmith process: COMMAND (sleep) keeps the locked descriptor.
-    let sleep_pid = wait_for(10, "the command to start", || {
-        group_members(holder.pid())
+    let sleep_pid = wait_within(10, "the command to start", || {
+        group_pids(holder.pid())
             .into_iter()
             .find(|&p| p != holder.pid())
     });
@@ -333,7 +333,7 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     );
 
     kill_group(writer);
-    wait_for(20, "the writer to die", || (!alive(writer)).then_some(()));
+    wait_within(20, "the writer to die", || (!alive(writer)).then_some(()));
     let j = engine::inspect(&path).unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     Lock::new(&path).force_fallback(true).try_acquire().unwrap();
@@ -352,7 +352,7 @@ fn heartbeat_touches_the_file_while_held() {
     assert_eq!(rec.heartbeat_secs, Some(0.02));
     age_file(&path, 3600);
     let old = std::fs::metadata(&path).unwrap().modified().unwrap();
-    wait_for(20, "a heartbeat", || {
+    wait_within(20, "a heartbeat", || {
         let now = std::fs::metadata(&path).unwrap().modified().unwrap();
         (now > old).then_some(())
     });
@@ -455,7 +455,7 @@ fn lock_command_waits_for_the_holder_by_default() {
     let mut first = lock_cmd(&path, &[]);
     first.args(["--", "sleep", "0.4"]);
     let mut first = Group::spawn(first);
-    wait_for(20, "the first holder", || {
+    wait_within(20, "the first holder", || {
         engine::inspect(&path)
             .ok()
             .filter(|j| j.verdict == Verdict::Live)

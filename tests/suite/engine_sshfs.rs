@@ -50,7 +50,7 @@ fn hold(path: &Path, args: &[&str]) -> Group {
     let mut c = lock_cmd(path, args);
     c.args(["--", "sleep", "60"]);
     let g = Group::spawn(c);
-    wait_for(20, "the holder to take the lock", || {
+    wait_within(20, "the holder to take the lock", || {
         std::fs::read_to_string(path)
             .ok()
             .filter(|s| s.contains(&format!("\"pid\":{}", g.pid())))
@@ -124,8 +124,8 @@ fn a_held_lock_makes_a_second_taker_wait_and_exit_75() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(waiter.child.try_wait().unwrap().is_none(), "it waits");
     // The holder releases normally: its command ends (the lock tool itself is not killed).
-    let sleep = wait_for(10, "the holder's command", || {
-        group_members(holder.pid())
+    let sleep = wait_within(10, "the holder's command", || {
+        group_pids(holder.pid())
             .into_iter()
             .find(|&p| p != holder.pid())
     });
@@ -195,7 +195,7 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
         }
     };
     let mut holder = Group::spawn(cmd);
-    let rec = wait_for(20, "the other host to take the lock", || {
+    let rec = wait_within(20, "the other host to take the lock", || {
         std::fs::read_to_string(&path)
             .ok()
             .filter(|s| s.contains("elsewhere"))

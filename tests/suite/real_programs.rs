@@ -73,7 +73,7 @@ fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     let editor = env.path().join("editor.sh");
     fs::write(&editor, "#!/bin/sh\nexec sleep 600\n").unwrap();
     fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let mut commit = GroupGuard::spawn(
+    let mut commit = Group::spawn(
         git(&repo, &home)
             .args(["commit", "-a"])
             .env("GIT_EDITOR", &editor)
@@ -269,7 +269,7 @@ fn flock_holder_is_live_and_a_released_flock_file_is_never_reclaimed() {
     let dir = env.path().join("jobs");
     fs::create_dir(&dir).unwrap();
     let lock = dir.join("nightly.lock");
-    let mut holder = GroupGuard::spawn(
+    let mut holder = Group::spawn(
         Command::new("flock")
             .arg(&lock)
             .args(["sleep", "600"])
@@ -367,7 +367,7 @@ fn dotlockfile_of_a_dead_shell_is_stale_and_of_a_live_one_is_live() {
     assert!(st.success());
     // ... and a shell that stays.
     let held = dir.join("held.lock");
-    let _shell = GroupGuard::spawn(
+    let _shell = Group::spawn(
         Command::new("sh")
             .arg("-c")
             .arg(format!(
@@ -491,7 +491,7 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
                   lockfile.lock(process.argv[1], { stale: 60000 })\n\
                   .then(() => setInterval(() => {}, 1000))\n\
                   .catch((e) => { console.error(e); process.exit(1); });\n";
-    let mut holder = GroupGuard::spawn(
+    let mut holder = Group::spawn(
         Command::new("node")
             .args(["-e", script])
             .arg(&db)

@@ -10,10 +10,10 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, symlink};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use locksmith::dialect::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use locksmith::probe::Snapshot;
@@ -21,6 +21,8 @@ use locksmith::scan::{
     self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
 };
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
+
+use crate::util::{Guard, wait_until};
 
 // ---------------------------------------------------------------------------------------------
 // Test dialects: each reports in its evidence what it was shown.
@@ -888,24 +890,6 @@ fn non_utf8_and_newline_names() {
     assert_eq!(f.dialect, "test-b");
 }
 
-/// Kills the child on every path.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_kernel_locked_file_with_any_name_is_found() {
     let dir = tempfile::tempdir().unwrap();
@@ -921,7 +905,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
         .stdout(Stdio::null())
         .spawn()
         .expect("flock(1) from util-linux");
-    let guard = ChildGuard(child);
+    let guard = Guard(Some(child));
     let key = locksmith::probe::FileKey::of(&std::fs::metadata(&file).unwrap());
     wait_until("the flock to show in /proc/locks", || {
         Snapshot::take().kernel_locked(key)
@@ -936,7 +920,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
         f.judgement
             .holders
             .iter()
-            .any(|h| h.pid == guard.0.id() as i32 && h.how == HolderHow::Flock),
+            .any(|h| h.pid == guard.pid() as i32 && h.how == HolderHow::Flock),
         "{:?}",
         f.judgement.holders
     );
@@ -1239,8 +1223,8 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
         eprintln!("SKIPPED: no C compiler (cc) to build the test program");
         return;
     }
-    let child = ChildGuard(Command::new(&bin).spawn().unwrap());
-    let pid = child.0.id();
+    let child = Guard::spawn(&mut Command::new(&bin));
+    let pid = child.pid();
     wait_until("the main thread to exit", || {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .unwrap_or_default()
@@ -1271,10 +1255,10 @@ fn inside_a_pid_namespace_absent_pids_prove_nothing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let host_sleep = ChildGuard(Command::new("sleep").arg("60").spawn().unwrap());
+    let host_sleep = Guard::spawn(Command::new("sleep").arg("60"));
     std::fs::write(
         dir.path().join("host.pid"),
-        format!("{}\n", host_sleep.0.id()),
+        format!("{}\n", host_sleep.pid()),
     )
     .unwrap();
     let mut gone = Command::new("true").spawn().unwrap();

@@ -15,15 +15,15 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
 use locksmith::Verdict;
-use locksmith::probe::{FileKey, Snapshot};
+use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config};
 use proptest::prelude::*;
+
+use crate::util::{Flock, Group, dead_pid, hold_flock, spawn_as};
 
 fn fixture(rel: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -63,98 +63,6 @@ fn set_mtime_ms(path: &Path, ms: i64) {
     utimensat(CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW).unwrap();
 }
 
-fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-/// A child in its own process group, killed with its group and reaped on drop.
-struct Proc(Child);
-
-impl Proc {
-    fn pid(&self) -> i32 {
-        self.0.id() as i32
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.pid()) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Runs a copy of `program` named `name` (comm, exe and argv[0] say `name`) in `cwd`, and
-/// waits until it has exec'd.
-fn spawn_as(bin: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Proc {
-    let exe = bin.join(name);
-    if !exe.exists() {
-        fs::create_dir_all(bin).unwrap();
-        fs::copy(which(program).expect(program), &exe).unwrap();
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let child = loop {
-        let mut cmd = Command::new(&exe);
-        cmd.args(args)
-            .current_dir(cwd)
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        match cmd.spawn() {
-            Ok(c) => break c,
-            // Just copied: another thread's fork may still hold it open for writing.
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            Err(e) => panic!("spawn {name}: {e}"),
-        }
-    };
-    let p = Proc(child);
-    let want: String = name.chars().take(15).collect();
-    wait_until(&format!("{name} to start"), || {
-        fs::read_to_string(format!("/proc/{}/comm", p.pid())).is_ok_and(|c| c.trim() == want)
-    });
-    p
-}
-
-/// `flock PATH sleep 600`: a kernel lock held until dropped.
-fn hold_flock(path: &Path) -> Proc {
-    let p = Proc(
-        Command::new("flock")
-            .arg(path)
-            .args(["sleep", "600"])
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("flock"),
-    );
-    let key = FileKey::of(&fs::metadata(path).unwrap());
-    wait_until("the flock", || Snapshot::take().kernel_locked(key));
-    p
-}
-
-fn dead_pid() -> i32 {
-    let mut c = Command::new("true").spawn().unwrap();
-    let pid = c.id() as i32;
-    c.wait().unwrap();
-    pid
-}
-
 /// The vim swap fixture with its PID and host rewritten.
 fn swap_with(pid: i32, host: &str) -> Vec<u8> {
     let mut b = fixture("vim-swap/clean-swap.bin");
@@ -186,7 +94,8 @@ struct World {
     expected: BTreeMap<PathBuf, Verdict>,
     /// Lock files whose owner is alive, and that owner's PID, if a process.
     live: Vec<(PathBuf, Option<i32>)>,
-    _owners: Vec<Proc>,
+    _owners: Vec<Group>,
+    _flocks: Vec<Flock>,
     _engine: Option<locksmith::engine::LockGuard>,
 }
 
@@ -208,10 +117,11 @@ impl World {
             .unwrap_or_else(|| "0".repeat(32));
         let bin = t.join("bin");
         let mut owners = Vec::new();
+        let mut flocks = Vec::new();
         let mut live = Vec::new();
         let mut expected = BTreeMap::new();
-        let mut own = |path: PathBuf, p: Option<Proc>| {
-            live.push((path.clone(), p.as_ref().map(Proc::pid)));
+        let mut own = |path: PathBuf, p: Option<Group>| {
+            live.push((path.clone(), p.as_ref().map(Group::pid)));
             expected.insert(path, Verdict::Live);
             owners.extend(p);
         };
@@ -306,7 +216,7 @@ impl World {
         );
         // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
         let state = write(&t.join("tf/terraform.tfstate"), "{}");
-        owners.push(hold_flock(&state));
+        flocks.push(hold_flock(&state));
         live.push((
             write(
                 &t.join("tf/.terraform.tfstate.lock.info"),
@@ -319,10 +229,10 @@ impl World {
         ));
         let lockdir = t.join("node/db.json.lock");
         fs::create_dir_all(&lockdir).unwrap();
-        owners.push(hold_flock(&lockdir));
+        flocks.push(hold_flock(&lockdir));
         live.push((lockdir, None));
         let dpkg = write(&t.join("var/lib/dpkg/lock"), "");
-        owners.push(hold_flock(&dpkg));
+        flocks.push(hold_flock(&dpkg));
         live.push((dpkg, None));
         let engine_path = t.join("jobs/nightly.lock");
         fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
@@ -369,6 +279,7 @@ impl World {
             expected,
             live,
             _owners: owners,
+            _flocks: flocks,
             _engine: Some(engine),
         }
     }

@@ -3,140 +3,19 @@
 
 #![allow(dead_code)]
 
+pub use super::process::*;
 pub use super::{sshfs, torture};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
 
 /// Environment variable that turns a test binary into a helper child (see [`child_main`]).
 pub const CHILD_ENV: &str = "LOCKSMITH_TEST_CHILD";
-
-/// Polls `f` until it returns `Some`, or panics with `what` after `secs` seconds.
-pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A child process leading its own process group; the whole group is SIGKILLed and the
-/// child reaped when this is dropped, on every path (including a failing assertion).
-pub struct Group {
-    pub child: Child,
-    reaped: bool,
-}
-
-impl Group {
-    /// Spawns `cmd` as the leader of a new process group.
-    pub fn spawn(mut cmd: Command) -> Group {
-        cmd.process_group(0);
-        let child = cmd.spawn().expect("spawn child");
-        Group {
-            child,
-            reaped: false,
-        }
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// SIGKILLs the whole group, reaps the leader, and waits until no live (non-zombie)
-    /// member of the group is left, so every descriptor it held is closed.
-    pub fn kill(&mut self) {
-        kill_group(self.pid());
-        if !self.reaped {
-            let _ = self.child.wait();
-            self.reaped = true;
-        }
-        wait_group_gone(self.pid(), 20);
-    }
-
-    /// Waits for the leader to exit on its own (with a deadline), returning its status.
-    pub fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
-        let status = wait_for(secs, "the child to exit", || {
-            self.child.try_wait().expect("try_wait")
-        });
-        self.reaped = true;
-        status
-    }
-
-    pub fn stdin(&mut self) -> ChildStdin {
-        self.child.stdin.take().expect("piped stdin")
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        kill_group(self.pid());
-        if !self.reaped {
-            let _ = self.child.wait();
-        }
-    }
-}
-
-pub fn kill_group(pgid: i32) {
-    if let Some(p) = rustix::process::Pid::from_raw(pgid) {
-        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-    }
-}
-
-/// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
-pub fn proc_state(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut it = rest.split_whitespace();
-    let state = it.next()?.chars().next()?;
-    let _ppid = it.next()?;
-    let pgrp = it.next()?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// Whether a process exists and is not a zombie (a zombie has closed all its files).
-pub fn alive(pid: i32) -> bool {
-    matches!(proc_state(pid), Some((s, _)) if s != 'Z' && s != 'X')
-}
-
-/// Live (non-zombie) members of a process group.
-pub fn group_members(pgid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some((s, g)) = proc_state(pid)
-            && g == pgid
-            && s != 'Z'
-            && s != 'X'
-        {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-pub fn wait_group_gone(pgid: i32, secs: u64) {
-    wait_for(secs, "the process group to die", || {
-        group_members(pgid).is_empty().then_some(())
-    });
-}
-
-/// A PID that belonged to a process that has exited and been reaped.
-pub fn dead_pid() -> i32 {
-    let mut c = Command::new("true").spawn().expect("spawn true");
-    let pid = c.id() as i32;
-    c.wait().unwrap();
-    pid
-}
 
 /// This host's facts as the engine writes them.
 pub fn hostname() -> String {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -19,6 +19,9 @@ pub mod judging;
 pub mod sshd;
 pub mod sshfs;
 pub mod torture;
+
+mod process;
+pub use process::*;
 
 /// How long any one wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
@@ -327,87 +330,6 @@ pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
     out
 }
 
-/// A child process that is killed (SIGKILL) and reaped when the guard drops, on every path.
-pub struct Guard(pub Option<Child>);
-
-impl Guard {
-    pub fn spawn(cmd: &mut Command) -> Self {
-        Guard(Some(cmd.spawn().expect("spawn child")))
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.0.as_ref().unwrap().id()
-    }
-
-    /// Kills the child with SIGKILL and reaps it.
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Polls `f` until it returns `Some`, failing the test after [`DEADLINE`].
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Whether `program` is on PATH; prints why the test is skipped when it is not.
-pub fn have(program: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-        .unwrap_or(false);
-    if !found {
-        eprintln!("SKIPPED: `{program}` is not installed (CI installs it)");
-    }
-    found
-}
-
-/// SIGKILLs a process we did not spawn ourselves (a grandchild), by pid.
-pub fn kill9(pid: i32) {
-    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-}
-
-/// Whether a process exists (and is not a zombie).
-pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit_once(')')
-            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
-}
-
-/// A PID that names no process: one of a child that has exited and been reaped (PIDs are
-/// handed out in increasing order, so it is not reused within a test's lifetime).
-pub fn dead_pid() -> i32 {
-    let mut c = Command::new("true").spawn().expect("spawn true");
-    let pid = c.id() as i32;
-    c.wait().unwrap();
-    assert!(!alive(pid));
-    pid
-}
-
-/// A `sleep` child that lives until the guard drops.
-pub fn sleeper() -> Guard {
-    Guard::spawn(Command::new("sleep").arg("600").stdin(Stdio::null()))
-}
-
 /// Sets a file's mtime (and atime) `secs` seconds into the past, without following a symlink.
 pub fn age(path: &Path, secs: u64) {
     let t = std::time::SystemTime::now() - Duration::from_secs(secs);
@@ -429,79 +351,6 @@ pub fn stdout(out: &Output) -> String {
 /// stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// A child started as the leader of its own process group; the whole group (the child and
-/// everything it started, e.g. git and its editor) is SIGKILLed when the guard drops.
-pub struct GroupGuard(Option<Child>);
-
-impl GroupGuard {
-    pub fn spawn(cmd: &mut Command) -> Self {
-        use std::os::unix::process::CommandExt;
-        GroupGuard(Some(cmd.process_group(0).spawn().expect("spawn child")))
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.0.as_ref().map_or(0, |c| c.id() as i32)
-    }
-
-    /// The live (non-zombie) members of the group: (pid, comm).
-    pub fn members(&self) -> Vec<(i32, String)> {
-        group_members(self.pid())
-    }
-
-    /// SIGKILLs the whole group, reaps the leader and waits until no member is alive.
-    pub fn kill(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let pgid = c.id() as i32;
-            if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            let _ = c.wait();
-            wait_for("the process group to die", || {
-                group_members(pgid).is_empty().then_some(())
-            });
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.0.is_some() && !std::thread::panicking() {
-            self.kill();
-        } else if let Some(mut c) = self.0.take() {
-            if let Some(pid) = rustix::process::Pid::from_raw(c.id() as i32) {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Live (non-zombie) processes whose process group is `pgid`: (pid, comm).
-pub fn group_members(pgid: i32) -> Vec<(i32, String)> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let (Some(open), Some((head, rest))) = (stat.find('('), stat.rsplit_once(')')) else {
-            continue;
-        };
-        let comm = head[open + 1..].to_string();
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // state ppid pgrp ...
-        if fields.len() > 2 && fields[0] != "Z" && fields[2].parse() == Ok(pgid) {
-            out.push((pid, comm));
-        }
-    }
-    out
 }
 
 /// The binary started in a new pseudo-terminal of `rows` x `cols`, in `env`'s directory with
@@ -575,7 +424,7 @@ pub fn python_with_filelock4() -> Option<PathBuf> {
 /// Holds a real SoftFileLock on `lock` until killed; `hostname`, when given, runs it in its
 /// own UTS namespace under that host name (as on another machine of a cluster sharing the
 /// directory). Waits until the lock file is written.
-pub fn hold_soft_file_lock(py: &Path, lock: &Path, hostname: Option<&str>) -> GroupGuard {
+pub fn hold_soft_file_lock(py: &Path, lock: &Path, hostname: Option<&str>) -> Group {
     let script = "import sys, time\nfrom filelock import SoftFileLock\n\
                   l = SoftFileLock(sys.argv[1]); l.acquire()\nprint('held', flush=True)\n\
                   time.sleep(600)\n";
@@ -598,7 +447,7 @@ pub fn hold_soft_file_lock(py: &Path, lock: &Path, hostname: Option<&str>) -> Gr
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    let guard = GroupGuard::spawn(&mut cmd);
+    let guard = Group::spawn(&mut cmd);
     wait_for("the SoftFileLock", || {
         std::fs::read_to_string(lock)
             .ok()

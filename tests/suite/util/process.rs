@@ -1,0 +1,324 @@
+//! Processes on a leash: children in process groups of their own (the whole group killed and
+//! reaped on every path), waiting with deadlines, and the facts tests read from `/proc`.
+
+use std::borrow::BorrowMut;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use locksmith::probe::{FileKey, Snapshot};
+
+use super::DEADLINE;
+
+/// Polls `f` until it returns `Some`, failing the test after [`DEADLINE`].
+pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_within(DEADLINE.as_secs(), what, f)
+}
+
+/// Polls `ok` until it holds, failing the test after [`DEADLINE`].
+pub fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    wait_for(what, || ok().then_some(()))
+}
+
+/// Polls `f` until it returns `Some`, failing the test after `secs` seconds. Polls often at
+/// first (a few milliseconds) and less often as the wait goes on.
+pub fn wait_within<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut pause = Duration::from_millis(5);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// A child started as the leader of its own process group; the whole group (the child and
+/// everything it started, e.g. git and its editor) is SIGKILLed and the leader reaped when
+/// this is dropped, on every path (including a failing assertion).
+pub struct Group {
+    pub child: Child,
+    reaped: bool,
+}
+
+impl Group {
+    /// Spawns `cmd` as the leader of a new process group. A binary copied a moment ago may
+    /// still be open for writing in a child another test thread is forking: ETXTBSY is retried
+    /// briefly.
+    pub fn spawn(mut cmd: impl BorrowMut<Command>) -> Group {
+        let cmd = cmd.borrow_mut();
+        cmd.process_group(0);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match cmd.spawn() {
+                Ok(child) => {
+                    return Group {
+                        child,
+                        reaped: false,
+                    };
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Err(e) => panic!("spawn {cmd:?}: {e}"),
+            }
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The live (non-zombie) members of the group: (pid, comm).
+    pub fn members(&self) -> Vec<(i32, String)> {
+        group_members(self.pid())
+    }
+
+    /// SIGKILLs the whole group, reaps the leader, and waits until no live (non-zombie)
+    /// member of the group is left, so every descriptor it held is closed: what a crash
+    /// leaves behind.
+    pub fn kill(&mut self) {
+        self.kill_and_reap();
+        let pgid = self.pid();
+        wait_until("the process group to die", || group_members(pgid).is_empty());
+    }
+
+    fn kill_and_reap(&mut self) {
+        kill_group(self.pid());
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            self.reaped = true;
+        }
+    }
+
+    /// Waits for the leader to exit on its own (for at most `secs` seconds), returning its
+    /// status.
+    pub fn wait(&mut self, secs: u64) -> ExitStatus {
+        let status = wait_within(secs, "the child to exit", || {
+            self.child.try_wait().expect("try_wait")
+        });
+        self.reaped = true;
+        status
+    }
+
+    pub fn stdin(&mut self) -> ChildStdin {
+        self.child.stdin.take().expect("piped stdin")
+    }
+}
+
+impl Drop for Group {
+    /// Kills and reaps; unless a test is failing, also gives the group's members a moment
+    /// to die, so that what they held is released when the guard is gone.
+    fn drop(&mut self) {
+        self.kill_and_reap();
+        if !std::thread::panicking() {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !group_members(self.pid()).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// A child process that is killed (SIGKILL) and reaped when the guard drops, on every path.
+pub struct Guard(pub Option<Child>);
+
+impl Guard {
+    pub fn spawn(cmd: &mut Command) -> Self {
+        Guard(Some(cmd.spawn().expect("spawn child")))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
+    /// Kills the child with SIGKILL and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `sleep` child that lives until the guard drops.
+pub fn sleeper() -> Guard {
+    Guard::spawn(Command::new("sleep").arg("600").stdin(Stdio::null()))
+}
+
+/// SIGKILLs process group `pgid`.
+pub fn kill_group(pgid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// SIGKILLs a process we did not spawn ourselves (a grandchild), by pid.
+pub fn kill9(pid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
+pub fn proc_state(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut it = rest.split_whitespace();
+    let state = it.next()?.chars().next()?;
+    let _ppid = it.next()?;
+    let pgrp = it.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// Whether a process exists and is not a zombie (a zombie has closed all its files).
+pub fn alive(pid: i32) -> bool {
+    matches!(proc_state(pid), Some((s, _)) if s != 'Z' && s != 'X')
+}
+
+/// A process's name (`/proc/<pid>/comm`), empty when it is gone.
+pub fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`: (pid, comm).
+pub fn group_members(pgid: i32) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some((s, g)) = proc_state(pid)
+            && g == pgid
+            && s != 'Z'
+            && s != 'X'
+        {
+            out.push((pid, comm(pid)));
+        }
+    }
+    out
+}
+
+/// The PIDs of [`group_members`].
+pub fn group_pids(pgid: i32) -> Vec<i32> {
+    group_members(pgid).into_iter().map(|(p, _)| p).collect()
+}
+
+/// A PID that names no process: one of a child that has exited and been reaped (PIDs are
+/// handed out in increasing order, so it is not reused within a test's lifetime).
+pub fn dead_pid() -> i32 {
+    let mut c = Command::new("true").spawn().expect("spawn true");
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    assert!(!alive(pid));
+    pid
+}
+
+/// Where `program` is on PATH.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Whether `program` is on PATH; prints why the test is skipped when it is not.
+pub fn have(program: &str) -> bool {
+    let found = which(program).is_some();
+    if !found {
+        eprintln!("SKIPPED: `{program}` is not installed (CI installs it)");
+    }
+    found
+}
+
+/// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
+/// in `cwd`, and waits until it has exec'd.
+pub fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Group {
+    spawn_as_env(bin_dir, name, program, args, cwd, &[])
+}
+
+/// [`spawn_as`] with `env` added to the environment.
+pub fn spawn_as_env(
+    bin_dir: &Path,
+    name: &str,
+    program: &str,
+    args: &[&str],
+    cwd: &Path,
+    env: &[(&str, &Path)],
+) -> Group {
+    let exe = bin_dir.join(name);
+    if !exe.exists() {
+        std::fs::create_dir_all(bin_dir).unwrap();
+        let from = which(program).unwrap_or_else(|| panic!("{program} not found"));
+        std::fs::copy(from, &exe).unwrap();
+    }
+    let p = Group::spawn(
+        Command::new(&exe)
+            .args(args)
+            .current_dir(cwd)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let want: String = name.chars().take(15).collect();
+    let pid = p.pid();
+    wait_until(&format!("{name} to start"), || comm(pid) == want);
+    p
+}
+
+/// An flock held on a file by a child (`flock PATH sleep 600`, in its own process group).
+/// Dropping it kills the group and waits until the kernel has released the lock (the `sleep`
+/// shares the locked open file description and may die a moment after `flock`).
+pub struct Flock {
+    group: Group,
+    key: FileKey,
+}
+
+impl Flock {
+    /// Takes the lock and waits until the kernel lists it.
+    pub fn hold(path: &Path) -> Flock {
+        let group = Group::spawn(
+            Command::new("flock")
+                .arg(path)
+                .args(["sleep", "600"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let key = FileKey::of(&std::fs::metadata(path).unwrap());
+        wait_until("the flock", || Snapshot::take().kernel_locked(key));
+        Flock { group, key }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.group.pid()
+    }
+}
+
+/// Takes an flock on `path` in a child ([`Flock::hold`]).
+pub fn hold_flock(path: &Path) -> Flock {
+    Flock::hold(path)
+}
+
+impl Drop for Flock {
+    fn drop(&mut self) {
+        self.group.kill_and_reap();
+        let key = self.key;
+        wait_until("the flock to be released", || {
+            !Snapshot::take().kernel_locked(key)
+        });
+    }
+}
