@@ -327,7 +327,7 @@ fn inspect_answers_and_changes_nothing() {
         "--pid",
         "-1",
         "--expect",
-        std::fs::read_to_string("/proc/self/comm").unwrap().trim(),
+        &comm(me as i32),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
