@@ -4,16 +4,14 @@
 //! `foreign` here until node17 is asked; then `live` while held and `stale` after SIGKILL.
 //! Hosts that cannot answer keep their locks `foreign`, with the reason, in bounded time.
 
-use crate::util as common;
-
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::sshd::{self, Sshd};
-use common::*;
+use crate::util::sshd::{self, Sshd};
+use crate::util::*;
 
 /// A second host, its ssh config, and a locksmith configuration that asks it.
 struct Node {

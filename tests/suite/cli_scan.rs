@@ -1,13 +1,11 @@
 //! `locksmith --scan`: the JSON document (schema + typed structs), the table, exit codes,
 //! colors, per-path errors, a closed pipe, and the promise that a scan changes nothing.
 
-use crate::util as common;
-
 use std::fs;
 use std::io::Read;
 use std::process::Stdio;
 
-use common::*;
+use crate::util::*;
 
 /// A tree with one stale pidfile (dead PID) and one live pidfile (a running child).
 struct Tree {

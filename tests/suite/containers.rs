@@ -4,14 +4,13 @@
 //! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
 //! skip with the reason when Podman cannot run here, and fail instead under CI (`CI` set).
 
-use crate::util as common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::podman::{Podman, busybox_root};
-use common::{Env, Guard, Lock, Report, wait_for};
+use crate::util;
+use crate::util::podman::{Podman, busybox_root};
+use crate::util::{Env, Guard, Lock, Report, wait_for};
 
 fn podman_or_skip(test: &str) -> Option<Podman> {
     match Podman::start() {
@@ -67,7 +66,7 @@ fn run_only_config(env: &Env) -> std::path::PathBuf {
 fn scan_config(env: &Env, args: &[&str]) -> Report {
     let mut all = vec!["--scan", "--json"];
     all.extend_from_slice(args);
-    common::parse_report(&env.run(all))
+    util::parse_report(&env.run(all))
 }
 
 #[test]
@@ -130,7 +129,7 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
 
     // The table says where the owner runs.
     let out = env.run(["--scan".as_ref(), srv.as_os_str()]);
-    let table = common::stdout(&out);
+    let table = util::stdout(&out);
     let row = table
         .lines()
         .find(|l| l.contains("one/tmp/pids/server.pid"))
@@ -144,7 +143,7 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     let now = report.expect_lock(&one);
     assert_eq!(now.verdict, "stale", "{}", joined(now));
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), srv.as_os_str()]);
-    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", util::stdout(&out));
     assert!(!one.exists() && !two.exists());
 }
 
@@ -188,7 +187,7 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
 
     // Reclaim removes the stale one inside the container, and only it.
     let out = env.run(["--scan", "--reclaim", "--config", cfg]);
-    let table = common::stdout(&out);
+    let table = util::stdout(&out);
     assert!(table.contains("removed /proc/"), "{table}");
     let ls = pm.run(&["exec", "db-1", "ls", "/run"]);
     let listing = String::from_utf8_lossy(&ls.stdout);
@@ -209,9 +208,9 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
     let out = env.run(["restore"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(
-        common::stderr(&out).contains("symlink"),
+        util::stderr(&out).contains("symlink"),
         "{}",
-        common::stderr(&out)
+        util::stderr(&out)
     );
     let ls = pm.run(&["exec", "db-1", "ls", "/run"]);
     assert!(!String::from_utf8_lossy(&ls.stdout).contains("old.pid"));
@@ -420,9 +419,9 @@ fn a_kernel_lock_held_in_a_container_names_the_container_of_its_holder() {
     assert_eq!(h.pid, c.pid as i64);
     let out = env.run(["--scan".as_ref(), data.as_os_str()]);
     assert!(
-        common::stdout(&out).contains("ctr:cron-1"),
+        util::stdout(&out).contains("ctr:cron-1"),
         "{}",
-        common::stdout(&out)
+        util::stdout(&out)
     );
 }
 
@@ -433,7 +432,7 @@ fn a_container_mounting_a_btrfs_subvolume() {
     let Some(pm) = podman_or_skip("btrfs subvolume") else {
         return;
     };
-    if !common::have("mkfs.btrfs") {
+    if !util::have("mkfs.btrfs") {
         assert!(
             std::env::var_os("CI").is_none(),
             "mkfs.btrfs must be installed under CI (.ci/run installs btrfs-progs)"

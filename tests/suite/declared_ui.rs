@@ -3,13 +3,12 @@
 //! then `y` reclaims it. The real binary runs in a pseudo-terminal; its screen is read
 //! through a vt100 parser on a background thread; every wait has a deadline.
 
-use crate::util as common;
-
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, Env, spawn_in_pty};
+use crate::util;
+use crate::util::{DEADLINE, Env, spawn_in_pty};
 
 const ROWS: u16 = 30;
 const COLS: u16 = 140;
@@ -43,7 +42,7 @@ fn a_declared_dialect_is_listed_and_reclaimed_in_the_ui() {
     std::fs::create_dir(&tree).unwrap();
     let host = locksmith::probe::HostFacts::probe().hostname;
     let stale = tree.join("nightly.backup-lock");
-    std::fs::write(&stale, format!("v1\n{}\n{host}\n", common::dead_pid())).unwrap();
+    std::fs::write(&stale, format!("v1\n{}\n{host}\n", util::dead_pid())).unwrap();
 
     let args = [tree.as_os_str()];
     let (mut child, master) = spawn_in_pty(&env, &args, &[], ROWS, COLS);

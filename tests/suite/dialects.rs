@@ -699,9 +699,7 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let lock = dir.path().join(".#draft.txt");
-    wait_until("the emacs lock", || {
-        fs::symlink_metadata(&lock).is_ok()
-    });
+    wait_until("the emacs lock", || fs::symlink_metadata(&lock).is_ok());
     let f = expect(&lock, "emacs", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().pid, Some(emacs.pid() as i64));
     emacs.kill();
@@ -781,8 +779,9 @@ fn libreoffice_fixture_and_verdicts() {
     let office = spawn_as(&bin, "soffice.bin", "tail", &["-f", "report.odt"], tmp);
     let key = FileKey::of(&fs::metadata(&doc).unwrap());
     let pid = office.pid();
-    wait_until("soffice.bin to open the document", || Snapshot::take().openers(key).iter().any(|h| h.pid == pid),
-    );
+    wait_until("soffice.bin to open the document", || {
+        Snapshot::take().openers(key).iter().any(|h| h.pid == pid)
+    });
     let f = expect(&lock, "libreoffice", Verdict::Live);
     assert!(
         f.judgement
@@ -1021,9 +1020,7 @@ fn chromium_real_browser_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let lock = profile.join("SingletonLock");
-    wait_until("SingletonLock", || {
-        fs::symlink_metadata(&lock).is_ok()
-    });
+    wait_until("SingletonLock", || fs::symlink_metadata(&lock).is_ok());
     let f = expect(&lock, "chromium", Verdict::Live);
     let pid = f.judgement.owner.unwrap().pid.unwrap();
     browser.kill();

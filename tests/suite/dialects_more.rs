@@ -10,8 +10,6 @@
 //! configuration), so dialect choice and patterns are tested too; declared dialects run
 //! through the real binary, from the configuration file to the report and reclaim.
 
-use crate::util as common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -19,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use common::judging::{assert_evidence, expect, judge};
-use common::{Env, Group, Guard, dead_pid, have, wait_for};
+use crate::util;
+use crate::util::judging::{assert_evidence, expect, judge};
+use crate::util::{Env, Group, Guard, dead_pid, have, wait_for};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
 
@@ -211,8 +210,7 @@ fn qt_lockfile_from_pyqt5() {
         lock.to_str().unwrap(),
         dir.path().join("ready").to_str().unwrap()
     );
-    let mut holder =
-        Group::spawn(Command::new(&py).args(["-c", &script]).stdin(Stdio::null()));
+    let mut holder = Group::spawn(Command::new(&py).args(["-c", &script]).stdin(Stdio::null()));
     wait_for("Qt to take the lock", || {
         dir.path().join("ready").exists().then_some(())
     });
@@ -406,10 +404,10 @@ fn gnupg_dotlock_agrees_with_gpg() {
     assert!(!lock.exists());
 
     // A lock of a live process: ours says live, and gpg waits for it.
-    let sleeper = common::sleeper();
+    let sleeper = util::sleeper();
     write(&lock, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
     expect(&lock, "pidfile", Verdict::Live);
-    let out = common::run_bounded(
+    let out = util::run_bounded(
         {
             let mut c = Command::new("timeout");
             c.arg("3")
@@ -690,7 +688,7 @@ fn jetbrains_port_socket_and_lock() {
     let f = expect(&lock, "jetbrains", Verdict::Stale);
     assert_evidence(&f, &format!("no process {dead}"));
 
-    let ide = common::sleeper();
+    let ide = util::sleeper();
     write(&lock, ide.pid().to_string());
     expect(&lock, "jetbrains", Verdict::Live);
 }
@@ -703,7 +701,7 @@ fn vscode_workspace_and_remote_locks() {
     let lock = dir
         .path()
         .join(".config/Code/User/workspaceStorage/0123456789abcdef0123456789abcdef/vscode.lock");
-    let holder = common::sleeper();
+    let holder = util::sleeper();
     write(
         &lock,
         format!("{{\"pid\":{},\"willReleaseAt\":0}}", holder.pid()),
@@ -773,7 +771,7 @@ fn vmware_lock_directory() {
     let dir = tempdir();
     let lck = dir.path().join("vm/Windows.vmx.lck");
     fs::create_dir_all(&lck).unwrap();
-    let vmx = common::sleeper();
+    let vmx = util::sleeper();
     let pid = vmx.pid() as i32;
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let ticks: u64 = stat
@@ -930,7 +928,7 @@ fn declared_dialect_from_configuration_to_reclaim() {
         format!("v1\n{}\n{host}\n", dead_pid()),
     );
     let reused = {
-        let other = common::sleeper();
+        let other = util::sleeper();
         let p = write(
             &root.join("c.backup-lock"),
             format!("v1\n{}\n{host}\n", other.pid()),
@@ -991,7 +989,7 @@ fn declared_dialect_from_configuration_to_reclaim() {
     );
 
     // The table names the dialect too.
-    let table = common::stdout(&env.run([OsStr::new("--scan"), root.as_os_str()]));
+    let table = util::stdout(&env.run([OsStr::new("--scan"), root.as_os_str()]));
     assert!(
         table.contains("nightly-backup") && table.contains("render-farm"),
         "{table}"
@@ -1004,7 +1002,7 @@ fn declared_dialect_from_configuration_to_reclaim() {
         OsStr::new("--json"),
         root.as_os_str(),
     ]);
-    let report = common::parse_report(&out);
+    let report = util::parse_report(&out);
     let removed: Vec<&str> = report
         .reclaimed
         .as_ref()
@@ -1063,7 +1061,7 @@ fn a_bad_declaration_names_the_file_line_and_key() {
             env.path().as_os_str(),
         ]);
         assert_eq!(out.status.code(), Some(2), "{text}");
-        let err = common::stderr(&out);
+        let err = util::stderr(&out);
         assert!(err.contains(file.to_str().unwrap()), "{err}");
         assert!(err.contains(&format!("line {line}")), "{err}");
         assert!(err.contains(key), "{err}");

@@ -1,12 +1,10 @@
 //! The evidence rules as the engine applies them to real files and real processes: PID reuse,
 //! earlier boots, other hosts (with and without a heartbeat), PID namespaces, Zero's records.
 
-use crate::util::engine as engine_util;
-
 use std::path::Path;
 use std::process::Command;
 
-use engine_util::*;
+use crate::util::engine::*;
 use locksmith::Verdict;
 use locksmith::engine::{self, ErrorKind, Lock};
 

@@ -4,12 +4,10 @@
 //! mount, a directory we may not write to, a file size limit that makes the record write fail.
 //! Each failure is one line on stderr and exit status 2.
 
-use crate::util::engine as engine_util;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use engine_util::*;
+use crate::util::engine::*;
 use locksmith::engine::{ErrorKind, Lock};
 
 /// Helper children re-enter the test binary here.

@@ -1,8 +1,6 @@
 //! The engine's protocol with real processes: self-healing after SIGKILL, release safety, no
 //! partial records, the fallback method, and the `locksmith lock` command's behaviour.
 
-use crate::util::engine as engine_util;
-
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -10,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use engine_util::*;
+use crate::util::engine::*;
 use locksmith::Verdict;
 use locksmith::engine::{self, ErrorKind, Lock, ParsedRecord};
 use locksmith::probe::KernelLocks;

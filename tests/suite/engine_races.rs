@@ -8,12 +8,10 @@
 //! - A reclaimer whose guard file was taken from it must not remove anything.
 //! - A guard with a kernel lock held on it is never abandoned, however old.
 
-use crate::util::engine as engine_util;
-
 use std::io::Write;
 use std::path::Path;
 
-use engine_util::*;
+use crate::util::engine::*;
 use locksmith::Verdict;
 use locksmith::engine::Lock;
 

@@ -10,14 +10,12 @@
 //! the scanner calls sshfs a network file system and judges pid files there by the network
 //! rules; and the torture run (workers, SIGKILLs, a counter) sees no overlap.
 
-use crate::util::engine as engine_util;
-
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use engine_util::sshfs::{Sshfs, other_host};
-use engine_util::*;
+use crate::util::engine::*;
+use crate::util::sshfs::{Sshfs, other_host};
 use locksmith::Verdict;
 use locksmith::dialect::Windows;
 use locksmith::engine::{Lock, inspect, inspect_with};
@@ -364,9 +362,9 @@ fn the_scanner_calls_sshfs_a_network_file_system() {
 #[test]
 fn torture_on_sshfs_no_overlap_no_lost_update() {
     let Some(m) = mount(&[]) else { return };
-    engine_util::torture::run(
+    crate::util::torture::run(
         &m.mnt,
-        engine_util::torture::Params {
+        crate::util::torture::Params {
             workers: 4,
             sections: 25,
             min_kills: 10,

@@ -11,12 +11,10 @@
 //! the winner "crashes" (exits without releasing), which leaves the stale lock of the next
 //! round, and is replaced by a new process.
 
-use crate::util::engine as engine_util;
-
 use std::io::Write;
 use std::path::Path;
 
-use engine_util::*;
+use crate::util::engine::*;
 use locksmith::Verdict;
 
 const CONTENDERS: usize = 8;

@@ -2,9 +2,7 @@
 //! binary while a killer SIGKILLs whole holder process groups at random (see
 //! `engine_util::torture`): no overlap, no lost counter update, nothing left behind.
 
-use crate::util::engine as engine_util;
-
-use engine_util::torture::{Params, run};
+use crate::util::torture::{Params, run};
 
 #[test]
 fn torture_no_overlap_no_lost_update_under_random_sigkill() {

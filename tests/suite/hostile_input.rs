@@ -2,8 +2,6 @@
 //! time, change nothing, judge every hostile lock `unknown` (never `stale` or `live`) or list
 //! it as an error, and never let a raw escape byte through to the table or the JSON.
 
-use crate::util as common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -12,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::util::*;
 use rustix::fs::{Mode, OFlags};
 
 const DEEP: usize = 2_000;

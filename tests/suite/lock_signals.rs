@@ -2,15 +2,13 @@
 //! waits for it, exits with its status and releases the lock: a supervisor that signals only
 //! the process it started stops the job. Real processes: the binary and a shell that traps.
 
-use crate::util as common;
-
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::*;
 
 const SIGNALS: [(i32, &str); 6] = [
     (libc::SIGTERM, "TERM"),

@@ -3,8 +3,6 @@
 //! textfile collector, hostile paths included; its values are those of the scan; the per-lock
 //! series are bounded; `--output` replaces the file atomically, for every format.
 
-use crate::util as common;
-
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -15,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::util::*;
 
 /// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
 /// installs it, so a missing one is a failure there, not a silent skip.

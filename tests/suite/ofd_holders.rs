@@ -2,13 +2,11 @@
 //! found through `/proc/<pid>/fdinfo`, also on a btrfs subvolume, whose files have another
 //! device number than the one `/proc/locks` prints.
 
-use crate::util as common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::util::*;
 
 /// A python3 child that holds an OFD write lock on `path` until it is killed; returns once
 /// the lock is taken.

@@ -5,15 +5,13 @@
 //! bash-completion would find them after the documented copy step), the man pages
 //! (`man -l`), and the help texts.
 
-use crate::util as common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::util::*;
 
 /// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
 /// installs it, so a missing one is a failure there, not a silent skip.

@@ -4,13 +4,11 @@
 //! (or free), and what `--scan --reclaim` then does. A test whose program is not installed
 //! says so and skips.
 
-use crate::util as common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::util::*;
 
 /// Scans `root` until the lock at `path` satisfies `ok`, and returns that report.
 fn scan_until(

@@ -2,12 +2,10 @@
 //! a lock that came back to life or was replaced since it was judged stays; `--dry-run`
 //! removes nothing.
 
-use crate::util as common;
-
 use std::fs;
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
 use locksmith::scan::{self, Config, Finding};

@@ -8,15 +8,13 @@
 //! The attacker is a Python script (ctypes for `inotify` and `renameat2`) run as `nobody`.
 //! These tests need root (to switch users); elsewhere they skip with a message.
 
-use crate::util as common;
-
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use common::*;
+use crate::util::*;
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
 use locksmith::scan::{self, Config};

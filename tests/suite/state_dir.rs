@@ -5,8 +5,6 @@
 //! The attacks run the attacker as uid 65534 (`setpriv`), which needs root; run as another
 //! user, those tests say so and pass without checking anything.
 
-use crate::util as common;
-
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -15,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::*;
 
 const NOBODY: u32 = 65534;
 

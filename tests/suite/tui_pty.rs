@@ -7,14 +7,13 @@
 //! clipboard sequence of `y` from the raw output. Every wait has a deadline; the UI process
 //! and the `sleep` are killed on every path.
 
-use crate::util as common;
-
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{DEADLINE, Env, spawn_in_pty};
+use crate::util;
+use crate::util::{DEADLINE, Env, spawn_in_pty};
 use portable_pty::{Child, MasterPty};
 
 const ROWS: u16 = 30;
@@ -166,7 +165,7 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
     let stale = tree.join("stale.pid");
-    let content = format!("{}\n", common::dead_pid());
+    let content = format!("{}\n", util::dead_pid());
     std::fs::write(&stale, &content).unwrap();
     // A mode and a time of its own, which undo must put back.
     use std::os::unix::fs::PermissionsExt;
@@ -178,7 +177,7 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
-    let sleeper = common::sleeper();
+    let sleeper = util::sleeper();
     // Written after the sleeper started: its owner is provably this very process.
     std::thread::sleep(Duration::from_millis(1100));
     let live = tree.join("live.pid");
@@ -266,7 +265,7 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
     let env = Env::new();
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
-    std::fs::write(tree.join("gone.pid"), format!("{}\n", common::dead_pid())).unwrap();
+    std::fs::write(tree.join("gone.pid"), format!("{}\n", util::dead_pid())).unwrap();
     let mut ui = Ui::start(&env, &[&tree], &[("NO_COLOR", "1")]);
     ui.wait_for("the stale row", |s| {
         line_with(s, "gone.pid").is_some_and(|l| l.contains("✗ stale"))
@@ -297,12 +296,12 @@ fn verdicts_are_judged_again_while_the_ui_runs() {
     let env = Env::new();
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
-    let mut sleeper = common::sleeper();
+    let mut sleeper = util::sleeper();
     std::thread::sleep(Duration::from_millis(1100));
     let live = tree.join("owner.pid");
     std::fs::write(&live, format!("{}\n", sleeper.pid())).unwrap();
     let other = tree.join("other.pid");
-    std::fs::write(&other, format!("{}\n", common::dead_pid())).unwrap();
+    std::fs::write(&other, format!("{}\n", util::dead_pid())).unwrap();
 
     let interval = Path::new("0.2");
     let mut ui = Ui::start(&env, &[&tree, Path::new("--interval"), interval], &[]);
@@ -328,7 +327,7 @@ fn without_a_terminal_or_with_a_bad_interval_it_says_why_and_exits_2() {
     let env = Env::new();
     let out = env.run([env.path().as_os_str()]);
     assert_eq!(out.status.code(), Some(2));
-    let err = common::stderr(&out);
+    let err = util::stderr(&out);
     assert!(
         err.contains("needs a terminal") && err.contains("--scan"),
         "{err}"
@@ -336,7 +335,7 @@ fn without_a_terminal_or_with_a_bad_interval_it_says_why_and_exits_2() {
     for bad in ["0", "-1", "nan"] {
         let out = env.run([format!("--interval={bad}")]);
         assert_eq!(out.status.code(), Some(2), "--interval {bad}");
-        let err = common::stderr(&out);
+        let err = util::stderr(&out);
         assert!(err.contains("--interval"), "{err}");
     }
 }
@@ -355,7 +354,7 @@ fn the_mouse_selects_sorts_and_scrolls() {
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
     for name in ["a.pid", "b.pid", "c.pid"] {
-        std::fs::write(tree.join(name), format!("{}\n", common::dead_pid())).unwrap();
+        std::fs::write(tree.join(name), format!("{}\n", util::dead_pid())).unwrap();
     }
     let mut ui = Ui::start(&env, &[&tree], &[]);
     let screen = ui.wait_for("three rows", |s| {
@@ -408,14 +407,14 @@ fn a_new_lock_file_appears_without_a_key_and_y_copies_its_path() {
     let env = Env::new();
     let tree = env.path().join("tree");
     std::fs::create_dir(&tree).unwrap();
-    std::fs::write(tree.join("first.pid"), format!("{}\n", common::dead_pid())).unwrap();
+    std::fs::write(tree.join("first.pid"), format!("{}\n", util::dead_pid())).unwrap();
     let mut ui = Ui::start(&env, &[&tree], &[]);
     ui.wait_for("the first lock", |s| {
         line_with(s, "first.pid").is_some_and(|l| l.contains("✗ stale"))
     });
     ui.wait_for("the scan done", |s| !s.contains("scanning"));
     let late = tree.join("late.pid");
-    std::fs::write(&late, format!("{}\n", common::dead_pid())).unwrap();
+    std::fs::write(&late, format!("{}\n", util::dead_pid())).unwrap();
     ui.wait_for("the new lock listed, no key pressed", |s| {
         line_with(s, "late.pid").is_some_and(|l| l.contains("✗ stale"))
     });
@@ -458,7 +457,7 @@ fn after_a_resize_the_selection_and_every_count_stay_on_screen() {
     for i in 0..40 {
         std::fs::write(
             tree.join(format!("p{i:02}.pid")),
-            format!("{}\n", common::dead_pid()),
+            format!("{}\n", util::dead_pid()),
         )
         .unwrap();
     }
@@ -482,12 +481,12 @@ fn after_a_resize_the_selection_and_every_count_stay_on_screen() {
 
 #[test]
 fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_again() {
-    if let Some(why) = common::sshd::unavailable() {
+    if let Some(why) = util::sshd::unavailable() {
         eprintln!("SKIPPED: {why}");
         return;
     }
     // A second host, node17, reached through an ssh config of this test's own.
-    let node = common::sshd::Sshd::start("node17");
+    let node = util::sshd::Sshd::start("node17");
     let ssh_config = node.path("ssh_config");
     std::fs::write(&ssh_config, node.client_block("node17", "known_hosts")).unwrap();
     let env = Env::new();
@@ -505,7 +504,7 @@ fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_ag
     std::fs::create_dir(&tree).unwrap();
     // An emacs lock of node17 naming a process that is gone there.
     let lock = tree.join(".#notes.txt");
-    std::os::unix::fs::symlink(format!("bob@node17.{}", common::dead_pid()), &lock).unwrap();
+    std::os::unix::fs::symlink(format!("bob@node17.{}", util::dead_pid()), &lock).unwrap();
 
     let mut ui = Ui::start(
         &env,

@@ -1,10 +1,7 @@
 //! Shared by the engine's integration tests: real processes in their own process groups
 //! (killed on every path), waiting with deadlines, and hand-written owner records.
 
-#![allow(dead_code)]
-
 pub use super::process::*;
-pub use super::{sshfs, torture};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

@@ -1,7 +1,6 @@
 //! Helpers shared by the integration tests: run the real binary in a temp dir, read its JSON
 //! report into typed structs (unknown fields are errors), validate it against the schema,
 //! photograph a tree to prove nothing changed, and keep child processes on a leash.
-#![allow(dead_code)]
 
 pub mod podman;
 
@@ -186,6 +185,7 @@ impl Report {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Host {
     pub hostname: String,
     pub boot_id: Option<String>,
@@ -196,6 +196,7 @@ pub struct Host {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Summary {
     pub entries: u64,
     pub locks: u64,
@@ -210,6 +211,7 @@ pub struct Summary {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Lock {
     pub path: String,
     pub dialect: String,
@@ -229,6 +231,7 @@ pub struct Lock {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Owner {
     pub pid: Option<i64>,
     pub hostname: Option<String>,
@@ -239,6 +242,7 @@ pub struct Owner {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Process {
     pub pid: i64,
     pub name: String,
@@ -261,6 +265,7 @@ pub struct Container {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Holder {
     pub pid: i64,
     pub name: Option<String>,
@@ -270,6 +275,7 @@ pub struct Holder {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
 pub struct Fs {
     #[serde(rename = "type")]
     pub kind: String,

@@ -23,7 +23,6 @@ pub struct Podman {
 /// A running (or exited) container.
 #[derive(Debug, Clone)]
 pub struct Container {
-    pub name: String,
     pub id: String,
     /// Host PID of its PID 1 (0 once it has exited).
     pub pid: i32,
@@ -166,11 +165,7 @@ impl Podman {
         );
         let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let pid = self.pid(name);
-        Container {
-            name: name.into(),
-            id,
-            pid,
-        }
+        Container { id, pid }
     }
 
     /// Host PID of a container's PID 1 (0 when it is not running).

@@ -83,7 +83,9 @@ impl Group {
     pub fn kill(&mut self) {
         self.kill_and_reap();
         let pgid = self.pid();
-        wait_until("the process group to die", || group_members(pgid).is_empty());
+        wait_until("the process group to die", || {
+            group_members(pgid).is_empty()
+        });
     }
 
     fn kill_and_reap(&mut self) {

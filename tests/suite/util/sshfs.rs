@@ -24,13 +24,8 @@ pub struct Sshfs {
 }
 
 impl Sshfs {
-    /// Starts `sshd` and mounts its export with plain options, as a user would
-    /// (`sshfs host:dir mnt` with a key): no cache options.
-    pub fn start() -> Result<Sshfs, String> {
-        Sshfs::start_with(&[])
-    }
-
-    /// [`start`](Sshfs::start) with extra sshfs `-o` options.
+    /// Starts `sshd` and mounts its export as a user would (`sshfs host:dir mnt` with a key),
+    /// with extra sshfs `-o` options (none: no cache options).
     pub fn start_with(options: &[&str]) -> Result<Sshfs, String> {
         if let Some(why) = super::sshd::unavailable() {
             return Err(why);
@@ -39,7 +34,7 @@ impl Sshfs {
             return Err("/dev/fuse is not available".into());
         }
         for tool in ["sshfs", "fusermount3"] {
-            if !in_path(tool) {
+            if super::which(tool).is_none() {
                 return Err(format!("{tool} is not installed"));
             }
         }
@@ -155,11 +150,6 @@ impl Drop for Sshfs {
             let _ = c.wait();
         }
     }
-}
-
-fn in_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
 /// A command run as "another host" sharing this machine's mounts: a new UTS namespace with
