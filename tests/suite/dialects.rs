@@ -11,7 +11,6 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::symlink;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::judging;
 use crate::util::{
-    Group, dead_pid, have, hold_flock, spawn_as, spawn_as_env, wait_until, wait_within,
+    Group, dead_pid, fixture, fixture_text, have, hold_flock, link, now_ms, set_mtime_ms, spawn_as,
+    spawn_as_env, wait_until, wait_within, write,
 };
 
 use judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
@@ -33,66 +33,12 @@ use locksmith::{HolderHow, Judgement, Verdict};
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn fixture(rel: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel);
-    fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
-}
-
-fn fixture_text(rel: &str) -> String {
-    String::from_utf8(fixture(rel)).expect("text fixture")
-}
-
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
 fn hostname() -> String {
     HostFacts::probe().hostname
-}
-
-fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).unwrap();
-    }
-    fs::write(path, bytes).unwrap();
-    path.to_path_buf()
-}
-
-fn link(path: &Path, target: &str) -> PathBuf {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).unwrap();
-    }
-    let _ = fs::remove_file(path);
-    symlink(target, path).unwrap();
-    path.to_path_buf()
-}
-
-/// Sets a path's mtime (not following a symlink) to `ms` since the epoch.
-fn set_mtime_ms(path: &Path, ms: i64) {
-    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
-    let t = Timespec {
-        tv_sec: ms.div_euclid(1000),
-        tv_nsec: (ms.rem_euclid(1000) * 1_000_000) as _,
-    };
-    utimensat(
-        CWD,
-        path,
-        &Timestamps {
-            last_access: t,
-            last_modification: t,
-        },
-        AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .unwrap();
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// A snapshot of this host with its boot time moved to `boot_secs` (seconds since the epoch).

@@ -15,11 +15,11 @@ use std::fs;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use crate::util;
 use crate::util::judging::{assert_evidence, expect, judge};
-use crate::util::{Env, Group, Guard, dead_pid, have, wait_for};
+use crate::util::{Env, Group, Guard, age, dead_pid, have, wait_for, write};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
 
@@ -35,33 +35,6 @@ fn tempdir() -> tempfile::TempDir {
 
 fn hostname() -> String {
     HostFacts::probe().hostname
-}
-
-fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, bytes).unwrap();
-    path.to_path_buf()
-}
-
-/// Sets a path's mtime `secs` seconds into the past (not following a symlink).
-fn age(path: &Path, secs: u64) {
-    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
-    let t = SystemTime::now() - Duration::from_secs(secs);
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap();
-    let ts = Timespec {
-        tv_sec: d.as_secs() as _,
-        tv_nsec: d.subsec_nanos() as _,
-    };
-    utimensat(
-        CWD,
-        path,
-        &Timestamps {
-            last_access: ts,
-            last_modification: ts,
-        },
-        AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .unwrap();
 }
 
 /// A `sleep` running under another name (a copy of the binary), in `cwd`: a process whose

@@ -17,10 +17,6 @@ fn live_process() -> Group {
     g
 }
 
-fn write(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-}
-
 fn start_ticks(pid: i32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
@@ -175,7 +171,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
 
     // No beat for two hours (record and mtime): stale, and reclaimed.
-    age_file(&path, 7200);
+    age(&path, 7200);
     assert_stale_and_reclaimed(&path, "no heartbeat since");
 
     // A slow heartbeat interval widens the window: 3 intervals of 3000 s.
@@ -186,7 +182,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
             ("heartbeat_secs", "3000".into()),
         ]),
     );
-    age_file(&path, 7200);
+    age(&path, 7200);
     assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
 }
 

@@ -348,7 +348,7 @@ fn heartbeat_touches_the_file_while_held() {
     let rec = ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
     assert!(rec.has_heartbeat());
     assert_eq!(rec.heartbeat_secs, Some(0.02));
-    age_file(&path, 3600);
+    age(&path, 3600);
     let old = std::fs::metadata(&path).unwrap().modified().unwrap();
     wait_within(20, "a heartbeat", || {
         let now = std::fs::metadata(&path).unwrap().modified().unwrap();

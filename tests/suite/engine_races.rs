@@ -139,7 +139,7 @@ fn a_guard_with_a_kernel_lock_held_is_never_abandoned() {
     let mut holder = spawn_child("engine_races::child_entry", "hold", &guard);
     let answers = Answers::of(&mut holder);
     assert!(answers.next(30).starts_with("held "));
-    age_file(&guard, 3600);
+    age(&guard, 3600);
     let before = std::fs::read(&guard).unwrap();
 
     for fallback in [true, false] {

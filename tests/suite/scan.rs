@@ -22,7 +22,7 @@ use locksmith::scan::{
 };
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
-use crate::util::{Guard, wait_until};
+use crate::util::{Guard, wait_until, write};
 
 // ---------------------------------------------------------------------------------------------
 // Test dialects: each reports in its evidence what it was shown.
@@ -202,13 +202,6 @@ fn run_scan_cancel(config: &Config, roots: &[Root], cancel: Arc<AtomicBool>) -> 
         }
     }
     out
-}
-
-fn write(p: &Path, content: &[u8]) {
-    if let Some(d) = p.parent() {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    std::fs::write(p, content).unwrap();
 }
 
 fn mkfifo(p: &Path) {

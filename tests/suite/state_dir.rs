@@ -518,23 +518,6 @@ fn photo(p: &Path) -> Photo {
 
 use std::os::unix::ffi::OsStringExt;
 
-fn set_mtime(p: &Path, secs: i64, nsec: i64) {
-    let t = rustix::fs::Timespec {
-        tv_sec: secs,
-        tv_nsec: nsec,
-    };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        p,
-        &rustix::fs::Timestamps {
-            last_access: t,
-            last_modification: t,
-        },
-        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .unwrap();
-}
-
 /// The vim swap fixture with its PID and host rewritten.
 fn vim_swap(pid: u32, host: &str) -> Vec<u8> {
     let mut b = fs::read(

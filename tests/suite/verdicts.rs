@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -23,45 +22,9 @@ use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config};
 use proptest::prelude::*;
 
-use crate::util::{Flock, Group, dead_pid, hold_flock, spawn_as};
-
-fn fixture(rel: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel);
-    fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
-}
-
-fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, bytes).unwrap();
-    path.to_path_buf()
-}
-
-fn link(path: &Path, target: &str) -> PathBuf {
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    let _ = fs::remove_file(path);
-    symlink(target, path).unwrap();
-    path.to_path_buf()
-}
-
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
-/// Sets a path's mtime (not following a symlink) to `ms` since the epoch.
-fn set_mtime_ms(path: &Path, ms: i64) {
-    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, utimensat};
-    let t = Timespec {
-        tv_sec: ms.div_euclid(1000),
-        tv_nsec: (ms.rem_euclid(1000) * 1_000_000) as _,
-    };
-    let times = Timestamps {
-        last_access: t,
-        last_modification: t,
-    };
-    utimensat(CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW).unwrap();
-}
+use crate::util::{
+    Flock, Group, dead_pid, fixture, hold_flock, link, now_ms, set_mtime_ms, spawn_as, write,
+};
 
 /// The vim swap fixture with its PID and host rewritten.
 fn swap_with(pid: i32, host: &str) -> Vec<u8> {

@@ -1,6 +1,7 @@
 //! Shared by the engine's integration tests: real processes in their own process groups
 //! (killed on every path), waiting with deadlines, and hand-written owner records.
 
+pub use super::files::*;
 pub use super::process::*;
 
 use std::io::{BufRead, BufReader, Write};
@@ -52,13 +53,6 @@ pub fn engine_record(pid: i64, fields: &[(&str, String)]) -> String {
 pub fn ago(secs: i64) -> String {
     let t = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(secs);
     format!("\"{t}\"")
-}
-
-/// Sets a file's mtime `secs` seconds into the past.
-pub fn age_file(path: &Path, secs: i64) {
-    let t = std::time::SystemTime::now() - Duration::from_secs(secs as u64);
-    let f = std::fs::File::options().write(true).open(path).unwrap();
-    f.set_modified(t).unwrap();
 }
 
 // ---- helper children: the test binary re-executed -------------------------------------------

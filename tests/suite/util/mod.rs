@@ -19,7 +19,9 @@ pub mod sshd;
 pub mod sshfs;
 pub mod torture;
 
+mod files;
 mod process;
+pub use files::*;
 pub use process::*;
 
 /// How long any one wait in a test may take before it fails.
@@ -334,19 +336,6 @@ pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
         );
     }
     out
-}
-
-/// Sets a file's mtime (and atime) `secs` seconds into the past, without following a symlink.
-pub fn age(path: &Path, secs: u64) {
-    let t = std::time::SystemTime::now() - Duration::from_secs(secs);
-    let times = std::fs::FileTimes::new().set_modified(t).set_accessed(t);
-    std::fs::File::options()
-        .write(true)
-        .open(path)
-        .or_else(|_| std::fs::File::open(path))
-        .unwrap()
-        .set_times(times)
-        .unwrap();
 }
 
 /// stdout as text.
