@@ -77,7 +77,7 @@ impl Node {
 }
 
 fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_locksmith")
+    BIN
 }
 
 /// `locksmith --scan --json --config CFG [EXTRA...] ROOT`, parsed.

@@ -673,7 +673,7 @@ fn another_users_held_lock_is_busy_not_an_error() {
     )
     .unwrap();
     let lock = dir.path().join("shared.lock");
-    let bin = env!("CARGO_BIN_EXE_locksmith");
+    let bin = BIN;
     // Its own process group, so that the lock tool and its command die together.
     let mut holder = Command::new(bin)
         .arg("lock")

@@ -3,10 +3,9 @@
 //! the process it started stops the job. Real processes: the binary and a shell that traps.
 
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::util::*;
 
@@ -19,24 +18,30 @@ const SIGNALS: [(i32, &str); 6] = [
     (libc::SIGUSR2, "USR2"),
 ];
 
-fn locksmith() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin("locksmith"))
+/// `locksmith lock LOCK -- sh -c SCRIPT` in a process group of its own, once SCRIPT has
+/// created `ready`.
+fn lock_running(lock: &Path, script: &str, ready: &Path) -> Group {
+    let g = Group::spawn(
+        Command::new(BIN)
+            .arg("lock")
+            .arg(lock)
+            .args(["--", "sh", "-c", script])
+            .stdin(Stdio::null()),
+    );
+    wait_until("COMMAND to start", || ready.exists());
+    g
 }
 
-/// Waits for `child` (at most [`DEADLINE`]) and returns its exit code.
-fn wait_exit(child: &mut std::process::Child) -> Option<i32> {
-    let start = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st.code();
-        }
-        assert!(start.elapsed() < DEADLINE, "locksmith lock did not exit");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Sends `sig` to the `locksmith lock` process only (as a supervisor that knows one PID does),
+/// and returns its exit code.
+fn signal_and_wait(g: &mut Group, sig: i32) -> Option<i32> {
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(g.pid(), sig) }, 0);
+    g.wait(DEADLINE.as_secs()).code()
 }
 
 fn free(lock: &Path) -> bool {
-    locksmith()
+    Command::new(BIN)
         .args(["lock", "--timeout", "0"])
         .arg(lock)
         .args(["--", "true"])
@@ -61,20 +66,12 @@ fn every_forwarded_signal_reaches_command_which_is_waited_for() {
             got = got.display(),
             ready = ready.display()
         );
-        let mut child = locksmith()
-            .arg("lock")
-            .arg(&lock)
-            .args(["--", "sh", "-c", &script])
-            .stdin(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        wait_for("COMMAND to start", || ready.exists().then_some(()));
-        // Only locksmith is signalled, as a supervisor that knows one PID does.
-        // SAFETY: kill(2) on our own child.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-        let code = wait_exit(&mut child);
-        assert_eq!(code, Some(7), "SIG{name}: COMMAND's own status");
+        let mut g = lock_running(&lock, &script, &ready);
+        assert_eq!(
+            signal_and_wait(&mut g, sig),
+            Some(7),
+            "SIG{name}: COMMAND's own status"
+        );
         assert_eq!(
             fs::read_to_string(&got).unwrap_or_default().trim(),
             name,
@@ -90,18 +87,11 @@ fn a_command_killed_by_the_forwarded_signal_gives_128_plus_n() {
     let lock = dir.path().join("job.lock");
     let ready = dir.path().join("ready");
     let script = format!(": > {}; exec sleep 300", ready.display());
-    let mut child = locksmith()
-        .arg("lock")
-        .arg(&lock)
-        .args(["--", "sh", "-c", &script])
-        .stdin(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    wait_for("COMMAND to start", || ready.exists().then_some(()));
+    let mut g = lock_running(&lock, &script, &ready);
     std::thread::sleep(Duration::from_millis(50));
-    // SAFETY: kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    assert_eq!(wait_exit(&mut child), Some(128 + libc::SIGTERM));
+    assert_eq!(
+        signal_and_wait(&mut g, libc::SIGTERM),
+        Some(128 + libc::SIGTERM)
+    );
     assert!(free(&lock));
 }

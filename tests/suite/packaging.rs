@@ -46,7 +46,7 @@ fn units_under_test() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for unit in UNITS {
         let text = fs::read_to_string(assets().join("systemd").join(unit)).unwrap();
-        let text = text.replace("/usr/local/bin/locksmith", env!("CARGO_BIN_EXE_locksmith"));
+        let text = text.replace("/usr/local/bin/locksmith", BIN);
         fs::write(dir.path().join(unit), text).unwrap();
     }
     dir

@@ -255,7 +255,7 @@ fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_cras
     fs::create_dir(&dir).unwrap();
     let lock = dir.join("nightly.lock");
     let mut holder = Group::spawn(
-        std::process::Command::new(env!("CARGO_BIN_EXE_locksmith"))
+        std::process::Command::new(BIN)
             .arg("lock")
             .arg(&lock)
             .args(["--", "sleep", "600"])
@@ -419,7 +419,7 @@ fn a_directory_swapped_after_the_scan_is_refused_for_our_own_locks() {
     let env = Env::new();
     let made = env.path().join("made.lock");
     let mut holder = Group::spawn(
-        std::process::Command::new(env!("CARGO_BIN_EXE_locksmith"))
+        std::process::Command::new(BIN)
             .arg("lock")
             .arg(&made)
             .args(["--", "sleep", "600"])

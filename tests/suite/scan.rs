@@ -755,7 +755,7 @@ fn an_unreadable_directory_is_reported_and_the_walk_goes_on() {
     std::fs::set_permissions(d.join("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_locksmith"))
+        .arg(crate::util::BIN)
         .args(["--scan", "--json"])
         .arg(&d)
         .env("XDG_CONFIG_HOME", &d)
@@ -1273,7 +1273,7 @@ fn inside_a_pid_namespace_absent_pids_prove_nothing() {
             })
             .collect()
     };
-    let bin = env!("CARGO_BIN_EXE_locksmith");
+    let bin = crate::util::BIN;
     let inside = verdicts(
         Command::new("unshare")
             .args(["--pid", "--fork", "--mount-proc", bin, "--scan", "--json"])

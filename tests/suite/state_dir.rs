@@ -184,7 +184,7 @@ fn without_home_root_uses_var_lib_and_others_get_an_error_not_tmp() {
     fs::create_dir(&tmp).unwrap();
     fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("locksmith");
+    let bin = std::path::PathBuf::from(BIN);
     let bare = |cmd: &mut Command| {
         cmd.env_clear()
             .env("PATH", "/usr/bin:/bin")

@@ -496,7 +496,7 @@ fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_ag
         format!(
             r#"{{"ask_hosts": {{"ssh_args": ["-F", "{}"], "program": "{}"}}}}"#,
             ssh_config.display(),
-            env!("CARGO_BIN_EXE_locksmith")
+            crate::util::BIN
         ),
     )
     .unwrap();

@@ -343,7 +343,7 @@ fn every_dialect_is_judged_the_same_in_every_time_zone() {
         "Etc/GMT+12",
         "America/New_York",
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_locksmith"))
+        let out = Command::new(crate::util::BIN)
             .args(["--scan", "--json"])
             .arg(world.root())
             .env("TZ", tz)

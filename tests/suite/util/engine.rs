@@ -1,6 +1,7 @@
 //! Shared by the engine's integration tests: real processes in their own process groups
 //! (killed on every path), waiting with deadlines, and hand-written owner records.
 
+pub use super::BIN;
 pub use super::files::*;
 pub use super::process::*;
 
@@ -9,8 +10,6 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
 
 /// Environment variable that turns a test binary into a helper child (see [`child_main`]).
 pub const CHILD_ENV: &str = "LOCKSMITH_TEST_CHILD";

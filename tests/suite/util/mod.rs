@@ -24,6 +24,9 @@ mod process;
 pub use files::*;
 pub use process::*;
 
+/// The `locksmith` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
+
 /// How long any one wait in a test may take before it fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -57,7 +60,7 @@ impl Env {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_locksmith"));
+        let mut c = Command::new(BIN);
         c.args(args)
             .env("XDG_STATE_HOME", self.path().join("state"))
             .env("XDG_CONFIG_HOME", self.path().join("config"))
@@ -370,7 +373,7 @@ pub fn spawn_in_pty(
             pixel_height: 0,
         })
         .expect("open a pty");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
+    let mut cmd = CommandBuilder::new(BIN);
     cmd.args(args);
     cmd.cwd(env.path());
     cmd.env("XDG_STATE_HOME", env.path().join("state"));
