@@ -1968,17 +1968,19 @@ fn another_host_is_decided_before_any_time_rule() {
     let tmp = dir.path();
     let host = hostname();
     let long_ago = now_ms() - 400 * 86_400_000;
-    // A snapshot whose host booted after every time in these fixtures.
-    let booted_now = snapshot_booted_at(now_ms() / 1000);
+    // A snapshot whose host booted after every time in these fixtures, taken for each fixture
+    // after it is written: the open-files map of one taken earlier may name an inode that
+    // another test's file held then and this one has now.
+    let booted_now = || snapshot_booted_at(now_ms() / 1000);
 
     let theirs = write(&tmp.join(".~lock.theirs.odt#"), office_record("laptop"));
     set_mtime_ms(&theirs, long_ago);
-    let f = expect_in(&booted_now, &theirs, "libreoffice", Verdict::Foreign);
+    let f = expect_in(&booted_now(), &theirs, "libreoffice", Verdict::Foreign);
     assert_evidence(&f, "\"laptop\"");
     let ours = write(&tmp.join(".~lock.ours.odt#"), office_record(&host));
     set_mtime_ms(&ours, long_ago);
     if office_processes().is_empty() {
-        let f = expect_in(&booted_now, &ours, "libreoffice", Verdict::Stale);
+        let f = expect_in(&booted_now(), &ours, "libreoffice", Verdict::Stale);
         assert_evidence(&f, "before this host booted");
     }
     // The record's own time (local, zone unknown) is never taken for the write time: a file
@@ -1999,22 +2001,18 @@ fn another_host_is_decided_before_any_time_rule() {
         lock_info_for("ci@build-7.example"),
     );
     set_mtime_ms(&info, long_ago);
-    // A snapshot taken after the file exists: the open-files map of one taken earlier may
-    // name an inode that another test's file held then and this one has now.
-    let booted_now = snapshot_booted_at(now_ms() / 1000);
-    expect_in(&booted_now, &info, "terraform", Verdict::Foreign);
+    expect_in(&booted_now(), &info, "terraform", Verdict::Foreign);
 
     // A pid record of another host, written before our boot: foreign, not stale.
     let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
     set_mtime_ms(&rec, long_ago);
-    let booted_now = snapshot_booted_at(now_ms() / 1000);
-    expect_in(&booted_now, &rec, "pidfile", Verdict::Foreign);
+    expect_in(&booted_now(), &rec, "pidfile", Verdict::Foreign);
 
     // Locks naming no host, on a local file system, from before the boot: stale by time.
     let repo = fake_repo(&tmp.join("git"));
     let index = write(&repo.join(".git/index.lock"), "DIRC");
     set_mtime_ms(&index, long_ago);
-    let f = expect_in(&booted_now, &index, "git", Verdict::Stale);
+    let f = expect_in(&booted_now(), &index, "git", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
     let pg = tmp.join("pg");
     let pidfile = write(
@@ -2022,7 +2020,7 @@ fn another_host_is_decided_before_any_time_rule() {
         postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), 0),
     );
     set_mtime_ms(&pidfile, long_ago);
-    let f = expect_in(&booted_now, &pidfile, "postgres", Verdict::Stale);
+    let f = expect_in(&booted_now(), &pidfile, "postgres", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
 }
 
