@@ -1666,128 +1666,67 @@ fn flock_on_a_network_fs_stays_free_and_says_so() {
 // ---------------------------------------------------------------------------------------------
 // The walker finds every fixture under its real name, and picks its dialect.
 
+/// What a fixture of [`FIXTURE_TREE`] is made of.
+enum Made {
+    /// A file holding the captured fixture.
+    File(&'static str),
+    /// An empty file.
+    Empty,
+    /// A symlink to the captured text fixture.
+    Link(&'static str),
+    /// A symlink to `HOST-1`, this host's name.
+    LinkToThisHost,
+    /// A directory.
+    Dir,
+}
+
+/// Every fixture under its real name in one tree, with the dialect that must claim it.
+#[rustfmt::skip]
+const FIXTURE_TREE: &[(&str, Made, &str)] = &[
+    ("run/ssd.pid",                     Made::File("pidfile/start-stop-daemon.txt"),    "pidfile"),
+    ("mail/dot.lock",                   Made::File("pidfile/dotlockfile-p.txt"),        "pidfile"),
+    ("lock/LCK..ttyS0",                 Made::File("pidfile/uucp-binary.bin"),          "pidfile"),
+    ("repo/.git/index.lock",            Made::File("git/index-lock-commit-editor.bin"), "git"),
+    ("repo/.git/refs/heads/main.lock",  Made::File("git/ref-lock-main.txt"),            "git"),
+    ("repo/.git/HEAD.lock",             Made::Empty,                                    "git"),
+    ("repo/.git/index~pid.lock",        Made::File("git/pid-lock.txt"),                 "git"),
+    ("edit/.notes.txt.swp",             Made::File("vim-swap/dirty-swap.bin"),          "vim-swap"),
+    ("edit/.#draft.txt",                Made::Link("emacs/link-target.txt"),            "emacs"),
+    ("docs/.~lock.report.txt#",         Made::File("libreoffice/lock-record.txt"),      "libreoffice"),
+    ("tmp/.X57-lock",                   Made::File("x11/display-lock.txt"),             "x11"),
+    ("pg/data/postmaster.pid",          Made::File("postgres/postmaster-pid.txt"),      "postgres"),
+    ("chromium/SingletonLock",          Made::LinkToThisHost,                           "chromium"),
+    ("ff/lock",                         Made::Link("firefox/lock-target.txt"),          "firefox"),
+    ("ff/.parentlock",                  Made::File("firefox/parentlock.bin"),           "firefox"),
+    ("tf/.terraform.tfstate.lock.info", Made::File("terraform/lock-info.json"),         "terraform"),
+    ("cargo/.package-cache",            Made::File("flock/cargo-package-cache.bin"),    "flock"),
+    ("py/model.lock",                   Made::File("flock/flock-command.bin"),          "flock"),
+    ("var/lib/dpkg/lock-frontend",      Made::File("flock/dpkg-lock.bin"),              "flock"),
+    ("node/db.json.lock",               Made::Dir,                                      "mkdir-lock"),
+];
+
 #[test]
 fn a_scan_finds_every_fixture_with_its_dialect() {
     let dir = tempdir();
     let t = dir.path();
     let host = hostname();
-    let mut want: Vec<(PathBuf, &str)> = vec![
-        (
-            write(
-                &t.join("run/ssd.pid"),
-                fixture("pidfile/start-stop-daemon.txt"),
-            ),
-            "pidfile",
-        ),
-        (
-            write(
-                &t.join("mail/dot.lock"),
-                fixture("pidfile/dotlockfile-p.txt"),
-            ),
-            "pidfile",
-        ),
-        (
-            write(
-                &t.join("lock/LCK..ttyS0"),
-                fixture("pidfile/uucp-binary.bin"),
-            ),
-            "pidfile",
-        ),
-        (
-            write(
-                &t.join("repo/.git/index.lock"),
-                fixture("git/index-lock-commit-editor.bin"),
-            ),
-            "git",
-        ),
-        (
-            write(
-                &t.join("repo/.git/refs/heads/main.lock"),
-                fixture("git/ref-lock-main.txt"),
-            ),
-            "git",
-        ),
-        (write(&t.join("repo/.git/HEAD.lock"), ""), "git"),
-        (
-            write(
-                &t.join("repo/.git/index~pid.lock"),
-                fixture("git/pid-lock.txt"),
-            ),
-            "git",
-        ),
-        (
-            write(
-                &t.join("edit/.notes.txt.swp"),
-                fixture("vim-swap/dirty-swap.bin"),
-            ),
-            "vim-swap",
-        ),
-        (
-            link(
-                &t.join("edit/.#draft.txt"),
-                &fixture_text("emacs/link-target.txt"),
-            ),
-            "emacs",
-        ),
-        (
-            write(
-                &t.join("docs/.~lock.report.txt#"),
-                fixture("libreoffice/lock-record.txt"),
-            ),
-            "libreoffice",
-        ),
-        (
-            write(&t.join("tmp/.X57-lock"), fixture("x11/display-lock.txt")),
-            "x11",
-        ),
-        (
-            write(
-                &t.join("pg/data/postmaster.pid"),
-                fixture("postgres/postmaster-pid.txt"),
-            ),
-            "postgres",
-        ),
-        (
-            link(&t.join("chromium/SingletonLock"), &format!("{host}-1")),
-            "chromium",
-        ),
-        (
-            link(&t.join("ff/lock"), &fixture_text("firefox/lock-target.txt")),
-            "firefox",
-        ),
-        (
-            write(&t.join("ff/.parentlock"), fixture("firefox/parentlock.bin")),
-            "firefox",
-        ),
-        (
-            write(
-                &t.join("tf/.terraform.tfstate.lock.info"),
-                fixture("terraform/lock-info.json"),
-            ),
-            "terraform",
-        ),
-        (
-            write(
-                &t.join("cargo/.package-cache"),
-                fixture("flock/cargo-package-cache.bin"),
-            ),
-            "flock",
-        ),
-        (
-            write(&t.join("py/model.lock"), fixture("flock/flock-command.bin")),
-            "flock",
-        ),
-        (
-            write(
-                &t.join("var/lib/dpkg/lock-frontend"),
-                fixture("flock/dpkg-lock.bin"),
-            ),
-            "flock",
-        ),
-    ];
-    let dirlock = t.join("node/db.json.lock");
-    fs::create_dir_all(&dirlock).unwrap();
-    want.push((dirlock, "mkdir-lock"));
+    let want: Vec<(PathBuf, &str)> = FIXTURE_TREE
+        .iter()
+        .map(|(rel, made, dialect)| {
+            let path = t.join(rel);
+            match made {
+                Made::File(fx) => write(&path, fixture(fx)),
+                Made::Empty => write(&path, ""),
+                Made::Link(fx) => link(&path, &fixture_text(fx)),
+                Made::LinkToThisHost => link(&path, &format!("{host}-1")),
+                Made::Dir => {
+                    fs::create_dir_all(&path).unwrap();
+                    path.clone()
+                }
+            };
+            (path, *dialect)
+        })
+        .collect();
     write(&t.join("plain/readme.txt"), "not a lock");
 
     let config = Config::embedded();
