@@ -18,13 +18,12 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use crate::util::judging;
+use crate::util::judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use crate::util::{
-    Group, dead_pid, fixture, fixture_text, have, hold_flock, link, now_ms, set_mtime_ms, spawn_as,
-    spawn_as_env, wait_until, wait_within, write,
+    Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
+    link, now_ms, set_mtime_ms, spawn_as, spawn_as_env, wait_until, wait_within, write,
 };
 
-use judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
 use locksmith::probe::{FileKey, FsInfo, HostFacts, Snapshot};
 use locksmith::scan::{self, Config, Finding, ScanEvent};
@@ -1430,25 +1429,6 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
     );
 }
 
-fn run_git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
     if !have("git") {
@@ -1457,27 +1437,16 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
     }
     let dir = tempdir();
     let repo = dir.path().join("repo");
-    fs::create_dir_all(&repo).unwrap();
-    run_git(&repo, &["init", "-q", "-b", "main"]);
-    write(&repo.join("a.txt"), "one\n");
-    run_git(&repo, &["add", "a.txt"]);
-    run_git(&repo, &["commit", "-qm", "first"]);
+    git_repo_with_a_commit(&repo, dir.path());
     write(&repo.join("a.txt"), "two\n");
 
     // `git commit -a` writes the new index to index.lock, then waits for the editor without
     // holding the lock open.
     let mut commit = Group::spawn(
-        Command::new("git")
+        git(&repo, dir.path())
             .args(["commit", "-a"])
-            .current_dir(&repo)
-            .env("HOME", dir.path())
             // Run through the shell with the file name appended: comment it out.
             .env("GIT_EDITOR", "sleep 600 #")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.com")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.com")
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
@@ -1508,14 +1477,11 @@ fn git_in_a_linked_worktree_keeps_shared_locks_live() {
     }
     let dir = tempdir();
     let repo = dir.path().join("repo");
-    fs::create_dir_all(&repo).unwrap();
-    run_git(&repo, &["init", "-q", "-b", "main"]);
-    write(&repo.join("a.txt"), "one\n");
-    run_git(&repo, &["add", "a.txt"]);
-    run_git(&repo, &["commit", "-qm", "first"]);
+    git_repo_with_a_commit(&repo, dir.path());
     let wt = dir.path().join("wt");
-    run_git(
+    git_ok(
         &repo,
+        dir.path(),
         &[
             "worktree",
             "add",

@@ -33,24 +33,6 @@ fn scan_until(
     }
 }
 
-fn git(repo: &Path, home: &Path) -> Command {
-    let mut c = Command::new("git");
-    c.current_dir(repo)
-        .env("HOME", home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .stdin(Stdio::null());
-    c
-}
-
-fn git_ok(repo: &Path, home: &Path, args: &[&str]) {
-    let out = git(repo, home).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-}
-
 #[test]
 fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     if !have("git") {
@@ -60,12 +42,8 @@ fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     let home = env.path().join("home");
     let repo = env.path().join("repo");
     fs::create_dir_all(&home).unwrap();
-    fs::create_dir_all(&repo).unwrap();
-    git_ok(&repo, &home, &["init", "-q"]);
-    fs::write(repo.join("file.txt"), "one\n").unwrap();
-    git_ok(&repo, &home, &["add", "file.txt"]);
-    git_ok(&repo, &home, &["commit", "-q", "-m", "first"]);
-    fs::write(repo.join("file.txt"), "two\n").unwrap();
+    git_repo_with_a_commit(&repo, &home);
+    fs::write(repo.join("a.txt"), "two\n").unwrap();
 
     // `git commit -a` writes index.lock, then waits for its editor (which never returns).
     let editor = env.path().join("editor.sh");

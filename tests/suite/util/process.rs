@@ -324,3 +324,36 @@ impl Drop for Flock {
         });
     }
 }
+
+/// `git` in `repo` with `home` as its HOME, no system configuration and a fixed identity.
+pub fn git(repo: &Path, home: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(repo)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs [`git`] with `args` to success.
+pub fn git_ok(repo: &Path, home: &Path, args: &[&str]) {
+    let out = git(repo, home).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A new git repository at `repo` (branch `main`) with one commit of `a.txt`.
+pub fn git_repo_with_a_commit(repo: &Path, home: &Path) {
+    std::fs::create_dir_all(repo).unwrap();
+    git_ok(repo, home, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git_ok(repo, home, &["add", "a.txt"]);
+    git_ok(repo, home, &["commit", "-qm", "first"]);
+}
