@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use crate::util::judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
 use crate::util::{
     Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
-    link, now_ms, set_mtime_ms, spawn_as, spawn_as_env, wait_until, wait_within, write,
+    link, named_sleeper, now_ms, set_mtime_ms, spawn_as, spawn_as_env, wait_until, wait_within,
+    write,
 };
 
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
@@ -122,13 +123,7 @@ fn pidfile_verdicts_follow_the_pid() {
     // A live PID in a file written before that process started: the PID was reused. Built
     // relative to the snapshot: a process started now, a file written 10 s before it.
     let snap = snapshot_booted_an_hour_ago();
-    let sleeper = spawn_as(
-        &dir.path().join("bin"),
-        "sleep",
-        "sleep",
-        &["600"],
-        dir.path(),
-    );
+    let sleeper = named_sleeper(&dir.path().join("bin"), "sleep", dir.path());
     let started = snap
         .pid(sleeper.pid())
         .facts()
@@ -272,7 +267,7 @@ fn x11_fixture_and_verdicts() {
     assert_evidence(&f, "not Xorg");
 
     // A process named Xvfb, started before the lock was written.
-    let xvfb = spawn_as(&tmp.join("bin"), "Xvfb", "sleep", &["600"], tmp);
+    let xvfb = named_sleeper(&tmp.join("bin"), "Xvfb", tmp);
     let f = expect(
         &write(&tmp.join(".X60-lock"), format!("{:>10}\n", xvfb.pid())),
         "x11",
@@ -422,7 +417,7 @@ fn vim_swap_verdicts_follow_pid_and_host() {
     );
     assert_evidence(&f, "not vim");
 
-    let vim = spawn_as(&tmp.join("bin"), "vim", "sleep", &["600"], tmp);
+    let vim = named_sleeper(&tmp.join("bin"), "vim", tmp);
     let f = expect(
         &write(
             &tmp.join(".c.swp"),
@@ -543,7 +538,7 @@ fn emacs_verdicts_follow_pid_host_and_boot() {
     );
     assert_evidence(&f, "ESRCH");
 
-    let emacs = spawn_as(&tmp.join("bin"), "emacs", "sleep", &["600"], tmp);
+    let emacs = named_sleeper(&tmp.join("bin"), "emacs", tmp);
     expect(
         &link(&tmp.join(".#b"), &format!("root@{host}.{}", emacs.pid())),
         "emacs",
@@ -739,7 +734,7 @@ fn libreoffice_fixture_and_verdicts() {
     drop(office);
 
     // One running without the document open may still have it loaded: live.
-    let office = spawn_as(&bin, "soffice.bin", "sleep", &["600"], tmp);
+    let office = named_sleeper(&bin, "soffice.bin", tmp);
     let f = expect(&lock, "libreoffice", Verdict::Live);
     assert_evidence(&f, &office.pid().to_string());
     drop(office);
@@ -813,7 +808,7 @@ fn postgres_verdicts() {
 
     // A postgres running in this data directory: live.
     let bin = dir.path().join("bin");
-    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    let pg = named_sleeper(&bin, "postgres", &data);
     write(
         &pidfile,
         postmaster_with(pg.pid() as i64, &data, now_ms() / 1000),
@@ -830,7 +825,7 @@ fn postgres_verdicts() {
     // A postgres serving another directory is not this server.
     let other = dir.path().join("other");
     fs::create_dir_all(&other).unwrap();
-    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &other);
+    let pg = named_sleeper(&bin, "postgres", &other);
     write(
         &pidfile,
         postmaster_with(pg.pid() as i64, &data, now_ms() / 1000),
@@ -887,7 +882,7 @@ fn chromium_fixture_and_verdicts() {
     );
     assert_evidence(&f, "ESRCH");
 
-    let chromium = spawn_as(&tmp.join("bin"), "chromium", "sleep", &["600"], tmp);
+    let chromium = named_sleeper(&tmp.join("bin"), "chromium", tmp);
     expect(
         &link(
             &tmp.join("b/SingletonLock"),
@@ -1025,7 +1020,7 @@ fn firefox_fixture_and_verdicts() {
         Verdict::Stale,
     );
     assert_evidence(&f, "ESRCH");
-    let firefox = spawn_as(&tmp.join("bin"), "firefox-esr", "sleep", &["600"], tmp);
+    let firefox = named_sleeper(&tmp.join("bin"), "firefox-esr", tmp);
     expect(
         &profile_with(
             &tmp.join("b"),
@@ -1356,13 +1351,7 @@ fn git_pid_files() {
     assert_evidence(&f, "ESRCH");
     expect(&pidfile, "git", Verdict::Stale);
 
-    let git = spawn_as(
-        &dir.path().join("bin"),
-        "git",
-        "sleep",
-        &["600"],
-        dir.path(),
-    );
+    let git = named_sleeper(&dir.path().join("bin"), "git", dir.path());
     write(&pidfile, format!("pid {}", git.pid()));
     let f = expect(&lock, "git", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().pid, Some(git.pid() as i64));
@@ -1394,7 +1383,7 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
     old(&index);
 
     // A git whose working directory is inside the work tree.
-    let git = spawn_as(&bin, "git", "sleep", &["600"], &repo.join("src"));
+    let git = named_sleeper(&bin, "git", &repo.join("src"));
     let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", git.pid()));
     drop(git);
@@ -1413,7 +1402,7 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
     drop(git);
 
     // A git in another directory proves nothing: it is listed as checked.
-    let git = spawn_as(&bin, "git", "sleep", &["600"], dir.path());
+    let git = named_sleeper(&bin, "git", dir.path());
     let f = expect_in(
         &snapshot_booted_an_hour_ago(),
         &index,
@@ -1495,7 +1484,7 @@ fn git_in_a_linked_worktree_keeps_shared_locks_live() {
     let lock = write(&repo.join(".git/refs/heads/feature.lock"), "");
     old(&lock);
     expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Stale);
-    let git = spawn_as(&dir.path().join("bin"), "git", "sleep", &["600"], &wt);
+    let git = named_sleeper(&dir.path().join("bin"), "git", &wt);
     let f = expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Live);
     assert_evidence(&f, &git.pid().to_string());
 }
@@ -1786,13 +1775,7 @@ fn git_gc_pid() {
     write(&gc, format!("{} {host}", dead_pid()));
     let f = expect(&gc, "git", Verdict::Stale);
     assert_evidence(&f, "ESRCH");
-    let git = spawn_as(
-        &dir.path().join("bin"),
-        "git",
-        "sleep",
-        &["600"],
-        dir.path(),
-    );
+    let git = named_sleeper(&dir.path().join("bin"), "git", dir.path());
     write(&gc, format!("{} {host}", git.pid()));
     let f = expect(&gc, "git", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().hostname, Some(host));
@@ -2051,7 +2034,7 @@ fn multi_line_pid_records_are_read_whole() {
         .unwrap_or_else(|| "0".repeat(32));
     let qt_with =
         |pid: i32, app: &str, h: &str, m: &str, b: &str| format!("{pid}\n{app}\n{h}\n{m}\n{b}\n");
-    let sleeper = spawn_as(&tmp.join("bin"), "kate", "sleep", &["600"], tmp);
+    let sleeper = named_sleeper(&tmp.join("bin"), "kate", tmp);
     let path = write(
         &tmp.join("qt-live.lock"),
         qt_with(sleeper.pid(), "kate", &host, &machine, &boot),
@@ -2106,12 +2089,12 @@ fn an_unlisted_x_server_is_unknown_and_a_listening_display_is_live() {
     let dir = tempdir();
     let tmp = dir.path();
     let bin = tmp.join("bin");
-    let xkasm = spawn_as(&bin, "Xkasmvnc", "sleep", &["600"], tmp);
+    let xkasm = named_sleeper(&bin, "Xkasmvnc", tmp);
     let lock = write(&tmp.join(".X80-lock"), format!("{:>10}\n", xkasm.pid()));
     let f = expect(&lock, "x11", Verdict::Unknown);
     assert_evidence(&f, "could be an unlisted one");
     // Something certainly not an X server, started before the lock: stale.
-    let sleep = spawn_as(&bin, "sleep", "sleep", &["600"], tmp);
+    let sleep = named_sleeper(&bin, "sleep", tmp);
     let lock = write(&tmp.join(".X81-lock"), format!("{:>10}\n", sleep.pid()));
     expect(&lock, "x11", Verdict::Stale);
     // Whatever the PID says, a server answering on the display's socket keeps it live.
@@ -2211,7 +2194,7 @@ fn mercurial_locks_are_found_and_judged() {
         );
         assert_evidence(&f, "ESRCH");
     }
-    let hg = spawn_as(&tmp.join("bin"), "hg", "sleep", &["600"], tmp);
+    let hg = named_sleeper(&tmp.join("bin"), "hg", tmp);
     expect(
         &link(&store, &format!("{host}/{ns:x}:{}", hg.pid())),
         "mercurial",
@@ -2242,7 +2225,7 @@ fn mercurial_locks_are_found_and_judged() {
         Verdict::Foreign,
     );
     // A Python interpreter could be hg under another name: unknown, not stale.
-    let py = spawn_as(&tmp.join("bin"), "python3", "sleep", &["600"], tmp);
+    let py = named_sleeper(&tmp.join("bin"), "python3", tmp);
     expect(
         &link(&store, &format!("{host}/{ns:x}:{}", py.pid())),
         "mercurial",
@@ -2309,7 +2292,7 @@ fn postgres_standalone_backends_and_socket_locks() {
 
     // `postgres --single` writes its PID negated: postgres reads the absolute value.
     let pidfile = data.join("postmaster.pid");
-    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    let pg = named_sleeper(&bin, "postgres", &data);
     write(
         &pidfile,
         postmaster_with(-(pg.pid() as i64), &data, now_ms() / 1000),
@@ -2345,7 +2328,7 @@ fn postgres_standalone_backends_and_socket_locks() {
     assert_evidence(&f, "listens on the server's socket");
     drop(listener);
     // A postgres working in its data directory: live.
-    let pg = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+    let pg = named_sleeper(&bin, "postgres", &data);
     expect(&sock_lock, "postgres", Verdict::Live);
     drop(pg);
     // Written in another mount namespace (its socket directory is not where it lies).

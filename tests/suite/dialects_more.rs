@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::util;
 use crate::util::judging::{assert_evidence, expect, judge};
-use crate::util::{Env, Group, Guard, age, dead_pid, have, wait_for, write};
+use crate::util::{Env, Group, Guard, age, dead_pid, have, named_sleeper, wait_for, write};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
 
@@ -35,51 +35,6 @@ fn tempdir() -> tempfile::TempDir {
 
 fn hostname() -> String {
     HostFacts::probe().hostname
-}
-
-/// A `sleep` running under another name (a copy of the binary), in `cwd`: a process whose
-/// executable, `comm` and `argv[0]` are `name`.
-fn named_sleeper(bin_dir: &Path, name: &str, cwd: &Path) -> Guard {
-    let sleep = ["/usr/bin/sleep", "/bin/sleep"]
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .expect("sleep");
-    fs::create_dir_all(bin_dir).unwrap();
-    let exe = bin_dir.join(name);
-    if !exe.exists() {
-        fs::copy(sleep, &exe).unwrap();
-        fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        match Command::new(&exe)
-            .arg("600")
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .spawn()
-        {
-            Ok(c) => {
-                let g = Guard(Some(c));
-                let pid = g.pid() as i32;
-                wait_for("the sleeper to exec", || {
-                    fs::read_link(format!("/proc/{pid}/exe"))
-                        .ok()
-                        .filter(|e| e.ends_with(name))
-                        .map(|_| ())
-                });
-                return g;
-            }
-            // A binary copied a moment ago may still be open for writing in a child another
-            // test thread is forking.
-            Err(e)
-                if e.raw_os_error() == Some(libc::ETXTBSY)
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            Err(e) => panic!("spawn {name}: {e}"),
-        }
-    }
 }
 
 /// `/usr/bin/python3` with PyQt5 (Debian's python3-pyqt5), if installed.

@@ -23,7 +23,7 @@ use locksmith::scan::{self, Config};
 use proptest::prelude::*;
 
 use crate::util::{
-    Flock, Group, dead_pid, fixture, hold_flock, link, now_ms, set_mtime_ms, spawn_as, write,
+    Flock, Group, dead_pid, fixture, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, write,
 };
 
 /// The vim swap fixture with its PID and host rewritten.
@@ -89,12 +89,12 @@ impl World {
             owners.extend(p);
         };
 
-        let p = spawn_as(&bin, "app-server", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "app-server", &t);
         own(
             write(&t.join("run/app.pid"), format!("{}\n", p.pid())),
             Some(p),
         );
-        let p = spawn_as(&bin, "python3", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "python3", &t);
         own(
             write(
                 &t.join("cache/model.lock"),
@@ -102,7 +102,7 @@ impl World {
             ),
             Some(p),
         );
-        let p = spawn_as(&bin, "kate", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "kate", &t);
         own(
             write(
                 &t.join("kde/kate.lock"),
@@ -110,12 +110,12 @@ impl World {
             ),
             Some(p),
         );
-        let p = spawn_as(&bin, "vim", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "vim", &t);
         own(
             write(&t.join("edit/.notes.txt.swp"), swap_with(p.pid(), &host)),
             Some(p),
         );
-        let p = spawn_as(&bin, "emacs", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "emacs", &t);
         own(
             link(
                 &t.join("edit/.#draft.txt"),
@@ -123,14 +123,14 @@ impl World {
             ),
             Some(p),
         );
-        let p = spawn_as(&bin, "Xvfb", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "Xvfb", &t);
         own(
             write(&t.join("x/.X93-lock"), format!("{:>10}\n", p.pid())),
             Some(p),
         );
         let data = t.join("pg/data");
         fs::create_dir_all(&data).unwrap();
-        let p = spawn_as(&bin, "postgres", "sleep", &["600"], &data);
+        let p = named_sleeper(&bin, "postgres", &data);
         own(
             write(
                 &data.join("postmaster.pid"),
@@ -143,7 +143,7 @@ impl World {
             ),
             Some(p),
         );
-        let p = spawn_as(&bin, "chromium", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "chromium", &t);
         own(
             link(
                 &t.join("chromium/SingletonLock"),
@@ -151,13 +151,13 @@ impl World {
             ),
             Some(p),
         );
-        let p = spawn_as(&bin, "firefox-esr", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "firefox-esr", &t);
         write(&t.join("ff/times.json"), "{}");
         own(
             link(&t.join("ff/lock"), &format!("127.0.1.1:+{}", p.pid())),
             Some(p),
         );
-        let p = spawn_as(&bin, "soffice.bin", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "soffice.bin", &t);
         own(
             write(
                 &t.join("docs/.~lock.report.odt#"),
@@ -168,11 +168,11 @@ impl World {
         let repo = t.join("repo");
         fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
         write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
-        let p = spawn_as(&bin, "git", "sleep", &["600"], &repo);
+        let p = named_sleeper(&bin, "git", &repo);
         own(write(&repo.join(".git/index.lock"), "DIRC"), Some(p));
         let hg = t.join("hg/.hg/store");
         fs::create_dir_all(&hg).unwrap();
-        let p = spawn_as(&bin, "hg", "sleep", &["600"], &t);
+        let p = named_sleeper(&bin, "hg", &t);
         own(
             link(&hg.join("lock"), &format!("{host}/{ns:x}:{}", p.pid())),
             Some(p),

@@ -251,6 +251,12 @@ pub fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &
     spawn_as_env(bin_dir, name, program, args, cwd, &[])
 }
 
+/// A `sleep` running under another name (a copy of the binary), in `cwd`: a process whose
+/// executable, `comm` and `argv[0]` are `name`.
+pub fn named_sleeper(bin_dir: &Path, name: &str, cwd: &Path) -> Group {
+    spawn_as(bin_dir, name, "sleep", &["600"], cwd)
+}
+
 /// [`spawn_as`] with `env` added to the environment.
 pub fn spawn_as_env(
     bin_dir: &Path,
