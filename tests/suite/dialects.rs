@@ -18,7 +18,9 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use crate::util::judging::{assert_evidence, evidence, expect, expect_in, judge, judge_in};
+use crate::util::judging::{
+    assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in,
+};
 use crate::util::{
     Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
     link, named_sleeper, now_ms, set_mtime_ms, spawn_as, spawn_as_env, wait_until, wait_within,
@@ -1320,12 +1322,7 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
     // Open in a process: live, whatever its age.
     let open = fs::File::open(&index).unwrap();
     let f = expect(&index, "git", Verdict::Live);
-    assert!(
-        f.judgement
-            .holders
-            .iter()
-            .any(|h| h.pid == std::process::id() as i32 && h.how == HolderHow::Open)
-    );
+    assert_open_here(&f);
     drop(open);
 
     // A network file system: a git on another machine may hold it.
@@ -1418,15 +1415,23 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
     );
 }
 
-#[test]
-fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
+/// A temp dir holding `repo`, a git repository with one commit; `None` (the test skips)
+/// where git is not installed.
+fn repo_with_a_commit() -> Option<(tempfile::TempDir, PathBuf)> {
     if !have("git") {
-        eprintln!("git not installed: skipped");
-        return;
+        return None;
     }
     let dir = tempdir();
     let repo = dir.path().join("repo");
     git_repo_with_a_commit(&repo, dir.path());
+    Some((dir, repo))
+}
+
+#[test]
+fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
+    let Some((dir, repo)) = repo_with_a_commit() else {
+        return;
+    };
     write(&repo.join("a.txt"), "two\n");
 
     // `git commit -a` writes the new index to index.lock, then waits for the editor without
@@ -1460,13 +1465,9 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
 
 #[test]
 fn git_in_a_linked_worktree_keeps_shared_locks_live() {
-    if !have("git") {
-        eprintln!("git not installed: skipped");
+    let Some((dir, repo)) = repo_with_a_commit() else {
         return;
-    }
-    let dir = tempdir();
-    let repo = dir.path().join("repo");
-    git_repo_with_a_commit(&repo, dir.path());
+    };
     let wt = dir.path().join("wt");
     git_ok(
         &repo,
@@ -1582,12 +1583,7 @@ fn flock_files_are_free_or_live() {
     // Open but not locked (a waiter, a reader): still free, and shown.
     let open = fs::File::open(&dpkg).unwrap();
     let f = expect(&dpkg, "flock", Verdict::Free);
-    assert!(
-        f.judgement
-            .holders
-            .iter()
-            .any(|h| h.pid == std::process::id() as i32 && h.how == HolderHow::Open)
-    );
+    assert_open_here(&f);
     drop(open);
 
     // Any name, any content: a kernel lock makes it a lock.

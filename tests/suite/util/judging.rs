@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use locksmith::Verdict;
 use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config, Finding};
+use locksmith::{HolderHow, Verdict};
 
 /// Judges one path with a given snapshot, as `judge` does with a fresh one.
 pub fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
@@ -49,6 +49,20 @@ pub fn assert_evidence(f: &Finding, needle: &str) {
     assert!(
         all.contains(needle),
         "evidence lacks {needle:?}:\n{all}\n{:#?}",
+        f.judgement
+    );
+}
+
+/// Asserts that this test process is listed among the holders, with the file open (not
+/// locked).
+pub fn assert_open_here(f: &Finding) {
+    let me = std::process::id() as i32;
+    assert!(
+        f.judgement
+            .holders
+            .iter()
+            .any(|h| h.pid == me && h.how == HolderHow::Open),
+        "not listed as open by this process: {:#?}",
         f.judgement
     );
 }
