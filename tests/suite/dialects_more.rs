@@ -19,7 +19,9 @@ use std::time::Duration;
 
 use crate::util;
 use crate::util::judging::{assert_evidence, expect, judge};
-use crate::util::{Env, Group, Guard, age, dead_pid, have, named_sleeper, wait_for, write};
+use crate::util::{
+    Env, Group, Guard, age, dead_pid, have, hold_open, named_sleeper, wait_for, write,
+};
 use locksmith::Verdict;
 use locksmith::probe::{HostFacts, Snapshot};
 
@@ -267,15 +269,7 @@ fn nvim_shada_temp_file_open_then_left() {
     let f = expect(&tmp, "nvim-shada", Verdict::Stale);
     assert_evidence(&f, "killed while writing");
     // Held open by a process: live.
-    let holder = Guard::spawn(
-        Command::new("sh")
-            .args(["-c", "exec sleep 600 3<\"$0\"", tmp.to_str().unwrap()])
-            .stdin(Stdio::null()),
-    );
-    let pid = holder.pid();
-    wait_for("the holder to open it", || {
-        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
-    });
+    let _holder = hold_open(&tmp);
     expect(&tmp, "nvim-shada", Verdict::Live);
 }
 
@@ -546,15 +540,8 @@ fn pacman_db_lock() {
         assert_evidence(&f, "pacman (pid");
     }
     // Held open: live.
-    let holder = Guard::spawn(
-        Command::new("sh")
-            .args(["-c", "exec sleep 600 3<\"$0\"", lock.to_str().unwrap()])
-            .stdin(Stdio::null()),
-    );
+    let holder = hold_open(&lock);
     let pid = holder.pid();
-    wait_for("the holder to open it", || {
-        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
-    });
     let f = expect(&lock, "pacman", Verdict::Live);
     assert!(f.judgement.holders.iter().any(|h| h.pid == pid as i32));
 }
@@ -680,15 +667,7 @@ fn vscode_workspace_and_remote_locks() {
     age(&remote, 2 * 3600);
     let f = expect(&remote, "vscode", Verdict::Stale);
     assert_evidence(&f, "Installation already in progress");
-    let opener = Guard::spawn(
-        Command::new("sh")
-            .args(["-c", "exec sleep 600 3<\"$0\"", remote.to_str().unwrap()])
-            .stdin(Stdio::null()),
-    );
-    let pid = opener.pid();
-    wait_for("the holder to open it", || {
-        fs::read_link(format!("/proc/{pid}/fd/3")).ok().map(|_| ())
-    });
+    let _opener = hold_open(&remote);
     expect(&remote, "vscode", Verdict::Live);
 }
 

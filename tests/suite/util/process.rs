@@ -153,6 +153,22 @@ impl Drop for Guard {
     }
 }
 
+/// A `sleep` holding `path` open for reading (as its descriptor 3) until the guard drops;
+/// returns once the file is open.
+pub fn hold_open(path: &Path) -> Guard {
+    let holder = Guard::spawn(
+        Command::new("sh")
+            .args(["-c", "exec sleep 600 3<\"$0\""])
+            .arg(path)
+            .stdin(Stdio::null()),
+    );
+    let pid = holder.pid();
+    wait_until("the holder to open it", || {
+        std::fs::read_link(format!("/proc/{pid}/fd/3")).is_ok()
+    });
+    holder
+}
+
 /// A `sleep` child that lives until the guard drops.
 pub fn sleeper() -> Guard {
     Guard::spawn(Command::new("sleep").arg("600").stdin(Stdio::null()))
