@@ -7,7 +7,7 @@
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::sshd::{self, Sshd};
@@ -76,10 +76,6 @@ impl Node {
     }
 }
 
-fn bin() -> &'static str {
-    BIN
-}
-
 /// `locksmith --scan --json --config CFG [EXTRA...] ROOT`, parsed.
 fn scan(env: &Env, cfg: &Path, extra: &[&str], root: &Path) -> Report {
     let mut args: Vec<&std::ffi::OsStr> = vec![
@@ -91,6 +87,21 @@ fn scan(env: &Env, cfg: &Path, extra: &[&str], root: &Path) -> Report {
     args.extend(extra.iter().map(std::ffi::OsStr::new));
     args.push(root.as_os_str());
     parse_report(&env.run(args))
+}
+
+/// `locksmith --scan --reclaim --config CFG [EXTRA...] ROOT`, which must succeed.
+fn reclaim(env: &Env, cfg: &Path, extra: &[&str], root: &Path) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--config".as_ref(),
+        cfg.as_os_str(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.push(root.as_os_str());
+    let out = env.run(args);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    out
 }
 
 /// emacs visiting `file` with a modified buffer, in a UTS namespace called `host`: it writes
@@ -131,7 +142,7 @@ fn a_foreign_emacs_lock_is_proven_live_then_stale_by_asking_its_host() {
         .and_then(|s| s.split(':').next())
         .and_then(|s| s.parse().ok())
         .unwrap();
-    let cfg = node.config(&env, bin(), "");
+    let cfg = node.config(&env, BIN, "");
 
     // Without asking: another host, so foreign.
     let r = scan(&env, &cfg, &[], &work);
@@ -147,15 +158,7 @@ fn a_foreign_emacs_lock_is_proven_live_then_stale_by_asking_its_host() {
         "{l:#?}"
     );
     // A reclaim asks again and keeps it.
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--ask-hosts".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        work.as_os_str(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    reclaim(&env, &cfg, &["--ask-hosts"], &work);
     assert!(fs::symlink_metadata(&lock).is_ok());
 
     // The owner is SIGKILLed on node17: asking proves it gone.
@@ -169,25 +172,10 @@ fn a_foreign_emacs_lock_is_proven_live_then_stale_by_asking_its_host() {
         format!("asked node17 over ssh: no process {pid} (kill({pid}, 0): ESRCH)")
     );
     // Without asking it stays foreign: nothing is removed on a foreign verdict.
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        work.as_os_str(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    reclaim(&env, &cfg, &[], &work);
     assert!(fs::symlink_metadata(&lock).is_ok());
     // With asking, reclaim asks again right before removal and removes it.
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--ask-hosts".as_ref(),
-        "--config".as_ref(),
-        cfg.as_os_str(),
-        work.as_os_str(),
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = reclaim(&env, &cfg, &["--ask-hosts"], &work);
     assert!(fs::symlink_metadata(&lock).is_err(), "{}", stdout(&out));
     let journal = env.journal();
     assert_eq!(journal.len(), 1, "{journal:#?}");
@@ -210,7 +198,7 @@ fn configured_hosts_are_asked_without_the_flag() {
     // An emacs lock of node17 naming a process that does not exist there (nor here).
     let dead = dead_pid();
     std::os::unix::fs::symlink(format!("alice@node17.{dead}"), work.join(".#a.txt")).unwrap();
-    let cfg = node.config(&env, bin(), r#", "hosts": ["node1*"]"#);
+    let cfg = node.config(&env, BIN, r#", "hosts": ["node1*"]"#);
     let r = scan(&env, &cfg, &[], &work);
     let l = r.expect_lock(&work.join(".#a.txt"));
     assert_eq!(l.verdict, "stale", "{l:#?}");
@@ -239,7 +227,7 @@ fn hosts_that_cannot_answer_keep_their_locks_foreign_with_the_reason() {
     let down = mk("d.txt", "node-down");
     let unknown = mk("u.txt", "nosuchhost.invalid");
 
-    let cfg = node.config(&env, bin(), "");
+    let cfg = node.config(&env, BIN, "");
     let started = Instant::now();
     let r = scan(&env, &cfg, &["--ask-hosts"], &work);
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -355,7 +343,7 @@ fn locksmith_records_of_another_host_are_settled_by_asking_it() {
     let env = Env::new();
     let work = env.path().join("shared");
     fs::create_dir(&work).unwrap();
-    let cfg = node.config(&env, bin(), "");
+    let cfg = node.config(&env, BIN, "");
 
     // A real `locksmith lock` on node17 (this kernel): its kernel lock settles it, asked or not.
     let held = work.join("job.lock");
@@ -364,7 +352,7 @@ fn locksmith_records_of_another_host_are_settled_by_asking_it() {
             .args(["-u", "sh", "-c"])
             .arg(format!(
                 "hostname node17 && exec {} lock {} -- sleep 600",
-                bin(),
+                BIN,
                 held.display()
             ))
             .stdin(Stdio::null()),
@@ -435,7 +423,7 @@ fn a_soft_file_lock_of_another_host_is_proven_by_asking_it() {
         .next()
         .and_then(|l| l.trim().parse().ok())
         .unwrap();
-    let cfg = node.config(&env, bin(), "");
+    let cfg = node.config(&env, BIN, "");
     let r = scan(&env, &cfg, &[], &work);
     assert_eq!(r.expect_lock(&lock).verdict, "foreign", "{r:#?}");
     asked_live_then_stale(&env, &cfg, &work, &lock, pid, "python", || job.kill());
