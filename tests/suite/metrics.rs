@@ -178,12 +178,7 @@ fn tree() -> Tree {
 #[test]
 fn metrics_parse_and_carry_the_scan() {
     let t = tree();
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        t.root.as_os_str(),
-    ]);
+    let out = t.env.prometheus(&[], &t.root);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -306,14 +301,9 @@ fn metrics_parse_and_carry_the_scan() {
 #[test]
 fn age_series_are_bounded_and_the_rest_counted() {
     let t = tree();
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        OsStr::new("--max-lock-series"),
-        OsStr::new("3"),
-        t.root.as_os_str(),
-    ]);
+    let out = t
+        .env
+        .prometheus(&[OsStr::new("--max-lock-series"), OsStr::new("3")], &t.root);
     let text = stdout(&out);
     if require("promtool") {
         promtool_check(&text);
@@ -352,16 +342,8 @@ fn age_series_are_bounded_and_the_rest_counted() {
 #[test]
 fn reclaims_are_counted() {
     let env = Env::new();
-    let root = env.path().join("root");
-    fs::create_dir(&root).unwrap();
-    fs::write(root.join("gone.pid"), format!("{}\n", dead_pid())).unwrap();
-    let out = env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--reclaim"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        root.as_os_str(),
-    ]);
+    let root = env.root_with_a_dead_pidfile();
+    let out = env.prometheus(&[OsStr::new("--reclaim")], &root);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!root.join("gone.pid").exists());
     let all = samples(&stdout(&out));
@@ -471,14 +453,9 @@ fn output_replaces_the_file_atomically_for_every_format() {
 fn output_failures_are_fatal_and_leave_nothing_behind() {
     let t = tree();
     let missing = t.env.path().join("no-such-dir/locksmith.prom");
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        OsStr::new("--output"),
-        missing.as_os_str(),
-        t.root.as_os_str(),
-    ]);
+    let out = t
+        .env
+        .prometheus(&[OsStr::new("--output"), missing.as_os_str()], &t.root);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -489,14 +466,13 @@ fn output_failures_are_fatal_and_leave_nothing_behind() {
     // A directory in the way: the rename fails, the temporary file is removed.
     let dir = t.env.path().join("out");
     fs::create_dir_all(dir.join("locksmith.prom")).unwrap();
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        OsStr::new("--output"),
-        dir.join("locksmith.prom").as_os_str(),
-        t.root.as_os_str(),
-    ]);
+    let out = t.env.prometheus(
+        &[
+            OsStr::new("--output"),
+            dir.join("locksmith.prom").as_os_str(),
+        ],
+        &t.root,
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let names: Vec<_> = fs::read_dir(&dir)
         .unwrap()
@@ -549,14 +525,13 @@ fn node_exporter_serves_the_metrics_file() {
     let t = tree();
     let dir = t.env.path().join("textfile");
     fs::create_dir(&dir).unwrap();
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        OsStr::new("--output"),
-        dir.join("locksmith.prom").as_os_str(),
-        t.root.as_os_str(),
-    ]);
+    let out = t.env.prometheus(
+        &[
+            OsStr::new("--output"),
+            dir.join("locksmith.prom").as_os_str(),
+        ],
+        &t.root,
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 
     let port = {

@@ -300,15 +300,8 @@ fn alerting_rules_check_and_pass_their_unit_tests() {
 #[test]
 fn alerting_rules_use_metrics_the_binary_writes() {
     let env = Env::new();
-    let root = env.path().join("root");
-    fs::create_dir(&root).unwrap();
-    fs::write(root.join("gone.pid"), format!("{}\n", dead_pid())).unwrap();
-    let out = env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("prometheus"),
-        root.as_os_str(),
-    ]);
+    let root = env.root_with_a_dead_pidfile();
+    let out = env.prometheus(&[], &root);
     let exposition = stdout(&out);
     let written: Vec<&str> = exposition
         .lines()

@@ -88,6 +88,26 @@ impl Env {
         (report, out)
     }
 
+    /// `locksmith --scan --format prometheus EXTRA... ROOT`.
+    pub fn prometheus(&self, extra: &[&OsStr], root: &Path) -> Output {
+        let mut args: Vec<&OsStr> = vec![
+            "--scan".as_ref(),
+            "--format".as_ref(),
+            "prometheus".as_ref(),
+        ];
+        args.extend(extra);
+        args.push(root.as_os_str());
+        self.run(args)
+    }
+
+    /// A directory `root` in the temp dir holding one stale lock, `gone.pid` (a dead PID).
+    pub fn root_with_a_dead_pidfile(&self) -> PathBuf {
+        let root = self.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::write(root.join("gone.pid"), format!("{}\n", dead_pid())).unwrap();
+        root
+    }
+
     /// The journal lines reclaim wrote, parsed.
     pub fn journal(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.state_dir().join("journal.jsonl"))
