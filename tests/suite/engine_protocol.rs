@@ -19,25 +19,6 @@ fn child_entry() {
     child_main();
 }
 
-fn lock_cmd(path: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("lock").args(args).arg(path);
-    c
-}
-
-/// `locksmith lock L -- sleep 300` in its own process group, waited until it holds the lock.
-fn hold_with_cli(path: &Path) -> Group {
-    let mut c = lock_cmd(path, &[]);
-    c.args(["--", "sleep", "300"]);
-    let g = Group::spawn(c);
-    wait_within(20, "the lock to be held", || {
-        engine::inspect(path)
-            .ok()
-            .filter(|j| j.verdict == Verdict::Live)
-    });
-    g
-}
-
 fn kernel_locked(path: &Path) -> bool {
     let meta = std::fs::metadata(path).unwrap();
     !KernelLocks::read()
@@ -49,7 +30,7 @@ fn kernel_locked(path: &Path) -> bool {
 fn self_heals_at_once_after_sigkill_of_the_holder_group() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("job.lock");
-    let mut holder = hold_with_cli(&path);
+    let mut holder = hold_with_cli(&path, &[]);
     let j = engine::inspect(&path).unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(kernel_locked(&path));
@@ -99,7 +80,7 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
 fn the_lock_stays_held_by_command_when_the_lock_tool_alone_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inherit.lock");
-    let mut holder = hold_with_cli(&path);
+    let mut holder = hold_with_cli(&path, &[]);
     // Kill only the locksmith process: COMMAND (sleep) keeps the locked descriptor.
     let sleep_pid = wait_within(10, "the command to start", || {
         group_pids(holder.pid())
@@ -413,7 +394,7 @@ fn lock_command_runs_the_command_holding_the_lock_and_passes_its_status() {
 fn lock_command_times_out_naming_the_holder_with_75() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("held.lock");
-    let holder = hold_with_cli(&path);
+    let holder = hold_with_cli(&path, &[]);
     for timeout in ["0", "0.3"] {
         let mut c = lock_cmd(&path, &["--timeout", timeout]);
         c.args(["--", "touch", dir.path().join("ran").to_str().unwrap()]);
@@ -432,7 +413,7 @@ fn lock_command_times_out_naming_the_holder_with_75() {
             err.contains(&format!("held by pid {}", holder.pid())),
             "{err}"
         );
-        assert!(err.contains("sleep 300"), "names the command: {err}");
+        assert!(err.contains("sleep 600"), "names the command: {err}");
         assert!(
             err.contains(&format!("on host \"{}\"", hostname())),
             "{err}"

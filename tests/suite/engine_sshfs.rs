@@ -31,29 +31,9 @@ fn mount(options: &[&str]) -> Option<Sshfs> {
     }
 }
 
-fn lock_cmd(path: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("lock").args(args).arg(path);
-    c.stdin(Stdio::null());
-    c
-}
-
 fn output(mut c: Command) -> Output {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     c.output().expect("run locksmith")
-}
-
-/// A `locksmith lock PATH -- sleep 60` holding the lock, in its own process group.
-fn hold(path: &Path, args: &[&str]) -> Group {
-    let mut c = lock_cmd(path, args);
-    c.args(["--", "sleep", "60"]);
-    let g = Group::spawn(c);
-    wait_within(20, "the holder to take the lock", || {
-        std::fs::read_to_string(path)
-            .ok()
-            .filter(|s| s.contains(&format!("\"pid\":{}", g.pid())))
-    });
-    g
 }
 
 #[test]
@@ -93,7 +73,7 @@ fn acquire_run_release_leaves_nothing_behind() {
 fn a_held_lock_makes_a_second_taker_wait_and_exit_75() {
     let Some(m) = mount(&[]) else { return };
     let path = m.mnt.join("job.lock");
-    let mut holder = hold(&path, &[]);
+    let mut holder = hold_with_cli(&path, &[]);
 
     let start = Instant::now();
     let out = output({
@@ -141,7 +121,7 @@ fn a_held_lock_makes_a_second_taker_wait_and_exit_75() {
 fn a_killed_holder_of_this_host_heals_at_once() {
     let Some(m) = mount(&[]) else { return };
     let path = m.mnt.join("job.lock");
-    let mut holder = hold(&path, &[]);
+    let mut holder = hold_with_cli(&path, &[]);
     let pid = holder.pid();
     holder.kill();
 
@@ -255,7 +235,7 @@ fn the_same_without_sshfs_caches() {
         return;
     };
     let path = m.mnt.join("job.lock");
-    let mut holder = hold(&path, &[]);
+    let mut holder = hold_with_cli(&path, &[]);
     let out = output({
         let mut c = lock_cmd(&path, &["--timeout", "0.3"]);
         c.args(["--", "true"]);
@@ -326,7 +306,7 @@ fn the_scanner_calls_sshfs_a_network_file_system() {
         std::fs::write(d.join("app.pid"), format!("{dead}\n")).unwrap();
     }
     // An engine lock of this host whose holder was killed: this host is proven by its boot id.
-    let mut holder = hold(&m.mnt.join("job.lock"), &[]);
+    let mut holder = hold_with_cli(&m.mnt.join("job.lock"), &[]);
     holder.kill();
 
     let out = output({

@@ -254,13 +254,7 @@ fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_cras
     let dir = env.path().join("jobs");
     fs::create_dir(&dir).unwrap();
     let lock = dir.join("nightly.lock");
-    let mut holder = Group::spawn(
-        std::process::Command::new(BIN)
-            .arg("lock")
-            .arg(&lock)
-            .args(["--", "sleep", "600"])
-            .stdin(std::process::Stdio::null()),
-    );
+    let mut holder = hold_with_cli(&lock, &[]);
     wait_for("the engine's lock", || {
         let (r, _) = env.scan_json(&[&dir]);
         r.lock(&lock)
@@ -418,16 +412,7 @@ fn a_directory_swapped_after_the_scan_is_refused() {
 fn a_directory_swapped_after_the_scan_is_refused_for_our_own_locks() {
     let env = Env::new();
     let made = env.path().join("made.lock");
-    let mut holder = Group::spawn(
-        std::process::Command::new(BIN)
-            .arg("lock")
-            .arg(&made)
-            .args(["--", "sleep", "600"])
-            .stdin(std::process::Stdio::null()),
-    );
-    wait_for("the engine's lock", || {
-        fs::read(&made).ok().filter(|r| !r.is_empty()).map(|_| ())
-    });
+    let mut holder = hold_with_cli(&made, &[]);
     holder.kill();
     let record = fs::read(&made).unwrap();
     fs::remove_file(&made).unwrap();

@@ -1,9 +1,9 @@
 //! Shared by the engine's integration tests: real processes in their own process groups
 //! (killed on every path), waiting with deadlines, and hand-written owner records.
 
-pub use super::BIN;
 pub use super::files::*;
 pub use super::process::*;
+pub use super::{BIN, hold_with_cli, lock_cmd};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

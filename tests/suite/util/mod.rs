@@ -118,6 +118,26 @@ impl Env {
     }
 }
 
+/// `locksmith lock ARGS... PATH`, stdin closed (add `--` and a command).
+pub fn lock_cmd(path: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("lock").args(args).arg(path).stdin(Stdio::null());
+    c
+}
+
+/// `locksmith lock ARGS... PATH -- sleep 600` in a process group of its own, once it holds
+/// the lock (its record names it).
+pub fn hold_with_cli(path: &Path, args: &[&str]) -> Group {
+    let mut c = lock_cmd(path, args);
+    c.args(["--", "sleep", "600"]);
+    let g = Group::spawn(c);
+    let pid = format!("\"pid\":{}", g.pid());
+    wait_until("the holder to take the lock", || {
+        std::fs::read_to_string(path).is_ok_and(|s| s.contains(&pid))
+    });
+    g
+}
+
 /// Runs a command with piped output, killing it if it outlives `limit`.
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
     let child = cmd
