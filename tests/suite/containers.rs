@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::util;
+use crate::util::btrfs::BtrfsSubvolume;
 use crate::util::podman::{Podman, busybox_root};
 use crate::util::{Env, Guard, Lock, Report, wait_for};
 
@@ -441,34 +442,14 @@ fn a_container_mounting_a_btrfs_subvolume() {
         return;
     }
     let env = Env::new();
-    let img = env.path().join("btrfs.img");
-    let mnt = env.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    std::fs::File::create(&img)
-        .unwrap()
-        .set_len(200 << 20)
-        .unwrap();
-    let ok = |c: &mut Command| c.stdout(Stdio::null()).status().is_ok_and(|s| s.success());
-    if !ok(Command::new("mkfs.btrfs").arg("-q").arg(&img))
-        || !ok(Command::new("mount")
-            .args(["-o", "loop"])
-            .arg(&img)
-            .arg(&mnt))
-    {
-        eprintln!("skipping the btrfs subvolume: cannot make or mount a btrfs file system here");
-        return;
-    }
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
+    let vol = match BtrfsSubvolume::make(env.path()) {
+        Ok(vol) => vol,
+        Err(why) => {
+            eprintln!("skipping the btrfs subvolume: {why}");
+            return;
         }
-    }
-    let _unmount = Unmount(mnt.clone());
-    let sub = mnt.join("sub");
-    assert!(ok(Command::new("btrfs")
-        .args(["subvolume", "create"])
-        .arg(&sub)));
+    };
+    let sub = vol.sub.clone();
     pm.run_detached(
         "web-btrfs",
         &strs(&host_programs(vec![
@@ -493,6 +474,7 @@ fn a_container_mounting_a_btrfs_subvolume() {
     assert_eq!(l.verdict, "stale", "{}", joined(l));
     // Podman's storage holds nothing on the file system by now: it can be unmounted.
     drop(pm);
+    drop(vol);
 }
 
 /// A lock that names its PID namespace (as the engine's records and Mercurial's locks do) is

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod btrfs;
 pub mod engine;
 pub mod judging;
 pub mod sshd;
