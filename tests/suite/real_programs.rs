@@ -186,14 +186,8 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     assert!(table.contains(&hint), "{table}");
 
     // --reclaim keeps it and says how to recover.
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--json".as_ref(),
-        docs.as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&[], &docs);
     assert_eq!(out.status.code(), Some(1), "a stale swap remains");
-    let report = parse_report(&out);
     let r = &report.reclaimed.unwrap()[0];
     assert_eq!((r.ok, r.action.as_str()), (false, "kept"));
     assert!(r.error.as_deref().unwrap().contains(&hint), "{r:?}");
@@ -205,16 +199,9 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
 
     // --include-unsaved removes it, after saving a copy that `vim -r` can still use.
     let content = fs::read(&swap).unwrap();
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--include-unsaved".as_ref(),
-        "--json".as_ref(),
-        docs.as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&["--include-unsaved"], &docs);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!swap.exists());
-    let report = parse_report(&out);
     let r = &report.reclaimed.unwrap()[0];
     assert_eq!(r.action, "removed");
     assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), content);
@@ -268,14 +255,8 @@ fn flock_holder_is_live_and_a_released_flock_file_is_never_reclaimed() {
     scan_until(&env, &dir, &lock, "a released flock file", |l| {
         l.verdict == "unknown"
     });
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--json".as_ref(),
-        dir.as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&[], &dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let report = parse_report(&out);
     assert_eq!(report.reclaimed.map(|r| r.len()), Some(0));
     assert!(lock.exists(), "a free flock file must never be deleted");
 }

@@ -52,13 +52,7 @@ fn removes_only_the_stale_lock_and_journals_it() {
     let free = root.join("queue.lock");
     fs::write(&free, "").unwrap();
 
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--json".as_ref(),
-        root.as_os_str(),
-    ]);
-    let report = parse_report(&out);
+    let (report, out) = env.reclaim_json(&[], &root);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!stale.exists(), "the stale lock is removed");
     for kept in [&live, &garbage, &free] {
@@ -123,15 +117,8 @@ fn dry_run_removes_nothing() {
     let stale = env.path().join("gone.pid");
     fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
     let before = photograph(env.path());
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--dry-run".as_ref(),
-        "--json".as_ref(),
-        env.path().as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&["--dry-run"], env.path());
     assert_eq!(out.status.code(), Some(1), "the stale lock remains");
-    let report = parse_report(&out);
     let r = &report.reclaimed.unwrap()[0];
     assert_eq!((r.ok, r.action.as_str()), (true, "would-remove"));
     assert_eq!(r.saved_to, None);
@@ -261,26 +248,15 @@ fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_cras
             .is_some_and(|l| l.verdict == "live")
             .then_some(())
     });
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--json".as_ref(),
-        dir.as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&[], &dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(parse_report(&out).reclaimed.map(|r| r.len()), Some(0));
+    assert_eq!(report.reclaimed.map(|r| r.len()), Some(0));
     assert!(lock.exists(), "a held lock is never reclaimed");
 
     holder.kill();
     let record = fs::read(&lock).unwrap();
-    let out = env.run([
-        "--scan".as_ref(),
-        "--reclaim".as_ref(),
-        "--json".as_ref(),
-        dir.as_os_str(),
-    ]);
+    let (report, out) = env.reclaim_json(&[], &dir);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let report = parse_report(&out);
     let l = report.expect_lock(&lock);
     assert_eq!(
         (l.dialect.as_str(), l.verdict.as_str()),

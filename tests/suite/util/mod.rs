@@ -109,6 +109,16 @@ impl Env {
         root
     }
 
+    /// `locksmith --scan --reclaim --json EXTRA... PATH`, checked against the schema and parsed.
+    pub fn reclaim_json(&self, extra: &[&str], path: &Path) -> (Report, Output) {
+        let mut args: Vec<&OsStr> =
+            vec!["--scan".as_ref(), "--reclaim".as_ref(), "--json".as_ref()];
+        args.extend(extra.iter().map(OsStr::new));
+        args.push(path.as_os_str());
+        let out = self.run(args);
+        (parse_report(&out), out)
+    }
+
     /// The journal lines reclaim wrote, parsed.
     pub fn journal(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(self.state_dir().join("journal.jsonl"))
