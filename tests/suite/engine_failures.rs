@@ -61,9 +61,7 @@ fn names(dir: &Path) -> Vec<String> {
 
 fn lock_cli(path: &Path) -> Output {
     Command::new(BIN)
-        .args(["lock", "--timeout", "1"])
-        .arg(path)
-        .args(["--", "echo", "ran"])
+        .args(lock_once_args(path))
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -171,27 +169,21 @@ fn a_read_only_directory_leaves_nothing_behind() {
     assert_eq!(names(src.path()), Vec::<String>::new());
 }
 
+/// `locksmith lock --timeout 1 PATH -- echo ran` run as uid 65534.
+fn lock_as_nobody(path: &Path) -> Output {
+    as_nobody(BIN).args(lock_once_args(path)).output().unwrap()
+}
+
 #[test]
 fn permission_denied_leaves_nothing_behind() {
-    let probe = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-        .status();
-    if !matches!(probe, Ok(s) if s.success()) {
-        eprintln!("skipped: setpriv cannot switch to uid 65534 here");
+    if !can_run_as_nobody() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     use std::os::unix::fs::PermissionsExt;
     // Traversable and readable, not writable, for others.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
-        .args(["lock", "--timeout", "1"])
-        .arg(dir.path().join("job.lock"))
-        .args(["--", "echo", "ran"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = lock_as_nobody(&dir.path().join("job.lock"));
     assert_failed(&out, "permission denied");
     assert_eq!(names(dir.path()), Vec::<String>::new());
 
@@ -203,14 +195,7 @@ fn permission_denied_leaves_nothing_behind() {
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
-        .args(["lock", "--timeout", "1"])
-        .arg(dir.path().join("job.lock"))
-        .args(["--", "echo", "ran"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = lock_as_nobody(&dir.path().join("job.lock"));
     assert_failed(&out, "permission denied");
     assert_eq!(names(dir.path()), vec!["job.lock".to_string()]);
     assert_eq!(
@@ -263,15 +248,8 @@ fn a_failing_record_write_leaves_nothing_behind() {
         );
     }
     // Also through the command line.
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
-        .arg("sh")
-        .arg(BIN)
-        .args(["lock", "--timeout", "1"])
-        .arg(&path)
-        .args(["--", "echo", "ran"])
-        .stdin(Stdio::null())
+    let out = with_no_file_size(BIN)
+        .args(lock_once_args(&path))
         .output()
         .unwrap();
     assert_failed(&out, "write the owner record");

@@ -2,7 +2,6 @@
 //! partial records, the fallback method, and the `locksmith lock` command's behaviour.
 
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -518,24 +517,12 @@ fn lock_command_reports_errors_in_one_line() {
 fn lock_command_says_permission_denied() {
     let dir = tempfile::tempdir().unwrap();
     // As root every directory is writable: run as nobody in a directory only root may write.
-    let probe = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-        .status();
-    if !matches!(probe, Ok(s) if s.success()) {
-        eprintln!("skipped: setpriv cannot switch to uid 65534 here");
+    if !can_run_as_nobody() {
         return;
     }
     let path = dir.path().join("denied.lock");
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        BIN,
-        "lock",
-    ])
-    .arg(&path)
-    .args(["--", "true"]);
+    let mut c = as_nobody(BIN);
+    c.arg("lock").arg(&path).args(["--", "true"]);
     // The temp dir is 0700 root: make it traversable but not writable for others.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -635,16 +622,7 @@ fn waiting_reclaims_a_stale_lock_without_waiting_for_the_timeout() {
 /// the holder, instead of failing at once; after the release, a waiting other user gets in.
 #[test]
 fn another_users_held_lock_is_busy_not_an_error() {
-    let is_root = std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap_or(false);
-    let have_setpriv = Command::new("setpriv")
-        .arg("--help")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !is_root || !have_setpriv {
-        eprintln!("SKIPPED: needs root and setpriv (util-linux) to act as another user");
+    if !can_run_as_nobody() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -654,54 +632,25 @@ fn another_users_held_lock_is_busy_not_an_error() {
     )
     .unwrap();
     let lock = dir.path().join("shared.lock");
-    let bin = BIN;
     // Its own process group, so that the lock tool and its command die together.
-    let mut holder = Command::new(bin)
-        .arg("lock")
-        .arg(&lock)
-        .args(["--", "sleep", "3"])
-        .process_group(0)
-        .spawn()
-        .unwrap();
-    let kill_group = |pid: u32| {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .status();
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !lock.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the holder never took the lock"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let as_nobody = |timeout: &str| {
-        Command::new("setpriv")
-            .args([
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                bin,
-                "lock",
-            ])
-            .args(["--timeout", timeout])
+    let mut holder = Group::spawn(lock_cmd(&lock, &[]).args(["--", "sleep", "3"]));
+    wait_until("the holder to take the lock", || lock.exists());
+    let try_as_nobody = |timeout: &str| {
+        as_nobody(BIN)
+            .args(["lock", "--timeout", timeout])
             .arg(&lock)
             .args(["--", "true"])
             .output()
             .unwrap()
     };
-    let out = as_nobody("0.3");
+    let out = try_as_nobody("0.3");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() != Some(75) {
-        kill_group(holder.id());
-    }
     assert_eq!(out.status.code(), Some(75), "{stderr}");
     assert!(stderr.contains("not readable by us"), "{stderr}");
 
     // The holder releases when its command ends: the other user, waiting, gets in.
-    let out = as_nobody("20");
-    let _ = holder.wait();
+    let out = try_as_nobody("20");
+    holder.wait(DEADLINE.as_secs());
     assert_eq!(
         out.status.code(),
         Some(0),

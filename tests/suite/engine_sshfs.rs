@@ -279,15 +279,8 @@ fn a_failing_record_write_leaves_nothing_behind() {
     let path = m.mnt.join("job.lock");
     // A file size limit of zero: the record write fails (EFBIG), as on a full disk.
     let out = output({
-        let mut c = Command::new("sh");
-        c.arg("-c")
-            .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
-            .arg("sh")
-            .arg(BIN)
-            .args(["lock", "--timeout", "1"])
-            .arg(&path)
-            .args(["--", "echo", "ran"])
-            .stdin(Stdio::null());
+        let mut c = with_no_file_size(BIN);
+        c.args(lock_once_args(&path));
         c
     });
     let err = String::from_utf8_lossy(&out.stderr);

@@ -22,7 +22,7 @@ use locksmith::scan::{
 };
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
-use crate::util::{Guard, wait_until, write};
+use crate::util::{Guard, as_nobody, wait_until, write};
 
 // ---------------------------------------------------------------------------------------------
 // Test dialects: each reports in its evidence what it was shown.
@@ -753,9 +753,7 @@ fn an_unreadable_directory_is_reported_and_the_walk_goes_on() {
         std::fs::set_permissions(d.join(sub), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::set_permissions(d.join("closed"), std::fs::Permissions::from_mode(0o700)).unwrap();
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(crate::util::BIN)
+    let out = as_nobody(crate::util::BIN)
         .args(["--scan", "--json"])
         .arg(&d)
         .env("XDG_CONFIG_HOME", &d)

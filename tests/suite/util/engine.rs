@@ -3,7 +3,7 @@
 
 pub use super::files::*;
 pub use super::process::*;
-pub use super::{BIN, hold_with_cli, lock_cmd};
+pub use super::{BIN, DEADLINE, hold_with_cli, lock_cmd, lock_once_args};
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

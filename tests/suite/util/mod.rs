@@ -136,6 +136,15 @@ pub fn lock_cmd(path: &Path, args: &[&str]) -> Command {
     c
 }
 
+/// The arguments of one try at the lock at `path` that says `ran` if it gets it:
+/// `lock --timeout 1 PATH -- echo ran`.
+pub fn lock_once_args(path: &Path) -> Vec<&OsStr> {
+    let mut args: Vec<&OsStr> = ["lock", "--timeout", "1"].map(OsStr::new).to_vec();
+    args.push(path.as_os_str());
+    args.extend(["--", "echo", "ran"].map(OsStr::new));
+    args
+}
+
 /// `locksmith lock ARGS... PATH -- sleep 600` in a process group of its own, once it holds
 /// the lock (its record names it).
 pub fn hold_with_cli(path: &Path, args: &[&str]) -> Group {

@@ -2,6 +2,7 @@
 //! reaped on every path), waiting with deadlines, and the facts tests read from `/proc`.
 
 use std::borrow::BorrowMut;
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -243,6 +244,37 @@ pub fn dead_pid() -> i32 {
     c.wait().unwrap();
     assert!(!alive(pid));
     pid
+}
+
+/// `program` run as uid and gid 65534 (`nobody`), with no supplementary groups (`setpriv`).
+pub fn as_nobody(program: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(program)
+        .stdin(Stdio::null());
+    c
+}
+
+/// Whether [`as_nobody`] works here (root, with `setpriv`); prints why the test is skipped
+/// when it does not.
+pub fn can_run_as_nobody() -> bool {
+    let ok = as_nobody("true").status().is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: setpriv cannot switch to uid 65534 here (needs root and util-linux)");
+    }
+    ok
+}
+
+/// `program` run with a file size limit of zero (SIGXFSZ ignored): every write to a regular
+/// file fails with EFBIG, as on a full disk.
+pub fn with_no_file_size(program: impl AsRef<OsStr>) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
+        .arg("sh")
+        .arg(program)
+        .stdin(Stdio::null());
+    c
 }
 
 /// Where `program` is on PATH.
