@@ -23,8 +23,8 @@ use crate::util::judging::{
 };
 use crate::util::{
     Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
-    link, named_sleeper, now_ms, set_mtime_ms, spawn_as, spawn_as_env, wait_until, wait_within,
-    write,
+    link, named_sleeper, now_ms, set_mtime_ms, spawn_as, spawn_as_env, swap_with, wait_until,
+    wait_within, write,
 };
 
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
@@ -339,17 +339,6 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
 
 // ---------------------------------------------------------------------------------------------
 // vim-swap
-
-/// The fixture swap with its PID and host rewritten.
-fn swap_with(rel: &str, pid: u32, host: &str) -> Vec<u8> {
-    let mut b = fixture(rel);
-    b[24..28].copy_from_slice(&pid.to_le_bytes());
-    let field = &mut b[68..108];
-    field.fill(0);
-    let h = host.as_bytes();
-    field[..h.len().min(39)].copy_from_slice(&h[..h.len().min(39)]);
-    b
-}
 
 #[test]
 fn vim_swap_fixtures_parse_to_their_owner() {

@@ -46,7 +46,7 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
     let wrong_start = start_ticks(p.pid()).saturating_sub(500).to_string();
     write(
         &path,
-        &engine_record(
+        engine_record(
             p.pid() as i64,
             &[
                 ("kernel_lock", "false".into()),
@@ -61,7 +61,7 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
     // ago, well after this host booted, well before the process started).
     write(
         &path,
-        &format!(
+        format!(
             r#"{{"PID":{},"CreatedAt":{},"Hostname":"{}"}}"#,
             p.pid(),
             ago(10),
@@ -73,7 +73,7 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
     // The same process with its real start time: live, and not reclaimed.
     write(
         &path,
-        &engine_record(
+        engine_record(
             p.pid() as i64,
             &[
                 ("kernel_lock", "false".into()),
@@ -98,7 +98,7 @@ fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
     let p = live_process();
     write(
         &path,
-        &engine_record(
+        engine_record(
             p.pid() as i64,
             &[("boot_id", "\"00000000-1111-2222-3333-444444444444\"".into())],
         ),
@@ -108,7 +108,7 @@ fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
     // And the engine takes such a lock at once.
     write(
         &path,
-        &engine_record(
+        engine_record(
             p.pid() as i64,
             &[("boot_id", "\"00000000-1111-2222-3333-444444444444\"".into())],
         ),
@@ -136,7 +136,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     };
 
     // No heartbeat: foreign, never reclaimed, not taken.
-    write(&path, &other(&[]));
+    write(&path, other(&[]));
     let j = engine::inspect(&path).unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     assert_eq!(
@@ -153,7 +153,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     // A heartbeat that is still beating: foreign.
     write(
         &path,
-        &other(&[("heartbeat_at", ago(5)), ("heartbeat_secs", "10".into())]),
+        other(&[("heartbeat_at", ago(5)), ("heartbeat_secs", "10".into())]),
     );
     assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
     assert!(engine::reclaim(&path).is_err());
@@ -162,7 +162,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     // still beating.
     write(
         &path,
-        &other(&[
+        other(&[
             ("heartbeat_at", ago(7200)),
             ("heartbeat_secs", "10".into()),
             ("created_at", ago(7200)),
@@ -177,7 +177,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     // A slow heartbeat interval widens the window: 3 intervals of 3000 s.
     write(
         &path,
-        &other(&[
+        other(&[
             ("heartbeat_at", ago(7200)),
             ("heartbeat_secs", "3000".into()),
         ]),
@@ -193,7 +193,7 @@ fn zero_securefile_records_are_read() {
     let p = live_process();
     write(
         &path,
-        &format!(
+        format!(
             r#"{{"PID":{},"CreatedAt":{},"Hostname":"{}"}}"#,
             p.pid(),
             ago(0),
@@ -210,7 +210,7 @@ fn zero_securefile_records_are_read() {
 
     write(
         &path,
-        &format!(
+        format!(
             r#"{{"PID":{},"CreatedAt":{},"Hostname":"{}"}}"#,
             dead_pid(),
             ago(0),

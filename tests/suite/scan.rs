@@ -642,7 +642,7 @@ fn content_is_a_bounded_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     write(&d.join("small.lock"), b"A small");
-    write(&d.join("exact.lock"), &[b'A'; 4096]);
+    write(&d.join("exact.lock"), [b'A'; 4096]);
     write(&d.join("empty.lock"), b"");
     // A sparse 8 GiB file: only the prefix is read.
     let sparse = std::fs::File::create(d.join("sparse.lock")).unwrap();
@@ -970,8 +970,8 @@ fn hostile_tree(d: &Path) {
     write(&d.join("big.pid"), b"2147483648\n");
     write(&d.join("inject.lock"), b"1; rm -rf /\n");
     write(&d.join("escape.lock"), b"\x1b]0;owned\x07\x1b[2J4242\n");
-    write(&d.join("garbage.lck"), &[0xff, 0x00, 0xfe, 0x80, 0x01]);
-    write(&d.join("LCK..ttyS0"), &1234u32.to_le_bytes());
+    write(&d.join("garbage.lck"), [0xff, 0x00, 0xfe, 0x80, 0x01]);
+    write(&d.join("LCK..ttyS0"), 1234u32.to_le_bytes());
     write(&d.join("empty.lock"), b"");
     write(
         &d.join("wrong-types.lock"),

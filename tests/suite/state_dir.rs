@@ -518,20 +518,6 @@ fn photo(p: &Path) -> Photo {
 
 use std::os::unix::ffi::OsStringExt;
 
-/// The vim swap fixture with its PID and host rewritten.
-fn vim_swap(pid: u32, host: &str) -> Vec<u8> {
-    let mut b = fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vim-swap/clean-swap.bin"),
-    )
-    .unwrap();
-    b[24..28].copy_from_slice(&pid.to_le_bytes());
-    let field = &mut b[68..108];
-    field.fill(0);
-    let h = host.as_bytes();
-    field[..h.len().min(39)].copy_from_slice(&h[..h.len().min(39)]);
-    b
-}
-
 #[test]
 fn restore_puts_back_a_symlink_lock_a_vim_swap_and_a_pid_file_exactly() {
     let env = Env::new();
@@ -546,7 +532,11 @@ fn restore_puts_back_a_symlink_lock_a_vim_swap_and_a_pid_file_exactly() {
     fs::write(root.join("notes.txt"), "text\n").unwrap();
     std::os::unix::fs::symlink(format!("someone@{host}.{pid}:1700000000"), &emacs).unwrap();
     let swap = root.join(".notes.txt.swp");
-    fs::write(&swap, vim_swap(pid as u32, &host)).unwrap();
+    fs::write(
+        &swap,
+        swap_with("vim-swap/clean-swap.bin", pid as u32, &host),
+    )
+    .unwrap();
     let pidfile = root.join("daemon.pid");
     fs::write(&pidfile, format!("{pid}\n")).unwrap();
     fs::set_permissions(&swap, fs::Permissions::from_mode(0o600)).unwrap();

@@ -23,19 +23,8 @@ use locksmith::scan::{self, Config};
 use proptest::prelude::*;
 
 use crate::util::{
-    Flock, Group, dead_pid, fixture, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, write,
+    Flock, Group, dead_pid, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, swap_with, write,
 };
-
-/// The vim swap fixture with its PID and host rewritten.
-fn swap_with(pid: i32, host: &str) -> Vec<u8> {
-    let mut b = fixture("vim-swap/clean-swap.bin");
-    b[24..28].copy_from_slice(&(pid as u32).to_le_bytes());
-    let field = &mut b[68..108];
-    field.fill(0);
-    let h = &host.as_bytes()[..host.len().min(39)];
-    field[..h.len()].copy_from_slice(h);
-    b
-}
 
 /// The times a fixture records in its content (not its mtime), varied by the tests.
 #[derive(Debug, Clone, Copy)]
@@ -112,7 +101,10 @@ impl World {
         );
         let p = named_sleeper(&bin, "vim", &t);
         own(
-            write(&t.join("edit/.notes.txt.swp"), swap_with(p.pid(), &host)),
+            write(
+                &t.join("edit/.notes.txt.swp"),
+                swap_with("vim-swap/clean-swap.bin", p.pid() as u32, &host),
+            ),
             Some(p),
         );
         let p = named_sleeper(&bin, "emacs", &t);
@@ -229,7 +221,10 @@ impl World {
             Verdict::Foreign,
         );
         expected.insert(
-            write(&t.join("edit/.theirs.txt.swp"), swap_with(dead, "laptop")),
+            write(
+                &t.join("edit/.theirs.txt.swp"),
+                swap_with("vim-swap/clean-swap.bin", dead as u32, "laptop"),
+            ),
             Verdict::Foreign,
         );
         expected.insert(

@@ -17,6 +17,17 @@ pub fn fixture_text(rel: &str) -> String {
     String::from_utf8(fixture(rel)).expect("text fixture")
 }
 
+/// The vim swap fixture `rel` with its PID and host name rewritten.
+pub fn swap_with(rel: &str, pid: u32, host: &str) -> Vec<u8> {
+    let mut b = fixture(rel);
+    b[24..28].copy_from_slice(&pid.to_le_bytes());
+    let field = &mut b[68..108];
+    field.fill(0);
+    let h = &host.as_bytes()[..host.len().min(39)];
+    field[..h.len()].copy_from_slice(h);
+    b
+}
+
 /// Writes `bytes` to `path`, creating its parent directories; returns the path.
 pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> PathBuf {
     if let Some(dir) = path.parent() {
