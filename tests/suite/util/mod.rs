@@ -19,6 +19,7 @@ pub mod judging;
 pub mod sshd;
 pub mod sshfs;
 pub mod torture;
+pub mod ui;
 
 mod files;
 mod process;
