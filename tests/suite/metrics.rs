@@ -15,19 +15,6 @@ use std::time::Duration;
 
 use crate::util::*;
 
-/// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
-/// installs it, so a missing one is a failure there, not a silent skip.
-fn require(program: &str) -> bool {
-    if have(program) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "`{program}` must be installed under CI (.ci/run installs it)"
-    );
-    false
-}
-
 /// One sample of the exposition: name, labels (unescaped), value.
 #[derive(Debug, Clone, PartialEq)]
 struct Sample {

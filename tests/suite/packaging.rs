@@ -13,19 +13,6 @@ use std::process::{Command, Output, Stdio};
 
 use crate::util::*;
 
-/// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
-/// installs it, so a missing one is a failure there, not a silent skip.
-fn require(program: &str) -> bool {
-    if have(program) {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "`{program}` must be installed under CI (.ci/run installs it)"
-    );
-    false
-}
-
 fn assets() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("assets")
 }

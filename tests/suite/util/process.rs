@@ -293,6 +293,19 @@ pub fn have(program: &str) -> bool {
     found
 }
 
+/// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
+/// installs it, so a missing one is a failure there, not a silent skip.
+pub fn require(program: &str) -> bool {
+    if have(program) {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "`{program}` must be installed under CI (.ci/run installs it)"
+    );
+    false
+}
+
 /// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
 /// in `cwd`, and waits until it has exec'd.
 pub fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Group {
