@@ -14,12 +14,10 @@ use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::util::judging::{
-    assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in,
+    assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in, scan_findings,
 };
 use crate::util::{
     Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
@@ -29,7 +27,7 @@ use crate::util::{
 
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
 use locksmith::probe::{FileKey, FsInfo, HostFacts, Snapshot};
-use locksmith::scan::{self, Config, Finding, ScanEvent};
+use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Judgement, Verdict};
 
 // ---------------------------------------------------------------------------------------------
@@ -1669,17 +1667,10 @@ fn a_scan_finds_every_fixture_with_its_dialect() {
         .collect();
     write(&t.join("plain/readme.txt"), "not a lock");
 
-    let config = Config::embedded();
-    let roots = config.roots(&[t.to_path_buf()]);
-    let snap = Snapshot::take();
-    let found = Mutex::new(Vec::new());
-    let sink = |e: ScanEvent| {
-        if let ScanEvent::Found(f) = e {
-            found.lock().unwrap().push((f.path.clone(), f.dialect));
-        }
-    };
-    scan::scan(&config, &roots, &snap, &AtomicBool::new(false), &sink).unwrap();
-    let found = found.into_inner().unwrap();
+    let found: Vec<(PathBuf, &str)> = scan_findings(t)
+        .into_iter()
+        .map(|f| (f.path, f.dialect))
+        .collect();
     for (path, dialect) in &want {
         let got = found
             .iter()

@@ -5,9 +5,10 @@
 use std::fs;
 use std::path::Path;
 
+use crate::util::judging::{judge, scan_findings};
 use crate::util::*;
 use locksmith::probe::Snapshot;
-use locksmith::reclaim::{self, Action, ReclaimOptions};
+use locksmith::reclaim::{self, Action, Outcome, ReclaimOptions};
 use locksmith::scan::{self, Config, Finding};
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
@@ -19,20 +20,20 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn judge(path: &Path) -> Finding {
-    scan::judge_path(path, &Snapshot::take(), &Config::embedded())
-        .expect("judged")
-        .expect("a lock")
+/// Reclaims `f` (as the UI does, one finding) and asserts that it is kept, for a reason that
+/// says `why`.
+fn assert_kept(env: &Env, f: &Finding, why: &str) -> Outcome {
+    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    assert_eq!(o.action, Action::Kept, "{o:?}");
+    assert!(!o.ok, "{o:?}");
+    assert!(o.error.as_deref().unwrap_or("").contains(why), "{o:?}");
+    o
 }
 
 fn options(env: &Env) -> ReclaimOptions {
     ReclaimOptions {
         state_dir: env.state_dir(),
-        dry_run: false,
-        include_unsaved: false,
-        force_foreign: false,
-        copies: Default::default(),
-        remove_uncopied: false,
+        ..ReclaimOptions::new()
     }
 }
 
@@ -179,11 +180,8 @@ fn a_lock_that_came_back_to_life_is_kept() {
         )
     );
 
-    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
-    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
-    assert!(!outcome.ok);
+    let outcome = assert_kept(&env, &judged, "live");
     assert_eq!(outcome.judgement.verdict, Verdict::Live);
-    assert!(outcome.error.unwrap().contains("live"));
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         format!("{}\n", owner.pid())
@@ -204,15 +202,7 @@ fn a_replaced_file_is_refused() {
     let other = env.path().join("other");
     fs::write(&other, &content).unwrap();
     fs::rename(&other, &path).unwrap();
-    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
-    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
-    assert!(
-        outcome
-            .error
-            .as_deref()
-            .unwrap()
-            .contains("changed since it was judged")
-    );
+    assert_kept(&env, &judged, "changed since it was judged");
     assert!(path.exists());
     assert!(env.journal().is_empty());
 
@@ -230,9 +220,7 @@ fn a_vanished_lock_is_reported_not_an_error_to_remove() {
     fs::write(&path, format!("{}\n", dead_pid())).unwrap();
     let judged = judge(&path);
     fs::remove_file(&path).unwrap();
-    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
-    assert_eq!(outcome.action, Action::Kept);
-    assert!(outcome.error.unwrap().contains("no longer a lock"));
+    assert_kept(&env, &judged, "no longer a lock");
 }
 
 #[test]
@@ -286,29 +274,8 @@ fn a_lock_whose_status_changed_is_kept() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
 
-    let outcome = reclaim::reclaim(&judged, &Config::embedded(), &options(&env));
-    assert_eq!(outcome.action, Action::Kept, "{outcome:?}");
-    assert!(
-        outcome.error.as_deref().unwrap_or("").contains("changed"),
-        "{outcome:?}"
-    );
+    assert_kept(&env, &judged, "changed");
     assert!(path.exists());
-}
-
-/// The findings of a real scan of `root` (the walker's, with the directories they were found
-/// in), through the library.
-fn scan_findings(root: &Path) -> Vec<Finding> {
-    let config = Config::embedded();
-    let roots = config.roots(&[root.to_path_buf()]);
-    let found = std::sync::Mutex::new(Vec::new());
-    let sink = |e: scan::ScanEvent| {
-        if let scan::ScanEvent::Found(f) = e {
-            found.lock().unwrap().push(*f);
-        }
-    };
-    let cancel = std::sync::atomic::AtomicBool::new(false);
-    scan::scan(&config, &roots, &Snapshot::take(), &cancel, &sink).unwrap();
-    found.into_inner().unwrap()
 }
 
 /// A tree `root/a/b/NAME` and, outside it, `secret/b/NAME` with the same content; after the
@@ -338,30 +305,14 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     // The UI's refresh does not judge the file outside either.
     let again = scan::rejudge(f, &Snapshot::take(), &Config::embedded());
     assert!(again.is_err(), "{again:?}");
-    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
-    assert_eq!(o.action, Action::Kept, "{o:?}");
-    assert!(
-        o.error
-            .as_deref()
-            .unwrap()
-            .contains("without following a symlink"),
-        "{o:?}"
-    );
+    assert_kept(env, f, "without following a symlink");
     assert_eq!(fs::read(&outside).unwrap(), content);
 
     // Another real directory at the same place, holding the same names.
     fs::remove_file(root.join("a")).unwrap();
     fs::create_dir_all(root.join("a/b")).unwrap();
     fs::write(&lock, content).unwrap();
-    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
-    assert_eq!(o.action, Action::Kept, "{o:?}");
-    assert!(
-        o.error
-            .as_deref()
-            .unwrap()
-            .contains("not the directory that was scanned"),
-        "{o:?}"
-    );
+    assert_kept(env, f, "not the directory that was scanned");
     assert!(lock.exists());
 
     // Put back, the judged file is reclaimed.

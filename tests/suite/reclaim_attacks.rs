@@ -14,10 +14,10 @@ use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use crate::util::judging::judge;
 use crate::util::*;
-use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
-use locksmith::scan::{self, Config};
+use locksmith::scan::Config;
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
 
@@ -265,9 +265,7 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
         let _ = fs::remove_file(&lock);
         fs::write(&lock, &stale).unwrap();
         chown(&lock, Some(NOBODY), Some(NOBODY)).unwrap();
-        let finding = scan::judge_path(&lock, &Snapshot::take(), &config)
-            .unwrap()
-            .unwrap();
+        let finding = judge(&lock);
         assert_eq!(finding.judgement.verdict, Verdict::Stale, "{finding:?}");
         writeln!(stdin, "go").unwrap();
         assert_eq!(read_line(&mut out), "armed");

@@ -7,6 +7,22 @@ use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Verdict};
 
+/// The findings of a real scan of `root` with the embedded configuration and a fresh
+/// snapshot.
+pub fn scan_findings(root: &Path) -> Vec<Finding> {
+    let config = Config::embedded();
+    let roots = config.roots(&[root.to_path_buf()]);
+    let found = std::sync::Mutex::new(Vec::new());
+    let sink = |e: scan::ScanEvent| {
+        if let scan::ScanEvent::Found(f) = e {
+            found.lock().unwrap().push(*f);
+        }
+    };
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    scan::scan(&config, &roots, &Snapshot::take(), &cancel, &sink).unwrap();
+    found.into_inner().unwrap()
+}
+
 /// Judges one path with a given snapshot, as `judge` does with a fresh one.
 pub fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
     scan::judge_path(path, snap, &Config::embedded())
