@@ -903,12 +903,7 @@ fn declared_dialect_from_configuration_to_reclaim() {
     );
 
     // Reclaim removes exactly the stale ones, through the same declarations.
-    let out = env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--reclaim"),
-        OsStr::new("--json"),
-        root.as_os_str(),
-    ]);
+    let out = env.scan(&["--reclaim", "--json"], &root);
     let report = util::parse_report(&out);
     let removed: Vec<&str> = report
         .reclaimed

@@ -407,29 +407,24 @@ fn output_replaces_the_file_atomically_for_every_format() {
     assert_eq!(names, ["locksmith.prom"], "no temporary file left behind");
 
     // JSON and the table too; a relative FILE is relative to the working directory.
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--json"),
-        OsStr::new("--output"),
-        OsStr::new("report.json"),
-        t.root.as_os_str(),
-    ]);
+    let out = t.env.scan(&["--json", "--output", "report.json"], &t.root);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let doc: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(t.env.path().join("report.json")).unwrap())
             .unwrap();
     validate(&doc);
-    let out = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("table"),
-        OsStr::new("--color"),
-        OsStr::new("always"),
-        OsStr::new("--output"),
-        OsStr::new("report.txt"),
-        t.root.as_os_str(),
-    ]);
+    let out = t.env.scan(
+        &[
+            "--format",
+            "table",
+            "--color",
+            "always",
+            "--output",
+            "report.txt",
+        ],
+        &t.root,
+    );
     assert_eq!(out.status.code(), Some(1));
     let table = fs::read_to_string(t.env.path().join("report.txt")).unwrap();
     assert!(table.starts_with("VERDICT") && table.contains("old.pid"));
@@ -471,26 +466,11 @@ fn output_failures_are_fatal_and_leave_nothing_behind() {
 #[test]
 fn json_flag_and_format_flag() {
     let t = tree();
-    let a = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--json"),
-        t.root.as_os_str(),
-    ]);
-    let b = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--format"),
-        OsStr::new("json"),
-        t.root.as_os_str(),
-    ]);
+    let a = t.env.scan(&["--json"], &t.root);
+    let b = t.env.scan(&["--format", "json"], &t.root);
     let (ra, rb) = (parse_report(&a), parse_report(&b));
     assert_eq!(ra.locks.len(), rb.locks.len());
-    let both = t.env.run([
-        OsStr::new("--scan"),
-        OsStr::new("--json"),
-        OsStr::new("--format"),
-        OsStr::new("table"),
-        t.root.as_os_str(),
-    ]);
+    let both = t.env.scan(&["--json", "--format", "table"], &t.root);
     assert_eq!(both.status.code(), Some(2));
     assert!(
         stderr(&both).contains("cannot be used with"),

@@ -90,16 +90,19 @@ impl Env {
         (report, out)
     }
 
-    /// `locksmith --scan --format prometheus EXTRA... ROOT`.
-    pub fn prometheus(&self, extra: &[&OsStr], root: &Path) -> Output {
-        let mut args: Vec<&OsStr> = vec![
-            "--scan".as_ref(),
-            "--format".as_ref(),
-            "prometheus".as_ref(),
-        ];
-        args.extend(extra);
+    /// `locksmith --scan EXTRA... ROOT`.
+    pub fn scan(&self, extra: &[impl AsRef<OsStr>], root: &Path) -> Output {
+        let mut args: Vec<&OsStr> = vec!["--scan".as_ref()];
+        args.extend(extra.iter().map(AsRef::as_ref));
         args.push(root.as_os_str());
         self.run(args)
+    }
+
+    /// `locksmith --scan --format prometheus EXTRA... ROOT`.
+    pub fn prometheus(&self, extra: &[&OsStr], root: &Path) -> Output {
+        let mut args: Vec<&OsStr> = vec!["--format".as_ref(), "prometheus".as_ref()];
+        args.extend(extra);
+        self.scan(&args, root)
     }
 
     /// A directory `root` in the temp dir holding one stale lock, `gone.pid` (a dead PID).
@@ -112,11 +115,7 @@ impl Env {
 
     /// `locksmith --scan --reclaim --json EXTRA... PATH`, checked against the schema and parsed.
     pub fn reclaim_json(&self, extra: &[&str], path: &Path) -> (Report, Output) {
-        let mut args: Vec<&OsStr> =
-            vec!["--scan".as_ref(), "--reclaim".as_ref(), "--json".as_ref()];
-        args.extend(extra.iter().map(OsStr::new));
-        args.push(path.as_os_str());
-        let out = self.run(args);
+        let out = self.scan(&[&["--reclaim", "--json"], extra].concat(), path);
         (parse_report(&out), out)
     }
 
