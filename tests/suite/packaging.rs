@@ -226,13 +226,7 @@ fn the_units_capabilities_are_enough() {
         &bounding_set("locksmith-reclaim.service"),
         &["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_code(&out, 0);
     assert!(!stale.exists() && live.exists());
     assert_eq!(env.journal().len(), 1);
 
@@ -246,13 +240,7 @@ fn the_units_capabilities_are_enough() {
         &caps,
         &["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_code(&out, 1);
     assert!(stale.exists());
 }
 

@@ -80,13 +80,7 @@ fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
     assert!(report.expect_lock(&lock).reclaimable);
 
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), repo.as_os_str()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_code(&out, 0);
     assert!(!lock.exists());
     assert!(
         stdout(&out).contains(&format!("removed {}", lock.display())),

@@ -401,6 +401,17 @@ pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
     out
 }
 
+/// Asserts the exit code, printing both output streams when it is another.
+pub fn assert_code(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
 /// stdout as text.
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
