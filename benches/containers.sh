@@ -40,7 +40,7 @@ work=$(mktemp -d /tmp/locksmith-bench-containers.XXXXXX)
 tree=$work/tree
 python3 benches/make_tree.py "$tree" --entries "$entries" --locks "$locks" >/dev/null
 
-# A private podman store, a busybox image, no network (see tests/common/podman.rs).
+# A private podman store, a busybox image, no network (see tests/suite/util/podman.rs).
 printf '[containers]\ndefault_ulimits = []\n' >"$work/containers.conf"
 printf '[storage]\ndriver = "overlay"\ngraphroot = "%s/root"\nrunroot = "%s/runroot"\n' \
   "$work" "$work" >"$work/storage.conf"
