@@ -10,12 +10,6 @@ use std::process::{Command, Output, Stdio};
 use crate::util::engine::*;
 use locksmith::engine::{ErrorKind, Lock};
 
-/// Helper children re-enter the test binary here.
-#[test]
-fn child_entry() {
-    child_main();
-}
-
 /// A file system mounted on a fresh directory for one test; unmounted when dropped.
 struct Mount {
     dir: tempfile::TempDir,
@@ -208,19 +202,8 @@ fn permission_denied_leaves_nothing_behind() {
 /// the record fails (EFBIG); its answer.
 fn try_with_no_file_size(path: &Path, fallback: bool) -> String {
     let mode = if fallback { "try-fallback" } else { "try" };
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
-        .arg("sh")
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "engine_failures::child_entry",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
-        .stdin(Stdio::null())
+    let mut cmd = with_no_file_size(std::env::current_exe().unwrap());
+    as_child(&mut cmd, mode, path)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut g = Group::spawn(cmd);

@@ -12,12 +12,6 @@ use locksmith::Verdict;
 use locksmith::engine::{self, ErrorKind, Lock, ParsedRecord};
 use locksmith::probe::KernelLocks;
 
-/// Helper children re-enter the test binary here.
-#[test]
-fn child_entry() {
-    child_main();
-}
-
 fn kernel_locked(path: &Path) -> bool {
     let meta = std::fs::metadata(path).unwrap();
     !KernelLocks::read()
@@ -233,7 +227,7 @@ fn no_partial_reads_in_the_fallback() {
 fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nfs-style.lock");
-    let mut holder = spawn_child("engine_protocol::child_entry", "hold-fallback", &path);
+    let mut holder = spawn_child("hold-fallback", &path);
     let said = Answers::of(&mut holder).next(20);
     assert!(said.starts_with("held "), "{said}");
 
@@ -279,11 +273,7 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
 fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("inherited.lock");
-    let mut owner = spawn_child(
-        "engine_protocol::child_entry",
-        "crash-fallback-leave-writer",
-        &path,
-    );
+    let mut owner = spawn_child("crash-fallback-leave-writer", &path);
     let said = Answers::of(&mut owner).next(20);
     let writer: i32 = said
         .strip_prefix("writer ")

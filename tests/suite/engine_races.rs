@@ -15,16 +15,10 @@ use crate::util::engine::*;
 use locksmith::Verdict;
 use locksmith::engine::Lock;
 
-/// Helper children re-enter the test binary here.
-#[test]
-fn child_entry() {
-    child_main();
-}
-
 /// Leaves a stale lock at `path`: its holder (kernel lock or fallback) is SIGKILLed.
 fn stale_lock(path: &Path, kernel_lock: bool) {
     let mode = if kernel_lock { "hold" } else { "hold-fallback" };
-    let mut g = spawn_child("engine_races::child_entry", mode, path);
+    let mut g = spawn_child(mode, path);
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();
@@ -41,7 +35,7 @@ struct Paused {
 
 impl Paused {
     fn start(path: &Path) -> Paused {
-        let mut group = spawn_child("engine_races::child_entry", "reclaim-pause", path);
+        let mut group = spawn_child("reclaim-pause", path);
         let stdin = group.stdin();
         let answers = Answers::of(&mut group);
         assert_eq!(answers.next(30), "paused");
@@ -136,7 +130,7 @@ fn a_guard_with_a_kernel_lock_held_is_never_abandoned() {
     stale_lock(&path, false);
 
     // A live process holds the guard (with its OFD lock), for longer than any guard lives.
-    let mut holder = spawn_child("engine_races::child_entry", "hold", &guard);
+    let mut holder = spawn_child("hold", &guard);
     let answers = Answers::of(&mut holder);
     assert!(answers.next(30).starts_with("held "));
     age(&guard, 3600);

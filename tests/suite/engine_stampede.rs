@@ -20,12 +20,6 @@ use locksmith::Verdict;
 const CONTENDERS: usize = 8;
 const ROUNDS: usize = 100;
 
-/// Helper children re-enter the test binary here.
-#[test]
-fn child_entry() {
-    child_main();
-}
-
 struct Contender {
     group: Group,
     stdin: std::process::ChildStdin,
@@ -34,7 +28,7 @@ struct Contender {
 
 impl Contender {
     fn spawn(mode: &str, path: &Path) -> Contender {
-        let mut group = spawn_child("engine_stampede::child_entry", mode, path);
+        let mut group = spawn_child(mode, path);
         let stdin = group.stdin();
         let answers = Answers::of(&mut group);
         assert_eq!(answers.next(30), "ready");
@@ -55,7 +49,7 @@ impl Contender {
 /// record (with a kernel lock or not) whose owner is dead and holds nothing.
 fn abandoned_guard(guard: &Path, kernel_lock: bool) {
     let mode = if kernel_lock { "hold" } else { "hold-fallback" };
-    let mut g = spawn_child("engine_stampede::child_entry", mode, guard);
+    let mut g = spawn_child(mode, guard);
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();

@@ -56,12 +56,27 @@ pub fn ago(secs: i64) -> String {
 
 // ---- helper children: the test binary re-executed -------------------------------------------
 
-/// Spawns this test binary as a helper child running `mode` on `path`, through the test
-/// named `entry` (which must call [`child_main`]). Its stdin and stdout are pipes.
-pub fn spawn_child(entry: &str, mode: &str, path: &Path) -> Group {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([entry, "--exact", "--nocapture", "--test-threads=1"])
+/// The test through which helper children re-enter this binary.
+const CHILD_ENTRY: &str = "util::engine::child_entry";
+
+/// Helper children re-enter the test binary here; in a test run it does nothing.
+#[test]
+fn child_entry() {
+    child_main();
+}
+
+/// Makes `cmd` (this test binary, or a wrapper that execs it as its last argument) run the
+/// helper child `mode` on `path`.
+pub fn as_child<'c>(cmd: &'c mut Command, mode: &str, path: &Path) -> &'c mut Command {
+    cmd.args([CHILD_ENTRY, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
+}
+
+/// Spawns this test binary as a helper child running `mode` on `path` (see [`child_main`]).
+/// Its stdin and stdout are pipes.
+pub fn spawn_child(mode: &str, path: &Path) -> Group {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    as_child(&mut cmd, mode, path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

@@ -1,8 +1,8 @@
 //! Helpers shared by the integration tests: run the real binary in a temp dir, read its JSON
 //! report into typed structs (unknown fields are errors), validate it against the schema,
-//! photograph a tree to prove nothing changed, and keep child processes on a leash.
-
-pub mod podman;
+//! photograph a tree to prove nothing changed. Processes on a leash (`process`), files and
+//! fixtures (`files`), judging paths (`judging`), the engine's helper children (`engine`), the
+//! terminal UI in a pty (`ui`), and real containers, ssh servers, sshfs and btrfs mounts.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -16,6 +16,7 @@ use serde::Deserialize;
 pub mod btrfs;
 pub mod engine;
 pub mod judging;
+pub mod podman;
 pub mod sshd;
 pub mod sshfs;
 pub mod torture;
@@ -365,9 +366,23 @@ pub struct Reclaimed {
     pub error: Option<String>,
 }
 
-/// What a tree looks like: every entry's kind, mode, size, mtime, inode and content (or link
-/// text). Equal photographs before and after a scan prove the scan changed nothing.
+/// What a tree looks like: every entry's mode, inode, device, link count, size, mtime, ctime
+/// and content (or link text). Equal photographs before and after a scan prove the scan
+/// changed nothing.
 pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
+    photograph_with(root, false)
+}
+
+/// [`photograph`] with the access times too, of all but symlinks (readlink(2) updates a
+/// symlink's whatever the caller does, and the dialects of symlink locks need the link text).
+/// Files are read here with `O_NOATIME`, as the scanner reads them; reading a directory sets
+/// its access time once (relatime): take one photograph first and let the clock move on, so
+/// that any access after that shows.
+pub fn photograph_with_atimes(root: &Path) -> BTreeMap<PathBuf, String> {
+    photograph_with(root, true)
+}
+
+fn photograph_with(root: &Path, atimes: bool) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
     for entry in walkdir::WalkDir::new(root).follow_links(false) {
         let Ok(entry) = entry else { continue };
@@ -376,29 +391,55 @@ pub fn photograph(root: &Path) -> BTreeMap<PathBuf, String> {
             Err(_) => continue,
         };
         let t = meta.file_type();
+        let atime = if atimes && !t.is_symlink() {
+            format!(" atime={}.{}", meta.atime(), meta.atime_nsec())
+        } else {
+            String::new()
+        };
         let content = if t.is_symlink() {
             format!(
                 "-> {:?}",
                 std::fs::read_link(entry.path()).unwrap_or_default()
             )
         } else if t.is_file() && meta.len() <= 1 << 20 {
-            format!("{:x?}", std::fs::read(entry.path()).unwrap_or_default())
+            format!("{:x?}", read_noatime(entry.path()))
         } else {
             String::new()
         };
         out.insert(
             entry.path().to_path_buf(),
             format!(
-                "mode={:o} ino={} size={} mtime={}.{} {content}",
+                "mode={:o} ino={} dev={} nlink={} size={} mtime={}.{} ctime={}.{}{atime} {content}",
                 meta.mode(),
                 meta.ino(),
+                meta.dev(),
+                meta.nlink(),
                 meta.len(),
                 meta.mtime(),
-                meta.mtime_nsec()
+                meta.mtime_nsec(),
+                meta.ctime(),
+                meta.ctime_nsec()
             ),
         );
     }
     out
+}
+
+/// A file's content, read without updating its access time where we may (`O_NOATIME` needs
+/// the file's owner or CAP_FOWNER); empty when it cannot be read.
+fn read_noatime(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOATIME)
+        .open(path)
+        .or_else(|_| std::fs::File::open(path));
+    let mut buf = Vec::new();
+    if let Ok(mut f) = file {
+        let _ = f.read_to_end(&mut buf);
+    }
+    buf
 }
 
 /// Asserts the exit code, printing both output streams when it is another.
