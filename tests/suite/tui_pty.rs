@@ -255,11 +255,11 @@ fn the_mouse_selects_sorts_and_scrolls() {
     });
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
-    // Mouse reporting is switched off again on the way out.
-    assert_eq!(
-        ui.screen.lock().unwrap().screen().mouse_protocol_mode(),
-        vt100::MouseProtocolMode::None
-    );
+    // Mouse reporting is switched off again on the way out (the reader thread may still be
+    // feeding the last bytes the UI wrote before it exited).
+    util::wait_until("mouse reporting switched off", || {
+        ui.screen.lock().unwrap().screen().mouse_protocol_mode() == vt100::MouseProtocolMode::None
+    });
 }
 
 #[test]
