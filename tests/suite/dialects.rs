@@ -1681,13 +1681,10 @@ fn a_scan_finds_every_fixture_with_its_dialect() {
 
     let found: Vec<(PathBuf, &str)> = scan_findings(t)
         .into_iter()
-        .map(|f| (f.path, f.dialect))
+        .map(|f| (f.path, f.dialect.as_str()))
         .collect();
     for (path, dialect) in &want {
-        let got = found
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, d)| d.as_str());
+        let got = found.iter().find(|(p, _)| p == path).map(|(_, d)| *d);
         assert_eq!(got, Some(*dialect), "{}: {found:#?}", path.display());
     }
     assert_eq!(found.len(), want.len(), "{found:#?}");
