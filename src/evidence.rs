@@ -109,14 +109,14 @@ pub fn not_an_app_owner(pid: i32, state: &PidState, snap: &Snapshot) -> Option<S
         let name = facts.map(|f| f.comm.as_str()).unwrap_or("kthreadd");
         return Some(format!(
             "process {pid} ({}) is a kernel thread, which never owns a lock file",
-            crate::dialect::common::escape(name, 32)
+            crate::text::truncate(name, 32)
         ));
     }
     if host_ns && pid == 1 && !matches!(state, PidState::Absent) {
         let name = facts.map(|f| f.comm.as_str()).unwrap_or("init");
         return Some(format!(
             "process 1 ({}) is this machine's init, which never owns an application's lock",
-            crate::dialect::common::escape(name, 32)
+            crate::text::truncate(name, 32)
         ));
     }
     None

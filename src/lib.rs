@@ -14,6 +14,7 @@ pub mod reclaim;
 pub mod remote;
 pub mod report;
 pub mod scan;
+pub mod text;
 pub mod verdict;
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use locksmith::remote::{self, PidStatus};
-use locksmith::report::escape::escape_text;
+use locksmith::text::escape;
 
 use crate::InspectArgs;
 
@@ -21,7 +21,7 @@ pub fn run(args: InspectArgs) -> i32 {
             let what = match p.state {
                 PidStatus::Alive => format!(
                     "alive: {}{}",
-                    escape_text(p.name.as_deref().unwrap_or("?")),
+                    escape(p.name.as_deref().unwrap_or("?")),
                     p.start_ms
                         .map(|ms| format!(", started {}", locksmith::evidence::fmt_ms(ms)))
                         .unwrap_or_default()
@@ -31,7 +31,7 @@ pub fn run(args: InspectArgs) -> i32 {
                 PidStatus::Exists => "exists (not readable)".into(),
                 PidStatus::Invalid => "not a valid process id".into(),
             };
-            writeln!(out, "{} on {}: {what}", p.pid, escape_text(&answer.host))
+            writeln!(out, "{} on {}: {what}", p.pid, escape(&answer.host))
         })
     };
     match written.and_then(|()| out.flush()) {

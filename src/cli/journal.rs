@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use locksmith::reclaim::{self, Event, ReclaimOptions, restore};
-use locksmith::report::escape;
+use locksmith::text;
 
 use crate::JournalArgs;
 
@@ -13,7 +13,7 @@ pub fn run(args: JournalArgs) -> i32 {
     let entries = match restore::entries(&state_dir) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("locksmith journal: {}", escape::escape_text(&e.to_string()));
+            eprintln!("locksmith journal: {}", text::escape(&e.to_string()));
             return 2;
         }
     };
@@ -35,11 +35,11 @@ pub fn run(args: JournalArgs) -> i32 {
 fn json(state_dir: &std::path::Path, entries: &[reclaim::Entry]) -> String {
     let doc = serde_json::json!({
         "version": reclaim::journal::VERSION,
-        "state_dir": escape::json_path(state_dir),
+        "state_dir": text::json_path(state_dir),
         "entries": entries,
     });
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    format!("{}\n", escape::terminal_safe_json(&text))
+    format!("{}\n", text::terminal_safe_json(&text))
 }
 
 fn table(entries: &[reclaim::Entry]) -> String {
@@ -67,12 +67,12 @@ fn table(entries: &[reclaim::Entry]) -> String {
         let time = e.time.get(..19).unwrap_or(&e.time).replace('T', " ");
         rows.push([
             (i + 1).to_string(),
-            escape::escape_text(&time),
+            text::escape(&time),
             e.event.as_str().to_string(),
-            escape::escape_text(e.dialect.as_deref().unwrap_or("-")),
-            escape::escape_text(e.meta.as_ref().map_or("-", |m| m.kind.as_str())),
+            text::escape(e.dialect.as_deref().unwrap_or("-")),
+            text::escape(e.meta.as_ref().map_or("-", |m| m.kind.as_str())),
             state.to_string(),
-            escape::display_path(&e.path_buf()),
+            text::display_path(&e.path_buf()),
         ]);
     }
     let mut widths = [0usize; 7];

@@ -25,7 +25,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use locksmith::engine::Lock;
-use locksmith::report::escape::escape_text;
+use locksmith::text;
 
 use crate::LockArgs;
 
@@ -38,7 +38,8 @@ pub const EXIT_NOT_FOUND: i32 = 127;
 /// COMMAND was found but could not be executed.
 pub const EXIT_CANNOT_EXECUTE: i32 = 126;
 
-/// An error to print (one line) and the exit status that goes with it.
+/// An error to print (one line, raw text: [`run`] escapes it) and the exit status that goes
+/// with it.
 struct Failure {
     code: i32,
     message: String,
@@ -58,7 +59,7 @@ pub fn run(args: LockArgs) -> i32 {
         Ok(code) => code,
         Err(f) => {
             // Engine errors carry raw text (paths, host names, commands): escaped here.
-            eprintln!("locksmith lock: {}", escape_text(&f.message));
+            eprintln!("locksmith lock: {}", text::escape(&f.message));
             f.code
         }
     }
@@ -125,7 +126,7 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
         (None, None) => EXIT_ERROR,
     };
     if let Err(e) = guard.release() {
-        eprintln!("locksmith lock: warning: {}", escape_text(&e.to_string()));
+        eprintln!("locksmith lock: warning: {}", text::escape(&e.to_string()));
     }
     Ok(code)
 }

@@ -5,7 +5,7 @@
 //! changed).
 
 use locksmith::reclaim::{self, ReclaimOptions, Selector};
-use locksmith::report::escape;
+use locksmith::text;
 
 use crate::RestoreArgs;
 
@@ -16,17 +16,17 @@ pub fn run(args: RestoreArgs) -> i32 {
         Ok(r) => {
             println!(
                 "restored {} ({}, journal entry {})",
-                escape::display_path(&r.path),
+                text::display_path(&r.path),
                 r.kind,
-                escape::escape_text(&r.id)
+                text::escape(&r.id)
             );
             for w in &r.warnings {
-                eprintln!("locksmith restore: warning: {}", escape::escape_text(w));
+                eprintln!("locksmith restore: warning: {}", text::escape(w));
             }
             0
         }
         Err(e) => {
-            eprintln!("locksmith restore: {}", escape::escape_text(&e));
+            eprintln!("locksmith restore: {}", text::escape(&e));
             1
         }
     }

@@ -23,6 +23,7 @@ use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
 use locksmith::report::{self, Report};
 use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
+use locksmith::text;
 use locksmith::verdict::Verdict;
 
 use crate::{ColorChoice, ReportFormat, ScanArgs};
@@ -31,7 +32,7 @@ pub fn run(args: ScanArgs) -> i32 {
     match scan_and_report(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("locksmith: {e:#}");
+            eprintln!("locksmith: {}", text::escape(&format!("{e:#}")));
             2
         }
     }
@@ -54,8 +55,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         }
     };
     let cancel = AtomicBool::new(false);
-    let stats = scan::scan(&config, &roots, &snap, &cancel, &sink)
-        .map_err(|e| anyhow::anyhow!("{}", report::escape::escape_text(&e.to_string())))?;
+    let stats =
+        scan::scan(&config, &roots, &snap, &cancel, &sink).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (mut findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
     let ask = asking(args, &config);
     if ask {
@@ -101,12 +102,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
 
     let format = format_of(args);
     if let Some(path) = &args.output {
-        write_atomically(path, |w| render(&report, args, format, false, w)).with_context(|| {
-            format!(
-                "cannot write the report to {}",
-                report::escape::display_path(path)
-            )
-        })?;
+        write_atomically(path, |w| render(&report, args, format, false, w))
+            .with_context(|| format!("cannot write the report to {}", path.display()))?;
         print_errors(&report, format)?;
         return Ok(code);
     }

@@ -57,14 +57,14 @@ pub fn parse_roster(content: &[u8]) -> Result<Vec<(&'static str, BorgId)>, Strin
         for e in list {
             let t = e.as_array().filter(|t| t.len() == 3).ok_or(format!(
                 "an entry of {kind:?} is not [host, pid, thread]: {}",
-                common::escape(&e.to_string(), 60)
+                crate::text::truncate(&e.to_string(), 60)
             ))?;
             let (Some(host), Some(pid), Some(thread)) =
                 (t[0].as_str(), t[1].as_i64(), t[2].as_u64())
             else {
                 return Err(format!(
                     "bad entry in {kind:?}: {}",
-                    common::escape(&e.to_string(), 60)
+                    crate::text::truncate(&e.to_string(), 60)
                 ));
             };
             out.push((
@@ -99,7 +99,7 @@ fn judge_owner(id: &BorgId, written_ms: i64, c: &Candidate<'_>, snap: &Snapshot)
             Verdict::Foreign,
             format!(
                 "borg host id {} is not this host's ({}@<network address>): borg itself assumes such an owner alive",
-                common::escape(&id.host, 80),
+                crate::text::truncate(&id.host, 80),
                 snap.host.hostname
             ),
         );
@@ -138,10 +138,10 @@ fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
                 owner.pid.get_or_insert(id.pid);
                 owner.hostname.get_or_insert(common::field(&id.host));
                 let j = judge_owner(&id, crate::probe::mtime_ms(meta), c, snap);
-                parts.push((format!("owner {}", common::escape(name, 80)), j));
+                parts.push((format!("owner {}", crate::text::truncate(name, 80)), j));
             }
             None => parts.push((
-                format!("member {}", common::escape(name, 80)),
+                format!("member {}", crate::text::truncate(name, 80)),
                 Judgement::new(
                     Verdict::Unknown,
                     "not named host.pid-thread as borg names its members",
@@ -197,7 +197,7 @@ fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
         parts.push((
             format!(
                 "{kind} owner {}.{}-{:x}",
-                common::escape(&id.host, 80),
+                crate::text::truncate(&id.host, 80),
                 id.pid,
                 id.thread
             ),
@@ -220,7 +220,7 @@ fn advice(path: &Path) -> String {
     let dir = path.parent().unwrap_or(path);
     format!(
         "`borg break-lock {}` removes borg's locks of this repository or cache",
-        common::shell_quote(&common::field(&dir.to_string_lossy()))
+        crate::text::shell_quote(&common::field(&dir.to_string_lossy()))
     )
 }
 

@@ -100,21 +100,21 @@ impl Dialect for Chromium {
                 Some(true) => j.evidence.push(format!(
                     "process {} ({}) is not a known browser name, but has files in this profile open",
                     f.pid,
-                    common::escape(&f.comm, 32)
+                    crate::text::truncate(&f.comm, 32)
                 )),
                 Some(false) => {
                     j.verdict = Verdict::Stale;
                     j.evidence = vec![format!(
                         "process {} is {:?} ({}), not a browser, and has no file of this profile open: the PID belongs to an unrelated process",
                         f.pid,
-                        common::escape(&f.comm, 32),
-                        f.exe.as_deref().map(|e| common::escape(e, 200)).unwrap_or_else(|| "exe unknown".into())
+                        crate::text::truncate(&f.comm, 32),
+                        f.exe.as_deref().map(|e| crate::text::truncate(e, 200)).unwrap_or_else(|| "exe unknown".into())
                     )];
                 }
                 None => j.evidence.push(format!(
                     "process {} ({}) is not a known browser name; its open files cannot be read",
                     f.pid,
-                    common::escape(&f.comm, 32)
+                    crate::text::truncate(&f.comm, 32)
                 )),
             }
         }

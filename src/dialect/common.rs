@@ -1,4 +1,4 @@
-//! Helpers shared by the dialect judges: escaping text taken from lock files, strict PID
+//! Helpers shared by the dialect judges: bounding text taken from lock files, strict PID
 //! parsing, kernel-lock and open-file evidence, process matching and ages. Nothing here
 //! modifies anything; the only I/O is reading `/proc` for one process when a judge asks.
 
@@ -15,45 +15,16 @@ pub const EXCERPT_CHARS: usize = 40;
 /// Longest owner field kept from a lock file (host names, user names, paths).
 pub const FIELD_CHARS: usize = 512;
 
-/// Escapes control and other invisible characters (so text from a lock file can never
-/// reach a terminal as an escape sequence) and cuts it to `max` characters.
-pub fn escape(s: &str, max: usize) -> String {
-    let mut out = String::new();
-    for (n, ch) in s.chars().enumerate() {
-        if n == max {
-            out.push('…');
-            break;
-        }
-        if ch.is_control() || matches!(ch, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}') {
-            out.extend(ch.escape_default());
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
-/// An owner field from a lock file: lossy UTF-8, escaped, bounded.
+/// An owner field from a lock file: raw text (lossy UTF-8), bounded. Views escape it.
 pub fn field(s: &str) -> String {
-    escape(s, FIELD_CHARS)
+    crate::text::truncate(s, FIELD_CHARS)
 }
 
-/// Quotes an (already escaped) string for a POSIX shell when it needs it.
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_alphanumeric() || "/._-+,:@%=~".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// A short quoted excerpt of raw content for an evidence line.
+/// A short quoted excerpt of raw content for an evidence line: raw text (lossy UTF-8),
+/// bounded. Views escape it.
 pub fn excerpt(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
-    format!("\"{}\"", escape(&text, EXCERPT_CHARS))
+    format!("\"{}\"", crate::text::truncate(&text, EXCERPT_CHARS))
 }
 
 /// Parses a decimal PID strictly: optional surrounding whitespace, an optional sign, digits
@@ -100,7 +71,11 @@ pub fn describe_holders(holders: &[Holder]) -> String {
                 "a process not visible here".to_string()
             };
             match &h.name {
-                Some(n) => format!("{pid} ({}, {})", h.how.as_str(), escape(n, 32)),
+                Some(n) => format!(
+                    "{pid} ({}, {})",
+                    h.how.as_str(),
+                    crate::text::truncate(n, 32)
+                ),
                 None => format!("{pid} ({})", h.how.as_str()),
             }
         })
@@ -260,12 +235,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_control_characters_and_bounds_length() {
-        assert_eq!(escape("a\x1b[31mb", 40), "a\\u{1b}[31mb");
-        assert_eq!(escape("abcdef", 3), "abc…");
-        assert_eq!(excerpt(b"1; rm -rf /\n"), "\"1; rm -rf /\\n\"");
-        assert_eq!(shell_quote("/tmp/a.txt"), "/tmp/a.txt");
-        assert_eq!(shell_quote("/tmp/it's here"), "'/tmp/it'\\''s here'");
+    fn fields_and_excerpts_keep_raw_text_and_bound_length() {
+        assert_eq!(field("a\x1b[31mb\u{202e}"), "a\x1b[31mb\u{202e}");
+        assert_eq!(field(&"x".repeat(600)).chars().count(), FIELD_CHARS + 1);
+        assert_eq!(excerpt(b"1; rm -rf /\n"), "\"1; rm -rf /\n\"");
+        assert_eq!(excerpt(b"\xff1"), "\"\u{fffd}1\"");
     }
 
     #[test]

@@ -180,7 +180,7 @@ fn judge_document(
         .processes()
         .iter()
         .filter(|p| common::proc_is(p, OFFICE))
-        .map(|p| format!("{} ({})", p.pid, common::escape(&p.name, 32)))
+        .map(|p| format!("{} ({})", p.pid, crate::text::truncate(&p.name, 32)))
         .collect();
     if !offices.is_empty() {
         return Judgement::new(

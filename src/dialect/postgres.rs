@@ -93,7 +93,7 @@ fn servers_in(dir_meta: &std::fs::Metadata, snap: &Snapshot) -> Vec<(i32, String
         .iter()
         .filter(|p| common::proc_is(p, POSTGRES))
         .filter(|p| common::cwd_is(p.pid, dir_meta) == Some(true))
-        .map(|p| (p.pid, common::escape(&p.name, 32)))
+        .map(|p| (p.pid, crate::text::truncate(&p.name, 32)))
         .collect()
 }
 

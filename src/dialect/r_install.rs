@@ -88,8 +88,8 @@ impl Held {
             ));
             out.push(format!(
                 "to keep that version, move {} back to {} (if the library has no {pkg} now); otherwise reinstall {pkg}",
-                common::shell_quote(&common::field(&lock.join(pkg).to_string_lossy())),
-                common::shell_quote(&common::field(&library.join(pkg).to_string_lossy())),
+                crate::text::shell_quote(&common::field(&lock.join(pkg).to_string_lossy())),
+                crate::text::shell_quote(&common::field(&library.join(pkg).to_string_lossy())),
             ));
         }
         if self.staging {
@@ -218,7 +218,7 @@ fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path
                     format!(
                         "{} is working on this library: {}",
                         support::list_procs(&[p]),
-                        common::escape(&p.cmd.join(" "), 120)
+                        crate::text::truncate(&p.cmd.join(" "), 120)
                     ),
                 );
             }

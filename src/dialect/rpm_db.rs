@@ -63,7 +63,7 @@ fn advice(dir: &Path) -> String {
     } else {
         format!(
             "run `rpm --dbpath {} --rebuilddb` (as root): it rebuilds the database and its environment files",
-            common::shell_quote(&dbpath)
+            crate::text::shell_quote(&dbpath)
         )
     }
 }

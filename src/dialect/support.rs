@@ -40,7 +40,7 @@ pub fn list_procs(procs: &[&ProcSummary]) -> String {
     procs
         .iter()
         .take(8)
-        .map(|p| format!("{} (pid {})", common::escape(&p.name, 32), p.pid))
+        .map(|p| format!("{} (pid {})", crate::text::truncate(&p.name, 32), p.pid))
         .collect::<Vec<_>>()
         .join(", ")
 }

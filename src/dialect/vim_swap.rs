@@ -8,11 +8,13 @@
 //! was last written. A swap file holding unsaved changes is reported as such, with the
 //! command that recovers them, whatever its verdict.
 
+use std::path::{Path, PathBuf};
+
 use super::common;
 use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
 use crate::evidence::{PidClaim, judge_pid};
 use crate::probe::Snapshot;
-use crate::verdict::{Owner, Verdict};
+use crate::verdict::{Judgement, Owner, Verdict};
 
 pub struct VimSwap;
 
@@ -144,17 +146,10 @@ impl Dialect for VimSwap {
         j.unsaved_changes = Some(info.dirty);
         // Advice follows the verdict: recovery is for a swap file whose vim is gone.
         match (info.dirty, j.verdict) {
-            (true, Verdict::Stale) => {
-                let file = std::path::Path::new(&info.file);
-                let target = if file.is_absolute() && file.symlink_metadata().is_ok() {
-                    common::shell_quote(&info.file)
-                } else {
-                    common::shell_quote(&common::field(&c.path.to_string_lossy()))
-                };
-                j.evidence.push(format!(
-                    "the swap file holds unsaved changes: recover them with `vim -r {target}` before removing it"
-                ));
-            }
+            (true, Verdict::Stale) => j.evidence.push(format!(
+                "the swap file holds unsaved changes: recover them with `{}` before removing it",
+                recover_command(c.path)
+            )),
             (true, Verdict::Live) => j.evidence.push(
                 "its vim is running with changes not yet saved: they are in that vim, not something to recover"
                     .into(),
@@ -169,6 +164,57 @@ impl Dialect for VimSwap {
         }
         Decision::owned(owner, j)
     }
+}
+
+/// For a swap file judged `j`: the command that recovers its unsaved changes, when there are
+/// some to recover (advice follows the verdict: recovery is for a swap file whose vim is
+/// gone). See [`recover_command`].
+pub fn recover_hint(swap: &Path, j: &Judgement) -> Option<String> {
+    (j.unsaved_changes == Some(true) && j.verdict == Verdict::Stale).then(|| recover_command(swap))
+}
+
+/// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt`: raw
+/// text (a path that is not UTF-8 is shown lossily), shell-quoted when needed; views escape
+/// it. It names [`recover_target`].
+pub fn recover_command(swap: &Path) -> String {
+    let target = recover_target(swap);
+    format!(
+        "vim -r {}",
+        crate::text::shell_quote(&target.to_string_lossy())
+    )
+}
+
+/// The file to give `vim -r` for a swap file: the file the swap protects when it exists
+/// (`.notes.txt.swp` beside `notes.txt`, or `%home%me%notes.txt.swp` in a `directory//` swap
+/// directory), else the swap file itself (`vim -r` accepts both).
+pub fn recover_target(swap: &Path) -> PathBuf {
+    original(swap)
+        .filter(|p| p.symlink_metadata().is_ok())
+        .unwrap_or_else(|| swap.to_path_buf())
+}
+
+/// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`; `dir/%a%b%name.swp` →
+/// `/a/b/name` (the full-path names of a `directory//` setting).
+fn original(swap: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = swap.file_name()?.as_bytes();
+    let stem = name.get(..name.len().checked_sub(4)?)?;
+    let ext = &name[stem.len()..];
+    if !(ext.len() == 4 && ext.starts_with(b".sw") && (b'a'..=b'p').contains(&ext[3])) {
+        return None;
+    }
+    if stem.starts_with(b"%") {
+        let full: Vec<u8> = stem
+            .iter()
+            .map(|&b| if b == b'%' { b'/' } else { b })
+            .collect();
+        return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&full)));
+    }
+    let stem = stem.strip_prefix(b".").unwrap_or(stem);
+    if stem.is_empty() {
+        return None;
+    }
+    Some(swap.with_file_name(std::ffi::OsStr::from_bytes(stem)))
 }
 
 #[cfg(test)]
@@ -196,5 +242,43 @@ mod tests {
     fn short_block_is_an_error() {
         assert!(parse(b"b0VIM 9.0").is_err());
         assert!(parse(&[0u8; 2000]).is_err());
+    }
+
+    #[test]
+    fn recovery_names_the_protected_file_when_it_exists() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().to_str().unwrap();
+        std::fs::write(t.path().join("notes.txt"), "x").unwrap();
+        std::fs::write(t.path().join("my notes"), "x").unwrap();
+        let mut j = Judgement::new(Verdict::Stale, "gone");
+        j.unsaved_changes = Some(true);
+        let hint = |swap: &str| recover_hint(Path::new(swap), &j);
+        assert_eq!(
+            hint(&format!("{dir}/.notes.txt.swp")),
+            Some(format!("vim -r {dir}/notes.txt"))
+        );
+        assert_eq!(
+            hint(&format!("{dir}/my notes.swo")),
+            Some(format!("vim -r '{dir}/my notes'"))
+        );
+        let encoded = format!("{dir}/notes.txt").replace('/', "%");
+        assert_eq!(
+            hint(&format!("/var/swap/{encoded}.swp")),
+            Some(format!("vim -r {dir}/notes.txt"))
+        );
+        // No such file: the swap file itself.
+        assert_eq!(
+            hint(&format!("{dir}/.gone.txt.swp")),
+            Some(format!("vim -r {dir}/.gone.txt.swp"))
+        );
+        assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
+        // A swap whose vim runs: nothing to recover (advice follows the verdict).
+        let swap = format!("{dir}/.notes.txt.swp");
+        let mut running = j.clone();
+        running.verdict = Verdict::Live;
+        assert_eq!(recover_hint(Path::new(&swap), &running), None);
+        let mut saved = j.clone();
+        saved.unsaved_changes = Some(false);
+        assert_eq!(recover_hint(Path::new(&swap), &saved), None);
     }
 }

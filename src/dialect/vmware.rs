@@ -123,7 +123,7 @@ impl Dialect for Vmware {
             }
             let path = c.path.join(name);
             let content = support::read_member(&path, meta, 512).unwrap_or_default();
-            let label = format!("member {}", common::escape(name, 40));
+            let label = format!("member {}", crate::text::truncate(name, 40));
             let Some(m) = parse_member(&content) else {
                 parts.push((
                     label,

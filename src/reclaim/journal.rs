@@ -2,7 +2,7 @@
 //! a reclaim that failed after its checks, a lock restored).
 //!
 //! Each line is an [`Entry`] (`"version": 1`). Paths are written with
-//! [`escape::json_path`](crate::report::escape::json_path) (lossless: a backslash is `\\`, a
+//! [`text::json_path`](crate::text::json_path) (lossless: a backslash is `\\`, a
 //! byte that is not UTF-8 `\xNN`); other text is the real text, with the characters a terminal
 //! could act on written as `\uXXXX` escapes, so `cat journal.jsonl` is safe and a program
 //! reading it gets the exact strings back.
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::escape;
 use crate::scan::Finding;
+use crate::text;
 use crate::verdict::Judgement;
 
 /// The version of the journal line format this module writes.
@@ -104,7 +104,7 @@ pub struct Entry {
     /// RFC 3339.
     pub time: String,
     pub event: Event,
-    /// The lock's path ([`escape::json_path`]; [`Entry::path_buf`] gets the bytes back).
+    /// The lock's path ([`text::json_path`]; [`Entry::path_buf`] gets the bytes back).
     pub path: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dialect: Option<String>,
@@ -125,7 +125,7 @@ pub struct Entry {
     pub size: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
-    /// Where the copy is ([`escape::json_path`]).
+    /// Where the copy is ([`text::json_path`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved_to: Option<String>,
     /// Why no copy was kept (removed without one because the user asked).
@@ -139,9 +139,9 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The lock's path as bytes (`None` if `path` is not a [`escape::json_path`] string).
+    /// The lock's path as bytes (`None` if `path` is not a [`text::json_path`] string).
     pub fn path_buf(&self) -> PathBuf {
-        escape::path_from_json(&self.path).unwrap_or_else(|| PathBuf::from(&self.path))
+        text::path_from_json(&self.path).unwrap_or_else(|| PathBuf::from(&self.path))
     }
 
     /// A new entry of this version, stamped now.
@@ -151,7 +151,7 @@ impl Entry {
             id,
             time: jiff::Timestamp::now().to_string(),
             event,
-            path: escape::json_path(path),
+            path: text::json_path(path),
             ..Entry::default()
         }
     }

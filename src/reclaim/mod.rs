@@ -43,7 +43,6 @@ use std::sync::Arc;
 
 use crate::dialect::{DialectId, EntryKind, Windows};
 use crate::probe::Snapshot;
-use crate::report::escape;
 use crate::scan::anchor::DirNode;
 use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::{Judgement, Verdict};
@@ -248,7 +247,7 @@ fn reclaim_in(
         Err(e) => {
             let why = format!(
                 "cannot open the directory of {} as it was scanned: {e}",
-                escape::display_path(path)
+                path.display()
             );
             return Outcome::kept(path, Judgement::new(Verdict::Unknown, why.clone()), why);
         }
@@ -318,8 +317,7 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         return Some("it is not a regular file, a symlink or a directory".into());
     }
     if j.unsaved_changes == Some(true) && !opts.include_unsaved {
-        let hint = crate::report::vim_recover_hint(fresh)
-            .unwrap_or_else(|| format!("vim -r {}", escape::display_path(&fresh.path)));
+        let hint = crate::dialect::vim_swap::recover_command(&fresh.path);
         return Some(format!(
             "it holds unsaved changes: recover them with `{hint}` (or pass --include-unsaved)"
         ));
@@ -372,7 +370,7 @@ fn remove_aside(
     // No copy can be kept: nothing is moved.
     let state = open_state(opts)?;
     let aside = sys::move_aside(dir, name).map_err(|e| format!("cannot move it aside: {e}"))?;
-    let shown_aside = escape::display_path(Path::new(&aside));
+    let shown_aside = Path::new(&aside).display();
     // Any refusal from here on puts the file back first, and says so when it cannot.
     let put_back = |why: String| -> String {
         match sys::put_back(dir, &aside, name) {
@@ -482,7 +480,7 @@ fn uncopied_or(
         )),
         Err(StageError::Io(e)) => Err(format!(
             "cannot save a copy in {}: {e}",
-            escape::display_path(state.path())
+            state.path().display()
         )),
     }
 }
@@ -498,7 +496,7 @@ fn committed(r: io::Result<Option<PathBuf>>, state: &StateDir) -> Removed {
             None,
             Some(format!(
                 "removed, but its copy could not be named or journaled in {}: {e}",
-                escape::display_path(state.path())
+                state.path().display()
             )),
         ),
     }
@@ -705,7 +703,7 @@ mod sys {
             Ok(()) => Ok(()),
             Err(Errno::EXIST) => Err(io::Error::other(format!(
                 "{} exists again",
-                escape::display_path(Path::new(name))
+                Path::new(name).display()
             ))),
             // No RENAME_NOREPLACE here: a hard link cannot replace anything either.
             Err(Errno::INVAL) | Err(Errno::NOSYS) => {

@@ -19,7 +19,7 @@ use rustix::io::Errno;
 
 use super::journal::{Entry, Event, Meta};
 use super::state::StateDir;
-use crate::report::escape;
+use crate::text;
 
 /// Which reclaim to undo.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
         .ok_or_else(|| {
             format!(
                 "nothing to restore: there is no state directory {}",
-                escape::display_path(state_dir)
+                state_dir.display()
             )
         })?;
     let all = state
@@ -125,7 +125,7 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
             .and_then(|i| all.get(i))
             .ok_or_else(|| format!("no journal entry number {n} (there are {})", all.len()))?,
         Selector::Path(p) => {
-            let want = escape::json_path(&crate::scan::config::absolute(p));
+            let want = text::json_path(&crate::scan::config::absolute(p));
             all.iter()
                 .rev()
                 .filter(|e| e.path == want)
@@ -133,7 +133,7 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
                 .ok_or_else(|| {
                     format!(
                         "no reclaim of {} left to restore in the journal",
-                        escape::display_path(p)
+                        p.display()
                     )
                 })?
         }
@@ -148,7 +148,7 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
     if done.contains(entry.id.as_str()) {
         return Err(format!(
             "{} (entry {}) was restored already",
-            escape::display_path(&entry.path_buf()),
+            entry.path_buf().display(),
             entry.id
         ));
     }
@@ -164,7 +164,7 @@ pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String
     state.append(&line).map_err(|e| {
         format!(
             "{} was restored, but the journal could not be written: {e}",
-            escape::display_path(&restored.path)
+            restored.path.display()
         )
     })?;
     Ok(restored)
@@ -177,7 +177,7 @@ fn state_next_id(of: &str) -> String {
 
 fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     let path = entry.path_buf();
-    let shown = escape::display_path(&path);
+    let shown = path.display();
     if let Some(why) = &entry.not_saved {
         return Err(format!(
             "{shown} was removed without a copy ({why}); it cannot be restored"
@@ -246,7 +246,7 @@ fn read_copy(state: &StateDir, entry: &Entry) -> Result<Vec<u8>, String> {
     let saved = entry
         .saved_to
         .as_deref()
-        .and_then(escape::path_from_json)
+        .and_then(text::path_from_json)
         .ok_or("the journal entry names no copy")?;
     let name = saved.file_name().ok_or("the journal names a bad copy")?;
     let saved_dir = state
@@ -262,7 +262,7 @@ fn read_copy(state: &StateDir, entry: &Entry) -> Result<Vec<u8>, String> {
         Err(Errno::NOENT) => {
             return Err(format!(
                 "its copy {} is gone (copies older than saved.keep_days are deleted)",
-                escape::display_path(&saved)
+                saved.display()
             ));
         }
         Err(e) => return Err(format!("cannot open its copy: {e}")),
@@ -415,13 +415,13 @@ fn open_parent_nofollow(path: &Path) -> io::Result<(OwnedFd, std::ffi::OsString)
             Err(Errno::LOOP | Errno::NOTDIR) => {
                 return Err(io::Error::other(format!(
                     "{} is not a directory (or is a symlink, which restore never follows)",
-                    escape::display_path(&shown)
+                    shown.display()
                 )));
             }
             Err(Errno::NOENT) => {
                 return Err(io::Error::other(format!(
                     "its directory {} is gone",
-                    escape::display_path(&shown)
+                    shown.display()
                 )));
             }
             Err(e) => return Err(e.into()),

@@ -262,7 +262,7 @@ impl StateDir {
                     FileType::Directory => {
                         let note = format!(
                             "{} was a lock directory ({}); it was removed with rmdir\n",
-                            crate::report::escape::display_path(&f.path),
+                            crate::text::display_path(&f.path),
                             f.dialect
                         );
                         (meta, Content::Owned(note.into_bytes()))
@@ -313,7 +313,7 @@ impl StateDir {
     /// Appends one entry to the journal (one `write` on the `O_APPEND` file, then fsync).
     pub fn append(&self, entry: &Entry) -> io::Result<()> {
         let text = serde_json::to_string(entry).map_err(io::Error::other)?;
-        let mut line = crate::report::escape::terminal_safe_json(&text).into_owned();
+        let mut line = crate::text::terminal_safe_json(&text).into_owned();
         line.push('\n');
         let opened;
         let fd = match &self.journal {
@@ -488,7 +488,7 @@ impl Staged {
                 return Err(e.into());
             }
             let path = self.state.saved_dir().join(&name);
-            self.entry.saved_to = Some(crate::report::escape::json_path(&path));
+            self.entry.saved_to = Some(crate::text::json_path(&path));
             saved_path = Some(path);
         }
         self.reserved = 0;
@@ -658,10 +658,7 @@ fn hex(bytes: &[u8]) -> String {
 fn refused(path: &Path, why: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::PermissionDenied,
-        format!(
-            "refusing the state directory: {} {why}",
-            crate::report::escape::display_path(path)
-        ),
+        format!("refusing the state directory: {} {why}", path.display()),
     )
 }
 
@@ -739,10 +736,7 @@ fn open_own_dir(
             Err(e) => {
                 return Err(io::Error::new(
                     io::Error::from(e).kind(),
-                    format!(
-                        "cannot create the state directory {}: {e}",
-                        crate::report::escape::display_path(shown)
-                    ),
+                    format!("cannot create the state directory {}: {e}", shown.display()),
                 ));
             }
         }

@@ -169,7 +169,11 @@ pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnsw
 /// `PROGRAM inspect --json --pid N ... [--boot-id ID] [--expect NAME ...]`, each word quoted
 /// for the remote shell.
 fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
-    let mut words = vec![shell_quote(&cfg.program), "inspect".into(), "--json".into()];
+    let mut words = vec![
+        crate::text::shell_quote(&cfg.program),
+        "inspect".into(),
+        "--json".into(),
+    ];
     let mut expect: Vec<&str> = Vec::new();
     let mut boot_id = None;
     for c in claims {
@@ -180,26 +184,15 @@ fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
     }
     if let Some(b) = boot_id {
         words.push("--boot-id".into());
-        words.push(shell_quote(b));
+        words.push(crate::text::shell_quote(b));
     }
     expect.sort_unstable();
     expect.dedup();
     for e in expect {
         words.push("--expect".into());
-        words.push(shell_quote(e));
+        words.push(crate::text::shell_quote(e));
     }
     words.join(" ")
-}
-
-/// Single-quotes `s` for a POSIX shell.
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,".contains(&b))
-    {
-        return s.to_string();
-    }
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// What ssh's last error line says went wrong.

@@ -1,20 +1,21 @@
 //! The JSON view of a [`Report`]: one document matching `report.schema.json` (version 1).
 //!
 //! `null` stands for "not known"; paths are absolute, lossless and unambiguous: a backslash is
-//! written `\\` and a byte that is not UTF-8 `\xNN` ([`escape::json_path`]); `reclaimable` is
+//! written `\\` and a byte that is not UTF-8 `\xNN` ([`text::json_path`]); `reclaimable` is
 //! [`Verdict::reclaimable`]. Besides the escapes JSON requires, every C1 control, DEL and
 //! invisible formatting character is written as `\uXXXX`, so printing the document to a
-//! terminal is safe ([`escape::terminal_safe_json`]).
+//! terminal is safe ([`text::terminal_safe_json`]).
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::{Report, age_secs, escape};
+use super::{Report, age_secs};
 use crate::dialect::EntryKind;
 use crate::evidence::fmt_ms;
 use crate::reclaim::{Action, Outcome};
 use crate::scan::{Finding, ScanError};
+use crate::text;
 use crate::verdict::{Holder, Owner, ProcessInfo, Verdict};
 
 /// The schema version this module writes.
@@ -104,7 +105,7 @@ impl Report {
                 pid_ns: self.host.pid_ns,
                 in_container: self.host.in_container,
             },
-            roots: self.roots.iter().map(|p| escape::json_path(p)).collect(),
+            roots: self.roots.iter().map(|p| text::json_path(p)).collect(),
             summary: Summary {
                 entries: self.entries,
                 locks: counts.locks,
@@ -127,8 +128,8 @@ impl Report {
 
     /// Writes the JSON document (pretty, newline-terminated).
     pub fn write_json(&self, mut w: impl Write) -> io::Result<()> {
-        let text = serde_json::to_string_pretty(&self.document()).map_err(io::Error::other)?;
-        w.write_all(escape::terminal_safe_json(&text).as_bytes())?;
+        let doc = serde_json::to_string_pretty(&self.document()).map_err(io::Error::other)?;
+        w.write_all(text::terminal_safe_json(&doc).as_bytes())?;
         w.write_all(b"\n")
     }
 }
@@ -141,7 +142,7 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
         j.evidence.clone()
     };
     Lock {
-        path: escape::json_path(&f.path),
+        path: text::json_path(&f.path),
         dialect: f.dialect.as_str(),
         verdict: j.verdict,
         evidence,
@@ -165,18 +166,18 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
 
 fn error(e: &ScanError) -> Error {
     Error {
-        path: escape::json_path(e.path()),
+        path: text::json_path(e.path()),
         error: e.to_string(),
     }
 }
 
 fn reclaimed(o: &Outcome) -> Reclaimed {
     Reclaimed {
-        path: escape::json_path(&o.path),
+        path: text::json_path(&o.path),
         ok: o.ok,
         action: o.action.as_str(),
         verdict: o.judgement.verdict,
-        saved_to: o.saved_to.as_deref().map(escape::json_path),
+        saved_to: o.saved_to.as_deref().map(text::json_path),
         error: o.error.clone(),
     }
 }
@@ -218,12 +219,12 @@ mod tests {
         );
         let mut out = Vec::new();
         r.write_json(&mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let doc = String::from_utf8(out).unwrap();
         assert!(
-            !text.chars().any(|c| c != '\n' && escape::is_unsafe_char(c)),
-            "{text}"
+            !doc.chars().any(|c| c != '\n' && text::is_unsafe_char(c)),
+            "{doc}"
         );
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
         assert_eq!(v["locks"][0]["evidence"][0], j.evidence[0].as_str());
         assert_eq!(v["locks"][0]["path"], "/x/a\u{1b}.lock");
         assert_eq!(v["locks"][0]["age_s"], 1);

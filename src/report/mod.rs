@@ -2,20 +2,20 @@
 //! of `report.schema.json` ([`Report::write_json`]) and the `lslocks`-style table
 //! ([`table`]).
 //!
-//! Invariants: findings are sorted stale first (then by verdict, then by path); every string
-//! that came from outside (paths, lock content, process names) goes through [`escape`] before
-//! it reaches a terminal, and the JSON writer escapes every control and invisible formatting
-//! character, so neither view can carry a raw escape sequence.
+//! Invariants: findings are sorted stale first (then by verdict, then by path); the model
+//! keeps raw text, and every string that came from outside (paths, lock content, process
+//! names, evidence) goes through [`crate::text::escape`] exactly once when the table writes it;
+//! the JSON document carries the real text (serde_json escapes control characters, and
+//! [`crate::text::terminal_safe_json`] the invisible formatting characters when stdout is a
+//! terminal), so neither view can carry a raw escape sequence.
 
-pub mod escape;
 pub mod json;
 pub mod prometheus;
 pub mod table;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::dialect::DialectId;
 use crate::probe::HostFacts;
 use crate::reclaim::Outcome;
 use crate::scan::{Finding, ScanError};
@@ -168,68 +168,10 @@ pub fn human_age(secs: u64) -> String {
     }
 }
 
-/// For a vim swap file that holds unsaved changes: the command that recovers them, e.g.
-/// `vim -r /home/me/notes.txt`. The file named is the one the swap protects when it can be
-/// found (`.notes.txt.swp` beside `notes.txt`, or `%home%me%notes.txt.swp` in a `directory//`
-/// swap directory), else the swap file itself (`vim -r` accepts both). Terminal-safe
-/// (escaped) and shell-quoted when needed.
-pub fn vim_recover_hint(finding: &Finding) -> Option<String> {
-    // Advice follows the verdict: recovery is for a swap file whose vim is gone.
-    if finding.dialect != DialectId::VIM_SWAP
-        || finding.judgement.unsaved_changes != Some(true)
-        || finding.judgement.verdict != crate::verdict::Verdict::Stale
-    {
-        return None;
-    }
-    let target = vim_swap_original(&finding.path)
-        .filter(|p| p.symlink_metadata().is_ok())
-        .unwrap_or_else(|| finding.path.clone());
-    Some(format!(
-        "vim -r {}",
-        shell_quote(&escape::display_path(&target))
-    ))
-}
-
-/// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`; `dir/%a%b%name.swp` →
-/// `/a/b/name` (the full-path names of a `directory//` setting).
-fn vim_swap_original(swap: &Path) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let name = swap.file_name()?.as_bytes();
-    let stem = name.get(..name.len().checked_sub(4)?)?;
-    let ext = &name[stem.len()..];
-    if !(ext.len() == 4 && ext.starts_with(b".sw") && (b'a'..=b'p').contains(&ext[3])) {
-        return None;
-    }
-    if stem.starts_with(b"%") {
-        let full: Vec<u8> = stem
-            .iter()
-            .map(|&b| if b == b'%' { b'/' } else { b })
-            .collect();
-        return Some(PathBuf::from(std::ffi::OsStr::from_bytes(&full)));
-    }
-    let stem = stem.strip_prefix(b".").unwrap_or(stem);
-    if stem.is_empty() {
-        return None;
-    }
-    Some(swap.with_file_name(std::ffi::OsStr::from_bytes(stem)))
-}
-
-/// Quotes a (display-escaped) string for a POSIX shell when it needs it.
-fn shell_quote(s: &str) -> String {
-    let plain = s
-        .chars()
-        .all(|c| c.is_alphanumeric() || "/._-+,:@%=".contains(c));
-    if plain && !s.is_empty() {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::dialect::EntryKind;
+    use crate::dialect::{DialectId, EntryKind};
     use crate::probe::FsInfo;
     use crate::scan::Identity;
     use crate::verdict::Judgement;
@@ -278,57 +220,6 @@ pub(crate) mod tests {
         assert_eq!(human_age(4 * 86_400 + 3600), "4d");
         assert_eq!(age_secs(10_000, 5_000), 0);
         assert_eq!(age_secs(1_000, 4_999), 3);
-    }
-
-    #[test]
-    fn vim_hint_names_the_protected_file_when_it_exists() {
-        let t = tempfile::tempdir().unwrap();
-        let dir = t.path().to_str().unwrap();
-        std::fs::write(t.path().join("notes.txt"), "x").unwrap();
-        std::fs::write(t.path().join("my notes"), "x").unwrap();
-        let mut j = Judgement::new(Verdict::Stale, "gone");
-        j.unsaved_changes = Some(true);
-        let hint = |swap: &str| vim_recover_hint(&finding(swap, "vim-swap", j.clone()));
-        assert_eq!(
-            hint(&format!("{dir}/.notes.txt.swp")),
-            Some(format!("vim -r {dir}/notes.txt"))
-        );
-        assert_eq!(
-            hint(&format!("{dir}/my notes.swo")),
-            Some(format!("vim -r '{dir}/my notes'"))
-        );
-        let encoded = format!("{dir}/notes.txt").replace('/', "%");
-        assert_eq!(
-            hint(&format!("/var/swap/{encoded}.swp")),
-            Some(format!("vim -r {dir}/notes.txt"))
-        );
-        // No such file: the swap file itself.
-        assert_eq!(
-            hint(&format!("{dir}/.gone.txt.swp")),
-            Some(format!("vim -r {dir}/.gone.txt.swp"))
-        );
-        assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
-        // A swap whose vim runs: nothing to recover (advice follows the verdict).
-        let mut running = j.clone();
-        running.verdict = Verdict::Live;
-        assert_eq!(
-            vim_recover_hint(&finding(
-                &format!("{dir}/.notes.txt.swp"),
-                "vim-swap",
-                running
-            )),
-            None
-        );
-        let mut saved = j.clone();
-        saved.unsaved_changes = Some(false);
-        assert_eq!(
-            vim_recover_hint(&finding(
-                &format!("{dir}/.notes.txt.swp"),
-                "vim-swap",
-                saved
-            )),
-            None
-        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   so the oldest stale lock always has its series;
 //! - `locksmith_locks` has a sample for every verdict and dialect, zero included, so that a
 //!   series never vanishes when the last lock of its kind goes away;
-//! - a path becomes a label value through [`escape::display_path`] (the terminal-safe,
+//! - a path becomes a label value through [`text::display_path`] (the terminal-safe,
 //!   single-line form the table shows: control characters and bytes that are not UTF-8 as
 //!   `\xNN`, backslashes doubled), then through the exposition format's own escaping of `\`,
 //!   `"` and newline, so the file is valid UTF-8 whatever the path holds.
@@ -21,9 +21,10 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::{Report, age_secs, escape};
+use super::{Report, age_secs};
 use crate::dialect;
 use crate::reclaim::Action;
+use crate::text;
 use crate::verdict::Verdict;
 
 /// The content type of what [`write`] produces.
@@ -110,7 +111,7 @@ pub fn render(report: &Report, opts: &Options) -> String {
             Some((
                 f.judgement.verdict,
                 f.dialect.as_str(),
-                escape::display_path(&f.path),
+                text::display_path(&f.path),
                 age,
             ))
         })

@@ -5,9 +5,11 @@
 
 use std::fmt::Write as _;
 
-use super::{Report, age_secs, escape, human_age, vim_recover_hint};
+use super::{Report, age_secs, human_age};
+use crate::dialect::vim_swap;
 use crate::reclaim::{Action, Outcome};
 use crate::scan::Finding;
+use crate::text;
 use crate::verdict::Verdict;
 
 const HEADERS: [&str; 7] = [
@@ -34,44 +36,65 @@ pub fn verdict_cell(v: Verdict) -> String {
     format!("{} {}", v.symbol(), v.as_str())
 }
 
+/// Whom a row names, as raw values: the owner's PID, the command, and the host (or the
+/// container, `ctr:web-1`). The table and the terminal UI build their cells from it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Who {
+    pub pid: Option<i64>,
+    pub command: Option<String>,
+    pub host: Option<String>,
+}
+
+impl Who {
+    pub fn of(f: &Finding) -> Who {
+        let j = &f.judgement;
+        let pid = j
+            .owner
+            .as_ref()
+            .and_then(|o| o.pid)
+            .or_else(|| j.process.as_ref().map(|p| p.pid as i64))
+            .or_else(|| j.holders.first().map(|h| h.pid as i64));
+        let command = j
+            .process
+            .as_ref()
+            .map(|p| p.name.clone())
+            .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
+        // A process in a container is named by its container (`ctr:web-1`).
+        let container = j
+            .process
+            .as_ref()
+            .and_then(|p| p.container.as_ref())
+            .or_else(|| j.holders.iter().find_map(|h| h.container.as_ref()));
+        let host = container
+            .map(|c| format!("ctr:{}", c.id.label()))
+            .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
+        Who { pid, command, host }
+    }
+}
+
 /// The cells of one row, escaped (the verdict cell is uncolored).
 pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
-    let j = &f.judgement;
-    let pid = j
-        .owner
-        .as_ref()
-        .and_then(|o| o.pid)
-        .or_else(|| j.process.as_ref().map(|p| p.pid as i64))
-        .or_else(|| j.holders.first().map(|h| h.pid as i64));
-    let command = j
-        .process
-        .as_ref()
-        .map(|p| p.name.clone())
-        .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
-    // A process in a container is named by its container (`ctr:web-1`).
-    let container = j
-        .process
-        .as_ref()
-        .and_then(|p| p.container.as_ref())
-        .or_else(|| j.holders.iter().find_map(|h| h.container.as_ref()));
-    let host = container
-        .map(|c| format!("ctr:{}", c.id.label()))
-        .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
+    row_of(f, Who::of(f), now_ms)
+}
+
+/// [`row`] with whom it names already known.
+pub fn row_of(f: &Finding, who: Who, now_ms: i64) -> [String; 7] {
+    let Who { pid, command, host } = who;
     [
-        verdict_cell(j.verdict),
-        escape::escape_text(f.dialect.as_str()),
+        verdict_cell(f.judgement.verdict),
+        text::escape(f.dialect.as_str()),
         pid.map_or_else(|| "-".into(), |p| p.to_string()),
         cut(
-            &command.map_or_else(|| "-".into(), |c| escape::escape_text(&c)),
+            &command.map_or_else(|| "-".into(), |c| text::escape(&c)),
             MAX_COMMAND,
         ),
         cut(
-            &host.map_or_else(|| "-".into(), |h| escape::escape_text(&h)),
+            &host.map_or_else(|| "-".into(), |h| text::escape(&h)),
             MAX_HOST,
         ),
         f.modified_ms
             .map_or_else(|| "-".into(), |m| human_age(age_secs(m, now_ms))),
-        escape::display_path(&f.path),
+        text::display_path(&f.path),
     ]
 }
 
@@ -96,11 +119,12 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
     for f in &report.findings {
-        if let Some(hint) = vim_recover_hint(f) {
+        if let Some(hint) = vim_swap::recover_hint(&f.path, &f.judgement) {
             let _ = writeln!(
                 out,
-                "note: {} holds unsaved changes: recover them with `{hint}`",
-                escape::display_path(&f.path)
+                "note: {} holds unsaved changes: recover them with `{}`",
+                text::display_path(&f.path),
+                text::escape(&hint)
             );
         }
     }
@@ -117,25 +141,25 @@ pub fn render(report: &Report, color: bool) -> String {
 pub fn render_reclaimed(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     for o in outcomes {
-        let path = escape::display_path(&o.path);
+        let path = text::display_path(&o.path);
         let _ = match o.action {
             Action::Removed => writeln!(
                 out,
                 "removed {path}{}",
                 o.saved_to
                     .as_ref()
-                    .map(|s| format!(" (copy saved to {})", escape::display_path(s)))
+                    .map(|s| format!(" (copy saved to {})", text::display_path(s)))
                     .unwrap_or_default()
             ),
             Action::WouldRemove => writeln!(
                 out,
                 "would remove {path} ({})",
-                escape::escape_text(o.judgement.evidence.first().map_or("", |s| s.as_str()))
+                text::escape(o.judgement.evidence.first().map_or("", |s| s.as_str()))
             ),
             Action::Kept => writeln!(
                 out,
                 "kept {path}: {}",
-                escape::escape_text(o.error.as_deref().unwrap_or("not stale"))
+                text::escape(o.error.as_deref().unwrap_or("not stale"))
             ),
         };
     }
@@ -159,7 +183,7 @@ pub fn summary_line(report: &Report) -> String {
     let unsaved = report
         .findings
         .iter()
-        .filter(|f| vim_recover_hint(f).is_some())
+        .filter(|f| vim_swap::recover_hint(&f.path, &f.judgement).is_some())
         .count();
     if unsaved > 0 {
         let _ = write!(
@@ -196,8 +220,8 @@ pub fn render_errors(report: &Report) -> String {
         let _ = writeln!(
             out,
             "{}: {}",
-            escape::display_path(e.path()),
-            escape::escape_text(&e.to_string())
+            text::display_path(e.path()),
+            text::escape(&e.to_string())
         );
     }
     out
@@ -337,7 +361,7 @@ mod tests {
         let r = report(vec![finding("/x/a\nb\u{9b}.lock", "pidfile", j)]);
         let text = render(&r, false);
         assert!(
-            !text.lines().any(|l| l.chars().any(escape::is_unsafe_char)),
+            !text.lines().any(|l| l.chars().any(text::is_unsafe_char)),
             "{text}"
         );
         assert!(text.contains("/x/a\\nb\\u{9b}.lock"));

@@ -101,11 +101,9 @@ impl Anchor {
                     e.kind(),
                     format!(
                         "cannot open {} without following a symlink: {e}",
-                        crate::report::escape::display_path(
-                            &self
-                                .root
-                                .join(names[..=i].iter().collect::<std::path::PathBuf>())
-                        )
+                        self.root
+                            .join(names[..=i].iter().collect::<std::path::PathBuf>())
+                            .display()
                     ),
                 )
             })?;
@@ -152,7 +150,7 @@ fn expect(dir: &OwnedFd, want: DirId, path: &Path) -> io::Result<()> {
     if dir_id(dir.as_fd())? != want {
         return Err(io::Error::other(format!(
             "{} is not the directory that was scanned (it was replaced since)",
-            crate::report::escape::display_path(path)
+            path.display()
         )));
     }
     Ok(())

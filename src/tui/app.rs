@@ -711,7 +711,7 @@ impl App {
             let primary = match key {
                 Column::Verdict => ra.verdict().cmp(&rb.verdict()),
                 Column::Dialect => ra.cells.dialect.cmp(&rb.cells.dialect),
-                Column::Pid => ra.cells.pid_num.cmp(&rb.cells.pid_num),
+                Column::Pid => ra.cells.owner_pid.cmp(&rb.cells.owner_pid),
                 Column::Command => ra.cells.command.cmp(&rb.cells.command),
                 Column::Host => ra.cells.host.cmp(&rb.cells.host),
                 Column::Age => age_ms(ra, now).cmp(&age_ms(rb, now)),

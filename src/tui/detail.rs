@@ -28,10 +28,9 @@ fn indent() -> Span<'static> {
     Span::raw(" ".repeat(LABEL))
 }
 
-/// The command that recovers a vim swap's unsaved changes (as the report words it).
+/// The command that recovers a vim swap's unsaved changes (as the report words it), escaped.
 fn recover_hint(f: &Finding) -> String {
-    locksmith::report::vim_recover_hint(f)
-        .unwrap_or_else(|| format!("vim -r {}", text::path(&f.path)))
+    text::clean(&locksmith::dialect::vim_swap::recover_command(&f.path))
 }
 
 /// The warning shown for a vim swap file that holds unsaved changes. Advice follows the

@@ -72,7 +72,7 @@ pub fn run(args: ScanArgs) -> i32 {
     match run_ui(args) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("locksmith: {e:#}");
+            eprintln!("locksmith: {}", locksmith::text::escape(&format!("{e:#}")));
             2
         }
     }

@@ -3,6 +3,7 @@
 //! sorting and the AGE column share.
 
 use locksmith::Verdict;
+use locksmith::report::table;
 use locksmith::scan::Finding;
 
 /// Table columns, in display order; also the sort keys.
@@ -50,12 +51,14 @@ impl Column {
     }
 }
 
-/// The text shown in each cell of a row, escaped once when the row is stored.
+/// The text shown in each cell of a row, escaped once when the row is stored, and the typed
+/// values sorting needs.
 #[derive(Debug, Clone)]
 pub struct Cells {
     pub dialect: String,
     pub pid: String,
-    pub pid_num: i64,
+    /// The PID the PID cell shows (the PID column sorts by it).
+    pub owner_pid: Option<i64>,
     pub command: String,
     pub host: String,
     pub path: String,
@@ -68,15 +71,16 @@ impl Cells {
     /// filtering need.
     fn of(f: &Finding) -> Cells {
         let j = &f.judgement;
-        let [_, dialect, pid, command, host, _, path] = locksmith::report::table::row(f, 0);
-        let pid_num = pid.parse().unwrap_or(-1);
+        let who = table::Who::of(f);
+        let owner_pid = who.pid;
+        let [_, dialect, pid, command, host, _, path] = table::row_of(f, who, 0);
         let search = [j.verdict.as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
         Cells {
             dialect,
             pid,
-            pid_num,
+            owner_pid,
             command,
             host,
             path,

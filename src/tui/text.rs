@@ -11,23 +11,23 @@
 
 use std::fmt::Write as _;
 
-use locksmith::report::escape;
+use locksmith::text;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 /// A string safe to draw: control and invisible formatting characters escaped.
 pub fn clean(s: &str) -> String {
-    escape::escape_text(s)
+    text::escape(s)
 }
 
 /// A path safe to draw: invalid UTF-8 bytes as `\xNN`, controls escaped.
 pub fn path(p: &std::path::Path) -> String {
-    escape::display_path(p)
+    text::display_path(p)
 }
 
 /// Bytes as text: valid UTF-8 kept (with controls escaped), invalid bytes as `\xNN`.
 pub fn bytes(b: &[u8]) -> String {
-    escape::escape_bytes(b)
+    text::escape_bytes(b)
 }
 
 /// Whether content reads as text (few bytes that are neither printable nor whitespace).

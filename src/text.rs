@@ -1,18 +1,28 @@
-//! Escaping of text that did not come from us (paths, lock-file content, process names) before
-//! it reaches a terminal or a JSON document.
+//! Text for people and for programs: the one escaping policy of every view, shell quoting,
+//! and the lossless coding of paths in JSON. Everything may use this module; it uses nothing
+//! of the crate.
 //!
-//! Invariant: the output of [`escape_text`], [`escape_bytes`] and [`display_path`] contains no
+//! The policy: the model (judgements, owner fields, findings, journal entries, errors) keeps
+//! the raw text it read, bounded in length ([`truncate`]) but never escaped. Each view escapes
+//! once, when it writes to a terminal: the table, the terminal UI and the error messages on
+//! stderr pass every foreign string through [`escape`] (or [`escape_bytes`], [`display_path`],
+//! [`display_os`] for bytes), and the JSON document carries the real text (serde_json escapes
+//! control characters itself).
+//!
+//! Invariant: the output of [`escape`], [`escape_bytes`] and [`display_path`] contains no
 //! control character (C0, DEL, C1), no bidirectional-override or zero-width formatting
 //! character, and no invalid UTF-8: each is written as a visible escape (`\n`, `\t`, `\x1b`,
 //! `\u{9b}`, `\u{202e}`, ...), and a literal backslash is doubled so that escapes cannot be
-//! forged. The table and the terminal UI use these functions for every foreign string.
+//! forged. A newline is data and is escaped too; a view that prints several lines escapes each
+//! line ([`escape_lines`]).
 //!
 //! [`json_path`] is the JSON flavour for paths, lossless and unambiguous: valid UTF-8 is kept
 //! as it is (JSON escapes control characters itself, and a script must get the real path back)
 //! except the backslash, written `\\`; bytes that are not UTF-8 are written as `\xNN`. So a
 //! name with the four characters `\xff` and one with the byte 0xFF give different strings, and
 //! [`path_from_json`] gets the exact bytes back. [`terminal_safe_json`] makes a JSON text safe
-//! to print (the JSON report and the journal go through it).
+//! to print on a terminal without changing what it means (the JSON report and the journal go
+//! through it when stdout is a terminal).
 
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -29,15 +39,15 @@ pub fn display_os(s: &OsStr) -> String {
     escape_bytes(s.as_bytes())
 }
 
-/// Text (already UTF-8) as a single-line, terminal-safe string.
-pub fn escape_text(text: &str) -> String {
+/// Text (already UTF-8) as a single-line, terminal-safe string: the one escape function.
+pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     push_escaped_str(&mut out, text);
     out
 }
 
 /// Bytes of unknown encoding (lock-file content, raw names) as a single-line, terminal-safe
-/// string: valid UTF-8 is kept (escaped like [`escape_text`]), other bytes become `\xNN`.
+/// string: valid UTF-8 is kept (escaped like [`escape`]), other bytes become `\xNN`.
 pub fn escape_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
@@ -47,6 +57,38 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Text of several lines (a message whose line breaks are its layout) with each line escaped
+/// by [`escape`] and the newlines kept.
+pub fn escape_lines(text: &str) -> String {
+    text.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+}
+
+/// `text` cut to at most `max` characters, with `…` in place of what was cut. Raw text read
+/// from outside is bounded with this before it is kept; escaping is a separate step, done by
+/// the view.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((end, _)) => format!("{}…", &text[..end]),
+    }
+}
+
+/// Quotes a string for a POSIX shell when it needs it: a word of letters, digits and
+/// `/._-+,:@%=` (not starting with `=`, which zsh expands) stays as it is, anything else is
+/// single-quoted. Quote a raw string for a command line that is run, an escaped one
+/// ([`display_path`]) for a command line that is shown.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && !s.starts_with('=')
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || "/._-+,:@%=".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// A path for a JSON document: valid UTF-8 unchanged except `\` written as `\\`, bytes that
@@ -163,23 +205,23 @@ mod tests {
 
     #[test]
     fn plain_text_is_unchanged() {
-        assert_eq!(escape_text("/tmp/x/index.lock"), "/tmp/x/index.lock");
-        assert_eq!(escape_text("héllo wörld ✓"), "héllo wörld ✓");
+        assert_eq!(escape("/tmp/x/index.lock"), "/tmp/x/index.lock");
+        assert_eq!(escape("héllo wörld ✓"), "héllo wörld ✓");
     }
 
     #[test]
     fn control_characters_are_visible_escapes() {
-        assert_eq!(escape_text("a\nb\tc\rd"), "a\\nb\\tc\\rd");
-        assert_eq!(escape_text("\x1b[31mred"), "\\x1b[31mred");
-        assert_eq!(escape_text("bell\x07del\x7f"), "bell\\x07del\\x7f");
-        assert_eq!(escape_text("csi\u{9b}31m"), "csi\\u{9b}31m");
-        assert_eq!(escape_text("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(escape("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+        assert_eq!(escape("\x1b[31mred"), "\\x1b[31mred");
+        assert_eq!(escape("bell\x07del\x7f"), "bell\\x07del\\x7f");
+        assert_eq!(escape("csi\u{9b}31m"), "csi\\u{9b}31m");
+        assert_eq!(escape("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
     }
 
     #[test]
     fn backslashes_are_doubled_so_escapes_cannot_be_forged() {
-        assert_eq!(escape_text("a\\x1b"), "a\\\\x1b");
-        assert_ne!(escape_text("a\\x1b"), escape_text("a\x1b"));
+        assert_eq!(escape("a\\x1b"), "a\\\\x1b");
+        assert_ne!(escape("a\\x1b"), escape("a\x1b"));
     }
 
     #[test]
