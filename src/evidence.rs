@@ -159,7 +159,7 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
         let mut j = Judgement::new(
             Verdict::Foreign,
             format!(
-                "owner host {h:?} is not this host {:?}: its PID {pid} cannot be checked here",
+                "owner host \"{h}\" is not this host \"{}\": its PID {pid} cannot be checked here",
                 snap.host.hostname
             ),
         );
@@ -484,7 +484,7 @@ fn judge_in_named_host(claim: &PidClaim<'_>, host: &str, snap: &Snapshot) -> Opt
     }
     let because = |s: &Seen<'_>| {
         format!(
-            "the lock names host {host:?}, the host name of {}",
+            "the lock names host \"{host}\", the host name of {}",
             s.ns.map(|n| n.container.describe()).unwrap_or_default()
         )
     };
@@ -507,12 +507,12 @@ fn judge_in_named_host(claim: &PidClaim<'_>, host: &str, snap: &Snapshot) -> Opt
     let mut j = if unsure {
         Judgement::new(
             Verdict::Unknown,
-            format!("cannot tell whether PID {pid} of host {host:?} owns this lock"),
+            format!("cannot tell whether PID {pid} of host \"{host}\" owns this lock"),
         )
     } else {
         Judgement::new(
             Verdict::Stale,
-            format!("no process of host {host:?} that can see this file has PID {pid}"),
+            format!("no process of host \"{host}\" that can see this file has PID {pid}"),
         )
     };
     j.evidence.push(because(named[0]));
@@ -682,7 +682,7 @@ fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
         return Judgement::new(
             Verdict::Unknown,
             format!(
-                "process {pid} is {:?} and its executable cannot be read here, so it cannot be told whether it is {}",
+                "process {pid} is \"{}\" and its executable cannot be read here, so it cannot be told whether it is {}",
                 f.comm,
                 claim.expect.join("/")
             ),
@@ -695,7 +695,7 @@ fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
         return Judgement::new(
             Verdict::Unknown,
             format!(
-                "process {pid} is {:?} ({}), not one of the known {}, but its name says it could be an unlisted one: the name check proves nothing",
+                "process {pid} is \"{}\" ({}), not one of the known {}, but its name says it could be an unlisted one: the name check proves nothing",
                 f.comm,
                 f.exe.as_deref().unwrap_or("exe unknown"),
                 claim.expect.join("/")
@@ -706,7 +706,7 @@ fn judge_alive(claim: &PidClaim<'_>, f: &crate::probe::ProcFacts) -> Judgement {
         return Judgement::new(
             Verdict::Stale,
             format!(
-                "process {pid} is {:?} ({}), not {}: the PID belongs to an unrelated process",
+                "process {pid} is \"{}\" ({}), not {}: the PID belongs to an unrelated process",
                 f.comm,
                 f.exe.as_deref().unwrap_or("exe unknown"),
                 claim.expect.join("/")

@@ -105,7 +105,7 @@ impl Dialect for Chromium {
                 Some(false) => {
                     j.verdict = Verdict::Stale;
                     j.evidence = vec![format!(
-                        "process {} is {:?} ({}), not a browser, and has no file of this profile open: the PID belongs to an unrelated process",
+                        "process {} is \"{}\" ({}), not a browser, and has no file of this profile open: the PID belongs to an unrelated process",
                         f.pid,
                         crate::text::truncate(&f.comm, 32),
                         f.exe.as_deref().map(|e| crate::text::truncate(e, 200)).unwrap_or_else(|| "exe unknown".into())

@@ -153,7 +153,7 @@ fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, lock: &EmacsLock) -> Judgemen
             j = Judgement::new(
                 Verdict::Foreign,
                 format!(
-                    "on a network file system ({}) and naming boot time {}, not this host's boot at {}: it may come from another machine called {:?}",
+                    "on a network file system ({}) and naming boot time {}, not this host's boot at {}: it may come from another machine called \"{}\"",
                     c.fs.kind,
                     fmt_ms(theirs * 1000),
                     fmt_ms(ours * 1000),

@@ -166,7 +166,7 @@ fn judge_document(
         return Judgement::new(
             Verdict::Foreign,
             format!(
-                "written on host {:?}, not this host {:?}: the office program there cannot be checked",
+                "written on host \"{}\", not this host \"{}\": the office program there cannot be checked",
                 lock.host, snap.host.hostname
             ),
         );
@@ -195,7 +195,7 @@ fn judge_document(
         return Judgement::new(
             Verdict::Foreign,
             format!(
-                "on a network file system ({}): no office process runs here, but another machine named {:?} may share it",
+                "on a network file system ({}): no office process runs here, but another machine named \"{}\" may share it",
                 c.fs.kind, lock.host
             ),
         );
@@ -203,7 +203,7 @@ fn judge_document(
     Judgement::new(
         Verdict::Stale,
         format!(
-            "no soffice process runs on this host {:?}, which wrote the lock, and no process has the document or the lock open",
+            "no soffice process runs on this host \"{}\", which wrote the lock, and no process has the document or the lock open",
             lock.host
         ),
     )

@@ -86,7 +86,7 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
         return Judgement::new(
             Verdict::Foreign,
             format!(
-                "profile locked by host {:?}, not this host {:?}: a LibreOffice there cannot be seen from here",
+                "profile locked by host \"{}\", not this host \"{}\": a LibreOffice there cannot be seen from here",
                 common::field(&host),
                 snap.host.hostname
             ),
@@ -114,7 +114,7 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
         Judgement::new(
             Verdict::Live,
             format!(
-                "LibreOffice runs for user {:?} on this host: {}",
+                "LibreOffice runs for user \"{}\" on this host: {}",
                 common::field(&user),
                 support::list_procs(&mine)
             ),
@@ -127,7 +127,7 @@ fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, Stri
         Judgement::new(
                 Verdict::Stale,
                 format!(
-                    "no LibreOffice process runs for user {:?} on this host, which wrote the lock",
+                    "no LibreOffice process runs for user \"{}\" on this host, which wrote the lock",
                     common::field(&user)
                 ),
             )

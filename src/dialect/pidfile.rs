@@ -159,7 +159,7 @@ fn judge_content(c: &Candidate<'_>, snap: &Snapshot, content: &PidContent) -> Ju
         let mut j = Judgement::new(
             Verdict::Foreign,
             format!(
-                "written on host {:?}, not this host {:?}: its PID {pid} cannot be checked here",
+                "written on host \"{}\", not this host \"{}\": its PID {pid} cannot be checked here",
                 r.host_written.as_deref().unwrap_or(h),
                 snap.host.hostname
             ),

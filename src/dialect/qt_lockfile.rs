@@ -120,7 +120,7 @@ fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, rec: &QtRecord) -> Judgement 
         return Judgement::new(
             Verdict::Foreign,
             format!(
-                "written on another machine (host {:?}, machine id {:?}): its PID cannot be checked here",
+                "written on another machine (host \"{}\", machine id \"{}\"): its PID cannot be checked here",
                 common::field(&rec.host),
                 common::field(&rec.machine_id)
             ),

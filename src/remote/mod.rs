@@ -137,7 +137,7 @@ fn verdict_from(claim: &RemoteClaim, a: &Answer) -> (Verdict, String) {
         return (
             Verdict::Foreign,
             format!(
-                "asked {host} over ssh, but the host that answered is called {:?}: not the lock's host",
+                "asked {host} over ssh, but the host that answered is called \"{}\": not the lock's host",
                 a.host
             ),
         );

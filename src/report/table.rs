@@ -382,4 +382,60 @@ mod tests {
         );
         assert!(text.contains("(1 vim swap with unsaved changes: see `vim -r`)"));
     }
+
+    #[test]
+    fn hostile_text_in_every_part_of_the_table_is_escaped_exactly_once() {
+        // CSI, OSC 52 (clipboard), bidi override, C1 CSI, zero-width space, newline.
+        const HOSTILE: &str = "\x1b[31m\x1b]52;c;ZXZpbA==\x07\u{202e}\u{9b}\u{200b}\n";
+        const SHOWN: &str = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\n";
+        let mut j = Judgement::new(Verdict::Stale, format!("owner \"{HOSTILE}\" is gone"));
+        j.unsaved_changes = Some(true);
+        let swap = format!("/x/.{HOSTILE}.swp");
+        let mut r = report(vec![finding(&swap, "vim-swap", j.clone())]);
+        r.errors[0] = crate::scan::ScanError::other("/x/bad", format!("cannot read {HOSTILE}"));
+        let outcome = |action, error: Option<String>| Outcome {
+            path: swap.clone().into(),
+            ok: false,
+            action,
+            saved_to: None,
+            error,
+            judgement: j.clone(),
+        };
+        r.reclaimed = Some(vec![
+            outcome(
+                Action::Kept,
+                Some(format!(
+                    "it holds unsaved changes: recover them with `vim -r '{swap}'`"
+                )),
+            ),
+            outcome(Action::WouldRemove, None),
+        ]);
+        let table = render(&r, false);
+        let errors = render_errors(&r);
+        for out in [&table, &errors] {
+            assert!(
+                !out.lines().any(|l| l.chars().any(text::is_unsafe_char)),
+                "{out}"
+            );
+            assert!(!out.contains("\\\\"), "escaped twice: {out}");
+        }
+        let shown_swap = format!("/x/.{SHOWN}.swp");
+        assert!(
+            table.contains(&format!(
+                "note: {shown_swap} holds unsaved changes: recover them with `vim -r '{shown_swap}'`"
+            )),
+            "{table}"
+        );
+        assert!(
+            table.contains(&format!("kept {shown_swap}: it holds unsaved changes")),
+            "{table}"
+        );
+        assert!(
+            table.contains(&format!(
+                "would remove {shown_swap} (owner \"{SHOWN}\" is gone)"
+            )),
+            "{table}"
+        );
+        assert!(errors.contains(&format!("cannot read {SHOWN}")), "{errors}");
+    }
 }

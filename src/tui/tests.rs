@@ -1006,6 +1006,58 @@ fn hostile_text_from_lock_files_never_reaches_the_terminal_raw() {
 }
 
 #[test]
+fn a_judged_lock_files_hostile_text_is_escaped_exactly_once() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    // The name has an escape sequence, a bidi override and a byte that is not UTF-8; the
+    // owner's host name CSI, OSC 52, a bidi override, a C1 CSI, a zero-width space and a
+    // newline.
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(
+        b"evil\x1b[31m\xe2\x80\xae\xff.lock",
+    ));
+    let hostile = "\x1b[31m\x1b]52;c;ZXZpbA==\x07\u{202e}\u{9b}\u{200b}\nbox";
+    let record = serde_json::json!({
+        "pid": 1,
+        "hostname": hostile,
+        "token": "t",
+        "tool": "locksmith/0.1",
+    });
+    std::fs::write(&path, record.to_string()).unwrap();
+    let snap = locksmith::probe::Snapshot::take();
+    let config = locksmith::scan::Config::embedded();
+    let f = locksmith::scan::judge_path(&path, &snap, &config)
+        .unwrap()
+        .expect("an engine record is a lock");
+    // The model keeps the raw text.
+    let owner = f.judgement.owner.as_ref().unwrap();
+    assert_eq!(owner.hostname.as_deref(), Some(hostile));
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    key(&mut app, KeyCode::Enter);
+    let buf = draw(&mut app, 200, 40);
+    for c in &buf.content {
+        assert!(
+            !c.symbol()
+                .chars()
+                .any(|ch| ch.is_control() || locksmith::text::is_unsafe_char(ch)),
+            "raw control {:?} in a cell",
+            c.symbol()
+        );
+    }
+    let text = screen(&buf);
+    let shown = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\nbox";
+    assert!(text.contains(&format!("host {shown}")), "{text}");
+    assert!(text.contains("evil\\x1b[31m\\u{202e}\\xff.lock"), "{text}");
+    // Escaped once: no doubled backslash, no Rust-style `\u{1b}` (the raw content, which
+    // holds backslashes of its own, is the only line with `\\`).
+    for needle in ["Path ", "Evidence", "Owner", "foreign locksmith"] {
+        let line = line_with(&text, needle);
+        assert!(!line.contains("\\\\"), "{line}");
+        assert!(!line.contains("\\u{1b}"), "{line}");
+    }
+    assert!(line_with(&text, "Evidence").contains(shown), "{text}");
+}
+
+#[test]
 fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
     // The hint names the edited file when it is there (as the report does).
     let dir = tempfile::tempdir().unwrap();

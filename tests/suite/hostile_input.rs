@@ -258,3 +258,136 @@ fn reclaim_never_touches_hostile_locks() {
     assert_eq!(before, photograph(&root));
     assert!(!env.state_dir().exists());
 }
+
+/// Text a lock file can carry that a terminal would act on: CSI (color), OSC 52 (write the
+/// clipboard), a bidirectional override, a C1 CSI, a zero-width space and a newline.
+const HOSTILE: &str = "\x1b[31m\x1b]52;c;ZXZpbA==\x07\u{202e}\u{9b}\u{200b}\n";
+/// [`HOSTILE`] as every terminal view shows it: escaped exactly once.
+const HOSTILE_SHOWN: &str = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\n";
+
+/// Whether `s` could make a terminal do something (or read differently than it is).
+fn terminal_unsafe(s: &str) -> bool {
+    s.chars().any(|c| {
+        c != '\n'
+            && (c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+    })
+}
+
+#[test]
+fn owner_fields_are_escaped_once_in_the_table_and_real_text_in_the_json() {
+    let env = Env::new();
+    let dir = env.path().join("d");
+    fs::create_dir(&dir).unwrap();
+    let holder = sleeper();
+    // An engine record naming another host (so: foreign) whose host name is hostile, under a
+    // name with an escape sequence, a bidi override and a byte that is not UTF-8.
+    let lock = dir.join(OsStr::from_bytes(b"evil\x1b[31m\xe2\x80\xae\xff.lock"));
+    let record = serde_json::json!({
+        "pid": holder.pid(),
+        "hostname": HOSTILE,
+        "created_at": "2026-01-02T03:04:05Z",
+        "token": "t",
+        "tool": "locksmith/0.1",
+    });
+    fs::write(&lock, record.to_string()).unwrap();
+
+    let (report, out) = env.scan_json(&[&dir]);
+    let l = report
+        .locks
+        .iter()
+        .find(|l| l.path == json_path(&lock))
+        .unwrap_or_else(|| panic!("{report:#?}"));
+    assert_eq!(l.dialect, "locksmith", "{l:#?}");
+    // JSON carries the real text (escaped by JSON itself, never by us).
+    assert_eq!(
+        l.owner.as_ref().and_then(|o| o.hostname.as_deref()),
+        Some(HOSTILE)
+    );
+    assert!(
+        !l.evidence
+            .iter()
+            .any(|e| e.contains("\\u{1b}") || e.contains("\\x1b")),
+        "{l:#?}"
+    );
+    let raw = stdout(&out);
+    assert!(
+        !terminal_unsafe(&raw),
+        "the JSON text itself is terminal-safe"
+    );
+
+    // The table escapes it once: `\x1b`, never `\\x1b` or `\u{1b}`.
+    let out = env.run(["--scan", "--color=never", dir.to_str().unwrap()]);
+    let table = stdout(&out);
+    assert!(!terminal_unsafe(&table), "{table:?}");
+    // The HOST column is cut at 24 columns.
+    assert!(
+        table.contains(&format!("{}…", &HOSTILE_SHOWN[..23])),
+        "{table}"
+    );
+    assert!(
+        table.contains("evil\\x1b[31m\\u{202e}\\xff.lock"),
+        "{table}"
+    );
+    assert!(!table.contains("\\\\"), "escaped twice: {table}");
+    assert!(!table.contains("\\u{1b}"), "{table}");
+}
+
+#[test]
+fn lock_held_message_escapes_the_path_and_the_holder_once() {
+    let env = Env::new();
+    let dir = env.path().join("d");
+    fs::create_dir(&dir).unwrap();
+    let holder = sleeper();
+    let lock = dir.join("job\x1b[31m\u{202e}.lock");
+    let record = serde_json::json!({
+        "pid": holder.pid(),
+        "hostname": HOSTILE,
+        "token": "t",
+        "tool": "locksmith/0.1",
+    });
+    fs::write(&lock, record.to_string()).unwrap();
+    let out = env.run([
+        "lock".as_ref(),
+        "--timeout".as_ref(),
+        "0".as_ref(),
+        lock.as_os_str(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(!terminal_unsafe(&err), "{err:?}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("job\\x1b[31m\\u{202e}.lock: held"), "{err}");
+    assert!(err.contains(&format!("host \"{HOSTILE_SHOWN}\"")), "{err}");
+    assert!(!err.contains("\\\\"), "escaped twice: {err}");
+
+    // Held by a live `locksmith lock` whose command line carries the same characters.
+    let other = dir.join("run\u{202e}\x1b[1m.lock");
+    let mut first = Guard::spawn(&mut env.cmd([
+        "lock".as_ref(),
+        other.as_os_str(),
+        "--".as_ref(),
+        "sleep".as_ref(),
+        "600".as_ref(),
+    ]));
+    wait_for("the first lock", || other.exists().then_some(()));
+    let out = env.run([
+        "lock".as_ref(),
+        "--timeout".as_ref(),
+        "0".as_ref(),
+        other.as_os_str(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ]);
+    first.kill();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(75), "{err}");
+    assert!(!terminal_unsafe(&err), "{err:?}");
+    assert!(
+        err.contains("run\\u{202e}\\x1b[1m.lock: held by pid"),
+        "{err}"
+    );
+    assert!(!err.contains("\\\\"), "escaped twice: {err}");
+}
