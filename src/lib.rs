@@ -9,6 +9,7 @@
 pub mod dialect;
 pub mod engine;
 pub mod evidence;
+pub mod outcome;
 pub mod probe;
 pub mod reclaim;
 pub mod remote;

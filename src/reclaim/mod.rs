@@ -51,6 +51,7 @@ pub mod journal;
 pub mod restore;
 mod state;
 
+pub use crate::outcome::{Action, Outcome};
 pub use journal::{Entry, Event, Meta};
 pub use restore::{Restored, Selector, restore, restore_last};
 pub use state::{
@@ -101,43 +102,6 @@ impl ReclaimOptions {
 impl Default for ReclaimOptions {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// What reclaim did with one lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Removed,
-    /// Dry run: every check passed, nothing was removed.
-    WouldRemove,
-    Kept,
-}
-
-/// The result of reclaiming one lock.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub path: PathBuf,
-    /// Whether reclaim did what was asked (removed it, or would have in a dry run).
-    pub ok: bool,
-    pub action: Action,
-    /// Where the copy of the removed lock is.
-    pub saved_to: Option<PathBuf>,
-    /// Why the lock was kept, or what failed.
-    pub error: Option<String>,
-    /// The verdict at the moment of reclaim (judged again just before removal).
-    pub judgement: Judgement,
-}
-
-impl Outcome {
-    fn kept(path: &Path, judgement: Judgement, why: impl Into<String>) -> Self {
-        Outcome {
-            path: path.to_path_buf(),
-            ok: false,
-            action: Action::Kept,
-            saved_to: None,
-            error: Some(why.into()),
-            judgement,
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::{Report, age_secs};
 use crate::dialect::EntryKind;
 use crate::evidence::fmt_ms;
-use crate::reclaim::{Action, Outcome};
+use crate::outcome::{Action, Outcome};
 use crate::scan::{Finding, ScanError};
 use crate::text;
 use crate::verdict::{Holder, Owner, ProcessInfo, Verdict};

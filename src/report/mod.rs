@@ -16,8 +16,8 @@ pub mod table;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::outcome::Outcome;
 use crate::probe::HostFacts;
-use crate::reclaim::Outcome;
 use crate::scan::{Finding, ScanError};
 use crate::verdict::Verdict;
 
@@ -129,7 +129,7 @@ impl Report {
                 // One pass over each list: a set of the paths removed.
                 let removed: std::collections::HashSet<&std::path::Path> = outcomes
                     .iter()
-                    .filter(|o| o.action == crate::reclaim::Action::Removed)
+                    .filter(|o| o.action == crate::outcome::Action::Removed)
                     .map(|o| o.path.as_path())
                     .collect();
                 stale

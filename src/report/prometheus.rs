@@ -23,7 +23,7 @@ use std::io::{self, Write};
 
 use super::{Report, age_secs};
 use crate::dialect;
-use crate::reclaim::Action;
+use crate::outcome::Action;
 use crate::text;
 use crate::verdict::Verdict;
 
@@ -396,7 +396,7 @@ mod tests {
 
     #[test]
     fn reclaim_outcomes_are_counted() {
-        use crate::reclaim::Outcome;
+        use crate::outcome::Outcome;
         let outcome = |action| Outcome {
             path: PathBuf::from("/a"),
             ok: true,

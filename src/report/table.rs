@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::{Report, age_secs, human_age};
 use crate::dialect::vim_swap;
-use crate::reclaim::{Action, Outcome};
+use crate::outcome::{Action, Outcome};
 use crate::scan::Finding;
 use crate::text;
 use crate::verdict::Verdict;
