@@ -1,8 +1,8 @@
 //! Text that reaches the terminal. Everything taken from a lock file, a path or a process (owner
-//! fields, content, command lines, evidence quoting them) goes through [`clean`], [`path`] or
-//! [`content_lines`] first (the report's shared escaping), so an escape sequence hidden in a
-//! lock file can never reach the user's terminal: control characters are shown as `\n`,
-//! `\x1b`, `\u{202e}`.
+//! fields, content, command lines, evidence quoting them) is raw in the model and goes through
+//! [`clean`], [`path`] or [`content_lines`] once, here (the one escaping policy,
+//! `locksmith::text`), so an escape sequence hidden in a lock file can never reach the user's
+//! terminal: control characters are shown as `\n`, `\x1b`, `\u{202e}`.
 //!
 //! It also fits text to the screen: wrapping at spaces with a hanging indent ([`wrap_line`]),
 //! paths shortened in the middle so the last directories and the file name stay
