@@ -218,6 +218,19 @@ fn screen(buf: &Buffer) -> String {
     out
 }
 
+/// No cell holds a character a terminal would act on (controls, bidi and zero-width).
+fn assert_no_raw_control(buf: &Buffer) {
+    for c in &buf.content {
+        assert!(
+            !c.symbol()
+                .chars()
+                .any(|ch| ch.is_control() || locksmith::text::is_unsafe_char(ch)),
+            "raw control {:?} in a cell",
+            c.symbol()
+        );
+    }
+}
+
 fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
     text.lines()
         .find(|l| l.contains(needle))
@@ -980,15 +993,7 @@ fn hostile_text_from_lock_files_never_reaches_the_terminal_raw() {
     let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let buf = draw(&mut app, 120, 30);
-    for c in &buf.content {
-        assert!(
-            !c.symbol()
-                .chars()
-                .any(|ch| ch.is_control() || ch == '\u{202e}'),
-            "raw control {:?} in a cell",
-            c.symbol()
-        );
-    }
+    assert_no_raw_control(&buf);
     let text = screen(&buf);
     assert!(text.contains("/tmp/evil\\x1b[2J.pid"), "{text}");
     assert!(
@@ -1034,15 +1039,7 @@ fn a_judged_lock_files_hostile_text_is_escaped_exactly_once() {
     let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let buf = draw(&mut app, 200, 40);
-    for c in &buf.content {
-        assert!(
-            !c.symbol()
-                .chars()
-                .any(|ch| ch.is_control() || locksmith::text::is_unsafe_char(ch)),
-            "raw control {:?} in a cell",
-            c.symbol()
-        );
-    }
+    assert_no_raw_control(&buf);
     let text = screen(&buf);
     let shown = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\nbox";
     assert!(text.contains(&format!("host {shown}")), "{text}");

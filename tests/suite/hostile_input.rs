@@ -274,6 +274,30 @@ fn terminal_unsafe(s: &str) -> bool {
     })
 }
 
+/// An engine lock record at `path` owned by `pid` on a host named [`HOSTILE`] (so: foreign).
+fn write_record(path: &Path, pid: u32) {
+    let record = serde_json::json!({
+        "pid": pid,
+        "hostname": HOSTILE,
+        "created_at": "2026-01-02T03:04:05Z",
+        "token": "t",
+        "tool": "locksmith/0.1",
+    });
+    fs::write(path, record.to_string()).unwrap();
+}
+
+/// `locksmith lock --timeout 0 PATH -- true`.
+fn lock_now(env: &Env, path: &Path) -> std::process::Output {
+    env.run([
+        "lock".as_ref(),
+        "--timeout".as_ref(),
+        "0".as_ref(),
+        path.as_os_str(),
+        "--".as_ref(),
+        "true".as_ref(),
+    ])
+}
+
 #[test]
 fn owner_fields_are_escaped_once_in_the_table_and_real_text_in_the_json() {
     let env = Env::new();
@@ -283,14 +307,7 @@ fn owner_fields_are_escaped_once_in_the_table_and_real_text_in_the_json() {
     // An engine record naming another host (so: foreign) whose host name is hostile, under a
     // name with an escape sequence, a bidi override and a byte that is not UTF-8.
     let lock = dir.join(OsStr::from_bytes(b"evil\x1b[31m\xe2\x80\xae\xff.lock"));
-    let record = serde_json::json!({
-        "pid": holder.pid(),
-        "hostname": HOSTILE,
-        "created_at": "2026-01-02T03:04:05Z",
-        "token": "t",
-        "tool": "locksmith/0.1",
-    });
-    fs::write(&lock, record.to_string()).unwrap();
+    write_record(&lock, holder.pid());
 
     let (report, out) = env.scan_json(&[&dir]);
     let l = report
@@ -340,21 +357,8 @@ fn lock_held_message_escapes_the_path_and_the_holder_once() {
     fs::create_dir(&dir).unwrap();
     let holder = sleeper();
     let lock = dir.join("job\x1b[31m\u{202e}.lock");
-    let record = serde_json::json!({
-        "pid": holder.pid(),
-        "hostname": HOSTILE,
-        "token": "t",
-        "tool": "locksmith/0.1",
-    });
-    fs::write(&lock, record.to_string()).unwrap();
-    let out = env.run([
-        "lock".as_ref(),
-        "--timeout".as_ref(),
-        "0".as_ref(),
-        lock.as_os_str(),
-        "--".as_ref(),
-        "true".as_ref(),
-    ]);
+    write_record(&lock, holder.pid());
+    let out = lock_now(&env, &lock);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(75), "{err}");
     assert!(!terminal_unsafe(&err), "{err:?}");
@@ -373,14 +377,7 @@ fn lock_held_message_escapes_the_path_and_the_holder_once() {
         "600".as_ref(),
     ]));
     wait_for("the first lock", || other.exists().then_some(()));
-    let out = env.run([
-        "lock".as_ref(),
-        "--timeout".as_ref(),
-        "0".as_ref(),
-        other.as_os_str(),
-        "--".as_ref(),
-        "true".as_ref(),
-    ]);
+    let out = lock_now(&env, &other);
     first.kill();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(75), "{err}");
