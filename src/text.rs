@@ -14,7 +14,7 @@
 //! character, and no invalid UTF-8: each is written as a visible escape (`\n`, `\t`, `\x1b`,
 //! `\u{9b}`, `\u{202e}`, ...), and a literal backslash is doubled so that escapes cannot be
 //! forged. A newline is data and is escaped too; a view that prints several lines escapes each
-//! line ([`escape_lines`]).
+//! line's text and writes the line breaks itself.
 //!
 //! [`json_path`] is the JSON flavour for paths, lossless and unambiguous: valid UTF-8 is kept
 //! as it is (JSON escapes control characters itself, and a script must get the real path back)
@@ -57,12 +57,6 @@ pub fn escape_bytes(bytes: &[u8]) -> String {
         }
     }
     out
-}
-
-/// Text of several lines (a message whose line breaks are its layout) with each line escaped
-/// by [`escape`] and the newlines kept.
-pub fn escape_lines(text: &str) -> String {
-    text.split('\n').map(escape).collect::<Vec<_>>().join("\n")
 }
 
 /// `text` cut to at most `max` characters, with `…` in place of what was cut. Raw text read
@@ -268,5 +262,25 @@ mod tests {
         }
         assert_eq!(path_from_json("/a\\qb"), None);
         assert_eq!(path_from_json("/a\\x4"), None);
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_marks_the_cut() {
+        assert_eq!(truncate("abcdef", 3), "abc…");
+        assert_eq!(truncate("abc", 3), "abc");
+        assert_eq!(truncate("été\x1b", 2), "ét…");
+        // Raw text stays raw: escaping is the view's step.
+        assert_eq!(truncate("\x1b[31m", 40), "\x1b[31m");
+    }
+
+    #[test]
+    fn shell_quoting_leaves_plain_words_and_quotes_the_rest() {
+        assert_eq!(shell_quote("/tmp/a.txt"), "/tmp/a.txt");
+        assert_eq!(shell_quote("/tmp/it's here"), "'/tmp/it'\\''s here'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("~/x"), "'~/x'");
+        assert_eq!(shell_quote("=cmd"), "'=cmd'");
+        assert_eq!(shell_quote("a;rm -rf /"), "'a;rm -rf /'");
+        assert_eq!(shell_quote("$HOME`x`"), "'$HOME`x`'");
     }
 }
