@@ -38,8 +38,8 @@ fn json(state_dir: &std::path::Path, entries: &[reclaim::Entry]) -> String {
         "state_dir": text::json_path(state_dir),
         "entries": entries,
     });
-    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    format!("{}\n", text::terminal_safe_json(&text))
+    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    format!("{}\n", text::terminal_safe_json(&pretty))
 }
 
 fn table(entries: &[reclaim::Entry]) -> String {
