@@ -13,45 +13,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-/// Dependencies the graph leaves out, each with the reason: cycles being removed. (The engine
-/// is its own crate, `locksmith_engine`, at the bottom; `crate::engine` re-exports it for the
-/// layers above, and the layers below it use the crate directly.)
-const ALLOWED: &[(&str, &str, &str)] = &[
-    (
-        "report",
-        "reclaim",
-        "temporary: the reclaim <-> report cycle is being removed (reclaim uses the report)",
-    ),
-    (
-        "scan",
-        "report",
-        "temporary: the anchor's error message escapes a path; escaping moves to the views \
-         (output only)",
-    ),
-    (
-        "evidence",
-        "dialect",
-        "temporary: the evidence rules escape a process name with dialect::common::escape; \
-         escaping moves to the views (output only)",
-    ),
-    (
-        "tui::table",
-        "tui::app",
-        "temporary: the table reads the app's row and column types; a row struct of the UI's \
-         own is being introduced",
-    ),
-    (
-        "tui::popup",
-        "tui::app",
-        "temporary: a dialog borrows the app's `plural` helper (text helpers belong in tui::text)",
-    ),
-    (
-        "tui::popup",
-        "tui::detail",
-        "temporary: the dialogs and the detail pane share scrolling (detail uses popup's hint)",
-    ),
-];
-
 /// A reference from one module to another, and where it is written.
 #[derive(Debug, Clone)]
 struct Edge {
@@ -644,28 +605,7 @@ fn graphs() -> BTreeMap<String, Graph> {
 
 #[test]
 fn no_module_import_cycles() {
-    let mut graphs = graphs();
-    let mut stale = Vec::new();
-    for (from, to, why) in ALLOWED {
-        assert!(!why.is_empty());
-        // `m::a` -> `m::b`: an edge between the submodules of `m`.
-        let split = |p: &'static str| p.rsplit_once("::").unwrap_or(("", p));
-        let ((parent, a), (parent_to, b)) = (split(from), split(to));
-        assert_eq!(parent, parent_to, "{from} -> {to}: not siblings");
-        let removed = graphs
-            .get_mut(parent)
-            .and_then(|g| g.edges.get_mut(a))
-            .and_then(|t| t.remove(b));
-        if removed.is_none() {
-            stale.push(format!("{from} -> {to}"));
-        }
-    }
-    if !stale.is_empty() {
-        eprintln!(
-            "allowed dependencies that no longer exist (remove them from ALLOWED): {}",
-            stale.join(", ")
-        );
-    }
+    let graphs = graphs();
     let mut report = String::new();
     for (parent, g) in &graphs {
         let prefix = if parent.is_empty() {

@@ -25,7 +25,7 @@ use super::layout::{self, Screen, WHEEL_STEP};
 use super::popup::{dialog, help};
 pub use super::rows::{Column, Row, age_ms};
 use super::table::{self, ContentWidths};
-use super::text;
+use super::text::{self, plural};
 use super::theme::Theme;
 
 /// How long a status message stays: information ...
@@ -1135,8 +1135,4 @@ impl App {
             kept,
         })));
     }
-}
-
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

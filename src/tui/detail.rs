@@ -11,8 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
 use super::keymap::{self, Action, Context};
-use super::popup::scroll_hint;
-use super::text;
+use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Width of the label column.

@@ -14,10 +14,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::app::{App, Level, Mode, Progress, Row, plural};
+use super::app::{App, Level, Mode, Progress, Row};
 use super::keymap::{self, Action, Context};
 use super::layout::Screen;
 use super::popup::{dialog, help};
+use super::text::plural;
 use super::theme::Theme;
 use super::{detail, table, text};
 

@@ -11,8 +11,8 @@ use ratatui::widgets::{
     TableState, Widget,
 };
 
-use super::app::{Column, Row, age_ms};
 use super::layout::{COLUMN_SPACING, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT};
+use super::rows::{Column, Row, age_ms};
 use super::text;
 use super::theme::Theme;
 

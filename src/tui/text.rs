@@ -337,6 +337,26 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// `""` for one, `"s"` for any other count.
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// ` 3-12/40 ↓ more · j/↓ scroll ` for a view of `shown` lines from `scroll` in `total`, or
+/// `None` when everything is in view.
+pub fn scroll_hint(scroll: u16, shown: u16, total: usize, keys: &str) -> Option<String> {
+    let total16 = u16::try_from(total).unwrap_or(u16::MAX);
+    if total16 <= shown || shown == 0 {
+        return None;
+    }
+    let last = scroll.saturating_add(shown).min(total16);
+    let more = if last < total16 { " ↓ more" } else { "" };
+    Some(format!(
+        " {}-{last}/{total}{more} · {keys} scroll ",
+        scroll + 1
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,14 +13,12 @@ use ratatui::style::Stylize;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph, Widget};
 
-use super::super::app::plural;
 use super::super::confirm::{Choice, ConfirmAction, ConfirmDialog};
 use super::super::detail;
 use super::super::keymap::{self, Action, Context};
 use super::super::layout::{DIALOG_CHROME_HEIGHT, DIALOG_CHROME_WIDTH, DIALOG_WIDTH, popup};
-use super::super::text;
+use super::super::text::{self, plural, scroll_hint};
 use super::super::theme::Theme;
-use super::scroll_hint;
 
 /// The dialog's title and body (unwrapped).
 pub fn content(

@@ -10,9 +10,8 @@ use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
 use super::super::keymap::{self, Action, Context};
 use super::super::layout::{HELP_WIDTH, popup};
-use super::super::text;
+use super::super::text::{self, scroll_hint};
 use super::super::theme::Theme;
-use super::scroll_hint;
 
 /// The order of the sections.
 const SECTIONS: [Context; 5] = [
