@@ -66,8 +66,9 @@ pub fn run(args: LockArgs) -> i32 {
 }
 
 fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
-    // A lock in the way is judged with the scanner's evidence, as `--scan` would judge it.
-    let mut lock = Lock::new(&args.lockpath).witness(locksmith::engine::scanner_witness());
+    // A lock in the way is judged with the scanner's evidence (the default of
+    // `locksmith::engine::Lock`), as `--scan` would judge it.
+    let mut lock = Lock::new(&args.lockpath);
     if let Some(t) = seconds("--timeout", args.timeout, true)? {
         lock = lock.timeout(t);
     }

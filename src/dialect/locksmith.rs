@@ -4,7 +4,7 @@
 //! The verdict comes from the engine's own judge ([`locksmith_engine::judge`]), with this crate's
 //! evidence snapshot behind it: the kernel-lock holders named by `/proc/locks`, the PID rules
 //! of [`crate::evidence::judge_pid`] (hosts, boots, PID namespaces, containers), the processes
-//! that have the file open for writing. [`locksmith_engine::inspect`] judges with the same judge,
+//! that have the file open for writing. [`locksmith_engine::LockWith::inspect`] judges with the same judge,
 //! so the engine and the scanner agree by construction.
 
 use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use crate::util::engine::*;
 use locksmith::Verdict;
-use locksmith::engine::{self, ErrorKind, Lock};
+use locksmith::engine::{ErrorKind, Lock};
 
 /// A live `sleep` in its own process group (killed when dropped).
 fn live_process() -> Group {
@@ -24,14 +24,14 @@ fn start_ticks(pid: i32) -> u64 {
 }
 
 fn assert_stale_and_reclaimed(path: &Path, because: &str) {
-    let j = engine::inspect(path).unwrap();
+    let j = Lock::new(path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.contains(because)),
         "expected evidence mentioning {because:?}: {:?}",
         j.evidence
     );
-    let removed = engine::reclaim(path).expect("reclaimed");
+    let removed = Lock::new(path).reclaim().expect("reclaimed");
     assert_eq!(removed.verdict, Verdict::Stale);
     assert!(!path.exists());
 }
@@ -81,10 +81,10 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
             ],
         ),
     );
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert_eq!(j.process.as_ref().map(|x| x.pid), Some(p.pid()));
-    let e = engine::reclaim(&path).unwrap_err();
+    let e = Lock::new(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
     assert!(e.to_string().contains("is live now"), "{e}");
     assert!(path.exists());
@@ -137,13 +137,13 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
 
     // No heartbeat: foreign, never reclaimed, not taken.
     write(&path, other(&[]));
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     assert_eq!(
         j.owner.as_ref().unwrap().hostname.as_deref(),
         Some("elsewhere.example")
     );
-    let e = engine::reclaim(&path).unwrap_err();
+    let e = Lock::new(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
     let e = Lock::new(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
@@ -155,8 +155,11 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
         &path,
         other(&[("heartbeat_at", ago(5)), ("heartbeat_secs", "10".into())]),
     );
-    assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
-    assert!(engine::reclaim(&path).is_err());
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
+    assert!(Lock::new(&path).reclaim().is_err());
 
     // The record's heartbeat is old but the file's mtime (touched at every beat) is fresh:
     // still beating.
@@ -168,7 +171,10 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
             ("created_at", ago(7200)),
         ]),
     );
-    assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
 
     // No beat for two hours (record and mtime): stale, and reclaimed.
     age(&path, 7200);
@@ -183,7 +189,10 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
         ]),
     );
     age(&path, 7200);
-    assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
 }
 
 #[test]
@@ -200,7 +209,7 @@ fn zero_securefile_records_are_read() {
             hostname()
         ),
     );
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     let owner = j.owner.unwrap();
     assert_eq!(owner.pid, Some(p.pid() as i64));
@@ -223,11 +232,17 @@ fn zero_securefile_records_are_read() {
         &path,
         r#"{"PID":1,"CreatedAt":"2020-01-01T00:00:00Z","Hostname":"another-box"}"#,
     );
-    assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Foreign);
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
 
     write(&path, r#"{"PID":"twelve","Hostname":7}"#);
-    assert_eq!(engine::inspect(&path).unwrap().verdict, Verdict::Unknown);
-    assert!(engine::reclaim(&path).is_err());
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Unknown
+    );
+    assert!(Lock::new(&path).reclaim().is_err());
     let e = Lock::new(&path).try_acquire().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Unrecognised(_)), "{e}");
 }
@@ -241,30 +256,34 @@ fn reclaim_with_checks_identity_and_lets_the_caller_veto() {
     let judged = locksmith::scan::Identity::of(&std::fs::metadata(&path).unwrap());
 
     // The caller refuses: nothing removed.
-    let e = engine::reclaim_with(&path, Some(judged), |bytes, j| {
-        assert_eq!(bytes, content.as_bytes());
-        assert_eq!(j.verdict, Verdict::Stale);
-        Err(std::io::Error::other("could not save a copy"))
-    })
-    .unwrap_err();
+    let e = Lock::new(&path)
+        .reclaim_with(Some(judged), |bytes, j| {
+            assert_eq!(bytes, content.as_bytes());
+            assert_eq!(j.verdict, Verdict::Stale);
+            Err(std::io::Error::other("could not save a copy"))
+        })
+        .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Aborted(_)), "{e}");
     assert!(path.exists());
 
     // Another file at the same path (different inode): refused.
     std::fs::remove_file(&path).unwrap();
     write(&path, &content);
-    let e = engine::reclaim_with(&path, Some(judged), |_, _| Ok(())).unwrap_err();
+    let e = Lock::new(&path)
+        .reclaim_with(Some(judged), |_, _| Ok(()))
+        .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Changed(_)), "{e}");
     assert!(path.exists());
 
     // The right file: removed, after the callback saw it.
     let now = locksmith::scan::Identity::of(&std::fs::metadata(&path).unwrap());
     let mut saw = None;
-    let j = engine::reclaim_with(&path, Some(now), |bytes, _| {
-        saw = Some(bytes.to_vec());
-        Ok(())
-    })
-    .unwrap();
+    let j = Lock::new(&path)
+        .reclaim_with(Some(now), |bytes, _| {
+            saw = Some(bytes.to_vec());
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(j.verdict, Verdict::Stale);
     assert_eq!(saw.as_deref(), Some(content.as_bytes()));
     assert!(!path.exists());
@@ -284,7 +303,8 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
         if let Ok(Some(status)) = ns.child.try_wait() {
             return Some(Err(status));
         }
-        engine::inspect(&path)
+        Lock::new(&path)
+            .inspect()
             .ok()
             .filter(|j| j.verdict == Verdict::Live)
             .map(Ok)
@@ -321,7 +341,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     assert!(Lock::new(&path).try_acquire().unwrap_err().is_held());
 
     ns.kill();
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence

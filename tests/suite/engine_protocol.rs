@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::util::engine::*;
 use locksmith::Verdict;
-use locksmith::engine::{self, ErrorKind, Lock, ParsedRecord};
+use locksmith::engine::{ErrorKind, Lock, ParsedRecord};
 use locksmith::probe::KernelLocks;
 
 fn kernel_locked(path: &Path) -> bool {
@@ -24,7 +24,7 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("job.lock");
     let mut holder = hold_with_cli(&path, &[]);
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(kernel_locked(&path));
     // The owner record: one JSON object, newline-terminated, mode 0600.
@@ -59,7 +59,7 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
 
     holder.kill();
     assert!(path.exists(), "a crash leaves the file behind");
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
 
     // The very first try succeeds: no waiting for a timeout.
@@ -86,7 +86,7 @@ fn the_lock_stays_held_by_command_when_the_lock_tool_alone_is_killed() {
     )
     .unwrap();
     let _ = holder.child.wait();
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(j.holders.iter().any(|h| h.pid == sleep_pid), "{j:?}");
     assert!(Lock::new(&path).try_acquire().unwrap_err().is_held());
@@ -106,7 +106,7 @@ fn reading_the_lock_in_the_holding_process_keeps_it_held() {
     let path = dir.path().join("self.lock");
     let g = Lock::new(&path).try_acquire().unwrap();
     for _ in 0..3 {
-        let j = engine::inspect(&path).unwrap();
+        let j = Lock::new(&path).inspect().unwrap();
         assert_eq!(j.verdict, Verdict::Live, "{j:?}");
         assert!(
             j.holders.iter().any(|h| h.pid == std::process::id() as i32),
@@ -235,7 +235,7 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
     assert!(!rec.kernel_lock);
     assert_eq!(rec.pid, Some(holder.pid() as i64));
     assert!(!kernel_locked(&path), "the fallback keeps no kernel lock");
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert_eq!(j.process.as_ref().map(|p| p.pid), Some(holder.pid()));
     for fallback in [true, false] {
@@ -245,11 +245,11 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
             .unwrap_err();
         assert!(e.is_held(), "{e}");
     }
-    assert!(engine::reclaim(&path).is_err());
+    assert!(Lock::new(&path).reclaim().is_err());
     assert!(path.exists());
 
     holder.kill();
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.contains("ESRCH")),
@@ -289,7 +289,7 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     let _writer_guard = KillOnDrop(writer);
     owner.wait(20);
 
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(j.holders.iter().any(|h| h.pid == writer), "{j:?}");
     assert!(
@@ -302,7 +302,7 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
 
     kill_group(writer);
     wait_within(20, "the writer to die", || (!alive(writer)).then_some(()));
-    let j = engine::inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     Lock::new(&path).force_fallback(true).try_acquire().unwrap();
 }
@@ -330,9 +330,9 @@ fn heartbeat_touches_the_file_while_held() {
 #[test]
 fn inspect_reports_missing_and_non_lock_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine::inspect(&dir.path().join("none")).unwrap_err();
+    let e = Lock::new(dir.path().join("none")).inspect().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotFound), "{e}");
-    let e = engine::inspect(dir.path()).unwrap_err();
+    let e = Lock::new(dir.path()).inspect().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotALockFile(_)), "{e}");
     let link = dir.path().join("link.lock");
     std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
@@ -424,7 +424,8 @@ fn lock_command_waits_for_the_holder_by_default() {
     first.args(["--", "sleep", "0.4"]);
     let mut first = Group::spawn(first);
     wait_within(20, "the first holder", || {
-        engine::inspect(&path)
+        Lock::new(&path)
+            .inspect()
             .ok()
             .filter(|j| j.verdict == Verdict::Live)
     });
@@ -673,7 +674,7 @@ fn an_empty_lock_file_from_an_earlier_boot_heals() {
         eprintln!("SKIPPED: temporary files live on {fs_kind}, which no boot survives");
         return;
     }
-    let j = engine::inspect(&old).unwrap();
+    let j = Lock::new(&old).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     let guard = Lock::new(&old)
         .try_acquire()

@@ -22,7 +22,7 @@ fn stale_lock(path: &Path, kernel_lock: bool) {
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();
-    let j = locksmith::engine::inspect(path).unwrap();
+    let j = Lock::new(path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
 }
 

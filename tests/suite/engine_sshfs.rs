@@ -18,7 +18,7 @@ use crate::util::engine::*;
 use crate::util::sshfs::{Sshfs, other_host};
 use locksmith::Verdict;
 use locksmith::dialect::Windows;
-use locksmith::engine::{Lock, inspect, inspect_with};
+use locksmith::engine::Lock;
 
 /// Starts the mount, or skips the test (returns `None`) saying why.
 fn mount(options: &[&str]) -> Option<Sshfs> {
@@ -63,7 +63,7 @@ fn acquire_run_release_leaves_nothing_behind() {
     assert!(!g.kernel_lock());
     assert!(g.still_ours().unwrap());
     assert_eq!(m.server_names(), vec!["job.lock".to_string()]);
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     g.release().unwrap();
     assert_eq!(m.server_names(), Vec::<String>::new());
@@ -126,7 +126,7 @@ fn a_killed_holder_of_this_host_heals_at_once() {
     holder.kill();
 
     // Proven dead: this host (host name and boot id), and no such process.
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence
@@ -198,7 +198,7 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
         ..Windows::default()
     };
     std::thread::sleep(Duration::from_secs(5));
-    let j = inspect_with(&path, &windows).unwrap();
+    let j = Lock::new(&path).windows(&windows).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.starts_with("last heartbeat")),
@@ -208,7 +208,7 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
     // The other host's holder dies: nothing here can prove it, until the heartbeat expires.
     holder.kill();
     let killed = Instant::now();
-    let j = inspect_with(&path, &windows).unwrap();
+    let j = Lock::new(&path).windows(&windows).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     let taker = Lock::new(&path).windows(windows.clone());
     assert!(taker.try_acquire().unwrap_err().is_held());

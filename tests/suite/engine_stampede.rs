@@ -68,7 +68,9 @@ fn stampede(mode_of: fn(usize) -> &'static str, guard_every: usize) {
 
     for round in 0..ROUNDS {
         if round > 0 {
-            let j = locksmith::engine::inspect(&path).expect("a lock left by the crash");
+            let j = locksmith::engine::Lock::new(&path)
+                .inspect()
+                .expect("a lock left by the crash");
             assert_eq!(j.verdict, Verdict::Stale, "round {round}: {j:?}");
             if guard_every > 0 && round % guard_every == 0 {
                 abandoned_guard(&guard, round % (2 * guard_every) == 0);

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use locksmith_engine::{Lock, inspect};
+use locksmith_engine::Lock;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         unreachable!("SIGKILL cannot be caught");
     }
     if Path::new(&path).exists() {
-        let j = inspect(path.as_ref())?;
+        let j = lock.inspect()?;
         println!("found a lock: {} ({})", j.verdict, j.evidence.join("; "));
     }
     let guard = lock.acquire()?;

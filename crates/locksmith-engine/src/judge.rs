@@ -413,7 +413,7 @@ pub trait Witness: Send + Sync + std::fmt::Debug {
 /// the descriptors of other processes only when a lock would otherwise be stale). It knows
 /// nothing of containers or other hosts: an owner it cannot check is `foreign`, never `stale`.
 /// A program that links the scanner too can give the engine the scanner's richer evidence
-/// instead ([`crate::Lock::witness`]).
+/// instead ([`crate::LockWith::witness`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Direct;
 

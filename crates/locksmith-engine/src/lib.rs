@@ -34,7 +34,7 @@
 //!   file, then PID + start time + boot id + host, then the heartbeat. Its evidence comes from
 //!   a [`Witness`]: the engine's own [`Direct`] (the kernel asked about this one file and this
 //!   one owner; an owner it cannot check is `foreign`, never `stale`) unless the caller gives
-//!   another ([`Lock::witness`], [`inspect_by`], [`reclaim_by`]). The locksmith scanner gives
+//!   another ([`LockWith::witness`]; [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). The locksmith scanner gives
 //!   its evidence snapshot (holders named from `/proc/locks`, PID namespaces, containers,
 //!   other hosts), and its `locksmith` dialect judges with this same judge, so the scanner and
 //!   the engine agree by construction.
@@ -72,6 +72,7 @@ pub mod verdict;
 mod witness;
 
 use std::fs::File;
+use std::marker::PhantomData;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -124,9 +125,27 @@ pub enum Mechanism {
     Fallback,
 }
 
-/// A lock to take: the path and the options (builder).
+/// Where the evidence on an existing lock comes from unless the caller gives a witness
+/// ([`LockWith::witness`]): the witness a [`LockWith<W>`] starts with is `W`'s.
+pub trait DefaultWitness {
+    fn witness() -> Arc<dyn Witness>;
+}
+
+impl DefaultWitness for Direct {
+    fn witness() -> Arc<dyn Witness> {
+        Arc::new(Direct)
+    }
+}
+
+/// A lock judged with the engine's own evidence ([`Direct`]) unless given another witness.
+pub type Lock = LockWith<Direct>;
+
+/// A lock to take, inspect or reclaim: the path and the options (builder). `W` names the
+/// witness it judges with unless given another ([`DefaultWitness`]); a program that links
+/// richer evidence names its own `Lock` with it (as locksmith's `locksmith::engine::Lock`
+/// does with the scanner's evidence).
 #[derive(Debug, Clone)]
-pub struct Lock {
+pub struct LockWith<W> {
     path: PathBuf,
     timeout: Option<Duration>,
     poll_interval: Duration,
@@ -134,20 +153,22 @@ pub struct Lock {
     mechanism: Mechanism,
     windows: StaleWindows,
     witness: Arc<dyn Witness>,
+    default: PhantomData<fn() -> W>,
 }
 
-impl Lock {
+impl<W: DefaultWitness> LockWith<W> {
     /// A lock at `path`, waiting forever in [`acquire`](Lock::acquire), no heartbeat (except
     /// on network file systems), OFD locks where available.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Lock {
+        LockWith {
             path: path.into(),
             timeout: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
             heartbeat: None,
             mechanism: Mechanism::Auto,
             windows: StaleWindows::default(),
-            witness: Arc::new(Direct),
+            witness: W::witness(),
+            default: PhantomData,
         }
     }
 
@@ -192,8 +213,8 @@ impl Lock {
         self
     }
 
-    /// Where the judge's evidence on an existing lock comes from (the engine's own
-    /// [`Direct`] by default; a scanner can give its richer evidence).
+    /// Where the judge's evidence on an existing lock comes from (`W`'s witness by default:
+    /// [`Direct`] for a [`Lock`]; a scanner can give its richer evidence).
     pub fn witness(mut self, witness: Arc<dyn Witness>) -> Self {
         self.witness = witness;
         self
@@ -201,6 +222,54 @@ impl Lock {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Judges the lock at the path now: verdict, evidence and owner ([`judge`], with this
+    /// lock's witness and windows). Never modifies anything and never takes a lock.
+    pub fn inspect(&self) -> Result<Judgement, EngineError> {
+        let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
+        match remove::examine(&place, &self.windows, false)? {
+            Existing::Judged(ex) => Ok(ex.judgement),
+            Existing::HeldUnreadable(j) => Ok(*j),
+            _ => Err(place.err(ErrorKind::NotFound)),
+        }
+    }
+
+    /// Removes the lock at the path only if it is stale right now. Returns the judgement that
+    /// allowed the removal.
+    pub fn reclaim(&self) -> Result<Judgement, EngineError> {
+        self.reclaim_with(None, |_, _| Ok(()))
+    }
+
+    /// Removes the lock at the path only if it is stale right now, following the engine
+    /// protocol: the exclusive right on the stale inode is taken (its OFD lock where the file
+    /// system has them, and the guard file for a record held without a kernel lock), then the
+    /// path is checked to still name that inode and, when `expected` is given, to be that same
+    /// file (device, inode, size, mtime). `before_unlink` runs while the right is held and the
+    /// identity is verified, with the content and the judgement; if it fails nothing is
+    /// removed. A lock that is not stale is an [`ErrorKind::NotStale`] error saying what it is
+    /// now.
+    pub fn reclaim_with(
+        &self,
+        expected: Option<Identity>,
+        before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+    ) -> Result<Judgement, EngineError> {
+        let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
+        reclaim_place(place, expected, &self.windows, before_unlink)
+    }
+
+    /// [`reclaim_with`](LockWith::reclaim_with) for the entry `name` of a directory the caller
+    /// has already opened and checked (a scanner reaches it from its root without following
+    /// symlinks): nothing is resolved through the path, which names the lock in messages only.
+    pub fn reclaim_at(
+        &self,
+        dir: std::os::fd::OwnedFd,
+        name: &std::ffi::OsStr,
+        expected: Option<Identity>,
+        before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
+    ) -> Result<Judgement, EngineError> {
+        let place = Place::at(dir, name, &self.path)?.witnessed(Arc::clone(&self.witness));
+        reclaim_place(place, expected, &self.windows, before_unlink)
     }
 
     /// Takes the lock if it can be taken now: free, or held by a stale owner (the stale file
@@ -430,97 +499,6 @@ impl Drop for LockGuard {
     fn drop(&mut self) {
         let _ = self.release_inner();
     }
-}
-
-/// Judges the lock at `path` now: verdict, evidence and owner ([`judge`], with the engine's
-/// own evidence and the default windows). Never modifies anything and never takes a lock.
-pub fn inspect(path: &Path) -> Result<Judgement, EngineError> {
-    inspect_with(path, StaleWindows::default())
-}
-
-/// [`inspect`] with given stale windows.
-pub fn inspect_with(
-    path: &Path,
-    windows: impl Into<StaleWindows>,
-) -> Result<Judgement, EngineError> {
-    inspect_by(path, windows, Arc::new(Direct))
-}
-
-/// [`inspect_with`], judging with evidence from `witness`.
-pub fn inspect_by(
-    path: &Path,
-    windows: impl Into<StaleWindows>,
-    witness: Arc<dyn Witness>,
-) -> Result<Judgement, EngineError> {
-    let place = Place::open(path)?.witnessed(witness);
-    match remove::examine(&place, &windows.into(), false)? {
-        Existing::Judged(ex) => Ok(ex.judgement),
-        Existing::HeldUnreadable(j) => Ok(*j),
-        _ => Err(place.err(ErrorKind::NotFound)),
-    }
-}
-
-/// Removes the lock at `path` only if it is stale right now. Returns the judgement that
-/// allowed the removal.
-pub fn reclaim(path: &Path) -> Result<Judgement, EngineError> {
-    reclaim_with(path, None, |_, _| Ok(()))
-}
-
-/// Removes the lock at `path` only if it is stale right now, following the engine protocol:
-/// the exclusive right on the stale inode is taken (its OFD lock where the file system has
-/// them, and the guard file for a record held without a kernel lock), then the path is
-/// checked to still name that inode and, when `expected` is given, to be that same file
-/// (device, inode, size, mtime). `before_unlink` runs while the right is held and the
-/// identity is verified, with the content and the judgement; if it fails nothing is removed. A lock that is not stale is an
-/// [`ErrorKind::NotStale`] error saying what it is now.
-pub fn reclaim_with(
-    path: &Path,
-    expected: Option<Identity>,
-    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
-) -> Result<Judgement, EngineError> {
-    reclaim_with_windows(path, expected, StaleWindows::default(), before_unlink)
-}
-
-/// [`reclaim_with`] with given stale windows.
-pub fn reclaim_with_windows(
-    path: &Path,
-    expected: Option<Identity>,
-    windows: impl Into<StaleWindows>,
-    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
-) -> Result<Judgement, EngineError> {
-    reclaim_by(path, expected, windows, Arc::new(Direct), before_unlink)
-}
-
-/// [`reclaim_with_windows`], judging with evidence from `witness`.
-pub fn reclaim_by(
-    path: &Path,
-    expected: Option<Identity>,
-    windows: impl Into<StaleWindows>,
-    witness: Arc<dyn Witness>,
-    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
-) -> Result<Judgement, EngineError> {
-    let place = Place::open(path)?.witnessed(witness);
-    reclaim_place(place, expected, &windows.into(), before_unlink)
-}
-
-/// [`reclaim_by`] for the entry `name` of a directory the caller has already opened and
-/// checked (a scanner reaches it from its root without following symlinks): nothing is
-/// resolved through `path`, which names the lock in messages only.
-pub fn reclaim_at(
-    dir: std::os::fd::OwnedFd,
-    name: &std::ffi::OsStr,
-    path: &Path,
-    expected: Option<Identity>,
-    windows: impl Into<StaleWindows>,
-    witness: Arc<dyn Witness>,
-    before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
-) -> Result<Judgement, EngineError> {
-    reclaim_place(
-        Place::at(dir, name, path)?.witnessed(witness),
-        expected,
-        &windows.into(),
-        before_unlink,
-    )
 }
 
 fn reclaim_place(

@@ -7,7 +7,7 @@ use std::process::{Child, Command};
 
 use locksmith_engine::record::Record;
 use locksmith_engine::verdict::Verdict;
-use locksmith_engine::{ErrorKind, Lock, inspect, reclaim};
+use locksmith_engine::{ErrorKind, Lock};
 
 /// A fallback record (no kernel lock) naming `pid`, written on this host and boot.
 fn record_of(pid: u32) -> Record {
@@ -46,10 +46,10 @@ fn a_dead_owner_is_stale_and_reclaimed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dead.lock");
     write(&path, &record_of(dead_pid()));
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence.iter().any(|e| e.contains("ESRCH")), "{j:?}");
-    reclaim(&path).unwrap();
+    Lock::new(&path).reclaim().unwrap();
     assert!(!path.exists());
 }
 
@@ -59,13 +59,13 @@ fn a_live_owner_is_live_and_its_lock_is_not_taken() {
     let path = dir.path().join("live.lock");
     let sleeper = Sleeper(Command::new("sleep").arg("300").spawn().unwrap());
     write(&path, &record_of(sleeper.0.id()));
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert_eq!(j.process.as_ref().map(|p| p.name.as_str()), Some("sleep"));
     let e = Lock::new(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
     assert!(matches!(
-        reclaim(&path).unwrap_err().kind(),
+        Lock::new(&path).reclaim().unwrap_err().kind(),
         ErrorKind::NotStale(_)
     ));
     assert!(path.exists());
@@ -81,7 +81,7 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
     let mut reused = record_of(sleeper.0.id());
     reused.start_time = Some(1);
     write(&path, &reused);
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence[0].contains("reused"), "{j:?}");
 
@@ -89,12 +89,18 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
     remote.hostname = "another-host.invalid".into();
     remote.boot_id = Some("00000000-0000-0000-0000-000000000001".into());
     write(&path, &remote);
-    assert_eq!(inspect(&path).unwrap().verdict, Verdict::Foreign);
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
 
     let mut namespaced = record_of(dead_pid());
     namespaced.pid_ns = Some(1);
     write(&path, &namespaced);
-    assert_eq!(inspect(&path).unwrap().verdict, Verdict::Foreign);
+    assert_eq!(
+        Lock::new(&path).inspect().unwrap().verdict,
+        Verdict::Foreign
+    );
 }
 
 #[test]
@@ -105,7 +111,7 @@ fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
     let mut old = record_of(sleeper.0.id());
     old.boot_id = Some("00000000-0000-0000-0000-000000000001".into());
     write(&path, &old);
-    let j = inspect(&path).unwrap();
+    let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence[0].contains("earlier boot"), "{j:?}");
 }

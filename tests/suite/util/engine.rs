@@ -162,7 +162,7 @@ pub fn child_main() {
             std::process::exit(0); // a crash: no release
         }
         "reclaim-pause" => {
-            let r = locksmith::engine::reclaim_with(Path::new(path), None, |_, _| {
+            let r = locksmith::engine::Lock::new(Path::new(path)).reclaim_with(None, |_, _| {
                 say("paused");
                 read_command();
                 Ok(())
