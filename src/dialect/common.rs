@@ -60,28 +60,7 @@ pub fn kind_name(kind: EntryKind) -> &'static str {
     }
 }
 
-/// Lists holders as `pid 42 (flock, apt-get)`.
-pub fn describe_holders(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|h| {
-            let pid = if h.pid > 0 {
-                format!("pid {}", h.pid)
-            } else {
-                "a process not visible here".to_string()
-            };
-            match &h.name {
-                Some(n) => format!(
-                    "{pid} ({}, {})",
-                    h.how.as_str(),
-                    crate::text::truncate(n, 32)
-                ),
-                None => format!("{pid} ({})", h.how.as_str()),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub use crate::verdict::describe_holders;
 
 /// `live` when a kernel lock is held on `key`: the kernel's word beats anything the content
 /// says. `what` names the file in the evidence ("the lock file", "terraform.tfstate").

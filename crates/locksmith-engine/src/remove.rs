@@ -120,7 +120,7 @@ fn unreadable(place: &Place) -> Unreadable {
         Verdict::Live,
         format!(
             "held: a kernel lock is held on it by {} (/proc/locks)",
-            judge::describe_holders(&holders)
+            super::verdict::describe_holders(&holders)
         ),
     )
     .because(format!(

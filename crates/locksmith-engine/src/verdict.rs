@@ -200,6 +200,26 @@ pub struct Holder {
     pub container: Option<ContainerInfo>,
 }
 
+/// Lists holders as `pid 42 (flock, apt-get)`: raw text, names as the process table has them
+/// (a view escapes it).
+pub fn describe_holders(holders: &[Holder]) -> String {
+    holders
+        .iter()
+        .map(|h| {
+            let pid = if h.pid > 0 {
+                format!("pid {}", h.pid)
+            } else {
+                "a process not visible here".to_string()
+            };
+            match &h.name {
+                Some(n) => format!("{pid} ({}, {})", h.how.as_str(), n),
+                None => format!("{pid} ({})", h.how.as_str()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A verdict with everything that justifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judgement {

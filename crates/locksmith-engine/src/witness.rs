@@ -40,22 +40,3 @@ pub fn kernel_holders(place: &Place, meta: &Metadata) -> Vec<Holder> {
     };
     place.witness.look().kernel_holders(&file)
 }
-
-/// Lists holders as `pid 42 (flock, apt-get)` (names as the process table has them).
-pub fn describe_holders(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|h| {
-            let pid = if h.pid > 0 {
-                format!("pid {}", h.pid)
-            } else {
-                "a process not visible here".to_string()
-            };
-            match &h.name {
-                Some(n) => format!("{pid} ({}, {})", h.how.as_str(), n),
-                None => format!("{pid} ({})", h.how.as_str()),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
