@@ -180,19 +180,11 @@ pub fn judge_pid(claim: &PidClaim<'_>, snap: &Snapshot) -> Judgement {
     if let (Some(theirs), Some(ours)) = (claim.boot_id, our_boot)
         && theirs != ours
     {
-        if claim.hostname.is_none() && claim.network_fs() {
-            return Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "written by another kernel (boot id {theirs}) on a network file system, naming no host"
-                ),
-            );
-        }
-        return Judgement::new(
-            Verdict::Stale,
-            format!(
-                "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
-            ),
+        return locksmith_engine::judge::another_boot(
+            theirs,
+            ours,
+            claim.hostname.is_some(),
+            claim.network_fs(),
         );
     }
     if claim.network_fs() && claim.hostname.is_none() && !same_kernel {

@@ -437,6 +437,27 @@ struct DirectEvidence {
     taken_ms: i64,
 }
 
+/// The PID rule for a record written by another kernel (its boot id `theirs` is not this
+/// kernel's `ours`) that names no other host: an earlier boot of this host, so `stale`; unless
+/// it names no host at all and lies on a network file system, where another machine may have
+/// written it: `foreign`. The scanner's PID rules use it too.
+pub fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool) -> Judgement {
+    if !names_host && network_fs {
+        return Judgement::new(
+            Verdict::Foreign,
+            format!(
+                "written by another kernel (boot id {theirs}) on a network file system, naming no host"
+            ),
+        );
+    }
+    Judgement::new(
+        Verdict::Stale,
+        format!(
+            "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
+        ),
+    )
+}
+
 /// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
 const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 
@@ -502,20 +523,7 @@ impl Evidence for DirectEvidence {
         if let (Some(theirs), Some(ours)) = (rec.boot_id.as_deref(), ours)
             && theirs != ours
         {
-            if rec.hostname.is_none() && file.fs.network {
-                return Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "written by another kernel (boot id {theirs}) on a network file system, naming no host"
-                    ),
-                );
-            }
-            return Judgement::new(
-                Verdict::Stale,
-                format!(
-                    "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
-                ),
-            );
+            return another_boot(theirs, ours, rec.hostname.is_some(), file.fs.network);
         }
         if file.fs.network && rec.hostname.is_none() && !same_kernel {
             return Judgement::new(
