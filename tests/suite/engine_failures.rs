@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::util::engine::*;
-use locksmith::engine::{ErrorKind, Lock};
+use locksmith::engine::{self, ErrorKind, Lock, Record};
 
 /// A file system mounted on a fresh directory for one test; unmounted when dropped.
 struct Mount {
@@ -244,33 +244,27 @@ fn a_killed_fallback_acquirer_leaves_nothing_for_long() {
     // A temporary file of a process killed before it could remove it (made by hand here, named
     // as the engine names them, for a PID that is gone): the next holder clears it at release.
     let dir = tempfile::tempdir().unwrap();
-    let host = locksmith::probe::HostFacts::probe();
-    let boot: String = host
-        .boot_id
-        .clone()
-        .unwrap()
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(8)
-        .collect();
     let dead = dead_pid();
-    let leftover = format!(
-        ".locksmith-{boot}-{}-{dead}-1-0123456789abcdef.tmp",
-        host.pid_ns.unwrap()
-    );
+    let temp = |pid: u32, start: Option<u64>, boot_id: Option<String>| {
+        let mut rec = Record::for_this_process(false, None);
+        rec.token = "0123456789abcdef".into();
+        rec.pid = pid;
+        rec.start_time = start;
+        if boot_id.is_some() {
+            rec.boot_id = boot_id;
+        }
+        engine::temp_name(&rec).into_string().unwrap()
+    };
+    let leftover = temp(dead as u32, Some(1), None);
     std::fs::write(dir.path().join(&leftover), "").unwrap();
     // One of a live process (ours) and one of another kernel: both are left alone.
-    let ours = format!(
-        ".locksmith-{boot}-{}-{}-{}-0123456789abcdef.tmp",
-        host.pid_ns.unwrap(),
+    let ours = temp(
         std::process::id(),
-        locksmith::probe::process::own_start_ticks().unwrap()
+        locksmith::probe::process::own_start_ticks(),
+        None,
     );
     std::fs::write(dir.path().join(&ours), "").unwrap();
-    let other = format!(
-        ".locksmith-0badc0de-{}-{dead}-1-0123456789abcdef.tmp",
-        host.pid_ns.unwrap()
-    );
+    let other = temp(dead as u32, Some(1), Some("0badc0de".into()));
     std::fs::write(dir.path().join(&other), "").unwrap();
     // An abandoned reclaim guard: a record of a dead process.
     std::fs::write(

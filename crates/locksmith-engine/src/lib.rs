@@ -83,6 +83,7 @@ pub use fs::{FsInfo, FsKind};
 pub use identity::Identity;
 pub use judge::{Direct, Evidence, LockFile, Witness};
 pub use record::{ParsedRecord, Record, RecordFormat};
+pub use sweep::temp_name;
 
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;

@@ -29,7 +29,9 @@ const SUFFIX: &str = ".tmp";
 /// A temporary file whose creator cannot be checked from here is removed after this long.
 const FOREIGN_TEMP_MAX_AGE_MS: i64 = 3_600_000;
 
-/// The name of a new temporary file for `record`'s creator (this process).
+/// The name of a new temporary file for `record`'s creator (this process): it names the
+/// creator (boot id prefix, PID namespace, PID, start ticks), so that a holder can clear the
+/// leftovers of creators that are gone at release.
 pub fn temp_name(record: &Record) -> OsString {
     let boot: String = record
         .boot_id
@@ -196,25 +198,13 @@ mod tests {
         let pid = child.id() as i32;
         child.wait().unwrap();
         let host = Here::probe();
-        let boot: String = host
-            .boot_id
-            .clone()
-            .unwrap()
-            .chars()
-            .filter(char::is_ascii_hexdigit)
-            .take(8)
-            .collect();
-        let dead = Creator {
-            boot: boot.clone(),
-            pid_ns: host.pid_ns,
-            pid,
-            start_ticks: Some(1),
-        };
+        let mut rec = Record::for_this_process(false, None);
+        rec.pid = pid as u32;
+        rec.start_time = Some(1);
+        let dead = parse_temp_name(&temp_name(&rec)).expect("parses");
         assert!(creator_gone(&dead, &host));
-        let elsewhere = Creator {
-            boot: "00000000".into(),
-            ..dead
-        };
+        rec.boot_id = Some("00000000".into());
+        let elsewhere = parse_temp_name(&temp_name(&rec)).expect("parses");
         assert!(!creator_gone(&elsewhere, &host));
     }
 }
