@@ -1242,17 +1242,7 @@ fn resize_redraws_at_the_new_size() {
 
 #[test]
 fn scrolling_keeps_the_selection_on_screen() {
-    let many: Vec<Finding> = (0..100)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(100, 0), opts(Theme::COLOR, false));
     let _ = draw(&mut app, 80, 12);
     for _ in 0..30 {
         keys(&mut app, "j");
@@ -1269,17 +1259,7 @@ fn scrolling_keeps_the_selection_on_screen() {
 
 #[test]
 fn a_long_reclaim_dialog_keeps_its_buttons_on_screen() {
-    let many: Vec<Finding> = (0..30)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(30, 0), opts(Theme::COLOR, false));
     keys(&mut app, "D");
     let text = screen(&draw(&mut app, 80, 24));
     assert!(text.contains("Reclaim 30 stale locks?"), "{text}");
@@ -1307,19 +1287,24 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
 
 // ----- scrolling, fitting and messages -----
 
-/// `n` stale pidfiles `/d/000.pid`… and, for the filter, three notes (one stale, one live,
-/// one unknown) that sort among them.
-fn many_with_notes(n: usize) -> Vec<Finding> {
-    let mut out: Vec<Finding> = (0..n)
+/// `n` stale pidfiles `/d/000.pid`, `/d/001.pid`, ... owned by PIDs from `first_pid` up.
+fn stale_pidfiles(n: usize, first_pid: i64) -> Vec<Finding> {
+    (0..n)
         .map(|i| {
             finding(
                 &format!("/d/{i:03}.pid"),
                 "pidfile",
                 Verdict::Stale,
-                Some(i as i64 + 100),
+                Some(first_pid + i as i64),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// `n` stale pidfiles `/d/000.pid`… and, for the filter, three notes (one stale, one live,
+/// one unknown) that sort among them.
+fn many_with_notes(n: usize) -> Vec<Finding> {
+    let mut out = stale_pidfiles(n, 100);
     out.push(finding(
         "/home/me/notes/.a.swp",
         "vim-swap",
@@ -1435,17 +1420,7 @@ fn the_detail_pane_scrolls_to_the_evidence_and_the_whole_hex_dump() {
 
 #[test]
 fn the_dialog_of_many_locks_lists_and_scrolls_to_every_one() {
-    let many: Vec<Finding> = (0..20)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(20, 0), opts(Theme::COLOR, false));
     keys(&mut app, "D");
     let text = screen(&draw(&mut app, 80, 24));
     assert!(text.contains("/d/000.pid"), "{text}");
