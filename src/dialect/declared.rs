@@ -88,7 +88,7 @@ impl TryFrom<Raw> for Declared {
 
     fn try_from(r: Raw) -> Result<Self, String> {
         let at =
-            |key: &str, msg: String| format!("declared dialect {:?}, key `{key}`: {msg}", r.name);
+            |key: &str, msg: String| format!("declared dialect \"{}\", key `{key}`: {msg}", r.name);
         let valid_name = !r.name.is_empty()
             && r.name.len() <= 40
             && r.name
@@ -124,7 +124,7 @@ impl TryFrom<Raw> for Declared {
                 .literal_separator(true)
                 .backslash_escape(true)
                 .build()
-                .map_err(|e| at("patterns", format!("bad glob {p:?}: {}", e.kind())))?;
+                .map_err(|e| at("patterns", format!("bad glob \"{p}\": {}", e.kind())))?;
         }
         match &r.format {
             Format::Lines { pid, host } => {
@@ -169,7 +169,7 @@ impl TryFrom<Raw> for Declared {
             if p.is_empty() || p.contains('/') {
                 return Err(at(
                     "programs",
-                    format!("{p:?} is not a program name (a file name without '/')"),
+                    format!("\"{p}\" is not a program name (a file name without '/')"),
                 ));
             }
         }
@@ -198,7 +198,7 @@ pub fn deserialize_list<'de, D: Deserializer<'de>>(
     for (i, a) in list.iter().enumerate() {
         if list[..i].iter().any(|b| b.name == a.name) {
             return Err(de::Error::custom(format!(
-                "declared dialect {:?}, key `name`: declared twice",
+                "declared dialect \"{}\", key `name`: declared twice",
                 a.name
             )));
         }
@@ -211,9 +211,10 @@ pub fn deserialize_list<'de, D: Deserializer<'de>>(
 /// when the message is not about a declaration or the key cannot be found.
 pub fn locate_error(text: &str, message: &str) -> Option<(usize, usize)> {
     let rest = message.split("declared dialect ").nth(1)?;
-    let name_end = rest.find(", key `")?;
-    let name: String = serde_json::from_str(&rest[..name_end]).ok()?;
-    let key = rest[name_end + 7..].split('`').next()?;
+    let rest = rest.strip_prefix('"')?;
+    let name_end = rest.find("\", key `")?;
+    let name = &rest[..name_end];
+    let key = rest[name_end + 8..].split('`').next()?;
     let quoted = serde_json::to_string(&name).ok()?;
     // The declaration: the object around `"name": "<name>"`.
     let at = text.match_indices(&quoted).map(|(i, _)| i).find(|&i| {
@@ -357,26 +358,26 @@ fn parse(format: &Format, content: &[u8]) -> Result<Fields, String> {
                 serde_json::from_slice(content).map_err(|e| format!("not JSON: {e}"))?;
             let obj = v.as_object().ok_or("not a JSON object")?;
             let p = match obj.get(pid) {
-                Some(serde_json::Value::Number(n)) => {
-                    n.as_i64().ok_or(format!("key {pid:?} is not an integer"))?
-                }
+                Some(serde_json::Value::Number(n)) => n
+                    .as_i64()
+                    .ok_or(format!("key \"{pid}\" is not an integer"))?,
                 Some(serde_json::Value::String(s)) => {
-                    common::parse_pid(s).map_err(|e| format!("key {pid:?}: {e}"))?
+                    common::parse_pid(s).map_err(|e| format!("key \"{pid}\": {e}"))?
                 }
-                Some(_) => return Err(format!("key {pid:?} is not a PID")),
-                None => return Err(format!("no key {pid:?}")),
+                Some(_) => return Err(format!("key \"{pid}\" is not a PID")),
+                None => return Err(format!("no key \"{pid}\"")),
             };
             let h = match host.as_ref().map(|k| (k, obj.get(k))) {
                 Some((_, Some(serde_json::Value::String(s)))) if !s.is_empty() => Some(s.clone()),
                 Some((k, _)) => {
-                    return Err(format!("key {k:?} (the host) is missing or not a string"));
+                    return Err(format!("key \"{k}\" (the host) is missing or not a string"));
                 }
                 None => None,
             };
             let t = match time.as_ref().map(|k| (k, obj.get(k))) {
                 Some((_, Some(serde_json::Value::String(s)))) => Some(
                     s.parse::<jiff::Timestamp>()
-                        .map_err(|e| format!("key {:?}: {e}", time.as_deref().unwrap_or("")))?
+                        .map_err(|e| format!("key \"{}\": {e}", time.as_deref().unwrap_or("")))?
                         .as_millisecond(),
                 ),
                 Some((_, Some(serde_json::Value::Number(n)))) => {
@@ -389,7 +390,7 @@ fn parse(format: &Format, content: &[u8]) -> Result<Fields, String> {
                     })
                 }
                 Some((k, _)) => {
-                    return Err(format!("key {k:?} (the time) is missing or not a time"));
+                    return Err(format!("key \"{k}\" (the time) is missing or not a time"));
                 }
                 None => None,
             };

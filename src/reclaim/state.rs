@@ -260,12 +260,17 @@ impl StateDir {
                         (meta, Content::Owned(text.into_bytes()))
                     }
                     FileType::Directory => {
-                        let note = format!(
-                            "{} was a lock directory ({}); it was removed with rmdir\n",
-                            crate::text::display_path(&f.path),
-                            f.dialect
+                        // The raw path, as for the copies of files: whoever shows the
+                        // note escapes it.
+                        let mut note = f.path.as_os_str().as_bytes().to_vec();
+                        note.extend_from_slice(
+                            format!(
+                                " was a lock directory ({}); it was removed with rmdir\n",
+                                f.dialect
+                            )
+                            .as_bytes(),
                         );
-                        (meta, Content::Owned(note.into_bytes()))
+                        (meta, Content::Owned(note))
                     }
                     _ => {
                         return Err(io::Error::other(
@@ -979,6 +984,28 @@ mod tests {
             "{e}"
         );
         assert_eq!(saved_names(state.path()).len(), 1);
+    }
+
+    #[test]
+    fn the_note_for_a_lock_directory_keeps_the_raw_path() {
+        let t = tempfile::tempdir().unwrap();
+        let name = OsStr::from_bytes(b"job\x1b[31m\xe2\x80\xae\xff.lock");
+        let lock = t.path().join(name);
+        std::fs::create_dir(&lock).unwrap();
+        let state = Arc::new(
+            StateDir::open(&t.path().join("s"), CopyLimits::default(), true)
+                .unwrap()
+                .unwrap(),
+        );
+        let parent = std::fs::File::open(t.path()).unwrap();
+        let staged = state
+            .stage(&finding(&lock), Source::At(parent.as_fd(), name))
+            .unwrap();
+        let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        let note = std::fs::read(&copy).unwrap();
+        let mut want = lock.as_os_str().as_bytes().to_vec();
+        want.extend_from_slice(b" was a lock directory (pidfile); it was removed with rmdir\n");
+        assert_eq!(note, want, "{}", String::from_utf8_lossy(&note));
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnsw
     if !plain_host_name(host) {
         return Err(AskFailure::new(
             FailureKind::NotAHostName,
-            format!("{host:?} is not asked"),
+            format!("\"{host}\" is not asked"),
         ));
     }
     let remote = remote_command(claims, cfg);

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::{Report, age_secs};
+use super::{Counts, Report, age_secs};
 use crate::dialect::EntryKind;
 use crate::evidence::fmt_ms;
 use crate::outcome::{Action, Outcome};
@@ -45,12 +45,9 @@ pub struct Host {
 #[derive(Debug, Serialize)]
 pub struct Summary {
     pub entries: u64,
-    pub locks: u64,
-    pub live: u64,
-    pub stale: u64,
-    pub free: u64,
-    pub foreign: u64,
-    pub unknown: u64,
+    /// `locks` and the count of each verdict, in the schema's order.
+    #[serde(flatten)]
+    pub counts: Counts,
     pub errors: u64,
     pub elapsed_ms: u64,
 }
@@ -108,12 +105,7 @@ impl Report {
             roots: self.roots.iter().map(|p| text::json_path(p)).collect(),
             summary: Summary {
                 entries: self.entries,
-                locks: counts.locks,
-                live: counts.live,
-                stale: counts.stale,
-                free: counts.free,
-                foreign: counts.foreign,
-                unknown: counts.unknown,
+                counts,
                 errors: self.errors.len() as u64,
                 elapsed_ms: self.elapsed.as_millis() as u64,
             },

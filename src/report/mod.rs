@@ -39,8 +39,8 @@ pub struct Report {
     pub reclaimed: Option<Vec<Outcome>>,
 }
 
-/// Counts per verdict.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Counts per verdict (serialized as the JSON summary's fields of the same names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
     pub locks: u64,
     pub live: u64,

@@ -133,11 +133,12 @@ impl AskConfig {
     fn host_set(&self) -> Result<GlobSet, String> {
         let mut b = GlobSetBuilder::new();
         for h in &self.hosts {
-            b.add(
-                Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
-                    format!("ask_hosts.hosts: {h:?} is not a valid host pattern: {e}")
-                })?,
-            );
+            b.add(Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
+                format!(
+                    "ask_hosts.hosts: \"{h}\" is not a valid host pattern: {}",
+                    e.kind()
+                )
+            })?);
         }
         b.build().map_err(|e| format!("ask_hosts.hosts: {e}"))
     }

@@ -130,33 +130,53 @@ fn sample() -> Vec<Finding> {
     ]
 }
 
+/// Feeds a finding of scan `generation` to the app.
+fn found(app: &mut App, generation: u64, f: Finding) {
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Found(Box::new(f)),
+    });
+}
+
+/// Feeds a "permission denied" error at `path` of scan `generation` to the app.
+fn denied(app: &mut App, generation: u64, path: &str) {
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Error(ScanError::other(PathBuf::from(path), "permission denied")),
+    });
+}
+
+/// Feeds the progress of scan `generation` to the app.
+fn progress(app: &mut App, generation: u64, entries: u64, locks: u64) {
+    app.update(Msg::Scan {
+        generation,
+        event: ScanEvent::Progress { entries, locks },
+    });
+}
+
+/// Ends scan `generation` with these counts.
+fn scan_done(app: &mut App, generation: u64, entries: u64, locks: u64, elapsed_ms: u64) {
+    app.update(Msg::ScanDone {
+        generation,
+        summary: ScanSummary {
+            entries,
+            locks,
+            elapsed_ms,
+            ..ScanSummary::default()
+        },
+    });
+}
+
 fn app_with(findings: Vec<Finding>, o: Options) -> App {
     let mut app = App::new(o, NOW);
     let Effect::Scan { generation } = app.rescan() else {
         panic!("rescan must start a scan")
     };
     for f in findings {
-        app.update(Msg::Scan {
-            generation,
-            event: ScanEvent::Found(Box::new(f)),
-        });
+        found(&mut app, generation, f);
     }
-    app.update(Msg::Scan {
-        generation,
-        event: ScanEvent::Progress {
-            entries: 12_345,
-            locks: 5,
-        },
-    });
-    app.update(Msg::ScanDone {
-        generation,
-        summary: ScanSummary {
-            entries: 12_345,
-            locks: 5,
-            elapsed_ms: 420,
-            ..ScanSummary::default()
-        },
-    });
+    progress(&mut app, generation, 12_345, 5);
+    scan_done(&mut app, generation, 12_345, 5, 420);
     app.refresh();
     app
 }
@@ -269,16 +289,13 @@ fn the_first_row_stays_selected_while_rows_stream_in_until_the_user_moves() {
     let Effect::Scan { generation } = app.rescan() else {
         unreachable!()
     };
-    let found = |app: &mut App, f: Finding| {
-        app.update(Msg::Scan {
-            generation,
-            event: ScanEvent::Found(Box::new(f)),
-        });
+    let show = |app: &mut App, f: Finding| {
+        found(app, generation, f);
         app.refresh();
     };
-    found(&mut app, live_with_process("/srv/app/web.pid"));
+    show(&mut app, live_with_process("/srv/app/web.pid"));
     assert_eq!(selected(&app), "/srv/app/web.pid");
-    found(
+    show(
         &mut app,
         finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(1)),
     );
@@ -288,7 +305,7 @@ fn the_first_row_stays_selected_while_rows_stream_in_until_the_user_moves() {
         "the stale lock on top is selected"
     );
     keys(&mut app, "j");
-    found(
+    show(
         &mut app,
         finding("/a/first.pid", "pidfile", Verdict::Stale, Some(2)),
     );
@@ -357,10 +374,11 @@ fn selection_follows_the_path_across_refreshes() {
     // New stale locks sort before it: it keeps the selection.
     let generation = app.progress.generation;
     for p in ["/a/1.pid", "/a/2.pid"] {
-        app.update(Msg::Scan {
+        found(
+            &mut app,
             generation,
-            event: ScanEvent::Found(Box::new(finding(p, "pidfile", Verdict::Stale, Some(5)))),
-        });
+            finding(p, "pidfile", Verdict::Stale, Some(5)),
+        );
     }
     app.refresh();
     assert_eq!(selected(&app), "/srv/app/web.pid");
@@ -754,49 +772,21 @@ fn scan_events_stream_in_and_a_complete_scan_drops_what_it_did_not_find() {
     assert!(app.progress.scanning);
     assert_eq!(app.visible_len(), 5, "rows stay while the new scan runs");
     // Events of the old scan are ignored.
-    app.update(Msg::Scan {
-        generation: old,
-        event: ScanEvent::Found(Box::new(finding(
-            "/old/x.pid",
-            "pidfile",
-            Verdict::Stale,
-            Some(3),
-        ))),
-    });
-    app.update(Msg::Scan {
+    found(
+        &mut app,
+        old,
+        finding("/old/x.pid", "pidfile", Verdict::Stale, Some(3)),
+    );
+    found(
+        &mut app,
         generation,
-        event: ScanEvent::Found(Box::new(finding(
-            "/srv/app/worker.pid",
-            "pidfile",
-            Verdict::Stale,
-            Some(4242),
-        ))),
-    });
-    app.update(Msg::Scan {
-        generation,
-        event: ScanEvent::Error(ScanError::other(
-            PathBuf::from("/root/secret"),
-            "permission denied",
-        )),
-    });
-    app.update(Msg::Scan {
-        generation,
-        event: ScanEvent::Progress {
-            entries: 77,
-            locks: 1,
-        },
-    });
+        finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(4242)),
+    );
+    denied(&mut app, generation, "/root/secret");
+    progress(&mut app, generation, 77, 1);
     assert_eq!(app.progress.entries, 77);
     assert_eq!(app.progress.errors, 1);
-    app.update(Msg::ScanDone {
-        generation,
-        summary: ScanSummary {
-            entries: 80,
-            locks: 1,
-            elapsed_ms: 10,
-            ..ScanSummary::default()
-        },
-    });
+    scan_done(&mut app, generation, 80, 1, 10);
     app.refresh();
     assert!(!app.progress.scanning);
     assert_eq!(order(&app), ["/srv/app/worker.pid"]);
@@ -1203,13 +1193,7 @@ fn progress_shows_while_scanning() {
     let text = screen(&draw(&mut app, 80, 10));
     assert!(text.contains("scanning… 0 entries · 0 locks"), "{text}");
     assert!(text.contains("looking for locks…"), "{text}");
-    app.update(Msg::Scan {
-        generation,
-        event: ScanEvent::Progress {
-            entries: 123_456,
-            locks: 0,
-        },
-    });
+    progress(&mut app, generation, 123_456, 0);
     let text = screen(&draw(&mut app, 80, 10));
     assert!(text.contains("scanning… 123,456 entries"), "{text}");
 }
@@ -1258,17 +1242,7 @@ fn resize_redraws_at_the_new_size() {
 
 #[test]
 fn scrolling_keeps_the_selection_on_screen() {
-    let many: Vec<Finding> = (0..100)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(100, 0), opts(Theme::COLOR, false));
     let _ = draw(&mut app, 80, 12);
     for _ in 0..30 {
         keys(&mut app, "j");
@@ -1285,17 +1259,7 @@ fn scrolling_keeps_the_selection_on_screen() {
 
 #[test]
 fn a_long_reclaim_dialog_keeps_its_buttons_on_screen() {
-    let many: Vec<Finding> = (0..30)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(30, 0), opts(Theme::COLOR, false));
     keys(&mut app, "D");
     let text = screen(&draw(&mut app, 80, 24));
     assert!(text.contains("Reclaim 30 stale locks?"), "{text}");
@@ -1323,19 +1287,24 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
 
 // ----- scrolling, fitting and messages -----
 
-/// `n` stale pidfiles `/d/000.pid`… and, for the filter, three notes (one stale, one live,
-/// one unknown) that sort among them.
-fn many_with_notes(n: usize) -> Vec<Finding> {
-    let mut out: Vec<Finding> = (0..n)
+/// `n` stale pidfiles `/d/000.pid`, `/d/001.pid`, ... owned by PIDs from `first_pid` up.
+fn stale_pidfiles(n: usize, first_pid: i64) -> Vec<Finding> {
+    (0..n)
         .map(|i| {
             finding(
                 &format!("/d/{i:03}.pid"),
                 "pidfile",
                 Verdict::Stale,
-                Some(i as i64 + 100),
+                Some(first_pid + i as i64),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// `n` stale pidfiles `/d/000.pid`… and, for the filter, three notes (one stale, one live,
+/// one unknown) that sort among them.
+fn many_with_notes(n: usize) -> Vec<Finding> {
+    let mut out = stale_pidfiles(n, 100);
     out.push(finding(
         "/home/me/notes/.a.swp",
         "vim-swap",
@@ -1451,17 +1420,7 @@ fn the_detail_pane_scrolls_to_the_evidence_and_the_whole_hex_dump() {
 
 #[test]
 fn the_dialog_of_many_locks_lists_and_scrolls_to_every_one() {
-    let many: Vec<Finding> = (0..20)
-        .map(|i| {
-            finding(
-                &format!("/d/{i:03}.pid"),
-                "pidfile",
-                Verdict::Stale,
-                Some(i),
-            )
-        })
-        .collect();
-    let mut app = app_with(many, opts(Theme::COLOR, false));
+    let mut app = app_with(stale_pidfiles(20, 0), opts(Theme::COLOR, false));
     keys(&mut app, "D");
     let text = screen(&draw(&mut app, 80, 24));
     assert!(text.contains("/d/000.pid"), "{text}");
@@ -1631,36 +1590,15 @@ fn a_background_rescan_adds_and_drops_rows_quietly() {
     assert!(!text.contains("scanning"), "{text}");
     assert!(text.contains("12,345 entries"), "{text}");
     for f in sample().into_iter().skip(1) {
-        app.update(Msg::Scan {
-            generation,
-            event: ScanEvent::Found(Box::new(f)),
-        });
+        found(&mut app, generation, f);
     }
-    app.update(Msg::Scan {
+    found(
+        &mut app,
         generation,
-        event: ScanEvent::Found(Box::new(finding(
-            "/srv/app/new.pid",
-            "pidfile",
-            Verdict::Stale,
-            Some(77),
-        ))),
-    });
-    app.update(Msg::Scan {
-        generation,
-        event: ScanEvent::Error(ScanError::other(
-            PathBuf::from("/root/private"),
-            "permission denied",
-        )),
-    });
-    app.update(Msg::ScanDone {
-        generation,
-        summary: ScanSummary {
-            entries: 12_346,
-            locks: 5,
-            elapsed_ms: 300,
-            ..ScanSummary::default()
-        },
-    });
+        finding("/srv/app/new.pid", "pidfile", Verdict::Stale, Some(77)),
+    );
+    denied(&mut app, generation, "/root/private");
+    scan_done(&mut app, generation, 12_346, 5, 300);
     app.refresh();
     let paths = order(&app);
     assert!(paths.contains(&"/srv/app/new.pid".to_string()), "{paths:?}");

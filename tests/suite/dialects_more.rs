@@ -297,9 +297,12 @@ fn gnupg_dotlock_agrees_with_gpg() {
         }
     }
     let _agent = Agent(home.clone());
-    let gen_key = |uid: &str| {
-        let mut c = Command::new("gpg");
-        c.arg("--homedir")
+    // `gpg --quick-gen-key UID` in `home`, run through `wrapper` (such as `timeout 3`).
+    let gen_key = |wrapper: &[&str], uid: &str| {
+        let argv: Vec<&str> = wrapper.iter().copied().chain(["gpg"]).collect();
+        let mut c = Command::new(argv[0]);
+        c.args(&argv[1..])
+            .arg("--homedir")
             .arg(&home)
             .args([
                 "--batch",
@@ -316,7 +319,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
             .stderr(Stdio::piped());
         c
     };
-    let out = gen_key("A <a@example.org>").output().unwrap();
+    let out = gen_key(&[], "A <a@example.org>").output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -330,25 +333,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
     write(&lock, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
     expect(&lock, "pidfile", Verdict::Live);
     let out = util::run_bounded(
-        {
-            let mut c = Command::new("timeout");
-            c.arg("3")
-                .arg("gpg")
-                .arg("--homedir")
-                .arg(&home)
-                .args([
-                    "--batch",
-                    "--passphrase",
-                    "",
-                    "--quick-gen-key",
-                    "B <b@example.org>",
-                    "ed25519",
-                    "sign",
-                    "never",
-                ])
-                .stdin(Stdio::null());
-            c
-        },
+        gen_key(&["timeout", "3"], "B <b@example.org>"),
         Duration::from_secs(30),
     );
     let err = String::from_utf8_lossy(&out.stderr);
@@ -359,7 +344,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
     write(&lock, format!("{dead:10}\n{}\n", hostname()));
     let f = expect(&lock, "pidfile", Verdict::Stale);
     assert_evidence(&f, &format!("no process {dead}"));
-    let out = gen_key("C <c@example.org>").output().unwrap();
+    let out = gen_key(&[], "C <c@example.org>").output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("removing stale lockfile"), "gpg said: {err}");
 

@@ -388,3 +388,39 @@ fn lock_held_message_escapes_the_path_and_the_holder_once() {
     );
     assert!(!err.contains("\\\\"), "escaped twice: {err}");
 }
+
+#[test]
+fn configuration_errors_escape_the_users_text_once() {
+    // Each configuration names a bad value with an escape byte and a bidi override in it.
+    for config in [
+        serde_json::json!({"dialects": [{
+            "name": "mine",
+            "patterns": ["[\x1b\u{202e}"],
+            "format": "kernel-lock",
+        }]}),
+        serde_json::json!({"dialects": [{
+            "name": "mine",
+            "patterns": ["*.mine"],
+            "format": "kernel-lock",
+            "programs": ["bin/\x1b\u{202e}"],
+        }]}),
+        serde_json::json!({"dialects": [{
+            "name": "mi\x1b\u{202e}ne",
+            "patterns": ["*.mine"],
+            "format": "kernel-lock",
+        }]}),
+        serde_json::json!({"ask_hosts": {"hosts": ["[\x1b\u{202e}"]}}),
+    ] {
+        let env = Env::new();
+        let file = env.path().join("config/locksmith/config.json");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, config.to_string()).unwrap();
+        let out = env.scan(&["--color=never"], env.path());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{config}: {err}");
+        assert!(!terminal_unsafe(&err), "{err:?}");
+        assert_eq!(err.matches("\\x1b\\u{202e}").count(), 1, "{config}: {err}");
+        assert!(!err.contains("\\\\"), "escaped twice: {err}");
+        assert!(!err.contains("\\u{1b}"), "escaped twice: {err}");
+    }
+}
