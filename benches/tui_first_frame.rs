@@ -11,7 +11,8 @@
 //! Run: `cargo bench --bench tui_first_frame` (env: `TUI_BENCH_DIRS`, `TUI_BENCH_FILES` per
 //! directory, `TUI_BENCH_RUNS`). The tree is generated in a temp dir: DIRS directories of
 //! FILES empty files each, with a stale pidfile in one directory of every 50. Or point
-//! `TUI_BENCH_TREE` at an existing tree (e.g. one made by `benches/make_tree.py`).
+//! `TUI_BENCH_TREE` at an existing tree (e.g. one made by `benches/make_tree.py`), and
+//! `TUI_BENCH_BIN` at another build of locksmith to compare two builds on the same tree.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -69,7 +70,9 @@ fn run_once(tree: &Path, state: &Path) -> Times {
             pixel_height: 0,
         })
         .unwrap();
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_locksmith"));
+    let bin =
+        std::env::var_os("TUI_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_locksmith").into());
+    let mut cmd = CommandBuilder::new(bin);
     cmd.arg(tree);
     cmd.arg("--readonly");
     cmd.env("TERM", "xterm-256color");
