@@ -113,14 +113,31 @@ impl Sshfs {
     }
 
     /// Names in the exported directory, as the server sees them (no cache in between).
+    ///
+    /// A file unlinked while this side still has it open is renamed `.fuse_hidden*` by sshfs and
+    /// removed when the kernel delivers the close (FUSE's RELEASE, which is asynchronous: close()
+    /// returns before sshfs has seen it). So while such names are listed, this waits up to 5 s
+    /// for them to go; one that stays is returned, and fails the test's comparison.
     pub fn server_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.export)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+        let list = || {
+            let mut v: Vec<String> = std::fs::read_dir(&self.export)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let v = list();
+            if !v.iter().any(|n| n.starts_with(".fuse_hidden"))
+                || std::time::Instant::now() >= deadline
+            {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 
