@@ -29,11 +29,12 @@ const ARROW_WIDTH: u16 = 2;
 /// whose every cell is `-` (nothing known).
 pub type ContentWidths = [u16; Column::ALL.len()];
 
-/// At most this many columns per column, whatever the content.
+/// At most this many columns per column, whatever the content. Every built-in dialect's id
+/// fits whole (a test checks); a longer declared one is cut.
 fn cap(c: Column) -> u16 {
     match c {
         Column::Verdict => 9,
-        Column::Dialect => 14,
+        Column::Dialect => 20,
         Column::Pid => 10,
         Column::Command => 16,
         Column::Host => 16,
@@ -248,6 +249,17 @@ fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_built_in_dialect_id_fits_its_column() {
+        for d in locksmith::dialect::registry() {
+            let id = d.id();
+            assert!(
+                clamp16(text::width(id.as_str())) <= cap(Column::Dialect),
+                "{id} is cut in the table"
+            );
+        }
+    }
 
     fn widths(pairs: &[(Column, u16)]) -> ContentWidths {
         let mut w = [0; Column::ALL.len()];
