@@ -403,7 +403,9 @@ impl Guard {
             } else {
                 let age_ms =
                     jiff::Timestamp::now().as_millisecond() - Identity::of(&ex.meta).mtime_ms();
-                ex.judgement.verdict == Verdict::Stale || age_ms > GUARD_MAX_AGE_MS
+                ex.judgement.verdict == Verdict::Stale
+                    || (ofd.is_some() && owner_gone_only_writers(&ex))
+                    || age_ms > GUARD_MAX_AGE_MS
             };
             if !abandoned {
                 return Ok(None);
@@ -431,6 +433,28 @@ impl Guard {
         Ok(self.place.identity()? == Some((self.dev, self.ino))
             && (self.kernel_lock || super::create::names_token(&self.place, &self.token)?))
     }
+}
+
+/// Whether a guard's owner has exited (in our PID namespace) and all that keeps the guard
+/// "live" is other processes having it open for writing. Reclaimers racing for a guard open it
+/// read-write to try its OFD lock, so, unlike a lock (whose owner's children inherit its
+/// descriptor), a guard's writers are no sign of a holder: a guard is held by the reclaiming
+/// process itself, for milliseconds. Asked only while we hold the guard's OFD lock.
+fn owner_gone_only_writers(ex: &Examined) -> bool {
+    use super::host::{self, Process};
+    let j = &ex.judgement;
+    let Some(rec) = super::record::ParsedRecord::parse(&ex.content) else {
+        return false;
+    };
+    let Some(pid) = rec.pid.and_then(|p| i32::try_from(p).ok()) else {
+        return false;
+    };
+    j.verdict == Verdict::Live
+        && !j.holders.is_empty()
+        && j.holders.iter().all(|h| h.pid != pid)
+        && rec.pid_ns.is_some()
+        && rec.pid_ns == host::pid_ns_of("self")
+        && matches!(host::process(pid), Process::Absent | Process::Exited)
 }
 
 fn id_of(meta: &Metadata) -> (u64, u64) {
