@@ -1443,9 +1443,13 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
             .stderr(Stdio::null()),
     );
     let index = repo.join(".git/index.lock");
-    wait_until("index.lock", || {
-        fs::metadata(&index).is_ok_and(|m| m.len() > 0)
+    // Git has written the new index once its editor runs: only then may the lock be aged.
+    wait_until("git to start its editor", || {
+        crate::util::group_members(commit.pid())
+            .iter()
+            .any(|(_, comm)| comm == "sleep")
     });
+    assert!(fs::metadata(&index).is_ok_and(|m| m.len() > 0));
     old(&index);
     let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", commit.pid()));
