@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-pub use crate::dialect::locksmith::ScannerWitness;
+pub use crate::judge::ScannerWitness;
 pub use locksmith_engine::*;
 
 /// A lock judged with the scanner's evidence unless given another witness.

@@ -3,12 +3,12 @@
 //! programs can take locks that heal after a crash.
 //!
 //! Data flows one way: [`probe`] (the machine) → [`probe::Snapshot`] (one per scan) →
-//! [`dialect`] judges (with [`evidence`] rules) → [`scan`] findings → [`report`] / UI →
-//! [`reclaim`] through the [`engine`].
+//! [`dialect`]s say what each lock claims → the [`judge`] turns claims and evidence into a
+//! verdict → [`scan`] findings → [`report`] / UI → [`reclaim`] through the [`engine`].
 
 pub mod dialect;
 pub mod engine;
-pub mod evidence;
+pub mod judge;
 pub mod outcome;
 pub mod probe;
 pub mod reclaim;
@@ -21,4 +21,5 @@ pub mod verdict;
 #[cfg(test)]
 mod architecture;
 
-pub use verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
+pub use judge::Judgement;
+pub use verdict::{Holder, HolderHow, Owner, ProcessInfo, Proof, Rule, Verdict};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::verdict::Judgement;
+use crate::judge::Judgement;
 
 /// What reclaim did with one lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,9 @@
-//! Verdicts and the evidence that backs them: the engine's types ([`locksmith_engine::verdict`]),
-//! which the scanner, the dialects and the reports share.
+//! Verdicts and the evidence that backs them: the engine's types
+//! ([`locksmith_engine::verdict`]), which the scanner, the dialects and the reports share. The
+//! scanner's judgement itself is [`crate::judge::Judgement`]: only the judge can make it
+//! `stale`.
 
-pub use locksmith_engine::verdict::*;
+pub use locksmith_engine::verdict::{
+    ContainerId, ContainerInfo, Holder, HolderHow, Owner, ProcessInfo, Proof, RemoteClaim, Rule,
+    Verdict, describe_holders,
+};

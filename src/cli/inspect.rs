@@ -23,7 +23,7 @@ pub fn run(args: InspectArgs) -> i32 {
                     "alive: {}{}",
                     escape(p.name.as_deref().unwrap_or("?")),
                     p.start_ms
-                        .map(|ms| format!(", started {}", locksmith::evidence::fmt_ms(ms)))
+                        .map(|ms| format!(", started {}", locksmith::judge::fmt_ms(ms)))
                         .unwrap_or_default()
                 ),
                 PidStatus::Absent => "no such process".into(),

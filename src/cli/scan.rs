@@ -83,7 +83,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         let stale = report
             .findings
             .iter()
-            .filter(|f| f.judgement.verdict == Verdict::Stale);
+            .filter(|f| f.judgement.verdict() == Verdict::Stale);
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again.
         let outcomes = reclaim::reclaim_all_settled(stale, &config, &opts, |judged, fresh| {

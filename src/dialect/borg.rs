@@ -15,17 +15,17 @@
 
 use std::path::Path;
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Borg;
 
 const PATTERNS: &[&str] = &["lock.exclusive", "lock.roster"];
 
 /// borg runs as `borg` (a frozen binary) or in a Python interpreter.
-const BORG: &[&str] = &["borg", "python"];
+const BORG: &[&str] = &["borg", "borg.exe"];
 
 /// One owner: `(hostid, pid, thread)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,8 +80,6 @@ pub fn parse_roster(content: &[u8]) -> Result<Vec<(&'static str, BorgId)>, Strin
     Ok(out)
 }
 
-/// Whether a borg host id is this host's: `hostname@node` with our hostname and one of our
-/// network interfaces' addresses.
 fn is_this_host(hostid: &str, snap: &Snapshot) -> bool {
     let Some((name, node)) = hostid.rsplit_once('@') else {
         return false;
@@ -89,86 +87,65 @@ fn is_this_host(hostid: &str, snap: &Snapshot) -> bool {
     name == snap.host.hostname
         && node
             .parse::<u64>()
-            .is_ok_and(|n| support::mac_nodes().contains(&n))
+            .is_ok_and(|n| snap.mac_nodes().contains(&n))
 }
 
-/// Judges one owner.
-fn judge_owner(id: &BorgId, written_ms: i64, c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    if !is_this_host(&id.host, snap) {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "borg host id {} is not this host's ({}@<network address>): borg itself assumes such an owner alive",
-                crate::text::truncate(&id.host, 80),
-                snap.host.hostname
-            ),
-        );
-    }
-    if id.thread != 0 {
-        return Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "thread {:x} of process {}: borg cannot tell whether a thread lives, and neither can we",
-                id.thread, id.pid
-            ),
-        );
-    }
-    let claim = PidClaim {
-        pid: id.pid,
-        written_ms: Some(written_ms),
-        expect: BORG,
-        ..PidClaim::default()
-    };
-    judge_pid(&common::file_claim(c, claim), snap)
+/// One owner as a claim: its host as borg names it (`HOSTNAME@NODE`) when that is not this
+/// host, where borg itself assumes the owner alive; a thread cannot outlive its process, so
+/// the process's PID is what is checked.
+fn owner_claim(id: &BorgId, written_ms: i64, label: String, snap: &Snapshot) -> OwnerClaim {
+    let host = (!is_this_host(&id.host, snap)).then(|| id.host.clone());
+    OwnerClaim::pid(id.pid, Writers::named(BORG))
+        .host(host)
+        .written(Some(written_ms))
+        .label(label)
 }
 
-fn judge_dir(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
-    let members = match support::list_dir(c.path, 64) {
+/// The lock directory `lock.exclusive`: one member file per owner.
+fn read_dir(c: &Candidate<'_>, snap: &Snapshot) -> Said {
+    let members = match snap.list_dir(c.path, 64) {
         Ok(m) => m,
         Err(e) => {
-            return common::unparseable("borg", format!("cannot list the lock directory: {e}"))
-                .into();
+            return Said::unparseable("borg", format!("cannot list the lock directory: {e}"));
         }
     };
-    let mut parts = Vec::new();
     let mut owner = Owner::default();
+    let mut claims = Vec::new();
     for (name, meta) in &members {
+        let label = format!("owner {}", crate::text::truncate(name, 80));
         match parse_member(name) {
             Some(id) => {
                 owner.pid.get_or_insert(id.pid);
                 owner.hostname.get_or_insert(common::field(&id.host));
-                let j = judge_owner(&id, crate::probe::mtime_ms(meta), c, snap);
-                parts.push((format!("owner {}", crate::text::truncate(name, 80)), j));
+                claims.push(owner_claim(&id, crate::probe::mtime_ms(meta), label, snap));
             }
-            None => parts.push((
-                format!("member {}", crate::text::truncate(name, 80)),
-                Judgement::new(
-                    Verdict::Unknown,
-                    "not named host.pid-thread as borg names its members",
-                ),
-            )),
+            None => {
+                return Judgement::unknown(format!(
+                    "member {} is not named host.pid-thread as borg names its members",
+                    crate::text::truncate(name, 80)
+                ))
+                .into();
+            }
         }
     }
-    if parts.is_empty() {
-        let j = Judgement::new(
-            Verdict::Unknown,
+    if claims.is_empty() {
+        return Judgement::unknown(
             "the lock directory is empty: borg makes it, then writes its member file; it names no owner to check",
         )
-        .because(support::age_line(c.meta, snap));
-        return j.into();
+        .because(common::age_line(c.meta, snap))
+        .into();
     }
     owner.detail = Some(repo_detail(c.path));
-    let mut j = support::aggregate(parts);
-    if j.verdict == Verdict::Stale {
-        j.evidence.push(advice(c.path));
-    }
-    Decision::owned(owner, j)
+    Said::claims(owner)
+        .claim(Claim::Owners(claims))
+        .note(When::IfStale, advice(c.path))
 }
 
-fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
+/// The roster `lock.roster`: every exclusive and shared owner.
+fn read_roster(c: &Candidate<'_>, snap: &Snapshot) -> Said {
     let owners = match parse_roster(c.content) {
         Ok(o) => o,
-        Err(why) => return common::unparseable("borg roster", why).into(),
+        Err(why) => return Said::unparseable("borg roster", why),
     };
     let mut owner = Owner {
         detail: Some(repo_detail(c.path)),
@@ -176,39 +153,56 @@ fn judge_roster(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
     };
     if owners.is_empty() {
         let exclusive = c.path.with_file_name("lock.exclusive");
-        if std::fs::symlink_metadata(&exclusive).is_ok() {
-            return Judgement::new(
-                Verdict::Unknown,
+        if snap.lstat(&exclusive).is_ok() {
+            return Judgement::unknown(
                 "the roster lists no owner, but lock.exclusive exists beside it: a borg may be updating it",
             )
             .into();
         }
-        let j = Judgement::new(
-            Verdict::Stale,
-            "the roster lists no owner and no lock.exclusive exists beside it: borg removes the roster when its last owner leaves",
-        );
-        return Decision::owned(owner, j);
+        // borg removes the roster when its last owner leaves: an empty one was left by a
+        // borg that stopped while writing it, if no borg works on this repository.
+        let repo = c.path.parent().unwrap_or(c.path).to_path_buf();
+        return Said::claims(owner).claim(Contract {
+            writer: Writers::named(BORG),
+            what: "borg",
+            at: format!("repository {}", common::field(&repo.to_string_lossy())),
+            says: "borg removes the roster when its last owner leaves (`borg break-lock` removes a leftover one)".into(),
+            place: repo.clone(),
+            scope: Scope::Dirs {
+                dirs: vec![repo],
+                named: repository_args,
+                env: &["BORG_REPO"],
+            },
+            min_hold_ms: 2_000,
+        });
     }
-    let mut parts = Vec::new();
+    let mut claims = Vec::new();
     for (kind, id) in &owners {
         owner.pid.get_or_insert(id.pid);
         owner.hostname.get_or_insert(common::field(&id.host));
-        let j = judge_owner(id, c.mtime_ms(), c, snap);
-        parts.push((
-            format!(
-                "{kind} owner {}.{}-{:x}",
-                crate::text::truncate(&id.host, 80),
-                id.pid,
-                id.thread
-            ),
-            j,
-        ));
+        let label = format!(
+            "{kind} owner {}.{}-{:x}",
+            crate::text::truncate(&id.host, 80),
+            id.pid,
+            id.thread
+        );
+        claims.push(owner_claim(id, c.mtime_ms(), label, snap));
     }
-    let mut j = support::aggregate(parts);
-    if j.verdict == Verdict::Stale {
-        j.evidence.push(advice(c.path));
-    }
-    Decision::owned(owner, j)
+    Said::claims(owner)
+        .claim(Claim::Owners(claims))
+        .note(When::IfStale, advice(c.path))
+}
+
+/// The repositories a borg command line names: `REPO` or `REPO::ARCHIVE` arguments that are
+/// paths.
+fn repository_args(cmd: &[String]) -> Vec<std::path::PathBuf> {
+    cmd.iter()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(|a| a.split("::").next().unwrap_or(a))
+        .filter(|a| a.contains('/') && !a.contains("://"))
+        .map(std::path::PathBuf::from)
+        .collect()
 }
 
 fn repo_detail(path: &Path) -> String {
@@ -241,11 +235,11 @@ impl Dialect for Borg {
         }
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         match c.kind {
-            EntryKind::Dir => judge_dir(c, snap),
-            EntryKind::File => judge_roster(c, snap),
-            k => common::unparseable("borg", format!("it is {}", common::kind_name(k))).into(),
+            EntryKind::Dir => read_dir(c, snap),
+            EntryKind::File => read_roster(c, snap),
+            k => Said::unparseable("borg", format!("it is {}", common::kind_name(k))),
         }
     }
 }

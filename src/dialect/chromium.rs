@@ -1,18 +1,17 @@
 //! `chromium`: the `SingletonLock` symlink a Chromium-family browser (and every Electron app)
 //! keeps in its user-data directory while it runs; its text is `HOSTNAME-PID`.
 //!
-//! Liveness: same host, the PID alive, started before the link was made, and a browser. A
-//! process with another name proves nothing by its name alone (Electron apps are named after
-//! themselves), so it counts as the owner when it has files in this profile open, and as an
-//! unrelated process (stale) when it has none. Before anything is called stale, the profile's
-//! `SingletonSocket` is looked up: a browser listening on it is alive, whatever PID namespace
-//! it runs in.
+//! Liveness: a browser listening on the profile's `SingletonSocket` is alive, whatever PID
+//! namespace it runs in; so is the lock's PID when it has files in this profile open (Electron
+//! apps are named after themselves). Otherwise the PID rules: same host, the PID alive and
+//! started before the link was made — `live` for a known browser, `unknown` for any other
+//! name (a name proves nothing).
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
-use crate::probe::{PidState, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, Writers};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct Chromium;
 
@@ -67,10 +66,9 @@ impl Dialect for Chromium {
         c.kind == EntryKind::Symlink && c.file_name() == "SingletonLock"
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(target) = c.link_target.filter(|_| c.kind == EntryKind::Symlink) else {
-            return Judgement::new(
-                Verdict::Unknown,
+            return Judgement::unknown(
                 "named SingletonLock but is not a symlink: Chromium's lock is a symlink HOSTNAME-PID",
             )
             .into();
@@ -78,72 +76,47 @@ impl Dialect for Chromium {
         let text = String::from_utf8_lossy(target.as_os_str().as_encoded_bytes()).into_owned();
         let (host, pid) = match parse(&text) {
             Ok(v) => v,
-            Err(why) => return common::unparseable("Chromium SingletonLock", why).into(),
+            Err(why) => return Said::unparseable("Chromium SingletonLock", why),
         };
         let owner = Owner {
             pid: Some(pid),
             hostname: Some(host.clone()),
             ..Owner::default()
         };
-        let claim = PidClaim {
-            pid,
-            hostname: Some(&host),
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&common::file_claim(c, claim), snap);
-        if j.verdict == Verdict::Live
-            && let PidState::Alive(f) = snap.pid(pid as i32)
-            && !f.is_one_of(BROWSERS)
-        {
-            let profile = c.path.parent().unwrap_or(std::path::Path::new("/"));
-            match common::has_open_under(f.pid, profile) {
-                Some(true) => j.evidence.push(format!(
-                    "process {} ({}) is not a known browser name, but has files in this profile open",
-                    f.pid,
-                    crate::text::truncate(&f.comm, 32)
-                )),
-                Some(false) => {
-                    j.verdict = Verdict::Stale;
-                    j.evidence = vec![format!(
-                        "process {} is \"{}\" ({}), not a browser, and has no file of this profile open: the PID belongs to an unrelated process",
-                        f.pid,
-                        crate::text::truncate(&f.comm, 32),
-                        f.exe.as_deref().map(|e| crate::text::truncate(e, 200)).unwrap_or_else(|| "exe unknown".into())
-                    )];
-                }
-                None => j.evidence.push(format!(
-                    "process {} ({}) is not a known browser name; its open files cannot be read",
-                    f.pid,
-                    crate::text::truncate(&f.comm, 32)
-                )),
-            }
+        let profile = c.path.parent().unwrap_or(std::path::Path::new("/"));
+        // The browser answers on its socket: alive, whatever PID namespace it runs in (a
+        // Flatpak sandbox, a container sharing this host name).
+        if let Some(socket) = listening_singleton_socket(c.path, snap) {
+            return Said::settled(Judgement::live(format!(
+                "a process listens on the profile's SingletonSocket {} (/proc/net/unix)",
+                common::field(&socket)
+            )))
+            .owner(owner);
         }
-        if j.verdict == Verdict::Stale
-            && let Some(socket) = listening_singleton_socket(c.path, snap)
+        // Electron apps are named after themselves: the lock's PID with files of this profile
+        // open is its owner, whatever its name.
+        if host == snap.host.hostname
+            && let Ok(p) = i32::try_from(pid)
+            && let Some(f) = snap.pid(p).facts().filter(|f| f.state != 'Z')
+            && snap.has_open_under(p, profile) == Some(true)
         {
-            // The browser answers on its socket: its PID must be in another PID namespace
-            // (a Flatpak sandbox, a container sharing this host name).
-            let mut live = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "a process listens on the profile's SingletonSocket {} (/proc/net/unix)",
-                    common::field(&socket)
-                ),
-            );
-            live.evidence.push(format!(
-                "so PID {pid} is not this host's view of the browser: {}",
-                j.evidence.join("; ")
+            let mut j = Judgement::live(format!(
+                "process {pid} ({}) has files in this profile open",
+                crate::text::truncate(&f.comm, 32)
             ));
-            j = live;
+            j.process = Some(snap.process_info(f));
+            return Said::settled(j).owner(owner);
         }
-        Decision::owned(owner, j)
+        Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(BROWSERS)).host(Some(host)))
     }
 }
 
 /// The path the profile's `SingletonSocket` symlink names, if a process listens on a unix
 /// socket bound there.
 fn listening_singleton_socket(lock: &std::path::Path, snap: &Snapshot) -> Option<String> {
-    let target = std::fs::read_link(lock.with_file_name("SingletonSocket")).ok()?;
+    let target = snap
+        .read_link(&lock.with_file_name("SingletonSocket"))
+        .ok()?;
     let target = target.to_str()?.to_string();
     snap.unix_socket_listening(&target).then_some(target)
 }

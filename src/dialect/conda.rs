@@ -9,17 +9,17 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] for the PID in
 //! the name, with conda (a Python program) as the owner.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Conda;
 
 const PATTERNS: &[&str] = &["*.conda_lock"];
 
 /// conda runs in Python (or as a frozen `conda` / `mamba` binary).
-const CONDA: &[&str] = &["conda", "python", "mamba"];
+const CONDA: &[&str] = &["conda", "mamba", "micromamba"];
 
 /// The PID in `<path>.pid<N>.conda_lock`.
 pub fn pid_in_name(name: &str) -> Option<i64> {
@@ -42,35 +42,25 @@ impl Dialect for Conda {
             && c.file_name().as_encoded_bytes().ends_with(b".conda_lock")
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let name = c.file_name().to_string_lossy();
-        let pid = pid_in_name(&name);
-        let owner = Owner {
-            pid,
-            detail: Some("conda lock (PID in the file name)".into()),
-            ..Owner::default()
-        };
-        if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-            return Decision::owned(owner, j);
-        }
-        let Some(pid) = pid else {
-            return Judgement::new(
-                Verdict::Unknown,
+        let Some(pid) = pid_in_name(&name) else {
+            return Judgement::unknown(
                 "named like a conda lock but without .pid<N> in its name: no owner to check",
             )
             .into();
         };
-        let claim = PidClaim {
-            pid,
-            expect: CONDA,
-            ..PidClaim::default()
+        let owner = Owner {
+            pid: Some(pid),
+            detail: Some("conda lock (PID in the file name)".into()),
+            ..Owner::default()
         };
-        let mut j = judge_pid(&common::file_claim(c, claim), snap);
-        if j.verdict == Verdict::Stale {
-            j.evidence
-                .push("`conda clean --lock` removes conda's leftover locks too".into());
-        }
-        Decision::owned(owner, j)
+        Said::claims(owner)
+            .claim(OwnerClaim::pid(pid, Writers::named(CONDA)))
+            .note(
+                When::IfStale,
+                "`conda clean --lock` removes conda's leftover locks too",
+            )
     }
 }
 

@@ -13,13 +13,14 @@
 //! }]
 //! ```
 //!
-//! A declared dialect is judged by the same evidence rules as the built-in ones: a kernel
-//! lock on the file first, then [`crate::evidence::judge_pid`] with the host it names, the
-//! time it records (else its mtime) and the declared programs as the only possible owners
-//! (a live PID running something else is PID reuse). The stale window turns only `foreign`
-//! into `stale` (an owner that cannot be checked here, whose lock has not been touched for
-//! longer than the window). A kernel-lock-only format is `live` while locked and `free`
-//! otherwise, never `stale`.
+//! A declared dialect is judged by the same rules as the built-in ones ([`crate::judge`]): a
+//! kernel lock on the file first, then the PID rules with the host it names, the time it
+//! records (else its mtime) and the declared programs as its known writers (a live PID
+//! running something else that started before the lock is `unknown`: a name proves
+//! nothing). `stale_after_secs` is the declared writers' promise to refresh the lock at least
+//! that often while they hold it: older, with nothing here holding it, it is stale. An
+//! `existence` format names no owner: its age proves something only under that promise. A
+//! kernel-lock-only format is `live` while locked and `free` otherwise, never `stale`.
 //!
 //! Declarations are checked when the configuration is read; a bad one is a configuration
 //! error naming the file, the line and the key at fault. Declared dialects are tried before
@@ -29,10 +30,10 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, de};
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Judgement, OwnerClaim, Refresh, Said, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 /// How the owner is written in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
@@ -55,6 +56,10 @@ pub enum Format {
     },
     /// No owner in the file: the lock is a kernel lock (flock/fcntl) held on it.
     KernelLock,
+    /// No owner: the lock is the file's (or directory's) existence, as `mkdir LOCK` or
+    /// `O_CREAT|O_EXCL` take it. With `stale_after_secs` (the writer's promise to refresh
+    /// it: proper-lockfile's `update`), an older one is stale; without, never by its age.
+    Existence,
 }
 
 /// One declared dialect, checked.
@@ -163,7 +168,15 @@ impl TryFrom<Raw> for Declared {
                     }
                 }
             }
-            Format::KernelLock => {}
+            Format::KernelLock => {
+                if r.stale_after_secs.is_some() {
+                    return Err(at(
+                        "stale_after_secs",
+                        "a kernel-lock format is never stale by age: leave it out".into(),
+                    ));
+                }
+            }
+            Format::Existence => {}
         }
         for p in &r.programs {
             if p.is_empty() || p.contains('/') {
@@ -330,7 +343,7 @@ struct Fields {
 
 fn parse(format: &Format, content: &[u8]) -> Result<Fields, String> {
     match format {
-        Format::KernelLock => Ok(Fields::default()),
+        Format::KernelLock | Format::Existence => Ok(Fields::default()),
         Format::Lines { pid, host } => {
             let text = std::str::from_utf8(content)
                 .map_err(|_| format!("{} is not text", common::excerpt(content)))?;
@@ -414,73 +427,63 @@ impl Dialect for DeclaredDialect {
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         match self.spec.format {
-            Format::KernelLock => matches!(c.kind, EntryKind::File | EntryKind::Dir),
+            Format::KernelLock | Format::Existence => {
+                matches!(c.kind, EntryKind::File | EntryKind::Dir)
+            }
             _ => c.kind == EntryKind::File && parse(&self.spec.format, c.content).is_ok(),
         }
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let what = format!("declared dialect {}", self.id);
         let fields = match parse(&self.spec.format, c.content) {
             Ok(f) => f,
-            Err(why) => return common::unparseable(&what, why).into(),
+            Err(why) => return Said::unparseable(&what, why),
         };
         let owner = Owner {
             pid: fields.pid,
             hostname: fields.host.as_deref().map(common::field),
-            created_at: fields.time_ms.map(crate::evidence::fmt_ms),
+            created_at: fields.time_ms.map(crate::judge::fmt_ms),
             detail: Some(format!("{what} (from the configuration)")),
             ..Owner::default()
         };
-        let j = match (
-            common::kernel_live(snap, c.key(), "the lock file"),
-            fields.pid,
-        ) {
-            (Some(j), _) => j,
-            (None, None) => Judgement::new(
-                Verdict::Free,
+        if self.spec.format == Format::KernelLock {
+            return Said::settled(Judgement::free(
                 "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since its programs lock it in place",
-            ),
-            (None, Some(pid)) => self.judge_pid(c, snap, &fields, pid),
-        };
-        Decision::owned(owner, j)
-    }
-}
-
-impl DeclaredDialect {
-    /// The owner the file names, by the PID rules; with a declared stale window, an owner that
-    /// cannot be checked here is stale once the lock is older than the window.
-    fn judge_pid(
-        &self,
-        c: &Candidate<'_>,
-        snap: &Snapshot,
-        fields: &Fields,
-        pid: i64,
-    ) -> Judgement {
-        let claim = PidClaim {
-            pid,
-            hostname: fields.host.as_deref(),
-            written_ms: fields.time_ms,
-            expect: self.programs,
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&common::file_claim(c, claim), snap);
-        if let Some(window) = self.spec.stale_after_secs
-            && j.verdict == Verdict::Foreign
-        {
-            let age = common::age_ms(c.mtime_ms(), snap);
-            if age > window as i64 * 1000 {
-                j.verdict = Verdict::Stale;
-                j.evidence.push(format!(
-                    "not touched for {}, longer than the declared stale window of {window} s, and nothing here shows its owner alive",
-                    common::fmt_age(age)
-                ));
-            }
+            ))
+            .owner(owner);
         }
-        j
+        let mut said = Said::claims(owner);
+        if let Some(window) = self.spec.stale_after_secs {
+            said = said.claim(Refresh {
+                last_ms: c.mtime_ms(),
+                window_ms: Windows::ms(window),
+                fresh_ms: None,
+                promise: format!(
+                    "the configuration declares that {} refresh it at least every {window} s while they hold it",
+                    if self.programs.is_empty() {
+                        "its programs".to_string()
+                    } else {
+                        self.programs.join(", ")
+                    }
+                ),
+            });
+        }
+        if let Some(pid) = fields.pid {
+            let writers = if self.programs.is_empty() {
+                Writers::ANY
+            } else {
+                Writers::named(self.programs)
+            };
+            said = said.claim(
+                OwnerClaim::pid(pid, writers)
+                    .host(fields.host)
+                    .written(fields.time_ms),
+            );
+        }
+        said
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

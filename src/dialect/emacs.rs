@@ -2,18 +2,28 @@
 //! is `USER@HOST.PID:BOOT_TIME` (boot time in seconds since the epoch, left out when Emacs
 //! cannot tell), or a regular file with the same text where symlinks are not supported.
 //!
-//! Liveness: same host, the PID alive, an emacs, started before the lock was made. Emacs
-//! itself treats a lock naming another boot time as stale; here a mismatch is evidence, and
-//! decides only when the PID does not prove a live emacs (Emacs in a container may read its
-//! boot time from utmp, which is not the kernel's).
+//! Other editors write the same links: Midnight Commander's editor (`src/editor/editlock.c`),
+//! JOE (which writes `me@here.PID` when `USER` and `HOSTNAME` are not exported) and JED.
+//!
+//! Liveness: same host, the PID alive and started before the lock was made: `live` when it
+//! is one of those editors, `unknown` otherwise (a name proves nothing). Emacs itself treats
+//! a lock naming another boot time as stale; here a mismatch is evidence only (Emacs in a
+//! container may read its boot time from utmp, which is not the kernel's).
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, fmt_ms, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Emacs;
+
+/// Programs known to write this lock: Emacs, and the editors that write Emacs's `.#NAME`
+/// links too (Midnight Commander's editor, whose executable is `mc`; JOE and its other
+/// names; JED).
+pub const WRITERS: &[&str] = &[
+    "emacs*", "mc", "mcedit", "joe", "jmacs", "jstar", "jpico", "rjoe", "jed", "xjed",
+];
 
 /// Emacs boot times are rounded; closer than this is the same boot.
 const BOOT_SLACK_SECS: i64 = 60;
@@ -92,17 +102,16 @@ impl Dialect for Emacs {
         }
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(text) = lock_text(c) else {
-            return Judgement::new(
-                Verdict::Unknown,
+            return Judgement::unknown(
                 "named like an emacs lock but is neither a symlink nor a file",
             )
             .into();
         };
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("emacs", why).into(),
+            Err(why) => return Said::unparseable("emacs", why),
         };
         let owner = Owner {
             pid: Some(lock.pid),
@@ -113,62 +122,38 @@ impl Dialect for Emacs {
                 .boot_time
                 .map(|b| format!("emacs boot time {}", fmt_ms(b * 1000))),
         };
-        let j = common::kernel_live(snap, c.key(), "the lock")
-            .unwrap_or_else(|| judge_owner(c, snap, &lock));
-        Decision::owned(owner, j)
-    }
-}
-
-/// The owner the lock names, by the PID rules, with what its boot time says.
-fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, lock: &EmacsLock) -> Judgement {
-    let claim = PidClaim {
-        pid: lock.pid,
-        hostname: Some(&lock.host),
-        expect: &["emacs"],
-        // xemacs, remacs, an emacs built under another name: any "*emacs*" could be one.
-        could_be: Some(|f| {
-            common::names_of(f)
-                .iter()
-                .any(|n| n.to_ascii_lowercase().contains("emacs"))
-        }),
-        ..PidClaim::default()
-    };
-    let mut j = judge_pid(&common::file_claim(c, claim), snap);
-    let same_host = lock.host == snap.host.hostname;
-    if let (Some(theirs), Some(ours), true) = (lock.boot_time, snap.host.boot_time, same_host) {
-        if (theirs - ours).abs() <= BOOT_SLACK_SECS {
-            j.evidence.push(format!(
-                "its boot time {} matches this boot ({})",
-                fmt_ms(theirs * 1000),
-                fmt_ms(ours * 1000)
-            ));
-        } else if j.verdict == Verdict::Live {
-            j.evidence.push(format!(
-                    "its boot time {} differs from this host's boot at {}, but the process is a live emacs that started before the lock",
-                    fmt_ms(theirs * 1000),
-                    fmt_ms(ours * 1000)
+        let mut claim =
+            OwnerClaim::pid(lock.pid, Writers::named(WRITERS)).host(Some(lock.host.clone()));
+        let mut said = Said::claims(owner);
+        let same_host = lock.host == snap.host.hostname;
+        if let (Some(theirs), Some(ours), true) = (lock.boot_time, snap.host.boot_time, same_host) {
+            let (t, o) = (fmt_ms(theirs * 1000), fmt_ms(ours * 1000));
+            if (theirs - ours).abs() <= BOOT_SLACK_SECS {
+                said = said.note(
+                    When::Always,
+                    format!("its boot time {t} matches this boot ({o})"),
+                );
+            } else if c.fs.network {
+                claim.elsewhere = Some(format!(
+                    "on a network file system ({}) and naming boot time {t}, not this host's boot at {o}: it may come from another machine called \"{}\"",
+                    c.fs.kind, lock.host
                 ));
-        } else if j.verdict == Verdict::Stale && c.fs.network {
-            // On a shared file system another machine may carry the same host name.
-            j = Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "on a network file system ({}) and naming boot time {}, not this host's boot at {}: it may come from another machine called \"{}\"",
-                    c.fs.kind,
-                    fmt_ms(theirs * 1000),
-                    fmt_ms(ours * 1000),
-                    lock.host
-                ),
-            );
-        } else if j.verdict == Verdict::Stale {
-            j.evidence.push(format!(
-                "it was made during another boot: its boot time is {}, this host booted at {}",
-                fmt_ms(theirs * 1000),
-                fmt_ms(ours * 1000)
-            ));
+            } else {
+                // Emacs in a container may read its boot time from utmp, which is not the
+                // kernel's: a mismatch is evidence, not proof.
+                said = said
+                    .note(
+                        When::IfStale,
+                        format!("it was made during another boot: its boot time is {t}, this host booted at {o}"),
+                    )
+                    .note(
+                        When::IfLive,
+                        format!("its boot time {t} differs from this host's boot at {o}, but the process is alive and started before the lock"),
+                    );
+            }
         }
+        said.claim(claim)
     }
-    j
 }
 
 #[cfg(test)]

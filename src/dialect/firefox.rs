@@ -5,22 +5,21 @@
 //! Firefox's only in a profile directory (beside `.parentlock`, `times.json` or `prefs.js`).
 //!
 //! Liveness: the kernel lock on `.parentlock` settles it. An unlocked `.parentlock` is `free`
-//! (harmless, never deleted). A `lock` symlink whose `.parentlock` is not locked, on a local
-//! file system, is stale; otherwise its PID is checked.
-
-use std::path::Path;
+//! (harmless, never deleted). A `lock` symlink with the `+` whose `.parentlock` nobody locks,
+//! on a local file system, is stale by that promise; otherwise its PID is checked (a live
+//! process that is not a Mozilla program is `unknown`).
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, Keeps, OwnerClaim, Said, Writers};
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Firefox;
 
 /// Programs that lock Mozilla profiles.
 pub const MOZILLAS: &[&str] = &[
-    "firefox",
+    "firefox*",
     "thunderbird",
     "librewolf",
     "waterfox",
@@ -30,19 +29,6 @@ pub const MOZILLAS: &[&str] = &[
     "palemoon",
     "zen",
 ];
-
-/// Whether a process not on [`MOZILLAS`] could still be a Mozilla program: forks and
-/// rebuilds keep coming (`firefox.real`, `mullvadbrowser`, `basilisk`, ...).
-fn could_be_a_mozilla(f: &crate::probe::ProcFacts) -> bool {
-    common::names_of(f).iter().any(|n| {
-        let n = n.to_ascii_lowercase();
-        [
-            "fox", "wolf", "moz", "bird", "monkey", "moon", "browser", "basilisk", "gecko",
-        ]
-        .iter()
-        .any(|k| n.contains(k))
-    })
-}
 
 /// What the `lock` symlink says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,22 +66,6 @@ pub fn parse(text: &str) -> Result<ProfileLock, String> {
     })
 }
 
-fn parentlock_key(profile: &Path) -> Option<FileKey> {
-    std::fs::symlink_metadata(profile.join(".parentlock"))
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| FileKey::of(&m))
-}
-
-/// Whether the kernel itself says nobody locks the profile's `.parentlock` (a read of
-/// `/proc/locks` can miss an entry; this asks with `F_OFD_GETLK`).
-fn parentlock_unlocked(profile: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let path = profile.join(".parentlock");
-    std::fs::symlink_metadata(&path)
-        .is_ok_and(|m| crate::probe::kernel_locks::held_at(&path, m.dev(), m.ino()) == Some(false))
-}
-
 /// A symlink named `lock` in a profile directory: Firefox's (its text is judged, and
 /// `unknown` if it is not `IP:+PID`). A profile has its `.parentlock` (while Firefox runs and
 /// after), `times.json` (from its creation) or `prefs.js`; other programs' `lock` symlinks
@@ -127,13 +97,12 @@ impl Dialect for Firefox {
         (c.kind == EntryKind::File && c.file_name() == ".parentlock") || is_profile_lock_link(c)
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.file_name() == ".parentlock" && c.kind == EntryKind::File {
-            return judge_parentlock(c, snap).into();
+            return parentlock(c);
         }
         if c.kind != EntryKind::Symlink {
-            return Judgement::new(
-                Verdict::Unknown,
+            return Judgement::unknown(
                 "named like a Firefox profile lock but not the symlink IP:+PID Firefox makes",
             )
             .into();
@@ -144,60 +113,36 @@ impl Dialect for Firefox {
             .unwrap_or_default();
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("Firefox profile", why).into(),
+            Err(why) => return Said::unparseable("Firefox profile", why),
         };
         let owner = Owner {
             pid: Some(lock.pid),
             detail: Some(format!("profile lock from IP {}", common::field(&lock.ip))),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_link(c, snap, &lock))
-    }
-}
-
-/// The `lock` symlink: the kernel lock on the profile's `.parentlock`, then the PID it names.
-fn judge_link(c: &Candidate<'_>, snap: &Snapshot, lock: &ProfileLock) -> Judgement {
-    let profile = c.path.parent().unwrap_or(Path::new("/"));
-    let parent_key = parentlock_key(profile);
-    if let Some(key) = parent_key
-        && let Some(j) = common::kernel_live(snap, key, "the profile's .parentlock")
-    {
-        return j;
-    }
-    let claim = PidClaim {
-        pid: lock.pid,
-        expect: MOZILLAS,
-        could_be: Some(could_be_a_mozilla),
-        ..PidClaim::default()
-    };
-    let j = judge_pid(&common::file_claim(c, claim), snap);
-    if j.verdict == Verdict::Live {
-        return j;
-    }
-    if lock.fcntl
-        && parent_key.is_some()
-        && !c.fs.network
-        && snap.kernel_locks().available()
-        && parentlock_unlocked(profile)
-    {
-        let mut stale = Judgement::new(
-            Verdict::Stale,
-            "no process holds the fcntl lock on the profile's .parentlock, which Firefox holds for as long as it runs (the '+' in the link)",
-        );
-        if j.verdict != Verdict::Unknown {
-            stale.evidence.extend(j.evidence);
+        let parentlock = c.path.with_file_name(".parentlock");
+        let mut said =
+            Said::claims(owner).claim(OwnerClaim::pid(lock.pid, Writers::named(MOZILLAS)));
+        if let Ok(meta) = snap.lstat(&parentlock)
+            && meta.is_file()
+        {
+            said = said.held_with(FileKey::of(&meta), "the profile's .parentlock");
+            if lock.fcntl {
+                said = said.claim(Keeps::KernelLock {
+                    path: parentlock,
+                    what: "the profile's .parentlock".into(),
+                    promise: "Firefox holds an fcntl lock on .parentlock for as long as it runs (the '+' in the link)".into(),
+                });
+            }
         }
-        return stale;
+        said
     }
-    j
 }
 
-fn judge_parentlock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), ".parentlock") {
-        return j;
-    }
-    let mut j = Judgement::new(
-        Verdict::Free,
+/// `.parentlock`: `live` while locked (the judge asks the kernel first), else `free`: Firefox
+/// keeps the file, and it is harmless.
+fn parentlock(c: &Candidate<'_>) -> Said {
+    let mut j = Judgement::free(
         "no process holds an fcntl lock on .parentlock (/proc/locks): no Firefox uses this profile; the file is harmless and Firefox keeps it",
     );
     if c.fs.network {
@@ -206,7 +151,7 @@ fn judge_parentlock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
             c.fs.kind
         ));
     }
-    j
+    j.into()
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@
 //! says which. `free` needs evidence that the file's writers use kernel locks.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, Said};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Verdict};
 
 pub struct Flock;
 
@@ -76,22 +76,17 @@ impl Dialect for Flock {
         empty_lock_file(c) || (c.kind == EntryKind::File && well_known(c))
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
-        // Processes with the file open are shown too (a waiter has it open, unlocked).
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
+        // Processes with the file open are shown too (a waiter has it open, unlocked). A
+        // kernel lock held on it makes it `live` before this verdict is looked at.
         let openers = snap.openers(c.key());
-        if let Some(mut j) = common::kernel_live(snap, c.key(), "the file") {
-            common::add_holders(&mut j, openers);
-            return j.into();
-        }
         let mut j = if well_known(c) {
-            Judgement::new(
-                Verdict::Free,
+            Judgement::free(
                 "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
             )
             .because("its writers (dpkg, apt, cargo) lock it with kernel locks and never remove it")
         } else {
-            Judgement::new(
-                Verdict::Unknown,
+            Judgement::unknown(
                 "no process holds a kernel lock on it (/proc/locks), but nothing says its writer uses kernel locks",
             )
             .because(

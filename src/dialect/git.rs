@@ -5,25 +5,28 @@
 //! `NAME~pid.lock` holding `pid N`. `git gc` keeps `gc.pid` (`PID HOSTNAME`) while it runs.
 //!
 //! Liveness: a kernel lock or a process with the file open; the PID of the companion file; a
-//! git process working in the repository — its working directory (or `GIT_DIR`) inside the
-//! work tree, a linked worktree or the git directory, compared by inode so that symlinks and
-//! containers do not hide it (`git commit` waiting in its editor keeps `index.lock` without
-//! holding it open). With none of those, on a local file system, a lock older than
-//! [`Windows::git_min_age_secs`] is stale; the evidence lists the git processes checked.
+//! git process working in the repository — its working directory (or `GIT_DIR`, or a
+//! directory its command line names) inside the work tree, a linked worktree or the git
+//! directory, compared by inode so that symlinks and containers do not hide it (`git commit`
+//! waiting in its editor keeps `index.lock` without holding it open). git itself says when
+//! such a lock may be removed: "if no other git process is currently running". The judge
+//! checks exactly that ([`crate::judge::Contract`]): no git, known by its executable, at work
+//! in the repository, nobody with a file of the git directory open (libgit2 and JGit write
+//! git's locks too), every process visible, and older than [`Windows::git_min_age_secs`].
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
-use crate::probe::{HostFacts, PidState, ProcSummary, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Contract, Judgement, OwnerClaim, Said, Scope, Writers};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct Git;
 
-/// Processes that take git locks and work in the repository they lock.
-pub const GITS: &[&str] = &["git", "jj"];
+/// Programs that take git locks and work in the repository they lock: git and its helpers
+/// (`git-remote-https`, ...), and Jujutsu, which writes git's locks through gitoxide.
+pub const GITS: &[&str] = &["git", "git-*", "jj"];
 
 const PATTERNS: &[&str] = &[
     "index.lock",
@@ -50,27 +53,6 @@ pub fn parse_gc_pid(content: &[u8]) -> Result<(i64, Option<String>), String> {
 
 fn is_gc_pid(c: &Candidate<'_>) -> bool {
     c.file_name() == "gc.pid"
-}
-
-/// `gc.pid`: the PID (and host) of a running `git gc`.
-fn judge_gc_pid(c: &Candidate<'_>, snap: &Snapshot, repo_name: &str) -> Decision {
-    let (pid, host) = match parse_gc_pid(c.content) {
-        Ok(v) => v,
-        Err(why) => return common::unparseable("git gc.pid", why).into(),
-    };
-    let owner = Owner {
-        pid: Some(pid),
-        hostname: host.clone(),
-        detail: Some(format!("git gc in repository {repo_name}")),
-        ..Owner::default()
-    };
-    let claim = PidClaim {
-        pid,
-        hostname: host.as_deref(),
-        expect: GITS,
-        ..PidClaim::default()
-    };
-    Decision::owned(owner, common::pid_record(c, snap, "gc.pid", claim))
 }
 
 /// Where a lock lives: the git directory holding it and the directories git processes working
@@ -117,106 +99,21 @@ impl Repo {
     /// The directories a git process working on this repository has its working directory
     /// (or `GIT_DIR`) under: the git directory, the main work tree and every linked worktree
     /// (from `worktrees/*/gitdir`).
-    fn roots(&self) -> Vec<(PathBuf, u64, u64)> {
+    fn roots(&self, snap: &Snapshot) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = vec![self.git_dir.clone()];
         dirs.extend(self.work_tree.clone());
-        if let Ok(wts) = std::fs::read_dir(self.git_dir.join("worktrees")) {
-            for wt in wts.flatten().take(256) {
-                if let Ok(text) = std::fs::read_to_string(wt.path().join("gitdir")) {
-                    let dot_git = PathBuf::from(text.trim());
+        if let Ok(wts) = snap.list_dir(&self.git_dir.join("worktrees"), 256) {
+            for (name, _) in wts {
+                let gitdir = self.git_dir.join("worktrees").join(name).join("gitdir");
+                if let Some(text) = snap.read_small(&gitdir, 4096) {
+                    let dot_git = PathBuf::from(String::from_utf8_lossy(&text).trim());
                     if let Some(tree) = dot_git.parent() {
                         dirs.push(tree.to_path_buf());
                     }
                 }
             }
         }
-        dirs.into_iter()
-            .filter_map(|d| {
-                let m = std::fs::metadata(&d).ok()?;
-                Some((d, m.dev(), m.ino()))
-            })
-            .collect()
-    }
-}
-
-/// Whether the directory behind `start` (a `/proc/<pid>/cwd`-style path) is one of `roots`
-/// or below one, walking up with `..` (inode comparison, up to 256 levels).
-fn within(start: &Path, roots: &[(PathBuf, u64, u64)]) -> Option<bool> {
-    let mut path = start.to_path_buf();
-    let mut last: Option<(u64, u64)> = None;
-    for _ in 0..256 {
-        let m = std::fs::metadata(&path).ok()?;
-        let id = (m.dev(), m.ino());
-        if roots.iter().any(|(_, d, i)| (*d, *i) == id) {
-            return Some(true);
-        }
-        if last == Some(id) {
-            return Some(false); // reached the root
-        }
-        last = Some(id);
-        path.push("..");
-    }
-    Some(false)
-}
-
-/// How a git process relates to the repository.
-enum Seen {
-    Inside(String),
-    Outside(String),
-    Unreadable,
-    /// Exited since the process list was read.
-    Gone,
-}
-
-fn place_of(p: &ProcSummary, roots: &[(PathBuf, u64, u64)], host: &HostFacts) -> Seen {
-    let proc_dir = PathBuf::from(format!("/proc/{}", p.pid));
-    if let Some(gd) = &p.git_dir {
-        let base = if gd.is_absolute() {
-            proc_dir
-                .join("root")
-                .join(gd.strip_prefix("/").unwrap_or(gd))
-        } else {
-            proc_dir.join("cwd").join(gd)
-        };
-        if within(&base, roots) == Some(true) {
-            return Seen::Inside(format!("GIT_DIR {}", common::field(&gd.to_string_lossy())));
-        }
-    }
-    for dir in command_line_dirs(&p.cmd) {
-        let base = if dir.is_absolute() {
-            proc_dir
-                .join("root")
-                .join(dir.strip_prefix("/").unwrap_or(&dir))
-        } else {
-            proc_dir.join("cwd").join(&dir)
-        };
-        if within(&base, roots) == Some(true) {
-            return Seen::Inside(format!(
-                "command line names {}",
-                common::field(&dir.to_string_lossy())
-            ));
-        }
-    }
-    let cwd_text = p
-        .cwd
-        .as_deref()
-        .map(|c| common::field(&c.to_string_lossy()))
-        .unwrap_or_else(|| "?".into());
-    match within(&proc_dir.join("cwd"), roots) {
-        Some(true) => Seen::Inside(format!("cwd {cwd_text}")),
-        Some(false) => Seen::Outside(format!("cwd {cwd_text}")),
-        // Listed a moment ago: it may have exited (or be a zombie) since. A process that is
-        // exiting has no working directory any more (ENOENT) before it becomes a zombie;
-        // only a cwd we may not read (EACCES) leaves the question open.
-        None => match crate::probe::process::probe(p.pid, host) {
-            PidState::Absent | PidState::Zombie(_) => Seen::Gone,
-            _ if std::fs::metadata(proc_dir.join("cwd"))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
-            {
-                Seen::Gone
-            }
-            _ => Seen::Unreadable,
-        },
+        dirs
     }
 }
 
@@ -287,8 +184,9 @@ fn companion(lock: &Path) -> Option<PathBuf> {
 fn companion_pid_file(
     path: &Path,
     lock_meta: &std::fs::Metadata,
+    snap: &Snapshot,
 ) -> Option<Result<(Vec<u8>, i64), String>> {
-    let meta = match std::fs::symlink_metadata(path) {
+    let meta = match snap.lstat(path) {
         Ok(m) if m.is_file() => m,
         Ok(_) => return None,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
@@ -300,9 +198,9 @@ fn companion_pid_file(
         return None;
     }
     Some(
-        super::read_prefix(path, &meta, super::CONTENT_PREFIX)
-            .map(|(bytes, _)| (bytes, crate::probe::mtime_ms(&meta)))
-            .map_err(|e| format!("its pid file cannot be read: {e}")),
+        snap.read_small(path, super::CONTENT_PREFIX)
+            .map(|bytes| (bytes, crate::probe::mtime_ms(&meta)))
+            .ok_or_else(|| "its pid file cannot be read".to_string()),
     )
 }
 
@@ -341,23 +239,17 @@ impl Dialect for Git {
             && Repo::of(c.path).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said {
         if c.kind != EntryKind::File {
-            return Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "named like a git lock but is {}, not a file",
-                    common::kind_name(c.kind)
-                ),
-            )
+            return Judgement::unknown(format!(
+                "named like a git lock but is {}, not a file",
+                common::kind_name(c.kind)
+            ))
             .into();
         }
         let Some(repo) = Repo::of(c.path) else {
-            return Judgement::new(
-                Verdict::Unknown,
-                "named like a git lock but not inside a git directory",
-            )
-            .into();
+            return Judgement::unknown("named like a git lock but not inside a git directory")
+                .into();
         };
         let repo_name = common::field(
             &repo
@@ -367,11 +259,22 @@ impl Dialect for Git {
                 .to_string_lossy(),
         );
         if is_gc_pid(c) {
-            return judge_gc_pid(c, snap, &repo_name);
+            let (pid, host) = match parse_gc_pid(c.content) {
+                Ok(v) => v,
+                Err(why) => return Said::unparseable("git gc.pid", why),
+            };
+            let owner = Owner {
+                pid: Some(pid),
+                hostname: host.clone(),
+                detail: Some(format!("git gc in repository {repo_name}")),
+                ..Owner::default()
+            };
+            return Said::claims(owner)
+                .claim(OwnerClaim::pid(pid, Writers::named(GITS)).host(host));
         }
-        let recorded = match recorded_pid(c) {
+        let recorded = match recorded_pid(c, snap) {
             Ok(r) => r,
-            Err((what, why)) => return common::unparseable(what, why).into(),
+            Err((what, why)) => return Said::unparseable(what, why),
         };
         let owner = Owner {
             pid: recorded.pid,
@@ -382,17 +285,27 @@ impl Dialect for Git {
             }),
             ..Owner::default()
         };
-        let j = held(c, snap)
-            .or_else(|| judge_recorded_pid(c, snap, &recorded))
-            .or_else(|| written_before_boot(c, snap))
-            .unwrap_or_else(|| match Census::take(&repo, snap) {
-                Some(census) => census.judge(c, snap, windows, &repo_name),
-                None => Judgement::new(
-                    Verdict::Unknown,
-                    "the process list cannot be read, so git processes cannot be checked",
-                ),
-            });
-        Decision::owned(owner, j)
+        let mut said = Said::claims(owner);
+        if let Some(pid) = recorded.pid {
+            said = said.claim(
+                OwnerClaim::pid(pid, Writers::named(GITS))
+                    .written(Some(recorded.written_ms))
+                    .label(format!("git recorded the lock's owner as PID {pid}")),
+            );
+        }
+        said.claim(Contract {
+            writer: Writers::named(GITS),
+            what: "git",
+            at: repo_name.clone(),
+            says: "git's own message: \"if no other git process is currently running, remove the file manually\"".into(),
+            place: repo.git_dir.clone(),
+            scope: Scope::Dirs {
+                dirs: repo.roots(snap),
+                named: command_line_dirs,
+                env: &["GIT_DIR"],
+            },
+            min_hold_ms: Windows::ms(windows.git_min_age_secs),
+        })
     }
 }
 
@@ -405,11 +318,11 @@ struct RecordedPid {
 
 /// Reads the recorded PID; `Err` when the pid file cannot be read or, for a `~pid.lock`
 /// itself, parsed: what could not be read as a lock, and why.
-fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, (&'static str, String)> {
+fn recorded_pid(c: &Candidate<'_>, snap: &Snapshot) -> Result<RecordedPid, (&'static str, String)> {
     let pid_file = if is_pid_file(c.path) {
         Some(Ok((c.content.to_vec(), c.mtime_ms())))
     } else {
-        companion(c.path).and_then(|p| companion_pid_file(&p, c.meta))
+        companion(c.path).and_then(|p| companion_pid_file(&p, c.meta, snap))
     };
     match pid_file {
         Some(Ok((bytes, written_ms))) => match parse_pid_file(&bytes) {
@@ -428,174 +341,6 @@ fn recorded_pid(c: &Candidate<'_>) -> Result<RecordedPid, (&'static str, String)
             pid: None,
             written_ms: c.mtime_ms(),
         }),
-    }
-}
-
-/// `live` when a kernel lock is held on the lock or a process has it open.
-fn held(c: &Candidate<'_>, snap: &Snapshot) -> Option<Judgement> {
-    common::kernel_live(snap, c.key(), "the lock").or_else(|| {
-        common::open_live(snap, c.key(), |holders| {
-            format!("the lock is open in {holders}")
-        })
-    })
-}
-
-/// The recorded PID by the PID rules, when they conclude anything.
-fn judge_recorded_pid(
-    c: &Candidate<'_>,
-    snap: &Snapshot,
-    recorded: &RecordedPid,
-) -> Option<Judgement> {
-    let pid = recorded.pid?;
-    let claim = PidClaim {
-        pid,
-        written_ms: Some(recorded.written_ms),
-        expect: GITS,
-        ..PidClaim::default()
-    };
-    let mut j = judge_pid(&common::file_claim(c, claim), snap);
-    if j.verdict == Verdict::Unknown {
-        return None;
-    }
-    j.evidence
-        .insert(0, format!("git recorded the lock's owner as PID {pid}"));
-    Some(j)
-}
-
-/// `stale` when a lock on a local file system was written before this boot.
-fn written_before_boot(c: &Candidate<'_>, snap: &Snapshot) -> Option<Judgement> {
-    if c.fs.network {
-        return None;
-    }
-    crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        .map(|line| Judgement::new(Verdict::Stale, line))
-}
-
-/// The git processes of this host, by where they work.
-struct Census {
-    /// Those working in the repository, with how that was seen.
-    inside: Vec<String>,
-    first_inside: Option<i32>,
-    /// Those working elsewhere.
-    outside: Vec<String>,
-    /// Those whose working directory cannot be read.
-    unreadable: Vec<String>,
-}
-
-impl Census {
-    /// Places every git process; `None` when the process list cannot be read.
-    fn take(repo: &Repo, snap: &Snapshot) -> Option<Census> {
-        let procs = snap.processes();
-        let me = std::process::id() as i32;
-        if !procs.iter().any(|p| p.pid == me) {
-            return None;
-        }
-        let roots = repo.roots();
-        let mut census = Census {
-            inside: Vec::new(),
-            first_inside: None,
-            outside: Vec::new(),
-            unreadable: Vec::new(),
-        };
-        for p in procs.iter().filter(|p| common::proc_is(p, GITS)) {
-            match place_of(p, &roots, &snap.host) {
-                Seen::Inside(how) => {
-                    census.first_inside.get_or_insert(p.pid);
-                    census.inside.push(format!("{} ({how})", p.pid))
-                }
-                Seen::Outside(how) => census.outside.push(format!("{} ({how})", p.pid)),
-                Seen::Unreadable => census.unreadable.push(p.pid.to_string()),
-                Seen::Gone => {}
-            }
-        }
-        Some(census)
-    }
-
-    /// `live` when a git works in the repository; `stale` when none does (none may, unseen)
-    /// and the lock is older than git's start-up window.
-    fn judge(
-        &self,
-        c: &Candidate<'_>,
-        snap: &Snapshot,
-        windows: &Windows,
-        repo_name: &str,
-    ) -> Judgement {
-        if !self.inside.is_empty() {
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "a git process works in {repo_name}: {}",
-                    self.inside.join(", ")
-                ),
-            );
-            // The report's PID and COMMAND columns show the (first) git working there.
-            j.process = self
-                .first_inside
-                .and_then(|pid| snap.pid(pid).facts().map(|f| snap.process_info(f)));
-            return j;
-        }
-        if !self.unreadable.is_empty() {
-            return Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "the working directory of git process {} cannot be read: it may work in {repo_name}",
-                    self.unreadable.join(", ")
-                ),
-            );
-        }
-        if c.fs.network {
-            return Judgement::new(
-                Verdict::Foreign,
-                format!(
-                    "on a network file system ({}): no git process here works in {repo_name}, but one on another machine may",
-                    c.fs.kind
-                ),
-            );
-        }
-        let age = common::age_ms(c.mtime_ms(), snap);
-        if age < Windows::ms(windows.git_min_age_secs) {
-            return Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "made {} ago, less than {} s: git may be just starting",
-                    common::fmt_age(age),
-                    windows.git_min_age_secs
-                ),
-            );
-        }
-        let mut j = Judgement::new(
-            Verdict::Stale,
-            format!("no git process works in {repo_name} ({})", self.checked()),
-        );
-        j.evidence
-            .push("no process has the lock open and no kernel lock is held on it".into());
-        j.evidence.push(format!(
-            "last modified {} ago (older than {} s)",
-            common::fmt_age(age),
-            windows.git_min_age_secs
-        ));
-        j
-    }
-
-    /// The git processes checked, for the evidence of a stale lock.
-    fn checked(&self) -> String {
-        let outside = &self.outside;
-        if outside.is_empty() {
-            return "no git process runs on this host".to_string();
-        }
-        let shown: Vec<&str> = outside.iter().take(8).map(String::as_str).collect();
-        let more = outside.len().saturating_sub(shown.len());
-        format!(
-            "checked {} git process{}: {}{}",
-            outside.len(),
-            if outside.len() == 1 { "" } else { "es" },
-            shown.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        )
     }
 }
 

@@ -12,8 +12,8 @@
 //!
 //! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::PidClaim;
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -52,9 +52,9 @@ impl Dialect for Gnupg {
             && parse(c.content).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let Some((pid, host)) = parse(c.content) else {
-            return common::unparseable("GnuPG dotlock", common::excerpt(c.content)).into();
+            return Said::unparseable("GnuPG dotlock", common::excerpt(c.content));
         };
         let locked = c.file_name().to_string_lossy();
         let owner = Owner {
@@ -66,12 +66,7 @@ impl Dialect for Gnupg {
             )),
             ..Owner::default()
         };
-        let claim = PidClaim {
-            pid,
-            hostname: Some(&host),
-            ..PidClaim::default()
-        };
-        Decision::owned(owner, common::pid_record(c, snap, "the lock file", claim))
+        Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::ANY).host(Some(host)))
     }
 }
 

@@ -10,16 +10,18 @@
 //! TCP port of the built-in server). A starting IDE connects to `.port`; when nobody
 //! answers it takes over both files.
 //!
-//! Liveness: someone listens on `.port` → `live`; for `.lock`, the listening `.port` of the
-//! same product, then the PID rules of [`crate::evidence`]. A Flatpak IDE writes a PID of
-//! its sandbox's namespace, which the shared PID rules handle.
+//! Liveness: someone listens on `.port` → `live`; nobody → `unknown` (an IDE in another
+//! network namespace does not show in our socket tables, and a starting IDE takes the files
+//! over by itself). For `.lock`, the listening `.port` of the same product, then the PID rules
+//! of [`crate::judge`]. A Flatpak IDE writes a PID of its sandbox's namespace, which the PID
+//! rules judge there.
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Judgement, OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct JetBrains;
 
@@ -43,19 +45,6 @@ fn port_of(lock: &Path) -> Option<PathBuf> {
         }
     }
     None
-}
-
-/// Whether a TCP port is listened on (`/proc/net/tcp` and `tcp6`, state `0A`).
-fn tcp_listening(port: u16) -> bool {
-    let want = format!(":{port:04X}");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|t| {
-            t.lines().skip(1).any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
-            })
-        })
-    })
 }
 
 /// Judges a `.port`: `Some(line)` when someone answers on it, else `Err(line)`.
@@ -82,7 +71,7 @@ fn port_state(
     }
     let text = String::from_utf8_lossy(content).trim().to_string();
     if let Ok(port) = text.parse::<u16>() {
-        return if tcp_listening(port) {
+        return if snap.tcp_listening(port) {
             Ok(format!("a process listens on TCP port {port}"))
         } else {
             Err(format!("nobody listens on TCP port {port} (/proc/net/tcp)"))
@@ -138,7 +127,7 @@ impl Dialect for JetBrains {
         }
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let dir = c.path.parent().unwrap_or(c.path);
         let product = dir
             .file_name()
@@ -150,54 +139,38 @@ impl Dialect for JetBrains {
                 ..Owner::default()
             };
             let j = match port_state(c.path, c.meta, c.content, snap) {
-                Ok(line) => Judgement::new(Verdict::Live, line),
-                Err(line) if c.fs.network => Judgement::new(
-                    Verdict::Foreign,
-                    format!("{line}, but it is on a network file system ({}): an IDE on another machine may own it", c.fs.kind),
-                ),
-                Err(line) => Judgement::new(Verdict::Stale, line).because(
-                    "the IDE listens on .port for as long as it runs; a starting IDE that gets no answer takes it over",
+                Ok(line) => Judgement::live(line),
+                Err(line) => Judgement::unknown(line).because(
+                    "the IDE listens on .port for as long as it runs, but one in another network namespace (a container, a sandbox) does not show here; a starting IDE that gets no answer takes it over by itself",
                 ),
             };
-            return Decision::owned(owner, j);
+            return Said::settled(j).owner(owner);
         }
         let pid = match common::parse_pid(&c.text()) {
             Ok(p) => p,
-            Err(why) => return common::unparseable("JetBrains IDE", why).into(),
+            Err(why) => return Said::unparseable("JetBrains IDE", why),
         };
         let owner = Owner {
             pid: Some(pid),
             detail: Some(format!("{product}: configuration directory lock")),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_config_lock(c, snap, pid))
-    }
-}
-
-/// The configuration directory's `.lock`: a kernel lock on it, the IDE answering on its
-/// `.port`, then the PID it holds.
-fn judge_config_lock(c: &Candidate<'_>, snap: &Snapshot, pid: i64) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), "the .lock file") {
-        return j;
-    }
-    if let Some(port) = port_of(c.path)
-        && let Ok(meta) = std::fs::symlink_metadata(&port)
-    {
-        let content = super::support::read_member(&port, &meta, 256).unwrap_or_default();
-        if let Ok(line) = port_state(&port, &meta, &content, snap) {
-            return Judgement::new(
-                Verdict::Live,
-                format!("the IDE answers: {line} ({})", port.display()),
-            );
+        // The IDE answering on its `.port` holds the lock, whatever PID namespace it runs in.
+        if let Some(port) = port_of(c.path)
+            && let Ok(meta) = snap.lstat(&port)
+        {
+            let content = snap.read_small(&port, 256).unwrap_or_default();
+            if let Ok(line) = port_state(&port, &meta, &content, snap) {
+                return Said::settled(Judgement::live(format!(
+                    "the IDE answers: {line} ({})",
+                    port.display()
+                )))
+                .owner(owner);
+            }
         }
+        Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::ANY))
     }
-    let claim = PidClaim {
-        pid,
-        ..PidClaim::default()
-    };
-    judge_pid(&common::file_claim(c, claim), snap)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,8 +10,8 @@
 //! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] with the host
 //! it names and a Julia process as the owner.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::PidClaim;
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -52,10 +52,10 @@ impl Dialect for Julia {
             && parse(c.content).is_ok()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let (pid, host) = match parse(c.content) {
             Ok(p) => p,
-            Err(why) => return common::unparseable("Julia pidfile", why).into(),
+            Err(why) => return Said::unparseable("Julia pidfile", why),
         };
         let owner = Owner {
             pid: Some(pid),
@@ -63,13 +63,7 @@ impl Dialect for Julia {
             detail: Some("Julia FileWatching.Pidfile lock".into()),
             ..Owner::default()
         };
-        let claim = PidClaim {
-            pid,
-            hostname: host.as_deref(),
-            expect: &["julia"],
-            ..PidClaim::default()
-        };
-        Decision::owned(owner, common::pid_record(c, snap, "the pidfile", claim))
+        Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(&["julia*"])).host(host))
     }
 }
 

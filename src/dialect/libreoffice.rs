@@ -13,14 +13,15 @@
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Contract, Said, Scope, Writers};
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct LibreOffice;
 
 /// Process names of office suites that write these locks.
-pub const OFFICE: &[&str] = &["soffice", "oosplash", "libreoffice", "openoffice"];
+pub const OFFICE: &[&str] = &["soffice*", "oosplash", "libreoffice*", "openoffice*"];
 
 /// The fields of the lock record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,10 +103,10 @@ impl Dialect for LibreOffice {
         c.kind == EntryKind::File && document_of(c.path).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let lock = match parse(c.content) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("LibreOffice", why).into(),
+            Err(why) => return Said::unparseable("LibreOffice", why),
         };
         let doc = document_of(c.path);
         let owner = Owner {
@@ -125,90 +126,24 @@ impl Dialect for LibreOffice {
                 lock.time
             )),
         };
-
-        Decision::owned(owner, judge_document(c, snap, &lock, doc.as_deref()))
+        let place = c.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let mut said = Said::claims(owner).host(lock.host.clone()).claim(Contract {
+            writer: Writers::named(OFFICE),
+            what: "office (soffice)",
+            at: "this host".into(),
+            says: "LibreOffice's own dialog: the document is locked by another user \"unless the lock file is left from a crash\"; an office program running on this host may have it loaded without holding it open".into(),
+            place,
+            scope: Scope::Anywhere,
+            min_hold_ms: 2_000,
+        });
+        if let Some(d) = &doc
+            && let Ok(m) = snap.lstat(d)
+        {
+            said = said.held_with(FileKey::of(&m), "the document");
+        }
+        said
     }
 }
-
-/// The lock's document: held or open, written on this host, an office process running.
-fn judge_document(
-    c: &Candidate<'_>,
-    snap: &Snapshot,
-    lock: &OfficeLock,
-    doc: Option<&Path>,
-) -> Judgement {
-    // Kernel locks and open files, on the lock and on the document.
-    let mut holders = snap.kernel_holders(c.key());
-    common::merge_holders(&mut holders, snap.openers(c.key()));
-    let doc_key = doc
-        .as_ref()
-        .and_then(|d| std::fs::symlink_metadata(d).ok())
-        .map(|m| FileKey::of(&m));
-    if let Some(k) = doc_key {
-        let more = snap.kernel_holders(k);
-        common::merge_holders(&mut holders, more);
-        common::merge_holders(&mut holders, snap.openers(k));
-    }
-    if !holders.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!(
-                "the document or its lock is held by {}",
-                common::describe_holders(&holders)
-            ),
-        );
-        j.holders = holders;
-        return j;
-    }
-
-    // Host first: nothing about times proves anything about another host's office.
-    if lock.host != snap.host.hostname {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "written on host \"{}\", not this host \"{}\": the office program there cannot be checked",
-                lock.host, snap.host.hostname
-            ),
-        );
-    }
-    if !c.fs.network
-        && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-    {
-        return Judgement::new(Verdict::Stale, line);
-    }
-    let offices: Vec<String> = snap
-        .processes()
-        .iter()
-        .filter(|p| common::proc_is(p, OFFICE))
-        .map(|p| format!("{} ({})", p.pid, crate::text::truncate(&p.name, 32)))
-        .collect();
-    if !offices.is_empty() {
-        return Judgement::new(
-            Verdict::Live,
-            format!(
-                "an office process runs on this host and may have the document loaded: {}",
-                offices.join(", ")
-            ),
-        );
-    }
-    if c.fs.network {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "on a network file system ({}): no office process runs here, but another machine named \"{}\" may share it",
-                c.fs.kind, lock.host
-            ),
-        );
-    }
-    Judgement::new(
-        Verdict::Stale,
-        format!(
-            "no soffice process runs on this host \"{}\", which wrote the lock, and no process has the document or the lock open",
-            lock.host
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,15 +15,15 @@
 
 use std::collections::HashMap;
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::evidence::written_before_boot;
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Contract, Said, Scope, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct LibreOfficeProfile;
 
 /// The processes of a running LibreOffice.
-const SOFFICE: &[&str] = &["soffice.bin", "soffice", "oosplash", "libreoffice"];
+const SOFFICE: &[&str] = &["soffice*", "oosplash", "libreoffice*"];
 
 /// The `[Lockdata]` keys.
 pub fn parse(content: &[u8]) -> Option<HashMap<String, String>> {
@@ -59,9 +59,9 @@ impl Dialect for LibreOfficeProfile {
             && c.file_name() == ".lock"
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(keys) = parse(c.content) else {
-            return common::unparseable("LibreOffice profile", "no [Lockdata] group").into();
+            return Said::unparseable("LibreOffice profile", "no [Lockdata] group");
         };
         let get = |k: &str| keys.get(k).map(|v| common::field(v));
         let owner = Owner {
@@ -75,66 +75,20 @@ impl Dialect for LibreOfficeProfile {
             )),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_profile(c, snap, &keys))
-    }
-}
-
-/// The profile's owner: on this host, and a LibreOffice of its user running.
-fn judge_profile(c: &Candidate<'_>, snap: &Snapshot, keys: &HashMap<String, String>) -> Judgement {
-    let host = keys.get("Host").cloned().unwrap_or_default();
-    if host != snap.host.hostname {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "profile locked by host \"{}\", not this host \"{}\": a LibreOffice there cannot be seen from here",
-                common::field(&host),
-                snap.host.hostname
-            ),
-        );
-    }
-    if !c.fs.network
-        && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-    {
-        return Judgement::new(Verdict::Stale, line);
-    }
-    let user = keys.get("User").cloned().unwrap_or_default();
-    let running = support::running(snap, SOFFICE);
-    let mine: Vec<_> = running
-        .iter()
-        .copied()
-        .filter(|p| {
-            snap.pid(p.pid)
-                .facts()
-                .and_then(|f| f.uid)
-                .and_then(|u| snap.user_name(u))
-                .is_none_or(|n| n == user)
+        let host = keys.get("Host").cloned().unwrap_or_default();
+        let user = keys.get("User").cloned().unwrap_or_default();
+        let profile = c.path.parent().unwrap_or(c.path).to_path_buf();
+        Said::claims(owner).host(host).claim(Contract {
+            writer: Writers::named(SOFFICE),
+            what: "LibreOffice",
+            at: format!("the profile {}", common::field(&profile.to_string_lossy())),
+            says: "LibreOffice removes this file when it exits; after a crash it asks at the next start whether the profile is in use".into(),
+            place: profile,
+            scope: Scope::User(user),
+            min_hold_ms: 2_000,
         })
-        .collect();
-    if !mine.is_empty() {
-        Judgement::new(
-            Verdict::Live,
-            format!(
-                "LibreOffice runs for user \"{}\" on this host: {}",
-                common::field(&user),
-                support::list_procs(&mine)
-            ),
-        )
-    } else if let Some(j) =
-        support::openers_inconclusive(c.meta, snap, "no visible LibreOffice runs")
-    {
-        j
-    } else {
-        Judgement::new(
-                Verdict::Stale,
-                format!(
-                    "no LibreOffice process runs for user \"{}\" on this host, which wrote the lock",
-                    common::field(&user)
-                ),
-            )
-            .because("LibreOffice removes this file when it exits; after a crash it asks whether the profile is in use at the next start")
     }
 }
-
 #[cfg(test)]
 mod tests {
     #[test]

@@ -2,17 +2,20 @@
 //! owner record inside), and Zero's securefile records (`PID` / `CreatedAt` / `Hostname`).
 //!
 //! The verdict comes from the engine's own judge ([`locksmith_engine::judge`]), with this crate's
-//! evidence snapshot behind it: the kernel-lock holders named by `/proc/locks`, the PID rules
-//! of [`crate::evidence::judge_pid`] (hosts, boots, PID namespaces, containers), the processes
-//! that have the file open for writing. [`locksmith_engine::LockWith::inspect`] judges with the same judge,
-//! so the engine and the scanner agree by construction.
+//! evidence snapshot behind it (see [`crate::judge`]): the kernel-lock holders named by
+//! `/proc/locks`, the same PID rules as every other lock (hosts, boots, PID namespaces,
+//! containers), the processes that have the file open for writing.
+//! [`locksmith_engine::LockWith::inspect`] judges with the same judge, so the engine and the
+//! scanner agree by construction.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
-use crate::probe::{FileKey, FsInfo, PidState, Snapshot};
-use crate::verdict::{Holder, Judgement, ProcessInfo};
-use locksmith_engine::judge::{Evidence, LockFile, Witness};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Claim, Said};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 use locksmith_engine::record::ParsedRecord;
+
+// The scanner and the engine's judge read the same prefix of a lock file.
+const _: () = assert!(super::CONTENT_PREFIX == locksmith_engine::judge::RECORD_PREFIX);
 
 /// The engine's own lock files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,106 +40,15 @@ impl Dialect for Locksmith {
         c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
-        let file = LockFile {
-            path: c.path,
-            meta: c.meta,
-            regular: c.kind == EntryKind::File,
-            content: c.content,
-            complete: c.complete,
-            fs: c.fs,
-        };
-        let mut j = locksmith_engine::judge::judge(&file, snap, &windows.into());
-        let owner = j.owner.take().unwrap_or_default();
-        Decision::owned(owner, j)
+    fn read(&self, _c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
+        Said::claims(Owner::default()).claim(Claim::EngineRecord)
     }
-}
-
-// The scanner and the engine's judge read the same prefix of a lock file.
-const _: () = assert!(super::CONTENT_PREFIX == locksmith_engine::judge::RECORD_PREFIX);
-
-/// The scanner's evidence for the engine's judge: a fresh snapshot for every judgement.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ScannerWitness;
-
-impl Witness for ScannerWitness {
-    fn look(&self) -> Box<dyn Evidence> {
-        Box::new(Snapshot::take())
-    }
-}
-
-/// The evidence snapshot as the engine's judge asks for it.
-impl Evidence for Snapshot {
-    fn boot_id(&self) -> Option<&str> {
-        self.host.boot_id.as_deref()
-    }
-
-    fn pid_ns(&self) -> Option<u64> {
-        self.host.pid_ns
-    }
-
-    fn taken_ms(&self) -> i64 {
-        self.taken_ms
-    }
-
-    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        Snapshot::kernel_holders(self, FileKey::of(file.meta))
-    }
-
-    fn kernel_locks_readable(&self) -> bool {
-        self.kernel_locks().available()
-    }
-
-    fn judge_pid(&self, rec: &ParsedRecord, pid: i64, c: &LockFile<'_>) -> Judgement {
-        let claim = PidClaim {
-            pid,
-            hostname: rec.hostname.as_deref(),
-            boot_id: rec.boot_id.as_deref(),
-            written_ms: rec.created_ms.or(Some(c.mtime_ms())),
-            expect: &[],
-            start_ticks: rec.start_time,
-            pid_ns: rec.pid_ns,
-            fs: Some(c.fs),
-            file: Some((c.path, c.meta)),
-            ..PidClaim::default()
-        };
-        judge_pid(&claim, self)
-    }
-
-    fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        writers(self, file.meta)
-    }
-
-    fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
-        match self.pid(pid) {
-            PidState::Alive(f) => Some((self.process_info(&f), f.start_ticks)),
-            PidState::Zombie(f) if !alive => Some((self.process_info(&f), f.start_ticks)),
-            _ => None,
-        }
-    }
-
-    fn user_name(&self, uid: u32) -> Option<String> {
-        Snapshot::user_name(self, uid)
-    }
-
-    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
-        crate::evidence::written_before_boot(written_ms, Some(fs), self)
-    }
-}
-
-/// Processes on this host that have the file open for writing (read-only openers, such as a
-/// scanner or another acquirer reading the record, are no evidence of an owner).
-fn writers(snap: &Snapshot, meta: &std::fs::Metadata) -> Vec<Holder> {
-    use std::os::unix::fs::MetadataExt;
-    snap.openers(FileKey::of(meta))
-        .into_iter()
-        .filter(|h| locksmith_engine::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
-        .collect()
 }
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+    use crate::judge::Judgement;
     use crate::probe::FsInfo;
     use crate::verdict::Verdict;
     use std::path::Path;
@@ -184,10 +96,10 @@ mod tests {
         };
         let read = Snapshot::with_kernel_locks(KernelLocks::parse(""));
         let j = Locksmith.judge(&c, &read, &Windows::default());
-        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         let unreadable = Snapshot::with_kernel_locks(KernelLocks::default());
         let j = Locksmith.judge(&c, &unreadable, &Windows::default());
-        assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Foreign, "{j:?}");
     }
 
     fn local() -> FsInfo {
@@ -200,11 +112,11 @@ mod tests {
         let p = dir.path().join("x.lock");
         for bytes in [&b""[..], b"1; rm -rf /", b"{\"pid\": 1", b"\x1b[2J\xff"] {
             let j = judge_bytes(&p, bytes, &local());
-            assert_eq!(j.verdict, Verdict::Unknown, "{bytes:?}: {j:?}");
+            assert_eq!(j.verdict(), Verdict::Unknown, "{bytes:?}: {j:?}");
         }
         let wrong_pid = br#"{"tool":"locksmith/1","pid":"1234","hostname":"h"}"#;
         let j = judge_bytes(&p, wrong_pid, &local());
-        assert_eq!(j.verdict, Verdict::Unknown, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Unknown, "{j:?}");
     }
 
     #[test]
@@ -216,7 +128,7 @@ mod tests {
         // Our own (live) PID, but a record that claims an OFD lock nobody holds: the kernel
         // lock settles it, so it is stale even though the PID is alive.
         let j = judge_bytes(&p, &rec.to_line(), &local());
-        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert_eq!(
             j.owner.as_ref().unwrap().pid,
             Some(std::process::id() as i64)
@@ -224,11 +136,11 @@ mod tests {
         // The same record on a network file system is judged by its PID: alive.
         let nfs = FsInfo::new("nfs", true);
         let j = judge_bytes(&p, &rec.to_line(), &nfs);
-        assert_eq!(j.verdict, Verdict::Live, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         // A fallback record (no kernel lock) of a live process: live.
         rec.kernel_lock = false;
         let j = judge_bytes(&p, &rec.to_line(), &local());
-        assert_eq!(j.verdict, Verdict::Live, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         assert_eq!(
             j.process.as_ref().map(|p| p.pid),
             Some(std::process::id() as i32)
@@ -241,7 +153,7 @@ mod tests {
             snap.host.hostname
         );
         let j = judge_bytes(&p, zero.as_bytes(), &local());
-        assert_eq!(j.verdict, Verdict::Live, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         assert!(j.owner.unwrap().detail.unwrap().contains("Zero"));
     }
 }

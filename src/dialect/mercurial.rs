@@ -6,15 +6,15 @@
 //!
 //! Liveness, as Mercurial judges it with our proof standard on top: the lock's host (and
 //! namespace) must be ours, then its PID must be alive, have started before the lock was
-//! written and be a Mercurial process. Another host → foreign; another PID namespace → foreign
-//! (judged there); a live process that could be Mercurial under another name (a Python
-//! interpreter, a WSGI server hosting hgweb) → unknown.
+//! written: `live` for Mercurial (or the Python that runs it), `unknown` for any other live
+//! process (a WSGI server hosting hgweb writes these locks too: a name proves nothing).
+//! Another host → foreign; another PID namespace → judged there, or foreign.
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::PidClaim;
-use crate::probe::{ProcFacts, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, Writers};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct Mercurial;
 
@@ -61,19 +61,6 @@ pub fn is_hg_lock(path: &std::path::Path) -> bool {
     }
 }
 
-/// Whether a process not named like Mercurial could still be the one holding its lock: `hg`
-/// runs on a Python interpreter (`python3 /usr/bin/hg`), and hgweb inside WSGI servers.
-fn could_be_mercurial(f: &ProcFacts) -> bool {
-    common::names_of(f).iter().any(|n| {
-        let n = n.to_ascii_lowercase();
-        [
-            "python", "pypy", "hg", "uwsgi", "gunicorn", "httpd", "apache", "tortoise",
-        ]
-        .iter()
-        .any(|k| n.contains(k))
-    })
-}
-
 fn lock_text(c: &Candidate<'_>) -> Option<String> {
     match c.kind {
         EntryKind::Symlink => c
@@ -97,20 +84,17 @@ impl Dialect for Mercurial {
         matches!(c.kind, EntryKind::Symlink | EntryKind::File) && is_hg_lock(c.path)
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(text) = lock_text(c) else {
-            return Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "named like a Mercurial lock but is {}",
-                    common::kind_name(c.kind)
-                ),
-            )
+            return Judgement::unknown(format!(
+                "named like a Mercurial lock but is {}",
+                common::kind_name(c.kind)
+            ))
             .into();
         };
         let lock = match parse(&text) {
             Ok(l) => l,
-            Err(why) => return common::unparseable("Mercurial", why).into(),
+            Err(why) => return Said::unparseable("Mercurial", why),
         };
         let which = if c.file_name() == "wlock" {
             "working-directory lock"
@@ -126,15 +110,11 @@ impl Dialect for Mercurial {
             }),
             ..Owner::default()
         };
-        let claim = PidClaim {
-            pid: lock.pid,
-            hostname: Some(&lock.hostname),
+        let claim = OwnerClaim {
             pid_ns: lock.pid_ns,
-            expect: MERCURIALS,
-            could_be: Some(could_be_mercurial),
-            ..PidClaim::default()
+            ..OwnerClaim::pid(lock.pid, Writers::named(MERCURIALS)).host(Some(lock.hostname))
         };
-        Decision::owned(owner, common::pid_record(c, snap, "the lock", claim))
+        Said::claims(owner).claim(claim)
     }
 }
 

@@ -1,24 +1,68 @@
 //! `mkdir-lock`: a directory named `*.lock`, taken with `mkdir` (atomic everywhere, NFS
-//! included) — proper-lockfile and many shell scripts. It names no owner. proper-lockfile
-//! refreshes the directory's mtime while it holds the lock, every `update` ms (half of the
-//! caller's `stale`, which each caller chooses: 10 s by default, often minutes); shell scripts
-//! never refresh it at all.
+//! included): shell scripts (`mkdir /var/lock/job.lock || exit`), proper-lockfile, and many
+//! others. It names no owner, unless a record inside does (`mkdir $L && echo $$ > $L/pid`).
 //!
-//! Liveness: a kernel lock on the directory or a process with it open proves it held. Else the
-//! mtime is the only sign of life, and weak: `stale` only once it is older than
-//! [`Windows::mkdir_lock_secs`] (5 minutes by default: longer than any writer's refresh), and
-//! `unknown` below that — a holder refreshing at its own pace may still be there.
+//! Liveness: a kernel lock on the directory or a process with it open proves it held; a
+//! record inside naming a PID is judged by the PID rules. Otherwise nothing proves it stale
+//! but an earlier boot: shell scripts never refresh their lock and may hold it for hours, and
+//! a naming convention that other writers share is not a promise to refresh. A writer that
+//! does refresh it (proper-lockfile's `update`) is declared in the configuration, with its
+//! window (a declared dialect of format `existence`), and then its age is proof.
+//!
+//! A directory named `*.lock` that holds anything but a few small files (subdirectories, many
+//! entries, large files: some package managers keep metadata in such directories) is not a
+//! lock directory, and is not listed.
 
-use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::fmt_ms;
+use std::path::Path;
+
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Judgement, OwnerClaim, Said, Writers, fmt_ms};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct MkdirLock;
 
-/// How far a file server's clock may be from ours before a heartbeat on it proves anything.
-const NETWORK_SKEW_MS: i64 = 60_000;
+/// At most this many entries in a lock directory.
+const MAX_MEMBERS: usize = 8;
+/// A record inside is small.
+const MAX_RECORD: u64 = 4096;
+
+/// Names of records that say who holds a lock directory.
+fn is_record_name(name: &str) -> bool {
+    matches!(
+        name,
+        "pid" | "owner" | "lock" | "info" | "holder" | "lockinfo"
+    ) || name.ends_with(".pid")
+}
+
+/// Whether a directory looks like a lock directory: a few small files at most, no
+/// subdirectories. `None` when it cannot be listed.
+fn lock_like(dir: &Path) -> Option<bool> {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).ok()? {
+        let e = e.ok()?;
+        n += 1;
+        if n > MAX_MEMBERS {
+            return Some(false);
+        }
+        let m = std::fs::symlink_metadata(e.path()).ok()?;
+        if m.is_dir() || (m.is_file() && m.len() > MAX_RECORD) {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// A record inside: `PID` or `PID HOST` on its first line.
+fn parse_record(bytes: &[u8]) -> Option<(i64, Option<String>)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let line = text.lines().next()?.trim();
+    let (pid, host) = match line.split_once(char::is_whitespace) {
+        Some((p, h)) => (p, Some(common::field(h.trim())).filter(|h| !h.is_empty())),
+        None => (line, None),
+    };
+    Some((common::parse_pid(pid).ok()?, host))
+}
 
 impl Dialect for MkdirLock {
     fn id(&self) -> DialectId {
@@ -30,13 +74,14 @@ impl Dialect for MkdirLock {
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::Dir && c.file_name().as_encoded_bytes().ends_with(b".lock")
+        c.kind == EntryKind::Dir
+            && c.file_name().as_encoded_bytes().ends_with(b".lock")
+            && lock_like(c.path) != Some(false)
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.kind != EntryKind::Dir {
-            return Judgement::new(
-                Verdict::Unknown,
+            return Judgement::unknown(
                 "named like a lock, but its content is neither a PID nor anything else recognised",
             )
             .because(format!(
@@ -45,78 +90,47 @@ impl Dialect for MkdirLock {
             ))
             .into();
         }
-        let owner = Owner {
+        let mut owner = Owner {
             detail: Some(format!(
                 "lock directory, last touched {}",
                 fmt_ms(c.mtime_ms())
             )),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_dir(c, snap, windows))
-    }
-}
-
-/// A lock directory: held or open, else its mtime against the stale window.
-fn judge_dir(c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), "the lock directory") {
-        return j;
-    }
-    if let Some(j) = common::open_live(snap, c.key(), |holders| {
-        format!("the lock directory is open in {holders}")
-    }) {
-        return j;
-    }
-    let age = common::age_ms(c.mtime_ms(), snap);
-    let window_ms = Windows::ms(windows.mkdir_lock_secs);
-    // On a network file system the server's clock sets the mtime: allow it to differ.
-    let skew_ms = if c.fs.network { NETWORK_SKEW_MS } else { 0 };
-    if age > window_ms.saturating_add(skew_ms) {
-        Judgement::new(
-                Verdict::Stale,
-                format!(
-                    "last touched {} ago, longer than the {} s stale window: a holder refreshes its mtime while it holds the lock",
-                    common::fmt_age(age),
-                    windows.mkdir_lock_secs
-                ),
-            )
-            .because("no process has it open and no kernel lock is held on it")
-            .because(if c.fs.network {
-                format!(
-                    "on a network file system ({}): {} s were allowed for the server's clock",
-                    c.fs.kind,
-                    NETWORK_SKEW_MS / 1000
-                )
-            } else {
-                "on a local file system: the mtime comes from this host's clock".to_string()
-            })
-    } else if age > window_ms {
-        Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "last touched {} ago, past the {} s stale window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
-                common::fmt_age(age),
-                windows.mkdir_lock_secs,
-                c.fs.kind,
-                NETWORK_SKEW_MS / 1000
-            ),
-        )
-    } else if age < -(60_000 + skew_ms) {
-        Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "its mtime is {} in the future: the clocks disagree, so the heartbeat proves nothing",
-                common::fmt_age(-age)
-            ),
-        )
-    } else {
-        Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "touched {} ago, within the {} s stale window: a holder may still be refreshing it (proper-lockfile refreshes at half of its caller's stale time), and its mtime alone proves neither",
-                    common::fmt_age(age.max(0)),
-                    windows.mkdir_lock_secs
-                ),
-            )
-            .because("no process has it open and no kernel lock is held on it")
+        let members = snap.list_dir(c.path, MAX_MEMBERS + 1).unwrap_or_default();
+        let mut said = Said::default();
+        for (name, meta) in members
+            .iter()
+            .filter(|(n, m)| is_record_name(n) && m.is_file())
+        {
+            let Some(bytes) = snap.read_small(&c.path.join(name), MAX_RECORD as usize) else {
+                continue;
+            };
+            let Some((pid, host)) = parse_record(&bytes) else {
+                continue;
+            };
+            owner.pid.get_or_insert(pid);
+            if owner.hostname.is_none() {
+                owner.hostname.clone_from(&host);
+            }
+            said = said.claim(
+                OwnerClaim::pid(pid, Writers::ANY)
+                    .host(host)
+                    .written(Some(crate::probe::mtime_ms(meta)))
+                    .label(format!(
+                        "the record {} inside",
+                        crate::text::truncate(name, 64)
+                    )),
+            );
+        }
+        if !members.is_empty() && owner.pid.is_none() {
+            owner.detail = Some(format!(
+                "lock directory holding {} entr{} but no PID record, last touched {}",
+                members.len(),
+                if members.len() == 1 { "y" } else { "ies" },
+                fmt_ms(c.mtime_ms())
+            ));
+        }
+        said.owner(owner)
     }
 }

@@ -3,11 +3,13 @@
 //! line in [`registry`]: the scanner, the report and the UI know dialects only through this
 //! trait and their `id`.
 //!
-//! A dialect decides ([`Dialect::decide`]: the verdict, its evidence and what the lock says of
-//! its owner); the provided [`Dialect::judge`] attaches the owner to the judgement, once.
+//! A dialect parses and describes ([`Dialect::read`]: what the lock says of its owner, and the
+//! claims the judge checks); it never decides `stale`: only [`crate::judge`] does, through its
+//! closed set of rules. The provided [`Dialect::judge`] hands what the dialect said to the
+//! judge.
 //!
-//! Invariant: a dialect's `decide` never modifies anything and never returns `Stale` without
-//! an evidence line that proves it (see [`crate::evidence`]).
+//! Invariant: a dialect's `read` never modifies anything and reads the machine only through
+//! the evidence [`Snapshot`] (and the candidate's own bounded content).
 
 pub mod borg;
 pub mod chromium;
@@ -35,7 +37,6 @@ pub mod qt_lockfile;
 pub mod r_install;
 pub mod rails;
 pub mod rpm_db;
-pub mod support;
 pub mod terraform;
 pub mod vim_swap;
 pub mod vmware;
@@ -47,8 +48,8 @@ use std::ffi::OsStr;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
+use crate::judge::{Judgement, Said};
 use crate::probe::{FileKey, FsInfo, Snapshot};
-use crate::verdict::{Judgement, Owner};
 
 /// How much of a lock file is read: enough for every dialect (a vim swap's block 0 is 4 KiB
 /// on most systems; the fields we read end at byte 1008).
@@ -84,9 +85,6 @@ impl EntryKind {
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Windows {
-    /// `mkdir-lock`: a lock directory whose mtime is older than this is stale; younger, its
-    /// mtime alone proves nothing (`unknown`). Longer than any writer's refresh interval.
-    pub mkdir_lock_secs: u64,
     /// `locksmith`: a heartbeat older than this (with no local evidence of life) is stale.
     pub heartbeat_secs: u64,
     /// `git`: a lock younger than this is never judged stale (git may be just starting).
@@ -107,7 +105,6 @@ impl Windows {
 impl Default for Windows {
     fn default() -> Self {
         Windows {
-            mkdir_lock_secs: 300,
             heartbeat_secs: locksmith_engine::StaleWindows::default().heartbeat_secs,
             git_min_age_secs: 2,
         }
@@ -158,6 +155,19 @@ impl Candidate<'_> {
     /// The file's mtime in ms since the epoch.
     pub fn mtime_ms(&self) -> i64 {
         crate::probe::mtime_ms(self.meta)
+    }
+
+    /// The lock as the judge sees it.
+    pub fn lock(&self) -> crate::judge::Lock<'_> {
+        crate::judge::Lock {
+            at: crate::judge::At {
+                path: self.path,
+                meta: self.meta,
+                fs: self.fs,
+            },
+            content: self.content,
+            complete: self.complete,
+        }
     }
 
     /// Content as text (lossy), trimmed of surrounding whitespace and NULs.
@@ -383,51 +393,13 @@ pub trait Dialect: Send + Sync {
     /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
     fn recognise(&self, c: &Candidate<'_>) -> bool;
 
-    /// Decides about the candidate with the snapshot's evidence: the judgement and what the
-    /// lock says of its owner.
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Decision;
+    /// What the candidate says: its owner, and the claims the judge checks against the
+    /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said;
 
-    /// Judges the candidate: its [`Dialect::decide`], with the owner attached.
+    /// Judges the candidate: what [`Dialect::read`] says, through the judge.
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
-        self.decide(c, snap, windows).judgement()
-    }
-}
-
-/// What a dialect decided about a candidate: the judgement (verdict, evidence, holders,
-/// process) and what the lock says of its owner, known or not.
-#[derive(Debug)]
-pub struct Decision {
-    pub judgement: Judgement,
-    /// Empty when the lock names no owner (or could not be read).
-    pub owner: Owner,
-}
-
-impl Decision {
-    /// A judgement about a lock that says `owner` owns it.
-    pub fn owned(owner: Owner, judgement: Judgement) -> Self {
-        Decision { judgement, owner }
-    }
-
-    /// The judgement with the owner attached (when the lock named anything of one).
-    pub fn judgement(self) -> Judgement {
-        let Decision {
-            mut judgement,
-            owner,
-        } = self;
-        if owner != Owner::default() {
-            judgement.owner = Some(owner);
-        }
-        judgement
-    }
-}
-
-/// A judgement about a lock that names no owner.
-impl From<Judgement> for Decision {
-    fn from(judgement: Judgement) -> Self {
-        Decision {
-            judgement,
-            owner: Owner::default(),
-        }
+        crate::judge::judge(c.lock(), self.read(c, snap, windows), snap, &windows.into())
     }
 }
 

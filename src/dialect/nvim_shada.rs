@@ -11,9 +11,10 @@
 //! Liveness: the writing nvim has the file open → `live`. Nobody has it open, every process
 //! that could can be seen, and it is older than a rename takes → `stale`.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Keeps, Said, When};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct NvimShada;
 
@@ -39,7 +40,7 @@ impl Dialect for NvimShada {
             && name[name.len() - 1].is_ascii_lowercase()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let name = c.file_name().to_string_lossy();
         let target = name
             .rsplit_once(".tmp.")
@@ -53,50 +54,24 @@ impl Dialect for NvimShada {
             )),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_temp(c, snap, &target))
-    }
-}
-
-/// The temporary ShaDa file: open in a writer, else left by one that was killed.
-fn judge_temp(c: &Candidate<'_>, snap: &Snapshot, target: &str) -> Judgement {
-    if let Some(j) = common::open_live(snap, c.key(), |holders| {
-        format!(
-            "open in {holders}: nvim is writing it and will rename it over {}",
-            common::field(target)
-        )
-    }) {
-        return j;
-    }
-    let age = common::age_ms(c.mtime_ms(), snap);
-    if c.fs.network {
-        Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "nobody here has it open, but it is on a network file system ({}): an nvim on another machine may be writing it",
-                c.fs.kind
-            ),
-        )
-    } else if age < MIN_AGE_MS {
-        Judgement::new(
-            Verdict::Unknown,
-            format!(
+        let mut said = Said::claims(owner)
+            .claim(Keeps::Open {
+                promise: format!(
+                    "nvim writes the new ShaDa file under this name, holding it open, and renames it over {} at once: one nobody has open was left by an nvim killed while writing",
+                    common::field(&target)
+                ),
+            })
+            .note(
+                When::IfStale,
+                "while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)",
+            );
+        let age = common::age_ms(c.mtime_ms(), snap);
+        if age < MIN_AGE_MS {
+            said = said.doubt(format!(
                 "written {} ago: nvim may be about to rename it",
                 common::fmt_age(age)
-            ),
-        )
-    } else if let Some(j) =
-        support::openers_inconclusive(c.meta, snap, "no visible process has it open")
-    {
-        j
-    } else {
-        Judgement::new(
-                Verdict::Stale,
-                format!(
-                    "no process has it open: nvim writes the new ShaDa file under this name and renames it over {} at once, so this one was left by an nvim that was killed while writing",
-                    common::field(target)
-                ),
-            )
-            .because(support::age_line(c.meta, snap))
-            .because("while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)")
+            ));
+        }
+        said
     }
 }

@@ -12,10 +12,10 @@
 //! end) runs: `stale`. A front end that runs without the file open may be about to take it
 //! (`unknown`).
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::evidence::written_before_boot;
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Keeps, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Pacman;
 
@@ -50,66 +50,41 @@ impl Dialect for Pacman {
         c.kind == EntryKind::File && c.file_name() == "db.lck" && c.content.is_empty()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
+        if c.kind != EntryKind::File {
+            return Said::unparseable(
+                "pacman",
+                format!("db.lck is {}, not a file", common::kind_name(c.kind)),
+            );
+        }
         let owner = Owner {
             detail: Some("libalpm database lock (empty; held open by pacman while it runs)".into()),
             ..Owner::default()
         };
-        if c.kind != EntryKind::File {
-            return common::unparseable(
-                "pacman",
-                format!("db.lck is {}, not a file", common::kind_name(c.kind)),
+        let mut said = Said::claims(owner)
+            .claim(Keeps::Open {
+                promise: "pacman keeps db.lck open for as long as it runs".into(),
+            })
+            .note(
+                When::IfStale,
+                "no pacman, pamac, yay or other libalpm front end runs",
             )
-            .into();
+            .note(
+                When::IfStale,
+                "pacman refuses to run while it exists (\"unable to lock database\"); removing it is safe now",
+            );
+        let fronts = Writers::named(FRONT_ENDS).running(snap);
+        if !fronts.is_empty() {
+            let list: Vec<String> = fronts
+                .iter()
+                .take(8)
+                .map(|p| format!("{} (pid {})", crate::text::truncate(&p.name, 32), p.pid))
+                .collect();
+            said = said.doubt(format!(
+                "{} runs: it may be about to take the lock; let it finish or quit it first",
+                list.join(", ")
+            ));
         }
-        Decision::owned(owner, judge_db_lock(c, snap))
+        said
     }
-}
-
-/// `db.lck`: held open by pacman, else left by one (unless a front end may be about to take
-/// it).
-fn judge_db_lock(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    if let Some(j) = common::open_live(snap, c.key(), |holders| {
-        format!("held open by {holders}: pacman keeps db.lck open for as long as it runs")
-    }) {
-        return j;
-    }
-    if let Some(j) = common::kernel_live(snap, c.key(), "db.lck") {
-        return j;
-    }
-    if !c.fs.network
-        && let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-    {
-        return Judgement::new(Verdict::Stale, line)
-            .because("no process has it open: it was left by a pacman that ran before this boot");
-    }
-    let fronts = support::running(snap, FRONT_ENDS);
-    if !fronts.is_empty() {
-        return Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "no process has it open, but {} runs: it may be about to take the lock; let it finish or quit it first",
-                support::list_procs(&fronts)
-            ),
-        );
-    }
-    if c.fs.network {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "on a network file system ({}): a pacman on another machine may hold it open",
-                c.fs.kind
-            ),
-        );
-    }
-    if let Some(j) = support::openers_inconclusive(c.meta, snap, "no visible process has it open") {
-        return j;
-    }
-    Judgement::new(
-            Verdict::Stale,
-            "no process has it open (every process's descriptors were read): pacman keeps db.lck open for as long as it runs",
-        )
-        .because("no pacman, pamac, yay or other libalpm front end runs")
-        .because(support::age_line(c.meta, snap))
-        .because("pacman refuses to run while it exists (\"unable to lock database\"); removing it is safe now")
 }

@@ -7,16 +7,16 @@
 //! `QLockFile`), whose host, PID namespace, machine, boot and start time are checked too.
 //!
 //! Liveness: a kernel lock on the file (daemons often `lockf` their pid file), then the PID
-//! rules of [`crate::evidence`] with the file's mtime as the time it was written. A plain pid
+//! rules of [`crate::judge`] with the file's mtime as the time it was written. A plain pid
 //! file names no host: on a network file system its PID may belong to another machine
 //! (foreign); a record naming another host is foreign wherever it lies.
 
 use super::common;
 use super::pid_record::{self, Form, PidRecord};
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Pidfile;
 
@@ -91,113 +91,81 @@ impl Dialect for Pidfile {
         parse(c.content, uucp).is_ok()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.kind != EntryKind::File {
-            return Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "named like a pid file but is {}, not a file",
-                    common::kind_name(c.kind)
-                ),
-            )
+            return Judgement::unknown(format!(
+                "named like a pid file but is {}, not a file",
+                common::kind_name(c.kind)
+            ))
             .into();
         }
-        let held = common::kernel_live(snap, c.key(), "the pid file");
-        let parsed = parse(c.content, is_uucp_name(c));
-        let owner = match &parsed {
-            Ok(PidContent::Record(r)) => Owner {
+        let content = match parse(c.content, is_uucp_name(c)) {
+            Ok(content) => content,
+            Err(why) => return Said::unparseable("pid file", why),
+        };
+        let owner = match &content {
+            PidContent::Record(r) => Owner {
                 pid: Some(r.pid),
                 hostname: r.host_written.clone(),
                 detail: Some(record_detail(r)),
                 ..Owner::default()
             },
-            Ok(p) => Owner {
+            p => Owner {
                 pid: Some(p.pid()),
                 detail: matches!(p, PidContent::Binary(_))
                     .then(|| "PID stored as a 4-byte binary integer (UUCP)".to_string()),
                 ..Owner::default()
             },
-            Err(_) => Owner::default(),
         };
-        let j = match (held, parsed) {
-            (Some(j), _) => j,
-            (None, Err(why)) => common::unparseable("pid file", why),
-            (None, Ok(content)) => judge_content(c, snap, &content),
-        };
-        Decision::owned(owner, j)
+        let mut said = Said::claims(owner).claim(owner_claim(&content, snap));
+        if let PidContent::Record(r) = &content {
+            if r.form() == Form::Unread {
+                // The lines after the PID may name another host or namespace.
+                said = said.doubt(format!(
+                    "after its PID the file holds {} in no format this tool reads: they may say the PID is another host's",
+                    r.unread.as_deref().unwrap_or("more lines")
+                ));
+            }
+            said = said.note(When::Always, format!("the file is {}", r.form().describe()));
+        }
+        if content.pid() == 0 {
+            said = said.note(
+                When::Always,
+                "liblockfile writes 0 when it records no PID (lockfile-create without --use-pid); such a lock carries no owner to check",
+            );
+        }
+        said
     }
 }
 
-/// The PID (and what else a record says), by the PID rules; another host's record first.
-fn judge_content(c: &Candidate<'_>, snap: &Snapshot, content: &PidContent) -> Judgement {
-    let pid = content.pid();
-    let record = match content {
-        PidContent::Record(r) => Some(r),
-        _ => None,
+/// The PID (and what else a record says) as a claim. A multi-line record naming another host
+/// is that host's, whatever else it says (even our boot id: these writers never break another
+/// host's lock, nor do we); that host can be asked (`--ask-hosts`).
+fn owner_claim(content: &PidContent, snap: &Snapshot) -> OwnerClaim {
+    let PidContent::Record(r) = content else {
+        return OwnerClaim::pid(content.pid(), Writers::ANY);
     };
-    let app = record.and_then(|r| r.app.as_deref());
-    let apps = app.map(|a| [a]);
-    let claim = PidClaim {
-        pid,
-        hostname: record.and_then(|r| r.hostname.as_deref()),
-        boot_id: record.and_then(|r| r.boot_id.as_deref()),
-        machine_id: record.and_then(|r| r.machine_id.as_deref()),
-        pid_ns: record.and_then(|r| r.pid_ns),
-        start_ticks: record.and_then(|r| r.start_ticks),
-        // Qt's own rule: the live PID must be that application.
-        expect: apps.as_ref().map(|a| &a[..]).unwrap_or(&[]),
-        ..PidClaim::default()
-    };
-    let claim = common::file_claim(c, claim);
-    // Host first: a record naming another host is foreign, whatever else it says (even our
-    // boot id: these writers never break another host's lock, nor do we). That host can
-    // be asked (`--ask-hosts`).
-    if let Some(r) = record
-        && let Some(h) = r.hostname.as_deref()
-        && h != snap.host.hostname
-    {
-        let mut j = Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "written on host \"{}\", not this host \"{}\": its PID {pid} cannot be checked here",
-                r.host_written.as_deref().unwrap_or(h),
-                snap.host.hostname
-            ),
-        )
-        .because(format!("the file is {}", r.form().describe()));
-        j.remote = Some(claim.remote(h));
-        return j;
+    // Qt's own rule: the live PID must be that application.
+    let app = r
+        .app
+        .as_deref()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .filter(|a| !a.is_empty());
+    let ours = r
+        .hostname
+        .as_deref()
+        .is_none_or(|h| h == snap.host.hostname);
+    OwnerClaim {
+        pid: r.pid,
+        host: r.hostname.clone(),
+        // Another host's record is foreign whatever boot id it carries.
+        boot_id: r.boot_id.clone().filter(|_| ours),
+        machine_id: r.machine_id.clone(),
+        pid_ns: r.pid_ns,
+        start_ticks: r.start_ticks,
+        writers: app.map(Writers::program).unwrap_or(Writers::ANY),
+        ..OwnerClaim::default()
     }
-    let mut j = judge_pid(&claim, snap);
-    if let Some(r) = record {
-        if r.form() == Form::Unread && j.verdict == Verdict::Stale {
-            // The lines after the PID may name another host or namespace.
-            let mut u = Judgement::new(
-                Verdict::Unknown,
-                format!(
-                    "after its PID the file holds {} in no format this tool reads: they may say the PID is another host's",
-                    r.unread.as_deref().unwrap_or("more lines")
-                ),
-            );
-            u.evidence.extend(
-                j.evidence
-                    .into_iter()
-                    .map(|l| format!("(not conclusive without those lines) {l}")),
-            );
-            j = u;
-        } else {
-            j.evidence
-                .push(format!("the file is {}", r.form().describe()));
-        }
-    }
-    if pid == 0 {
-        j.evidence.push(
-            "liblockfile writes 0 when it records no PID (lockfile-create without \
-                 --use-pid); such a lock carries no owner to check"
-                .into(),
-        );
-    }
-    j
 }
 
 /// The owner detail of a multi-line record.

@@ -8,20 +8,21 @@
 //! Liveness: a postgres process whose working directory is this data directory (the
 //! postmaster and every backend `chdir` there; compared by inode, so it also holds for a
 //! server in a container seen from the host) proves it live, and for a socket lock so does a
-//! process listening on its socket. Otherwise the PID must be a postgres started before the
-//! recorded start time — the Docker trap is a restarted container whose old file names a low
-//! PID now held by an unrelated process: stale, naming it. A file recording another data (or
-//! socket) directory than the one it lies in was written in another mount namespace, whose
-//! PIDs are not ours: foreign unless something else proves it stale.
+//! process listening on its socket. Otherwise the PID rules, with the recorded start time as
+//! when the lock was written — the Docker trap is a restarted container whose old file names
+//! a low PID now held by a process that started later: stale by its start time. A live PID
+//! that started before and is not a postgres working here is `unknown`. A file recording
+//! another data (or socket) directory than the one it lies in was written in another mount
+//! namespace, whose PIDs are not ours: foreign unless something else proves it stale.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, fmt_ms, judge_pid};
-use crate::probe::{PidState, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers, fmt_ms};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct Postgres;
 
@@ -89,10 +90,10 @@ pub fn is_socket_lock(name: &std::ffi::OsStr) -> bool {
 
 /// Postgres processes whose working directory is `dir` (by device and inode).
 fn servers_in(dir_meta: &std::fs::Metadata, snap: &Snapshot) -> Vec<(i32, String)> {
-    snap.processes()
-        .iter()
-        .filter(|p| common::proc_is(p, POSTGRES))
-        .filter(|p| common::cwd_is(p.pid, dir_meta) == Some(true))
+    Writers::named(POSTGRES)
+        .running(snap)
+        .into_iter()
+        .filter(|p| snap.cwd_is(p.pid, dir_meta) == Some(true))
         .map(|p| (p.pid, crate::text::truncate(&p.name, 32)))
         .collect()
 }
@@ -111,7 +112,7 @@ impl Dialect for Postgres {
             && (c.file_name() == "postmaster.pid" || is_socket_lock(c.file_name()))
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let socket_lock = is_socket_lock(c.file_name());
         let what = if socket_lock {
             "postgres socket lock"
@@ -120,12 +121,11 @@ impl Dialect for Postgres {
         };
         let rec = match parse(c.content) {
             Ok(r) => r,
-            Err(why) => return common::unparseable(what, why).into(),
+            Err(why) => return Said::unparseable(what, why),
         };
         if rec.pid == 0 {
             // What postgres itself says: "bogus data in lock file".
-            return common::unparseable(what, "PID 0, which postgres itself rejects as bogus")
-                .into();
+            return Said::unparseable(what, "PID 0, which postgres itself rejects as bogus");
         }
         let owner = Owner {
             pid: Some(rec.pid),
@@ -146,32 +146,79 @@ impl Dialect for Postgres {
             )),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_server(c, snap, &rec, socket_lock, what))
+        if let Some(live) = server_running(c, snap, &rec, socket_lock) {
+            return Said::settled(live).owner(owner);
+        }
+        let dir = c.path.parent().unwrap_or(Path::new("/"));
+        let dir_meta = snap.stat(dir).ok();
+        // Written in another mount namespace (a container's volume seen from the host)? The
+        // directory it records for itself is not the one it lies in, and its PID is not of
+        // any namespace known here.
+        let recorded_dir = if socket_lock {
+            rec.socket_dir.as_deref()
+        } else {
+            Some(rec.data_dir.as_str())
+        };
+        let recorded_here = match (&dir_meta, recorded_dir) {
+            (Some(m), Some(r)) => snap
+                .stat(Path::new(r))
+                .is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino()),
+            // A socket lock that records no socket directory: nothing says it is elsewhere.
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let mut claim = OwnerClaim::pid(rec.pid, Writers::named(POSTGRES))
+            .written(rec.start_epoch.map(|s| s * 1000));
+        if !recorded_here && dir_meta.is_some() {
+            claim.elsewhere = Some(format!(
+                "it records {} {} but lies in {}: it was written in another mount namespace (a container?)",
+                if socket_lock {
+                    "socket directory"
+                } else {
+                    "data directory"
+                },
+                recorded_dir.unwrap_or_default(),
+                common::field(&dir.to_string_lossy()),
+            ));
+        }
+        let mut said = Said::claims(owner).claim(claim).note(
+            When::IfStale,
+            format!(
+                "no postgres process runs in {} data directory",
+                if socket_lock { "its" } else { "this" }
+            ),
+        );
+        if socket_lock {
+            said = said.note(
+                When::IfStale,
+                "no process listens on the server's socket beside it",
+            );
+        }
+        if let Some(s) = rec.start_epoch {
+            said = said.note(
+                When::Always,
+                format!("the server recorded its start at {}", fmt_ms(s * 1000)),
+            );
+        }
+        said
     }
 }
 
-/// The server: a kernel lock, postgres processes in its data directory, a listener on its
-/// socket, then the PID it recorded (in every namespace that sees the data directory).
-fn judge_server(
+/// A sign the server runs: postgres processes working in its data directory (the postmaster
+/// and every backend `chdir` there), or for a socket lock a process listening on its socket.
+fn server_running(
     c: &Candidate<'_>,
     snap: &Snapshot,
     rec: &PostmasterPid,
     socket_lock: bool,
-    what: &str,
-) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), what) {
-        return j;
-    }
-    let dir = c.path.parent().unwrap_or(Path::new("/"));
-    let dir_meta = std::fs::metadata(dir).ok();
+) -> Option<Judgement> {
     // The data directory, as this file lies in it (postmaster.pid) or as it records it
     // (a socket lock, which lies in the socket directory).
     let data_meta = if socket_lock {
-        std::fs::metadata(&rec.data_dir).ok()
+        snap.stat(Path::new(&rec.data_dir)).ok()
     } else {
-        dir_meta.clone()
+        snap.stat(c.path.parent().unwrap_or(Path::new("/"))).ok()
     };
-
     if let Some(meta) = &data_meta {
         let servers = servers_in(meta, snap);
         if !servers.is_empty() {
@@ -180,123 +227,22 @@ fn judge_server(
                 .map(|(pid, name)| format!("{pid} ({name})"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let mut j = Judgement::new(
-                Verdict::Live,
-                format!(
-                    "postgres processes run in {}data directory: {list}",
-                    if socket_lock { "its " } else { "this " }
-                ),
-            );
+            let mut j = Judgement::live(format!(
+                "postgres processes run in {}data directory: {list}",
+                if socket_lock { "its " } else { "this " }
+            ));
             if let Some(f) = snap.pid(servers[0].0).facts() {
                 j.process = Some(snap.process_info(f));
             }
-            return j;
+            return Some(j);
         }
     }
     if socket_lock && let Some(socket) = listening_socket(c, snap) {
-        return Judgement::new(
-            Verdict::Live,
-            format!("a process listens on the server's socket {socket} (/proc/net/unix)"),
-        );
+        return Some(Judgement::live(format!(
+            "a process listens on the server's socket {socket} (/proc/net/unix)"
+        )));
     }
-
-    let claim = PidClaim {
-        pid: rec.pid,
-        written_ms: rec.start_epoch.map(|s| s * 1000),
-        expect: POSTGRES,
-        ..PidClaim::default()
-    };
-    let claim = common::file_claim(c, claim);
-    // Judged in the namespaces that see the data directory (a volume of a container):
-    // their view of the recorded data directory is theirs, not ours.
-    if let Some(mut j) = crate::evidence::judge_in_namespaces(&claim, snap) {
-        if let Some(s) = rec.start_epoch {
-            j.evidence.push(format!(
-                "the server recorded its start at {}",
-                fmt_ms(s * 1000)
-            ));
-        }
-        return j;
-    }
-    let mut j = judge_pid(&claim, snap);
-
-    // Written in another mount namespace (a container's volume seen from the host)? The
-    // directory it records for itself is not the one it lies in.
-    let recorded_dir = if socket_lock {
-        rec.socket_dir.as_deref()
-    } else {
-        Some(rec.data_dir.as_str())
-    };
-    let recorded_here = match (&dir_meta, recorded_dir) {
-        (Some(m), Some(r)) => {
-            std::fs::metadata(r).is_ok_and(|r| r.dev() == m.dev() && r.ino() == m.ino())
-        }
-        // A socket lock that records no socket directory: nothing says it is elsewhere.
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
-    if !recorded_here && dir_meta.is_some() && j.verdict != Verdict::Unknown {
-        if !c.fs.network
-            && let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        {
-            return Judgement::new(Verdict::Stale, line);
-        }
-        let mut f = Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "it records {} {} but lies in {}: it was written in another mount namespace (a container?), whose PID {} cannot be checked here",
-                if socket_lock {
-                    "socket directory"
-                } else {
-                    "data directory"
-                },
-                recorded_dir.unwrap_or_default(),
-                common::field(&dir.to_string_lossy()),
-                rec.pid
-            ),
-        );
-        f.evidence
-            .push("no postgres process runs in this directory".into());
-        return f;
-    }
-
-    if j.verdict == Verdict::Live
-        && let PidState::Alive(f) = snap.pid(rec.pid as i32)
-        && let Some(meta) = &data_meta
-        && common::cwd_is(f.pid, meta) == Some(false)
-    {
-        let cwd = f
-            .cwd
-            .as_deref()
-            .map(|p| common::field(&p.to_string_lossy()))
-            .unwrap_or_else(|| "elsewhere".into());
-        j.verdict = Verdict::Stale;
-        j.evidence = vec![format!(
-            "process {} is a postgres serving another data directory ({cwd}), not {}",
-            f.pid,
-            if socket_lock {
-                rec.data_dir.as_str()
-            } else {
-                "this one"
-            }
-        )];
-    } else if j.verdict == Verdict::Stale {
-        j.evidence.push(format!(
-            "no postgres process runs in {} data directory",
-            if socket_lock { "its" } else { "this" }
-        ));
-        if socket_lock {
-            j.evidence
-                .push("no process listens on the server's socket beside it".into());
-        }
-    }
-    if let Some(s) = rec.start_epoch {
-        j.evidence.push(format!(
-            "the server recorded its start at {}",
-            fmt_ms(s * 1000)
-        ));
-    }
-    j
+    None
 }
 
 /// The unix socket a socket lock file guards (`.s.PGSQL.<port>` beside it), if a process

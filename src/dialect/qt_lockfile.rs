@@ -17,10 +17,10 @@
 //! (The generic `pidfile` dialect reads the same record when it is named like a pid file;
 //! this dialect recognises it first, whatever its name.)
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct QtLockFile;
 
@@ -89,9 +89,9 @@ impl Dialect for QtLockFile {
         c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(rec) = parse(c.content) else {
-            return common::unparseable("QLockFile", "not the five lines QLockFile writes").into();
+            return Said::unparseable("QLockFile", "not the five lines QLockFile writes");
         };
         let owner = Owner {
             pid: Some(rec.pid),
@@ -99,63 +99,31 @@ impl Dialect for QtLockFile {
             detail: Some(format!("QLockFile of {}", common::field(&rec.app))),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_owner(c, snap, &rec))
-    }
-}
-
-/// The owner: a kernel lock, then Qt's own rules (the same machine, the same boot), then the
-/// PID as that application.
-fn judge_owner(c: &Candidate<'_>, snap: &Snapshot, rec: &QtRecord) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), "the lock file") {
-        return j;
-    }
-    // Qt's own rule: the same host name, and the same machine id when both are known.
-    let ours = snap.host.machine_id.clone().or_else(support::machine_id);
-    let same_machine = rec.host == snap.host.hostname
-        && match (rec.machine_id.as_str(), ours.as_deref()) {
-            ("", _) | (_, None) => true,
-            (theirs, Some(ours)) => theirs == ours,
+        let app = rec.app.rsplit('/').next().unwrap_or("");
+        let claim = OwnerClaim {
+            // Qt's own rule: another host name or another machine id is another machine.
+            machine_id: Some(rec.machine_id.clone()).filter(|m| !m.is_empty()),
+            boot_id: Some(rec.boot_id.clone()).filter(|b| !b.is_empty()),
+            ..OwnerClaim::pid(
+                rec.pid,
+                if app.is_empty() {
+                    Writers::ANY
+                } else {
+                    Writers::program(app)
+                },
+            )
+            .host(Some(rec.host.clone()))
         };
-    if !same_machine {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "written on another machine (host \"{}\", machine id \"{}\"): its PID cannot be checked here",
-                common::field(&rec.host),
-                common::field(&rec.machine_id)
-            ),
-        );
-    }
-    let our_boot = snap.host.boot_id.as_deref();
-    if !rec.boot_id.is_empty()
-        && let Some(b) = our_boot
-        && b != rec.boot_id
-    {
-        return Judgement::new(
-            Verdict::Stale,
-            format!(
-                "written on this machine during an earlier boot (boot id {}; this boot is {b}): Qt itself treats it as stale",
-                rec.boot_id
-            ),
-        );
-    }
-    let app = rec.app.rsplit('/').next().unwrap_or("").to_string();
-    let expect_owned = [app.as_str()];
-    let claim = PidClaim {
-        pid: rec.pid,
-        boot_id: (!rec.boot_id.is_empty()).then_some(rec.boot_id.as_str()),
-        expect: if app.is_empty() { &[] } else { &expect_owned },
-        ..PidClaim::default()
-    };
-    let mut j = judge_pid(&common::file_claim(c, claim), snap);
-    if j.verdict == Verdict::Live && !c.fs.network && snap.kernel_locks().available() {
-        j.evidence.push(
-                "no kernel lock is held on it, although QLockFile holds flock() while it owns the lock: the process may have released it without removing the file".into(),
+        let mut said = Said::claims(owner).claim(claim);
+        if !c.fs.network && snap.kernel_locks().available() {
+            said = said.note(
+                When::IfLive,
+                "no kernel lock is held on it, although QLockFile holds flock() while it owns the lock: the process may have released it without removing the file",
             );
+        }
+        said
     }
-    j
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,9 +19,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::probe::{ProcSummary, Snapshot};
-use crate::verdict::{Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Contract, Said, Scope, When, Writers};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct RInstall;
 
@@ -42,19 +43,18 @@ pub struct Held {
 }
 
 /// Lists what a lock directory holds (bounded).
-pub fn held(dir: &Path) -> std::io::Result<Held> {
+pub fn held(dir: &Path, snap: &Snapshot) -> std::io::Result<Held> {
     let mut h = Held {
         packages: Vec::new(),
         other: 0,
         staging: false,
     };
-    for (name, meta) in support::list_dir(dir, 256)? {
+    for (name, meta) in snap.list_dir(dir, 256)? {
         let desc = dir.join(&name).join("DESCRIPTION");
         if name == "00new" && meta.is_dir() {
             h.staging = true;
         } else if meta.is_dir()
-            && let Ok(m) = std::fs::symlink_metadata(&desc)
-            && let Some(text) = support::read_member(&desc, &m, 16 * 1024)
+            && let Some(text) = snap.read_small(&desc, 16 * 1024)
         {
             let text = String::from_utf8_lossy(&text);
             let version = text
@@ -106,47 +106,20 @@ impl Held {
     }
 }
 
-/// The directory a process was started in, from `PWD` in its environment (R changes its
-/// working directory while it installs, so relative arguments are resolved against this too).
-fn start_dir(pid: i32) -> Option<PathBuf> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    env.split(|b| *b == 0)
-        .find_map(|kv| kv.strip_prefix(b"PWD="))
-        .map(|v| PathBuf::from(String::from_utf8_lossy(v).into_owned()))
-}
-
-/// Whether an R process works on `library` (or in `lock`): a command-line token naming it
-/// (`-l LIB`, `--library=LIB`, and `R CMD INSTALL`'s `nextArg`-joined form; relative ones
-/// against its working directory or the one it started in), or a working directory inside
-/// either. `None`: its command line cannot be read.
-fn works_on(p: &ProcSummary, library: &Path, lock: &Path) -> Option<bool> {
-    if p.cmd.is_empty() {
-        return None;
-    }
-    if let Some(cwd) = &p.cwd
-        && (cwd.starts_with(lock) || cwd.starts_with(library))
-    {
-        return Some(true);
-    }
-    let bases: Vec<PathBuf> = p.cwd.iter().cloned().chain(start_dir(p.pid)).collect();
-    let names = |t: &str| -> bool {
-        let t = t.strip_prefix("--library=").unwrap_or(t);
-        let t = t.trim_matches(|c| c == '\'' || c == '"');
-        if t.is_empty() || t.starts_with('-') {
-            return false;
+/// The directories an R command line names: the library of `R CMD INSTALL -l LIB`,
+/// `--library=LIB`, and `lib =` arguments of an `install.packages` expression.
+fn named_libraries(cmd: &[String]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for arg in cmd.iter().skip(1) {
+        for t in arg.split("nextArg") {
+            let t = t.strip_prefix("--library=").unwrap_or(t);
+            let t = t.trim_matches(|c| c == '\'' || c == '"');
+            if !t.is_empty() && !t.starts_with('-') {
+                out.push(PathBuf::from(t));
+            }
         }
-        let path = Path::new(t);
-        let candidates: Vec<PathBuf> = if path.is_absolute() {
-            vec![path.to_path_buf()]
-        } else {
-            bases.iter().map(|b| b.join(path)).collect()
-        };
-        candidates
-            .into_iter()
-            .filter_map(|c| std::fs::canonicalize(c).ok())
-            .any(|r| r == library || r == lock)
-    };
-    Some(p.cmd.iter().any(|arg| arg.split("nextArg").any(names)))
+    }
+    out
 }
 
 impl Dialect for RInstall {
@@ -163,15 +136,16 @@ impl Dialect for RInstall {
         c.kind == EntryKind::Dir && (name == b"00LOCK" || name.starts_with(b"00LOCK-"))
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.kind != EntryKind::Dir {
-            return common::unparseable(
+            return Said::unparseable(
                 "R install lock",
                 format!("it is {}, not a directory", common::kind_name(c.kind)),
-            )
-            .into();
+            );
         }
-        let lock = std::fs::canonicalize(c.path).unwrap_or_else(|_| c.path.to_path_buf());
+        let lock = snap
+            .canonical(c.path)
+            .unwrap_or_else(|| c.path.to_path_buf());
         let library = lock.parent().unwrap_or(Path::new("/")).to_path_buf();
         let name = c.file_name().to_string_lossy().into_owned();
         let pkg = name.strip_prefix("00LOCK-").map(common::field);
@@ -182,7 +156,7 @@ impl Dialect for RInstall {
             ),
             None => format!("R's whole-library install lock of {}", library.display()),
         };
-        let held = held(&lock);
+        let held = held(&lock, snap);
         let mut owner = Owner {
             detail: Some(common::field(&what)),
             ..Owner::default()
@@ -200,80 +174,22 @@ impl Dialect for RInstall {
             }
             Err(e) => vec![format!("its content cannot be listed: {e}")],
         };
-        let mut j = judge_library(c, snap, &lock, &library);
-        j.evidence.extend(held_lines);
-        Decision::owned(owner, j)
-    }
-}
-
-/// Whether an R process works on the library (or inside the lock directory).
-fn judge_library(c: &Candidate<'_>, snap: &Snapshot, lock: &Path, library: &Path) -> Judgement {
-    let rs = support::running(snap, R_PROGRAMS);
-    let mut blind = Vec::new();
-    for p in &rs {
-        match works_on(p, library, lock) {
-            Some(true) => {
-                return Judgement::new(
-                    Verdict::Live,
-                    format!(
-                        "{} is working on this library: {}",
-                        support::list_procs(&[p]),
-                        crate::text::truncate(&p.cmd.join(" "), 120)
-                    ),
-                );
-            }
-            None => blind.push(*p),
-            Some(false) => {}
+        let mut said = Said::claims(owner).claim(Contract {
+            writer: Writers::named(R_PROGRAMS),
+            what: "R",
+            at: format!("the library {}", common::field(&library.to_string_lossy())),
+            says: "R's own message: \"ERROR: failed to lock directory ... for modifying; try removing\" it (`R CMD INSTALL` holds it only while it installs into that library)".into(),
+            place: lock.clone(),
+            scope: Scope::Dirs {
+                dirs: vec![library.clone(), lock.clone()],
+                named: named_libraries,
+                env: &["R_LIBS", "R_LIBS_USER"],
+            },
+            min_hold_ms: 2_000,
+        });
+        for line in held_lines {
+            said = said.note(When::Always, line);
         }
+        said
     }
-    if let Some(p) = snap
-        .processes()
-        .iter()
-        .find(|p| p.cwd.as_ref().is_some_and(|d| d.starts_with(lock)))
-    {
-        return Judgement::new(
-            Verdict::Live,
-            format!(
-                "{} works inside the lock directory",
-                support::list_procs(&[p])
-            ),
-        );
-    }
-    if !blind.is_empty() {
-        return Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "{} runs and its command line cannot be read: it may be installing into this library",
-                support::list_procs(&blind)
-            ),
-        );
-    }
-    if c.fs.network {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "on a network file system ({}): an R on another machine may be installing into this library",
-                c.fs.kind
-            ),
-        );
-    }
-    if let Some(j) =
-        support::openers_inconclusive(c.meta, snap, "no visible R process works on this library")
-    {
-        return j;
-    }
-    let others = if rs.is_empty() {
-        "no R process runs".to_string()
-    } else {
-        format!(
-            "{} run{}, none on this library",
-            support::list_procs(&rs),
-            if rs.len() == 1 { "s" } else { "" }
-        )
-    };
-    Judgement::new(
-            Verdict::Stale,
-            format!("{others}: the install that made this directory is gone, and R refuses to install into the library while it exists"),
-        )
-        .because(support::age_line(c.meta, snap))
 }

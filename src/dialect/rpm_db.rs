@@ -14,9 +14,10 @@
 
 use std::path::Path;
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Contract, Judgement, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Holder, HolderHow, Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct RpmDb;
 
@@ -86,11 +87,10 @@ impl Dialect for RpmDb {
             && c.path.parent().is_some_and(is_rpm_db)
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let dir = c.path.parent().unwrap_or(Path::new("/"));
         if !is_rpm_db(dir) {
-            return Judgement::new(
-                Verdict::Unknown,
+            return Judgement::unknown(
                 "a Berkeley DB environment file outside an rpm database: its program is not known",
             )
             .into();
@@ -102,66 +102,28 @@ impl Dialect for RpmDb {
             )),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_env(c, snap, dir))
-    }
-}
-
-/// The database environment: open or mapped, rpm's transaction lock held, or an rpm
-/// front end running.
-fn judge_env(c: &Candidate<'_>, snap: &Snapshot, dir: &Path) -> Judgement {
-    let mut holders = snap.openers(c.key());
-    for pid in support::mappers(c.key()) {
-        if !holders.iter().any(|h| h.pid == pid) {
-            let state = snap.pid(pid);
-            holders.push(Holder {
-                pid,
-                name: state.facts().map(|f| f.comm.clone()),
-                how: HolderHow::Open,
-                container: state.facts().and_then(|f| snap.container_of(f)),
-            });
+        // Berkeley DB maps its region files and may close the descriptor.
+        let mappers = snap.mappers(c.key());
+        if !mappers.is_empty() {
+            let mut j =
+                Judgement::live(format!("mapped by {}", common::describe_holders(&mappers)));
+            j.holders = mappers;
+            return Said::settled(j).owner(owner);
         }
-    }
-    if !holders.is_empty() {
-        let mut j = Judgement::new(
-            Verdict::Live,
-            format!("open or mapped by {}", common::describe_holders(&holders)),
-        );
-        j.holders = holders;
-        return j;
-    }
-    if let Ok(m) = std::fs::symlink_metadata(dir.join(".rpm.lock"))
-        && let Some(j) =
-            common::kernel_live(snap, FileKey::of(&m), ".rpm.lock (rpm's transaction lock)")
-    {
-        return j;
-    }
-    let users = support::running(snap, RPM_USERS);
-    if !users.is_empty() {
-        Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "nobody has it open or mapped, but {} runs and may open the database at any moment",
-                support::list_procs(&users)
-            ),
-        )
-    } else if c.fs.network {
-        Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "on a network file system ({}): another machine may use this database",
-                c.fs.kind
-            ),
-        )
-    } else if let Some(j) =
-        support::openers_inconclusive(c.meta, snap, "no visible process has it open")
-    {
-        j
-    } else {
-        Judgement::new(
-                Verdict::Stale,
-                "no process has it open or mapped, nobody holds .rpm.lock, and no rpm, dnf, yum or zypper runs: left by an rpm that was interrupted",
-            )
-            .because(support::age_line(c.meta, snap))
-            .because(advice(dir))
+        let mut said = Said::claims(owner)
+            .claim(Contract {
+                writer: Writers::named(RPM_USERS),
+                what: "rpm, dnf, yum or zypper",
+                at: format!("the rpm database {}", common::field(&dir.to_string_lossy())),
+                says: "rpm's own advice: with no rpm, dnf, yum or zypper running, the environment files are leftovers and `rpm --rebuilddb` rebuilds them".into(),
+                place: dir.to_path_buf(),
+                scope: Scope::Anywhere,
+                min_hold_ms: 2_000,
+            })
+            .note(When::IfStale, advice(dir));
+        if let Ok(m) = snap.lstat(&dir.join(".rpm.lock")) {
+            said = said.held_with(FileKey::of(&m), ".rpm.lock (rpm's transaction lock)");
+        }
+        said
     }
 }

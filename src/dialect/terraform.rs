@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::fmt_ms;
-use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Holder, Judgement, Owner, Verdict};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, Keeps, Said, fmt_ms};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
 
 pub struct Terraform;
 
@@ -87,10 +87,10 @@ impl Dialect for Terraform {
         c.kind == EntryKind::File && state_path(c.path).is_some()
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
         let info = match parse(c.content) {
             Ok(i) => i,
-            Err(why) => return common::unparseable("Terraform", why).into(),
+            Err(why) => return Said::unparseable("Terraform", why),
         };
         let (user, host) = info.who();
         let owner = Owner {
@@ -105,113 +105,26 @@ impl Dialect for Terraform {
                 common::field(&info.id)
             )),
         };
-        let openers = snap.openers(c.key());
-        let j = match common::kernel_live(snap, c.key(), "the lock info") {
-            Some(j) => j,
-            None => {
-                let mut j = judge_state(c, snap, &info, host, &openers);
-                common::add_holders(&mut j, openers);
-                j
-            }
+        let Some(state) = state_path(c.path) else {
+            return Judgement::unknown(
+                "cannot tell which state file this lock info belongs to from its name",
+            )
+            .into();
         };
-        Decision::owned(owner, j)
-    }
-}
-
-/// The state file's fcntl lock, which Terraform holds while the lock info exists (the
-/// processes with the lock info open are its holders too).
-fn judge_state(
-    c: &Candidate<'_>,
-    snap: &Snapshot,
-    info: &LockInfo,
-    host: Option<&str>,
-    openers: &[Holder],
-) -> Judgement {
-    let Some(state) = state_path(c.path) else {
-        return Judgement::new(
-            Verdict::Unknown,
-            "cannot tell which state file this lock info belongs to from its name",
-        );
-    };
-    let state_name = common::field(&state.to_string_lossy());
-    let state_meta = std::fs::symlink_metadata(&state).ok();
-    if let Some(m) = &state_meta
-        && let Some(mut j) = common::kernel_live(snap, FileKey::of(m), &state_name)
-    {
-        j.evidence
-            .push("Terraform holds this fcntl lock on its state while it runs".into());
-        return j;
-    }
-    if !openers.is_empty() {
-        return Judgement::new(
-            Verdict::Live,
-            format!(
-                "the lock info is open in {}",
-                common::describe_holders(openers)
-            ),
-        );
-    }
-    let unlocked = match &state_meta {
-        Some(_) => format!("no process holds a kernel lock on {state_name} (/proc/locks)"),
-        None => {
-            format!("the state file {state_name} does not exist, so nobody can hold its lock")
-        }
-    };
-    let ours = host.is_none_or(|h| h == snap.host.hostname);
-    if !ours {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "locked by {} on another host: {unlocked} here, but Terraform may run there",
+        let what = common::field(&state.to_string_lossy());
+        let mut said = Said::claims(owner).claim(Keeps::KernelLock {
+            path: state,
+            what,
+            promise: format!(
+                "Terraform holds an fcntl lock on the state for as long as the lock info exists; written by {}",
                 common::field(&info.who)
             ),
-        );
-    }
-    if c.fs.network {
-        return Judgement::new(
-            Verdict::Foreign,
-            format!(
-                "on a network file system ({}): {unlocked} on this machine, but a lock held from another machine does not show here",
-                c.fs.kind
-            ),
-        );
-    }
-    // The file's mtime is when it was written: `Created` comes from the writer's clock.
-    if let Some(line) = crate::evidence::written_before_boot(c.mtime_ms(), Some(c.fs), snap) {
-        return Judgement::new(Verdict::Stale, line);
-    }
-    if !snap.kernel_locks().available() {
-        return Judgement::new(
-            Verdict::Unknown,
-            "/proc/locks cannot be read here, so the state file's fcntl lock cannot be checked",
-        );
-    }
-    // A read of /proc/locks can miss an entry: ask the kernel about the state file itself.
-    if let Some(m) = &state_meta {
-        use std::os::unix::fs::MetadataExt;
-        match crate::probe::kernel_locks::held_at(&state, m.dev(), m.ino()) {
-            Some(false) => {}
-            Some(true) => {
-                return Judgement::new(
-                    Verdict::Live,
-                    format!("a kernel lock is held on {state_name} (F_OFD_GETLK)"),
-                )
-                .because("Terraform holds this fcntl lock on its state while it runs");
-            }
-            None => {
-                return Judgement::new(
-                    Verdict::Unknown,
-                    format!("{state_name} cannot be opened to ask the kernel whether it is locked"),
-                );
-            }
+        });
+        if let Some(h) = host {
+            said = said.host(h);
         }
+        said
     }
-    let mut j = Judgement::new(Verdict::Stale, unlocked);
-    j.evidence.push(format!(
-            "Terraform holds an fcntl lock on the state for as long as the lock info exists; written by {} on this host",
-            common::field(&info.who)
-        ));
-    j
 }
 
 #[cfg(test)]

@@ -4,17 +4,18 @@
 //! 68 (40 bytes), the edited file at 108 (900 bytes; its last byte, 1007, is 0x55 when the
 //! buffer holds changes that were never written).
 //!
-//! Liveness: the PID on the same host is alive, is a vim and started before the swap file
-//! was last written. A swap file holding unsaved changes is reported as such, with the
+//! Liveness: the PID on the same host is alive and started before the swap file was last
+//! written: `live` when it is a vim (or another program known to write this layout), and
+//! `unknown` when it is not (other editors write vim's layout too: a name proves nothing). A swap file holding unsaved changes is reported as such, with the
 //! command that recovers them, whatever its verdict.
 
 use std::path::{Path, PathBuf};
 
 use super::common;
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::{Owner, Verdict};
 
 pub struct VimSwap;
 
@@ -109,10 +110,10 @@ impl Dialect for VimSwap {
             && is_swap_name(c.file_name().as_encoded_bytes())
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let info = match parse(c.content) {
             Ok(info) => info,
-            Err(why) => return common::unparseable("vim swap", why).into(),
+            Err(why) => return Said::unparseable("vim swap", why),
         };
         let owner = Owner {
             pid: Some(info.pid as i64),
@@ -125,44 +126,33 @@ impl Dialect for VimSwap {
                 format!("{}, editing {}", info.version, info.file)
             }),
         };
-        let mut j = match common::kernel_live(snap, c.key(), "the swap file") {
-            Some(j) => j,
-            None => {
-                // Vim truncates the host name; compare the way it wrote it.
-                let host = if info.host.is_empty() || same_host(&info.host, &snap.host.hostname) {
-                    None
-                } else {
-                    Some(info.host.as_str())
-                };
-                let claim = PidClaim {
-                    pid: info.pid as i64,
-                    hostname: host,
-                    expect: VIMS,
-                    ..PidClaim::default()
-                };
-                judge_pid(&common::file_claim(c, claim), snap)
-            }
-        };
-        j.unsaved_changes = Some(info.dirty);
-        // Advice follows the verdict: recovery is for a swap file whose vim is gone.
-        match (info.dirty, j.verdict) {
-            (true, Verdict::Stale) => j.evidence.push(format!(
+        // Vim truncates the host name; compare the way it wrote it.
+        let host = (!info.host.is_empty() && !same_host(&info.host, &snap.host.hostname))
+            .then(|| info.host.clone());
+        let claim = OwnerClaim::pid(info.pid as i64, Writers::named(VIMS)).host(host);
+        let said = Said::claims(owner).claim(claim).unsaved(info.dirty);
+        if !info.dirty {
+            return said.note(
+                When::Always,
+                "the swap file holds no unsaved changes (dirty flag not set)",
+            );
+        }
+        // Advice follows the verdict: recovery is for a swap file whose editor is gone.
+        said.note(
+            When::IfStale,
+            format!(
                 "the swap file holds unsaved changes: recover them with `{}` before removing it",
                 recover_command(c.path)
-            )),
-            (true, Verdict::Live) => j.evidence.push(
-                "its vim is running with changes not yet saved: they are in that vim, not something to recover"
-                    .into(),
             ),
-            (true, _) => j.evidence.push(
-                "the swap file holds unsaved changes; whether its vim still runs is not proven, so it is not a case for recovery here"
-                    .into(),
-            ),
-            (false, _) => j
-                .evidence
-                .push("the swap file holds no unsaved changes (dirty flag not set)".into()),
-        }
-        Decision::owned(owner, j)
+        )
+        .note(
+            When::IfLive,
+            "its editor is running with changes not yet saved: they are in that editor, not something to recover",
+        )
+        .note(
+            When::Otherwise,
+            "the swap file holds unsaved changes; whether its editor still runs is not proven, so it is not a case for recovery here",
+        )
     }
 }
 
@@ -170,7 +160,8 @@ impl Dialect for VimSwap {
 /// some to recover (advice follows the verdict: recovery is for a swap file whose vim is
 /// gone). See [`recover_command`].
 pub fn recover_hint(swap: &Path, j: &Judgement) -> Option<String> {
-    (j.unsaved_changes == Some(true) && j.verdict == Verdict::Stale).then(|| recover_command(swap))
+    (j.unsaved_changes == Some(true) && j.verdict() == Verdict::Stale)
+        .then(|| recover_command(swap))
 }
 
 /// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt`: raw
@@ -250,7 +241,7 @@ mod tests {
         let dir = t.path().to_str().unwrap();
         std::fs::write(t.path().join("notes.txt"), "x").unwrap();
         std::fs::write(t.path().join("my notes"), "x").unwrap();
-        let mut j = Judgement::new(Verdict::Stale, "gone");
+        let mut j = Judgement::stale_for_test("gone");
         j.unsaved_changes = Some(true);
         let hint = |swap: &str| recover_hint(Path::new(swap), &j);
         assert_eq!(
@@ -274,8 +265,8 @@ mod tests {
         assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
         // A swap whose vim runs: nothing to recover (advice follows the verdict).
         let swap = format!("{dir}/.notes.txt.swp");
-        let mut running = j.clone();
-        running.verdict = Verdict::Live;
+        let mut running = Judgement::live("alive");
+        running.unsaved_changes = Some(true);
         assert_eq!(recover_hint(Path::new(&swap), &running), None);
         let mut saved = j.clone();
         saved.unsaved_changes = Some(false);

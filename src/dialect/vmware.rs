@@ -15,10 +15,10 @@
 //! (written by this machine) the PID rules of [`crate::evidence`] apply with the exact start
 //! time; on a network file system an owner may be another machine (`foreign`).
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common, support};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Claim, Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct Vmware;
 
@@ -97,39 +97,33 @@ impl Dialect for Vmware {
         c.kind == EntryKind::Dir && PATTERNS.iter().any(|p| name.ends_with(&p[1..]))
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.kind != EntryKind::Dir {
-            return common::unparseable(
+            return Said::unparseable(
                 "VMware",
                 format!("it is {}, not a lock directory", common::kind_name(c.kind)),
-            )
-            .into();
+            );
         }
-        let members = match support::list_dir(c.path, 64) {
+        let members = match snap.list_dir(c.path, 64) {
             Ok(m) => m,
             Err(e) => {
-                return common::unparseable(
-                    "VMware",
-                    format!("cannot list the lock directory: {e}"),
-                )
-                .into();
+                return Said::unparseable("VMware", format!("cannot list the lock directory: {e}"));
             }
         };
         let mut owner = Owner::default();
-        let mut parts = Vec::new();
+        let mut claims = Vec::new();
         for (name, meta) in &members {
             if !is_member_name(name) {
                 continue;
             }
-            let path = c.path.join(name);
-            let content = support::read_member(&path, meta, 512).unwrap_or_default();
+            let content = snap.read_small(&c.path.join(name), 512).unwrap_or_default();
             let label = format!("member {}", crate::text::truncate(name, 40));
             let Some(m) = parse_member(&content) else {
-                parts.push((
-                    label,
-                    common::unparseable("VMware lock member", common::excerpt(&content)),
-                ));
-                continue;
+                return Judgement::unknown(format!(
+                    "{label} cannot be read as a VMware lock member: {}",
+                    common::excerpt(&content)
+                ))
+                .into();
             };
             owner.pid.get_or_insert(m.pid);
             owner.detail.get_or_insert(format!(
@@ -141,45 +135,26 @@ impl Dialect for Vmware {
                     .unwrap_or_else(|| "a VMware process".into()),
                 common::field(&m.machine_id)
             ));
-            let j = if c.fs.network {
-                Judgement::new(
-                    Verdict::Foreign,
-                    format!(
-                        "on a network file system ({}): process {} may run on another machine (machine id {})",
-                        c.fs.kind,
-                        m.pid,
-                        common::field(&m.machine_id)
-                    ),
-                )
-            } else {
-                let claim = PidClaim {
-                    pid: m.pid,
-                    written_ms: Some(crate::probe::mtime_ms(meta)),
-                    start_ticks: (m.creation != 0).then_some(m.creation),
-                    ..PidClaim::default()
-                };
-                judge_pid(&common::file_claim(c, claim), snap)
-            };
-            parts.push((label, j));
+            claims.push(OwnerClaim {
+                start_ticks: (m.creation != 0).then_some(m.creation),
+                ..OwnerClaim::pid(m.pid, Writers::ANY)
+                    .written(Some(crate::probe::mtime_ms(meta)))
+                    .label(label)
+            });
         }
-        if parts.is_empty() {
-            return Judgement::new(
-                Verdict::Unknown,
+        if claims.is_empty() {
+            return Judgement::unknown(
                 "the lock directory holds no member file: it names no owner to check",
             )
-            .because(support::age_line(c.meta, snap))
+            .because(common::age_line(c.meta, snap))
             .into();
         }
-        let mut j = support::aggregate(parts);
-        if j.verdict == Verdict::Stale {
-            j.evidence.push(
-                "VMware itself removes members whose process is gone when it next opens the virtual machine".into(),
-            );
-        }
-        Decision::owned(owner, j)
+        Said::claims(owner).claim(Claim::Owners(claims)).note(
+            When::IfStale,
+            "VMware itself removes members whose process is gone when it next opens the virtual machine",
+        )
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

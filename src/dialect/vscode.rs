@@ -11,15 +11,17 @@
 //!
 //! Liveness here: a fresh mtime is the holder's heartbeat (`live`, whatever the PID: a dev
 //! container's server writes a PID of its own namespace); otherwise the PID rules of
-//! [`crate::evidence`], and VS Code's own 10-minute rule.
+//! [`crate::judge`], and VS Code's own 10-minute rule as a refresh promise.
 //!
 //! The Remote-SSH lock names no owner: the install script holds it (with `flock`, or as a
-//! hard link of a `.target` file) only while it downloads and unpacks the server.
+//! hard link of a `.target` file) only while it downloads and unpacks the server, and
+//! promises nothing by which an old one could be told from a slow install: `unknown`, unless
+//! written before this boot.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, fmt_ms, judge_pid, written_before_boot};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{OwnerClaim, Refresh, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
-use crate::verdict::{Judgement, Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct VsCode;
 
@@ -29,8 +31,6 @@ const PATTERNS: &[&str] = &["vscode.lock", "vscode-remote-lock.*"];
 pub const STALE_MS: i64 = 10 * 60 * 1000;
 /// A heartbeat this recent proves the holder alive (it refreshes every second).
 const FRESH_MS: i64 = 30_000;
-/// An install lock older than this, with nobody holding it, is left over.
-const INSTALL_MS: i64 = 30 * 60 * 1000;
 
 /// `{"pid":N,"willReleaseAt":T}`.
 #[derive(Debug, serde::Deserialize)]
@@ -55,15 +55,19 @@ impl Dialect for VsCode {
             && (name == b"vscode.lock" || name.starts_with(b"vscode-remote-lock."))
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         if c.file_name() != "vscode.lock" {
-            return remote_lock(c, snap);
+            // Remote-SSH's install lock names no owner and its writer promises nothing.
+            let owner = Owner {
+                detail: Some("Remote-SSH server install lock".into()),
+                ..Owner::default()
+            };
+            return Said::claims(owner).note(When::Always, IN_PROGRESS);
         }
         let rec: Record = match serde_json::from_slice(c.content) {
             Ok(r) => r,
-            Err(e) => return common::unparseable("VS Code workspace", e).into(),
+            Err(e) => return Said::unparseable("VS Code workspace", e),
         };
-        let age = common::age_ms(c.mtime_ms(), snap);
         let releasing = rec.will_release_at.filter(|t| *t > 0.0).map(|t| t as i64);
         let owner = Owner {
             pid: Some(rec.pid),
@@ -76,104 +80,28 @@ impl Dialect for VsCode {
             }),
             ..Owner::default()
         };
-        Decision::owned(owner, judge_window(c, snap, &rec, age, releasing))
-    }
-}
-
-/// The window: refreshed every second while it runs; VS Code's own 10-minute rule.
-fn judge_window(
-    c: &Candidate<'_>,
-    snap: &Snapshot,
-    rec: &Record,
-    age: i64,
-    releasing: Option<i64>,
-) -> Judgement {
-    if age.abs() <= FRESH_MS && !c.fs.network {
-        return Judgement::new(
-            Verdict::Live,
-            format!(
-                "refreshed {} ago: the holder touches it every second",
-                common::fmt_age(age)
-            ),
-        );
-    }
-    let claim = PidClaim {
-        pid: rec.pid,
-        ..PidClaim::default()
-    };
-    let mut j = judge_pid(&common::file_claim(c, claim), snap);
-    let old = format!(
-        "not refreshed for {}, longer than VS Code's own 10-minute rule (the holder refreshes it every second)",
-        common::fmt_age(age)
-    );
-    match j.verdict {
-        Verdict::Live if age > STALE_MS => {
-            j.verdict = Verdict::Stale;
-            j.evidence.push(format!(
-                "but it has {old}: VS Code itself takes such a lock over"
-            ));
+        let mut said = Said::claims(owner)
+            .claim(Refresh {
+                last_ms: c.mtime_ms(),
+                window_ms: STALE_MS,
+                fresh_ms: Some(FRESH_MS),
+                promise: "the holder touches it every second, and VS Code itself takes over a lock not refreshed for 10 minutes".into(),
+            })
+            .claim(OwnerClaim::pid(rec.pid, Writers::ANY))
+            .note(
+                When::IfStale,
+                "VS Code itself takes over a lock whose PID is gone or that was not refreshed for 10 minutes",
+            );
+        if let Some(t) = releasing
+            && t + 5_000 < snap.taken_ms
+        {
+            said = said.note(
+                When::Otherwise,
+                format!("its release was announced for {}", fmt_ms(t)),
+            );
         }
-        Verdict::Foreign | Verdict::Unknown if age > STALE_MS => {
-            j.evidence
-                .push(format!("and it has {old}, with no sign of life here"));
-            j.verdict = Verdict::Stale;
-        }
-        Verdict::Stale => j
-            .evidence
-            .push("VS Code itself takes over a lock whose PID is gone".into()),
-        _ => {}
+        said
     }
-    if let Some(t) = releasing
-        && t + 5_000 < snap.taken_ms
-        && j.verdict != Verdict::Live
-    {
-        j.evidence
-            .push(format!("its release was announced for {}", fmt_ms(t)));
-    }
-    j
 }
 
 const IN_PROGRESS: &str = "Remote-SSH reports \"Installation already in progress\" while it exists";
-
-/// Remote-SSH's install lock.
-fn remote_lock(c: &Candidate<'_>, snap: &Snapshot) -> Decision {
-    let owner = Owner {
-        detail: Some("Remote-SSH server install lock".into()),
-        ..Owner::default()
-    };
-    Decision::owned(owner, judge_install(c, snap))
-}
-
-/// The install: locked or open, else its age against the time an install takes.
-fn judge_install(c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
-    if let Some(j) = common::kernel_live(snap, c.key(), "the install lock") {
-        return j;
-    }
-    if let Some(j) = common::open_live(snap, c.key(), |holders| format!("open in {holders}")) {
-        return j;
-    }
-    if let Some(line) = written_before_boot(c.mtime_ms(), Some(c.fs), snap)
-        && !c.fs.network
-    {
-        return Judgement::new(Verdict::Stale, line).because(IN_PROGRESS);
-    }
-    let age = common::age_ms(c.mtime_ms(), snap);
-    if age > INSTALL_MS && !c.fs.network {
-        Judgement::new(
-            Verdict::Stale,
-            format!(
-                "nobody locks it or has it open, and it is {} old: the install script holds it only while it downloads and unpacks the server",
-                common::fmt_age(age)
-            ),
-        )
-        .because(IN_PROGRESS)
-    } else {
-        Judgement::new(
-            Verdict::Unknown,
-            format!(
-                "nobody locks it or has it open, but it is only {} old: an install may be running on a slow link",
-                common::fmt_age(age)
-            ),
-        )
-    }
-}

@@ -8,10 +8,10 @@
 //! Liveness: another host → `foreign`; then the PID rules of [`crate::evidence`] with zsh as
 //! the owner.
 
-use super::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows, common};
-use crate::evidence::{PidClaim, judge_pid};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct ZshHistory;
 
@@ -41,20 +41,19 @@ impl Dialect for ZshHistory {
                 .is_some_and(|t| parse(t).is_some())
     }
 
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let target = c
             .link_target
             .map(|t| t.to_string_lossy().into_owned())
             .unwrap_or_default();
         let Some((pid, host)) = parse(&target) else {
-            return common::unparseable(
+            return Said::unparseable(
                 "zsh history",
                 format!(
                     "{} is not a /pid-N/host-NAME link",
                     common::excerpt(target.as_bytes())
                 ),
-            )
-            .into();
+            );
         };
         let histfile = c.file_name().to_string_lossy();
         let owner = Owner {
@@ -66,22 +65,21 @@ impl Dialect for ZshHistory {
             )),
             ..Owner::default()
         };
-        let claim = PidClaim {
-            pid,
-            // zsh writes `$HOST`, which may be empty when unset.
-            hostname: Some(host.as_str()).filter(|h| !h.is_empty()),
-            expect: &["zsh"],
-            ..PidClaim::default()
-        };
-        let mut j = judge_pid(&common::file_claim(c, claim), snap);
+        // zsh writes `$HOST`, which may be empty when unset.
+        let host = Some(host).filter(|h| !h.is_empty());
+        let mut said =
+            Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(&["zsh"])).host(host));
         let age = common::age_ms(c.mtime_ms(), snap);
-        if j.verdict == Verdict::Live && age > 10_000 {
-            j.evidence.push(format!(
-                "it is {} old: zsh holds it only while writing history, and the next zsh breaks a lock older than 10 s",
-                common::fmt_age(age)
-            ));
+        if age > 10_000 {
+            said = said.note(
+                When::IfLive,
+                format!(
+                    "it is {} old: zsh holds it only while writing history, and the next zsh breaks a lock older than 10 s",
+                    common::fmt_age(age)
+                ),
+            );
         }
-        Decision::owned(owner, j)
+        said
     }
 }
 

@@ -2,12 +2,14 @@
 //! [`Snapshot`] that bundles them for one scan. The engine, the dialects and the scanner all
 //! read the machine through this module only.
 
+pub mod around;
 pub mod containers;
 pub mod fs;
 pub mod host;
 pub mod identity;
 pub mod kernel_locks;
 pub mod open_files;
+pub mod places;
 pub mod process;
 pub mod snapshot;
 

@@ -48,6 +48,7 @@ pub struct Snapshot {
     unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
     containers: OnceLock<Inventory>,
+    fd_targets: OnceLock<super::places::FdTargets>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -81,6 +82,7 @@ impl Snapshot {
             unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
             containers: OnceLock::new(),
+            fd_targets: OnceLock::new(),
         }
     }
 
@@ -117,7 +119,7 @@ impl Snapshot {
         })
     }
 
-    fn holder(&self, pid: i32, how: HolderHow) -> Holder {
+    pub(crate) fn holder(&self, pid: i32, how: HolderHow) -> Holder {
         let state = self.pid(pid);
         Holder {
             pid,
@@ -237,6 +239,11 @@ impl Snapshot {
             .iter()
             .map(|&pid| self.holder(pid, HolderHow::Open))
             .collect()
+    }
+
+    /// The regular files every other process has open, with their link text (read once).
+    pub(crate) fn fd_targets(&self) -> &super::places::FdTargets {
+        self.fd_targets.get_or_init(super::places::FdTargets::read)
     }
 
     /// Every process on this host with name, exe, command line, cwd and `GIT_DIR` (built on

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::judge::Judgement;
 use crate::scan::Finding;
 use crate::text;
-use crate::verdict::Judgement;
 
 /// The version of the journal line format this module writes.
 pub const VERSION: u32 = 1;
@@ -168,7 +168,7 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
 
 /// Records the judgement of the moment in `e`.
 pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
-    e.verdict = Some(j.verdict.as_str().to_string());
+    e.verdict = Some(j.verdict().as_str().to_string());
     e.evidence = j.evidence.clone();
     e.owner = j.owner.as_ref().and_then(|o| serde_json::to_value(o).ok());
     e.unsaved_changes = j.unsaved_changes;

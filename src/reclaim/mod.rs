@@ -42,10 +42,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::dialect::{DialectId, EntryKind, Windows};
+use crate::judge::Judgement;
 use crate::probe::Snapshot;
 use crate::scan::anchor::DirNode;
 use crate::scan::{self, Anchor, Finding, Identity, ScanError};
-use crate::verdict::{Judgement, Verdict};
+use crate::verdict::Verdict;
 
 pub mod journal;
 pub mod restore;
@@ -213,18 +214,18 @@ fn reclaim_in(
                 "cannot open the directory of {} as it was scanned: {e}",
                 path.display()
             );
-            return Outcome::kept(path, Judgement::new(Verdict::Unknown, why.clone()), why);
+            return Outcome::kept(path, Judgement::unknown(why.clone()), why);
         }
     };
     let fresh = match rejudge(dir.as_fd(), &name) {
         Ok(Some(f)) => f,
         Ok(None) => {
             let why = "it is no longer a lock (removed or replaced since it was judged)";
-            return Outcome::kept(path, Judgement::new(Verdict::Unknown, why), why);
+            return Outcome::kept(path, Judgement::unknown(why), why);
         }
         Err(e) => {
             let why = format!("it could not be judged again: {e}");
-            return Outcome::kept(path, Judgement::new(Verdict::Unknown, why.clone()), why);
+            return Outcome::kept(path, Judgement::unknown(why.clone()), why);
         }
     };
     if let Some(why) = refusal(finding, &fresh, opts) {
@@ -262,14 +263,14 @@ fn reclaim_in(
 fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<String> {
     // What it is now is the more useful reason ("it is live now"), so it comes first.
     let j = &fresh.judgement;
-    let allowed = match j.verdict {
+    let allowed = match j.verdict() {
         Verdict::Stale => true,
         Verdict::Foreign => opts.force_foreign,
         _ => false,
     };
     if !allowed {
         let first = j.evidence.first().map_or("", String::as_str);
-        return Some(format!("it is {} now: {first}", j.verdict));
+        return Some(format!("it is {} now: {first}", j.verdict()));
     }
     if fresh.identity != judged.identity {
         return Some(format!(
@@ -496,13 +497,13 @@ fn remove_through_engine(
         .windows(windows)
         .reclaim_at(dir, name, Some(f.identity), |content, judgement| {
             let mut at_removal = f.clone();
-            at_removal.judgement = judgement.clone();
+            at_removal.judgement = crate::judge::engine_judgement(judgement.clone());
             let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()));
             let s = uncopied_or(s, &at_removal, opts, &state, || {
                 meta.clone().ok_or_else(|| "cannot stat it".to_string())
             })
             .map_err(io::Error::other)?;
-            staged = Some((s, judgement.clone()));
+            staged = Some((s, at_removal.judgement));
             Ok(())
         });
     match (result, staged) {
@@ -512,7 +513,10 @@ fn remove_through_engine(
             None,
         )),
         (Err(e), _) => {
-            let now = e.judgement().cloned().map(Box::new);
+            let now = e
+                .judgement()
+                .cloned()
+                .map(|j| Box::new(crate::judge::engine_judgement(j)));
             Err((format!("not removed: {}", e.kind()), now))
         }
     }
@@ -733,7 +737,7 @@ mod tests {
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
             identity: Identity::of(&meta),
             fs: FsInfo::unknown(),
-            judgement: Judgement::new(verdict, "test verdict"),
+            judgement: Judgement::for_test(verdict, "test verdict"),
             content: Vec::new(),
             link_target: None,
             anchor: None,
@@ -797,7 +801,7 @@ mod tests {
                 Ok(Some(found(&lock, now)))
             });
             assert_eq!((o.ok, o.action), (false, Action::Kept));
-            assert_eq!(o.judgement.verdict, now);
+            assert_eq!(o.judgement.verdict(), now);
             assert!(o.error.unwrap().contains(now.as_str()));
         }
         let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| Ok(None));

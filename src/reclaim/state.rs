@@ -35,9 +35,9 @@ use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
 use super::journal::{self, Entry, Meta};
+use crate::judge::Judgement;
 use crate::scan::Finding;
 pub use crate::scan::config::{CopyLimits, ROOT_FALLBACK, default_state_dir};
-use crate::verdict::Judgement;
 
 /// Name of the journal file in the state directory.
 pub const JOURNAL: &str = "journal.jsonl";
@@ -918,7 +918,7 @@ mod tests {
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
             identity: crate::scan::Identity::of(&meta),
             fs: crate::probe::FsInfo::unknown(),
-            judgement: Judgement::new(crate::verdict::Verdict::Stale, "test verdict"),
+            judgement: Judgement::stale_for_test("test verdict"),
             content: Vec::new(),
             link_target: None,
             anchor: None,

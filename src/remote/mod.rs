@@ -25,238 +25,24 @@ pub mod ssh;
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::evidence::fmt_ms;
+use crate::judge::Judgement;
 use crate::scan::Finding;
-use crate::verdict::{Judgement, RemoteClaim, Verdict};
+use crate::verdict::{RemoteClaim, Verdict};
 
 pub use inspect::inspect;
 pub use ssh::{AskConfig, AskFailure, ask_host};
 
-/// The version of the [`Answer`] document; an answer of another version is not understood.
-pub const ANSWER_VERSION: u32 = 1;
-
-/// How much later than the lock a process on another host must have started before that
-/// proves the PID was reused: the two times come from different clocks (the file's mtime is
-/// set by the file server, the start time by the other host), so a small difference proves
-/// nothing.
-pub const CROSS_HOST_SLACK_MS: i64 = 5 * 60 * 1000;
-
-/// What a host says about itself and the PIDs it was asked about (`locksmith inspect --json`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Answer {
-    pub version: u32,
-    /// The answering host's name (`uname -n`).
-    pub host: String,
-    pub boot_id: Option<String>,
-    /// Seconds since the epoch.
-    pub boot_time: Option<i64>,
-    /// The PID namespace the question was answered in.
-    pub pid_ns: Option<u64>,
-    /// Whether the boot id asked about (`--boot-id`) is this host's, when one was asked.
-    pub boot_id_matches: Option<bool>,
-    pub processes: Vec<PidAnswer>,
-}
-
-/// One PID as the host sees it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PidAnswer {
-    pub pid: i64,
-    pub state: PidStatus,
-    /// `comm`.
-    pub name: Option<String>,
-    pub exe: Option<String>,
-    #[serde(default)]
-    pub cmdline: Vec<String>,
-    /// Start time in ms since the epoch (by that host's clock).
-    pub start_ms: Option<i64>,
-    /// Start time in clock ticks since that host booted (field 22 of `/proc/<pid>/stat`).
-    pub start_ticks: Option<u64>,
-    pub pid_ns: Option<u64>,
-    /// A kernel thread (`PF_KTHREAD`): never the owner of a lock file.
-    #[serde(default)]
-    pub kernel_thread: bool,
-    /// Whether it is one of the `--expect` programs, when some were named.
-    pub expected: Option<bool>,
-}
-
-/// What `kill(pid, 0)` and `/proc/<pid>` said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PidStatus {
-    /// ESRCH: no such process.
-    Absent,
-    Alive,
-    /// Exited, waiting to be reaped.
-    Zombie,
-    /// EPERM: it exists, but `/proc/<pid>` is not readable.
-    Exists,
-    /// Not a valid process id.
-    Invalid,
-}
+pub use crate::judge::remote::{
+    ANSWER_VERSION, Answer, CROSS_HOST_SLACK_MS, PidAnswer, PidStatus, same_host_name,
+};
 
 /// The outcome of asking one host.
 pub type HostAnswer = Result<Answer, AskFailure>;
 
-/// Judges a foreign lock again with its host's answer. Returns the new judgement (the claim is
-/// kept on it, so a reclaim can ask again), or the old one with the reason it stays `foreign`.
+/// Judges a foreign lock again with its host's answer (by the judge's rules: see
+/// [`crate::judge::remote`]).
 pub fn settle(old: &Judgement, claim: &RemoteClaim, answer: &HostAnswer) -> Judgement {
-    let host = &claim.host;
-    let (verdict, line) = match answer {
-        Err(e) => (
-            Verdict::Foreign,
-            format!("asked {host} over ssh: no answer ({e})"),
-        ),
-        Ok(a) => verdict_from(claim, a),
-    };
-    let mut j = Judgement::new(verdict, line);
-    if verdict == Verdict::Foreign {
-        j.evidence.extend(old.evidence.iter().cloned());
-    }
-    j.owner = old.owner.clone();
-    j.holders = old.holders.clone();
-    j.unsaved_changes = old.unsaved_changes;
-    j.remote = Some(claim.clone());
-    j
-}
-
-fn verdict_from(claim: &RemoteClaim, a: &Answer) -> (Verdict, String) {
-    let host = &claim.host;
-    let pid = claim.pid;
-    if a.version != ANSWER_VERSION {
-        return (
-            Verdict::Foreign,
-            format!(
-                "asked {host} over ssh: its answer is of version {} (this locksmith reads {ANSWER_VERSION})",
-                a.version
-            ),
-        );
-    }
-    if !same_host_name(host, &a.host) {
-        return (
-            Verdict::Foreign,
-            format!(
-                "asked {host} over ssh, but the host that answered is called \"{}\": not the lock's host",
-                a.host
-            ),
-        );
-    }
-    if let (Some(theirs), Some(now)) = (&claim.boot_id, &a.boot_id)
-        && theirs != now
-    {
-        return (
-            Verdict::Stale,
-            format!(
-                "asked {host} over ssh: it has booted again since the lock was written (boot id {theirs}; now {now})"
-            ),
-        );
-    }
-    let Some(p) = a.processes.iter().find(|p| p.pid == pid) else {
-        return (
-            Verdict::Foreign,
-            format!("asked {host} over ssh: its answer says nothing about PID {pid}"),
-        );
-    };
-    if let (Some(theirs), Some(answered)) = (claim.pid_ns, a.pid_ns)
-        && theirs != answered
-    {
-        return (
-            Verdict::Foreign,
-            format!(
-                "asked {host} over ssh, but the lock's owner is in PID namespace pid:[{theirs}] there and the answer came from pid:[{answered}]"
-            ),
-        );
-    }
-    let boot_note = if claim.boot_id.is_some() {
-        ", boot id unchanged"
-    } else {
-        ""
-    };
-    let name = p.name.as_deref().unwrap_or("?");
-    match p.state {
-        PidStatus::Invalid => (
-            Verdict::Foreign,
-            format!("asked {host} over ssh: PID {pid} is not a valid process id there"),
-        ),
-        PidStatus::Absent => (
-            Verdict::Stale,
-            format!("asked {host} over ssh: no process {pid} (kill({pid}, 0): ESRCH){boot_note}"),
-        ),
-        PidStatus::Zombie => (
-            Verdict::Stale,
-            format!("asked {host} over ssh: process {pid} ({name}) is a zombie: it has exited"),
-        ),
-        PidStatus::Exists => (
-            Verdict::Live,
-            format!("asked {host} over ssh: process {pid} exists (EPERM; not readable there)"),
-        ),
-        PidStatus::Alive if pid == 1 || p.kernel_thread => (
-            Verdict::Foreign,
-            format!(
-                "asked {host} over ssh: PID {pid} there is {} ({name}), which owns no lock file: the lock was written in another PID namespace",
-                if pid == 1 {
-                    "its init"
-                } else {
-                    "a kernel thread"
-                }
-            ),
-        ),
-        PidStatus::Alive => {
-            if let (Some(theirs), Some(now)) = (claim.start_ticks, p.start_ticks)
-                && claim.boot_id.is_some()
-                && theirs != now
-            {
-                return (
-                    Verdict::Stale,
-                    format!(
-                        "asked {host} over ssh: PID {pid} was reused: the owner started at tick {theirs} of this boot, process {pid} ({name}) at tick {now}"
-                    ),
-                );
-            }
-            if let (Some(started), Some(written)) = (p.start_ms, claim.written_ms)
-                && started > written + CROSS_HOST_SLACK_MS
-            {
-                return (
-                    Verdict::Stale,
-                    format!(
-                        "asked {host} over ssh: PID {pid} was reused: process {pid} ({name}) started at {}, after the lock was written at {}",
-                        fmt_ms(started),
-                        fmt_ms(written)
-                    ),
-                );
-            }
-            if p.expected == Some(false) {
-                return (
-                    Verdict::Foreign,
-                    format!(
-                        "asked {host} over ssh: process {pid} is alive but is {name}, not {}: that proves nothing either way",
-                        claim.expect.join("/")
-                    ),
-                );
-            }
-            let since = p
-                .start_ms
-                .map(|ms| format!(", started {}", fmt_ms(ms)))
-                .unwrap_or_default();
-            let before = match (p.start_ms, claim.written_ms) {
-                (Some(s), Some(w)) if s <= w => ", before the lock was written",
-                _ => "",
-            };
-            (
-                Verdict::Live,
-                format!("asked {host} over ssh: process {pid} ({name}) is alive{since}{before}"),
-            )
-        }
-    }
-}
-
-/// Whether the name a host gives itself is the name the lock records: equal (ignoring case), or
-/// one is the other's first label (`node17` and `node17.cluster.example`).
-pub fn same_host_name(recorded: &str, answered: &str) -> bool {
-    let (r, a) = (recorded.to_ascii_lowercase(), answered.to_ascii_lowercase());
-    let first = |s: &str| s.split('.').next().unwrap_or("").to_string();
-    r == a || first(&r) == a || first(&a) == r
+    crate::judge::remote::settle(old, claim, answer.as_ref().map_err(|e| e.to_string()))
 }
 
 /// Asks every host named by a `foreign` finding that `cfg` allows (all of them with
@@ -377,9 +163,9 @@ impl Asker {
 /// The claim of a finding that may be asked about, if it may.
 fn askable(f: &Finding, cfg: &AskConfig, all_hosts: bool) -> Option<RemoteClaim> {
     let claim = f.judgement.remote.as_ref()?;
-    let asked_before = f.judgement.verdict != Verdict::Foreign;
+    let asked_before = f.judgement.verdict() != Verdict::Foreign;
     let wanted = all_hosts || cfg.allows(&claim.host);
-    (wanted && (f.judgement.verdict == Verdict::Foreign || asked_before)).then(|| claim.clone())
+    (wanted && (f.judgement.verdict() == Verdict::Foreign || asked_before)).then(|| claim.clone())
 }
 
 /// The PIDs to ask each host about.
@@ -441,7 +227,7 @@ mod tests {
     }
 
     fn old() -> Judgement {
-        Judgement::new(Verdict::Foreign, "owner host \"node17\" is not this host")
+        Judgement::foreign("owner host \"node17\" is not this host")
     }
 
     fn verdict(c: &RemoteClaim, a: HostAnswer) -> Judgement {
@@ -451,7 +237,7 @@ mod tests {
     #[test]
     fn alive_before_the_lock_is_live() {
         let j = verdict(&claim(), Ok(answer(alive(999_000_000, Some(true)))));
-        assert_eq!(j.verdict, Verdict::Live, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         assert!(j.evidence[0].contains("is alive"), "{j:?}");
         assert!(j.evidence[0].contains("before the lock"), "{j:?}");
         assert!(j.remote.is_some());
@@ -464,7 +250,7 @@ mod tests {
         let mut c = claim();
         c.boot_id = Some("b".into());
         let j = verdict(&c, Ok(answer(p)));
-        assert_eq!(j.verdict, Verdict::Stale);
+        assert_eq!(j.verdict(), Verdict::Stale);
         assert_eq!(
             j.evidence[0],
             "asked node17 over ssh: no process 4242 (kill(4242, 0): ESRCH), boot id unchanged"
@@ -476,7 +262,7 @@ mod tests {
         let mut c = claim();
         c.boot_id = Some("old".into());
         let j = verdict(&c, Ok(answer(alive(0, Some(true)))));
-        assert_eq!(j.verdict, Verdict::Stale);
+        assert_eq!(j.verdict(), Verdict::Stale);
         assert!(j.evidence[0].contains("booted again"), "{j:?}");
     }
 
@@ -484,12 +270,12 @@ mod tests {
     fn reuse_needs_more_than_the_clock_slack() {
         let w = claim().written_ms.unwrap();
         let near = verdict(&claim(), Ok(answer(alive(w + 60_000, Some(true)))));
-        assert_eq!(near.verdict, Verdict::Live, "{near:?}");
+        assert_eq!(near.verdict(), Verdict::Live, "{near:?}");
         let far = verdict(
             &claim(),
             Ok(answer(alive(w + CROSS_HOST_SLACK_MS + 1, Some(true)))),
         );
-        assert_eq!(far.verdict, Verdict::Stale, "{far:?}");
+        assert_eq!(far.verdict(), Verdict::Stale, "{far:?}");
     }
 
     #[test]
@@ -498,46 +284,47 @@ mod tests {
         c.boot_id = Some("b".into());
         c.start_ticks = Some(100);
         assert_eq!(
-            verdict(&c, Ok(answer(alive(0, Some(true))))).verdict,
+            verdict(&c, Ok(answer(alive(0, Some(true))))).verdict(),
             Verdict::Live
         );
         c.start_ticks = Some(99);
         let j = verdict(&c, Ok(answer(alive(0, Some(true)))));
-        assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert!(j.evidence[0].contains("was reused"), "{j:?}");
     }
 
     #[test]
     fn what_proves_nothing_stays_foreign() {
-        // Another program.
+        // Another program, alive since before the lock: a name proves nothing either way.
         let j = verdict(&claim(), Ok(answer(alive(0, Some(false)))));
-        assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
+        assert_eq!(j.verdict(), Verdict::Unknown, "{j:?}");
+        assert!(j.evidence[0].contains("nothing proves"), "{j:?}");
         // Init and kernel threads.
         let mut init = alive(0, Some(true));
         init.pid = 1;
         let mut c = claim();
         c.pid = 1;
-        assert_eq!(verdict(&c, Ok(answer(init))).verdict, Verdict::Foreign);
+        assert_eq!(verdict(&c, Ok(answer(init))).verdict(), Verdict::Foreign);
         let mut k = alive(0, Some(true));
         k.kernel_thread = true;
-        assert_eq!(verdict(&claim(), Ok(answer(k))).verdict, Verdict::Foreign);
+        assert_eq!(verdict(&claim(), Ok(answer(k))).verdict(), Verdict::Foreign);
         // Another host answered.
         let mut a = answer(alive(0, Some(true)));
         a.host = "node18".into();
         let j = verdict(&claim(), Ok(a));
-        assert_eq!(j.verdict, Verdict::Foreign);
+        assert_eq!(j.verdict(), Verdict::Foreign);
         assert!(j.evidence[0].contains("\"node18\""), "{j:?}");
         // Another PID namespace.
         let mut c = claim();
         c.pid_ns = Some(9);
         assert_eq!(
-            verdict(&c, Ok(answer(alive(0, Some(true))))).verdict,
+            verdict(&c, Ok(answer(alive(0, Some(true))))).verdict(),
             Verdict::Foreign
         );
         // Another version.
         let mut a = answer(alive(0, Some(true)));
         a.version = 99;
-        assert_eq!(verdict(&claim(), Ok(a)).verdict, Verdict::Foreign);
+        assert_eq!(verdict(&claim(), Ok(a)).verdict(), Verdict::Foreign);
         // No answer: the reason first, the old evidence kept.
         let j = verdict(
             &claim(),
@@ -546,7 +333,7 @@ mod tests {
                 "connection refused",
             )),
         );
-        assert_eq!(j.verdict, Verdict::Foreign);
+        assert_eq!(j.verdict(), Verdict::Foreign);
         assert!(j.evidence[0].contains("connection refused"), "{j:?}");
         assert_eq!(j.evidence[1], old().evidence[0]);
     }

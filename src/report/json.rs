@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::{Counts, Report, age_secs};
 use crate::dialect::EntryKind;
-use crate::evidence::fmt_ms;
+use crate::judge::fmt_ms;
 use crate::outcome::{Action, Outcome};
 use crate::scan::{Finding, ScanError};
 use crate::text;
@@ -136,9 +136,9 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
     Lock {
         path: text::json_path(&f.path),
         dialect: f.dialect.as_str(),
-        verdict: j.verdict,
+        verdict: j.verdict(),
         evidence,
-        reclaimable: j.verdict.reclaimable(),
+        reclaimable: j.verdict().reclaimable(),
         kind: match f.kind {
             EntryKind::File => Some("file"),
             EntryKind::Symlink => Some("symlink"),
@@ -168,7 +168,7 @@ fn reclaimed(o: &Outcome) -> Reclaimed {
         path: text::json_path(&o.path),
         ok: o.ok,
         action: o.action.as_str(),
-        verdict: o.judgement.verdict,
+        verdict: o.judgement.verdict(),
         saved_to: o.saved_to.as_deref().map(text::json_path),
         error: o.error.clone(),
     }
@@ -188,14 +188,14 @@ impl Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Judgement;
     use crate::probe::HostFacts;
     use crate::report::tests::finding;
-    use crate::verdict::Judgement;
     use std::time::Duration;
 
     #[test]
     fn unsafe_characters_become_unicode_escapes_and_the_value_is_unchanged() {
-        let mut j = Judgement::new(Verdict::Unknown, "content \u{1b}[31m\u{9b}2J\u{7f}\u{202e}");
+        let mut j = Judgement::unknown("content \u{1b}[31m\u{9b}2J\u{7f}\u{202e}");
         j.owner = Some(Owner {
             hostname: Some("evil\u{1b}]0;title\u{7}".into()),
             ..Owner::default()

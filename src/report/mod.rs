@@ -113,7 +113,7 @@ impl Report {
     }
 
     pub fn counts(&self) -> Counts {
-        Counts::of(self.findings.iter().map(|f| f.judgement.verdict))
+        Counts::of(self.findings.iter().map(|f| f.judgement.verdict()))
     }
 
     /// Stale locks that are still in place: found stale and, when a reclaim pass ran, not
@@ -122,7 +122,7 @@ impl Report {
         let stale = self
             .findings
             .iter()
-            .filter(|f| f.judgement.verdict == Verdict::Stale);
+            .filter(|f| f.judgement.verdict() == Verdict::Stale);
         match &self.reclaimed {
             None => stale.count(),
             Some(outcomes) => {
@@ -143,8 +143,8 @@ impl Report {
 /// The report order: stale first, then live, foreign, unknown, free; by path within a verdict.
 pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
-        verdict_rank(a.judgement.verdict)
-            .cmp(&verdict_rank(b.judgement.verdict))
+        verdict_rank(a.judgement.verdict())
+            .cmp(&verdict_rank(b.judgement.verdict()))
             .then_with(|| a.path.cmp(&b.path))
     });
 }
@@ -172,9 +172,9 @@ pub fn human_age(secs: u64) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::dialect::{DialectId, EntryKind};
+    use crate::judge::Judgement;
     use crate::probe::FsInfo;
     use crate::scan::Identity;
-    use crate::verdict::Judgement;
 
     pub(crate) fn finding(path: &str, dialect: &'static str, j: Judgement) -> Finding {
         Finding {
@@ -201,10 +201,10 @@ pub(crate) mod tests {
     #[test]
     fn sorts_stale_first_then_by_path() {
         let mut v = vec![
-            finding("/b", "pidfile", Judgement::new(Verdict::Live, "x")),
-            finding("/c", "pidfile", Judgement::new(Verdict::Stale, "x")),
-            finding("/a", "pidfile", Judgement::new(Verdict::Free, "x")),
-            finding("/a2", "pidfile", Judgement::new(Verdict::Stale, "x")),
+            finding("/b", "pidfile", Judgement::live("x")),
+            finding("/c", "pidfile", Judgement::stale_for_test("x")),
+            finding("/a", "pidfile", Judgement::free("x")),
+            finding("/a2", "pidfile", Judgement::stale_for_test("x")),
         ];
         sort_findings(&mut v);
         let order: Vec<_> = v.iter().map(|f| f.path.to_str().unwrap()).collect();

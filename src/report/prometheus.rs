@@ -83,7 +83,7 @@ pub fn render(report: &Report, opts: &Options) -> String {
             let n = report
                 .findings
                 .iter()
-                .filter(|f| f.judgement.verdict == v && f.dialect == *d)
+                .filter(|f| f.judgement.verdict() == v && f.dialect == *d)
                 .count();
             out.sample(
                 "locksmith_locks",
@@ -105,11 +105,11 @@ pub fn render(report: &Report, opts: &Options) -> String {
     let mut aged: Vec<(Verdict, &str, String, u64)> = report
         .findings
         .iter()
-        .filter(|f| AGE_VERDICTS.contains(&f.judgement.verdict))
+        .filter(|f| AGE_VERDICTS.contains(&f.judgement.verdict()))
         .filter_map(|f| {
             let age = age_secs(f.modified_ms?, report.now_ms);
             Some((
-                f.judgement.verdict,
+                f.judgement.verdict(),
                 f.dialect.as_str(),
                 text::display_path(&f.path),
                 age,
@@ -150,7 +150,7 @@ pub fn render(report: &Report, opts: &Options) -> String {
         let all = report
             .findings
             .iter()
-            .filter(|f| f.judgement.verdict == v)
+            .filter(|f| f.judgement.verdict() == v)
             .count();
         let with_series = shown.iter().filter(|s| s.0 == v).count();
         out.sample(
@@ -285,9 +285,9 @@ fn escape_help(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Judgement;
     use crate::probe::HostFacts;
     use crate::report::tests::finding;
-    use crate::verdict::Judgement;
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::path::PathBuf;
@@ -306,7 +306,7 @@ mod tests {
     }
 
     fn aged(path: &str, v: Verdict, age_s: i64) -> crate::scan::Finding {
-        let mut f = finding(path, "pidfile", Judgement::new(v, "x"));
+        let mut f = finding(path, "pidfile", Judgement::for_test(v, "x"));
         f.modified_ms = Some(1_700_000_600_000 - age_s * 1000);
         f
     }
@@ -403,7 +403,7 @@ mod tests {
             action,
             saved_to: None,
             error: None,
-            judgement: Judgement::new(Verdict::Stale, "x"),
+            judgement: Judgement::stale_for_test("x"),
         };
         let r = report(vec![]).with_reclaimed(vec![
             outcome(Action::Removed),

@@ -81,7 +81,7 @@ pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
 pub fn row_of(f: &Finding, who: Who, now_ms: i64) -> [String; 7] {
     let Who { pid, command, host } = who;
     [
-        verdict_cell(f.judgement.verdict),
+        verdict_cell(f.judgement.verdict()),
         text::escape(f.dialect.as_str()),
         pid.map_or_else(|| "-".into(), |p| p.to_string()),
         cut(
@@ -105,7 +105,7 @@ pub fn render(report: &Report, color: bool) -> String {
         let rows: Vec<(Verdict, [String; 7])> = report
             .findings
             .iter()
-            .map(|f| (f.judgement.verdict, row(f, report.now_ms)))
+            .map(|f| (f.judgement.verdict(), row(f, report.now_ms)))
             .collect();
         let mut widths = HEADERS.map(width);
         for (_, cells) in &rows {
@@ -262,9 +262,10 @@ fn cut(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::Judgement;
     use crate::probe::HostFacts;
     use crate::report::tests::finding;
-    use crate::verdict::{Judgement, Owner, ProcessInfo};
+    use crate::verdict::{Owner, ProcessInfo};
     use std::time::Duration;
 
     fn report(findings: Vec<Finding>) -> Report {
@@ -284,7 +285,7 @@ mod tests {
 
     #[test]
     fn columns_line_up_and_read_without_color() {
-        let mut live = Judgement::new(Verdict::Live, "alive");
+        let mut live = Judgement::live("alive");
         live.owner = Some(Owner {
             pid: Some(4242),
             hostname: Some("box".into()),
@@ -297,11 +298,7 @@ mod tests {
         });
         let r = report(vec![
             finding("/x/live.pid", "pidfile", live),
-            finding(
-                "/x/old.lock",
-                "pidfile",
-                Judgement::new(Verdict::Stale, "gone"),
-            ),
+            finding("/x/old.lock", "pidfile", Judgement::stale_for_test("gone")),
         ]);
         let text = render(&r, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -327,7 +324,7 @@ mod tests {
 
     #[test]
     fn a_process_in_a_container_is_named_in_the_host_column() {
-        let mut j = Judgement::new(Verdict::Live, "alive");
+        let mut j = Judgement::live("alive");
         j.owner = Some(Owner {
             pid: Some(1),
             ..Owner::default()
@@ -353,7 +350,7 @@ mod tests {
 
     #[test]
     fn hostile_cells_are_escaped_and_cut() {
-        let mut j = Judgement::new(Verdict::Unknown, "garbage");
+        let mut j = Judgement::unknown("garbage");
         j.owner = Some(Owner {
             hostname: Some("\u{1b}[2Jhost-with-a-very-very-long-name".into()),
             ..Owner::default()
@@ -370,7 +367,7 @@ mod tests {
 
     #[test]
     fn unsaved_vim_swaps_get_the_recover_hint() {
-        let mut j = Judgement::new(Verdict::Stale, "no process 7");
+        let mut j = Judgement::stale_for_test("no process 7");
         j.unsaved_changes = Some(true);
         let r = report(vec![finding("/x/.notes.swp", "vim-swap", j)]);
         let text = render(&r, false);
@@ -388,7 +385,7 @@ mod tests {
         // CSI, OSC 52 (clipboard), bidi override, C1 CSI, zero-width space, newline.
         const HOSTILE: &str = "\x1b[31m\x1b]52;c;ZXZpbA==\x07\u{202e}\u{9b}\u{200b}\n";
         const SHOWN: &str = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\n";
-        let mut j = Judgement::new(Verdict::Stale, format!("owner \"{HOSTILE}\" is gone"));
+        let mut j = Judgement::stale_for_test(format!("owner \"{HOSTILE}\" is gone"));
         j.unsaved_changes = Some(true);
         let swap = format!("/x/.{HOSTILE}.swp");
         let mut r = report(vec![finding(&swap, "vim-swap", j.clone())]);

@@ -370,6 +370,14 @@ fn check_windows(
     w: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), ConfigError> {
     for (key, value) in w {
+        if key == "mkdir_lock_secs" {
+            return Err(range_error(
+                name,
+                text,
+                key,
+                "windows.mkdir_lock_secs is no longer read: a lock directory's age proves nothing unless its writer promises to refresh it. Declare such a writer in \"dialects\" (format \"existence\", its patterns and stale_after_secs, its refresh window); remove this key".into(),
+            ));
+        }
         let Some(n) = value.as_u64() else { continue };
         if key.ends_with("_secs") && n > Windows::MAX_SECS {
             return Err(range_error(
@@ -841,11 +849,11 @@ mod tests {
 
     #[test]
     fn windows_out_of_range_are_refused_with_their_position() {
-        let text = "{\n  \"windows\": {\n    \"mkdir_lock_secs\": 18446744073709551615,\n    \"git_min_age_secs\": 2 }\n}";
+        let text = "{\n  \"windows\": {\n    \"heartbeat_secs\": 18446744073709551615,\n    \"git_min_age_secs\": 2 }\n}";
         let e = Config::from_json(Path::new("c.json"), text).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("line 3 column 5"), "{msg}");
-        assert!(msg.contains("windows.mkdir_lock_secs"), "{msg}");
+        assert!(msg.contains("windows.heartbeat_secs"), "{msg}");
         let ok = format!(
             "{{\"windows\": {{\"heartbeat_secs\": {}}}}}",
             Windows::MAX_SECS

@@ -23,8 +23,8 @@ use super::anchor::Anchor;
 use super::config::Config;
 use super::{Finding, Identity, ScanError};
 use crate::dialect::{self, Candidate, DialectId, EntryKind};
+use crate::judge::Judgement;
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Judgement, Verdict};
 
 /// Why a path is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,7 +169,7 @@ fn judge(
             let d = registry[i];
             let mut j = d.judge(&cand, snap, &config.windows);
             if let Some(e) = &read_error {
-                j = unreadable(j, e);
+                j = crate::judge::without_content(j, e);
             }
             (d.id(), j)
         }
@@ -188,18 +188,15 @@ fn judge(
                 _ if kernel_locked => {
                     let j = d.judge(&cand, snap, &config.windows);
                     match &read_error {
-                        Some(e) => unreadable(j, e),
+                        Some(e) => crate::judge::without_content(j, e),
                         None => j,
                     }
                 }
-                (EntryKind::Other, _) => Judgement::new(
-                    Verdict::Unknown,
-                    format!(
-                        "{}, not a lock file this tool reads: it was not opened",
-                        describe_other(meta)
-                    ),
-                ),
-                (_, Some(e)) => Judgement::new(Verdict::Unknown, format!("cannot read it: {e}")),
+                (EntryKind::Other, _) => Judgement::unknown(format!(
+                    "{}, not a lock file this tool reads: it was not opened",
+                    describe_other(meta)
+                )),
+                (_, Some(e)) => Judgement::unknown(format!("cannot read it: {e}")),
                 _ => d.judge(&cand, snap, &config.windows),
             };
             (d.id(), j)
@@ -213,39 +210,11 @@ fn judge(
         modified_ms: Some(crate::probe::mtime_ms(meta)),
         identity: Identity::of(meta),
         fs,
-        judgement: checked(judgement, dialect),
+        judgement,
         content,
         link_target,
         anchor: None,
     })
-}
-
-/// A judgement made without the file's content: never `stale` on that basis.
-fn unreadable(mut j: Judgement, e: &io::Error) -> Judgement {
-    let line = format!("cannot read its content: {e}");
-    if j.verdict == Verdict::Stale {
-        let mut u = Judgement::new(Verdict::Unknown, line);
-        u.evidence.extend(
-            j.evidence
-                .into_iter()
-                .map(|l| format!("(not conclusive without the content) {l}")),
-        );
-        u.owner = j.owner;
-        u.holders = j.holders;
-        return u;
-    }
-    j.evidence.push(line);
-    j
-}
-
-/// Keeps the invariant that every verdict has evidence, and that `stale` is never claimed
-/// without it.
-fn checked(mut j: Judgement, dialect: DialectId) -> Judgement {
-    if j.evidence.iter().all(|l| l.trim().is_empty()) {
-        j.verdict = Verdict::Unknown;
-        j.evidence = vec![format!("the {dialect} judge gave no evidence")];
-    }
-    j
 }
 
 fn describe_other(meta: &Metadata) -> &'static str {

@@ -40,8 +40,8 @@ pub use error::{FatalError, ScanError};
 pub use matcher::ExtraPatterns;
 
 use crate::dialect::{DialectId, EntryKind};
+use crate::judge::Judgement;
 use crate::probe::{FsInfo, Snapshot};
-use crate::verdict::Judgement;
 
 /// One lock found and judged.
 #[derive(Debug, Clone)]

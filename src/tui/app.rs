@@ -1076,7 +1076,7 @@ impl App {
             .first()
             .map(|e| text::clean(e))
             .unwrap_or_default();
-        let refusal = match (f.judgement.verdict, force) {
+        let refusal = match (f.judgement.verdict(), force) {
             (Verdict::Stale, _) => None,
             (Verdict::Foreign, true) => {
                 self.open(Mode::Confirm(ConfirmDialog::new(

@@ -38,13 +38,13 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     if f.judgement.unsaved_changes != Some(true) {
         return Vec::new();
     }
-    if f.judgement.verdict == Verdict::Live {
+    if f.judgement.verdict() == Verdict::Live {
         return vec![Line::from(Span::styled(
             "✎ Unsaved changes in a running vim: they are in that vim, save them there.",
             theme.warn(),
         ))];
     }
-    if f.judgement.verdict != Verdict::Stale {
+    if f.judgement.verdict() != Verdict::Stale {
         return vec![Line::from(Span::styled(
             "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
             theme.error(),
@@ -65,7 +65,7 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
 /// Every line of the detail pane for one lock.
 pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>> {
     let j = &f.judgement;
-    let v = j.verdict;
+    let v = j.verdict();
     let mut out: Vec<Line<'static>> = unsaved_warning(theme, f);
     out.push(Line::from(vec![
         label(theme, "Path"),
@@ -94,7 +94,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
     if let Some(m) = f.modified_ms {
         what.push(format!(
             "modified {} ({} ago)",
-            locksmith::evidence::fmt_ms(m),
+            locksmith::judge::fmt_ms(m),
             text::age(now_ms - m)
         ));
     }

@@ -74,7 +74,7 @@ impl Cells {
         let who = table::Who::of(f);
         let owner_pid = who.pid;
         let [_, dialect, pid, command, host, _, path] = table::row_of(f, who, 0);
-        let search = [j.verdict.as_str(), &dialect, &pid, &command, &host, &path]
+        let search = [j.verdict().as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
         Cells {
@@ -105,7 +105,7 @@ impl Row {
     }
 
     pub fn verdict(&self) -> Verdict {
-        self.finding.judgement.verdict
+        self.finding.judgement.verdict()
     }
 }
 

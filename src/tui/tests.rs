@@ -23,6 +23,42 @@ use super::confirm::{Choice, ConfirmAction};
 use super::keymap::{self, Context};
 use super::theme::Theme;
 
+/// A judgement with `verdict` and one evidence line. A `stale` one is made the only way
+/// there is: by the judge, of a real pid file naming a process that has exited (judged once
+/// per test run); its evidence is then replaced for the test.
+fn judged_as(verdict: Verdict, evidence: String) -> Judgement {
+    let mut j = match verdict {
+        Verdict::Live => Judgement::live(""),
+        Verdict::Free => Judgement::free(""),
+        Verdict::Foreign => Judgement::foreign(""),
+        Verdict::Unknown => Judgement::unknown(""),
+        Verdict::Stale => proven_stale().clone(),
+    };
+    j.evidence = vec![evidence];
+    j
+}
+
+fn proven_stale() -> &'static Judgement {
+    static STALE: std::sync::OnceLock<Judgement> = std::sync::OnceLock::new();
+    STALE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let path = dir.path().join("gone.pid");
+        std::fs::write(&path, format!("{pid}\n")).unwrap();
+        let snap = locksmith::probe::Snapshot::take();
+        let c = locksmith::dialect::LoadedCandidate::load(&path, &snap).unwrap();
+        let j = locksmith::dialect::by_id("pidfile").unwrap().judge(
+            &c.candidate(),
+            &snap,
+            &locksmith::dialect::Windows::default(),
+        );
+        assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
+        j
+    })
+}
+
 /// The fixed "now" of every test: 2026-01-01T00:00:00Z.
 const NOW: i64 = 1_767_225_600_000;
 
@@ -53,7 +89,7 @@ fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>
     } else {
         "laptop"
     };
-    let mut j = Judgement::new(verdict, evidence);
+    let mut j = judged_as(verdict, evidence);
     if pid.is_some() {
         j = j.with_owner(Owner {
             pid,
@@ -835,7 +871,7 @@ fn reclaim_outcomes_update_rows_and_status() {
     );
     // Refused: it became live in the meantime; the row shows the new verdict.
     let mut app = self::app();
-    let became_live = Judgement::new(Verdict::Live, "process 4242 is alive");
+    let became_live = Judgement::live("process 4242 is alive");
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: PathBuf::from("/srv/app/worker.pid"),
         removed: false,
@@ -1277,7 +1313,9 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
     std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
     let swap = dir.path().join(".notes.txt.swp");
     let mut f = vim_unsaved(swap.to_str().unwrap());
-    f.judgement.verdict = Verdict::Live;
+    let unsaved = f.judgement.unsaved_changes;
+    f.judgement = Judgement::live("process 4242 (vim) is alive, started before the swap file");
+    f.judgement.unsaved_changes = unsaved;
     let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 30));

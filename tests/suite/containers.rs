@@ -476,7 +476,7 @@ fn a_container_mounting_a_btrfs_subvolume() {
 /// judged in that namespace while it runs.
 #[test]
 fn a_pid_of_a_named_namespace_is_judged_there() {
-    use locksmith::evidence::{PidClaim, judge_pid};
+    use locksmith::judge::{OwnerClaim, Writers, judge_owner};
     use locksmith::probe::Snapshot;
     use locksmith::verdict::Verdict;
     if !rustix::process::geteuid().is_root() {
@@ -502,21 +502,24 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
         eprintln!("skipping the named namespace: we do not run in the host's PID namespace");
         return;
     }
-    let claim = |pid| PidClaim {
-        pid,
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("owner.lock");
+    std::fs::write(&lock, "").unwrap();
+    let claim = |pid, snap: &Snapshot| OwnerClaim {
         pid_ns: Some(inode),
         written_ms: Some(snap.taken_ms),
-        ..PidClaim::default()
+        ..OwnerClaim::pid(pid, Writers::ANY)
     };
-    let live = judge_pid(&claim(1), &snap);
-    assert_eq!(live.verdict, Verdict::Live, "{live:?}");
+    let judge_pid = |pid, snap: &Snapshot| judge_owner(&lock, claim(pid, snap), snap).unwrap();
+    let live = judge_pid(1, &snap);
+    assert_eq!(live.verdict(), Verdict::Live, "{live:?}");
     let p = live.process.expect("the process");
     assert_eq!(p.pid, host_pid);
     let c = p.container.expect("its namespace");
     assert_eq!(c.ns_pid, Some(1));
     assert_eq!(c.id.id, format!("pid:[{inode}]"));
-    let gone = judge_pid(&claim(77), &snap);
-    assert_eq!(gone.verdict, Verdict::Stale, "{gone:?}");
+    let gone = judge_pid(77, &snap);
+    assert_eq!(gone.verdict(), Verdict::Stale, "{gone:?}");
     assert!(
         gone.evidence[0].contains("no PID 77 in the owner's namespace"),
         "{gone:?}"
@@ -536,12 +539,12 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
         })
     };
     let before = reused();
-    let unseen = judge_pid(&claim(1), &Snapshot::take());
+    let unseen = judge_pid(1, &Snapshot::take());
     if before || reused() {
         eprintln!("the namespace's inode number went to a new namespace: its absence not checked");
         return;
     }
-    assert_eq!(unseen.verdict, Verdict::Foreign, "{unseen:?}");
+    assert_eq!(unseen.verdict(), Verdict::Foreign, "{unseen:?}");
 }
 
 /// Emacs (and vim) write their host name into the lock; in a container that is the

@@ -152,7 +152,7 @@ fn a_lock_that_came_back_to_life_is_kept() {
     fs::write(&path, format!("{dead}\n")).unwrap();
     let judged = judge(&path);
     assert_eq!(
-        judged.judgement.verdict,
+        judged.judgement.verdict(),
         Verdict::Stale,
         "{:?}",
         judged.judgement
@@ -181,7 +181,7 @@ fn a_lock_that_came_back_to_life_is_kept() {
     );
 
     let outcome = assert_kept(&env, &judged, "live");
-    assert_eq!(outcome.judgement.verdict, Verdict::Live);
+    assert_eq!(outcome.judgement.verdict(), Verdict::Live);
     assert_eq!(
         fs::read_to_string(&path).unwrap(),
         format!("{}\n", owner.pid())
@@ -196,7 +196,7 @@ fn a_replaced_file_is_refused() {
     let content = format!("{}\n", dead_pid());
     fs::write(&path, &content).unwrap();
     let judged = judge(&path);
-    assert_eq!(judged.judgement.verdict, Verdict::Stale);
+    assert_eq!(judged.judgement.verdict(), Verdict::Stale);
 
     // Someone else's lock now sits at the same path: stale too, but not the file judged.
     let other = env.path().join("other");
@@ -269,7 +269,7 @@ fn a_lock_whose_status_changed_is_kept() {
     let path = env.path().join("svc.pid");
     fs::write(&path, format!("{}\n", dead_pid())).unwrap();
     let judged = judge(&path);
-    assert_eq!(judged.judgement.verdict, Verdict::Stale);
+    assert_eq!(judged.judgement.verdict(), Verdict::Stale);
     // ctime has a clock tick's resolution: make sure the change lands on a later one.
     std::thread::sleep(std::time::Duration::from_millis(20));
     fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
@@ -295,7 +295,7 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     let findings = scan_findings(&root);
     let f = findings.iter().find(|f| f.path == lock).expect("found");
     assert_eq!(
-        (f.dialect.as_str(), f.judgement.verdict),
+        (f.dialect.as_str(), f.judgement.verdict()),
         (dialect, Verdict::Stale)
     );
 

@@ -266,7 +266,7 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
         fs::write(&lock, &stale).unwrap();
         chown(&lock, Some(NOBODY), Some(NOBODY)).unwrap();
         let finding = judge(&lock);
-        assert_eq!(finding.judgement.verdict, Verdict::Stale, "{finding:?}");
+        assert_eq!(finding.judgement.verdict(), Verdict::Stale, "{finding:?}");
         writeln!(stdin, "go").unwrap();
         assert_eq!(read_line(&mut out), "armed");
         let o = reclaim::reclaim(&finding, &config, &opts);

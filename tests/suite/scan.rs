@@ -15,7 +15,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use locksmith::dialect::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
+use locksmith::dialect::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use locksmith::judge::Said;
 use locksmith::probe::Snapshot;
 use locksmith::scan::{
     self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
@@ -58,8 +59,8 @@ impl Dialect for DialectA {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"A")
     }
-    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
-        Judgement::new(Verdict::Unknown, seen(c)).into()
+    fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
+        Judgement::unknown(seen(c)).into()
     }
 }
 
@@ -73,8 +74,8 @@ impl Dialect for DialectB {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"B")
     }
-    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
-        Judgement::new(Verdict::Unknown, seen(c)).into()
+    fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
+        Judgement::unknown(seen(c)).into()
     }
 }
 
@@ -91,8 +92,8 @@ impl Dialect for DialectC {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"C")
     }
-    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
-        Judgement::new(Verdict::Unknown, seen(c)).into()
+    fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
+        Judgement::unknown(seen(c)).into()
     }
 }
 
@@ -106,8 +107,8 @@ impl Dialect for DialectGit {
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.path.parent().and_then(Path::file_name) == Some(OsStr::new(".git"))
     }
-    fn decide(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Decision {
-        Judgement::new(Verdict::Unknown, seen(c)).into()
+    fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
+        Judgement::unknown(seen(c)).into()
     }
 }
 
@@ -121,12 +122,12 @@ impl Dialect for DialectFlock {
     fn recognise(&self, _: &Candidate<'_>) -> bool {
         false
     }
-    fn decide(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Decision {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Said {
         let holders: Vec<Holder> = snap.kernel_holders(c.key());
         let mut j = if holders.is_empty() {
-            Judgement::new(Verdict::Free, "no kernel lock")
+            Judgement::free("no kernel lock")
         } else {
-            Judgement::new(Verdict::Live, format!("{} holder(s)", holders.len()))
+            Judgement::live(format!("{} holder(s)", holders.len()))
         };
         j.holders = holders;
         j.into()
@@ -243,7 +244,7 @@ fn user_config_and_explicit_config_override_in_order() {
         br#"{
   "roots": [{ "path": "/from-user", "max_depth": 3 }],
   "exclude": ["**/user-excluded"],
-  "windows": { "mkdir_lock_secs": 30, "heartbeat_secs": 90 }
+  "windows": { "git_min_age_secs": 30, "heartbeat_secs": 90 }
 }"#,
     );
     write(
@@ -257,12 +258,8 @@ fn user_config_and_explicit_config_override_in_order() {
     assert_eq!(c.roots[0].path, "/from-user");
     assert_eq!(c.roots[0].max_depth, Some(3));
     assert_eq!(c.exclude, vec!["**/explicit-excluded".to_string()]);
-    assert_eq!(c.windows.mkdir_lock_secs, 30, "user value kept");
+    assert_eq!(c.windows.git_min_age_secs, 30, "user value kept");
     assert_eq!(c.windows.heartbeat_secs, 5, "explicit value wins");
-    assert_eq!(
-        c.windows.git_min_age_secs,
-        Windows::default().git_min_age_secs
-    );
 
     // A missing user file is skipped; a missing explicit file is an error naming it.
     let missing = dir.path().join("missing.json");
@@ -317,7 +314,7 @@ fn bad_config_errors_name_file_line_and_column() {
         "depth",
     );
     // Wrong type.
-    check("{\"windows\":\n {\"mkdir_lock_secs\": \"ten\"}}", 2, "");
+    check("{\"windows\":\n {\"git_min_age_secs\": \"ten\"}}", 2, "");
     // Unknown key in the windows.
     check("{\"windows\":\n {\"mkdir_lock\": 10}}", 2, "mkdir_lock");
     // Unknown dialect id in extra patterns, named.
@@ -348,7 +345,7 @@ fn extra_patterns_add_names_to_a_dialect() {
     let out = run_scan(&c, &[root(dir.path())]);
     let f = out.finding(&pidfile).expect("found by the extra pattern");
     assert_eq!(f.dialect, "pidfile");
-    assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
+    assert_eq!(f.judgement.verdict(), Verdict::Live, "{:?}", f.judgement);
     std::fs::remove_file(&pidfile).unwrap();
 
     // With the test dialects: an extra pattern makes a new name a candidate for test-a.
@@ -622,7 +619,7 @@ fn fifos_and_devices_named_like_locks_are_never_opened() {
     for p in [d.join("pipe.lock"), dev] {
         let f = out.finding(&p).expect("reported");
         assert_eq!(f.kind, EntryKind::Other);
-        assert_eq!(f.judgement.verdict, Verdict::Unknown);
+        assert_eq!(f.judgement.verdict(), Verdict::Unknown);
         assert!(f.content.is_empty());
         assert!(
             f.judgement.evidence[0].contains("not opened"),
@@ -634,7 +631,7 @@ fn fifos_and_devices_named_like_locks_are_never_opened() {
     let f = scan::judge_path(&d.join("pipe.lock"), &Snapshot::take(), &test_config())
         .unwrap()
         .unwrap();
-    assert_eq!(f.judgement.verdict, Verdict::Unknown);
+    assert_eq!(f.judgement.verdict(), Verdict::Unknown);
 }
 
 #[test]
@@ -906,7 +903,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
     assert_eq!(out.paths(), vec![file.clone()]);
     let f = out.finding(&file).unwrap();
     assert_eq!(f.dialect, "flock");
-    assert_eq!(f.judgement.verdict, Verdict::Live);
+    assert_eq!(f.judgement.verdict(), Verdict::Live);
     assert!(
         f.judgement
             .holders
@@ -1068,7 +1065,7 @@ fn real_dialects_judge_what_the_walker_finds() {
             .unwrap_or_else(|| panic!("{name} not found"));
         assert_eq!(f.dialect, *dialect, "{name}: {:?}", f.judgement);
         if let Some(v) = verdict {
-            assert_eq!(f.judgement.verdict, *v, "{name}: {:?}", f.judgement);
+            assert_eq!(f.judgement.verdict(), *v, "{name}: {:?}", f.judgement);
         }
     }
     let odd = d.join(OsStr::from_bytes(b"bad\xffname\n.lock"));
@@ -1140,13 +1137,13 @@ fn pid_file_on_a_container_overlay_is_foreign() {
         .unwrap()
         .expect("a pid file");
     assert!(inside.fs.container_root, "{:?}", inside.fs);
-    assert_eq!(inside.judgement.verdict, Verdict::Foreign, "{inside:?}");
+    assert_eq!(inside.judgement.verdict(), Verdict::Foreign, "{inside:?}");
 
     let plain = scan::judge_path(&d.join("upper/nginx.pid"), &snap, &config)
         .unwrap()
         .expect("a pid file");
     assert!(!plain.fs.container_root);
-    assert_eq!(plain.judgement.verdict, Verdict::Stale, "{plain:?}");
+    assert_eq!(plain.judgement.verdict(), Verdict::Stale, "{plain:?}");
 }
 
 /// A process whose main thread has exited (`pthread_exit`) while another thread runs shows
@@ -1190,7 +1187,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
     let f = scan::judge_path(&pidfile, &Snapshot::take(), &Config::embedded())
         .unwrap()
         .expect("a pid file");
-    assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
+    assert_eq!(f.judgement.verdict(), Verdict::Live, "{:?}", f.judgement);
 }
 
 /// Inside a PID namespace that is not the host's, a PID missing from our namespace may be a

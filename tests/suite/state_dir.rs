@@ -378,7 +378,7 @@ fn windows_that_overflow_are_a_configuration_error() {
     fs::write(repo.join(".git/index.lock"), "").unwrap();
     let config = limits_config(
         &env,
-        r#"{"windows": {"mkdir_lock_secs": 18446744073709551615, "git_min_age_secs": 18446744073709551615}}"#,
+        r#"{"windows": {"heartbeat_secs": 18446744073709551615, "git_min_age_secs": 18446744073709551615}}"#,
     );
     let out = env.run([
         "--scan".as_ref(),

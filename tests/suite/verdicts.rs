@@ -301,7 +301,7 @@ impl World {
                 (
                     p.clone(),
                     (
-                        f.judgement.verdict,
+                        f.judgement.verdict(),
                         format!("{}: {}", f.dialect, f.judgement.evidence.join(" | ")),
                     ),
                 )

@@ -20,7 +20,7 @@ use super::StaleWindows;
 use super::fs::FsInfo;
 use super::host::Process;
 use super::record::{ParsedRecord, RecordFormat};
-use super::verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Verdict};
+use super::verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Proof, Rule, Verdict};
 
 /// A lock file as the judge sees it.
 #[derive(Debug, Clone, Copy)]
@@ -110,8 +110,10 @@ fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
         && !c.fs.network
         && let Some(line) = ev.written_before_boot(c.mtime_ms(), c.fs)
     {
-        return Judgement::new(
-            Verdict::Stale,
+        return Judgement::stale(
+            Proof::by(Rule::EarlierBoot)
+                .fact("written", fmt_ms(c.mtime_ms()))
+                .fact("fs", c.fs.kind.as_str()),
             format!(
                 "the file is empty and no process holds a kernel lock on it ({})",
                 ev.kernel_locks_source()
@@ -177,8 +179,13 @@ fn judge_record(
                 );
             }
         }
-        let mut j = Judgement::new(
-            Verdict::Stale,
+        let mut j = Judgement::stale(
+            Proof::by(Rule::KernelLockReleased)
+                .fact("file", c.path.to_string_lossy())
+                .fact("lock", "ofd")
+                .fact("checked", "F_OFD_GETLK")
+                .fact("boot_id", our_boot.unwrap_or("?"))
+                .fact("fs", c.fs.kind.as_str()),
             "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",
         )
         .because(format!(
@@ -239,8 +246,11 @@ fn judge_record(
             if age_ms > window_ms {
                 let writers = ev.writers(c);
                 if writers.is_empty() {
-                    let mut stale = Judgement::new(
-                        Verdict::Stale,
+                    let mut stale = Judgement::stale(
+                        Proof::by(Rule::HeartbeatExpired)
+                            .fact("last_beat", fmt_ms(last))
+                            .fact("age_s", age_ms / 1000)
+                            .fact("window_s", window_ms / 1000),
                         format!(
                             "no heartbeat since {} ({} s ago), longer than the {} s window",
                             fmt_ms(last),
@@ -450,8 +460,10 @@ pub fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool
             ),
         );
     }
-    Judgement::new(
-        Verdict::Stale,
+    Judgement::stale(
+        Proof::by(Rule::EarlierBoot)
+            .fact("boot_id", theirs)
+            .fact("this_boot_id", ours),
         format!(
             "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
         ),
@@ -553,12 +565,16 @@ impl Evidence for DirectEvidence {
                     "no process {pid} in our PID namespace, but we run inside one that is not the host's and the record does not name it: PID {pid} may belong to a process outside it"
                 ),
             ),
-            Process::Absent => Judgement::new(
-                Verdict::Stale,
+            Process::Absent => Judgement::stale(
+                Proof::by(Rule::PidGone)
+                    .fact("pid", pid)
+                    .fact("seen", "ESRCH"),
                 format!("no process {pid} on this host (kill({pid}, 0): ESRCH)"),
             ),
-            Process::Exited => Judgement::new(
-                Verdict::Stale,
+            Process::Exited => Judgement::stale(
+                Proof::by(Rule::PidGone)
+                    .fact("pid", pid)
+                    .fact("seen", "zombie"),
                 format!("process {pid} is a zombie: it has exited"),
             ),
             Process::Hidden => Judgement::new(
@@ -566,8 +582,11 @@ impl Evidence for DirectEvidence {
                 format!("process {pid} exists (kill({pid}, 0): EPERM; /proc/{pid} not readable)"),
             ),
             Process::Running { start_ticks } => match rec.start_time {
-                Some(t) if t != start_ticks => Judgement::new(
-                    Verdict::Stale,
+                Some(t) if t != start_ticks => Judgement::stale(
+                    Proof::by(Rule::PidReused)
+                        .fact("pid", pid)
+                        .fact("record_start_ticks", t)
+                        .fact("process_start_ticks", start_ticks),
                     format!(
                         "process {pid} started at another time (tick {start_ticks} after boot) than the owner that wrote the record (tick {t}): its PID was reused"
                     ),

@@ -4,7 +4,8 @@
 //! [`Verdict`] plus the human-readable evidence lines that justify it, the owner the lock
 //! claims, the live process behind that owner (if any) and the processes holding the file.
 //! Invariant: `Verdict::Stale` is a claim of proof; judges that are not sure answer
-//! `Foreign` or `Unknown`.
+//! `Foreign` or `Unknown`. A stale judgement carries its [`Proof`]s: which of the closed set
+//! of [`Rule`]s proved the owner gone, and the facts that rule used.
 
 use serde::Serialize;
 
@@ -65,6 +66,111 @@ impl Verdict {
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// The closed set of ways a lock is proven stale. Every `stale` verdict names one of these (a
+/// lock with several owners names one per owner); nothing else makes a lock stale. The ids are
+/// stable: they appear in the JSON report and the journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// No process with the owner's PID exists in the PID namespace that wrote it (`kill(2)`
+    /// answers ESRCH), or the process is a zombie: it has exited.
+    PidGone,
+    /// A process has the owner's PID, but it started after the lock was written (beyond the
+    /// clock slack), or at another start time than the record names: the PID was reused.
+    PidReused,
+    /// The lock was written during an earlier boot of this host: its boot id is not this
+    /// kernel's, or its mtime is before this boot on a local file system that survives
+    /// reboots. Every process of that boot is gone.
+    EarlierBoot,
+    /// The lock's writer promises to refresh it while it holds it, and it was not refreshed
+    /// for longer than the writer's window, with no sign of life on this host.
+    HeartbeatExpired,
+    /// The lock's writer holds a kernel lock on a file for as long as it holds the lock, and
+    /// nobody holds that kernel lock (asked of the kernel itself), on a local file system.
+    KernelLockReleased,
+    /// The lock's writer keeps the lock file open for as long as it holds it, and no process
+    /// has it open (every process's descriptors were read), on a local file system.
+    OpenReleased,
+    /// The lock names no owner, and its writer states when it may be removed (git: "if no
+    /// other git process is currently running"): no process of that writer, known by its
+    /// executable, is at work at the lock's place in any PID namespace that can see it,
+    /// nobody has the lock or a file of the place open, and it is older than the writer's
+    /// shortest hold.
+    WriterAbsent,
+}
+
+impl Rule {
+    /// Every rule, in the order the README's audit table lists them.
+    pub const ALL: [Rule; 7] = [
+        Rule::PidGone,
+        Rule::PidReused,
+        Rule::EarlierBoot,
+        Rule::HeartbeatExpired,
+        Rule::KernelLockReleased,
+        Rule::OpenReleased,
+        Rule::WriterAbsent,
+    ];
+
+    /// The stable id used in JSON and the journal.
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::PidGone => "pid-gone",
+            Rule::PidReused => "pid-reused",
+            Rule::EarlierBoot => "earlier-boot",
+            Rule::HeartbeatExpired => "heartbeat-expired",
+            Rule::KernelLockReleased => "kernel-lock-released",
+            Rule::OpenReleased => "open-released",
+            Rule::WriterAbsent => "writer-absent",
+        }
+    }
+
+    /// The rule with this id.
+    pub fn by_id(id: &str) -> Option<Rule> {
+        Rule::ALL.into_iter().find(|r| r.id() == id)
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
+/// Why one owner of a lock is proven gone: the rule, and the facts it rested on (stable keys
+/// per rule, such as `pid`, `written`, `started`, `boot_id`), so that a script can audit every
+/// removal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proof {
+    pub rule: Rule,
+    pub facts: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Proof {
+    /// A proof by `rule` with no facts yet.
+    pub fn by(rule: Rule) -> Self {
+        Proof {
+            rule,
+            facts: serde_json::Map::new(),
+        }
+    }
+
+    /// Adds a fact.
+    pub fn fact(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.facts.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// A fact's value, if the proof has it.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.facts.get(key)
     }
 }
 
@@ -235,6 +341,8 @@ pub struct Judgement {
     /// it (a scanner asks that host). Not part of the report.
     #[serde(skip)]
     pub remote: Option<RemoteClaim>,
+    /// For a `stale` verdict: what proved it (one proof per owner). Empty otherwise.
+    pub proofs: Vec<Proof>,
 }
 
 /// What a lock claims about an owner on another host, for asking that host (spec §3: an owner
@@ -267,7 +375,15 @@ impl Judgement {
             holders: Vec::new(),
             unsaved_changes: None,
             remote: None,
+            proofs: Vec::new(),
         }
+    }
+
+    /// A `stale` judgement: `proof` says which rule proved it.
+    pub fn stale(proof: Proof, evidence: impl Into<String>) -> Self {
+        let mut j = Judgement::new(Verdict::Stale, evidence);
+        j.proofs.push(proof);
+        j
     }
 
     pub fn with_owner(mut self, owner: Owner) -> Self {

@@ -114,7 +114,7 @@ pub fn content(
 }
 
 fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
-    let v = f.judgement.verdict;
+    let v = f.judgement.verdict();
     Line::from(vec![
         Span::styled(format!("  {} ", v.symbol()), theme.verdict(v)),
         Span::raw(text::path(&f.path)).bold(),

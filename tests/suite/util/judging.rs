@@ -40,7 +40,7 @@ pub fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) 
     let f = judge_in(path, snap);
     assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
     assert_eq!(
-        f.judgement.verdict,
+        f.judgement.verdict(),
         verdict,
         "{}: {:#?}",
         path.display(),

@@ -1,0 +1,196 @@
+//! The judgement the scanner, the reports, reclaim and the UI share: one verdict, the evidence
+//! lines that justify it, what the lock says of its owner, the live process behind it and the
+//! processes holding the file.
+//!
+//! Invariant, kept by the type: a `stale` judgement is made only by the judge ([`super`]),
+//! through one of its closed set of [`Rule`]s, and carries the [`Proof`]s that rule produced.
+//! Outside `crate::judge` a judgement can be `live`, `free`, `foreign` or `unknown`, and can
+//! lose a `stale` verdict ([`Judgement::doubt`]), but nothing can give it one.
+
+use crate::verdict::{Holder, Owner, ProcessInfo, Proof, RemoteClaim, Verdict};
+
+/// A verdict with everything that justifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    verdict: Verdict,
+    /// For `stale`: what proved it, one proof per owner. Empty for every other verdict.
+    proofs: Vec<Proof>,
+    /// Lines a person can check; never empty.
+    pub evidence: Vec<String>,
+    pub owner: Option<Owner>,
+    pub process: Option<ProcessInfo>,
+    pub holders: Vec<Holder>,
+    /// vim-swap only: does the swap file hold changes that were never saved?
+    pub unsaved_changes: Option<bool>,
+    /// For a lock whose owner is on another named host: what that host could be asked about
+    /// it (a scanner asks that host). Not part of the report.
+    pub remote: Option<RemoteClaim>,
+}
+
+impl Judgement {
+    fn with(verdict: Verdict, evidence: impl Into<String>) -> Self {
+        Judgement {
+            verdict,
+            proofs: Vec::new(),
+            evidence: vec![evidence.into()],
+            owner: None,
+            process: None,
+            holders: Vec::new(),
+            unsaved_changes: None,
+            remote: None,
+        }
+    }
+
+    /// An owner is verifiably alive (a kernel lock held, the file open, a live owner process).
+    pub fn live(evidence: impl Into<String>) -> Self {
+        Judgement::with(Verdict::Live, evidence)
+    }
+
+    /// A kernel-lock file that nobody locks now, of a writer known to use kernel locks.
+    pub fn free(evidence: impl Into<String>) -> Self {
+        Judgement::with(Verdict::Free, evidence)
+    }
+
+    /// The owner may be where it cannot be checked from here (another host, another PID
+    /// namespace, a network file system).
+    pub fn foreign(evidence: impl Into<String>) -> Self {
+        Judgement::with(Verdict::Foreign, evidence)
+    }
+
+    /// Nothing conclusive: the content cannot be read or parsed, or the evidence proves
+    /// neither life nor death.
+    pub fn unknown(evidence: impl Into<String>) -> Self {
+        Judgement::with(Verdict::Unknown, evidence)
+    }
+
+    /// A `stale` judgement: `proof` names the rule that proved the owner gone. Only the judge
+    /// makes one.
+    pub(in crate::judge) fn stale(proof: Proof, evidence: impl Into<String>) -> Self {
+        let mut j = Judgement::with(Verdict::Stale, evidence);
+        j.proofs.push(proof);
+        j
+    }
+
+    /// A judgement of a lock with several owners, every one proven gone.
+    pub(in crate::judge) fn stale_by_all(proofs: Vec<Proof>, evidence: Vec<String>) -> Self {
+        debug_assert!(!proofs.is_empty());
+        let mut j = Judgement::with(Verdict::Stale, "");
+        j.evidence = evidence;
+        j.proofs = proofs;
+        j
+    }
+
+    /// The engine's judgement of one of its own records, as the scanner reports it: its
+    /// `stale` stands only with the proof the engine's judge gave it.
+    pub(in crate::judge) fn from_engine(j: locksmith_engine::verdict::Judgement) -> Self {
+        let locksmith_engine::verdict::Judgement {
+            verdict,
+            evidence,
+            owner,
+            process,
+            holders,
+            unsaved_changes,
+            remote,
+            proofs,
+        } = j;
+        let mut out = Judgement {
+            verdict,
+            proofs,
+            evidence,
+            owner,
+            process,
+            holders,
+            unsaved_changes,
+            remote,
+        };
+        if out.verdict == Verdict::Stale && out.proofs.is_empty() {
+            out.doubt("the engine called it stale without naming the rule that proved it");
+        }
+        if out.verdict != Verdict::Stale {
+            out.proofs.clear();
+        }
+        out
+    }
+
+    /// The judgement in the engine's terms (for the engine's judge, which asks the scanner's
+    /// PID rules about its records).
+    pub(in crate::judge) fn into_engine(self) -> locksmith_engine::verdict::Judgement {
+        locksmith_engine::verdict::Judgement {
+            verdict: self.verdict,
+            evidence: self.evidence,
+            owner: self.owner,
+            process: self.process,
+            holders: self.holders,
+            unsaved_changes: self.unsaved_changes,
+            remote: self.remote,
+            proofs: self.proofs,
+        }
+    }
+
+    /// Changes a verdict that is not `stale` into another one that is not (`live` into
+    /// `unknown`, ...); the judge's combination of claims uses it.
+    pub(in crate::judge) fn set_unproven(&mut self, verdict: Verdict) {
+        debug_assert_ne!(verdict, Verdict::Stale);
+        if verdict != Verdict::Stale {
+            self.verdict = verdict;
+            self.proofs.clear();
+        }
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// What proved a `stale` verdict (empty for any other verdict).
+    pub fn proofs(&self) -> &[Proof] {
+        &self.proofs
+    }
+
+    pub fn with_owner(mut self, owner: Owner) -> Self {
+        self.owner = Some(owner);
+        self
+    }
+
+    /// Adds an evidence line.
+    pub fn because(mut self, line: impl Into<String>) -> Self {
+        self.evidence.push(line.into());
+        self
+    }
+
+    /// What a caller does when it learns that this judgement cannot stand as proof (its
+    /// content could not be read, ...): a `stale` verdict becomes `unknown`, its evidence kept
+    /// as not conclusive; any other verdict stays and gets `why` as one more line.
+    pub fn doubt(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        if self.verdict == Verdict::Stale {
+            self.verdict = Verdict::Unknown;
+            self.proofs.clear();
+            let old = std::mem::take(&mut self.evidence);
+            self.evidence.push(why);
+            self.evidence
+                .extend(old.into_iter().map(|l| format!("(not conclusive: {l})")));
+        } else {
+            self.evidence.push(why);
+        }
+    }
+
+    /// A judgement of any verdict for the tests of the views (a `stale` one as
+    /// [`Judgement::stale_for_test`] makes it).
+    #[cfg(test)]
+    pub(crate) fn for_test(verdict: Verdict, evidence: impl Into<String>) -> Self {
+        match verdict {
+            Verdict::Stale => Judgement::stale_for_test(evidence),
+            v => Judgement::with(v, evidence),
+        }
+    }
+
+    /// A `stale` judgement for the tests of the views (reports, UI, reclaim's bookkeeping),
+    /// which need one without judging a real lock.
+    #[cfg(test)]
+    pub(crate) fn stale_for_test(evidence: impl Into<String>) -> Self {
+        Judgement::stale(
+            Proof::by(crate::verdict::Rule::PidGone).fact("pid", 0),
+            evidence,
+        )
+    }
+}

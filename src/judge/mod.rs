@@ -1,0 +1,508 @@
+//! The judge: the one place where a lock is found `stale`. Dialects parse a lock and say what
+//! it claims ([`Said`]: owner PIDs, hosts, boot ids, start times, the writer and what it
+//! promises); the judge turns those claims plus the scan's evidence [`Snapshot`] into one
+//! verdict, through a closed, enumerated set of proofs ([`Rule`]):
+//!
+//! | rule | proves the owner gone when |
+//! |---|---|
+//! | `pid-gone` | no process with the owner's PID in the PID namespace that wrote it (ESRCH), or a zombie |
+//! | `pid-reused` | the process with that PID started after the lock was written, or at another start tick than the record's |
+//! | `earlier-boot` | the lock was written in an earlier boot of this host (boot id, or mtime before boot on a local file system that survives reboots) |
+//! | `heartbeat-expired` | a writer that promises to refresh the lock did not, for longer than its window, and nothing here holds it |
+//! | `kernel-lock-released` | a writer that holds a kernel lock for as long as it holds the lock, and nobody holds it (asked of the kernel) |
+//! | `open-released` | a writer that keeps the lock file open for as long as it holds it, and nobody has it open |
+//! | `writer-absent` | an owner-less lock whose writer says when it may be removed, and that holds: no such writer at work, nobody with a file of the place open |
+//!
+//! Every `stale` judgement carries the [`Proof`] of its rule (the JSON report's `proofs`), and
+//! [`Judgement`]'s constructors make any other path to `stale` impossible outside this module.
+//! A name never proves `stale`: a live process that started before the lock is `live` when it
+//! is a known writer and `unknown` otherwise. An age proves `stale` only under a writer's
+//! promise to refresh ([`Refresh`]). When nothing is conclusive the answer is `foreign` or
+//! `unknown`.
+//!
+//! How claims combine: a kernel lock on the lock file (or a file held with it) makes it
+//! `live`; then a verdict the dialect settled stands; then every claim is checked and any
+//! `live` wins; a proof stands unless the dialect doubts it, except that a writer census
+//! (`writer-absent`, `open-released`) does not overrule an owner PID that is `foreign`; then
+//! `foreign`, then `unknown`. A lock that names no owner and whose writer promises nothing is
+//! `stale` only when written before this boot on a local file system.
+
+mod absence;
+mod alive;
+pub mod claims;
+mod engine;
+mod judgement;
+mod namespaces;
+pub mod pid;
+pub mod remote;
+
+pub use alive::{At, not_an_app_owner};
+pub use claims::{
+    Claim, Contract, Keeps, Match, Note, OwnerClaim, Refresh, Said, Scope, When, Writers,
+};
+pub use engine::ScannerWitness;
+pub use judgement::Judgement;
+pub use pid::{fmt_ms, written_before_boot};
+
+use crate::probe::{FileKey, Snapshot};
+use crate::verdict::{Owner, Proof, Verdict, describe_holders};
+use locksmith_engine::StaleWindows;
+
+/// How far a file server's clock may be from ours before a heartbeat on it proves anything.
+const NETWORK_SKEW_MS: i64 = 60_000;
+
+/// Formats a duration in ms for evidence lines: `3 s`, `5 min 2 s`, `2 h 10 min`, `3 d 4 h`.
+pub fn fmt_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// The lock being judged: where it is, and what was read of it.
+#[derive(Debug, Clone, Copy)]
+pub struct Lock<'a> {
+    pub at: At<'a>,
+    /// The bounded prefix of a regular file's content (an engine record is judged from it).
+    pub content: &'a [u8],
+    pub complete: bool,
+}
+
+/// Judges one lock from what its dialect said of it.
+pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
+    let mut j = decide(lock, &said, snap, windows);
+    let verdict = j.verdict();
+    for note in &said.notes {
+        let add = match note.when {
+            When::Always => true,
+            When::IfStale => verdict == Verdict::Stale,
+            When::IfLive => verdict == Verdict::Live,
+            When::Otherwise => !matches!(verdict, Verdict::Stale | Verdict::Live),
+        };
+        if add {
+            j.evidence.push(note.line.clone());
+        }
+    }
+    if said.owner != Owner::default() {
+        j.owner = Some(said.owner);
+    }
+    if said.unsaved_changes.is_some() {
+        j.unsaved_changes = said.unsaved_changes;
+    }
+    if j.evidence.iter().all(|l| l.trim().is_empty()) {
+        j = Judgement::unknown("the judge found no evidence either way");
+    }
+    j
+}
+
+/// The engine's judgement of one of its own records when the engine itself judged it (a
+/// reclaim through the engine protocol), as the scanner reports it: its `stale` stands only
+/// with the proof of one of the rules, which the engine's judge gives.
+pub fn engine_judgement(j: locksmith_engine::verdict::Judgement) -> Judgement {
+    Judgement::from_engine(j)
+}
+
+/// Judges what `claim` says of the owner of the lock file at `path`, by the PID rules alone
+/// (for a caller that read the claim itself: a program's own lock format).
+pub fn judge_owner(
+    path: &std::path::Path,
+    claim: OwnerClaim,
+    snap: &Snapshot,
+) -> std::io::Result<Judgement> {
+    let meta = std::fs::symlink_metadata(path)?;
+    let fs = snap.fs_of(path, &meta);
+    let at = At {
+        path,
+        meta: &meta,
+        fs: &fs,
+    };
+    Ok(owner(at, &claim, snap))
+}
+
+/// A judgement made without the file's content: never `stale` on that basis.
+pub fn without_content(mut j: Judgement, e: &std::io::Error) -> Judgement {
+    j.doubt(format!("cannot read its content: {e}"));
+    j
+}
+
+/// Which kind of claim an outcome came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// The lock's owner PID(s).
+    Owner,
+    /// Evidence that holds across hosts and PID namespaces: a kernel lock on this kernel, a
+    /// heartbeat written into the file.
+    Settles,
+    /// A census of this host's processes and descriptors.
+    Local,
+}
+
+fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
+    let at = lock.at;
+    let engine = said.claims.iter().any(|c| matches!(c, Claim::EngineRecord));
+    if engine {
+        // The engine's judge reads the kernel lock itself (its owner keeps it).
+        return engine::judge(lock, snap, windows);
+    }
+    if let Some(j) = kernel_held(at, said, snap) {
+        return j;
+    }
+    if let Some(j) = &said.settled {
+        return j.clone();
+    }
+    let owner_less = !said.names_owner();
+    // Whoever has an owner-less lock open holds it; so does whoever has open a lock whose
+    // writer keeps it open or works on it through its files.
+    let open_holds = owner_less
+        || said
+            .claims
+            .iter()
+            .any(|c| matches!(c, Claim::Writer(_) | Claim::Keeps(Keeps::Open { .. })));
+    if open_holds && let Some(j) = opened(at, said, snap) {
+        return j;
+    }
+    if owner_less {
+        if let Some(h) = &said.host
+            && h != &snap.host.hostname
+        {
+            return Judgement::foreign(format!(
+                "written on host \"{h}\", not this host \"{}\": its writer there cannot be checked from here",
+                snap.host.hostname
+            ));
+        }
+        if !at.fs.network
+            && let Some(j) = pid::earlier_boot_by_time(at.mtime_ms(), at.fs, snap)
+        {
+            return j;
+        }
+    }
+    if said.claims.is_empty() {
+        return nothing_promised(at);
+    }
+    let outcomes: Vec<(Kind, Judgement)> = said.claims.iter().map(|c| check(at, c, snap)).collect();
+    combine(outcomes, &said.doubts)
+}
+
+/// A lock that names no owner and whose writer promises nothing: its age proves nothing.
+fn nothing_promised(at: At<'_>) -> Judgement {
+    if at.fs.network {
+        return Judgement::foreign(format!(
+            "on a network file system ({}), naming no owner: a process on another machine may hold it",
+            at.fs.kind
+        ));
+    }
+    Judgement::unknown(
+        "it names no owner, and nothing is known of a writer that would refresh it or say when it may be removed: however old, its age proves nothing",
+    )
+    .because(
+        "no process has it open and no kernel lock is held on it: if you know its program has ended, reclaim it by hand (it is not proven stale)",
+    )
+}
+
+/// `live` when a kernel lock is held on the lock file or on a file held with it.
+fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
+    let mut keys: Vec<(FileKey, String)> = vec![(FileKey::of(at.meta), "the lock file".into())];
+    keys.extend(said.held_with.iter().cloned());
+    // The files its writer keeps locked while it holds the lock.
+    for c in &said.claims {
+        if let Claim::Keeps(Keeps::KernelLock { path, what, .. }) = c
+            && let Ok(meta) = snap.lstat(path)
+        {
+            keys.push((FileKey::of(&meta), what.clone()));
+        }
+    }
+    for (key, what) in keys {
+        let holders = snap.kernel_holders(key);
+        if !holders.is_empty() {
+            let mut j = Judgement::live(format!(
+                "{what} is locked in the kernel by {} (/proc/locks)",
+                describe_holders(&holders)
+            ));
+            j.holders = holders;
+            j.process = process_of(&j.holders, snap);
+            return Some(j);
+        }
+    }
+    None
+}
+
+/// `live` when a process has the lock (or a file held with it) open: for a lock that names no
+/// owner, whoever has it open holds it.
+fn opened(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
+    let mut keys: Vec<(FileKey, String)> = vec![(FileKey::of(at.meta), "the lock".into())];
+    keys.extend(said.held_with.iter().cloned());
+    let mut holders = Vec::new();
+    let mut whats = Vec::new();
+    for (key, what) in keys {
+        let openers = snap.openers(key);
+        if !openers.is_empty() {
+            whats.push(what);
+            for h in openers {
+                if !holders.contains(&h) {
+                    holders.push(h);
+                }
+            }
+        }
+    }
+    if holders.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::live(format!(
+        "{} open in {}",
+        whats.join(" and "),
+        describe_holders(&holders)
+    ));
+    j.process = process_of(&holders, snap);
+    j.holders = holders;
+    Some(j)
+}
+
+/// The first holder that is a live process, for the report's PID and COMMAND columns.
+fn process_of(
+    holders: &[crate::verdict::Holder],
+    snap: &Snapshot,
+) -> Option<crate::verdict::ProcessInfo> {
+    holders
+        .iter()
+        .filter(|h| h.pid > 0)
+        .find_map(|h| match snap.pid(h.pid) {
+            crate::probe::PidState::Alive(f) => Some(snap.process_info(&f)),
+            _ => None,
+        })
+}
+
+fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
+    match claim {
+        Claim::Owner(c) => (Kind::Owner, owner(at, c, snap)),
+        Claim::Owners(list) => (Kind::Owner, owners(at, list, snap)),
+        Claim::Keeps(k) => {
+            let kind = match k {
+                Keeps::KernelLock { .. } => Kind::Settles,
+                Keeps::Open { .. } => Kind::Local,
+            };
+            if at.fs.network {
+                return (kind, on_network(at));
+            }
+            (kind, absence::keeps(at, k, snap))
+        }
+        Claim::Refreshed(r) => (Kind::Settles, refreshed(at, r, snap)),
+        Claim::Writer(c) => {
+            if at.fs.network {
+                return (Kind::Local, on_network(at));
+            }
+            (Kind::Local, absence::writer_absent(at, c, snap))
+        }
+        Claim::EngineRecord => (
+            Kind::Settles,
+            Judgement::unknown("an engine record is judged by the engine's own judge"),
+        ),
+    }
+}
+
+fn on_network(at: At<'_>) -> Judgement {
+    Judgement::foreign(format!(
+        "on a network file system ({}): a process on another machine may hold it, and it does not show here",
+        at.fs.kind
+    ))
+}
+
+/// One owner PID, by the PID rules.
+fn owner(at: At<'_>, c: &OwnerClaim, snap: &Snapshot) -> Judgement {
+    let claim = alive::Claim {
+        c,
+        at,
+        written_ms: c.written_ms.unwrap_or_else(|| at.mtime_ms()),
+    };
+    let mut j = pid::judge(&claim, snap);
+    if let Some(label) = &c.label
+        && let Some(first) = j.evidence.first_mut()
+    {
+        *first = format!("{label}: {first}");
+    }
+    j
+}
+
+/// Several owners: held while any lives, stale only when every one is proven gone.
+fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
+    if list.is_empty() {
+        return Judgement::unknown("it lists no owner to check");
+    }
+    let parts: Vec<(String, Judgement)> = list
+        .iter()
+        .map(|c| {
+            let label = c
+                .label
+                .clone()
+                .unwrap_or_else(|| format!("owner {}", c.pid));
+            let unlabelled = OwnerClaim {
+                label: None,
+                ..c.clone()
+            };
+            (label, owner(at, &unlabelled, snap))
+        })
+        .collect();
+    let lines = |parts: &[(String, Judgement)]| -> Vec<String> {
+        parts
+            .iter()
+            .flat_map(|(label, j)| j.evidence.iter().map(move |l| format!("{label}: {l}")))
+            .collect()
+    };
+    let mut holders = Vec::new();
+    for (_, j) in &parts {
+        for h in &j.holders {
+            if !holders.contains(h) {
+                holders.push(h.clone());
+            }
+        }
+    }
+    let rank = |v: Verdict| match v {
+        Verdict::Live => 0,
+        Verdict::Foreign => 1,
+        Verdict::Unknown => 2,
+        Verdict::Free => 3,
+        Verdict::Stale => 4,
+    };
+    let worst = parts
+        .iter()
+        .map(|(_, j)| j.verdict())
+        .min_by_key(|v| rank(*v))
+        .unwrap_or(Verdict::Unknown);
+    let mut j = if worst == Verdict::Stale {
+        let proofs: Vec<Proof> = parts
+            .iter()
+            .flat_map(|(_, j)| j.proofs().iter().cloned())
+            .collect();
+        Judgement::stale_by_all(proofs, lines(&parts))
+    } else {
+        let mut j = Judgement::unknown("");
+        j.set_unproven(worst);
+        j.evidence = lines(&parts);
+        j.process = parts
+            .iter()
+            .find(|(_, p)| p.verdict() == worst)
+            .and_then(|(_, p)| p.process.clone());
+        j
+    };
+    j.holders = holders;
+    j
+}
+
+/// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
+/// when nothing here holds it.
+fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
+    let age = snap.taken_ms - r.last_ms;
+    // On a network file system the server's clock sets the mtime: allow it to differ.
+    let skew = if at.fs.network { NETWORK_SKEW_MS } else { 0 };
+    let window_s = r.window_ms / 1000;
+    if age < -(NETWORK_SKEW_MS + skew) {
+        return Judgement::unknown(format!(
+            "its last refresh is {} in the future: the clocks disagree, so the heartbeat proves nothing",
+            fmt_age(-age)
+        ));
+    }
+    // A server's clock sets a network file's mtime: a fresh one proves nothing there.
+    if let Some(fresh) = r.fresh_ms
+        && age <= fresh
+        && !at.fs.network
+    {
+        return Judgement::live(format!(
+            "refreshed {} ago ({})",
+            fmt_age(age.max(0)),
+            r.promise
+        ));
+    }
+    if age <= r.window_ms {
+        return Judgement::unknown(format!(
+            "refreshed {} ago, within its writer's {window_s} s window ({}): its holder may still be there",
+            fmt_age(age.max(0)),
+            r.promise
+        ));
+    }
+    if age <= r.window_ms.saturating_add(skew) {
+        return Judgement::unknown(format!(
+            "not refreshed for {}, past its writer's {window_s} s window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
+            fmt_age(age),
+            at.fs.kind,
+            NETWORK_SKEW_MS / 1000
+        ));
+    }
+    let openers = snap.openers(FileKey::of(at.meta));
+    if !openers.is_empty() {
+        let mut j = Judgement::live(format!(
+            "not refreshed for {}, but open in {}",
+            fmt_age(age),
+            describe_holders(&openers)
+        ));
+        j.holders = openers;
+        return j;
+    }
+    let proof = Proof::by(crate::verdict::Rule::HeartbeatExpired)
+        .fact("last_refresh", fmt_ms(r.last_ms))
+        .fact("age_s", age / 1000)
+        .fact("window_s", window_s);
+    Judgement::stale(
+        proof,
+        format!(
+            "not refreshed for {}, longer than its writer's {window_s} s window: {}",
+            fmt_age(age),
+            r.promise
+        ),
+    )
+    .because("no process has it open and no kernel lock is held on it")
+    .because(if at.fs.network {
+        format!(
+            "on a network file system ({}): {} s were allowed for the server's clock",
+            at.fs.kind,
+            NETWORK_SKEW_MS / 1000
+        )
+    } else {
+        "on a local file system: its mtime comes from this host's clock".to_string()
+    })
+}
+
+/// The verdict of several outcomes (see the module docs).
+fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
+    if let Some((_, j)) = outcomes.iter().find(|(_, j)| j.verdict() == Verdict::Live) {
+        return j.clone();
+    }
+    let owner_foreign = outcomes
+        .iter()
+        .any(|(k, j)| *k == Kind::Owner && j.verdict() == Verdict::Foreign);
+    let proof = outcomes
+        .iter()
+        .position(|(k, j)| j.verdict() == Verdict::Stale && (*k != Kind::Local || !owner_foreign));
+    if let Some(i) = proof {
+        let mut j = outcomes[i].1.clone();
+        for (n, (_, other)) in outcomes.iter().enumerate() {
+            if n != i {
+                j.evidence.extend(other.evidence.iter().cloned());
+            }
+        }
+        if !doubts.is_empty() {
+            j.doubt(doubts.join("; "));
+        }
+        return j;
+    }
+    let first = |v: Verdict| outcomes.iter().position(|(_, j)| j.verdict() == v);
+    let lead = first(Verdict::Foreign)
+        .or_else(|| first(Verdict::Unknown))
+        .or_else(|| first(Verdict::Free))
+        .unwrap_or(0);
+    let Some((_, lead_j)) = outcomes.get(lead) else {
+        return Judgement::unknown("nothing to judge");
+    };
+    let mut j = lead_j.clone();
+    for (n, (_, other)) in outcomes.iter().enumerate() {
+        if n != lead {
+            j.evidence.extend(other.evidence.iter().cloned());
+            if j.process.is_none() {
+                j.process = other.process.clone();
+            }
+        }
+    }
+    j.evidence.extend(doubts.iter().cloned());
+    j
+}

@@ -1,0 +1,228 @@
+//! The evidence [`Snapshot`] about the places around a lock: which processes work in a
+//! directory or have a file of it open, which map a file, a process's environment, and the
+//! lock's own siblings (read bounded, never following a final symlink or blocking). The
+//! dialects and the judge read the machine through these.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::kernel_locks::FileKey;
+use super::places::{self, DirId, major, minor, same_mount_ns, seen_by, within};
+use super::snapshot::Snapshot;
+use crate::verdict::{Holder, HolderHow};
+
+impl Snapshot {
+    /// The processes (not this one) with a regular file under `dir` open, each once: a
+    /// program at work in that place (a library writing a lock there, an editor with a file
+    /// of it open).
+    pub fn open_under(&self, dir: &Path) -> Vec<Holder> {
+        let Some(ids) = places::dir_ids(&[dir.to_path_buf()]).into_iter().next() else {
+            return Vec::new();
+        };
+        let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let mut pids: Vec<i32> = Vec::new();
+        for (pid, target, key) in &self.fd_targets().files {
+            if pids.contains(pid) || (key.major, key.minor) != (major(ids.1), minor(ids.1)) {
+                continue;
+            }
+            let inside = if same_mount_ns(*pid) {
+                target.starts_with(&canon)
+            } else {
+                target
+                    .parent()
+                    .and_then(|p| within(&seen_by(*pid, p), std::slice::from_ref(&ids)))
+                    .unwrap_or(false)
+            };
+            if inside {
+                pids.push(*pid);
+            }
+        }
+        pids.into_iter()
+            .map(|pid| self.holder(pid, HolderHow::Open))
+            .collect()
+    }
+
+    /// Whether process `pid` (this one too) has a regular file under `dir` open. `None` when
+    /// its descriptors cannot be read.
+    pub fn has_open_under(&self, pid: i32, dir: &Path) -> Option<bool> {
+        let ids = places::dir_ids(&[dir.to_path_buf()]).into_iter().next()?;
+        let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let same_ns = pid == std::process::id() as i32 || same_mount_ns(pid);
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+        Some(fds.flatten().any(|fd| {
+            let Ok(meta) = std::fs::metadata(fd.path()) else {
+                return false;
+            };
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                return false;
+            };
+            meta.is_file()
+                && if same_ns {
+                    target.starts_with(&canon)
+                } else {
+                    target
+                        .parent()
+                        .and_then(|p| within(&seen_by(pid, p), std::slice::from_ref(&ids)))
+                        .unwrap_or(false)
+                }
+        }))
+    }
+
+    /// The processes whose descriptors could not be read (so [`Snapshot::open_under`] may
+    /// miss theirs).
+    pub fn fds_unreadable(&self) -> &[i32] {
+        &self.fd_targets().unreadable
+    }
+
+    /// The processes that map this file into memory (`/proc/<pid>/maps`; Berkeley DB maps
+    /// its region files and may close the descriptor). Read when asked.
+    pub fn mappers(&self, key: FileKey) -> Vec<Holder> {
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let dev = format!("{:02x}:{:02x}", key.major, key.minor);
+        let ino = key.inode.to_string();
+        let me = std::process::id() as i32;
+        let mut out = Vec::new();
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            let Ok(maps) = std::fs::read_to_string(p.path().join("maps")) else {
+                continue;
+            };
+            let hit = maps.lines().any(|l| {
+                let mut f = l.split_ascii_whitespace().skip(3);
+                f.next() == Some(dev.as_str()) && f.next() == Some(ino.as_str())
+            });
+            if hit {
+                out.push(self.holder(pid, HolderHow::Open));
+            }
+        }
+        out
+    }
+
+    /// One variable of a process's environment (`/proc/<pid>/environ`), when readable.
+    pub fn environ_var(&self, pid: i32, name: &str) -> Option<OsString> {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{name}=");
+        env.split(|b| *b == 0)
+            .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
+            .map(|v| OsString::from_vec(v.to_vec()))
+    }
+
+    /// Whether process `pid`'s working directory is one of `roots` or below one. `None` when
+    /// it cannot be read.
+    pub fn cwd_within(&self, pid: i32, roots: &[DirId]) -> Option<bool> {
+        within(&PathBuf::from(format!("/proc/{pid}/cwd")), roots)
+    }
+
+    /// Whether process `pid`'s working directory is exactly `dir` (by device and inode).
+    pub fn cwd_is(&self, pid: i32, dir: &std::fs::Metadata) -> Option<bool> {
+        let cwd = std::fs::metadata(format!("/proc/{pid}/cwd")).ok()?;
+        Some(cwd.dev() == dir.dev() && cwd.ino() == dir.ino())
+    }
+}
+
+/// The file system around a lock, read through the snapshot: the dialects read the lock's
+/// siblings (a document beside its lock, a profile's other files, a lock directory's members)
+/// only through these, bounded and never following a final symlink or blocking on a FIFO.
+impl Snapshot {
+    /// `lstat` of a path (a final symlink is not followed).
+    pub fn lstat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
+        std::fs::symlink_metadata(path)
+    }
+
+    /// `stat` of a path (symlinks followed: a directory named by a lock).
+    pub fn stat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
+        std::fs::metadata(path)
+    }
+
+    /// The text of a symlink (never followed).
+    pub fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+
+    /// The canonical form of a path, when it exists.
+    pub fn canonical(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
+
+    /// At most `max` bytes of a small regular file, opened without following a symlink or
+    /// blocking (a FIFO or device is never read). `None` when it is not a readable regular
+    /// file.
+    pub fn read_small(&self, path: &Path, max: usize) -> Option<Vec<u8>> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let meta = std::fs::symlink_metadata(path).ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
+            .open(path)
+            .ok()?;
+        let opened = f.metadata().ok()?;
+        if !opened.is_file() || opened.ino() != meta.ino() || opened.dev() != meta.dev() {
+            return None;
+        }
+        let mut out = Vec::new();
+        f.take(max as u64).read_to_end(&mut out).ok()?;
+        Some(out)
+    }
+
+    /// Entries of a directory (names lossy, `lstat`ed), at most `max`, sorted by name.
+    pub fn list_dir(
+        &self,
+        dir: &Path,
+        max: usize,
+    ) -> std::io::Result<Vec<(String, std::fs::Metadata)>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir)? {
+            let e = e?;
+            if out.len() == max {
+                break;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(e.path()) {
+                out.push((e.file_name().to_string_lossy().into_owned(), m));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Whether a TCP port is listened on (`/proc/net/tcp` and `tcp6`, state `0A`).
+    pub fn tcp_listening(&self, port: u16) -> bool {
+        let want = format!(":{port:04X}");
+        ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| {
+                t.lines().skip(1).any(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "0A"
+                })
+            })
+        })
+    }
+
+    /// The hardware addresses of this machine's network interfaces as 48-bit integers (what
+    /// Python's `uuid.getnode()` returns for one of them).
+    pub fn mac_nodes(&self) -> Vec<u64> {
+        let Ok(dir) = std::fs::read_dir("/sys/class/net") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("address")).ok())
+            .filter_map(|a| {
+                let hex: String = a.trim().split(':').collect();
+                (hex.len() == 12).then(|| u64::from_str_radix(&hex, 16).ok())?
+            })
+            .filter(|n| *n != 0)
+            .collect()
+    }
+}
