@@ -448,9 +448,10 @@ fn judge_in_named_namespace(
 
 /// Judges a lock that names another host name, when that name is the host name of a running
 /// container that sees the file (vim, emacs and others write their host name, and a
-/// container has its own): the PID is judged in that container. `None` when no such
-/// container sees the file, or on a network file system (where another machine may carry the
-/// same name).
+/// container has its own): `live` when the PID is its owner there. `None` otherwise (no such
+/// container sees the file, none of them has the owner, or on a network file system): another
+/// machine may carry the same name (a client of an NFS export here, say), so a host name alone
+/// never maps the lock to a namespace, and the lock stays `foreign`.
 fn judge_in_named_host(claim: &PidClaim<'_>, host: &str, snap: &Snapshot) -> Option<Judgement> {
     let (path, meta) = claim.file?;
     if claim.network_fs() || snap.host.pid_ns? != INITIAL_PID_NS || claim.pid_ns.is_some() {
@@ -466,50 +467,21 @@ fn judge_in_named_host(claim: &PidClaim<'_>, host: &str, snap: &Snapshot) -> Opt
     }
     let pid = claim.pid as i32;
     let sightings = inv.who_sees(path, meta);
-    let named: Vec<&Seen<'_>> = sightings
+    let named = sightings
         .seen
         .iter()
-        .filter(|s| s.ns.is_some_and(|n| n.hostname.as_deref() == Some(host)))
-        .collect();
-    if named.is_empty() {
-        return None;
-    }
-    let because = |s: &Seen<'_>| {
-        format!(
-            "the lock names host \"{host}\", the host name of {}",
-            s.ns.map(|n| n.container.describe()).unwrap_or_default()
-        )
-    };
-    let mut lines = Vec::new();
-    let mut unsure = false;
-    for s in &named {
-        match sighting(claim, pid, s, snap) {
-            Sighting::Owner(j) => {
-                let mut j = *j;
-                j.evidence.push(because(s));
-                return Some(j);
-            }
-            Sighting::NotOwner(why) => lines.push(format!("{}: {why}", where_seen(s))),
-            Sighting::Unsure(why) => {
-                unsure = true;
-                lines.push(format!("{}: {why}", where_seen(s)));
-            }
+        .filter(|s| s.ns.is_some_and(|n| n.hostname.as_deref() == Some(host)));
+    for s in named {
+        if let Sighting::Owner(j) = sighting(claim, pid, s, snap) {
+            let mut j = *j;
+            j.evidence.push(format!(
+                "the lock names host \"{host}\", the host name of {}",
+                s.ns.map(|n| n.container.describe()).unwrap_or_default()
+            ));
+            return Some(j);
         }
     }
-    let mut j = if unsure {
-        Judgement::new(
-            Verdict::Unknown,
-            format!("cannot tell whether PID {pid} of host \"{host}\" owns this lock"),
-        )
-    } else {
-        Judgement::new(
-            Verdict::Stale,
-            format!("no process of host \"{host}\" that can see this file has PID {pid}"),
-        )
-    };
-    j.evidence.push(because(named[0]));
-    j.evidence.extend(lines);
-    Some(j)
+    None
 }
 
 /// `the host (as /srv/app/tmp/pids/server.pid)`, `container web-1 (podman be9b…) (as /app/...)`.
