@@ -1,4 +1,4 @@
-//! Reclaim: removing a lock proven stale at the moment of removal (spec §5), safely even when
+//! Reclaim: removing a lock proven stale at the moment of removal, safely even when
 //! run as root over directories other users can write to.
 //!
 //! The verdict a user saw may be seconds old, so [`reclaim_all`] judges each lock again and

@@ -1,5 +1,7 @@
-//! Containers and sandboxes (spec §10), with real Podman containers and `unshare` namespaces:
-//! every PID is judged in the namespace that wrote it, and the container is named.
+//! Containers and sandboxes (README "Containers and sandboxes"), with real Podman containers and
+//! `unshare` namespaces (root's, and a user's made without privilege): every PID is judged in
+//! the namespace that wrote it, a proven container is named from its runtime's state only, and
+//! what reclaim removes inside one is on its own file system and can be restored there.
 //!
 //! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
 //! skip with the reason when Podman cannot run here, and fail instead under CI (`CI` set).
