@@ -1,4 +1,5 @@
 //! `locksmith restore [ENTRY|PATH]`: puts back a lock that reclaim removed, exactly as it was,
+//! into the very directory it was removed from (inside a container: while that container runs),
 //! only if nothing stands at its path now (see `locksmith::reclaim::restore`).
 //!
 //! Exit status: 0 restored; 1 refused or failed (one line on stderr says why; nothing was
@@ -14,9 +15,16 @@ pub fn run(args: RestoreArgs) -> i32 {
     let selector = Selector::parse(args.entry.as_deref());
     match reclaim::restore(&state_dir, &selector) {
         Ok(r) => {
+            let place = match &r.inside {
+                Some((container, inside)) => format!(
+                    "{} in {}",
+                    text::display_path(inside),
+                    text::escape(container)
+                ),
+                None => text::display_path(&r.path),
+            };
             println!(
-                "restored {} ({}, journal entry {})",
-                text::display_path(&r.path),
+                "restored {place} ({}, journal entry {})",
                 r.kind,
                 text::escape(&r.id)
             );

@@ -195,6 +195,51 @@ pub(super) fn judge_in_named_namespace(
     })
 }
 
+/// Looks for the lock's owner in a running container whose host name is the one the lock
+/// names (vim, emacs and others write their host name, and a container has its own): `live`
+/// when the PID is its owner there. `None` otherwise (no such container sees the file, none
+/// of them has the owner, or on a network file system): another machine may carry the same
+/// name (a client of an NFS export here, say), so a host name alone never maps the lock to a
+/// namespace, and the lock stays `foreign`. Only proven containers have a host name.
+pub(super) fn live_in_named_host(
+    claim: &Claim<'_>,
+    host: &str,
+    snap: &Snapshot,
+) -> Option<Judgement> {
+    let (path, meta) = (claim.at.path, claim.at.meta);
+    if claim.at.fs.network || snap.host.pid_ns? != INITIAL_PID_NS || claim.c.pid_ns.is_some() {
+        return None;
+    }
+    if claim.pid() <= 0 || claim.pid() > snap.pid_max {
+        return None;
+    }
+    let inv = snap.containers();
+    if inv
+        .namespaces
+        .iter()
+        .all(|n| n.hostname.as_deref() != Some(host))
+    {
+        return None;
+    }
+    let pid = claim.pid() as i32;
+    let sightings = inv.who_sees(path, meta);
+    let named = sightings
+        .seen
+        .iter()
+        .filter(|s| s.ns.is_some_and(|n| n.hostname.as_deref() == Some(host)));
+    for s in named {
+        if let Sighting::Owner(j) = sighting(claim, pid, s, snap) {
+            let mut j = *j;
+            j.evidence.push(format!(
+                "the lock names host \"{host}\", the host name of {}",
+                s.ns.map(|n| n.container.describe()).unwrap_or_default()
+            ));
+            return Some(j);
+        }
+    }
+    None
+}
+
 /// `the host (as /srv/app/tmp/pids/server.pid)`, `container web-1 (podman be9b…) (as /app/...)`.
 fn where_seen(s: &Seen<'_>) -> String {
     let who = match s.ns {

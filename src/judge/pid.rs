@@ -85,6 +85,9 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
         && let Some(h) = c.host.as_deref()
         && h != snap.host.hostname
     {
+        if let Some(j) = namespaces::live_in_named_host(claim, h, snap) {
+            return j;
+        }
         let mut j = Judgement::foreign(format!(
             "owner host \"{h}\" is not this host \"{}\": its PID {pid} cannot be checked here",
             snap.host.hostname

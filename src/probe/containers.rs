@@ -1,14 +1,34 @@
 //! Containers and sandboxes on this machine, from `/proc` alone (no runtime socket or CLI):
 //! every PID namespace other than ours, the processes in it with the PIDs they have inside
 //! (`NSpid:` in `/proc/<pid>/status`), the mounts it sees (`/proc/<pid>/mountinfo`: which
-//! file-system directories appear where), its root (`/proc/<pid>/root`), and who it is: the
-//! runtime and id from the cgroup path (Podman, Docker, containerd, Kubernetes, systemd-nspawn,
-//! LXC, Flatpak, snap), the name where the runtime's own state on disk gives it (Podman's
-//! `containers.json` or its `conmon -n`, Docker's `config.v2.json`, the machine name in the
-//! cgroup path, Flatpak's `/.flatpak-info`).
+//! file-system directories appear where), its root (`/proc/<pid>/root`), and who it is.
+//!
+//! Who it is must not be the word of the namespace's own user: any local user can make user,
+//! mount and PID namespaces of their own, `chroot` into a directory of theirs, write any
+//! `/etc/hostname` or `/.flatpak-info` there and mount into it any directory they may read. So a
+//! namespace is **proven** (`Namespace::proven`) only when root made it: the user namespace its
+//! PID 1 runs in is ours or one owned by uid 0 (`NS_GET_OWNER_UID`), so no unprivileged user
+//! created its PID and mount namespaces. Of a proven namespace only, and only from what its
+//! own user cannot write:
+//! - the runtime and id come from its cgroup path (Podman, Docker, containerd, Kubernetes,
+//!   systemd-nspawn, LXC, Flatpak, snap), when every directory of that cgroup, from the
+//!   hierarchy's root down, is root's (a user's delegated cgroup subtree may be named anything);
+//! - the name and host name come from the runtime's own state, in files root owns on a path
+//!   only root may change (Podman's storage `containers.json` and the container's OCI
+//!   `config.json`, or the `-n` of a `conmon` running as root; Docker's `config.v2.json`; the
+//!   machine name in the cgroup path; Kubernetes' `/var/log/pods`), never from files in the
+//!   container's root (which its root user may rewrite, bind mounts of the runtime's included).
+//!
+//! How the rest of the code treats them:
+//! - an unproven namespace is called `PID namespace pid:[INODE]` (runtime `unknown`), has no
+//!   name and no host name, and is never looked inside: [`Inventory::containers_with_own_root`]
+//!   lists proven namespaces only;
+//! - its processes and mounts are still listed (it can see files, and a process there may own
+//!   a lock: a `live` found there is real), but that it lacks a PID proves nothing by itself,
+//!   since its user chose what it sees: [`Seen::proven`] says which sightings are proven.
 //!
 //! The [`Inventory`] is read once per snapshot. [`Inventory::who_sees`] answers the question
-//! the PID rules ask (spec §10): which namespaces can see this file, and under which path.
+//! the PID rules ask: which namespaces can see this file, and under which path.
 //! Invariant: `complete` is false when some process's namespace could not be read (not root),
 //! so a caller never concludes "no namespace has this PID" from an inventory with holes.
 
@@ -45,9 +65,13 @@ pub struct Namespace {
     pub mounts: Vec<Mount>,
     /// Device and inode of its root directory.
     pub root: Option<(u64, u64)>,
+    /// Whether root made it (see the module docs); `container`, `hostname` and
+    /// [`Inventory::containers_with_own_root`] depend on it.
+    pub proven: bool,
+    /// Who runs it: for an unproven namespace always `unknown`, `pid:[INODE]`, no name.
     pub container: ContainerId,
-    /// Its host name, from `/etc/hostname` in its root (which Podman and Docker write), when
-    /// its root is its own.
+    /// Its host name, from the runtime's own state (Podman's OCI `config.json`, Docker's
+    /// `config.v2.json`), for a proven container only.
     pub hostname: Option<String>,
 }
 
@@ -94,6 +118,14 @@ pub struct Seen<'a> {
     /// `None`: our own namespace (the host, when we run on the host).
     pub ns: Option<&'a Namespace>,
     pub path: PathBuf,
+}
+
+impl Seen<'_> {
+    /// Whether this sighting is ours or a proven namespace's (see the module docs): an
+    /// unproven namespace may be a user's own making, seeing what that user chose.
+    pub fn proven(&self) -> bool {
+        self.ns.is_none_or(|n| n.proven)
+    }
 }
 
 /// The namespaces that see one file.
@@ -172,7 +204,7 @@ impl Inventory {
             complete = false;
         }
         let own_mounts = read_mounts("self");
-        let mut names = NameSources::default();
+        let mut names = NameSources::new();
         let mut namespaces: Vec<Namespace> = members
             .into_iter()
             .filter_map(|(inode, procs)| {
@@ -180,16 +212,16 @@ impl Inventory {
                     .iter()
                     .find(|(_, inner)| *inner == 1)
                     .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
-                let root = PathBuf::from(format!("/proc/{init}/root"));
-                let root_id = dev_ino(&root);
+                let who = identify(inode, init, &mut names);
                 Some(Namespace {
                     inode,
                     init,
                     pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
                     mounts: read_mounts(&init.to_string()),
-                    root: root_id,
-                    container: identify(inode, init, &root, &mut names),
-                    hostname: (root_id != own_root).then(|| etc_hostname(&root)).flatten(),
+                    root: dev_ino(&PathBuf::from(format!("/proc/{init}/root"))),
+                    proven: who.proven,
+                    container: who.container,
+                    hostname: who.hostname,
                 })
             })
             .collect();
@@ -224,12 +256,26 @@ impl Inventory {
             .map(|&(i, inner)| (&self.namespaces[i], inner))
     }
 
-    /// Namespaces whose root is not ours (containers and chrooted sandboxes): their own lock
-    /// places are worth scanning through `/proc/<pid>/root`.
-    pub fn with_own_root(&self) -> impl Iterator<Item = &Namespace> {
+    /// Proven namespaces whose root is not ours (containers and root's chrooted sandboxes):
+    /// their own lock places are worth scanning through `/proc/<pid>/root`. A namespace a user
+    /// made is never listed: what it shows there is whatever that user chose to mount.
+    pub fn containers_with_own_root(&self) -> impl Iterator<Item = &Namespace> {
         self.namespaces
             .iter()
-            .filter(|n| n.root.is_some() && n.root != self.own_root)
+            .filter(|n| n.proven && n.root.is_some() && n.root != self.own_root)
+    }
+
+    /// The proven container with this runtime and id, if one runs now.
+    pub fn proven_container(&self, runtime: &str, id: &str) -> Option<&Namespace> {
+        self.namespaces
+            .iter()
+            .find(|n| n.proven && n.container.runtime == runtime && n.container.id == id)
+    }
+
+    /// Devices of our own mounts: a file system a container mounts that is not among them is
+    /// its own (a tmpfs of its runtime's), not a directory of ours.
+    pub fn host_has_device(&self, dev: u64) -> bool {
+        self.own_mounts.iter().any(|m| m.dev == dev)
     }
 
     /// Which namespaces can see the file at `path` (with `meta` its `lstat`), ours included
@@ -300,6 +346,17 @@ impl Inventory {
     }
 }
 
+/// The proven container (see the module docs) whose namespaces process `pid` runs in, read
+/// now; `None` for our own namespace, or one that is not proven.
+pub fn proven_container(pid: i32) -> Option<ContainerId> {
+    let ns = ns_inode(&pid.to_string(), "pid")?;
+    if Some(ns) == ns_inode("self", "pid") {
+        return None;
+    }
+    let who = identify(ns, pid, &mut NameSources::new());
+    who.proven.then_some(who.container)
+}
+
 /// Whether `/proc` is mounted with `hidepid` (other users' processes hidden or unreadable).
 fn proc_hides_pids() -> bool {
     std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
@@ -316,22 +373,8 @@ fn proc_hides_pids() -> bool {
     })
 }
 
-/// The first line of `ROOT/etc/hostname`, if that is a regular file (never a symlink: through
-/// `/proc/<pid>/root` an absolute link would be resolved against our root).
-fn etc_hostname(root: &Path) -> Option<String> {
-    let path = root.join("etc/hostname");
-    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
-        return None;
-    }
-    let mut buf = [0u8; 256];
-    let n = std::io::Read::read(&mut std::fs::File::open(&path).ok()?, &mut buf).ok()?;
-    let name = String::from_utf8_lossy(&buf[..n]);
-    let name = name.lines().next()?.trim();
-    (!name.is_empty()).then(|| name.to_string())
-}
-
 /// `/proc/<pid>/root/rest` → `(pid, /rest)`.
-fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
+pub fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
     let mut comps = path.components();
     if comps.next() != Some(Component::RootDir)
         || comps.next() != Some(Component::Normal("proc".as_ref()))
@@ -428,13 +471,29 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
 }
 
 /// What the runtimes' state on disk says, read at most once per inventory.
-#[derive(Default)]
 struct NameSources {
     /// Podman storage `containers.json` files already read: id → first name.
     podman: HashMap<PathBuf, HashMap<String, String>>,
+    /// Our cgroup hierarchies, to check who owns a cgroup.
+    cgroups: Vec<CgroupMount>,
+    /// Our own `/proc/self/cgroup`.
+    own_cgroup: String,
+    /// Our own user namespace.
+    own_user_ns: Option<u64>,
 }
 
 impl NameSources {
+    fn new() -> Self {
+        NameSources {
+            podman: HashMap::new(),
+            cgroups: std::fs::read("/proc/self/mountinfo")
+                .map(|t| cgroup_mounts(&t))
+                .unwrap_or_default(),
+            own_cgroup: std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+            own_user_ns: ns_inode("self", "user"),
+        }
+    }
+
     fn podman_name(&mut self, file: PathBuf, id: &str) -> Option<String> {
         self.podman
             .entry(file)
@@ -444,7 +503,171 @@ impl NameSources {
     }
 }
 
-/// Podman's (containers/storage) `containers.json`: `[{"id": ..., "names": [...]}]`.
+/// The largest runtime state file read (a `containers.json` of thousands of containers).
+const MAX_STATE_BYTES: u64 = 32 << 20;
+
+/// The content of `path` if only root can have written it: after resolving symlinks, every
+/// directory above it is root's and writable by no one else (unless sticky, as `/tmp`, where
+/// others cannot move root's entries), and it is a regular file of root's that neither group
+/// nor others may write.
+fn root_owned_file(path: &Path) -> Option<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let real = std::fs::canonicalize(path).ok()?;
+    if !root_owned_dirs(real.parent()?) {
+        return None;
+    }
+    let fd = rustix::fs::open(
+        &real,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
+    if !regular || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::from(fd), MAX_STATE_BYTES),
+        &mut out,
+    )
+    .ok()?;
+    Some(out)
+}
+
+/// Whether `dir` (absolute, without symlinks) and every directory above it are root's and
+/// writable by no one else, unless sticky.
+fn root_owned_dirs(dir: &Path) -> bool {
+    dir.ancestors().all(|d| {
+        std::fs::symlink_metadata(d).is_ok_and(|m| {
+            m.is_dir() && m.uid() == 0 && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0)
+        })
+    })
+}
+
+/// The inode of `/proc/<who>/ns/<kind>`.
+fn ns_inode(who: &str, kind: &str) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{who}/ns/{kind}")).ok()?;
+    super::host::parse_ns_link(&link.to_string_lossy())
+}
+
+/// Whether root made the namespaces of process `pid`: it runs in our user namespace (so its
+/// PID and mount namespaces were made by a process privileged over ours), or in one owned by
+/// uid 0. A user namespace any other user makes is owned by that user, and so is everything
+/// made inside it, however deeply nested: no unprivileged user can map uid 0 into one.
+#[cfg(target_os = "linux")]
+fn root_created(pid: i32, own_user_ns: Option<u64>) -> bool {
+    let Some(user_ns) = ns_inode(&pid.to_string(), "user") else {
+        return false;
+    };
+    if Some(user_ns) == own_user_ns {
+        return true;
+    }
+    user_ns_owner(pid) == Some(0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn root_created(_pid: i32, _own_user_ns: Option<u64>) -> bool {
+    false
+}
+
+/// The owner of the user namespace of process `pid`, as our namespace sees it
+/// (`ioctl(NS_GET_OWNER_UID)`, Linux 4.11).
+#[cfg(target_os = "linux")]
+fn user_ns_owner(pid: i32) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    /// `_IO(0xb7, 0x4)`.
+    const NS_GET_OWNER_UID: libc::c_ulong = 0xb704;
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/user")).ok()?;
+    let mut uid: libc::uid_t = 0;
+    // SAFETY: NS_GET_OWNER_UID writes one uid_t through the pointer, which is valid.
+    let r = unsafe { libc::ioctl(ns.as_raw_fd(), NS_GET_OWNER_UID as _, &mut uid) };
+    (r == 0).then_some(uid)
+}
+
+/// One cgroup hierarchy we have mounted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CgroupMount {
+    /// `None` for the unified (v2) hierarchy; the super options (controllers, `name=`) of a
+    /// v1 one.
+    options: Option<Vec<String>>,
+    /// The cgroup mounted there, and where.
+    root: PathBuf,
+    point: PathBuf,
+}
+
+/// The cgroup mounts of a `mountinfo`.
+fn cgroup_mounts(text: &[u8]) -> Vec<CgroupMount> {
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let line = std::str::from_utf8(line).ok()?;
+            let (left, right) = line.split_once(" - ")?;
+            let fields: Vec<&str> = left.split(' ').collect();
+            let mut sup = right.split(' ');
+            let fstype = sup.next()?;
+            let _source = sup.next()?;
+            let options = match fstype {
+                "cgroup2" => None,
+                "cgroup" => Some(sup.next()?.split(',').map(String::from).collect()),
+                _ => return None,
+            };
+            let unescape = |f: &str| {
+                PathBuf::from(OsString::from_vec(super::fs::mountinfo_unescape(
+                    f.as_bytes(),
+                )))
+            };
+            Some(CgroupMount {
+                options,
+                root: unescape(fields.get(3)?),
+                point: unescape(fields.get(4)?),
+            })
+        })
+        .collect()
+}
+
+/// Whether the cgroup of a `/proc/<pid>/cgroup` line (`0::/path` or `N:controllers:/path`) is
+/// root's: it and every cgroup above it, up to the hierarchy's root, are directories owned by
+/// uid 0. A user may create cgroups of any name only where a cgroup was delegated to them (made
+/// theirs), and may move processes only into cgroups they may write.
+fn root_owned_cgroup(line: &str, mounts: &[CgroupMount]) -> bool {
+    let mut parts = line.splitn(3, ':');
+    let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    let fits = |m: &&CgroupMount| match &m.options {
+        None => controllers.is_empty(),
+        Some(opts) => {
+            !controllers.is_empty() && controllers.split(',').all(|c| opts.iter().any(|o| o == c))
+        }
+    };
+    let Some(m) = mounts.iter().find(fits) else {
+        return false;
+    };
+    let Ok(rest) = Path::new(path).strip_prefix(&m.root) else {
+        return false;
+    };
+    let mut dir = m.point.clone();
+    let owned =
+        |d: &Path| std::fs::symlink_metadata(d).is_ok_and(|md| md.is_dir() && md.uid() == 0);
+    if !owned(&dir) {
+        return false;
+    }
+    for c in rest.components() {
+        match c {
+            Component::Normal(n) => dir.push(n),
+            _ => return false,
+        }
+        if !owned(&dir) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Podman's (containers/storage) `containers.json`: `[{"id": ..., "names": [...]}]`, if only
+/// root can have written it.
 fn read_podman_names(file: &Path) -> HashMap<String, String> {
     #[derive(serde::Deserialize)]
     struct Entry {
@@ -452,8 +675,7 @@ fn read_podman_names(file: &Path) -> HashMap<String, String> {
         #[serde(default)]
         names: Vec<String>,
     }
-    std::fs::read(file)
-        .ok()
+    root_owned_file(file)
         .and_then(|t| serde_json::from_slice::<Vec<Entry>>(&t).ok())
         .unwrap_or_default()
         .into_iter()
@@ -461,69 +683,126 @@ fn read_podman_names(file: &Path) -> HashMap<String, String> {
         .collect()
 }
 
-/// Docker's `/var/lib/docker/containers/<id>/config.v2.json`: `"Name": "/web-1"`.
-fn docker_name(id: &str) -> Option<String> {
+/// The host name in an OCI runtime `config.json` (the bundle's, which the runtime gives the
+/// container's UTS namespace), if only root can have written it.
+fn oci_hostname(config: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        hostname: Option<String>,
+    }
+    let spec: Spec = serde_json::from_slice(&root_owned_file(config)?).ok()?;
+    spec.hostname.filter(|h| !h.is_empty())
+}
+
+/// Docker's `/var/lib/docker/containers/<id>/config.v2.json`: `"Name": "/web-1"` and
+/// `"Config": {"Hostname": ...}`, if only root can have written it.
+fn docker_state(id: &str) -> (Option<String>, Option<String>) {
+    #[derive(serde::Deserialize)]
+    struct Inner {
+        #[serde(rename = "Hostname")]
+        hostname: Option<String>,
+    }
     #[derive(serde::Deserialize)]
     struct Config {
         #[serde(rename = "Name")]
         name: String,
+        #[serde(rename = "Config")]
+        config: Option<Inner>,
     }
-    let text = std::fs::read(format!("/var/lib/docker/containers/{id}/config.v2.json")).ok()?;
-    let c: Config = serde_json::from_slice(&text).ok()?;
+    let path = format!("/var/lib/docker/containers/{id}/config.v2.json");
+    let Some(c) =
+        root_owned_file(Path::new(&path)).and_then(|t| serde_json::from_slice::<Config>(&t).ok())
+    else {
+        return (None, None);
+    };
     let name = c.name.trim_start_matches('/');
-    (!name.is_empty()).then(|| name.to_string())
+    let host = c.config.and_then(|i| i.hostname).filter(|h| !h.is_empty());
+    ((!name.is_empty()).then(|| name.to_string()), host)
 }
 
-/// Kubernetes keeps each pod's logs in `/var/log/pods/<namespace>_<pod>_<uid>/`.
+/// Kubernetes keeps each pod's logs in `/var/log/pods/<namespace>_<pod>_<uid>/` (the kubelet's,
+/// root's).
 fn kubernetes_pod(uid: &str) -> Option<String> {
-    std::fs::read_dir("/var/log/pods")
-        .ok()?
-        .flatten()
-        .find_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let mut parts = name.splitn(3, '_');
-            let (ns, pod, u) = (parts.next()?, parts.next()?, parts.next()?);
-            (u == uid).then(|| format!("{ns}/{pod}"))
-        })
+    let dir = Path::new("/var/log/pods");
+    if !root_owned_dirs(dir) {
+        return None;
+    }
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+        let name = e.file_name().into_string().ok()?;
+        let mut parts = name.splitn(3, '_');
+        let (ns, pod, u) = (parts.next()?, parts.next()?, parts.next()?);
+        (u == uid).then(|| format!("{ns}/{pod}"))
+    })
 }
 
-/// Who runs the namespace whose PID 1 is host PID `init`.
-fn identify(inode: u64, init: i32, root: &Path, names: &mut NameSources) -> ContainerId {
+/// Who runs a namespace, and whether that is proven.
+struct Who {
+    proven: bool,
+    container: ContainerId,
+    hostname: Option<String>,
+}
+
+fn anonymous(inode: u64) -> ContainerId {
+    ContainerId {
+        runtime: "unknown".into(),
+        id: format!("pid:[{inode}]"),
+        name: None,
+    }
+}
+
+/// Who runs the namespace whose PID 1 is host PID `init` (see the module docs).
+fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
+    if !root_created(init, names.own_user_ns) {
+        return Who {
+            proven: false,
+            container: anonymous(inode),
+            hostname: None,
+        };
+    }
     let mut cgroup = std::fs::read_to_string(format!("/proc/{init}/cgroup")).unwrap_or_default();
-    if std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|ours| ours == cgroup) {
+    if cgroup == names.own_cgroup {
         // Our own cgroup, inherited (a bare `unshare`): it names whatever runs us, not it.
         cgroup.clear();
     }
-    let flatpak = std::fs::read_to_string(root.join(".flatpak-info")).ok();
-    let mut id = match (from_cgroup(&cgroup), &flatpak) {
-        (_, Some(info)) => flatpak_id(info, inode),
-        (Some(c), None) => c,
-        (None, None) => ContainerId {
-            runtime: "unknown".into(),
-            id: format!("pid:[{inode}]"),
-            name: None,
-        },
-    };
-    if id.name.is_none() {
-        id.name = match id.runtime.as_str() {
-            "podman" => podman_name(init, &id.id, names),
-            "docker" => docker_name(&id.id),
-            _ => None,
-        };
+    let mut lines: Vec<&str> = cgroup.lines().collect();
+    lines.sort_by_key(|l| !l.starts_with("0::"));
+    let mut id = lines
+        .into_iter()
+        .filter(|l| root_owned_cgroup(l, &names.cgroups))
+        .find_map(|l| from_cgroup_path(l.splitn(3, ':').nth(2)?))
+        .unwrap_or_else(|| anonymous(inode));
+    let mut hostname = None;
+    match id.runtime.as_str() {
+        "podman" => {
+            let (name, host) = podman_state(init, &id.id, names);
+            id.name = id.name.take().or(name);
+            hostname = host;
+        }
+        "docker" => {
+            let (name, host) = docker_state(&id.id);
+            id.name = id.name.take().or(name);
+            hostname = host;
+        }
+        "kubernetes" if id.name.is_none() => {
+            if let Some(uid) = kubernetes_pod_uid(&cgroup) {
+                id.name = kubernetes_pod(&uid);
+            }
+        }
+        _ => {}
     }
-    if id.runtime == "kubernetes"
-        && id.name.is_none()
-        && let Some(uid) = kubernetes_pod_uid(&cgroup)
-    {
-        id.name = kubernetes_pod(&uid);
+    Who {
+        proven: true,
+        container: id,
+        hostname,
     }
-    id
 }
 
-/// A Podman container's name: from its `conmon` (the parent of its PID 1, started with
-/// `-n NAME -b <storage>/<driver>-containers/<id>/userdata`), else from the storage's
-/// `containers.json` (the one conmon names, then the default storage).
-fn podman_name(init: i32, id: &str, names: &mut NameSources) -> Option<String> {
+/// A Podman container's name and host name. Its `conmon` (the parent of its PID 1, started by
+/// root's podman with `-c <id> -n NAME -b <storage>/<driver>-containers/<id>/userdata`) says
+/// where its storage is, when it runs as root; the name is the storage's `containers.json`'s
+/// (that one, then the default storage's), else conmon's `-n`; the host name is the bundle's
+/// OCI `config.json`'s.
+fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>, Option<String>) {
     let ppid = std::fs::read_to_string(format!("/proc/{init}/stat"))
         .ok()
         .and_then(|s| {
@@ -531,6 +810,7 @@ fn podman_name(init: i32, id: &str, names: &mut NameSources) -> Option<String> {
             after.split_whitespace().nth(1)?.parse::<i32>().ok()
         });
     let conmon: Vec<String> = ppid
+        .filter(|&p| runs_as_root(p))
         .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
         .map(|b| {
             b.split(|&c| c == 0)
@@ -548,56 +828,40 @@ fn podman_name(init: i32, id: &str, names: &mut NameSources) -> Option<String> {
             .and_then(|i| conmon.get(i + 1))
             .cloned()
     };
+    let ours = is_conmon && arg("-c").as_deref() == Some(id);
     let mut stores: Vec<PathBuf> = Vec::new();
-    if is_conmon && arg("-c").as_deref() == Some(id) {
-        if let Some(bundle) = arg("-b") {
-            // <root>/<driver>-containers/<id>/userdata → <root>/<driver>-containers/containers.json
-            if let Some(dir) = Path::new(&bundle).parent().and_then(Path::parent) {
-                stores.push(dir.join("containers.json"));
-            }
+    let mut bundles: Vec<PathBuf> = Vec::new();
+    if ours && let Some(bundle) = arg("-b") {
+        let bundle = PathBuf::from(bundle);
+        // <root>/<driver>-containers/<id>/userdata → <root>/<driver>-containers/containers.json
+        if let Some(dir) = bundle.parent().and_then(Path::parent) {
+            stores.push(dir.join("containers.json"));
         }
+        bundles.push(bundle);
     }
     for driver in ["overlay", "vfs", "btrfs", "zfs"] {
-        stores.push(PathBuf::from(format!(
-            "/var/lib/containers/storage/{driver}-containers/containers.json"
-        )));
+        let dir = PathBuf::from(format!("/var/lib/containers/storage/{driver}-containers"));
+        stores.push(dir.join("containers.json"));
+        bundles.push(dir.join(id).join("userdata"));
     }
-    for file in stores {
-        if let Some(name) = names.podman_name(file, id) {
-            return Some(name);
-        }
-    }
-    if is_conmon && arg("-c").as_deref() == Some(id) {
-        return arg("-n");
-    }
-    None
+    let name = stores
+        .into_iter()
+        .find_map(|file| names.podman_name(file, id))
+        .or_else(|| if ours { arg("-n") } else { None });
+    let hostname = bundles
+        .iter()
+        .find_map(|b| oci_hostname(&b.join("config.json")));
+    (name, hostname)
 }
 
-/// A Flatpak instance from its `/.flatpak-info` (`[Application] name=`, `[Instance]
-/// instance-id=`).
-fn flatpak_id(info: &str, inode: u64) -> ContainerId {
-    let mut section = "";
-    let mut name = None;
-    let mut instance = None;
-    for line in info.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            section = line;
-        } else if let Some((k, v)) = line.split_once('=') {
-            match (section, k.trim()) {
-                ("[Application]" | "[Runtime]", "name") if name.is_none() => {
-                    name = Some(v.trim().to_string())
-                }
-                ("[Instance]", "instance-id") => instance = Some(v.trim().to_string()),
-                _ => {}
-            }
-        }
-    }
-    ContainerId {
-        runtime: "flatpak".into(),
-        id: instance.unwrap_or_else(|| format!("pid:[{inode}]")),
-        name,
-    }
+/// Whether process `pid` runs as root (its effective uid, as our namespace sees it).
+fn runs_as_root(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            == Some("0")
+    })
 }
 
 fn is_hex_id(s: &str) -> bool {
@@ -639,7 +903,8 @@ fn kubernetes_pod_uid(cgroup: &str) -> Option<String> {
 }
 
 /// The runtime and id a cgroup path names (each line of `/proc/<pid>/cgroup` is tried, the
-/// unified hierarchy first).
+/// unified hierarchy first). Names only: whether the cgroup is root's, so that the name can be
+/// believed, is the inventory's check.
 pub fn from_cgroup(cgroup: &str) -> Option<ContainerId> {
     let mut lines: Vec<&str> = cgroup.lines().collect();
     lines.sort_by_key(|l| !l.starts_with("0::"));
@@ -782,12 +1047,6 @@ mod tests {
         let anon = id("unknown", "pid:[4026532252]", None).unwrap();
         assert_eq!(anon.describe(), "PID namespace pid:[4026532252]");
         assert_eq!(anon.label(), "pid:[4026532252]");
-        let fp = flatpak_id(
-            "[Application]\nname=org.example.Ide\nruntime=x\n\n[Instance]\ninstance-id=3141\n",
-            7,
-        );
-        assert_eq!(fp, id("flatpak", "3141", Some("org.example.Ide")).unwrap());
-        assert_eq!(fp.describe(), "sandbox org.example.Ide (flatpak 3141)");
     }
 
     #[test]
@@ -832,6 +1091,7 @@ mod tests {
             pids: HashMap::new(),
             mounts,
             root: None,
+            proven: true,
             container: id("unknown", "x", None).unwrap(),
             hostname: None,
         };
@@ -845,6 +1105,54 @@ mod tests {
         );
         assert_eq!(proc_root_path(Path::new("/proc/42/cwd/a")), None);
         assert_eq!(proc_root_path(Path::new("/tmp/a")), None);
+    }
+
+    #[test]
+    fn reads_cgroup_mounts_and_checks_their_owners() {
+        let mi = b"31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n\
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n\
+40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n\
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+        let mounts = cgroup_mounts(mi);
+        assert_eq!(mounts.len(), 3);
+        assert_eq!(mounts[2].options, None);
+        assert_eq!(mounts[2].point, Path::new("/sys/fs/cgroup/unified"));
+        assert!(
+            mounts[1]
+                .options
+                .as_ref()
+                .unwrap()
+                .contains(&"name=systemd".into())
+        );
+
+        // A hierarchy mounted from a temp dir: who owns its cgroups decides.
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("libpod_parent/libpod-x")).unwrap();
+        let here = vec![CgroupMount {
+            options: None,
+            root: PathBuf::from("/"),
+            point: t.path().to_path_buf(),
+        }];
+        let root = rustix::process::geteuid().is_root();
+        assert_eq!(root_owned_cgroup("0::/libpod_parent/libpod-x", &here), root);
+        assert!(!root_owned_cgroup("0::/libpod_parent/missing", &here));
+        assert!(!root_owned_cgroup(
+            "4:memory:/libpod_parent/libpod-x",
+            &here
+        ));
+        assert!(!root_owned_cgroup(
+            "0::/libpod_parent/../libpod_parent",
+            &here
+        ));
+        // Writable by others without the sticky bit: no file there is root's word.
+        use std::os::unix::fs::PermissionsExt;
+        let open = t.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::write(open.join("state.json"), "{}").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(root_owned_file(&open.join("state.json")).is_none());
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(root_owned_file(&open.join("state.json")).is_some(), root);
     }
 
     #[test]

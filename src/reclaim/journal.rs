@@ -6,6 +6,11 @@
 //! byte that is not UTF-8 `\xNN`); other text is the real text, with the characters a terminal
 //! could act on written as `\uXXXX` escapes, so `cat journal.jsonl` is safe and a program
 //! reading it gets the exact strings back.
+//!
+//! A reclaim line records where the lock was as reclaim reached it: `dirs`, the (device,
+//! inode) of every directory from `/` down to the lock's own, and for a lock removed inside a
+//! container, `container` (which one, and the lock's path there), `dirs` then starting at the
+//! container's root directory. `restore` goes back through these same directories only.
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::judge::Judgement;
 use crate::scan::Finding;
+use crate::scan::anchor::DirId;
 use crate::text;
 
 /// The version of the journal line format this module writes.
@@ -131,11 +137,48 @@ pub struct Entry {
     /// Why no copy was kept (removed without one because the user asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_saved: Option<String>,
+    /// The (device, inode) of every directory from `/` (inside a container: from its root
+    /// directory) down to the lock's own, as reclaim reached them; empty when they could not
+    /// be told (a symlink on the way to the scan root), and in lines of older versions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dirs: Vec<DirId>,
+    /// For a lock removed inside a proven container: which one, and its path there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<InContainer>,
     /// For a restore: the id of the reclaim entry put back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restores: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A container a lock was removed in: the runtime's identity of it (never its own word, see
+/// `probe::containers`), and the lock's path as the container sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InContainer {
+    pub runtime: String,
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The lock's path inside ([`text::json_path`]).
+    pub path: String,
+}
+
+impl InContainer {
+    /// The lock's path inside, as bytes.
+    pub fn path_buf(&self) -> PathBuf {
+        text::path_from_json(&self.path).unwrap_or_else(|| PathBuf::from(&self.path))
+    }
+
+    /// `container web-1 (podman 3f2a…)`.
+    pub fn describe(&self) -> String {
+        crate::verdict::ContainerId {
+            runtime: self.runtime.clone(),
+            id: self.id.clone(),
+            name: self.name.clone(),
+        }
+        .describe()
+    }
 }
 
 impl Entry {
@@ -163,6 +206,21 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
     e.dialect = Some(f.dialect.to_string());
     e.meta = Some(meta);
     set_judgement(&mut e, &f.judgement);
+    if let Some(anchor) = &f.anchor {
+        e.dirs = anchor.from_top().unwrap_or_default();
+    }
+    if let Some((pid, inside)) = crate::probe::containers::proc_root_path(&f.path) {
+        e.container = crate::probe::containers::proven_container(pid).map(|c| InContainer {
+            runtime: c.runtime,
+            id: c.id,
+            name: c.name,
+            path: text::json_path(&inside),
+        });
+        if e.container.is_none() {
+            // Not a container proven to be a runtime's: nothing can find it again.
+            e.dirs.clear();
+        }
+    }
     e
 }
 

@@ -1,4 +1,4 @@
-//! Reclaim: removing a lock proven stale at the moment of removal (spec §5), safely even when
+//! Reclaim: removing a lock proven stale at the moment of removal, safely even when
 //! run as root over directories other users can write to.
 //!
 //! The verdict a user saw may be seconds old, so [`reclaim_all`] judges each lock again and
@@ -172,8 +172,9 @@ struct DirCache {
 }
 
 impl DirCache {
-    /// The verified directory of `f` and its file name.
-    fn open(&mut self, f: &Finding) -> io::Result<(Arc<OwnedFd>, OsString)> {
+    /// The verified directory of `f`, its file name, and the anchor it was reached by (for a
+    /// finding made by hand, not found by the scanner: its directory as it is now).
+    fn open(&mut self, f: &Finding) -> io::Result<(Arc<OwnedFd>, OsString, Anchor)> {
         let parent = f.path.parent().unwrap_or(Path::new("")).to_path_buf();
         let name = f
             .path
@@ -181,21 +182,20 @@ impl DirCache {
             .ok_or_else(|| io::Error::other("the path has no file name"))?
             .to_os_string();
         let Some(anchor) = &f.anchor else {
-            // Made by hand, not found by the scanner: its directory as it is now.
-            let (_, dir, name) = Anchor::of_parent(&f.path)?;
-            return Ok((Arc::new(dir), name));
+            let (anchor, dir, name) = Anchor::of_parent(&f.path)?;
+            return Ok((Arc::new(dir), name, anchor));
         };
         if let Some((node, p, dir)) = &self.last
             && Arc::ptr_eq(node, &anchor.dir)
             && *p == parent
         {
-            return Ok((dir.clone(), name));
+            return Ok((dir.clone(), name, anchor.clone()));
         }
         self.last = None;
         let (dir, name) = anchor.open_parent(&f.path)?;
         let dir = Arc::new(dir);
         self.last = Some((anchor.dir.clone(), parent, dir.clone()));
-        Ok((dir, name))
+        Ok((dir, name, anchor.clone()))
     }
 }
 
@@ -207,7 +207,7 @@ fn reclaim_in(
     rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
     let path = finding.path.as_path();
-    let (dir, name) = match dirs.open(finding) {
+    let (dir, name, anchor) = match dirs.open(finding) {
         Ok(d) => d,
         Err(e) => {
             let why = format!(
@@ -217,7 +217,7 @@ fn reclaim_in(
             return Outcome::kept(path, Judgement::unknown(why.clone()), why);
         }
     };
-    let fresh = match rejudge(dir.as_fd(), &name) {
+    let mut fresh = match rejudge(dir.as_fd(), &name) {
         Ok(Some(f)) => f,
         Ok(None) => {
             let why = "it is no longer a lock (removed or replaced since it was judged)";
@@ -229,6 +229,11 @@ fn reclaim_in(
         }
     };
     if let Some(why) = refusal(finding, &fresh, opts) {
+        return Outcome::kept(path, fresh.judgement, why);
+    }
+    // Where it was reached is what the journal records, for `restore` to check again.
+    fresh.anchor = Some(anchor);
+    if let Err(why) = on_the_places_mount(&fresh, &dir, &name) {
         return Outcome::kept(path, fresh.judgement, why);
     }
     if opts.dry_run {
@@ -257,6 +262,21 @@ fn reclaim_in(
         },
         Err((e, now)) => Outcome::kept(path, now.map_or(fresh.judgement, |j| *j), e),
     }
+}
+
+/// Inside a container, the lock must be on the mount of the place it was found in, like its
+/// directory (see [`scan::anchor`]): a file mounted there from elsewhere (a file of the host
+/// bind-mounted into the container) is not the container's to lose.
+fn on_the_places_mount(f: &Finding, dir: &OwnedFd, name: &OsStr) -> Result<(), String> {
+    let Some(anchor) = f.anchor.as_ref().filter(|a| a.in_container()) else {
+        return Ok(());
+    };
+    let check = || -> io::Result<()> {
+        let mount = scan::anchor::mount_id(dir.as_fd())?;
+        let entry = sys::open_path(dir, name)?;
+        anchor.expect_mount(entry.as_fd(), mount, &f.path)
+    };
+    check().map_err(|e| format!("not removed: {e}"))
 }
 
 /// Why the freshly judged lock must not be removed, if it must not.

@@ -1,9 +1,18 @@
 //! Undo: puts a reclaimed lock back from its copy, exactly as it was (a symlink as a symlink,
 //! a lock directory as a directory; mode, owner and mtime), and journals it.
 //!
-//! The lock's directory is opened component by component from `/` with `O_NOFOLLOW` (a
-//! symlink anywhere on the path is refused, so a restore cannot be steered elsewhere), the
-//! lock is rebuilt under a private name in that directory and renamed into place with
+//! The lock goes back into the very directory it was removed from, never to whatever has its
+//! name now: the journal records the (device, inode) of every directory from `/` down to the
+//! lock's own as reclaim reached them, and restore opens them again one component at a time
+//! from `/` without following any symlink, refusing if any of them is not the recorded one (a
+//! directory moved away and another put in its place, by anyone who may write to its parent).
+//! A lock removed inside a container goes back into that same container while it runs: the
+//! runtime's identity of it is recorded, its root is reached through `/proc/<pid>/root` of the
+//! proven container with that identity now, and the recorded chain starts at that root (so
+//! a container restarted since, with a new root, is refused too, saying how to copy the lock
+//! back by hand). An entry without the chain (older journals) is refused with its copy named.
+//!
+//! The lock is rebuilt under a private name in that directory and renamed into place with
 //! `RENAME_NOREPLACE`: if anything stands at the path by then, nothing is replaced and the
 //! restore is refused. The copy's SHA-256 is checked against the journal first.
 
@@ -17,8 +26,10 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
-use super::journal::{Entry, Event, Meta};
+use super::journal::{Entry, Event, InContainer, Meta};
 use super::state::StateDir;
+use crate::probe::containers::{Inventory, proc_root_path};
+use crate::scan::anchor::{self, DirId};
 use crate::text;
 
 /// Which reclaim to undo.
@@ -65,6 +76,9 @@ pub struct Restored {
     /// The reclaim entry that was undone.
     pub id: String,
     pub path: PathBuf,
+    /// For a lock put back inside a container: `container web-1 (podman 3f2a…)` and its path
+    /// there.
+    pub inside: Option<(String, PathBuf)>,
     pub kind: String,
     /// What could not be put back as it was (an owner we may not give away).
     pub warnings: Vec<String>,
@@ -186,7 +200,7 @@ fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     let meta = entry.meta.as_ref().ok_or_else(|| {
         format!("{shown}: the journal entry has no metadata (an older journal); restore it by hand from its copy")
     })?;
-    let (dir, name) = open_parent_nofollow(&path).map_err(|e| format!("{shown}: {e}"))?;
+    let (dir, name) = open_recorded_parent(entry)?;
     match rustix::fs::statat(&dir, &*name, AtFlags::SYMLINK_NOFOLLOW) {
         Err(Errno::NOENT) => {}
         Ok(_) => {
@@ -236,6 +250,10 @@ fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     Ok(Restored {
         id: entry.id.clone(),
         path,
+        inside: entry
+            .container
+            .as_ref()
+            .map(|c| (c.describe(), c.path_buf())),
         kind: meta.kind.clone(),
         warnings,
     })
@@ -387,47 +405,138 @@ fn remove_temp(dir: &OwnedFd, temp: &str, meta: &Meta) {
     let _ = rustix::fs::unlinkat(dir, temp, flags);
 }
 
-/// Opens the directory of `path` from `/`, one component at a time with `O_NOFOLLOW`, and
-/// returns it with the last component. A symlink on the way is an error.
-fn open_parent_nofollow(path: &Path) -> io::Result<(OwnedFd, std::ffi::OsString)> {
-    if !path.is_absolute() {
-        return Err(io::Error::other(
-            "the journal names a path that is not absolute",
+/// Opens the directory the lock of `entry` was removed from, through the directories the
+/// journal recorded (see the module docs), and returns it with the lock's name.
+fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::OsString), String> {
+    let path = entry.path_buf();
+    let shown = path.display();
+    let copy = entry
+        .saved_to
+        .as_deref()
+        .and_then(text::path_from_json)
+        .unwrap_or_default();
+    let in_container = entry.container.as_ref();
+    let (top, inside) = match in_container {
+        Some(c) => (container_root(c, &path, &copy)?, c.path_buf()),
+        None if proc_root_path(&path).is_some() => {
+            return Err(format!(
+                "{shown} was removed inside a PID namespace that is not a container proven to be \
+                 a runtime's, which nothing can find again: restore it by hand from its copy {}",
+                copy.display()
+            ));
+        }
+        None => (PathBuf::from("/"), path.clone()),
+    };
+    if entry.dirs.is_empty() {
+        return Err(format!(
+            "the journal does not record the directories {shown} was removed from (an older \
+             journal, or a symlink on the way to the directory that was scanned), so it cannot \
+             be put back where it was with certainty: restore it by hand from its copy {}",
+            copy.display()
         ));
     }
-    let name = path
+    let name = inside
         .file_name()
-        .ok_or_else(|| io::Error::other("the path has no file name"))?;
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut dir = rustix::fs::open("/", flags, Mode::empty())?;
-    let mut shown = PathBuf::from("/");
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    for c in parent.components() {
-        let Component::Normal(c) = c else {
-            if matches!(c, Component::ParentDir) {
-                return Err(io::Error::other("the path has a `..` component"));
-            }
-            continue;
-        };
-        shown.push(c);
-        dir = match rustix::fs::openat(dir.as_fd(), c, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::LOOP | Errno::NOTDIR) => {
-                return Err(io::Error::other(format!(
-                    "{} is not a directory (or is a symlink, which restore never follows)",
-                    shown.display()
-                )));
-            }
-            Err(Errno::NOENT) => {
-                return Err(io::Error::other(format!(
-                    "its directory {} is gone",
-                    shown.display()
-                )));
-            }
-            Err(e) => return Err(e.into()),
-        };
+        .ok_or_else(|| format!("{shown}: the path has no file name"))?
+        .to_os_string();
+    let mut names = Vec::new();
+    for c in inside.parent().unwrap_or(Path::new("/")).components() {
+        match c {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(n) => names.push(n),
+            _ => return Err(format!("{shown}: the journal names a path with `..`")),
+        }
     }
-    Ok((dir, name.to_os_string()))
+    if !inside.is_absolute() || names.len() + 1 != entry.dirs.len() {
+        return Err(format!(
+            "{shown}: the journal's directories do not fit its path; nothing was restored"
+        ));
+    }
+    let replaced = |here: &Path| {
+        format!(
+            "{} is not the directory {} was removed from (it was replaced since); nothing was \
+             restored",
+            here.display(),
+            text::display_os(&name)
+        )
+    };
+    let check = |fd: &OwnedFd, want: DirId, here: &Path| -> Result<(), String> {
+        match anchor::dir_id(fd.as_fd()) {
+            Ok(id) if id == want => Ok(()),
+            Ok(_) => Err(replaced(here)),
+            Err(e) => Err(format!("cannot look at {}: {e}", here.display())),
+        }
+    };
+    let mut dir = anchor::sys::open_root(&top.join("."))
+        .map_err(|e| format!("cannot open {}: {e}", top.display()))?;
+    match (check(&dir, entry.dirs[0], &top), in_container) {
+        (Err(_), Some(c)) => {
+            return Err(format!(
+                "{shown} was removed inside {}, whose root is another one now (it was started \
+                 again since): restore it by hand, with {}",
+                c.describe(),
+                by_hand(c, &copy)
+            ));
+        }
+        (r, _) => r?,
+    }
+    let mut here = top.clone();
+    for (i, n) in names.iter().enumerate() {
+        here.push(n);
+        dir = match anchor::sys::open_child(dir.as_fd(), n) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(format!("{shown}: its directory {} is gone", here.display()));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "{shown}: {} is not a directory that can be opened without following a \
+                     symlink (restore never follows one): {e}",
+                    here.display()
+                ));
+            }
+        };
+        check(&dir, entry.dirs[i + 1], &here)?;
+    }
+    Ok((dir, name))
+}
+
+/// The root directory (`/proc/<pid>/root`) of the proven container a lock was removed in, if
+/// it runs now; else why not, and how to put the lock back by hand.
+fn container_root(c: &InContainer, path: &Path, copy: &Path) -> Result<PathBuf, String> {
+    let own = crate::probe::host::pid_ns_of("self");
+    let inv = Inventory::read(own);
+    if let Some(ns) = inv.proven_container(&c.runtime, &c.id) {
+        return Ok(ns.root_path());
+    }
+    Err(format!(
+        "{} was removed inside {}, which does not run now: restore it by hand, with {}",
+        path.display(),
+        c.describe(),
+        by_hand(c, copy)
+    ))
+}
+
+/// How to put a lock removed inside container `c` back by hand from its copy.
+fn by_hand(c: &InContainer, copy: &Path) -> String {
+    let inside = c.path_buf();
+    match c.runtime.as_str() {
+        "podman" | "docker" => format!(
+            "`{} cp {} {}` (then give it the owner and mode the journal records)",
+            c.runtime,
+            text::shell_quote(&copy.to_string_lossy()),
+            text::shell_quote(&format!(
+                "{}:{}",
+                c.name.as_deref().unwrap_or(&c.id),
+                inside.to_string_lossy()
+            )),
+        ),
+        _ => format!(
+            "a copy of {} at {} inside it",
+            copy.display(),
+            inside.display()
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,14 @@
 //! `O_NOFOLLOW` otherwise), and check that each directory is the one recorded. A directory
 //! swapped for a symlink, or for another directory, on the way is refused, so what is judged
 //! and removed is always inside the tree that was scanned.
+//!
+//! A root inside a container (`/proc/<pid>/root/...`, see `scan::containers`) is a place of
+//! the container's own file system: below it nothing on another mount is followed (a
+//! directory of the host the container mounts there is not the container's), by mount id
+//! (`statx(STATX_MNT_ID)`), which tells bind mounts of one file system apart.
+//!
+//! [`Anchor::from_top`] gives the whole chain, from `/` (or the container's root) down, which
+//! the journal keeps so that `restore` checks the same directories again.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -17,7 +25,7 @@ use std::path::{Component, Path};
 use std::sync::Arc;
 
 /// A directory's identity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct DirId {
     pub dev: u64,
     pub ino: u64,
@@ -95,6 +103,10 @@ impl Anchor {
         }
         let mut dir = sys::open_root(&self.root)?;
         expect(&dir, chain[0], &self.root)?;
+        let mount = match self.in_container() {
+            true => Some(mount_id(dir.as_fd())?),
+            false => None,
+        };
         for (i, n) in names.iter().enumerate() {
             let next = sys::open_child(dir.as_fd(), n).map_err(|e| {
                 io::Error::new(
@@ -107,11 +119,69 @@ impl Anchor {
                     ),
                 )
             })?;
-            let here: std::path::PathBuf = names[..=i].iter().collect();
-            expect(&next, chain[i + 1], &self.root.join(here))?;
+            let here = self
+                .root
+                .join(names[..=i].iter().collect::<std::path::PathBuf>());
+            expect(&next, chain[i + 1], &here)?;
+            if let Some(m) = mount {
+                self.expect_mount(next.as_fd(), m, &here)?;
+            }
             dir = next;
         }
         Ok((dir, name.to_os_string()))
+    }
+
+    /// Whether the root is a place inside a container (`/proc/<pid>/root/...`).
+    pub fn in_container(&self) -> bool {
+        crate::probe::containers::proc_root_path(&self.root).is_some()
+    }
+
+    /// For a root inside a container: refuses `fd` (a directory or the lock itself, reached
+    /// below the root) unless it is on the root's mount `root_mount`.
+    pub fn expect_mount(&self, fd: BorrowedFd<'_>, root_mount: u64, path: &Path) -> io::Result<()> {
+        if mount_id(fd)? != root_mount {
+            return Err(io::Error::other(format!(
+                "{} is on another mount than the container's place {} (something mounted into \
+                 the container, such as a directory of the host), which is never followed",
+                path.display(),
+                self.root.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The (device, inode) of every directory from the top down to the finding's own: from
+    /// `/`, or for a root inside a container from that container's root directory; the part
+    /// above the root is opened now by name (never following a symlink) and must lead to the
+    /// root that was recorded. An error when it does not (a symlink on the way, a directory
+    /// replaced since).
+    pub fn from_top(&self) -> io::Result<Vec<DirId>> {
+        let chain = self.chain();
+        let (top, rel) = match crate::probe::containers::proc_root_path(&self.root) {
+            Some((pid, rest)) => (format!("/proc/{pid}/root/."), rest),
+            None if self.root.is_absolute() => ("/".to_string(), self.root.to_path_buf()),
+            None => return Err(io::Error::other("the root is not an absolute path")),
+        };
+        let mut dir = sys::open_root(Path::new(&top))?;
+        let mut out = vec![dir_id(dir.as_fd())?];
+        for c in rel.components() {
+            match c {
+                Component::RootDir => continue,
+                Component::Normal(n) => {
+                    dir = sys::open_child(dir.as_fd(), n)?;
+                    out.push(dir_id(dir.as_fd())?);
+                }
+                _ => return Err(io::Error::other("the root has an unexpected component")),
+            }
+        }
+        if out.last() != chain.first() {
+            return Err(io::Error::other(format!(
+                "{} is not the directory that was scanned",
+                self.root.display()
+            )));
+        }
+        out.extend_from_slice(&chain[1..]);
+        Ok(out)
     }
 
     /// An anchor for `path` judged on its own: its directory, opened now (without following
@@ -144,6 +214,25 @@ pub fn dir_id(fd: BorrowedFd<'_>) -> io::Result<DirId> {
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
     })
+}
+
+/// The mount an open file is on (`statx(STATX_MNT_ID)`, Linux 5.8); an error where the
+/// kernel cannot say.
+#[cfg(target_os = "linux")]
+pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let st = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID)?;
+    if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
+        return Err(io::Error::other(
+            "the kernel does not say which mount a file is on (statx STATX_MNT_ID, Linux 5.8)",
+        ));
+    }
+    Ok(st.stx_mnt_id)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn mount_id(_fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Err(io::Error::other("mount ids are Linux's"))
 }
 
 fn expect(dir: &OwnedFd, want: DirId, path: &Path) -> io::Result<()> {

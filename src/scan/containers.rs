@@ -3,20 +3,32 @@
 //! `/proc/<pid>/root` of each container's PID 1, so a lock file that only exists inside a
 //! container is found from the host, and reclaimed through the same directory descriptors.
 //!
-//! Invariant: a path is scanned only when no component below the container's root is a
-//! symlink: the kernel would resolve an absolute link (`/var/lock -> /run/lock`) against *our*
-//! root, not the container's, and the host's files would be reported as the container's. A
-//! place that is the same directory as one of ours (a bind mount of the host's `/tmp`, or a
-//! sandbox sharing our root) is left to the host roots.
+//! Invariants:
+//! - only proven containers are looked inside (`Inventory::containers_with_own_root`): a
+//!   namespace a user made shows whatever that user mounted in it, directories they may only
+//!   read included, and root must not act there on their word;
+//! - a place is scanned only when it is on the container's own file system: the mount of its
+//!   root directory, or a file system the host does not have mounted (a tmpfs of its
+//!   runtime's). A directory of the host mounted there (a volume, a bind mount) is the host's:
+//!   it is found under its host path when a host root holds it, and never through the
+//!   container; below a place, nothing on another mount is followed when the finding is
+//!   judged again or reclaimed (see `scan::anchor`);
+//! - a path is scanned only when no component below the container's root is a symlink: the
+//!   kernel would resolve an absolute link (`/var/lock -> /run/lock`) against *our* root, not
+//!   the container's, and the host's files would be reported as the container's. A place that
+//!   is the same directory as one of ours (a sandbox sharing our root) is left to the host
+//!   roots.
 
 use std::collections::HashSet;
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use super::anchor;
 use super::config::{Config, Root};
 use crate::probe::Inventory;
 
-/// The lock places inside each running container with a root of its own.
+/// The lock places inside each running proven container with a root of its own.
 pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) -> Vec<Root> {
     let ours: HashSet<(u64, u64)> = host_roots
         .iter()
@@ -26,11 +38,16 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
     let mut seen_roots = HashSet::new();
     let mut seen_dirs = HashSet::new();
     let mut out = Vec::new();
-    for ns in inv.with_own_root() {
+    for ns in inv.containers_with_own_root() {
         if !seen_roots.insert(ns.root) {
             continue; // several namespaces with one root directory: scanned once
         }
         let base = ns.root_path();
+        let Ok(root_mount) =
+            anchor::sys::open_root(&base.join(".")).and_then(|fd| anchor::mount_id(fd.as_fd()))
+        else {
+            continue;
+        };
         for spec in &config.roots {
             let Some(rel) = spec.path.strip_prefix('/') else {
                 continue; // `.`, `~/...`, `$VAR`: places of this user, not of the container
@@ -38,11 +55,11 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
             let Some(path) = no_symlinks_below(&base, Path::new(rel)) else {
                 continue;
             };
-            let Ok(meta) = std::fs::metadata(&path) else {
+            let Some((key, mount)) = open_dir(&path) else {
                 continue;
             };
-            let key = (meta.dev(), meta.ino());
-            if !meta.is_dir() || ours.contains(&key) || !seen_dirs.insert(key) {
+            let own_fs = mount == root_mount || !inv.host_has_device(key.0);
+            if !own_fs || ours.contains(&key) || !seen_dirs.insert(key) {
                 continue;
             }
             out.push(Root {
@@ -52,6 +69,15 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
         }
     }
     out
+}
+
+/// The (device, inode) and mount id of the directory at `path` (its last component not
+/// followed).
+fn open_dir(path: &Path) -> Option<((u64, u64), u64)> {
+    let fd = anchor::sys::open_root(path).ok()?;
+    let id = anchor::dir_id(fd.as_fd()).ok()?;
+    let mount = anchor::mount_id(fd.as_fd()).ok()?;
+    Some(((id.dev, id.ino), mount))
 }
 
 /// `base/rel`, if it exists and none of `rel`'s components is a symlink.

@@ -1,5 +1,7 @@
-//! Containers and sandboxes (spec §10), with real Podman containers and `unshare` namespaces:
-//! every PID is judged in the namespace that wrote it, and the container is named.
+//! Containers and sandboxes (README "Containers and sandboxes"), with real Podman containers and
+//! `unshare` namespaces (root's, and a user's made without privilege): every PID is judged in
+//! the namespace that wrote it, a proven container is named from its runtime's state only, and
+//! what reclaim removes inside one is on its own file system and can be restored there.
 //!
 //! The Podman tests need root and `podman runc busybox-static` (installed by `.ci/run`); they
 //! skip with the reason when Podman cannot run here, and fail instead under CI (`CI` set).
@@ -11,6 +13,7 @@ use std::process::{Command, Stdio};
 use crate::util;
 use crate::util::btrfs::BtrfsSubvolume;
 use crate::util::podman::{Podman, busybox_root};
+use crate::util::userns::UserNamespace;
 use crate::util::{Env, Guard, Lock, Report, wait_for};
 
 fn podman_or_skip(test: &str) -> Option<Podman> {
@@ -204,17 +207,118 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
         "{journal:?}"
     );
 
-    // `restore` never follows a symlink, and `/proc/<pid>/root` is one (the PID may name
-    // another process by now): it refuses, and says why, rather than guess where to write.
+    // The journal names the container (by the runtime's identity of it) and the lock's path
+    // there, and the directories from the container's root down to the lock's.
+    let line = journal
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "reclaim")
+        .unwrap();
+    assert_eq!(line["container"]["runtime"], "podman", "{line}");
+    assert_eq!(line["container"]["id"], db.id.as_str(), "{line}");
+    assert_eq!(line["container"]["name"], "db-1", "{line}");
+    assert_eq!(line["container"]["path"], "/run/old.pid", "{line}");
+    assert_eq!(line["dirs"].as_array().map(Vec::len), Some(2), "{line}");
+
+    // `restore` puts it back inside the same container, through those same directories.
     let out = env.run(["restore"]);
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert!(
-        util::stderr(&out).contains("symlink"),
+        util::stdout(&out).contains("restored /run/old.pid in container db-1 (podman "),
         "{}",
-        util::stderr(&out)
+        util::stdout(&out)
     );
-    let ls = pm.run(&["exec", "db-1", "ls", "/run"]);
-    assert!(!String::from_utf8_lossy(&ls.stdout).contains("old.pid"));
+    let cat = pm.run(&["exec", "db-1", "cat", "/run/old.pid"]);
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), "4242\n");
+
+    // Removed again, then the container stops: restore says how to put it back by hand.
+    let out = env.run(["--scan", "--reclaim", "--config", cfg]);
+    assert!(
+        util::stdout(&out).contains("removed /proc/"),
+        "{}",
+        util::stdout(&out)
+    );
+    pm.kill("db-1");
+    let out = env.run(["restore"]);
+    let said = util::stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("container db-1 (podman ")
+            && said.contains("does not run now")
+            && said.contains("podman cp ")
+            && said.contains("db-1:/run/old.pid"),
+        "{said}"
+    );
+}
+
+/// What a container shows of the host is the host's: a host directory mounted at one of its
+/// lock places, or below one, is never reclaimed through the container (it is found under its
+/// host path when a host root holds it).
+#[test]
+fn a_host_directory_mounted_into_a_container_is_not_reclaimed_through_it() {
+    let Some(pm) = podman_or_skip("host directory in a container") else {
+        return;
+    };
+    let env = Env::new();
+    // Root's directory, outside every configured root, with a stale-looking pid file.
+    let secret = env.path().join("secret");
+    std::fs::create_dir(&secret).unwrap();
+    let precious = secret.join("daemon.pid");
+    std::fs::write(&precious, "4242\n").unwrap();
+    let place = env.path().join("place");
+    std::fs::create_dir(&place).unwrap();
+    let cfg = env.path().join("place.json");
+    std::fs::write(
+        &cfg,
+        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap();
+    // `over` mounts it at the place itself; `under` has the place on its own file system, with
+    // the host directory mounted below it, and a stale pid file of its own beside it.
+    let over = pm.run_detached(
+        "over-1",
+        &["-v", &format!("{}:{}", secret.display(), place.display())],
+        "exec sleep 1000",
+    );
+    let under = pm.run_detached(
+        "under-1",
+        &[
+            "-v",
+            &format!("{}:{}/sub", secret.display(), place.display()),
+        ],
+        &format!("echo 4243 > {}/own.pid && exec sleep 1000", place.display()),
+    );
+    let in_root = |pid: i32, rel: &str| {
+        Path::new("/proc")
+            .join(pid.to_string())
+            .join("root")
+            .join(place.strip_prefix("/").unwrap())
+            .join(rel)
+    };
+    let own = in_root(under.pid, "own.pid");
+    pm.wait_file(&own);
+    assert!(in_root(over.pid, "daemon.pid").exists());
+    assert!(in_root(under.pid, "sub/daemon.pid").exists());
+
+    let report = scan_config(&env, &["--config", cfg]);
+    assert!(
+        report.lock(&in_root(over.pid, "daemon.pid")).is_none(),
+        "a host directory mounted at a container's lock place was scanned as the container's"
+    );
+    assert_eq!(report.expect_lock(&own).verdict, "stale");
+
+    let out = env.run(["--scan", "--reclaim", "--config", cfg]);
+    let table = util::stdout(&out);
+    assert!(
+        precious.exists(),
+        "root removed a host file through a container\n{table}"
+    );
+    assert!(
+        !own.exists(),
+        "the container's own stale pid file is reclaimed\n{table}"
+    );
+    assert!(table.contains("on another mount"), "{table}");
 }
 
 #[test]
@@ -305,11 +409,12 @@ fn two_containers_mounting_one_dir_at_different_places() {
     );
 }
 
-/// A Flatpak-like sandbox made with `unshare --mount` and `unshare --pid --fork`: a root of
-/// its own with a `/.flatpak-info`, and a host directory bind-mounted into it where its PID 2
-/// writes `.lock`.
+/// A sandbox root makes with `unshare --mount` and `unshare --pid --fork`: a root of its own
+/// with a `/.flatpak-info`, and a host directory bind-mounted into it where its PID 2 writes
+/// `.lock`. Root made its namespaces, so it is proven, but no runtime's state names it: the
+/// `/.flatpak-info` in its root (which whoever runs inside may rewrite) names nothing.
 #[test]
-fn a_sandbox_made_with_unshare_writing_pid_2() {
+fn a_sandbox_made_by_root_with_unshare_writing_pid_2() {
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipping the unshare sandbox: unshare --pid --mount needs root");
         return;
@@ -356,14 +461,11 @@ fn a_sandbox_made_with_unshare_writing_pid_2() {
     let text = joined(l);
     assert_eq!(l.verdict, "live", "{text}");
     let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
-    assert_eq!(c.runtime, "flatpak");
-    assert_eq!(c.name.as_deref(), Some("org.example.Ide"));
-    assert_eq!(c.id, "2718281828");
+    assert_eq!(c.runtime, "unknown", "{c:?}");
+    assert_eq!(c.name, None, "{c:?}");
+    assert!(c.id.starts_with("pid:["), "{c:?}");
     assert_eq!(c.ns_pid, Some(2));
-    assert!(
-        text.contains("PID 2 in sandbox org.example.Ide (flatpak 2718281828)"),
-        "{text}"
-    );
+    assert!(text.contains("PID 2 in PID namespace pid:["), "{text}");
 
     // The sandbox ends. Its lock is no longer anybody's: where the host's PID 2 is a kernel
     // thread (kthreadd, on every ordinary Linux machine) that is proof, and the lock is stale;
@@ -382,6 +484,48 @@ fn a_sandbox_made_with_unshare_writing_pid_2() {
         assert_eq!(l.verdict, "stale", "{text}");
         assert!(text.contains("kernel thread"), "{text}");
     }
+}
+
+/// The same kind of sandbox made by a user, with no privilege (uid 65534: user, mount and PID
+/// namespaces of its own), writing its `/.flatpak-info` and `/etc/hostname`: it is no proven
+/// container, so it is called by its namespace only and never named by what it wrote, but
+/// the process there whose PID the lock holds is found, and the lock is live.
+#[test]
+fn a_users_own_sandbox_is_a_pid_namespace_whose_live_owner_is_found() {
+    let env = Env::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = env.path().join("ide-config");
+    std::fs::create_dir(&config).unwrap();
+    std::os::unix::fs::chown(&config, Some(65534), Some(65534)).unwrap_or(());
+    let Some(_ns) = UserNamespace::start_or_skip(
+        &env.path().join("sandbox"),
+        &[(&config, "/config")],
+        "printf '[Application]\\nname=org.example.Ide\\n' > /.flatpak-info && \
+         echo devbox > /etc/hostname && \
+         sleep 1000 & echo $! > /config/.lock; wait",
+        None,
+    ) else {
+        return;
+    };
+    let lock = config.join(".lock");
+    let ns_pid: i64 = wait_for("the sandbox to write its lock", || {
+        std::fs::read_to_string(&lock).ok()?.trim().parse().ok()
+    });
+    let report = scan(&env, &[&config]);
+    let l = report.expect_lock(&lock);
+    let text = joined(l);
+    assert_eq!(l.verdict, "live", "{text}");
+    let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(
+        (c.runtime.as_str(), c.name.as_deref()),
+        ("unknown", None),
+        "{c:?}"
+    );
+    assert_eq!(c.ns_pid, Some(ns_pid));
+    assert!(
+        !text.contains("org.example.Ide") && !text.contains("devbox"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -548,7 +692,8 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
 }
 
 /// Emacs (and vim) write their host name into the lock; in a container that is the
-/// container's own host name, and the PID is judged there.
+/// container's own host name (from the runtime's `config.json`, not from the container's
+/// `/etc/hostname`), and a live owner there is found.
 #[test]
 fn an_emacs_lock_naming_a_containers_host_name() {
     let Some(pm) = podman_or_skip("emacs lock") else {
@@ -579,14 +724,16 @@ fn an_emacs_lock_naming_a_containers_host_name() {
     let c = l.process.as_ref().unwrap().container.as_ref().unwrap();
     assert_eq!(c.name.as_deref(), Some("dev-1"));
     assert!(text.contains("the lock names host \"devbox\""), "{text}");
-    // Another lock of devbox naming a PID devbox does not have: its emacs has exited.
+    // Another lock of devbox naming a PID devbox does not have: it may be devbox's emacs
+    // that exited, or another machine called devbox writing here (an NFS client of this
+    // directory): a host name alone proves nothing, so it is foreign, not stale.
     let other = src.join(".#other.txt");
     std::os::unix::fs::symlink("root@devbox.77", &other).unwrap();
     let report = scan(&env, &[&src]);
     let l = report.expect_lock(&other);
     let text = joined(l);
-    assert_eq!(l.verdict, "stale", "{text}");
-    assert!(text.contains("no PID 77 there"), "{text}");
+    assert_eq!(l.verdict, "foreign", "{text}");
+    assert!(text.contains("owner host \"devbox\""), "{text}");
 
     // Once the container is gone, so is its host name: another machine may be called devbox,
     // so its locks are foreign.

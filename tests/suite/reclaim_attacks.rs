@@ -3,10 +3,16 @@
 //! - a directory in the middle of a lock's path swapped with a symlink to a root-only
 //!   directory while root scans and reclaims: nothing outside the scanned tree is removed;
 //! - a live lock renamed over the stale one while root reclaims it: the live lock is never
-//!   removed, and the journal names only what was removed.
+//!   removed, and the journal names only what was removed;
+//! - user, mount and PID namespaces of the attacker's own (`unshare`, no privilege) naming
+//!   themselves like another host, or mounting a directory the attacker may only read onto a
+//!   lock place: root takes them for no container, judges no lock by their word and reclaims
+//!   nothing through them;
+//! - a directory on a reclaimed lock's path swapped for another user's private directory before
+//!   `restore`: restore refuses.
 //!
-//! The attacker is a Python script (ctypes for `inotify` and `renameat2`) run as `nobody`.
-//! These tests need root (to switch users); elsewhere they skip with a message.
+//! The racing attacker is a Python script (ctypes for `inotify` and `renameat2`) run as
+//! `nobody`. These tests need root (to switch users); elsewhere they skip with a message.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
@@ -15,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use crate::util::judging::judge;
+use crate::util::userns::UserNamespace;
 use crate::util::*;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
 use locksmith::scan::Config;
@@ -319,4 +326,181 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A test directory every user may enter (the attacker's namespaces live in it).
+fn env_others_may_enter() -> Env {
+    let env = Env::new();
+    fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    env
+}
+
+/// The attacker's own namespaces (see [`UserNamespace`]), rooted in the test's directory.
+fn users_namespace(
+    env: &Env,
+    binds: &[(&Path, &str)],
+    script: &str,
+    ready: Option<&str>,
+) -> Option<UserNamespace> {
+    UserNamespace::start_or_skip(&env.path().join("attacker-root"), binds, script, ready)
+}
+
+/// The attacker, uid 65534, makes user, mount and PID namespaces of its own with a chroot
+/// whose `/etc/hostname` says `build-7`, and mounts a directory it may only read into it: an
+/// NFS export where the machine build-7 edits `notes.txt`, with that machine's emacs lock.
+/// Root's `--scan --reclaim` must not take the attacker's namespace for build-7: the lock
+/// names another host, so it is `foreign` and stays.
+#[test]
+fn a_users_namespace_naming_itself_like_another_host_does_not_make_its_locks_stale() {
+    if !can_attack() {
+        return;
+    }
+    let env = env_others_may_enter();
+    let export = env.path().join("export");
+    fs::create_dir(&export).unwrap();
+    fs::write(export.join("notes.txt"), "build-7 is editing this\n").unwrap();
+    let lock = export.join(".#notes.txt");
+    std::os::unix::fs::symlink("alice@build-7.4242:1700000000", &lock).unwrap();
+    let Some(_ns) = users_namespace(
+        &env,
+        &[(&export, "/srv/export")],
+        "echo build-7 > /etc/hostname && touch /ready && exec sleep 1000",
+        Some("/ready"),
+    ) else {
+        return;
+    };
+
+    let (report, _) = env.scan_json(&[&export]);
+    let l = report.expect_lock(&lock);
+    let text = l.evidence.join("\n");
+    assert_eq!(l.dialect, "emacs");
+    assert_eq!(l.verdict, "foreign", "{text}");
+    assert!(!text.contains("the host name of"), "{text}");
+
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), export.as_os_str()]);
+    assert!(
+        fs::symlink_metadata(&lock).is_ok(),
+        "root removed build-7's lock on the word of a user's namespace\n{}",
+        stdout(&out)
+    );
+    assert!(
+        env.journal().iter().all(|e| e["event"] != "reclaim"),
+        "{:?}",
+        env.journal()
+    );
+}
+
+/// The attacker, uid 65534, mounts a root-owned directory it may only read (outside every
+/// configured root) onto a lock place of its own namespaces' root. Root scans the configured
+/// places of containers with `--scan --reclaim`: a user's namespace is no container, nothing
+/// is looked for inside it, and the root-owned pid file there stays.
+#[test]
+fn a_host_directory_mounted_in_a_users_namespace_is_not_reclaimed_through_it() {
+    if !can_attack() {
+        return;
+    }
+    let env = env_others_may_enter();
+    // Root's own directory, readable by all, outside every configured root.
+    let secret = env.path().join("secret");
+    fs::create_dir(&secret).unwrap();
+    let precious = secret.join("daemon.pid");
+    fs::write(&precious, format!("{}\n", dead_pid())).unwrap();
+    // The configured lock place: empty on the host.
+    let place = env.path().join("place");
+    fs::create_dir(&place).unwrap();
+    let cfg = env.path().join("place.json");
+    fs::write(
+        &cfg,
+        format!(
+            r#"{{"roots": [{{"path": "{}", "max_depth": 2}}]}}"#,
+            place.display()
+        ),
+    )
+    .unwrap();
+    let place_inside = place.to_str().unwrap().to_string();
+    let Some(ns) = users_namespace(
+        &env,
+        &[(&secret, &place_inside)],
+        "touch /ready && exec sleep 1000",
+        Some("/ready"),
+    ) else {
+        return;
+    };
+    let through = PathBuf::from(format!("/proc/{}/root", ns.init))
+        .join(place_inside.trim_start_matches('/'))
+        .join("daemon.pid");
+    assert!(through.exists(), "the attacker's mount is in place");
+
+    let cfg = cfg.to_str().unwrap();
+    let out = env.run(["--scan", "--reclaim", "--config", cfg]);
+    assert!(
+        precious.exists(),
+        "root removed {} through a user's mount\n{}",
+        precious.display(),
+        stdout(&out)
+    );
+    let out = env.run(["--scan", "--json", "--config", cfg]);
+    let report = crate::util::parse_report(&out);
+    assert!(
+        report.locks.iter().all(|l| !l.path.starts_with("/proc/")),
+        "a user's namespace was scanned inside: {:?}",
+        report.locks.iter().map(|l| &l.path).collect::<Vec<_>>()
+    );
+}
+
+/// Root reclaims a user's stale pid file in a world-writable directory without the sticky bit.
+/// The attacker, uid 65534, then moves that directory away and renames another user's private
+/// (0700) directory to its name. `locksmith restore` must see that the directory is not the one
+/// the lock was removed from, and refuse; once the real directory is back, it restores there.
+#[test]
+fn restore_refuses_a_directory_swapped_on_the_way_since_reclaim() {
+    if !can_attack() {
+        return;
+    }
+    let env = env_others_may_enter();
+    let shared = env.path().join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let work = shared.join("work");
+    fs::create_dir(&work).unwrap();
+    chown(&work, Some(NOBODY), Some(NOBODY)).unwrap();
+    let lock = work.join("job.pid");
+    fs::write(&lock, format!("{}\n", dead_pid())).unwrap();
+    chown(&lock, Some(NOBODY), Some(NOBODY)).unwrap();
+    // Another user's private directory in the same shared directory.
+    let private = shared.join("private");
+    fs::create_dir(&private).unwrap();
+    chown(&private, Some(NOBODY - 1), Some(NOBODY - 1)).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), work.as_os_str()]);
+    assert!(!lock.exists(), "{}", stdout(&out));
+
+    let swap = |from: &str, to: &str| {
+        let status = as_nobody("sh")
+            .arg("-c")
+            .arg(format!("cd '{}' && {from} && {to}", shared.display()))
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "the attacker could not swap the directories"
+        );
+    };
+    swap("mv work work.old", "mv private work");
+    let out = env.run(["restore"]);
+    let said = stderr(&out);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("not the directory"), "{said}");
+    assert_eq!(
+        fs::read_dir(&work).unwrap().count(),
+        0,
+        "root restored a file into another user's private directory"
+    );
+
+    swap("mv work private", "mv work.old work");
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let meta = fs::metadata(&lock).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), NOBODY);
 }

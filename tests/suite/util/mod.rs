@@ -21,6 +21,7 @@ pub mod sshd;
 pub mod sshfs;
 pub mod torture;
 pub mod ui;
+pub mod userns;
 
 mod files;
 mod process;
