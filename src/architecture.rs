@@ -665,3 +665,41 @@ fn the_graph_sees_references_of_every_form() {
     assert_eq!(drop_test_code(&mut test_only), ["tests"]);
     assert!(!test_only.contains("crate"));
 }
+
+/// Dialects parse and describe; only the judge proves a lock stale. The types already keep a
+/// dialect from building a stale judgement (the verdict is private to `crate::judge`); this
+/// keeps them from reaching around it: no dialect's code (tests left out) names a stale
+/// verdict, a proof or a rule, turns an engine judgement into the scanner's, or calls the
+/// engine's judge itself.
+#[test]
+fn no_dialect_reaches_a_proof() {
+    const FORBIDDEN: &[&str] = &[
+        "Verdict::Stale",
+        "Proof",
+        "Rule::",
+        "engine_judgement",
+        "stale_for_test",
+        "for_test",
+        "locksmith_engine::verdict",
+        "locksmith_engine::judge::judge",
+        "from_engine",
+    ];
+    let mut found = Vec::new();
+    for s in sources() {
+        if s.module.first().map(String::as_str) != Some("dialect") {
+            continue;
+        }
+        for (n, line) in s.code.lines().enumerate() {
+            for word in FORBIDDEN {
+                if line.contains(word) {
+                    found.push(format!("{}:{}: {word}", s.rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "dialects must leave proofs to the judge:\n{}",
+        found.join("\n")
+    );
+}

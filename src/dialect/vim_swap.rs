@@ -15,7 +15,7 @@ use super::common;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::{Owner, Verdict};
+use crate::verdict::Owner;
 
 pub struct VimSwap;
 
@@ -157,11 +157,10 @@ impl Dialect for VimSwap {
 }
 
 /// For a swap file judged `j`: the command that recovers its unsaved changes, when there are
-/// some to recover (advice follows the verdict: recovery is for a swap file whose vim is
-/// gone). See [`recover_command`].
+/// some to recover (advice follows the verdict: recovery is for a swap file whose editor is
+/// proven gone, the only verdict reclaim acts on). See [`recover_command`].
 pub fn recover_hint(swap: &Path, j: &Judgement) -> Option<String> {
-    (j.unsaved_changes == Some(true) && j.verdict() == Verdict::Stale)
-        .then(|| recover_command(swap))
+    (j.unsaved_changes == Some(true) && j.verdict().reclaimable()).then(|| recover_command(swap))
 }
 
 /// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt`: raw

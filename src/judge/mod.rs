@@ -506,3 +506,44 @@ fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
     j.evidence.extend(doubts.iter().cloned());
     j
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::verdict::Rule;
+
+    /// The README's audit table lists exactly the judge's rules: one row per rule, by id.
+    #[test]
+    fn the_readme_audit_table_is_the_set_of_rules() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let section = readme
+            .split("### Verdict audit: every path to `stale`")
+            .nth(1)
+            .expect("the README has its verdict audit")
+            .split("\n## ")
+            .next()
+            .unwrap();
+        let table: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| rule |"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let ids: Vec<String> = table
+            .iter()
+            .map(|row| {
+                row.split('|')
+                    .nth(1)
+                    .unwrap()
+                    .trim()
+                    .trim_matches('`')
+                    .to_string()
+            })
+            .collect();
+        let want: Vec<String> = Rule::ALL.iter().map(|r| r.id().to_string()).collect();
+        assert_eq!(ids, want, "README audit table rows:\n{}", table.join("\n"));
+        for id in &ids {
+            assert!(Rule::by_id(id).is_some(), "{id}");
+        }
+    }
+}

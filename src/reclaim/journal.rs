@@ -119,6 +119,10 @@ pub struct Entry {
     pub verdict: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
+    /// What proved it stale: each proof's rule id and the facts it used (the JSON report's
+    /// `proofs`), for auditing removals. Empty for a lock removed by a person's decision.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proofs: Vec<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -228,6 +232,11 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
 pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
     e.verdict = Some(j.verdict().as_str().to_string());
     e.evidence = j.evidence.clone();
+    e.proofs = j
+        .proofs()
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .collect();
     e.owner = j.owner.as_ref().and_then(|o| serde_json::to_value(o).ok());
     e.unsaved_changes = j.unsaved_changes;
     e.time = jiff::Timestamp::now().to_string();

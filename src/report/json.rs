@@ -16,7 +16,7 @@ use crate::judge::fmt_ms;
 use crate::outcome::{Action, Outcome};
 use crate::scan::{Finding, ScanError};
 use crate::text;
-use crate::verdict::{Holder, Owner, ProcessInfo, Verdict};
+use crate::verdict::{Holder, Owner, ProcessInfo, Proof, Verdict};
 
 /// The schema version this module writes.
 pub const VERSION: u32 = 1;
@@ -69,6 +69,8 @@ pub struct Lock<'a> {
     pub holders: &'a [Holder],
     pub fs: &'a crate::probe::FsInfo,
     pub unsaved_changes: Option<bool>,
+    /// For `stale`: the rules that proved it, with the facts each used; empty otherwise.
+    pub proofs: &'a [Proof],
 }
 
 #[derive(Debug, Serialize)]
@@ -153,6 +155,7 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
         holders: &j.holders,
         fs: &f.fs,
         unsaved_changes: j.unsaved_changes,
+        proofs: j.proofs(),
     }
 }
 

@@ -94,7 +94,9 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     let two = srv.join("two/tmp/pids/server.pid");
     pm.wait_file(&two);
     pm.kill("web-2");
-    // web-1 serves /srv/one, as PID 1 of its container.
+    // web-1 serves /srv/one, as PID 1 of its container, started later (by more than the
+    // clock slack, as any restart is).
+    std::thread::sleep(std::time::Duration::from_secs(3));
     let web1 = pm.run_detached(
         "web-1",
         &strs(&web("/srv/one")),
@@ -121,7 +123,8 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     );
 
     // The exited container's pid file names PID 1 too: the host's init and web-1's PID 1
-    // (working in /srv/one) are the only candidates, and neither is its owner.
+    // (started after the file was written) are the only candidates, and neither is its
+    // owner.
     let stale = report.expect_lock(&two);
     let text = joined(stale);
     assert_eq!(stale.verdict, "stale", "{text}");
@@ -330,21 +333,39 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
     let data = env.path().join("pgdata");
     std::fs::create_dir(&data).unwrap();
     let vol = format!("{}:/var/lib/postgresql/data", data.display());
-    // What a postgres container leaves when it is killed and restarted with another command.
-    let script = "cd /var/lib/postgresql/data && \
-        printf '1\\n/var/lib/postgresql/data\\n%s\\n5432\\n/var/run/postgresql\\n*\\n  5432001         0\\nready   \\n' \"$(date +%s)\" > postmaster.pid && \
-        exec sleep 1000";
-    pm.run_detached("pg-1", &["-v", &vol], script);
+    let write = "cd /var/lib/postgresql/data && \
+        printf '1\\n/var/lib/postgresql/data\\n%s\\n5432\\n/var/run/postgresql\\n*\\n  5432001         0\\nready   \\n' \"$(date +%s)\" > postmaster.pid";
+    // The process that wrote it, running on as another program (an entrypoint that wrote the
+    // file and exec'd something else): its name proves nothing either way.
+    pm.run_detached(
+        "pg-1",
+        &["-v", &vol],
+        &format!("{write} && exec sleep 1000"),
+    );
     let pidfile = data.join("postmaster.pid");
     pm.wait_file(&pidfile);
-
     let report = scan(&env, &[&data]);
     let l = report.expect_lock(&pidfile);
     let text = joined(l);
     assert_eq!(l.dialect, "postgres");
-    assert_eq!(l.verdict, "stale", "{text}");
+    assert_eq!(l.verdict, "unknown", "{text}");
     assert!(text.contains("container pg-1 (podman "), "{text}");
-    assert!(text.contains("sleep"), "{text}");
+    assert!(
+        text.contains("nothing proves the lock is not its"),
+        "{text}"
+    );
+
+    // What a postgres container leaves when it is killed and started again with another
+    // command: its new PID 1 started after the server recorded its start.
+    pm.kill("pg-1");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    pm.run_detached("pg-2", &["-v", &vol], "exec sleep 1000");
+    let report = scan(&env, &[&data]);
+    let l = report.expect_lock(&pidfile);
+    let text = joined(l);
+    assert_eq!(l.verdict, "stale", "{text}");
+    assert!(text.contains("container pg-2 (podman "), "{text}");
+    assert!(text.contains("was reused"), "{text}");
 }
 
 #[test]
@@ -396,15 +417,36 @@ fn two_containers_mounting_one_dir_at_different_places() {
         "the other container's view is named: {text}"
     );
 
-    // Without api-1, worker-1's PID 1 (a server working in /) is not this app's server.
+    // Without api-1, worker-1's PID 1 (a server working in /, started before the file) may
+    // or may not be this app's server: not proven either way.
     pm.kill("api-1");
+    let report = scan(&env, &[&shared]);
+    let l = report.expect_lock(&pidfile);
+    let text = joined(l);
+    assert_eq!(l.verdict, "unknown", "{text}");
+    assert!(
+        text.contains("container worker-1 (podman ")
+            && text.contains("not in the application directory /mnt/work/app"),
+        "{text}"
+    );
+    // Once the only container that sees it is one started after it was written, its PID 1
+    // was reused.
+    pm.kill("worker-1");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    pm.run_detached(
+        "worker-2",
+        &strs(&host_programs(vec![
+            "-v".into(),
+            format!("{}:/mnt/work", shared.display()),
+        ])),
+        RUBY_SERVER,
+    );
     let report = scan(&env, &[&shared]);
     let l = report.expect_lock(&pidfile);
     let text = joined(l);
     assert_eq!(l.verdict, "stale", "{text}");
     assert!(
-        text.contains("container worker-1 (podman ")
-            && text.contains("not in the application directory /mnt/work/app"),
+        text.contains("container worker-2 (podman ") && text.contains("was reused"),
         "{text}"
     );
 }

@@ -162,7 +162,9 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
         l.evidence
     );
     assert!(
-        l.evidence.iter().any(|e| e.contains("its vim is running")),
+        l.evidence
+            .iter()
+            .any(|e| e.contains("its editor is running")),
         "{:#?}",
         l.evidence
     );
@@ -263,30 +265,52 @@ fn postmaster_pid_naming_a_running_sleep_is_stale() {
     let env = Env::new();
     let data = env.path().join("pgdata");
     fs::create_dir(&data).unwrap();
-    // The Docker trap: postgres died, its low PID now belongs to an unrelated process.
-    let sleep = sleeper();
     let pidfile = data.join("postmaster.pid");
-    let started = jiff::Timestamp::now().as_second();
-    fs::write(
-        &pidfile,
-        format!(
-            "{}\n{}\n{started}\n5432\n/var/run/postgresql\nlocalhost\n  5432001    65536\nready   \n",
-            sleep.pid(),
-            data.display()
-        ),
-    )
-    .unwrap();
+    let write_pidfile = |pid: i32, started: i64| {
+        fs::write(
+            &pidfile,
+            format!(
+                "{pid}\n{}\n{started}\n5432\n/var/run/postgresql\nlocalhost\n  5432001    65536\nready   \n",
+                data.display()
+            ),
+        )
+        .unwrap();
+    };
+    // A `sleep` that was running before the server recorded its start: it may have written
+    // the file (a wrapper, a re-titled process). Its name proves nothing either way.
+    let before = sleeper();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    write_pidfile(before.pid() as i32, jiff::Timestamp::now().as_second());
+    let (report, out) = env.scan_json(&[&data]);
+    assert_eq!(out.status.code(), Some(0));
+    let l = report.expect_lock(&pidfile);
+    assert_eq!(l.verdict, "unknown", "{:#?}", l.evidence);
+    assert!(
+        l.evidence.iter().any(|e| e.contains("sleep")),
+        "the evidence says what the process is: {:#?}",
+        l.evidence
+    );
+
+    // The Docker trap: postgres died, its PID now belongs to a `sleep` that started after
+    // the server recorded its start.
+    let recorded = jiff::Timestamp::now().as_second();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let sleep = sleeper();
+    write_pidfile(sleep.pid() as i32, recorded);
     let (report, out) = env.scan_json(&[&data]);
     assert_eq!(out.status.code(), Some(1));
     let l = report.expect_lock(&pidfile);
     assert_eq!(l.dialect, "postgres");
     assert_eq!(l.verdict, "stale", "{:#?}", l.evidence);
+    assert_eq!(l.proofs[0].rule, "pid-reused");
     assert_eq!(
         l.owner.as_ref().and_then(|o| o.pid),
         Some(sleep.pid() as i64)
     );
     assert!(
-        l.evidence.iter().any(|e| e.contains("sleep")),
+        l.evidence
+            .iter()
+            .any(|e| e.contains("sleep") && e.contains("was reused")),
         "the evidence names the impostor: {:#?}",
         l.evidence
     );
@@ -467,10 +491,39 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(lock.is_dir(), "a held lock must not be reclaimed");
 
-    // Its holder gone and no refresh for longer than any writer's refresh: stale.
+    // Its holder gone: its age proves nothing by itself (a shell script's `mkdir` lock looks
+    // the same and is never refreshed) ...
     holder.kill();
     age(&lock, 600);
     let (report, out) = env.scan_json(&[&dir]);
-    assert_eq!(report.expect_lock(&lock).verdict, "stale");
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(report.expect_lock(&lock).verdict, "unknown");
+    assert_eq!(out.status.code(), Some(0));
+
+    // ... until the configuration declares its writer and the refresh it promises.
+    let cfg = env.path().join("proper-lockfile.json");
+    fs::write(
+        &cfg,
+        r#"{"dialects": [{"name": "app-db", "patterns": ["**/app/*.lock"],
+            "format": "existence", "programs": ["node"], "stale_after_secs": 60}]}"#,
+    )
+    .unwrap();
+    let scan = |env: &Env| {
+        parse_report(&env.run([
+            "--scan".as_ref(),
+            "--json".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            dir.as_os_str(),
+        ]))
+    };
+    let report = scan(&env);
+    let l = report.expect_lock(&lock);
+    assert_eq!(
+        (l.dialect.as_str(), l.verdict.as_str()),
+        ("app-db", "stale")
+    );
+    assert_eq!(l.proofs[0].rule, "heartbeat-expired");
+    // Refreshed within the declared window: not proven either way.
+    age(&lock, 20);
+    assert_eq!(scan(&env).expect_lock(&lock).verdict, "unknown");
 }

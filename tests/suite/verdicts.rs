@@ -44,15 +44,23 @@ struct World {
     host: String,
     /// Path → expected verdict.
     expected: BTreeMap<PathBuf, Verdict>,
-    /// Lock files whose owner is alive, and that owner's PID, if a process.
-    live: Vec<(PathBuf, Option<i32>)>,
+    /// Lock files whose owner is alive, that owner's PID if a process, and whether the lock
+    /// names that PID (rather than being held open, locked, or worked on).
+    live: Vec<(PathBuf, Option<i32>, bool)>,
     _owners: Vec<Group>,
+    _guards: Vec<crate::util::Guard>,
     _flocks: Vec<Flock>,
     _engine: Option<locksmith::engine::LockGuard>,
 }
 
 impl World {
     fn build() -> World {
+        World::build_with(None)
+    }
+
+    /// The world, every owner process named `name` instead of its program's name when one is
+    /// given (a wrapper, a re-titled process, an init that started the program).
+    fn build_with(name: Option<&str>) -> World {
         let dir = tempfile::Builder::new()
             .prefix("locksmith-verdicts-")
             .tempdir()
@@ -67,62 +75,67 @@ impl World {
             .machine_id
             .clone()
             .unwrap_or_else(|| "0".repeat(32));
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
         let bin = t.join("bin");
         let mut owners = Vec::new();
+        let mut guards = Vec::new();
         let mut flocks = Vec::new();
         let mut live = Vec::new();
         let mut expected = BTreeMap::new();
-        let mut own = |path: PathBuf, p: Option<Group>| {
-            live.push((path.clone(), p.as_ref().map(Group::pid)));
-            expected.insert(path, Verdict::Live);
-            owners.extend(p);
+        let sleeper = |program: &str, cwd: &Path| named_sleeper(&bin, name.unwrap_or(program), cwd);
+        // A lock that names its owner's PID, and one whose owner is found otherwise.
+        let mut own = |path: PathBuf, p: Group| {
+            live.push((path.clone(), Some(p.pid()), true));
+            owners.push(p);
         };
+        let mut works = Vec::new();
 
-        let p = named_sleeper(&bin, "app-server", &t);
-        own(
-            write(&t.join("run/app.pid"), format!("{}\n", p.pid())),
-            Some(p),
-        );
-        let p = named_sleeper(&bin, "python3", &t);
+        let p = sleeper("app-server", &t);
+        own(write(&t.join("run/app.pid"), format!("{}\n", p.pid())), p);
+        let p = sleeper("python3", &t);
         own(
             write(
                 &t.join("cache/model.lock"),
                 format!("{}\n{host}\n", p.pid()),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "kate", &t);
+        let p = sleeper("kate", &t);
         own(
             write(
                 &t.join("kde/kate.lock"),
-                format!("{}\nkate\n{host}\n{machine}\n{boot}\n", p.pid()),
+                format!(
+                    "{}\n{}\n{host}\n{machine}\n{boot}\n",
+                    p.pid(),
+                    name.unwrap_or("kate")
+                ),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "vim", &t);
+        let p = sleeper("vim", &t);
         own(
             write(
                 &t.join("edit/.notes.txt.swp"),
                 swap_with("vim-swap/clean-swap.bin", p.pid() as u32, &host),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "emacs", &t);
+        let p = sleeper("emacs", &t);
         own(
             link(
                 &t.join("edit/.#draft.txt"),
                 &format!("root@{host}.{}", p.pid()),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "Xvfb", &t);
+        let p = sleeper("Xvfb", &t);
         own(
             write(&t.join("x/.X93-lock"), format!("{:>10}\n", p.pid())),
-            Some(p),
+            p,
         );
         let data = t.join("pg/data");
         fs::create_dir_all(&data).unwrap();
-        let p = named_sleeper(&bin, "postgres", &data);
+        let p = sleeper("postgres", &data);
         own(
             write(
                 &data.join("postmaster.pid"),
@@ -133,42 +146,149 @@ impl World {
                     now_ms() / 1000
                 ),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "chromium", &t);
+        let p = sleeper("chromium", &t);
         own(
             link(
                 &t.join("chromium/SingletonLock"),
                 &format!("{host}-{}", p.pid()),
             ),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "firefox-esr", &t);
+        let p = sleeper("firefox-esr", &t);
         write(&t.join("ff/times.json"), "{}");
         own(
             link(&t.join("ff/lock"), &format!("127.0.1.1:+{}", p.pid())),
-            Some(p),
+            p,
         );
-        let p = named_sleeper(&bin, "soffice.bin", &t);
+        let hg = t.join("hg/.hg/store");
+        fs::create_dir_all(&hg).unwrap();
+        let p = sleeper("hg", &t);
         own(
+            link(&hg.join("lock"), &format!("{host}/{ns:x}:{}", p.pid())),
+            p,
+        );
+        let app = t.join("shop");
+        fs::create_dir_all(app.join("tmp/pids")).unwrap();
+        let p = sleeper("ruby", &app);
+        own(
+            write(&app.join("tmp/pids/server.pid"), p.pid().to_string()),
+            p,
+        );
+        let ide = t.join(".config/JetBrains/IntelliJIdea2024.1");
+        let p = sleeper("idea", &t);
+        own(write(&ide.join(".lock"), p.pid().to_string()), p);
+        let p = sleeper("code", &t);
+        own(
+            write(
+                &t.join("Code/User/workspaceStorage/4f1c/vscode.lock"),
+                format!("{{\"pid\":{},\"willReleaseAt\":0}}", p.pid()),
+            ),
+            p,
+        );
+        let p = sleeper("conda", &t);
+        own(
+            write(
+                &t.join(format!("pkgs/urls.txt.pid{}.conda_lock", p.pid())),
+                b"",
+            ),
+            p,
+        );
+        let p = sleeper("julia", &t);
+        own(
+            write(
+                &t.join(".julia/compiled/v1.10/Foo.ji.pidfile"),
+                format!("{} {host}", p.pid()),
+            ),
+            p,
+        );
+        let p = sleeper("zsh", &t);
+        own(
+            link(
+                &t.join("home/.zsh_history.LOCK"),
+                &format!("/pid-{}/host-{host}", p.pid()),
+            ),
+            p,
+        );
+        let p = sleeper("gpg", &t);
+        own(
+            write(
+                &t.join(".gnupg/.#lk0x00005f3e.vm.4242"),
+                format!("{:>10}\n{host}\n", p.pid()),
+            ),
+            p,
+        );
+        let p = sleeper("vmware-vmx", &t);
+        let ticks = start_ticks(p.pid());
+        let mut member = format!(
+            "52-4d-a1-0c-2b-9e-6f-11 {}-{ticks}(vmware-vmx) 3 X Windows.vmx lc=1",
+            p.pid()
+        )
+        .into_bytes();
+        member.resize(512, 0);
+        let vmx = t.join("vm/Windows.vmx.lck");
+        write(&vmx.join("M12345.lck"), member);
+        own(vmx, p);
+        let mac = snap.mac_nodes().first().copied();
+        let p = sleeper("borg", &t);
+        let roster = write(
+            &t.join("borg-repo/lock.roster"),
+            format!(
+                "{{\"exclusive\": [[\"{host}@{}\", {}, 0]], \"shared\": []}}",
+                mac.unwrap_or(0),
+                p.pid()
+            ),
+        );
+        if mac.is_some() {
+            own(roster, p);
+        } else {
+            // No hardware address to name this host by, as borg does: another host's.
+            expected.insert(roster, Verdict::Foreign);
+            owners.push(p);
+        }
+        // Owners found by their work, not by a PID in the lock.
+        let p = sleeper("soffice.bin", &t);
+        works.push((
             write(
                 &t.join("docs/.~lock.report.odt#"),
                 format!(",jdoe,{host},01.01.2026 10:00,file:///x;"),
             ),
-            Some(p),
-        );
+            p,
+        ));
+        let p = sleeper("soffice.bin", &t);
+        works.push((
+            write(
+                &t.join(".config/libreoffice/4/.lock"),
+                format!("[Lockdata]\nUser={user}\nHost={host}\nStamp=-1\nTime=30.11.2026 12:00\nIPCServer=true\n"),
+            ),
+            p,
+        ));
         let repo = t.join("repo");
         fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
         write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
-        let p = named_sleeper(&bin, "git", &repo);
-        own(write(&repo.join(".git/index.lock"), "DIRC"), Some(p));
-        let hg = t.join("hg/.hg/store");
-        fs::create_dir_all(&hg).unwrap();
-        let p = named_sleeper(&bin, "hg", &t);
-        own(
-            link(&hg.join("lock"), &format!("{host}/{ns:x}:{}", p.pid())),
-            Some(p),
-        );
+        let p = sleeper("git", &repo);
+        works.push((write(&repo.join(".git/index.lock"), "DIRC"), p));
+        let library = t.join("R/library");
+        fs::create_dir_all(library.join("00LOCK-tinypkg")).unwrap();
+        let p = sleeper("R", &library);
+        works.push((library.join("00LOCK-tinypkg"), p));
+        for (path, p) in works {
+            live.push((path, Some(p.pid()), false));
+            owners.push(p);
+        }
+        // Held open: pacman's database lock, rpm's environment, nvim's ShaDa temporary.
+        for path in [
+            write(&t.join("var/lib/pacman/db.lck"), b""),
+            {
+                write(&t.join("rpm/Packages"), b"");
+                write(&t.join("rpm/__db.001"), b"")
+            },
+            write(&t.join("nvim/shada/main.shada.tmp.a"), b"shada"),
+        ] {
+            guards.push(crate::util::hold_open(&path));
+            live.push((path, None, false));
+        }
         // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
         let state = write(&t.join("tf/terraform.tfstate"), "{}");
         flocks.push(hold_flock(&state));
@@ -181,21 +301,22 @@ impl World {
                 ),
             ),
             None,
+            false,
         ));
         let lockdir = t.join("node/db.json.lock");
         fs::create_dir_all(&lockdir).unwrap();
         flocks.push(hold_flock(&lockdir));
-        live.push((lockdir, None));
+        live.push((lockdir, None, false));
         let dpkg = write(&t.join("var/lib/dpkg/lock"), "");
         flocks.push(hold_flock(&dpkg));
-        live.push((dpkg, None));
+        live.push((dpkg, None, false));
         let engine_path = t.join("jobs/nightly.lock");
         fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
         let engine = locksmith::engine::Lock::new(&engine_path)
             .try_acquire()
             .expect("engine lock");
-        live.push((engine_path, None));
-        for (p, _) in &live {
+        live.push((engine_path, None, false));
+        for (p, _, _) in &live {
             expected.insert(p.clone(), Verdict::Live);
         }
 
@@ -231,15 +352,38 @@ impl World {
             link(&t.join("hg2/.hg/wlock"), &format!("laptop/{ns:x}:{dead}")),
             Verdict::Foreign,
         );
+        // Owner-less locks whose writer promises nothing: never stale on their age.
+        let shell_lock = t.join("var/lock/job.lock");
+        fs::create_dir_all(&shell_lock).unwrap();
+        expected.insert(shell_lock, Verdict::Unknown);
+        expected.insert(
+            write(
+                &t.join(".vscode-server/bin/abc123/vscode-remote-lock.ann.abc123"),
+                b"",
+            ),
+            Verdict::Unknown,
+        );
+        expected.insert(write(&t.join("spool/queue.lock"), b""), Verdict::Unknown);
         World {
             dir,
             host,
             expected,
             live,
             _owners: owners,
+            _guards: guards,
             _flocks: flocks,
             _engine: Some(engine),
         }
+    }
+
+    /// The locks that name no owner and whose writer promises nothing.
+    fn unpromised(&self) -> Vec<PathBuf> {
+        let t = self.root();
+        vec![
+            t.join("var/lock/job.lock"),
+            t.join(".vscode-server/bin/abc123/vscode-remote-lock.ann.abc123"),
+            t.join("spool/queue.lock"),
+        ]
     }
 
     fn root(&self) -> &Path {
@@ -283,7 +427,7 @@ impl World {
     /// moved earlier, the whole history moves with it, as on a machine that booted then.
     fn written_after_start(&self, snap: &Snapshot, slack_ms: i64) {
         let now = now_ms();
-        for (path, pid) in &self.live {
+        for (path, pid, _) in &self.live {
             if let Some(start) = pid.and_then(|p| snap.pid(p).facts().and_then(|f| f.start_ms)) {
                 set_mtime_ms(path, (start + slack_ms).min(now));
             }
@@ -308,6 +452,19 @@ impl World {
             })
             .collect()
     }
+}
+
+/// A process's start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
+fn start_ticks(pid: i32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 fn snapshot_with_boot_shift(shift_s: i64) -> Snapshot {
@@ -426,7 +583,7 @@ fn a_live_owner_is_never_stale() {
         let snap = snapshot_with_boot_shift(boot_shift);
         world.written_after_start(&snap, slack_ms);
         let got = world.judge_all(&snap);
-        for (path, _) in &world.live {
+        for (path, _, _) in &world.live {
             let (verdict, why) = &got[path];
             if *verdict != Verdict::Live {
                 return Err(TestCaseError::fail(format!(
@@ -450,37 +607,90 @@ fn the_world_has_every_dialect() {
         .values()
         .map(|(_, why)| why.split(':').next().unwrap())
         .collect();
-    for id in COVERED {
-        assert!(
-            dialects.contains(id),
-            "no {id} lock in the world: {dialects:?}"
-        );
-    }
-    // A dialect added since: it belongs in `World::build` too.
-    for d in locksmith::dialect::registry() {
-        if !dialects.contains(d.id().as_str()) {
-            eprintln!(
-                "NOTE: the {} dialect has no lock in this matrix yet",
-                d.id()
-            );
+    // A dialect added since belongs in `World::build` too.
+    let missing: Vec<&str> = locksmith::dialect::registry()
+        .iter()
+        .map(|d| d.id().as_str())
+        .filter(|id| !dialects.contains(id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no lock of {missing:?} in the verdict matrix (judged: {dialects:?})"
+    );
+}
+
+/// A live process that started before the lock and names it as its owner is never `stale`,
+/// whatever its name: every owner of the world runs under names that are none of the
+/// programs' (a shell, an init, a wrapper), in every time zone and with any boot time and
+/// recorded time.
+#[test]
+fn a_name_never_makes_a_live_owner_stale() {
+    use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
+    for name in ["sh", "tini", "nano"] {
+        let world = World::build_with(Some(name));
+        let mut runner = TestRunner::new(Cases {
+            cases: 8,
+            failure_persistence: None,
+            ..Cases::default()
+        });
+        // The times the locks record are when they were written (after their owners
+        // started); a record claiming an earlier time than its owner's start proves reuse.
+        let cases = (-20 * 365 * 86_400i64..=0, -12i8..=14, 0i64..60_000);
+        let result = runner.run(&cases, |(boot_shift, offset_h, slack_ms)| {
+            let at_s = now_ms() / 1000;
+            world.record(Recorded { at_s, offset_h });
+            let snap = snapshot_with_boot_shift(boot_shift);
+            world.written_after_start(&snap, slack_ms);
+            let got = world.judge_all(&snap);
+            for (path, _, by_pid) in &world.live {
+                let (verdict, why) = &got[path];
+                if *by_pid && *verdict == Verdict::Stale {
+                    return Err(TestCaseError::fail(format!(
+                        "owner named {name}: {}: {why}",
+                        path.display()
+                    )));
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("{e}");
         }
     }
 }
 
-/// The dialects `World::build` makes a lock of.
-const COVERED: &[&str] = &[
-    "locksmith",
-    "pidfile",
-    "git",
-    "vim-swap",
-    "emacs",
-    "libreoffice",
-    "x11",
-    "postgres",
-    "chromium",
-    "firefox",
-    "terraform",
-    "mercurial",
-    "mkdir-lock",
-    "flock",
-];
+/// A lock that names no owner, and whose writer promises no refresh, is never `stale` on
+/// its age: any age from now to years back, as long as it was written in this boot.
+#[test]
+fn no_age_makes_an_unpromised_lock_stale() {
+    use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
+    let world = World::build();
+    let mut runner = TestRunner::new(Cases {
+        cases: 32,
+        failure_persistence: None,
+        ..Cases::default()
+    });
+    let cases = (0i64..20 * 365 * 86_400, 1i64..86_400);
+    let result = runner.run(&cases, |(age_s, booted_before_s)| {
+        let now = now_ms() / 1000;
+        let mut snap = Snapshot::take();
+        // The machine booted before the locks were written.
+        snap.host.boot_time = Some(now - age_s - booted_before_s);
+        let config = Config::embedded();
+        for path in world.unpromised() {
+            set_mtime_ms(&path, (now - age_s) * 1000);
+            let f = scan::judge_path(&path, &snap, &config).unwrap().unwrap();
+            if f.judgement.verdict() == Verdict::Stale {
+                return Err(TestCaseError::fail(format!(
+                    "{} aged {age_s} s: {:?}",
+                    path.display(),
+                    f.judgement.evidence
+                )));
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
