@@ -118,6 +118,13 @@ pub struct ScanArgs {
     #[arg(long, requires = "reclaim")]
     pub include_unsaved: bool,
 
+    /// With --reclaim: remove the one lock PATH names although it is not proven stale
+    /// (unknown or foreign): a person's decision, never a directory to scan or a batch.
+    /// Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim.
+    #[arg(long, requires = "reclaim", value_name = "LOCK", value_hint = ValueHint::AnyPath,
+          conflicts_with = "paths")]
+    pub force: Option<PathBuf>,
+
     /// With --reclaim: also remove a lock whose copy the limits forbid (too big for
     /// `saved.max_copy_bytes`, or the state directory full); it is journaled without a copy
     /// and cannot be restored.

@@ -41,6 +41,9 @@ pub fn run(args: ScanArgs) -> i32 {
 /// Runs the scan (and the reclaim pass), prints the report, and returns the exit status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let mut config = Config::load(args.config.as_deref())?;
+    if let Some(lock) = &args.force {
+        return force_one(args, &config, lock);
+    }
     config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
     let started = Instant::now();
@@ -76,7 +79,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
             state_dir: ReclaimOptions::default_state_dir(),
             dry_run: args.dry_run,
             include_unsaved: args.include_unsaved,
-            force_foreign: false,
+            force: false,
             copies: config.saved,
             remove_uncopied: args.remove_uncopied,
         };
@@ -110,6 +113,58 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     match print(&report, args, format) {
         Ok(()) => Ok(code),
         // `locksmith --scan | head`: the reader has what it wanted.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(e).context("cannot write the report"),
+    }
+}
+
+/// `--scan --reclaim --force LOCK`: one lock, named by its own path, removed although it is
+/// not proven stale, on the word of the person who named it (never a live or free one: it is
+/// judged again at the moment of removal, as every reclaim). A directory that is not itself a
+/// lock is refused: forcing never scans.
+fn force_one(args: &ScanArgs, config: &Config, lock: &Path) -> anyhow::Result<i32> {
+    let started = Instant::now();
+    let snap = Snapshot::take();
+    let lock =
+        std::path::absolute(lock).with_context(|| format!("cannot resolve {}", lock.display()))?;
+    let finding = scan::judge_path(&lock, &snap, config)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .filter(|f| f.path == lock)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--force takes the path of one lock, and {} is not one{}: forcing never scans",
+                lock.display(),
+                if lock.is_dir() {
+                    " (a directory to scan)"
+                } else {
+                    ""
+                }
+            )
+        })?;
+    let opts = ReclaimOptions {
+        state_dir: ReclaimOptions::default_state_dir(),
+        dry_run: args.dry_run,
+        include_unsaved: args.include_unsaved,
+        force: true,
+        copies: config.saved,
+        remove_uncopied: args.remove_uncopied,
+    };
+    let mut report = Report::new(
+        snap.host.clone(),
+        vec![lock.clone()],
+        vec![finding.clone()],
+        Vec::new(),
+        1,
+        started.elapsed(),
+        snap.taken_ms,
+    );
+    let outcomes = reclaim::reclaim_all_settled([&finding], config, &opts, |_, _| {});
+    let removed = outcomes.iter().all(|o| o.ok);
+    report = report.with_reclaimed(outcomes);
+    let code = if removed { 0 } else { 1 };
+    let format = format_of(args);
+    match print(&report, args, format) {
+        Ok(()) => Ok(code),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
         Err(e) => Err(e).context("cannot write the report"),
     }

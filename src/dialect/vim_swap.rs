@@ -142,7 +142,7 @@ impl Dialect for VimSwap {
             When::IfStale,
             format!(
                 "the swap file holds unsaved changes: recover them with `{}` before removing it",
-                recover_command(c.path)
+                recover_command(c.path, c.content)
             ),
         )
         .note(
@@ -159,19 +159,39 @@ impl Dialect for VimSwap {
 /// For a swap file judged `j`: the command that recovers its unsaved changes, when there are
 /// some to recover (advice follows the verdict: recovery is for a swap file whose editor is
 /// proven gone, the only verdict reclaim acts on). See [`recover_command`].
-pub fn recover_hint(swap: &Path, j: &Judgement) -> Option<String> {
-    (j.unsaved_changes == Some(true) && j.verdict().reclaimable()).then(|| recover_command(swap))
+pub fn recover_hint(swap: &Path, block0: &[u8], j: &Judgement) -> Option<String> {
+    (j.unsaved_changes == Some(true) && j.verdict().reclaimable())
+        .then(|| recover_command(swap, block0))
 }
 
-/// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt`: raw
-/// text (a path that is not UTF-8 is shown lossily), shell-quoted when needed; views escape
-/// it. It names [`recover_target`].
-pub fn recover_command(swap: &Path) -> String {
-    let target = recover_target(swap);
-    format!(
-        "vim -r {}",
-        crate::text::shell_quote(&target.to_string_lossy())
-    )
+/// The editor that recovers a swap file: Neovim for one in Neovim's swap directory
+/// (`~/.local/state/nvim/swap/`; Neovim writes the same block 0, "VIM 8.0"), Vim for the
+/// others Vim's layout names; `None` when block 0 names another program.
+pub fn recovering_editor(swap: &Path, block0: &[u8]) -> Option<&'static str> {
+    let version = parse(block0).map(|i| i.version).unwrap_or_default();
+    if !version.is_empty() && !version.starts_with("VIM") {
+        return None;
+    }
+    let nvim = swap
+        .parent()
+        .is_some_and(|d| d.ends_with("nvim/swap") || d.to_string_lossy().contains("/nvim/swap/"));
+    Some(if nvim { "nvim" } else { "vim" })
+}
+
+/// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt` (or
+/// `nvim -r` for Neovim's swap files): raw text (a path that is not UTF-8 is shown lossily),
+/// shell-quoted when needed; views escape it. It names [`recover_target`]. A swap file whose
+/// block 0 names another program gets that program's name instead of a command that would
+/// recover nothing.
+pub fn recover_command(swap: &Path, block0: &[u8]) -> String {
+    let target = crate::text::shell_quote(&recover_target(swap).to_string_lossy());
+    match recovering_editor(swap, block0) {
+        Some(editor) => format!("{editor} -r {target}"),
+        None => format!(
+            "the recovery of the program that wrote it (its block 0 names \"{}\") on {target}",
+            parse(block0).map(|i| i.version).unwrap_or_default()
+        ),
+    }
 }
 
 /// The file to give `vim -r` for a swap file: the file the swap protects when it exists
@@ -242,7 +262,13 @@ mod tests {
         std::fs::write(t.path().join("my notes"), "x").unwrap();
         let mut j = Judgement::stale_for_test("gone");
         j.unsaved_changes = Some(true);
-        let hint = |swap: &str| recover_hint(Path::new(swap), &j);
+        let block0 = {
+            let mut b = vec![0u8; 1024];
+            b[..2].copy_from_slice(b"b0");
+            b[2..9].copy_from_slice(b"VIM 9.0");
+            b
+        };
+        let hint = |swap: &str| recover_hint(Path::new(swap), &block0, &j);
         assert_eq!(
             hint(&format!("{dir}/.notes.txt.swp")),
             Some(format!("vim -r {dir}/notes.txt"))
@@ -266,9 +292,25 @@ mod tests {
         let swap = format!("{dir}/.notes.txt.swp");
         let mut running = Judgement::live("alive");
         running.unsaved_changes = Some(true);
-        assert_eq!(recover_hint(Path::new(&swap), &running), None);
+        assert_eq!(recover_hint(Path::new(&swap), &block0, &running), None);
         let mut saved = j.clone();
         saved.unsaved_changes = Some(false);
-        assert_eq!(recover_hint(Path::new(&swap), &saved), None);
+        assert_eq!(recover_hint(Path::new(&swap), &block0, &saved), None);
+        // Neovim's own swap directory: Neovim recovers it.
+        let nvim_dir = t.path().join(".local/state/nvim/swap");
+        std::fs::create_dir_all(&nvim_dir).unwrap();
+        let nvim_swap = nvim_dir.join(format!("{encoded}.swp"));
+        assert_eq!(
+            recover_command(&nvim_swap, &block0),
+            format!("nvim -r {dir}/notes.txt")
+        );
+        // Another program's block 0: no vim command that would recover nothing.
+        let mut other = block0.clone();
+        other[2..12].copy_from_slice(b"XED 1.2\0\0\0");
+        assert!(
+            recover_command(Path::new(&swap), &other).contains("\"XED 1.2\""),
+            "{}",
+            recover_command(Path::new(&swap), &other)
+        );
     }
 }

@@ -48,7 +48,7 @@ impl Event {
 }
 
 /// What a removed lock was, so that it can be put back exactly.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
     /// `file`, `symlink` or `dir`.
     pub kind: String,
@@ -123,6 +123,13 @@ pub struct Entry {
     /// `proofs`), for auditing removals. Empty for a lock removed by a person's decision.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proofs: Vec<serde_json::Value>,
+    /// Removed on a person's word (`d` on a lock not proven stale, `--force`), not by proof.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
+    /// For a lock directory: the small records it held (`pid`, `owner`, ...), removed with it
+    /// and put back by `restore`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Member>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub owner: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,6 +161,33 @@ pub struct Entry {
     pub restores: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A record inside a removed lock directory, with its metadata and its bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    /// Its name ([`text::json_path`]).
+    pub name: String,
+    pub meta: Meta,
+    /// Its content, coded as [`text::json_path`] codes paths (lossless for any bytes).
+    pub content: String,
+}
+
+impl Member {
+    /// The member's name as bytes.
+    pub fn name_os(&self) -> std::ffi::OsString {
+        text::path_from_json(&self.name)
+            .unwrap_or_else(|| PathBuf::from(&self.name))
+            .into_os_string()
+    }
+
+    /// The member's content as bytes.
+    pub fn bytes(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStringExt;
+        text::path_from_json(&self.content)
+            .map(|p| p.into_os_string().into_vec())
+            .unwrap_or_else(|| self.content.clone().into_bytes())
+    }
 }
 
 /// A container a lock was removed in: the runtime's identity of it (never its own word, see
@@ -231,6 +265,7 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
 /// Records the judgement of the moment in `e`.
 pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
     e.verdict = Some(j.verdict().as_str().to_string());
+    e.forced = j.verdict() != crate::verdict::Verdict::Stale;
     e.evidence = j.evidence.clone();
     e.proofs = j
         .proofs()

@@ -3,7 +3,8 @@
 //!
 //! The verdict a user saw may be seconds old, so [`reclaim_all`] judges each lock again and
 //! removes it only when, at that moment:
-//! - it is still `stale` (`foreign` only with [`ReclaimOptions::force_foreign`]);
+//! - it is still `stale` (`unknown` or `foreign` only with [`ReclaimOptions::force`], a
+//!   person's decision about one lock they named);
 //! - it is still the very file that was judged (device, inode, size, mtime, ctime);
 //! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]).
 //!
@@ -72,9 +73,11 @@ pub struct ReclaimOptions {
     pub dry_run: bool,
     /// Also remove vim swap files that hold unsaved changes.
     pub include_unsaved: bool,
-    /// Also remove `foreign` locks (owner on another host or PID namespace). Locks of the
-    /// `locksmith` dialect are excepted: the engine's protocol removes only stale ones.
-    pub force_foreign: bool,
+    /// A person decided: also remove a lock that is `unknown` or `foreign` (not proven stale;
+    /// never one that is `live` or `free`). Only for a lock the person named, never a batch.
+    /// Locks of the `locksmith` dialect are excepted: the engine's protocol removes only stale
+    /// ones. The removal is journaled as forced.
+    pub force: bool,
     /// How much the state directory may hold (the configuration's `saved` section).
     pub copies: CopyLimits,
     /// Also remove a lock whose copy the limits forbid (it is journaled without a copy).
@@ -88,7 +91,7 @@ impl ReclaimOptions {
             state_dir: Self::default_state_dir(),
             dry_run: false,
             include_unsaved: false,
-            force_foreign: false,
+            force: false,
             copies: CopyLimits::default(),
             remove_uncopied: false,
         }
@@ -285,7 +288,7 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
     let j = &fresh.judgement;
     let allowed = match j.verdict() {
         Verdict::Stale => true,
-        Verdict::Foreign => opts.force_foreign,
+        Verdict::Foreign | Verdict::Unknown => opts.force,
         _ => false,
     };
     if !allowed {
@@ -302,7 +305,7 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         return Some("it is not a regular file, a symlink or a directory".into());
     }
     if j.unsaved_changes == Some(true) && !opts.include_unsaved {
-        let hint = crate::dialect::vim_swap::recover_command(&fresh.path);
+        let hint = crate::dialect::vim_swap::recover_command(&fresh.path, &fresh.content);
         return Some(format!(
             "it holds unsaved changes: recover them with `{hint}` (or pass --include-unsaved)"
         ));
@@ -416,7 +419,19 @@ fn remove_aside(
         return Err(put_back("it was written to while it was copied".into()));
     }
     let links = sys::links(&held);
+    // A lock directory goes with the records it holds (copied with it, put back by restore).
+    if f.kind == EntryKind::Dir
+        && let Err(e) = sys::remove_records(dir, &aside, &staged.entry().members)
+    {
+        staged.discard();
+        let why = put_back(format!("cannot remove its records: {e}"));
+        journal_failure(&state, f, &why);
+        return Err(why);
+    }
     if let Err(e) = sys::unlink_at(dir, &aside, f.kind == EntryKind::Dir) {
+        if f.kind == EntryKind::Dir {
+            let _ = sys::write_records(dir, &aside, &staged.entry().members);
+        }
         staged.discard();
         let why = put_back(format!("cannot remove it: {e}"));
         journal_failure(&state, f, &why);
@@ -726,6 +741,61 @@ mod sys {
 
     /// `unlinkat(dir, name, 0 or AT_REMOVEDIR)` (unlinkat(2)): removes the entry itself, a
     /// symlink as a link.
+    /// Removes the records `members` from the lock directory `name` in `dir` (each still a
+    /// regular file: a name that became anything else is left, and the directory with it).
+    pub fn remove_records(
+        dir: &OwnedFd,
+        name: &OsStr,
+        members: &[crate::reclaim::journal::Member],
+    ) -> io::Result<()> {
+        if members.is_empty() {
+            return Ok(());
+        }
+        let inner = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        for m in members {
+            let n = m.name_os();
+            let st = rustix::fs::statat(&inner, &n, AtFlags::SYMLINK_NOFOLLOW)?;
+            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+                return Err(io::Error::other(format!(
+                    "{} is no longer a regular file",
+                    m.name
+                )));
+            }
+            rustix::fs::unlinkat(&inner, &n, AtFlags::empty())?;
+        }
+        Ok(())
+    }
+
+    /// Writes the records `members` back into the lock directory `name` (when it could not be
+    /// removed after them).
+    pub fn write_records(
+        dir: &OwnedFd,
+        name: &OsStr,
+        members: &[crate::reclaim::journal::Member],
+    ) -> io::Result<()> {
+        let inner = rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        for m in members {
+            let fd = rustix::fs::openat(
+                &inner,
+                m.name_os(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(m.meta.mode & 0o7777),
+            )?;
+            rustix::io::write(&fd, &m.bytes())?;
+        }
+        Ok(())
+    }
+
     pub fn unlink_at(dir: &OwnedFd, name: &OsStr, is_dir: bool) -> io::Result<()> {
         let flags = if is_dir {
             AtFlags::REMOVEDIR
@@ -769,7 +839,7 @@ mod tests {
             state_dir: dir.join("state"),
             dry_run: false,
             include_unsaved: false,
-            force_foreign: false,
+            force: false,
             copies: CopyLimits::default(),
             remove_uncopied: false,
         }
@@ -837,7 +907,7 @@ mod tests {
         fs::write(&lock, "1\n").unwrap();
         let f = found(&lock, Verdict::Foreign);
         let mut o = opts(t.path());
-        o.force_foreign = true;
+        o.force = true;
         let out = reclaim_rejudged(&f, &o, &Windows::default(), |_, _| {
             Ok(Some(found(&f.path, Verdict::Foreign)))
         });

@@ -216,11 +216,18 @@ fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     };
     let temp = format!(".locksmith-restore-{}", std::process::id());
     let mut warnings = Vec::new();
-    let made = build(&dir, &temp, meta, content.as_ref(), &mut warnings);
+    let made = build(
+        &dir,
+        &temp,
+        meta,
+        content.as_ref(),
+        &entry.members,
+        &mut warnings,
+    );
     let fd = match made {
         Ok(fd) => fd,
         Err(e) => {
-            remove_temp(&dir, &temp, meta);
+            remove_temp(&dir, &temp, meta, &entry.members);
             return Err(format!("cannot restore {shown}: {e}"));
         }
     };
@@ -233,13 +240,13 @@ fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     ) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
-            remove_temp(&dir, &temp, meta);
+            remove_temp(&dir, &temp, meta, &entry.members);
             return Err(format!(
                 "something appeared at {shown} meanwhile; nothing was restored"
             ));
         }
         Err(e) => {
-            remove_temp(&dir, &temp, meta);
+            remove_temp(&dir, &temp, meta, &entry.members);
             return Err(format!("cannot put {shown} in place: {e}"));
         }
     }
@@ -320,6 +327,7 @@ fn build(
     temp: &str,
     meta: &Meta,
     content: Option<&Vec<u8>>,
+    members: &[super::journal::Member],
     warnings: &mut Vec<String>,
 ) -> io::Result<Option<OwnedFd>> {
     let owner = |r: rustix::io::Result<()>, warnings: &mut Vec<String>| {
@@ -367,6 +375,28 @@ fn build(
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )?;
+            // The records it held, each as it was.
+            for m in members {
+                let file = rustix::fs::openat(
+                    &fd,
+                    m.name_os(),
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::from_raw_mode(0o600),
+                )?;
+                write_sparse(&file, &m.bytes())?;
+                let (uid, gid) = (
+                    Some(rustix::fs::Uid::from_raw(m.meta.uid)),
+                    Some(rustix::fs::Gid::from_raw(m.meta.gid)),
+                );
+                owner(rustix::fs::fchown(&file, uid, gid), warnings);
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(m.meta.mode))?;
+                rustix::fs::futimens(&file, &times(&m.meta))?;
+                rustix::fs::fsync(&file)?;
+            }
             owner(rustix::fs::fchown(&fd, uid, gid), warnings);
             rustix::fs::fchmod(&fd, Mode::from_raw_mode(meta.mode))?;
             rustix::fs::futimens(&fd, &times(meta))?;
@@ -396,8 +426,18 @@ fn write_sparse(fd: &OwnedFd, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-fn remove_temp(dir: &OwnedFd, temp: &str, meta: &Meta) {
+fn remove_temp(dir: &OwnedFd, temp: &str, meta: &Meta, members: &[super::journal::Member]) {
     let flags = if meta.kind == "dir" {
+        if let Ok(inner) = rustix::fs::openat(
+            dir,
+            temp,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            for m in members {
+                let _ = rustix::fs::unlinkat(&inner, m.name_os(), AtFlags::empty());
+            }
+        }
         AtFlags::REMOVEDIR
     } else {
         AtFlags::empty()

@@ -38,6 +38,7 @@ use super::journal::{self, Entry, Meta};
 use crate::judge::Judgement;
 use crate::scan::Finding;
 pub use crate::scan::config::{CopyLimits, ROOT_FALLBACK, default_state_dir};
+use crate::text;
 
 /// Name of the journal file in the state directory.
 pub const JOURNAL: &str = "journal.jsonl";
@@ -243,6 +244,7 @@ impl StateDir {
     /// metadata. Nothing is journaled yet: [`Staged::commit`] once the lock is gone,
     /// [`Staged::discard`] (or drop) if it is kept.
     pub fn stage(self: &Arc<Self>, f: &Finding, source: Source<'_>) -> Result<Staged, StageError> {
+        let mut members = Vec::new();
         let (meta, content) = match source {
             Source::File(fd) => {
                 let st = rustix::fs::fstat(fd)?;
@@ -260,6 +262,7 @@ impl StateDir {
                         (meta, Content::Owned(text.into_bytes()))
                     }
                     FileType::Directory => {
+                        members = lock_records(dir, name)?;
                         // The raw path, as for the copies of files: whoever shows the
                         // note escapes it.
                         let mut note = f.path.as_os_str().as_bytes().to_vec();
@@ -270,6 +273,11 @@ impl StateDir {
                             )
                             .as_bytes(),
                         );
+                        for m in &members {
+                            note.extend_from_slice(
+                                format!("it held {} ({} bytes)\n", m.name, m.meta.size).as_bytes(),
+                            );
+                        }
                         (meta, Content::Owned(note))
                     }
                     _ => {
@@ -291,6 +299,7 @@ impl StateDir {
             reserved: 0,
             entry: journal::reclaim_entry(self.next_id(), f, meta),
         };
+        staged.entry.members = members;
         staged.write(content)?;
         Ok(staged)
     }
@@ -380,7 +389,87 @@ pub struct Staged {
     entry: Entry,
 }
 
+/// The most entries a lock directory may hold to be removed with them, and the largest each.
+pub const MAX_RECORDS: usize = 8;
+pub const MAX_RECORD_BYTES: u64 = 4096;
+
+/// The records a lock directory holds (`pid`, `owner`, ...): a few small regular files, read
+/// whole through the directory (never following a link, never blocking). Anything else inside
+/// (a subdirectory, a link, a large file, many entries) is not a lock's record: such a
+/// directory is not removed.
+fn lock_records(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Vec<journal::Member>, StageError> {
+    let refuse = |why: String| -> StageError { io::Error::other(why).into() };
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let listing = rustix::fs::openat(
+        &fd,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::new(listing)? {
+        let entry = entry?;
+        let n = entry.file_name().to_bytes();
+        if n == b"." || n == b".." {
+            continue;
+        }
+        let n = OsStr::from_bytes(n).to_os_string();
+        let shown = text::json_path(Path::new(&n));
+        if out.len() == MAX_RECORDS {
+            return Err(refuse(format!(
+                "it holds more than {MAX_RECORDS} entries, not a lock's record: not removed"
+            )));
+        }
+        let st = rustix::fs::statat(&fd, &n, AtFlags::SYMLINK_NOFOLLOW)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
+            || st.st_size as u64 > MAX_RECORD_BYTES
+        {
+            return Err(refuse(format!(
+                "it holds {shown}, which is not a small record (a regular file of at most {MAX_RECORD_BYTES} bytes): not removed"
+            )));
+        }
+        let file = rustix::fs::openat(
+            &fd,
+            &n,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut bytes = vec![0u8; MAX_RECORD_BYTES as usize + 1];
+        let mut len = 0;
+        loop {
+            match rustix::io::read(&file, &mut bytes[len..]) {
+                Ok(0) => break,
+                Ok(k) => {
+                    len += k;
+                    if len == bytes.len() {
+                        return Err(refuse(format!("{shown} grew while it was read")));
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(io::Error::from(e).into()),
+            }
+        }
+        bytes.truncate(len);
+        out.push(journal::Member {
+            name: shown,
+            meta: Meta::of(&st),
+            content: text::json_path(Path::new(OsStr::from_bytes(&bytes))),
+        });
+    }
+    Ok(out)
+}
+
 impl Staged {
+    /// The names of the records inside a lock directory, copied with it.
+    pub fn members(&self) -> Vec<OsString> {
+        self.entry.members.iter().map(|m| m.name_os()).collect()
+    }
+
     /// The journal entry this will write.
     pub fn entry(&self) -> &Entry {
         &self.entry

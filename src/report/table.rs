@@ -119,7 +119,7 @@ pub fn render(report: &Report, color: bool) -> String {
         }
     }
     for f in &report.findings {
-        if let Some(hint) = vim_swap::recover_hint(&f.path, &f.judgement) {
+        if let Some(hint) = vim_swap::recover_hint(&f.path, &f.content, &f.judgement) {
             let _ = writeln!(
                 out,
                 "note: {} holds unsaved changes: recover them with `{}`",
@@ -183,7 +183,7 @@ pub fn summary_line(report: &Report) -> String {
     let unsaved = report
         .findings
         .iter()
-        .filter(|f| vim_swap::recover_hint(&f.path, &f.judgement).is_some())
+        .filter(|f| vim_swap::recover_hint(&f.path, &f.content, &f.judgement).is_some())
         .count();
     if unsaved > 0 {
         let _ = write!(

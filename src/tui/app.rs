@@ -309,9 +309,7 @@ impl App {
     /// Whether a key-map action is available now (the key bar hides the others).
     pub fn enabled(&self, action: Action) -> bool {
         match action {
-            Action::Reclaim | Action::ReclaimAllStale | Action::ForceReclaim | Action::Undo => {
-                !self.opts.readonly
-            }
+            Action::Reclaim | Action::ReclaimAllStale | Action::Undo => !self.opts.readonly,
             Action::DetailDown | Action::DetailUp => self.details_open(),
             _ => true,
         }
@@ -990,7 +988,7 @@ impl App {
             }
             Action::Help => self.open(Mode::Help { scroll: 0 }),
             Action::CloseHelp => self.mode = Mode::Table,
-            Action::Reclaim => self.ask_reclaim_selected(false),
+            Action::Reclaim => self.ask_reclaim_selected(),
             Action::Undo => {
                 if self.refuse_if_busy() {
                     return None;
@@ -999,7 +997,6 @@ impl App {
                 self.set_status_until_done("putting back the lock reclaimed last…");
                 return Some(Effect::Restore);
             }
-            Action::ForceReclaim => self.ask_reclaim_selected(true),
             Action::ReclaimAllStale => self.ask_reclaim_all(),
             Action::ConfirmToggle => {
                 if let Mode::Confirm(d) = &mut self.mode {
@@ -1056,7 +1053,7 @@ impl App {
         false
     }
 
-    fn ask_reclaim_selected(&mut self, force: bool) {
+    fn ask_reclaim_selected(&mut self) {
         if self.refuse_if_busy() {
             return;
         }
@@ -1076,26 +1073,20 @@ impl App {
             .first()
             .map(|e| text::clean(e))
             .unwrap_or_default();
-        let refusal = match (f.judgement.verdict(), force) {
-            (Verdict::Stale, _) => None,
-            (Verdict::Foreign, true) => {
-                self.open(Mode::Confirm(ConfirmDialog::new(
-                    ConfirmAction::ForceForeign(Box::new(f)),
-                )));
+        let refusal = match f.judgement.verdict() {
+            Verdict::Stale => None,
+            // Not proven stale: a person may decide, in a dialog of its own.
+            Verdict::Foreign | Verdict::Unknown => {
+                self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Force(
+                    Box::new(f),
+                ))));
                 return;
             }
-            (Verdict::Foreign, false) => Some(format!(
-                "{name} is foreign: its owner cannot be checked from here ({} forces it) — {why}",
-                keymap::key(Context::Table, Action::ForceReclaim)
-            )),
-            (Verdict::Live, _) => Some(format!(
+            Verdict::Live => Some(format!(
                 "{name} is live: a live lock is never removed — {why}"
             )),
-            (Verdict::Free, _) => Some(format!(
+            Verdict::Free => Some(format!(
                 "{name} is free: nobody holds this kernel-lock file, and removing it could split programs waiting on it"
-            )),
-            (Verdict::Unknown, _) => Some(format!(
-                "{name} is unknown: nothing proves its owner gone — {why}"
             )),
         };
         match refusal {

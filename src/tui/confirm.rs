@@ -15,8 +15,8 @@ pub enum ConfirmAction {
         findings: Vec<Finding>,
         kept: Vec<Finding>,
     },
-    /// Remove a foreign lock, whose owner cannot be checked from here.
-    ForceForeign(Box<Finding>),
+    /// Remove one lock that is not proven stale (`unknown` or `foreign`): a person's decision.
+    Force(Box<Finding>),
 }
 
 impl ConfirmAction {
@@ -24,7 +24,7 @@ impl ConfirmAction {
     pub fn targets(&self) -> &[Finding] {
         match self {
             ConfirmAction::Reclaim { findings, .. } => findings,
-            ConfirmAction::ForceForeign(f) => std::slice::from_ref(f),
+            ConfirmAction::Force(f) => std::slice::from_ref(f),
         }
     }
 }
@@ -42,9 +42,9 @@ impl ConfirmedAction {
         self.0.targets()
     }
 
-    /// Whether the user agreed to remove foreign locks.
-    pub fn force_foreign(&self) -> bool {
-        matches!(self.0, ConfirmAction::ForceForeign(_))
+    /// Whether the user agreed to remove a lock that is not proven stale.
+    pub fn forced(&self) -> bool {
+        matches!(self.0, ConfirmAction::Force(_))
     }
 
     /// Whether the user saw (and accepted) the unsaved-changes warning of a vim swap: true only

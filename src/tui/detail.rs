@@ -29,7 +29,9 @@ fn indent() -> Span<'static> {
 
 /// The command that recovers a vim swap's unsaved changes (as the report words it), escaped.
 fn recover_hint(f: &Finding) -> String {
-    text::clean(&locksmith::dialect::vim_swap::recover_command(&f.path))
+    text::clean(&locksmith::dialect::vim_swap::recover_command(
+        &f.path, &f.content,
+    ))
 }
 
 /// The warning shown for a vim swap file that holds unsaved changes. Advice follows the
@@ -40,7 +42,7 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     }
     if f.judgement.verdict() == Verdict::Live {
         return vec![Line::from(Span::styled(
-            "✎ Unsaved changes in a running vim: they are in that vim, save them there.",
+            "✎ Unsaved changes in a running editor: they are in that editor, save them there.",
             theme.warn(),
         ))];
     }
@@ -76,9 +78,9 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
             " (reclaimable: {})",
             keymap::key(Context::Table, Action::Reclaim)
         ),
-        Verdict::Foreign => format!(
-            " (owner cannot be checked here; {} forces a reclaim)",
-            keymap::key(Context::Table, Action::ForceReclaim)
+        Verdict::Foreign | Verdict::Unknown => format!(
+            " (not proven stale; {} removes it only on your word)",
+            keymap::key(Context::Table, Action::Reclaim)
         ),
         _ => " (never reclaimed)".to_string(),
     };

@@ -57,7 +57,6 @@ pub enum Action {
     ToggleDetails,
     Reclaim,
     ReclaimAllStale,
-    ForceReclaim,
     /// Put back the lock removed last (from its saved copy).
     Undo,
     CopyPath,
@@ -302,7 +301,7 @@ pub static KEYMAP: &[Binding] = &[
         C::Table,
         &[Key::ch('d')],
         "reclaim",
-        "Reclaim (remove) the selected lock if it is stale, after confirmation",
+        "Reclaim the selected lock after confirmation (unproven: a warning first)",
         A::Reclaim,
         true,
     ),
@@ -313,14 +312,6 @@ pub static KEYMAP: &[Binding] = &[
         "Reclaim every stale lock shown, after confirmation",
         A::ReclaimAllStale,
         true,
-    ),
-    bind(
-        C::Table,
-        &[Key::ch('F')],
-        "force foreign",
-        "Force the reclaim of a foreign lock (owner on another host), after a warning",
-        A::ForceReclaim,
-        false,
     ),
     bind(
         C::Table,
@@ -616,7 +607,7 @@ pub fn binding(context: Context, action: Action) -> Option<&'static Binding> {
     bindings(context).find(|b| b.action == action)
 }
 
-/// The name of the key that triggers `action` in `context`, for messages ("`F` forces it"):
+/// The name of the key that triggers `action` in `context`, for messages ("`d` reclaims it"):
 /// read from the map, so a message can never name a key that does something else.
 pub fn key(context: Context, action: Action) -> String {
     binding(context, action).map_or_else(|| "?".into(), Binding::key_name)
@@ -727,7 +718,6 @@ mod tests {
             "Y is not listed twice"
         );
         assert_eq!(label(C::Confirm, A::ConfirmNo), "n/Esc/q");
-        assert_eq!(super::key(C::Table, A::ForceReclaim), "F");
         assert_eq!(super::key(C::Global, A::Quit), "Ctrl-C");
         // Every bound key of every binding triggers it.
         for b in KEYMAP {

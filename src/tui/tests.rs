@@ -602,7 +602,7 @@ fn yes_confirms_the_reclaim_of_the_selected_lock() {
     };
     assert_eq!(c.findings().len(), 1);
     assert_eq!(c.findings()[0].path, PathBuf::from("/srv/app/worker.pid"));
-    assert!(!c.force_foreign());
+    assert!(!c.forced());
     assert!(!c.include_unsaved());
     assert!(app.reclaiming);
     // A second d while it runs is refused.
@@ -626,20 +626,18 @@ fn yes_confirms_the_reclaim_of_the_selected_lock() {
 }
 
 #[test]
-fn only_stale_locks_can_be_reclaimed_and_the_status_says_why() {
+fn live_and_free_locks_are_never_reclaimed_and_the_status_says_why() {
     let mut app = app();
     let cases = [
-        ("/srv/app/web.pid", "is live"),
-        ("/mnt/nfs/job.lock", "is foreign"),
-        ("/tmp/.X0-lock", "is unknown"),
-        ("/var/lib/dpkg/lock", "is free"),
+        (1, "/srv/app/web.pid", "is live"),
+        (4, "/var/lib/dpkg/lock", "is free"),
     ];
-    for (i, (path, why)) in cases.iter().enumerate() {
+    for (i, path, why) in cases {
         keys(&mut app, "g");
-        for _ in 0..=i {
+        for _ in 0..i {
             keys(&mut app, "j");
         }
-        assert_eq!(selected(&app), *path);
+        assert_eq!(selected(&app), path);
         assert!(keys(&mut app, "d").is_empty());
         assert!(matches!(app.mode, Mode::Table), "{path}");
         let s = app.status.clone().unwrap();
@@ -653,20 +651,29 @@ fn only_stale_locks_can_be_reclaimed_and_the_status_says_why() {
             s.text
         );
     }
-    // F forces only foreign locks, through a dialog that states the risk.
-    keys(&mut app, "g");
-    keys(&mut app, "j"); // live
-    keys(&mut app, "F");
-    assert!(matches!(app.mode, Mode::Table));
-    keys(&mut app, "j"); // foreign
-    keys(&mut app, "F");
-    let Mode::Confirm(d) = &app.mode else {
-        panic!("F on a foreign lock opens the dialog")
-    };
-    assert!(matches!(d.action, ConfirmAction::ForceForeign(_)));
-    assert_eq!(d.highlight, Choice::No);
-    let c = confirmed(keys(&mut app, "y"));
-    assert!(c.force_foreign());
+    // A lock not proven stale (foreign, unknown) is removed only on a person's word, in a
+    // dialog of its own that defaults to No.
+    for (i, path) in [(2, "/mnt/nfs/job.lock"), (3, "/tmp/.X0-lock")] {
+        keys(&mut app, "g");
+        for _ in 0..i {
+            keys(&mut app, "j");
+        }
+        assert_eq!(selected(&app), path);
+        keys(&mut app, "d");
+        let Mode::Confirm(d) = &app.mode else {
+            panic!("d on {path} opens the dialog")
+        };
+        assert!(matches!(d.action, ConfirmAction::Force(_)));
+        assert_eq!(d.highlight, Choice::No);
+        // Enter keeps the default: No.
+        assert!(key(&mut app, KeyCode::Enter).is_none());
+        assert!(matches!(app.mode, Mode::Table));
+        keys(&mut app, "d");
+        let c = confirmed(keys(&mut app, "y"));
+        assert!(c.forced());
+        assert_eq!(c.findings()[0].path, PathBuf::from(path));
+        app.reclaiming = false;
+    }
 }
 
 #[test]
@@ -1146,9 +1153,10 @@ fn force_dialog_states_the_risk() {
     let mut app = app();
     keys(&mut app, "jj");
     assert_eq!(selected(&app), "/mnt/nfs/job.lock");
-    keys(&mut app, "F");
+    keys(&mut app, "d");
     let text = screen(&draw(&mut app, 90, 30));
-    assert!(text.contains("Force-remove a FOREIGN lock?"), "{text}");
+    assert!(text.contains("NOT PROVEN STALE"), "{text}");
+    assert!(text.contains("is foreign, not stale"), "{text}");
     assert!(text.contains("RISK"), "{text}");
     assert!(text.contains("build-7"), "{text}");
 }
@@ -1319,7 +1327,10 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
     let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 30));
-    assert!(text.contains("Unsaved changes in a running vim"), "{text}");
+    assert!(
+        text.contains("Unsaved changes in a running editor"),
+        "{text}"
+    );
     assert!(!text.contains("vim -r"), "{text}");
 }
 

@@ -177,10 +177,10 @@ impl Workers {
     }
 
     /// Carries out a confirmed reclaim: each lock is judged again and removed only if it is
-    /// still stale (or foreign, when forced) and still the same file.
+    /// still stale (or not proven stale but not live, when forced) and still the same file.
     pub fn reclaim(&self, action: ConfirmedAction) {
         let opts = ReclaimOptions {
-            force_foreign: action.force_foreign(),
+            force: action.forced(),
             include_unsaved: action.include_unsaved(),
             dry_run: false,
             ..self.reclaim.clone()

@@ -27,6 +27,7 @@ mod real_programs;
 mod reclaim;
 mod reclaim_attacks;
 mod scan;
+mod shared_formats;
 mod state_dir;
 mod tui_pty;
 mod verdicts;

@@ -345,3 +345,60 @@ fn a_directory_swapped_after_the_scan_is_refused_for_our_own_locks() {
     fs::remove_file(&made).unwrap();
     swapped_directory_is_refused(&env, "job.lock", &record, "locksmith");
 }
+
+/// A lock that is not proven stale is removed only when a person names it with `--force`:
+/// one lock by its own path (never a directory to scan), never a live one; copied, journaled
+/// as forced, and restorable.
+#[test]
+fn force_removes_one_named_lock_that_is_not_proven_stale() {
+    let env = Env::new();
+    let locks = env.path().join("locks");
+    let lock = locks.join("job.lock");
+    std::fs::create_dir_all(&lock).unwrap();
+    // Not proven stale: a batch reclaim keeps it.
+    let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), locks.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(lock.is_dir());
+    // A directory to scan is never forced.
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--force".as_ref(),
+        locks.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("forcing never scans"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(lock.is_dir());
+    // Named by its own path: removed, on the person's word.
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--force".as_ref(),
+        lock.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!lock.exists());
+    let journal = env.journal();
+    let entry = journal.last().unwrap();
+    assert_eq!(entry["verdict"], "unknown");
+    assert_eq!(entry["forced"], true);
+    assert!(entry.get("proofs").is_none(), "{entry}");
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(lock.is_dir());
+    // Never a live lock, forced or not.
+    let holder = sleeper();
+    let live = write(&locks.join("app.pid"), format!("{}\n", holder.pid()));
+    let out = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--force".as_ref(),
+        live.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(live.exists());
+}

@@ -78,18 +78,26 @@ pub fn content(
                 }
             }
         }
-        ConfirmAction::ForceForeign(f) => {
-            title = " Force-remove a FOREIGN lock? ".to_string();
+        ConfirmAction::Force(f) => {
+            title = " NOT PROVEN STALE: remove it anyway? ".to_string();
+            out.push(Line::from(Span::styled(
+                format!(
+                    "This lock is {}, not stale: nothing proves its owner gone. It is removed only on your word.",
+                    f.judgement.verdict()
+                ),
+                theme.error(),
+            )));
             out.push(Line::from("This removes:"));
             out.push(target_line(f, theme));
-            out.push(Line::from("Why it is foreign:"));
+            out.push(Line::from("What the evidence says:"));
             for e in &f.judgement.evidence {
                 out.push(Line::from(format!("  • {}", text::clean(e))));
             }
+            out.extend(detail::unsaved_warning(theme, f));
             out.push(Line::from(Span::styled(
-                "RISK: its owner runs on another host or in another PID namespace, so locksmith \
-                 cannot tell whether it is still running. If it is, removing its lock lets a \
-                 second copy in at the same time, which can corrupt what the lock protects.",
+                "RISK: if its owner still runs (on another host, in another PID namespace, or \
+                 under a name locksmith does not know), removing its lock lets a second copy in \
+                 at the same time, which can corrupt what the lock protects.",
                 theme.error(),
             )));
         }
@@ -98,8 +106,8 @@ pub fn content(
         ConfirmAction::Reclaim { .. } => {
             "Each lock is judged again just before removal; one that is no longer stale stays."
         }
-        ConfirmAction::ForceForeign(_) => {
-            "It is judged again just before removal; if it is no longer foreign or stale, it stays."
+        ConfirmAction::Force(_) => {
+            "It is judged again just before removal; if it is live or free by then, it stays."
         }
     };
     out.push(Line::from(Span::styled(again, theme.dim())));

@@ -17,6 +17,7 @@ pub mod btrfs;
 pub mod engine;
 pub mod judging;
 pub mod podman;
+pub mod pty;
 pub mod sshd;
 pub mod sshfs;
 pub mod torture;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_locksmith_global_optspecs
-    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
+    string join \n scan json format= output= max-lock-series= reclaim dry-run include-unsaved force= remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
 end
 
 function __fish_locksmith_needs_command
@@ -29,6 +29,7 @@ json\t'One JSON document (report.schema.json)'
 prometheus\t'Prometheus text exposition format'"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l output -d 'With --scan: write the report to FILE instead of stdout, atomically (a temporary file in the same directory, renamed over FILE once complete)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l max-lock-series -d 'With --format prometheus: at most N per-lock age series (stale locks first, then the oldest); the other locks are counted in locksmith_lock_age_omitted' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l force -d 'With --reclaim: remove the one lock PATH names although it is not proven stale (unknown or foreign): a person\'s decision, never a directory to scan or a batch. Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l color -d 'When to use color' -r -f -a "auto\t''
 always\t''
