@@ -1011,34 +1011,46 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_directory_is_removed_with_rmdir_only_when_empty() {
+    fn a_lock_directory_goes_with_its_small_records_only() {
         let t = tempfile::tempdir().unwrap();
         let lock = t.path().join("job.lock");
         fs::create_dir(&lock).unwrap();
-        let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
-            Ok(Some(found(&f.path, Verdict::Stale)))
-        });
+        let reclaim = || {
+            let f = found(&lock, Verdict::Stale);
+            reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
+                Ok(Some(found(&f.path, Verdict::Stale)))
+            })
+        };
+        let o = reclaim();
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert!(!lock.exists());
 
+        // A record inside goes with it, into the journal line.
         fs::create_dir(&lock).unwrap();
-        fs::write(lock.join("inside"), "data").unwrap();
-        let f = found(&lock, Verdict::Stale);
-        let o = reclaim_rejudged(&f, &opts(t.path()), &Windows::default(), |_, _| {
-            Ok(Some(found(&f.path, Verdict::Stale)))
-        });
-        assert_eq!(o.action, Action::Kept);
-        assert!(lock.join("inside").exists());
+        fs::write(lock.join("pid"), "4242\n").unwrap();
+        let o = reclaim();
+        assert_eq!(o.action, Action::Removed, "{o:?}");
+        assert!(!lock.exists());
         let j = journal(t.path());
-        assert_eq!(j.last().unwrap()["event"], "reclaim-failed");
-        // The kept lock left no copy and no "reclaim" line: only the first removal did.
+        let members = j.last().unwrap()["members"].as_array().unwrap().clone();
+        assert_eq!(members.len(), 1, "{j:?}");
+        assert_eq!(members[0]["name"], "pid");
+        assert_eq!(members[0]["content"], "4242\n");
+
+        // Anything else inside (a subdirectory: package metadata, not a lock's record): kept,
+        // with no copy and no journal line.
+        fs::create_dir_all(lock.join("registry")).unwrap();
+        let o = reclaim();
+        assert_eq!(o.action, Action::Kept, "{o:?}");
+        assert!(lock.join("registry").is_dir());
+        assert!(o.error.as_deref().unwrap_or("").contains("not a small record"), "{o:?}");
+        let j = journal(t.path());
         let reclaims = j.iter().filter(|e| e["event"] == "reclaim").count();
-        assert_eq!(reclaims, 1, "{j:?}");
+        assert_eq!(reclaims, 2, "{j:?}");
         let copies = fs::read_dir(t.path().join("state").join(SAVED))
             .unwrap()
             .count();
-        assert_eq!(copies, 1);
+        assert_eq!(copies, 2);
     }
 
     #[test]
