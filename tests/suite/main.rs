@@ -23,6 +23,7 @@ mod lock_signals;
 mod metrics;
 mod ofd_holders;
 mod packaging;
+mod pastejacking;
 mod real_programs;
 mod reclaim;
 mod reclaim_attacks;
