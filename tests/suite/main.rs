@@ -5,6 +5,7 @@
 
 mod util;
 
+mod ask_bounds;
 mod ask_hosts;
 mod cli_scan;
 mod containers;
