@@ -20,6 +20,7 @@ mod engine_sshfs;
 mod engine_stampede;
 mod engine_torture;
 mod hostile_input;
+mod hung_mounts;
 mod lock_signals;
 mod metrics;
 mod ofd_holders;
