@@ -458,8 +458,8 @@ mod task {
 
     /// The size of a directory read and of its parsed entries.
     const DIR_BUF: usize = 32 * 1024;
-    /// What [`Op::Touch`] reads of a file.
-    const PREFIX: usize = crate::dialect::CONTENT_PREFIX;
+    /// What [`Op::Touch`] reads of a file (what judging reads: the dialects' content prefix).
+    pub(super) const PREFIX: usize = 4096;
     /// The task's stack.
     #[cfg(target_os = "linux")]
     const STACK: usize = 256 * 1024;
@@ -847,8 +847,8 @@ mod task {
                     let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
                     let n = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
                         / std::mem::size_of::<libc::c_int>();
-                    for i in 0..n.min(2) {
-                        out[i] = Some(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
+                    for (i, slot) in out.iter_mut().enumerate().take(n) {
+                        *slot = Some(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
                     }
                 }
                 c = libc::CMSG_NXTHDR(&msg, c);
@@ -1277,6 +1277,11 @@ mod tests {
             .err
             .is_none()
         );
+    }
+
+    #[test]
+    fn a_touch_reads_what_judging_reads() {
+        assert_eq!(task::PREFIX, crate::dialect::CONTENT_PREFIX);
     }
 
     #[test]

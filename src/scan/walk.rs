@@ -457,7 +457,7 @@ impl<'a> Walk<'a> {
         m: &Arc<Mount>,
         job: &Job,
         root_path: &Path,
-    ) -> Result<std::io::Result<(sys::DirHandle, anchor::DirId)>, (Arc<Mount>, NotAnswering)> {
+    ) -> Result<std::io::Result<Opened>, (Arc<Mount>, NotAnswering)> {
         let name = || job.path.file_name().map(OsStr::to_os_string);
         let (from, chain) = match (job.parent.as_deref(), job.root_dir.as_deref()) {
             (Some(p), _) => (Some(p.as_fd()), name().into_iter().collect()),
@@ -686,6 +686,9 @@ impl<'a> Walk<'a> {
         }
     }
 }
+
+/// An open directory and its (device, inode).
+type Opened = (sys::DirHandle, anchor::DirId);
 
 /// A directory being read, as its entries see it.
 struct Here<'a> {
