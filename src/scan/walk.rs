@@ -229,12 +229,23 @@ impl<'a> Walk<'a> {
             return;
         }
         // The mount the root really is on (what its path names, where it cannot be resolved).
-        let mount = real
-            .as_deref()
-            .and_then(|r| self.mounts.of_path(r))
-            .or(lexical.as_ref())
-            .filter(|m| m.may_hang())
-            .cloned();
+        // A container's root seen through `/proc/PID/root` has mounts our table does not
+        // list (its volumes may be network mounts): all of it is taken as one that may hang.
+        let mount = if in_container(&root.path) {
+            Some(Arc::new(Mount {
+                id: 0,
+                dev: 0,
+                point: root.path.clone(),
+                fs_type: "container".into(),
+                source: None,
+            }))
+        } else {
+            real.as_deref()
+                .and_then(|r| self.mounts.of_path(r))
+                .or(lexical.as_ref())
+                .filter(|m| m.may_hang())
+                .cloned()
+        };
         if rustix::fs::FileType::from_raw_mode(mode) == rustix::fs::FileType::Directory {
             if mount.is_none()
                 && let Some(kind) = sys::pseudo_fs(&root.path)
@@ -687,6 +698,18 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Whether `path` is seen through a process's root (`/proc/PID/root/...`: a container's).
+fn in_container(path: &Path) -> bool {
+    let mut c = path.components().skip(1);
+    c.next().is_some_and(|p| p.as_os_str() == "proc")
+        && c.next().is_some_and(|p| {
+            p.as_os_str()
+                .to_str()
+                .is_some_and(|s| s.parse::<u32>().is_ok())
+        })
+        && c.next().is_some_and(|p| p.as_os_str() == "root")
+}
+
 /// An open directory and its (device, inode).
 type Opened = (sys::DirHandle, anchor::DirId);
 
@@ -894,5 +917,19 @@ mod sys {
         pub fn pseudo_fs(_dir: &Path) -> Option<crate::probe::fs::FsKind> {
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_root_is_one_seen_through_a_process_root() {
+        assert!(in_container(Path::new("/proc/4242/root/tmp")));
+        assert!(in_container(Path::new("/proc/4242/root")));
+        assert!(!in_container(Path::new("/proc/self/root/tmp")));
+        assert!(!in_container(Path::new("/proc/4242/cwd")));
+        assert!(!in_container(Path::new("/tmp/proc/4242/root")));
     }
 }

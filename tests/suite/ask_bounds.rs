@@ -14,51 +14,25 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::ask_hosts::node17;
 use crate::util::*;
 
-const PYTHON: &str = "/usr/bin/python3";
-
 /// A sticky, world-writable directory in which uid 65534 made `.#fN.txt` -> `bob@HOST.PID`
 /// for each host of `hosts(N)`, N in 0..count.
 fn hostile_locks(env: &Env, count: usize, hosts: &str) -> Option<PathBuf> {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: needs root (to make the locks as uid 65534)");
+    if !can_act_as_nobody() {
         return None;
     }
-    if !have("setpriv") {
-        return None;
-    }
-    if !Path::new(PYTHON).exists() {
-        eprintln!("SKIPPED: {PYTHON} is not installed (CI installs it)");
-        return None;
-    }
-    fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let shared = env.path().join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let shared = sticky_dir(env, "shared");
     let script = format!(
         "import os, sys\n\
          for i in range({count}):\n    \
              os.symlink('bob@%s.{pid}' % ({hosts}), os.path.join(sys.argv[1], '.#f%02d.txt' % i))\n",
         pid = dead_pid()
     );
-    let made = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            PYTHON,
-            "-c",
-        ])
-        .arg(script)
-        .arg(&shared)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    assert!(python_as_nobody(&script, &[shared.as_os_str()]).success());
     Some(shared)
 }
 
@@ -93,6 +67,21 @@ fn run(env: &Env, args: &[&std::ffi::OsStr]) -> std::process::Output {
             c
         },
         Duration::from_secs(120),
+    )
+}
+
+/// `locksmith --scan --json --ask-hosts --config CFG SHARED`.
+fn scan_asking(env: &Env, cfg: &Path, shared: &Path) -> std::process::Output {
+    run(
+        env,
+        &[
+            "--scan".as_ref(),
+            "--json".as_ref(),
+            "--ask-hosts".as_ref(),
+            "--config".as_ref(),
+            cfg.as_os_str(),
+            shared.as_os_str(),
+        ],
     )
 }
 
@@ -209,17 +198,7 @@ fn the_whole_round_of_asking_ends_at_its_deadline() {
     )
     .unwrap();
     let started = Instant::now();
-    let out = run(
-        &env,
-        &[
-            "--scan".as_ref(),
-            "--json".as_ref(),
-            "--ask-hosts".as_ref(),
-            "--config".as_ref(),
-            cfg.as_os_str(),
-            shared.as_os_str(),
-        ],
-    );
+    let out = scan_asking(&env, &cfg, &shared);
     let took = started.elapsed();
     let report = parse_report(&out);
     // One host at a time, 2 s each: 12 s without a deadline for the round.

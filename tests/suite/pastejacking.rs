@@ -9,47 +9,26 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use crate::util::ui::Ui;
 use crate::util::{self, Env};
 
-const PYTHON: &str = "/usr/bin/python3";
 const NAME: &[u8] = b"x\ntouch pwned\n\x1b[201~touch pwned;\xe2\x80\xae\xff'.pid";
 
 #[test]
 fn y_copies_a_hostile_name_in_a_form_that_runs_nothing_when_pasted() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: needs root (to create the hostile file as uid 65534)");
-        return;
-    }
-    if !util::have("setpriv") || !util::require("base64") {
-        return;
-    }
-    if !std::path::Path::new(PYTHON).exists() {
-        eprintln!("SKIPPED: {PYTHON} is not installed (CI installs it)");
+    if !util::can_act_as_nobody() || !util::require("base64") {
         return;
     }
     let env = Env::new();
-    fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
-    let shared = env.path().join("shared");
-    fs::create_dir(&shared).unwrap();
-    fs::set_permissions(&shared, fs::Permissions::from_mode(0o1777)).unwrap();
+    let shared = util::sticky_dir(&env, "shared");
     let lock = shared.join(OsStr::from_bytes(NAME));
-    let made = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            PYTHON,
-            "-c",
-        ])
-        .arg("import sys, os; open(os.fsencode(sys.argv[1]), 'w').write(sys.argv[2])")
-        .arg(&lock)
-        .arg(format!("{}\n", util::dead_pid()))
-        .status()
-        .unwrap();
+    let content = format!("{}\n", util::dead_pid());
+    let made = util::python_as_nobody(
+        "import sys, os; open(os.fsencode(sys.argv[1]), 'w').write(sys.argv[2])",
+        &[lock.as_os_str(), content.as_ref()],
+    );
     assert!(made.success());
     use std::os::unix::fs::MetadataExt;
     assert_eq!(fs::symlink_metadata(&lock).unwrap().uid(), 65534);
