@@ -671,7 +671,10 @@ mod task {
                 }
                 // SAFETY: the task has exited: nothing uses its memory any more.
                 unsafe {
-                    drop(Box::from_raw(self.shared));
+                    let mut s = Box::from_raw(self.shared);
+                    // Numbers of the task's own descriptor table, which is gone: not ours.
+                    (s.fd, s.fd2) = (-1, -1);
+                    drop(s);
                     drop(Box::from_raw(self.stack));
                 }
                 true
@@ -864,6 +867,18 @@ mod task {
         // SAFETY: `arg` is the `Shared` the caller made for this task and keeps until it exits;
         // the caller reads the results only after the answer (or never, once abandoned).
         let s = unsafe { &mut *arg.cast::<Shared>() };
+        // No signal handler of the process runs here (they were written for its threads).
+        let all: u64 = !0;
+        // SAFETY: rt_sigprocmask(SIG_SETMASK) of this task alone, from a mask on its stack.
+        unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigprocmask,
+                libc::SIG_SETMASK,
+                &all as *const u64,
+                std::ptr::null_mut::<u64>(),
+                8usize,
+            );
+        }
         // Our copy of the descriptor table: keep the call's directory and the socket only.
         let mut keep = [s.dir, s.sock];
         keep.sort_unstable();
