@@ -88,17 +88,16 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
             .iter()
             .filter(|f| f.judgement.verdict() == Verdict::Stale);
         // A lock proven stale by its host's answer is judged again by asking again, right
-        // before removal, like every reclaim judges again.
-        let outcomes = reclaim::reclaim_all_settled(stale, &config, &opts, |judged, fresh| {
-            if judged.judgement.remote.is_some() && ask {
-                remote::ask_and_settle(
-                    std::slice::from_mut(fresh),
-                    &config.ask_hosts,
-                    args.ask_hosts,
-                    &|_| {},
-                );
-            }
-        });
+        // before removal, like every reclaim judges again: each host once for the reclaim.
+        let stale: Vec<&Finding> = stale.collect();
+        let reask = ask
+            .then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, stale.iter().copied()));
+        let outcomes =
+            reclaim::reclaim_all_settled(stale.iter().copied(), &config, &opts, |judged, fresh| {
+                if let Some(reask) = &reask {
+                    reask.settle(judged, fresh);
+                }
+            });
         report = report.with_reclaimed(outcomes);
     }
     let code = if report.stale_remaining() > 0 { 1 } else { 0 };

@@ -83,11 +83,10 @@ pub fn same_host_name(recorded: &str, answered: &str) -> bool {
 
 /// Judges a foreign lock again with its host's answer. Returns the new judgement (the claim is
 /// kept on it, so a reclaim can ask again), or the old one with the reason it stays `foreign`.
-/// `answer` is the host's answer, or why there is none.
+/// `answer` is the host's answer, or the line saying why there is none.
 pub fn settle(old: &Judgement, claim: &RemoteClaim, answer: Result<&Answer, String>) -> Judgement {
-    let host = &claim.host;
     let mut j = match answer {
-        Err(e) => Judgement::foreign(format!("asked {host} over ssh: no answer ({e})")),
+        Err(line) => Judgement::foreign(line),
         Ok(a) => from_answer(claim, a),
     };
     if j.verdict() == Verdict::Foreign {

@@ -4,7 +4,6 @@
 //! holders of OFD locks (through `/proc/<pid>/fdinfo/*`).
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::MetadataExt;
 
 use super::kernel_locks::{FileKey, parse_line};
 use crate::verdict::HolderHow;
@@ -24,8 +23,8 @@ pub fn for_each_fd(mut f: impl FnMut(i32, u32, FileKey)) {
 }
 
 /// Calls `f(fd, key)` for every descriptor of `pid` that names a file, with the open file's
-/// own (device, inode): `stat` of `/proc/<pid>/fd/<fd>` follows the magic link to the open
-/// file itself, even a deleted one (no open(2)). `Err` when the descriptors cannot all be
+/// own (device, inode): `statx` of `/proc/<pid>/fd/<fd>` follows the magic link to the open
+/// file itself, even a deleted one (no open(2)), and asks no file server ([`dev_ino`]). `Err` when the descriptors cannot all be
 /// listed (the process is gone, is another user's and we are not root, ...).
 fn fds_of(pid: i32, mut f: impl FnMut(u32, FileKey)) -> std::io::Result<()> {
     for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
@@ -34,11 +33,31 @@ fn fds_of(pid: i32, mut f: impl FnMut(u32, FileKey)) -> std::io::Result<()> {
             continue;
         };
         // A descriptor closed since the listing names nothing any more.
-        if let Ok(meta) = std::fs::metadata(fd.path()) {
-            f(n, FileKey::from_dev_ino(meta.dev(), meta.ino()));
+        if let Some((dev, ino)) = dev_ino(&fd.path()) {
+            f(n, FileKey::from_dev_ino(dev, ino));
         }
     }
     Ok(())
+}
+
+/// The (device, inode) of the file a `/proc/<pid>/fd/<fd>` link names. On Linux, `statx` with
+/// `AT_STATX_DONT_SYNC`: what the kernel knows of the open file, without asking a network or
+/// FUSE file system's server (which may not answer), the device and inode of an open file
+/// being known without it.
+fn dev_ino(link: &std::path::Path) -> Option<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{AtFlags, CWD, StatxFlags};
+        let st = rustix::fs::statx(CWD, link, AtFlags::STATX_DONT_SYNC, StatxFlags::INO).ok()?;
+        let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+        Some((dev, st.stx_ino))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(link).ok()?;
+        Some((meta.dev(), meta.ino()))
+    }
 }
 
 /// The files `pid` has open, by their own (device, inode), or `None` when its descriptors

@@ -275,7 +275,8 @@ impl Snapshot {
         } else {
             path.parent().unwrap_or(Path::new("/"))
         };
-        let mut info = super::fs::describe(dir, dev);
+        // Not `statfs` on a mount that may hang: its server may not answer.
+        let mut info = super::fs::describe_bounded(dir, dev);
         info.own_root = Some(dev) == self.root_dev;
         info.container_root = info.kind.is_overlay() && !info.own_root;
         self.fs.lock().unwrap().insert(dev, info.clone());

@@ -176,8 +176,18 @@ struct DirCache {
 
 impl DirCache {
     /// The verified directory of `f`, its file name, and the anchor it was reached by (for a
-    /// finding made by hand, not found by the scanner: its directory as it is now).
+    /// finding made by hand, not found by the scanner: its directory as it is now). On a mount that may hang it is
+    /// opened, and the file asked, through the mount's helper ([`scan::open_answering`]): a
+    /// mount that does not answer is an error naming it, and the lock is kept.
     fn open(&mut self, f: &Finding) -> io::Result<(Arc<OwnedFd>, OsString, Anchor)> {
+        if scan::hanging_mount(f, &crate::probe::fs::MountTable::recent()).is_some() {
+            self.last = None;
+            let (dir, name, anchor) = scan::open_answering(f).map_err(|e| match e.io_error() {
+                Some(io) => io::Error::new(io.kind(), e.to_string()),
+                None => io::Error::other(format!("{}: {e}", e.path().display())),
+            })?;
+            return Ok((Arc::new(dir), name, anchor));
+        }
         let parent = f.path.parent().unwrap_or(Path::new("")).to_path_buf();
         let name = f
             .path

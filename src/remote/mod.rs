@@ -15,10 +15,13 @@
 //!   host with another name, a PID that is that host's init or a kernel thread, another program
 //!   than the lock names, another PID namespace) keeps `foreign`, with the reason.
 //!
-//! Invariants: one ssh connection per host per scan, whatever the number of locks; hosts asked in
-//! parallel with a bound; every wait bounded; never a password prompt (`BatchMode=yes`); a host
-//! name taken from a lock file is used only when it is a plain host name (it can never become
-//! an ssh option or a user name). The remote side ([`inspect`]) only reads `/proc`.
+//! Invariants: one ssh connection per host per scan, and one more per host for a reclaim
+//! ([`Reask`]), whatever the number of locks; hosts asked in parallel with a bound; at most
+//! `max_hosts` hosts in a round and a deadline for the whole round, so lock files naming many
+//! hosts cannot stretch a scan ([`ssh::ask_hosts`]); every wait bounded; never a password prompt
+//! (`BatchMode=yes`); a host name taken from a lock file is used only when it is a plain host
+//! name (it can never become an ssh option or a user name). The remote side ([`inspect`]) only
+//! reads `/proc`.
 
 pub mod inspect;
 pub mod ssh;
@@ -42,7 +45,15 @@ pub type HostAnswer = Result<Answer, AskFailure>;
 /// Judges a foreign lock again with its host's answer (by the judge's rules: see
 /// [`crate::judge::remote`]).
 pub fn settle(old: &Judgement, claim: &RemoteClaim, answer: &HostAnswer) -> Judgement {
-    crate::judge::remote::settle(old, claim, answer.as_ref().map_err(|e| e.to_string()))
+    let host = &claim.host;
+    let answer = answer.as_ref().map_err(|e| {
+        if e.not_asked() {
+            format!("{host} was not asked over ssh: {}", e.detail)
+        } else {
+            format!("asked {host} over ssh: no answer ({e})")
+        }
+    });
+    crate::judge::remote::settle(old, claim, answer)
 }
 
 /// Asks every host named by a `foreign` finding that `cfg` allows (all of them with
@@ -144,10 +155,9 @@ impl Asker {
         answers
     }
 
-    /// Asks `f`'s host now, whatever is kept, and judges `f` again with the answer (reclaim
-    /// asks again right before it removes a lock proven stale by asking).
-    pub fn ask_again(&self, f: &mut Finding) {
-        ask_and_settle(std::slice::from_mut(f), &self.cfg, self.all_hosts, &|_| {});
+    /// Asking again for a reclaim of `batch`, whatever is kept (see [`Reask`]).
+    pub fn reask<'a>(&'a self, batch: impl IntoIterator<Item = &'a Finding>) -> Reask<'a> {
+        Reask::new(&self.cfg, self.all_hosts, batch)
     }
 
     /// Judges `f` again with `answers`, if one is for its host.
@@ -157,6 +167,56 @@ impl Asker {
         {
             f.judgement = settle(&f.judgement, &claim, a);
         }
+    }
+}
+
+/// Asking again right before a reclaim removes locks proven stale by asking: each host once
+/// per reclaim, about all of the batch's PIDs on it, however many of its locks there are
+/// (one ssh connection per host, with the bounds of [`ssh::ask_hosts`]). The hosts are asked
+/// when the first such lock is about to be removed, all at once.
+#[derive(Debug)]
+pub struct Reask<'a> {
+    cfg: &'a AskConfig,
+    all_hosts: bool,
+    questions: HashMap<String, Vec<RemoteClaim>>,
+    answers: std::sync::OnceLock<HashMap<String, HostAnswer>>,
+}
+
+impl<'a> Reask<'a> {
+    /// Asking again about the locks of `batch` that were judged by asking their host.
+    pub fn new(
+        cfg: &'a AskConfig,
+        all_hosts: bool,
+        batch: impl IntoIterator<Item = &'a Finding>,
+    ) -> Self {
+        let asked = batch.into_iter().filter(|f| f.judgement.remote.is_some());
+        Reask {
+            cfg,
+            all_hosts,
+            questions: questions(asked, cfg, all_hosts),
+            answers: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Judges `fresh` (`judged`, judged again now) with its host's answer of this reclaim,
+    /// asking every host of the batch the first time one is needed. A lock whose host gives
+    /// no answer, or that names another host now, stays `foreign`.
+    pub fn settle(&self, judged: &Finding, fresh: &mut Finding) {
+        if judged.judgement.remote.is_none() {
+            return;
+        }
+        let Some(claim) = askable(fresh, self.cfg, self.all_hosts) else {
+            return;
+        };
+        let answers = self
+            .answers
+            .get_or_init(|| ssh::ask_hosts(&self.questions, self.cfg, &|_| {}));
+        // A lock that names another host now than when it was judged keeps the verdict of
+        // its own evidence (`foreign`).
+        let Some(answer) = answers.get(&claim.host) else {
+            return;
+        };
+        fresh.judgement = settle(&fresh.judgement, &claim, answer);
     }
 }
 

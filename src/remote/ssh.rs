@@ -34,6 +34,10 @@ pub enum FailureKind {
     Timeout,
     /// It answered something that is not an answer.
     BadAnswer,
+    /// Not asked: more hosts than `ask_hosts.max_hosts` were to be asked in one round.
+    TooManyHosts,
+    /// Not asked: the round's deadline (`ask_hosts.deadline_secs`) had passed.
+    Deadline,
 }
 
 /// A host that gave no usable answer, and why.
@@ -50,6 +54,11 @@ impl AskFailure {
             detail: detail.into(),
         }
     }
+
+    /// Whether the host was not asked at all (a bound of the round, not the host's fault).
+    pub fn not_asked(&self) -> bool {
+        matches!(self.kind, FailureKind::TooManyHosts | FailureKind::Deadline)
+    }
 }
 
 impl std::fmt::Display for AskFailure {
@@ -63,6 +72,7 @@ impl std::fmt::Display for AskFailure {
             FailureKind::NoProgram => "locksmith is not installed there",
             FailureKind::Timeout => "no answer in time",
             FailureKind::BadAnswer => "its answer could not be read",
+            FailureKind::TooManyHosts | FailureKind::Deadline => "not asked",
         };
         if self.detail.is_empty() {
             f.write_str(what)
@@ -83,23 +93,58 @@ pub fn plain_host_name(host: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
-/// Asks every host in `questions` (at most `cfg.concurrency` at once), each once about all of
-/// its PIDs. `progress` is told how many hosts are still being asked after each answer.
+/// Asks the hosts in `questions`, each once about all of its PIDs, at most `cfg.concurrency`
+/// at once, within bounds that no number of lock files can stretch:
+/// - at most `cfg.max_hosts` hosts: those the configuration lists (`cfg.hosts`) first, then
+///   the others by name; the rest are not asked ([`FailureKind::TooManyHosts`]);
+/// - the whole round ends `cfg.deadline_secs` after it starts: a host still answering then is
+///   given up ([`FailureKind::Timeout`]), and one not yet asked is not asked
+///   ([`FailureKind::Deadline`]).
+///
+/// Every host of `questions` gets an answer or a failure. `progress` is told how many hosts
+/// are still being asked after each answer.
 pub fn ask_hosts(
     questions: &HashMap<String, Vec<RemoteClaim>>,
     cfg: &AskConfig,
     progress: &(dyn Fn(usize) + Sync),
 ) -> HashMap<String, HostAnswer> {
-    let queue: Mutex<Vec<(&String, &Vec<RemoteClaim>)>> = Mutex::new(questions.iter().collect());
-    let answers = Mutex::new(HashMap::new());
-    let workers = cfg.concurrency.clamp(1, questions.len().max(1));
+    let deadline = Instant::now() + Duration::from_secs(cfg.deadline_secs);
+    let mut hosts: Vec<(&String, &Vec<RemoteClaim>)> = questions.iter().collect();
+    hosts.sort_by_cached_key(|(h, _)| (!cfg.allows(h), h.to_ascii_lowercase()));
+    let mut answers = HashMap::new();
+    for (host, _) in hosts.iter().skip(cfg.max_hosts) {
+        let why = format!(
+            "{} hosts were to be asked, and one round asks at most {} (ask_hosts.max_hosts)",
+            questions.len(),
+            cfg.max_hosts
+        );
+        answers.insert(
+            (*host).clone(),
+            Err(AskFailure::new(FailureKind::TooManyHosts, why)),
+        );
+    }
+    hosts.truncate(cfg.max_hosts);
+    // Popped from the end: the first hosts first.
+    hosts.reverse();
+    let workers = cfg.concurrency.clamp(1, hosts.len().max(1));
+    let queue = Mutex::new(hosts);
+    let answers = Mutex::new(answers);
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
                 loop {
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
                     let Some((host, claims)) = next else { break };
-                    let answer = ask_host(host, claims, cfg);
+                    let answer = match deadline.checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => ask_host_within(host, claims, cfg, left),
+                        _ => Err(AskFailure::new(
+                            FailureKind::Deadline,
+                            format!(
+                                "this round of asking ended after {} s (ask_hosts.deadline_secs)",
+                                cfg.deadline_secs
+                            ),
+                        )),
+                    };
                     let mut all = answers.lock().unwrap_or_else(|e| e.into_inner());
                     all.insert(host.clone(), answer);
                     progress(questions.len() - all.len());
@@ -112,6 +157,17 @@ pub fn ask_hosts(
 
 /// Asks `host` about the PIDs of `claims` over one ssh connection.
 pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnswer {
+    ask_host_within(host, claims, cfg, Duration::MAX)
+}
+
+/// [`ask_host`], given up after `left` if that comes before `cfg.timeout_secs` (the end of
+/// the round).
+fn ask_host_within(
+    host: &str,
+    claims: &[RemoteClaim],
+    cfg: &AskConfig,
+    left: Duration,
+) -> HostAnswer {
     if !plain_host_name(host) {
         return Err(AskFailure::new(
             FailureKind::NotAHostName,
@@ -134,7 +190,20 @@ pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnsw
     let child = cmd
         .spawn()
         .map_err(|e| AskFailure::new(FailureKind::NoSsh, format!("{}: {e}", cfg.ssh)))?;
-    let (status, out, err) = wait_bounded(child, Duration::from_secs(cfg.timeout_secs))?;
+    let timeout = Duration::from_secs(cfg.timeout_secs);
+    let (status, out, err) = if left < timeout {
+        wait_bounded(child, left).map_err(|e| {
+            AskFailure::new(
+                e.kind,
+                format!(
+                    "gave up at the end of this round of asking ({} s, ask_hosts.deadline_secs)",
+                    cfg.deadline_secs
+                ),
+            )
+        })?
+    } else {
+        wait_bounded(child, timeout)?
+    };
     let err_line = last_line(&err);
     match status {
         Some(0) => {}
@@ -166,8 +235,8 @@ pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnsw
     })
 }
 
-/// `PROGRAM inspect --json --pid N ... [--boot-id ID] [--expect NAME ...]`, each word quoted
-/// for the remote shell.
+/// `PROGRAM inspect --json --pid N ... [--boot-id ID] [--expect NAME ...]` (each PID once),
+/// each word quoted for the remote shell.
 fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
     let mut words = vec![
         crate::text::shell_quote(&cfg.program),
@@ -176,9 +245,14 @@ fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
     ];
     let mut expect: Vec<&str> = Vec::new();
     let mut boot_id = None;
-    for c in claims {
+    let mut pids: Vec<i64> = claims.iter().map(|c| c.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
         words.push("--pid".into());
-        words.push(c.pid.to_string());
+        words.push(pid.to_string());
+    }
+    for c in claims {
         expect.extend(c.expect.iter().map(String::as_str));
         boot_id = boot_id.or(c.boot_id.as_deref());
     }

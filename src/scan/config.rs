@@ -87,6 +87,11 @@ pub struct AskConfig {
     pub timeout_secs: u64,
     /// How many hosts are asked at once.
     pub concurrency: usize,
+    /// The most distinct hosts asked in one round; the others' locks stay `foreign`, saying so.
+    pub max_hosts: usize,
+    /// The longest a whole round of asking may take, seconds: hosts not asked by then are not
+    /// asked, and those still answering are given up.
+    pub deadline_secs: u64,
 }
 
 impl Default for AskConfig {
@@ -99,6 +104,8 @@ impl Default for AskConfig {
             connect_timeout_secs: 5,
             timeout_secs: 15,
             concurrency: 8,
+            max_hosts: 32,
+            deadline_secs: 60,
         }
     }
 }
@@ -122,6 +129,18 @@ impl AskConfig {
             return Err(format!(
                 "ask_hosts.concurrency must be 1..=256, not {}",
                 self.concurrency
+            ));
+        }
+        if !(1..=4096).contains(&self.max_hosts) {
+            return Err(format!(
+                "ask_hosts.max_hosts must be 1..=4096, not {}",
+                self.max_hosts
+            ));
+        }
+        if !(1..=3600).contains(&self.deadline_secs) {
+            return Err(format!(
+                "ask_hosts.deadline_secs must be 1..=3600 seconds, not {}",
+                self.deadline_secs
             ));
         }
         if self.program.trim().is_empty() || self.ssh.trim().is_empty() {

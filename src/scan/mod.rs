@@ -25,9 +25,10 @@ mod judge;
 mod matcher;
 mod walk;
 
-use std::ffi::OsStr;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
@@ -41,6 +42,7 @@ pub use matcher::ExtraPatterns;
 
 use crate::dialect::{DialectId, EntryKind};
 use crate::judge::Judgement;
+use crate::probe::fs;
 use crate::probe::{FsInfo, Snapshot};
 
 /// One lock found and judged.
@@ -137,6 +139,13 @@ pub fn judge_path(
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
+    let table = fs::MountTable::recent();
+    if let Some(m) = table.of_path(path).filter(|m| m.may_hang()) {
+        let touch = fs::Op::TouchPath {
+            path: path.to_path_buf(),
+        };
+        fs::call_path(path, Some(m), touch).map_err(|e| ScanError::other(path, e.to_string()))?;
+    }
     let matcher = matcher_of(config, path)?;
     let hits = matcher.hits(path);
     judge::examine(path, &hits, judge::Mode::Lenient, snap, config)
@@ -150,20 +159,54 @@ pub fn rejudge(
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
-    let Some(anchor) = &finding.anchor else {
+    if finding.anchor.is_none() {
         return judge_path(&finding.path, snap, config);
-    };
-    let (dir, name) = anchor
-        .open_parent(&finding.path)
-        .map_err(|e| ScanError::io(&finding.path, e))?;
+    }
+    let (dir, name, _) = open_answering(finding)?;
     judge_at(
         dir.as_fd(),
         &name,
         &finding.path,
-        Some(anchor),
+        finding.anchor.as_ref(),
         snap,
         config,
     )
+}
+
+/// The mount a finding is on, when calls on it may wait on a server (see [`fs::bounded`]).
+pub fn hanging_mount(finding: &Finding, table: &fs::MountTable) -> Option<Arc<fs::Mount>> {
+    table
+        .of_dev(finding.identity.dev)
+        .or_else(|| table.of_path(&finding.path))
+        .filter(|m| m.may_hang())
+        .cloned()
+}
+
+/// Opens a finding's directory again as [`Anchor::open_parent`] does (or by its path, for a
+/// finding made by hand) and returns it with the file's name. On a mount that may hang, the
+/// file is first asked what judging it will (its status, content, link text) through
+/// [`fs::call`]: a mount that does not answer, now or before, is an error naming it, and what
+/// follows (opening, judging, reclaim) runs on a mount that has just answered for this file.
+pub fn open_answering(finding: &Finding) -> Result<(OwnedFd, OsString, Anchor), ScanError> {
+    let open = || match &finding.anchor {
+        Some(a) => a
+            .open_parent(&finding.path)
+            .map(|(dir, name)| (dir, name, a.clone())),
+        None => Anchor::of_parent(&finding.path).map(|(a, dir, name)| (dir, name, a)),
+    };
+    let table = fs::MountTable::recent();
+    let Some(m) = hanging_mount(finding, &table) else {
+        return open().map_err(|e| ScanError::io(&finding.path, e));
+    };
+    // Asked first through a task of the mount's: then opened here, the mount having just
+    // answered for this very file.
+    let touch = fs::Op::TouchPath {
+        path: finding.path.clone(),
+    };
+    match fs::call(Some(&m), touch) {
+        Ok(_) => open().map_err(|e| ScanError::io(&finding.path, e)),
+        Err(e) => Err(ScanError::other(&m.point, e.to_string())),
+    }
 }
 
 /// Judges the entry `name` of the open directory `dir` now (`path` is its full path, for

@@ -32,7 +32,8 @@
 //! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
 //! work spreads over subtrees of any shape and the stack stays small (depth-first).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,6 +46,7 @@ use super::judge::{self, Mode};
 use super::matcher::Matcher;
 use super::{ScanError, ScanEvent};
 use crate::probe::Snapshot;
+use crate::probe::fs::{self, Mount, MountTable, NotAnswering};
 
 /// How often progress is reported, at most.
 const PROGRESS_MS: u64 = 50;
@@ -65,6 +67,11 @@ struct Job {
     /// Depth of `path` below its root (the root is 0).
     depth: usize,
     root: usize,
+    /// The mount `path` is on, when calls on it may wait on a server: they are then made
+    /// through its helpers ([`fs::bounded`]).
+    mount: Option<Arc<Mount>>,
+    /// The same for its parent directory (where `path` is looked up when it is opened).
+    parent_mount: Option<Arc<Mount>>,
 }
 
 #[derive(Default)]
@@ -94,8 +101,10 @@ pub(crate) struct Walk<'a> {
     root_paths: HashSet<PathBuf>,
     /// The roots' paths, shared by the anchors of their findings.
     root_arcs: Vec<Arc<Path>>,
-    /// Mount points below which the file system changes, with their type.
-    mounts: HashMap<PathBuf, String>,
+    /// The mounts, read once (from `/proc/self/mountinfo`, touching none of them).
+    mounts: MountTable,
+    /// Mounts that did not answer, already reported in this walk.
+    dead: Mutex<HashSet<PathBuf>>,
     /// Our state directory (device, inode, canonical path), never walked.
     state_dir: Option<(u64, u64, PathBuf)>,
     queue: Mutex<Queue>,
@@ -134,7 +143,8 @@ impl<'a> Walk<'a> {
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
             root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
-            mounts: sys::mount_points(),
+            mounts: MountTable::read(),
+            dead: Mutex::default(),
             state_dir: state_dir(),
             queue: Mutex::default(),
             ready: Condvar::new(),
@@ -187,26 +197,59 @@ impl<'a> Walk<'a> {
     }
 
     /// A directory root goes on the stack; a root that is a file (or a symlink, never
-    /// followed) is examined at once, in lenient mode.
+    /// followed) is examined at once, in lenient mode. The root's status and real path are
+    /// asked through a helper ([`fs::bounded_path`]): on the way to it may be a mount that does
+    /// not answer.
     fn start_root(&self, i: usize, root: &Root) {
-        let meta = match std::fs::symlink_metadata(&root.path) {
-            Ok(m) => m,
+        let lexical = self.mounts.of_path(&root.path).cloned();
+        let probe = fs::Op::Probe {
+            path: root.path.clone(),
+        };
+        let (mode, real) = match fs::call_path(&root.path, lexical.as_deref(), probe) {
+            Ok(a) => match a.ok() {
+                Ok(a) => (a.mode, a.real),
+                Err(e) => {
+                    self.error(
+                        ScanError::io(&root.path, e)
+                            .during("cannot scan")
+                            .at_depth(0),
+                    );
+                    return;
+                }
+            },
             Err(e) => {
-                self.error(
-                    ScanError::io(&root.path, e)
-                        .during("cannot scan")
-                        .at_depth(0),
-                );
+                let why = format!("cannot scan: {e}");
+                self.error(ScanError::other(&root.path, why).at_depth(0));
                 return;
             }
         };
-        if self.in_state_dir(&root.path) {
+        if self.in_state_dir(real.as_deref()) {
             // Read, and nothing in it is a lock: our own saved copies and journal.
             self.roots_read[i].store(true, Ordering::Relaxed);
             return;
         }
-        if meta.is_dir() {
-            if let Some(kind) = sys::pseudo_fs(&root.path) {
+        // The mount the root really is on (what its path names, where it cannot be resolved).
+        // A container's root seen through `/proc/PID/root` has mounts our table does not
+        // list (its volumes may be network mounts): all of it is taken as one that may hang.
+        let mount = if in_container(&root.path) {
+            Some(Arc::new(Mount {
+                id: 0,
+                dev: 0,
+                point: root.path.clone(),
+                fs_type: "container".into(),
+                source: None,
+            }))
+        } else {
+            real.as_deref()
+                .and_then(|r| self.mounts.of_path(r))
+                .or(lexical.as_ref())
+                .filter(|m| m.may_hang())
+                .cloned()
+        };
+        if rustix::fs::FileType::from_raw_mode(mode) == rustix::fs::FileType::Directory {
+            if mount.is_none()
+                && let Some(kind) = sys::pseudo_fs(&root.path)
+            {
                 let why = format!("is on a pseudo file system ({kind}): not scanned");
                 self.error(ScanError::other(&root.path, why).at_depth(0));
                 return;
@@ -222,11 +265,22 @@ impl<'a> Walk<'a> {
                 node: None,
                 depth: 0,
                 root: i,
+                parent_mount: mount.clone(),
+                mount,
             });
             return;
         }
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
+        if let Some(m) = &mount {
+            let touch = fs::Op::TouchPath {
+                path: root.path.clone(),
+            };
+            if let Err(e) = fs::call_path(&root.path, Some(m), touch) {
+                self.not_answering(m, e);
+                return;
+            }
+        }
         let hits = self.matcher.hits(&root.path);
         self.report(
             judge::examine(&root.path, &hits, Mode::Lenient, self.snap, self.config),
@@ -273,17 +327,38 @@ impl<'a> Walk<'a> {
     }
 
     /// Reads one directory: examines the entries that may be locks, collects the
-    /// subdirectories to walk into `out`.
+    /// subdirectories to walk into `out`. On a mount that may hang, every call on the directory
+    /// goes through the mount's helpers, and a mount that does not answer is reported once and
+    /// left alone.
     fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
         let root = &self.roots[job.root];
-        let opened = self.open_job(&job, root).and_then(|d| {
-            let id = anchor::dir_id(d.as_fd())?;
-            Ok((d, id))
-        });
+        for m in [&job.mount, &job.parent_mount].into_iter().flatten() {
+            if let Some(e) = fs::not_answering(m) {
+                self.not_answering(m, e);
+                return;
+            }
+        }
+        let opened = match job.mount.as_ref().or(job.parent_mount.as_ref()) {
+            None => Ok(open_job(
+                job.parent.as_deref(),
+                job.root_dir.as_deref(),
+                &job.path,
+                &root.path,
+            )
+            .and_then(|d| {
+                let id = anchor::dir_id(d.as_fd())?;
+                Ok((d, id))
+            })),
+            Some(m) => self.open_job_bounded(m, &job, &root.path),
+        };
         let (dir, id) = match opened {
-            Ok(d) => d,
-            Err(e) => {
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => {
                 self.error(job_error(&job.path, job.depth, e));
+                return;
+            }
+            Err((m, e)) => {
+                self.not_answering(&m, e);
                 return;
             }
         };
@@ -294,80 +369,42 @@ impl<'a> Walk<'a> {
             id,
             parent: job.node,
         });
-        let here = Anchor {
-            root: self.root_arcs[job.root].clone(),
-            dir: node.clone(),
+        let at = Here {
+            path: &job.path,
+            depth: job.depth,
+            root: job.root,
+            anchor: Anchor {
+                root: self.root_arcs[job.root].clone(),
+                dir: node.clone(),
+            },
+            dir: &dir,
+            root_dir: &root_dir,
+            node: &node,
+            mount: job.mount.as_ref(),
+            descend_ok: root.max_depth.is_none_or(|m| job.depth + 1 < m),
         };
-        let descend_ok = root.max_depth.is_none_or(|m| job.depth + 1 < m);
-        let kernel = self.snap.kernel_locks();
-        let check_kernel = !kernel.is_empty();
-        let excludes = self.matcher.has_excludes();
-        let other_roots = self.root_paths.len() > 1;
         let mut count = 0u64;
-        let result = sys::read_entries(&dir, buf, |name, dtype, ino| {
-            count += 1;
-            if count % BATCH == 0 {
-                self.entries.fetch_add(BATCH, Ordering::Relaxed);
-                self.progress();
-                if self.cancelled() {
-                    return false;
+        let result = match &job.mount {
+            None => sys::read_entries(&dir, buf, |name, dtype, ino| {
+                count += 1;
+                if count % BATCH == 0 {
+                    self.entries.fetch_add(BATCH, Ordering::Relaxed);
+                    self.progress();
+                    if self.cancelled() {
+                        return false;
+                    }
                 }
-            }
-            let may = self.matcher.may_match(name);
-            let locked = check_kernel && kernel.may_lock_inode(ino);
-            let maybe_dir = descend_ok && dtype != sys::DType::Other;
-            if !(may || locked || maybe_dir) {
-                return true;
-            }
-            let path = job.path.join(name);
-            if excludes && self.matcher.excluded(&path) {
-                return true;
-            }
-            if may || locked {
-                let hits = if may {
-                    self.matcher.hits(&path)
-                } else {
-                    Vec::new()
-                };
-                if !hits.is_empty() || locked {
-                    self.report(
-                        judge::examine_at(
-                            dir.as_fd(),
-                            name,
-                            &path,
-                            &hits,
-                            Mode::Walk,
-                            self.snap,
-                            self.config,
-                            Some(&here),
-                        ),
-                        job.depth + 1,
-                    );
+                self.entry(&at, name, dtype, ino, out)
+            }),
+            Some(m) => self.read_entries_bounded(m, &dir, buf, |name, dtype, ino| {
+                count += 1;
+                if count % BATCH == 0 {
+                    self.entries.fetch_add(BATCH, Ordering::Relaxed);
+                    self.progress();
                 }
-            }
-            if maybe_dir {
-                let is_dir = match dtype {
-                    sys::DType::Dir => true,
-                    // The file system did not say: ask (never following a link).
-                    _ => sys::is_dir_at(&dir, name),
-                };
-                let walk_it = || {
-                    let another_root = other_roots && self.root_paths.contains(&path);
-                    !(another_root || self.is_state_dir(ino, &path) || self.skip_mount(&path))
-                };
-                if is_dir && walk_it() {
-                    out.push(Job {
-                        path,
-                        parent: None,
-                        root_dir: Some(root_dir.clone()),
-                        node: Some(node.clone()),
-                        depth: job.depth + 1,
-                        root: job.root,
-                    });
-                }
-            }
-            true
-        });
+                !self.cancelled() && self.entry(&at, name, dtype, ino, out)
+            }),
+        };
         self.entries.fetch_add(count % BATCH, Ordering::Relaxed);
         if !out.is_empty() && job.depth < self.keep_fd_depth {
             for j in out.iter_mut() {
@@ -384,49 +421,243 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Whether the directory `path` (inode `ino` from `getdents`) is our state directory.
-    fn is_state_dir(&self, ino: u64, path: &Path) -> bool {
-        use std::os::unix::fs::MetadataExt;
+    /// [`sys::read_entries`] on a mount that may hang: one `getdents` buffer at a time on the
+    /// mount's helper. A mount that stops answering ends the listing (it is reported once).
+    fn read_entries_bounded(
+        &self,
+        m: &Arc<Mount>,
+        dir: &Arc<sys::DirHandle>,
+        buf: &mut Vec<u8>,
+        mut f: impl FnMut(&OsStr, sys::DType, u64) -> bool,
+    ) -> std::io::Result<()> {
+        let _ = buf;
+        loop {
+            let (entries, end) = match fs::call(Some(m), fs::Op::ReadDir { dir: dir.as_fd() }) {
+                Ok(a) => {
+                    let a = a.ok()?;
+                    (a.entries, a.eof)
+                }
+                Err(e) => {
+                    self.not_answering(m, e);
+                    return Ok(());
+                }
+            };
+            for (name, t, ino) in &entries {
+                let dtype = match *t {
+                    4 => sys::DType::Dir,
+                    0 => sys::DType::Unknown,
+                    _ => sys::DType::Other,
+                };
+                if name == "." || name == ".." {
+                    continue;
+                }
+                if !f(name, dtype, *ino) {
+                    return Ok(());
+                }
+            }
+            if end {
+                return Ok(());
+            }
+        }
+    }
+
+    /// [`open_job`] on a mount that may hang, through [`fs::call`]: the directory is opened
+    /// component by component without following symlinks, as [`anchor::open_beneath`] does.
+    fn open_job_bounded(
+        &self,
+        m: &Arc<Mount>,
+        job: &Job,
+        root_path: &Path,
+    ) -> Result<std::io::Result<Opened>, (Arc<Mount>, NotAnswering)> {
+        let name = || job.path.file_name().map(OsStr::to_os_string);
+        let (from, chain) = match (job.parent.as_deref(), job.root_dir.as_deref()) {
+            (Some(p), _) => (Some(p.as_fd()), name().into_iter().collect()),
+            (None, None) => (None, vec![job.path.as_os_str().to_os_string()]),
+            (None, Some(r)) => {
+                let Ok(rel) = job.path.strip_prefix(root_path) else {
+                    return Ok(Err(std::io::Error::other("not below its root")));
+                };
+                let chain: Vec<OsString> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_os_string())
+                    .collect();
+                (Some(r.as_fd()), chain)
+            }
+        };
+        let a = fs::call(Some(m), fs::Op::OpenDir { from, chain }).map_err(|e| (m.clone(), e))?;
+        Ok(a.ok().and_then(|a| {
+            let fd = a.fd.ok_or_else(|| std::io::Error::other("no directory"))?;
+            Ok((
+                fd,
+                anchor::DirId {
+                    dev: a.dev,
+                    ino: a.ino,
+                },
+            ))
+        }))
+    }
+
+    /// One entry of the directory `at`: judged if it may be a lock, queued in `out` if it is
+    /// a directory to walk. `false` stops the listing.
+    fn entry(
+        &self,
+        at: &Here<'_>,
+        name: &OsStr,
+        dtype: sys::DType,
+        ino: u64,
+        out: &mut Vec<Job>,
+    ) -> bool {
+        let may = self.matcher.may_match(name);
+        let kernel = self.snap.kernel_locks();
+        let locked = !kernel.is_empty() && kernel.may_lock_inode(ino);
+        let maybe_dir = at.descend_ok && dtype != sys::DType::Other;
+        if !(may || locked || maybe_dir) {
+            return true;
+        }
+        let path = at.path.join(name);
+        if self.matcher.has_excludes() && self.matcher.excluded(&path) {
+            return true;
+        }
+        if may || locked {
+            let hits = if may {
+                self.matcher.hits(&path)
+            } else {
+                Vec::new()
+            };
+            if (!hits.is_empty() || locked) && self.answers(at, name) {
+                self.report(
+                    judge::examine_at(
+                        at.dir.as_fd(),
+                        name,
+                        &path,
+                        &hits,
+                        Mode::Walk,
+                        self.snap,
+                        self.config,
+                        Some(&at.anchor),
+                    ),
+                    at.depth + 1,
+                );
+            }
+        }
+        if maybe_dir {
+            let is_dir = match dtype {
+                sys::DType::Dir => true,
+                // The file system did not say: ask (never following a link).
+                _ => self.is_dir_at(at, name),
+            };
+            // A mount point: the directory is then on that mount.
+            let mounted = self.mounts.at(&path);
+            let walk_it = || {
+                let another_root = self.root_paths.len() > 1 && self.root_paths.contains(&path);
+                !(another_root
+                    || self.is_state_dir(at, ino, &path)
+                    || mounted.is_some_and(|m| self.skip_mount(m, &path)))
+            };
+            if is_dir && walk_it() {
+                let mount = match mounted {
+                    Some(m) => m.may_hang().then(|| m.clone()),
+                    None => at.mount.cloned(),
+                };
+                out.push(Job {
+                    path,
+                    parent: None,
+                    root_dir: Some(at.root_dir.clone()),
+                    node: Some(at.node.clone()),
+                    depth: at.depth + 1,
+                    root: at.root,
+                    mount,
+                    parent_mount: at.mount.cloned(),
+                });
+            }
+        }
+        true
+    }
+
+    /// Whether the entry `name` of `at` answers (always, off a mount that may hang): what
+    /// judging it will ask of the file system (its status, a prefix of its content, its link
+    /// text) is asked first through the mount's helper, so that a candidate is judged only
+    /// when its mount has just answered for it.
+    fn answers(&self, at: &Here<'_>, name: &OsStr) -> bool {
+        let Some(m) = at.mount else { return true };
+        let touch = fs::Op::Touch {
+            dir: at.dir.as_fd(),
+            name: name.to_os_string(),
+        };
+        match fs::call(Some(m), touch) {
+            Ok(_) => true,
+            Err(e) => {
+                self.not_answering(m, e);
+                false
+            }
+        }
+    }
+
+    /// [`sys::is_dir_at`], through the mount's helper where the mount may hang.
+    fn is_dir_at(&self, at: &Here<'_>, name: &OsStr) -> bool {
+        let Some(m) = at.mount else {
+            return sys::is_dir_at(at.dir, name);
+        };
+        let stat = fs::Op::StatAt {
+            dir: at.dir.as_fd(),
+            name: name.to_os_string(),
+        };
+        match fs::call(Some(m), stat) {
+            Ok(a) => {
+                a.err.is_none()
+                    && rustix::fs::FileType::from_raw_mode(a.mode)
+                        == rustix::fs::FileType::Directory
+            }
+            Err(e) => {
+                self.not_answering(m, e);
+                false
+            }
+        }
+    }
+
+    /// Reports a mount that does not answer, once per walk.
+    fn not_answering(&self, m: &Mount, e: NotAnswering) {
+        if self.dead.lock().unwrap().insert(m.point.clone()) {
+            self.error(ScanError::other(&m.point, e.to_string()));
+        }
+    }
+
+    /// Whether the directory `path` (inode `ino` from `getdents`, in `at`) is our state
+    /// directory.
+    fn is_state_dir(&self, at: &Here<'_>, ino: u64, path: &Path) -> bool {
         self.state_dir.as_ref().is_some_and(|(dev, sino, _)| {
             // The inode number first (free), the device only when it matches.
-            ino == *sino
-                && std::fs::symlink_metadata(path)
-                    .is_ok_and(|m| m.dev() == *dev && m.ino() == *sino)
+            if ino != *sino {
+                return false;
+            }
+            let Some(name) = path.file_name() else {
+                return false;
+            };
+            let stat = fs::Op::StatAt {
+                dir: at.dir.as_fd(),
+                name: name.to_os_string(),
+            };
+            fs::call(at.mount.map(|m| &**m), stat)
+                .is_ok_and(|a| a.err.is_none() && (a.dev, a.ino) == (*dev, *sino))
         })
     }
 
-    /// Whether a root is our state directory or lies inside it.
-    fn in_state_dir(&self, root: &Path) -> bool {
-        self.state_dir.as_ref().is_some_and(|(_, _, dir)| {
-            std::fs::canonicalize(root).is_ok_and(|r| r.starts_with(dir))
-        })
+    /// Whether a root (its real path) is our state directory or lies inside it.
+    fn in_state_dir(&self, real: Option<&Path>) -> bool {
+        self.state_dir
+            .as_ref()
+            .is_some_and(|(_, _, dir)| real.is_some_and(|r| r.starts_with(dir)))
     }
 
-    /// Opens a job's directory: relative to its kept parent, else beneath the root's
-    /// descriptor without following symlinks, and the root itself by its path (a symlink
-    /// as its last component is not followed).
-    fn open_job(&self, job: &Job, root: &Root) -> std::io::Result<sys::DirHandle> {
-        if let Some(parent) = job.parent.as_deref() {
-            return sys::open_dir(Some(parent), &job.path);
-        }
-        let Some(root_dir) = job.root_dir.as_deref() else {
-            return sys::open_dir(None, &job.path);
-        };
-        let rel = job
-            .path
-            .strip_prefix(&root.path)
-            .map_err(|_| std::io::Error::other("not below its root"))?;
-        let parent = anchor::open_beneath(root_dir.as_fd(), rel.parent().unwrap_or(Path::new("")))?;
-        sys::open_dir(Some(&parent), &job.path)
-    }
-
-    /// Whether `dir` is a mount point of a file system never to walk (proc, sysfs, autofs...).
-    fn skip_mount(&self, dir: &Path) -> bool {
-        match self.mounts.get(dir) {
-            None => false,
+    /// Whether the mount point `dir` (of mount `m`) is of a file system never to walk (proc,
+    /// sysfs, autofs...). A mount that may hang is not `statfs`ed: its type says it is no
+    /// pseudo file system, and a `statfs` could wait on its server.
+    fn skip_mount(&self, m: &Mount, dir: &Path) -> bool {
+        match m.fs_type.as_str() {
             // Touching an automount point may mount (or hang on) a remote file system.
-            Some(t) if t == "autofs" => true,
-            Some(_) => sys::pseudo_fs(dir).is_some(),
+            "autofs" => true,
+            _ if m.may_hang() => false,
+            _ => sys::pseudo_fs(dir).is_some(),
         }
     }
 
@@ -467,6 +698,58 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Whether `path` is seen through a process's root (`/proc/PID/root/...`: a container's).
+fn in_container(path: &Path) -> bool {
+    let mut c = path.components().skip(1);
+    c.next().is_some_and(|p| p.as_os_str() == "proc")
+        && c.next().is_some_and(|p| {
+            p.as_os_str()
+                .to_str()
+                .is_some_and(|s| s.parse::<u32>().is_ok())
+        })
+        && c.next().is_some_and(|p| p.as_os_str() == "root")
+}
+
+/// An open directory and its (device, inode).
+type Opened = (sys::DirHandle, anchor::DirId);
+
+/// A directory being read, as its entries see it.
+struct Here<'a> {
+    path: &'a Path,
+    depth: usize,
+    root: usize,
+    anchor: Anchor,
+    dir: &'a Arc<sys::DirHandle>,
+    root_dir: &'a Arc<sys::DirHandle>,
+    node: &'a Arc<DirNode>,
+    /// Its mount, when calls on it may hang.
+    mount: Option<&'a Arc<Mount>>,
+    /// Whether its subdirectories are within the root's depth.
+    descend_ok: bool,
+}
+
+/// Opens a job's directory `path`: relative to its kept `parent`, else beneath the root's
+/// descriptor `root_dir` (the root at `root_path`) without following symlinks, and the root
+/// itself by its path (a symlink as its last component is not followed).
+fn open_job(
+    parent: Option<&sys::DirHandle>,
+    root_dir: Option<&sys::DirHandle>,
+    path: &Path,
+    root_path: &Path,
+) -> std::io::Result<sys::DirHandle> {
+    if let Some(parent) = parent {
+        return sys::open_dir(Some(parent), path);
+    }
+    let Some(root_dir) = root_dir else {
+        return sys::open_dir(None, path);
+    };
+    let rel = path
+        .strip_prefix(root_path)
+        .map_err(|_| std::io::Error::other("not below its root"))?;
+    let parent = anchor::open_beneath(root_dir.as_fd(), rel.parent().unwrap_or(Path::new("")))?;
+    sys::open_dir(Some(&parent), path)
+}
+
 /// A directory that could not be read.
 fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
     ScanError::io(path, e)
@@ -475,12 +758,19 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 }
 
 /// Our state directory, if it exists: where reclaimed locks are saved (never walked).
+/// Asked through a helper: a home directory may be on a mount that does not answer (then no
+/// state directory is known to the walk, and nothing in it can be a lock it reads anyway).
 fn state_dir() -> Option<(u64, u64, PathBuf)> {
-    use std::os::unix::fs::MetadataExt;
     let dir = super::config::default_state_dir();
-    let meta = std::fs::metadata(&dir).ok().filter(|m| m.is_dir())?;
-    let canonical = std::fs::canonicalize(&dir).ok()?;
-    Some((meta.dev(), meta.ino(), canonical))
+    let mount = MountTable::read().of_path(&dir).cloned();
+    let probe = fs::Op::Probe { path: dir.clone() };
+    let a = fs::call_path(&dir, mount.as_deref(), probe)
+        .ok()?
+        .ok()
+        .ok()?;
+    let is_dir =
+        rustix::fs::FileType::from_raw_mode(a.target_mode) == rustix::fs::FileType::Directory;
+    is_dir.then_some((a.dev, a.ino, a.real?))
 }
 
 /// The system calls of the walk (getdents64 on Linux, `readdir` elsewhere).
@@ -553,11 +843,9 @@ mod sys {
 
     #[cfg(target_os = "linux")]
     mod linux {
-        use std::collections::HashMap;
         use std::ffi::OsStr;
         use std::io;
-        use std::os::unix::ffi::OsStringExt;
-        use std::path::{Path, PathBuf};
+        use std::path::Path;
 
         use rustix::fd::OwnedFd;
         use rustix::fs::RawDir;
@@ -594,62 +882,13 @@ mod sys {
             let m = crate::probe::fs::magic(dir)?;
             crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
         }
-
-        /// Mount points (other than `/`) and their file-system types, from
-        /// `/proc/self/mountinfo`.
-        pub fn mount_points() -> HashMap<PathBuf, String> {
-            std::fs::read("/proc/self/mountinfo")
-                .map(|text| parse_mountinfo(&text))
-                .unwrap_or_default()
-        }
-
-        pub fn parse_mountinfo(text: &[u8]) -> HashMap<PathBuf, String> {
-            let mut out = HashMap::new();
-            for line in text.split(|&b| b == b'\n') {
-                // id parent major:minor root mount-point options [optional...] - type source ...
-                let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-                let Some(dash) = fields.iter().position(|f| *f == b"-") else {
-                    continue;
-                };
-                let (Some(mp), Some(fstype)) = (fields.get(4), fields.get(dash + 1)) else {
-                    continue;
-                };
-                let mp = PathBuf::from(std::ffi::OsString::from_vec(
-                    crate::probe::fs::mountinfo_unescape(mp),
-                ));
-                if mp != Path::new("/") {
-                    out.insert(mp, String::from_utf8_lossy(fstype).into_owned());
-                }
-            }
-            out
-        }
-
-        #[cfg(test)]
-        mod tests {
-            use super::*;
-
-            #[test]
-            fn parses_mountinfo() {
-                let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
-                    36 25 8:1 / / rw - ext4 /dev/sda1 rw\n\
-                    40 36 0:33 / /mnt/my\\040disk rw shared:1 - fuse.sshfs host: rw\n";
-                let m = parse_mountinfo(text);
-                assert_eq!(m.get(Path::new("/proc")).map(String::as_str), Some("proc"));
-                assert_eq!(
-                    m.get(Path::new("/mnt/my disk")).map(String::as_str),
-                    Some("fuse.sshfs")
-                );
-                assert!(!m.contains_key(Path::new("/")));
-            }
-        }
     }
 
     #[cfg(not(target_os = "linux"))]
     mod other {
-        use std::collections::HashMap;
         use std::ffi::OsStr;
         use std::io;
-        use std::path::{Path, PathBuf};
+        use std::path::Path;
 
         use rustix::fd::OwnedFd;
 
@@ -678,9 +917,19 @@ mod sys {
         pub fn pseudo_fs(_dir: &Path) -> Option<crate::probe::fs::FsKind> {
             None
         }
+    }
+}
 
-        pub fn mount_points() -> HashMap<PathBuf, String> {
-            HashMap::new()
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_root_is_one_seen_through_a_process_root() {
+        assert!(in_container(Path::new("/proc/4242/root/tmp")));
+        assert!(in_container(Path::new("/proc/4242/root")));
+        assert!(!in_container(Path::new("/proc/self/root/tmp")));
+        assert!(!in_container(Path::new("/proc/4242/cwd")));
+        assert!(!in_container(Path::new("/tmp/proc/4242/root")));
     }
 }

@@ -130,7 +130,8 @@ pub enum Effect {
     Reclaim(ConfirmedAction),
     /// Undo the last reclaim, off the UI thread.
     Restore,
-    /// Put these bytes on the clipboard (OSC 52).
+    /// Put these bytes on the clipboard (OSC 52): a form of a path that is safe to paste
+    /// (see [`super::clipboard`]).
     Copy(Vec<u8>),
     Quit,
 }
@@ -923,13 +924,27 @@ impl App {
                     self.set_status(Level::Warn, "no lock selected");
                     return None;
                 };
-                let bytes = row.finding.path.as_os_str().as_encoded_bytes().to_vec();
-                let shown = row.cells.path.clone();
+                // Never the raw bytes: a name with a newline or ESC would run when pasted.
+                let (text, form) = match super::clipboard::text_for(&row.finding.path) {
+                    Ok(t) => t,
+                    Err(why) => {
+                        self.set_status(Level::Warn, why);
+                        return None;
+                    }
+                };
+                let how = match form {
+                    super::clipboard::Form::Plain => "",
+                    super::clipboard::Form::Quoted => " (quoted for the shell)",
+                    super::clipboard::Form::Escaped => {
+                        " (as $'…' for bash and zsh: the name holds control characters, \
+                         invisible characters or bytes that are not UTF-8)"
+                    }
+                };
                 self.set_status(
                     Level::Info,
-                    format!("copied {shown} to the clipboard (OSC 52)"),
+                    format!("copied {text} to the clipboard (OSC 52){how}"),
                 );
-                return Some(Effect::Copy(bytes));
+                return Some(Effect::Copy(text.into_bytes()));
             }
             Action::Top => self.move_to(0),
             Action::Bottom => self.move_to(last),

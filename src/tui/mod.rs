@@ -21,6 +21,7 @@
 //! terminal (mouse capture included) is restored on exit and on panic.
 
 mod app;
+mod clipboard;
 mod confirm;
 mod detail;
 mod keymap;
@@ -36,7 +37,7 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -190,36 +191,6 @@ fn mouse_capture() {
     }));
 }
 
-/// Puts `bytes` on the terminal's clipboard with OSC 52 (terminals and tmux with
-/// `set-clipboard on` take it; others ignore it).
-fn copy_to_clipboard(bytes: &[u8]) {
-    let mut out = std::io::stdout();
-    let _ = write!(out, "\x1b]52;c;{}\x07", base64(bytes));
-    let _ = out.flush();
-}
-
-/// Standard base64 (RFC 4648, with padding), for OSC 52.
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// Carries out an effect; returns whether the UI must quit.
 fn apply(effect: Effect, workers: &mut Workers) -> bool {
     match effect {
@@ -227,7 +198,9 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
         Effect::Restore => workers.restore_last(),
-        Effect::Copy(bytes) => copy_to_clipboard(&bytes),
+        Effect::Copy(bytes) => {
+            let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
+        }
     }
     false
 }
@@ -268,23 +241,4 @@ fn spawn_input(tx: Sender<Incoming>) -> std::io::Result<()> {
 
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
-}
-
-#[cfg(test)]
-mod base64_tests {
-    #[test]
-    fn base64_as_in_rfc_4648() {
-        for (plain, coded) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(super::base64(plain.as_bytes()), coded);
-        }
-        assert_eq!(super::base64(&[0xff, 0xfe, 0x00]), "//4A");
-    }
 }

@@ -1790,3 +1790,121 @@ fn asking_other_hosts_shows_in_the_header_then_in_the_status() {
     let text = screen(&draw(&mut app, 120, 20));
     assert!(!text.contains('\x1b'), "{text}");
 }
+
+/// What `y` copies, as the terminal gets it (the OSC 52 bytes), and what a shell makes of it
+/// when pasted.
+fn copied(app: &mut App) -> Vec<u8> {
+    let effects = keys(app, "y");
+    let [Effect::Copy(text)] = effects.as_slice() else {
+        panic!("y must copy: {effects:?}")
+    };
+    let mut osc = Vec::new();
+    super::clipboard::write_osc52(&mut osc, text).unwrap();
+    let payload = osc
+        .strip_prefix(b"\x1b]52;c;")
+        .and_then(|p| p.strip_suffix(b"\x07"))
+        .unwrap_or_else(|| panic!("not one OSC 52 sequence: {osc:?}"));
+    assert!(
+        payload
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(b)),
+        "{osc:?}"
+    );
+    text.clone()
+}
+
+/// Runs `printf %s PASTED` in bash, in a directory of its own: what the pasted word is, and
+/// whether pasting it ran anything (a file `pwned` appears).
+fn pasted_into_bash(pasted: &[u8]) -> (Vec<u8>, bool) {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut line = b"printf %s ".to_vec();
+    line.extend_from_slice(pasted);
+    let out = std::process::Command::new("bash")
+        .arg("--norc")
+        .arg("-c")
+        .arg(std::ffi::OsStr::from_bytes(&line))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    (out.stdout, dir.path().join("pwned").exists())
+}
+
+#[test]
+fn y_never_copies_bytes_that_run_when_pasted() {
+    use std::os::unix::ffi::OsStringExt;
+    // A name with a newline and a command after it, ESC ending a bracketed paste, a bidi
+    // override and a byte that is not UTF-8.
+    let raw = b"/tmp/x\ntouch pwned\n\x1b[201~touch pwned;\xe2\x80\xae!!\xff'.pid".to_vec();
+    let mut f = finding("/tmp/x.pid", "pidfile", Verdict::Stale, Some(4242));
+    f.path = PathBuf::from(std::ffi::OsString::from_vec(raw.clone()));
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    let text = copied(&mut app);
+    assert!(
+        !text.iter().any(|b| b.is_ascii_control() || *b >= 0x80),
+        "{:?}",
+        String::from_utf8_lossy(&text)
+    );
+    assert_eq!(
+        String::from_utf8(text.clone()).unwrap(),
+        r"$'/tmp/x\x0atouch pwned\x0a\x1b[201~touch pwned;\xe2\x80\xae\x21\x21\xff\'.pid'"
+    );
+    let status = &app.status.as_ref().unwrap().text;
+    assert!(status.contains("control characters"), "{status}");
+    let (word, ran) = pasted_into_bash(&text);
+    assert!(!ran, "pasting the copy ran a command");
+    assert_eq!(word, raw, "bash reads back the exact name");
+    // Before: the raw bytes ran `touch pwned` when pasted.
+    assert!(pasted_into_bash(&raw).1);
+}
+
+#[test]
+fn y_copies_a_plain_path_as_shown_and_quotes_the_rest() {
+    let mut app = app_with(
+        vec![finding(
+            "/srv/app/worker.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(1),
+        )],
+        opts(Theme::COLOR, false),
+    );
+    assert_eq!(copied(&mut app), b"/srv/app/worker.pid");
+    let mut app = app_with(
+        vec![finding(
+            "/tmp/a b;$(touch pwned)`touch pwned`.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(1),
+        )],
+        opts(Theme::COLOR, false),
+    );
+    let text = copied(&mut app);
+    assert_eq!(text, b"'/tmp/a b;$(touch pwned)`touch pwned`.pid'");
+    let (word, ran) = pasted_into_bash(&text);
+    assert!(!ran);
+    assert_eq!(word, b"/tmp/a b;$(touch pwned)`touch pwned`.pid");
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("quoted for the shell")
+    );
+}
+
+#[test]
+fn y_refuses_a_path_too_long_to_copy_whole_and_says_why() {
+    let long = format!(
+        "/tmp/{}.pid",
+        "\u{1b}".repeat(super::clipboard::MAX_COPY / 4 + 1)
+    );
+    let mut app = app_with(
+        vec![finding(&long, "pidfile", Verdict::Stale, Some(1))],
+        opts(Theme::COLOR, false),
+    );
+    assert!(keys(&mut app, "y").is_empty());
+    let status = app.status.as_ref().unwrap();
+    assert_eq!(status.level, Level::Warn);
+    assert!(status.text.starts_with("not copied:"), "{}", status.text);
+}

@@ -189,12 +189,11 @@ impl Workers {
         let asker = self.asker.clone();
         spawn("reclaim", self.tx.clone(), move |tx| {
             // A lock proven stale by its host's answer: its host is asked again right before
-            // removal.
+            // removal, once for the whole batch.
+            let reask = asker.as_ref().map(|a| a.reask(action.findings()));
             let settle = |judged: &Finding, fresh: &mut Finding| {
-                if let Some(asker) = &asker
-                    && judged.judgement.remote.is_some()
-                {
-                    asker.ask_again(fresh);
+                if let Some(reask) = &reask {
+                    reask.settle(judged, fresh);
                 }
             };
             let results = reclaim::reclaim_all_settled(action.findings(), &config, &opts, settle)

@@ -14,13 +14,13 @@ use crate::util::sshd::{self, Sshd};
 use crate::util::*;
 
 /// A second host, its ssh config, and a locksmith configuration that asks it.
-struct Node {
+pub(crate) struct Node {
     /// Kept running while the node is in use.
     _server: Sshd,
     ssh_config: PathBuf,
 }
 
-fn node17() -> Option<Node> {
+pub(crate) fn node17() -> Option<Node> {
     if let Some(why) = sshd::unavailable() {
         eprintln!("SKIPPED: {why}");
         return None;
@@ -62,7 +62,7 @@ fn node17() -> Option<Node> {
 
 impl Node {
     /// A locksmith configuration file asking through this node's ssh config.
-    fn config(&self, env: &Env, program: &str, extra: &str) -> PathBuf {
+    pub(crate) fn config(&self, env: &Env, program: &str, extra: &str) -> PathBuf {
         let path = env.path().join("ask.json");
         fs::write(
             &path,

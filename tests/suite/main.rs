@@ -5,6 +5,7 @@
 
 mod util;
 
+mod ask_bounds;
 mod ask_hosts;
 mod cli_scan;
 mod containers;
@@ -19,10 +20,12 @@ mod engine_sshfs;
 mod engine_stampede;
 mod engine_torture;
 mod hostile_input;
+mod hung_mounts;
 mod lock_signals;
 mod metrics;
 mod ofd_holders;
 mod packaging;
+mod pastejacking;
 mod real_programs;
 mod reclaim;
 mod reclaim_attacks;

@@ -83,3 +83,14 @@ pub fn age(path: &Path, secs: u64) {
     let d = t.duration_since(UNIX_EPOCH).unwrap();
     set_mtime(path, d.as_secs() as i64, d.subsec_nanos() as i64);
 }
+
+/// A sticky, world-writable directory `name` (like `/tmp`) in the test's directory, which every
+/// user may enter.
+pub fn sticky_dir(env: &super::Env, name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = env.path().join(name);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
+}

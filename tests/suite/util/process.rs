@@ -424,3 +424,39 @@ pub fn git_repo_with_a_commit(repo: &Path, home: &Path) {
     git_ok(repo, home, &["add", "a.txt"]);
     git_ok(repo, home, &["commit", "-qm", "first"]);
 }
+
+/// The Python that attackers run as (the system's, which uid 65534 may run).
+pub const NOBODY_PYTHON: &str = "/usr/bin/python3";
+
+/// Whether a test can act as a local unprivileged user (uid 65534) here: root, `setpriv` and
+/// the system's Python. Says why not (and the test skips) otherwise.
+pub fn can_act_as_nobody() -> bool {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: needs root (to act as uid 65534)");
+        return false;
+    }
+    if !have("setpriv") {
+        return false;
+    }
+    if !Path::new(NOBODY_PYTHON).exists() {
+        eprintln!("SKIPPED: {NOBODY_PYTHON} is not installed (CI installs it)");
+        return false;
+    }
+    true
+}
+
+/// Runs `python3 -c SCRIPT ARGS...` as uid/gid 65534 with no supplementary groups.
+pub fn python_as_nobody(script: &str, args: &[&OsStr]) -> ExitStatus {
+    Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            NOBODY_PYTHON,
+            "-c",
+        ])
+        .arg(script)
+        .args(args)
+        .status()
+        .expect("run setpriv")
+}

@@ -145,6 +145,11 @@ impl Sshd {
         self.dir.path().join(name)
     }
 
+    /// The server's PID (its sessions are its children).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// An ssh_config block that reaches this server as `alias`, trusting `known_hosts`
     /// (a file in this server's directory).
     pub fn client_block(&self, alias: &str, known_hosts: &str) -> String {

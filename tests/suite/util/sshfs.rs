@@ -100,6 +100,12 @@ impl Sshfs {
         Ok(())
     }
 
+    /// The PID of the ssh server behind the mount (its sessions, serving SFTP, are its
+    /// children).
+    pub fn server_pid(&self) -> u32 {
+        self.sshd.pid()
+    }
+
     /// Whether the mount point is an sshfs mount now.
     fn mounted(&self) -> bool {
         let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {

@@ -90,6 +90,11 @@ impl Ui {
         }
     }
 
+    /// Everything the UI wrote so far, raw.
+    pub fn raw(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
     /// A mouse event as an SGR report (`button` 0 is a left press, 64/65 the wheel), at a
     /// 0-based cell.
     pub fn mouse(&mut self, button: u8, col: u16, row: u16) {

@@ -1,0 +1,263 @@
+//! A mount whose server stopped, inside a scanned root: sshfs to an sshd on 127.0.0.1 whose
+//! processes are then stopped with SIGSTOP, so every call on the mount waits for ever. Beside
+//! it, on the local disk, a stale pid file. `--scan`, `--scan --reclaim`, the boot unit's
+//! command and the terminal UI all finish (or stay responsive) in bounded time, name the mount
+//! that did not answer among their errors, and judge (and reclaim) the local lock. Before,
+//! each of them blocked until killed.
+//!
+//! Needs root, sshd, sshfs and /dev/fuse; elsewhere it skips with a message.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::sshfs::Sshfs;
+use crate::util::ui::Ui;
+use crate::util::*;
+
+/// The longest any command may take here: the mount's bound (5 s) a few times over, far
+/// less than the boot unit's 2 minutes.
+const BOUND: Duration = Duration::from_secs(30);
+
+/// The processes of a tree, stopped with SIGSTOP until dropped (then SIGCONT).
+struct Stopped(Vec<i32>);
+
+impl Stopped {
+    /// Stops `top` and every process under it, again until no new one appears (a process
+    /// forked while the others were being stopped is stopped too).
+    fn tree(top: i32) -> Stopped {
+        let mut pids: Vec<i32> = Vec::new();
+        loop {
+            let now = descendants(top);
+            let new: Vec<i32> = now.into_iter().filter(|p| !pids.contains(p)).collect();
+            if new.is_empty() {
+                return Stopped(pids);
+            }
+            for &pid in &new {
+                signal(pid, rustix::process::Signal::STOP);
+            }
+            pids.extend(new);
+        }
+    }
+}
+
+/// `top` and the processes under it.
+fn descendants(top: i32) -> Vec<i32> {
+    let mut pids = vec![top];
+    let mut i = 0;
+    while i < pids.len() {
+        let parent = pids[i];
+        for e in fs::read_dir("/proc").unwrap().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if ppid == Some(parent) && !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        i += 1;
+    }
+    pids
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            signal(pid, rustix::process::Signal::CONT);
+        }
+    }
+}
+
+fn signal(pid: i32, sig: rustix::process::Signal) {
+    if let Some(p) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(p, sig);
+    }
+}
+
+/// A root holding `export/local.pid` (a dead PID, on the local disk) and `mnt`, the sshfs
+/// mount of `export`, whose server is stopped. The mount has not been looked at, so nothing
+/// of it is cached on this side: every call on it goes to the stopped server.
+struct DeadMount {
+    root: PathBuf,
+    local: PathBuf,
+    mnt: PathBuf,
+    // Dropped first: the server goes on before the mount is unmounted.
+    _stopped: Stopped,
+    _sshfs: Sshfs,
+}
+
+fn dead_mount() -> Option<DeadMount> {
+    let sshfs = match Sshfs::start_with(&[]) {
+        Ok(s) => s,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return None;
+        }
+    };
+    let mnt = sshfs.mnt.clone();
+    let root = mnt.parent().unwrap().to_path_buf();
+    let local = sshfs.export.join("local.pid");
+    fs::write(&local, format!("{}\n", dead_pid())).unwrap();
+    // The session is up and serving (a statfs, which nothing caches, was answered), so
+    // stopping the server now stops the process that serves the mount.
+    let statfs = Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    assert!(statfs.status.success(), "{statfs:?}");
+    let stopped = Stopped::tree(sshfs.server_pid() as i32);
+    Some(DeadMount {
+        root,
+        local,
+        mnt,
+        _stopped: stopped,
+        _sshfs: sshfs,
+    })
+}
+
+/// Runs `locksmith ARGS` with a deadline well past [`BOUND`], and checks it ended within it.
+fn bounded(cmd: Command, what: &str) -> Output {
+    let started = Instant::now();
+    let out = run_bounded(cmd, BOUND + Duration::from_secs(30));
+    let took = started.elapsed();
+    assert!(
+        took < BOUND,
+        "{what} took {took:?}: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    out
+}
+
+fn names_the_dead_mount(text: &str, mnt: &Path) -> bool {
+    text.lines().any(|l| {
+        l.contains(&mnt.display().to_string())
+            && l.contains("fuse.sshfs mount")
+            && l.contains("did not answer")
+    })
+}
+
+#[test]
+fn a_scan_reports_a_mount_that_does_not_answer_and_judges_the_rest() {
+    let Some(d) = dead_mount() else { return };
+    let env = Env::new();
+    let mut cmd = env.cmd(["--scan".as_ref(), "--json".as_ref(), d.root.as_os_str()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --json");
+    assert_code(&out, 1);
+    let report = parse_report(&out);
+    assert_eq!(report.expect_lock(&d.local).verdict, "stale");
+    let errors: Vec<_> = report
+        .errors
+        .iter()
+        .filter(|e| e.path == d.mnt.display().to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{:#?}", report.errors);
+    assert!(
+        errors[0]
+            .error
+            .starts_with("the fuse.sshfs mount of root@127.0.0.1:")
+            && errors[0].error.contains("did not answer within 5 s"),
+        "{:#?}",
+        errors[0]
+    );
+
+    // The table says it too (on stderr), and so do the metrics (an error counted).
+    let mut cmd = env.cmd(["--scan".as_ref(), d.root.as_os_str()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan");
+    assert_code(&out, 1);
+    assert!(stdout(&out).contains("local.pid"), "{}", stdout(&out));
+    assert!(
+        names_the_dead_mount(&stderr(&out), &d.mnt),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn reclaim_and_the_boot_unit_finish_and_remove_the_stale_lock_beside_a_dead_mount() {
+    let Some(d) = dead_mount() else { return };
+    let env = Env::new();
+    let mut cmd = env.cmd(["--scan".as_ref(), "--reclaim".as_ref(), d.root.as_os_str()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --reclaim");
+    assert_code(&out, 0);
+    assert!(!d.local.exists(), "{}", stdout(&out));
+    assert_eq!(env.journal().len(), 1);
+    assert!(
+        names_the_dead_mount(&stderr(&out), &d.mnt),
+        "{}",
+        stderr(&out)
+    );
+
+    // The boot unit's own command, with its environment, over a configuration whose root
+    // holds the dead mount.
+    fs::write(&d.local, format!("{}\n", dead_pid())).unwrap();
+    let unit = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/systemd/locksmith-reclaim.service"),
+    )
+    .unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/locksmith "))
+        .expect("the unit's ExecStart");
+    let etc = env.path().join("etc");
+    fs::create_dir_all(etc.join("locksmith")).unwrap();
+    fs::write(
+        etc.join("locksmith/config.json"),
+        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, d.root.display()),
+    )
+    .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(exec.split_whitespace())
+        .env("XDG_CONFIG_HOME", &etc)
+        .env("XDG_STATE_HOME", env.path().join("var-lib"))
+        .stdin(Stdio::null());
+    let out = bounded(cmd, "the boot unit's command");
+    assert_code(&out, 0);
+    assert!(!d.local.exists(), "{}", stdout(&out));
+    assert!(
+        names_the_dead_mount(&stderr(&out), &d.mnt),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn the_ui_stays_responsive_and_says_which_mount_did_not_answer() {
+    let Some(d) = dead_mount() else { return };
+    let env = Env::new();
+    let mut ui = Ui::start(&env, &[&d.root], &[]);
+    ui.wait_for("the local stale lock", |s| {
+        s.lines()
+            .any(|l| l.contains("local.pid") && l.contains("stale"))
+    });
+    ui.wait_for("the mount that did not answer", |s| {
+        s.contains("did not answer")
+    });
+    // Keys are handled at once while the mount stays dead (and verdicts are refreshed).
+    let started = Instant::now();
+    ui.send("?");
+    ui.wait_for("the help", |s| s.contains("Copy the path"));
+    ui.send("\x1b");
+    ui.wait_for("the help closed", |s| !s.contains("Copy the path"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The stale lock is reclaimed from the UI too.
+    ui.send("d");
+    ui.wait_for("the dialog", |s| s.contains("Reclaim this stale lock?"));
+    ui.send("y");
+    wait_until("local.pid removed", || !d.local.exists());
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
