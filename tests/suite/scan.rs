@@ -16,13 +16,17 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use locksmith::dialect::{Candidate, Decision, Dialect, DialectId, EntryKind, Windows};
-use locksmith::probe::Snapshot;
 use locksmith::scan::{
     self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
 };
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
-use crate::util::{Guard, as_nobody, photograph_with_atimes, wait_until, write};
+use locksmith::probe::Snapshot;
+
+use crate::util::quiet::{self, Fact};
+use crate::util::{
+    Guard, as_nobody, photograph_with_atimes, require_that, snapshot, wait_until, write,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Test dialects: each reports in its evidence what it was shown.
@@ -179,7 +183,7 @@ fn run_scan_cancel(config: &Config, roots: &[Root], cancel: Arc<AtomicBool>) -> 
     let config = config.clone();
     let roots = roots.to_vec();
     std::thread::spawn(move || {
-        let snap = Snapshot::take();
+        let snap = snapshot();
         let events = Mutex::new(Vec::new());
         let sink = |e: ScanEvent| events.lock().unwrap().push(e);
         let result = scan::scan(&config, &roots, &snap, &cancel, &sink);
@@ -471,7 +475,7 @@ fn dialect_choice_follows_registry_order_and_falls_back_to_the_name() {
     );
 
     // judge_path asks the name-matched dialects first, then every dialect.
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let config = test_config();
     let f = scan::judge_path(&d.join("x.b"), &snap, &config)
         .unwrap()
@@ -631,7 +635,7 @@ fn fifos_and_devices_named_like_locks_are_never_opened() {
         );
     }
     // judge_path does not open it either.
-    let f = scan::judge_path(&d.join("pipe.lock"), &Snapshot::take(), &test_config())
+    let f = scan::judge_path(&d.join("pipe.lock"), &snapshot(), &test_config())
         .unwrap()
         .unwrap();
     assert_eq!(f.judgement.verdict, Verdict::Unknown);
@@ -899,7 +903,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
     let guard = Guard(Some(child));
     let key = locksmith::probe::FileKey::of(&std::fs::metadata(&file).unwrap());
     wait_until("the flock to show in /proc/locks", || {
-        Snapshot::take().kernel_locked(key)
+        snapshot().kernel_locked(key)
     });
 
     let out = run_scan(&test_config(), &[root(d)]);
@@ -1019,7 +1023,7 @@ fn scan_and_rejudge(config: &Config, d: &Path, entries: usize) {
         assert!(f.content.len() <= locksmith::dialect::CONTENT_PREFIX);
     }
     // Re-judging every finding works too.
-    let snap = Snapshot::take();
+    let snap = snapshot();
     for f in &out.found {
         let again = scan::judge_path(&f.path, &snap, config).unwrap();
         assert_eq!(again.map(|g| g.dialect), Some(f.dialect), "{:?}", f.path);
@@ -1115,10 +1119,10 @@ fn pid_file_on_a_container_overlay_is_foreign() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!(
-            "SKIPPED: cannot mount an overlay file system here (needs root and mount rights)"
-        );
+    if !require_that(
+        mounted,
+        "cannot mount an overlay file system here (needs root and mount rights)",
+    ) {
         return;
     }
     struct Unmount(PathBuf);
@@ -1134,7 +1138,7 @@ fn pid_file_on_a_container_overlay_is_foreign() {
     gone.wait().unwrap();
     std::fs::write(merged.join("nginx.pid"), format!("{dead}\n")).unwrap();
 
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let config = Config::embedded();
     let inside = scan::judge_path(&merged.join("nginx.pid"), &snap, &config)
         .unwrap()
@@ -1172,8 +1176,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !built {
-        eprintln!("SKIPPED: no C compiler (cc) to build the test program");
+    if !require_that(built, "no C compiler (cc) to build the test program") {
         return;
     }
     let child = Guard::spawn(&mut Command::new(&bin));
@@ -1187,7 +1190,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
     });
     let pidfile = dir.path().join("app.pid");
     std::fs::write(&pidfile, format!("{pid}\n")).unwrap();
-    let f = scan::judge_path(&pidfile, &Snapshot::take(), &Config::embedded())
+    let f = scan::judge_path(&pidfile, &snapshot(), &Config::embedded())
         .unwrap()
         .expect("a pid file");
     assert_eq!(f.judgement.verdict, Verdict::Live, "{:?}", f.judgement);
@@ -1199,12 +1202,16 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
 #[cfg(target_os = "linux")]
 #[test]
 fn inside_a_pid_namespace_absent_pids_prove_nothing() {
+    // Its namespaces share this host's mounts: no other test judges while they run.
+    let _namespace = quiet::making(Fact::PidNamespace);
     let probe = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "true"])
         .stderr(Stdio::null())
         .status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIPPED: unshare --pid is not permitted here (needs root)");
+    if !require_that(
+        probe.is_ok_and(|s| s.success()),
+        "unshare --pid is not permitted here (needs root)",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

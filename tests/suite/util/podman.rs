@@ -11,13 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use super::{DEADLINE, run_bounded, wait_for};
+use super::quiet::{self, Fact, Hold};
+use super::{DEADLINE, run_limited, wait_for};
 
 /// The image every test container runs.
 pub const IMAGE: &str = "localhost/locksmith-busybox:test";
 
+/// Its containers have roots of their own ([`Fact::Container`], held while it lives).
 pub struct Podman {
     dir: tempfile::TempDir,
+    _fact: Hold,
 }
 
 /// A running (or exited) container.
@@ -67,11 +70,12 @@ impl Podman {
                 return Err(format!("{what} is not installed ({path})"));
             }
         }
+        let fact = quiet::making(Fact::Container);
         let dir = tempfile::Builder::new()
             .prefix("locksmith-podman-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let p = Podman { dir };
+        let p = Podman { dir, _fact: fact };
         std::fs::write(
             p.path().join("containers.conf"),
             "[containers]\ndefault_ulimits = []\n",
@@ -149,7 +153,7 @@ impl Podman {
     pub fn run(&self, args: &[&str]) -> Output {
         let mut c = self.cmd();
         c.args(args);
-        run_bounded(c, DEADLINE)
+        run_limited(c, DEADLINE)
     }
 
     /// `podman run -d --name NAME OPTIONS... IMAGE sh -c SCRIPT`, waiting until its PID 1 runs.
