@@ -477,6 +477,7 @@ pub fn stderr(out: &Output) -> String {
 /// The binary started in a new pseudo-terminal of `rows` x `cols`, in `env`'s directory with
 /// its state and config homes, `TERM=xterm-256color`, no `NO_COLOR` unless `extra_env` sets it.
 /// Returns the child and the pty's master side (read the output from it, write keys to it).
+/// Settles first ([`quiet::settle`]); the caller holds [`quiet::judging`] while it runs.
 pub fn spawn_in_pty(
     env: &Env,
     args: &[&OsStr],
@@ -488,6 +489,7 @@ pub fn spawn_in_pty(
     Box<dyn portable_pty::MasterPty + Send>,
 ) {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    quiet::settle();
     let pair = native_pty_system()
         .openpty(PtySize {
             rows,

@@ -30,7 +30,6 @@ pub struct Ui {
 impl Ui {
     pub fn start(env: &Env, args: &[&Path], extra_env: &[(&str, &str)]) -> Ui {
         let judging = quiet::judging();
-        quiet::settle();
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
         let (child, master) = spawn_in_pty(env, &args, extra_env, ROWS, COLS);
         let mut reader = master.try_clone_reader().expect("pty reader");
