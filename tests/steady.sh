@@ -3,16 +3,17 @@
 # failure and every skip. A test that fails one run in a few (it sees what another test, or
 # another copy of the suite, holds) shows up here rather than one CI run in a few.
 #
-#   tests/steady.sh [--runs N] [--jobs J] [--evidence] [--storm] [FILTER...]
+#   tests/steady.sh [--runs N] [--jobs J] [--all] [--storm] [FILTER...]
 #
 #   --runs N     how many runs (default 10)
 #   --jobs J     how many run at once (default 2)
-#   --evidence   only the modules that judge evidence (dialects, verdicts, scan, containers,
-#                reclaim, ...): a few minutes a run instead of the whole suite's
+#   --all        the whole suite (about 4 minutes a run alone on 2 cores, 8 to 10 two at once)
+#                instead of the default: the modules that judge evidence (dialects, verdicts,
+#                scan, containers, reclaim, real programs, ...), 2 to 3 minutes a run
 #   --storm      in every run, a thread of the test process keeps forking children that wait
 #                before they exec (LOCKSMITH_TEST_FORK_STORM): each holds a copy of every
 #                descriptor the process has, as a busy test process does now and then
-#   FILTER...    test name filters, as `cargo test --test suite -- FILTER...` takes them
+#   FILTER...    test name filters instead, as `cargo test --test suite -- FILTER...` takes
 #
 # The test binary is built once. Logs go to target/steady/<time>/ (run-N.log, run-N.skips).
 # Exits 1 when any run failed.
@@ -22,20 +23,22 @@ cd "$(dirname "$0")/.."
 runs=10
 jobs=2
 storm=
+all=
 filters=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --storm) storm=1; shift ;;
-    --evidence)
-      filters+=(dialects:: dialects_more:: verdicts:: scan:: cli_scan:: containers:: reclaim::
-        ofd_holders:: real_programs:: engine_evidence:: hostile_input:: util::quiet::)
-      shift ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --all) all=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) filters+=("$1"); shift ;;
   esac
 done
+if [ -z "$all" ] && [ ${#filters[@]} = 0 ]; then
+  filters=(dialects:: dialects_more:: verdicts:: scan:: cli_scan:: containers:: reclaim::
+    ofd_holders:: real_programs:: engine_evidence:: hostile_input:: util::quiet::)
+fi
 
 bin=$(cargo test --test suite --no-run --message-format=json 2>/dev/null \
   | grep -o '"executable":"[^"]*suite-[^"]*"' | tail -1 | cut -d'"' -f4)

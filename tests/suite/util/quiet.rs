@@ -24,7 +24,9 @@
 //!
 //! A test takes the exclusive side of a fact before anything that takes its other side
 //! (acquiring the exclusive side while the same thread holds the other would wait for
-//! itself, and panics instead).
+//! itself, and panics instead), and a test that needs two facts takes [`Fact::Container`]
+//! (a [`super::podman::Podman`] takes it) before [`Fact::PidNamespace`] (every judging takes
+//! it).
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -45,8 +47,9 @@ const FACT_WAIT: Duration = Duration::from_secs(900);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fact {
     /// A PID namespace that shares this host's mounts (`unshare --pid` without a root of its
-    /// own): it sees every test's fixtures, and every PID judged is judged in it too. Its
-    /// makers run alone; every judging needs it absent (but for its own thread's).
+    /// own, a container until it has pivoted into its root): it sees every test's fixtures,
+    /// and every PID judged is judged in it too. Its makers run alone; every judging needs it
+    /// absent (but for its own thread's).
     PidNamespace,
     /// A container or sandbox with a root of its own: a scan of the configured roots walks
     /// (and reclaims in) its lock places. The tests that scan so run with no other test's.
@@ -239,8 +242,9 @@ fn open_fact_file(name: &str) -> File {
 /// A reader-writer lock with a turnstile: every taker passes the gate (held by a writer while
 /// it waits), so a writer is not starved by readers that keep overlapping.
 fn lock(fact: Fact, exclusive: bool) -> File {
+    // Not named `*.lock`: a scan of this machine's `/tmp` need not report them when free.
     let gate = open_fact_file(&format!("{}.gate", fact.name()));
-    let main = open_fact_file(&format!("{}.lock", fact.name()));
+    let main = open_fact_file(fact.name());
     use rustix::fs::FlockOperation as Op;
     let wait = |what: &str, file: &File, op: Op| {
         let deadline = Instant::now() + FACT_WAIT;
