@@ -76,16 +76,13 @@ if [ "$failed" -gt 0 ]; then
   echo "failing tests (how many runs each):"
   grep -ah '^test .* FAILED$' "$out"/run-*.log | sed 's/^test \(.*\) \.\.\. FAILED$/\1/' \
     | sort | uniq -c | sort -rn | sed 's/^/  /'
-  echo "runs that failed otherwise (no failing test named):"
   for ((i = 1; i <= runs; i++)); do
     if [ "$(cat "$out/run-$i.rc")" != 0 ] && ! grep -aq '^test .* FAILED$' "$out/run-$i.log"; then
-      echo "  run $i: $(tail -3 "$out/run-$i.log" | tr '\n' ' ')"
+      echo "  run $i failed with no failing test named: $(tail -3 "$out/run-$i.log" | tr '\n' ' ')"
     fi
   done
 fi
-skips=$(cat "$out"/run-*.skips 2>/dev/null | wc -l)
-echo "skipped: $skips (over all runs)"
-if [ "$skips" -gt 0 ]; then
-  cat "$out"/run-*.skips | sort | uniq -c | sort -rn | sed 's/^/  /'
-fi
+all_skips() { cat "$out"/run-*.skips 2>/dev/null || true; }
+echo "skipped: $(all_skips | wc -l) (over all runs)"
+all_skips | sort | uniq -c | sort -rn | sed 's/^/  /'
 [ "$failed" = 0 ]

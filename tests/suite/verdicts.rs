@@ -40,7 +40,6 @@ struct Recorded {
 /// One lock of every dialect, each with a live owner; and locks whose verdict no time zone
 /// or boot time may change. Owners live as long as the value.
 struct World {
-    dir: tempfile::TempDir,
     host: String,
     /// Path → expected verdict.
     expected: BTreeMap<PathBuf, Verdict>,
@@ -49,6 +48,9 @@ struct World {
     _owners: Vec<Group>,
     _flocks: Vec<Flock>,
     _engine: Option<locksmith::engine::LockGuard>,
+    /// Last: removed once its owners are dead (a process working in a removed directory is
+    /// one whose working directory cannot be read: another test's git census would say so).
+    dir: tempfile::TempDir,
 }
 
 impl World {
