@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::util::judging::{
     assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in, scan_findings,
+    try_judge,
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
@@ -28,7 +29,7 @@ use crate::util::{
 
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
 use locksmith::probe::{FileKey, FsInfo, HostFacts};
-use locksmith::scan::{self, Config, Finding};
+use locksmith::scan::{Config, Finding};
 use locksmith::{HolderHow, Judgement, Verdict};
 
 // ---------------------------------------------------------------------------------------------
@@ -60,6 +61,7 @@ fn snapshot_booted_an_hour_ago() -> Snap {
 /// Judges `path` with dialect `id` as if it lay on an NFS mount.
 fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
     let snap = snapshot();
+    snap.assert_younger_than(path);
     let mut lc = LoadedCandidate::load(path, &snap).unwrap();
     lc.fs = FsInfo::new("nfs", true);
     let d = dialect::by_id(id).expect("dialect");
@@ -1524,7 +1526,7 @@ fn mkdir_lock_heartbeat() {
     fs::create_dir(&plain).unwrap();
     let snap = snapshot();
     assert!(
-        scan::judge_path(&plain, &snap, &Config::embedded())
+        try_judge(&plain, &snap, &Config::embedded())
             .unwrap()
             .is_none()
     );
@@ -1573,7 +1575,7 @@ fn flock_files_are_free_or_live() {
     let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
     let snap = snapshot();
     assert!(
-        scan::judge_path(&db, &snap, &Config::embedded())
+        try_judge(&db, &snap, &Config::embedded())
             .unwrap()
             .is_none()
     );
@@ -1777,7 +1779,7 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
         .unwrap();
 
     let judge = || {
-        scan::judge_path(&lock, &snapshot(), &Config::embedded())
+        try_judge(&lock, &snapshot(), &Config::embedded())
             .unwrap()
             .expect("a git lock")
     };

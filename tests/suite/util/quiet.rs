@@ -420,17 +420,20 @@ fn suite_sources() -> Vec<PathBuf> {
     out
 }
 
-/// Every snapshot the suite judges with is a [`Snap`]: no test takes one of its own.
+/// Every snapshot the suite judges with is a [`Snap`]: no test takes one of its own, and
+/// every path is judged through `judging::try_judge` (which checks the snapshot's age).
 #[test]
 fn the_suite_takes_snapshots_only_here() {
     let this = Path::new(file!()).file_name().unwrap();
     let needles = [
         concat!("Snapshot::", "take("),
         concat!("Snapshot::", "with_", "kernel_locks("),
+        concat!("scan::", "judge_path("),
     ];
     let mut offenders = Vec::new();
     for path in suite_sources() {
-        if path.file_name() == Some(this) {
+        let name = path.file_name();
+        if name == Some(this) || name == Some("judging.rs".as_ref()) {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -442,7 +445,8 @@ fn the_suite_takes_snapshots_only_here() {
     }
     assert!(
         offenders.is_empty(),
-        "take snapshots with util::snapshot() (a quiet host, see util/quiet.rs):\n{}",
+        "take snapshots with util::snapshot() and judge with util::judging (a quiet host, \
+         see util/quiet.rs):\n{}",
         offenders.join("\n")
     );
 }
