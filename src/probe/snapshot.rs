@@ -370,6 +370,25 @@ mod tests {
         assert!(set.contains("/tmp/.org.chromium.x/SingletonSocket"));
         assert!(!set.contains("/run/connected.sock"));
     }
+    /// Skips a test (the caller returns): a failure under CI (`CI` set, as root there);
+    /// otherwise a line in the skip log that `.ci/run` sums up, when it names one.
+    fn skip(why: &str) {
+        use std::io::Write;
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "nothing may be skipped under CI: {why}"
+        );
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        eprintln!("SKIPPED: {test}: {why}");
+        if let Some(log) = std::env::var_os("LOCKSMITH_TEST_SKIP_LOG") {
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .and_then(|mut f| writeln!(f, "{test}\tskipped: {why}"));
+        }
+    }
+
     /// A process (group) killed and reaped when dropped.
     #[cfg(target_os = "linux")]
     struct Holder(std::process::Child);
@@ -410,8 +429,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         use std::process::Command;
         if !rustix::process::geteuid().is_root() {
-            eprintln!("skipped: mounting the two tmpfs this test needs takes root");
-            return;
+            return skip("mounting the two tmpfs this test needs takes root");
         }
         let dir = tempfile::tempdir().unwrap();
         for d in ["a", "b"] {
@@ -435,8 +453,9 @@ mod tests {
                 .arg(dir.path()),
         );
         let Ok(held_ino) = line.parse::<u64>() else {
-            eprintln!("skipped: could not set up two tmpfs in a mount namespace ({line:?})");
-            return;
+            return skip(&format!(
+                "could not set up two tmpfs in a mount namespace ({line:?})"
+            ));
         };
         let pid = holder.0.id() as i32;
         // The holder's mounts, seen from here.
@@ -454,7 +473,9 @@ mod tests {
                 }
                 std::fs::remove_file(&p).unwrap();
             }
-            eprintln!("skipped: inode number {ino} did not come back in 10000 files");
+            skip(&format!(
+                "inode number {ino} did not come back in 10000 files"
+            ));
             None
         };
         let Some(new) = with_ino(held_ino, "new") else {

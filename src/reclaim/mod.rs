@@ -1053,7 +1053,13 @@ mod tests {
         let o = reclaim();
         assert_eq!(o.action, Action::Kept, "{o:?}");
         assert!(lock.join("registry").is_dir());
-        assert!(o.error.as_deref().unwrap_or("").contains("not a small record"), "{o:?}");
+        assert!(
+            o.error
+                .as_deref()
+                .unwrap_or("")
+                .contains("not a small record"),
+            "{o:?}"
+        );
         let j = journal(t.path());
         let reclaims = j.iter().filter(|e| e["event"] == "reclaim").count();
         assert_eq!(reclaims, 2, "{j:?}");

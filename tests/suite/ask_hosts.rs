@@ -22,7 +22,7 @@ pub(crate) struct Node {
 
 pub(crate) fn node17() -> Option<Node> {
     if let Some(why) = sshd::unavailable() {
-        eprintln!("SKIPPED: {why}");
+        skip(why);
         return None;
     }
     let sshd = Sshd::start("node17");
@@ -122,7 +122,7 @@ fn emacs_on(host: &str, file: &Path) -> Group {
 
 #[test]
 fn a_foreign_emacs_lock_is_proven_live_then_stale_by_asking_its_host() {
-    if !have("emacs") || !have("unshare") {
+    if !require("emacs") || !require("unshare") {
         return;
     }
     let Some(node) = node17() else { return };
@@ -262,9 +262,8 @@ fn hosts_that_cannot_answer_keep_their_locks_foreign_with_the_reason() {
 
 #[test]
 fn a_host_that_never_answers_is_given_up_in_bounded_time() {
-    if sshd::unavailable().is_some() {
-        eprintln!("SKIPPED: no ssh client");
-        return;
+    if let Some(why) = sshd::unavailable() {
+        return skip(why);
     }
     // Accepts the connection and never says a word.
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();

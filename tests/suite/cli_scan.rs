@@ -249,6 +249,7 @@ fn help_and_version() {
 
 /// Runs `locksmith ARGS` in a pseudo-terminal and returns everything it wrote (raw bytes).
 fn run_in_pty(env: &Env, args: &[&std::ffi::OsStr], extra_env: &[(&str, &str)]) -> Vec<u8> {
+    let _judging = quiet::judging();
     let (mut child, master) = spawn_in_pty(env, args, extra_env, 24, 200);
     let mut reader = master.try_clone_reader().expect("pty reader");
     let (tx, rx) = std::sync::mpsc::channel();

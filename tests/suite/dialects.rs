@@ -18,16 +18,18 @@ use std::time::{Duration, Instant};
 
 use crate::util::judging::{
     assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in, scan_findings,
+    try_judge,
 };
+use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, have, hold_flock,
-    link, named_sleeper, now_ms, set_mtime_ms, spawn_as, spawn_as_env, swap_with, wait_until,
-    wait_within, write,
+    Group, Snap, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, hold_flock,
+    link, named_sleeper, now_ms, require, set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env,
+    swap_with, wait_until, wait_within, which, write,
 };
 
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
-use locksmith::probe::{FileKey, FsInfo, HostFacts, Snapshot};
-use locksmith::scan::{self, Config, Finding};
+use locksmith::probe::{FileKey, FsInfo, HostFacts};
+use locksmith::scan::{Config, Finding};
 use locksmith::{HolderHow, Judgement, Verdict};
 
 // ---------------------------------------------------------------------------------------------
@@ -44,21 +46,22 @@ fn hostname() -> String {
 /// A snapshot of this host with its boot time moved to `boot_secs` (seconds since the epoch).
 /// Process start times are read through the snapshot's boot time, so they move with it: the
 /// fixtures of a test are built relative to the snapshot, never to this machine's real boot.
-fn snapshot_booted_at(boot_secs: i64) -> Snapshot {
-    let mut snap = Snapshot::take();
+fn snapshot_booted_at(boot_secs: i64) -> Snap {
+    let mut snap = snapshot();
     snap.host.boot_time = Some(boot_secs);
     snap
 }
 
 /// A snapshot whose host booted an hour before now: every fixture written in the last hour
 /// is from this boot, however recently the machine really booted.
-fn snapshot_booted_an_hour_ago() -> Snapshot {
+fn snapshot_booted_an_hour_ago() -> Snap {
     snapshot_booted_at(now_ms() / 1000 - 3600)
 }
 
 /// Judges `path` with dialect `id` as if it lay on an NFS mount.
 fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
-    let snap = Snapshot::take();
+    let snap = snapshot();
+    snap.assert_younger_than(path);
     let mut lc = LoadedCandidate::load(path, &snap).unwrap();
     lc.fs = FsInfo::new("nfs", true);
     let d = dialect::by_id(id).expect("dialect");
@@ -122,14 +125,14 @@ fn pidfile_verdicts_follow_the_pid() {
 
     // A live PID in a file written before that process started: the PID was reused. Built
     // relative to the snapshot: a process started now, a file written 10 s before it.
-    let snap = snapshot_booted_an_hour_ago();
     let sleeper = named_sleeper(&dir.path().join("bin"), "sleep", dir.path());
+    let old = write(&dir.path().join("old.pid"), format!("{}\n", sleeper.pid()));
+    let snap = snapshot_booted_an_hour_ago();
     let started = snap
         .pid(sleeper.pid())
         .facts()
         .and_then(|f| f.start_ms)
         .expect("start time of a child");
-    let old = write(&dir.path().join("old.pid"), format!("{}\n", sleeper.pid()));
     set_mtime_ms(&old, started - 10_000);
     let f = judge_in(&old, &snap);
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
@@ -197,8 +200,7 @@ fn pidfile_on_a_network_fs_is_never_stale() {
 
 #[test]
 fn dotlockfile_writes_its_parent_pid() {
-    if !have("dotlockfile") {
-        eprintln!("dotlockfile not installed: skipped");
+    if !require("dotlockfile") {
         return;
     }
     let dir = tempdir();
@@ -286,8 +288,7 @@ fn x11_fixture_and_verdicts() {
 
 #[test]
 fn x11_real_xvfb_lock_is_live_then_stale() {
-    if !have("Xvfb") {
-        eprintln!("Xvfb not installed: skipped");
+    if !require("Xvfb") {
         return;
     }
     // A display nobody uses (-displayfd would pick one, but then Xvfb writes no lock).
@@ -454,8 +455,7 @@ fn vim_swap_verdicts_follow_pid_and_host() {
 
 #[test]
 fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
-    if !have("vim") {
-        eprintln!("vim not installed: skipped");
+    if !require("vim") {
         return;
     }
     let dir = tempdir();
@@ -608,8 +608,7 @@ fn emacs_on_a_network_fs_with_another_boot_is_foreign() {
 
 #[test]
 fn emacs_real_batch_emacs_is_live_then_stale() {
-    if !have("emacs") {
-        eprintln!("emacs not installed: skipped");
+    if !require("emacs") {
         return;
     }
     let dir = tempdir();
@@ -640,31 +639,8 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
 // ---------------------------------------------------------------------------------------------
 // libreoffice
 
-fn office_processes() -> Vec<i32> {
-    let snap = Snapshot::take();
-    locksmith::judge::Writers::named(locksmith::dialect::libreoffice::OFFICE)
-        .running(&snap)
-        .iter()
-        .map(|p| p.pid)
-        .collect()
-}
-
-/// `judge` run while no office process runs on this host, before or after it (other tests run
-/// office stand-ins at the same time: whether one runs is a host-wide fact); `None`, with a
-/// message, when one does.
-fn without_office<T>(judge: impl FnOnce() -> T) -> Option<T> {
-    let none = office_processes().is_empty();
-    let judged = judge();
-    if none && office_processes().is_empty() {
-        Some(judged)
-    } else {
-        eprintln!("an office program runs on this host: the case that needs none is skipped");
-        None
-    }
-}
-
-/// One test: whether an office process runs is a host-wide fact, so these cases must not run
-/// in parallel with each other.
+/// One test: whether an office process runs is a host-wide fact ([`Fact::Office`]), held
+/// absent for the cases that need none.
 #[test]
 fn libreoffice_fixture_and_verdicts() {
     let dir = tempdir();
@@ -708,13 +684,16 @@ fn libreoffice_fixture_and_verdicts() {
 
     // The record's time has minutes only: judged with a host booted an hour ago, so that a
     // machine booted a minute ago does not make it older than the boot.
-    let f = without_office(|| judge_in(old(&lock), &snapshot_booted_an_hour_ago()));
-    if let Some(f) = f {
-        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
-        assert_evidence(&f, "no office (soffice) process runs on this host");
-        assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent);
-        let j = judge_on_nfs(&lock, "libreoffice");
-        assert_eq!(j.verdict(), Verdict::Foreign, "{j:#?}");
+    {
+        let _no_office = quiet::absent(Fact::Office);
+        if quiet::none_running(Fact::Office) {
+            let f = judge_in(old(&lock), &snapshot_booted_an_hour_ago());
+            assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+            assert_evidence(&f, "no office (soffice) process runs on this host");
+            assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent);
+            let j = judge_on_nfs(&lock, "libreoffice");
+            assert_eq!(j.verdict(), Verdict::Foreign, "{j:#?}");
+        }
     }
 
     // An office process that has the document open: live, and it is a holder.
@@ -723,7 +702,7 @@ fn libreoffice_fixture_and_verdicts() {
     let key = FileKey::of(&fs::metadata(&doc).unwrap());
     let pid = office.pid();
     wait_until("soffice.bin to open the document", || {
-        Snapshot::take().openers(key).iter().any(|h| h.pid == pid)
+        snapshot().openers(key).iter().any(|h| h.pid == pid)
     });
     let f = expect(&lock, "libreoffice", Verdict::Live);
     assert!(
@@ -957,8 +936,7 @@ fn chromium_fixture_and_verdicts() {
 
 #[test]
 fn chromium_real_browser_is_live_then_stale() {
-    if !have("chromium") {
-        eprintln!("chromium not installed: skipped");
+    if !require("chromium") {
         return;
     }
     let dir = tempdir();
@@ -1079,9 +1057,11 @@ fn firefox_fixture_and_verdicts() {
 
 #[test]
 fn firefox_real_browser_is_live_then_stale() {
-    let Some(program) = ["firefox-esr", "firefox"].into_iter().find(|p| have(p)) else {
-        eprintln!("firefox not installed: skipped");
-        return;
+    let Some(program) = ["firefox-esr", "firefox"]
+        .into_iter()
+        .find(|p| which(p).is_some())
+    else {
+        return skip("`firefox-esr` is not installed (.ci/run installs it)");
     };
     let dir = tempdir();
     let profile = dir.path().join("profile");
@@ -1101,7 +1081,7 @@ fn firefox_real_browser_is_live_then_stale() {
     let parent = profile.join(".parentlock");
     wait_within(90, "the profile lock", || {
         (fs::symlink_metadata(&lock).is_ok()
-            && fs::metadata(&parent).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m))))
+            && fs::metadata(&parent).is_ok_and(|m| snapshot().kernel_locked(FileKey::of(&m))))
         .then_some(())
     });
     let f = expect(&lock, "firefox", Verdict::Live);
@@ -1198,9 +1178,12 @@ fn terraform_fixture_and_verdicts() {
 
 #[test]
 fn terraform_real_apply_is_live_then_stale() {
-    if !have("terraform") {
-        eprintln!("terraform not installed: skipped");
-        return;
+    if which("terraform").is_none() {
+        // Not a Debian package, and no package registry CI reaches ships its binary: CI has
+        // it only where the machine comes with it.
+        return crate::util::skip_even_under_ci(
+            "`terraform` is not installed (no registry .ci/run reaches ships it)",
+        );
     }
     let dir = tempdir();
     let ws = dir.path();
@@ -1240,7 +1223,7 @@ fn terraform_real_apply_is_live_then_stale() {
     let state = ws.join("terraform.tfstate");
     wait_until("the state lock", || {
         info.exists()
-            && fs::metadata(&state).is_ok_and(|m| Snapshot::take().kernel_locked(FileKey::of(&m)))
+            && fs::metadata(&state).is_ok_and(|m| snapshot().kernel_locked(FileKey::of(&m)))
     });
     let f = expect(&info, "terraform", Verdict::Live);
     assert!(
@@ -1437,7 +1420,7 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
 /// A temp dir holding `repo`, a git repository with one commit; `None` (the test skips)
 /// where git is not installed.
 fn repo_with_a_commit() -> Option<(tempfile::TempDir, PathBuf)> {
-    if !have("git") {
+    if !require("git") {
         return None;
     }
     let dir = tempdir();
@@ -1558,9 +1541,9 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     let meta = dir.path().join("deps.lock");
     fs::create_dir_all(meta.join("registry")).unwrap();
     write(&meta.join("index.json"), "{}");
-    let snap = Snapshot::take();
+    let snap = snapshot();
     assert!(
-        scan::judge_path(&meta, &snap, &Config::embedded())
+        try_judge(&meta, &snap, &Config::embedded())
             .unwrap()
             .is_none(),
         "a metadata directory was taken for a lock"
@@ -1568,8 +1551,9 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     // A directory not named like a lock is no lock.
     let plain = dir.path().join("data");
     fs::create_dir(&plain).unwrap();
+    let snap = snapshot();
     assert!(
-        scan::judge_path(&plain, &snap, &Config::embedded())
+        try_judge(&plain, &snap, &Config::embedded())
             .unwrap()
             .is_none()
     );
@@ -1588,14 +1572,10 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
     let config = Config::load_layers(None, Some(&config_path)).unwrap();
     let lock = dir.path().join("app-data").join("db.json.lock");
     fs::create_dir_all(&lock).unwrap();
-    let judge = |snap: &Snapshot| {
-        scan::judge_path(&lock, snap, &config)
-            .unwrap()
-            .expect("a lock")
-    };
+    let judge = |snap: &Snap| try_judge(&lock, snap, &config).unwrap().expect("a lock");
     // Refreshed within its window: nothing proven either way.
     set_mtime_ms(&lock, now_ms() - 10_000);
-    let f = judge(&Snapshot::take());
+    let f = judge(&snapshot());
     assert_eq!(f.dialect, "app-locks");
     assert_eq!(
         f.judgement.verdict(),
@@ -1605,7 +1585,7 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
     );
     // Past it, with nobody holding it: its writer would have refreshed it.
     set_mtime_ms(&lock, now_ms() - 60_000);
-    let f = judge(&Snapshot::take());
+    let f = judge(&snapshot());
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_eq!(
         f.judgement.proofs()[0].rule,
@@ -1614,7 +1594,7 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
     assert_evidence(&f, "longer than its writer's 20 s window");
     // Locked in the kernel: held, whatever its age.
     let holder = hold_flock(&lock);
-    let f = judge(&Snapshot::take());
+    let f = judge(&snapshot());
     assert_eq!(f.judgement.verdict(), Verdict::Live, "{:#?}", f.judgement);
     drop(holder);
 }
@@ -1660,9 +1640,9 @@ fn flock_files_are_free_or_live() {
 
     // Any name, any content: a kernel lock makes it a lock.
     let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
-    let snap = Snapshot::take();
+    let snap = snapshot();
     assert!(
-        scan::judge_path(&db, &snap, &Config::embedded())
+        try_judge(&db, &snap, &Config::embedded())
             .unwrap()
             .is_none()
     );
@@ -1789,7 +1769,7 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
         .unwrap();
     let on_nfs = |age_ms: i64| {
         set_mtime_ms(&lock, now_ms() - age_ms);
-        let snap = Snapshot::take();
+        let snap = snapshot();
         let mut lc = LoadedCandidate::load(&lock, &snap).unwrap();
         lc.fs = FsInfo::new("nfs", true);
         declared.judge(&lc.candidate(), &snap, &Windows::default())
@@ -1889,7 +1869,7 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
         .unwrap();
 
     let judge = || {
-        scan::judge_path(&lock, &Snapshot::take(), &Config::embedded())
+        try_judge(&lock, &snapshot(), &Config::embedded())
             .unwrap()
             .expect("a git lock")
     };
@@ -1948,10 +1928,14 @@ fn another_host_is_decided_before_any_time_rule() {
     assert_evidence(&f, "\"laptop\"");
     let ours = write(&tmp.join(".~lock.ours.odt#"), office_record(&host));
     set_mtime_ms(&ours, long_ago);
-    if let Some(f) = without_office(|| judge_in(&ours, &booted_now())) {
-        assert_eq!(f.dialect, "libreoffice");
-        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
-        assert_evidence(&f, "before this host booted");
+    {
+        let _no_office = quiet::absent(Fact::Office);
+        if quiet::none_running(Fact::Office) {
+            let f = judge_in(&ours, &booted_now());
+            assert_eq!(f.dialect, "libreoffice");
+            assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+            assert_evidence(&f, "before this host booted");
+        }
     }
     // The record's own time (local, zone unknown) is never taken for the write time: a file
     // written now with a record stamped long ago is not from an earlier boot.
@@ -2000,7 +1984,7 @@ fn multi_line_pid_records_are_read_whole() {
     let dir = tempdir();
     let tmp = dir.path();
     let host = hostname();
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let me = std::process::id();
     let dead = dead_pid();
     let soft = fixture_text("pidfile/softfilelock-4.txt");
@@ -2195,7 +2179,7 @@ fn an_unlisted_x_server_is_unknown_and_a_listening_display_is_live() {
 fn init_and_kernel_threads_never_own_an_application_lock() {
     let dir = tempdir();
     let tmp = dir.path();
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let host_ns = snap.host.pid_ns == Some(0xEFFF_FFFC);
     let every_namespace_seen = host_ns && snap.containers().complete;
     let not_an_owner = |f: &Finding| {
@@ -2229,7 +2213,7 @@ fn init_and_kernel_threads_never_own_an_application_lock() {
                 assert_evidence(&f, "another PID namespace");
             }
         }
-        None => eprintln!("no kernel thread visible here: that case is skipped"),
+        None => skip("no kernel thread is visible here (in a container?): that case is left out"),
     }
     // This machine's PID 1 (only where we run in the host's PID namespace: inside a
     // container, PID 1 is the container's own program and may well own a lock).
@@ -2240,7 +2224,7 @@ fn init_and_kernel_threads_never_own_an_application_lock() {
         assert_evidence(&f, "init");
         not_an_owner(&f);
     } else {
-        eprintln!("not in the host's PID namespace: PID 1 is this container's own program");
+        skip("not in the host's PID namespace: PID 1 is this container's own program");
     }
     // The same through the other PID dialects.
     let pg = tmp.join("pg");
@@ -2257,7 +2241,7 @@ fn mercurial_locks_are_found_and_judged() {
     let dir = tempdir();
     let tmp = dir.path();
     let host = hostname();
-    let ns = Snapshot::take().host.pid_ns.expect("our PID namespace");
+    let ns = snapshot().host.pid_ns.expect("our PID namespace");
     let repo = tmp.join("repo");
     write(&repo.join(".hg/requires"), "store\n");
     let wlock = repo.join(".hg/wlock");
@@ -2324,14 +2308,13 @@ fn mercurial_locks_are_found_and_judged() {
     }
     // Firefox's `lock` is a profile's only.
     let loose = link(&tmp.join("elsewhere/lock"), "127.0.0.1:+42");
-    let f = judge_in(&loose, &Snapshot::take());
+    let f = judge_in(&loose, &snapshot());
     assert_ne!(f.dialect, "firefox", "{f:#?}");
 }
 
 #[test]
 fn mercurial_real_hg_is_live_then_stale() {
-    if !have("hg") {
-        eprintln!("hg not installed: skipped");
+    if !require("hg") {
         return;
     }
     let dir = tempdir();

@@ -29,7 +29,7 @@ impl Mount {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            eprintln!("skipped: cannot mount {args:?} here (not root?)");
+            skip(format!("cannot mount {args:?} here (not root?)"));
             return None;
         }
         Some(Mount { dir, at })
@@ -147,8 +147,7 @@ fn a_read_only_directory_leaves_nothing_behind() {
         .arg(&m.at)
         .status()
         .is_ok_and(|s| s.success());
-    if !ro {
-        eprintln!("skipped: cannot make a bind mount read-only here");
+    if !require_that(ro, "cannot make a bind mount read-only here") {
         return;
     }
     let out = lock_cli(&m.at.join("job.lock"));

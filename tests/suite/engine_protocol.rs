@@ -656,10 +656,10 @@ fn another_users_held_lock_is_busy_not_an_error() {
 #[test]
 fn an_empty_lock_file_from_an_earlier_boot_heals() {
     let Some(boot) = locksmith::probe::HostFacts::probe().boot_time else {
-        eprintln!("SKIPPED: the boot time is unknown here");
-        return;
+        return skip("the boot time is unknown here");
     };
-    let dir = tempfile::tempdir().unwrap();
+    // On the target directory's disk: the system's temp dir may be a tmpfs.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let old = dir.path().join("old.lock");
     std::fs::write(&old, "").unwrap();
     let before_boot = std::time::UNIX_EPOCH + Duration::from_secs((boot - 86_400).max(0) as u64);
@@ -671,8 +671,9 @@ fn an_empty_lock_file_from_an_earlier_boot_heals() {
         .unwrap();
     let fs_kind = locksmith::probe::fs::describe(dir.path(), 0).kind;
     if fs_kind == "tmpfs" || fs_kind == "ramfs" {
-        eprintln!("SKIPPED: temporary files live on {fs_kind}, which no boot survives");
-        return;
+        return skip(format!(
+            "the target directory lives on {fs_kind}, which no boot survives"
+        ));
     }
     let j = Lock::new(&old).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");

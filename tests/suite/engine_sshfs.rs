@@ -25,7 +25,7 @@ fn mount(options: &[&str]) -> Option<Sshfs> {
     match Sshfs::start_with(options) {
         Ok(m) => Some(m),
         Err(why) => {
-            eprintln!("skipped: no sshfs mount possible: {why}");
+            skip(format!("no sshfs mount possible: {why}"));
             None
         }
     }
@@ -167,10 +167,7 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
         &["lock", "--heartbeat", "0.3", p, "--", "sleep", "60"],
     ) {
         Ok(c) => c,
-        Err(why) => {
-            eprintln!("skipped: no second host: {why}");
-            return;
-        }
+        Err(why) => return skip(format!("no second host: {why}")),
     };
     let mut holder = Group::spawn(cmd);
     let rec = wait_within(20, "the other host to take the lock", || {

@@ -51,8 +51,7 @@ fn check(env: &Env, lock: &Path) {
 
 #[test]
 fn an_ofd_holder_is_named_by_its_pid() {
-    if !have("python3") {
-        eprintln!("skipped: no python3");
+    if !require("python3") {
         return;
     }
     let env = Env::new();
@@ -61,17 +60,13 @@ fn an_ofd_holder_is_named_by_its_pid() {
 
 #[test]
 fn an_ofd_holder_on_a_btrfs_subvolume_is_named_by_its_pid() {
-    if !have("python3") {
-        eprintln!("skipped: no python3");
+    if !require("python3") {
         return;
     }
     let env = Env::new();
     let vol = match BtrfsSubvolume::make(env.path()) {
         Ok(vol) => vol,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        Err(why) => return skip(why),
     };
     check(&env, &vol.sub.join("x.pid"));
 }

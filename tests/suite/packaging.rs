@@ -123,11 +123,11 @@ fn bounding_set(unit: &str) -> String {
 /// directory it does not own. Without them (the control), it cannot.
 #[test]
 fn the_units_capabilities_are_enough() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: needs root (to run as root with a reduced capability set)");
-        return;
-    }
-    if !require("setpriv") {
+    if !require_that(
+        rustix::process::geteuid().is_root(),
+        "needs root (to run as root with a reduced capability set)",
+    ) || !require("setpriv")
+    {
         return;
     }
     let nobody = 65534;
@@ -332,11 +332,7 @@ fn bash_completes_from_the_installed_script() {
     let load = if framework.exists() {
         format!(". {} && __load_completion locksmith", framework.display())
     } else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "bash-completion must be installed under CI"
-        );
-        eprintln!("bash-completion not installed: sourcing the script directly");
+        skip("bash-completion is not installed: the script is sourced directly, not loaded by it");
         format!(". '{}'", script.display())
     };
     let complete = |line: &str| -> Vec<String> {

@@ -2,7 +2,7 @@
 //! editor, vim with unsaved changes under tmux, flock(1), and a postmaster.pid naming a
 //! recycled PID. Each test SIGKILLs its program halfway and checks the verdict turns stale
 //! (or free), and what `--scan --reclaim` then does. A test whose program is not installed
-//! says so and skips.
+//! skips ([`require`]), and fails under CI.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ fn scan_until(
 
 #[test]
 fn git_commit_in_its_editor_holds_index_lock_then_leaves_it_stale() {
-    if !have("git") {
+    if !require("git") {
         return;
     }
     let env = Env::new();
@@ -119,7 +119,7 @@ impl Drop for Tmux {
 
 #[test]
 fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
-    if !have("vim") || !have("tmux") {
+    if !require("vim") || !require("tmux") {
         return;
     }
     let env = Env::new();
@@ -221,7 +221,7 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
 
 #[test]
 fn flock_holder_is_live_and_a_released_flock_file_is_never_reclaimed() {
-    if !have("flock") {
+    if !require("flock") {
         return;
     }
     let env = Env::new();
@@ -259,7 +259,7 @@ fn flock_holder_is_live_and_a_released_flock_file_is_never_reclaimed() {
 
 #[test]
 fn postmaster_pid_naming_a_running_sleep_is_stale() {
-    if !have("sleep") {
+    if !require("sleep") {
         return;
     }
     let env = Env::new();
@@ -326,7 +326,7 @@ fn postmaster_pid_naming_a_running_sleep_is_stale() {
 
 #[test]
 fn dotlockfile_of_a_dead_shell_is_stale_and_of_a_live_one_is_live() {
-    if !have("dotlockfile") {
+    if !require("dotlockfile") {
         return;
     }
     let env = Env::new();
@@ -392,8 +392,10 @@ fn soft_file_lock_of_another_host_is_foreign_and_of_this_host_is_judged() {
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIPPED: `unshare --uts` is not permitted here (needs CAP_SYS_ADMIN)");
+    if !require_that(
+        probe.is_ok_and(|s| s.success()),
+        "`unshare --uts` is not permitted here (needs CAP_SYS_ADMIN)",
+    ) {
         return;
     }
     let theirs = dir.join("theirs.lock");
@@ -426,9 +428,9 @@ fn soft_file_lock_of_another_host_is_foreign_and_of_this_host_is_judged() {
 }
 
 /// proper-lockfile, installed with npm into the test's target directory once (`.ci/run`
-/// installs it there too). `None` (and a message) when node or npm is missing.
+/// installs it there too). `None` (the test skips) when node or npm is missing.
 fn proper_lockfile() -> Option<PathBuf> {
-    if !have("node") || !have("npm") {
+    if !require("node") || !require("npm") {
         return None;
     }
     let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("node");
@@ -441,10 +443,10 @@ fn proper_lockfile() -> Option<PathBuf> {
             .stdin(Stdio::null())
             .output();
         if !out.as_ref().is_ok_and(|o| o.status.success()) || !module.exists() {
-            eprintln!(
-                "SKIPPED: `npm install proper-lockfile` failed: {}",
+            skip(format!(
+                "`npm install proper-lockfile` failed: {}",
                 out.map(|o| stderr(&o)).unwrap_or_else(|e| e.to_string())
-            );
+            ));
             return None;
         }
     }

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use crate::util::judging::{judge, scan_findings};
 use crate::util::*;
-use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, Action, Outcome, ReclaimOptions};
 use locksmith::scan::{self, Config, Finding};
 use locksmith::verdict::Verdict;
@@ -303,7 +302,7 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     fs::rename(root.join("a"), env.path().join("a.orig")).unwrap();
     std::os::unix::fs::symlink(&secret, root.join("a")).unwrap();
     // The UI's refresh does not judge the file outside either.
-    let again = scan::rejudge(f, &Snapshot::take(), &Config::embedded());
+    let again = scan::rejudge(f, &snapshot(), &Config::embedded());
     assert!(again.is_err(), "{again:?}");
     assert_kept(env, f, "without following a symlink");
     assert_eq!(fs::read(&outside).unwrap(), content);

@@ -122,18 +122,14 @@ elif mode == "race":
 
 /// Whether the attacks can be staged here: root, `setpriv` and `/usr/bin/python3`.
 fn can_attack() -> bool {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: reclaim attack tests need root (to run the attacker as uid 65534)");
-        return false;
-    }
-    if !have("setpriv") {
-        return false;
-    }
-    if !Path::new(PYTHON).exists() {
-        eprintln!("SKIPPED: {PYTHON} is not installed (CI installs it)");
-        return false;
-    }
-    true
+    require_that(
+        rustix::process::geteuid().is_root(),
+        "reclaim attack tests need root (to run the attacker as uid 65534)",
+    ) && require("setpriv")
+        && require_that(
+            Path::new(PYTHON).exists(),
+            format!("{PYTHON} is not installed (.ci/run installs it)"),
+        )
 }
 
 /// A sticky, world-writable directory like `/tmp` inside the test's directory (which every

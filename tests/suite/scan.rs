@@ -17,13 +17,18 @@ use std::time::Duration;
 
 use locksmith::dialect::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use locksmith::judge::Said;
-use locksmith::probe::Snapshot;
 use locksmith::scan::{
     self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
 };
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
-use crate::util::{Guard, as_nobody, photograph_with_atimes, wait_until, write};
+use locksmith::probe::Snapshot;
+
+use crate::util::judging::try_judge;
+use crate::util::quiet::{self, Fact};
+use crate::util::{
+    Guard, as_nobody, photograph_with_atimes, require_that, snapshot, wait_until, write,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Test dialects: each reports in its evidence what it was shown.
@@ -180,7 +185,7 @@ fn run_scan_cancel(config: &Config, roots: &[Root], cancel: Arc<AtomicBool>) -> 
     let config = config.clone();
     let roots = roots.to_vec();
     std::thread::spawn(move || {
-        let snap = Snapshot::take();
+        let snap = snapshot();
         let events = Mutex::new(Vec::new());
         let sink = |e: ScanEvent| events.lock().unwrap().push(e);
         let result = scan::scan(&config, &roots, &snap, &cancel, &sink);
@@ -468,24 +473,24 @@ fn dialect_choice_follows_registry_order_and_falls_back_to_the_name() {
     );
 
     // judge_path asks the name-matched dialects first, then every dialect.
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let config = test_config();
-    let f = scan::judge_path(&d.join("x.b"), &snap, &config)
-        .unwrap()
-        .unwrap();
+    let f = try_judge(&d.join("x.b"), &snap, &config).unwrap().unwrap();
     assert_eq!(f.dialect, "test-a");
-    let f = scan::judge_path(&d.join("b.lock"), &snap, &config)
+    let f = try_judge(&d.join("b.lock"), &snap, &config)
         .unwrap()
         .unwrap();
     assert_eq!(f.dialect, "test-b");
     assert!(
-        scan::judge_path(&d.join("nothing-here.lock"), &snap, &config)
+        try_judge(&d.join("nothing-here.lock"), &snap, &config)
             .unwrap()
             .is_none()
     );
+    // With a snapshot taken once it exists: an older one's kernel-lock table may name its
+    // inode number, another test's file that was locked then.
     write(&d.join("plain.txt"), b"just text");
     assert!(
-        scan::judge_path(&d.join("plain.txt"), &snap, &config)
+        try_judge(&d.join("plain.txt"), &snapshot(), &config)
             .unwrap()
             .is_none()
     );
@@ -628,7 +633,7 @@ fn fifos_and_devices_named_like_locks_are_never_opened() {
         );
     }
     // judge_path does not open it either.
-    let f = scan::judge_path(&d.join("pipe.lock"), &Snapshot::take(), &test_config())
+    let f = try_judge(&d.join("pipe.lock"), &snapshot(), &test_config())
         .unwrap()
         .unwrap();
     assert_eq!(f.judgement.verdict(), Verdict::Unknown);
@@ -896,7 +901,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
     let guard = Guard(Some(child));
     let key = locksmith::probe::FileKey::of(&std::fs::metadata(&file).unwrap());
     wait_until("the flock to show in /proc/locks", || {
-        Snapshot::take().kernel_locked(key)
+        snapshot().kernel_locked(key)
     });
 
     let out = run_scan(&test_config(), &[root(d)]);
@@ -1016,9 +1021,9 @@ fn scan_and_rejudge(config: &Config, d: &Path, entries: usize) {
         assert!(f.content.len() <= locksmith::dialect::CONTENT_PREFIX);
     }
     // Re-judging every finding works too.
-    let snap = Snapshot::take();
+    let snap = snapshot();
     for f in &out.found {
-        let again = scan::judge_path(&f.path, &snap, config).unwrap();
+        let again = try_judge(&f.path, &snap, config).unwrap();
         assert_eq!(again.map(|g| g.dialect), Some(f.dialect), "{:?}", f.path);
     }
 }
@@ -1112,10 +1117,10 @@ fn pid_file_on_a_container_overlay_is_foreign() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!(
-            "SKIPPED: cannot mount an overlay file system here (needs root and mount rights)"
-        );
+    if !require_that(
+        mounted,
+        "cannot mount an overlay file system here (needs root and mount rights)",
+    ) {
         return;
     }
     struct Unmount(PathBuf);
@@ -1131,15 +1136,15 @@ fn pid_file_on_a_container_overlay_is_foreign() {
     gone.wait().unwrap();
     std::fs::write(merged.join("nginx.pid"), format!("{dead}\n")).unwrap();
 
-    let snap = Snapshot::take();
+    let snap = snapshot();
     let config = Config::embedded();
-    let inside = scan::judge_path(&merged.join("nginx.pid"), &snap, &config)
+    let inside = try_judge(&merged.join("nginx.pid"), &snap, &config)
         .unwrap()
         .expect("a pid file");
     assert!(inside.fs.container_root, "{:?}", inside.fs);
     assert_eq!(inside.judgement.verdict(), Verdict::Foreign, "{inside:?}");
 
-    let plain = scan::judge_path(&d.join("upper/nginx.pid"), &snap, &config)
+    let plain = try_judge(&d.join("upper/nginx.pid"), &snap, &config)
         .unwrap()
         .expect("a pid file");
     assert!(!plain.fs.container_root);
@@ -1169,8 +1174,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if !built {
-        eprintln!("SKIPPED: no C compiler (cc) to build the test program");
+    if !require_that(built, "no C compiler (cc) to build the test program") {
         return;
     }
     let child = Guard::spawn(&mut Command::new(&bin));
@@ -1184,7 +1188,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
     });
     let pidfile = dir.path().join("app.pid");
     std::fs::write(&pidfile, format!("{pid}\n")).unwrap();
-    let f = scan::judge_path(&pidfile, &Snapshot::take(), &Config::embedded())
+    let f = try_judge(&pidfile, &snapshot(), &Config::embedded())
         .unwrap()
         .expect("a pid file");
     assert_eq!(f.judgement.verdict(), Verdict::Live, "{:?}", f.judgement);
@@ -1196,12 +1200,16 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
 #[cfg(target_os = "linux")]
 #[test]
 fn inside_a_pid_namespace_absent_pids_prove_nothing() {
+    // Its namespaces share this host's mounts: no other test judges while they run.
+    let _namespace = quiet::making(Fact::PidNamespace);
     let probe = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "true"])
         .stderr(Stdio::null())
         .status();
-    if !probe.is_ok_and(|s| s.success()) {
-        eprintln!("SKIPPED: unshare --pid is not permitted here (needs root)");
+    if !require_that(
+        probe.is_ok_and(|s| s.success()),
+        "unshare --pid is not permitted here (needs root)",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

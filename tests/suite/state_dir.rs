@@ -108,8 +108,7 @@ fn listing(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_state_directory_symlinked_into_a_root_only_directory_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to play the attacker with setpriv");
+    if !require_that(is_root(), "needs root to play the attacker with setpriv") {
         return;
     }
     let a = Attack::new();
@@ -137,8 +136,7 @@ fn a_state_directory_symlinked_into_a_root_only_directory_is_refused() {
 
 #[test]
 fn a_state_directory_made_first_by_another_user_is_refused() {
-    if !is_root() {
-        eprintln!("skipped: needs root to play the attacker with setpriv");
+    if !require_that(is_root(), "needs root to play the attacker with setpriv") {
         return;
     }
     let a = Attack::new();
@@ -326,8 +324,7 @@ fn the_total_cap_keeps_the_locks_it_has_no_room_for() {
 
 #[test]
 fn a_full_state_directory_leaves_no_partial_copies_and_keeps_the_lock() {
-    if !is_root() {
-        eprintln!("skipped: mounting a small tmpfs needs root");
+    if !require_that(is_root(), "mounting a small tmpfs needs root") {
         return;
     }
     let env = Env::new();
@@ -338,8 +335,7 @@ fn a_full_state_directory_leaves_no_partial_copies_and_keeps_the_lock() {
         .arg(&state)
         .status()
         .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here");
+    if !require_that(mounted, "cannot mount a tmpfs here") {
         return;
     }
     struct Unmount(PathBuf);

@@ -342,8 +342,7 @@ fn after_a_resize_the_selection_and_every_count_stay_on_screen() {
 #[test]
 fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_again() {
     if let Some(why) = util::sshd::unavailable() {
-        eprintln!("SKIPPED: {why}");
-        return;
+        return util::skip(why);
     }
     // A second host, node17, reached through an ssh config of this test's own.
     let node = util::sshd::Sshd::start("node17");

@@ -18,12 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use locksmith::Verdict;
-use locksmith::probe::Snapshot;
-use locksmith::scan::{self, Config};
+use locksmith::scan::Config;
 use proptest::prelude::*;
 
+use crate::util::judging::try_judge;
 use crate::util::{
-    Flock, Group, dead_pid, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, swap_with, write,
+    Flock, Group, Snap, dead_pid, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, snapshot,
+    swap_with, write,
 };
 
 /// The times a fixture records in its content (not its mtime), varied by the tests.
@@ -40,7 +41,6 @@ struct Recorded {
 /// One lock of every dialect, each with a live owner; and locks whose verdict no time zone
 /// or boot time may change. Owners live as long as the value.
 struct World {
-    dir: tempfile::TempDir,
     host: String,
     /// Path → expected verdict.
     expected: BTreeMap<PathBuf, Verdict>,
@@ -51,6 +51,9 @@ struct World {
     _guards: Vec<crate::util::Guard>,
     _flocks: Vec<Flock>,
     _engine: Option<locksmith::engine::LockGuard>,
+    /// Last: removed once its owners are dead (a process working in a removed directory is
+    /// one whose working directory cannot be read: another test's git census would say so).
+    dir: tempfile::TempDir,
 }
 
 impl World {
@@ -66,7 +69,7 @@ impl World {
             .tempdir()
             .unwrap();
         let t = dir.path().to_path_buf();
-        let snap = Snapshot::take();
+        let snap = snapshot();
         let host = snap.host.hostname.clone();
         let ns = snap.host.pid_ns.unwrap_or(0xEFFF_FFFC);
         let boot = snap.host.boot_id.clone().unwrap_or_default();
@@ -425,7 +428,7 @@ impl World {
     /// Sets every live lock's mtime to its owner's start as `snap` sees it (its boot time
     /// plus the owner's start ticks) plus `slack_ms`, never later than now: with the boot
     /// moved earlier, the whole history moves with it, as on a machine that booted then.
-    fn written_after_start(&self, snap: &Snapshot, slack_ms: i64) {
+    fn written_after_start(&self, snap: &Snap, slack_ms: i64) {
         let now = now_ms();
         for (path, pid, _) in &self.live {
             if let Some(start) = pid.and_then(|p| snap.pid(p).facts().and_then(|f| f.start_ms)) {
@@ -434,14 +437,12 @@ impl World {
         }
     }
 
-    fn judge_all(&self, snap: &Snapshot) -> BTreeMap<PathBuf, (Verdict, String)> {
+    fn judge_all(&self, snap: &Snap) -> BTreeMap<PathBuf, (Verdict, String)> {
         let config = Config::embedded();
         self.expected
             .keys()
             .map(|p| {
-                let f = scan::judge_path(p, snap, &config)
-                    .unwrap()
-                    .unwrap_or_else(|| panic!("{} not taken for a lock", p.display()));
+                let f = crate::util::judging::judge_with(p, snap, &config);
                 (
                     p.clone(),
                     (
@@ -467,8 +468,8 @@ fn start_ticks(pid: i32) -> u64 {
         .unwrap()
 }
 
-fn snapshot_with_boot_shift(shift_s: i64) -> Snapshot {
-    let mut snap = Snapshot::take();
+fn snapshot_with_boot_shift(shift_s: i64) -> Snap {
+    let mut snap = snapshot();
     snap.host.boot_time = snap.host.boot_time.map(|b| b + shift_s);
     snap
 }
@@ -495,15 +496,14 @@ fn every_dialect_is_judged_the_same_in_every_time_zone() {
         "Etc/GMT+12",
         "America/New_York",
     ] {
-        let out = Command::new(crate::util::BIN)
-            .args(["--scan", "--json"])
+        let mut scan = Command::new(crate::util::BIN);
+        scan.args(["--scan", "--json"])
             .arg(world.root())
             .env("TZ", tz)
             .env("XDG_STATE_HOME", world.root().join("state"))
             .env("XDG_CONFIG_HOME", world.root().join("config"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+            .stdin(Stdio::null());
+        let out = crate::util::run_bounded(scan, crate::util::DEADLINE);
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "{tz}: not JSON ({e}): {}",
@@ -535,7 +535,7 @@ fn every_dialect_is_judged_the_same_in_every_time_zone() {
 #[test]
 fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
     let world = World::build();
-    let real = Snapshot::take();
+    let real = snapshot();
     let boot = real.host.boot_time.expect("boot time");
     let now = now_ms() / 1000;
     // Recorded long before the boot, just before it, just after it, now, and in the future.
@@ -602,7 +602,7 @@ fn a_live_owner_is_never_stale() {
 #[test]
 fn the_world_has_every_dialect() {
     let world = World::build();
-    let got = world.judge_all(&Snapshot::take());
+    let got = world.judge_all(&snapshot());
     let dialects: std::collections::BTreeSet<&str> = got
         .values()
         .map(|(_, why)| why.split(':').next().unwrap())
@@ -673,13 +673,13 @@ fn no_age_makes_an_unpromised_lock_stale() {
     let cases = (0i64..20 * 365 * 86_400, 1i64..86_400);
     let result = runner.run(&cases, |(age_s, booted_before_s)| {
         let now = now_ms() / 1000;
-        let mut snap = Snapshot::take();
+        let mut snap = snapshot();
         // The machine booted before the locks were written.
         snap.host.boot_time = Some(now - age_s - booted_before_s);
         let config = Config::embedded();
         for path in world.unpromised() {
             set_mtime_ms(&path, (now - age_s) * 1000);
-            let f = scan::judge_path(&path, &snap, &config).unwrap().unwrap();
+            let f = try_judge(&path, &snap, &config).unwrap().unwrap();
             if f.judgement.verdict() == Verdict::Stale {
                 return Err(TestCaseError::fail(format!(
                     "{} aged {age_s} s: {:?}",

@@ -1,11 +1,14 @@
 //! Judging one path as reclaim and the UI do (`scan::judge_path` with the embedded
-//! configuration), with assertions that print the whole judgement when they fail.
+//! configuration), with assertions that print the whole judgement when they fail. Every
+//! judgement is made with a [`Snap`]: on a quiet host, with a snapshot younger than the
+//! fixture (see [`super::quiet`]).
 
 use std::path::Path;
 
-use locksmith::probe::Snapshot;
 use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Verdict};
+
+use super::quiet::{Snap, snapshot};
 
 /// The findings of a real scan of `root` with the embedded configuration and a fresh
 /// snapshot.
@@ -19,24 +22,40 @@ pub fn scan_findings(root: &Path) -> Vec<Finding> {
         }
     };
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    scan::scan(&config, &roots, &Snapshot::take(), &cancel, &sink).unwrap();
+    scan::scan(&config, &roots, &snapshot(), &cancel, &sink).unwrap();
     found.into_inner().unwrap()
 }
 
 /// Judges one path with a given snapshot, as `judge` does with a fresh one.
-pub fn judge_in(path: &Path, snap: &Snapshot) -> Finding {
-    scan::judge_path(path, snap, &Config::embedded())
+pub fn judge_in(path: &Path, snap: &Snap) -> Finding {
+    judge_with(path, snap, &Config::embedded())
+}
+
+/// `scan::judge_path` with a [`Snap`], which must be younger than the file: how every test
+/// judges a path (a test checks that none calls `scan::judge_path` itself).
+pub fn try_judge(
+    path: &Path,
+    snap: &Snap,
+    config: &Config,
+) -> Result<Option<Finding>, scan::ScanError> {
+    snap.assert_younger_than(path);
+    scan::judge_path(path, snap, config)
+}
+
+/// Judges one path with a given snapshot and configuration.
+pub fn judge_with(path: &Path, snap: &Snap, config: &Config) -> Finding {
+    try_judge(path, snap, config)
         .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
         .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
 }
 
 /// Judges one path as reclaim and the UI do: a fresh snapshot, the embedded config.
 pub fn judge(path: &Path) -> Finding {
-    judge_in(path, &Snapshot::take())
+    judge_in(path, &snapshot())
 }
 
 /// `expect` with a given snapshot.
-pub fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) -> Finding {
+pub fn expect_in(snap: &Snap, path: &Path, dialect: &str, verdict: Verdict) -> Finding {
     let f = judge_in(path, snap);
     assert_eq!(f.dialect, dialect, "{}: {:#?}", path.display(), f.judgement);
     assert_eq!(
@@ -52,7 +71,7 @@ pub fn expect_in(snap: &Snapshot, path: &Path, dialect: &str, verdict: Verdict) 
 
 /// Judges and checks the dialect and verdict, printing the whole judgement on failure.
 pub fn expect(path: &Path, dialect: &str, verdict: Verdict) -> Finding {
-    expect_in(&Snapshot::take(), path, dialect, verdict)
+    expect_in(&snapshot(), path, dialect, verdict)
 }
 
 /// Every evidence line, one per line.

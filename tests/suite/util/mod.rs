@@ -18,6 +18,7 @@ pub mod engine;
 pub mod judging;
 pub mod podman;
 pub mod pty;
+pub mod quiet;
 pub mod sshd;
 pub mod sshfs;
 pub mod torture;
@@ -28,6 +29,7 @@ mod files;
 mod process;
 pub use files::*;
 pub use process::*;
+pub use quiet::{Snap, snapshot};
 
 /// The `locksmith` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
@@ -161,23 +163,32 @@ pub fn hold_with_cli(path: &Path, args: &[&str]) -> Group {
     g
 }
 
+/// Runs `locksmith` (or a program that runs it) with piped output, on a quiet host (see
+/// [`quiet`]: no copy of this process holds a stale descriptor, no other test's PID
+/// namespace runs), killing it if it outlives `limit`.
+pub fn run_bounded(cmd: Command, limit: Duration) -> Output {
+    let _judging = quiet::judging();
+    quiet::settle();
+    run_limited(cmd, limit)
+}
+
 /// Runs a command with piped output, killing it if it outlives `limit`.
-pub fn run_bounded(mut cmd: Command, limit: Duration) -> Output {
+pub fn run_limited(mut cmd: Command, limit: Duration) -> Output {
     let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn locksmith");
+        .expect("spawn");
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
     match rx.recv_timeout(limit) {
-        Ok(out) => out.expect("wait for locksmith"),
+        Ok(out) => out.expect("wait"),
         Err(_) => {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-            panic!("locksmith did not finish within {limit:?}");
+            panic!("{cmd:?} did not finish within {limit:?}");
         }
     }
 }
@@ -491,6 +502,7 @@ pub fn stderr(out: &Output) -> String {
 /// The binary started in a new pseudo-terminal of `rows` x `cols`, in `env`'s directory with
 /// its state and config homes, `TERM=xterm-256color`, no `NO_COLOR` unless `extra_env` sets it.
 /// Returns the child and the pty's master side (read the output from it, write keys to it).
+/// Settles first ([`quiet::settle`]); the caller holds [`quiet::judging`] while it runs.
 pub fn spawn_in_pty(
     env: &Env,
     args: &[&OsStr],
@@ -502,6 +514,7 @@ pub fn spawn_in_pty(
     Box<dyn portable_pty::MasterPty + Send>,
 ) {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+    quiet::settle();
     let pair = native_pty_system()
         .openpty(PtySize {
             rows,
@@ -529,7 +542,8 @@ pub fn spawn_in_pty(
 }
 
 /// A Python interpreter with py-filelock 4 or later: `$LOCKSMITH_TEST_PYTHON` (`.ci/run`
-/// sets it to a virtual environment it made), else `python3`.
+/// sets it to a virtual environment it made), else `python3`; `None` (the test skips) when
+/// there is none.
 pub fn python_with_filelock4() -> Option<PathBuf> {
     let candidates = std::env::var_os("LOCKSMITH_TEST_PYTHON")
         .map(PathBuf::from)
@@ -550,9 +564,7 @@ pub fn python_with_filelock4() -> Option<PathBuf> {
             return Some(py);
         }
     }
-    eprintln!(
-        "SKIPPED: no python3 with py-filelock >= 4 (`.ci/run` makes one; or set LOCKSMITH_TEST_PYTHON)"
-    );
+    skip("no python3 with py-filelock >= 4 (`.ci/run` makes one; or set LOCKSMITH_TEST_PYTHON)");
     None
 }
 

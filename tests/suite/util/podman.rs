@@ -11,13 +11,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use super::{DEADLINE, run_bounded, wait_for};
+use super::quiet::{self, Fact, Hold};
+use super::{DEADLINE, run_limited, wait_for};
 
 /// The image every test container runs.
 pub const IMAGE: &str = "localhost/locksmith-busybox:test";
 
+/// Its containers have roots of their own ([`Fact::Container`], held while it lives).
 pub struct Podman {
     dir: tempfile::TempDir,
+    _fact: Hold,
 }
 
 /// A running (or exited) container.
@@ -67,11 +70,12 @@ impl Podman {
                 return Err(format!("{what} is not installed ({path})"));
             }
         }
+        let fact = quiet::making(Fact::Container);
         let dir = tempfile::Builder::new()
             .prefix("locksmith-podman-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let p = Podman { dir };
+        let p = Podman { dir, _fact: fact };
         std::fs::write(
             p.path().join("containers.conf"),
             "[containers]\ndefault_ulimits = []\n",
@@ -145,11 +149,14 @@ impl Podman {
         c
     }
 
-    /// Runs `podman ARGS` to completion.
+    /// Runs `podman ARGS` to completion. While `podman run` makes a container, its PID 1 is in
+    /// a new PID namespace with a copy of this host's mounts until it pivots into its own root:
+    /// for that long it sees every test's fixtures ([`Fact::PidNamespace`]).
     pub fn run(&self, args: &[&str]) -> Output {
+        let _creating = (args.first() == Some(&"run")).then(|| quiet::making(Fact::PidNamespace));
         let mut c = self.cmd();
         c.args(args);
-        run_bounded(c, DEADLINE)
+        run_limited(c, DEADLINE)
     }
 
     /// `podman run -d --name NAME OPTIONS... IMAGE sh -c SCRIPT`, waiting until its PID 1 runs.

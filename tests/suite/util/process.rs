@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use locksmith::probe::{FileKey, Snapshot};
+use locksmith::probe::FileKey;
 
 use super::DEADLINE;
+use super::quiet::{self, Fact, Hold, snapshot};
 
 /// Polls `f` until it returns `Some`, failing the test after [`DEADLINE`].
 pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
@@ -43,6 +44,9 @@ pub fn wait_within<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -
 pub struct Group {
     pub child: Child,
     reaped: bool,
+    /// The host-wide fact the group makes (an office program, a package manager), held
+    /// until it is dead.
+    _fact: Option<Hold>,
 }
 
 impl Group {
@@ -59,6 +63,7 @@ impl Group {
                     return Group {
                         child,
                         reaped: false,
+                        _fact: None,
                     };
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && Instant::now() < deadline => {
@@ -255,14 +260,14 @@ pub fn as_nobody(program: impl AsRef<OsStr>) -> Command {
     c
 }
 
-/// Whether [`as_nobody`] works here (root, with `setpriv`); prints why the test is skipped
-/// when it does not.
+/// Whether [`as_nobody`] works here (root, with `setpriv`); skips the test ([`skip`]) when it
+/// does not.
 pub fn can_run_as_nobody() -> bool {
-    let ok = as_nobody("true").status().is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: setpriv cannot switch to uid 65534 here (needs root and util-linux)");
-    }
-    ok
+    require("setpriv")
+        && require_that(
+            as_nobody("true").status().is_ok_and(|s| s.success()),
+            "setpriv cannot switch to uid 65534 here (needs root)",
+        )
 }
 
 /// `program` run with a file size limit of zero (SIGXFSZ ignored): every write to a regular
@@ -284,30 +289,71 @@ pub fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Whether `program` is on PATH; prints why the test is skipped when it is not.
-pub fn have(program: &str) -> bool {
-    let found = which(program).is_some();
-    if !found {
-        eprintln!("SKIPPED: `{program}` is not installed (CI installs it)");
-    }
-    found
-}
-
-/// Whether a program the test drives is installed. Under CI (`CI` set) it must be: `.ci/run`
-/// installs it, so a missing one is a failure there, not a silent skip.
+/// Whether a program the test drives is installed. A missing one skips the test (or the
+/// part that needs it) through [`skip`]: a failure under CI, where `.ci/run` installs it.
 pub fn require(program: &str) -> bool {
-    if have(program) {
+    if which(program).is_some() {
         return true;
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "`{program}` must be installed under CI (.ci/run installs it)"
-    );
+    skip(format!(
+        "`{program}` is not installed (.ci/run installs it)"
+    ));
     false
 }
 
+/// Whether the test may go on with `what` (a capability: root, a mount, a namespace);
+/// otherwise skips it through [`skip`], saying `why`.
+pub fn require_that(ok: bool, why: impl std::fmt::Display) -> bool {
+    if !ok {
+        skip(why);
+    }
+    ok
+}
+
+/// Skips the test, or the part of it the caller leaves out, because of `why`. Under CI (`CI`
+/// set) nothing may be left out: this fails the test. Otherwise it says so on stderr and
+/// appends a line to the skip log ([`SKIP_LOG`]), which `.ci/run` and `tests/steady.sh`
+/// sum up at the end of a run.
+pub fn skip(why: impl std::fmt::Display) {
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "nothing may be skipped under CI: {why}"
+    );
+    record_skip("skipped", &why.to_string());
+}
+
+/// Skips because of something no machine can be made to provide every time (a number the
+/// kernel hands out by chance, say): the one skip that CI allows. Use it only for that.
+pub fn skip_even_under_ci(why: impl std::fmt::Display) {
+    record_skip("skipped by chance", &why.to_string());
+}
+
+/// Where skips are recorded, one `TEST<TAB>KIND: WHY` line each: `$LOCKSMITH_TEST_SKIP_LOG`,
+/// else `skipped-tests.log` in the target directory's `tmp/`.
+pub const SKIP_LOG: &str = "LOCKSMITH_TEST_SKIP_LOG";
+
+fn record_skip(kind: &str, why: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("(unnamed thread)")
+        .to_string();
+    eprintln!("{}: {test}: {why}", kind.to_uppercase());
+    let log = std::env::var_os(SKIP_LOG)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.log"));
+    let line = format!("{test}\t{kind}: {}\n", why.replace('\n', " "));
+    // One write of one short line with O_APPEND: lines of parallel tests do not mix.
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+}
+
 /// Runs a copy of `program` under the name `name` (so its comm, exe and argv[0] say `name`),
-/// in `cwd`, and waits until it has exec'd.
+/// in `cwd`, and waits until it has exec'd. A name the dialects look for host-wide (an
+/// office program, a package manager) makes its [`Fact`] for as long as the group lives.
 pub fn spawn_as(bin_dir: &Path, name: &str, program: &str, args: &[&str], cwd: &Path) -> Group {
     spawn_as_env(bin_dir, name, program, args, cwd, &[])
 }
@@ -327,13 +373,14 @@ pub fn spawn_as_env(
     cwd: &Path,
     env: &[(&str, &Path)],
 ) -> Group {
+    let fact = Fact::of_program(name).map(quiet::making);
     let exe = bin_dir.join(name);
     if !exe.exists() {
         std::fs::create_dir_all(bin_dir).unwrap();
         let from = which(program).unwrap_or_else(|| panic!("{program} not found"));
         std::fs::copy(from, &exe).unwrap();
     }
-    let p = Group::spawn(
+    let mut p = Group::spawn(
         Command::new(&exe)
             .args(args)
             .current_dir(cwd)
@@ -342,6 +389,7 @@ pub fn spawn_as_env(
             .stdout(Stdio::null())
             .stderr(Stdio::null()),
     );
+    p._fact = fact;
     let want: String = name.chars().take(15).collect();
     let pid = p.pid();
     wait_until(&format!("{name} to start"), || comm(pid) == want);
@@ -368,7 +416,7 @@ impl Flock {
                 .stderr(Stdio::null()),
         );
         let key = FileKey::of(&std::fs::metadata(path).unwrap());
-        wait_until("the flock", || Snapshot::take().kernel_locked(key));
+        wait_until("the flock", || snapshot().kernel_locked(key));
         Flock { group, key }
     }
 
@@ -387,7 +435,7 @@ impl Drop for Flock {
         self.group.kill_and_reap();
         let key = self.key;
         wait_until("the flock to be released", || {
-            !Snapshot::take().kernel_locked(key)
+            !snapshot().kernel_locked(key)
         });
     }
 }
@@ -431,18 +479,14 @@ pub const NOBODY_PYTHON: &str = "/usr/bin/python3";
 /// Whether a test can act as a local unprivileged user (uid 65534) here: root, `setpriv` and
 /// the system's Python. Says why not (and the test skips) otherwise.
 pub fn can_act_as_nobody() -> bool {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: needs root (to act as uid 65534)");
-        return false;
-    }
-    if !have("setpriv") {
-        return false;
-    }
-    if !Path::new(NOBODY_PYTHON).exists() {
-        eprintln!("SKIPPED: {NOBODY_PYTHON} is not installed (CI installs it)");
-        return false;
-    }
-    true
+    require_that(
+        rustix::process::geteuid().is_root(),
+        "needs root (to act as uid 65534)",
+    ) && require("setpriv")
+        && require_that(
+            Path::new(NOBODY_PYTHON).exists(),
+            format!("{NOBODY_PYTHON} is not installed (CI installs it)"),
+        )
 }
 
 /// Runs `python3 -c SCRIPT ARGS...` as uid/gid 65534 with no supplementary groups.

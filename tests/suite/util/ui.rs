@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{Child, MasterPty};
 
-use super::{DEADLINE, Env, spawn_in_pty};
+use super::{DEADLINE, Env, quiet, spawn_in_pty};
 
 /// The terminal's size when the UI starts.
 pub const ROWS: u16 = 30;
 pub const COLS: u16 = 140;
 
-/// The UI running in a pty; killed when dropped.
+/// The UI running in a pty; killed when dropped. It judges for as long as it runs, on a
+/// quiet host (see [`quiet`]).
 pub struct Ui {
     child: Box<dyn Child + Send + Sync>,
     writer: Box<dyn Write + Send>,
@@ -23,10 +24,12 @@ pub struct Ui {
     /// Everything the UI wrote, raw (for sequences the screen does not show).
     raw: Arc<Mutex<Vec<u8>>>,
     master: Box<dyn MasterPty + Send>,
+    _judging: quiet::Hold,
 }
 
 impl Ui {
     pub fn start(env: &Env, args: &[&Path], extra_env: &[(&str, &str)]) -> Ui {
+        let judging = quiet::judging();
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
         let (child, master) = spawn_in_pty(env, &args, extra_env, ROWS, COLS);
         let mut reader = master.try_clone_reader().expect("pty reader");
@@ -54,6 +57,7 @@ impl Ui {
             screen,
             raw,
             master,
+            _judging: judging,
         }
     }
 
