@@ -28,5 +28,6 @@ mod reclaim;
 mod reclaim_attacks;
 mod scan;
 mod state_dir;
+mod systemd_boot;
 mod tui_pty;
 mod verdicts;
