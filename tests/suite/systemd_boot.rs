@@ -166,6 +166,7 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
         "/usr/lib/systemd/system/locksmith-metrics.service",
         "/usr/lib/systemd/system/locksmith-metrics.timer",
         "/usr/share/locksmith/prometheus/locksmith.rules.yml",
+        "/usr/share/doc/locksmith/examples/config.json",
         "/etc/locksmith/config.json",
         "/etc/locksmith/boot.json",
         "/etc/locksmith/README",
@@ -416,4 +417,39 @@ fn the_boot_places_are_documented() {
         );
     }
     assert!(unit.contains("--config /etc/locksmith/boot.json"));
+}
+
+/// The configuration the package ships parses over the built-in one, as the units read it:
+/// /etc/locksmith/config.json as the layer of XDG_CONFIG_HOME=/etc, boot.json (and the
+/// example of /usr/share/doc/locksmith/examples) as `--config`. A key the built-in
+/// configuration no longer has would stop both units at boot.
+#[test]
+fn the_shipped_configuration_parses_over_the_built_in_one() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/debian");
+    let env = Env::new();
+    fs::create_dir_all(env.path().join("config/locksmith")).unwrap();
+    fs::copy(
+        root.join("etc/config.json"),
+        env.path().join("config/locksmith/config.json"),
+    )
+    .unwrap();
+    let empty = env.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    for layer in [
+        root.join("etc/boot.json"),
+        root.join("examples/config.json"),
+    ] {
+        let out = env.run([
+            "--config".as_ref(),
+            layer.as_os_str(),
+            "--scan".as_ref(),
+            empty.as_os_str(),
+        ]);
+        assert_eq!(
+            (out.status.code(), stderr(&out)),
+            (Some(0), String::new()),
+            "{}",
+            layer.display()
+        );
+    }
 }
