@@ -4,10 +4,10 @@
 //! boots again. A daemon that refuses to start while its pid file exists starts after the
 //! crash because locksmith-reclaim.service removed the stale pid file first (copied and
 //! journaled in /var/lib/locksmith); a pid file that a live process of that boot wrote is
-//! kept; a place added as /etc/locksmith/README says (home directories) is scanned too; the
-//! metrics timer writes the textfile, which `promtool check metrics` and node_exporter accept;
-//! no unit fails, and the units' journals show no denial from their sandboxes. The control:
-//! the same crash with the boot unit masked leaves the daemon failed.
+//! kept; places added as /etc/locksmith/README says (a volume, home directories) are scanned
+//! too; the metrics timer writes the textfile, which `promtool check metrics` and
+//! node_exporter accept; no unit fails, and the units' journals show no denial from their
+//! sandboxes. The control: the same crash with the boot unit masked leaves the daemon failed.
 //!
 //! `.ci/run` builds the package and the root file system and names them in
 //! `LOCKSMITH_TEST_DEB` and `LOCKSMITH_TEST_ROOTFS`.
@@ -70,6 +70,7 @@ WantedBy=multi-user.target
 const TINYD_PID: &str = "/var/lib/tinyd/tinyd.pid";
 const KEEPER_PID: &str = "/var/lib/keeper/keeper.pid";
 const GIT_LOCK: &str = "/home/alice/notes/.git/index.lock";
+const VOLUME_PID: &str = "/data/app/app.pid";
 const TEXTFILE: &str = "/var/lib/prometheus/node-exporter/locksmith.prom";
 
 /// The units under test.
@@ -218,17 +219,18 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
         stderr(&out)
     );
 
-    // A place added as /etc/locksmith/README says: home directories, where git left its
-    // index.lock.
+    // Places added as /etc/locksmith/README says: a volume at /data, where an application
+    // that has exited left its pid file, and home directories, where git left its
+    // index.lock (they also need ProtectHome=no).
+    m.sh_ok("mkdir -p /data/app && sh -c 'echo $$' > /data/app/app.pid");
     m.sh_ok(
         "useradd -m alice && runuser -u alice -- sh -c 'mkdir -p ~/notes/.git/objects ~/notes/.git/refs/heads && echo ref: refs/heads/main > ~/notes/.git/HEAD && printf DIRC > ~/notes/.git/index.lock'",
     );
     let boot_json = text(m.read("/etc/locksmith/boot.json")).unwrap();
     let mut config: serde_json::Value = serde_json::from_str(&boot_json).unwrap();
-    config["roots"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "path": "/home", "max_depth": 6 }));
+    let roots = config["roots"].as_array_mut().unwrap();
+    roots.push(serde_json::json!({ "path": "/data", "max_depth": 2 }));
+    roots.push(serde_json::json!({ "path": "/home", "max_depth": 6 }));
     m.put(
         "/etc/locksmith/boot.json",
         serde_json::to_string_pretty(&config).unwrap().as_bytes(),
@@ -248,7 +250,7 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
     assert_eq!(m.show("tinyd.service", "ActiveState"), "failed");
     assert!(m.journal(&["tinyd.service"]).contains("exists"));
     assert_eq!(text(m.read(TINYD_PID)).as_deref(), Some(stale.as_str()));
-    assert!(m.read(GIT_LOCK).is_some());
+    assert!(m.read(GIT_LOCK).is_some() && m.read(VOLUME_PID).is_some());
     m.sh_ok("systemctl unmask locksmith-reclaim.service");
     m.crash();
 
@@ -303,11 +305,18 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
             .any(|l| l.contains("live") && l.ends_with(KEEPER_PID)),
         "the report shows the live pid file:\n{report}"
     );
-    // The added place was scanned.
+    // The added places were scanned: the volume's stale pid file is gone; git's index.lock
+    // is in the report, and removed only if it was judged stale there.
     assert!(
-        m.read(GIT_LOCK).is_none(),
-        "git's index.lock is still there:\n{report}"
+        m.read(VOLUME_PID).is_none(),
+        "{VOLUME_PID} is still there:\n{report}"
     );
+    let git_row = report
+        .lines()
+        .find(|l| l.ends_with(GIT_LOCK))
+        .unwrap_or_else(|| panic!("the report does not list {GIT_LOCK}:\n{report}"));
+    let git_stale = git_row.contains("stale");
+    assert_eq!(m.read(GIT_LOCK).is_none(), git_stale, "{report}");
     let summary = report
         .lines()
         .find(|l| l.contains(" locks: "))
@@ -332,7 +341,8 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
     assert!(saved.starts_with("/var/lib/locksmith/saved/"), "{saved}");
     assert_eq!(text(m.read(&saved)).as_deref(), Some(stale.as_str()));
     assert_eq!(entry(TINYD_PID)["event"], "reclaim");
-    assert_eq!(entry(GIT_LOCK)["event"], "reclaim");
+    assert_eq!(entry(VOLUME_PID)["event"], "reclaim");
+    assert_eq!(entries.iter().any(|e| e["path"] == GIT_LOCK), git_stale);
     assert!(entries.iter().all(|e| e["path"] != KEEPER_PID));
     assert_no_denials(&m, "locksmith-reclaim.service");
 
