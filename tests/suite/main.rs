@@ -32,5 +32,6 @@ mod reclaim_attacks;
 mod scan;
 mod shared_formats;
 mod state_dir;
+mod systemd_boot;
 mod tui_pty;
 mod verdicts;

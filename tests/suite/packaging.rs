@@ -33,7 +33,7 @@ fn units_under_test() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for unit in UNITS {
         let text = fs::read_to_string(assets().join("systemd").join(unit)).unwrap();
-        let text = text.replace("/usr/local/bin/locksmith", BIN);
+        let text = text.replace("/usr/bin/locksmith", BIN);
         fs::write(dir.path().join(unit), text).unwrap();
     }
     dir
@@ -77,7 +77,7 @@ fn systemd_units_verify_and_are_hardened() {
     // What the units promise in their comments.
     let reclaim = fs::read_to_string(assets().join("systemd/locksmith-reclaim.service")).unwrap();
     for line in [
-        "ExecStart=/usr/local/bin/locksmith --scan --reclaim",
+        "ExecStart=/usr/bin/locksmith --scan --reclaim",
         "Before=basic.target",
         "DefaultDependencies=no",
         "StateDirectory=locksmith",

@@ -2,7 +2,8 @@
 //! report into typed structs (unknown fields are errors), validate it against the schema,
 //! photograph a tree to prove nothing changed. Processes on a leash (`process`), files and
 //! fixtures (`files`), judging paths (`judging`), the engine's helper children (`engine`), the
-//! terminal UI in a pty (`ui`), and real containers, ssh servers, sshfs and btrfs mounts.
+//! terminal UI in a pty (`ui`), and real containers, a Debian machine booted by systemd in one
+//! (`machine`), ssh servers, sshfs and btrfs mounts.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -16,6 +17,7 @@ use serde::Deserialize;
 pub mod btrfs;
 pub mod engine;
 pub mod judging;
+pub mod machine;
 pub mod podman;
 pub mod pty;
 pub mod quiet;

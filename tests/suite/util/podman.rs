@@ -1,8 +1,9 @@
 //! Real Podman containers for the tests, with no registry and no machine state: a busybox
-//! image imported from a tarball, and storage, run and temp directories of its own in a temp
-//! dir (`--root`, `--runroot`, `--tmpdir`, a `containers.conf` and a `storage.conf` of its
-//! own), the `runc` runtime and the `cgroupfs` cgroup manager, no network. Every container is
-//! removed (and the store reset) when the [`Podman`] is dropped.
+//! image imported from a tarball (or any root file system, [`Podman::import`]), and storage,
+//! run and temp directories of its own in a temp dir (`--root`, `--runroot`, `--tmpdir`, a
+//! `containers.conf` and a `storage.conf` of its own), the `runc` runtime and the `cgroupfs`
+//! cgroup manager, no network. Every container is removed (and the store reset) when the
+//! [`Podman`] is dropped.
 //!
 //! [`Podman::start`] returns `Err` with the reason when Podman cannot run here (not root, not
 //! installed, no busybox): the caller skips with that message.
@@ -62,6 +63,34 @@ pub fn busybox_root(dir: &Path) -> Result<(), String> {
 impl Podman {
     /// Sets up a private Podman store with the busybox image, and proves a container runs.
     pub fn start() -> Result<Podman, String> {
+        let p = Podman::store()?;
+        let rootfs = p.path().join("rootfs");
+        busybox_root(&rootfs)?;
+        let tar = p.path().join("busybox.tar");
+        let out = Command::new("tar")
+            .arg("-C")
+            .arg(&rootfs)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .output()
+            .map_err(|e| format!("tar: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("tar: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        p.import(&tar, IMAGE)?;
+        let out = p.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
+        if !out.status.success() {
+            return Err(format!(
+                "podman cannot run a container here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(p)
+    }
+
+    /// An empty private Podman store (no image yet).
+    pub fn store() -> Result<Podman, String> {
         if !rustix::process::geteuid().is_root() {
             return Err("podman tests run as root (rootless podman needs a user session)".into());
         }
@@ -89,35 +118,19 @@ impl Podman {
             ),
         )
         .map_err(|e| e.to_string())?;
-        let rootfs = p.path().join("rootfs");
-        busybox_root(&rootfs)?;
-        let tar = p.path().join("busybox.tar");
-        let out = Command::new("tar")
-            .arg("-C")
-            .arg(&rootfs)
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .output()
-            .map_err(|e| format!("tar: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("tar: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        let out = p.run(&["import", "-q", &tar.to_string_lossy(), IMAGE]);
+        Ok(p)
+    }
+
+    /// `podman import`: a root file system tarball as the image `name`.
+    pub fn import(&self, tar: &Path, name: &str) -> Result<(), String> {
+        let out = self.run(&["import", "-q", &tar.to_string_lossy(), name]);
         if !out.status.success() {
             return Err(format!(
                 "podman import failed: {}",
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        let out = p.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
-        if !out.status.success() {
-            return Err(format!(
-                "podman cannot run a container here: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(p)
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
