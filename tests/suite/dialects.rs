@@ -1129,7 +1129,7 @@ fn terraform_fixture_and_verdicts() {
     let owner = f.judgement.owner.unwrap();
     assert_eq!(owner.user.as_deref(), Some("root"));
     assert_eq!(owner.hostname.as_deref(), Some("vm"));
-    assert!(owner.created_at.unwrap().starts_with("2026-11-29T23:44:27"));
+    assert!(owner.created_at.unwrap().starts_with("2026-11-29T23:44:26"));
     let detail = owner.detail.unwrap();
     assert!(
         detail.contains("OperationTypeApply") && detail.contains("1.11.4"),
