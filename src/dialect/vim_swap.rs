@@ -138,13 +138,18 @@ impl Dialect for VimSwap {
             );
         }
         // Advice follows the verdict: recovery is for a swap file whose editor is gone.
-        said.note(
-            When::IfStale,
-            format!(
+        let advice = match written_since(c.path) {
+            Some(file) => format!(
+                "the swap file holds unsaved changes, but {} was written after its last change, as recovering it (`{}`, then `:w`) leaves it: if you have recovered it, the swap file is all that is left to remove; if not, recover first",
+                file.display(),
+                recover_command(c.path, c.content)
+            ),
+            None => format!(
                 "the swap file holds unsaved changes: recover them with `{}` before removing it",
                 recover_command(c.path, c.content)
             ),
-        )
+        };
+        said.note(When::IfStale, advice)
         .note(
             When::IfLive,
             "its editor is running with changes not yet saved: they are in that editor, not something to recover",
@@ -201,6 +206,19 @@ pub fn recover_target(swap: &Path) -> PathBuf {
     original(swap)
         .filter(|p| p.symlink_metadata().is_ok())
         .unwrap_or_else(|| swap.to_path_buf())
+}
+
+/// The file a swap file protects, when it was written after the swap file's last change
+/// (its mtime is later): what recovering it (`vim -r FILE`, then `:w`) leaves, vim leaving the
+/// old swap file in place. Its changes are then probably in the file, though any other write
+/// of the file since looks the same: a person decides, the swap file is still reported as
+/// holding unsaved changes.
+pub fn written_since(swap: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let file = original(swap)?;
+    let f = std::fs::metadata(&file).ok()?;
+    let s = swap.symlink_metadata().ok()?;
+    ((f.mtime(), f.mtime_nsec()) > (s.mtime(), s.mtime_nsec())).then_some(file)
 }
 
 /// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`; `dir/%a%b%name.swp` →

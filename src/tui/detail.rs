@@ -52,16 +52,24 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
             theme.error(),
         ))];
     }
-    vec![
-        Line::from(Span::styled(
-            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
-            theme.error(),
-        )),
-        Line::from(vec![
-            Span::styled("  Recover them first: ", theme.warn()),
-            Span::styled(recover_hint(f), theme.key()),
-        ]),
-    ]
+    let mut lines = vec![Line::from(Span::styled(
+        "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+        theme.error(),
+    ))];
+    if let Some(file) = locksmith::dialect::vim_swap::written_since(&f.path) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {} was written after them: if you recovered them, this swap file is all that is left to remove; if not:",
+                locksmith::text::display_path(&file)
+            ),
+            theme.warn(),
+        )));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("  Recover them first: ", theme.warn()),
+        Span::styled(recover_hint(f), theme.key()),
+    ]));
+    lines
 }
 
 /// Every line of the detail pane for one lock.
