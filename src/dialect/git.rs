@@ -98,21 +98,36 @@ impl Repo {
 
     /// The directories a git process working on this repository has its working directory
     /// (or `GIT_DIR`) under: the git directory, the main work tree and every linked worktree
-    /// (from `worktrees/*/gitdir`).
-    fn roots(&self, snap: &Snapshot) -> Vec<PathBuf> {
-        let mut dirs: Vec<PathBuf> = vec![self.git_dir.clone()];
-        dirs.extend(self.work_tree.clone());
-        if let Ok(wts) = snap.list_dir(&self.git_dir.join("worktrees"), 256) {
+    /// (from `worktrees/*/gitdir`). Nearest to `lock` first: a lock of a linked worktree's
+    /// (`worktrees/NAME/index.lock`) puts that worktree and its git directory before the rest.
+    fn roots(&self, lock: &Path, snap: &Snapshot) -> Vec<PathBuf> {
+        let worktrees = self.git_dir.join("worktrees");
+        let own = lock
+            .strip_prefix(&worktrees)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_os_string());
+        let mut linked: Vec<(bool, PathBuf)> = Vec::new();
+        if let Ok(wts) = snap.list_dir(&worktrees, 256) {
             for (name, _) in wts {
-                let gitdir = self.git_dir.join("worktrees").join(name).join("gitdir");
+                let gitdir = worktrees.join(&name).join("gitdir");
                 if let Some(text) = snap.read_small(&gitdir, 4096) {
                     let dot_git = PathBuf::from(String::from_utf8_lossy(&text).trim());
                     if let Some(tree) = dot_git.parent() {
-                        dirs.push(tree.to_path_buf());
+                        let mine = own.as_deref() == Some(std::ffi::OsStr::new(&name));
+                        linked.push((mine, tree.to_path_buf()));
                     }
                 }
             }
         }
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        if let Some(name) = &own {
+            dirs.extend(linked.iter().filter(|(o, _)| *o).map(|(_, t)| t.clone()));
+            dirs.push(worktrees.join(name));
+        }
+        dirs.push(self.git_dir.clone());
+        dirs.extend(self.work_tree.clone());
+        dirs.extend(linked.into_iter().filter(|(o, _)| !*o).map(|(_, t)| t));
         dirs
     }
 }
@@ -300,7 +315,7 @@ impl Dialect for Git {
             says: "git's own message: \"if no other git process is currently running, remove the file manually\"".into(),
             place: repo.git_dir.clone(),
             scope: Scope::Dirs {
-                dirs: repo.roots(snap),
+                dirs: repo.roots(c.path, snap),
                 named: command_line_dirs,
                 env: &["GIT_DIR"],
             },
