@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::verdict::HolderHow;
+use crate::verdict::{ByteRange, HolderHow, LockMode};
 
 /// Reads a `/proc` table in one `read(2)` when it can: the kernel lists `/proc/locks` under
 /// its lock only for the length of one read, and between two reads entries added or removed
@@ -57,14 +57,18 @@ impl FileKey {
     }
 }
 
-/// One granted kernel lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One granted kernel lock. Two lines (of `/proc/locks` and of a descriptor's fdinfo) that
+/// are equal describe the same lock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KernelLock {
     pub how: HolderHow,
-    pub write: bool,
-    /// `None` for OFD locks (the kernel prints -1).
+    pub mode: LockMode,
+    /// The process that took it; `None` for OFD locks (the kernel prints -1). A flock stays
+    /// held after that process is gone by whoever shares its open file description.
     pub pid: Option<i32>,
     pub key: FileKey,
+    /// The bytes it covers (for a flock, always the whole file).
+    pub range: ByteRange,
 }
 
 /// Parses one line of `/proc/locks` (or the part after `lock:` in fdinfo). Returns `None` for
@@ -82,22 +86,29 @@ pub fn parse_line(line: &str) -> Option<KernelLock> {
         "OFDLCK" => HolderHow::Ofd,
         _ => return None, // LEASE, DELEG, ...
     };
-    let _mode = it.next()?;
-    let rw = it.next()?;
+    let _advisory = it.next()?;
+    let mode = match it.next()? {
+        "WRITE" => LockMode::Write,
+        "READ" => LockMode::Read,
+        _ => return None,
+    };
     let pid: i64 = it.next()?.parse().ok()?;
     let mut dev = it.next()?.split(':');
     let major = u32::from_str_radix(dev.next()?, 16).ok()?;
     let minor = u32::from_str_radix(dev.next()?, 16).ok()?;
     let inode = dev.next()?.parse().ok()?;
+    let start = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let end = it.next().and_then(|s| s.parse().ok());
     Some(KernelLock {
         how,
-        write: rw == "WRITE",
+        mode,
         pid: (pid > 0).then_some(pid as i32),
         key: FileKey {
             major,
             minor,
             inode,
         },
+        range: ByteRange { start, end },
     })
 }
 
@@ -164,12 +175,12 @@ impl KernelLocks {
         self.inodes.contains(&inode)
     }
 
-    /// Keys of files with an OFD lock (their holders need
-    /// [`super::open_files::attribute_ofd`]).
-    pub fn ofd_keys(&self) -> HashSet<FileKey> {
+    /// Keys of files with a lock held by an open file description (flock, OFD): their
+    /// holders now are the processes that share it ([`super::open_files::sharers`]).
+    pub fn description_keys(&self) -> HashSet<FileKey> {
         self.by_key
             .iter()
-            .filter(|(_, v)| v.iter().any(|l| l.how == HolderHow::Ofd))
+            .filter(|(_, v)| v.iter().any(|l| l.how != HolderHow::Posix))
             .map(|(k, _)| *k)
             .collect()
     }
@@ -239,7 +250,7 @@ mod tests {
             })
             .is_empty()
         );
-        assert_eq!(t.ofd_keys().len(), 1);
+        assert_eq!(t.description_keys().len(), 2, "the OFD lock and the flock");
     }
 
     #[cfg(target_os = "linux")]
@@ -276,6 +287,17 @@ mod tests {
     fn parses_fdinfo_lock_lines() {
         let l = parse_line("\t1: OFDLCK ADVISORY  WRITE -1 00:2a:1234 0 EOF").unwrap();
         assert_eq!(l.how, HolderHow::Ofd);
+        assert_eq!(l.mode, LockMode::Write);
+        assert!(l.range.whole());
+        let p = parse_line("2: POSIX  ADVISORY  READ 4242 fd:01:99 100 199").unwrap();
+        assert_eq!((p.mode, p.pid), (LockMode::Read, Some(4242)));
+        assert_eq!(
+            p.range,
+            ByteRange {
+                start: 100,
+                end: Some(199)
+            }
+        );
         assert!(parse_line("garbage").is_none());
     }
 }

@@ -135,6 +135,8 @@ fn live_with_process(path: &str) -> Finding {
         name: Some("sleep".into()),
         how: HolderHow::Flock,
         container: None,
+        mode: Some(locksmith::verdict::LockMode::Write),
+        range: None,
     }];
     f
 }

@@ -19,6 +19,7 @@ mod engine_races;
 mod engine_sshfs;
 mod engine_stampede;
 mod engine_torture;
+mod holders_now;
 mod hostile_input;
 mod hung_mounts;
 mod lock_signals;

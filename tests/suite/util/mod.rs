@@ -375,6 +375,16 @@ pub struct Holder {
     pub name: Option<String>,
     pub how: String,
     pub container: Option<Container>,
+    pub mode: Option<String>,
+    pub range: Option<ByteRange>,
+}
+
+/// The bytes a POSIX or OFD lock covers (`end: None`: to EOF).
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ByteRange {
+    pub start: u64,
+    pub end: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
