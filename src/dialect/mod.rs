@@ -28,6 +28,7 @@ pub mod libreoffice_profile;
 pub mod locksmith;
 pub mod mercurial;
 pub mod mkdir_lock;
+pub mod not_locks;
 pub mod nvim_shada;
 pub mod pacman;
 pub mod pid_record;
@@ -403,53 +404,7 @@ pub trait Dialect: Send + Sync {
     }
 }
 
-/// File names that match lock patterns (`*.lock`) but are never locks: the dependency lock
-/// files of package managers. A file with such a name is a candidate only when a kernel lock
-/// is held on it (or a whole-path pattern, such as git's, matches it).
-pub const NOT_LOCKS: &[&str] = &[
-    "Cargo.lock",
-    "yarn.lock",
-    "Gemfile.lock",
-    "poetry.lock",
-    "Pipfile.lock",
-    "pdm.lock",
-    "uv.lock",
-    "flake.lock",
-    "composer.lock",
-    "mix.lock",
-    "pubspec.lock",
-    "Podfile.lock",
-    "Package.resolved",
-    "deno.lock",
-    "bun.lock",
-    "gradle.lockfile",
-    "*.terraform.lock.hcl",
-    ".terraform.lock.hcl",
-    "conda-lock.yml",
-    "cabal.project.freeze",
-    "Manifest.toml",
-    "renv.lock",
-    "packages.lock.json",
-    "Gopkg.lock",
-    "Chart.lock",
-    "MODULE.bazel.lock",
-    "pixi.lock",
-    "stack.yaml.lock",
-    "conan.lock",
-    "shard.lock",
-    "rebar.lock",
-    "Berksfile.lock",
-    "Puppetfile.lock",
-    "paket.lock",
-    "devbox.lock",
-    "requirements.lock",
-    "requirements-dev.lock",
-    "mise.lock",
-    "Cask.lock",
-    "Gemfile.next.lock",
-    "*.gemfile.lock",
-    "gems.locked",
-];
+pub use not_locks::NOT_LOCKS;
 
 /// All dialects, in the order they are tried (most specific first).
 pub fn registry() -> &'static [&'static dyn Dialect] {
