@@ -12,11 +12,14 @@
 //! the evidence [`Snapshot`] (and the candidate's own bounded content).
 
 pub mod borg;
+pub mod breezy;
 pub mod chromium;
 pub mod common;
 pub mod conda;
+pub mod cvs;
 pub mod declared;
 pub mod emacs;
+pub mod emacs_desktop;
 pub mod firefox;
 pub mod flock;
 pub mod git;
@@ -37,12 +40,15 @@ pub mod postgres;
 pub mod qt_lockfile;
 pub mod r_install;
 pub mod rails;
+pub mod rehash;
 pub mod rpm_db;
 pub mod terraform;
+pub mod tool_flock;
 pub mod vim_swap;
 pub mod vmware;
 pub mod vscode;
 pub mod x11;
+pub mod xauth;
 pub mod zsh_history;
 
 use std::ffi::OsStr;
@@ -315,9 +321,12 @@ pub struct DialectId(&'static str);
 
 impl DialectId {
     pub const BORG: DialectId = DialectId("borg");
+    pub const BREEZY: DialectId = DialectId("breezy");
     pub const CHROMIUM: DialectId = DialectId("chromium");
     pub const CONDA: DialectId = DialectId("conda");
+    pub const CVS: DialectId = DialectId("cvs");
     pub const EMACS: DialectId = DialectId("emacs");
+    pub const EMACS_DESKTOP: DialectId = DialectId("emacs-desktop");
     pub const FIREFOX: DialectId = DialectId("firefox");
     pub const FLOCK: DialectId = DialectId("flock");
     pub const GIT: DialectId = DialectId("git");
@@ -336,12 +345,15 @@ impl DialectId {
     pub const QT_LOCKFILE: DialectId = DialectId("qt-lockfile");
     pub const R_INSTALL: DialectId = DialectId("r-install");
     pub const RAILS: DialectId = DialectId("rails");
+    pub const REHASH: DialectId = DialectId("rehash");
     pub const RPM_DB: DialectId = DialectId("rpm-db");
     pub const TERRAFORM: DialectId = DialectId("terraform");
+    pub const TOOL_FLOCK: DialectId = DialectId("tool-flock");
     pub const VIM_SWAP: DialectId = DialectId("vim-swap");
     pub const VMWARE: DialectId = DialectId("vmware");
     pub const VSCODE: DialectId = DialectId("vscode");
     pub const X11: DialectId = DialectId("x11");
+    pub const XAUTH: DialectId = DialectId("xauth");
     pub const ZSH_HISTORY: DialectId = DialectId("zsh-history");
 
     /// The id of a dialect known by name only: one declared in the configuration (see
@@ -428,6 +440,10 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         // `HEAD.lock` is git's, not a flock file),
         &git::Git,
         &mercurial::Mercurial,
+        // then other version control systems' locks (CVS's `#cvs.lock` directory before the
+        // mkdir-lock reader),
+        &breezy::Breezy,
+        &cvs::Cvs,
         // then programs' own lock files, found by their names and places,
         &rails::Rails,
         &jetbrains::JetBrains,
@@ -441,6 +457,12 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &julia::Julia,
         &zsh_history::ZshHistory,
         &rpm_db::RpmDb,
+        &xauth::Xauth,
+        &emacs_desktop::EmacsDesktop,
+        &rehash::Rehash,
+        // then the kernel-lock files of well-known tools (before the readers of a PID in a
+        // file or an empty `*.lock`, which cannot tell their writer),
+        &tool_flock::ToolFlock,
         // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
         // names when nothing recognises their content,
         &pidfile::Pidfile,
