@@ -311,6 +311,9 @@ const DEPENDENCY_KEYS: &[&str] = &[
     "registry",
     "extra_packages",
     "plugin-hash",
+    "shards",
+    "remote",
+    "redirects",
 ];
 
 /// Keys of a lock's own record: a document naming one of these is a lock's, never a manifest.
@@ -444,9 +447,25 @@ pub fn manifest(content: &[u8]) -> Option<&'static str> {
     }
     // Elixir's `mix.lock` and Erlang's `rebar.lock`: terms naming a package source.
     if (first.starts_with("%{") && (text.contains("{:hex,") || text.contains("{:git,")))
-        || (first.starts_with('{') || first.starts_with('[')) && text.contains("{pkg,<<\"")
+        || ((first.starts_with('{') || first.starts_with('['))
+            && text.contains("<<\"")
+            && ["{pkg,", "{git,", "{hg,"].iter().any(|s| text.contains(s)))
     {
         return Some("package terms");
+    }
+    // Whole lines only: the prefix read may end in the middle of one.
+    let mut whole: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if !text.ends_with('\n') && whole.len() > 1 {
+        whole.pop();
+    }
+    // The go command's `go.sum`: `MODULE VERSION[/go.mod] h1:HASH` lines.
+    if !whole.is_empty()
+        && whole.iter().all(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() == 3 && f[2].starts_with("h1:")
+        })
+    {
+        return Some("module checksums");
     }
     if keys.iter().any(|k| DEPENDENCY_KEYS.contains(&k.as_str())) {
         let form = if first.starts_with('{') || first.starts_with('[') && first.contains('"') {
@@ -459,9 +478,8 @@ pub fn manifest(content: &[u8]) -> Option<&'static str> {
         return Some(form);
     }
     // vim-flavor's `Flavorfile.lock`: `URI (VERSION)` lines.
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty()).peekable();
-    if lines.peek().is_some()
-        && lines.all(|l| {
+    if !whole.is_empty()
+        && whole.iter().all(|l| {
             let l = l.trim();
             l.contains("://") && l.ends_with(')') && l.contains(" (")
         })

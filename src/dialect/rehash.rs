@@ -12,16 +12,19 @@
 //! owner.
 //!
 //! Liveness: the writer's condition, its own message: no rehash may be running for that root.
-//! The judge checks it ([`crate::judge::Contract`]): no rbenv (pyenv, ...) process, a shell
-//! script known by its name, with the root as its working directory or its `RBENV_ROOT`
-//! (`PYENV_ROOT`, ...), nobody with a file of the shims directory open, every process
-//! visible, older than 2 s → stale.
+//! The rehash is a shell script run by its interpreter (`bash .../libexec/rbenv-rehash`: its
+//! name is the interpreter's, the script is its first argument), so a process running the
+//! script `rbenv-rehash` (`pyenv-rehash`, ...), for any root, makes the lock `live`. Otherwise
+//! the judge checks the condition ([`crate::judge::Contract`]): no rbenv (pyenv, ...) process
+//! by name with the root as its working directory or its `RBENV_ROOT` (`PYENV_ROOT`, ...),
+//! nobody with a file of the shims directory open, every process visible, older than 2 s →
+//! stale.
 
 use std::path::{Path, PathBuf};
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Said, Scope, When, Writers};
-use crate::probe::Snapshot;
+use crate::judge::{Contract, Judgement, Said, Scope, When, Writers};
+use crate::probe::{PidState, ProcSummary, Snapshot};
 use crate::verdict::Owner;
 
 pub struct Rehash;
@@ -53,6 +56,22 @@ fn manager(c: &Candidate<'_>) -> Option<(&'static [&'static str], &'static str)>
     Some((programs, tool))
 }
 
+/// A process running the `TOOL-rehash` script (by its interpreter, or exec'd by its name).
+fn rehash_running<'a>(snap: &'a Snapshot, tool: &str) -> Option<&'a ProcSummary> {
+    let script = format!("{tool}-rehash");
+    let me = std::process::id() as i32;
+    snap.processes().iter().find(|p| {
+        p.pid != me
+            && !matches!(snap.pid(p.pid), PidState::Absent | PidState::Zombie(_))
+            && (p.name == script
+                || p.cmd.iter().take(3).any(|a| {
+                    Path::new(a)
+                        .file_name()
+                        .is_some_and(|n| n == script.as_str())
+                }))
+    })
+}
+
 fn in_shims(path: &Path) -> bool {
     path.parent()
         .and_then(|d| d.file_name())
@@ -77,7 +96,7 @@ impl Dialect for Rehash {
         c.kind == EntryKind::File && manager(c).is_some() && in_shims(c.path)
     }
 
-    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let Some((programs, tool)) = manager(c) else {
             return Said::unparseable("rehash", "not a version manager's prototype shim");
         };
@@ -90,6 +109,15 @@ impl Dialect for Rehash {
             )),
             ..Owner::default()
         };
+        if let Some(p) = rehash_running(snap, tool) {
+            let mut j = Judgement::live(format!(
+                "a {tool} rehash runs: process {} ({})",
+                p.pid,
+                crate::text::truncate(&p.cmd.join(" "), 120)
+            ));
+            j.process = snap.pid(p.pid).facts().map(|f| snap.process_info(f));
+            return Said::settled(j).owner(owner);
+        }
         Said::claims(owner)
             .claim(Contract {
                 writer: Writers::named(programs),
