@@ -460,12 +460,12 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &xauth::Xauth,
         &emacs_desktop::EmacsDesktop,
         &rehash::Rehash,
-        // then the kernel-lock files of well-known tools (before the readers of a PID in a
-        // file or an empty `*.lock`, which cannot tell their writer),
-        &tool_flock::ToolFlock,
         // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
         // names when nothing recognises their content,
         &pidfile::Pidfile,
+        // then the kernel-lock files of well-known tools, which hold no PID (before the reader
+        // of an empty `*.lock`, which cannot tell its writer),
+        &tool_flock::ToolFlock,
         // then Firefox's `lock` symlink and `.parentlock` (after pidfile, so that a regular
         // file named `lock` is never taken for Firefox's),
         &firefox::Firefox,
@@ -478,4 +478,25 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
 /// Looks a dialect up by id.
 pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
     registry().iter().copied().find(|d| d.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The README's dialect table has a row for every built-in dialect.
+    #[test]
+    fn the_readme_lists_every_dialect() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let table = readme
+            .split("\n## Lock dialects\n")
+            .nth(1)
+            .expect("the README has its dialect table")
+            .split("\n### ")
+            .next()
+            .unwrap();
+        for d in super::registry() {
+            let row = format!("\n| `{}` |", d.id());
+            assert!(table.contains(&row), "no README row for {}", d.id());
+        }
+    }
 }

@@ -1658,8 +1658,9 @@ fn flock_files_are_free_or_live() {
     assert_open_here(&f);
     drop(open);
 
-    // Any name, any content: a kernel lock makes it a lock.
-    let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
+    // Any name, any content (but a database's, see `not_locks`): a kernel lock makes it a
+    // lock.
+    let db = write(&tmp.join("spool.state"), "queued: 3\n");
     let snap = Snapshot::take();
     assert!(
         scan::judge_path(&db, &snap, &Config::embedded())
