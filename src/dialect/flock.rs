@@ -77,10 +77,8 @@ impl Dialect for Flock {
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
-        // Processes with the file open are shown too (a waiter has it open, unlocked). A
-        // kernel lock held on it makes it `live` before this verdict is looked at.
-        let openers = snap.openers(c.key());
-        let mut j = if well_known(c) {
+        // A kernel lock held on it makes it `live` before this verdict is looked at.
+        let j = if well_known(c) {
             Judgement::free(
                 "no process holds a kernel lock on it (/proc/locks): the file is harmless and must stay, since programs lock it in place",
             )
@@ -93,19 +91,27 @@ impl Dialect for Flock {
                 "an empty lock file is either a kernel-lock file (harmless, must stay) or a lock by existence (O_EXCL writers, older SoftFileLock), which blocks its program until removed: its owner cannot be told",
             )
         };
-        if !openers.is_empty() {
-            j.evidence.push(format!(
-                "open, without a lock, in {}",
-                common::describe_holders(&openers)
-            ));
-            j.holders = openers;
-        }
-        if c.fs.network {
-            j.evidence.push(format!(
-                "on a network file system ({}): a lock held from another machine does not show here",
-                c.fs.kind
-            ));
-        }
-        j.into()
+        unlocked(j, c, snap).into()
     }
+}
+
+/// A kernel-lock file nobody locks, as `j` judges it, with who has it open (a waiter has it
+/// open, unlocked) and, on a network file system, that a lock held from another machine does
+/// not show here.
+pub fn unlocked(mut j: Judgement, c: &Candidate<'_>, snap: &Snapshot) -> Judgement {
+    let openers = snap.openers(c.key());
+    if !openers.is_empty() {
+        j.evidence.push(format!(
+            "open, without a lock, in {}",
+            common::describe_holders(&openers)
+        ));
+        j.holders = openers;
+    }
+    if c.fs.network {
+        j.evidence.push(format!(
+            "on a network file system ({}): a lock held from another machine does not show here",
+            c.fs.kind
+        ));
+    }
+    j
 }

@@ -31,7 +31,7 @@
 
 use std::path::Path;
 
-use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Said};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
@@ -245,23 +245,13 @@ impl Dialect for ToolFlock {
             ..Owner::default()
         };
         // A kernel lock held on it makes it `live` before this verdict is looked at.
-        let mut j = Judgement::free(
-            "no process holds a kernel lock on it (/proc/locks): its program locks it in the kernel and never relies on the file's existence, so it is harmless and must stay",
+        let j = super::flock::unlocked(
+            Judgement::free(
+                "no process holds a kernel lock on it (/proc/locks): its program locks it in the kernel and never relies on the file's existence, so it is harmless and must stay",
+            ),
+            c,
+            snap,
         );
-        let openers = snap.openers(c.key());
-        if !openers.is_empty() {
-            j.evidence.push(format!(
-                "open, without a lock, in {}",
-                common::describe_holders(&openers)
-            ));
-            j.holders = openers;
-        }
-        if c.fs.network {
-            j.evidence.push(format!(
-                "on a network file system ({}): a lock held from another machine does not show here",
-                c.fs.kind
-            ));
-        }
         Said::settled(j).owner(owner)
     }
 }

@@ -54,6 +54,20 @@ fn reclaim(env: &Env, root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A kernel-lock file that the program `start` runs locks: live while it runs (`while_held`
+/// checks more then), free once it is killed, and taken again by the program started anew.
+fn held_then_free(program: &str, lock: &Path, start: impl Fn() -> Group, while_held: impl Fn()) {
+    let mut running = start();
+    wait_locked(&format!("{program} to take its lock"), lock);
+    expect(lock, "tool-flock", Verdict::Live);
+    while_held();
+    running.kill();
+    expect(lock, "tool-flock", Verdict::Free);
+    let mut again = start();
+    wait_locked(&format!("{program} to run again"), lock);
+    again.kill();
+}
+
 // ---------------------------------------------------------------------------------------------
 // X and ICE authority files
 
@@ -569,21 +583,13 @@ fn prometheus_tsdb_lock_is_free_once_prometheus_dies() {
                 .stderr(fs::File::create(&log).unwrap()),
         )
     };
-    let mut server = start();
     let lock = data.join("lock");
-    wait_locked("Prometheus to lock its TSDB", &lock);
-    expect(&lock, "tool-flock", Verdict::Live);
-    let found: Vec<PathBuf> = scan_findings(&data).into_iter().map(|f| f.path).collect();
-    assert_eq!(found, vec![lock.clone()], "only the lock is a lock");
-
-    server.kill();
-    expect(&lock, "tool-flock", Verdict::Free);
-    let mut again = start();
-    wait_until("Prometheus to start again", || {
-        fs::read_to_string(&log).is_ok_and(|t| t.contains("already existed"))
+    held_then_free("Prometheus", &lock, start, || {
+        let found: Vec<PathBuf> = scan_findings(&data).into_iter().map(|f| f.path).collect();
+        assert_eq!(found, vec![lock.clone()], "only the lock is a lock");
     });
-    wait_locked("Prometheus to lock its TSDB again", &lock);
-    again.kill();
+    let log = fs::read_to_string(&log).unwrap();
+    assert!(log.contains("already existed"), "{log}");
 }
 
 /// cargo flocks the build directory (`target/debug/.cargo-lock`) while it builds; killed in a
@@ -659,21 +665,14 @@ fn wayland_socket_lock_is_free_once_the_compositor_dies() {
                 .stderr(Stdio::null()),
         )
     };
-    let mut compositor = start();
     let lock = runtime.join("wayland-locksmith.lock");
-    wait_locked("Weston to lock its socket", &lock);
-    expect(&lock, "tool-flock", Verdict::Live);
-    let found: Vec<PathBuf> = scan_findings(&runtime)
-        .into_iter()
-        .map(|f| f.path)
-        .collect();
-    assert_eq!(found, vec![lock.clone()], "the socket is not a lock");
-
-    compositor.kill();
-    expect(&lock, "tool-flock", Verdict::Free);
-    let mut again = start();
-    wait_locked("Weston to start again on the same socket", &lock);
-    again.kill();
+    held_then_free("Weston", &lock, start, || {
+        let found: Vec<PathBuf> = scan_findings(&runtime)
+            .into_iter()
+            .map(|f| f.path)
+            .collect();
+        assert_eq!(found, vec![lock.clone()], "the socket is not a lock");
+    });
 }
 
 /// notmuch holds Xapian's write lock (`flintlock`) while its database is open for writing
@@ -758,16 +757,8 @@ fn offlineimap_account_lock_is_free_once_it_dies() {
                 .stderr(Stdio::null()),
         )
     };
-    let mut syncing = start();
     let lock = env.path().join(".offlineimap/test.lock");
-    wait_locked("OfflineIMAP to lock its account", &lock);
-    expect(&lock, "tool-flock", Verdict::Live);
-
-    syncing.kill();
-    expect(&lock, "tool-flock", Verdict::Free);
-    let mut again = start();
-    wait_locked("OfflineIMAP to run again", &lock);
-    again.kill();
+    held_then_free("OfflineIMAP", &lock, start, || {});
 }
 
 /// An OSTree repository's `.lock` stays after every ostree command; it is free, not a lock
