@@ -1616,7 +1616,7 @@ fn flock_files_are_free_or_live() {
         &tmp.join("cargo/.package-cache"),
         fixture("flock/cargo-package-cache.bin"),
     );
-    expect(&cache, "flock", Verdict::Free);
+    expect(&cache, "tool-flock", Verdict::Free);
     let dpkg = write(
         &tmp.join("var/lib/dpkg/lock"),
         fixture("flock/dpkg-lock.bin"),
@@ -1638,8 +1638,9 @@ fn flock_files_are_free_or_live() {
     assert_open_here(&f);
     drop(open);
 
-    // Any name, any content: a kernel lock makes it a lock.
-    let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
+    // Any name, any content (but a database's, see `not_locks`): a kernel lock makes it a
+    // lock.
+    let db = write(&tmp.join("spool.state"), "queued: 3\n");
     let snap = snapshot();
     assert!(
         try_judge(&db, &snap, &Config::embedded())
@@ -1702,7 +1703,7 @@ const FIXTURE_TREE: &[(&str, Made, &str)] = &[
     ("ff/lock",                         Made::Link("firefox/lock-target.txt"),          "firefox"),
     ("ff/.parentlock",                  Made::File("firefox/parentlock.bin"),           "firefox"),
     ("tf/.terraform.tfstate.lock.info", Made::File("terraform/lock-info.json"),         "terraform"),
-    ("cargo/.package-cache",            Made::File("flock/cargo-package-cache.bin"),    "flock"),
+    ("cargo/.package-cache",            Made::File("flock/cargo-package-cache.bin"),    "tool-flock"),
     ("py/model.lock",                   Made::File("flock/flock-command.bin"),          "flock"),
     ("var/lib/dpkg/lock-frontend",      Made::File("flock/dpkg-lock.bin"),              "flock"),
     ("node/db.json.lock",               Made::Dir,                                      "mkdir-lock"),

@@ -610,7 +610,7 @@ fn cargo_and_rustdoc_lock_files_are_free_and_kept() {
         let l = report.expect_lock(lock);
         assert_eq!(
             (l.dialect.as_str(), l.verdict.as_str()),
-            ("flock", "free"),
+            ("tool-flock", "free"),
             "{}",
             stdout(&out)
         );
