@@ -3,6 +3,7 @@
 //! show pid -1; [`super::open_files::attribute_ofd`] finds their real holders through fdinfo.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use crate::verdict::HolderHow;
 
@@ -180,6 +181,38 @@ impl KernelLocks {
 }
 
 pub use locksmith_engine::sys::{held_at, write_lock_conflict};
+
+/// The kernel locks on `key` that this process holds through its own descriptors (the
+/// `lock:` lines of `/proc/self/fdinfo/*`, which list the locks of that open file
+/// description): a lock its parent took on a description it inherited counts (`flock FILE
+/// locksmith start FILE -- ...`).
+pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
+    let mut out: Vec<KernelLock> = Vec::new();
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return out;
+    };
+    for fd in fds.flatten() {
+        let Ok(meta) = std::fs::metadata(fd.path()) else {
+            continue;
+        };
+        if FileKey::of(&meta) != key {
+            continue;
+        }
+        let name = fd.file_name();
+        let info =
+            std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&name)).unwrap_or_default();
+        for lock in info
+            .lines()
+            .filter_map(|l| l.strip_prefix("lock:"))
+            .filter_map(parse_line)
+        {
+            if !out.contains(&lock) {
+                out.push(lock);
+            }
+        }
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

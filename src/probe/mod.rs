@@ -12,6 +12,7 @@ pub mod open_files;
 pub mod places;
 pub mod process;
 pub mod snapshot;
+pub mod started;
 
 pub use containers::{ContainerId, Inventory};
 pub use fs::FsInfo;
