@@ -1,4 +1,4 @@
-//! Non-interactive commands: `locksmith lock`, `locksmith --scan`, `locksmith inspect`,
+//! Non-interactive commands: `locksmith lock`, `locksmith start`, `locksmith --scan`, `locksmith inspect`,
 //! `locksmith completions`, `locksmith journal` and `locksmith restore`.
 
 pub mod completions;
@@ -7,3 +7,4 @@ pub mod journal;
 pub mod lock;
 pub mod restore;
 pub mod scan;
+pub mod start;
