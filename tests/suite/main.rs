@@ -28,6 +28,8 @@ mod reclaim;
 mod reclaim_attacks;
 mod scan;
 mod shared_formats;
+mod start;
+mod start_containers;
 mod state_dir;
 mod tui_pty;
 mod verdicts;

@@ -116,6 +116,22 @@ impl Podman {
         Ok(p)
     }
 
+    /// [`Podman::start`], or `None` after saying why the test skips. Under CI (`CI` set)
+    /// `.ci/run` installs podman and runs as root, so it must work there: a failure instead.
+    pub fn or_skip(test: &str) -> Option<Podman> {
+        match Podman::start() {
+            Ok(p) => Some(p),
+            Err(why) => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "podman must run under CI: {why}"
+                );
+                eprintln!("skipping {test}: {why}");
+                None
+            }
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
