@@ -13,6 +13,7 @@ pub mod places;
 pub mod process;
 pub mod snapshot;
 pub mod started;
+pub mod waiters;
 
 pub use containers::{ContainerId, Inventory};
 pub use fs::FsInfo;
