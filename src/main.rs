@@ -114,6 +114,11 @@ pub struct ScanArgs {
           default_value_t = locksmith::report::prometheus::Options::DEFAULT_MAX_LOCK_SERIES)]
     pub max_lock_series: usize,
 
+    /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
+    /// or retrying a GnuPG dotlock), with their holders and verdicts.
+    #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
+    pub pid: Option<i32>,
+
     /// With --scan: remove every lock that is stale at the moment of removal.
     #[arg(long, requires = "scan")]
     pub reclaim: bool,
@@ -285,6 +290,9 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
+  What process 4242 waits for (\"Blocking waiting for file lock\"), who holds it, and
+  whether that one is stuck:
+    locksmith --scan --pid 4242
   On shared storage, ask the hosts that foreign locks name (over ssh):
     locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:

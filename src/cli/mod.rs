@@ -4,7 +4,9 @@
 pub mod completions;
 pub mod inspect;
 pub mod journal;
+pub mod kill;
 pub mod lock;
 pub mod restore;
 pub mod scan;
 pub mod start;
+pub mod waiting;
