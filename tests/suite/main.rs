@@ -33,3 +33,4 @@ mod start_containers;
 mod state_dir;
 mod tui_pty;
 mod verdicts;
+mod waiters;
