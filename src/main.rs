@@ -36,6 +36,14 @@ pub enum Command {
     /// forwarded to COMMAND, which is waited for; then the lock is released.
     #[command(after_help = LOCK_EXIT_STATUS, after_long_help = LOCK_EXAMPLES)]
     Lock(LockArgs),
+    /// Reclaim what is proven stale in PATHs, then become COMMAND (same PID).
+    ///
+    /// For a container's entrypoint, systemd's ExecStartPre= (without COMMAND) and an init
+    /// container: a lock that is live, foreign or unknown is never removed; nothing is run,
+    /// one line on stderr says why, and the exit status is 75 (after --wait SECS, if given).
+    /// Removed locks are copied and journaled as every reclaim.
+    #[command(after_help = START_EXIT_STATUS, after_long_help = START_EXAMPLES)]
+    Start(StartArgs),
     /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
     Inspect(InspectArgs),
 
@@ -105,6 +113,11 @@ pub struct ScanArgs {
     #[arg(long, requires = "scan", value_name = "N",
           default_value_t = locksmith::report::prometheus::Options::DEFAULT_MAX_LOCK_SERIES)]
     pub max_lock_series: usize,
+
+    /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
+    /// or retrying a GnuPG dotlock), with their holders and verdicts.
+    #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
+    pub pid: Option<i32>,
 
     /// With --scan: remove every lock that is stale at the moment of removal.
     #[arg(long, requires = "scan")]
@@ -203,6 +216,27 @@ pub struct LockArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct StartArgs {
+    /// Wait up to SECS seconds for the locks in the way to be released (or proven stale),
+    /// judging them again four times a second. Default: do not wait.
+    #[arg(long, value_name = "SECS")]
+    pub wait: Option<f64>,
+
+    /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+
+    /// The service's lock files, or directories of them (a PATH that does not exist is not
+    /// in the way).
+    #[arg(value_name = "PATH", required = true, value_hint = ValueHint::AnyPath)]
+    pub paths: Vec<PathBuf>,
+
+    /// The service to run in this process once PATHs are clear (none: exit 0).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct InspectArgs {
     /// A process id to answer about (repeat for several).
     #[arg(
@@ -230,6 +264,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Lock(args)) => cli::lock::run(args),
+        Some(Command::Start(args)) => cli::start::run(args),
         Some(Command::Inspect(args)) => cli::inspect::run(args),
         Some(Command::Completions { shell }) => cli::completions::run(shell),
         Some(Command::Journal(args)) => cli::journal::run(args),
@@ -255,6 +290,9 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
+  What process 4242 waits for (\"Blocking waiting for file lock\"), who holds it, and
+  whether that one is stuck:
+    locksmith --scan --pid 4242
   On shared storage, ask the hosts that foreign locks name (over ssh):
     locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:
@@ -262,6 +300,8 @@ Examples:
       --output /var/lib/prometheus/node-exporter/locksmith.prom
   Run a job at most once at a time (see `locksmith lock --help`):
     locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
+  Start a server once its stale pid file is gone (see `locksmith start --help`):
+    locksmith start tmp/pids/server.pid -- rails server
   Install the bash completion for your user:
     locksmith completions bash \\
       > ~/.local/share/bash-completion/completions/locksmith
@@ -273,7 +313,34 @@ Exit status:
   the UI            0 quit normally, 2 no terminal, bad configuration or
                     arguments
   lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
-                    2 error (see `locksmith lock --help`)";
+                    2 error (see `locksmith lock --help`)
+  start             COMMAND's status (it replaces locksmith), 0 without COMMAND, 75 a
+                    lock is in the way, 2 error (see `locksmith start --help`)";
+
+const START_EXIT_STATUS: &str = "\
+Exit status: COMMAND's own (it runs in this process); without COMMAND, 0 once PATHs are
+clear; 75 a lock is in the way (live, foreign, unknown, or not removable); 2 bad argument or
+configuration, or a PATH that cannot be examined; 126 COMMAND cannot be run; 127 COMMAND not
+found.";
+
+const START_EXAMPLES: &str = "\
+Examples:
+  A container's entrypoint: the pid file of the previous run goes, then the server
+  runs as PID 1:
+    locksmith start /app/tmp/pids/server.pid -- bundle exec rails server
+  Wait up to 30 s for another instance to let go of its locks:
+    locksmith start --wait 30 /var/lib/app/app.pid /var/lib/app/locks -- /usr/bin/app
+  systemd, before the service starts (no COMMAND: exit 0 when clear):
+    ExecStartPre=/usr/bin/locksmith start /run/app/app.pid
+
+Exit status:
+  COMMAND's   it replaced locksmith (same PID)
+  0           no COMMAND, and PATHs are clear
+  75          a lock is in the way: live, foreign or unknown, or it could not be
+              removed (a line on stderr says why); after --wait SECS, if given
+  2           bad argument or configuration, a PATH that cannot be examined
+  126         COMMAND cannot be run
+  127         COMMAND not found";
 
 const LOCK_EXIT_STATUS: &str = "\
 Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad

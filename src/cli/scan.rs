@@ -44,6 +44,20 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     if let Some(lock) = &args.force {
         return force_one(args, &config, lock);
     }
+    if let Some(pid) = args.pid {
+        let waited = super::waiting::report(pid, &config)?;
+        let format = format_of(args);
+        let said = if format == ReportFormat::Table {
+            writeln!(io::stdout(), "{}", waited.says)
+        } else {
+            Ok(())
+        };
+        return match said.and_then(|()| print(&waited.report, args, format)) {
+            Ok(()) => Ok(waited.code),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(waited.code),
+            Err(e) => Err(e).context("cannot write the report"),
+        };
+    }
     config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
     let started = Instant::now();
@@ -65,6 +79,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     if ask {
         remote::ask_and_settle(&mut findings, &config.ask_hosts, args.ask_hosts, &|_| {});
     }
+    let waiting = report::waiting::of_all(&findings, &snap);
     let mut report = Report::new(
         snap.host.clone(),
         roots.iter().map(|r| r.path.clone()).collect(),
@@ -73,7 +88,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         stats.entries,
         started.elapsed(),
         snap.taken_ms,
-    );
+    )
+    .with_waiting(waiting);
     if args.reclaim {
         let opts = ReclaimOptions {
             state_dir: ReclaimOptions::default_state_dir(),

@@ -1,8 +1,11 @@
 //! Kernel locks from `/proc/locks` (and the `lock:` lines of `/proc/<pid>/fdinfo/<fd>`), keyed
-//! by (device, inode). Blocked waiters (`->` lines) are not holders and are left out. OFD locks
-//! show pid -1; [`super::open_files::attribute_ofd`] finds their real holders through fdinfo.
+//! by (device, inode). Blocked requests (`->` lines, listed under the lock they wait behind)
+//! are not holders: they are kept apart, as the file's waiters ([`KernelLocks::blocked_on`]).
+//! OFD locks and requests show pid -1; [`super::open_files::sharers`] finds the real
+//! holders through fdinfo, [`super::waiters`] the waiters through what they are blocked in.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
 use crate::verdict::{ByteRange, HolderHow, LockMode};
 
@@ -74,11 +77,27 @@ pub struct KernelLock {
 /// Parses one line of `/proc/locks` (or the part after `lock:` in fdinfo). Returns `None` for
 /// blocked waiters and lines it does not understand.
 pub fn parse_line(line: &str) -> Option<KernelLock> {
+    parse_entry(line).filter(|e| !e.blocked).map(|e| e.lock)
+}
+
+/// One line of `/proc/locks`: a granted lock, or a request blocked behind the lock of the same
+/// ordinal (`N: -> FLOCK ...`; a request blocked behind another blocked request is indented
+/// further, with the same ordinal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub ordinal: u64,
+    pub blocked: bool,
+    pub lock: KernelLock,
+}
+
+/// Parses one line of `/proc/locks`, granted or blocked.
+pub fn parse_entry(line: &str) -> Option<Entry> {
     let mut it = line.split_whitespace();
-    let _ordinal = it.next()?;
-    let kind = it.next()?;
-    if kind == "->" {
-        return None; // a waiter, not a holder
+    let ordinal = it.next()?.strip_suffix(':')?.parse().ok()?;
+    let mut kind = it.next()?;
+    let blocked = kind == "->";
+    if blocked {
+        kind = it.next()?;
     }
     let how = match kind {
         "FLOCK" => HolderHow::Flock,
@@ -99,17 +118,30 @@ pub fn parse_line(line: &str) -> Option<KernelLock> {
     let inode = dev.next()?.parse().ok()?;
     let start = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let end = it.next().and_then(|s| s.parse().ok());
-    Some(KernelLock {
-        how,
-        mode,
-        pid: (pid > 0).then_some(pid as i32),
-        key: FileKey {
-            major,
-            minor,
-            inode,
+    Some(Entry {
+        ordinal,
+        blocked,
+        lock: KernelLock {
+            how,
+            mode,
+            pid: (pid > 0).then_some(pid as i32),
+            key: FileKey {
+                major,
+                minor,
+                inode,
+            },
+            range: ByteRange { start, end },
         },
-        range: ByteRange { start, end },
     })
+}
+
+/// A request blocked in the kernel, waiting for a lock on a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedRequest {
+    /// What it asks for (`pid` is `None` for an OFD request, which the kernel prints as -1).
+    pub lock: KernelLock,
+    /// The PID of the granted lock it waits behind, when that one shows one.
+    pub behind: Option<i32>,
 }
 
 /// All granted kernel locks on this kernel, read once.
@@ -118,6 +150,8 @@ pub struct KernelLocks {
     by_key: HashMap<FileKey, Vec<KernelLock>>,
     by_inode: HashMap<u64, Vec<KernelLock>>,
     inodes: HashSet<u64>,
+    /// Blocked requests, by the file they wait for.
+    blocked: HashMap<FileKey, Vec<BlockedRequest>>,
     /// Whether `/proc/locks` could be read at all (if not, "no lock" proves nothing).
     available: bool,
 }
@@ -135,7 +169,19 @@ impl KernelLocks {
             available: true,
             ..KernelLocks::default()
         };
-        for lock in text.lines().filter_map(parse_line) {
+        // The granted lock each ordinal names, for the requests listed under it.
+        let mut granted: HashMap<u64, Option<i32>> = HashMap::new();
+        for entry in text.lines().filter_map(parse_entry) {
+            let lock = entry.lock;
+            if entry.blocked {
+                let behind = granted.get(&entry.ordinal).copied().flatten();
+                me.blocked
+                    .entry(lock.key)
+                    .or_default()
+                    .push(BlockedRequest { lock, behind });
+                continue;
+            }
+            granted.insert(entry.ordinal, lock.pid);
             me.inodes.insert(lock.key.inode);
             me.by_inode
                 .entry(lock.key.inode)
@@ -169,6 +215,37 @@ impl KernelLocks {
         &[]
     }
 
+    /// The requests blocked waiting for a lock on one file (on an anonymous device, on the same
+    /// inode of any device, as [`KernelLocks::on`]).
+    pub fn blocked_on(&self, key: FileKey) -> &[BlockedRequest] {
+        if let Some(exact) = self.blocked.get(&key) {
+            return exact;
+        }
+        if key.major == 0
+            && let Some((_, same_inode)) = self.blocked.iter().find(|(k, _)| k.inode == key.inode)
+        {
+            return same_inode;
+        }
+        &[]
+    }
+
+    /// Every blocked request of one process (what it waits for).
+    pub fn blocked_requests_of(&self, pid: i32) -> Vec<&BlockedRequest> {
+        self.blocked
+            .values()
+            .flatten()
+            .filter(|r| r.lock.pid == Some(pid))
+            .collect()
+    }
+
+    /// Whether some OFD request waits (its process is known only from what it is blocked in).
+    pub fn has_blocked_ofd(&self) -> bool {
+        self.blocked
+            .values()
+            .flatten()
+            .any(|r| r.lock.how == HolderHow::Ofd)
+    }
+
     /// Whether any lock names this inode (on any device): a cheap pre-filter for the walker,
     /// which knows `d_ino` without a `stat`.
     pub fn may_lock_inode(&self, inode: u64) -> bool {
@@ -191,6 +268,38 @@ impl KernelLocks {
 }
 
 pub use locksmith_engine::sys::{held_at, write_lock_conflict};
+
+/// The kernel locks on `key` that this process holds through its own descriptors (the
+/// `lock:` lines of `/proc/self/fdinfo/*`, which list the locks of that open file
+/// description): a lock its parent took on a description it inherited counts (`flock FILE
+/// locksmith start FILE -- ...`).
+pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
+    let mut out: Vec<KernelLock> = Vec::new();
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return out;
+    };
+    for fd in fds.flatten() {
+        let Ok(meta) = std::fs::metadata(fd.path()) else {
+            continue;
+        };
+        if FileKey::of(&meta) != key {
+            continue;
+        }
+        let name = fd.file_name();
+        let info =
+            std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&name)).unwrap_or_default();
+        for lock in info
+            .lines()
+            .filter_map(|l| l.strip_prefix("lock:"))
+            .filter_map(parse_line)
+        {
+            if !out.contains(&lock) {
+                out.push(lock);
+            }
+        }
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -229,6 +338,17 @@ mod tests {
         assert_eq!(fl.len(), 1, "the waiter is not a holder");
         assert_eq!(fl[0].pid, Some(777));
         assert!(t.may_lock_inode(1234) && !t.may_lock_inode(6));
+        let waiting = t.blocked_on(FileKey {
+            major: 8,
+            minor: 1,
+            inode: 5555,
+        });
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].lock.pid, Some(778));
+        assert_eq!(waiting[0].behind, Some(777));
+        assert_eq!(t.blocked_requests_of(778).len(), 1);
+        assert!(t.blocked_requests_of(777).is_empty());
+        assert!(!t.has_blocked_ofd());
         assert!(t.available());
         assert!(!KernelLocks::default().available());
         // An anonymous device (btrfs subvolume, overlay) may differ from the device the

@@ -144,11 +144,34 @@ pub fn render(report: &Report, color: bool) -> String {
             };
         }
     }
+    for f in &report.findings {
+        if let Some(w) = report.waiting_of(f) {
+            out.push_str(&render_waiting(f, w));
+        }
+    }
     if let Some(outcomes) = &report.reclaimed {
         out.push_str(&render_reclaimed(outcomes));
     }
     out.push_str(&summary_line(report));
     out.push('\n');
+    out
+}
+
+/// The notes of one lock's waiters and stuck holder: `waiting for PATH: PID NAME (how, ...)`
+/// and `holder of PATH: why`, escaped.
+pub fn render_waiting(f: &Finding, w: &super::waiting::Waiting) -> String {
+    let mut out = String::new();
+    let path = text::display_path(&f.path);
+    for x in &w.waiters {
+        let _ = writeln!(
+            out,
+            "waiting for {path}: {}",
+            text::escape(&super::waiting::describe_waiter(x))
+        );
+    }
+    if let Some(s) = &w.holder {
+        let _ = writeln!(out, "holder of {path}: {}", text::escape(&s.why));
+    }
     out
 }
 

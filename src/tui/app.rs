@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use locksmith::report::waiting::Waiting;
 use locksmith::scan::{Finding, ScanEvent};
 use locksmith::{Judgement, Verdict};
 use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
@@ -106,6 +107,13 @@ pub enum Msg {
     },
     Rejudged(Vec<(PathBuf, Rejudge)>),
     Reclaimed(Vec<ReclaimResult>),
+    /// Who waits for the listed locks, and their holders' state (each re-judge round).
+    Waiting(HashMap<PathBuf, Waiting>),
+    /// A holder was ended (or not): what came of it, in a sentence.
+    Ended {
+        ok: bool,
+        message: String,
+    },
     Restored(RestoreResult),
     /// These hosts are being asked about their foreign locks (`--ask-hosts`).
     Asking(Vec<String>),
@@ -128,6 +136,8 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
+    /// End a lock's stuck holder, off the UI thread.
+    EndHolder(ConfirmedAction),
     /// Undo the last reclaim, off the UI thread.
     Restore,
     /// Put these bytes on the clipboard (OSC 52): a form of a path that is safe to paste
@@ -228,6 +238,8 @@ pub struct App {
     seen: HashSet<PathBuf>,
     /// A reclaim is running.
     pub reclaiming: bool,
+    /// Who waits for each listed lock, and its holder's state (from the last re-judge round).
+    pub waiting: HashMap<PathBuf, Waiting>,
 }
 
 impl App {
@@ -256,6 +268,7 @@ impl App {
             now_ms,
             seen: HashSet::new(),
             reclaiming: false,
+            waiting: HashMap::new(),
         }
     }
 
@@ -501,6 +514,16 @@ impl App {
             }
             Msg::Reclaimed(results) => {
                 self.on_reclaimed(results);
+                None
+            }
+            Msg::Waiting(w) => {
+                self.waiting = w;
+                None
+            }
+            Msg::Ended { ok, message } => {
+                self.reclaiming = false;
+                let level = if ok { Level::Info } else { Level::Error };
+                self.set_status(level, text::clean(&message));
                 None
             }
             Msg::Restored(r) => {
@@ -794,9 +817,13 @@ impl App {
 
     fn detail_max_scroll(&self) -> u16 {
         match (self.screen().detail_inner(), self.selected_row()) {
-            (Some(inner), Some(row)) => {
-                detail::max_scroll(&row.finding, self.opts.theme, self.now_ms, inner)
-            }
+            (Some(inner), Some(row)) => detail::max_scroll(
+                &row.finding,
+                self.waiting.get(&row.finding.path),
+                self.opts.theme,
+                self.now_ms,
+                inner,
+            ),
             _ => 0,
         }
     }
@@ -1013,6 +1040,7 @@ impl App {
                 return Some(Effect::Restore);
             }
             Action::ReclaimAllStale => self.ask_reclaim_all(),
+            Action::EndHolder => self.ask_end_holder(),
             Action::ConfirmToggle => {
                 if let Mode::Confirm(d) = &mut self.mode {
                     d.toggle();
@@ -1037,6 +1065,12 @@ impl App {
                     _ => None,
                 };
                 return match confirmed {
+                    Some(c) if c.holder_to_end().is_some() => {
+                        self.reclaiming = true;
+                        let pid = c.holder_to_end().map_or(0, |s| s.pid);
+                        self.set_status_until_done(format!("ending process {pid}…"));
+                        Some(Effect::EndHolder(c))
+                    }
                     Some(c) => {
                         self.reclaiming = true;
                         let n = c.findings().len();
@@ -1110,6 +1144,33 @@ impl App {
                 findings: vec![f],
                 kept: Vec::new(),
             }))),
+        }
+    }
+
+    /// The waiters and holder state of the selected lock, when known.
+    pub fn selected_waiting(&self) -> Option<&Waiting> {
+        self.waiting.get(&self.selected_row()?.finding.path)
+    }
+
+    /// `x`: a dialog to end the selected lock's holder, when it is stuck (stopped, or not
+    /// reaping the children it holds the lock for).
+    fn ask_end_holder(&mut self) {
+        if self.refuse_if_busy() {
+            return;
+        }
+        let Some(row) = self.selected_row() else {
+            self.set_status(Level::Warn, "no lock selected");
+            return;
+        };
+        let finding = Box::new(row.finding.clone());
+        match self.selected_waiting().and_then(|w| w.holder.clone()) {
+            Some(stuck) => self.open(Mode::Confirm(ConfirmDialog::new(
+                ConfirmAction::EndHolder { finding, stuck },
+            ))),
+            None => self.set_status(
+                Level::Warn,
+                "its holder does not show it is stuck (stopped, or not reaping its children): nothing to end",
+            ),
         }
     }
 

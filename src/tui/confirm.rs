@@ -3,6 +3,7 @@
 //! [`ConfirmedAction`], and only a `ConfirmedAction` is ever carried out. Nothing outside this
 //! module can build a `ConfirmedAction`.
 
+use locksmith::report::waiting::Stuck;
 use locksmith::scan::Finding;
 
 /// An action that needs the user's yes.
@@ -17,6 +18,8 @@ pub enum ConfirmAction {
     },
     /// Remove one lock that is not proven stale (`unknown` or `foreign`): a person's decision.
     Force(Box<Finding>),
+    /// End the stuck holder of a lock (never the lock file).
+    EndHolder { finding: Box<Finding>, stuck: Stuck },
 }
 
 impl ConfirmAction {
@@ -24,7 +27,9 @@ impl ConfirmAction {
     pub fn targets(&self) -> &[Finding] {
         match self {
             ConfirmAction::Reclaim { findings, .. } => findings,
-            ConfirmAction::Force(f) => std::slice::from_ref(f),
+            ConfirmAction::Force(f) | ConfirmAction::EndHolder { finding: f, .. } => {
+                std::slice::from_ref(f)
+            }
         }
     }
 }
@@ -40,6 +45,14 @@ impl ConfirmedAction {
 
     pub fn findings(&self) -> &[Finding] {
         self.0.targets()
+    }
+
+    /// The holder to end, when that is what the user confirmed.
+    pub fn holder_to_end(&self) -> Option<&Stuck> {
+        match &self.0 {
+            ConfirmAction::EndHolder { stuck, .. } => Some(stuck),
+            _ => None,
+        }
     }
 
     /// Whether the user agreed to remove a lock that is not proven stale.

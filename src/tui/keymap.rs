@@ -57,6 +57,8 @@ pub enum Action {
     ToggleDetails,
     Reclaim,
     ReclaimAllStale,
+    /// End the stuck holder of the selected lock (after confirmation).
+    EndHolder,
     /// Put back the lock removed last (from its saved copy).
     Undo,
     CopyPath,
@@ -312,6 +314,14 @@ pub static KEYMAP: &[Binding] = &[
         "Reclaim every stale lock shown, after confirmation",
         A::ReclaimAllStale,
         true,
+    ),
+    bind(
+        C::Table,
+        &[Key::ch('e')],
+        "end holder",
+        "End the stuck holder of the selected lock, after confirmation",
+        A::EndHolder,
+        false,
     ),
     bind(
         C::Table,

@@ -197,6 +197,7 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Quit => return true,
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
+        Effect::EndHolder(action) => workers.end_holder(action),
         Effect::Restore => workers.restore_last(),
         Effect::Copy(bytes) => {
             let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);

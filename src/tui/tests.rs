@@ -1910,3 +1910,97 @@ fn y_refuses_a_path_too_long_to_copy_whole_and_says_why() {
     assert_eq!(status.level, Level::Warn);
     assert!(status.text.starts_with("not copied:"), "{}", status.text);
 }
+
+/// A lock with a waiter and a stopped holder: the detail pane lists the waiter and says the
+/// holder is stuck; `e` opens a dialog (No by default) naming that exact process, and only
+/// its Yes ends it; on a lock whose holder is not stuck, `e` only says so.
+#[test]
+fn a_stuck_holder_is_shown_with_its_waiters_and_ended_only_on_yes() {
+    use locksmith::probe::waiters::{WaitHow, Waiter};
+    use locksmith::report::waiting::{Stuck, Waiting};
+    let path = "/home/me/.cargo/.package-cache";
+    let mut app = app_with(vec![live_with_process(path)], opts(Theme::COLOR, false));
+    let waiting = Waiting {
+        waiters: vec![Waiter {
+            pid: 4400,
+            name: Some("cargo".into()),
+            cmd: vec!["cargo".into(), "build".into()],
+            how: WaitHow::Flock,
+            write: Some(true),
+            started_ms: Some(NOW - 60_000),
+            blocked_in: Some("flock(3, LOCK_EX) in locks_lock_inode_wait".into()),
+            evidence: "a blocked flock request for a write lock on this file (/proc/locks)".into(),
+            container: None,
+        }],
+        holder: None,
+    };
+    app.update(Msg::Waiting(
+        [(PathBuf::from(path), waiting.clone())].into(),
+    ));
+    keys(&mut app, "e");
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status.as_ref().unwrap().text.contains("nothing to end"),
+        "{:?}",
+        app.status
+    );
+    let stuck = Stuck {
+        pid: 4321,
+        name: "sleep".into(),
+        start_ticks: 777,
+        why: "process 4321 (sleep) is stopped (state T, by SIGSTOP or Ctrl-Z)".into(),
+    };
+    app.update(Msg::Waiting(
+        [(
+            PathBuf::from(path),
+            Waiting {
+                holder: Some(stuck.clone()),
+                ..waiting
+            },
+        )]
+        .into(),
+    ));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(
+        line_with(&text, "Waiting").contains("4400 cargo (flock, write;"),
+        "{text}"
+    );
+    assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    assert!(line_with(&text, "Stuck").contains("is stopped"), "{text}");
+    assert!(text.contains("e ends process 4321"), "{text}");
+
+    keys(&mut app, "e");
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("e opens a dialog: {:?}", app.mode)
+    };
+    assert_eq!(d.highlight, Choice::No);
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(
+        text.contains("End the process holding this lock?"),
+        "{text}"
+    );
+    assert!(text.contains("This ends process 4321 (sleep)"), "{text}");
+    assert!(text.contains("The lock file is not removed"), "{text}");
+    // Enter takes No.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    keys(&mut app, "e");
+    let effects = keys(&mut app, "y");
+    let [Effect::EndHolder(c)] = effects.as_slice() else {
+        panic!("expected one holder to end: {effects:?}")
+    };
+    assert_eq!(c.holder_to_end(), Some(&stuck));
+    assert!(!c.forced());
+    app.update(Msg::Ended {
+        ok: true,
+        message: "process 4321 (sleep) ended on SIGTERM".into(),
+    });
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("ended on SIGTERM")
+    );
+}

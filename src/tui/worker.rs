@@ -150,7 +150,7 @@ impl Workers {
         spawn("rejudge", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
             let mut to_ask = Vec::new();
-            let results = findings
+            let results: Vec<(std::path::PathBuf, Rejudge)> = findings
                 .into_iter()
                 .map(|f| {
                     let r = match scan::rejudge(&f, &snap, &config) {
@@ -168,8 +168,17 @@ impl Workers {
                     (f.path, r)
                 })
                 .collect();
+            let judged: Vec<Finding> = results
+                .iter()
+                .filter_map(|(_, r)| match r {
+                    Rejudge::Judged(f) => Some((**f).clone()),
+                    _ => None,
+                })
+                .collect();
             busy.store(false, Ordering::Release);
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
+            let waiting = locksmith::report::waiting::of_all(&judged, &snap);
+            let _ = tx.send(Incoming::Msg(Msg::Waiting(waiting)));
             if let Some(asker) = &asker {
                 ask_in_background(tx, asker, to_ask);
             }
@@ -220,6 +229,31 @@ impl Workers {
                 })
                 .collect();
             let _ = tx.send(Incoming::Msg(Msg::Reclaimed(results)));
+        });
+    }
+
+    /// Ends a lock's stuck holder the user confirmed ([`crate::cli::kill`]): that exact
+    /// process, checked by PID and start time before each signal; never the lock file.
+    pub fn end_holder(&self, action: ConfirmedAction) {
+        let Some(stuck) = action.holder_to_end().cloned() else {
+            return;
+        };
+        spawn("end", self.tx.clone(), move |tx| {
+            use crate::cli::kill::{self, Ended, Target};
+            let target = Target {
+                pid: stuck.pid,
+                start_ticks: stuck.start_ticks,
+                name: stuck.name.clone(),
+            };
+            let grace = std::time::Duration::from_secs(super::popup::dialog::END_GRACE_SECS);
+            let who = format!("process {} ({})", stuck.pid, stuck.name);
+            let (ok, message) = match kill::end(&target, grace) {
+                Ok(Ended::Terminated) => (true, format!("{who} ended on SIGTERM")),
+                Ok(Ended::Killed) => (true, format!("{who} did not end on SIGTERM: killed")),
+                Ok(Ended::AlreadyGone) => (true, format!("{who} had already exited")),
+                Err(why) => (false, format!("not ended: {why}")),
+            };
+            let _ = tx.send(Incoming::Msg(Msg::Ended { ok, message }));
         });
     }
 

@@ -101,12 +101,15 @@ pub fn content(
                 theme.error(),
             )));
         }
+        ConfirmAction::EndHolder { finding, stuck } => {
+            return end_holder_content(finding, stuck, theme);
+        }
     }
     let again = match d.action {
         ConfirmAction::Reclaim { .. } => {
             "Each lock is judged again just before removal; one that is no longer stale stays."
         }
-        ConfirmAction::Force(_) => {
+        ConfirmAction::Force(_) | ConfirmAction::EndHolder { .. } => {
             "It is judged again just before removal; if it is live or free by then, it stays."
         }
     };
@@ -120,6 +123,43 @@ pub fn content(
     )));
     (title, out)
 }
+
+/// The dialog of ending a lock's stuck holder: who, why, how, and that the lock file stays.
+fn end_holder_content(
+    f: &Finding,
+    stuck: &locksmith::report::waiting::Stuck,
+    theme: Theme,
+) -> (String, Vec<Line<'static>>) {
+    let title = " End the process holding this lock? ".to_string();
+    let out = vec![
+        Line::from(format!(
+            "This ends process {} ({}), which holds:",
+            stuck.pid,
+            text::clean(&stuck.name)
+        )),
+        target_line(f, theme),
+        Line::from(format!("Why: {}", text::clean(&stuck.why))),
+        Line::from(Span::styled(
+            format!(
+                "It gets SIGTERM (and SIGCONT, so that a stopped process can act on it), then SIGKILL if it is still there after {} s. Its PID and start time are checked before each signal: a PID that names another process by then is left alone.",
+                END_GRACE_SECS
+            ),
+            theme.dim(),
+        )),
+        Line::from(Span::styled(
+            "RISK: whatever it was doing is cut short (a half-written file, an unfinished download).",
+            theme.error(),
+        )),
+        Line::from(Span::styled(
+            "The lock file is not removed: a kernel lock goes with its holder (the next program takes it), and a lock naming it can then be proven stale and reclaimed.",
+            theme.dim(),
+        )),
+    ];
+    (title, out)
+}
+
+/// Seconds between SIGTERM and SIGKILL when a holder is ended.
+pub const END_GRACE_SECS: u64 = 5;
 
 fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
     let v = f.judgement.verdict();

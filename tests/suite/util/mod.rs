@@ -322,6 +322,34 @@ pub struct Lock {
     pub fs: Fs,
     pub unsaved_changes: Option<bool>,
     pub proofs: Vec<ProofJson>,
+    pub waiters: Vec<WaiterJson>,
+    pub holder_stuck: Option<StuckJson>,
+}
+
+/// A process waiting for a lock.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct WaiterJson {
+    pub pid: i64,
+    pub name: Option<String>,
+    pub cmd: Vec<String>,
+    pub how: String,
+    pub mode: Option<String>,
+    pub started: Option<String>,
+    pub blocked_in: Option<String>,
+    pub evidence: String,
+    pub container: Option<Container>,
+}
+
+/// A holder that will not let go by itself.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct StuckJson {
+    pub pid: i64,
+    pub name: String,
+    pub why: String,
 }
 
 /// What proved a stale lock: a rule of the closed set, and its facts.
