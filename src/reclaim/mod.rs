@@ -50,6 +50,7 @@ use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::Verdict;
 
 pub mod journal;
+mod removable;
 pub mod restore;
 mod state;
 
@@ -176,6 +177,27 @@ pub fn reclaim_rejudged(
     )
 }
 
+/// Why this user cannot remove each of `findings`, if it cannot (see [`removable`]): what a
+/// reclaim would refuse before trying, asked without changing anything. Each lock's
+/// directory is reached as a reclaim reaches it; one that cannot be reached is not removable
+/// either, and says why.
+pub fn removal_denied<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Vec<Option<String>> {
+    let mut dirs = DirCache::default();
+    findings
+        .into_iter()
+        .map(|f| match dirs.open(f) {
+            Ok((dir, name, _)) => {
+                let parent = f.path.parent().unwrap_or(Path::new("/"));
+                removable::denied(dir.as_fd(), &name, parent, f.kind)
+            }
+            Err(e) => Some(format!(
+                "cannot open the directory of {} as it was scanned: {e}",
+                f.path.display()
+            )),
+        })
+        .collect()
+}
+
 /// The directory of the previous lock, kept open for the next one of a batch in the same
 /// directory (the usual case), so that the chain from the root is walked once per directory.
 #[derive(Default)]
@@ -252,6 +274,11 @@ fn reclaim_in(
         }
     };
     if let Some(why) = refusal(finding, &fresh, opts) {
+        return Outcome::kept(path, fresh.judgement, why);
+    }
+    // What the kernel would refuse is told now, in a dry run as in a real one.
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if let Some(why) = removable::denied(dir.as_fd(), &name, parent, fresh.kind) {
         return Outcome::kept(path, fresh.judgement, why);
     }
     // Where it was reached is what the journal records, for `restore` to check again.
