@@ -177,18 +177,21 @@ pub fn reclaim_rejudged(
     )
 }
 
-/// Why this user cannot remove each of `findings`, if it cannot (see [`removable`]): what a
-/// reclaim would refuse before trying, asked without changing anything. Each lock's
-/// directory is reached as a reclaim reaches it; one that cannot be reached is not removable
-/// either, and says why.
-pub fn removal_denied<'a>(findings: impl IntoIterator<Item = &'a Finding>) -> Vec<Option<String>> {
+/// Why this user cannot remove each of `findings` with `opts`, if it cannot (see
+/// [`removable`]): what a reclaim would refuse before trying, asked without changing
+/// anything. Each lock's directory is reached as a reclaim reaches it; one that cannot be
+/// reached is not removable either, and says why.
+pub fn removal_denied<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    opts: &ReclaimOptions,
+) -> Vec<Option<String>> {
     let mut dirs = DirCache::default();
     findings
         .into_iter()
         .map(|f| match dirs.open(f) {
             Ok((dir, name, _)) => {
                 let parent = f.path.parent().unwrap_or(Path::new("/"));
-                removable::denied(dir.as_fd(), &name, parent, f.kind)
+                removable::denied(dir.as_fd(), &name, parent, f.kind, !opts.remove_uncopied)
             }
             Err(e) => Some(format!(
                 "cannot open the directory of {} as it was scanned: {e}",
@@ -278,7 +281,13 @@ fn reclaim_in(
     }
     // What the kernel would refuse is told now, in a dry run as in a real one.
     let parent = path.parent().unwrap_or(Path::new("/"));
-    if let Some(why) = removable::denied(dir.as_fd(), &name, parent, fresh.kind) {
+    if let Some(why) = removable::denied(
+        dir.as_fd(),
+        &name,
+        parent,
+        fresh.kind,
+        !opts.remove_uncopied,
+    ) {
         return Outcome::kept(path, fresh.judgement, why);
     }
     // Where it was reached is what the journal records, for `restore` to check again.

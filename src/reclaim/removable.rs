@@ -13,9 +13,9 @@
 //!   them);
 //! - its directory is sticky (`/tmp`) and neither the lock nor the directory belongs to this
 //!   user, who lacks `CAP_FOWNER` (`EPERM`);
-//! - no copy could be made first: a regular file this user may not read (a lock that cannot
-//!   be copied is kept), or a lock directory holding records that this user may not list or
-//!   remove.
+//! - no copy could be made first (unless the reclaim removes without one): a regular file
+//!   this user may not read (a lock that cannot be copied is kept), or a lock directory
+//!   holding records that this user may not list or remove.
 
 use std::ffi::OsStr;
 use std::os::fd::BorrowedFd;
@@ -27,19 +27,27 @@ use rustix::io::Errno;
 use crate::dialect::EntryKind;
 
 /// Why this process cannot remove `name` (a lock of `kind`) from the open directory `dir`
-/// (whose path is `dir_path`), if it cannot. `None` when every check passes (the removal may
-/// still fail for a reason no check can foresee: the disk, a race).
+/// (whose path is `dir_path`), if it cannot; `copy`: whether a copy must be made first (not
+/// with `--remove-uncopied`). `None` when every check passes (the removal may still fail for
+/// a reason no check can foresee: the disk, a race).
 pub fn denied(
     dir: BorrowedFd<'_>,
     name: &OsStr,
     dir_path: &Path,
     kind: EntryKind,
+    copy: bool,
 ) -> Option<String> {
-    let why = reason(dir, name, dir_path, kind)?;
+    let why = reason(dir, name, dir_path, kind, copy)?;
     Some(format!("cannot be removed by this user, {}: {why}", me()))
 }
 
-fn reason(dir: BorrowedFd<'_>, name: &OsStr, dir_path: &Path, kind: EntryKind) -> Option<String> {
+fn reason(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    dir_path: &Path,
+    kind: EntryKind,
+    copy: bool,
+) -> Option<String> {
     let shown = dir_path.display();
     if let Ok(vfs) = rustix::fs::fstatvfs(dir)
         && vfs.f_flag.contains(StatVfsMountFlags::RDONLY)
@@ -121,6 +129,9 @@ fn reason(dir: BorrowedFd<'_>, name: &OsStr, dir_path: &Path, kind: EntryKind) -
             user(st.st_uid)
         )
     };
+    if !copy {
+        return None;
+    }
     match kind {
         EntryKind::File if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile => {
             if let Err(Errno::ACCESS | Errno::PERM) =
