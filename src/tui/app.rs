@@ -75,12 +75,12 @@ pub struct ReclaimResult {
     pub judgement: Option<Judgement>,
 }
 
-/// What came of undoing the last reclaim.
+/// What came of undoing the last reclaim of this session.
 #[derive(Debug, Clone)]
 pub struct RestoreResult {
-    /// The lock as judged right after it was put back; `None` when nothing was restored (or
-    /// it could not be judged).
-    pub finding: Option<Box<Finding>>,
+    /// The locks put back, as judged right after (those that could be judged).
+    pub findings: Vec<Finding>,
+    /// Whether every lock of the undo was put back.
     pub restored: bool,
     /// What was done or why not, in a sentence.
     pub message: String,
@@ -106,6 +106,11 @@ pub enum Msg {
     },
     Rejudged(Vec<(PathBuf, Rejudge)>),
     Reclaimed(Vec<ReclaimResult>),
+    /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
+    Checked(Vec<(PathBuf, Option<String>)>),
+    /// What the last reclaim of this session removed (what `u` would put back), or why
+    /// there is nothing to undo.
+    UndoPlanned(Result<locksmith::reclaim::Plan, String>),
     Restored(RestoreResult),
     /// These hosts are being asked about their foreign locks (`--ask-hosts`).
     Asking(Vec<String>),
@@ -128,8 +133,12 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
-    /// Undo the last reclaim, off the UI thread.
-    Restore,
+    /// Ask which of these locks this user cannot remove (for the dialog just opened).
+    Check(Vec<Finding>),
+    /// Find what the last reclaim of this session removed, to ask before putting it back.
+    PlanUndo,
+    /// Carry out a confirmed undo, off the UI thread.
+    Restore(ConfirmedAction),
     /// Put these bytes on the clipboard (OSC 52): a form of a path that is safe to paste
     /// (see [`super::clipboard`]).
     Copy(Vec<u8>),
@@ -503,11 +512,31 @@ impl App {
                 self.on_reclaimed(results);
                 None
             }
+            Msg::Checked(answers) => {
+                if let Mode::Confirm(d) = &mut self.mode {
+                    d.checked(answers);
+                }
+                self.clamp_scrolls();
+                None
+            }
+            Msg::UndoPlanned(plan) => {
+                match plan {
+                    Ok(plan) if matches!(self.mode, Mode::Table) => {
+                        self.status = None;
+                        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Restore(
+                            plan,
+                        ))));
+                    }
+                    Ok(_) => self.status = None,
+                    Err(why) => self.set_status(Level::Warn, text::clean(&why)),
+                }
+                None
+            }
             Msg::Restored(r) => {
                 self.reclaiming = false;
-                if let Some(f) = r.finding {
+                for f in r.findings {
                     self.seen.insert(f.path.clone());
-                    self.upsert(*f);
+                    self.upsert(f);
                 }
                 let level = if r.restored {
                     Level::Info
@@ -1003,16 +1032,15 @@ impl App {
             }
             Action::Help => self.open(Mode::Help { scroll: 0 }),
             Action::CloseHelp => self.mode = Mode::Table,
-            Action::Reclaim => self.ask_reclaim_selected(),
+            Action::Reclaim => return self.ask_reclaim_selected(),
             Action::Undo => {
                 if self.refuse_if_busy() {
                     return None;
                 }
-                self.reclaiming = true;
-                self.set_status_until_done("putting back the lock reclaimed last…");
-                return Some(Effect::Restore);
+                self.set_status_until_done("looking for the last reclaim of this session…");
+                return Some(Effect::PlanUndo);
             }
-            Action::ReclaimAllStale => self.ask_reclaim_all(),
+            Action::ReclaimAllStale => return self.ask_reclaim_all(),
             Action::ConfirmToggle => {
                 if let Mode::Confirm(d) = &mut self.mode {
                     d.toggle();
@@ -1031,17 +1059,43 @@ impl App {
                 let Mode::Confirm(dialog) = std::mem::replace(&mut self.mode, Mode::Table) else {
                     return None;
                 };
+                let undo = matches!(dialog.action, ConfirmAction::Restore(_));
+                let denied = (!dialog.offers_yes())
+                    .then(|| dialog.denied.as_deref().and_then(|d| d.first()).cloned())
+                    .flatten();
                 let confirmed = match action {
-                    Action::ConfirmYes => Some(dialog.yes()),
+                    Action::ConfirmYes => dialog.yes(),
                     Action::ConfirmChoose => dialog.choose(),
                     _ => None,
                 };
                 return match confirmed {
+                    Some(c) if c.restore_plan().is_some() => {
+                        self.reclaiming = true;
+                        let n = c.restore_plan().map_or(0, |p| p.entries.len());
+                        self.set_status_until_done(format!("putting back {n} lock{}…", plural(n)));
+                        Some(Effect::Restore(c))
+                    }
                     Some(c) => {
                         self.reclaiming = true;
                         let n = c.findings().len();
                         self.set_status_until_done(format!("reclaiming {n} lock{}…", plural(n)));
                         Some(Effect::Reclaim(c))
+                    }
+                    None if undo => {
+                        self.set_status(Level::Info, "cancelled: nothing was put back");
+                        None
+                    }
+                    None if denied.is_some() => {
+                        let (p, why) = denied.unwrap_or_default();
+                        self.set_status(
+                            Level::Warn,
+                            format!(
+                                "nothing was removed: {}: {}",
+                                text::path(&p),
+                                text::clean(&why)
+                            ),
+                        );
+                        None
                     }
                     None => {
                         self.set_status(Level::Info, "cancelled: nothing was removed");
@@ -1068,13 +1122,20 @@ impl App {
         false
     }
 
-    fn ask_reclaim_selected(&mut self) {
+    /// Opens a reclaim dialog and asks which of its locks this user cannot remove.
+    fn ask(&mut self, action: ConfirmAction) -> Option<Effect> {
+        let targets = action.targets().to_vec();
+        self.open(Mode::Confirm(ConfirmDialog::new(action)));
+        Some(Effect::Check(targets))
+    }
+
+    fn ask_reclaim_selected(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
-            return;
+            return None;
         }
         let Some(row) = self.selected_row() else {
             self.set_status(Level::Warn, "no lock selected");
-            return;
+            return None;
         };
         let f = row.finding.clone();
         let name = row.finding.path.file_name().map_or_else(
@@ -1092,10 +1153,7 @@ impl App {
             Verdict::Stale => None,
             // Not proven stale: a person may decide, in a dialog of its own.
             Verdict::Foreign | Verdict::Unknown => {
-                self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Force(
-                    Box::new(f),
-                ))));
-                return;
+                return self.ask(ConfirmAction::Force(Box::new(f)));
             }
             Verdict::Live => Some(format!(
                 "{name} is live: a live lock is never removed — {why}"
@@ -1105,17 +1163,20 @@ impl App {
             )),
         };
         match refusal {
-            Some(r) => self.set_status(Level::Warn, format!("not reclaimable: {r}")),
-            None => self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
+            Some(r) => {
+                self.set_status(Level::Warn, format!("not reclaimable: {r}"));
+                None
+            }
+            None => self.ask(ConfirmAction::Reclaim {
                 findings: vec![f],
                 kept: Vec::new(),
-            }))),
+            }),
         }
     }
 
-    fn ask_reclaim_all(&mut self) {
+    fn ask_reclaim_all(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
-            return;
+            return None;
         }
         let (kept, findings): (Vec<Finding>, Vec<Finding>) = self
             .visible()
@@ -1124,7 +1185,7 @@ impl App {
             .partition(|f| f.judgement.unsaved_changes == Some(true));
         if findings.is_empty() && kept.is_empty() {
             self.set_status(Level::Warn, "no stale lock shown: nothing to reclaim");
-            return;
+            return None;
         }
         if findings.is_empty() {
             self.set_status(
@@ -1134,11 +1195,8 @@ impl App {
                     keymap::key(Context::Table, Action::Reclaim)
                 ),
             );
-            return;
+            return None;
         }
-        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
-            findings,
-            kept,
-        })));
+        self.ask(ConfirmAction::Reclaim { findings, kept })
     }
 }

@@ -197,7 +197,9 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Quit => return true,
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
-        Effect::Restore => workers.restore_last(),
+        Effect::Check(findings) => workers.check(findings),
+        Effect::PlanUndo => workers.plan_undo(),
+        Effect::Restore(action) => workers.restore(action),
         Effect::Copy(bytes) => {
             let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
         }
