@@ -29,6 +29,8 @@ mod pastejacking;
 mod real_programs;
 mod reclaim;
 mod reclaim_attacks;
+mod reclaim_denied;
+mod restore_runs;
 mod scan;
 mod shared_formats;
 mod state_dir;
