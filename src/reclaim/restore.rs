@@ -280,7 +280,8 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
             one(entry)
         }
         Selector::Path(p) => {
-            // As given, and as `locksmith journal` prints paths (its escapes read back).
+            // As given (what a shell completes), else as `locksmith journal` prints paths
+            // (its escapes read back): a path that is both names the lock it is as given.
             let last_of = |p: &Path| {
                 let want = text::json_path(&crate::scan::config::absolute(p));
                 all.iter().rev().filter(|e| e.path == want).find(undoable)
@@ -292,13 +293,6 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
                 .filter(|d| d != p)
                 .and_then(|d| last_of(&d));
             match (raw, shown) {
-                (Some(a), Some(b)) if a.id != b.id => Err(format!(
-                    "{} names two removed locks: {} as it is, and {} as `locksmith journal` \
-                     prints paths; restore one by its number in `locksmith journal`",
-                    text::display_os(p.as_os_str()),
-                    text::display_path(&a.path_buf()),
-                    text::display_path(&b.path_buf()),
-                )),
                 (Some(e), _) | (None, Some(e)) => one(e),
                 (None, None) => Err(format!(
                     "no reclaim of {} left to restore in the journal",
@@ -835,10 +829,9 @@ mod tests {
         let shown = |p: &Path| text::display_path(p);
         assert_eq!(ids(&by(&shown(literal)).unwrap()), ["lit"]);
         assert_eq!(ids(&by("/r/e\\u{202e}d.pid").unwrap()), ["rlo"]);
-        // `/r/a\xff.pid` is the literal name as given, the raw byte as printed: refused.
-        let e = by(&shown(raw)).unwrap_err();
-        assert!(e.contains("names two removed locks"), "{e}");
-        // Once one of them is restored, the other is what it names.
+        // `/r/a\xff.pid` is the literal name as given, the raw byte as printed: as given.
+        assert_eq!(ids(&by(&shown(raw)).unwrap()), ["lit"]);
+        // Once that one is restored, the printed form names the other.
         all.push(restore_of("lit", "x"));
         let by = |s: &str| select(&all, &Selector::Path(PathBuf::from(s)));
         assert_eq!(ids(&by(&shown(raw)).unwrap()), ["raw"]);
