@@ -17,7 +17,7 @@ pub fn run(args: JournalArgs) -> i32 {
     let entries = match restore::entries(&state_dir) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("locksmith journal: {}", text::escape(&e.to_string()));
+            super::report_error("journal", &e.to_string());
             return 2;
         }
     };
@@ -30,7 +30,7 @@ pub fn run(args: JournalArgs) -> i32 {
         Ok(()) => 0,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => 0,
         Err(e) => {
-            eprintln!("locksmith journal: {e}");
+            super::report_error("journal", &e.to_string());
             2
         }
     }

@@ -20,7 +20,7 @@ pub fn run(args: RestoreArgs) -> i32 {
     let plan = match reclaim::plan(&state_dir, &selector) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("locksmith restore: {}", text::escape(&e));
+            super::report_error("restore", &e);
             return 1;
         }
     };
@@ -38,7 +38,7 @@ pub fn run(args: RestoreArgs) -> i32 {
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("locksmith restore: {}", text::escape(&e));
+                super::report_error("restore", &e);
             }
         }
     }

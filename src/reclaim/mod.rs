@@ -56,6 +56,7 @@ mod state;
 
 pub use crate::outcome::{Action, Outcome};
 pub use journal::{Batch, Entry, Event, Meta, run_id};
+pub use removable::user as user_name;
 pub use restore::{Plan, Restored, Selector, plan, restore, restore_plan};
 pub use state::{
     CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,

@@ -217,7 +217,7 @@ fn me() -> String {
 }
 
 /// A user as messages name it: `alice (uid 1000)`, or `uid 1000` without a name.
-pub(crate) fn user(uid: u32) -> String {
+pub fn user(uid: u32) -> String {
     static USERS: std::sync::OnceLock<Option<sysinfo::Users>> = std::sync::OnceLock::new();
     let name = USERS
         .get_or_init(|| sysinfo::Users::new_with_refreshed_list().ok())
