@@ -24,7 +24,7 @@ mod app;
 mod clipboard;
 mod confirm;
 mod detail;
-mod keymap;
+pub(crate) mod keymap;
 mod layout;
 mod popup;
 mod render;
