@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use crate::util::{self, DEADLINE, Env, assert_code, require, require_that, stderr, stdout};
+use crate::util::{self, DEADLINE, Env, assert_code, require, stderr, stdout};
 
 fn validate_fatal(doc: &serde_json::Value) {
     let schema = util::schema();
@@ -75,11 +75,7 @@ fn a_bad_or_misplaced_interval_is_refused() {
 
 #[test]
 fn a_permission_error_names_the_path_its_owner_and_what_to_do() {
-    if !require_that(
-        rustix::process::geteuid().is_root(),
-        "needs root (to run locksmith as uid 65534)",
-    ) || !require("setpriv")
-    {
+    if !util::can_run_as_nobody() {
         return;
     }
     let env = Env::new();
@@ -87,20 +83,8 @@ fn a_permission_error_names_the_path_its_owner_and_what_to_do() {
     let private = env.path().join("private.json");
     std::fs::write(&private, "{}").unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        util::BIN,
-    ])
-    .args(["--scan", "--json", "--config"])
-    .arg(&private)
-    .arg(env.path())
-    .env("XDG_CONFIG_HOME", env.path().join("config"))
-    .env("XDG_STATE_HOME", env.path().join("state"))
-    .current_dir(env.path())
-    .stdin(Stdio::null());
+    let mut c = env.cmd_as_nobody(["--scan", "--json", "--config"]);
+    c.arg(&private).arg(env.path());
     let out = util::run_bounded(c, DEADLINE);
     assert_code(&out, 2);
     let err = stderr(&out);

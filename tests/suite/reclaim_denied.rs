@@ -15,21 +15,9 @@ use crate::util::{self, DEADLINE, Env, assert_code, require, require_that, stdou
 
 const NOBODY: u32 = 65534;
 
-/// `locksmith ARGS` as uid/gid 65534 with no supplementary groups, in `env`'s homes.
+/// `locksmith ARGS` as uid 65534, run to completion.
 fn as_nobody(env: &Env, args: &[&OsStr]) -> Output {
-    let mut c = Command::new("setpriv");
-    c.args([
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        util::BIN,
-    ])
-    .args(args)
-    .env("XDG_STATE_HOME", env.path().join("state"))
-    .env("XDG_CONFIG_HOME", env.path().join("config"))
-    .current_dir(env.path())
-    .stdin(Stdio::null());
-    util::run_bounded(c, DEADLINE)
+    util::run_bounded(env.cmd_as_nobody(args), DEADLINE)
 }
 
 fn pidfile_of_a_dead_pid(path: &Path) -> PathBuf {
@@ -47,11 +35,7 @@ fn line_about<'a>(text: &'a str, path: &Path) -> &'a str {
 
 #[test]
 fn a_sticky_directory_of_another_owner_is_told_by_the_dry_run_and_refused_alike() {
-    if !require_that(
-        rustix::process::geteuid().is_root(),
-        "needs root (to run locksmith as uid 65534)",
-    ) || !require("setpriv")
-    {
+    if !util::can_run_as_nobody() {
         return;
     }
     let env = Env::new();
