@@ -39,6 +39,7 @@ pub fn completion(shell: Shell) -> Vec<u8> {
     let script = match shell {
         Shell::Bash => bash_paths(script, &subcommands),
         Shell::Fish => fish_paths(script),
+        Shell::Zsh => zsh_paths(script),
         _ => script,
     };
     script.into_bytes()
@@ -82,6 +83,32 @@ fn bash_paths(script: String, subcommands: &[&str]) -> String {
     );
     block.replace_range(at..at + last.len(), &paths);
     format!("{}{block}{}", &script[..start], &script[end..])
+}
+
+/// The generated zsh script offers the subcommands as the second word after a PATH
+/// (`locksmith --scan root r<Tab>` gave `restore`): a subcommand only as the first word now,
+/// paths after an option or a PATH.
+fn zsh_paths(script: String) -> String {
+    let spec = "\":: :_locksmith_commands\" \\\n";
+    assert!(script.contains(spec), "the zsh script's subcommand argument");
+    let script = script.replacen(spec, "\":: :_locksmith_commands_first\" \\\n", 1);
+    let tail = "\nif [ \"$funcstack[1]\" = \"_locksmith\" ]; then";
+    let at = script.rfind(tail).expect("the zsh script's last lines");
+    format!(
+        "{}
+(( $+functions[_locksmith_commands_first] )) ||
+_locksmith_commands_first() {{
+    # A subcommand only as the first word: none after an option or a PATH of the scan.
+    if (( CURRENT == 1 )); then
+        _locksmith_commands \"$@\"
+    else
+        _files \"$@\"
+    fi
+}}
+{}",
+        &script[..at],
+        &script[at..]
+    )
 }
 
 /// The generated fish script offers the subcommands after an option or a PATH too: only as
