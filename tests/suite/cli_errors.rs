@@ -151,3 +151,78 @@ fn bash_completes_paths_where_a_path_goes_and_a_subcommand_only_first() {
     let option = bash_completes(&env, &script, &["locksmith", "--scan", "--conf"]);
     assert_eq!(option, ["--config"]);
 }
+
+/// The zsh completion in a real interactive zsh (driven through `zpty`): what a Tab after
+/// each of `lines` lists, in a directory holding `root/` and `rx/`. Each wait is for a pattern,
+/// bounded by [`DEADLINE`].
+fn zsh_completes(env: &Env, functions: &std::path::Path, lines: &[&str]) -> Vec<String> {
+    let mut prog = format!(
+        r#"zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z "fpath=('{}' \$fpath); autoload -U compinit; compinit -u; PS1='%% '; print RE''ADY"
+zpty -r z out '*READY*'
+"#,
+        functions.display()
+    );
+    for line in lines {
+        prog.push_str(&format!(
+            r#"zpty -w -n z '{line}'$'\t'
+zpty -r z out '*rx/*'
+print -r -- "=== $out"
+zpty -w -n z $'\x15'
+zpty -w z "print DO''NE"
+zpty -r z out '*DONE*'
+"#
+        ));
+    }
+    prog.push_str("zpty -d z\n");
+    let mut c = Command::new("zsh");
+    c.args(["-f", "-c", &prog])
+        .current_dir(env.path())
+        .stdin(Stdio::null());
+    let out = util::run_bounded(c, DEADLINE);
+    assert!(out.status.success(), "{out:?}");
+    stdout(&out)
+        .split("=== ")
+        .skip(1)
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn zsh_completes_paths_after_an_option_or_a_path_and_a_subcommand_only_first() {
+    if !require("zsh") {
+        return;
+    }
+    let env = Env::new();
+    for d in ["root", "rx"] {
+        std::fs::create_dir(env.path().join(d)).unwrap();
+    }
+    let out = env.run(["completions", "zsh"]);
+    assert_code(&out, 0);
+    let functions = env.path().join("functions");
+    std::fs::create_dir(&functions).unwrap();
+    std::fs::write(functions.join("_locksmith"), &out.stdout).unwrap();
+    let listed = zsh_completes(
+        &env,
+        &functions,
+        &[
+            "locksmith --scan r",
+            "locksmith --scan root r",
+            "locksmith r",
+        ],
+    );
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    for (i, what) in ["after --scan", "after a PATH"].iter().enumerate() {
+        assert!(
+            listed[i].contains("root/") && !listed[i].contains("restore"),
+            "{what}: paths only: {:?}",
+            listed[i]
+        );
+    }
+    assert!(
+        listed[2].contains("restore") && listed[2].contains("root/"),
+        "the first word may be either: {:?}",
+        listed[2]
+    );
+}
