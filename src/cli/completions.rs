@@ -90,7 +90,10 @@ fn bash_paths(script: String, subcommands: &[&str]) -> String {
 /// paths after an option or a PATH.
 fn zsh_paths(script: String) -> String {
     let spec = "\":: :_locksmith_commands\" \\\n";
-    assert!(script.contains(spec), "the zsh script's subcommand argument");
+    assert!(
+        script.contains(spec),
+        "the zsh script's subcommand argument"
+    );
     let script = script.replacen(spec, "\":: :_locksmith_commands_first\" \\\n", 1);
     let tail = "\nif [ \"$funcstack[1]\" = \"_locksmith\" ]; then";
     let at = script.rfind(tail).expect("the zsh script's last lines");
