@@ -55,12 +55,13 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 
-    /// List what reclaim removed (and what was restored), oldest first.
+    /// List what reclaim removed (and what was restored), grouped by run, oldest first.
     #[command(after_long_help = JOURNAL_EXAMPLES)]
     Journal(JournalArgs),
-    /// Put back a lock that reclaim removed, exactly as it was (only if nothing is there now).
+    /// Put back what reclaim removed, exactly as it was (only where nothing is there now).
     ///
-    /// A symlink comes back as a symlink, a lock directory as a directory, a file byte for
+    /// Without ENTRY, the last run that reclaimed (every lock it removed), listed first. A
+    /// symlink comes back as a symlink, a lock directory as a directory, a file byte for
     /// byte, with its mode, owner and mtime; the copy's sha256 is checked first, and the
     /// restore is journaled.
     #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
@@ -69,16 +70,17 @@ pub enum Command {
 
 #[derive(Debug, Args, Clone)]
 pub struct JournalArgs {
-    /// Print the entries as one JSON document.
+    /// Print the entries as one JSON document (also grouped by run).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct RestoreArgs {
-    /// A journal entry (its number in `locksmith journal`, or its id) or the path of a
-    /// removed lock. Default: the last reclaim not restored yet.
-    #[arg(value_name = "ENTRY|PATH")]
+    /// A journal entry (its number in `locksmith journal`, or its id), a run's id (all of
+    /// that run), or the path of a removed lock (as given, or as `locksmith journal` prints
+    /// it). Default: the last run that reclaimed.
+    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath)]
     pub entry: Option<std::ffi::OsString>,
 }
 
@@ -169,13 +171,24 @@ pub struct ScanArgs {
     #[arg(long)]
     pub readonly: bool,
 
-    /// UI: seconds between re-judging the verdicts.
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    /// UI: seconds between re-judging the verdicts (at least 0.1; not with --scan).
+    #[arg(long, default_value_t = 2.0, value_name = "SECS", value_parser = interval,
+          conflicts_with = "scan")]
     pub interval: f64,
 
     /// Directories or files to scan (replace the configured roots).
     #[arg(value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
+}
+
+/// `--interval SECS`: a number of seconds of at least 0.1.
+fn interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.1 => Ok(v),
+        _ => Err(format!(
+            "must be a number of seconds of at least 0.1 (got {s})"
+        )),
+    }
 }
 
 /// The format of the `--scan` report.
@@ -370,7 +383,7 @@ Exit status:
 
 const JOURNAL_EXAMPLES: &str = "\
 Examples:
-  What reclaim removed, numbered for `locksmith restore`:
+  What reclaim removed, by run, numbered for `locksmith restore`:
     locksmith journal
   The same for a script (paths lossless: `\\\\` is a backslash, `\\xNN` a raw byte):
     locksmith journal --json | jq '.entries[] | select(.event == \"reclaim\") | .path'
@@ -380,21 +393,25 @@ Exit status:
   2   the state directory cannot be used (refused as unsafe, or no HOME)";
 
 const RESTORE_EXIT_STATUS: &str = "\
-Exit status: 0 restored; 1 refused (something stands at the path, no copy was kept, already
-restored, a symlink on the way) or failed, and nothing was changed.";
+Exit status: 0 every lock named was restored; 1 nothing to restore, or a lock was refused
+(something stands at its path, no copy was kept, already restored, a symlink on the way) or
+failed, and that lock was not changed.";
 
 const RESTORE_EXAMPLES: &str = "\
 Examples:
-  Undo the last reclaim:
+  Undo the last run that reclaimed (all it removed, listed first):
     locksmith restore
   Undo entry 3 of `locksmith journal`, or the last reclaim of a path:
     locksmith restore 3
     locksmith restore /run/user/1000/daemon.pid
+  Undo an older run, by the id `locksmith journal` shows:
+    locksmith restore 20261130T165939.566Z-1082-3fa2c1d9
 
 Exit status:
-  0   restored
-  1   refused (something stands at the path, no copy was kept, already
-      restored, a symlink on the way) or failed; nothing was changed";
+  0   every lock named was restored
+  1   nothing to restore, or a lock was refused (something stands at its
+      path, no copy was kept, already restored, a symlink on the way) or
+      failed; that lock was not changed";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

@@ -32,10 +32,31 @@ pub fn run(args: ScanArgs) -> i32 {
     match scan_and_report(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("locksmith: {}", text::escape(&format!("{e:#}")));
+            let message = format!("{e:#}");
+            super::report_error("", &message);
+            // A script reading the JSON report gets a JSON document on a fatal error too
+            // (not with --output, whose FILE keeps the last report).
+            if format_of(&args) == ReportFormat::Json && args.output.is_none() {
+                print!("{}", fatal_json(&message));
+            }
             2
         }
     }
+}
+
+/// What `--scan --json` prints instead of a report on a fatal error (exit status 2): the
+/// schema's `$defs/fatal_error`.
+fn fatal_json(message: &str) -> String {
+    let doc = serde_json::json!({
+        "version": 1,
+        "error": {
+            "message": message,
+            "hint": super::permission_hint(message),
+        },
+        "exit_status": 2,
+    });
+    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    format!("{}\n", text::terminal_safe_json(&pretty))
 }
 
 /// Runs the scan (and the reclaim pass), prints the report, and returns the exit status.

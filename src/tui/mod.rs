@@ -24,7 +24,7 @@ mod app;
 mod clipboard;
 mod confirm;
 mod detail;
-mod keymap;
+pub(crate) mod keymap;
 mod layout;
 mod popup;
 mod render;
@@ -198,7 +198,9 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
         Effect::EndHolder(action) => workers.end_holder(action),
-        Effect::Restore => workers.restore_last(),
+        Effect::Check(findings) => workers.check(findings),
+        Effect::PlanUndo => workers.plan_undo(),
+        Effect::Restore(action) => workers.restore(action),
         Effect::Copy(bytes) => {
             let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
         }

@@ -7,6 +7,7 @@ mod util;
 
 mod ask_bounds;
 mod ask_hosts;
+mod cli_errors;
 mod cli_scan;
 mod containers;
 mod declared_ui;
@@ -32,6 +33,8 @@ mod pastejacking;
 mod real_programs;
 mod reclaim;
 mod reclaim_attacks;
+mod reclaim_denied;
+mod restore_runs;
 mod scan;
 mod shared_formats;
 mod start;
