@@ -36,6 +36,7 @@
 //! lock's kernel lock while it removes it; it too is given the directory reached from the root,
 //! never the path.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -352,7 +353,7 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         let first = j.evidence.first().map_or("", String::as_str);
         return Some(format!("it is {} now: {first}", j.verdict()));
     }
-    if fresh.identity != judged.identity {
+    if !still_as_judged(&judged.identity, &fresh.identity) {
         return Some(format!(
             "the file changed since it was judged ({})",
             identity_change(&judged.identity, &fresh.identity)
@@ -386,6 +387,31 @@ fn identity_change(a: &Identity, b: &Identity) -> String {
     what.join(", ")
 }
 
+/// Files with other names left when this process removed one of their names (a hard-linked
+/// lock pair, such as xauth's `-c` and `-l`), as that removal left them, by (device, inode).
+/// Removing a name moves the file's ctime, which would otherwise make its other names look
+/// changed since they were judged.
+static LEFT_BY_REMOVAL: std::sync::Mutex<Option<HashMap<(u64, u64), Identity>>> =
+    std::sync::Mutex::new(None);
+
+/// Whether `now` is the file that was judged as `judged`, unchanged: the same identity, or a
+/// file this process removed another name of since, exactly as that removal left it (only the
+/// ctime moved, by that removal).
+fn still_as_judged(judged: &Identity, now: &Identity) -> bool {
+    if judged == now {
+        return true;
+    }
+    let same_content = (judged.dev, judged.ino, judged.size, judged.mtime_ns)
+        == (now.dev, now.ino, now.size, now.mtime_ns);
+    same_content
+        && LEFT_BY_REMOVAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(|m| m.get(&(now.dev, now.ino)))
+            == Some(now)
+}
+
 /// Whether `now` (under the private name) is the file `held` was, unchanged: the same inode,
 /// size and mtime (the rename itself moves the ctime).
 fn same_file(held: &Identity, now: &Identity) -> bool {
@@ -407,7 +433,7 @@ fn remove_aside(
         _ => format!("cannot open it: {e}"),
     })?;
     let held_id = sys::identity_fd(&held).map_err(|e| format!("cannot stat it: {e}"))?;
-    if held_id != f.identity {
+    if !still_as_judged(&f.identity, &held_id) {
         return Err(format!(
             "the file changed since it was judged ({})",
             identity_change(&f.identity, &held_id)
@@ -508,6 +534,16 @@ fn remove_aside(
         );
         journal_failure(&state, f, &why, batch);
         return Err(why);
+    }
+    if f.kind != EntryKind::Dir
+        && links.is_some_and(|n| n > 1)
+        && let Ok(left) = sys::identity_fd(&held)
+    {
+        LEFT_BY_REMOVAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert((left.dev, left.ino), left);
     }
     Ok(committed(staged.commit(&f.judgement), &state))
 }
