@@ -703,3 +703,51 @@ fn no_dialect_reaches_a_proof() {
         found.join("\n")
     );
 }
+
+/// The project stands alone: what the code relies on is written in the repository (the README,
+/// `docs/`), so no source, test, asset or document refers to an outside document by section
+/// number.
+#[test]
+fn nothing_cites_an_outside_document_by_section() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let section = "\u{a7}";
+    let mut offenders = Vec::new();
+    for top in [
+        "src",
+        "crates",
+        "tests",
+        "assets",
+        "benches",
+        "docs",
+        ".ci",
+        "README.md",
+    ] {
+        for entry in walkdir::WalkDir::new(root.join(top))
+            .into_iter()
+            .filter_entry(|e| e.file_name() != "target")
+            .flatten()
+        {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(entry.path()) else {
+                continue; // not text
+            };
+            for (i, line) in text.lines().enumerate() {
+                let cites = line.match_indices(section).any(|(at, s)| {
+                    line[at + s.len()..]
+                        .trim_start()
+                        .starts_with(|c: char| c.is_ascii_digit())
+                });
+                if cites {
+                    offenders.push(format!("{}:{}", entry.path().display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "section references to an outside document (say what is meant, or point at the README):\n{}",
+        offenders.join("\n")
+    );
+}

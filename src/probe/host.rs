@@ -5,7 +5,7 @@ use std::path::Path;
 
 pub use locksmith_engine::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
 
-/// Host facts used by the evidence rules (spec §3).
+/// Host facts used by the evidence rules (README: Evidence).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostFacts {
     pub hostname: String,

@@ -29,7 +29,7 @@ pub struct ProcSummary {
     pub git_dir: Option<PathBuf>,
 }
 
-/// One snapshot of the evidence (spec §3).
+/// One snapshot of the evidence (README: Evidence).
 pub struct Snapshot {
     pub host: HostFacts,
     /// When the snapshot was taken, in milliseconds since the epoch.

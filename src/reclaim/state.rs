@@ -1,5 +1,5 @@
 //! The state directory: where reclaim keeps a copy of every lock it removes and the
-//! `journal.jsonl` that maps each copy back to its original path (spec §5).
+//! `journal.jsonl` that maps each copy back to its original path (README: Reclaim and the journal).
 //!
 //! reclaim runs as root over shared directories, so the state directory is trusted only once
 //! checked, and every file in it is reached through its verified descriptor:

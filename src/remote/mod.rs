@@ -1,6 +1,6 @@
 //! Asking the owner's host: turning `foreign` into proof when the host a lock names can answer.
 //!
-//! A lock whose owner is on another host is `foreign` here (spec §3): only that host can tell
+//! A lock whose owner is on another host is `foreign` here (README: Evidence): only that host can tell
 //! whether the PID lives. Where the user lets us (`--ask-hosts`, or the `ask_hosts` hosts of the
 //! configuration), locksmith runs itself on that host over the user's own ssh
 //! (`ssh -o BatchMode=yes HOST locksmith inspect --json --pid N ...`) and asks one narrow,

@@ -1,4 +1,4 @@
-//! The terminal UI: interactive triage and one-key reclaim (spec §7).
+//! The terminal UI: interactive triage and one-key reclaim (README: The terminal UI).
 //!
 //! - [`app`] owns the state and its one `update` (keys, scan events, re-judged verdicts,
 //!   reclaim outcomes → new state + effects); it never blocks and never touches the disk;

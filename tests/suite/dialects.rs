@@ -2175,7 +2175,7 @@ fn an_unlisted_x_server_is_unknown_and_a_listening_display_is_live() {
 /// Not every live PID is an owner: init and kernel threads own no application's lock. Such a
 /// PID was written in another PID namespace: where we can see every namespace (root, in the
 /// host's) and none that sees the file has an owner, the lock is stale with every candidate
-/// named (spec §10); where we cannot, it is foreign.
+/// named (README: Containers and sandboxes); where we cannot, it is foreign.
 #[test]
 fn init_and_kernel_threads_never_own_an_application_lock() {
     let dir = tempdir();

@@ -1,4 +1,4 @@
-//! Bad input (spec §8): a tree built to hurt the scanner. The scan must finish in bounded
+//! Bad input (README: Security): a tree built to hurt the scanner. The scan must finish in bounded
 //! time, change nothing, judge every hostile lock `unknown` (never `stale` or `live`) or list
 //! it as an error, and never let a raw escape byte through to the table or the JSON.
 

@@ -368,7 +368,7 @@ const LOCAL_FUSE: &[&str] = &[
 /// Whether a FUSE mount (`fuse.<subtype>` in mountinfo, and its mount source) is a network
 /// file system. Known subtypes decide; an unknown one is network when its source names a
 /// remote (`host:path`, `user@host:path`, `remote:`, `scheme://...`), and also when nothing
-/// says it is local: a lock there cannot be proven to be this machine's (spec §3).
+/// says it is local: a lock there cannot be proven to be this machine's (README: Evidence).
 pub fn fuse_is_network(fs_type: &str, source: Option<&str>) -> bool {
     if fs_type.starts_with("fuseblk") {
         return false; // a local block device (ntfs-3g, exfat, ...)

@@ -1,7 +1,7 @@
 //! The judge of the engine's own lock files (and of Zero's securefile records, which the engine
 //! reads too): one verdict from the owner record and the machine's evidence.
 //!
-//! Judging (spec §3): a kernel lock held on the file makes it `live`. A record written on this
+//! Judging (README: Evidence): a kernel lock held on the file makes it `live`. A record written on this
 //! kernel (our boot id) by an owner that keeps an OFD lock, on a local file system, is settled
 //! by the kernel lock alone: not held means `stale`, whatever its PID namespace. Everything
 //! else goes through the PID rules ([`Evidence::judge_pid`]), with two additions: a local
@@ -61,7 +61,7 @@ pub trait Evidence {
     fn kernel_locks_source(&self) -> &'static str {
         "/proc/locks"
     }
-    /// The PID rules (spec §3) applied to the record's owner (its pid, host, boot id, start
+    /// The PID rules (README: Evidence) applied to the record's owner (its pid, host, boot id, start
     /// time, PID namespace).
     fn judge_pid(&self, rec: &ParsedRecord, pid: i64, file: &LockFile<'_>) -> Judgement;
     /// The processes on this host that have the file open for writing.

@@ -1,5 +1,5 @@
 //! The lock engine of locksmith: take a lock that heals itself after a crash, inspect one,
-//! reclaim a stale one (spec §4, §5). A program that wants self-healing locks depends on this
+//! reclaim a stale one (README: The lock engine). A program that wants self-healing locks depends on this
 //! crate alone (rustix, libc, serde, jiff, thiserror; no scanner, no terminal UI). The
 //! `heal` example takes a lock, is killed with SIGKILL, and a second run takes the lock over.
 //!

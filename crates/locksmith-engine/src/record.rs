@@ -1,4 +1,4 @@
-//! The owner record (spec §4): one JSON object, newline-terminated, that the engine writes
+//! The owner record (README: The lock engine): one JSON object, newline-terminated, that the engine writes
 //! into every lock file it creates, and the tolerant reader that also accepts the capitalised
 //! `PID` / `CreatedAt` / `Hostname` records of Zero's securefile locks.
 //!

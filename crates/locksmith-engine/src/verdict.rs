@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-/// The one verdict a lock gets (spec §1).
+/// The one verdict a lock gets (README: Verdicts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
@@ -420,7 +420,7 @@ pub struct Judgement {
     pub proofs: Vec<Proof>,
 }
 
-/// What a lock claims about an owner on another host, for asking that host (spec §3: an owner
+/// What a lock claims about an owner on another host, for asking that host (an owner
 /// on another host is `foreign` here; only that host can tell whether the PID lives).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteClaim {

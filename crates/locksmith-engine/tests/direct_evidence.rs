@@ -1,5 +1,5 @@
 //! The engine's own evidence (`Direct`), without any scanner: records of dead, reused, live,
-//! rebooted and remote owners, judged as spec §3 says, and a stale one reclaimed.
+//! rebooted and remote owners, judged as the README's Evidence section says, and a stale one reclaimed.
 
 use std::io::Write;
 use std::path::Path;
