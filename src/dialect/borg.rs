@@ -10,7 +10,7 @@
 //! borg's own rule (`kill_stale_locks`, `platform.process_alive`): an owner on this host
 //! whose PID does not exist is stale; an owner on another host is assumed alive. Here: the
 //! host id must be this host's (its name and one of its network hardware addresses), then
-//! the PID rules of [`crate::evidence`] with a borg (or Python) process as the owner; another
+//! the PID rules of [`crate::judge`] with a borg (or Python) process as the owner; another
 //! host is `foreign`. A lock with several owners is held while any of them is.
 
 use std::path::Path;

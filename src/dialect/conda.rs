@@ -6,7 +6,7 @@
 //! its name. conda never judges it: it retries, then gives up with "LOCKERROR: It looks
 //! like conda is already doing something" and suggests `conda clean --lock`.
 //!
-//! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] for the PID in
+//! Liveness: a kernel lock on it, then the PID rules of [`crate::judge`] for the PID in
 //! the name, with conda (a Python program) as the owner.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};

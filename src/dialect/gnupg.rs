@@ -10,7 +10,7 @@
 //! and `link()`ing it to `<file>.lock`. GnuPG's own rule: a lock naming this node whose PID
 //! does not exist is stale and removed; one of another node is waited for.
 //!
-//! Liveness: a kernel lock, then the PID rules of [`crate::evidence`] with the host it names.
+//! Liveness: a kernel lock, then the PID rules of [`crate::judge`] with the host it names.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Said, Writers};

@@ -7,7 +7,7 @@
 //! the host is this one and the PID exists; an invalid one is removed once older than
 //! `stale_age`.
 //!
-//! Liveness: a kernel lock on it, then the PID rules of [`crate::evidence`] with the host
+//! Liveness: a kernel lock on it, then the PID rules of [`crate::judge`] with the host
 //! it names and a Julia process as the owner.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};

@@ -11,7 +11,7 @@
 //! Qt's own rule (`isApparentlyStale`): on the same host (same host name and machine id),
 //! another boot id → stale; the PID gone, or running an executable not named like the
 //! application → stale. Here: the kernel lock Qt holds → `live`; another host name or machine
-//! id → `foreign`; another boot → `stale`; then the PID rules of [`crate::evidence`] with the
+//! id → `foreign`; another boot → `stale`; then the PID rules of [`crate::judge`] with the
 //! application as the expected program.
 //!
 //! (The generic `pidfile` dialect reads the same record when it is named like a pid file;

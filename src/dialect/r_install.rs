@@ -5,8 +5,8 @@
 //! Format, from R's `src/library/tools/R/install.R` (`.install_packages`): the directory is
 //! made with `dir.create(lockdir)`; when the package is already installed, the installed
 //! copy is copied into it (`file.copy(instdir, lockdir, recursive = TRUE)`) before the new
-//! version replaces it, and on failure R restores it from there ("restoring previous
-//! '<pkg>'"). The directory is removed when the install ends. R names no owner; it refuses
+//! version replaces it, and on failure R restores it from there (`restoring previous
+//! '<pkg>'`). The directory is removed when the install ends. R names no owner; it refuses
 //! to install while the directory exists ("failed to lock directory ... Try removing
 //! '.../00LOCK-pkg'").
 //!

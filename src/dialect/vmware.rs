@@ -12,7 +12,7 @@
 //! VMware's rule (`FileLockValidExecutionID`): for a member of this machine, the lock is
 //! stale when no process has that PID, or its creation time differs. The machine id is a
 //! digest of VMware's own making that cannot be computed here, so: on a local file system
-//! (written by this machine) the PID rules of [`crate::evidence`] apply with the exact start
+//! (written by this machine) the PID rules of [`crate::judge`] apply with the exact start
 //! time; on a network file system an owner may be another machine (`foreign`).
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};

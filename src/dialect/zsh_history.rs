@@ -5,7 +5,7 @@
 //! rewrites or appends to the history file, removed right after. zsh's own rule: a lock
 //! older than 10 seconds is broken by the next zsh that wants it.
 //!
-//! Liveness: another host → `foreign`; then the PID rules of [`crate::evidence`] with zsh as
+//! Liveness: another host → `foreign`; then the PID rules of [`crate::judge`] with zsh as
 //! the owner.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};

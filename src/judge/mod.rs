@@ -1,7 +1,7 @@
 //! The judge: the one place where a lock is found `stale`. Dialects parse a lock and say what
 //! it claims ([`Said`]: owner PIDs, hosts, boot ids, start times, the writer and what it
 //! promises); the judge turns those claims plus the scan's evidence [`Snapshot`] into one
-//! verdict, through a closed, enumerated set of proofs ([`Rule`]):
+//! verdict, through a closed, enumerated set of proofs ([`crate::verdict::Rule`]):
 //!
 //! | rule | proves the owner gone when |
 //! |---|---|

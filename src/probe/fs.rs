@@ -6,7 +6,7 @@
 //! server gone, or stopped): the mount table ([`MountTable`], from `/proc/self/mountinfo`, read
 //! without touching any mount), which mounts may hang ([`may_hang`]: every type not known to be
 //! a file system of this kernel on a local device), and [`call`]: a blocking call ([`Op`]) on
-//! such a mount is made by a task of its own (not a thread of this process: see [`task`]) and
+//! such a mount is made by a task of its own (not a thread of this process: see `task`) and
 //! waited for at most [`MOUNT_TIMEOUT`].
 //!
 //! Invariants:
@@ -80,7 +80,7 @@ const LOCAL_TYPES: &[&str] = &[
     "rpc_pipefs",
 ];
 
-/// Whether a mount of this type (its mountinfo name) may stop answering (see [`LOCAL_TYPES`]).
+/// Whether a mount of this type (its mountinfo name) may stop answering (see `LOCAL_TYPES`).
 pub fn may_hang(fs_type: &str) -> bool {
     !LOCAL_TYPES.contains(&fs_type)
 }

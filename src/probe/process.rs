@@ -53,7 +53,7 @@ pub struct ProcFacts {
 
 impl ProcFacts {
     /// Whether the process is one of `names` (compared to comm, the executable's file name and
-    /// argv[0]'s file name; a name matches as a prefix so `postgres` matches `postgres: ...`,
+    /// `argv[0]`'s file name; a name matches as a prefix so `postgres` matches `postgres: ...`,
     /// and so does a name written with a final `*`, as the judge's writer lists are).
     pub fn is_one_of(&self, names: &[&str]) -> bool {
         let names: Vec<&str> = names.iter().map(|n| n.trim_end_matches('*')).collect();

@@ -2,7 +2,7 @@
 //! a reclaim that failed after its checks, a lock restored).
 //!
 //! Each line is an [`Entry`] (`"version": 1`). Paths are written with
-//! [`text::json_path`](crate::text::json_path) (lossless: a backslash is `\\`, a
+//! [`crate::text::json_path`] (lossless: a backslash is `\\`, a
 //! byte that is not UTF-8 `\xNN`); other text is the real text, with the characters a terminal
 //! could act on written as `\uXXXX` escapes, so `cat journal.jsonl` is safe and a program
 //! reading it gets the exact strings back.

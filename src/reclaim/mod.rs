@@ -180,7 +180,7 @@ pub fn reclaim_rejudged(
 }
 
 /// Why this user cannot remove each of `findings` with `opts`, if it cannot (see
-/// [`removable`]): what a reclaim would refuse before trying, asked without changing
+/// `removable`): what a reclaim would refuse before trying, asked without changing
 /// anything. Each lock's directory is reached as a reclaim reaches it; one that cannot be
 /// reached is not removable either, and says why.
 pub fn removal_denied<'a>(

@@ -9,7 +9,7 @@ use crate::probe::{HostFacts, PidState, process};
 const PF_KTHREAD: u64 = 0x0020_0000;
 
 /// Answers about `pids` on this host. `boot_id`, when given, is compared with this host's;
-/// `expect` (program names) with each live process's comm, executable and argv[0].
+/// `expect` (program names) with each live process's comm, executable and `argv[0]`.
 pub fn inspect(pids: &[i64], boot_id: Option<&str>, expect: &[String]) -> Answer {
     let host = HostFacts::probe();
     let pid_max = process::pid_max();

@@ -20,7 +20,7 @@
 //! `max_hosts` hosts in a round and a deadline for the whole round, so lock files naming many
 //! hosts cannot stretch a scan ([`ssh::ask_hosts`]); every wait bounded; never a password prompt
 //! (`BatchMode=yes`); a host name taken from a lock file is used only when it is a plain host
-//! name (it can never become an ssh option or a user name). The remote side ([`inspect`]) only
+//! name (it can never become an ssh option or a user name). The remote side ([`mod@inspect`]) only
 //! reads `/proc`.
 
 pub mod inspect;

@@ -27,7 +27,7 @@ use crate::outcome::Action;
 use crate::text;
 use crate::verdict::Verdict;
 
-/// The content type of what [`write`] produces.
+/// The content type of what [`fn@write`] produces.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The verdicts whose locks get a per-lock age series: the ones a person may have to act on.

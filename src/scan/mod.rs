@@ -173,7 +173,7 @@ pub fn rejudge(
     )
 }
 
-/// The mount a finding is on, when calls on it may wait on a server (see [`fs::bounded`]).
+/// The mount a finding is on, when calls on it may wait on a server (see `probe::fs::bounded`).
 pub fn hanging_mount(finding: &Finding, table: &fs::MountTable) -> Option<Arc<fs::Mount>> {
     table
         .of_dev(finding.identity.dev)
