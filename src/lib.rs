@@ -6,6 +6,9 @@
 //! [`dialect`]s say what each lock claims → the [`judge`] turns claims and evidence into a
 //! verdict → [`scan`] findings → [`report`] / UI → [`reclaim`] through the [`engine`].
 
+// Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod dialect;
 pub mod engine;
 pub mod judge;

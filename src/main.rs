@@ -1,6 +1,9 @@
 //! The `locksmith` binary: command-line parsing and dispatch only. The terminal UI lives in
 //! `tui/`, the non-interactive commands in `cli/`; the real work is in the library.
 
+// Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
 mod tui;
 

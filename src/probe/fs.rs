@@ -737,6 +737,7 @@ mod task {
         }
         // SAFETY: both ends are ours; the task gets a copy of the second.
         let ours = unsafe { OwnedFd::from_raw_fd(ends[0]) };
+        // SAFETY: as above, the second end, owned once.
         let theirs = unsafe { OwnedFd::from_raw_fd(ends[1]) };
         shared.sock = theirs.as_raw_fd();
         // Our copy of the call's directory: the task has its own once started.
@@ -760,6 +761,7 @@ mod task {
         if pid < 0 {
             // SAFETY: no task was started: the memory is ours alone.
             let mut s = unsafe { Box::from_raw(shared) };
+            // SAFETY: the same: the stack was never used.
             unsafe { drop(Box::from_raw(stack)) };
             run(&mut s);
             return Ok(s.answer(None));
@@ -788,6 +790,7 @@ mod task {
         reaped(pid, 0);
         // SAFETY: the task has exited.
         let mut s = unsafe { Box::from_raw(shared) };
+        // SAFETY: the task that ran on this stack has exited.
         unsafe { drop(Box::from_raw(stack)) };
         Ok(s.answer(Some(fds)))
     }

@@ -392,6 +392,7 @@ mod tests {
         // SAFETY: a zeroed `flock` is valid; the descriptor is open for writing.
         let mut fl: libc::flock = unsafe { std::mem::zeroed() };
         fl.l_type = libc::F_WRLCK as libc::c_short;
+        // SAFETY: `fl` is a valid, initialised `flock` for the call to read and write.
         let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
         assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
         assert_eq!(held_at(&path, m.dev(), m.ino()), Some(true));

@@ -51,6 +51,9 @@
 //! acquirers at release (see `sweep`). A file system without hard links is refused before
 //! anything is created.
 
+// Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 // The README's example is compiled as a doc test.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
