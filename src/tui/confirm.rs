@@ -5,6 +5,8 @@
 
 use locksmith::scan::Finding;
 
+use super::stop;
+
 /// An action that needs the user's yes.
 #[derive(Debug, Clone)]
 pub enum ConfirmAction {
@@ -14,9 +16,13 @@ pub enum ConfirmAction {
     Reclaim {
         findings: Vec<Finding>,
         kept: Vec<Finding>,
+        /// Marked locks that are not stale: left alone, listed so the user knows.
+        skipped: Vec<Finding>,
     },
     /// Remove one lock that is not proven stale (`unknown` or `foreign`): a person's decision.
     Force(Box<Finding>),
+    /// Signal the processes that hold a lock.
+    Signal(stop::Plan),
 }
 
 impl ConfirmAction {
@@ -25,6 +31,7 @@ impl ConfirmAction {
         match self {
             ConfirmAction::Reclaim { findings, .. } => findings,
             ConfirmAction::Force(f) => std::slice::from_ref(f),
+            ConfirmAction::Signal(_) => &[],
         }
     }
 }
@@ -40,6 +47,14 @@ impl ConfirmedAction {
 
     pub fn findings(&self) -> &[Finding] {
         self.0.targets()
+    }
+
+    /// The processes to signal, when that is what was confirmed.
+    pub fn signal(&self) -> Option<&stop::Plan> {
+        match &self.0 {
+            ConfirmAction::Signal(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// Whether the user agreed to remove a lock that is not proven stale.

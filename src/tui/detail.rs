@@ -1,7 +1,9 @@
 //! The detail pane: everything known about the selected lock (evidence, owner record, live
-//! process, holders, file system, raw content), wrapped to the pane's width with a hanging
-//! indent and scrolled by the app (`J`/`K`, the mouse wheel). Its bottom border says where the
-//! view is when the text is longer than the pane.
+//! process, the processes holding it now, the file's owner and mode, file system, raw
+//! content), wrapped to the pane's width with a hanging indent and scrolled by the app
+//! (`J`/`K`, the mouse wheel). Its bottom border says where the view is when the text is
+//! longer than the pane. The hex dump of binary content is as wide as the pane allows (whole
+//! lines of 4, 8, 12 or 16 bytes), so it never wraps and its ASCII column stays whole.
 
 use locksmith::Verdict;
 use locksmith::scan::Finding;
@@ -11,13 +13,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
 use super::keymap::{self, Action, Context};
+use super::rows::{FileMeta, Row, holders_now};
 use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Width of the label column.
 const LABEL: usize = 10;
-/// Raw content lines shown (a hex dump of 1 KiB; the pane scrolls).
+/// Raw content lines shown as text (the pane scrolls) ...
 const CONTENT_LINES: usize = 64;
+/// ... and bytes shown in a hex dump.
+const CONTENT_BYTES: usize = 1024;
 
 fn label<'a>(theme: Theme, name: &'a str) -> Span<'a> {
     Span::styled(format!("{name:<LABEL$}"), theme.label())
@@ -64,8 +69,9 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     ]
 }
 
-/// Every line of the detail pane for one lock.
-pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>> {
+/// Every line of the detail pane for one lock, in a pane `width` columns wide.
+pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
+    let f = &row.finding;
     let j = &f.judgement;
     let v = j.verdict();
     let mut out: Vec<Line<'static>> = unsaved_warning(theme, f);
@@ -119,6 +125,12 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
             " (local)"
         }
     );
+    if let Some(m) = &row.file {
+        out.push(Line::from(vec![
+            label(theme, "File"),
+            Span::raw(file_line(m)),
+        ]));
+    }
     out.push(Line::from(vec![label(theme, "FS"), Span::raw(fs)]));
     for (i, e) in j.evidence.iter().enumerate() {
         let head = if i == 0 {
@@ -161,6 +173,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
             Span::styled("the lock names no owner", theme.dim()),
         ]));
     }
+    let holders = holders_now(j);
     match &j.process {
         Some(p) => {
             let mut parts = vec![text::clean(&p.headline())];
@@ -187,33 +200,49 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
                 ]));
             }
         }
+        // The owner the lock names is gone, yet processes hold it (a child that inherited
+        // the descriptor, another worktree's git): they are who matters now.
+        None if !holders.is_empty() => out.push(Line::from(vec![
+            label(theme, "Process"),
+            Span::styled(
+                format!(
+                    "the owner it names is not running; held now by {} (see Holders)",
+                    text::clean(&describe_holder(holders[0]))
+                ),
+                theme.warn(),
+            ),
+        ])),
         None => out.push(Line::from(vec![
             label(theme, "Process"),
             Span::styled("no live owner process", theme.dim()),
         ])),
     }
-    if !j.holders.is_empty() {
-        let hs: Vec<String> = j
-            .holders
-            .iter()
-            .map(|h| {
-                let who = if h.pid < 0 {
-                    "a process not visible here".to_string()
-                } else {
-                    format!("pid {}", h.pid)
-                };
-                match &h.name {
-                    Some(n) => format!("{who} {} ({})", text::clean(n), h.how.as_str()),
-                    None => format!("{who} ({})", h.how.as_str()),
-                }
-            })
-            .collect();
+    for (i, h) in holders.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Holders")
+        } else {
+            indent()
+        };
         out.push(Line::from(vec![
-            label(theme, "Holders"),
-            Span::raw(hs.join(" · ")),
+            head,
+            Span::raw(format!("• {}", text::clean(&describe_holder(h)))),
         ]));
     }
-    let content = text::content_lines(&f.content, CONTENT_LINES);
+    if j.holders.iter().any(|h| h.pid <= 0) {
+        out.push(Line::from(vec![
+            if holders.is_empty() {
+                label(theme, "Holders")
+            } else {
+                indent()
+            },
+            Span::styled(
+                "• a process not visible here (another PID namespace)",
+                theme.dim(),
+            ),
+        ]));
+    }
+    let room = usize::from(width).saturating_sub(LABEL);
+    let content = text::content_lines(&f.content, CONTENT_LINES, CONTENT_BYTES, room);
     for (i, l) in content.into_iter().enumerate() {
         let head = if i == 0 {
             label(theme, "Content")
@@ -223,6 +252,69 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
         out.push(Line::from(vec![head, Span::styled(l, theme.dim())]));
     }
     out
+}
+
+/// One holder, raw: `pid 42 flock (flock WRITE 0-EOF)`. What the judge adds about a holder
+/// beyond its PID, name, kind and container (the lock's mode, its byte range) is shown as it
+/// comes: `mode` as lslocks writes it (`WRITE`), a `range` as `START-END`, anything else as
+/// `key value`.
+pub fn describe_holder(h: &locksmith::Holder) -> String {
+    let mut how = vec![h.how.as_str().to_string()];
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(h) {
+        for (k, v) in fields {
+            if matches!(k.as_str(), "pid" | "name" | "how" | "container") || v.is_null() {
+                continue;
+            }
+            how.push(match (k.as_str(), v) {
+                ("mode", serde_json::Value::String(m)) => m.to_uppercase(),
+                ("range", r) => range_text(&r),
+                (k, serde_json::Value::String(s)) => format!("{k} {s}"),
+                (k, v) => format!("{k} {v}"),
+            });
+        }
+    }
+    let mut out = format!("pid {}", h.pid);
+    if let Some(n) = &h.name {
+        out.push(' ');
+        out.push_str(n);
+    }
+    if let Some(c) = &h.container {
+        out.push_str(&format!(" in {}", c.describe()));
+    }
+    format!("{out} ({})", how.join(" "))
+}
+
+/// A byte range as `START-END` (`EOF` for an open end), from `{"start":0,"end":null}` or
+/// `[0, null]`; anything else as it is.
+fn range_text(r: &serde_json::Value) -> String {
+    let bound = |v: Option<&serde_json::Value>, open: &str| match v {
+        Some(serde_json::Value::Number(n)) => n.to_string(),
+        _ => open.to_string(),
+    };
+    match r {
+        serde_json::Value::Object(o) => format!(
+            "{}-{}",
+            bound(o.get("start"), "0"),
+            bound(o.get("end"), "EOF")
+        ),
+        serde_json::Value::Array(a) if a.len() == 2 => {
+            format!("{}-{}", bound(a.first(), "0"), bound(a.get(1), "EOF"))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The file's owner and mode: `owner me (uid 1000, gid 1000) · mode -rw-r----- (0640)`.
+fn file_line(m: &FileMeta) -> String {
+    let who = match &m.user {
+        Some(u) => format!("owner {} (uid {}, gid {})", text::clean(u), m.uid, m.gid),
+        None => format!("owner uid {} (gid {})", m.uid, m.gid),
+    };
+    format!(
+        "{who} · mode {} ({:04o})",
+        text::mode_string(m.mode),
+        m.mode & 0o7777
+    )
 }
 
 pub fn kind_name(f: &Finding) -> &'static str {
@@ -236,27 +328,30 @@ pub fn kind_name(f: &Finding) -> &'static str {
 }
 
 /// The pane's lines wrapped to `width` columns; continuation lines stay in the text column.
-pub fn lines(f: &Finding, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
-    text::wrap_all(detail_lines(f, theme, now_ms), width, |l| {
-        match l.spans.first() {
+pub fn lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
+    text::wrap_all(
+        detail_lines(row, theme, now_ms, width),
+        width,
+        |l| match l.spans.first() {
             Some(first) if first.width() == LABEL => {
                 LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
             }
             _ => text::text_indent(l),
-        }
-    })
+        },
+    )
 }
 
 /// How far the pane can scroll: its wrapped lines beyond its text area.
-pub fn max_scroll(f: &Finding, theme: Theme, now_ms: i64, inner: Rect) -> u16 {
-    let n = lines(f, theme, now_ms, inner.width).len();
+pub fn max_scroll(row: &Row, theme: Theme, now_ms: i64, inner: Rect) -> u16 {
+    let n = lines(row, theme, now_ms, inner.width).len();
     u16::try_from(n)
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height)
 }
 
-/// Draws the pane for `f`, scrolled `scroll` lines down (clamped to the end).
-pub fn render(f: &Finding, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf: &mut Buffer) {
+/// Draws the pane for `row`, scrolled `scroll` lines down (clamped to the end).
+pub fn render(row: &Row, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf: &mut Buffer) {
+    let f = &row.finding;
     let name = f
         .path
         .file_name()
@@ -270,15 +365,15 @@ pub fn render(f: &Finding, scroll: u16, theme: Theme, now_ms: i64, area: Rect, b
         ]))
         .border_style(theme.dim());
     let inner = block.inner(area);
-    let lines = lines(f, theme, now_ms, inner.width);
+    let lines = lines(row, theme, now_ms, inner.width);
     let max = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height);
     let scroll = scroll.min(max);
     let keys = format!(
         "{}/{}",
-        keymap::key(Context::Table, Action::DetailDown),
-        keymap::key(Context::Table, Action::DetailUp)
+        keymap::key(Context::Detail, Action::DetailDown),
+        keymap::key(Context::Detail, Action::DetailUp)
     );
     if let Some(pos) = scroll_hint(scroll, inner.height, lines.len(), &keys) {
         block = block.title_bottom(Line::from(Span::styled(pos, theme.key())).right_aligned());

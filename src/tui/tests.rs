@@ -67,6 +67,10 @@ fn opts(theme: Theme, readonly: bool) -> Options {
         readonly,
         theme,
         state_dir: Some(PathBuf::from("/home/me/.local/state/locksmith")),
+        roots: ["/srv", "/var/lib", "/mnt/nfs", "/tmp"]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
     }
 }
 
@@ -291,6 +295,11 @@ fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
     text.lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
+}
+
+/// How far the help is scrolled, when it is open.
+fn help_scroll(app: &App) -> Option<u16> {
+    app.help_open().then(|| app.popup().unwrap().scroll())
 }
 
 /// The one confirmed reclaim among `effects`.
@@ -559,7 +568,7 @@ fn the_dialog_defaults_to_no() {
     let mut app = app();
     assert_eq!(selected(&app), "/srv/app/worker.pid");
     assert!(keys(&mut app, "d").is_empty());
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("d on a stale lock opens the dialog")
     };
     assert_eq!(d.highlight, Choice::No);
@@ -660,7 +669,7 @@ fn live_and_free_locks_are_never_reclaimed_and_the_status_says_why() {
         }
         assert_eq!(selected(&app), path);
         keys(&mut app, "d");
-        let Mode::Confirm(d) = &app.mode else {
+        let Some(d) = app.dialog() else {
             panic!("d on {path} opens the dialog")
         };
         assert!(matches!(d.action, ConfirmAction::Force(_)));
@@ -688,11 +697,11 @@ fn reclaim_all_takes_the_stale_locks_shown_and_keeps_unsaved_swaps() {
     findings.push(vim_unsaved("/work/.notes.txt.swp"));
     let mut app = app_with(findings, opts(Theme::COLOR, false));
     keys(&mut app, "D");
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("D opens the dialog")
     };
     assert_eq!(d.highlight, Choice::No);
-    let ConfirmAction::Reclaim { findings, kept } = &d.action else {
+    let ConfirmAction::Reclaim { findings, kept, .. } = &d.action else {
         panic!("a reclaim")
     };
     let paths: Vec<_> = findings
@@ -786,9 +795,9 @@ fn quit_keys() {
 fn help_opens_and_closes() {
     let mut app = app();
     keys(&mut app, "?");
-    assert!(matches!(app.mode, Mode::Help { scroll: 0 }));
+    assert_eq!(help_scroll(&app), Some(0));
     keys(&mut app, "jj");
-    assert!(matches!(app.mode, Mode::Help { scroll: 2 }));
+    assert_eq!(help_scroll(&app), Some(2));
     assert_eq!(
         app.cursor(),
         Some(0),
@@ -836,7 +845,7 @@ fn scan_events_stream_in_and_a_complete_scan_drops_what_it_did_not_find() {
 }
 
 #[test]
-fn a_failed_scan_is_shown_and_keeps_rows() {
+fn a_scan_that_can_read_no_root_is_shown_and_drops_the_rows_of_the_removed_roots() {
     let mut app = app();
     let Effect::Scan { generation } = app.rescan() else {
         unreachable!()
@@ -849,7 +858,8 @@ fn a_failed_scan_is_shown_and_keeps_rows() {
         },
     });
     app.refresh();
-    assert_eq!(app.visible_len(), 5);
+    // The roots are gone, and their locks with them: no row stays to be reclaimed in vain.
+    assert_eq!(app.visible_len(), 0);
     let s = app.status.clone().unwrap();
     assert_eq!(s.level, Level::Error);
     assert!(s.text.contains("no root could be read"));
@@ -862,6 +872,7 @@ fn reclaim_outcomes_update_rows_and_status() {
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: PathBuf::from("/srv/app/worker.pid"),
         removed: true,
+        gone: false,
         message: "removed /srv/app/worker.pid (copy: /s/saved/1)".into(),
         judgement: None,
     }]));
@@ -882,6 +893,7 @@ fn reclaim_outcomes_update_rows_and_status() {
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: PathBuf::from("/srv/app/worker.pid"),
         removed: false,
+        gone: false,
         message: "it is live now: process 4242 is alive".into(),
         judgement: Some(became_live),
     }]));
@@ -1006,7 +1018,7 @@ fn detail_pane_shows_the_evidence_owner_process_and_escaped_content() {
         "Owner     pid 4321 · host laptop",
         "Process   pid 4321 sleep · user root · started 2025-12-31T23:58:00Z",
         "sleep 1000",
-        "Holders   pid 4321 sleep (flock)",
+        "Holders   • pid 4321 sleep (flock)",
         "FS        ext4 (local)",
         "Content   4321\\n",
     ] {
@@ -1166,13 +1178,38 @@ fn help_is_generated_from_the_key_map() {
     let mut app = app();
     keys(&mut app, "?");
     let text = screen(&draw(&mut app, 100, 90));
-    for ctx in [Context::Table, Context::Filter, Context::Confirm] {
-        for b in keymap::bindings(ctx) {
-            assert!(text.contains(b.long), "{:?} missing from the help", b.long);
+    // Every binding of every context, each on its line before the help wraps them.
+    let lines: Vec<String> = super::popup::help::lines(Theme::COLOR, super::popup::ALL)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let contexts = [
+        Context::Table,
+        Context::Detail,
+        Context::Filter,
+        Context::Find,
+    ]
+    .into_iter()
+    .chain(super::popup::ALL.iter().map(|&k| Context::Popup(k)));
+    for ctx in contexts {
+        assert!(
+            text.contains(ctx.title()),
+            "{:?} missing from the help",
+            ctx.title()
+        );
+        for b in ctx.own() {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.contains(&b.label()) && l.ends_with(b.long)),
+                "{:?} missing from the help",
+                b.long
+            );
         }
     }
     for v in Verdict::ALL {
-        assert!(text.contains(&format!("{} {}", v.symbol(), v)));
+        let legend = format!("{} {}", v.symbol(), v);
+        assert!(lines.iter().any(|l| l.contains(&legend)), "{legend:?}");
     }
     insta::assert_snapshot!("help_100x90", text);
     // Small: scrolls instead of overflowing, and no further than the end.
@@ -1186,22 +1223,21 @@ fn help_is_generated_from_the_key_map() {
     for _ in 0..500 {
         keys(&mut app, "j");
     }
-    let Mode::Help { scroll } = app.mode else {
-        panic!("still in the help")
-    };
-    let (shown, max) =
-        super::popup::help::extent(Theme::COLOR, ratatui::layout::Rect::new(0, 0, 60, 12));
+    let scroll = help_scroll(&app).expect("still in the help");
+    let (shown, max) = super::popup::extent(
+        app.popup().unwrap(),
+        &app.popup_env(),
+        app.screen().popups(),
+    );
     assert!(shown > 0);
     assert_eq!(scroll, max);
     let bottom = screen(&draw(&mut app, 60, 12));
     assert!(
-        bottom.contains("○ free"),
+        bottom.contains("lock (the detail pane names them)"),
         "the end of the help is in view:\n{bottom}"
     );
     keys(&mut app, "k");
-    let Mode::Help { scroll: up } = app.mode else {
-        panic!("still in the help")
-    };
+    let up = help_scroll(&app).expect("still in the help");
     assert_eq!(up, scroll - 1, "one k scrolls back at once");
 }
 
@@ -1213,7 +1249,10 @@ fn key_bar_is_generated_from_the_key_map() {
         .last()
         .unwrap()
         .to_string();
-    for b in keymap::bindings(Context::Table).filter(|b| b.in_bar) {
+    for b in Context::Table
+        .own()
+        .filter(|b| b.bar != keymap::Bar::No && app.enabled(b.action))
+    {
         assert!(
             bar.contains(&format!("{} {}", b.bar_label(), b.short)),
             "{bar}"
@@ -1225,7 +1264,7 @@ fn key_bar_is_generated_from_the_key_map() {
         .last()
         .unwrap()
         .to_string();
-    assert!(bar.starts_with("Enter keep filter"), "{bar}");
+    assert!(bar.starts_with("Enter keep  Esc cancel"), "{bar}");
 }
 
 #[test]
@@ -1604,7 +1643,7 @@ fn left_is_yes_and_right_is_no_without_wrapping() {
         (KeyCode::Right, Choice::No),
     ] {
         key(&mut app, k);
-        let Mode::Confirm(d) = &app.mode else {
+        let Some(d) = app.dialog() else {
             panic!("the dialog stays open")
         };
         assert_eq!(d.highlight, want, "{k:?}");
@@ -1709,6 +1748,7 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: c.findings()[0].path.clone(),
         removed: true,
+        gone: false,
         message: "removed /srv/app/worker.pid (copy saved as 2026-worker.pid.copy)".into(),
         judgement: None,
     }]));

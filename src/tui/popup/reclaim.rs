@@ -1,24 +1,68 @@
 //! The confirm dialog of a reclaim: what will be removed and why (every lock of a reclaim of
-//! several, in a list that scrolls), what is kept, where the copies go, and two buttons, *Yes*
-//! on the left and *No* on the right, *No* highlighted until moved. The buttons stay on screen
-//! whatever the size; the bottom border says when there is more to read.
+//! several, in a list that scrolls), what is kept and left alone, where the copies go, and two
+//! buttons, *Yes* on the left and *No* on the right, *No* highlighted until moved. The buttons
+//! stay on screen whatever the size; the bottom border says when there is more to read.
 
-use std::path::Path;
+use std::any::Any;
 
 use locksmith::scan::Finding;
-
-use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Stylize;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Padding, Paragraph, Widget};
 
-use super::super::confirm::{Choice, ConfirmAction, ConfirmDialog};
+use super::super::confirm::{ConfirmAction, ConfirmDialog};
 use super::super::detail;
-use super::super::keymap::{self, Action, Context};
-use super::super::layout::{DIALOG_CHROME_HEIGHT, DIALOG_CHROME_WIDTH, DIALOG_WIDTH, popup};
-use super::super::text::{self, plural, scroll_hint};
+use super::super::keymap::{self, Action, Binding, Context, Keys};
+use super::super::layout::DIALOG_WIDTH;
+use super::super::text::{self, plural};
 use super::super::theme::Theme;
+use super::{Content, Env, Outcome, Popup};
+
+static BINDINGS: [Binding; 12] = super::question("Yes: reclaim now", "Scroll the list down");
+
+pub static KEYS: Keys = Keys {
+    title: "Reclaim dialog",
+    bindings: &BINDINGS,
+};
+
+/// The dialog of a reclaim (or of a forced removal).
+#[derive(Debug, Clone)]
+pub struct Reclaim(pub ConfirmDialog);
+
+impl Popup for Reclaim {
+    fn keys(&self) -> &'static Keys {
+        &KEYS
+    }
+
+    fn width(&self) -> u16 {
+        DIALOG_WIDTH
+    }
+
+    fn content(&self, env: &Env<'_>) -> Content {
+        let (title, body) = content(&self.0, env.theme, env.state_dir);
+        Content {
+            title,
+            body,
+            buttons: Some(self.0.highlight),
+            border: env.theme.warn(),
+        }
+    }
+
+    fn scroll(&self) -> u16 {
+        self.0.scroll
+    }
+
+    fn set_scroll(&mut self, lines: u16) {
+        self.0.scroll = lines;
+    }
+
+    fn act(&mut self, action: Action) -> Outcome {
+        super::answer(&mut self.0, action, "cancelled: nothing was removed")
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
 
 /// The dialog's title and body (unwrapped).
 pub fn content(
@@ -29,7 +73,12 @@ pub fn content(
     let mut out: Vec<Line<'static>> = Vec::new();
     let title;
     match &d.action {
-        ConfirmAction::Reclaim { findings, kept } => {
+        ConfirmAction::Signal(_) => return (String::new(), out),
+        ConfirmAction::Reclaim {
+            findings,
+            kept,
+            skipped,
+        } => {
             title = if findings.len() == 1 {
                 " Reclaim this stale lock? ".to_string()
             } else {
@@ -77,6 +126,20 @@ pub fn content(
                     out.push(Line::from(format!("  {}", text::path(&f.path))));
                 }
             }
+            if !skipped.is_empty() {
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "Left alone: {} marked lock{} not proven stale (one at a time with {}):",
+                        skipped.len(),
+                        plural(skipped.len()),
+                        keymap::key(Context::Table, Action::Reclaim)
+                    ),
+                    theme.warn(),
+                )));
+                for f in skipped {
+                    out.push(target_line(f, theme));
+                }
+            }
         }
         ConfirmAction::Force(f) => {
             title = " NOT PROVEN STALE: remove it anyway? ".to_string();
@@ -103,12 +166,10 @@ pub fn content(
         }
     }
     let again = match d.action {
-        ConfirmAction::Reclaim { .. } => {
-            "Each lock is judged again just before removal; one that is no longer stale stays."
-        }
         ConfirmAction::Force(_) => {
             "It is judged again just before removal; if it is live or free by then, it stays."
         }
+        _ => "Each lock is judged again just before removal; one that is no longer stale stays.",
     };
     out.push(Line::from(Span::styled(again, theme.dim())));
     let dir = state_dir
@@ -121,7 +182,7 @@ pub fn content(
     (title, out)
 }
 
-fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
+pub fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
     let v = f.judgement.verdict();
     Line::from(vec![
         Span::styled(format!("  {} ", v.symbol()), theme.verdict(v)),
@@ -135,104 +196,4 @@ fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
             theme.dim(),
         ),
     ])
-}
-
-/// The dialog on a `screen`: its rectangle, its body wrapped to fit, the text area and the
-/// buttons' line.
-pub struct View {
-    pub title: String,
-    pub body: Vec<Line<'static>>,
-    pub area: Rect,
-    pub text: Rect,
-    pub buttons: Rect,
-}
-
-pub fn view(d: &ConfirmDialog, theme: Theme, state_dir: Option<&Path>, screen: Rect) -> View {
-    let (title, body) = content(d, theme, state_dir);
-    let w = DIALOG_WIDTH.min(screen.width);
-    let body = text::wrap_all(
-        body,
-        w.saturating_sub(DIALOG_CHROME_WIDTH),
-        text::text_indent,
-    );
-    let h = u16::try_from(body.len())
-        .unwrap_or(u16::MAX)
-        .saturating_add(DIALOG_CHROME_HEIGHT);
-    let area = popup(screen, w, h);
-    let inner = Block::bordered()
-        .padding(Padding::horizontal(1))
-        .inner(area);
-    let [text, _gap, buttons] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(1),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    View {
-        title,
-        body,
-        area,
-        text,
-        buttons,
-    }
-}
-
-/// Lines in view and how far the body can scroll on a `screen`.
-pub fn extent(
-    d: &ConfirmDialog,
-    theme: Theme,
-    state_dir: Option<&Path>,
-    screen: Rect,
-) -> (u16, u16) {
-    let v = view(d, theme, state_dir, screen);
-    let total = u16::try_from(v.body.len()).unwrap_or(u16::MAX);
-    (v.text.height, total.saturating_sub(v.text.height))
-}
-
-pub fn render(
-    d: &ConfirmDialog,
-    theme: Theme,
-    state_dir: Option<&Path>,
-    screen: Rect,
-    buf: &mut Buffer,
-) {
-    let v = view(d, theme, state_dir, screen);
-    Clear.render(v.area, buf);
-    let max = u16::try_from(v.body.len())
-        .unwrap_or(u16::MAX)
-        .saturating_sub(v.text.height);
-    let scroll = d.scroll.min(max);
-    let mut block = Block::bordered()
-        .title(Span::styled(v.title, theme.warn()))
-        .border_style(theme.warn())
-        .padding(Padding::horizontal(1));
-    if let Some(hint) = scroll_hint(
-        scroll,
-        v.text.height,
-        v.body.len(),
-        &keymap::keys(Context::Confirm, Action::Down),
-    ) {
-        block = block.title_bottom(Line::from(Span::styled(hint, theme.key())).right_aligned());
-    }
-    block.render(v.area, buf);
-    Paragraph::new(v.body)
-        .scroll((scroll, 0))
-        .render(v.text, buf);
-    let yes = if d.highlight == Choice::Yes {
-        "[ Yes ]"
-    } else {
-        "  Yes  "
-    };
-    let no = if d.highlight == Choice::No {
-        "[ No ]"
-    } else {
-        "  No  "
-    };
-    Paragraph::new(Line::from(vec![
-        Span::styled(yes, theme.button(d.highlight == Choice::Yes)),
-        Span::raw("   "),
-        Span::styled(no, theme.button(d.highlight == Choice::No)),
-    ]))
-    .centered()
-    .render(v.buttons, buf);
 }
