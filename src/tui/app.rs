@@ -1002,12 +1002,14 @@ impl App {
             .map(|&i| self.rows[i].finding.path.clone());
         if now != self.selected {
             self.detail_scroll = 0;
-            // A message about the row left behind goes with it.
-            if self
-                .status
-                .as_ref()
-                .is_some_and(|s| s.about.is_some() && s.about != now)
-            {
+            // A message about the row left behind goes with it; one about a row that is gone
+            // (a lock whose holder was stopped, say) stays until it expires.
+            if self.status.as_ref().is_some_and(|s| {
+                s.about
+                    .as_ref()
+                    .is_some_and(|p| self.by_path.contains_key(p))
+                    && s.about != now
+            }) {
                 self.status = None;
             }
         }

@@ -225,6 +225,8 @@ impl Ui<'_> {
             Effect::Rejudge(findings) => self.workers.rejudge_now(findings),
             Effect::Run(run, finding) => {
                 let result = suspend::run(self.terminal, self.gate, &run, &finding.path);
+                // The clock stood still meanwhile: the message must not expire at once.
+                app.update(Msg::Tick { now_ms: now_ms() });
                 if let Some(next) = app.update(Msg::Ran(result)) {
                     return self.apply(next, app);
                 }
