@@ -16,7 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
-use ratatui::crossterm::terminal::{EnterAlternateScreen, enable_raw_mode};
+use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enable_raw_mode};
 use ratatui::crossterm::{cursor, execute};
 
 use super::app::{Run, RunResult};
@@ -122,8 +122,16 @@ pub fn run(
     let _ = writeln!(out, "{banner}");
     let status = sys::run_in_foreground(&mut cmd);
     let _ = enable_raw_mode();
-    let _ = execute!(out, EnterAlternateScreen, EnableMouseCapture);
-    let _ = terminal.clear();
+    let _ = execute!(
+        out,
+        EnterAlternateScreen,
+        Clear(ClearType::All),
+        EnableMouseCapture
+    );
+    // The screen is blank now; so must be the frame the next one is compared with, for the
+    // whole screen to be drawn again. (Not `Terminal::clear`: it asks the terminal where the
+    // cursor is, and waits for an answer a terminal need not give.)
+    let _ = terminal.draw(|_| {});
     gate.open();
     let (ok, message) = match (run, status) {
         (_, Err(e)) => (false, format!("cannot run {what}: {e}")),
