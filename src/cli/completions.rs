@@ -110,6 +110,7 @@ mod share {
         }
         let is_root = std::ptr::eq(cmd, root);
         if is_root {
+            key_map(&mut roff);
             files_and_environment(&mut roff);
         }
         roff.control("SH", ["SEE ALSO"]);
@@ -152,6 +153,25 @@ mod share {
         }
         if open {
             roff.control("fi", []);
+        }
+    }
+
+    /// The terminal UI's keys, from its key map (the same the UI's help shows), section by
+    /// section.
+    fn key_map(roff: &mut Roff) {
+        roff.control("SH", ["KEYS"]);
+        roff.text([roman(
+            "In the terminal UI (locksmith with no --scan), ? shows these keys too.",
+        )]);
+        let mut section = "";
+        for (title, keys, what) in crate::tui::key_map() {
+            if title != section {
+                roff.control("SS", [title]);
+                section = title;
+            }
+            roff.control("TP", []);
+            roff.text([bold(keys)]);
+            roff.text([roman(what)]);
         }
     }
 
@@ -234,6 +254,19 @@ mod share {
             for section in ["EXAMPLES", "EXIT STATUS", "FILES", "SEE ALSO", "\\-\\-scan"] {
                 assert!(text(0).contains(section), "locksmith.1 lacks {section}");
             }
+            // The UI's keys, every one of them, from the key map itself.
+            let main = text(0);
+            assert!(main.contains(".SH KEYS"), "locksmith.1 lacks its key map");
+            for (section, _, what) in crate::tui::key_map() {
+                assert!(main.contains(section), "{section:?} missing");
+                // (roff escapes dashes)
+                let what = what.replace('-', "\\-");
+                assert!(main.contains(&what), "{what:?} missing from locksmith.1");
+            }
+            assert!(
+                !text(1).contains(".SH KEYS"),
+                "only the UI's page lists them"
+            );
             let lock = text(1);
             assert!(lock.contains(".SH \"EXIT STATUS\"") || lock.contains(".SH EXIT STATUS"));
             assert!(lock.contains("75"));

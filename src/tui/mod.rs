@@ -42,6 +42,16 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
+/// The UI's key map as the man page lists it, in the help's order: (section, keys, what
+/// they do).
+#[cfg(test)]
+pub fn key_map() -> Vec<(&'static str, String, &'static str)> {
+    keymap::listing(popup::ALL)
+        .into_iter()
+        .map(|(section, b)| (section, b.label(), b.long))
+        .collect()
+}
+
 use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
