@@ -443,12 +443,14 @@ impl App {
         }
     }
 
-    /// The key bar's label of an action, when it says more than the key map's (`D` on the
-    /// marked rows).
-    pub fn bar_label(&self, action: Action) -> Option<String> {
+    /// The key bar's entry of an action, when it says more than the key map's: its label,
+    /// short label and rank (`D` on the marked rows, which is then what matters most after
+    /// quitting and the help).
+    pub fn bar_entry(&self, action: Action) -> Option<(String, String, u8)> {
         match action {
             Action::ReclaimAllStale if !self.marks.is_empty() => {
-                Some(format!("reclaim {} marked", self.marks.len()))
+                let n = self.marks.len();
+                Some((format!("reclaim {n} marked"), format!("{n} marked"), 2))
             }
             _ => None,
         }

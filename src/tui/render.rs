@@ -307,11 +307,13 @@ fn render_keys(app: &App, theme: Theme, area: Rect, buf: &mut Buffer) {
         if shadowed || !app.enabled(b.action) {
             continue;
         }
-        let label = app.bar_label(b.action);
+        let (label, tiny, rank) = app
+            .bar_entry(b.action)
+            .unwrap_or_else(|| (b.short.to_string(), tiny.to_string(), rank));
         items.push(BarItem {
             key: b.bar_label(),
-            tiny: label.clone().unwrap_or_else(|| tiny.to_string()),
-            label: label.unwrap_or_else(|| b.short.to_string()),
+            label,
+            tiny,
             rank,
         });
     }
