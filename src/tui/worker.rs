@@ -200,18 +200,19 @@ impl Workers {
             if let Some(busy) = busy {
                 busy.store(false, Ordering::Release);
             }
-            let files = files_of(
-                results.iter().filter_map(|(p, r)| match r {
-                    Rejudge::Judged(f) if !f.fs.network => Some(p),
+            let local: Vec<std::path::PathBuf> = results
+                .iter()
+                .filter_map(|(p, r)| match r {
+                    Rejudge::Judged(f) if !f.fs.network => Some(p.clone()),
                     _ => None,
-                }),
-                &snap,
-            );
+                })
+                .collect();
+            // The verdicts first: they never wait for the files' owners and modes.
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
-            let _ = tx.send(Incoming::Msg(Msg::Files(files)));
             if let Some(asker) = &asker {
                 ask_in_background(tx, asker, to_ask);
             }
+            let _ = tx.send(Incoming::Msg(Msg::Files(files_of(local.iter(), &snap))));
         });
     }
 
