@@ -261,17 +261,7 @@ pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Lin
 pub fn describe_holder(h: &locksmith::Holder) -> String {
     let mut how = vec![h.how.as_str().to_string()];
     if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(h) {
-        for (k, v) in fields {
-            if matches!(k.as_str(), "pid" | "name" | "how" | "container") || v.is_null() {
-                continue;
-            }
-            how.push(match (k.as_str(), v) {
-                ("mode", serde_json::Value::String(m)) => m.to_uppercase(),
-                ("range", r) => range_text(&r),
-                (k, serde_json::Value::String(s)) => format!("{k} {s}"),
-                (k, v) => format!("{k} {v}"),
-            });
-        }
+        how.extend(more_about(fields));
     }
     let mut out = format!("pid {}", h.pid);
     if let Some(n) = &h.name {
@@ -282,6 +272,22 @@ pub fn describe_holder(h: &locksmith::Holder) -> String {
         out.push_str(&format!(" in {}", c.describe()));
     }
     format!("{out} ({})", how.join(" "))
+}
+
+/// What a holder's fields say beyond its PID, name, kind and container, each in a word or two.
+fn more_about(fields: serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    fields
+        .into_iter()
+        .filter(|(k, v)| {
+            !matches!(k.as_str(), "pid" | "name" | "how" | "container") && !v.is_null()
+        })
+        .map(|(k, v)| match (k.as_str(), v) {
+            ("mode", serde_json::Value::String(m)) => m.to_uppercase(),
+            ("range", r) => range_text(&r),
+            (k, serde_json::Value::String(s)) => format!("{k} {s}"),
+            (k, v) => format!("{k} {v}"),
+        })
+        .collect()
 }
 
 /// A byte range as `START-END` (`EOF` for an open end), from `{"start":0,"end":null}` or
@@ -380,4 +386,33 @@ pub fn render(row: &Row, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf
     }
     block.render(area, buf);
     Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holders_mode_and_range_are_shown_when_the_judge_has_them() {
+        let fields = |v: serde_json::Value| match v {
+            serde_json::Value::Object(m) => more_about(m),
+            _ => unreachable!(),
+        };
+        let got = fields(serde_json::json!({
+            "pid": 42, "name": "git", "how": "posix", "container": null,
+            "mode": "write", "range": {"start": 0, "end": null},
+        }));
+        assert_eq!(got, ["WRITE", "0-EOF"]);
+        let mut more = fields(serde_json::json!({"mode": "READ", "range": [100, 199], "inode": 7}));
+        more.sort();
+        assert_eq!(more, ["100-199", "READ", "inode 7"]);
+        assert!(fields(serde_json::json!({"pid": 1, "mode": null})).is_empty());
+        let h = locksmith::Holder {
+            pid: 42,
+            name: Some("git".into()),
+            how: locksmith::HolderHow::Flock,
+            container: None,
+        };
+        assert_eq!(describe_holder(&h), "pid 42 git (flock)");
+    }
 }
