@@ -20,6 +20,7 @@ use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enabl
 use ratatui::crossterm::{cursor, execute};
 
 use super::app::{Run, RunResult};
+use super::keymap::{self, Action, Context};
 use super::text;
 
 /// How long the input thread waits for input before it looks at the gate again.
@@ -137,7 +138,10 @@ pub fn run(
         (_, Err(e)) => (false, format!("cannot run {what}: {e}")),
         (Run::Recover { .. }, Ok(s)) if s.success() => (
             true,
-            format!("{what} exited; the swap file is judged again"),
+            format!(
+                "{what} exited; the swap file is judged again (once the changes are saved, {} removes it)",
+                keymap::key(Context::Table, Action::Reclaim)
+            ),
         ),
         (Run::Shell { dir }, Ok(_)) => {
             (true, format!("back from the shell in {}", text::path(dir)))
