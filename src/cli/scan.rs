@@ -32,10 +32,31 @@ pub fn run(args: ScanArgs) -> i32 {
     match scan_and_report(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("locksmith: {}", text::escape(&format!("{e:#}")));
+            let message = format!("{e:#}");
+            super::report_error("", &message);
+            // A script reading the JSON report gets a JSON document on a fatal error too
+            // (not with --output, whose FILE keeps the last report).
+            if format_of(&args) == ReportFormat::Json && args.output.is_none() {
+                print!("{}", fatal_json(&message));
+            }
             2
         }
     }
+}
+
+/// What `--scan --json` prints instead of a report on a fatal error (exit status 2): the
+/// schema's `$defs/fatal_error`.
+fn fatal_json(message: &str) -> String {
+    let doc = serde_json::json!({
+        "version": 1,
+        "error": {
+            "message": message,
+            "hint": super::permission_hint(message),
+        },
+        "exit_status": 2,
+    });
+    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    format!("{}\n", text::terminal_safe_json(&pretty))
 }
 
 /// Runs the scan (and the reclaim pass), prints the report, and returns the exit status.
@@ -43,6 +64,20 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(lock) = &args.force {
         return force_one(args, &config, lock);
+    }
+    if let Some(pid) = args.pid {
+        let waited = super::waiting::report(pid, &config)?;
+        let format = format_of(args);
+        let said = if format == ReportFormat::Table {
+            writeln!(io::stdout(), "{}", waited.says)
+        } else {
+            Ok(())
+        };
+        return match said.and_then(|()| print(&waited.report, args, format)) {
+            Ok(()) => Ok(waited.code),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(waited.code),
+            Err(e) => Err(e).context("cannot write the report"),
+        };
     }
     config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
@@ -65,6 +100,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     if ask {
         remote::ask_and_settle(&mut findings, &config.ask_hosts, args.ask_hosts, &|_| {});
     }
+    let waiting = report::waiting::of_all(&findings, &snap);
     let mut report = Report::new(
         snap.host.clone(),
         roots.iter().map(|r| r.path.clone()).collect(),
@@ -73,7 +109,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         stats.entries,
         started.elapsed(),
         snap.taken_ms,
-    );
+    )
+    .with_waiting(waiting);
     if args.reclaim {
         let opts = ReclaimOptions {
             state_dir: ReclaimOptions::default_state_dir(),

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::waiting::Waiting;
 use super::{Counts, Report, age_secs};
 use crate::dialect::EntryKind;
 use crate::judge::fmt_ms;
@@ -71,6 +72,36 @@ pub struct Lock<'a> {
     pub unsaved_changes: Option<bool>,
     /// For `stale`: the rules that proved it, with the facts each used; empty otherwise.
     pub proofs: &'a [Proof],
+    /// Processes waiting for it.
+    pub waiters: Vec<Waiter<'a>>,
+    /// A live holder that shows it will not release the lock by itself.
+    pub holder_stuck: Option<Stuck<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Waiter<'a> {
+    /// `-1` for a waiting OFD request whose process cannot be seen.
+    pub pid: i32,
+    pub name: Option<&'a str>,
+    pub cmd: &'a [String],
+    /// `flock`, `posix`, `ofd` (a blocked kernel request) or `dotlock` (a GnuPG dotlock
+    /// retried).
+    pub how: &'static str,
+    /// `read`, `write`, or `null` when not known.
+    pub mode: Option<&'static str>,
+    /// When its process started (RFC 3339): the earliest it can have begun waiting.
+    pub started: Option<String>,
+    /// The call it is blocked in (`flock(3, LOCK_EX) in locks_lock_inode_wait`).
+    pub blocked_in: Option<&'a str>,
+    pub evidence: &'a str,
+    pub container: Option<&'a crate::verdict::ContainerInfo>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stuck<'a> {
+    pub pid: i32,
+    pub name: &'a str,
+    pub why: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -111,7 +142,11 @@ impl Report {
                 errors: self.errors.len() as u64,
                 elapsed_ms: self.elapsed.as_millis() as u64,
             },
-            locks: self.findings.iter().map(|f| lock(f, self.now_ms)).collect(),
+            locks: self
+                .findings
+                .iter()
+                .map(|f| lock(f, self.now_ms, self.waiting_of(f)))
+                .collect(),
             errors: self.errors.iter().map(error).collect(),
             reclaimed: self
                 .reclaimed
@@ -128,7 +163,7 @@ impl Report {
     }
 }
 
-fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
+fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: Option<&'a Waiting>) -> Lock<'a> {
     let j = &f.judgement;
     let evidence = if j.evidence.is_empty() {
         vec![format!("the {} judge gave no evidence line", f.dialect)]
@@ -156,6 +191,28 @@ fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
         fs: &f.fs,
         unsaved_changes: j.unsaved_changes,
         proofs: j.proofs(),
+        waiters: waiting
+            .map(|w| w.waiters.iter().map(waiter).collect())
+            .unwrap_or_default(),
+        holder_stuck: waiting.and_then(|w| w.holder.as_ref()).map(|s| Stuck {
+            pid: s.pid,
+            name: &s.name,
+            why: &s.why,
+        }),
+    }
+}
+
+fn waiter(w: &crate::probe::waiters::Waiter) -> Waiter<'_> {
+    Waiter {
+        pid: w.pid,
+        name: w.name.as_deref(),
+        cmd: &w.cmd,
+        how: w.how.as_str(),
+        mode: w.write.map(|x| if x { "write" } else { "read" }),
+        started: w.started_ms.map(fmt_ms),
+        blocked_in: w.blocked_in.as_deref(),
+        evidence: &w.evidence,
+        container: w.container.as_ref(),
     }
 }
 

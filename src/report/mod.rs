@@ -12,6 +12,7 @@
 pub mod json;
 pub mod prometheus;
 pub mod table;
+pub mod waiting;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -37,6 +38,9 @@ pub struct Report {
     pub now_ms: i64,
     /// Present after `--reclaim`.
     pub reclaimed: Option<Vec<Outcome>>,
+    /// Who waits for each lock, and its holder's state, by path (locks with nothing to say
+    /// are left out).
+    pub waiting: std::collections::HashMap<PathBuf, waiting::Waiting>,
 }
 
 /// Counts per verdict (serialized as the JSON summary's fields of the same names).
@@ -103,7 +107,22 @@ impl Report {
             elapsed,
             now_ms,
             reclaimed: None,
+            waiting: Default::default(),
         }
+    }
+
+    /// Adds who waits for each lock, and its holder's state ([`waiting::of_all`]).
+    pub fn with_waiting(
+        mut self,
+        waiting: std::collections::HashMap<PathBuf, waiting::Waiting>,
+    ) -> Self {
+        self.waiting = waiting;
+        self
+    }
+
+    /// The waiters and holder state of one finding (empty when none are known).
+    pub fn waiting_of(&self, f: &Finding) -> Option<&waiting::Waiting> {
+        self.waiting.get(&f.path)
     }
 
     /// Adds the results of a reclaim pass.

@@ -48,12 +48,19 @@ pub struct Who {
 impl Who {
     pub fn of(f: &Finding) -> Who {
         let j = &f.judgement;
-        let pid = j
-            .owner
+        // A held lock names who holds it now (the PID a file records may be a process that
+        // has exited, its lock kept by a child); any other, the owner it records.
+        let holding = j
+            .process
             .as_ref()
-            .and_then(|o| o.pid)
-            .or_else(|| j.process.as_ref().map(|p| p.pid as i64))
-            .or_else(|| j.holders.first().map(|h| h.pid as i64));
+            .map(|p| p.pid as i64)
+            .or_else(|| j.holders.iter().find(|h| h.pid > 0).map(|h| h.pid as i64));
+        let recorded = j.owner.as_ref().and_then(|o| o.pid);
+        let pid = if j.verdict() == Verdict::Live {
+            holding.or(recorded)
+        } else {
+            recorded.or(holding)
+        };
         let command = j
             .process
             .as_ref()
@@ -120,12 +127,26 @@ pub fn render(report: &Report, color: bool) -> String {
     }
     for f in &report.findings {
         if let Some(hint) = vim_swap::recover_hint(&f.path, &f.content, &f.judgement) {
-            let _ = writeln!(
-                out,
-                "note: {} holds unsaved changes: recover them with `{}`",
-                text::display_path(&f.path),
-                text::escape(&hint)
-            );
+            let _ = match vim_swap::written_since(&f.path) {
+                Some(file) => writeln!(
+                    out,
+                    "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
+                    text::display_path(&f.path),
+                    text::display_path(&file),
+                    text::escape(&hint)
+                ),
+                None => writeln!(
+                    out,
+                    "note: {} holds unsaved changes: recover them with `{}`",
+                    text::display_path(&f.path),
+                    text::escape(&hint)
+                ),
+            };
+        }
+    }
+    for f in &report.findings {
+        if let Some(w) = report.waiting_of(f) {
+            out.push_str(&render_waiting(f, w));
         }
     }
     if let Some(outcomes) = &report.reclaimed {
@@ -133,6 +154,24 @@ pub fn render(report: &Report, color: bool) -> String {
     }
     out.push_str(&summary_line(report));
     out.push('\n');
+    out
+}
+
+/// The notes of one lock's waiters and stuck holder: `waiting for PATH: PID NAME (how, ...)`
+/// and `holder of PATH: why`, escaped.
+pub fn render_waiting(f: &Finding, w: &super::waiting::Waiting) -> String {
+    let mut out = String::new();
+    let path = text::display_path(&f.path);
+    for x in &w.waiters {
+        let _ = writeln!(
+            out,
+            "waiting for {path}: {}",
+            text::escape(&super::waiting::describe_waiter(x))
+        );
+    }
+    if let Some(s) = &w.holder {
+        let _ = writeln!(out, "holder of {path}: {}", text::escape(&s.why));
+    }
     out
 }
 
@@ -343,7 +382,8 @@ mod tests {
             ..ProcessInfo::default()
         });
         let cells = row(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j), 0);
-        assert_eq!(cells[2], "1");
+        // Held: the process that holds it, by its PID here (the file records its PID inside).
+        assert_eq!(cells[2], "25092");
         assert_eq!(cells[3], "puma");
         assert_eq!(cells[4], "ctr:web-1");
     }

@@ -20,6 +20,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use locksmith::report::waiting::Waiting;
 use locksmith::scan::{Finding, ScanEvent};
 use locksmith::{Judgement, Verdict};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
@@ -29,7 +30,7 @@ use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction};
 use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
-use super::popup::{self, Outcome, Popup, help, reclaim, signal};
+use super::popup::{self, Outcome, Popup, help, reclaim, restore, signal};
 pub use super::rows::{Column, FileMeta, Row, age_ms};
 use super::stop;
 use super::table::{self, ContentWidths};
@@ -87,12 +88,12 @@ pub struct ReclaimResult {
     pub judgement: Option<Judgement>,
 }
 
-/// What came of undoing the last reclaim.
+/// What came of undoing the last reclaim of this session.
 #[derive(Debug, Clone)]
 pub struct RestoreResult {
-    /// The lock as judged right after it was put back; `None` when nothing was restored (or
-    /// it could not be judged).
-    pub finding: Option<Box<Finding>>,
+    /// The locks put back, as judged right after (those that could be judged).
+    pub findings: Vec<Finding>,
+    /// Whether every lock of the undo was put back.
     pub restored: bool,
     /// What was done or why not, in a sentence.
     pub message: String,
@@ -146,6 +147,13 @@ pub enum Msg {
     /// The owners and modes of lock files.
     Files(Vec<(PathBuf, FileMeta)>),
     Reclaimed(Vec<ReclaimResult>),
+    /// Who waits for the listed locks, and their holders' state (each re-judge round).
+    Waiting(HashMap<PathBuf, Waiting>),
+    /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
+    Checked(Vec<(PathBuf, Option<String>)>),
+    /// What the last reclaim of this session removed (what `u` would put back), or why
+    /// there is nothing to undo.
+    UndoPlanned(Result<locksmith::reclaim::Plan, String>),
     Restored(RestoreResult),
     /// Who `x` would signal, or why nobody.
     StopPlanned(Result<stop::Plan, String>),
@@ -173,8 +181,12 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
-    /// Undo the last reclaim, off the UI thread.
-    Restore,
+    /// Ask which of these locks this user cannot remove (for the dialog just opened).
+    Check(Vec<Finding>),
+    /// Find what the last reclaim of this session removed, to ask before putting it back.
+    PlanUndo,
+    /// Carry out a confirmed undo, off the UI thread.
+    Restore(ConfirmedAction),
     /// Find out whom `x` would signal for this lock, off the UI thread.
     PlanStop(Box<Finding>),
     /// Signal the confirmed processes, off the UI thread.
@@ -304,6 +316,8 @@ pub struct App {
     pub reclaiming: bool,
     /// Processes are being signalled (or looked at before).
     pub stopping: bool,
+    /// Who waits for each listed lock, and its holder's state (from the last re-judge round).
+    pub waiting: HashMap<PathBuf, Waiting>,
 }
 
 impl App {
@@ -336,6 +350,7 @@ impl App {
             found: None,
             reclaiming: false,
             stopping: false,
+            waiting: HashMap::new(),
         }
     }
 
@@ -405,11 +420,12 @@ impl App {
         }
     }
 
-    /// The open confirm dialog (of a reclaim or of `x`), if any.
+    /// The open confirm dialog (of a reclaim, an undo or `x`), if any.
     pub fn dialog(&self) -> Option<&ConfirmDialog> {
         let any = self.popup()?.as_any();
         any.downcast_ref::<reclaim::Reclaim>()
             .map(|r| &r.0)
+            .or_else(|| any.downcast_ref::<restore::Restore>().map(|r| &r.0))
             .or_else(|| any.downcast_ref::<signal::Signal>().map(|s| &s.0))
     }
 
@@ -660,11 +676,37 @@ impl App {
                 self.on_reclaimed(results);
                 None
             }
+            Msg::Waiting(w) => {
+                self.waiting = w;
+                None
+            }
+            Msg::Checked(answers) => {
+                if let Mode::Popup(p) = &mut self.mode
+                    && let Some(d) = p.dialog_mut()
+                {
+                    d.checked(answers);
+                }
+                self.clamp_scrolls();
+                None
+            }
+            Msg::UndoPlanned(plan) => {
+                match plan {
+                    Ok(plan) if matches!(self.mode, Mode::Table) => {
+                        self.status = None;
+                        self.open(Box::new(restore::Restore(ConfirmDialog::new(
+                            ConfirmAction::Restore(plan),
+                        ))));
+                    }
+                    Ok(_) => self.status = None,
+                    Err(why) => self.set_status(Level::Warn, text::clean(&why)),
+                }
+                None
+            }
             Msg::Restored(r) => {
                 self.reclaiming = false;
-                if let Some(f) = r.finding {
+                for f in r.findings {
                     self.seen.insert(f.path.clone());
-                    self.upsert(*f);
+                    self.upsert(f);
                 }
                 let level = if r.restored {
                     Level::Info
@@ -677,8 +719,11 @@ impl App {
             Msg::StopPlanned(plan) => {
                 self.stopping = false;
                 match plan {
-                    Ok(plan) => {
+                    Ok(mut plan) => {
                         let path = plan.finding.path.clone();
+                        // A holder seen stuck (stopped, or not reaping its children): the
+                        // dialog names it and says why.
+                        plan.stuck = self.waiting.get(&path).and_then(|w| w.holder.clone());
                         if self.by_path.contains_key(&path) {
                             self.open(Box::new(signal::Signal(ConfirmDialog::new(
                                 ConfirmAction::Signal(plan),
@@ -861,6 +906,7 @@ impl App {
                 refused: Vec::new(),
                 after_term: true,
                 finding: plan.finding.clone(),
+                stuck: plan.stuck.clone(),
             };
             self.open(Box::new(signal::Signal(ConfirmDialog::new(
                 ConfirmAction::Signal(again),
@@ -1083,9 +1129,13 @@ impl App {
 
     fn detail_max_scroll(&self) -> u16 {
         match (self.screen().detail_inner(), self.selected_row()) {
-            (Some(inner), Some(row)) => {
-                detail::max_scroll(row, self.opts.theme, self.now_ms, inner)
-            }
+            (Some(inner), Some(row)) => detail::max_scroll(
+                row,
+                self.waiting.get(&row.finding.path),
+                self.opts.theme,
+                self.now_ms,
+                inner,
+            ),
             _ => 0,
         }
     }
@@ -1273,15 +1323,14 @@ impl App {
                 }
             }
             Action::Help => self.open(Box::new(help::Help::default())),
-            Action::Reclaim => self.ask_reclaim_selected(),
-            Action::ReclaimAllStale => self.ask_reclaim_all(),
+            Action::Reclaim => return self.ask_reclaim_selected(),
+            Action::ReclaimAllStale => return self.ask_reclaim_all(),
             Action::Undo => {
                 if self.refuse_if_busy() {
                     return None;
                 }
-                self.reclaiming = true;
-                self.set_status_until_done("putting back the lock reclaimed last…");
-                return Some(Effect::Restore);
+                self.set_status_until_done("looking for the last reclaim of this session…");
+                return Some(Effect::PlanUndo);
             }
             Action::Signal => return self.ask_stop(),
             Action::Recover => return self.recover(),
@@ -1470,6 +1519,11 @@ impl App {
                 }
                 None
             }
+            Outcome::Refused(why) => {
+                self.mode = Mode::Table;
+                self.set_status(Level::Warn, why);
+                None
+            }
             Outcome::Confirmed(c) => {
                 self.mode = Mode::Table;
                 Some(self.confirmed(c))
@@ -1488,6 +1542,12 @@ impl App {
                 if n == 1 { "" } else { "es" }
             ));
             return Effect::Stop(c);
+        }
+        if let Some(plan) = c.restore_plan() {
+            self.reclaiming = true;
+            let n = plan.entries.len();
+            self.set_status_until_done(format!("putting back {n} lock{}…", plural(n)));
+            return Effect::Restore(c);
         }
         self.reclaiming = true;
         let n = c.findings().len();
@@ -1540,13 +1600,20 @@ impl App {
         false
     }
 
-    fn ask_reclaim_selected(&mut self) {
+    /// Opens a reclaim dialog and asks which of its locks this user cannot remove.
+    fn ask(&mut self, action: ConfirmAction) -> Option<Effect> {
+        let targets = action.targets().to_vec();
+        self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(action))));
+        Some(Effect::Check(targets))
+    }
+
+    fn ask_reclaim_selected(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
-            return;
+            return None;
         }
         let Some(row) = self.selected_row() else {
             self.set_status(Level::Warn, "no lock selected");
-            return;
+            return None;
         };
         let f = row.finding.clone();
         let name = row.finding.path.file_name().map_or_else(
@@ -1564,10 +1631,7 @@ impl App {
             Verdict::Stale => None,
             // Not proven stale: a person may decide, in a dialog of its own.
             Verdict::Foreign | Verdict::Unknown => {
-                self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(
-                    ConfirmAction::Force(Box::new(f)),
-                ))));
-                return;
+                return self.ask(ConfirmAction::Force(Box::new(f)));
             }
             Verdict::Live => Some(format!(
                 "{name} is live: a live lock is never removed — {why}"
@@ -1580,23 +1644,27 @@ impl App {
             Some(r) => {
                 let path = f.path.clone();
                 self.set_status_about(Level::Warn, format!("not reclaimable: {r}"), &path);
+                None
             }
-            None => self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(
-                ConfirmAction::Reclaim {
-                    findings: vec![f],
-                    kept: Vec::new(),
-                    skipped: Vec::new(),
-                },
-            )))),
+            None => self.ask(ConfirmAction::Reclaim {
+                findings: vec![f],
+                kept: Vec::new(),
+                skipped: Vec::new(),
+            }),
         }
+    }
+
+    /// The waiters and holder state of the selected lock, when known.
+    pub fn selected_waiting(&self) -> Option<&Waiting> {
+        self.waiting.get(&self.selected_row()?.finding.path)
     }
 
     /// `D`: the marked locks when some are marked, else every stale lock shown. Stale vim
     /// swaps holding unsaved changes are kept (one at a time with `d`), and marked locks that
     /// are not stale are left alone; the dialog lists both.
-    fn ask_reclaim_all(&mut self) {
+    fn ask_reclaim_all(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
-            return;
+            return None;
         }
         let marked = !self.marks.is_empty();
         let chosen: Vec<Finding> = if marked {
@@ -1629,7 +1697,7 @@ impl App {
                 Level::Warn,
                 format!("no {what} is stale: nothing to reclaim"),
             );
-            return;
+            return None;
         }
         if findings.is_empty() {
             self.set_status(
@@ -1640,15 +1708,13 @@ impl App {
                     keymap::key(Context::Table, Action::Reclaim)
                 ),
             );
-            return;
+            return None;
         }
-        self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(
-            ConfirmAction::Reclaim {
-                findings,
-                kept,
-                skipped,
-            },
-        ))));
+        self.ask(ConfirmAction::Reclaim {
+            findings,
+            kept,
+            skipped,
+        })
     }
 
     /// `x`: whom to signal is found out off the UI thread, then asked.

@@ -6,6 +6,7 @@
 //! lines of 4, 8, 12 or 16 bytes), so it never wraps and its ASCII column stays whole.
 
 use locksmith::Verdict;
+use locksmith::report::waiting::Waiting;
 use locksmith::scan::Finding;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -57,16 +58,24 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
             theme.error(),
         ))];
     }
-    vec![
-        Line::from(Span::styled(
-            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
-            theme.error(),
-        )),
-        Line::from(vec![
-            Span::styled("  Recover them first: ", theme.warn()),
-            Span::styled(recover_hint(f), theme.key()),
-        ]),
-    ]
+    let mut lines = vec![Line::from(Span::styled(
+        "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+        theme.error(),
+    ))];
+    if let Some(file) = locksmith::dialect::vim_swap::written_since(&f.path) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {} was written after them: if you recovered them, this swap file is all that is left to remove; if not:",
+                locksmith::text::display_path(&file)
+            ),
+            theme.warn(),
+        )));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("  Recover them first: ", theme.warn()),
+        Span::styled(recover_hint(f), theme.key()),
+    ]));
+    lines
 }
 
 /// Every line of the detail pane for one lock, in a pane `width` columns wide.
@@ -254,15 +263,10 @@ pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Lin
     out
 }
 
-/// One holder, raw: `pid 42 flock (flock WRITE 0-EOF)`. What the judge adds about a holder
-/// beyond its PID, name, kind and container (the lock's mode, its byte range) is shown as it
-/// comes: `mode` as lslocks writes it (`WRITE`), a `range` as `START-END`, anything else as
-/// `key value`.
+/// One holder, raw: `pid 42 git (posix write bytes 0-99)`: its PID, name, container and how
+/// it holds the file ([`locksmith::Holder::describe_how`]: the kind, the lock's mode and byte
+/// range when the judge knows them).
 pub fn describe_holder(h: &locksmith::Holder) -> String {
-    let mut how = vec![h.how.as_str().to_string()];
-    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(h) {
-        how.extend(more_about(fields));
-    }
     let mut out = format!("pid {}", h.pid);
     if let Some(n) = &h.name {
         out.push(' ');
@@ -271,43 +275,7 @@ pub fn describe_holder(h: &locksmith::Holder) -> String {
     if let Some(c) = &h.container {
         out.push_str(&format!(" in {}", c.describe()));
     }
-    format!("{out} ({})", how.join(" "))
-}
-
-/// What a holder's fields say beyond its PID, name, kind and container, each in a word or two.
-fn more_about(fields: serde_json::Map<String, serde_json::Value>) -> Vec<String> {
-    fields
-        .into_iter()
-        .filter(|(k, v)| {
-            !matches!(k.as_str(), "pid" | "name" | "how" | "container") && !v.is_null()
-        })
-        .map(|(k, v)| match (k.as_str(), v) {
-            ("mode", serde_json::Value::String(m)) => m.to_uppercase(),
-            ("range", r) => range_text(&r),
-            (k, serde_json::Value::String(s)) => format!("{k} {s}"),
-            (k, v) => format!("{k} {v}"),
-        })
-        .collect()
-}
-
-/// A byte range as `START-END` (`EOF` for an open end), from `{"start":0,"end":null}` or
-/// `[0, null]`; anything else as it is.
-fn range_text(r: &serde_json::Value) -> String {
-    let bound = |v: Option<&serde_json::Value>, open: &str| match v {
-        Some(serde_json::Value::Number(n)) => n.to_string(),
-        _ => open.to_string(),
-    };
-    match r {
-        serde_json::Value::Object(o) => format!(
-            "{}-{}",
-            bound(o.get("start"), "0"),
-            bound(o.get("end"), "EOF")
-        ),
-        serde_json::Value::Array(a) if a.len() == 2 => {
-            format!("{}-{}", bound(a.first(), "0"), bound(a.get(1), "EOF"))
-        }
-        other => other.to_string(),
-    }
+    format!("{out} ({})", h.describe_how())
 }
 
 /// The file's owner and mode: `owner me (uid 1000, gid 1000) · mode -rw-r----- (0640)`.
@@ -333,30 +301,88 @@ pub fn kind_name(f: &Finding) -> &'static str {
     }
 }
 
+/// The lines of a lock's waiters and of a stuck holder, with the key that ends it.
+pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (i, x) in w.waiters.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Waiting")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![
+            head,
+            Span::raw(text::clean(&locksmith::report::waiting::describe_waiter(x))),
+        ]));
+        out.push(Line::from(vec![
+            indent(),
+            Span::styled(format!("  {}", text::clean(&x.evidence)), theme.dim()),
+        ]));
+    }
+    if let Some(s) = &w.holder {
+        out.push(Line::from(vec![
+            label(theme, "Stuck"),
+            Span::styled(text::clean(&s.why), theme.warn()),
+        ]));
+        out.push(Line::from(vec![
+            indent(),
+            Span::styled(
+                format!(
+                    "{} stops process {} after confirmation (SIGTERM, then SIGKILL if it is still there); the lock file stays",
+                    keymap::key(Context::Table, Action::Signal),
+                    s.pid
+                ),
+                theme.key(),
+            ),
+        ]));
+    }
+    out
+}
+
 /// The pane's lines wrapped to `width` columns; continuation lines stay in the text column.
-pub fn lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
-    text::wrap_all(
-        detail_lines(row, theme, now_ms, width),
-        width,
-        |l| match l.spans.first() {
-            Some(first) if first.width() == LABEL => {
-                LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
-            }
-            _ => text::text_indent(l),
-        },
-    )
+pub fn lines(
+    row: &Row,
+    waiting: Option<&Waiting>,
+    theme: Theme,
+    now_ms: i64,
+    width: u16,
+) -> Vec<Line<'static>> {
+    let mut all = detail_lines(row, theme, now_ms, width);
+    if let Some(w) = waiting {
+        all.extend(waiting_lines(w, theme));
+    }
+    text::wrap_all(all, width, |l| match l.spans.first() {
+        Some(first) if first.width() == LABEL => {
+            LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
+        }
+        _ => text::text_indent(l),
+    })
 }
 
 /// How far the pane can scroll: its wrapped lines beyond its text area.
-pub fn max_scroll(row: &Row, theme: Theme, now_ms: i64, inner: Rect) -> u16 {
-    let n = lines(row, theme, now_ms, inner.width).len();
+pub fn max_scroll(
+    row: &Row,
+    waiting: Option<&Waiting>,
+    theme: Theme,
+    now_ms: i64,
+    inner: Rect,
+) -> u16 {
+    let n = lines(row, waiting, theme, now_ms, inner.width).len();
     u16::try_from(n)
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height)
 }
 
 /// Draws the pane for `row`, scrolled `scroll` lines down (clamped to the end).
-pub fn render(row: &Row, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf: &mut Buffer) {
+pub fn render(
+    row: &Row,
+    waiting: Option<&Waiting>,
+    scroll: u16,
+    theme: Theme,
+    now_ms: i64,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let f = &row.finding;
     let name = f
         .path
@@ -371,7 +397,7 @@ pub fn render(row: &Row, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf
         ]))
         .border_style(theme.dim());
     let inner = block.inner(area);
-    let lines = lines(row, theme, now_ms, inner.width);
+    let lines = lines(row, waiting, theme, now_ms, inner.width);
     let max = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height);
@@ -394,25 +420,34 @@ mod tests {
 
     #[test]
     fn a_holders_mode_and_range_are_shown_when_the_judge_has_them() {
-        let fields = |v: serde_json::Value| match v {
-            serde_json::Value::Object(m) => more_about(m),
-            _ => unreachable!(),
-        };
-        let got = fields(serde_json::json!({
-            "pid": 42, "name": "git", "how": "posix", "container": null,
-            "mode": "write", "range": {"start": 0, "end": null},
-        }));
-        assert_eq!(got, ["WRITE", "0-EOF"]);
-        let mut more = fields(serde_json::json!({"mode": "READ", "range": [100, 199], "inode": 7}));
-        more.sort();
-        assert_eq!(more, ["100-199", "READ", "inode 7"]);
-        assert!(fields(serde_json::json!({"pid": 1, "mode": null})).is_empty());
-        let h = locksmith::Holder {
+        use locksmith::verdict::{ByteRange, Holder, HolderHow, LockMode};
+        let mut h = Holder {
             pid: 42,
             name: Some("git".into()),
-            how: locksmith::HolderHow::Flock,
+            how: HolderHow::Flock,
+            mode: None,
+            range: None,
             container: None,
         };
         assert_eq!(describe_holder(&h), "pid 42 git (flock)");
+        h.how = HolderHow::Posix;
+        h.mode = Some(LockMode::Write);
+        h.range = Some(ByteRange {
+            start: 100,
+            end: Some(199),
+        });
+        assert_eq!(
+            describe_holder(&h),
+            "pid 42 git (posix write bytes 100-199)"
+        );
+        h.range = Some(ByteRange {
+            start: 0,
+            end: None,
+        });
+        assert_eq!(
+            describe_holder(&h),
+            "pid 42 git (posix write)",
+            "a lock of the whole file names no range"
+        );
     }
 }

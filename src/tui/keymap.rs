@@ -99,7 +99,8 @@ pub enum Action {
     Reclaim,
     /// Reclaim the marked locks, or every stale lock shown when none is marked.
     ReclaimAllStale,
-    /// Put back the lock removed last (from its saved copy).
+    /// Put back what the last reclaim of this session removed (from its copies), after a
+    /// confirmation.
     Undo,
     CopyPath,
     /// Stop the processes that hold the selected lock (SIGTERM, then an offer of SIGKILL).
@@ -496,7 +497,7 @@ static TABLE: &[Binding] = &[
     bind(
         &[Key::ch('u')],
         "undo",
-        "Undo the last reclaim: put the lock back as it was (if its path is free)",
+        "Undo this session's last reclaim (a D as one step), after a yes",
         A::Undo,
         bar(3, "undo"),
     ),

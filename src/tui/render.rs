@@ -76,7 +76,15 @@ impl Widget for &App {
             buf,
         );
         if let (Some(area), Some(row)) = (screen.detail, app.selected_row()) {
-            detail::render(row, app.detail_scroll, theme, app.now_ms, area, buf);
+            detail::render(
+                row,
+                app.selected_waiting(),
+                app.detail_scroll,
+                theme,
+                app.now_ms,
+                area,
+                buf,
+            );
         }
         render_status(
             &status,

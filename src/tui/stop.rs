@@ -6,12 +6,14 @@
 //! never PID 1 and never the UI itself. Each target is remembered with its start time, and
 //! [`send`] signals it through a pidfd opened first and checked against that start time, so a
 //! PID reused since the question is never signalled. After SIGTERM, [`send`] waits up to
-//! [`GRACE`] for the targets to exit; the UI offers SIGKILL for those that did not.
+//! [`GRACE`] for the targets to exit; the UI offers SIGKILL for those that did not. SIGTERM is
+//! followed by SIGCONT, so that a stopped holder (the usual stuck one) can act on it.
 
 use std::time::{Duration, Instant};
 
 use locksmith::Judgement;
 use locksmith::probe::{HostFacts, PidState, ProcFacts, Snapshot, process};
+use locksmith::report::waiting::Stuck;
 use locksmith::scan::Finding;
 
 /// How long the targets of a SIGTERM have to exit before SIGKILL is offered.
@@ -72,6 +74,9 @@ pub struct Plan {
     pub refused: Vec<String>,
     /// SIGKILL offered after SIGTERM did not end these targets within [`GRACE`].
     pub after_term: bool,
+    /// A holder seen stuck (stopped, or not reaping the children it holds the lock for), with
+    /// why: the dialog names it.
+    pub stuck: Option<Stuck>,
 }
 
 /// The processes `x` is about for a judgement: every holder visible here (once each, in
@@ -167,6 +172,7 @@ pub fn plan(finding: &Finding) -> Result<Plan, String> {
         targets,
         refused,
         after_term: false,
+        stuck: None,
     })
 }
 
@@ -228,7 +234,8 @@ mod sys {
 
     /// Opens a pidfd for the target's PID, checks that it still names the process confirmed
     /// (same start time: the pidfd pins the PID from here on), and signals it through the
-    /// pidfd (`pidfd_open(2)`, `pidfd_send_signal(2)`).
+    /// pidfd (`pidfd_open(2)`, `pidfd_send_signal(2)`). SIGTERM comes with SIGCONT: a stopped
+    /// process acts on no signal but SIGKILL until it runs again.
     pub fn signal(t: &Target, sig: Sig, host: &HostFacts) -> Result<(), String> {
         let pid = Pid::from_raw(t.pid).ok_or_else(|| format!("pid {} is not a PID", t.pid))?;
         let fd = pidfd_open(pid, PidfdFlags::empty())
@@ -248,7 +255,12 @@ mod sys {
             Sig::Kill => Signal::KILL,
         };
         pidfd_send_signal(&fd, signal)
-            .map_err(|e| format!("pid {}: {} failed: {e}", t.pid, sig.name()))
+            .map_err(|e| format!("pid {}: {} failed: {e}", t.pid, sig.name()))?;
+        if sig == Sig::Term {
+            pidfd_send_signal(&fd, Signal::CONT)
+                .map_err(|e| format!("pid {}: SIGCONT failed: {e}", t.pid))?;
+        }
+        Ok(())
     }
 }
 
@@ -298,6 +310,8 @@ mod tests {
             pid,
             name: Some("flock".into()),
             how,
+            mode: None,
+            range: None,
             container: None,
         };
         let mut j = Judgement::live("held");
@@ -322,6 +336,31 @@ mod tests {
             [(20, "flock".to_string()), (21, "open".to_string())],
             "each holder once; one not visible here is left out"
         );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_stopped_holder_ends_on_sigterm() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let host = HostFacts::probe();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::STOP,
+        )
+        .unwrap();
+        let PidState::Alive(f) = process::probe(pid, &host) else {
+            panic!("the sleep runs");
+        };
+        let t = target_of(&f, "owner".into(), &Snapshot::take());
+        sys::signal(&t, Sig::Term, &host).unwrap();
+        // Stopped, it would act on SIGTERM only once continued: SIGCONT came with it.
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
     }
 
     #[cfg(target_os = "linux")]

@@ -139,6 +139,8 @@ fn live_with_process(path: &str) -> Finding {
         name: Some("sleep".into()),
         how: HolderHow::Flock,
         container: None,
+        mode: Some(locksmith::verdict::LockMode::Write),
+        range: None,
     }];
     f
 }
@@ -302,8 +304,9 @@ fn help_scroll(app: &App) -> Option<u16> {
     app.help_open().then(|| app.popup().unwrap().scroll())
 }
 
-/// The one confirmed reclaim among `effects`.
+/// The one confirmed reclaim among `effects` (besides the checks the dialogs ask for).
 fn confirmed(mut effects: Vec<Effect>) -> super::confirm::ConfirmedAction {
+    effects.retain(|e| !matches!(e, Effect::Check(_)));
     match (effects.pop(), effects.is_empty()) {
         (Some(Effect::Reclaim(c)), true) => c,
         other => panic!("expected one confirmed reclaim, got {other:?}"),
@@ -567,7 +570,11 @@ fn tab_cycles_the_verdict_filter() {
 fn the_dialog_defaults_to_no() {
     let mut app = app();
     assert_eq!(selected(&app), "/srv/app/worker.pid");
-    assert!(keys(&mut app, "d").is_empty());
+    let effects = keys(&mut app, "d");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Check(_)]),
+        "{effects:?}"
+    );
     let Some(d) = app.dialog() else {
         panic!("d on a stale lock opens the dialog")
     };
@@ -1018,7 +1025,7 @@ fn detail_pane_shows_the_evidence_owner_process_and_escaped_content() {
         "Owner     pid 4321 · host laptop",
         "Process   pid 4321 sleep · user root · started 2025-12-31T23:58:00Z",
         "sleep 1000",
-        "Holders   • pid 4321 sleep (flock)",
+        "Holders   • pid 4321 sleep (flock write)",
         "FS        ext4 (local)",
         "Content   4321\\n",
     ] {
@@ -1138,6 +1145,10 @@ fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
 fn reclaim_dialog_says_what_and_why_and_highlights_no() {
     let mut app = app();
     keys(&mut app, "d");
+    app.update(Msg::Checked(vec![(
+        PathBuf::from("/srv/app/worker.pid"),
+        None,
+    )]));
     let buf = draw(&mut app, 80, 24);
     let text = screen(&buf);
     for needle in [
@@ -1740,8 +1751,25 @@ fn the_mouse_selects_sorts_and_scrolls() {
     assert_eq!(app.cursor(), Some(0), "the selection stays");
 }
 
+/// A journal entry of a reclaim, as the undo dialog names it.
+fn reclaimed_entry(path: &str, batch: u64) -> locksmith::reclaim::Entry {
+    locksmith::reclaim::Entry {
+        id: format!("20260101T000000.000Z-1-{batch}"),
+        run: "20260101T000000.000Z-1-0a0b0c0d".into(),
+        batch: Some(batch),
+        event: locksmith::reclaim::Event::Reclaim,
+        path: path.into(),
+        dialect: Some("pidfile".into()),
+        meta: Some(locksmith::reclaim::Meta {
+            kind: "file".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 #[test]
-fn u_undoes_the_last_reclaim_off_the_ui_thread() {
+fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes() {
     let mut app = app();
     // After a reclaim, the status says which key undoes it.
     let c = confirmed(keys(&mut app, "dy"));
@@ -1756,12 +1784,57 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     assert!(!order(&app).contains(&"/srv/app/worker.pid".to_string()));
     let status = app.status.as_ref().unwrap().text.clone();
     assert!(status.ends_with("(u undoes it)"), "{status}");
-    // u asks the runtime to restore; a second u waits for the first.
+    // u asks the runtime what the last reclaim of this session was; nothing is put back yet.
     let effects = keys(&mut app, "u");
     assert!(
-        matches!(effects.as_slice(), [Effect::Restore]),
+        matches!(effects.as_slice(), [Effect::PlanUndo]),
         "{effects:?}"
     );
+    let plan = locksmith::reclaim::Plan {
+        run: Some("20260101T000000.000Z-1-0a0b0c0d".into()),
+        batch: Some(3),
+        entries: vec![
+            reclaimed_entry("/srv/app/worker.pid", 3),
+            reclaimed_entry("/srv/app/other.pid", 3),
+        ],
+    };
+    app.update(Msg::UndoPlanned(Ok(plan.clone())));
+    let Some(d) = app.dialog() else {
+        panic!("the plan opens the dialog")
+    };
+    assert_eq!(d.highlight, Choice::No);
+    // The dialog names what comes back, the whole batch as one step.
+    let text = screen(&draw(&mut app, 100, 24));
+    for needle in [
+        "put these 2 locks back?",
+        "/srv/app/worker.pid",
+        "/srv/app/other.pid",
+        "(2 locks, as",
+        "one step)",
+        "never undone here",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // Enter keeps No: nothing is put back.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("nothing was put back")
+    );
+    // y puts the batch back, off the UI thread; a second u waits for it.
+    keys(&mut app, "u");
+    app.update(Msg::UndoPlanned(Ok(plan)));
+    let effects = keys(&mut app, "y");
+    let [Effect::Restore(c)] = effects.as_slice() else {
+        panic!("y confirms the undo: {effects:?}")
+    };
+    assert_eq!(c.restore_plan().unwrap().entries.len(), 2);
+    assert!(c.findings().is_empty());
     assert!(keys(&mut app, "u").is_empty());
     assert!(
         app.status
@@ -1770,25 +1843,34 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
             .text
             .contains("already running")
     );
-    // The lock put back returns to the table.
+    // The locks put back return to the table.
     app.update(Msg::Restored(RestoreResult {
-        finding: Some(Box::new(finding(
-            "/srv/app/worker.pid",
-            "pidfile",
-            Verdict::Stale,
-            Some(4242),
-        ))),
+        findings: vec![
+            finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(4242)),
+            finding("/srv/app/other.pid", "pidfile", Verdict::Stale, Some(7)),
+        ],
         restored: true,
-        message: "restored /srv/app/worker.pid (file, journal entry 2026-1)".into(),
+        message: "restored the 2 locks of the last reclaim: /srv/app/worker.pid (file, \
+                  journal entry 2026-1), /srv/app/other.pid (file, journal entry 2026-2)"
+            .into(),
     }));
     app.refresh();
     assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
+    assert!(order(&app).contains(&"/srv/app/other.pid".to_string()));
     let text = screen(&draw(&mut app, 100, 12));
-    assert!(text.contains("restored /srv/app/worker.pid"), "{text}");
-    // A refusal says why; read-only refuses at once.
+    assert!(text.contains("restored the 2 locks"), "{text}");
+    // Nothing left to undo in this session: said, no dialog.
     keys(&mut app, "u");
+    app.update(Msg::UndoPlanned(Err(
+        "nothing to undo: every reclaim of this session is undone already".into(),
+    )));
+    assert!(matches!(app.mode, Mode::Table));
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Warn);
+    assert!(s.text.contains("undone already"), "{}", s.text);
+    // A refusal says why; read-only refuses at once.
     app.update(Msg::Restored(RestoreResult {
-        finding: None,
+        findings: Vec::new(),
         restored: false,
         message: "not restored: /srv/app/worker.pid: something stands at its path".into(),
     }));
@@ -1796,6 +1878,97 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     let mut ro = app_with(sample(), opts(Theme::COLOR, true));
     assert!(keys(&mut ro, "u").is_empty());
     assert!(ro.status.as_ref().unwrap().text.contains("read-only"));
+}
+
+#[test]
+fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
+    let mut app = app();
+    let effects = keys(&mut app, "d");
+    let [Effect::Check(asked)] = effects.as_slice() else {
+        panic!("d asks which locks this user may remove: {effects:?}")
+    };
+    assert_eq!(asked.len(), 1);
+    let path = asked[0].path.clone();
+    // Until the answer is back, the dialog says it is checking.
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(
+        text.contains("Checking that this user may remove it"),
+        "{text}"
+    );
+    let why = "cannot be removed by this user, me (uid 1000): its directory /srv/app is sticky \
+               (mode 1777), so only the lock's owner root (uid 0) or root may remove it";
+    // An answer about other locks (a dialog opened since) changes nothing.
+    app.update(Msg::Checked(vec![(
+        PathBuf::from("/elsewhere"),
+        Some(why.into()),
+    )]));
+    let Some(d) = app.dialog() else {
+        panic!("the dialog stays")
+    };
+    assert!(d.offers_yes() && d.denied.is_none());
+    app.update(Msg::Checked(vec![(path.clone(), Some(why.into()))]));
+    let Some(d) = app.dialog() else {
+        panic!("the dialog stays")
+    };
+    assert!(!d.offers_yes());
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "This lock cannot be reclaimed",
+        "This user cannot remove it",
+        "/srv/app/worker.pid",
+        "is sticky",
+        "[ Close ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    assert!(!text.contains("Yes"), "{text}");
+    assert!(!text.contains("Checking"), "{text}");
+    // Neither y nor a moved highlight removes anything.
+    key(&mut app, KeyCode::Left);
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    keys(&mut app, "d");
+    app.update(Msg::Checked(vec![(path.clone(), Some(why.into()))]));
+    assert!(keys(&mut app, "y").is_empty());
+    assert!(matches!(app.mode, Mode::Table));
+    let s = app.status.clone().unwrap();
+    assert!(s.text.starts_with("nothing was removed: "), "{}", s.text);
+    assert!(s.text.contains("is sticky"), "{}", s.text);
+    assert!(!app.reclaiming);
+
+    // D: the locks this user cannot remove are left out, with why; the others go.
+    let mut findings = sample();
+    findings.push(finding(
+        "/srv/app/other.pid",
+        "pidfile",
+        Verdict::Stale,
+        Some(7),
+    ));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    let effects = keys(&mut app, "D");
+    let [Effect::Check(asked)] = effects.as_slice() else {
+        panic!("D asks too: {effects:?}")
+    };
+    let answers = asked
+        .iter()
+        .map(|f| {
+            let denied = f.path.ends_with("worker.pid").then(|| why.to_string());
+            (f.path.clone(), denied)
+        })
+        .collect();
+    app.update(Msg::Checked(answers));
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "Reclaim this stale lock?",
+        "/srv/app/other.pid",
+        "Left out: 1 lock this user cannot remove:",
+        "/srv/app/worker.pid",
+        "is sticky",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    let c = confirmed(keys(&mut app, "y"));
+    let paths: Vec<_> = c.findings().iter().map(|f| f.path.clone()).collect();
+    assert_eq!(paths, [PathBuf::from("/srv/app/other.pid")]);
 }
 
 #[test]
@@ -2115,6 +2288,119 @@ fn target(pid: i32) -> super::stop::Target {
     }
 }
 
+/// A lock with a waiter and a stopped holder: the detail pane lists the waiter and says the
+/// holder is stuck; `x` opens its dialog (No by default) naming that process and why it is
+/// stuck, and only its Yes signals it; `e` stays the recovery of a vim swap.
+#[test]
+fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
+    use super::app::StopResult;
+    use super::stop::{Plan, Sent, Sig};
+    use locksmith::probe::waiters::{WaitHow, Waiter};
+    use locksmith::report::waiting::{Stuck, Waiting};
+    let path = "/home/me/.cargo/.package-cache";
+    let mut app = app_with(vec![live_with_process(path)], opts(Theme::COLOR, false));
+    let waiting = Waiting {
+        waiters: vec![Waiter {
+            pid: 4400,
+            name: Some("cargo".into()),
+            cmd: vec!["cargo".into(), "build".into()],
+            how: WaitHow::Flock,
+            write: Some(true),
+            started_ms: Some(NOW - 60_000),
+            blocked_in: Some("flock(3, LOCK_EX) in locks_lock_inode_wait".into()),
+            evidence: "a blocked flock request for a write lock on this file (/proc/locks)".into(),
+            container: None,
+        }],
+        holder: None,
+    };
+    app.update(Msg::Waiting(
+        [(PathBuf::from(path), waiting.clone())].into(),
+    ));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(
+        line_with(&text, "Waiting").contains("4400 cargo (flock, write;"),
+        "{text}"
+    );
+    assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    assert!(!text.contains("Stuck"), "not stuck yet:\n{text}");
+    let stuck = Stuck {
+        pid: 4321,
+        name: "sleep".into(),
+        start_ticks: 1234,
+        why: "process 4321 (sleep) is stopped (state T, by SIGSTOP or Ctrl-Z)".into(),
+    };
+    app.update(Msg::Waiting(
+        [(
+            PathBuf::from(path),
+            Waiting {
+                holder: Some(stuck.clone()),
+                ..waiting
+            },
+        )]
+        .into(),
+    ));
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(line_with(&text, "Stuck").contains("is stopped"), "{text}");
+    assert!(text.contains("x stops process 4321"), "{text}");
+    // e is the recovery of a vim swap, not a way to end a holder.
+    assert!(keys(&mut app, "e").is_empty());
+    assert!(app.popup().is_none());
+
+    let plan_of = |f: &Finding| Plan {
+        finding: Box::new(f.clone()),
+        signal: Sig::Term,
+        targets: vec![target(4321)],
+        refused: Vec::new(),
+        after_term: false,
+        stuck: None,
+    };
+    let effects = keys(&mut app, "x");
+    let [Effect::PlanStop(f)] = effects.as_slice() else {
+        panic!("x looks at the holders off the UI thread: {effects:?}")
+    };
+    let plan = plan_of(f);
+    app.update(Msg::StopPlanned(Ok(plan.clone())));
+    let Some(d) = app.dialog() else {
+        panic!("x opens its dialog")
+    };
+    assert_eq!(d.highlight, Choice::No);
+    let text = screen(&draw(&mut app, 120, 40));
+    for needle in [
+        "Send SIGTERM to this process?",
+        "● pid 4321 sleep (user me)",
+        "Stuck: process 4321 (sleep) is stopped (state T",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // Enter takes No.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(app.popup().is_none());
+    keys(&mut app, "x");
+    app.update(Msg::StopPlanned(Ok(plan)));
+    let effects = keys(&mut app, "y");
+    let [Effect::Stop(c)] = effects.as_slice() else {
+        panic!("y signals: {effects:?}")
+    };
+    let confirmed = c.signal().unwrap().clone();
+    assert_eq!(confirmed.stuck, Some(stuck));
+    assert_eq!(confirmed.targets, [target(4321)]);
+    let effect = app.update(Msg::Stopped(StopResult {
+        plan: confirmed,
+        sent: Sent {
+            exited: vec![target(4321)],
+            ..Sent::default()
+        },
+    }));
+    assert!(matches!(effect, Some(Effect::Rejudge(_))), "{effect:?}");
+    assert!(
+        app.status.as_ref().unwrap().text.contains("exited"),
+        "{:?}",
+        app.status
+    );
+}
+
 #[test]
 fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
     use super::app::StopResult;
@@ -2143,6 +2429,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
         targets: vec![target(4321)],
         refused: vec!["pid 1 is the init process: never signalled".into()],
         after_term: false,
+        stuck: None,
     };
     app.update(Msg::StopPlanned(Ok(plan.clone())));
     let text = screen(&draw(&mut app, 100, 30));
@@ -2249,18 +2536,24 @@ fn the_pid_column_names_the_holders_now_and_the_detail_pane_lists_each() {
             pid: 5001,
             name: Some("sleep".into()),
             how: HolderHow::Flock,
+            mode: None,
+            range: None,
             container: None,
         },
         Holder {
             pid: 5001,
             name: Some("sleep".into()),
             how: HolderHow::Open,
+            mode: None,
+            range: None,
             container: None,
         },
         Holder {
             pid: 5002,
             name: Some("make".into()),
             how: HolderHow::Open,
+            mode: None,
+            range: None,
             container: None,
         },
     ];

@@ -2,14 +2,17 @@
 //! vt100 parser on a background thread. A temp tree holds one stale pidfile (a dead PID) and
 //! one live pidfile (a `sleep` child started before the file was written); the test selects
 //! the stale one, reclaims it with `d` then `y`, checks the file is gone and journaled while
-//! the live one stays, undoes it with `u` (content, mode and mtime back), and quits with `q`. Other tests drive the mouse (SGR reports, as
-//! terminals send them), watch a new lock file appear without `r`, and read the OSC 52
-//! clipboard sequence of `y` from the raw output. Others mark two of three stale locks with
-//! Space and reclaim just those with `D`; stop two live owners with `x` (one exits on SIGTERM,
-//! one ignores it and gets the SIGKILL offered after the grace period; both rows turn stale);
-//! and run real `vim -r` on the swap file of a crashed vim, then a shell, with the UI
-//! suspended and drawn again when they end. Every wait has a deadline; the UI process and
-//! the processes the tests start are killed on every path.
+//! the live one stays, undoes it with `u` and `y` (content, mode and mtime back), and quits
+//! with `q`. Other tests drive the mouse (SGR reports, as terminals send them), watch a new
+//! lock file appear without `r`, and read the OSC 52 clipboard sequence of `y` from the raw
+//! output. Others mark two of three stale locks with Space and reclaim just those with `D`;
+//! stop two live owners with `x` (one exits on SIGTERM, one ignores it and gets the SIGKILL
+//! offered after the grace period; both rows turn stale); stop a `flock` holder stopped with
+//! SIGSTOP, which the `x` dialog names as stuck, and see its lock let go; and run real
+//! `vim -r` on the swap file of a crashed vim, then a shell, with the UI suspended and drawn
+//! again when they end.
+//! Every wait has a deadline; the UI process and the processes the tests start are killed on
+//! every path.
 
 use std::io::Write;
 use std::path::Path;
@@ -98,8 +101,15 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
         !row("stale.pid") && row("live.pid")
     });
 
-    // u puts it back as it was, and journals it; its row returns.
+    // u names what it will put back and asks; on y it puts it back as it was, and journals
+    // it; its row returns.
     ui.send("u");
+    let asked = ui.wait_for("the undo dialog", |s| {
+        s.contains("put this lock back?") && s.contains("[ No ]")
+    });
+    assert!(line_with(&asked, "stale.pid").is_some(), "{asked}");
+    assert!(!stale.exists(), "nothing is put back before the yes");
+    ui.send("y");
     ui.wait_for("the undo result", |s| {
         s.lines()
             .any(|l| l.starts_with("restored ") && l.contains("stale.pid"))
@@ -117,7 +127,9 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     });
     // A second u has nothing left to undo, and says so.
     ui.send("u");
-    ui.wait_for("nothing to restore", |s| s.contains("nothing to restore"));
+    ui.wait_for("nothing to undo", |s| {
+        s.contains("nothing to undo: every reclaim of this session is undone already")
+    });
 
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
@@ -539,6 +551,70 @@ fn x_stops_a_live_owner_with_sigterm_then_sigkill_and_its_lock_turns_stale() {
         line_with(s, "b-stubborn.pid").is_some_and(|l| l.contains("✗ stale"))
     });
     assert!(!util::alive(stubborn));
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+/// A `flock` holder stopped with SIGSTOP: the detail pane says it is stuck, and `x` names it
+/// and why in its dialog; on yes (SIGTERM, with SIGCONT so that it acts on it) it ends, with
+/// the command it holds the lock for, and nobody holds the lock any more.
+#[test]
+fn x_names_a_stopped_flock_holder_and_why_it_is_stuck_and_ends_it_on_yes() {
+    if !util::require("flock") {
+        return;
+    }
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let lock = tree.join("job.lock");
+    let holder = util::Group::spawn(
+        std::process::Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "600"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null()),
+    );
+    let pid = holder.pid();
+    let interval = Path::new("0.2");
+    let mut ui = Ui::start(&env, &[&tree, Path::new("--interval"), interval], &[]);
+    ui.wait_for("the lock held", |s| {
+        line_with(s, "job.lock").is_some_and(|l| l.contains("● live"))
+    });
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::STOP,
+    )
+    .unwrap();
+    ui.send("\r");
+    // The pane's end (J scrolls it) says the holder is stuck, once a re-judge round saw it.
+    let pane = util::wait_for("the holder seen stuck", || {
+        ui.send("JJJJJJJJ");
+        std::thread::sleep(Duration::from_millis(200));
+        let s = ui.contents();
+        line_with(&s, "Stuck")
+            .is_some_and(|l| l.contains("is stopped"))
+            .then_some(s)
+    });
+    assert!(pane.contains(&format!("x stops process {pid}")), "{pane}");
+    ui.send("x");
+    let dialog = ui.wait_for("the stop dialog", |s| {
+        s.contains("Send SIGTERM to") && s.contains("[ No ]")
+    });
+    assert!(dialog.contains(&format!("pid {pid} flock")), "{dialog}");
+    assert!(
+        dialog.contains(&format!("Stuck: process {pid} (flock) is stopped")),
+        "{dialog}"
+    );
+    assert!(util::alive(pid), "nothing is sent before the yes");
+    ui.send("y");
+    // Nobody holds it now (an empty file of no known writer: not proven a kernel-lock file).
+    ui.wait_for("the lock let go on screen", |s| {
+        line_with(s, "job.lock").is_some_and(|l| l.contains("? unknown"))
+    });
+    assert!(!util::alive(pid), "the stopped flock acted on SIGTERM");
+    // q closes the detail pane, then quits.
+    ui.send("q");
+    ui.wait_for("the pane closed", |s| !s.contains("Details: job.lock"));
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }

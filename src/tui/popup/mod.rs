@@ -1,5 +1,5 @@
-//! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog and the
-//! dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its own key bindings
+//! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
+//! dialog and the dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its own key bindings
 //! (listed in the help under its title), says what it shows ([`Content`]) and what a key does
 //! to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one of them the same
 //! way. Adding a pop-up is one file and one line of [`ALL`].
@@ -8,6 +8,7 @@
 
 pub mod help;
 pub mod reclaim;
+pub mod restore;
 pub mod signal;
 
 use std::any::Any;
@@ -29,7 +30,7 @@ use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Every pop-up's bindings, in the order the help lists them.
-pub static ALL: &[&Keys] = &[&reclaim::KEYS, &signal::KEYS, &help::KEYS];
+pub static ALL: &[&Keys] = &[&reclaim::KEYS, &restore::KEYS, &signal::KEYS, &help::KEYS];
 
 /// What pop-ups are drawn with.
 pub struct Env<'a> {
@@ -45,9 +46,29 @@ pub struct Content {
     pub title: String,
     /// The text, unwrapped; it scrolls.
     pub body: Vec<Line<'static>>,
-    /// The highlighted button of a Yes/No question; `None`: no buttons.
-    pub buttons: Option<Choice>,
+    /// The buttons; `None`: no buttons.
+    pub buttons: Option<Buttons>,
     pub border: Style,
+}
+
+/// A pop-up's buttons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buttons {
+    /// A Yes/No question, this one highlighted.
+    YesNo(Choice),
+    /// Nothing to say yes to: one button, *Close*.
+    Close,
+}
+
+impl Buttons {
+    /// A dialog's buttons: *Close* alone when it has nothing to say yes to.
+    pub fn of(d: &ConfirmDialog) -> Buttons {
+        if d.offers_yes() {
+            Buttons::YesNo(d.highlight)
+        } else {
+            Buttons::Close
+        }
+    }
 }
 
 /// What a key did to a pop-up.
@@ -57,6 +78,8 @@ pub enum Outcome {
     Stay,
     /// Closed; the status line says this, if anything.
     Closed(Option<&'static str>),
+    /// Closed with nothing done, for this reason (a warning).
+    Refused(String),
     /// The user said yes.
     Confirmed(ConfirmedAction),
 }
@@ -73,6 +96,10 @@ pub trait Popup: std::fmt::Debug {
     /// What a key of [`Popup::keys`] does (scrolling is handled for every pop-up, before).
     fn act(&mut self, action: Action) -> Outcome;
     fn as_any(&self) -> &dyn Any;
+    /// Its Yes/No question, for what the UI learns while it is open.
+    fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
+        None
+    }
 }
 
 /// The wrapped lines of a pop-up's text keep the indent of their first line (past a bullet).
@@ -173,24 +200,32 @@ pub fn render(p: &dyn Popup, env: &Env<'_>, screen: Rect, buf: &mut Buffer) {
     Paragraph::new(v.content.body)
         .scroll((scroll, 0))
         .render(v.text, buf);
-    if let (Some(area), Some(highlight)) = (v.buttons, v.content.buttons) {
-        let yes = if highlight == Choice::Yes {
-            "[ Yes ]"
-        } else {
-            "  Yes  "
-        };
-        let no = if highlight == Choice::No {
-            "[ No ]"
-        } else {
-            "  No  "
-        };
-        Paragraph::new(Line::from(vec![
-            Span::styled(yes, theme.button(highlight == Choice::Yes)),
-            Span::raw("   "),
-            Span::styled(no, theme.button(highlight == Choice::No)),
-        ]))
-        .centered()
-        .render(area, buf);
+    match (v.buttons, v.content.buttons) {
+        (Some(area), Some(Buttons::Close)) => {
+            Paragraph::new(Line::from(Span::styled("[ Close ]", theme.button(true))))
+                .centered()
+                .render(area, buf);
+        }
+        (Some(area), Some(Buttons::YesNo(highlight))) => {
+            let yes = if highlight == Choice::Yes {
+                "[ Yes ]"
+            } else {
+                "  Yes  "
+            };
+            let no = if highlight == Choice::No {
+                "[ No ]"
+            } else {
+                "  No  "
+            };
+            Paragraph::new(Line::from(vec![
+                Span::styled(yes, theme.button(highlight == Choice::Yes)),
+                Span::raw("   "),
+                Span::styled(no, theme.button(highlight == Choice::No)),
+            ]))
+            .centered()
+            .render(area, buf);
+        }
+        _ => {}
     }
 }
 
@@ -201,7 +236,12 @@ pub fn answer(d: &mut ConfirmDialog, action: Action, cancelled: &'static str) ->
         Action::ToggleChoice => d.toggle(),
         Action::ChooseLeft => d.highlight(Choice::Yes),
         Action::ChooseRight => d.highlight(Choice::No),
-        Action::Yes => return Outcome::Confirmed(d.clone().yes()),
+        Action::Yes => {
+            return match d.clone().yes() {
+                Some(c) => Outcome::Confirmed(c),
+                None => Outcome::Closed(Some(cancelled)),
+            };
+        }
         Action::Choose => {
             return match d.clone().choose() {
                 Some(c) => Outcome::Confirmed(c),

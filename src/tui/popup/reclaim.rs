@@ -1,9 +1,12 @@
 //! The confirm dialog of a reclaim: what will be removed and why (every lock of a reclaim of
-//! several, in a list that scrolls), what is kept and left alone, where the copies go, and two
-//! buttons, *Yes* on the left and *No* on the right, *No* highlighted until moved. The buttons
-//! stay on screen whatever the size; the bottom border says when there is more to read.
+//! several, in a list that scrolls), what is kept and left alone, what this user cannot
+//! remove and why, where the copies go, and two buttons, *Yes* on the left and *No* on the
+//! right, *No* highlighted until moved; a dialog with nothing this user can do has one button,
+//! *Close*. The buttons stay on screen whatever the size; the bottom border says when there is
+//! more to read.
 
 use std::any::Any;
+use std::path::PathBuf;
 
 use locksmith::scan::Finding;
 use ratatui::style::Stylize;
@@ -15,7 +18,7 @@ use super::super::keymap::{self, Action, Binding, Context, Keys};
 use super::super::layout::DIALOG_WIDTH;
 use super::super::text::{self, plural};
 use super::super::theme::Theme;
-use super::{Content, Env, Outcome, Popup};
+use super::{Buttons, Content, Env, Outcome, Popup};
 
 static BINDINGS: [Binding; 12] = super::question("Yes: reclaim now", "Scroll the list down");
 
@@ -42,7 +45,7 @@ impl Popup for Reclaim {
         Content {
             title,
             body,
-            buttons: Some(self.0.highlight),
+            buttons: Some(Buttons::of(&self.0)),
             border: env.theme.warn(),
         }
     }
@@ -56,11 +59,29 @@ impl Popup for Reclaim {
     }
 
     fn act(&mut self, action: Action) -> Outcome {
-        super::answer(&mut self.0, action, "cancelled: nothing was removed")
+        let denied = self.0.denied.as_deref().and_then(|d| d.first()).cloned();
+        match (
+            super::answer(&mut self.0, action, "cancelled: nothing was removed"),
+            denied,
+        ) {
+            // Nothing this user could remove: closing says why.
+            (Outcome::Closed(_), Some((path, why))) if !self.0.offers_yes() => {
+                Outcome::Refused(format!(
+                    "nothing was removed: {}: {}",
+                    text::path(&path),
+                    text::clean(&why)
+                ))
+            }
+            (o, _) => o,
+        }
     }
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
+        Some(&mut self.0)
     }
 }
 
@@ -72,8 +93,30 @@ pub fn content(
 ) -> (String, Vec<Line<'static>>) {
     let mut out: Vec<Line<'static>> = Vec::new();
     let title;
+    let denied = d.denied.as_deref().unwrap_or_default();
     match &d.action {
-        ConfirmAction::Signal(_) => return (String::new(), out),
+        ConfirmAction::Signal(_) | ConfirmAction::Restore(_) => return (String::new(), out),
+        ConfirmAction::Reclaim { findings, .. } if findings.is_empty() => {
+            title = if denied.len() == 1 {
+                " This lock cannot be reclaimed ".to_string()
+            } else {
+                format!(" These {} locks cannot be reclaimed ", denied.len())
+            };
+            out.push(Line::from(
+                "This user cannot remove it, so nothing will be tried (a reclaim would refuse):",
+            ));
+            out.extend(denied_lines(denied, theme));
+            return (title, out);
+        }
+        ConfirmAction::Force(f) if !d.offers_yes() => {
+            title = " This lock cannot be removed ".to_string();
+            out.push(Line::from(
+                "This user cannot remove it, so nothing will be tried (a reclaim would refuse):",
+            ));
+            out.push(target_line(f, theme));
+            out.extend(denied_lines(denied, theme));
+            return (title, out);
+        }
         ConfirmAction::Reclaim {
             findings,
             kept,
@@ -140,6 +183,17 @@ pub fn content(
                     out.push(target_line(f, theme));
                 }
             }
+            if !denied.is_empty() {
+                out.push(Line::from(Span::styled(
+                    format!(
+                        "Left out: {} lock{} this user cannot remove:",
+                        denied.len(),
+                        plural(denied.len())
+                    ),
+                    theme.error(),
+                )));
+                out.extend(denied_lines(denied, theme));
+            }
         }
         ConfirmAction::Force(f) => {
             title = " NOT PROVEN STALE: remove it anyway? ".to_string();
@@ -172,6 +226,12 @@ pub fn content(
         _ => "Each lock is judged again just before removal; one that is no longer stale stays.",
     };
     out.push(Line::from(Span::styled(again, theme.dim())));
+    if d.denied.is_none() {
+        out.push(Line::from(Span::styled(
+            "Checking that this user may remove it…",
+            theme.dim(),
+        )));
+    }
     let dir = state_dir
         .map(text::path)
         .unwrap_or_else(|| "the state directory".to_string());
@@ -180,6 +240,22 @@ pub fn content(
         theme.dim(),
     )));
     (title, out)
+}
+
+/// Each lock this user cannot remove, and why.
+fn denied_lines(denied: &[(PathBuf, String)], theme: Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (path, why) in denied {
+        out.push(Line::from(vec![
+            Span::styled("  ✗ ", theme.error()),
+            Span::raw(text::path(path)).bold(),
+        ]));
+        out.push(Line::from(Span::styled(
+            format!("      {}", text::clean(why)),
+            theme.error(),
+        )));
+    }
+    out
 }
 
 pub fn target_line(f: &Finding, theme: Theme) -> Line<'static> {

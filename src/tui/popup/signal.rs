@@ -1,7 +1,7 @@
 //! The dialog that stops the processes holding a lock (`x`): it names each process (PID,
 //! name, user, command line, how it holds the lock) and the signal, says what the signal does
-//! and what it risks, lists the holders that will not be signalled and why, and defaults to
-//! *No*. After a SIGTERM that did not end them within the grace period, the same dialog
+//! and what it risks, names a holder seen stuck (stopped, or not reaping its children) and
+//! why, lists the holders that will not be signalled and why, and defaults to *No*. After a SIGTERM that did not end them within the grace period, the same dialog
 //! offers SIGKILL.
 
 use std::any::Any;
@@ -14,7 +14,7 @@ use super::super::layout::DIALOG_WIDTH;
 use super::super::stop::{self, Sig};
 use super::super::text::{self, plural};
 use super::super::theme::Theme;
-use super::{Content, Env, Outcome, Popup};
+use super::{Buttons, Content, Env, Outcome, Popup};
 
 static BINDINGS: [Binding; 12] =
     super::question("Yes: send the signal now", "Scroll the text down");
@@ -50,7 +50,7 @@ impl Popup for Signal {
         Content {
             title,
             body,
-            buttons: Some(self.0.highlight),
+            buttons: Some(Buttons::of(&self.0)),
             border: env.theme.error(),
         }
     }
@@ -115,6 +115,13 @@ pub fn content(plan: &stop::Plan, theme: Theme) -> (String, Vec<Line<'static>>) 
                 theme.dim(),
             )));
         }
+    }
+    if let Some(s) = &plan.stuck {
+        // The reason names the process: `process 42 (flock) is stopped (state T, ...)`.
+        out.push(Line::from(vec![
+            Span::styled("Stuck: ", theme.label()),
+            Span::styled(text::clean(&s.why), theme.warn()),
+        ]));
     }
     let what = match plan.signal {
         Sig::Term => format!(
