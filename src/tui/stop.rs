@@ -52,7 +52,8 @@ pub struct Target {
     pub user: String,
     /// Its command line, raw.
     pub cmdline: String,
-    /// How it holds the lock (`flock`, `open`, ...), or `owner` for the process the lock names.
+    /// How it holds the lock (`flock write`, `open`, ...), or `owner` for the process the lock
+    /// names.
     pub how: String,
 }
 
@@ -85,7 +86,7 @@ pub fn candidates(j: &Judgement) -> Vec<(i32, String)> {
     let mut out: Vec<(i32, String)> = Vec::new();
     for h in &j.holders {
         if h.pid > 0 && !out.iter().any(|(p, _)| *p == h.pid) {
-            out.push((h.pid, h.how.as_str().to_string()));
+            out.push((h.pid, h.describe_how()));
         }
     }
     if out.is_empty()
