@@ -40,6 +40,19 @@ up() {
         : >"$repo/.git/index.lock"
         touch -d '11 minutes ago' "$repo/.git/index.lock"
     done
+    # Live: a git that hangs holding its index.lock (its editor never returns): x stops it.
+    api="$DEMO/projects/api"
+    git init -q "$api"
+    echo v1 >"$api/README"
+    git -C "$api" add README
+    git -C "$api" -c user.name=demo -c user.email=demo@example.com commit -q -m v1
+    echo v2 >"$api/README"
+    printf '#!/bin/sh\nexec sleep 100000\n' >"$DEMO/home/hung-editor"
+    chmod +x "$DEMO/home/hung-editor"
+    (cd "$api" && GIT_EDITOR="$DEMO/home/hung-editor" \
+        exec git -c user.name=demo -c user.email=demo@example.com commit -q -a) \
+        </dev/null >/dev/null 2>&1 &
+    echo $! >>"$PIDS"
     # Stale, with unsaved changes: vim killed while editing.
     echo "buy milk" >"$DEMO/notes/todo.txt"
     tmux new -d -s locksmith-demo-vim -x 80 -y 24 "exec vim $DEMO/notes/todo.txt"

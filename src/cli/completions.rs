@@ -212,7 +212,8 @@ mod share {
         }
         let is_root = std::ptr::eq(cmd, root);
         if is_root {
-            verdicts_and_keys(&mut roff);
+            verdicts(&mut roff);
+            key_map(&mut roff);
             files_and_environment(&mut roff);
         }
         roff.control("SH", ["SEE ALSO"]);
@@ -307,28 +308,13 @@ mod share {
         }
     }
 
-    /// What the verdicts mean, and the terminal UI's keys (from its key map, as its help
-    /// screen shows them).
-    fn verdicts_and_keys(roff: &mut Roff) {
+    /// What the verdicts mean.
+    fn verdicts(roff: &mut Roff) {
         roff.control("SH", ["VERDICTS"]);
         for (marker, verdict, meaning) in VERDICTS {
             roff.control("TP", []);
             roff.text([bold(format!("{marker} {verdict}"))]);
             roff.text([roman(*meaning)]);
-        }
-        roff.control("SH", ["KEYS"]);
-        roff.text([roman(
-            "The terminal UI's keys (? shows them in the UI, by what has the focus):",
-        )]);
-        let mut context = None;
-        for b in crate::tui::keymap::KEYMAP {
-            if context != Some(b.context) {
-                context = Some(b.context);
-                roff.control("SS", [b.context.title()]);
-            }
-            roff.control("TP", ["16"]);
-            roff.text([bold(b.label())]);
-            roff.text([roman(b.long)]);
         }
     }
 
@@ -387,6 +373,25 @@ mod share {
         }
         if open {
             roff.control("fi", []);
+        }
+    }
+
+    /// The terminal UI's keys, from its key map (the same the UI's help shows), section by
+    /// section.
+    fn key_map(roff: &mut Roff) {
+        roff.control("SH", ["KEYS"]);
+        roff.text([roman(
+            "In the terminal UI (locksmith with no --scan), ? shows these keys too.",
+        )]);
+        let mut section = "";
+        for (title, keys, what) in crate::tui::key_map() {
+            if title != section {
+                roff.control("SS", [title]);
+                section = title;
+            }
+            roff.control("TP", ["16"]);
+            roff.text([bold(keys)]);
+            roff.text([roman(what)]);
         }
     }
 
@@ -469,6 +474,19 @@ mod share {
             for section in ["EXAMPLES", "EXIT STATUS", "FILES", "SEE ALSO", "\\-\\-scan"] {
                 assert!(text(0).contains(section), "locksmith.1 lacks {section}");
             }
+            // The UI's keys, every one of them, from the key map itself.
+            let main = text(0);
+            assert!(main.contains(".SH KEYS"), "locksmith.1 lacks its key map");
+            for (section, _, what) in crate::tui::key_map() {
+                assert!(main.contains(section), "{section:?} missing");
+                // (roff escapes dashes)
+                let what = what.replace('-', "\\-");
+                assert!(main.contains(&what), "{what:?} missing from locksmith.1");
+            }
+            assert!(
+                !text(1).contains(".SH KEYS"),
+                "only the UI's page lists them"
+            );
             let lock = text(1);
             assert!(lock.contains(".SH \"EXIT STATUS\"") || lock.contains(".SH EXIT STATUS"));
             assert!(lock.contains("75"));

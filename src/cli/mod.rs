@@ -7,7 +7,6 @@ use std::path::Path;
 pub mod completions;
 pub mod inspect;
 pub mod journal;
-pub mod kill;
 pub mod lock;
 pub mod restore;
 pub mod scan;

@@ -1,14 +1,21 @@
 //! The application state and its one `update` function. Everything the UI shows is in [`App`];
 //! everything that changes it arrives as a [`Msg`] (a key, a scan event, re-judged verdicts, a
 //! reclaim outcome, a clock tick), and everything the app wants done outside itself leaves as an
-//! [`Effect`] for the runtime (start a scan, carry out a confirmed reclaim, quit). `update`
-//! never blocks and never touches the file system, so it is tested directly.
+//! [`Effect`] for the runtime (start a scan, carry out a confirmed reclaim, signal a lock's
+//! holders, run a program with the UI suspended, quit). `update` never blocks and never touches
+//! the file system, so it is tested directly.
+//!
+//! Keys are handled by context ([`App::act`]): the table, the detail pane (which adds its own
+//! keys to the table's), a prompt (the filter, find) or a pop-up (see `popup`).
 //!
 //! Rows are keyed by path: a scan or a re-judge replaces a row in place, and the selection
-//! follows the selected path across refreshes, sorts and filters. The app knows the terminal's
-//! size (a [`Msg::Resize`]) and lays the screen out with the same [`Screen`] the drawing uses,
-//! so it keeps every scroll position itself: the selected row is always on screen, and the
-//! detail pane, the help and the dialog scroll no further than their text.
+//! follows the selected path across refreshes, sorts and filters (narrowing the filter keeps
+//! the selected row while it matches, else selects the first match). Marks (Space) are paths
+//! too, and go with their rows. The app knows the terminal's size (a [`Msg::Resize`]) and lays
+//! the screen out with the same [`Screen`] the drawing uses, so it keeps every scroll position
+//! itself: the selected row is always on screen, and the detail pane and the pop-ups scroll no
+//! further than their text. A status message about one row goes when the selection moves to
+//! another, and any message goes after a while.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -16,15 +23,16 @@ use std::path::{Path, PathBuf};
 use locksmith::report::waiting::Waiting;
 use locksmith::scan::{Finding, ScanEvent};
 use locksmith::{Judgement, Verdict};
-use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 
-use super::confirm::{Choice, ConfirmAction, ConfirmDialog, ConfirmedAction};
+use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction};
 use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
-use super::popup::{dialog, help};
-pub use super::rows::{Column, Row, age_ms};
+use super::popup::{self, Outcome, Popup, help, reclaim, restore, signal};
+pub use super::rows::{Column, FileMeta, Row, age_ms};
+use super::stop;
 use super::table::{self, ContentWidths};
 use super::text::{self, plural};
 use super::theme::Theme;
@@ -37,11 +45,13 @@ const STATUS_WARN_MS: i64 = 10_000;
 /// Settings fixed for the life of the UI.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// `--readonly`: never reclaim.
+    /// `--readonly`: never reclaim, never signal.
     pub readonly: bool,
     pub theme: Theme,
     /// Where reclaim keeps copies and its journal (shown in the dialog).
     pub state_dir: Option<PathBuf>,
+    /// The roots scanned (the header names them).
+    pub roots: Vec<PathBuf>,
 }
 
 /// How a scan ended.
@@ -52,7 +62,7 @@ pub struct ScanSummary {
     pub elapsed_ms: u64,
     /// Stopped early (a rescan replaced it); rows it did not reach are kept.
     pub cancelled: bool,
-    /// The scan could not run at all.
+    /// The scan could not run at all (no root could be read, say): it found nothing.
     pub failed: Option<String>,
 }
 
@@ -60,7 +70,7 @@ pub struct ScanSummary {
 #[derive(Debug, Clone)]
 pub enum Rejudge {
     Judged(Box<Finding>),
-    /// No longer there, or no longer a lock.
+    /// No longer there (nor its directory), or no longer a lock.
     Gone,
     Failed(String),
 }
@@ -70,6 +80,8 @@ pub enum Rejudge {
 pub struct ReclaimResult {
     pub path: PathBuf,
     pub removed: bool,
+    /// The lock (or its directory) was gone already: nothing to reclaim.
+    pub gone: bool,
     /// What was done or why not, in a sentence.
     pub message: String,
     /// The judgement at the moment of the attempt, when the lock was not removed.
@@ -84,6 +96,32 @@ pub struct RestoreResult {
     /// Whether every lock of the undo was put back.
     pub restored: bool,
     /// What was done or why not, in a sentence.
+    pub message: String,
+}
+
+/// What came of signalling a lock's holders.
+#[derive(Debug, Clone)]
+pub struct StopResult {
+    pub plan: stop::Plan,
+    pub sent: stop::Sent,
+}
+
+/// A program the UI runs in the terminal, suspended meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Run {
+    /// `EDITOR -r FILE` for a vim swap file with unsaved changes.
+    Recover { swap: PathBuf, editor: &'static str },
+    /// `$SHELL` in a lock's directory.
+    Shell { dir: PathBuf },
+}
+
+/// What came of running a program.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The lock it was about.
+    pub path: PathBuf,
+    pub ok: bool,
+    /// What happened, in a sentence.
     pub message: String,
 }
 
@@ -106,20 +144,22 @@ pub enum Msg {
         summary: ScanSummary,
     },
     Rejudged(Vec<(PathBuf, Rejudge)>),
+    /// The owners and modes of lock files.
+    Files(Vec<(PathBuf, FileMeta)>),
     Reclaimed(Vec<ReclaimResult>),
     /// Who waits for the listed locks, and their holders' state (each re-judge round).
     Waiting(HashMap<PathBuf, Waiting>),
-    /// A holder was ended (or not): what came of it, in a sentence.
-    Ended {
-        ok: bool,
-        message: String,
-    },
     /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
     Checked(Vec<(PathBuf, Option<String>)>),
     /// What the last reclaim of this session removed (what `u` would put back), or why
     /// there is nothing to undo.
     UndoPlanned(Result<locksmith::reclaim::Plan, String>),
     Restored(RestoreResult),
+    /// Who `x` would signal, or why nobody.
+    StopPlanned(Result<stop::Plan, String>),
+    Stopped(StopResult),
+    /// A program run with the UI suspended has ended.
+    Ran(RunResult),
     /// These hosts are being asked about their foreign locks (`--ask-hosts`).
     Asking(Vec<String>),
     /// They answered (or `failed` of them could not); the locks were judged again.
@@ -141,36 +181,54 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
-    /// End a lock's stuck holder, off the UI thread.
-    EndHolder(ConfirmedAction),
     /// Ask which of these locks this user cannot remove (for the dialog just opened).
     Check(Vec<Finding>),
     /// Find what the last reclaim of this session removed, to ask before putting it back.
     PlanUndo,
     /// Carry out a confirmed undo, off the UI thread.
     Restore(ConfirmedAction),
+    /// Find out whom `x` would signal for this lock, off the UI thread.
+    PlanStop(Box<Finding>),
+    /// Signal the confirmed processes, off the UI thread.
+    Stop(ConfirmedAction),
+    /// Judge these locks again now.
+    Rejudge(Vec<Finding>),
+    /// Run a program in the terminal, the UI suspended until it ends.
+    Run(Run, Box<Finding>),
     /// Put these bytes on the clipboard (OSC 52): a form of a path that is safe to paste
     /// (see [`super::clipboard`]).
     Copy(Vec<u8>),
     Quit,
 }
 
+/// What is typed at a prompt, and where the selection was when it opened.
+#[derive(Debug, Clone, Default)]
+pub struct Prompt {
+    pub text: String,
+    /// The selection before `f` (Esc goes back to it).
+    origin: Option<PathBuf>,
+}
+
 /// What the UI is doing: exactly one at a time.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Mode {
     Table,
+    /// Typing the filter (the text is [`App::filter`]).
     Filter,
-    Help { scroll: u16 },
-    Confirm(ConfirmDialog),
+    /// Typing what to find.
+    Find(Prompt),
+    Popup(Box<dyn Popup>),
 }
 
 impl Mode {
-    pub fn context(&self) -> Context {
+    /// The context of the keys: the detail pane's when it is open over the table.
+    pub fn context(&self, details: bool) -> Context {
         match self {
+            Mode::Table if details => Context::Detail,
             Mode::Table => Context::Table,
             Mode::Filter => Context::Filter,
-            Mode::Help { .. } => Context::Help,
-            Mode::Confirm(_) => Context::Confirm,
+            Mode::Find(_) => Context::Find,
+            Mode::Popup(p) => Context::Popup(p.keys()),
         }
     }
 }
@@ -189,6 +247,8 @@ pub struct Status {
     pub level: Level,
     /// When it goes (ms since the epoch); `None` while what it reports is still going on.
     pub expires_ms: Option<i64>,
+    /// The row it is about: it goes when the selection moves to another.
+    pub about: Option<PathBuf>,
 }
 
 /// Scan progress, for the header.
@@ -218,6 +278,9 @@ pub struct App {
     /// Indices into `rows`: filtered and sorted.
     view: Vec<usize>,
     view_dirty: bool,
+    /// The filter changed since the last refresh: a selection it hides gives way to the
+    /// first match.
+    refiltered: bool,
     /// Position of the selection in `view`.
     cursor: usize,
     /// The selected lock's path: what the selection follows.
@@ -245,8 +308,14 @@ pub struct App {
     pub now_ms: i64,
     /// Paths the current scan has found (rows missing from a complete scan are dropped).
     seen: HashSet<PathBuf>,
+    /// Rows marked with Space.
+    marks: HashSet<PathBuf>,
+    /// What was found last (`n`/`N` find it again).
+    pub found: Option<String>,
     /// A reclaim is running.
     pub reclaiming: bool,
+    /// Processes are being signalled (or looked at before).
+    pub stopping: bool,
     /// Who waits for each listed lock, and its holder's state (from the last re-judge round).
     pub waiting: HashMap<PathBuf, Waiting>,
 }
@@ -259,6 +328,7 @@ impl App {
             by_path: HashMap::new(),
             view: Vec::new(),
             view_dirty: false,
+            refiltered: false,
             cursor: 0,
             selected: None,
             moved: false,
@@ -276,7 +346,10 @@ impl App {
             progress: Progress::default(),
             now_ms,
             seen: HashSet::new(),
+            marks: HashSet::new(),
+            found: None,
             reclaiming: false,
+            stopping: false,
             waiting: HashMap::new(),
         }
     }
@@ -306,6 +379,16 @@ impl App {
         self.view.get(self.cursor).map(|&i| &self.rows[i])
     }
 
+    /// Whether a row is marked.
+    pub fn is_marked(&self, path: &Path) -> bool {
+        self.marks.contains(path)
+    }
+
+    /// How many rows are marked.
+    pub fn marked(&self) -> usize {
+        self.marks.len()
+    }
+
     /// Every listed lock (what the runtime re-judges, each through the directories it was
     /// found in).
     pub fn listed_findings(&self) -> Vec<Finding> {
@@ -326,15 +409,66 @@ impl App {
     }
 
     pub fn context(&self) -> Context {
-        self.mode.context()
+        self.mode.context(self.details_open())
+    }
+
+    /// The open pop-up, if any.
+    pub fn popup(&self) -> Option<&dyn Popup> {
+        match &self.mode {
+            Mode::Popup(p) => Some(p.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// The open confirm dialog (of a reclaim, an undo or `x`), if any.
+    pub fn dialog(&self) -> Option<&ConfirmDialog> {
+        let any = self.popup()?.as_any();
+        any.downcast_ref::<reclaim::Reclaim>()
+            .map(|r| &r.0)
+            .or_else(|| any.downcast_ref::<restore::Restore>().map(|r| &r.0))
+            .or_else(|| any.downcast_ref::<signal::Signal>().map(|s| &s.0))
+    }
+
+    /// Whether the help is open.
+    pub fn help_open(&self) -> bool {
+        self.popup()
+            .is_some_and(|p| p.as_any().downcast_ref::<help::Help>().is_some())
+    }
+
+    /// What pop-ups are drawn with.
+    pub fn popup_env(&self) -> popup::Env<'_> {
+        popup::Env {
+            theme: self.opts.theme,
+            state_dir: self.opts.state_dir.as_deref(),
+            popups: popup::ALL,
+        }
     }
 
     /// Whether a key-map action is available now (the key bar hides the others).
     pub fn enabled(&self, action: Action) -> bool {
+        let row = self.selected_row();
         match action {
             Action::Reclaim | Action::ReclaimAllStale | Action::Undo => !self.opts.readonly,
-            Action::DetailDown | Action::DetailUp => self.details_open(),
+            Action::Signal => {
+                !self.opts.readonly
+                    && row.is_some_and(|r| !stop::candidates(&r.finding.judgement).is_empty())
+            }
+            Action::Recover => row.is_some_and(|r| recovery(r).is_some()),
+            Action::FindNext | Action::FindPrev => self.found.is_some(),
             _ => true,
+        }
+    }
+
+    /// The key bar's entry of an action, when it says more than the key map's: its label,
+    /// short label and rank (`D` on the marked rows, which is then what matters most after
+    /// quitting and the help).
+    pub fn bar_entry(&self, action: Action) -> Option<(String, String, u8)> {
+        match action {
+            Action::ReclaimAllStale if !self.marks.is_empty() => {
+                let n = self.marks.len();
+                Some((format!("reclaim {n} marked"), format!("{n} marked"), 2))
+            }
+            _ => None,
         }
     }
 
@@ -359,7 +493,7 @@ impl App {
         let Some(s) = &self.status else {
             return vec![String::new()];
         };
-        if matches!(self.mode, Mode::Filter) {
+        if self.prompt().is_some() {
             return vec![String::new()];
         }
         let pos = text::width(&self.position_text());
@@ -369,6 +503,15 @@ impl App {
             vec![String::new()]
         } else {
             lines
+        }
+    }
+
+    /// The prompt being typed, if any: its sign (`/`, `find: `) and text.
+    pub fn prompt(&self) -> Option<(&'static str, &str)> {
+        match &self.mode {
+            Mode::Filter => Some(("/", self.filter.as_str())),
+            Mode::Find(p) => Some(("find: ", p.text.as_str())),
+            _ => None,
         }
     }
 
@@ -495,6 +638,14 @@ impl App {
                 }
                 None
             }
+            Msg::Files(files) => {
+                for (path, meta) in files {
+                    if let Some(&i) = self.by_path.get(&path) {
+                        self.rows[i].file = Some(meta);
+                    }
+                }
+                None
+            }
             Msg::Asking(hosts) => {
                 for h in hosts {
                     if !self.progress.asking.contains(&h) {
@@ -529,14 +680,10 @@ impl App {
                 self.waiting = w;
                 None
             }
-            Msg::Ended { ok, message } => {
-                self.reclaiming = false;
-                let level = if ok { Level::Info } else { Level::Error };
-                self.set_status(level, text::clean(&message));
-                None
-            }
             Msg::Checked(answers) => {
-                if let Mode::Confirm(d) = &mut self.mode {
+                if let Mode::Popup(p) = &mut self.mode
+                    && let Some(d) = p.dialog_mut()
+                {
                     d.checked(answers);
                 }
                 self.clamp_scrolls();
@@ -546,8 +693,8 @@ impl App {
                 match plan {
                     Ok(plan) if matches!(self.mode, Mode::Table) => {
                         self.status = None;
-                        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Restore(
-                            plan,
+                        self.open(Box::new(restore::Restore(ConfirmDialog::new(
+                            ConfirmAction::Restore(plan),
                         ))));
                     }
                     Ok(_) => self.status = None,
@@ -568,6 +715,32 @@ impl App {
                 };
                 self.set_status(level, text::clean(&r.message));
                 None
+            }
+            Msg::StopPlanned(plan) => {
+                self.stopping = false;
+                match plan {
+                    Ok(mut plan) => {
+                        let path = plan.finding.path.clone();
+                        // A holder seen stuck (stopped, or not reaping its children): the
+                        // dialog names it and says why.
+                        plan.stuck = self.waiting.get(&path).and_then(|w| w.holder.clone());
+                        if self.by_path.contains_key(&path) {
+                            self.open(Box::new(signal::Signal(ConfirmDialog::new(
+                                ConfirmAction::Signal(plan),
+                            ))));
+                        }
+                    }
+                    Err(why) => self.set_status(Level::Warn, format!("x: {}", text::clean(&why))),
+                }
+                None
+            }
+            Msg::Stopped(r) => Some(self.on_stopped(r)),
+            Msg::Ran(r) => {
+                let level = if r.ok { Level::Info } else { Level::Warn };
+                self.set_status_about(level, text::clean(&r.message), &r.path);
+                self.by_path
+                    .get(&r.path)
+                    .map(|&i| Effect::Rejudge(vec![self.rows[i].finding.clone()]))
             }
             Msg::Tick { now_ms } => {
                 self.now_ms = now_ms;
@@ -614,32 +787,36 @@ impl App {
 
     fn on_scan_done(&mut self, s: ScanSummary) {
         self.progress.scanning = false;
-        if std::mem::take(&mut self.progress.quiet) {
-            if s.failed.is_some() || s.cancelled {
-                return;
-            }
+        let quiet = std::mem::take(&mut self.progress.quiet);
+        if quiet && s.failed.is_none() && !s.cancelled {
             self.progress.entries = s.entries;
             self.progress.locks = s.locks;
             self.progress.errors = self.progress.quiet_errors;
-        } else {
+        } else if !quiet {
             self.progress.entries = self.progress.entries.max(s.entries);
             self.progress.locks = self.progress.locks.max(s.locks);
         }
-        self.progress.elapsed_ms = Some(s.elapsed_ms);
-        if let Some(why) = s.failed {
-            self.set_status(Level::Error, format!("scan failed: {}", text::clean(&why)));
+        if !quiet || s.failed.is_none() {
+            self.progress.elapsed_ms = Some(s.elapsed_ms);
+        }
+        if s.cancelled {
             return;
         }
-        if !s.cancelled {
-            let gone: Vec<PathBuf> = self
-                .rows
-                .iter()
-                .filter(|r| !self.seen.contains(&r.finding.path))
-                .map(|r| r.finding.path.clone())
-                .collect();
-            for p in gone {
-                self.remove(&p);
-            }
+        // A scan that ran to its end, or could not read any root (they were removed, say):
+        // the rows it did not find are gone.
+        let gone: Vec<PathBuf> = self
+            .rows
+            .iter()
+            .filter(|r| !self.seen.contains(&r.finding.path))
+            .map(|r| r.finding.path.clone())
+            .collect();
+        for p in gone {
+            self.remove(&p);
+        }
+        if let Some(why) = s.failed
+            && !quiet
+        {
+            self.set_status(Level::Error, format!("scan failed: {}", text::clean(&why)));
         }
     }
 
@@ -649,18 +826,18 @@ impl App {
         let mut removed = 0;
         let mut refused: Vec<String> = Vec::new();
         for r in &results {
-            if r.removed {
-                removed += 1;
+            if r.removed || r.gone {
+                removed += usize::from(r.removed);
                 self.seen.remove(&r.path);
                 self.remove(&r.path);
-            } else {
-                if let Some(j) = &r.judgement
-                    && let Some(&i) = self.by_path.get(&r.path)
-                {
-                    let mut f = self.rows[i].finding.clone();
-                    f.judgement = j.clone();
-                    self.upsert(f);
-                }
+            } else if let Some(j) = &r.judgement
+                && let Some(&i) = self.by_path.get(&r.path)
+            {
+                let mut f = self.rows[i].finding.clone();
+                f.judgement = j.clone();
+                self.upsert(f);
+            }
+            if !r.removed {
                 refused.push(format!(
                     "{}: {}",
                     text::path(&r.path),
@@ -671,6 +848,7 @@ impl App {
         let undo = format!(" ({} undoes it)", keymap::key(Context::Table, Action::Undo));
         let (level, msg) = match (total, results.first()) {
             (1, Some(r)) if r.removed => (Level::Info, text::clean(&r.message) + &undo),
+            (1, Some(r)) if r.gone => (Level::Warn, text::clean(&r.message)),
             (1, Some(_)) => (Level::Error, format!("not removed: {}", refused[0])),
             _ if refused.is_empty() => (
                 Level::Info,
@@ -687,10 +865,67 @@ impl App {
         self.set_status(level, msg);
     }
 
+    /// Signals sent: says what came of them, offers SIGKILL for what SIGTERM did not end, and
+    /// judges the lock again (it turns stale once its holders are gone).
+    fn on_stopped(&mut self, r: StopResult) -> Effect {
+        self.stopping = false;
+        let StopResult { plan, sent } = r;
+        let path = plan.finding.path.clone();
+        let sig = plan.signal.name();
+        let names = |ts: &[stop::Target]| -> String {
+            ts.iter()
+                .map(|t| text::clean(&t.describe()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !sent.exited.is_empty() {
+            parts.push(format!("{sig}: {} exited", names(&sent.exited)));
+        }
+        if !sent.survivors.is_empty() {
+            parts.push(format!(
+                "{} still running after {} s",
+                names(&sent.survivors),
+                stop::GRACE.as_secs()
+            ));
+        }
+        parts.extend(sent.errors.iter().map(|e| text::clean(e)));
+        let level = if sent.errors.is_empty() && sent.survivors.is_empty() {
+            Level::Info
+        } else {
+            Level::Warn
+        };
+        self.set_status_about(level, parts.join("; "), &path);
+        if plan.signal == stop::Sig::Term
+            && !sent.survivors.is_empty()
+            && self.by_path.contains_key(&path)
+        {
+            let again = stop::Plan {
+                signal: stop::Sig::Kill,
+                targets: sent.survivors.clone(),
+                refused: Vec::new(),
+                after_term: true,
+                finding: plan.finding.clone(),
+                stuck: plan.stuck.clone(),
+            };
+            self.open(Box::new(signal::Signal(ConfirmDialog::new(
+                ConfirmAction::Signal(again),
+            ))));
+        }
+        let finding = self
+            .by_path
+            .get(&path)
+            .map_or_else(|| *plan.finding.clone(), |&i| self.rows[i].finding.clone());
+        Effect::Rejudge(vec![finding])
+    }
+
     fn upsert(&mut self, f: Finding) {
-        let row = Row::new(f);
+        let mut row = Row::new(f);
         match self.by_path.get(&row.finding.path) {
-            Some(&i) => self.rows[i] = row,
+            Some(&i) => {
+                row.file = self.rows[i].file.take();
+                self.rows[i] = row;
+            }
             None => {
                 self.by_path
                     .insert(row.finding.path.clone(), self.rows.len());
@@ -704,6 +939,7 @@ impl App {
         let Some(i) = self.by_path.remove(path) else {
             return;
         };
+        self.marks.remove(path);
         self.rows.swap_remove(i);
         if let Some(moved) = self.rows.get(i) {
             self.by_path.insert(moved.finding.path.clone(), i);
@@ -720,7 +956,16 @@ impl App {
             text: text.into(),
             level,
             expires_ms: Some(self.now_ms + ttl),
+            about: None,
         });
+    }
+
+    /// A status message about one row: it goes when the selection moves to another.
+    fn set_status_about(&mut self, level: Level, text: impl Into<String>, path: &Path) {
+        self.set_status(level, text);
+        if let Some(s) = &mut self.status {
+            s.about = Some(path.to_path_buf());
+        }
     }
 
     /// A status message that stays until replaced (what it reports is still going on).
@@ -729,17 +974,19 @@ impl App {
             text: text.into(),
             level: Level::Info,
             expires_ms: None,
+            about: None,
         });
     }
 
     /// Opens a pop-up; the status message goes (it was about what came before).
-    fn open(&mut self, mode: Mode) {
+    fn open(&mut self, p: Box<dyn Popup>) {
         self.status = None;
-        self.mode = mode;
+        self.mode = Mode::Popup(p);
     }
 
     /// Rebuilds the filtered, sorted view if rows or settings changed, and moves the cursor to
-    /// the selected path (or keeps its position when that lock is gone).
+    /// the selected path (or keeps its position when that lock is gone; after a change of the
+    /// filter that hides it, the first match).
     pub fn refresh(&mut self) {
         if !self.view_dirty {
             self.keep_visible();
@@ -785,8 +1032,10 @@ impl App {
                     .position(|&i| &self.rows[i].finding.path == sel)
             })
         };
+        let refiltered = std::mem::take(&mut self.refiltered);
         self.cursor = match found {
             Some(pos) => pos,
+            None if refiltered => 0,
             None => self.cursor.min(self.view.len().saturating_sub(1)),
         };
         self.content = table::content_widths(self.visible(), self.now_ms);
@@ -801,6 +1050,16 @@ impl App {
             .map(|&i| self.rows[i].finding.path.clone());
         if now != self.selected {
             self.detail_scroll = 0;
+            // A message about the row left behind goes with it; one about a row that is gone
+            // (a lock whose holder was stopped, say) stays until it expires.
+            if self.status.as_ref().is_some_and(|s| {
+                s.about
+                    .as_ref()
+                    .is_some_and(|p| self.by_path.contains_key(p))
+                    && s.about != now
+            }) {
+                self.status = None;
+            }
         }
         self.selected = now;
     }
@@ -810,6 +1069,27 @@ impl App {
         self.cursor = pos.min(self.view.len().saturating_sub(1));
         self.sync_selected();
         self.keep_visible();
+    }
+
+    /// Selects the visible row of `path`, if it is shown.
+    fn select_path(&mut self, path: &Path) -> bool {
+        match self
+            .view
+            .iter()
+            .position(|&i| self.rows[i].finding.path == path)
+        {
+            Some(pos) => {
+                self.move_to(pos);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The filter (text or verdict) changed.
+    fn filter_changed(&mut self) {
+        self.view_dirty = true;
+        self.refiltered = true;
     }
 
     /// Scrolls the table so that the selection is on screen, and so that no rows hide above
@@ -828,26 +1108,29 @@ impl App {
         self.offset = offset;
     }
 
+    /// The pop-up's extent on the screen: lines in view and how far it scrolls.
+    fn popup_extent(&self) -> Option<(u16, u16)> {
+        let p = self.popup()?;
+        Some(popup::extent(p, &self.popup_env(), self.screen().popups()))
+    }
+
     /// Clamps every scroll position to what the current size shows.
     fn clamp_scrolls(&mut self) {
         self.keep_visible();
         let max = self.detail_max_scroll();
         self.detail_scroll = self.detail_scroll.min(max);
-        let (theme, area) = (self.opts.theme, self.area);
-        match &mut self.mode {
-            Mode::Help { scroll } => *scroll = (*scroll).min(help::extent(theme, area).1),
-            Mode::Confirm(d) => {
-                let max = dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).1;
-                d.scroll = d.scroll.min(max);
-            }
-            Mode::Table | Mode::Filter => {}
+        if let Some((_, max)) = self.popup_extent()
+            && let Mode::Popup(p) = &mut self.mode
+        {
+            let s = p.scroll().min(max);
+            p.set_scroll(s);
         }
     }
 
     fn detail_max_scroll(&self) -> u16 {
         match (self.screen().detail_inner(), self.selected_row()) {
             (Some(inner), Some(row)) => detail::max_scroll(
-                &row.finding,
+                row,
                 self.waiting.get(&row.finding.path),
                 self.opts.theme,
                 self.now_ms,
@@ -857,35 +1140,22 @@ impl App {
         }
     }
 
-    /// Scrolls whatever scrolls in the current mode by `delta` lines (the help, the dialog's
-    /// text, else the detail pane), no further than its end.
+    /// Scrolls the open pop-up by `delta` lines (else the detail pane), no further than the
+    /// end of its text.
     fn scroll_by(&mut self, delta: i32) {
         let step = |v: u16, max: u16| -> u16 {
             let n = i32::from(v).saturating_add(delta).clamp(0, i32::from(max));
             u16::try_from(n).unwrap_or(max)
         };
-        let (theme, area) = (self.opts.theme, self.area);
-        match &mut self.mode {
-            Mode::Help { scroll } => *scroll = step(*scroll, help::extent(theme, area).1),
-            Mode::Confirm(d) => {
-                let max = dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).1;
-                d.scroll = step(d.scroll, max);
+        match self.popup_extent() {
+            Some((_, max)) => {
+                if let Mode::Popup(p) = &mut self.mode {
+                    let s = step(p.scroll(), max);
+                    p.set_scroll(s);
+                }
             }
-            Mode::Table | Mode::Filter => {
-                self.detail_scroll = step(self.detail_scroll, self.detail_max_scroll());
-            }
+            None => self.detail_scroll = step(self.detail_scroll, self.detail_max_scroll()),
         }
-    }
-
-    /// Lines a page of the current pop-up shows (its PgUp/PgDn step).
-    fn popup_page(&self) -> i32 {
-        let (theme, area) = (self.opts.theme, self.area);
-        let shown = match &self.mode {
-            Mode::Help { .. } => help::extent(theme, area).0,
-            Mode::Confirm(d) => dialog::extent(d, theme, self.opts.state_dir.as_deref(), area).0,
-            Mode::Table | Mode::Filter => 1,
-        };
-        i32::from(shown.max(1))
     }
 
     /// A click selects a row or sorts by a column title; the wheel scrolls what is under the
@@ -900,7 +1170,7 @@ impl App {
         };
         let screen = self.screen();
         if !matches!(self.mode, Mode::Table) {
-            if wheel != 0 && !matches!(self.mode, Mode::Filter) {
+            if wheel != 0 && matches!(self.mode, Mode::Popup(_)) {
                 self.scroll_by(wheel);
             }
             return None;
@@ -923,15 +1193,9 @@ impl App {
         }
         let body = screen.table_body();
         if y < body.y {
-            let plan = table::plan(screen.table.width, &self.content, self.sort);
+            let plan = table::plan(screen.table.width, &self.content);
             if let Some(c) = table::column_at(&plan, x - screen.table.x) {
-                if c == self.sort {
-                    self.descending = !self.descending;
-                } else {
-                    self.sort = c;
-                    self.descending = false;
-                }
-                self.view_dirty = true;
+                self.sort_by(c);
             }
             return None;
         }
@@ -942,91 +1206,84 @@ impl App {
         None
     }
 
+    /// Sorts by `c`: ascending when it is a new sort column, inverted when it is the same.
+    fn sort_by(&mut self, c: Column) {
+        if c == self.sort {
+            self.descending = !self.descending;
+        } else {
+            self.sort = c;
+            self.descending = false;
+        }
+        self.view_dirty = true;
+    }
+
+    /// What a key's action does, by context.
     fn act(&mut self, action: Action, key: &KeyEvent) -> Option<Effect> {
-        let page = self.page();
-        let last = self.view.len().saturating_sub(1);
-        let in_popup = matches!(self.mode, Mode::Help { .. } | Mode::Confirm(_));
-        if in_popup {
-            let p = self.popup_page();
-            let delta = match action {
-                Action::Down => Some(1),
-                Action::Up => Some(-1),
-                Action::PageDown => Some(p),
-                Action::PageUp => Some(-p),
-                Action::Top => Some(i32::MIN / 2),
-                Action::Bottom => Some(i32::MAX / 2),
-                _ => None,
-            };
-            if let Some(d) = delta {
-                self.scroll_by(d);
-                return None;
+        if action == Action::Quit {
+            return Some(Effect::Quit);
+        }
+        match self.mode {
+            Mode::Popup(_) => self.act_popup(action),
+            Mode::Filter | Mode::Find(_) => {
+                self.act_prompt(action, key);
+                None
+            }
+            Mode::Table => {
+                if self.details_open() && self.act_detail(action) {
+                    return None;
+                }
+                self.act_table(action)
             }
         }
+    }
+
+    /// The detail pane's own keys; `false` for the table's, which work there too.
+    fn act_detail(&mut self, action: Action) -> bool {
         match action {
-            Action::Quit => return Some(Effect::Quit),
+            Action::CloseDetails => {
+                self.show_details = false;
+                self.detail_scroll = 0;
+            }
+            Action::DetailDown => self.scroll_by(1),
+            Action::DetailUp => self.scroll_by(-1),
+            _ => return false,
+        }
+        true
+    }
+
+    fn act_table(&mut self, action: Action) -> Option<Effect> {
+        let page = self.page();
+        let last = self.view.len().saturating_sub(1);
+        match action {
             Action::Back => {
-                if self.filter.is_empty() {
+                if !self.filter.is_empty() {
+                    self.filter.clear();
+                    self.filter_changed();
+                } else if !self.marks.is_empty() {
+                    let n = self.marks.len();
+                    self.marks.clear();
+                    self.set_status(Level::Info, format!("{n} mark{} cleared", plural(n)));
+                } else {
                     return Some(Effect::Quit);
                 }
-                self.filter.clear();
-                self.view_dirty = true;
             }
             Action::Down => self.move_to(self.cursor.saturating_add(1)),
             Action::Up => self.move_to(self.cursor.saturating_sub(1)),
-            Action::DetailDown => self.scroll_by(1),
-            Action::DetailUp => self.scroll_by(-1),
-            Action::CopyPath => {
-                let Some(row) = self.selected_row() else {
-                    self.set_status(Level::Warn, "no lock selected");
-                    return None;
-                };
-                // Never the raw bytes: a name with a newline or ESC would run when pasted.
-                let (text, form) = match super::clipboard::text_for(&row.finding.path) {
-                    Ok(t) => t,
-                    Err(why) => {
-                        self.set_status(Level::Warn, why);
-                        return None;
-                    }
-                };
-                let how = match form {
-                    super::clipboard::Form::Plain => "",
-                    super::clipboard::Form::Quoted => " (quoted for the shell)",
-                    super::clipboard::Form::Escaped => {
-                        " (as $'…' for bash and zsh: the name holds control characters, \
-                         invisible characters or bytes that are not UTF-8)"
-                    }
-                };
-                self.set_status(
-                    Level::Info,
-                    format!("copied {text} to the clipboard (OSC 52){how}"),
-                );
-                return Some(Effect::Copy(text.into_bytes()));
-            }
             Action::Top => self.move_to(0),
             Action::Bottom => self.move_to(last),
             Action::PageDown => self.move_to(self.cursor.saturating_add(page)),
             Action::PageUp => self.move_to(self.cursor.saturating_sub(page)),
+            Action::CopyPath => return self.copy_path(),
             Action::StartFilter => self.mode = Mode::Filter,
-            Action::FilterInput => {
-                if let ratatui::crossterm::event::KeyCode::Char(c) = key.code {
-                    self.filter.push(c);
-                    self.view_dirty = true;
-                }
+            Action::StartFind => {
+                self.mode = Mode::Find(Prompt {
+                    text: String::new(),
+                    origin: self.selected.clone(),
+                })
             }
-            Action::FilterBackspace => {
-                self.filter.pop();
-                self.view_dirty = true;
-            }
-            Action::FilterDone => self.mode = Mode::Table,
-            Action::FilterClear => {
-                self.filter.clear();
-                self.mode = Mode::Table;
-                self.view_dirty = true;
-            }
-            Action::CycleSort => {
-                self.sort = self.sort.next();
-                self.view_dirty = true;
-            }
+            Action::FindNext => self.find_again(true),
+            Action::FindPrev => self.find_again(false),
+            Action::CycleSort => self.sort_by(self.sort.next()),
             Action::InvertSort => {
                 self.descending = !self.descending;
                 self.view_dirty = true;
@@ -1047,7 +1304,7 @@ impl App {
                     (i + n - 1) % n
                 };
                 self.verdict_filter = cycle[j];
-                self.view_dirty = true;
+                self.filter_changed();
             }
             Action::Rescan => {
                 self.status = None;
@@ -1057,9 +1314,17 @@ impl App {
                 self.show_details = !self.show_details;
                 self.detail_scroll = 0;
             }
-            Action::Help => self.open(Mode::Help { scroll: 0 }),
-            Action::CloseHelp => self.mode = Mode::Table,
+            Action::ToggleMark => {
+                if let Some(path) = self.selected.clone() {
+                    if !self.marks.remove(&path) {
+                        self.marks.insert(path);
+                    }
+                    self.move_to(self.cursor.saturating_add(1));
+                }
+            }
+            Action::Help => self.open(Box::new(help::Help::default())),
             Action::Reclaim => return self.ask_reclaim_selected(),
+            Action::ReclaimAllStale => return self.ask_reclaim_all(),
             Action::Undo => {
                 if self.refuse_if_busy() {
                     return None;
@@ -1067,85 +1332,264 @@ impl App {
                 self.set_status_until_done("looking for the last reclaim of this session…");
                 return Some(Effect::PlanUndo);
             }
-            Action::ReclaimAllStale => return self.ask_reclaim_all(),
-            Action::EndHolder => self.ask_end_holder(),
-            Action::ConfirmToggle => {
-                if let Mode::Confirm(d) = &mut self.mode {
-                    d.toggle();
+            Action::Signal => return self.ask_stop(),
+            Action::Recover => return self.recover(),
+            Action::OpenShell => {
+                let row = self.selected_row()?;
+                let dir = row.finding.path.parent()?.to_path_buf();
+                return Some(Effect::Run(
+                    Run::Shell { dir },
+                    Box::new(row.finding.clone()),
+                ));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// A prompt's keys: the filter narrows the list as it is typed; find selects the next
+    /// match as it is typed.
+    fn act_prompt(&mut self, action: Action, key: &KeyEvent) {
+        let finding = matches!(self.mode, Mode::Find(_));
+        let text = match &mut self.mode {
+            Mode::Find(p) => &mut p.text,
+            _ => &mut self.filter,
+        };
+        match action {
+            Action::TextInput => {
+                if let KeyCode::Char(c) = key.code {
+                    text.push(c);
                 }
             }
-            Action::ConfirmLeft | Action::ConfirmRight => {
-                if let Mode::Confirm(d) = &mut self.mode {
-                    d.highlight(if action == Action::ConfirmLeft {
-                        Choice::Yes
+            Action::TextBackspace => {
+                text.pop();
+            }
+            Action::TextClearLine => text.clear(),
+            Action::TextDeleteWord => {
+                // Like a shell's Ctrl-W: the spaces before the cursor, then the word.
+                let kept = text
+                    .trim_end()
+                    .trim_end_matches(|c: char| !c.is_whitespace());
+                let n = kept.len();
+                text.truncate(n);
+            }
+            Action::TextDone => {
+                if let Mode::Find(p) = &self.mode {
+                    self.found = (!p.text.is_empty()).then(|| p.text.clone());
+                    if let Some(f) = self.found.clone() {
+                        self.say_found(&f);
+                    }
+                }
+                self.mode = Mode::Table;
+                return;
+            }
+            Action::TextCancel => {
+                if let Mode::Find(p) = std::mem::replace(&mut self.mode, Mode::Table) {
+                    if let Some(origin) = p.origin {
+                        self.select_path(&origin);
+                    }
+                } else {
+                    self.filter.clear();
+                    self.filter_changed();
+                }
+                return;
+            }
+            _ => return,
+        }
+        if finding {
+            if let Mode::Find(p) = &self.mode {
+                let (needle, origin) = (p.text.clone(), p.origin.clone());
+                // From where the selection was, so each letter typed refines the same search.
+                let start = origin
+                    .and_then(|o| {
+                        self.view
+                            .iter()
+                            .position(|&i| self.rows[i].finding.path == o)
+                    })
+                    .unwrap_or(0);
+                if let Some(pos) = self.next_match(&needle, start, true, true) {
+                    self.move_to(pos);
+                }
+            }
+        } else {
+            self.filter_changed();
+        }
+    }
+
+    /// The position of the next visible row matching `needle` from `start` (itself included
+    /// when `inclusive`), forwards or backwards, wrapping around.
+    fn next_match(
+        &self,
+        needle: &str,
+        start: usize,
+        forward: bool,
+        inclusive: bool,
+    ) -> Option<usize> {
+        let n = self.view.len();
+        if n == 0 || needle.is_empty() {
+            return None;
+        }
+        let needle = needle.to_lowercase();
+        let first = if inclusive { 0 } else { 1 };
+        (first..n + first)
+            .map(|k| {
+                if forward {
+                    (start + k) % n
+                } else {
+                    (start + n * 2 - k) % n
+                }
+            })
+            .find(|&pos| self.rows[self.view[pos]].cells.search.contains(&needle))
+    }
+
+    /// `n`/`N`: the next or previous match of what was found last.
+    fn find_again(&mut self, forward: bool) {
+        let Some(needle) = self.found.clone() else {
+            return;
+        };
+        match self.next_match(&needle, self.cursor, forward, false) {
+            Some(pos) => {
+                let wrapped = if forward {
+                    pos <= self.cursor
+                } else {
+                    pos >= self.cursor
+                };
+                self.move_to(pos);
+                self.say_found(&needle);
+                if wrapped && let Some(s) = &mut self.status {
+                    s.text.push_str(if forward {
+                        " (from the top)"
                     } else {
-                        Choice::No
+                        " (from the bottom)"
                     });
                 }
             }
-            Action::ConfirmYes | Action::ConfirmChoose | Action::ConfirmNo => {
-                let Mode::Confirm(dialog) = std::mem::replace(&mut self.mode, Mode::Table) else {
-                    return None;
-                };
-                let undo = matches!(dialog.action, ConfirmAction::Restore(_));
-                let denied = (!dialog.offers_yes())
-                    .then(|| dialog.denied.as_deref().and_then(|d| d.first()).cloned())
-                    .flatten();
-                let confirmed = match action {
-                    Action::ConfirmYes => dialog.yes(),
-                    Action::ConfirmChoose => dialog.choose(),
-                    _ => None,
-                };
-                return match confirmed {
-                    Some(c) if c.holder_to_end().is_some() => {
-                        self.reclaiming = true;
-                        let pid = c.holder_to_end().map_or(0, |s| s.pid);
-                        self.set_status_until_done(format!("ending process {pid}…"));
-                        Some(Effect::EndHolder(c))
-                    }
-                    Some(c) if c.restore_plan().is_some() => {
-                        self.reclaiming = true;
-                        let n = c.restore_plan().map_or(0, |p| p.entries.len());
-                        self.set_status_until_done(format!("putting back {n} lock{}…", plural(n)));
-                        Some(Effect::Restore(c))
-                    }
-                    Some(c) => {
-                        self.reclaiming = true;
-                        let n = c.findings().len();
-                        self.set_status_until_done(format!("reclaiming {n} lock{}…", plural(n)));
-                        Some(Effect::Reclaim(c))
-                    }
-                    None if undo => {
-                        self.set_status(Level::Info, "cancelled: nothing was put back");
-                        None
-                    }
-                    None if denied.is_some() => {
-                        let (p, why) = denied.unwrap_or_default();
-                        self.set_status(
-                            Level::Warn,
-                            format!(
-                                "nothing was removed: {}: {}",
-                                text::path(&p),
-                                text::clean(&why)
-                            ),
-                        );
-                        None
-                    }
-                    None => {
-                        self.set_status(Level::Info, "cancelled: nothing was removed");
-                        None
-                    }
-                };
+            None => self.set_status(
+                Level::Warn,
+                format!("no lock shown matches {:?}", text::clean(&needle)),
+            ),
+        }
+    }
+
+    /// The status after a find: which match of how many is selected.
+    fn say_found(&mut self, needle: &str) {
+        let lower = needle.to_lowercase();
+        let matches: Vec<usize> = (0..self.view.len())
+            .filter(|&p| self.rows[self.view[p]].cells.search.contains(&lower))
+            .collect();
+        let msg = match matches.iter().position(|&p| p == self.cursor) {
+            Some(i) => format!(
+                "{:?}: match {} of {} ({}/{} for the next and previous)",
+                text::clean(needle),
+                i + 1,
+                matches.len(),
+                keymap::key(Context::Table, Action::FindNext),
+                keymap::key(Context::Table, Action::FindPrev)
+            ),
+            None => format!("no lock shown matches {:?}", text::clean(needle)),
+        };
+        self.set_status(Level::Info, msg);
+    }
+
+    /// A pop-up's keys: scrolling for every pop-up, the rest for the pop-up itself.
+    fn act_popup(&mut self, action: Action) -> Option<Effect> {
+        let page = i32::from(self.popup_extent().map_or(1, |(shown, _)| shown.max(1)));
+        let delta = match action {
+            Action::Down => Some(1),
+            Action::Up => Some(-1),
+            Action::PageDown => Some(page),
+            Action::PageUp => Some(-page),
+            Action::Top => Some(i32::MIN / 2),
+            Action::Bottom => Some(i32::MAX / 2),
+            _ => None,
+        };
+        if let Some(d) = delta {
+            self.scroll_by(d);
+            return None;
+        }
+        let Mode::Popup(p) = &mut self.mode else {
+            return None;
+        };
+        match p.act(action) {
+            Outcome::Stay => None,
+            Outcome::Closed(message) => {
+                self.mode = Mode::Table;
+                if let Some(m) = message {
+                    self.set_status(Level::Info, m);
+                }
+                None
+            }
+            Outcome::Refused(why) => {
+                self.mode = Mode::Table;
+                self.set_status(Level::Warn, why);
+                None
+            }
+            Outcome::Confirmed(c) => {
+                self.mode = Mode::Table;
+                Some(self.confirmed(c))
             }
         }
-        None
+    }
+
+    /// Carries out what the user said yes to.
+    fn confirmed(&mut self, c: ConfirmedAction) -> Effect {
+        if let Some(plan) = c.signal() {
+            self.stopping = true;
+            let n = plan.targets.len();
+            self.set_status_until_done(format!(
+                "sending {} to {n} process{}…",
+                plan.signal.name(),
+                if n == 1 { "" } else { "es" }
+            ));
+            return Effect::Stop(c);
+        }
+        if let Some(plan) = c.restore_plan() {
+            self.reclaiming = true;
+            let n = plan.entries.len();
+            self.set_status_until_done(format!("putting back {n} lock{}…", plural(n)));
+            return Effect::Restore(c);
+        }
+        self.reclaiming = true;
+        let n = c.findings().len();
+        self.set_status_until_done(format!("reclaiming {n} lock{}…", plural(n)));
+        Effect::Reclaim(c)
+    }
+
+    fn copy_path(&mut self) -> Option<Effect> {
+        let Some(row) = self.selected_row() else {
+            self.set_status(Level::Warn, "no lock selected");
+            return None;
+        };
+        let path = row.finding.path.clone();
+        // Never the raw bytes: a name with a newline or ESC would run when pasted.
+        let (text, form) = match super::clipboard::text_for(&path) {
+            Ok(t) => t,
+            Err(why) => {
+                self.set_status_about(Level::Warn, why, &path);
+                return None;
+            }
+        };
+        let how = match form {
+            super::clipboard::Form::Plain => "",
+            super::clipboard::Form::Quoted => " (quoted for the shell)",
+            super::clipboard::Form::Escaped => {
+                " (as $'…' for bash and zsh: the name holds control characters, \
+                 invisible characters or bytes that are not UTF-8)"
+            }
+        };
+        self.set_status_about(
+            Level::Info,
+            format!("copied {text} to the clipboard (OSC 52){how}"),
+            &path,
+        );
+        Some(Effect::Copy(text.into_bytes()))
     }
 
     fn refuse_if_busy(&mut self) -> bool {
         if self.opts.readonly {
             self.set_status(
                 Level::Warn,
-                "read-only (--readonly): reclaim and undo are disabled",
+                "read-only (--readonly): reclaim, undo and stopping holders are disabled",
             );
             return true;
         }
@@ -1159,7 +1603,7 @@ impl App {
     /// Opens a reclaim dialog and asks which of its locks this user cannot remove.
     fn ask(&mut self, action: ConfirmAction) -> Option<Effect> {
         let targets = action.targets().to_vec();
-        self.open(Mode::Confirm(ConfirmDialog::new(action)));
+        self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(action))));
         Some(Effect::Check(targets))
     }
 
@@ -1198,12 +1642,14 @@ impl App {
         };
         match refusal {
             Some(r) => {
-                self.set_status(Level::Warn, format!("not reclaimable: {r}"));
+                let path = f.path.clone();
+                self.set_status_about(Level::Warn, format!("not reclaimable: {r}"), &path);
                 None
             }
             None => self.ask(ConfirmAction::Reclaim {
                 findings: vec![f],
                 kept: Vec::new(),
+                skipped: Vec::new(),
             }),
         }
     }
@@ -1213,51 +1659,122 @@ impl App {
         self.waiting.get(&self.selected_row()?.finding.path)
     }
 
-    /// `x`: a dialog to end the selected lock's holder, when it is stuck (stopped, or not
-    /// reaping the children it holds the lock for).
-    fn ask_end_holder(&mut self) {
-        if self.refuse_if_busy() {
-            return;
-        }
-        let Some(row) = self.selected_row() else {
-            self.set_status(Level::Warn, "no lock selected");
-            return;
-        };
-        let finding = Box::new(row.finding.clone());
-        match self.selected_waiting().and_then(|w| w.holder.clone()) {
-            Some(stuck) => self.open(Mode::Confirm(ConfirmDialog::new(
-                ConfirmAction::EndHolder { finding, stuck },
-            ))),
-            None => self.set_status(
-                Level::Warn,
-                "its holder does not show it is stuck (stopped, or not reaping its children): nothing to end",
-            ),
-        }
-    }
-
+    /// `D`: the marked locks when some are marked, else every stale lock shown. Stale vim
+    /// swaps holding unsaved changes are kept (one at a time with `d`), and marked locks that
+    /// are not stale are left alone; the dialog lists both.
     fn ask_reclaim_all(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
             return None;
         }
-        let (kept, findings): (Vec<Finding>, Vec<Finding>) = self
-            .visible()
-            .filter(|r| r.verdict() == Verdict::Stale)
-            .map(|r| r.finding.clone())
+        let marked = !self.marks.is_empty();
+        let chosen: Vec<Finding> = if marked {
+            let mut rows: Vec<&Row> = self
+                .rows
+                .iter()
+                .filter(|r| self.marks.contains(&r.finding.path))
+                .collect();
+            rows.sort_by(|a, b| a.finding.path.cmp(&b.finding.path));
+            rows.into_iter().map(|r| r.finding.clone()).collect()
+        } else {
+            self.visible()
+                .filter(|r| r.verdict() == Verdict::Stale)
+                .map(|r| r.finding.clone())
+                .collect()
+        };
+        let (stale, skipped): (Vec<Finding>, Vec<Finding>) = chosen
+            .into_iter()
+            .partition(|f| f.judgement.verdict() == Verdict::Stale);
+        let (kept, findings): (Vec<Finding>, Vec<Finding>) = stale
+            .into_iter()
             .partition(|f| f.judgement.unsaved_changes == Some(true));
+        let what = if marked {
+            "marked lock"
+        } else {
+            "stale lock shown"
+        };
         if findings.is_empty() && kept.is_empty() {
-            self.set_status(Level::Warn, "no stale lock shown: nothing to reclaim");
+            self.set_status(
+                Level::Warn,
+                format!("no {what} is stale: nothing to reclaim"),
+            );
             return None;
         }
         if findings.is_empty() {
             self.set_status(
                 Level::Warn,
                 format!(
-                    "every stale lock shown is a vim swap with unsaved changes: reclaim them one at a time with {}",
+                    "every stale {what} is a vim swap with unsaved changes: recover it with {}, or reclaim it alone with {}",
+                    keymap::key(Context::Table, Action::Recover),
                     keymap::key(Context::Table, Action::Reclaim)
                 ),
             );
             return None;
         }
-        self.ask(ConfirmAction::Reclaim { findings, kept })
+        self.ask(ConfirmAction::Reclaim {
+            findings,
+            kept,
+            skipped,
+        })
     }
+
+    /// `x`: whom to signal is found out off the UI thread, then asked.
+    fn ask_stop(&mut self) -> Option<Effect> {
+        if self.opts.readonly {
+            self.refuse_if_busy();
+            return None;
+        }
+        if self.stopping {
+            self.set_status(Level::Warn, "processes are being signalled already");
+            return None;
+        }
+        let Some(row) = self.selected_row() else {
+            self.set_status(Level::Warn, "no lock selected");
+            return None;
+        };
+        let path = row.finding.path.clone();
+        if stop::candidates(&row.finding.judgement).is_empty() {
+            self.set_status_about(
+                Level::Warn,
+                format!(
+                    "{}: no process holds it now, nothing to stop",
+                    row.cells.path
+                ),
+                &path,
+            );
+            return None;
+        }
+        let finding = Box::new(row.finding.clone());
+        self.stopping = true;
+        Some(Effect::PlanStop(finding))
+    }
+
+    /// `e`: recover a vim swap file's unsaved changes in the editor that wrote it.
+    fn recover(&mut self) -> Option<Effect> {
+        let row = self.selected_row()?;
+        let path = row.finding.path.clone();
+        match recovery(row) {
+            Some(editor) => Some(Effect::Run(
+                Run::Recover { swap: path, editor },
+                Box::new(row.finding.clone()),
+            )),
+            None => {
+                let why = if row.unsaved() && row.verdict() == Verdict::Live {
+                    "its editor is running: save the changes there"
+                } else {
+                    "only a vim swap file with unsaved changes has something to recover"
+                };
+                self.set_status_about(Level::Warn, format!("nothing to recover: {why}"), &path);
+                None
+            }
+        }
+    }
+}
+
+/// The editor that recovers a row's unsaved changes: a vim swap file with unsaved changes
+/// whose vim is gone (not live), written by Vim or Neovim.
+fn recovery(row: &Row) -> Option<&'static str> {
+    if !row.unsaved() || row.verdict() == Verdict::Live {
+        return None;
+    }
+    locksmith::dialect::vim_swap::recovering_editor(&row.finding.path, &row.finding.content)
 }

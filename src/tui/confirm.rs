@@ -11,8 +11,9 @@
 use std::path::PathBuf;
 
 use locksmith::reclaim::Plan;
-use locksmith::report::waiting::Stuck;
 use locksmith::scan::Finding;
+
+use super::stop;
 
 /// An action that needs the user's yes.
 #[derive(Debug, Clone)]
@@ -23,11 +24,13 @@ pub enum ConfirmAction {
     Reclaim {
         findings: Vec<Finding>,
         kept: Vec<Finding>,
+        /// Marked locks that are not stale: left alone, listed so the user knows.
+        skipped: Vec<Finding>,
     },
     /// Remove one lock that is not proven stale (`unknown` or `foreign`): a person's decision.
     Force(Box<Finding>),
-    /// End the stuck holder of a lock (never the lock file).
-    EndHolder { finding: Box<Finding>, stuck: Stuck },
+    /// Signal the processes that hold a lock.
+    Signal(stop::Plan),
     /// Put back what the last reclaim of this session removed (one batch: a `D` as one step).
     Restore(Plan),
 }
@@ -37,10 +40,8 @@ impl ConfirmAction {
     pub fn targets(&self) -> &[Finding] {
         match self {
             ConfirmAction::Reclaim { findings, .. } => findings,
-            ConfirmAction::Force(f) | ConfirmAction::EndHolder { finding: f, .. } => {
-                std::slice::from_ref(f)
-            }
-            ConfirmAction::Restore(_) => &[],
+            ConfirmAction::Force(f) => std::slice::from_ref(f),
+            ConfirmAction::Signal(_) | ConfirmAction::Restore(_) => &[],
         }
     }
 }
@@ -58,10 +59,10 @@ impl ConfirmedAction {
         self.0.targets()
     }
 
-    /// The holder to end, when that is what the user confirmed.
-    pub fn holder_to_end(&self) -> Option<&Stuck> {
+    /// The processes to signal, when that is what was confirmed.
+    pub fn signal(&self) -> Option<&stop::Plan> {
         match &self.0 {
-            ConfirmAction::EndHolder { stuck, .. } => Some(stuck),
+            ConfirmAction::Signal(p) => Some(p),
             _ => None,
         }
     }
@@ -103,14 +104,15 @@ pub struct ConfirmDialog {
     /// Lines the dialog's text is scrolled down.
     pub scroll: u16,
     /// The locks this user cannot remove, with why (left out of the action); `None` until
-    /// the check is back (an undo needs none).
+    /// the check is back (an undo or a signal needs none).
     pub denied: Option<Vec<(PathBuf, String)>>,
 }
 
 impl ConfirmDialog {
     /// A dialog for `action`, with *No* highlighted.
     pub fn new(action: ConfirmAction) -> Self {
-        let denied = matches!(action, ConfirmAction::Restore(_)).then(Vec::new);
+        let denied =
+            matches!(action, ConfirmAction::Restore(_) | ConfirmAction::Signal(_)).then(Vec::new);
         ConfirmDialog {
             action,
             highlight: Choice::No,
@@ -153,7 +155,7 @@ impl ConfirmDialog {
             ConfirmAction::Reclaim { findings, .. } => !findings.is_empty(),
             ConfirmAction::Force(f) => !denied(f),
             ConfirmAction::Restore(p) => !p.entries.is_empty(),
-            ConfirmAction::EndHolder { .. } => true,
+            ConfirmAction::Signal(p) => !p.targets.is_empty(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! The detail pane: everything known about the selected lock (evidence, owner record, live
-//! process, holders, file system, raw content), wrapped to the pane's width with a hanging
-//! indent and scrolled by the app (`J`/`K`, the mouse wheel). Its bottom border says where the
-//! view is when the text is longer than the pane.
+//! process, the processes holding it now, the file's owner and mode, file system, raw
+//! content), wrapped to the pane's width with a hanging indent and scrolled by the app
+//! (`J`/`K`, the mouse wheel). Its bottom border says where the view is when the text is
+//! longer than the pane. The hex dump of binary content is as wide as the pane allows (whole
+//! lines of 4, 8, 12 or 16 bytes), so it never wraps and its ASCII column stays whole.
 
 use locksmith::Verdict;
 use locksmith::report::waiting::Waiting;
@@ -12,13 +14,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
 use super::keymap::{self, Action, Context};
+use super::rows::{FileMeta, Row, holders_now};
 use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Width of the label column.
 const LABEL: usize = 10;
-/// Raw content lines shown (a hex dump of 1 KiB; the pane scrolls).
+/// Raw content lines shown as text (the pane scrolls) ...
 const CONTENT_LINES: usize = 64;
+/// ... and bytes shown in a hex dump.
+const CONTENT_BYTES: usize = 1024;
 
 fn label<'a>(theme: Theme, name: &'a str) -> Span<'a> {
     Span::styled(format!("{name:<LABEL$}"), theme.label())
@@ -73,8 +78,9 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     lines
 }
 
-/// Every line of the detail pane for one lock.
-pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>> {
+/// Every line of the detail pane for one lock, in a pane `width` columns wide.
+pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
+    let f = &row.finding;
     let j = &f.judgement;
     let v = j.verdict();
     let mut out: Vec<Line<'static>> = unsaved_warning(theme, f);
@@ -128,6 +134,12 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
             " (local)"
         }
     );
+    if let Some(m) = &row.file {
+        out.push(Line::from(vec![
+            label(theme, "File"),
+            Span::raw(file_line(m)),
+        ]));
+    }
     out.push(Line::from(vec![label(theme, "FS"), Span::raw(fs)]));
     for (i, e) in j.evidence.iter().enumerate() {
         let head = if i == 0 {
@@ -170,6 +182,7 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
             Span::styled("the lock names no owner", theme.dim()),
         ]));
     }
+    let holders = holders_now(j);
     match &j.process {
         Some(p) => {
             let mut parts = vec![text::clean(&p.headline())];
@@ -196,33 +209,49 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
                 ]));
             }
         }
+        // The owner the lock names is gone, yet processes hold it (a child that inherited
+        // the descriptor, another worktree's git): they are who matters now.
+        None if !holders.is_empty() => out.push(Line::from(vec![
+            label(theme, "Process"),
+            Span::styled(
+                format!(
+                    "the owner it names is not running; held now by {} (see Holders)",
+                    text::clean(&describe_holder(holders[0]))
+                ),
+                theme.warn(),
+            ),
+        ])),
         None => out.push(Line::from(vec![
             label(theme, "Process"),
             Span::styled("no live owner process", theme.dim()),
         ])),
     }
-    if !j.holders.is_empty() {
-        let hs: Vec<String> = j
-            .holders
-            .iter()
-            .map(|h| {
-                let who = if h.pid < 0 {
-                    "a process not visible here".to_string()
-                } else {
-                    format!("pid {}", h.pid)
-                };
-                match &h.name {
-                    Some(n) => format!("{who} {} ({})", text::clean(n), h.how.as_str()),
-                    None => format!("{who} ({})", h.how.as_str()),
-                }
-            })
-            .collect();
+    for (i, h) in holders.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Holders")
+        } else {
+            indent()
+        };
         out.push(Line::from(vec![
-            label(theme, "Holders"),
-            Span::raw(hs.join(" · ")),
+            head,
+            Span::raw(format!("• {}", text::clean(&describe_holder(h)))),
         ]));
     }
-    let content = text::content_lines(&f.content, CONTENT_LINES);
+    if j.holders.iter().any(|h| h.pid <= 0) {
+        out.push(Line::from(vec![
+            if holders.is_empty() {
+                label(theme, "Holders")
+            } else {
+                indent()
+            },
+            Span::styled(
+                "• a process not visible here (another PID namespace)",
+                theme.dim(),
+            ),
+        ]));
+    }
+    let room = usize::from(width).saturating_sub(LABEL);
+    let content = text::content_lines(&f.content, CONTENT_LINES, CONTENT_BYTES, room);
     for (i, l) in content.into_iter().enumerate() {
         let head = if i == 0 {
             label(theme, "Content")
@@ -232,6 +261,34 @@ pub fn detail_lines(f: &Finding, theme: Theme, now_ms: i64) -> Vec<Line<'static>
         out.push(Line::from(vec![head, Span::styled(l, theme.dim())]));
     }
     out
+}
+
+/// One holder, raw: `pid 42 git (posix write bytes 0-99)`: its PID, name, container and how
+/// it holds the file ([`locksmith::Holder::describe_how`]: the kind, the lock's mode and byte
+/// range when the judge knows them).
+pub fn describe_holder(h: &locksmith::Holder) -> String {
+    let mut out = format!("pid {}", h.pid);
+    if let Some(n) = &h.name {
+        out.push(' ');
+        out.push_str(n);
+    }
+    if let Some(c) = &h.container {
+        out.push_str(&format!(" in {}", c.describe()));
+    }
+    format!("{out} ({})", h.describe_how())
+}
+
+/// The file's owner and mode: `owner me (uid 1000, gid 1000) · mode -rw-r----- (0640)`.
+fn file_line(m: &FileMeta) -> String {
+    let who = match &m.user {
+        Some(u) => format!("owner {} (uid {}, gid {})", text::clean(u), m.uid, m.gid),
+        None => format!("owner uid {} (gid {})", m.uid, m.gid),
+    };
+    format!(
+        "{who} · mode {} ({:04o})",
+        text::mode_string(m.mode),
+        m.mode & 0o7777
+    )
 }
 
 pub fn kind_name(f: &Finding) -> &'static str {
@@ -271,8 +328,8 @@ pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
             indent(),
             Span::styled(
                 format!(
-                    "{} ends process {} after confirmation (SIGTERM, then SIGKILL); the lock file stays",
-                    keymap::key(Context::Table, Action::EndHolder),
+                    "{} stops process {} after confirmation (SIGTERM, then SIGKILL if it is still there); the lock file stays",
+                    keymap::key(Context::Table, Action::Signal),
                     s.pid
                 ),
                 theme.key(),
@@ -284,13 +341,13 @@ pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
 
 /// The pane's lines wrapped to `width` columns; continuation lines stay in the text column.
 pub fn lines(
-    f: &Finding,
+    row: &Row,
     waiting: Option<&Waiting>,
     theme: Theme,
     now_ms: i64,
     width: u16,
 ) -> Vec<Line<'static>> {
-    let mut all = detail_lines(f, theme, now_ms);
+    let mut all = detail_lines(row, theme, now_ms, width);
     if let Some(w) = waiting {
         all.extend(waiting_lines(w, theme));
     }
@@ -304,21 +361,21 @@ pub fn lines(
 
 /// How far the pane can scroll: its wrapped lines beyond its text area.
 pub fn max_scroll(
-    f: &Finding,
+    row: &Row,
     waiting: Option<&Waiting>,
     theme: Theme,
     now_ms: i64,
     inner: Rect,
 ) -> u16 {
-    let n = lines(f, waiting, theme, now_ms, inner.width).len();
+    let n = lines(row, waiting, theme, now_ms, inner.width).len();
     u16::try_from(n)
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height)
 }
 
-/// Draws the pane for `f`, scrolled `scroll` lines down (clamped to the end).
+/// Draws the pane for `row`, scrolled `scroll` lines down (clamped to the end).
 pub fn render(
-    f: &Finding,
+    row: &Row,
     waiting: Option<&Waiting>,
     scroll: u16,
     theme: Theme,
@@ -326,6 +383,7 @@ pub fn render(
     area: Rect,
     buf: &mut Buffer,
 ) {
+    let f = &row.finding;
     let name = f
         .path
         .file_name()
@@ -339,19 +397,57 @@ pub fn render(
         ]))
         .border_style(theme.dim());
     let inner = block.inner(area);
-    let lines = lines(f, waiting, theme, now_ms, inner.width);
+    let lines = lines(row, waiting, theme, now_ms, inner.width);
     let max = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height);
     let scroll = scroll.min(max);
     let keys = format!(
         "{}/{}",
-        keymap::key(Context::Table, Action::DetailDown),
-        keymap::key(Context::Table, Action::DetailUp)
+        keymap::key(Context::Detail, Action::DetailDown),
+        keymap::key(Context::Detail, Action::DetailUp)
     );
     if let Some(pos) = scroll_hint(scroll, inner.height, lines.len(), &keys) {
         block = block.title_bottom(Line::from(Span::styled(pos, theme.key())).right_aligned());
     }
     block.render(area, buf);
     Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holders_mode_and_range_are_shown_when_the_judge_has_them() {
+        use locksmith::verdict::{ByteRange, Holder, HolderHow, LockMode};
+        let mut h = Holder {
+            pid: 42,
+            name: Some("git".into()),
+            how: HolderHow::Flock,
+            mode: None,
+            range: None,
+            container: None,
+        };
+        assert_eq!(describe_holder(&h), "pid 42 git (flock)");
+        h.how = HolderHow::Posix;
+        h.mode = Some(LockMode::Write);
+        h.range = Some(ByteRange {
+            start: 100,
+            end: Some(199),
+        });
+        assert_eq!(
+            describe_holder(&h),
+            "pid 42 git (posix write bytes 100-199)"
+        );
+        h.range = Some(ByteRange {
+            start: 0,
+            end: None,
+        });
+        assert_eq!(
+            describe_holder(&h),
+            "pid 42 git (posix write)",
+            "a lock of the whole file names no range"
+        );
+    }
 }

@@ -1,8 +1,17 @@
-//! The one key map of the UI: a table of (context, keys, description, action). The
-//! handler, the key bar at the bottom of the screen and the `?` help screen are all read from
-//! [`KEYMAP`], so the help can never drift from the real bindings.
+//! The key maps of the UI: tables of (keys, description, action) by context. The handler, the
+//! key bar at the bottom of the screen and the `?` help screen are all read from them, so the
+//! help can never drift from the real bindings. This module holds the bindings of the screen
+//! itself (the table, the detail pane, the filter and find prompts, the global keys); each
+//! pop-up brings its own [`Keys`] (see `popup`), and its context is [`Context::Popup`] of them.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// A pop-up's bindings, and the title of their section in the help.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Keys {
+    pub title: &'static str,
+    pub bindings: &'static [Binding],
+}
 
 /// Where a binding applies: the UI is in exactly one context at a time (plus [`Context::Global`],
 /// which applies everywhere).
@@ -10,14 +19,16 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub enum Context {
     /// Everywhere.
     Global,
-    /// The lock table (with or without the detail pane).
+    /// The lock table.
     Table,
+    /// The lock table with the detail pane open: its own keys first, then the table's.
+    Detail,
     /// Typing a filter after `/`.
     Filter,
-    /// The confirm dialog of a reclaim or an undo.
-    Confirm,
-    /// The help screen.
-    Help,
+    /// Typing what to find after `f`.
+    Find,
+    /// A pop-up, with its own bindings.
+    Popup(&'static Keys),
 }
 
 impl Context {
@@ -25,10 +36,33 @@ impl Context {
         match self {
             Context::Global => "Everywhere",
             Context::Table => "Lock table",
+            Context::Detail => "Detail pane (after Enter; the table's keys work too)",
             Context::Filter => "Filter (after /)",
-            Context::Confirm => "Confirm dialog",
-            Context::Help => "Help",
+            Context::Find => "Find (after f)",
+            Context::Popup(k) => k.title,
         }
+    }
+
+    /// The bindings of this context itself, in map order.
+    pub fn own(self) -> Box<dyn Iterator<Item = &'static Binding>> {
+        match self {
+            Context::Global => Box::new(GLOBAL.iter()),
+            Context::Table => Box::new(TABLE.iter()),
+            Context::Detail => Box::new(DETAIL.iter()),
+            Context::Filter => Box::new(FILTER.iter()),
+            Context::Find => Box::new(FIND.iter()),
+            Context::Popup(k) => Box::new(k.bindings.iter()),
+        }
+    }
+
+    /// Every binding that applies here, the first match winning: the context's own, then (for
+    /// the detail pane) the table's, then the global ones.
+    pub fn all(self) -> impl Iterator<Item = &'static Binding> {
+        let inherited = match self {
+            Context::Detail => Context::Table.own(),
+            _ => Box::new(std::iter::empty()),
+        };
+        self.own().chain(inherited).chain(Context::Global.own())
     }
 }
 
@@ -36,9 +70,9 @@ impl Context {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
-    /// Esc in the table: clear an active filter, else quit.
+    /// Esc in the table: clear an active filter, then the marks, else quit.
     Back,
-    /// Down one line: the selection in the table, the text in the help and the dialog.
+    /// Down one line: the selection in the table, the text in a pop-up.
     Down,
     Up,
     Top,
@@ -48,38 +82,57 @@ pub enum Action {
     /// Scroll the detail pane.
     DetailDown,
     DetailUp,
+    /// Close the detail pane (Esc or q in it).
+    CloseDetails,
     StartFilter,
+    StartFind,
+    FindNext,
+    FindPrev,
     CycleSort,
     InvertSort,
     NextVerdictFilter,
     PrevVerdictFilter,
     Rescan,
     ToggleDetails,
+    /// Mark or unmark the selected row (and move down).
+    ToggleMark,
     Reclaim,
+    /// Reclaim the marked locks, or every stale lock shown when none is marked.
     ReclaimAllStale,
-    /// End the stuck holder of the selected lock (after confirmation).
-    EndHolder,
     /// Put back what the last reclaim of this session removed (from its copies), after a
     /// confirmation.
     Undo,
     CopyPath,
+    /// Stop the processes that hold the selected lock (SIGTERM, then an offer of SIGKILL).
+    Signal,
+    /// Run the row's own action: `vim -r` for a swap file with unsaved changes.
+    Recover,
+    /// A shell in the selected lock's directory.
+    OpenShell,
     Help,
-    /// Filter editing: keep the filter and go back to the table.
-    FilterDone,
-    /// Filter editing: clear the filter and go back to the table.
-    FilterClear,
-    FilterBackspace,
-    /// Filter editing: any printable character narrows the list.
-    FilterInput,
-    ConfirmYes,
-    ConfirmNo,
+    /// Prompt editing (filter, find): keep the text and go back to the table.
+    TextDone,
+    /// Prompt editing: drop the text and go back to the table.
+    TextCancel,
+    TextBackspace,
+    /// Prompt editing: delete everything before the cursor (Ctrl-U).
+    TextClearLine,
+    /// Prompt editing: delete the word before the cursor (Ctrl-W).
+    TextDeleteWord,
+    /// Prompt editing: any printable character is typed.
+    TextInput,
+    /// A question's answers.
+    Yes,
+    No,
     /// Highlight the left button (Yes).
-    ConfirmLeft,
+    ChooseLeft,
     /// Highlight the right button (No).
-    ConfirmRight,
-    ConfirmToggle,
-    ConfirmChoose,
-    CloseHelp,
+    ChooseRight,
+    ToggleChoice,
+    /// Take the highlighted button.
+    Choose,
+    /// Close a pop-up that asks nothing.
+    Close,
 }
 
 /// One key: a key code and the modifiers that must be held. For characters, Shift is implied by
@@ -91,18 +144,18 @@ pub struct Key {
 }
 
 impl Key {
-    const fn plain(code: KeyCode) -> Key {
+    pub const fn plain(code: KeyCode) -> Key {
         Key {
             code,
             mods: KeyModifiers::NONE,
         }
     }
 
-    const fn ch(c: char) -> Key {
+    pub const fn ch(c: char) -> Key {
         Key::plain(KeyCode::Char(c))
     }
 
-    const fn ctrl(c: char) -> Key {
+    pub const fn ctrl(c: char) -> Key {
         Key {
             code: KeyCode::Char(c),
             mods: KeyModifiers::CONTROL,
@@ -153,10 +206,19 @@ impl Key {
     }
 }
 
-/// A binding: in `context`, any of `keys` triggers `action`.
-#[derive(Debug, Clone, Copy)]
+/// Whether and how a binding shows in the key bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bar {
+    /// Only in the help.
+    No,
+    /// In the key bar. When the bar is too narrow, labels get their short form first, then
+    /// the bindings of the highest rank go first (1 stays longest).
+    Yes { rank: u8, tiny: &'static str },
+}
+
+/// A binding: any of `keys` triggers `action` (in the context whose list holds it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Binding {
-    pub context: Context,
     /// The keys, the one shown in the key bar and in messages first.
     pub keys: &'static [Key],
     /// What the key does, in a few words (key bar) ...
@@ -164,8 +226,7 @@ pub struct Binding {
     /// ... and in a sentence (help screen).
     pub long: &'static str,
     pub action: Action,
-    /// Shown in the key bar (the help screen shows every binding).
-    pub in_bar: bool,
+    pub bar: Bar,
 }
 
 impl Binding {
@@ -204,418 +265,307 @@ impl Binding {
     }
 }
 
-const fn bind(
-    context: Context,
+/// A binding.
+pub const fn bind(
     keys: &'static [Key],
     short: &'static str,
     long: &'static str,
     action: Action,
-    in_bar: bool,
+    bar: Bar,
 ) -> Binding {
     Binding {
-        context,
         keys,
         short,
         long,
         action,
-        in_bar,
+        bar,
     }
+}
+
+/// In the key bar with this rank and short label.
+pub const fn bar(rank: u8, tiny: &'static str) -> Bar {
+    Bar::Yes { rank, tiny }
 }
 
 use Action as A;
 use Context as C;
 
-const DOWN: &[Key] = &[Key::ch('j'), Key::plain(KeyCode::Down)];
-const UP: &[Key] = &[Key::ch('k'), Key::plain(KeyCode::Up)];
-const TOP: &[Key] = &[Key::ch('g'), Key::plain(KeyCode::Home)];
-const BOTTOM: &[Key] = &[Key::ch('G'), Key::plain(KeyCode::End)];
-const PAGE_DOWN: &[Key] = &[Key::plain(KeyCode::PageDown), Key::ctrl('f')];
-const PAGE_UP: &[Key] = &[Key::plain(KeyCode::PageUp), Key::ctrl('b')];
+pub const DOWN: &[Key] = &[Key::ch('j'), Key::plain(KeyCode::Down)];
+pub const UP: &[Key] = &[Key::ch('k'), Key::plain(KeyCode::Up)];
+pub const TOP: &[Key] = &[Key::ch('g'), Key::plain(KeyCode::Home)];
+pub const BOTTOM: &[Key] = &[Key::ch('G'), Key::plain(KeyCode::End)];
+pub const PAGE_DOWN: &[Key] = &[Key::plain(KeyCode::PageDown), Key::ctrl('f')];
+pub const PAGE_UP: &[Key] = &[Key::plain(KeyCode::PageUp), Key::ctrl('b')];
+const ENTER: &[Key] = &[Key::plain(KeyCode::Enter)];
+const ESC: &[Key] = &[Key::plain(KeyCode::Esc)];
+const BACKSPACE: &[Key] = &[Key::plain(KeyCode::Backspace)];
+const CTRL_U: &[Key] = &[Key::ctrl('u')];
+const CTRL_W: &[Key] = &[Key::ctrl('w')];
 
-/// Every binding of the UI, in the order the help screen lists them.
-pub static KEYMAP: &[Binding] = &[
+/// The bindings of a text prompt (the filter, find): `done` and `cancel` say what Enter and
+/// Esc do with the text.
+macro_rules! prompt {
+    ($done:expr, $cancel:expr, $input:expr) => {
+        [
+            bind(ENTER, "keep", $done, A::TextDone, bar(1, "keep")),
+            bind(ESC, "cancel", $cancel, A::TextCancel, bar(1, "cancel")),
+            bind(
+                BACKSPACE,
+                "delete",
+                "Delete the last character",
+                A::TextBackspace,
+                bar(2, "del"),
+            ),
+            bind(
+                CTRL_U,
+                "clear",
+                "Delete everything typed",
+                A::TextClearLine,
+                bar(3, "clear"),
+            ),
+            bind(
+                CTRL_W,
+                "delete word",
+                "Delete the last word",
+                A::TextDeleteWord,
+                bar(3, "word"),
+            ),
+            bind(&[], "type", $input, A::TextInput, Bar::No),
+        ]
+    };
+}
+
+static FILTER: [Binding; 6] = prompt!(
+    "Keep the filter and go back to the list",
+    "Clear the filter and go back to the list",
+    "Any other character narrows the list as you type (the selection stays if it matches)"
+);
+static FIND: [Binding; 6] = prompt!(
+    "Stay on the lock found (n and N find the next and previous)",
+    "Go back to where the selection was",
+    "Any other character finds the next lock that matches, as you type"
+);
+
+/// The keys that work everywhere.
+static GLOBAL: &[Binding] = &[bind(
+    &[Key::ctrl('c')],
+    "quit",
+    "Quit at once",
+    A::Quit,
+    Bar::No,
+)];
+
+/// The lock table's keys, in the order the help lists them.
+static TABLE: &[Binding] = &[
+    bind(DOWN, "down", "Select the next lock", A::Down, Bar::No),
+    bind(UP, "up", "Select the previous lock", A::Up, Bar::No),
+    bind(TOP, "top", "Select the first lock", A::Top, Bar::No),
+    bind(BOTTOM, "bottom", "Select the last lock", A::Bottom, Bar::No),
     bind(
-        C::Global,
-        &[Key::ctrl('c')],
-        "quit",
-        "Quit at once",
-        A::Quit,
-        false,
-    ),
-    bind(
-        C::Table,
-        DOWN,
-        "down",
-        "Select the next lock",
-        A::Down,
-        false,
-    ),
-    bind(C::Table, UP, "up", "Select the previous lock", A::Up, false),
-    bind(C::Table, TOP, "top", "Select the first lock", A::Top, false),
-    bind(
-        C::Table,
-        BOTTOM,
-        "bottom",
-        "Select the last lock",
-        A::Bottom,
-        false,
-    ),
-    bind(
-        C::Table,
         PAGE_DOWN,
         "page down",
         "Move the selection one page down",
         A::PageDown,
-        false,
+        Bar::No,
     ),
     bind(
-        C::Table,
         PAGE_UP,
         "page up",
         "Move the selection one page up",
         A::PageUp,
-        false,
+        Bar::No,
     ),
     bind(
-        C::Table,
-        &[Key::plain(KeyCode::Enter)],
+        ENTER,
         "details",
         "Show or hide the evidence of the selected lock",
         A::ToggleDetails,
-        true,
+        bar(5, "info"),
     ),
     bind(
-        C::Table,
-        &[Key::ch('J')],
-        "details down",
-        "Scroll the detail pane down (the mouse wheel over it too)",
-        A::DetailDown,
-        false,
+        &[Key::ch(' ')],
+        "mark",
+        "Mark or unmark the selected lock (and move down); D reclaims the marked",
+        A::ToggleMark,
+        bar(6, "mark"),
     ),
     bind(
-        C::Table,
-        &[Key::ch('K')],
-        "details up",
-        "Scroll the detail pane up",
-        A::DetailUp,
-        false,
-    ),
-    bind(
-        C::Table,
         &[Key::ch('d')],
         "reclaim",
         "Reclaim the selected lock after confirmation (unproven: a warning first)",
         A::Reclaim,
-        true,
+        bar(2, "reclaim"),
     ),
     bind(
-        C::Table,
         &[Key::ch('D')],
         "all stale",
-        "Reclaim every stale lock shown, after confirmation",
+        "Reclaim the marked locks, or every stale lock shown when none is marked, after confirmation",
         A::ReclaimAllStale,
-        true,
+        bar(5, "all"),
     ),
     bind(
-        C::Table,
+        &[Key::ch('x')],
+        "stop holder",
+        "Stop the processes that hold the selected lock: SIGTERM after confirmation, then an offer of SIGKILL",
+        A::Signal,
+        bar(2, "stop"),
+    ),
+    bind(
         &[Key::ch('e')],
-        "end holder",
-        "End the stuck holder of the selected lock, after confirmation",
-        A::EndHolder,
-        false,
+        "recover",
+        "Recover a vim swap file's unsaved changes: runs vim -r (or nvim -r) here, then comes back",
+        A::Recover,
+        bar(2, "recover"),
     ),
     bind(
-        C::Table,
+        &[Key::ch('o')],
+        "shell",
+        "Open a shell ($SHELL) in the selected lock's directory; exit it to come back",
+        A::OpenShell,
+        Bar::No,
+    ),
+    bind(
         &[Key::ch('y')],
         "copy path",
         "Copy the path of the selected lock to the clipboard (OSC 52)",
         A::CopyPath,
-        false,
+        Bar::No,
     ),
     bind(
-        C::Table,
         &[Key::ch('/')],
         "filter",
         "Filter the list by text (path, dialect, command, host, pid)",
         A::StartFilter,
-        true,
+        bar(4, "filter"),
     ),
     bind(
-        C::Table,
+        &[Key::ch('f')],
+        "find",
+        "Find a lock by text without hiding the others",
+        A::StartFind,
+        Bar::No,
+    ),
+    bind(
+        &[Key::ch('n')],
+        "next match",
+        "Select the next lock that matches what was found last",
+        A::FindNext,
+        Bar::No,
+    ),
+    bind(
+        &[Key::ch('N')],
+        "previous match",
+        "Select the previous lock that matches what was found last",
+        A::FindPrev,
+        Bar::No,
+    ),
+    bind(
         &[Key::plain(KeyCode::Tab)],
         "verdict",
         "Show only one verdict (cycles stale, live, foreign, unknown, free, all)",
         A::NextVerdictFilter,
-        true,
+        bar(6, "show"),
     ),
     bind(
-        C::Table,
         &[Key::plain(KeyCode::BackTab)],
         "verdict back",
         "Cycle the verdict filter backwards",
         A::PrevVerdictFilter,
-        false,
+        Bar::No,
     ),
     bind(
-        C::Table,
         &[Key::ch('s')],
         "sort",
-        "Sort by the next column (or click a column's title)",
+        "Sort by the next column, ascending (or click a column's title)",
         A::CycleSort,
-        true,
+        bar(3, "sort"),
     ),
     bind(
-        C::Table,
         &[Key::ch('S')],
         "invert sort",
         "Invert the sort order",
         A::InvertSort,
-        false,
+        Bar::No,
     ),
     bind(
-        C::Table,
         &[Key::ch('r')],
         "rescan",
         "Scan again from scratch (new locks also appear by themselves)",
         A::Rescan,
-        true,
+        bar(3, "rescan"),
     ),
     bind(
-        C::Table,
         &[Key::ch('u')],
         "undo",
         "Undo this session's last reclaim (a D as one step), after a yes",
         A::Undo,
-        true,
+        bar(3, "undo"),
     ),
     bind(
-        C::Table,
         &[Key::ch('?')],
         "help",
         "Show this help",
         A::Help,
-        true,
+        bar(1, "help"),
     ),
-    bind(C::Table, &[Key::ch('q')], "quit", "Quit", A::Quit, true),
+    bind(&[Key::ch('q')], "quit", "Quit", A::Quit, bar(1, "quit")),
     bind(
-        C::Table,
-        &[Key::plain(KeyCode::Esc)],
+        ESC,
         "back",
-        "Clear the filter if one is set, else quit",
+        "Clear the filter if one is set, else the marks, else quit",
         A::Back,
-        false,
-    ),
-    bind(
-        C::Filter,
-        &[Key::plain(KeyCode::Enter)],
-        "keep filter",
-        "Keep the filter and go back to the list",
-        A::FilterDone,
-        true,
-    ),
-    bind(
-        C::Filter,
-        &[Key::plain(KeyCode::Esc)],
-        "clear filter",
-        "Clear the filter and go back to the list",
-        A::FilterClear,
-        true,
-    ),
-    bind(
-        C::Filter,
-        &[Key::plain(KeyCode::Backspace)],
-        "delete",
-        "Delete the last character",
-        A::FilterBackspace,
-        true,
-    ),
-    bind(
-        C::Filter,
-        &[],
-        "narrow",
-        "Any other character narrows the list as you type",
-        A::FilterInput,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        &[Key::ch('y'), Key::ch('Y')],
-        "yes",
-        "Yes: reclaim (or put back) now",
-        A::ConfirmYes,
-        true,
-    ),
-    bind(
-        C::Confirm,
-        &[
-            Key::ch('n'),
-            Key::ch('N'),
-            Key::plain(KeyCode::Esc),
-            Key::ch('q'),
-        ],
-        "no",
-        "No: cancel, change nothing",
-        A::ConfirmNo,
-        true,
-    ),
-    bind(
-        C::Confirm,
-        &[Key::plain(KeyCode::Left), Key::ch('h')],
-        "Yes",
-        "Highlight Yes",
-        A::ConfirmLeft,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        &[Key::plain(KeyCode::Right), Key::ch('l')],
-        "No",
-        "Highlight No",
-        A::ConfirmRight,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        &[Key::plain(KeyCode::Tab), Key::plain(KeyCode::BackTab)],
-        "move",
-        "Move the highlight to the other choice",
-        A::ConfirmToggle,
-        true,
-    ),
-    bind(
-        C::Confirm,
-        &[Key::plain(KeyCode::Enter)],
-        "choose",
-        "Take the highlighted choice (No unless moved)",
-        A::ConfirmChoose,
-        true,
-    ),
-    bind(
-        C::Confirm,
-        DOWN,
-        "scroll",
-        "Scroll the list down",
-        A::Down,
-        false,
-    ),
-    bind(C::Confirm, UP, "scroll", "Scroll the list up", A::Up, false),
-    bind(
-        C::Confirm,
-        PAGE_DOWN,
-        "page down",
-        "Scroll the list one page down",
-        A::PageDown,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        PAGE_UP,
-        "page up",
-        "Scroll the list one page up",
-        A::PageUp,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        TOP,
-        "top",
-        "Go to the top of the list",
-        A::Top,
-        false,
-    ),
-    bind(
-        C::Confirm,
-        BOTTOM,
-        "end",
-        "Go to the end of the list",
-        A::Bottom,
-        false,
-    ),
-    bind(
-        C::Help,
-        &[
-            Key::ch('?'),
-            Key::ch('q'),
-            Key::plain(KeyCode::Esc),
-            Key::plain(KeyCode::Enter),
-        ],
-        "close",
-        "Close the help",
-        A::CloseHelp,
-        true,
-    ),
-    bind(
-        C::Help,
-        DOWN,
-        "scroll",
-        "Scroll the help down",
-        A::Down,
-        true,
-    ),
-    bind(C::Help, UP, "scroll", "Scroll the help up", A::Up, false),
-    bind(
-        C::Help,
-        PAGE_DOWN,
-        "page down",
-        "Scroll the help one page down",
-        A::PageDown,
-        false,
-    ),
-    bind(
-        C::Help,
-        PAGE_UP,
-        "page up",
-        "Scroll the help one page up",
-        A::PageUp,
-        false,
-    ),
-    bind(
-        C::Help,
-        TOP,
-        "top",
-        "Go to the top of the help",
-        A::Top,
-        false,
-    ),
-    bind(
-        C::Help,
-        BOTTOM,
-        "end",
-        "Go to the end of the help",
-        A::Bottom,
-        false,
+        Bar::No,
     ),
 ];
 
-/// The action a key triggers in a context ([`Context::Global`] bindings first). In the filter
-/// context a printable character with no binding is [`Action::FilterInput`].
+/// The detail pane's own keys (the table's work there too).
+static DETAIL: &[Binding] = &[
+    bind(
+        &[Key::ch('q'), Key::plain(KeyCode::Esc)],
+        "close",
+        "Close the detail pane",
+        A::CloseDetails,
+        bar(1, "close"),
+    ),
+    bind(
+        &[Key::ch('J')],
+        "scroll",
+        "Scroll the detail pane down (the mouse wheel over it too)",
+        A::DetailDown,
+        bar(4, "scroll"),
+    ),
+    bind(
+        &[Key::ch('K')],
+        "scroll up",
+        "Scroll the detail pane up",
+        A::DetailUp,
+        Bar::No,
+    ),
+];
+
+/// The action a key triggers in a context. In a prompt a printable character with no binding
+/// is [`Action::TextInput`].
 pub fn lookup(context: Context, ev: &KeyEvent) -> Option<Action> {
-    let found = KEYMAP
-        .iter()
-        .filter(|b| b.context == Context::Global || b.context == context)
+    let found = context
+        .all()
         .find(|b| b.keys.iter().any(|k| k.matches(ev)))
         .map(|b| b.action);
     if found.is_none()
-        && context == Context::Filter
+        && matches!(context, Context::Filter | Context::Find)
         && let KeyCode::Char(c) = ev.code
         && !ev
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
         && !c.is_control()
     {
-        return Some(Action::FilterInput);
+        return Some(Action::TextInput);
     }
     found
 }
 
-/// The bindings of one context, in map order.
-pub fn bindings(context: Context) -> impl Iterator<Item = &'static Binding> {
-    KEYMAP.iter().filter(move |b| b.context == context)
-}
-
-/// The binding of an action in a context (first match).
+/// The binding of an action in a context (its own or inherited).
 pub fn binding(context: Context, action: Action) -> Option<&'static Binding> {
-    bindings(context).find(|b| b.action == action)
+    context.all().find(|b| b.action == action)
 }
 
 /// The name of the key that triggers `action` in `context`, for messages ("`d` reclaims it"):
@@ -629,23 +579,80 @@ pub fn keys(context: Context, action: Action) -> String {
     binding(context, action).map_or_else(|| "?".into(), Binding::label)
 }
 
+/// One entry of the key bar: the key's name, its label, and its rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BarItem {
+    pub key: String,
+    pub label: String,
+    pub tiny: String,
+    pub rank: u8,
+}
+
+/// The entries of a key bar `width` columns wide, in order: every entry with its label if
+/// they fit, else with their short labels, and then without the entries of the highest rank,
+/// one rank at a time, until they fit (rank 1 always stays). Each entry takes its key, a
+/// space, its label and two spaces (the last two may fall off the edge).
+pub fn fit_bar(items: Vec<BarItem>, width: usize) -> Vec<(String, String)> {
+    let measure = |items: &[BarItem], tiny: bool| -> usize {
+        items
+            .iter()
+            .map(|i| {
+                let label = if tiny { &i.tiny } else { &i.label };
+                super::text::width(&i.key) + super::text::width(label) + 3
+            })
+            .sum::<usize>()
+            .saturating_sub(2)
+    };
+    let pick = |items: &[BarItem], tiny: bool| -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|i| (i.key.clone(), if tiny { &i.tiny } else { &i.label }.clone()))
+            .collect()
+    };
+    if measure(&items, false) <= width {
+        return pick(&items, false);
+    }
+    let mut items = items;
+    loop {
+        if measure(&items, true) <= width {
+            return pick(&items, true);
+        }
+        let Some(worst) = items.iter().map(|i| i.rank).filter(|&r| r > 1).max() else {
+            return pick(&items, true);
+        };
+        // Within the rank, the last entry goes first.
+        let i = items.iter().rposition(|i| i.rank == worst).expect("found");
+        items.remove(i);
+    }
+}
+
 /// The key map as the README shows it: one Markdown table, by context, every key of each
 /// binding (a test keeps the README's copy equal to this).
 #[cfg(test)]
-pub fn markdown() -> String {
+pub fn markdown(popups: &[&'static Keys]) -> String {
     let mut out = String::from("| where | keys | action |\n|---|---|---|\n");
-    for ctx in [C::Table, C::Filter, C::Confirm, C::Help, C::Global] {
-        for b in bindings(ctx) {
-            let keys = if b.keys.is_empty() {
-                "other keys".to_string()
-            } else {
-                let names: Vec<String> = b.names().iter().map(|k| format!("`{k}`")).collect();
-                names.join(" ")
-            };
-            out.push_str(&format!("| {} | {keys} | {} |\n", ctx.title(), b.long));
-        }
+    for (title, b) in listing(popups) {
+        let keys = if b.keys.is_empty() {
+            "other keys".to_string()
+        } else {
+            let names: Vec<String> = b.names().iter().map(|k| format!("`{k}`")).collect();
+            names.join(" ")
+        };
+        out.push_str(&format!("| {title} | {keys} | {} |\n", b.long));
     }
     out
+}
+
+/// Every binding with the title of its section, in the order of the help: the screen's
+/// contexts, the pop-ups, then the global keys.
+pub fn listing(popups: &[&'static Keys]) -> Vec<(&'static str, &'static Binding)> {
+    let mut contexts = vec![C::Table, C::Detail, C::Filter, C::Find];
+    contexts.extend(popups.iter().map(|&k| C::Popup(k)));
+    contexts.push(C::Global);
+    contexts
+        .into_iter()
+        .flat_map(|c| c.own().map(move |b| (c.title(), b)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -656,19 +663,25 @@ mod tests {
         KeyEvent::new(code, KeyModifiers::NONE)
     }
 
+    fn contexts() -> Vec<Context> {
+        let mut all = vec![C::Table, C::Detail, C::Filter, C::Find];
+        all.extend(super::super::popup::ALL.iter().map(|&k| C::Popup(k)));
+        all
+    }
+
     #[test]
     fn every_key_of_a_context_means_one_action() {
-        for ctx in [C::Table, C::Filter, C::Confirm, C::Help] {
-            let in_ctx: Vec<&Binding> = KEYMAP
-                .iter()
-                .filter(|b| b.context == ctx || b.context == C::Global)
-                .collect();
+        for ctx in contexts() {
+            // The detail pane's own keys take precedence over the table's: only its own and
+            // the global ones must be distinct.
+            let in_ctx: Vec<&Binding> = ctx.own().chain(C::Global.own()).collect();
             for (i, a) in in_ctx.iter().enumerate() {
                 for b in &in_ctx[i + 1..] {
                     for k in a.keys {
                         assert!(
                             !b.keys.contains(k),
-                            "{k:?} bound twice in {ctx:?}: {} and {}",
+                            "{k:?} bound twice in {}: {} and {}",
+                            ctx.title(),
                             a.label(),
                             b.label()
                         );
@@ -682,36 +695,37 @@ mod tests {
     fn lookup_reads_the_map() {
         assert_eq!(lookup(C::Table, &key(KeyCode::Char('j'))), Some(A::Down));
         assert_eq!(lookup(C::Table, &key(KeyCode::Down)), Some(A::Down));
-        assert_eq!(lookup(C::Table, &key(KeyCode::Char('x'))), None);
+        assert_eq!(lookup(C::Table, &key(KeyCode::Char('X'))), None);
         // Shift reported or not, 'S' is the capital letter.
         let shifted = KeyEvent::new(KeyCode::Char('S'), KeyModifiers::SHIFT);
         assert_eq!(lookup(C::Table, &shifted), Some(A::InvertSort));
         // Ctrl-C quits everywhere, and is not the letter c.
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        for ctx in [C::Table, C::Filter, C::Confirm, C::Help] {
+        for ctx in contexts() {
             assert_eq!(lookup(ctx, &ctrl_c), Some(A::Quit));
         }
         assert_eq!(lookup(C::Table, &key(KeyCode::Char('c'))), None);
-        // In the filter, letters are text, even those bound in the table.
+        // In a prompt, letters are text, even those bound in the table; Ctrl-U and Ctrl-W edit.
+        for ctx in [C::Filter, C::Find] {
+            assert_eq!(lookup(ctx, &key(KeyCode::Char('q'))), Some(A::TextInput));
+            assert_eq!(lookup(ctx, &key(KeyCode::Esc)), Some(A::TextCancel));
+            let ctrl = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL);
+            assert_eq!(lookup(ctx, &ctrl('u')), Some(A::TextClearLine));
+            assert_eq!(lookup(ctx, &ctrl('w')), Some(A::TextDeleteWord));
+            assert_eq!(lookup(ctx, &ctrl('x')), None);
+        }
+        // The detail pane: q and Esc close it; the table's keys work there too.
         assert_eq!(
-            lookup(C::Filter, &key(KeyCode::Char('q'))),
-            Some(A::FilterInput)
+            lookup(C::Detail, &key(KeyCode::Char('q'))),
+            Some(A::CloseDetails)
         );
-        assert_eq!(lookup(C::Filter, &key(KeyCode::Esc)), Some(A::FilterClear));
-        // Left is Yes and Right is No, wherever the highlight is; Tab toggles.
+        assert_eq!(lookup(C::Detail, &key(KeyCode::Esc)), Some(A::CloseDetails));
         assert_eq!(
-            lookup(C::Confirm, &key(KeyCode::Left)),
-            Some(A::ConfirmLeft)
+            lookup(C::Detail, &key(KeyCode::Char('d'))),
+            Some(A::Reclaim)
         );
-        assert_eq!(
-            lookup(C::Confirm, &key(KeyCode::Right)),
-            Some(A::ConfirmRight)
-        );
-        // In the dialog, q is "no", never quit.
-        assert_eq!(
-            lookup(C::Confirm, &key(KeyCode::Char('q'))),
-            Some(A::ConfirmNo)
-        );
+        assert_eq!(lookup(C::Table, &key(KeyCode::Char('q'))), Some(A::Quit));
+        assert_eq!(lookup(C::Table, &key(KeyCode::Char('J'))), None);
     }
 
     #[test]
@@ -723,26 +737,69 @@ mod tests {
         assert_eq!(label(C::Table, A::Top), "g/Home");
         assert_eq!(label(C::Table, A::Bottom), "G/End");
         assert_eq!(label(C::Table, A::PrevVerdictFilter), "S-Tab");
+        assert_eq!(label(C::Table, A::ToggleMark), "Space");
+        assert_eq!(label(C::Detail, A::CloseDetails), "q/Esc");
         assert_eq!(
-            label(C::Confirm, A::ConfirmYes),
-            "y",
-            "Y is not listed twice"
+            label(C::Detail, A::Reclaim),
+            "d",
+            "inherited from the table"
         );
-        assert_eq!(label(C::Confirm, A::ConfirmNo), "n/Esc/q");
+        assert_eq!(label(C::Filter, A::TextClearLine), "Ctrl-U");
         assert_eq!(super::key(C::Global, A::Quit), "Ctrl-C");
-        // Every bound key of every binding triggers it.
-        for b in KEYMAP {
-            for k in b.keys {
-                let ev = KeyEvent::new(k.code, k.mods);
-                assert_eq!(lookup(b.context, &ev), Some(b.action), "{}", k.name());
+        // Every bound key of every binding triggers it, in every context that has it.
+        for ctx in contexts() {
+            for b in ctx.own() {
+                for k in b.keys {
+                    let ev = KeyEvent::new(k.code, k.mods);
+                    assert_eq!(lookup(ctx, &ev), Some(b.action), "{}", k.name());
+                }
             }
         }
+    }
+
+    fn item(key: &str, label: &str, tiny: &str, rank: u8) -> BarItem {
+        BarItem {
+            key: key.into(),
+            label: label.into(),
+            tiny: tiny.into(),
+            rank,
+        }
+    }
+
+    #[test]
+    fn a_narrow_bar_shortens_labels_then_drops_the_highest_ranks() {
+        let items = vec![
+            item("Enter", "details", "info", 5),
+            item("s", "sort", "sort", 3),
+            item("u", "undo", "undo", 3),
+            item("/", "filter", "find", 4),
+            item("q", "quit", "quit", 1),
+        ];
+        let keys = |v: Vec<(String, String)>| -> String {
+            v.iter()
+                .map(|(k, l)| format!("{k} {l}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let all = "Enter details  s sort  u undo  / filter  q quit";
+        assert_eq!(keys(fit_bar(items.clone(), 80)), all);
+        assert_eq!(keys(fit_bar(items.clone(), all.len())), all);
+        assert_eq!(
+            keys(fit_bar(items.clone(), all.len() - 1)),
+            "Enter info  s sort  u undo  / find  q quit"
+        );
+        assert_eq!(
+            keys(fit_bar(items.clone(), 30)),
+            "s sort  u undo  / find  q quit"
+        );
+        assert_eq!(keys(fit_bar(items.clone(), 22)), "s sort  u undo  q quit");
+        assert_eq!(keys(fit_bar(items.clone(), 3)), "q quit", "rank 1 stays");
     }
 
     #[test]
     fn the_readme_shows_this_key_map() {
         let readme = include_str!("../../README.md");
-        let table = markdown();
+        let table = markdown(super::super::popup::ALL);
         let start = "<!-- key map: generated from src/tui/keymap.rs -->\n";
         let inside = readme
             .split_once(start)

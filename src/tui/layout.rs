@@ -19,18 +19,19 @@ pub const TABLE_HEADER_HEIGHT: u16 = 1;
 pub const DETAIL_PERCENT: u16 = 55;
 /// The marker before the selected row (so the selection shows without color or styles).
 pub const SELECTED: &str = "▶ ";
-/// Columns of the selection marker.
+/// Columns of the selection marker; a marked row shows [`MARK`] in its second column.
 pub const SELECTED_WIDTH: u16 = 2;
+/// A row marked with Space.
+pub const MARK: &str = "*";
+/// After the verdict of a vim swap file holding unsaved changes (the one row where removing
+/// loses work).
+pub const UNSAVED: &str = "✎";
 /// Space between table columns.
 pub const COLUMN_SPACING: u16 = 1;
 /// The help pop-up is at most this wide.
 pub const HELP_WIDTH: u16 = 96;
 /// The confirm dialog is at most this wide.
 pub const DIALOG_WIDTH: u16 = 80;
-/// Rows of the dialog that are not its text: two borders, a blank line and the buttons.
-pub const DIALOG_CHROME_HEIGHT: u16 = 4;
-/// Columns of the dialog that are not its text: two borders and a space on each side.
-pub const DIALOG_CHROME_WIDTH: u16 = 4;
 /// Lines a mouse wheel step scrolls.
 pub const WHEEL_STEP: u16 = 3;
 
@@ -82,6 +83,14 @@ impl Screen {
         r.y = r.y.saturating_add(TABLE_HEADER_HEIGHT).min(r.bottom());
         r.height = r.height.saturating_sub(TABLE_HEADER_HEIGHT);
         r
+    }
+
+    /// Where pop-ups go: everything above the key bar (which shows the pop-up's keys).
+    pub fn popups(&self) -> Rect {
+        Rect {
+            height: self.keys.y.saturating_sub(self.header.y),
+            ..self.header
+        }
     }
 
     /// The text area of the detail pane (inside its border).

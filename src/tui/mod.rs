@@ -9,7 +9,9 @@
 //! - [`render`] draws `&App` (header, status, key bar), with [`table`], [`detail`] and the
 //!   pop-ups in [`popup`], one [`theme`];
 //! - [`confirm`] is the ConfirmAction → ConfirmedAction gate of destructive actions;
-//! - [`worker`] runs the scan, the re-judging and reclaims on their own threads;
+//! - [`stop`] finds and signals the processes that hold a lock (`x`);
+//! - [`suspend`] runs a program in the terminal with the UI suspended (`vim -r`, a shell);
+//! - [`worker`] runs the scan, the re-judging, reclaims and signals on their own threads;
 //! - [`text`] escapes everything taken from lock files before it is drawn, and fits text to
 //!   the screen.
 //!
@@ -18,17 +20,20 @@
 //! first frame is drawn before the scan starts, and input never waits for a scan or for
 //! evidence collection. Verdicts are judged again every `--interval`, and the roots are
 //! scanned again in the background now and then, so new lock files appear by themselves. The
-//! terminal (mouse capture included) is restored on exit and on panic.
+//! terminal (mouse capture included) is restored on exit and on panic, and around a program
+//! run with the UI suspended (the input thread stops reading the terminal meanwhile).
 
 mod app;
 mod clipboard;
 mod confirm;
 mod detail;
-pub(crate) mod keymap;
+mod keymap;
 mod layout;
 mod popup;
 mod render;
 mod rows;
+mod stop;
+mod suspend;
 mod table;
 mod text;
 mod theme;
@@ -36,6 +41,16 @@ mod worker;
 
 #[cfg(test)]
 mod tests;
+
+/// The UI's key map as the man page lists it, in the help's order: (section, keys, what
+/// they do).
+#[cfg(test)]
+pub fn key_map() -> Vec<(&'static str, String, &'static str)> {
+    keymap::listing(popup::ALL)
+        .into_iter()
+        .map(|(section, b)| (section, b.label(), b.long))
+        .collect()
+}
 
 use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -52,6 +67,7 @@ use ratatui::crossterm::execute;
 
 use crate::ScanArgs;
 use app::{App, Effect, Msg, Options};
+use suspend::InputGate;
 use theme::Theme;
 use worker::{Incoming, Workers};
 
@@ -100,6 +116,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
         readonly: args.readonly,
         theme: Theme::choose(args.color, std::env::var_os("NO_COLOR").as_deref()),
         state_dir: Some(reclaim.state_dir.clone()),
+        roots: roots.iter().map(|r| r.path.clone()).collect(),
     };
     let interval = Duration::from_secs_f64(args.interval);
 
@@ -112,11 +129,17 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
         let size = terminal.size()?;
         app.resize(size.width, size.height);
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
-        spawn_input(tx.clone()).context("cannot start the input thread")?;
+        let gate = InputGate::new();
+        spawn_input(tx.clone(), gate.clone()).context("cannot start the input thread")?;
         let asker = Asker::new(config.ask_hosts.clone(), args.ask_hosts, ASK_AGAIN_AFTER);
         let mut workers = Workers::new(tx, config, roots, reclaim, asker);
+        let mut ui = Ui {
+            workers: &mut workers,
+            terminal: &mut terminal,
+            gate: &gate,
+        };
         let effect = app.rescan();
-        apply(effect, &mut workers);
+        ui.apply(effect, &mut app);
         let mut next_rejudge = Instant::now() + interval;
         let mut next_rescan: Option<Instant> = None;
         loop {
@@ -137,7 +160,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
                     Incoming::Fatal(why) => bail!(why),
                     Incoming::Msg(msg) => {
                         if let Some(effect) = app.update(msg) {
-                            quit |= apply(effect, &mut workers);
+                            quit |= ui.apply(effect, &mut app);
                         }
                     }
                 }
@@ -151,7 +174,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
             }
             app.update(Msg::Tick { now_ms: now_ms() });
             if Instant::now() >= next_rejudge {
-                workers.rejudge(app.listed_findings());
+                ui.workers.rejudge(app.listed_findings());
                 next_rejudge = Instant::now() + interval;
             }
             // The next background rescan is planned when a scan ends, from how long it took.
@@ -163,15 +186,15 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
                 }
                 (false, Some(at)) if Instant::now() >= at => {
                     if let Some(effect) = app.rescan_quietly() {
-                        apply(effect, &mut workers);
+                        ui.apply(effect, &mut app);
                     }
                 }
                 (false, Some(_)) => {}
             }
-            let size = terminal.size()?;
+            let size = ui.terminal.size()?;
             app.resize(size.width, size.height);
             app.refresh();
-            terminal.draw(|f| f.render_widget(&app, f.area()))?;
+            ui.terminal.draw(|f| f.render_widget(&app, f.area()))?;
         }
     })();
     let _ = execute!(std::io::stdout(), DisableMouseCapture);
@@ -191,29 +214,59 @@ fn mouse_capture() {
     }));
 }
 
-/// Carries out an effect; returns whether the UI must quit.
-fn apply(effect: Effect, workers: &mut Workers) -> bool {
-    match effect {
-        Effect::Quit => return true,
-        Effect::Scan { generation } => workers.scan(generation),
-        Effect::Reclaim(action) => workers.reclaim(action),
-        Effect::EndHolder(action) => workers.end_holder(action),
-        Effect::Check(findings) => workers.check(findings),
-        Effect::PlanUndo => workers.plan_undo(),
-        Effect::Restore(action) => workers.restore(action),
-        Effect::Copy(bytes) => {
-            let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
-        }
-    }
-    false
+/// What carries out the app's effects.
+struct Ui<'a> {
+    workers: &'a mut Workers,
+    terminal: &'a mut ratatui::DefaultTerminal,
+    gate: &'a InputGate,
 }
 
-/// Reads the terminal on its own thread and forwards keys and resizes.
-fn spawn_input(tx: Sender<Incoming>) -> std::io::Result<()> {
+impl Ui<'_> {
+    /// Carries out an effect (and what the app makes of its result, for a program run with
+    /// the UI suspended); returns whether the UI must quit.
+    fn apply(&mut self, effect: Effect, app: &mut App) -> bool {
+        match effect {
+            Effect::Quit => return true,
+            Effect::Scan { generation } => self.workers.scan(generation),
+            Effect::Reclaim(action) => self.workers.reclaim(action),
+            Effect::Check(findings) => self.workers.check(findings),
+            Effect::PlanUndo => self.workers.plan_undo(),
+            Effect::Restore(action) => self.workers.restore(action),
+            Effect::PlanStop(f) => self.workers.plan_stop(*f),
+            Effect::Stop(action) => self.workers.stop(action),
+            Effect::Rejudge(findings) => self.workers.rejudge_now(findings),
+            Effect::Run(run, finding) => {
+                let result = suspend::run(self.terminal, self.gate, &run, &finding.path);
+                // The clock stood still meanwhile: the message must not expire at once.
+                app.update(Msg::Tick { now_ms: now_ms() });
+                if let Some(next) = app.update(Msg::Ran(result)) {
+                    return self.apply(next, app);
+                }
+            }
+            Effect::Copy(bytes) => {
+                let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
+            }
+        }
+        false
+    }
+}
+
+/// Reads the terminal on its own thread and forwards keys and resizes; it stops reading
+/// while the gate is closed (another program runs in the terminal).
+fn spawn_input(tx: Sender<Incoming>, gate: InputGate) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("locksmith-input".into())
         .spawn(move || {
             loop {
+                gate.wait_open();
+                match event::poll(suspend::INPUT_POLL) {
+                    Ok(false) => continue,
+                    Ok(true) => {}
+                    Err(e) => {
+                        let _ = tx.send(Incoming::Fatal(format!("cannot read the terminal: {e}")));
+                        return;
+                    }
+                }
                 let msg = match event::read() {
                     Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => Msg::Key(k),
                     // Clicks and the wheel; pointer motion (reported too) is not worth a frame.

@@ -1,8 +1,9 @@
 //! Drawing the main screen: `impl Widget for &App` gathers what each part needs from the app
 //! and hands it to one small function per part (header, table, detail pane, status line, key
-//! bar, then a pop-up). Drawing changes nothing: the app keeps the scroll positions, sized by
-//! the same [`Screen`] layout, so a frame is a pure function of the state. Every size is
-//! computed with saturating arithmetic: any terminal size renders, down to a single cell.
+//! bar, then a pop-up, above the key bar). Drawing changes nothing: the app keeps the scroll
+//! positions, sized by the same [`Screen`] layout, so a frame is a pure function of the state.
+//! Every size is computed with saturating arithmetic: any terminal size renders, down to a
+//! single cell.
 //!
 //! Text from lock files is already escaped in the rows' cells; what is built from a finding
 //! goes through [`text::clean`] / [`text::content_lines`].
@@ -14,10 +15,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
-use super::app::{App, Level, Mode, Progress, Row};
-use super::keymap::{self, Action, Context};
+use super::app::{App, Level, Progress, Row};
+use super::keymap::{self, Bar, BarItem, Context};
 use super::layout::Screen;
-use super::popup::{dialog, help};
+use super::popup;
 use super::text::plural;
 use super::theme::Theme;
 use super::{detail, table, text};
@@ -35,17 +36,23 @@ impl Widget for &App {
                 listed: app.rows().len(),
                 counts: app.counts(),
                 verdict_filter: app.verdict_filter,
-                filter: (!app.filter.is_empty() && !matches!(app.mode, Mode::Filter))
+                filter: (!app.filter.is_empty() && app.context() != Context::Filter)
                     .then_some(app.filter.as_str()),
                 readonly: app.opts.readonly,
+                roots: &app.opts.roots,
+                marked: app.marked(),
             },
             screen.header,
             buf,
         );
 
-        let plan = table::plan(screen.table.width, app.content_widths(), app.sort);
+        let plan = table::plan(screen.table.width, app.content_widths());
         let body = usize::from(screen.table_body().height);
         let rows: Vec<&Row> = app.visible().skip(app.offset()).take(body).collect();
+        let marked: Vec<bool> = rows
+            .iter()
+            .map(|r| app.is_marked(&r.finding.path))
+            .collect();
         let empty = if app.progress.scanning && !app.progress.quiet {
             "looking for locks…"
         } else if app.rows().is_empty() {
@@ -61,6 +68,7 @@ impl Widget for &App {
                 descending: app.descending,
                 now_ms: app.now_ms,
                 selected: app.cursor().map(|c| c - app.offset()),
+                marked: &marked,
                 empty,
             },
             &rows,
@@ -69,7 +77,7 @@ impl Widget for &App {
         );
         if let (Some(area), Some(row)) = (screen.detail, app.selected_row()) {
             detail::render(
-                &row.finding,
+                row,
                 app.selected_waiting(),
                 app.detail_scroll,
                 theme,
@@ -78,21 +86,18 @@ impl Widget for &App {
                 buf,
             );
         }
-        let filter_input = matches!(app.mode, Mode::Filter).then_some(app.filter.as_str());
         render_status(
             &status,
             app.status.as_ref().map(|s| s.level),
-            filter_input,
+            app.prompt(),
             &app.position_text(),
             theme,
             screen.status,
             buf,
         );
-        render_keys(app.context(), |a| app.enabled(a), theme, screen.keys, buf);
-        match &app.mode {
-            Mode::Help { scroll } => help::render(theme, *scroll, area, buf),
-            Mode::Confirm(d) => dialog::render(d, theme, app.opts.state_dir.as_deref(), area, buf),
-            Mode::Table | Mode::Filter => {}
+        render_keys(app, theme, screen.keys, buf);
+        if let Some(p) = app.popup() {
+            popup::render(p, &app.popup_env(), screen.popups(), buf);
         }
     }
 }
@@ -108,33 +113,75 @@ pub struct Header<'a> {
     /// The text filter, when one is set and not being typed.
     pub filter: Option<&'a str>,
     pub readonly: bool,
+    /// The roots scanned.
+    pub roots: &'a [std::path::PathBuf],
+    /// How many rows are marked.
+    pub marked: usize,
+}
+
+/// How much of the roots the header names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Roots {
+    All,
+    First,
+    None,
+}
+
+/// The roots as the header names them: every one (`~/src, /run/lock`), the first with how many
+/// more (`~/src +5`), or nothing. `$HOME` is written `~`.
+fn roots_text(roots: &[std::path::PathBuf], how: Roots) -> Option<String> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let name = |p: &std::path::Path| -> String {
+        match home.as_deref().and_then(|h| p.strip_prefix(h).ok()) {
+            Some(rest) if home.as_deref() != Some(std::path::Path::new("/")) => {
+                if rest.as_os_str().is_empty() {
+                    "~".into()
+                } else {
+                    format!("~/{}", text::path(rest))
+                }
+            }
+            _ => text::path(p),
+        }
+    };
+    match (how, roots) {
+        (Roots::None, _) | (_, []) => None,
+        (Roots::All, _) => Some(roots.iter().map(|r| name(r)).collect::<Vec<_>>().join(", ")),
+        (Roots::First, [one]) => Some(name(one)),
+        (Roots::First, [first, rest @ ..]) => Some(format!("{} +{}", name(first), rest.len())),
+    }
 }
 
 fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", text::count(n), if n == 1 { one } else { many })
 }
 
-/// The header line: the most detailed variant that fits. Detail goes first (seconds, then the
-/// entries walked, then the names of the verdicts, then the title), so the counts of every
-/// verdict and the active filters stay at any width.
+/// The header line: the most detailed variant that fits. Detail goes first (the names of the
+/// verdicts, every root, seconds, the entries walked, the first root, then the title), so the
+/// counts of every verdict, the marks and the active filters stay at any width.
 fn render_header(h: &Header<'_>, area: Rect, buf: &mut Buffer) {
     let theme = h.theme;
     let p = h.progress;
     let scanning = p.scanning && !p.quiet;
-    // (title, progress detail 0..=2, verdict names)
+    // (title, roots, progress detail 0..=2, verdict names)
     let variants = [
-        (true, 2, true),
-        (true, 2, false),
-        (true, 1, false),
-        (true, 0, false),
-        (false, 0, false),
+        (true, Roots::All, 2, true),
+        (true, Roots::All, 2, false),
+        (true, Roots::First, 2, false),
+        (true, Roots::First, 1, false),
+        (true, Roots::First, 0, false),
+        (true, Roots::None, 0, false),
+        (false, Roots::None, 0, false),
     ];
-    let build = |(title, detail, names): (bool, u8, bool)| -> Vec<Span<'static>> {
+    let build = |(title, roots, detail, names): (bool, Roots, u8, bool)| -> Vec<Span<'static>> {
         let mut spans = Vec::new();
         if title {
             spans.push(Span::styled(" locksmith ", theme.title()));
         } else {
             spans.push(Span::raw(" "));
+        }
+        if let Some(r) = roots_text(h.roots, roots) {
+            spans.push(Span::styled(r, theme.label()));
+            spans.push(Span::styled(" │ ", theme.dim()));
         }
         let locks = if scanning { p.locks } else { h.listed as u64 };
         let mut parts: Vec<String> = Vec::new();
@@ -192,6 +239,10 @@ fn render_header(h: &Header<'_>, area: Rect, buf: &mut Buffer) {
             spans.push(Span::styled(" │ filter ", theme.dim()));
             spans.push(Span::raw(format!("/{}", text::clean(f))));
         }
+        if h.marked > 0 {
+            spans.push(Span::styled(" │ ", theme.dim()));
+            spans.push(Span::styled(format!("{} marked", h.marked), theme.key()));
+        }
         if h.readonly {
             spans.push(Span::styled(" │ read-only", theme.warn()));
         }
@@ -206,12 +257,12 @@ fn render_header(h: &Header<'_>, area: Rect, buf: &mut Buffer) {
     Paragraph::new(Line::from(spans)).render(area, buf);
 }
 
-/// The status line: the filter being typed, or the last message (already fitted to the
-/// width, see [`App::status_lines`]), with the position indicator on the right.
+/// The status line: the prompt being typed (filter, find), or the last message (already fitted
+/// to the width, see [`App::status_lines`]), with the position indicator on the right.
 fn render_status(
     message: &[String],
     level: Option<Level>,
-    filter_input: Option<&str>,
+    prompt: Option<(&str, &str)>,
     position: &str,
     theme: Theme,
     area: Rect,
@@ -220,9 +271,9 @@ fn render_status(
     if area.height == 0 {
         return;
     }
-    let lines: Vec<Line> = match filter_input {
-        Some(f) => vec![Line::from(vec![
-            Span::styled("/", theme.key()),
+    let lines: Vec<Line> = match prompt {
+        Some((sign, f)) => vec![Line::from(vec![
+            Span::styled(sign.to_string(), theme.key()),
             Span::raw(text::clean(f)),
             Span::raw("█"),
         ])],
@@ -249,36 +300,33 @@ fn render_status(
     }
 }
 
-/// The key bar: the bindings of the current context marked for the bar, from the key map.
-/// When they do not all fit, the last ones go first, but help and quit always stay.
-fn render_keys(
-    context: Context,
-    enabled: impl Fn(Action) -> bool,
-    theme: Theme,
-    area: Rect,
-    buf: &mut Buffer,
-) {
-    let mut items: Vec<(String, &str, Action)> = keymap::bindings(context)
-        .filter(|b| b.in_bar && enabled(b.action))
-        .map(|b| (b.bar_label(), b.short, b.action))
-        .collect();
-    let width = |items: &[(String, &str, Action)]| -> usize {
-        items
-            .iter()
-            .map(|(k, s, _)| text::width(k) + text::width(s) + 3)
-            .sum()
-    };
-    let pinned = |a: Action| matches!(a, Action::Help | Action::Quit);
-    while width(&items) > usize::from(area.width) + 2 {
-        match items.iter().rposition(|(_, _, a)| !pinned(*a)) {
-            Some(i) => {
-                items.remove(i);
-            }
-            None => break,
+/// The key bar: the bindings of the current context marked for the bar (those available
+/// now), from the key map, fitted to the width (see [`keymap::fit_bar`]).
+fn render_keys(app: &App, theme: Theme, area: Rect, buf: &mut Buffer) {
+    let mut items: Vec<BarItem> = Vec::new();
+    // Keys bound earlier in the context (the detail pane's q) hide later bindings of theirs.
+    let mut taken: Vec<keymap::Key> = Vec::new();
+    for b in app.context().all() {
+        let shadowed = b.keys.iter().all(|k| taken.contains(k)) && !b.keys.is_empty();
+        taken.extend_from_slice(b.keys);
+        let Bar::Yes { rank, tiny } = b.bar else {
+            continue;
+        };
+        if shadowed || !app.enabled(b.action) {
+            continue;
         }
+        let (label, tiny, rank) = app
+            .bar_entry(b.action)
+            .unwrap_or_else(|| (b.short.to_string(), tiny.to_string(), rank));
+        items.push(BarItem {
+            key: b.bar_label(),
+            label,
+            tiny,
+            rank,
+        });
     }
     let mut spans = Vec::new();
-    for (k, s, _) in items {
+    for (k, s) in keymap::fit_bar(items, usize::from(area.width)) {
         spans.push(Span::styled(k, theme.key()));
         spans.push(Span::raw(format!(" {s}  ")));
     }

@@ -1,6 +1,9 @@
 //! The rows of the lock table: one listed lock with the text of its cells (escaped once, when
 //! the row is stored, with the `--scan` table's own escaping), the columns, and the age that
 //! sorting and the AGE column share.
+//!
+//! The PID and COMMAND cells name who holds the lock *now* when the judge saw holders (the
+//! first one, with `+N` for the others), else the owner the lock records.
 
 use locksmith::Verdict;
 use locksmith::report::table;
@@ -67,13 +70,26 @@ pub struct Cells {
 }
 
 impl Cells {
-    /// The cells of the `--scan` table (same columns, same escaping), plus what sorting and
-    /// filtering need.
+    /// The cells of the `--scan` table (same columns, same escaping), with the holders now in
+    /// the PID and COMMAND cells, plus what sorting and filtering need.
     fn of(f: &Finding) -> Cells {
         let j = &f.judgement;
-        let who = table::Who::of(f);
+        let mut who = table::Who::of(f);
+        let holders = holders_now(j);
+        if let Some(first) = holders.first() {
+            who.pid = Some(i64::from(first.pid));
+            who.command = first.name.clone().or_else(|| {
+                j.process
+                    .as_ref()
+                    .filter(|p| p.pid == first.pid)
+                    .map(|p| p.name.clone())
+            });
+        }
         let owner_pid = who.pid;
-        let [_, dialect, pid, command, host, _, path] = table::row_of(f, who, 0);
+        let [_, dialect, mut pid, command, host, _, path] = table::row_of(f, who, 0);
+        if holders.len() > 1 {
+            pid.push_str(&format!("+{}", holders.len() - 1));
+        }
         let search = [j.verdict().as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
@@ -89,11 +105,35 @@ impl Cells {
     }
 }
 
+/// The holders of a lock visible here, once each, in the judge's order.
+pub fn holders_now(j: &locksmith::Judgement) -> Vec<&locksmith::Holder> {
+    let mut out: Vec<&locksmith::Holder> = Vec::new();
+    for h in &j.holders {
+        if h.pid > 0 && !out.iter().any(|o| o.pid == h.pid) {
+            out.push(h);
+        }
+    }
+    out
+}
+
+/// The owner and mode of a lock file (its own, not a symlink's target), as last seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileMeta {
+    pub uid: u32,
+    pub gid: u32,
+    /// `st_mode` (file type and permission bits).
+    pub mode: u32,
+    /// The owner's name, when the user database has one.
+    pub user: Option<String>,
+}
+
 /// One listed lock.
 #[derive(Debug, Clone)]
 pub struct Row {
     pub finding: Finding,
     pub cells: Cells,
+    /// Its owner and mode, once the workers have looked.
+    pub file: Option<FileMeta>,
 }
 
 impl Row {
@@ -101,11 +141,17 @@ impl Row {
         Row {
             cells: Cells::of(&finding),
             finding,
+            file: None,
         }
     }
 
     pub fn verdict(&self) -> Verdict {
         self.finding.judgement.verdict()
+    }
+
+    /// A vim swap file holding changes never saved: removing it loses work.
+    pub fn unsaved(&self) -> bool {
+        self.finding.judgement.unsaved_changes == Some(true)
     }
 }
 

@@ -1,17 +1,19 @@
 //! The lock table: which columns fit and how wide each is ([`plan`], sized by the content of
 //! the rows shown, so an all-`-` COMMAND column does not take 16 columns from the paths), and
 //! drawing the rows on screen. The same plan maps a click on a column title back to its column.
+//! Every title has room for the sort arrow, so sorting by another column never moves the
+//! columns. A vim swap file with unsaved changes has [`UNSAVED`] after its verdict; a marked
+//! row has [`MARK`] beside the selection marker.
 
-use locksmith::Verdict;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{
     Cell as TableCell, HighlightSpacing, Paragraph, Row as TableRow, StatefulWidget, Table,
     TableState, Widget,
 };
 
-use super::layout::{COLUMN_SPACING, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT};
+use super::layout::{COLUMN_SPACING, MARK, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT, UNSAVED};
 use super::rows::{Column, Row, age_ms};
 use super::text;
 use super::theme::Theme;
@@ -66,8 +68,7 @@ pub fn content_widths<'a>(rows: impl Iterator<Item = &'a Row>, now_ms: i64) -> C
         }
     };
     for r in rows {
-        let v = r.verdict();
-        widen(Column::Verdict, &verdict_text(v));
+        widen(Column::Verdict, &verdict_text(r));
         widen(Column::Dialect, &r.cells.dialect);
         widen(Column::Pid, &r.cells.pid);
         widen(Column::Command, &r.cells.command);
@@ -78,8 +79,13 @@ pub fn content_widths<'a>(rows: impl Iterator<Item = &'a Row>, now_ms: i64) -> C
     w
 }
 
-fn verdict_text(v: Verdict) -> String {
-    format!("{} {v}", v.symbol())
+fn verdict_text(r: &Row) -> String {
+    let v = r.verdict();
+    if r.unsaved() {
+        format!("{} {v} {UNSAVED}", v.symbol())
+    } else {
+        format!("{} {v}", v.symbol())
+    }
 }
 
 fn age_text(r: &Row, now_ms: i64) -> String {
@@ -104,16 +110,16 @@ fn title(c: Column, narrow: bool, sort: Column, descending: bool) -> String {
 
 /// The columns shown at `width` and the width of each, in display order, the path last with
 /// whatever is left. A column is as wide as its widest cell (capped) or its title, sort arrow
-/// included. Columns with nothing to show are dropped when the path does not fit whole; the
-/// others, in [`DROP_ORDER`], when the path would get less than its share.
-pub fn plan(width: u16, content: &ContentWidths, sort: Column) -> Vec<(Column, u16)> {
+/// included (every title has room for it, whichever column is sorted). Columns with nothing to
+/// show are dropped when the path does not fit whole; the others, in [`DROP_ORDER`], when the
+/// path would get less than its share.
+pub fn plan(width: u16, content: &ContentWidths) -> Vec<(Column, u16)> {
     let narrow = width < NARROW_WIDTH;
     let col_width = |c: Column| -> u16 {
-        let t = clamp16(text::width(c.title())) + if c == sort { ARROW_WIDTH } else { 0 };
         let t = if narrow && c == Column::Verdict {
-            1 + if c == sort { ARROW_WIDTH } else { 0 }
+            1 + ARROW_WIDTH
         } else {
-            t
+            clamp16(text::width(c.title())) + ARROW_WIDTH
         };
         let body = if narrow && c == Column::Verdict {
             1
@@ -183,6 +189,8 @@ pub struct TableProps<'a> {
     pub now_ms: i64,
     /// The selected row's index among the rows drawn.
     pub selected: Option<usize>,
+    /// Which of the rows drawn are marked.
+    pub marked: &'a [bool],
     /// Shown in place of the rows when there are none.
     pub empty: &'a str,
 }
@@ -221,6 +229,15 @@ pub fn render(p: &TableProps<'_>, rows: &[&Row], area: Rect, buf: &mut Buffer) {
         .highlight_spacing(HighlightSpacing::Always);
     let mut state = TableState::new().with_selected(p.selected);
     StatefulWidget::render(table, area, buf, &mut state);
+    let first = area.y.saturating_add(TABLE_HEADER_HEIGHT);
+    for (i, _) in p.marked.iter().enumerate().filter(|(_, m)| **m) {
+        let y = first.saturating_add(i as u16);
+        if y < area.bottom() && area.width > 1 {
+            buf[(area.x + 1, y)]
+                .set_symbol(MARK)
+                .set_style(p.theme.key());
+        }
+    }
     if rows.is_empty() {
         let [_, rest] =
             Layout::vertical([Constraint::Length(TABLE_HEADER_HEIGHT), Constraint::Fill(1)])
@@ -236,7 +253,11 @@ fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> T
     let v = r.verdict();
     TableRow::new(p.plan.iter().map(|(c, _)| match c {
         Column::Verdict if narrow => TableCell::from(Span::styled(v.symbol(), theme.verdict(v))),
-        Column::Verdict => TableCell::from(Span::styled(verdict_text(v), theme.verdict(v))),
+        Column::Verdict if r.unsaved() => TableCell::from(Line::from(vec![
+            Span::styled(format!("{} {v} ", v.symbol()), theme.verdict(v)),
+            Span::styled(UNSAVED, theme.warn()),
+        ])),
+        Column::Verdict => TableCell::from(Span::styled(verdict_text(r), theme.verdict(v))),
         Column::Dialect => TableCell::from(r.cells.dialect.as_str()),
         Column::Pid => TableCell::from(r.cells.pid.as_str()),
         Column::Command => TableCell::from(r.cells.command.as_str()),
@@ -279,31 +300,31 @@ mod tests {
             (Column::Age, 2),
             (Column::Path, 60),
         ]);
-        let p = plan(160, &content, Column::Age);
+        let p = plan(160, &content);
         assert_eq!(
             p,
             [
-                (Column::Verdict, 7),
-                (Column::Dialect, 7),
+                (Column::Verdict, 9),
+                (Column::Dialect, 9),
                 (Column::Pid, 5),
-                (Column::Command, 7),
-                (Column::Host, 4),
+                (Column::Command, 9),
+                (Column::Host, 6),
                 (Column::Age, 5),
-                (Column::Path, 160 - 2 - 35 - 6),
+                (Column::Path, 160 - 2 - 43 - 6),
             ],
-            "titles set the minimum, the sort arrow included"
+            "titles set the minimum, with room for the sort arrow"
         );
         // Short of room, the column with nothing to show goes first, then the host.
-        let p = plan(80, &content, Column::Verdict);
+        let p = plan(80, &content);
         let cols: Vec<Column> = p.iter().map(|&(c, _)| c).collect();
         assert!(!cols.contains(&Column::Command), "{p:?}");
         assert_eq!(p.last().unwrap().0, Column::Path);
         assert!(p.last().unwrap().1 >= 32, "{p:?}");
         // The column under a click.
-        let p = plan(160, &content, Column::Age);
+        let p = plan(160, &content);
         assert_eq!(column_at(&p, 0), None, "the selection marker");
         assert_eq!(column_at(&p, 2), Some(Column::Verdict));
-        assert_eq!(column_at(&p, 10), Some(Column::Dialect));
+        assert_eq!(column_at(&p, 12), Some(Column::Dialect));
         assert_eq!(column_at(&p, 150), Some(Column::Path));
     }
 }

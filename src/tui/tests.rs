@@ -67,6 +67,10 @@ fn opts(theme: Theme, readonly: bool) -> Options {
         readonly,
         theme,
         state_dir: Some(PathBuf::from("/home/me/.local/state/locksmith")),
+        roots: ["/srv", "/var/lib", "/mnt/nfs", "/tmp"]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect(),
     }
 }
 
@@ -293,6 +297,11 @@ fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
     text.lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
+}
+
+/// How far the help is scrolled, when it is open.
+fn help_scroll(app: &App) -> Option<u16> {
+    app.help_open().then(|| app.popup().unwrap().scroll())
 }
 
 /// The one confirmed reclaim among `effects` (besides the checks the dialogs ask for).
@@ -566,7 +575,7 @@ fn the_dialog_defaults_to_no() {
         matches!(effects.as_slice(), [Effect::Check(_)]),
         "{effects:?}"
     );
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("d on a stale lock opens the dialog")
     };
     assert_eq!(d.highlight, Choice::No);
@@ -667,7 +676,7 @@ fn live_and_free_locks_are_never_reclaimed_and_the_status_says_why() {
         }
         assert_eq!(selected(&app), path);
         keys(&mut app, "d");
-        let Mode::Confirm(d) = &app.mode else {
+        let Some(d) = app.dialog() else {
             panic!("d on {path} opens the dialog")
         };
         assert!(matches!(d.action, ConfirmAction::Force(_)));
@@ -695,11 +704,11 @@ fn reclaim_all_takes_the_stale_locks_shown_and_keeps_unsaved_swaps() {
     findings.push(vim_unsaved("/work/.notes.txt.swp"));
     let mut app = app_with(findings, opts(Theme::COLOR, false));
     keys(&mut app, "D");
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("D opens the dialog")
     };
     assert_eq!(d.highlight, Choice::No);
-    let ConfirmAction::Reclaim { findings, kept } = &d.action else {
+    let ConfirmAction::Reclaim { findings, kept, .. } = &d.action else {
         panic!("a reclaim")
     };
     let paths: Vec<_> = findings
@@ -793,9 +802,9 @@ fn quit_keys() {
 fn help_opens_and_closes() {
     let mut app = app();
     keys(&mut app, "?");
-    assert!(matches!(app.mode, Mode::Help { scroll: 0 }));
+    assert_eq!(help_scroll(&app), Some(0));
     keys(&mut app, "jj");
-    assert!(matches!(app.mode, Mode::Help { scroll: 2 }));
+    assert_eq!(help_scroll(&app), Some(2));
     assert_eq!(
         app.cursor(),
         Some(0),
@@ -843,7 +852,7 @@ fn scan_events_stream_in_and_a_complete_scan_drops_what_it_did_not_find() {
 }
 
 #[test]
-fn a_failed_scan_is_shown_and_keeps_rows() {
+fn a_scan_that_can_read_no_root_is_shown_and_drops_the_rows_of_the_removed_roots() {
     let mut app = app();
     let Effect::Scan { generation } = app.rescan() else {
         unreachable!()
@@ -856,7 +865,8 @@ fn a_failed_scan_is_shown_and_keeps_rows() {
         },
     });
     app.refresh();
-    assert_eq!(app.visible_len(), 5);
+    // The roots are gone, and their locks with them: no row stays to be reclaimed in vain.
+    assert_eq!(app.visible_len(), 0);
     let s = app.status.clone().unwrap();
     assert_eq!(s.level, Level::Error);
     assert!(s.text.contains("no root could be read"));
@@ -869,6 +879,7 @@ fn reclaim_outcomes_update_rows_and_status() {
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: PathBuf::from("/srv/app/worker.pid"),
         removed: true,
+        gone: false,
         message: "removed /srv/app/worker.pid (copy: /s/saved/1)".into(),
         judgement: None,
     }]));
@@ -889,6 +900,7 @@ fn reclaim_outcomes_update_rows_and_status() {
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: PathBuf::from("/srv/app/worker.pid"),
         removed: false,
+        gone: false,
         message: "it is live now: process 4242 is alive".into(),
         judgement: Some(became_live),
     }]));
@@ -1013,7 +1025,7 @@ fn detail_pane_shows_the_evidence_owner_process_and_escaped_content() {
         "Owner     pid 4321 · host laptop",
         "Process   pid 4321 sleep · user root · started 2025-12-31T23:58:00Z",
         "sleep 1000",
-        "Holders   pid 4321 sleep (flock)",
+        "Holders   • pid 4321 sleep (flock write)",
         "FS        ext4 (local)",
         "Content   4321\\n",
     ] {
@@ -1177,13 +1189,38 @@ fn help_is_generated_from_the_key_map() {
     let mut app = app();
     keys(&mut app, "?");
     let text = screen(&draw(&mut app, 100, 90));
-    for ctx in [Context::Table, Context::Filter, Context::Confirm] {
-        for b in keymap::bindings(ctx) {
-            assert!(text.contains(b.long), "{:?} missing from the help", b.long);
+    // Every binding of every context, each on its line before the help wraps them.
+    let lines: Vec<String> = super::popup::help::lines(Theme::COLOR, super::popup::ALL)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let contexts = [
+        Context::Table,
+        Context::Detail,
+        Context::Filter,
+        Context::Find,
+    ]
+    .into_iter()
+    .chain(super::popup::ALL.iter().map(|&k| Context::Popup(k)));
+    for ctx in contexts {
+        assert!(
+            text.contains(ctx.title()),
+            "{:?} missing from the help",
+            ctx.title()
+        );
+        for b in ctx.own() {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.contains(&b.label()) && l.ends_with(b.long)),
+                "{:?} missing from the help",
+                b.long
+            );
         }
     }
     for v in Verdict::ALL {
-        assert!(text.contains(&format!("{} {}", v.symbol(), v)));
+        let legend = format!("{} {}", v.symbol(), v);
+        assert!(lines.iter().any(|l| l.contains(&legend)), "{legend:?}");
     }
     insta::assert_snapshot!("help_100x90", text);
     // Small: scrolls instead of overflowing, and no further than the end.
@@ -1197,22 +1234,21 @@ fn help_is_generated_from_the_key_map() {
     for _ in 0..500 {
         keys(&mut app, "j");
     }
-    let Mode::Help { scroll } = app.mode else {
-        panic!("still in the help")
-    };
-    let (shown, max) =
-        super::popup::help::extent(Theme::COLOR, ratatui::layout::Rect::new(0, 0, 60, 12));
+    let scroll = help_scroll(&app).expect("still in the help");
+    let (shown, max) = super::popup::extent(
+        app.popup().unwrap(),
+        &app.popup_env(),
+        app.screen().popups(),
+    );
     assert!(shown > 0);
     assert_eq!(scroll, max);
     let bottom = screen(&draw(&mut app, 60, 12));
     assert!(
-        bottom.contains("○ free"),
+        bottom.contains("lock (the detail pane names them)"),
         "the end of the help is in view:\n{bottom}"
     );
     keys(&mut app, "k");
-    let Mode::Help { scroll: up } = app.mode else {
-        panic!("still in the help")
-    };
+    let up = help_scroll(&app).expect("still in the help");
     assert_eq!(up, scroll - 1, "one k scrolls back at once");
 }
 
@@ -1224,7 +1260,10 @@ fn key_bar_is_generated_from_the_key_map() {
         .last()
         .unwrap()
         .to_string();
-    for b in keymap::bindings(Context::Table).filter(|b| b.in_bar) {
+    for b in Context::Table
+        .own()
+        .filter(|b| b.bar != keymap::Bar::No && app.enabled(b.action))
+    {
         assert!(
             bar.contains(&format!("{} {}", b.bar_label(), b.short)),
             "{bar}"
@@ -1236,7 +1275,7 @@ fn key_bar_is_generated_from_the_key_map() {
         .last()
         .unwrap()
         .to_string();
-    assert!(bar.starts_with("Enter keep filter"), "{bar}");
+    assert!(bar.starts_with("Enter keep  Esc cancel"), "{bar}");
 }
 
 #[test]
@@ -1615,7 +1654,7 @@ fn left_is_yes_and_right_is_no_without_wrapping() {
         (KeyCode::Right, Choice::No),
     ] {
         key(&mut app, k);
-        let Mode::Confirm(d) = &app.mode else {
+        let Some(d) = app.dialog() else {
             panic!("the dialog stays open")
         };
         assert_eq!(d.highlight, want, "{k:?}");
@@ -1737,6 +1776,7 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
     app.update(Msg::Reclaimed(vec![ReclaimResult {
         path: c.findings()[0].path.clone(),
         removed: true,
+        gone: false,
         message: "removed /srv/app/worker.pid (copy saved as 2026-worker.pid.copy)".into(),
         judgement: None,
     }]));
@@ -1759,7 +1799,7 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
         ],
     };
     app.update(Msg::UndoPlanned(Ok(plan.clone())));
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("the plan opens the dialog")
     };
     assert_eq!(d.highlight, Choice::No);
@@ -1862,12 +1902,12 @@ fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
         PathBuf::from("/elsewhere"),
         Some(why.into()),
     )]));
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("the dialog stays")
     };
     assert!(d.offers_yes() && d.denied.is_none());
     app.update(Msg::Checked(vec![(path.clone(), Some(why.into()))]));
-    let Mode::Confirm(d) = &app.mode else {
+    let Some(d) = app.dialog() else {
         panic!("the dialog stays")
     };
     assert!(!d.offers_yes());
@@ -2082,11 +2122,179 @@ fn y_refuses_a_path_too_long_to_copy_whole_and_says_why() {
     assert!(status.text.starts_with("not copied:"), "{}", status.text);
 }
 
-/// A lock with a waiter and a stopped holder: the detail pane lists the waiter and says the
-/// holder is stuck; `e` opens a dialog (No by default) naming that exact process, and only
-/// its Yes ends it; on a lock whose holder is not stuck, `e` only says so.
+// ----- backing out, marks, stopping holders, running programs, finding -----
+
+fn ctrl(app: &mut App, c: char) -> Option<Effect> {
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+/// The column of `needle` in `line`, in characters (the sort marker is one character but
+/// several bytes).
+fn column_of(line: &str, needle: &str) -> usize {
+    let at = line
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not in {line:?}"));
+    line[..at].chars().count()
+}
+
 #[test]
-fn a_stuck_holder_is_shown_with_its_waiters_and_ended_only_on_yes() {
+fn esc_and_q_back_out_of_the_detail_pane_and_every_pop_up_and_only_the_table_quits() {
+    let mut app = app();
+    for close in [KeyCode::Char('q'), KeyCode::Esc] {
+        key(&mut app, KeyCode::Enter);
+        assert!(app.details_open());
+        assert!(
+            key(&mut app, close).is_none(),
+            "{close:?} in the detail pane"
+        );
+        assert!(!app.details_open(), "{close:?} closes the detail pane");
+    }
+    // The help and the dialog, over the table and over the detail pane.
+    for details in [false, true] {
+        if details {
+            key(&mut app, KeyCode::Enter);
+        }
+        for open in ["?", "d"] {
+            for close in [KeyCode::Char('q'), KeyCode::Esc] {
+                keys(&mut app, open);
+                assert!(app.popup().is_some(), "{open} opens a pop-up");
+                assert!(key(&mut app, close).is_none(), "{close:?} after {open}");
+                assert!(app.popup().is_none(), "{close:?} closes what {open} opened");
+                assert_eq!(app.details_open(), details, "the pane stays as it was");
+            }
+        }
+    }
+    key(&mut app, KeyCode::Esc);
+    assert!(!app.details_open());
+    // On the table Esc clears the filter first, then quits; q quits.
+    keys(&mut app, "/web");
+    key(&mut app, KeyCode::Enter);
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert!(app.filter.is_empty());
+    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+    assert!(matches!(keys(&mut app, "q").as_slice(), [Effect::Quit]));
+}
+
+#[test]
+fn space_marks_rows_and_d_reclaims_the_marked_leaving_alone_the_ones_not_stale() {
+    let mut findings = sample();
+    findings.push(finding(
+        "/srv/app/other.pid",
+        "pidfile",
+        Verdict::Stale,
+        Some(7),
+    ));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    assert_eq!(selected(&app), "/srv/app/other.pid");
+    // Space marks and moves down: other.pid, then web.pid (live) after skipping worker.pid.
+    keys(&mut app, " ");
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+    keys(&mut app, "j ");
+    assert_eq!(selected(&app), "/mnt/nfs/job.lock");
+    assert_eq!(app.marked(), 2);
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(
+        line_with(&text, "/srv/app/other.pid").starts_with(" *✗ stale"),
+        "{text}"
+    );
+    assert!(
+        line_with(&text, "/srv/app/web.pid").starts_with(" *● live"),
+        "{text}"
+    );
+    assert!(line_with(&text, "/srv/app/worker.pid").starts_with("  ✗ stale"));
+    assert!(
+        text.lines().next().unwrap().ends_with("│ 2 marked"),
+        "{text}"
+    );
+    let bar = text.lines().last().unwrap();
+    assert!(
+        bar.contains("D reclaim 2 marked") || bar.contains("D 2 marked"),
+        "{bar}"
+    );
+    // The marks go with the rows through a sort.
+    keys(&mut app, "S");
+    assert!(app.is_marked(std::path::Path::new("/srv/app/other.pid")));
+    keys(&mut app, "S");
+
+    keys(&mut app, "D");
+    let d = app.dialog().expect("D opens the dialog");
+    let ConfirmAction::Reclaim {
+        findings,
+        kept,
+        skipped,
+    } = &d.action
+    else {
+        panic!("a reclaim")
+    };
+    let paths = |fs: &[Finding]| -> Vec<String> {
+        fs.iter().map(|f| f.path.display().to_string()).collect()
+    };
+    assert_eq!(paths(findings), ["/srv/app/other.pid"], "only the marked");
+    assert!(kept.is_empty());
+    assert_eq!(
+        paths(skipped),
+        ["/srv/app/web.pid"],
+        "the live one is left alone"
+    );
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(text.contains("Reclaim this stale lock?"), "{text}");
+    assert!(
+        text.contains("Left alone: 1 marked lock not proven stale"),
+        "{text}"
+    );
+    let c = confirmed(keys(&mut app, "y"));
+    assert_eq!(paths(c.findings()), ["/srv/app/other.pid"]);
+    app.update(Msg::Reclaimed(vec![ReclaimResult {
+        path: PathBuf::from("/srv/app/other.pid"),
+        removed: true,
+        gone: false,
+        message: "removed /srv/app/other.pid (copy saved as x)".into(),
+        judgement: None,
+    }]));
+    app.refresh();
+    assert_eq!(app.marked(), 1, "the mark goes with its row");
+    // Esc clears the marks (there is no filter), and says so; it does not quit.
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert_eq!(app.marked(), 0);
+    assert!(app.status.as_ref().unwrap().text.contains("1 mark cleared"));
+    // With nothing marked, D is every stale lock shown again.
+    keys(&mut app, "D");
+    let c = confirmed(keys(&mut app, "y"));
+    assert_eq!(paths(c.findings()), ["/srv/app/worker.pid"]);
+}
+
+#[test]
+fn marking_only_locks_that_are_not_stale_reclaims_nothing() {
+    let mut app = app();
+    keys(&mut app, "j "); // web.pid, live
+    assert_eq!(app.marked(), 1);
+    assert!(keys(&mut app, "D").is_empty());
+    assert!(app.popup().is_none());
+    let s = app.status.clone().unwrap();
+    assert!(s.text.contains("no marked lock is stale"), "{}", s.text);
+}
+
+fn target(pid: i32) -> super::stop::Target {
+    super::stop::Target {
+        pid,
+        start_ticks: 1234,
+        name: "sleep".into(),
+        user: "me".into(),
+        cmdline: "sleep 1000".into(),
+        how: "flock".into(),
+    }
+}
+
+/// A lock with a waiter and a stopped holder: the detail pane lists the waiter and says the
+/// holder is stuck; `x` opens its dialog (No by default) naming that process and why it is
+/// stuck, and only its Yes signals it; `e` stays the recovery of a vim swap.
+#[test]
+fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
+    use super::app::StopResult;
+    use super::stop::{Plan, Sent, Sig};
     use locksmith::probe::waiters::{WaitHow, Waiter};
     use locksmith::report::waiting::{Stuck, Waiting};
     let path = "/home/me/.cargo/.package-cache";
@@ -2108,17 +2316,18 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_ended_only_on_yes() {
     app.update(Msg::Waiting(
         [(PathBuf::from(path), waiting.clone())].into(),
     ));
-    keys(&mut app, "e");
-    assert!(matches!(app.mode, Mode::Table));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 40));
     assert!(
-        app.status.as_ref().unwrap().text.contains("nothing to end"),
-        "{:?}",
-        app.status
+        line_with(&text, "Waiting").contains("4400 cargo (flock, write;"),
+        "{text}"
     );
+    assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    assert!(!text.contains("Stuck"), "not stuck yet:\n{text}");
     let stuck = Stuck {
         pid: 4321,
         name: "sleep".into(),
-        start_ticks: 777,
+        start_ticks: 1234,
         why: "process 4321 (sleep) is stopped (state T, by SIGSTOP or Ctrl-Z)".into(),
     };
     app.update(Msg::Waiting(
@@ -2131,47 +2340,542 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_ended_only_on_yes() {
         )]
         .into(),
     ));
-    key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 40));
-    assert!(
-        line_with(&text, "Waiting").contains("4400 cargo (flock, write;"),
-        "{text}"
-    );
-    assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
     assert!(line_with(&text, "Stuck").contains("is stopped"), "{text}");
-    assert!(text.contains("e ends process 4321"), "{text}");
+    assert!(text.contains("x stops process 4321"), "{text}");
+    // e is the recovery of a vim swap, not a way to end a holder.
+    assert!(keys(&mut app, "e").is_empty());
+    assert!(app.popup().is_none());
 
-    keys(&mut app, "e");
-    let Mode::Confirm(d) = &app.mode else {
-        panic!("e opens a dialog: {:?}", app.mode)
+    let plan_of = |f: &Finding| Plan {
+        finding: Box::new(f.clone()),
+        signal: Sig::Term,
+        targets: vec![target(4321)],
+        refused: Vec::new(),
+        after_term: false,
+        stuck: None,
+    };
+    let effects = keys(&mut app, "x");
+    let [Effect::PlanStop(f)] = effects.as_slice() else {
+        panic!("x looks at the holders off the UI thread: {effects:?}")
+    };
+    let plan = plan_of(f);
+    app.update(Msg::StopPlanned(Ok(plan.clone())));
+    let Some(d) = app.dialog() else {
+        panic!("x opens its dialog")
     };
     assert_eq!(d.highlight, Choice::No);
     let text = screen(&draw(&mut app, 120, 40));
-    assert!(
-        text.contains("End the process holding this lock?"),
-        "{text}"
-    );
-    assert!(text.contains("This ends process 4321 (sleep)"), "{text}");
-    assert!(text.contains("The lock file is not removed"), "{text}");
+    for needle in [
+        "Send SIGTERM to this process?",
+        "● pid 4321 sleep (user me)",
+        "Stuck: process 4321 (sleep) is stopped (state T",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
     // Enter takes No.
     assert!(key(&mut app, KeyCode::Enter).is_none());
-    assert!(matches!(app.mode, Mode::Table));
-    keys(&mut app, "e");
+    assert!(app.popup().is_none());
+    keys(&mut app, "x");
+    app.update(Msg::StopPlanned(Ok(plan)));
     let effects = keys(&mut app, "y");
-    let [Effect::EndHolder(c)] = effects.as_slice() else {
-        panic!("expected one holder to end: {effects:?}")
+    let [Effect::Stop(c)] = effects.as_slice() else {
+        panic!("y signals: {effects:?}")
     };
-    assert_eq!(c.holder_to_end(), Some(&stuck));
-    assert!(!c.forced());
-    app.update(Msg::Ended {
-        ok: true,
-        message: "process 4321 (sleep) ended on SIGTERM".into(),
-    });
+    let confirmed = c.signal().unwrap().clone();
+    assert_eq!(confirmed.stuck, Some(stuck));
+    assert_eq!(confirmed.targets, [target(4321)]);
+    let effect = app.update(Msg::Stopped(StopResult {
+        plan: confirmed,
+        sent: Sent {
+            exited: vec![target(4321)],
+            ..Sent::default()
+        },
+    }));
+    assert!(matches!(effect, Some(Effect::Rejudge(_))), "{effect:?}");
+    assert!(
+        app.status.as_ref().unwrap().text.contains("exited"),
+        "{:?}",
+        app.status
+    );
+}
+
+#[test]
+fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
+    use super::app::StopResult;
+    use super::stop::{Plan, Sent, Sig};
+    let web = PathBuf::from("/srv/app/web.pid");
+    let mut app = app();
+    // A stale lock has nobody to stop.
+    assert!(keys(&mut app, "x").is_empty());
     assert!(
         app.status
             .as_ref()
             .unwrap()
             .text
-            .contains("ended on SIGTERM")
+            .contains("no process holds it now")
     );
+    keys(&mut app, "j");
+    let effects = keys(&mut app, "x");
+    let [Effect::PlanStop(f)] = effects.as_slice() else {
+        panic!("x looks at the holders off the UI thread: {effects:?}")
+    };
+    assert_eq!(f.path, web);
+    assert!(keys(&mut app, "x").is_empty(), "one at a time");
+    let plan = Plan {
+        finding: f.clone(),
+        signal: Sig::Term,
+        targets: vec![target(4321)],
+        refused: vec!["pid 1 is the init process: never signalled".into()],
+        after_term: false,
+        stuck: None,
+    };
+    app.update(Msg::StopPlanned(Ok(plan.clone())));
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "Send SIGTERM to this process?",
+        "This process holds the lock /srv/app/web.pid:",
+        "● pid 4321 sleep (user me)  (flock)",
+        "sleep 1000",
+        "Not signalled (1 holder):",
+        "pid 1 is the init process: never signalled",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    assert!(
+        text.lines().last().unwrap().starts_with("y yes"),
+        "the dialog keeps the key bar:\n{text}"
+    );
+    // No is the default.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(app.popup().is_none());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("no signal was sent")
+    );
+    app.update(Msg::StopPlanned(Ok(plan)));
+    let effects = keys(&mut app, "y");
+    let [Effect::Stop(c)] = effects.as_slice() else {
+        panic!("y sends: {effects:?}")
+    };
+    let sent = c.signal().unwrap().clone();
+    assert_eq!(sent.signal, Sig::Term);
+    assert_eq!(sent.targets, [target(4321)]);
+    assert!(app.stopping);
+    // It did not exit within the grace period: SIGKILL is offered, the lock judged again.
+    let effect = app.update(Msg::Stopped(StopResult {
+        plan: sent,
+        sent: Sent {
+            exited: Vec::new(),
+            survivors: vec![target(4321)],
+            errors: Vec::new(),
+        },
+    }));
+    let Some(Effect::Rejudge(again)) = effect else {
+        panic!("judged again: {effect:?}")
+    };
+    assert_eq!(again[0].path, web);
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(text.contains("Send SIGKILL to this process?"), "{text}");
+    assert!(text.contains("still running 5 s after SIGTERM"), "{text}");
+    let effects = keys(&mut app, "y");
+    let [Effect::Stop(c)] = effects.as_slice() else {
+        panic!("y sends SIGKILL: {effects:?}")
+    };
+    let kill = c.signal().unwrap().clone();
+    assert_eq!(kill.signal, Sig::Kill);
+    app.update(Msg::Stopped(StopResult {
+        plan: kill,
+        sent: Sent {
+            exited: vec![target(4321)],
+            survivors: Vec::new(),
+            errors: Vec::new(),
+        },
+    }));
+    assert!(app.popup().is_none(), "nothing more to offer");
+    assert!(!app.stopping);
+    let s = app.status.clone().unwrap();
+    assert!(
+        s.text
+            .starts_with("SIGKILL: pid 4321 sleep (user me) exited"),
+        "{}",
+        s.text
+    );
+    // Judged again, the lock turns stale on screen.
+    app.update(Msg::Rejudged(vec![(
+        web.clone(),
+        Rejudge::Judged(Box::new(finding(
+            "/srv/app/web.pid",
+            "pidfile",
+            Verdict::Stale,
+            Some(4321),
+        ))),
+    )]));
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(
+        line_with(&text, "/srv/app/web.pid").contains("✗ stale"),
+        "{text}"
+    );
+    // --readonly never signals.
+    let mut ro = app_with(sample(), opts(Theme::COLOR, true));
+    keys(&mut ro, "j");
+    assert!(keys(&mut ro, "x").is_empty());
+    assert!(ro.status.as_ref().unwrap().text.contains("read-only"));
+}
+
+#[test]
+fn the_pid_column_names_the_holders_now_and_the_detail_pane_lists_each() {
+    let mut f = finding("/srv/app/build.lock", "flock", Verdict::Live, Some(99));
+    f.judgement.holders = vec![
+        Holder {
+            pid: 5001,
+            name: Some("sleep".into()),
+            how: HolderHow::Flock,
+            mode: None,
+            range: None,
+            container: None,
+        },
+        Holder {
+            pid: 5001,
+            name: Some("sleep".into()),
+            how: HolderHow::Open,
+            mode: None,
+            range: None,
+            container: None,
+        },
+        Holder {
+            pid: 5002,
+            name: Some("make".into()),
+            how: HolderHow::Open,
+            mode: None,
+            range: None,
+            container: None,
+        },
+    ];
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
+    let text = screen(&draw(&mut app, 120, 12));
+    let row = line_with(&text, "build.lock");
+    assert!(row.contains("5001+1") && row.contains("sleep"), "{text}");
+    assert!(
+        !row.contains("99 "),
+        "not the owner the file records:\n{text}"
+    );
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 30));
+    assert!(
+        text.contains("Holders   • pid 5001 sleep (flock)"),
+        "{text}"
+    );
+    assert!(text.contains("• pid 5002 make (open)"), "{text}");
+}
+
+#[test]
+fn e_recovers_an_unsaved_swap_in_its_editor_and_o_opens_a_shell_in_the_locks_directory() {
+    use super::app::{Run, RunResult};
+    let swap = PathBuf::from("/work/.notes.txt.swp");
+    let mut findings = sample();
+    findings.push(vim_unsaved("/work/.notes.txt.swp"));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    // Only the swap with unsaved changes has something to recover.
+    assert!(keys(&mut app, "e").is_empty());
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("nothing to recover")
+    );
+    keys(&mut app, "f.notes");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(selected(&app), "/work/.notes.txt.swp");
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(text.lines().last().unwrap().contains("e recover"), "{text}");
+    let effects = keys(&mut app, "e");
+    let [Effect::Run(Run::Recover { swap: s, editor }, f)] = effects.as_slice() else {
+        panic!("e runs the editor: {effects:?}")
+    };
+    assert_eq!((s, *editor), (&swap, "vim"));
+    assert_eq!(f.path, swap);
+    // When it ends the message says so and the swap file is judged again.
+    let effect = app.update(Msg::Ran(RunResult {
+        path: swap.clone(),
+        ok: true,
+        message: "vim -r /work/notes.txt exited".into(),
+    }));
+    let Some(Effect::Rejudge(again)) = effect else {
+        panic!("judged again: {effect:?}")
+    };
+    assert_eq!(again[0].path, swap);
+    assert!(app.status.as_ref().unwrap().text.contains("exited"));
+    let effects = keys(&mut app, "o");
+    let [Effect::Run(Run::Shell { dir }, _)] = effects.as_slice() else {
+        panic!("o runs a shell: {effects:?}")
+    };
+    assert_eq!(dir, &PathBuf::from("/work"));
+}
+
+#[test]
+fn an_unsaved_vim_swap_is_marked_in_the_table() {
+    let mut findings = sample();
+    findings.push(vim_unsaved("/work/.notes.txt.swp"));
+    findings.push(finding(
+        "/work/.plain.txt.swp",
+        "vim-swap",
+        Verdict::Stale,
+        Some(778),
+    ));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    let text = screen(&draw(&mut app, 120, 14));
+    assert!(
+        line_with(&text, "/work/.notes.txt.swp").contains("✗ stale ✎"),
+        "{text}"
+    );
+    assert!(
+        !line_with(&text, "/work/.plain.txt.swp").contains('✎'),
+        "{text}"
+    );
+    let dialect = |l: &str| column_of(l, "vim-swap");
+    assert_eq!(
+        dialect(line_with(&text, ".notes.txt.swp")),
+        dialect(line_with(&text, ".plain.txt.swp")),
+        "the mark has a place of its own"
+    );
+}
+
+#[test]
+fn f_finds_without_hiding_rows_and_n_and_shift_n_go_to_the_next_and_previous_match() {
+    let mut app = app();
+    keys(&mut app, "G");
+    assert_eq!(selected(&app), "/var/lib/dpkg/lock");
+    keys(&mut app, "f");
+    keys(&mut app, "srv");
+    assert_eq!(
+        selected(&app),
+        "/srv/app/worker.pid",
+        "found as it is typed"
+    );
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_len(), 5, "nothing is hidden");
+    assert!(app.status.as_ref().unwrap().text.contains("match 1 of 2"));
+    keys(&mut app, "n");
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    keys(&mut app, "n");
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+    assert!(app.status.as_ref().unwrap().text.contains("(from the top)"));
+    keys(&mut app, "N");
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("(from the bottom)")
+    );
+    // Esc goes back to where the selection was.
+    keys(&mut app, "fX0");
+    assert_eq!(selected(&app), "/tmp/.X0-lock");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    assert!(matches!(app.mode, Mode::Table));
+}
+
+#[test]
+fn the_filter_keeps_the_selection_while_it_matches_else_selects_the_first_match() {
+    let mut app = app();
+    keys(&mut app, "j");
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    keys(&mut app, "/app");
+    assert_eq!(selected(&app), "/srv/app/web.pid", "still matches: stays");
+    keys(&mut app, "/wo");
+    assert_eq!(order(&app), ["/srv/app/worker.pid"]);
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+    // Widening again keeps it.
+    key(&mut app, KeyCode::Backspace);
+    key(&mut app, KeyCode::Backspace);
+    assert_eq!(app.visible_len(), 2);
+    assert_eq!(selected(&app), "/srv/app/worker.pid");
+    // Narrowing to rows that do not hold the selection selects the first match, not the last.
+    key(&mut app, KeyCode::Backspace);
+    keys(&mut app, "lock");
+    assert_eq!(app.filter, "applock");
+    ctrl(&mut app, 'u');
+    assert_eq!(app.filter, "");
+    keys(&mut app, "lock");
+    assert_eq!(
+        order(&app),
+        ["/mnt/nfs/job.lock", "/tmp/.X0-lock", "/var/lib/dpkg/lock"]
+    );
+    assert_eq!(selected(&app), "/mnt/nfs/job.lock");
+    // Ctrl-W deletes the last word, as in a shell.
+    keys(&mut app, " job");
+    ctrl(&mut app, 'w');
+    assert_eq!(app.filter, "lock ");
+    ctrl(&mut app, 'w');
+    assert_eq!(app.filter, "");
+}
+
+#[test]
+fn a_message_about_a_row_goes_when_the_selection_moves_and_every_message_after_a_while() {
+    let mut app = app();
+    keys(&mut app, "j");
+    keys(&mut app, "d");
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("not reclaimable")
+    );
+    keys(&mut app, "j");
+    assert!(
+        app.status.is_none(),
+        "about web.pid, which is not selected any more"
+    );
+    // One about no row stays while the selection moves, until it expires.
+    keys(&mut app, "gd");
+    key(&mut app, KeyCode::Esc);
+    let text = app.status.clone().unwrap().text;
+    assert!(text.contains("nothing was removed"), "{text}");
+    keys(&mut app, "jj");
+    assert!(app.status.is_some());
+    app.update(Msg::Tick {
+        now_ms: NOW + 4_000,
+    });
+    assert!(app.status.is_some());
+    app.update(Msg::Tick {
+        now_ms: NOW + 6_000,
+    });
+    assert!(app.status.is_none(), "gone after a while");
+}
+
+#[test]
+fn the_sort_marker_never_moves_a_column_and_a_new_sort_column_starts_ascending() {
+    let mut app = app();
+    let head = |app: &mut App| {
+        screen(&draw(app, 120, 12))
+            .lines()
+            .nth(1)
+            .unwrap()
+            .to_string()
+    };
+    let titles = ["DIALECT", "PID", "COMMAND", "HOST", "AGE", "PATH"];
+    let first = head(&mut app);
+    let at = |h: &str| -> Vec<usize> { titles.iter().map(|t| column_of(h, t)).collect() };
+    for _ in 0..8 {
+        keys(&mut app, "s");
+        assert!(!app.descending, "a new sort column starts ascending");
+        let h = head(&mut app);
+        assert_eq!(at(&h), at(&first), "{first}\n{h}");
+        keys(&mut app, "S");
+        assert!(app.descending);
+        let h = head(&mut app);
+        assert!(h.contains('▼'), "{h}");
+        assert_eq!(at(&h), at(&first), "{first}\n{h}");
+    }
+}
+
+#[test]
+fn the_header_names_the_roots_and_the_key_bar_keeps_sort_rescan_and_undo_at_80_columns() {
+    let mut app = app();
+    let text = screen(&draw(&mut app, 120, 12));
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with(" locksmith /srv, /var/lib, /mnt/nfs, /tmp │"),
+        "{text}"
+    );
+    let narrow = screen(&draw(&mut app, 80, 24));
+    assert!(
+        narrow
+            .lines()
+            .next()
+            .unwrap()
+            .starts_with(" locksmith /srv +3 │"),
+        "{narrow}"
+    );
+    // In the table, with marks, and in the detail pane.
+    for setup in ["", " ", "\n"] {
+        let mut app = self::app();
+        for c in setup.chars() {
+            if c == '\n' {
+                key(&mut app, KeyCode::Enter);
+            } else {
+                keys(&mut app, &c.to_string());
+            }
+        }
+        let text = screen(&draw(&mut app, 80, 24));
+        let bar = text.lines().last().unwrap();
+        for k in ["s sort", "r rescan", "u undo", "? help"] {
+            assert!(
+                bar.contains(k),
+                "{k:?} missing at 80 columns ({setup:?}): {bar}"
+            );
+        }
+        if setup == " " {
+            assert!(bar.contains("D 1 marked"), "what marks are for: {bar}");
+        }
+        assert!(super::text::width(bar) <= 80, "{bar}");
+    }
+}
+
+#[test]
+fn pop_ups_never_cover_the_key_bar() {
+    for (open, bar) in [("?", "?/q close"), ("d", "y yes"), ("D", "y yes")] {
+        for (w, h) in [(80, 24), (120, 40), (60, 10)] {
+            let mut app = app_with(many_with_notes(60), opts(Theme::COLOR, false));
+            keys(&mut app, open);
+            assert!(app.popup().is_some(), "{open}");
+            let text = screen(&draw(&mut app, w, h));
+            let last = text.lines().last().unwrap();
+            assert!(last.starts_with(bar), "{open} at {w}x{h}: {last:?}\n{text}");
+        }
+    }
+}
+
+#[test]
+fn a_lock_that_is_gone_loses_its_row_and_its_mark_and_d_on_it_says_so() {
+    let mut app = app();
+    keys(&mut app, " ");
+    assert_eq!(app.marked(), 1);
+    app.update(Msg::Rejudged(vec![(
+        PathBuf::from("/srv/app/worker.pid"),
+        Rejudge::Gone,
+    )]));
+    app.refresh();
+    assert_eq!(app.visible_len(), 4);
+    assert_eq!(app.marked(), 0);
+    // A message about a row that goes stays until it expires (the selection moved because
+    // the row went, not because the user left it).
+    keys(&mut app, "gd");
+    assert_eq!(selected(&app), "/srv/app/web.pid");
+    assert!(app.status.as_ref().unwrap().text.contains("is live"));
+    app.update(Msg::Rejudged(vec![(
+        PathBuf::from("/srv/app/web.pid"),
+        Rejudge::Gone,
+    )]));
+    app.refresh();
+    assert_ne!(selected(&app), "/srv/app/web.pid");
+    assert!(app.status.as_ref().unwrap().text.contains("is live"));
+    // Gone between the listing and the reclaim: the row goes, the status says why.
+    let mut app = self::app();
+    let c = confirmed(keys(&mut app, "dy"));
+    app.update(Msg::Reclaimed(vec![ReclaimResult {
+        path: c.findings()[0].path.clone(),
+        removed: false,
+        gone: true,
+        message: "/srv/app/worker.pid is gone (it or its directory was removed since it was listed): nothing to reclaim".into(),
+        judgement: None,
+    }]));
+    app.refresh();
+    assert_eq!(app.visible_len(), 4);
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Warn);
+    assert!(s.text.contains("is gone"), "{}", s.text);
+    assert!(!s.text.contains("undoes"), "{}", s.text);
 }

@@ -43,10 +43,21 @@ fn looks_textual(b: &[u8]) -> bool {
     odd * 10 <= text.chars().count()
 }
 
-/// Raw lock content for the detail pane, at most `max_lines` lines: text is shown line by line
-/// with controls escaped; binary content as a hex dump (offset, hex, printable ASCII), with runs
-/// of zero lines folded.
-pub fn content_lines(b: &[u8], max_lines: usize) -> Vec<String> {
+/// Bytes per line of a hex dump `width` columns wide: `OFFSET  HEX… ASCII` takes 9 columns
+/// and 4 per byte; whole groups of 4 bytes (up to 16), or fewer on a very narrow pane.
+pub fn hex_bytes_per_line(width: usize) -> usize {
+    let fit = width.saturating_sub(9) / 4;
+    match fit {
+        16.. => 16,
+        4..16 => fit / 4 * 4,
+        _ => fit.max(1),
+    }
+}
+
+/// Raw lock content for the detail pane: text is shown line by line (at most `max_lines`)
+/// with controls escaped; binary content (at most `max_bytes` of it) as a hex dump (offset,
+/// hex, printable ASCII) whose lines fit in `width` columns, with runs of zero lines folded.
+pub fn content_lines(b: &[u8], max_lines: usize, max_bytes: usize, width: usize) -> Vec<String> {
     let mut out = Vec::new();
     if b.is_empty() {
         out.push("(empty)".to_string());
@@ -64,28 +75,22 @@ pub fn content_lines(b: &[u8], max_lines: usize) -> Vec<String> {
         }
         return out;
     }
+    let per = hex_bytes_per_line(width);
     let mut off = 0;
     let mut zero_run = 0usize;
-    for row in b.chunks(16) {
+    let zeros = |at: usize, n: usize| format!("{at:06x}  (zero ×{n})");
+    for row in b[..b.len().min(max_bytes)].chunks(per) {
         if row.iter().all(|&c| c == 0) {
-            zero_run += 1;
+            zero_run += row.len();
             off += row.len();
             continue;
         }
         if zero_run > 0 {
-            out.push(format!(
-                "{:06x}  (zero ×{})",
-                off - zero_run * 16,
-                zero_run * 16
-            ));
+            out.push(zeros(off - zero_run, zero_run));
             zero_run = 0;
         }
-        if out.len() >= max_lines {
-            out.push(format!("… {} more bytes", b.len() - off));
-            return out;
-        }
         let mut line = format!("{off:06x}  ");
-        for i in 0..16 {
+        for i in 0..per {
             match row.get(i) {
                 Some(c) => {
                     let _ = write!(line, "{c:02x} ");
@@ -105,11 +110,40 @@ pub fn content_lines(b: &[u8], max_lines: usize) -> Vec<String> {
         off += row.len();
     }
     if zero_run > 0 {
-        out.push(format!(
-            "{:06x}  (zero ×{})",
-            off - zero_run * 16,
-            zero_run * 16
-        ));
+        out.push(zeros(off - zero_run, zero_run));
+    }
+    if off < b.len() {
+        out.push(format!("… {} more bytes", b.len() - off));
+    }
+    out
+}
+
+/// A file mode as `ls -l` writes it: `-rw-r-----`, `lrwxrwxrwx`, `drwxrwxrwt`.
+pub fn mode_string(mode: u32) -> String {
+    let kind = match mode & 0o170000 {
+        0o040000 => 'd',
+        0o120000 => 'l',
+        0o010000 => 'p',
+        0o140000 => 's',
+        0o060000 => 'b',
+        0o020000 => 'c',
+        _ => '-',
+    };
+    let mut out = String::from(kind);
+    for (shift, special, set, unset) in [
+        (6, 0o4000, 's', 'S'),
+        (3, 0o2000, 's', 'S'),
+        (0, 0o1000, 't', 'T'),
+    ] {
+        let bits = (mode >> shift) & 7;
+        out.push(if bits & 4 != 0 { 'r' } else { '-' });
+        out.push(if bits & 2 != 0 { 'w' } else { '-' });
+        out.push(match (mode & special != 0, bits & 1 != 0) {
+            (true, true) => set,
+            (true, false) => unset,
+            (false, true) => 'x',
+            (false, false) => '-',
+        });
     }
     out
 }
@@ -373,21 +407,66 @@ mod tests {
 
     #[test]
     fn content_is_shown_as_text_or_hex() {
-        assert_eq!(content_lines(b"", 5), vec!["(empty)"]);
-        assert_eq!(content_lines(b"4242\n", 5), vec!["4242\\n"]);
+        assert_eq!(content_lines(b"", 5, 64, 80), vec!["(empty)"]);
+        assert_eq!(content_lines(b"4242\n", 5, 64, 80), vec!["4242\\n"]);
         assert_eq!(
-            content_lines(b"a\nb\nc\nd\n", 2),
+            content_lines(b"a\nb\nc\nd\n", 2, 64, 80),
             vec!["a\\n", "b\\n", "… 4 more bytes"]
         );
         let mut swap = b"b0VIM 9.0".to_vec();
         swap.resize(64, 0);
         swap.extend_from_slice(b"\x01\x02ABC");
-        let lines = content_lines(&swap, 10);
+        let lines = content_lines(&swap, 10, 1024, 80);
         assert!(lines[0].starts_with("000000  62 30 56 49 4d"), "{lines:?}");
         assert!(lines[0].ends_with("b0VIM 9.0......."), "{lines:?}");
         assert_eq!(lines[1], "000010  (zero ×48)");
         assert!(lines[2].starts_with("000040  01 02 41 42 43"), "{lines:?}");
         assert!(lines.iter().all(|l| !l.chars().any(char::is_control)));
+    }
+
+    #[test]
+    fn a_hex_dump_fits_its_width_with_its_ascii_column_whole() {
+        let data: Vec<u8> = (0u8..=255).cycle().skip(1).take(700).collect();
+        for cols in [20, 30, 41, 50, 57, 60, 73, 80, 120] {
+            let per = hex_bytes_per_line(cols);
+            let lines = content_lines(&data, 64, 256, cols);
+            for l in &lines {
+                assert!(width(l) <= cols, "{cols}: {l:?} is {}", width(l));
+            }
+            // Every full line ends with its `per` ASCII characters, after the hex.
+            let first = &lines[0];
+            let ascii: String = data[..per]
+                .iter()
+                .map(|&c| {
+                    if c.is_ascii_graphic() || c == b' ' {
+                        c as char
+                    } else {
+                        '.'
+                    }
+                })
+                .collect();
+            assert!(first.ends_with(&format!(" {ascii}")), "{cols}: {first:?}");
+            assert_eq!(
+                lines[1].split_whitespace().next(),
+                Some(&*format!("{per:06x}"))
+            );
+            assert_eq!(lines.last().unwrap(), "… 444 more bytes", "{cols}");
+        }
+        assert_eq!(hex_bytes_per_line(200), 16);
+        assert_eq!(hex_bytes_per_line(9 + 4 * 16), 16);
+        assert_eq!(hex_bytes_per_line(9 + 4 * 16 - 1), 12);
+        assert_eq!(hex_bytes_per_line(9 + 4 * 8), 8);
+        assert_eq!(hex_bytes_per_line(9 + 4 * 3), 3);
+        assert_eq!(hex_bytes_per_line(0), 1);
+    }
+
+    #[test]
+    fn modes_read_as_ls_writes_them() {
+        assert_eq!(mode_string(0o100640), "-rw-r-----");
+        assert_eq!(mode_string(0o120777), "lrwxrwxrwx");
+        assert_eq!(mode_string(0o041777), "drwxrwxrwt");
+        assert_eq!(mode_string(0o104755), "-rwsr-xr-x");
+        assert_eq!(mode_string(0o102644), "-rw-r-Sr--");
     }
 
     fn texts(lines: &[Line<'_>]) -> Vec<String> {

@@ -1,8 +1,12 @@
 //! Work done off the UI thread: the scan (also the periodic one in the background), the
-//! periodic re-judging of listed locks, the check of what this user may remove, confirmed
-//! reclaims and their undo. Each runs on its own
-//! thread and reports to the UI thread only through the channel, as [`Incoming`] messages; the
-//! UI thread never waits for any of them.
+//! periodic re-judging of listed locks (with who waits for each), the check of what this user
+//! may remove, confirmed reclaims and their undo, and stopping a lock's holders. Each runs on
+//! its own thread and reports to the UI thread only through the channel, as [`Incoming`]
+//! messages; the UI thread never waits for any of them.
+//!
+//! A lock whose directory is gone (its root removed, say) is gone: re-judging says so, and so
+//! does a reclaim of it. The owner and mode of each lock file are looked up after a scan and
+//! each re-judge round (not on a network file system, which may not answer).
 //!
 //! One [`Snapshot`] per scan, one per re-judge round and one per confirmed reclaim (taken on
 //! the worker thread); reclaim judges each lock again at the moment of removal
@@ -19,9 +23,9 @@ use locksmith::reclaim::{self, ReclaimOptions, Selector};
 use locksmith::remote::Asker;
 use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
-use super::app::{Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary};
+use super::app::{FileMeta, Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult};
 use super::confirm::ConfirmedAction;
-use super::text;
+use super::{stop, text};
 
 /// What reaches the UI thread.
 #[derive(Debug)]
@@ -100,7 +104,16 @@ impl Workers {
         spawn("scan", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
             let to_ask = std::sync::Mutex::new(Vec::new());
+            let found = std::sync::Mutex::new(Vec::new());
             let sink = |event: ScanEvent| {
+                if let ScanEvent::Found(f) = &event
+                    && !f.fs.network
+                {
+                    found
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(f.path.clone());
+                }
                 let event = match (event, &asker) {
                     (ScanEvent::Found(mut f), Some(asker)) => {
                         if asker.settle_cached(&mut f).is_some() {
@@ -137,6 +150,8 @@ impl Workers {
                 generation,
                 summary,
             }));
+            let found = found.into_inner().unwrap_or_else(|e| e.into_inner());
+            let _ = tx.send(Incoming::Msg(Msg::Files(files_of(found.iter(), &snap))));
         });
     }
 
@@ -146,7 +161,19 @@ impl Workers {
         if findings.is_empty() || self.rejudging.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (config, busy) = (self.config.clone(), self.rejudging.clone());
+        self.rejudge_round(findings, Some(self.rejudging.clone()));
+    }
+
+    /// Judges these locks again now, whether a periodic round runs or not (after their
+    /// holders were signalled, or a program ran on them).
+    pub fn rejudge_now(&self, findings: Vec<Finding>) {
+        if !findings.is_empty() {
+            self.rejudge_round(findings, None);
+        }
+    }
+
+    fn rejudge_round(&self, findings: Vec<Finding>, busy: Option<Arc<AtomicBool>>) {
+        let config = self.config.clone();
         let asker = self.asker.clone();
         spawn("rejudge", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
@@ -164,9 +191,21 @@ impl Workers {
                             Rejudge::Judged(Box::new(f))
                         }
                         Ok(None) => Rejudge::Gone,
+                        // Its directory is gone (its root was removed, say): so is the lock.
+                        Err(e) if e.kind() == Some(std::io::ErrorKind::NotFound) => Rejudge::Gone,
                         Err(e) => Rejudge::Failed(e.to_string()),
                     };
                     (f.path, r)
+                })
+                .collect();
+            if let Some(busy) = busy {
+                busy.store(false, Ordering::Release);
+            }
+            let local: Vec<std::path::PathBuf> = results
+                .iter()
+                .filter_map(|(p, r)| match r {
+                    Rejudge::Judged(f) if !f.fs.network => Some(p.clone()),
+                    _ => None,
                 })
                 .collect();
             let judged: Vec<Finding> = results
@@ -176,13 +215,15 @@ impl Workers {
                     _ => None,
                 })
                 .collect();
-            busy.store(false, Ordering::Release);
+            // The verdicts first: they never wait for who waits, nor for the files' owners
+            // and modes.
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
             let waiting = locksmith::report::waiting::of_all(&judged, &snap);
             let _ = tx.send(Incoming::Msg(Msg::Waiting(waiting)));
             if let Some(asker) = &asker {
                 ask_in_background(tx, asker, to_ask);
             }
+            let _ = tx.send(Incoming::Msg(Msg::Files(files_of(local.iter(), &snap))));
         });
     }
 
@@ -208,8 +249,15 @@ impl Workers {
             };
             let results = reclaim::reclaim_all_settled(action.findings(), &config, &opts, settle)
                 .into_iter()
-                .map(|o| {
+                .zip(action.findings())
+                .map(|(o, listed)| {
+                    // Not removed because it is not there any more: say so, and the row goes.
+                    let gone = !o.ok && is_gone(listed, &config);
                     let message = match (&o.saved_to, &o.error) {
+                        _ if gone => format!(
+                            "{} is gone (it or its directory was removed since it was listed): nothing to reclaim",
+                            text::path(&o.path)
+                        ),
                         (_, Some(e)) => e.clone(),
                         (Some(saved), None) => format!(
                             "removed {} (copy saved as {})",
@@ -223,6 +271,7 @@ impl Workers {
                     };
                     ReclaimResult {
                         removed: o.ok && o.action == reclaim::Action::Removed,
+                        gone,
                         path: o.path,
                         message,
                         judgement: (!o.ok).then_some(o.judgement),
@@ -230,31 +279,6 @@ impl Workers {
                 })
                 .collect();
             let _ = tx.send(Incoming::Msg(Msg::Reclaimed(results)));
-        });
-    }
-
-    /// Ends a lock's stuck holder the user confirmed ([`crate::cli::kill`]): that exact
-    /// process, checked by PID and start time before each signal; never the lock file.
-    pub fn end_holder(&self, action: ConfirmedAction) {
-        let Some(stuck) = action.holder_to_end().cloned() else {
-            return;
-        };
-        spawn("end", self.tx.clone(), move |tx| {
-            use crate::cli::kill::{self, Ended, Target};
-            let target = Target {
-                pid: stuck.pid,
-                start_ticks: stuck.start_ticks,
-                name: stuck.name.clone(),
-            };
-            let grace = std::time::Duration::from_secs(super::popup::dialog::END_GRACE_SECS);
-            let who = format!("process {} ({})", stuck.pid, stuck.name);
-            let (ok, message) = match kill::end(&target, grace) {
-                Ok(Ended::Terminated) => (true, format!("{who} ended on SIGTERM")),
-                Ok(Ended::Killed) => (true, format!("{who} did not end on SIGTERM: killed")),
-                Ok(Ended::AlreadyGone) => (true, format!("{who} had already exited")),
-                Err(why) => (false, format!("not ended: {why}")),
-            };
-            let _ = tx.send(Incoming::Msg(Msg::Ended { ok, message }));
         });
     }
 
@@ -338,6 +362,58 @@ impl Workers {
             let _ = tx.send(Incoming::Msg(Msg::Restored(result)));
         });
     }
+}
+
+impl Workers {
+    /// Finds out whom `x` would signal for a lock (see [`stop::plan`]).
+    pub fn plan_stop(&self, finding: Finding) {
+        spawn("stop", self.tx.clone(), move |tx| {
+            let _ = tx.send(Incoming::Msg(Msg::StopPlanned(stop::plan(&finding))));
+        });
+    }
+
+    /// Signals the confirmed processes and waits for them (see [`stop::send`]).
+    pub fn stop(&self, action: ConfirmedAction) {
+        let Some(plan) = action.signal().cloned() else {
+            return;
+        };
+        spawn("stop", self.tx.clone(), move |tx| {
+            let sent = stop::send(&plan);
+            let _ = tx.send(Incoming::Msg(Msg::Stopped(StopResult { plan, sent })));
+        });
+    }
+}
+
+/// Whether a listed lock is not there any more (nor, maybe, its directory).
+fn is_gone(f: &Finding, config: &Config) -> bool {
+    match scan::rejudge(f, &Snapshot::take(), config) {
+        Ok(None) => true,
+        Err(e) => e.kind() == Some(std::io::ErrorKind::NotFound),
+        Ok(Some(_)) => false,
+    }
+}
+
+/// The owner and mode of each lock file (the file itself, not a symlink's target), with the
+/// owner's name.
+fn files_of<'a>(
+    paths: impl Iterator<Item = &'a std::path::PathBuf>,
+    snap: &Snapshot,
+) -> Vec<(std::path::PathBuf, FileMeta)> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .filter_map(|p| {
+            let m = std::fs::symlink_metadata(p).ok()?;
+            Some((
+                p.clone(),
+                FileMeta {
+                    uid: m.uid(),
+                    gid: m.gid(),
+                    mode: m.mode(),
+                    user: snap.user_name(m.uid()),
+                },
+            ))
+        })
+        .collect()
 }
 
 /// Asks the hosts of `found` (foreign locks whose host has no recent answer) on a thread of its

@@ -5,8 +5,14 @@
 //! the live one stays, undoes it with `u` and `y` (content, mode and mtime back), and quits
 //! with `q`. Other tests drive the mouse (SGR reports, as terminals send them), watch a new
 //! lock file appear without `r`, and read the OSC 52 clipboard sequence of `y` from the raw
-//! output. Every wait has a deadline; the UI process and the `sleep` are killed on every
-//! path.
+//! output. Others mark two of three stale locks with Space and reclaim just those with `D`;
+//! stop two live owners with `x` (one exits on SIGTERM, one ignores it and gets the SIGKILL
+//! offered after the grace period; both rows turn stale); stop a `flock` holder stopped with
+//! SIGSTOP, which the `x` dialog names as stuck, and see its lock let go; and run real
+//! `vim -r` on the swap file of a crashed vim, then a shell, with the UI suspended and drawn
+//! again when they end.
+//! Every wait has a deadline; the UI process and the processes the tests start are killed on
+//! every path.
 
 use std::io::Write;
 use std::path::Path;
@@ -154,9 +160,11 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
     }
     // Help, then Esc closes it; Esc again quits.
     ui.send("?");
-    ui.wait_for("the help", |s| s.contains("Show this help"));
+    ui.wait_for("the help", |s| {
+        s.contains("┌ Help ") && s.contains("Select the next lock")
+    });
     ui.send("\x1b");
-    ui.wait_for("the help closed", |s| !s.contains("Show this help"));
+    ui.wait_for("the help closed", |s| !s.contains("┌ Help "));
     ui.send("\x1b");
     assert_eq!(ui.wait_exit(), 0);
 }
@@ -406,6 +414,276 @@ fn foreign_locks_are_asked_about_in_the_background_and_reclaimed_after_asking_ag
             .starts_with("asked node17 over ssh"),
         "{journal:?}"
     );
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn space_marks_two_stale_locks_and_d_reclaims_just_those() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let [a, b, c] = ["a.pid", "b.pid", "c.pid"].map(|n| tree.join(n));
+    for p in [&a, &b, &c] {
+        std::fs::write(p, format!("{}\n", util::dead_pid())).unwrap();
+    }
+    let mut ui = Ui::start(&env, &[&tree], &[]);
+    ui.wait_for("three stale locks", |s| {
+        ["a.pid", "b.pid", "c.pid"]
+            .iter()
+            .all(|n| line_with(s, n).is_some_and(|l| l.contains("✗ stale")))
+    });
+    // a is selected; Space marks it and moves to b; j skips b; Space marks c.
+    ui.send(" j ");
+    let screen = ui.wait_for("two marks", |s| s.contains("│ 2 marked"));
+    assert!(
+        line_with(&screen, "a.pid").unwrap().contains("*✗"),
+        "{screen}"
+    );
+    assert!(
+        !line_with(&screen, "b.pid").unwrap().contains('*'),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "c.pid").unwrap().contains("*✗"),
+        "{screen}"
+    );
+    let bar = screen.lines().last().unwrap();
+    assert!(
+        bar.contains("D reclaim 2 marked") || bar.contains("D 2 marked"),
+        "{screen}"
+    );
+    ui.send("D");
+    ui.wait_for("the dialog of the marked", |s| {
+        s.contains("Reclaim 2 stale locks?") && s.contains("[ No ]")
+    });
+    ui.send("y");
+    ui.wait_for("the reclaim result", |s| {
+        s.contains("reclaimed 2 stale locks")
+    });
+    assert!(!a.exists() && !c.exists(), "the marked are removed");
+    assert!(b.exists(), "the one not marked stays");
+    assert_eq!(env.journal().len(), 2);
+    let screen = ui.wait_for("only b listed, no marks", |s| {
+        line_with(s, "a.pid").is_none() && line_with(s, "c.pid").is_none()
+    });
+    assert!(line_with(&screen, "b.pid").is_some(), "{screen}");
+    assert!(!screen.contains("marked"), "{screen}");
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+/// A `sleep` that ignores SIGTERM when `stubborn`, started by a shell that waits for it (so it
+/// is reaped as soon as it dies); its PID is written to `pid_at` once it runs.
+fn holder(stubborn: bool, pid_at: &Path) -> util::Group {
+    let trap = if stubborn { "trap '' TERM; " } else { "" };
+    let script = format!("{trap}sleep 600 & echo $! > \"$1\"; wait");
+    let g = util::Group::spawn(
+        std::process::Command::new("sh")
+            .args(["-c", &script, "sh"])
+            .arg(pid_at)
+            .stdin(std::process::Stdio::null()),
+    );
+    util::wait_until("the holder's PID", || {
+        std::fs::read_to_string(pid_at).is_ok_and(|s| s.ends_with('\n'))
+    });
+    g
+}
+
+#[test]
+fn x_stops_a_live_owner_with_sigterm_then_sigkill_and_its_lock_turns_stale() {
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let _meek = holder(false, &env.path().join("meek"));
+    let _stubborn = holder(true, &env.path().join("stubborn"));
+    let pid_of = |n: &str| -> i32 {
+        std::fs::read_to_string(env.path().join(n))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (meek, stubborn) = (pid_of("meek"), pid_of("stubborn"));
+    // Written after they started: each owner is provably the process named.
+    std::thread::sleep(Duration::from_millis(1100));
+    std::fs::write(tree.join("a-meek.pid"), format!("{meek}\n")).unwrap();
+    std::fs::write(tree.join("b-stubborn.pid"), format!("{stubborn}\n")).unwrap();
+
+    let mut ui = Ui::start(&env, &[&tree], &[]);
+    ui.wait_for("both live", |s| {
+        ["a-meek.pid", "b-stubborn.pid"]
+            .iter()
+            .all(|n| line_with(s, n).is_some_and(|l| l.contains("● live")))
+    });
+    // The first row: its sleep exits on SIGTERM.
+    ui.send("x");
+    let dialog = ui.wait_for("the SIGTERM dialog", |s| {
+        s.contains("Send SIGTERM to this process?") && s.contains("[ No ]")
+    });
+    assert!(dialog.contains(&format!("pid {meek} sleep")), "{dialog}");
+    assert!(util::alive(meek), "nothing is sent before the yes");
+    ui.send("y");
+    ui.wait_for("the lock stale on screen", |s| {
+        line_with(s, "a-meek.pid").is_some_and(|l| l.contains("✗ stale"))
+    });
+    assert!(!util::alive(meek));
+    // The second ignores SIGTERM: after the grace period SIGKILL is offered.
+    ui.send("j");
+    ui.wait_for("the stubborn row selected", |s| {
+        line_with(s, "b-stubborn.pid").is_some_and(|l| l.starts_with('▶'))
+    });
+    ui.send("x");
+    ui.wait_for("the SIGTERM dialog", |s| {
+        s.contains("Send SIGTERM to this process?")
+    });
+    ui.send("y");
+    let dialog = ui.wait_for("the SIGKILL offer", |s| {
+        s.contains("Send SIGKILL to this process?") && s.contains("[ No ]")
+    });
+    assert!(
+        dialog.contains("still running 5 s after SIGTERM"),
+        "{dialog}"
+    );
+    assert!(util::alive(stubborn), "SIGTERM is ignored");
+    ui.send("y");
+    ui.wait_for("the stubborn lock stale on screen", |s| {
+        line_with(s, "b-stubborn.pid").is_some_and(|l| l.contains("✗ stale"))
+    });
+    assert!(!util::alive(stubborn));
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+/// A `flock` holder stopped with SIGSTOP: the detail pane says it is stuck, and `x` names it
+/// and why in its dialog; on yes (SIGTERM, with SIGCONT so that it acts on it) it ends, with
+/// the command it holds the lock for, and nobody holds the lock any more.
+#[test]
+fn x_names_a_stopped_flock_holder_and_why_it_is_stuck_and_ends_it_on_yes() {
+    if !util::require("flock") {
+        return;
+    }
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let lock = tree.join("job.lock");
+    let holder = util::Group::spawn(
+        std::process::Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "600"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null()),
+    );
+    let pid = holder.pid();
+    let interval = Path::new("0.2");
+    let mut ui = Ui::start(&env, &[&tree, Path::new("--interval"), interval], &[]);
+    ui.wait_for("the lock held", |s| {
+        line_with(s, "job.lock").is_some_and(|l| l.contains("● live"))
+    });
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::STOP,
+    )
+    .unwrap();
+    ui.send("\r");
+    // The pane's end (J scrolls it) says the holder is stuck, once a re-judge round saw it.
+    let pane = util::wait_for("the holder seen stuck", || {
+        ui.send("JJJJJJJJ");
+        std::thread::sleep(Duration::from_millis(200));
+        let s = ui.contents();
+        line_with(&s, "Stuck")
+            .is_some_and(|l| l.contains("is stopped"))
+            .then_some(s)
+    });
+    assert!(pane.contains(&format!("x stops process {pid}")), "{pane}");
+    ui.send("x");
+    let dialog = ui.wait_for("the stop dialog", |s| {
+        s.contains("Send SIGTERM to") && s.contains("[ No ]")
+    });
+    assert!(dialog.contains(&format!("pid {pid} flock")), "{dialog}");
+    assert!(
+        dialog.contains(&format!("Stuck: process {pid} (flock) is stopped")),
+        "{dialog}"
+    );
+    assert!(util::alive(pid), "nothing is sent before the yes");
+    ui.send("y");
+    // Nobody holds it now (an empty file of no known writer: not proven a kernel-lock file).
+    ui.wait_for("the lock let go on screen", |s| {
+        line_with(s, "job.lock").is_some_and(|l| l.contains("? unknown"))
+    });
+    assert!(!util::alive(pid), "the stopped flock acted on SIGTERM");
+    // q closes the detail pane, then quits.
+    ui.send("q");
+    ui.wait_for("the pane closed", |s| !s.contains("Details: job.lock"));
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+#[test]
+fn e_runs_vim_r_with_the_ui_suspended_and_o_a_shell_in_the_locks_directory() {
+    if !util::require("vim") {
+        return;
+    }
+    let env = Env::new();
+    let tree = env.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let file = tree.join("notes.txt");
+    std::fs::write(&file, "one\n").unwrap();
+    // A vim with unsaved changes that crashes: its swap file holds them.
+    let mut vim = util::Group::spawn(
+        std::process::Command::new("vim")
+            .args(["-u", "NONE", "-i", "NONE", "-N", "-es"])
+            .arg(&file)
+            .current_dir(&tree)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let swap = tree.join(".notes.txt.swp");
+    util::wait_until("the swap file", || {
+        std::fs::metadata(&swap).is_ok_and(|m| m.len() >= 1024)
+    });
+    let mut stdin = vim.stdin();
+    stdin
+        .write_all(b"normal Ounsaved line\npreserve\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    vim.kill();
+    drop(stdin);
+
+    let marker = env.path().join("shell-was-in");
+    let mut ui = Ui::start(&env, &[&tree], &[("SHELL", "/bin/sh")]);
+    ui.wait_for("the swap with unsaved changes", |s| {
+        line_with(s, ".notes.txt.swp").is_some_and(|l| l.contains("✗ stale ✎"))
+    });
+    ui.send("e");
+    ui.wait_for("vim recovering the file", |s| {
+        s.contains("Recovery completed")
+    });
+    // The UI is suspended: its table is not on screen while vim runs.
+    assert!(!ui.contents().contains("VERDICT"));
+    // Past vim's recovery message, the changes that were never saved.
+    ui.send("\r");
+    ui.wait_for("the recovered text", |s| s.contains("unsaved line"));
+    ui.send("\x1b:wq\r");
+    ui.wait_for("the table back after vim", |s| {
+        s.contains("VERDICT") && s.contains("exited; the swap file is judged again")
+    });
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("unsaved line"), "{saved:?}");
+    // A shell in the lock's directory; exiting it brings the list back.
+    ui.send("o");
+    ui.wait_for("the shell", |s| s.contains("locksmith: a shell in"));
+    ui.send(&format!("pwd > '{}'; exit\r", marker.display()));
+    ui.wait_for("the table back after the shell", |s| {
+        s.contains("VERDICT") && s.contains("back from the shell in")
+    });
+    assert_eq!(
+        std::fs::read_to_string(&marker).unwrap().trim(),
+        tree.display().to_string()
+    );
+    // Keys reach the UI again.
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }

@@ -1,46 +1,148 @@
-//! The `?` help screen: every binding of the key map, by context, with every key of each
-//! binding (`PgDn/Ctrl-F`), then what the mouse does and what the verdicts mean. It scrolls,
-//! and its bottom border says where the view is and that there is more below.
+//! The `?` help screen: every binding of every key map, by context (the pop-ups' too), with
+//! every key of each binding (`PgDn/Ctrl-F`), then what the mouse does, what the verdicts and
+//! the table's marks mean. It scrolls, and its bottom border says where the view is and that
+//! there is more below.
+
+use std::any::Any;
 
 use locksmith::Verdict;
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::crossterm::event::KeyCode;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 
-use super::super::keymap::{self, Action, Context};
-use super::super::layout::{HELP_WIDTH, popup};
-use super::super::text::{self, scroll_hint};
+use super::super::keymap::{
+    self, Action, BOTTOM, Bar, Binding, Context, DOWN, Key, Keys, PAGE_DOWN, PAGE_UP, TOP, UP, bar,
+    bind,
+};
+use super::super::layout::{HELP_WIDTH, MARK, UNSAVED};
+use super::super::text;
 use super::super::theme::Theme;
+use super::{Content, Env, Outcome, Popup};
 
-/// The order of the sections.
-const SECTIONS: [Context; 5] = [
-    Context::Table,
-    Context::Filter,
-    Context::Confirm,
-    Context::Help,
-    Context::Global,
+static BINDINGS: [Binding; 7] = [
+    bind(
+        &[
+            Key::ch('?'),
+            Key::ch('q'),
+            Key::plain(KeyCode::Esc),
+            Key::plain(KeyCode::Enter),
+        ],
+        "close",
+        "Close the help",
+        Action::Close,
+        bar(1, "close"),
+    ),
+    bind(
+        DOWN,
+        "scroll",
+        "Scroll the help down",
+        Action::Down,
+        bar(2, "scroll"),
+    ),
+    bind(UP, "scroll", "Scroll the help up", Action::Up, Bar::No),
+    bind(
+        PAGE_DOWN,
+        "page down",
+        "Scroll the help one page down",
+        Action::PageDown,
+        Bar::No,
+    ),
+    bind(
+        PAGE_UP,
+        "page up",
+        "Scroll the help one page up",
+        Action::PageUp,
+        Bar::No,
+    ),
+    bind(
+        TOP,
+        "top",
+        "Go to the top of the help",
+        Action::Top,
+        Bar::No,
+    ),
+    bind(
+        BOTTOM,
+        "end",
+        "Go to the end of the help",
+        Action::Bottom,
+        Bar::No,
+    ),
 ];
 
+pub static KEYS: Keys = Keys {
+    title: "Help",
+    bindings: &BINDINGS,
+};
+
+/// The help screen.
+#[derive(Debug, Clone, Default)]
+pub struct Help {
+    pub scroll: u16,
+}
+
+impl Popup for Help {
+    fn keys(&self) -> &'static Keys {
+        &KEYS
+    }
+
+    fn width(&self) -> u16 {
+        HELP_WIDTH
+    }
+
+    fn content(&self, env: &Env<'_>) -> Content {
+        Content {
+            title: " Help ".into(),
+            body: lines(env.theme, env.popups),
+            buttons: None,
+            border: ratatui::style::Style::new(),
+        }
+    }
+
+    fn scroll(&self) -> u16 {
+        self.scroll
+    }
+
+    fn set_scroll(&mut self, lines: u16) {
+        self.scroll = lines;
+    }
+
+    fn act(&mut self, action: Action) -> Outcome {
+        match action {
+            Action::Close => Outcome::Closed(None),
+            _ => Outcome::Stay,
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// The help's lines, unwrapped: a label column as wide as the widest key list.
-pub fn lines(theme: Theme) -> Vec<Line<'static>> {
-    let label_width = keymap::KEYMAP
+pub fn lines(theme: Theme, popups: &[&'static Keys]) -> Vec<Line<'static>> {
+    let listing = keymap::listing(popups);
+    let label_width = listing
         .iter()
-        .map(|b| text::width(&b.label()))
+        .map(|(_, b)| text::width(&b.label()))
         .max()
         .unwrap_or(0)
         + 2;
     let mut out = Vec::new();
-    for ctx in SECTIONS {
-        out.push(Line::from(Span::styled(ctx.title(), theme.title())));
-        for b in keymap::bindings(ctx) {
-            out.push(Line::from(vec![
-                Span::styled(format!("  {:<label_width$}", b.label()), theme.key()),
-                Span::raw(b.long),
-            ]));
+    let mut section = "";
+    for (title, b) in listing {
+        if title != section {
+            if !section.is_empty() {
+                out.push(Line::default());
+            }
+            out.push(Line::from(Span::styled(title, theme.title())));
+            section = title;
         }
-        out.push(Line::default());
+        out.push(Line::from(vec![
+            Span::styled(format!("  {:<label_width$}", b.label()), theme.key()),
+            Span::raw(b.long),
+        ]));
     }
+    out.push(Line::default());
     out.push(Line::from(Span::styled("Mouse", theme.title())));
     for (what, does) in [
         (
@@ -80,55 +182,35 @@ pub fn lines(theme: Theme) -> Vec<Line<'static>> {
             Span::raw(what),
         ]));
     }
+    out.push(Line::default());
+    out.push(Line::from(Span::styled(
+        "Marks in the table",
+        theme.title(),
+    )));
+    let key = |a| keymap::key(Context::Table, a);
+    for (mark, what) in [
+        (
+            UNSAVED,
+            "after the verdict: a vim swap file with unsaved changes (removing it loses them)"
+                .to_string(),
+        ),
+        (
+            MARK,
+            format!(
+                "before the verdict: marked with {} ({} reclaims the marked)",
+                key(Action::ToggleMark),
+                key(Action::ReclaimAllStale)
+            ),
+        ),
+        (
+            "+N",
+            "after a PID: N more processes hold the lock (the detail pane names them)".into(),
+        ),
+    ] {
+        out.push(Line::from(vec![
+            Span::styled(format!("  {mark:<label_width$}"), theme.key()),
+            Span::raw(what),
+        ]));
+    }
     out
-}
-
-/// Where the help goes on a `screen`, and its lines wrapped to fit (descriptions that wrap
-/// stay in their column).
-pub fn view(theme: Theme, screen: Rect) -> (Rect, Vec<Line<'static>>) {
-    let w = HELP_WIDTH.min(screen.width);
-    let lines = text::wrap_all(lines(theme), w.saturating_sub(2), |l| match l.spans.len() {
-        2 => l.spans[0].width(),
-        _ => 0,
-    });
-    let h = u16::try_from(lines.len())
-        .unwrap_or(u16::MAX)
-        .saturating_add(2);
-    (popup(screen, w, h), lines)
-}
-
-/// Lines in view and how far the help can scroll on a `screen`.
-pub fn extent(theme: Theme, screen: Rect) -> (u16, u16) {
-    let (r, lines) = view(theme, screen);
-    let shown = r.height.saturating_sub(2);
-    let total = u16::try_from(lines.len()).unwrap_or(u16::MAX);
-    (shown, total.saturating_sub(shown))
-}
-
-pub fn render(theme: Theme, scroll: u16, screen: Rect, buf: &mut Buffer) {
-    let (r, lines) = view(theme, screen);
-    Clear.render(r, buf);
-    let shown = r.height.saturating_sub(2);
-    let max = u16::try_from(lines.len())
-        .unwrap_or(u16::MAX)
-        .saturating_sub(shown);
-    let scroll = scroll.min(max);
-    let close = keymap::keys(Context::Help, Action::CloseHelp);
-    let hint = match scroll_hint(
-        scroll,
-        shown,
-        lines.len(),
-        &keymap::keys(Context::Help, Action::Down),
-    ) {
-        Some(h) => format!("{h}· {close} close "),
-        None => format!(" {close} close "),
-    };
-    Paragraph::new(lines)
-        .block(
-            Block::bordered()
-                .title(Span::styled(" Help ", theme.title()))
-                .title_bottom(Line::from(Span::styled(hint, theme.key())).right_aligned()),
-        )
-        .scroll((scroll, 0))
-        .render(r, buf);
 }

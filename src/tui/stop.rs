@@ -1,0 +1,392 @@
+//! Stopping the processes that hold a lock (`x`): a hung `git` holding `index.lock`, say.
+//!
+//! The processes are the lock's holders now (the judgement's `holders`), or, when nothing holds
+//! it open or locked, the live owner process it names. [`plan`] looks at each one in `/proc` and
+//! keeps those this user may stop: a process of this user, or any process when running as root;
+//! never PID 1 and never the UI itself. Each target is remembered with its start time, and
+//! [`send`] signals it through a pidfd opened first and checked against that start time, so a
+//! PID reused since the question is never signalled. After SIGTERM, [`send`] waits up to
+//! [`GRACE`] for the targets to exit; the UI offers SIGKILL for those that did not. SIGTERM is
+//! followed by SIGCONT, so that a stopped holder (the usual stuck one) can act on it.
+
+use std::time::{Duration, Instant};
+
+use locksmith::Judgement;
+use locksmith::probe::{HostFacts, PidState, ProcFacts, Snapshot, process};
+use locksmith::report::waiting::Stuck;
+use locksmith::scan::Finding;
+
+/// How long the targets of a SIGTERM have to exit before SIGKILL is offered.
+pub const GRACE: Duration = Duration::from_secs(5);
+/// How often [`send`] looks whether the targets are gone.
+const POLL: Duration = Duration::from_millis(50);
+
+/// The signals the UI sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sig {
+    /// Asks the process to exit (it may clean up, and may ignore it).
+    Term,
+    /// Ends it at once (no clean-up).
+    Kill,
+}
+
+impl Sig {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sig::Term => "SIGTERM",
+            Sig::Kill => "SIGKILL",
+        }
+    }
+}
+
+/// A process to signal, as it was when the user was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub pid: i32,
+    /// Start time in clock ticks since boot: what tells this process from a later one that
+    /// got its PID.
+    pub start_ticks: u64,
+    /// Its name (comm), raw.
+    pub name: String,
+    /// Its user's name (or uid), raw.
+    pub user: String,
+    /// Its command line, raw.
+    pub cmdline: String,
+    /// How it holds the lock (`flock write`, `open`, ...), or `owner` for the process the lock
+    /// names.
+    pub how: String,
+}
+
+impl Target {
+    /// `pid 4242 git (user me)`: raw text, a view escapes it.
+    pub fn describe(&self) -> String {
+        format!("pid {} {} (user {})", self.pid, self.name, self.user)
+    }
+}
+
+/// What the user is asked to confirm.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The lock they hold.
+    pub finding: Box<Finding>,
+    pub signal: Sig,
+    pub targets: Vec<Target>,
+    /// Processes that hold the lock but are not signalled, each with why (raw text).
+    pub refused: Vec<String>,
+    /// SIGKILL offered after SIGTERM did not end these targets within [`GRACE`].
+    pub after_term: bool,
+    /// A holder seen stuck (stopped, or not reaping the children it holds the lock for), with
+    /// why: the dialog names it.
+    pub stuck: Option<Stuck>,
+}
+
+/// The processes `x` is about for a judgement: every holder visible here (once each, in
+/// order), else the live owner process; each with how it holds the lock.
+pub fn candidates(j: &Judgement) -> Vec<(i32, String)> {
+    let mut out: Vec<(i32, String)> = Vec::new();
+    for h in &j.holders {
+        if h.pid > 0 && !out.iter().any(|(p, _)| *p == h.pid) {
+            out.push((h.pid, h.describe_how()));
+        }
+    }
+    if out.is_empty()
+        && let Some(p) = &j.process
+        && p.pid > 0
+    {
+        out.push((p.pid, "owner".to_string()));
+    }
+    out
+}
+
+/// Whether this user may signal a process of `uid` with PID `pid`: `Err` says why not.
+/// `me` is our effective uid, `own_pid` our PID.
+pub fn allowed(pid: i32, uid: Option<u32>, me: u32, own_pid: i32) -> Result<(), String> {
+    if pid == 1 {
+        return Err(format!("pid {pid} is the init process: never signalled"));
+    }
+    if pid == own_pid {
+        return Err(format!("pid {pid} is this UI: never signalled"));
+    }
+    if me == 0 {
+        return Ok(());
+    }
+    match uid {
+        Some(u) if u == me => Ok(()),
+        Some(u) => Err(format!(
+            "pid {pid} belongs to uid {u}: only processes of your own user (uid {me}) are stopped, or any as root"
+        )),
+        None => Err(format!("pid {pid}: whose process it is cannot be read")),
+    }
+}
+
+fn target_of(f: &ProcFacts, how: String, snap: &Snapshot) -> Target {
+    let user = f
+        .uid
+        .map(|u| snap.user_name(u).unwrap_or_else(|| format!("uid {u}")))
+        .unwrap_or_else(|| "?".into());
+    Target {
+        pid: f.pid,
+        start_ticks: f.start_ticks,
+        name: f.name().to_string(),
+        user,
+        cmdline: f.cmdline.join(" "),
+        how,
+    }
+}
+
+/// Looks at the processes `x` is about for `finding` and keeps those this user may stop.
+/// `Err` (a sentence) when none is left.
+pub fn plan(finding: &Finding) -> Result<Plan, String> {
+    let candidates = candidates(&finding.judgement);
+    if candidates.is_empty() {
+        return Err("nothing holds this lock now: there is no process to stop".into());
+    }
+    let host = HostFacts::probe();
+    let snap = Snapshot::take();
+    let me = rustix::process::geteuid().as_raw();
+    let own = std::process::id() as i32;
+    let mut targets = Vec::new();
+    let mut refused = Vec::new();
+    for (pid, how) in candidates {
+        match process::probe(pid, &host) {
+            PidState::Alive(f) if f.kernel_thread => {
+                refused.push(format!("pid {pid} is a kernel thread"));
+            }
+            PidState::Alive(f) => match allowed(pid, f.uid, me, own) {
+                Ok(()) => targets.push(target_of(&f, how, &snap)),
+                Err(why) => refused.push(why),
+            },
+            PidState::Zombie(_) | PidState::Absent => {
+                refused.push(format!("pid {pid} has exited already"));
+            }
+            PidState::ExistsOpaque => refused.push(format!(
+                "pid {pid} cannot be read here: not a process of yours"
+            )),
+        }
+    }
+    if targets.is_empty() {
+        return Err(format!("no process to stop: {}", refused.join("; ")));
+    }
+    Ok(Plan {
+        finding: Box::new(finding.clone()),
+        signal: Sig::Term,
+        targets,
+        refused,
+        after_term: false,
+        stuck: None,
+    })
+}
+
+/// What came of signalling a plan's targets.
+#[derive(Debug, Clone, Default)]
+pub struct Sent {
+    /// Signalled, and gone (within [`GRACE`] of a SIGTERM).
+    pub exited: Vec<Target>,
+    /// Signalled, still running after [`GRACE`] (SIGTERM only).
+    pub survivors: Vec<Target>,
+    /// Not signalled, or the signal failed: a sentence each (raw text).
+    pub errors: Vec<String>,
+}
+
+/// Whether the process a target names is gone (exited, a zombie, or its PID now another
+/// process's).
+fn gone(t: &Target, host: &HostFacts) -> bool {
+    match process::probe(t.pid, host) {
+        PidState::Alive(f) => f.start_ticks != t.start_ticks,
+        PidState::Zombie(_) | PidState::Absent => true,
+        PidState::ExistsOpaque => false,
+    }
+}
+
+/// Signals every target of `plan` (each through a pidfd, checked to be the same process the
+/// user confirmed), then, after SIGTERM, waits up to [`GRACE`] for them to exit.
+pub fn send(plan: &Plan) -> Sent {
+    let host = HostFacts::probe();
+    let mut out = Sent::default();
+    let mut sent = Vec::new();
+    for t in &plan.targets {
+        match sys::signal(t, plan.signal, &host) {
+            Ok(()) => sent.push(t.clone()),
+            Err(why) => out.errors.push(why),
+        }
+    }
+    let wait = match plan.signal {
+        Sig::Term => GRACE,
+        // SIGKILL cannot be caught: the process ends as soon as the kernel gets to it.
+        Sig::Kill => Duration::from_secs(1),
+    };
+    let start = Instant::now();
+    loop {
+        let (done, running): (Vec<Target>, Vec<Target>) =
+            sent.iter().cloned().partition(|t| gone(t, &host));
+        if running.is_empty() || start.elapsed() >= wait {
+            out.exited = done;
+            out.survivors = running;
+            return out;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod sys {
+    use super::{HostFacts, PidState, Sig, Target, process};
+    use rustix::process::{Pid, PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
+
+    /// Opens a pidfd for the target's PID, checks that it still names the process confirmed
+    /// (same start time: the pidfd pins the PID from here on), and signals it through the
+    /// pidfd (`pidfd_open(2)`, `pidfd_send_signal(2)`). SIGTERM comes with SIGCONT: a stopped
+    /// process acts on no signal but SIGKILL until it runs again.
+    pub fn signal(t: &Target, sig: Sig, host: &HostFacts) -> Result<(), String> {
+        let pid = Pid::from_raw(t.pid).ok_or_else(|| format!("pid {} is not a PID", t.pid))?;
+        let fd = pidfd_open(pid, PidfdFlags::empty())
+            .map_err(|e| format!("pid {}: cannot open it (pidfd_open: {e})", t.pid))?;
+        match process::probe(t.pid, host) {
+            PidState::Alive(f) if f.start_ticks == t.start_ticks => {}
+            PidState::Alive(_) => {
+                return Err(format!(
+                    "pid {} is another process now (the one you confirmed exited): not signalled",
+                    t.pid
+                ));
+            }
+            _ => return Err(format!("pid {} has exited already", t.pid)),
+        }
+        let signal = match sig {
+            Sig::Term => Signal::TERM,
+            Sig::Kill => Signal::KILL,
+        };
+        pidfd_send_signal(&fd, signal)
+            .map_err(|e| format!("pid {}: {} failed: {e}", t.pid, sig.name()))?;
+        if sig == Sig::Term {
+            pidfd_send_signal(&fd, Signal::CONT)
+                .map_err(|e| format!("pid {}: SIGCONT failed: {e}", t.pid))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod sys {
+    use super::{HostFacts, Sig, Target};
+
+    pub fn signal(t: &Target, _sig: Sig, _host: &HostFacts) -> Result<(), String> {
+        Err(format!(
+            "pid {}: stopping processes is supported on Linux only",
+            t.pid
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_and_the_ui_are_never_signalled_and_users_only_their_own() {
+        let own = 4242;
+        assert!(allowed(1, Some(0), 0, own).unwrap_err().contains("init"));
+        assert!(
+            allowed(own, Some(0), 0, own)
+                .unwrap_err()
+                .contains("this UI")
+        );
+        // Root may stop anyone else's.
+        assert_eq!(allowed(77, Some(1000), 0, own), Ok(()));
+        assert_eq!(allowed(77, None, 0, own), Ok(()));
+        // A user only their own.
+        assert_eq!(allowed(77, Some(1000), 1000, own), Ok(()));
+        let other = allowed(77, Some(1001), 1000, own).unwrap_err();
+        assert!(
+            other.contains("uid 1001") && other.contains("or any as root"),
+            "{other}"
+        );
+        assert!(allowed(77, None, 1000, own).is_err());
+        assert!(allowed(1, Some(1000), 1000, own).is_err());
+    }
+
+    #[test]
+    fn the_holders_now_come_first_then_the_owner_process() {
+        use locksmith::{Holder, HolderHow, ProcessInfo};
+        let holder = |pid, how| Holder {
+            pid,
+            name: Some("flock".into()),
+            how,
+            mode: None,
+            range: None,
+            container: None,
+        };
+        let mut j = Judgement::live("held");
+        j.process = Some(ProcessInfo {
+            pid: 10,
+            name: "sleep".into(),
+            exe: None,
+            cmd: Vec::new(),
+            user: None,
+            start_time: None,
+            container: None,
+        });
+        assert_eq!(candidates(&j), [(10, "owner".to_string())]);
+        j.holders = vec![
+            holder(20, HolderHow::Flock),
+            holder(-1, HolderHow::Posix),
+            holder(20, HolderHow::Open),
+            holder(21, HolderHow::Open),
+        ];
+        assert_eq!(
+            candidates(&j),
+            [(20, "flock".to_string()), (21, "open".to_string())],
+            "each holder once; one not visible here is left out"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_stopped_holder_ends_on_sigterm() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let host = HostFacts::probe();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::STOP,
+        )
+        .unwrap();
+        let PidState::Alive(f) = process::probe(pid, &host) else {
+            panic!("the sleep runs");
+        };
+        let t = target_of(&f, "owner".into(), &Snapshot::take());
+        sys::signal(&t, Sig::Term, &host).unwrap();
+        // Stopped, it would act on SIGTERM only once continued: SIGCONT came with it.
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_signal_never_reaches_a_process_that_is_not_the_one_confirmed() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let host = HostFacts::probe();
+        let PidState::Alive(f) = process::probe(pid, &host) else {
+            panic!("the sleep runs");
+        };
+        // Another start time: a later process with the same PID.
+        let mut t = target_of(&f, "owner".into(), &Snapshot::take());
+        t.start_ticks += 1;
+        let err = sys::signal(&t, Sig::Term, &host).unwrap_err();
+        assert!(err.contains("another process"), "{err}");
+        assert!(child.try_wait().unwrap().is_none(), "not signalled");
+        // The one confirmed is.
+        t.start_ticks -= 1;
+        sys::signal(&t, Sig::Term, &host).unwrap();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(15));
+    }
+}
