@@ -71,9 +71,17 @@ impl Cells {
     /// filtering need.
     fn of(f: &Finding) -> Cells {
         let j = &f.judgement;
-        let who = table::Who::of(f);
-        let owner_pid = who.pid;
-        let [_, dialect, pid, command, host, _, path] = table::row_of(f, who, 0);
+        let row = table::Row::of(f);
+        let owner_pid = row.pid;
+        let cell = |c| row.cell(c, 0, false);
+        let [dialect, pid, command, host, path] = [
+            table::Column::Dialect,
+            table::Column::Pid,
+            table::Column::Command,
+            table::Column::Host,
+            table::Column::Path,
+        ]
+        .map(cell);
         let search = [j.verdict().as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
