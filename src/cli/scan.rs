@@ -92,12 +92,12 @@ fn scan_into(
     let errors: Mutex<Vec<ScanError>> = Mutex::default();
     // Locks whose host is asked: reported once it has answered.
     let asked: Mutex<Vec<Finding>> = Mutex::default();
-    // The stale locks, for the reclaim pass.
+    // The stale locks, for the reclaim pass: what it needs of each (see Finding::for_reclaim).
     let stale: Mutex<Vec<Finding>> = Mutex::default();
     let cancel = AtomicBool::new(false);
     let emit = |f: &Finding| {
         if args.reclaim && f.judgement.verdict() == Verdict::Stale {
-            lock(&stale).push(f.clone());
+            lock(&stale).push(f.for_reclaim());
         }
         let mut r = lock(&report);
         r.lock(f);
@@ -135,14 +135,17 @@ fn scan_into(
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again: each host once for the reclaim.
         let reask = ask.then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, &stale));
-        let outcomes = reclaim::reclaim_all_settled(&stale, config, &opts, |judged, fresh| {
-            if let Some(reask) = &reask {
-                reask.settle(judged, fresh);
-            }
-        });
-        for o in &outcomes {
-            report.reclaimed(o);
-        }
+        reclaim::reclaim_each_settled(
+            &stale,
+            config,
+            &opts,
+            |judged, fresh| {
+                if let Some(reask) = &reask {
+                    reask.settle(judged, fresh);
+                }
+            },
+            |o| report.reclaimed(&o),
+        );
     }
     let (tail, written) = report.finish();
     Ok((tail, written, errors))
