@@ -130,22 +130,9 @@ impl Column {
         }
     }
 
-    /// The header: `VERDICT`, `PID`, ...
-    pub fn title(self) -> &'static str {
-        match self {
-            Column::Verdict => "VERDICT",
-            Column::Dialect => "DIALECT",
-            Column::Pid => "PID",
-            Column::Command => "COMMAND",
-            Column::Host => "HOST",
-            Column::Age => "AGE",
-            Column::Path => "PATH",
-            Column::Size => "SIZE",
-            Column::Kind => "KIND",
-            Column::Modified => "MODIFIED",
-            Column::Fs => "FS",
-            Column::Evidence => "EVIDENCE",
-        }
+    /// The header: `VERDICT`, `PID`, ... (the name in capitals).
+    pub fn title(self) -> String {
+        self.name().to_ascii_uppercase()
     }
 }
 
@@ -350,7 +337,7 @@ impl<W: Write + Send> Writer<W> {
                 .cmp(&verdict_rank(b.verdict))
                 .then_with(|| a.path.cmp(&b.path))
         });
-        let titles: Vec<String> = self.columns.iter().map(|c| c.title().into()).collect();
+        let titles: Vec<String> = self.columns.iter().map(|c| c.title()).collect();
         if self.raw {
             if self.headings && !rows.is_empty() {
                 writeln!(self.out, "{}", titles.join(" "))?;
