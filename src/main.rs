@@ -36,6 +36,14 @@ pub enum Command {
     /// forwarded to COMMAND, which is waited for; then the lock is released.
     #[command(after_help = LOCK_EXIT_STATUS, after_long_help = LOCK_EXAMPLES)]
     Lock(LockArgs),
+    /// Reclaim what is proven stale in PATHs, then become COMMAND (same PID).
+    ///
+    /// For a container's entrypoint, systemd's ExecStartPre= (without COMMAND) and an init
+    /// container: a lock that is live, foreign or unknown is never removed; nothing is run,
+    /// one line on stderr says why, and the exit status is 75 (after --wait SECS, if given).
+    /// Removed locks are copied and journaled as every reclaim.
+    #[command(after_help = START_EXIT_STATUS, after_long_help = START_EXAMPLES)]
+    Start(StartArgs),
     /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
     Inspect(InspectArgs),
 
@@ -47,12 +55,13 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
 
-    /// List what reclaim removed (and what was restored), oldest first.
+    /// List what reclaim removed (and what was restored), grouped by run, oldest first.
     #[command(after_long_help = JOURNAL_EXAMPLES)]
     Journal(JournalArgs),
-    /// Put back a lock that reclaim removed, exactly as it was (only if nothing is there now).
+    /// Put back what reclaim removed, exactly as it was (only where nothing is there now).
     ///
-    /// A symlink comes back as a symlink, a lock directory as a directory, a file byte for
+    /// Without ENTRY, the last run that reclaimed (every lock it removed), listed first. A
+    /// symlink comes back as a symlink, a lock directory as a directory, a file byte for
     /// byte, with its mode, owner and mtime; the copy's sha256 is checked first, and the
     /// restore is journaled.
     #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
@@ -61,16 +70,17 @@ pub enum Command {
 
 #[derive(Debug, Args, Clone)]
 pub struct JournalArgs {
-    /// Print the entries as one JSON document.
+    /// Print the entries as one JSON document (also grouped by run).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct RestoreArgs {
-    /// A journal entry (its number in `locksmith journal`, or its id) or the path of a
-    /// removed lock. Default: the last reclaim not restored yet.
-    #[arg(value_name = "ENTRY|PATH")]
+    /// A journal entry (its number in `locksmith journal`, or its id), a run's id (all of
+    /// that run), or the path of a removed lock (as given, or as `locksmith journal` prints
+    /// it). Default: the last run that reclaimed.
+    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath)]
     pub entry: Option<std::ffi::OsString>,
 }
 
@@ -128,6 +138,11 @@ pub struct ScanArgs {
           value_parser = verdict_names())]
     pub verdict: Vec<String>,
 
+    /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
+    /// or retrying a GnuPG dotlock), with their holders and verdicts.
+    #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
+    pub pid: Option<i32>,
+
     /// With --scan: remove every lock that is stale at the moment of removal.
     #[arg(long, requires = "scan")]
     pub reclaim: bool,
@@ -178,8 +193,9 @@ pub struct ScanArgs {
     #[arg(long)]
     pub readonly: bool,
 
-    /// UI: seconds between re-judging the verdicts.
-    #[arg(long, default_value_t = 2.0, value_name = "SECS")]
+    /// UI: seconds between re-judging the verdicts (at least 0.1; not with --scan).
+    #[arg(long, default_value_t = 2.0, value_name = "SECS", value_parser = interval,
+          conflicts_with = "scan")]
     pub interval: f64,
 
     /// Directories or files to scan (replace the configured roots).
@@ -203,6 +219,16 @@ fn verdict_names() -> clap::builder::PossibleValuesParser {
         .map(|v| clap::builder::PossibleValue::new(v.as_str()))
         .collect::<Vec<_>>()
         .into()
+}
+
+/// `--interval SECS`: a number of seconds of at least 0.1.
+fn interval(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.1 => Ok(v),
+        _ => Err(format!(
+            "must be a number of seconds of at least 0.1 (got {s})"
+        )),
+    }
 }
 
 /// The format of the `--scan` report.
@@ -243,6 +269,27 @@ pub struct LockArgs {
 }
 
 #[derive(Debug, Args, Clone)]
+pub struct StartArgs {
+    /// Wait up to SECS seconds for the locks in the way to be released (or proven stale),
+    /// judging them again four times a second. Default: do not wait.
+    #[arg(long, value_name = "SECS")]
+    pub wait: Option<f64>,
+
+    /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+
+    /// The service's lock files, or directories of them (a PATH that does not exist is not
+    /// in the way).
+    #[arg(value_name = "PATH", required = true, value_hint = ValueHint::AnyPath)]
+    pub paths: Vec<PathBuf>,
+
+    /// The service to run in this process once PATHs are clear (none: exit 0).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, Args, Clone)]
 pub struct InspectArgs {
     /// A process id to answer about (repeat for several).
     #[arg(
@@ -270,6 +317,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Some(Command::Lock(args)) => cli::lock::run(args),
+        Some(Command::Start(args)) => cli::start::run(args),
         Some(Command::Inspect(args)) => cli::inspect::run(args),
         Some(Command::Completions { shell }) => cli::completions::run(shell),
         Some(Command::Journal(args)) => cli::journal::run(args),
@@ -297,6 +345,9 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
+  What process 4242 waits for (\"Blocking waiting for file lock\"), who holds it, and
+  whether that one is stuck:
+    locksmith --scan --pid 4242
   On shared storage, ask the hosts that foreign locks name (over ssh):
     locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:
@@ -304,6 +355,8 @@ Examples:
       --output /var/lib/prometheus/node-exporter/locksmith.prom
   Run a job at most once at a time (see `locksmith lock --help`):
     locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
+  Start a server once its stale pid file is gone (see `locksmith start --help`):
+    locksmith start tmp/pids/server.pid -- rails server
   Install the bash completion for your user:
     locksmith completions bash \\
       > ~/.local/share/bash-completion/completions/locksmith
@@ -315,7 +368,34 @@ Exit status:
   the UI            0 quit normally, 2 no terminal, bad configuration or
                     arguments
   lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
-                    2 error (see `locksmith lock --help`)";
+                    2 error (see `locksmith lock --help`)
+  start             COMMAND's status (it replaces locksmith), 0 without COMMAND, 75 a
+                    lock is in the way, 2 error (see `locksmith start --help`)";
+
+const START_EXIT_STATUS: &str = "\
+Exit status: COMMAND's own (it runs in this process); without COMMAND, 0 once PATHs are
+clear; 75 a lock is in the way (live, foreign, unknown, or not removable); 2 bad argument or
+configuration, or a PATH that cannot be examined; 126 COMMAND cannot be run; 127 COMMAND not
+found.";
+
+const START_EXAMPLES: &str = "\
+Examples:
+  A container's entrypoint: the pid file of the previous run goes, then the server
+  runs as PID 1:
+    locksmith start /app/tmp/pids/server.pid -- bundle exec rails server
+  Wait up to 30 s for another instance to let go of its locks:
+    locksmith start --wait 30 /var/lib/app/app.pid /var/lib/app/locks -- /usr/bin/app
+  systemd, before the service starts (no COMMAND: exit 0 when clear):
+    ExecStartPre=/usr/bin/locksmith start /run/app/app.pid
+
+Exit status:
+  COMMAND's   it replaced locksmith (same PID)
+  0           no COMMAND, and PATHs are clear
+  75          a lock is in the way: live, foreign or unknown, or it could not be
+              removed (a line on stderr says why); after --wait SECS, if given
+  2           bad argument or configuration, a PATH that cannot be examined
+  126         COMMAND cannot be run
+  127         COMMAND not found";
 
 const LOCK_EXIT_STATUS: &str = "\
 Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad
@@ -345,7 +425,7 @@ Exit status:
 
 const JOURNAL_EXAMPLES: &str = "\
 Examples:
-  What reclaim removed, numbered for `locksmith restore`:
+  What reclaim removed, by run, numbered for `locksmith restore`:
     locksmith journal
   The same for a script (paths lossless: `\\\\` is a backslash, `\\xNN` a raw byte):
     locksmith journal --json | jq '.entries[] | select(.event == \"reclaim\") | .path'
@@ -355,21 +435,25 @@ Exit status:
   2   the state directory cannot be used (refused as unsafe, or no HOME)";
 
 const RESTORE_EXIT_STATUS: &str = "\
-Exit status: 0 restored; 1 refused (something stands at the path, no copy was kept, already
-restored, a symlink on the way) or failed, and nothing was changed.";
+Exit status: 0 every lock named was restored; 1 nothing to restore, or a lock was refused
+(something stands at its path, no copy was kept, already restored, a symlink on the way) or
+failed, and that lock was not changed.";
 
 const RESTORE_EXAMPLES: &str = "\
 Examples:
-  Undo the last reclaim:
+  Undo the last run that reclaimed (all it removed, listed first):
     locksmith restore
   Undo entry 3 of `locksmith journal`, or the last reclaim of a path:
     locksmith restore 3
     locksmith restore /run/user/1000/daemon.pid
+  Undo an older run, by the id `locksmith journal` shows:
+    locksmith restore 20261130T165939.566Z-1082-3fa2c1d9
 
 Exit status:
-  0   restored
-  1   refused (something stands at the path, no copy was kept, already
-      restored, a symlink on the way) or failed; nothing was changed";
+  0   every lock named was restored
+  1   nothing to restore, or a lock was refused (something stands at its
+      path, no copy was kept, already restored, a symlink on the way) or
+      failed; that lock was not changed";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

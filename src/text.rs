@@ -34,6 +34,44 @@ pub fn display_path(path: &Path) -> String {
     escape_bytes(path.as_os_str().as_bytes())
 }
 
+/// The path a [`display_path`] string stands for (the inverse: `\\`, `\n`, `\r`, `\t`, `\xNN`
+/// and `\u{X}` read back), so that a path can be given as a view printed it; `None` if `s` is
+/// not such a string (a backslash followed by anything else).
+pub fn path_from_display(s: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut out = Vec::with_capacity(s.len());
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if c != '\\' {
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            continue;
+        }
+        match chars.next()?.1 {
+            '\\' => out.push(b'\\'),
+            'n' => out.push(b'\n'),
+            'r' => out.push(b'\r'),
+            't' => out.push(b'\t'),
+            'x' => {
+                let hex = s.get(i + 2..i + 4)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                chars.nth(1)?;
+            }
+            'u' => {
+                let rest = s.get(i + 2..)?.strip_prefix('{')?;
+                let end = rest.find('}')?;
+                let c = char::from_u32(u32::from_str_radix(&rest[..end], 16).ok()?)?;
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                // `{`, the digits and `}`.
+                chars.nth(end + 1)?;
+            }
+            _ => return None,
+        }
+    }
+    Some(std::ffi::OsString::from_vec(out).into())
+}
+
 /// An `OsStr` (a file name, an argument) as a single-line, terminal-safe string.
 pub fn display_os(s: &OsStr) -> String {
     escape_bytes(s.as_bytes())
@@ -216,6 +254,31 @@ mod tests {
     fn backslashes_are_doubled_so_escapes_cannot_be_forged() {
         assert_eq!(escape("a\\x1b"), "a\\\\x1b");
         assert_ne!(escape("a\\x1b"), escape("a\x1b"));
+    }
+
+    #[test]
+    fn a_displayed_path_reads_back_exactly() {
+        for raw in [
+            &b"/tmp/plain.lock"[..],
+            b"/tmp/a\\xff.pid",
+            b"/tmp/a\xff.pid",
+            b"/tmp/\x1b[2J\n\t\r.lock",
+            "/tmp/evil\u{202e}dip.pid".as_bytes(),
+            "/tmp/h\u{e9}llo \u{9b}.lock".as_bytes(),
+        ] {
+            let p = Path::new(OsStr::from_bytes(raw));
+            let shown = display_path(p);
+            assert_eq!(path_from_display(&shown).as_deref(), Some(p), "{shown}");
+        }
+        for bad in [
+            "/tmp/a\\",
+            "/tmp/\\q",
+            "/tmp/\\xz1",
+            "/tmp/\\u{110000}",
+            "/tmp/\\u{41",
+        ] {
+            assert_eq!(path_from_display(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -4,6 +4,6 @@
 //! `stale`.
 
 pub use locksmith_engine::verdict::{
-    ContainerId, ContainerInfo, Holder, HolderHow, Owner, ProcessInfo, Proof, RemoteClaim, Rule,
-    Verdict, describe_holders,
+    ByteRange, ContainerId, ContainerInfo, Holder, HolderHow, LockMode, Owner, ProcessInfo, Proof,
+    RemoteClaim, Rule, Verdict, describe_holders,
 };

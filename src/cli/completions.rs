@@ -33,7 +33,107 @@ pub fn completion(shell: Shell) -> Vec<u8> {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "locksmith", &mut out);
-    out
+    // Built by `generate`: the subcommands include `help` now.
+    let subcommands: Vec<&str> = cmd.get_subcommands().map(|s| s.get_name()).collect();
+    let script = String::from_utf8(out).expect("clap_complete writes UTF-8");
+    let script = match shell {
+        Shell::Bash => bash_paths(script, &subcommands),
+        Shell::Fish => fish_paths(script),
+        Shell::Zsh => zsh_paths(script),
+        _ => script,
+    };
+    script.into_bytes()
+}
+
+/// The generated bash script offers the subcommands, never a path, wherever a PATH goes
+/// (`locksmith --scan r<Tab>` gave `restore`): a subcommand is offered as the first word only
+/// (the options and PATHs of the scan cannot come before one), and paths wherever a PATH may
+/// stand.
+fn bash_paths(script: String, subcommands: &[&str]) -> String {
+    let start = script
+        .find("        locksmith)\n")
+        .expect("the bash script has a case for the top level");
+    let end = start
+        + script[start..]
+            .find("        locksmith__subcmd__")
+            .expect("and cases for the subcommands after it");
+    let mut block = script[start..end].to_string();
+    let first = "if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then";
+    assert!(block.contains(first), "the top level's option test");
+    block = block.replacen(first, "if [[ ${cur} == -* ]] ; then", 1);
+    let last =
+        "            COMPREPLY=( $(compgen -W \"${opts}\" -- \"${cur}\") )\n            return 0\n";
+    let at = block.rfind(last).expect("the top level's last reply");
+    let paths = format!(
+        "            # A subcommand only as the first word; paths wherever a PATH may stand.
+            if [[ ${{COMP_CWORD}} -gt 1 ]] ; then
+                opts=\"${{opts% {}}}\"
+            fi
+            COMPREPLY=( $(compgen -W \"${{opts}}\" -- \"${{cur}}\") )
+            local oldifs=\"$IFS\"
+            IFS=$'\\n'
+            COMPREPLY+=( $(compgen -f -- \"${{cur}}\") )
+            IFS=\"$oldifs\"
+            if [[ \"${{BASH_VERSINFO[0]}}\" -ge 4 ]]; then
+                compopt -o filenames
+            fi
+            return 0
+",
+        subcommands.join(" ")
+    );
+    block.replace_range(at..at + last.len(), &paths);
+    format!("{}{block}{}", &script[..start], &script[end..])
+}
+
+/// The generated zsh script offers the subcommands as the second word after a PATH
+/// (`locksmith --scan root r<Tab>` gave `restore`): a subcommand only as the first word now,
+/// paths after an option or a PATH.
+fn zsh_paths(script: String) -> String {
+    let spec = "\":: :_locksmith_commands\" \\\n";
+    assert!(
+        script.contains(spec),
+        "the zsh script's subcommand argument"
+    );
+    let script = script.replacen(spec, "\":: :_locksmith_commands_first\" \\\n", 1);
+    let tail = "\nif [ \"$funcstack[1]\" = \"_locksmith\" ]; then";
+    let at = script.rfind(tail).expect("the zsh script's last lines");
+    format!(
+        "{}
+(( $+functions[_locksmith_commands_first] )) ||
+_locksmith_commands_first() {{
+    # A subcommand only as the first word: none after an option or a PATH of the scan.
+    if (( CURRENT == 1 )); then
+        _locksmith_commands \"$@\"
+    else
+        _files \"$@\"
+    fi
+}}
+{}",
+        &script[..at],
+        &script[at..]
+    )
+}
+
+/// The generated fish script offers the subcommands after an option or a PATH too: only as
+/// the first word now (paths are offered as well, as fish does by default).
+fn fish_paths(script: String) -> String {
+    let needs = "-n \"__fish_locksmith_needs_command\" -a ";
+    assert!(
+        script.contains(needs),
+        "the fish script offers the subcommands"
+    );
+    let script = script.replace(
+        needs,
+        "-n \"__fish_locksmith_needs_command; and __fish_locksmith_first_word\" -a ",
+    );
+    format!(
+        "{script}
+# A subcommand only as the first word: none after an option or a PATH of the scan.
+function __fish_locksmith_first_word
+    test (count (commandline -opc)) -eq 1
+end
+"
+    )
 }
 
 /// The generator of the files under `assets/share/`: only the test that keeps them current
@@ -42,7 +142,7 @@ pub fn completion(shell: Shell) -> Vec<u8> {
 mod share {
     use super::*;
     use clap_mangen::Man;
-    use clap_mangen::roff::{Roff, bold, roman};
+    use clap_mangen::roff::{Roff, bold, italic, roman};
 
     /// Every generated file under `assets/share/`, as (path relative to it, content).
     pub fn share_files() -> Vec<(String, Vec<u8>)> {
@@ -95,7 +195,9 @@ mod share {
         let write = |r: io::Result<()>| r.expect("writing to memory");
         write(man.render_title(&mut out));
         write(man.render_name_section(&mut out));
-        write(man.render_synopsis_section(&mut out));
+        let mut head = Roff::default();
+        synopsis(&mut head, cmd, title);
+        out.extend_from_slice(head.to_roff().as_bytes());
         write(man.render_description_section(&mut out));
         if cmd.get_arguments().any(|a| !a.is_hide_set()) {
             write(man.render_options_section(&mut out));
@@ -110,6 +212,7 @@ mod share {
         }
         let is_root = std::ptr::eq(cmd, root);
         if is_root {
+            verdicts_and_keys(&mut roff);
             files_and_environment(&mut roff);
         }
         roff.control("SH", ["SEE ALSO"]);
@@ -131,6 +234,138 @@ mod share {
         }
         out
     }
+
+    /// SYNOPSIS: the command as it is typed (`locksmith lock`), each option with its value's
+    /// placeholder (`--config FILE`), the positional arguments, and the subcommands.
+    fn synopsis(roff: &mut Roff, cmd: &clap::Command, title: &str) {
+        roff.control("SH", ["SYNOPSIS"]);
+        let mut line = vec![bold(title.replacen('-', " ", 1))];
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let value = || {
+                arg.get_value_names()
+                    .map(|v| {
+                        v.iter()
+                            .map(|n| n.to_string())
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_else(|| arg.get_id().as_str().to_uppercase())
+            };
+            let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1)
+                || matches!(arg.get_action(), clap::ArgAction::Append);
+            line.push(roman(" "));
+            if arg.is_positional() {
+                let open = if arg.is_required_set() { "" } else { "[" };
+                let close = if arg.is_required_set() { "" } else { "]" };
+                if arg.is_last_set() {
+                    line.push(roman(open));
+                    line.push(bold("--"));
+                    line.push(roman(" "));
+                } else {
+                    line.push(roman(open));
+                }
+                line.push(italic(value()));
+                line.push(roman(format!("{close}{}", if many { "..." } else { "" })));
+                continue;
+            }
+            let mut names = Vec::new();
+            if let Some(c) = arg.get_short() {
+                names.push(format!("-{c}"));
+            }
+            if let Some(l) = arg.get_long() {
+                names.push(format!("--{l}"));
+            }
+            let (open, close) = if arg.is_required_set() {
+                ("", "")
+            } else {
+                ("[", "]")
+            };
+            line.push(roman(open));
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    line.push(roman("|"));
+                }
+                line.push(bold(n.clone()));
+            }
+            if arg.get_action().takes_values() {
+                line.push(roman(" "));
+                line.push(italic(value()));
+            }
+            line.push(roman(format!("{close}{}", if many { "..." } else { "" })));
+        }
+        roff.text(line);
+        if cmd.has_subcommands() {
+            roff.control("br", []);
+            roff.text([
+                bold(title.replacen('-', " ", 1)),
+                roman(" "),
+                italic("COMMAND"),
+                roman(" ["),
+                italic("ARGS"),
+                roman("]"),
+            ]);
+        }
+    }
+
+    /// What the verdicts mean, and the terminal UI's keys (from its key map, as its help
+    /// screen shows them).
+    fn verdicts_and_keys(roff: &mut Roff) {
+        roff.control("SH", ["VERDICTS"]);
+        for (marker, verdict, meaning) in VERDICTS {
+            roff.control("TP", []);
+            roff.text([bold(format!("{marker} {verdict}"))]);
+            roff.text([roman(*meaning)]);
+        }
+        roff.control("SH", ["KEYS"]);
+        roff.text([roman(
+            "The terminal UI's keys (? shows them in the UI, by what has the focus):",
+        )]);
+        let mut context = None;
+        for b in crate::tui::keymap::KEYMAP {
+            if context != Some(b.context) {
+                context = Some(b.context);
+                roff.control("SS", [b.context.title()]);
+            }
+            roff.control("TP", ["16"]);
+            roff.text([bold(b.label())]);
+            roff.text([roman(b.long)]);
+        }
+    }
+
+    /// The verdicts, as the README's table says them.
+    const VERDICTS: &[(&str, &str, &str)] = &[
+        (
+            "✗",
+            "stale",
+            "The owner is provably gone (no such process, PID reused, an earlier boot, an \
+             expired heartbeat, a kernel lock or open file released, the writer's own removal \
+             condition). Reclaimable.",
+        ),
+        (
+            "●",
+            "live",
+            "An owner is verifiably alive (a kernel lock held, the file open, or the owner PID \
+             alive and proven the same process). Never removed.",
+        ),
+        (
+            "⇄",
+            "foreign",
+            "The owner is on another host or in another PID namespace and cannot be checked \
+             here. Removed only by a person naming it (d in the UI, --force LOCK).",
+        ),
+        (
+            "?",
+            "unknown",
+            "Cannot be parsed or read, or nothing proves its owner gone. Removed only by a \
+             person naming it (d in the UI, --force LOCK).",
+        ),
+        (
+            "○",
+            "free",
+            "A lock file nobody locks now, of a writer known to use kernel locks (dpkg, apt, \
+             cargo): harmless, never removed.",
+        ),
+    ];
 
     /// Splits an after-help text into sections at its unindented `Heading:` lines and writes
     /// each body unfilled.

@@ -1,9 +1,119 @@
-//! Non-interactive commands: `locksmith lock`, `locksmith --scan`, `locksmith inspect`,
+//! Non-interactive commands: `locksmith lock`, `locksmith start`, `locksmith --scan`, `locksmith inspect`,
 //! `locksmith completions`, `locksmith journal` and `locksmith restore`.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 pub mod completions;
 pub mod inspect;
 pub mod journal;
+pub mod kill;
 pub mod lock;
 pub mod restore;
 pub mod scan;
+pub mod start;
+pub mod waiting;
+
+/// A hint for an error that says this user was denied (`EACCES`, "os error 13", or `EPERM`):
+/// which path, whose it is, and to run as its owner or as root. `None` for any other error.
+pub fn permission_hint(message: &str) -> Option<String> {
+    let denied = [
+        "(os error 13)",
+        "(os error 1)",
+        "Permission denied",
+        "EACCES",
+    ];
+    if !denied.iter().any(|d| message.contains(d)) {
+        return None;
+    }
+    let me = locksmith::reclaim::user_name(rustix::process::geteuid().as_raw());
+    // The first path the message names, and the deepest part of it this user can see.
+    let path = message
+        .split_whitespace()
+        .map(|w| {
+            w.trim_start_matches('(')
+                .trim_end_matches([':', ',', ';', ')'])
+        })
+        .find(|w| w.starts_with('/'));
+    let Some(path) = path else {
+        return Some(format!(
+            "this user, {me}, was denied: run as the owner of the file or as root"
+        ));
+    };
+    let mut at = Path::new(path);
+    let seen = loop {
+        if let Ok(m) = std::fs::symlink_metadata(at) {
+            break Some(m);
+        }
+        match at.parent() {
+            Some(p) => at = p,
+            None => break None,
+        }
+    };
+    Some(match seen {
+        Some(m) => {
+            let whose = format!(
+                "belongs to {}, mode {:o}",
+                locksmith::reclaim::user_name(m.uid()),
+                m.mode() & 0o7777
+            );
+            let at = at.display();
+            if at.to_string() == path {
+                format!("{path} {whose}, and this user is {me}: run as its owner or as root")
+            } else {
+                format!(
+                    "this user, {me}, may not use {path}; {at} {whose}: run as its owner or as \
+                     root"
+                )
+            }
+        }
+        None => format!("this user, {me}, may not use {path}: run as its owner or as root"),
+    })
+}
+
+/// Prints `locksmith[ WHAT]: MESSAGE` on stderr, and the hint of a permission error after it.
+pub fn report_error(what: &str, message: &str) {
+    let name = if what.is_empty() {
+        "locksmith".to_string()
+    } else {
+        format!("locksmith {what}")
+    };
+    eprintln!("{name}: {}", locksmith::text::escape(message));
+    if let Some(hint) = permission_hint(message) {
+        eprintln!("{name}: hint: {}", locksmith::text::escape(&hint));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_permission_error_names_the_path_its_owner_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.json");
+        std::fs::write(&file, "{}").unwrap();
+        let msg = format!(
+            "cannot read configuration file {}: Permission denied (os error 13)",
+            file.display()
+        );
+        let hint = permission_hint(&msg).unwrap();
+        assert!(
+            hint.starts_with(&format!("{} belongs to ", file.display())),
+            "{hint}"
+        );
+        assert!(hint.contains("run as its owner or as root"), "{hint}");
+        assert!(hint.contains("(uid "), "{hint}");
+        // A path that does not exist: its deepest existing part.
+        let gone = dir.path().join("no/such/file");
+        let hint = permission_hint(&format!("{}: (os error 13)", gone.display())).unwrap();
+        assert!(
+            hint.contains(&format!("{} belongs to", dir.path().display())),
+            "{hint}"
+        );
+        assert_eq!(
+            permission_hint("No such file or directory (os error 2)"),
+            None
+        );
+    }
+}

@@ -26,7 +26,7 @@ use anyhow::Context;
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
-use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts};
+use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
 use locksmith::scan::{self, Config, Finding, Root, ScanError, ScanEvent};
 use locksmith::text;
 use locksmith::verdict::Verdict;
@@ -37,10 +37,31 @@ pub fn run(args: ScanArgs) -> i32 {
     match scan_and_report(&args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("locksmith: {}", text::escape(&format!("{e:#}")));
+            let message = format!("{e:#}");
+            super::report_error("", &message);
+            // A script reading the JSON report gets a JSON document on a fatal error too
+            // (not with --output, whose FILE keeps the last report).
+            if format_of(&args) == ReportFormat::Json && args.output.is_none() {
+                print!("{}", fatal_json(&message));
+            }
             2
         }
     }
+}
+
+/// What `--scan --json` prints instead of a report on a fatal error (exit status 2): the
+/// schema's `$defs/fatal_error`.
+fn fatal_json(message: &str) -> String {
+    let doc = serde_json::json!({
+        "version": 1,
+        "error": {
+            "message": message,
+            "hint": super::permission_hint(message),
+        },
+        "exit_status": 2,
+    });
+    let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    format!("{}\n", text::terminal_safe_json(&pretty))
 }
 
 /// Runs the scan (and the reclaim pass), writes the report as it goes, and returns the exit
@@ -51,6 +72,9 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let mut opts = report_options(args, format)?;
     if let Some(lock) = &args.force {
         return force_one(args, &config, lock, format, &mut opts);
+    }
+    if let Some(pid) = args.pid {
+        return waited_for(args, &config, pid, format, &mut opts);
     }
     config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
@@ -95,12 +119,20 @@ fn scan_into(
     // The stale locks, for the reclaim pass: what it needs of each (see Finding::for_reclaim).
     let stale: Mutex<Vec<Finding>> = Mutex::default();
     let cancel = AtomicBool::new(false);
+    let listed = lock(&report).listed();
     let emit = |f: &Finding| {
-        if args.reclaim && f.judgement.verdict() == Verdict::Stale {
+        let v = f.judgement.verdict();
+        if args.reclaim && v == Verdict::Stale {
             lock(&stale).push(f.for_reclaim());
         }
+        // Who waits for it, found as it is written (only for a lock that is listed).
+        let waiting = if listed.contains(v) {
+            report::waiting::of(f, snap)
+        } else {
+            Waiting::default()
+        };
         let mut r = lock(&report);
-        r.lock(f);
+        r.lock(f, &waiting);
         // Nobody reads the report any more: the scan ends, unless a reclaim pass follows.
         if r.failure().is_some() && !args.reclaim {
             cancel.store(true, Ordering::Relaxed);
@@ -203,7 +235,7 @@ fn force_one(
     };
     opts.color = use_color(args.color, io::stdout().is_terminal());
     let mut report = Report::new(format.into(), head, opts, io::BufWriter::new(io::stdout()));
-    report.lock(&finding);
+    report.lock(&finding, &Waiting::default());
     report.scanned(&Scanned {
         entries: 1,
         elapsed: started.elapsed(),
@@ -221,6 +253,47 @@ fn force_one(
     }
     let code = if removed { 0 } else { 1 };
     match report.finish().1 {
+        Ok(()) => Ok(code),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(e).context("cannot write the report"),
+    }
+}
+
+/// `--scan --pid N`: the report of the locks process N waits for (see [`super::waiting`]),
+/// on stdout; the table is preceded by a line saying what N is doing.
+fn waited_for(
+    args: &ScanArgs,
+    config: &Config,
+    pid: i32,
+    format: ReportFormat,
+    opts: &mut report::Options,
+) -> anyhow::Result<i32> {
+    let waited = super::waiting::find(pid, config)?;
+    let written = (|| {
+        if format == ReportFormat::Table {
+            writeln!(io::stdout(), "{}", waited.says)?;
+        }
+        let head = Head {
+            host: waited.snap.host.clone(),
+            roots: waited.roots.clone(),
+            now_ms: waited.snap.taken_ms,
+            reclaim: false,
+        };
+        opts.color = use_color(args.color, io::stdout().is_terminal());
+        let mut report = Report::new(format.into(), head, opts, io::BufWriter::new(io::stdout()));
+        for f in &waited.findings {
+            report.lock(f, &report::waiting::of(f, &waited.snap));
+        }
+        report.scanned(&Scanned {
+            entries: waited.entries,
+            elapsed: waited.started.elapsed(),
+            errors: &waited.errors,
+        });
+        report.finish().1?;
+        print_errors(&waited.errors, format)
+    })();
+    let code = if waited.stale() { 1 } else { 0 };
+    match written {
         Ok(()) => Ok(code),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
         Err(e) => Err(e).context("cannot write the report"),

@@ -4,6 +4,15 @@
 //! empty). They name no owner. Newer git (`core.lockfilePid`) writes a companion
 //! `NAME~pid.lock` holding `pid N`. `git gc` keeps `gc.pid` (`PID HOSTNAME`) while it runs.
 //!
+//! A ref transaction that deletes a packed ref, or `git pack-refs`, also writes the new
+//! `packed-refs` as `packed-refs.new` while it holds `packed-refs.lock` (`refs/packed-backend.c`:
+//! `write_with_updates` makes it with `create_tempfile`, `O_CREAT|O_EXCL`, and renames it over
+//! `packed-refs` when the transaction commits). A git killed in between leaves both, and once
+//! the `.lock` files are gone every later rewrite still fails: "unable to create file
+//! .git/packed-refs.new: File exists". `packed-refs.new` is judged with its lock, by the same
+//! condition (git at work in the repository, anyone with the lock open), so that a reclaim
+//! removes what git refuses to overwrite along with the lock.
+//!
 //! Liveness: a kernel lock or a process with the file open; the PID of the companion file; a
 //! git process working in the repository — its working directory (or `GIT_DIR`, or a
 //! directory its command line names) inside the work tree, a linked worktree or the git
@@ -18,8 +27,8 @@ use std::path::{Path, PathBuf};
 
 use super::common;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Contract, Judgement, OwnerClaim, Said, Scope, Writers};
-use crate::probe::Snapshot;
+use crate::judge::{Contract, Judgement, OwnerClaim, Said, Scope, When, Writers};
+use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
 pub struct Git;
@@ -36,6 +45,8 @@ const PATTERNS: &[&str] = &[
     "**/*.git/**/*.lock",
     "**/.git/gc.pid",
     "**/*.git/gc.pid",
+    "**/.git/packed-refs.new",
+    "**/*.git/packed-refs.new",
 ];
 
 /// Parses `gc.pid`: `PID HOSTNAME` (git writes both; the host may be missing).
@@ -53,6 +64,11 @@ pub fn parse_gc_pid(content: &[u8]) -> Result<(i64, Option<String>), String> {
 
 fn is_gc_pid(c: &Candidate<'_>) -> bool {
     c.file_name() == "gc.pid"
+}
+
+/// `packed-refs.new`: the new `packed-refs` a transaction writes under `packed-refs.lock`.
+fn is_new_packed_refs(c: &Candidate<'_>) -> bool {
+    c.file_name() == "packed-refs.new"
 }
 
 /// Where a lock lives: the git directory holding it and the directories git processes working
@@ -98,21 +114,36 @@ impl Repo {
 
     /// The directories a git process working on this repository has its working directory
     /// (or `GIT_DIR`) under: the git directory, the main work tree and every linked worktree
-    /// (from `worktrees/*/gitdir`).
-    fn roots(&self, snap: &Snapshot) -> Vec<PathBuf> {
-        let mut dirs: Vec<PathBuf> = vec![self.git_dir.clone()];
-        dirs.extend(self.work_tree.clone());
-        if let Ok(wts) = snap.list_dir(&self.git_dir.join("worktrees"), 256) {
+    /// (from `worktrees/*/gitdir`). Nearest to `lock` first: a lock of a linked worktree's
+    /// (`worktrees/NAME/index.lock`) puts that worktree and its git directory before the rest.
+    fn roots(&self, lock: &Path, snap: &Snapshot) -> Vec<PathBuf> {
+        let worktrees = self.git_dir.join("worktrees");
+        let own = lock
+            .strip_prefix(&worktrees)
+            .ok()
+            .and_then(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_os_string());
+        let mut linked: Vec<(bool, PathBuf)> = Vec::new();
+        if let Ok(wts) = snap.list_dir(&worktrees, 256) {
             for (name, _) in wts {
-                let gitdir = self.git_dir.join("worktrees").join(name).join("gitdir");
+                let gitdir = worktrees.join(&name).join("gitdir");
                 if let Some(text) = snap.read_small(&gitdir, 4096) {
                     let dot_git = PathBuf::from(String::from_utf8_lossy(&text).trim());
                     if let Some(tree) = dot_git.parent() {
-                        dirs.push(tree.to_path_buf());
+                        let mine = own.as_deref() == Some(std::ffi::OsStr::new(&name));
+                        linked.push((mine, tree.to_path_buf()));
                     }
                 }
             }
         }
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        if let Some(name) = &own {
+            dirs.extend(linked.iter().filter(|(o, _)| *o).map(|(_, t)| t.clone()));
+            dirs.push(worktrees.join(name));
+        }
+        dirs.push(self.git_dir.clone());
+        dirs.extend(self.work_tree.clone());
+        dirs.extend(linked.into_iter().filter(|(o, _)| !*o).map(|(_, t)| t));
         dirs
     }
 }
@@ -235,7 +266,9 @@ impl Dialect for Git {
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
         c.kind == EntryKind::File
-            && (c.file_name().as_encoded_bytes().ends_with(b".lock") || is_gc_pid(c))
+            && (c.file_name().as_encoded_bytes().ends_with(b".lock")
+                || is_gc_pid(c)
+                || is_new_packed_refs(c))
             && Repo::of(c.path).is_some()
     }
 
@@ -272,6 +305,9 @@ impl Dialect for Git {
             return Said::claims(owner)
                 .claim(OwnerClaim::pid(pid, Writers::named(GITS)).host(host));
         }
+        if is_new_packed_refs(c) {
+            return new_packed_refs(c, &repo, &repo_name, snap, windows);
+        }
         let recorded = match recorded_pid(c, snap) {
             Ok(r) => r,
             Err((what, why)) => return Said::unparseable(what, why),
@@ -293,20 +329,69 @@ impl Dialect for Git {
                     .label(format!("git recorded the lock's owner as PID {pid}")),
             );
         }
-        said.claim(Contract {
-            writer: Writers::named(GITS),
-            what: "git",
-            at: repo_name.clone(),
-            says: "git's own message: \"if no other git process is currently running, remove the file manually\"".into(),
-            place: repo.git_dir.clone(),
-            scope: Scope::Dirs {
-                dirs: repo.roots(snap),
-                named: command_line_dirs,
-                env: &["GIT_DIR"],
-            },
-            min_hold_ms: Windows::ms(windows.git_min_age_secs),
-        })
+        said.claim(contract(c.path, &repo, &repo_name, snap, windows))
     }
+}
+
+/// git's own condition for removing `lock`, a lock of `repo`.
+fn contract(
+    lock: &Path,
+    repo: &Repo,
+    repo_name: &str,
+    snap: &Snapshot,
+    windows: &Windows,
+) -> Contract {
+    Contract {
+        writer: Writers::named(GITS),
+        what: "git",
+        at: repo_name.to_string(),
+        says: "git's own message: \"if no other git process is currently running, remove the file manually\"".into(),
+        place: repo.git_dir.clone(),
+        scope: Scope::Dirs {
+            dirs: repo.roots(lock, snap),
+            named: command_line_dirs,
+            env: &["GIT_DIR"],
+        },
+        min_hold_ms: Windows::ms(windows.git_min_age_secs),
+    }
+}
+
+/// `packed-refs.new`, judged with `packed-refs.lock`, the lock it was written under.
+fn new_packed_refs(
+    c: &Candidate<'_>,
+    repo: &Repo,
+    repo_name: &str,
+    snap: &Snapshot,
+    windows: &Windows,
+) -> Said {
+    let lock = c.path.with_file_name("packed-refs.lock");
+    let owner = Owner {
+        detail: Some(format!(
+            "the new packed-refs of a ref transaction (repository {repo_name})"
+        )),
+        ..Owner::default()
+    };
+    let mut said = Said::claims(owner)
+        .claim(contract(c.path, repo, repo_name, snap, windows))
+        .note(
+            When::IfStale,
+            "git refuses to rewrite packed-refs while this file exists (\"unable to create file packed-refs.new: File exists\"), even once packed-refs.lock is gone: it goes with the lock",
+        );
+    match snap.lstat(&lock) {
+        Ok(m) => {
+            said = said.held_with(
+                FileKey::of(&m),
+                "packed-refs.lock (the lock it was written under)",
+            )
+        }
+        Err(_) => {
+            said = said.note(
+                When::Always,
+                "packed-refs.lock is gone: no git holds the lock this file was written under",
+            )
+        }
+    }
+    said
 }
 
 /// The PID git recorded for a lock (in its `~pid.lock` companion, or in this file when it is

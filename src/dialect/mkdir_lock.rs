@@ -10,8 +10,9 @@
 //! window (a declared dialect of format `existence`), and then its age is proof.
 //!
 //! A directory named `*.lock` that holds anything but a few small files (subdirectories, many
-//! entries, large files: some package managers keep metadata in such directories) is not a
-//! lock directory, and is not listed.
+//! entries, large files: some package managers keep metadata in such directories), or that
+//! holds dependency metadata (esy's `esy.lock/index.json`, a `.gitattributes`: see
+//! [`super::not_locks::dependency_dir`]), is not a lock directory, and is not listed.
 
 use std::path::Path;
 
@@ -77,6 +78,7 @@ impl Dialect for MkdirLock {
         c.kind == EntryKind::Dir
             && c.file_name().as_encoded_bytes().ends_with(b".lock")
             && lock_like(c.path) != Some(false)
+            && !super::not_locks::dependency_dir(c.path)
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {

@@ -12,11 +12,14 @@
 //! the evidence [`Snapshot`] (and the candidate's own bounded content).
 
 pub mod borg;
+pub mod breezy;
 pub mod chromium;
 pub mod common;
 pub mod conda;
+pub mod cvs;
 pub mod declared;
 pub mod emacs;
+pub mod emacs_desktop;
 pub mod firefox;
 pub mod flock;
 pub mod git;
@@ -28,6 +31,7 @@ pub mod libreoffice_profile;
 pub mod locksmith;
 pub mod mercurial;
 pub mod mkdir_lock;
+pub mod not_locks;
 pub mod nvim_shada;
 pub mod pacman;
 pub mod pid_record;
@@ -36,12 +40,15 @@ pub mod postgres;
 pub mod qt_lockfile;
 pub mod r_install;
 pub mod rails;
+pub mod rehash;
 pub mod rpm_db;
 pub mod terraform;
+pub mod tool_flock;
 pub mod vim_swap;
 pub mod vmware;
 pub mod vscode;
 pub mod x11;
+pub mod xauth;
 pub mod zsh_history;
 
 use std::ffi::OsStr;
@@ -314,9 +321,12 @@ pub struct DialectId(&'static str);
 
 impl DialectId {
     pub const BORG: DialectId = DialectId("borg");
+    pub const BREEZY: DialectId = DialectId("breezy");
     pub const CHROMIUM: DialectId = DialectId("chromium");
     pub const CONDA: DialectId = DialectId("conda");
+    pub const CVS: DialectId = DialectId("cvs");
     pub const EMACS: DialectId = DialectId("emacs");
+    pub const EMACS_DESKTOP: DialectId = DialectId("emacs-desktop");
     pub const FIREFOX: DialectId = DialectId("firefox");
     pub const FLOCK: DialectId = DialectId("flock");
     pub const GIT: DialectId = DialectId("git");
@@ -335,12 +345,15 @@ impl DialectId {
     pub const QT_LOCKFILE: DialectId = DialectId("qt-lockfile");
     pub const R_INSTALL: DialectId = DialectId("r-install");
     pub const RAILS: DialectId = DialectId("rails");
+    pub const REHASH: DialectId = DialectId("rehash");
     pub const RPM_DB: DialectId = DialectId("rpm-db");
     pub const TERRAFORM: DialectId = DialectId("terraform");
+    pub const TOOL_FLOCK: DialectId = DialectId("tool-flock");
     pub const VIM_SWAP: DialectId = DialectId("vim-swap");
     pub const VMWARE: DialectId = DialectId("vmware");
     pub const VSCODE: DialectId = DialectId("vscode");
     pub const X11: DialectId = DialectId("x11");
+    pub const XAUTH: DialectId = DialectId("xauth");
     pub const ZSH_HISTORY: DialectId = DialectId("zsh-history");
 
     /// The id of a dialect known by name only: one declared in the configuration (see
@@ -403,53 +416,7 @@ pub trait Dialect: Send + Sync {
     }
 }
 
-/// File names that match lock patterns (`*.lock`) but are never locks: the dependency lock
-/// files of package managers. A file with such a name is a candidate only when a kernel lock
-/// is held on it (or a whole-path pattern, such as git's, matches it).
-pub const NOT_LOCKS: &[&str] = &[
-    "Cargo.lock",
-    "yarn.lock",
-    "Gemfile.lock",
-    "poetry.lock",
-    "Pipfile.lock",
-    "pdm.lock",
-    "uv.lock",
-    "flake.lock",
-    "composer.lock",
-    "mix.lock",
-    "pubspec.lock",
-    "Podfile.lock",
-    "Package.resolved",
-    "deno.lock",
-    "bun.lock",
-    "gradle.lockfile",
-    "*.terraform.lock.hcl",
-    ".terraform.lock.hcl",
-    "conda-lock.yml",
-    "cabal.project.freeze",
-    "Manifest.toml",
-    "renv.lock",
-    "packages.lock.json",
-    "Gopkg.lock",
-    "Chart.lock",
-    "MODULE.bazel.lock",
-    "pixi.lock",
-    "stack.yaml.lock",
-    "conan.lock",
-    "shard.lock",
-    "rebar.lock",
-    "Berksfile.lock",
-    "Puppetfile.lock",
-    "paket.lock",
-    "devbox.lock",
-    "requirements.lock",
-    "requirements-dev.lock",
-    "mise.lock",
-    "Cask.lock",
-    "Gemfile.next.lock",
-    "*.gemfile.lock",
-    "gems.locked",
-];
+pub use not_locks::NOT_LOCKS;
 
 /// All dialects, in the order they are tried (most specific first).
 pub fn registry() -> &'static [&'static dyn Dialect] {
@@ -473,6 +440,10 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         // `HEAD.lock` is git's, not a flock file),
         &git::Git,
         &mercurial::Mercurial,
+        // then other version control systems' locks (CVS's `#cvs.lock` directory before the
+        // mkdir-lock reader),
+        &breezy::Breezy,
+        &cvs::Cvs,
         // then programs' own lock files, found by their names and places,
         &rails::Rails,
         &jetbrains::JetBrains,
@@ -486,9 +457,15 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &julia::Julia,
         &zsh_history::ZshHistory,
         &rpm_db::RpmDb,
+        &xauth::Xauth,
+        &emacs_desktop::EmacsDesktop,
+        &rehash::Rehash,
         // then a PID in a file (`*.pid`, `*.lock`, `lock`, ...): the dialect that judges such
         // names when nothing recognises their content,
         &pidfile::Pidfile,
+        // then the kernel-lock files of well-known tools, which hold no PID (before the reader
+        // of an empty `*.lock`, which cannot tell its writer),
+        &tool_flock::ToolFlock,
         // then Firefox's `lock` symlink and `.parentlock` (after pidfile, so that a regular
         // file named `lock` is never taken for Firefox's),
         &firefox::Firefox,
@@ -501,4 +478,25 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
 /// Looks a dialect up by id.
 pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
     registry().iter().copied().find(|d| d.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The README's dialect table has a row for every built-in dialect.
+    #[test]
+    fn the_readme_lists_every_dialect() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let table = readme
+            .split("\n## Lock dialects\n")
+            .nth(1)
+            .expect("the README has its dialect table")
+            .split("\n### ")
+            .next()
+            .unwrap();
+        for d in super::registry() {
+            let row = format!("\n| `{}` |", d.id());
+            assert!(table.contains(&row), "no README row for {}", d.id());
+        }
+    }
 }

@@ -4,6 +4,13 @@
 //! 68 (40 bytes), the edited file at 108 (900 bytes; its last byte, 1007, is 0x55 when the
 //! buffer holds changes that were never written).
 //!
+//! GNU nano writes the same block 0 as its lock file when locking is on (`--locking`, `set
+//! locking`): `b0nano 7.2`, its PID at 24, user at 28, host at 68, the file at 108 and 0x55 at
+//! 1007 for a modified buffer (nano's `src/files.c`, `write_lockfile`). It never checks that
+//! PID: a nano killed leaves the file, and every later nano asks "File NAME is being edited by
+//! USER (with nano 7.2, PID N); open anyway?". nano's lock holds no text, so there is nothing
+//! in it to recover, whatever its flag says.
+//!
 //! Liveness: the PID on the same host is alive and started before the swap file was last
 //! written: `live` when it is a vim (or another program known to write this layout), and
 //! `unknown` when it is not (other editors write vim's layout too: a name proves nothing). A swap file holding unsaved changes is reported as such, with the
@@ -19,9 +26,10 @@ use crate::verdict::Owner;
 
 pub struct VimSwap;
 
-/// Names of programs that write vim swap files.
+/// Names of programs that write vim swap files (and nano, which writes the same block 0 as
+/// its lock file).
 pub const VIMS: &[&str] = &[
-    "vim", "vi", "nvim", "gvim", "view", "rvim", "rview", "evim", "gview", "vimdiff", "ex",
+    "vim", "vi", "nvim", "gvim", "view", "rvim", "rview", "evim", "gview", "vimdiff", "ex", "nano",
 ];
 
 const PID_AT: usize = 24;
@@ -130,6 +138,20 @@ impl Dialect for VimSwap {
         let host = (!info.host.is_empty() && !same_host(&info.host, &snap.host.hostname))
             .then(|| info.host.clone());
         let claim = OwnerClaim::pid(info.pid as i64, Writers::named(VIMS)).host(host);
+        if info.version.starts_with("nano") {
+            // A lock file only: no text in it to recover.
+            return Said::claims(owner)
+                .claim(claim)
+                .unsaved(false)
+                .note(
+                    When::Always,
+                    "nano's lock file (locking on): it holds no text, so there is nothing in it to recover",
+                )
+                .note(
+                    When::IfStale,
+                    "nano asks \"File ... is being edited ...; open anyway?\" for as long as it exists",
+                );
+        }
         let said = Said::claims(owner).claim(claim).unsaved(info.dirty);
         if !info.dirty {
             return said.note(
@@ -138,13 +160,18 @@ impl Dialect for VimSwap {
             );
         }
         // Advice follows the verdict: recovery is for a swap file whose editor is gone.
-        said.note(
-            When::IfStale,
-            format!(
+        let advice = match written_since(c.path) {
+            Some(file) => format!(
+                "the swap file holds unsaved changes, but {} was written after its last change, as recovering it (`{}`, then `:w`) leaves it: if you have recovered it, the swap file is all that is left to remove; if not, recover first",
+                file.display(),
+                recover_command(c.path, c.content)
+            ),
+            None => format!(
                 "the swap file holds unsaved changes: recover them with `{}` before removing it",
                 recover_command(c.path, c.content)
             ),
-        )
+        };
+        said.note(When::IfStale, advice)
         .note(
             When::IfLive,
             "its editor is running with changes not yet saved: they are in that editor, not something to recover",
@@ -201,6 +228,19 @@ pub fn recover_target(swap: &Path) -> PathBuf {
     original(swap)
         .filter(|p| p.symlink_metadata().is_ok())
         .unwrap_or_else(|| swap.to_path_buf())
+}
+
+/// The file a swap file protects, when it was written after the swap file's last change
+/// (its mtime is later): what recovering it (`vim -r FILE`, then `:w`) leaves, vim leaving the
+/// old swap file in place. Its changes are then probably in the file, though any other write
+/// of the file since looks the same: a person decides, the swap file is still reported as
+/// holding unsaved changes.
+pub fn written_since(swap: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let file = original(swap)?;
+    let f = std::fs::metadata(&file).ok()?;
+    let s = swap.symlink_metadata().ok()?;
+    ((f.mtime(), f.mtime_nsec()) > (s.mtime(), s.mtime_nsec())).then_some(file)
 }
 
 /// `dir/.name.swp` → `dir/name`; `dir/name.swp` → `dir/name`; `dir/%a%b%name.swp` →

@@ -196,6 +196,15 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             Place::Unreadable => maybe.push((p, "where it works cannot be read".into())),
         }
     }
+    // Nearest first: the directories come in the dialect's order (the lock's own worktree
+    // before the repository's others), and the process named is the one working nearest.
+    if roots.len() > 1 {
+        at_work.sort_by_cached_key(|(p, _)| {
+            (0..roots.len())
+                .find(|&i| snap.cwd_within(p.pid, &roots[i..=i]) == Some(true))
+                .unwrap_or(roots.len())
+        });
+    }
     if let Some((first, _)) = at_work.first() {
         let verb = if matches!(contract.scope, Scope::Dirs { .. }) {
             "works"

@@ -1,10 +1,13 @@
 //! Kernel locks from `/proc/locks` (and the `lock:` lines of `/proc/<pid>/fdinfo/<fd>`), keyed
-//! by (device, inode). Blocked waiters (`->` lines) are not holders and are left out. OFD locks
-//! show pid -1; [`super::open_files::attribute_ofd`] finds their real holders through fdinfo.
+//! by (device, inode). Blocked requests (`->` lines, listed under the lock they wait behind)
+//! are not holders: they are kept apart, as the file's waiters ([`KernelLocks::blocked_on`]).
+//! OFD locks and requests show pid -1; [`super::open_files::sharers`] finds the real
+//! holders through fdinfo, [`super::waiters`] the waiters through what they are blocked in.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 
-use crate::verdict::HolderHow;
+use crate::verdict::{ByteRange, HolderHow, LockMode};
 
 /// Reads a `/proc` table in one `read(2)` when it can: the kernel lists `/proc/locks` under
 /// its lock only for the length of one read, and between two reads entries added or removed
@@ -57,24 +60,44 @@ impl FileKey {
     }
 }
 
-/// One granted kernel lock.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One granted kernel lock. Two lines (of `/proc/locks` and of a descriptor's fdinfo) that
+/// are equal describe the same lock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KernelLock {
     pub how: HolderHow,
-    pub write: bool,
-    /// `None` for OFD locks (the kernel prints -1).
+    pub mode: LockMode,
+    /// The process that took it; `None` for OFD locks (the kernel prints -1). A flock stays
+    /// held after that process is gone by whoever shares its open file description.
     pub pid: Option<i32>,
     pub key: FileKey,
+    /// The bytes it covers (for a flock, always the whole file).
+    pub range: ByteRange,
 }
 
 /// Parses one line of `/proc/locks` (or the part after `lock:` in fdinfo). Returns `None` for
 /// blocked waiters and lines it does not understand.
 pub fn parse_line(line: &str) -> Option<KernelLock> {
+    parse_entry(line).filter(|e| !e.blocked).map(|e| e.lock)
+}
+
+/// One line of `/proc/locks`: a granted lock, or a request blocked behind the lock of the same
+/// ordinal (`N: -> FLOCK ...`; a request blocked behind another blocked request is indented
+/// further, with the same ordinal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub ordinal: u64,
+    pub blocked: bool,
+    pub lock: KernelLock,
+}
+
+/// Parses one line of `/proc/locks`, granted or blocked.
+pub fn parse_entry(line: &str) -> Option<Entry> {
     let mut it = line.split_whitespace();
-    let _ordinal = it.next()?;
-    let kind = it.next()?;
-    if kind == "->" {
-        return None; // a waiter, not a holder
+    let ordinal = it.next()?.strip_suffix(':')?.parse().ok()?;
+    let mut kind = it.next()?;
+    let blocked = kind == "->";
+    if blocked {
+        kind = it.next()?;
     }
     let how = match kind {
         "FLOCK" => HolderHow::Flock,
@@ -82,23 +105,43 @@ pub fn parse_line(line: &str) -> Option<KernelLock> {
         "OFDLCK" => HolderHow::Ofd,
         _ => return None, // LEASE, DELEG, ...
     };
-    let _mode = it.next()?;
-    let rw = it.next()?;
+    let _advisory = it.next()?;
+    let mode = match it.next()? {
+        "WRITE" => LockMode::Write,
+        "READ" => LockMode::Read,
+        _ => return None,
+    };
     let pid: i64 = it.next()?.parse().ok()?;
     let mut dev = it.next()?.split(':');
     let major = u32::from_str_radix(dev.next()?, 16).ok()?;
     let minor = u32::from_str_radix(dev.next()?, 16).ok()?;
     let inode = dev.next()?.parse().ok()?;
-    Some(KernelLock {
-        how,
-        write: rw == "WRITE",
-        pid: (pid > 0).then_some(pid as i32),
-        key: FileKey {
-            major,
-            minor,
-            inode,
+    let start = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let end = it.next().and_then(|s| s.parse().ok());
+    Some(Entry {
+        ordinal,
+        blocked,
+        lock: KernelLock {
+            how,
+            mode,
+            pid: (pid > 0).then_some(pid as i32),
+            key: FileKey {
+                major,
+                minor,
+                inode,
+            },
+            range: ByteRange { start, end },
         },
     })
+}
+
+/// A request blocked in the kernel, waiting for a lock on a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockedRequest {
+    /// What it asks for (`pid` is `None` for an OFD request, which the kernel prints as -1).
+    pub lock: KernelLock,
+    /// The PID of the granted lock it waits behind, when that one shows one.
+    pub behind: Option<i32>,
 }
 
 /// All granted kernel locks on this kernel, read once.
@@ -107,6 +150,8 @@ pub struct KernelLocks {
     by_key: HashMap<FileKey, Vec<KernelLock>>,
     by_inode: HashMap<u64, Vec<KernelLock>>,
     inodes: HashSet<u64>,
+    /// Blocked requests, by the file they wait for.
+    blocked: HashMap<FileKey, Vec<BlockedRequest>>,
     /// Whether `/proc/locks` could be read at all (if not, "no lock" proves nothing).
     available: bool,
 }
@@ -124,7 +169,19 @@ impl KernelLocks {
             available: true,
             ..KernelLocks::default()
         };
-        for lock in text.lines().filter_map(parse_line) {
+        // The granted lock each ordinal names, for the requests listed under it.
+        let mut granted: HashMap<u64, Option<i32>> = HashMap::new();
+        for entry in text.lines().filter_map(parse_entry) {
+            let lock = entry.lock;
+            if entry.blocked {
+                let behind = granted.get(&entry.ordinal).copied().flatten();
+                me.blocked
+                    .entry(lock.key)
+                    .or_default()
+                    .push(BlockedRequest { lock, behind });
+                continue;
+            }
+            granted.insert(entry.ordinal, lock.pid);
             me.inodes.insert(lock.key.inode);
             me.by_inode
                 .entry(lock.key.inode)
@@ -158,18 +215,49 @@ impl KernelLocks {
         &[]
     }
 
+    /// The requests blocked waiting for a lock on one file (on an anonymous device, on the same
+    /// inode of any device, as [`KernelLocks::on`]).
+    pub fn blocked_on(&self, key: FileKey) -> &[BlockedRequest] {
+        if let Some(exact) = self.blocked.get(&key) {
+            return exact;
+        }
+        if key.major == 0
+            && let Some((_, same_inode)) = self.blocked.iter().find(|(k, _)| k.inode == key.inode)
+        {
+            return same_inode;
+        }
+        &[]
+    }
+
+    /// Every blocked request of one process (what it waits for).
+    pub fn blocked_requests_of(&self, pid: i32) -> Vec<&BlockedRequest> {
+        self.blocked
+            .values()
+            .flatten()
+            .filter(|r| r.lock.pid == Some(pid))
+            .collect()
+    }
+
+    /// Whether some OFD request waits (its process is known only from what it is blocked in).
+    pub fn has_blocked_ofd(&self) -> bool {
+        self.blocked
+            .values()
+            .flatten()
+            .any(|r| r.lock.how == HolderHow::Ofd)
+    }
+
     /// Whether any lock names this inode (on any device): a cheap pre-filter for the walker,
     /// which knows `d_ino` without a `stat`.
     pub fn may_lock_inode(&self, inode: u64) -> bool {
         self.inodes.contains(&inode)
     }
 
-    /// Keys of files with an OFD lock (their holders need
-    /// [`super::open_files::attribute_ofd`]).
-    pub fn ofd_keys(&self) -> HashSet<FileKey> {
+    /// Keys of files with a lock held by an open file description (flock, OFD): their
+    /// holders now are the processes that share it ([`super::open_files::sharers`]).
+    pub fn description_keys(&self) -> HashSet<FileKey> {
         self.by_key
             .iter()
-            .filter(|(_, v)| v.iter().any(|l| l.how == HolderHow::Ofd))
+            .filter(|(_, v)| v.iter().any(|l| l.how != HolderHow::Posix))
             .map(|(k, _)| *k)
             .collect()
     }
@@ -180,6 +268,38 @@ impl KernelLocks {
 }
 
 pub use locksmith_engine::sys::{held_at, write_lock_conflict};
+
+/// The kernel locks on `key` that this process holds through its own descriptors (the
+/// `lock:` lines of `/proc/self/fdinfo/*`, which list the locks of that open file
+/// description): a lock its parent took on a description it inherited counts (`flock FILE
+/// locksmith start FILE -- ...`).
+pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
+    let mut out: Vec<KernelLock> = Vec::new();
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return out;
+    };
+    for fd in fds.flatten() {
+        let Ok(meta) = std::fs::metadata(fd.path()) else {
+            continue;
+        };
+        if FileKey::of(&meta) != key {
+            continue;
+        }
+        let name = fd.file_name();
+        let info =
+            std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&name)).unwrap_or_default();
+        for lock in info
+            .lines()
+            .filter_map(|l| l.strip_prefix("lock:"))
+            .filter_map(parse_line)
+        {
+            if !out.contains(&lock) {
+                out.push(lock);
+            }
+        }
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
@@ -218,6 +338,17 @@ mod tests {
         assert_eq!(fl.len(), 1, "the waiter is not a holder");
         assert_eq!(fl[0].pid, Some(777));
         assert!(t.may_lock_inode(1234) && !t.may_lock_inode(6));
+        let waiting = t.blocked_on(FileKey {
+            major: 8,
+            minor: 1,
+            inode: 5555,
+        });
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].lock.pid, Some(778));
+        assert_eq!(waiting[0].behind, Some(777));
+        assert_eq!(t.blocked_requests_of(778).len(), 1);
+        assert!(t.blocked_requests_of(777).is_empty());
+        assert!(!t.has_blocked_ofd());
         assert!(t.available());
         assert!(!KernelLocks::default().available());
         // An anonymous device (btrfs subvolume, overlay) may differ from the device the
@@ -239,7 +370,7 @@ mod tests {
             })
             .is_empty()
         );
-        assert_eq!(t.ofd_keys().len(), 1);
+        assert_eq!(t.description_keys().len(), 2, "the OFD lock and the flock");
     }
 
     #[cfg(target_os = "linux")]
@@ -276,6 +407,17 @@ mod tests {
     fn parses_fdinfo_lock_lines() {
         let l = parse_line("\t1: OFDLCK ADVISORY  WRITE -1 00:2a:1234 0 EOF").unwrap();
         assert_eq!(l.how, HolderHow::Ofd);
+        assert_eq!(l.mode, LockMode::Write);
+        assert!(l.range.whole());
+        let p = parse_line("2: POSIX  ADVISORY  READ 4242 fd:01:99 100 199").unwrap();
+        assert_eq!((p.mode, p.pid), (LockMode::Read, Some(4242)));
+        assert_eq!(
+            p.range,
+            ByteRange {
+                start: 100,
+                end: Some(199)
+            }
+        );
         assert!(parse_line("garbage").is_none());
     }
 }

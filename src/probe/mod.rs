@@ -12,6 +12,8 @@ pub mod open_files;
 pub mod places;
 pub mod process;
 pub mod snapshot;
+pub mod started;
+pub mod waiters;
 
 pub use containers::{ContainerId, Inventory};
 pub use fs::FsInfo;

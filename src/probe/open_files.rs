@@ -1,11 +1,12 @@
 //! Open files: which processes have a file open, from `/proc/<pid>/fd/*`: the open-files map
 //! (built only when a dialect without an owner PID needs it, git and LibreOffice, and once per
 //! snapshot), one process's descriptors (to confirm a lock `/proc/locks` lists), and the
-//! holders of OFD locks (through `/proc/<pid>/fdinfo/*`).
+//! processes sharing the descriptions that hold flock and OFD locks (through
+//! `/proc/<pid>/fdinfo/*`).
 
 use std::collections::{HashMap, HashSet};
 
-use super::kernel_locks::{FileKey, parse_line};
+use super::kernel_locks::{FileKey, KernelLock, parse_line};
 use crate::verdict::HolderHow;
 
 /// Calls `f(pid, fd, key)` for every descriptor of every process we may look at that names a
@@ -94,14 +95,17 @@ impl OpenFiles {
     }
 }
 
-/// Finds the processes whose open file descriptions hold OFD locks on `wanted` files (keys as
-/// `/proc/locks` prints them), through `/proc/<pid>/fd/*` (stat of the target) and
-/// `/proc/<pid>/fdinfo/*` (`lock:` lines). Several processes share one description after
-/// `fork`; all of them are returned. The result is keyed both by the key `/proc/locks` prints
-/// and by the file's own `st_dev`: on an anonymous device (btrfs subvolume, overlay) they may
-/// differ, and then the inode decides, as in [`super::KernelLocks::on`].
-pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
-    let mut out: HashMap<FileKey, Vec<i32>> = HashMap::new();
+/// The processes that share the open file descriptions holding flock and OFD locks on the
+/// `wanted` files (keys as `/proc/locks` prints them), with the key of the file each has open:
+/// through `/proc/<pid>/fd/*` (stat of the target) and `/proc/<pid>/fdinfo/*` (its `lock:`
+/// lines, the same lines as `/proc/locks` for the locks held through that descriptor). A
+/// flock or OFD lock belongs to the description, not to a process: after `fork` every process
+/// that has it holds the lock, and it stays held when the process that took it (the PID
+/// `/proc/locks` prints for a flock) is gone. On an anonymous device (btrfs subvolume,
+/// overlay) the key printed and the file's own `st_dev` may differ, and then the inode
+/// decides, as in [`super::KernelLocks::on`].
+pub fn sharers(wanted: &HashSet<FileKey>) -> HashMap<KernelLock, Vec<(i32, FileKey)>> {
+    let mut out: HashMap<KernelLock, Vec<(i32, FileKey)>> = HashMap::new();
     if wanted.is_empty() {
         return out;
     }
@@ -110,9 +114,6 @@ pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
         .filter(|k| k.major == 0)
         .map(|k| k.inode)
         .collect();
-    let same = |lock: &FileKey, file: &FileKey| {
-        lock == file || (lock.inode == file.inode && (lock.major == 0 || file.major == 0))
-    };
     for_each_fd(|pid, fd, key| {
         let maybe = wanted.contains(&key)
             || (key.major == 0 && wanted.iter().any(|w| w.inode == key.inode))
@@ -121,24 +122,25 @@ pub fn attribute_ofd(wanted: &HashSet<FileKey>) -> HashMap<FileKey, Vec<i32>> {
             return;
         }
         let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
-        let held: Vec<FileKey> = info
+        for lock in info
             .lines()
             .filter_map(|l| l.strip_prefix("lock:"))
             .filter_map(parse_line)
-            .filter(|l| l.how == HolderHow::Ofd && same(&l.key, &key))
-            .map(|l| l.key)
-            .collect();
-        if held.is_empty() {
-            return;
-        }
-        for k in held.into_iter().chain(std::iter::once(key)) {
-            let pids = out.entry(k).or_default();
-            if !pids.contains(&pid) {
-                pids.push(pid);
+            .filter(|l| l.how != HolderHow::Posix && same_file(&l.key, &key))
+        {
+            let v = out.entry(lock).or_default();
+            if !v.contains(&(pid, key)) {
+                v.push((pid, key));
             }
         }
     });
     out
+}
+
+/// Whether a key `/proc/locks` prints and a file's own key may name the same file: equal, or
+/// the same inode where either device is anonymous.
+pub fn same_file(printed: &FileKey, file: &FileKey) -> bool {
+    printed == file || (printed.inode == file.inode && (printed.major == 0 || file.major == 0))
 }
 
 #[cfg(all(test, target_os = "linux"))]

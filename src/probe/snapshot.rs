@@ -39,7 +39,8 @@ pub struct Snapshot {
     root_dev: Option<u64>,
     kernel_locks: KernelLocks,
     pids: Mutex<HashMap<i32, PidState>>,
-    ofd_holders: OnceLock<HashMap<FileKey, Vec<i32>>>,
+    /// Who shares the descriptions holding flock and OFD locks (read on first use).
+    sharers: OnceLock<HashMap<KernelLock, Vec<(i32, FileKey)>>>,
     /// The files each lock holder has open (`None`: unreadable).
     open_by_pid: Mutex<HashMap<i32, Option<Arc<HashSet<FileKey>>>>>,
     open_files: OnceLock<OpenFiles>,
@@ -74,7 +75,7 @@ impl Snapshot {
             root_dev: std::fs::metadata("/").ok().map(|m| m.dev()),
             kernel_locks,
             pids: Mutex::default(),
-            ofd_holders: OnceLock::new(),
+            sharers: OnceLock::new(),
             open_by_pid: Mutex::default(),
             open_files: OnceLock::new(),
             processes: OnceLock::new(),
@@ -122,34 +123,46 @@ impl Snapshot {
     pub(crate) fn holder(&self, pid: i32, how: HolderHow) -> Holder {
         let state = self.pid(pid);
         Holder {
-            pid,
-            name: state.facts().map(|f| f.comm.clone()),
             how,
             container: state.facts().and_then(|f| self.container_of(f)),
+            ..Holder::open(pid, state.facts().map(|f| f.comm.clone()))
         }
     }
 
-    /// Who holds a kernel lock on this file: `/proc/locks`, with OFD locks attributed to the
-    /// processes that share the locked open file description. An entry that the holder's open
-    /// descriptors show to be about another file with the same inode number (a deleted file it
-    /// still holds, on another tmpfs or subvolume) is left out; one that cannot be checked
-    /// stands.
+    /// `pid` as a holder of `lock` (-1: a holder no visible process is).
+    fn lock_holder(&self, pid: i32, lock: &KernelLock) -> Holder {
+        let base = if pid > 0 {
+            self.holder(pid, lock.how)
+        } else {
+            Holder {
+                how: lock.how,
+                ..Holder::open(-1, None)
+            }
+        };
+        Holder {
+            mode: Some(lock.mode),
+            range: (lock.how != HolderHow::Flock).then_some(lock.range),
+            ..base
+        }
+    }
+
+    /// Who holds a kernel lock on this file now, once each, with the lock's type, mode and
+    /// range: `/proc/locks`, with flock and OFD locks attributed to the processes that share
+    /// the open file description holding them (the process that took a flock may be gone
+    /// while a child it forked keeps it). An entry that the holders' open descriptors show to
+    /// be about another file with the same inode number (a deleted file it still holds, on
+    /// another tmpfs or subvolume) is left out; one that cannot be checked stands.
     pub fn kernel_holders(&self, key: FileKey) -> Vec<Holder> {
         let mut out: Vec<Holder> = Vec::new();
         for (lock, pids) in self.kernel_locks_on(key) {
             if pids.is_empty() {
-                // Held, but by a description no visible process owns (another PID namespace
-                // without /proc access, or a process hiding it): still a holder.
-                out.push(Holder {
-                    pid: -1,
-                    name: None,
-                    how: lock.how,
-                    container: None,
-                });
+                // Held, but by a description no visible process has (another PID namespace
+                // without /proc access, another user's processes as non-root): still held.
+                out.push(self.lock_holder(-1, lock));
             }
             for pid in pids {
-                if !out.iter().any(|h| h.pid == pid && h.how == lock.how) {
-                    out.push(self.holder(pid, lock.how));
+                if !out.iter().any(|h| h.pid == pid) {
+                    out.push(self.lock_holder(pid, lock));
                 }
             }
         }
@@ -161,40 +174,65 @@ impl Snapshot {
         !self.kernel_locks_on(key).is_empty()
     }
 
-    /// The entries of `/proc/locks` that are about this file, each with its holders' PIDs
-    /// (none: held by a description no visible process owns).
+    /// The entries of `/proc/locks` that are about this file, each with the processes that
+    /// hold it now (none: held by a description no visible process has).
     ///
     /// An entry names a (device, inode) as the kernel prints it, and on anonymous devices only
     /// the inode can be compared ([`KernelLocks::on`]), so an entry may be about another file
-    /// with the same inode number (another tmpfs, btrfs subvolume or overlay). The holder's
+    /// with the same inode number (another tmpfs, btrfs subvolume or overlay). The holders'
     /// open descriptors decide, when we can read them:
-    /// - it has this very file open (same device and inode, whatever name it was opened by):
-    ///   the entry stands;
-    /// - it has not, and the lock is POSIX: POSIX locks belong to the process and go with its
-    ///   last descriptor of the file, so the entry is not about this file (another file with
-    ///   the inode number, or a table read just before the file was replaced);
-    /// - it has not, the entry matched by inode alone, and the holder has another file open
-    ///   that the entry names (a deleted file still held, with this inode number): the entry
-    ///   is about that file, not this one;
-    /// - otherwise (descriptors unreadable: another user's process as non-root, a process we
-    ///   cannot see; a flock that a child may hold through an inherited descriptor; an OFD
-    ///   lock, attributed through fdinfo) the entry stands: held is the safe answer.
+    /// - a POSIX lock belongs to its process and goes with its last descriptor of the file: if
+    ///   the process has not this very file open (same device and inode, whatever name it was
+    ///   opened by), the entry is about another file (or a table read just before the file was
+    ///   replaced);
+    /// - a flock or OFD lock belongs to an open file description: its holders are the
+    ///   processes whose descriptors show it (fdinfo); if they all have another file open
+    ///   under that key, the entry is about that file;
+    /// - otherwise (descriptors unreadable: another user's processes as non-root, processes we
+    ///   cannot see) the entry stands, with the PID that took it if that process is alive:
+    ///   held is the safe answer.
     fn kernel_locks_on(&self, key: FileKey) -> Vec<(&KernelLock, Vec<i32>)> {
         let mut out = Vec::new();
         for lock in self.kernel_locks.on(key) {
-            let pids: Vec<i32> = match lock.pid {
-                Some(p) => {
-                    if self.about_another_file(p, lock, key) {
+            let pids: Vec<i32> = if lock.how == HolderHow::Posix {
+                match lock.pid {
+                    Some(p) if self.about_another_file(p, lock, key) => continue,
+                    Some(p) => vec![p],
+                    None => Vec::new(),
+                }
+            } else {
+                let sharing = self
+                    .sharers
+                    .get_or_init(|| {
+                        super::open_files::sharers(&self.kernel_locks.description_keys())
+                    })
+                    .get(lock)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                if sharing.is_empty() {
+                    match lock.pid {
+                        Some(p) if self.about_another_file(p, lock, key) => continue,
+                        Some(p)
+                            if !matches!(self.pid(p), PidState::Absent | PidState::Zombie(_)) =>
+                        {
+                            vec![p]
+                        }
+                        _ => Vec::new(),
+                    }
+                } else {
+                    // The sharers' own keys are the files' real ones, as is `key`: the same
+                    // file has the same key (unless the kernel printed this very key).
+                    let mut here: Vec<i32> = Vec::new();
+                    for (pid, file) in sharing {
+                        if (*file == key || lock.key == key) && !here.contains(pid) {
+                            here.push(*pid);
+                        }
+                    }
+                    if here.is_empty() {
                         continue;
                     }
-                    vec![p]
+                    here
                 }
-                None => self
-                    .ofd_holders
-                    .get_or_init(|| super::open_files::attribute_ofd(&self.kernel_locks.ofd_keys()))
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_default(),
             };
             out.push((lock, pids));
         }
@@ -215,10 +253,10 @@ impl Snapshot {
         }
         // A flock may be held through a descriptor another process inherited, so only an entry
         // matched by its inode alone (another device) can be shown to be about another file.
-        let names_it = |f: &FileKey| {
-            *f == lock.key || (f.inode == lock.key.inode && (f.major == 0 || lock.key.major == 0))
-        };
-        lock.key != key && files.iter().any(names_it)
+        lock.key != key
+            && files
+                .iter()
+                .any(|f| super::open_files::same_file(&lock.key, f))
     }
 
     /// The files a process has open (read once per snapshot), `None` when unreadable.
@@ -303,7 +341,7 @@ impl Snapshot {
             exe: facts.exe.clone(),
             cmd: facts.cmdline.clone(),
             user: facts.uid.and_then(|u| self.user_name(u)),
-            start_time: facts.start_ms.and_then(|ms| super::rfc3339(ms / 1000)),
+            start_time: facts.start_ms.map(locksmith_engine::judge::fmt_ms),
             container: self.container_of(facts),
         }
     }
@@ -560,10 +598,20 @@ mod tests {
                 .map(|h| h.pid)
                 .collect::<Vec<_>>()
         };
+        // A flock's holders are every process sharing its description: `flock` and the
+        // command it runs (which inherited the descriptor).
+        let shared = |k, leader: i32| {
+            let h = holders(k);
+            assert!(h.contains(&leader), "{h:?}");
+            for p in h.iter().filter(|&&p| p != leader) {
+                let ppid = snap.pid(*p).facts().map(|f| f.ppid);
+                assert_eq!(ppid, Some(leader), "{p} is not {leader}'s child: {h:?}");
+            }
+        };
         assert!(snap.kernel_locked(held_key));
-        assert_eq!(holders(held_key), vec![pid]);
+        shared(held_key, pid);
         assert!(snap.kernel_locked(plain_key));
-        assert_eq!(holders(plain_key), vec![other.0.id() as i32]);
+        shared(plain_key, other.0.id() as i32);
         assert_eq!(holders(posix_key), vec![posix_pid]);
     }
 }

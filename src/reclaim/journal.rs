@@ -11,8 +11,16 @@
 //! inode) of every directory from `/` down to the lock's own, and for a lock removed inside a
 //! container, `container` (which one, and the lock's path there), `dirs` then starting at the
 //! container's root directory. `restore` goes back through these same directories only.
+//!
+//! Every line names its run: one process of locksmith ([`run_id`]: the time it first wrote,
+//! its pid and a random part); a reclaim line also names its batch in that run ([`Batch`]:
+//! what one `--scan --reclaim`, one `d` or one `D` removed). Undo is scoped by them: the UI's
+//! `u` puts back the last batch of its own run, `locksmith restore` the last run. A line of an
+//! older version, which has neither, is a run of its own.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +31,40 @@ use crate::text;
 
 /// The version of the journal line format this module writes.
 pub const VERSION: u32 = 1;
+
+/// The run of this process, made once: `20261130T165939.566Z-1082-3fa2c1d9` (the time of its
+/// first use, the pid, and a random part, so that a pid used again never continues a run).
+pub fn run_id() -> &'static str {
+    static RUN: OnceLock<String> = OnceLock::new();
+    RUN.get_or_init(|| {
+        use std::hash::BuildHasher;
+        let now = jiff::Timestamp::now();
+        let pid = std::process::id();
+        let random = std::collections::hash_map::RandomState::new().hash_one((
+            pid,
+            now.as_nanosecond(),
+            std::thread::current().id(),
+        ));
+        format!(
+            "{}-{pid}-{:08x}",
+            now.strftime("%Y%m%dT%H%M%S%.3fZ"),
+            random as u32
+        )
+    })
+}
+
+/// A batch of reclaims in this run: the locks one reclaim pass removes (one `--scan
+/// --reclaim`, one `d`, one `D`), numbered from 1 in the order the passes start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch(pub u64);
+
+impl Batch {
+    /// A new batch of this run.
+    pub fn next() -> Batch {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Batch(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
 
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -107,6 +149,13 @@ pub struct Entry {
     /// Unique and sortable (time, process, sequence); what `locksmith restore ENTRY` takes.
     /// Lines of older versions, which had none, get `line-N`.
     pub id: String,
+    /// The run that wrote the line ([`run_id`]). Lines of older versions, which had none, are
+    /// each a run of their own: their id.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub run: String,
+    /// For a reclaim (or a reclaim that failed): its [`Batch`] in the run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
     /// RFC 3339.
     pub time: String,
     pub event: Event,
@@ -225,11 +274,12 @@ impl Entry {
         text::path_from_json(&self.path).unwrap_or_else(|| PathBuf::from(&self.path))
     }
 
-    /// A new entry of this version, stamped now.
+    /// A new entry of this version and this run, stamped now.
     pub fn new(id: String, event: Event, path: &Path) -> Entry {
         Entry {
             version: VERSION,
             id,
+            run: run_id().to_string(),
             time: jiff::Timestamp::now().to_string(),
             event,
             path: text::json_path(path),
@@ -238,9 +288,10 @@ impl Entry {
     }
 }
 
-/// The entry for a lock about to be removed (judgement filled in at commit).
-pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta) -> Entry {
+/// The entry for a lock about to be removed in `batch` (judgement filled in at commit).
+pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta, batch: Batch) -> Entry {
     let mut e = Entry::new(id, Event::Reclaim, &f.path);
+    e.batch = Some(batch.0);
     e.dialect = Some(f.dialect.to_string());
     e.meta = Some(meta);
     set_judgement(&mut e, &f.judgement);
@@ -278,7 +329,8 @@ pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
 }
 
 /// Parses the journal's text; lines that are not entries are skipped, entries without an id
-/// (older versions) get `line-N`.
+/// (older versions) get `line-N`, and entries without a run are each a run of their own (their
+/// id).
 pub fn parse(text: &[u8]) -> Vec<Entry> {
     text.split(|&b| b == b'\n')
         .enumerate()
@@ -287,7 +339,51 @@ pub fn parse(text: &[u8]) -> Vec<Entry> {
             if e.id.is_empty() {
                 e.id = format!("line-{}", i + 1);
             }
+            if e.run.is_empty() {
+                e.run = e.id.clone();
+            }
             Some(e)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_older_versions_are_each_a_run_of_their_own() {
+        let text = br#"{"version":1,"time":"2026-01-01T00:00:00Z","event":"reclaim","path":"/a"}
+{"version":1,"id":"x-1","time":"2026-01-01T00:00:01Z","event":"reclaim","path":"/b"}
+not json
+{"version":1,"id":"y-1","run":"r-1","batch":2,"time":"2026-01-01T00:00:02Z","event":"reclaim","path":"/c"}
+"#;
+        let e = parse(text);
+        let runs: Vec<(&str, &str, Option<u64>)> = e
+            .iter()
+            .map(|e| (e.id.as_str(), e.run.as_str(), e.batch))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("line-1", "line-1", None),
+                ("x-1", "x-1", None),
+                ("y-1", "r-1", Some(2))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_run_is_made_once_and_batches_follow_each_other() {
+        assert_eq!(run_id(), run_id());
+        let pid = std::process::id().to_string();
+        let parts: Vec<&str> = run_id().split('-').collect();
+        assert_eq!(parts.len(), 3, "{}", run_id());
+        assert_eq!(parts[1], pid);
+        assert_eq!(parts[2].len(), 8);
+        let (a, b) = (Batch::next(), Batch::next());
+        assert!(b.0 > a.0);
+        let e = Entry::new("i".into(), Event::Restore, Path::new("/x"));
+        assert_eq!(e.run, run_id());
+    }
 }

@@ -50,12 +50,14 @@ use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::Verdict;
 
 pub mod journal;
+mod removable;
 pub mod restore;
 mod state;
 
 pub use crate::outcome::{Action, Outcome};
-pub use journal::{Entry, Event, Meta};
-pub use restore::{Restored, Selector, restore, restore_last};
+pub use journal::{Batch, Entry, Event, Meta, run_id};
+pub use removable::user as user_name;
+pub use restore::{Plan, Restored, Selector, plan, restore, restore_plan};
 pub use state::{
     CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,
     sha256_hex,
@@ -153,12 +155,14 @@ pub fn reclaim_each_settled<'a>(
 ) {
     let snap = Snapshot::take();
     let mut dirs = DirCache::default();
+    let batch = Batch::next();
     for f in findings {
         outcome(reclaim_in(
             f,
             opts,
             &config.windows,
             &mut dirs,
+            batch,
             |dir, name| {
                 let mut fresh =
                     scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?;
@@ -181,7 +185,39 @@ pub fn reclaim_rejudged(
     windows: &Windows,
     rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
-    reclaim_in(finding, opts, windows, &mut DirCache::default(), rejudge)
+    let batch = Batch::next();
+    reclaim_in(
+        finding,
+        opts,
+        windows,
+        &mut DirCache::default(),
+        batch,
+        rejudge,
+    )
+}
+
+/// Why this user cannot remove each of `findings` with `opts`, if it cannot (see
+/// [`removable`]): what a reclaim would refuse before trying, asked without changing
+/// anything. Each lock's directory is reached as a reclaim reaches it; one that cannot be
+/// reached is not removable either, and says why.
+pub fn removal_denied<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    opts: &ReclaimOptions,
+) -> Vec<Option<String>> {
+    let mut dirs = DirCache::default();
+    findings
+        .into_iter()
+        .map(|f| match dirs.open(f) {
+            Ok((dir, name, _)) => {
+                let parent = f.path.parent().unwrap_or(Path::new("/"));
+                removable::denied(dir.as_fd(), &name, parent, f.kind, !opts.remove_uncopied)
+            }
+            Err(e) => Some(format!(
+                "cannot open the directory of {} as it was scanned: {e}",
+                f.path.display()
+            )),
+        })
+        .collect()
 }
 
 /// The directory of the previous lock, kept open for the next one of a batch in the same
@@ -234,6 +270,7 @@ fn reclaim_in(
     opts: &ReclaimOptions,
     windows: &Windows,
     dirs: &mut DirCache,
+    batch: Batch,
     rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
     let path = finding.path.as_path();
@@ -261,6 +298,17 @@ fn reclaim_in(
     if let Some(why) = refusal(finding, &fresh, opts) {
         return Outcome::kept(path, fresh.judgement, why);
     }
+    // What the kernel would refuse is told now, in a dry run as in a real one.
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    if let Some(why) = removable::denied(
+        dir.as_fd(),
+        &name,
+        parent,
+        fresh.kind,
+        !opts.remove_uncopied,
+    ) {
+        return Outcome::kept(path, fresh.judgement, why);
+    }
     // Where it was reached is what the journal records, for `restore` to check again.
     fresh.anchor = Some(anchor);
     if let Err(why) = on_the_places_mount(&fresh, &dir, &name) {
@@ -277,9 +325,9 @@ fn reclaim_in(
         };
     }
     let result = if fresh.dialect == DialectId::LOCKSMITH {
-        remove_through_engine(&dir, &name, &fresh, opts, windows)
+        remove_through_engine(&dir, &name, &fresh, opts, windows, batch)
     } else {
-        remove_aside(&dir, &name, &fresh, opts).map_err(|e| (e, None))
+        remove_aside(&dir, &name, &fresh, opts, batch).map_err(|e| (e, None))
     };
     match result {
         Ok((saved_to, error)) => Outcome {
@@ -369,6 +417,7 @@ fn remove_aside(
     name: &OsStr,
     f: &Finding,
     opts: &ReclaimOptions,
+    batch: Batch,
 ) -> Result<Removed, String> {
     // Hold the judged inode: it is what the name must still be, and what is removed.
     let held = sys::open_path(dir, name).map_err(|e| match e.kind() {
@@ -395,7 +444,7 @@ fn remove_aside(
                     "{why}; it stays under the name {shown_aside} beside it: it could not be \
                      put back ({e})"
                 );
-                journal_failure(&state, f, &why);
+                journal_failure(&state, f, &why, batch);
                 why
             }
         }
@@ -421,14 +470,14 @@ fn remove_aside(
             if sys::kernel_locked(fd.as_fd(), &held_id) {
                 return Err(put_back("a kernel lock is held on it now".into()));
             }
-            state.stage(f, Source::File(fd.as_fd()))
+            state.stage(f, Source::File(fd.as_fd()), batch)
         }
-        EntryKind::Symlink => state.stage(f, Source::At(dir.as_fd(), &aside)),
+        EntryKind::Symlink => state.stage(f, Source::At(dir.as_fd(), &aside), batch),
         EntryKind::Dir => {
             if sys::dir_locked(dir, &aside, &held_id) {
                 return Err(put_back("a kernel lock is held on it now".into()));
             }
-            state.stage(f, Source::At(dir.as_fd(), &aside))
+            state.stage(f, Source::At(dir.as_fd(), &aside), batch)
         }
         EntryKind::Other => {
             return Err(put_back(
@@ -436,7 +485,7 @@ fn remove_aside(
             ));
         }
     };
-    let staged = uncopied_or(staged, f, opts, &state, || {
+    let staged = uncopied_or(staged, f, opts, &state, batch, || {
         sys::meta_at(dir, &aside).map_err(|e| format!("cannot stat it: {e}"))
     })
     .map_err(&put_back)?;
@@ -452,7 +501,7 @@ fn remove_aside(
     {
         staged.discard();
         let why = put_back(format!("cannot remove its records: {e}"));
-        journal_failure(&state, f, &why);
+        journal_failure(&state, f, &why, batch);
         return Err(why);
     }
     if let Err(e) = sys::unlink_at(dir, &aside, f.kind == EntryKind::Dir) {
@@ -461,7 +510,7 @@ fn remove_aside(
         }
         staged.discard();
         let why = put_back(format!("cannot remove it: {e}"));
-        journal_failure(&state, f, &why);
+        journal_failure(&state, f, &why, batch);
         return Err(why);
     }
     // Only the file's owner (or anyone, in a directory without the sticky bit) could have put
@@ -475,7 +524,7 @@ fn remove_aside(
             "the name {shown_aside} was taken by another file just before it was removed: \
              that file was removed, and the judged one is still there, unlinked or not"
         );
-        journal_failure(&state, f, &why);
+        journal_failure(&state, f, &why, batch);
         return Err(why);
     }
     Ok(committed(staged.commit(&f.judgement), &state))
@@ -494,12 +543,13 @@ fn uncopied_or(
     f: &Finding,
     opts: &ReclaimOptions,
     state: &std::sync::Arc<StateDir>,
+    batch: Batch,
     meta: impl FnOnce() -> Result<Meta, String>,
 ) -> Result<Staged, String> {
     match staged {
         Ok(s) => Ok(s),
         Err(StageError::NotCopied(why)) if opts.remove_uncopied => {
-            Ok(state.uncopied(f, meta()?, &why))
+            Ok(state.uncopied(f, meta()?, &why, batch))
         }
         Err(StageError::NotCopied(why)) => Err(format!(
             "not removed, as no copy is kept: {} (--remove-uncopied removes it without one)",
@@ -529,9 +579,10 @@ fn committed(r: io::Result<Option<PathBuf>>, state: &StateDir) -> Removed {
     }
 }
 
-/// A `reclaim-failed` journal line for `f`.
-fn journal_failure(state: &StateDir, f: &Finding, error: &str) {
+/// A `reclaim-failed` journal line for `f`, in `batch`.
+fn journal_failure(state: &StateDir, f: &Finding, error: &str, batch: Batch) {
     let mut line = Entry::new(state.next_id(), Event::ReclaimFailed, &f.path);
+    line.batch = Some(batch.0);
     line.dialect = Some(f.dialect.to_string());
     line.error = Some(error.to_string());
     let _ = state.append(&line);
@@ -548,6 +599,7 @@ fn remove_through_engine(
     f: &Finding,
     opts: &ReclaimOptions,
     windows: &Windows,
+    batch: Batch,
 ) -> Result<Removed, (String, Option<Box<Judgement>>)> {
     let state = open_state(opts).map_err(|e| (e, None))?;
     let meta = sys::meta_at(dir, name).ok();
@@ -560,8 +612,8 @@ fn remove_through_engine(
         .reclaim_at(dir, name, Some(f.identity), |content, judgement| {
             let mut at_removal = f.clone();
             at_removal.judgement = crate::judge::engine_judgement(judgement.clone());
-            let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()));
-            let s = uncopied_or(s, &at_removal, opts, &state, || {
+            let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()), batch);
+            let s = uncopied_or(s, &at_removal, opts, &state, batch, || {
                 meta.clone().ok_or_else(|| "cannot stat it".to_string())
             })
             .map_err(io::Error::other)?;

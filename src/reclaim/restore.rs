@@ -32,26 +32,32 @@ use crate::probe::containers::{Inventory, proc_root_path};
 use crate::scan::anchor::{self, DirId};
 use crate::text;
 
-/// Which reclaim to undo.
+/// Which reclaims to undo.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
-    /// The most recent reclaim not restored yet.
-    Last,
-    /// An entry id, as `locksmith journal` shows it.
+    /// Every reclaim of the last run that reclaimed (the run of the journal's last reclaim
+    /// line) not restored yet: `locksmith restore` with no argument.
+    LastRun,
+    /// The last batch of `run` that holds reclaims not restored yet, of locks below one of
+    /// `roots`: the UI's `u` (its own run, the roots on its screen). Never another run's.
+    LastBatch { run: String, roots: Vec<PathBuf> },
+    /// An entry id, as `locksmith journal` shows it, or a run id (every reclaim of that run
+    /// not restored yet).
     Id(String),
     /// An entry's number in `locksmith journal` (1 = oldest line).
     Number(usize),
-    /// The most recent reclaim of this path not restored yet.
+    /// The most recent reclaim of this path not restored yet. The path may be given as
+    /// `locksmith journal` prints it (escapes read back, see [`text::path_from_display`]).
     Path(PathBuf),
 }
 
 impl Selector {
-    /// `None` → [`Selector::Last`]; an argument with a `/` is a path, digits are a number,
-    /// anything else an id ([`restore`] takes an id that names no entry as a path relative to
-    /// the current directory, as `locksmith restore daemon.pid` means).
+    /// `None` → [`Selector::LastRun`]; an argument with a `/` is a path, digits are a number,
+    /// anything else an id ([`plan`] takes an id that names no entry and no run as a path
+    /// relative to the current directory, as `locksmith restore daemon.pid` means).
     pub fn parse(arg: Option<&OsStr>) -> Selector {
         let Some(arg) = arg else {
-            return Selector::Last;
+            return Selector::LastRun;
         };
         let b = arg.as_bytes();
         if b.contains(&b'/') {
@@ -68,6 +74,17 @@ impl Selector {
             None => Selector::Path(PathBuf::from(arg)),
         }
     }
+}
+
+/// What a selector names, to be shown before anything is put back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The run the entries belong to, when the selector named a run or a batch.
+    pub run: Option<String>,
+    /// The batch, when the selector named one.
+    pub batch: Option<u64>,
+    /// The reclaim entries to put back, newest first.
+    pub entries: Vec<Entry>,
 }
 
 /// What a restore did.
@@ -101,72 +118,194 @@ pub fn restored_ids(entries: &[Entry]) -> HashSet<&str> {
         .collect()
 }
 
-/// Undoes the most recent reclaim that is not undone yet.
-pub fn restore_last(state_dir: &Path) -> Result<Restored, String> {
-    restore(state_dir, &Selector::Last)
+/// The reclaims `selector` names in the journal of `state_dir` (see [`Selector`]); the error
+/// says why there is nothing to put back.
+pub fn plan(state_dir: &Path, selector: &Selector) -> Result<Plan, String> {
+    let state = open(state_dir)?;
+    let all = state
+        .read_journal()
+        .map_err(|e| format!("cannot read the journal: {e}"))?;
+    select(&all, selector)
 }
 
-/// Undoes the reclaim `selector` names (see the module docs). The error says why nothing was
-/// done.
-pub fn restore(state_dir: &Path, selector: &Selector) -> Result<Restored, String> {
-    let state = StateDir::existing(state_dir)
+/// Puts back each reclaim of `plan`, in its order, each exactly as it was (see the module
+/// docs) and journaled; one result per entry. An entry restored since the plan was made is
+/// not restored twice.
+pub fn restore_plan(state_dir: &Path, plan: &Plan) -> Vec<Result<Restored, String>> {
+    let done_now = open(state_dir).and_then(|state| {
+        let all = state
+            .read_journal()
+            .map_err(|e| format!("cannot read the journal: {e}"))?;
+        let done: HashSet<String> = restored_ids(&all).into_iter().map(String::from).collect();
+        Ok((state, done))
+    });
+    let (state, done) = match done_now {
+        Ok(s) => s,
+        Err(e) => return plan.entries.iter().map(|_| Err(e.clone())).collect(),
+    };
+    plan.entries
+        .iter()
+        .map(|entry| {
+            if done.contains(&entry.id) {
+                return Err(format!(
+                    "{} (entry {}) was restored already",
+                    text::display_path(&entry.path_buf()),
+                    text::escape(&entry.id)
+                ));
+            }
+            restore_entry(&state, entry)
+        })
+        .collect()
+}
+
+/// [`plan`], then [`restore_plan`].
+pub fn restore(
+    state_dir: &Path,
+    selector: &Selector,
+) -> Result<(Plan, Vec<Result<Restored, String>>), String> {
+    let plan = plan(state_dir, selector)?;
+    let results = restore_plan(state_dir, &plan);
+    Ok((plan, results))
+}
+
+fn open(state_dir: &Path) -> Result<StateDir, String> {
+    StateDir::existing(state_dir)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| {
             format!(
                 "nothing to restore: there is no state directory {}",
                 state_dir.display()
             )
-        })?;
-    let all = state
-        .read_journal()
-        .map_err(|e| format!("cannot read the journal: {e}"))?;
-    let done = restored_ids(&all);
+        })
+}
+
+/// The entries of `all` (the whole journal, oldest first) that `selector` names.
+fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
+    let done = restored_ids(all);
     let undoable = |e: &&Entry| e.event == Event::Reclaim && !done.contains(e.id.as_str());
-    let entry = match selector {
-        Selector::Last => all
+    let of_run = |run: &str, what: &str| -> Result<Plan, String> {
+        let entries: Vec<Entry> = all
             .iter()
             .rev()
-            .find(undoable)
-            .ok_or("nothing to restore: every reclaim in the journal is restored already")?,
-        Selector::Id(id) if all.iter().any(|e| &e.id == id) => {
-            all.iter().find(|e| &e.id == id).expect("checked")
+            .filter(|e| e.run == run)
+            .filter(undoable)
+            .cloned()
+            .collect();
+        if entries.is_empty() {
+            return Err(format!(
+                "nothing to restore: every reclaim of {what} ({run}) is restored already \
+                 (`locksmith journal` lists the runs; `locksmith restore RUN` restores another)"
+            ));
         }
-        Selector::Id(name) => {
-            return restore(state_dir, &Selector::Path(PathBuf::from(name)));
-        }
-        Selector::Number(n) => n
-            .checked_sub(1)
-            .and_then(|i| all.get(i))
-            .ok_or_else(|| format!("no journal entry number {n} (there are {})", all.len()))?,
-        Selector::Path(p) => {
-            let want = text::json_path(&crate::scan::config::absolute(p));
-            all.iter()
-                .rev()
-                .filter(|e| e.path == want)
-                .find(undoable)
-                .ok_or_else(|| {
-                    format!(
-                        "no reclaim of {} left to restore in the journal",
-                        p.display()
-                    )
-                })?
-        }
+        Ok(Plan {
+            run: Some(run.to_string()),
+            batch: None,
+            entries,
+        })
     };
-    if entry.event != Event::Reclaim {
-        return Err(format!(
-            "journal entry {} is a {} entry, not a reclaim",
-            entry.id,
-            entry.event.as_str()
-        ));
+    let one = |entry: &Entry| -> Result<Plan, String> {
+        if entry.event != Event::Reclaim {
+            return Err(format!(
+                "journal entry {} is a {} entry, not a reclaim",
+                text::escape(&entry.id),
+                entry.event.as_str()
+            ));
+        }
+        if done.contains(entry.id.as_str()) {
+            return Err(format!(
+                "{} (entry {}) was restored already",
+                text::display_path(&entry.path_buf()),
+                text::escape(&entry.id)
+            ));
+        }
+        Ok(Plan {
+            run: None,
+            batch: None,
+            entries: vec![entry.clone()],
+        })
+    };
+    match selector {
+        Selector::LastRun => {
+            let last = all
+                .iter()
+                .rev()
+                .find(|e| e.event == Event::Reclaim)
+                .ok_or("nothing to restore: the journal records no reclaim")?;
+            of_run(&last.run, "the last run")
+        }
+        Selector::LastBatch { run, roots } => {
+            let below = |e: &&Entry| {
+                let p = e.path_buf();
+                roots.iter().any(|r| p.starts_with(r))
+            };
+            let mut candidates = all
+                .iter()
+                .rev()
+                .filter(|e| &e.run == run)
+                .filter(undoable)
+                .filter(below)
+                .peekable();
+            let Some(batch) = candidates.peek().map(|e| e.batch) else {
+                let any = all
+                    .iter()
+                    .any(|e| &e.run == run && e.event == Event::Reclaim);
+                return Err(if any {
+                    "nothing to undo: every reclaim of this session is undone already".into()
+                } else {
+                    "nothing to undo: nothing was reclaimed in this session (reclaims of other \
+                     runs are listed by `locksmith journal`)"
+                        .into()
+                });
+            };
+            Ok(Plan {
+                run: Some(run.clone()),
+                batch,
+                entries: candidates.filter(|e| e.batch == batch).cloned().collect(),
+            })
+        }
+        Selector::Id(id) => {
+            if let Some(entry) = all.iter().find(|e| &e.id == id) {
+                one(entry)
+            } else if all.iter().any(|e| &e.run == id) {
+                of_run(id, "run")
+            } else {
+                select(all, &Selector::Path(PathBuf::from(id)))
+            }
+        }
+        Selector::Number(n) => {
+            let entry = n
+                .checked_sub(1)
+                .and_then(|i| all.get(i))
+                .ok_or_else(|| format!("no journal entry number {n} (there are {})", all.len()))?;
+            one(entry)
+        }
+        Selector::Path(p) => {
+            // As given (what a shell completes), else as `locksmith journal` prints paths
+            // (its escapes read back): a path that is both names the lock it is as given.
+            let last_of = |p: &Path| {
+                let want = text::json_path(&crate::scan::config::absolute(p));
+                all.iter().rev().filter(|e| e.path == want).find(undoable)
+            };
+            let raw = last_of(p);
+            let shown = p
+                .to_str()
+                .and_then(text::path_from_display)
+                .filter(|d| d != p)
+                .and_then(|d| last_of(&d));
+            match (raw, shown) {
+                (Some(e), _) | (None, Some(e)) => one(e),
+                (None, None) => Err(format!(
+                    "no reclaim of {} left to restore in the journal",
+                    text::display_os(p.as_os_str())
+                )),
+            }
+        }
     }
-    if done.contains(entry.id.as_str()) {
-        return Err(format!(
-            "{} (entry {}) was restored already",
-            entry.path_buf().display(),
-            entry.id
-        ));
-    }
-    let restored = put_back(&state, entry)?;
+}
+
+/// Puts back one reclaim and journals it.
+fn restore_entry(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
+    let restored = put_back(state, entry)?;
     let mut line = Entry::new(state_next_id(&entry.id), Event::Restore, &restored.path);
     line.dialect = entry.dialect.clone();
     line.meta = entry.meta.clone();
@@ -583,9 +722,125 @@ fn by_hand(c: &InContainer, copy: &Path) -> String {
 mod tests {
     use super::*;
 
+    fn reclaim(id: &str, run: &str, batch: Option<u64>, path: &str) -> Entry {
+        Entry {
+            id: id.into(),
+            run: run.into(),
+            batch,
+            event: Event::Reclaim,
+            path: path.into(),
+            ..Entry::default()
+        }
+    }
+
+    fn restore_of(id: &str, run: &str) -> Entry {
+        Entry {
+            id: format!("r-{id}"),
+            run: run.into(),
+            event: Event::Restore,
+            restores: Some(id.into()),
+            ..Entry::default()
+        }
+    }
+
+    fn ids(p: &Plan) -> Vec<&str> {
+        p.entries.iter().map(|e| e.id.as_str()).collect()
+    }
+
+    /// Two runs reclaimed into one journal, their lines interleaved, with lines of an older
+    /// version before them.
+    fn journal() -> Vec<Entry> {
+        let mut old = crate::reclaim::journal::parse(
+            br#"{"version":1,"time":"2025-01-01T00:00:00Z","event":"reclaim","path":"/old/a.pid"}"#,
+        );
+        old.extend([
+            reclaim("a1", "ui", Some(1), "/srv/a.pid"),
+            reclaim("b1", "cli", Some(1), "/tmp/b.pid"),
+            reclaim("a2", "ui", Some(2), "/srv/c.pid"),
+            reclaim("a3", "ui", Some(2), "/srv/d.pid"),
+            reclaim("b2", "cli", Some(1), "/tmp/e.pid"),
+        ]);
+        old
+    }
+
+    #[test]
+    fn the_last_run_is_every_reclaim_of_the_run_that_reclaimed_last() {
+        let mut all = journal();
+        let p = select(&all, &Selector::LastRun).unwrap();
+        assert_eq!((p.run.as_deref(), ids(&p)), (Some("cli"), vec!["b2", "b1"]));
+        // Its reclaims restored: nothing, and the message names the run.
+        all.push(restore_of("b1", "x"));
+        all.push(restore_of("b2", "x"));
+        let e = select(&all, &Selector::LastRun).unwrap_err();
+        assert!(e.contains("the last run (cli)"), "{e}");
+        // Another run by its id; an old line is a run of its own.
+        let p = select(&all, &Selector::Id("ui".into())).unwrap();
+        assert_eq!(ids(&p), ["a3", "a2", "a1"]);
+        let p = select(&all, &Selector::Id("line-1".into())).unwrap();
+        assert_eq!((p.run.as_deref(), ids(&p)), (None, vec!["line-1"]));
+    }
+
+    #[test]
+    fn a_session_undoes_its_own_last_batch_below_its_roots_only() {
+        let mut all = journal();
+        let session = |roots: &[&str]| Selector::LastBatch {
+            run: "ui".into(),
+            roots: roots.iter().map(PathBuf::from).collect(),
+        };
+        let p = select(&all, &session(&["/srv"])).unwrap();
+        assert_eq!((p.batch, ids(&p)), (Some(2), vec!["a3", "a2"]));
+        // The other run's reclaims, however recent, are never its own.
+        assert!(ids(&p).iter().all(|i| i.starts_with('a')));
+        all.push(restore_of("a3", "ui"));
+        all.push(restore_of("a2", "ui"));
+        let p = select(&all, &session(&["/srv"])).unwrap();
+        assert_eq!((p.batch, ids(&p)), (Some(1), vec!["a1"]));
+        // Nothing below the roots on screen: nothing.
+        let e = select(&all, &session(&["/var"])).unwrap_err();
+        assert!(e.contains("undone already"), "{e}");
+        all.push(restore_of("a1", "ui"));
+        let e = select(&all, &session(&["/srv"])).unwrap_err();
+        assert!(e.contains("undone already"), "{e}");
+        let fresh = Selector::LastBatch {
+            run: "new".into(),
+            roots: vec!["/".into()],
+        };
+        let e = select(&all, &fresh).unwrap_err();
+        assert!(e.contains("nothing was reclaimed in this session"), "{e}");
+    }
+
+    #[test]
+    fn a_path_is_taken_as_given_or_as_the_journal_prints_it() {
+        use std::os::unix::ffi::OsStrExt;
+        let raw = Path::new(OsStr::from_bytes(b"/r/a\xff.pid"));
+        let literal = Path::new("/r/a\\xff.pid");
+        let mut all = vec![
+            reclaim("raw", "x", Some(1), &text::json_path(raw)),
+            reclaim("lit", "x", Some(1), &text::json_path(literal)),
+            reclaim(
+                "rlo",
+                "x",
+                Some(1),
+                &text::json_path(Path::new("/r/e\u{202e}d.pid")),
+            ),
+        ];
+        let by = |s: &str| select(&all, &Selector::Path(PathBuf::from(s)));
+        // Printed by `journal`, each names its own.
+        let shown = |p: &Path| text::display_path(p);
+        assert_eq!(ids(&by(&shown(literal)).unwrap()), ["lit"]);
+        assert_eq!(ids(&by("/r/e\\u{202e}d.pid").unwrap()), ["rlo"]);
+        // `/r/a\xff.pid` is the literal name as given, the raw byte as printed: as given.
+        assert_eq!(ids(&by(&shown(raw)).unwrap()), ["lit"]);
+        // Once that one is restored, the printed form names the other.
+        all.push(restore_of("lit", "x"));
+        let by = |s: &str| select(&all, &Selector::Path(PathBuf::from(s)));
+        assert_eq!(ids(&by(&shown(raw)).unwrap()), ["raw"]);
+        assert!(by("/r/none.pid").unwrap_err().contains("no reclaim of"));
+    }
+
     #[test]
     fn selectors() {
-        assert_eq!(Selector::parse(None), Selector::Last);
+        assert_eq!(Selector::parse(None), Selector::LastRun);
         assert_eq!(Selector::parse(Some(OsStr::new("3"))), Selector::Number(3));
         assert_eq!(
             Selector::parse(Some(OsStr::new("/tmp/x.pid"))),

@@ -34,7 +34,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags, SeekFrom, Stat};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
-use super::journal::{self, Entry, Meta};
+use super::journal::{self, Batch, Entry, Meta};
 use crate::judge::Judgement;
 use crate::scan::Finding;
 pub use crate::scan::config::{CopyLimits, ROOT_FALLBACK, default_state_dir};
@@ -240,10 +240,15 @@ impl StateDir {
         Ok(used)
     }
 
-    /// Writes the copy of a lock about to be removed under a temporary name, with its
-    /// metadata. Nothing is journaled yet: [`Staged::commit`] once the lock is gone,
+    /// Writes the copy of a lock about to be removed (in `batch`) under a temporary name, with
+    /// its metadata. Nothing is journaled yet: [`Staged::commit`] once the lock is gone,
     /// [`Staged::discard`] (or drop) if it is kept.
-    pub fn stage(self: &Arc<Self>, f: &Finding, source: Source<'_>) -> Result<Staged, StageError> {
+    pub fn stage(
+        self: &Arc<Self>,
+        f: &Finding,
+        source: Source<'_>,
+        batch: Batch,
+    ) -> Result<Staged, StageError> {
         let mut members = Vec::new();
         let (meta, content) = match source {
             Source::File(fd) => {
@@ -297,17 +302,23 @@ impl StateDir {
             state: self.clone(),
             temp: None,
             reserved: 0,
-            entry: journal::reclaim_entry(self.next_id(), f, meta),
+            entry: journal::reclaim_entry(self.next_id(), f, meta, batch),
         };
         staged.entry.members = members;
         staged.write(content)?;
         Ok(staged)
     }
 
-    /// A journal entry for a lock removed without a copy (the user asked for it): `why` says
-    /// why no copy was made. Commit it once the lock is gone.
-    pub fn uncopied(self: &Arc<Self>, f: &Finding, meta: Meta, why: &NotCopied) -> Staged {
-        let mut entry = journal::reclaim_entry(self.next_id(), f, meta);
+    /// A journal entry for a lock removed without a copy (the user asked for it) in `batch`:
+    /// `why` says why no copy was made. Commit it once the lock is gone.
+    pub fn uncopied(
+        self: &Arc<Self>,
+        f: &Finding,
+        meta: Meta,
+        why: &NotCopied,
+        batch: Batch,
+    ) -> Staged {
+        let mut entry = journal::reclaim_entry(self.next_id(), f, meta, batch);
         entry.not_saved = Some(why.0.clone());
         Staged {
             state: self.clone(),
@@ -1044,7 +1055,7 @@ mod tests {
                 .unwrap(),
         );
         let staged = state
-            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .stage(&finding(&lock), Source::File(f.as_fd()), Batch::next())
             .unwrap();
         assert_eq!(saved_names(state.path()).len(), 1);
         staged.discard();
@@ -1053,7 +1064,7 @@ mod tests {
         assert_eq!(state.used_bytes(), 0);
 
         let staged = state
-            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .stage(&finding(&lock), Source::File(f.as_fd()), Batch::next())
             .unwrap();
         let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
         let m = std::fs::metadata(&copy).unwrap();
@@ -1066,7 +1077,7 @@ mod tests {
         // Over the per-copy cap: no copy, nothing left behind.
         std::os::unix::fs::FileExt::write_at(&f, &vec![1u8; 2 << 20], 4 << 20).unwrap();
         let e = state
-            .stage(&finding(&lock), Source::File(f.as_fd()))
+            .stage(&finding(&lock), Source::File(f.as_fd()), Batch::next())
             .unwrap_err();
         assert!(
             matches!(&e, StageError::NotCopied(n) if n.0.contains("max_copy_bytes")),
@@ -1088,7 +1099,11 @@ mod tests {
         );
         let parent = std::fs::File::open(t.path()).unwrap();
         let staged = state
-            .stage(&finding(&lock), Source::At(parent.as_fd(), name))
+            .stage(
+                &finding(&lock),
+                Source::At(parent.as_fd(), name),
+                Batch::next(),
+            )
             .unwrap();
         let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
         let note = std::fs::read(&copy).unwrap();

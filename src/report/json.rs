@@ -14,6 +14,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
+use super::waiting::Waiting;
 use super::{Counts, Head, Options, Scanned, Tail, age_secs};
 use crate::dialect::EntryKind;
 use crate::judge::fmt_ms;
@@ -63,6 +64,36 @@ pub struct Lock<'a> {
     pub unsaved_changes: Option<bool>,
     /// For `stale`: the rules that proved it, with the facts each used; empty otherwise.
     pub proofs: &'a [Proof],
+    /// Processes waiting for it.
+    pub waiters: Vec<Waiter<'a>>,
+    /// A live holder that shows it will not release the lock by itself.
+    pub holder_stuck: Option<Stuck<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Waiter<'a> {
+    /// `-1` for a waiting OFD request whose process cannot be seen.
+    pub pid: i32,
+    pub name: Option<&'a str>,
+    pub cmd: &'a [String],
+    /// `flock`, `posix`, `ofd` (a blocked kernel request) or `dotlock` (a GnuPG dotlock
+    /// retried).
+    pub how: &'static str,
+    /// `read`, `write`, or `null` when not known.
+    pub mode: Option<&'static str>,
+    /// When its process started (RFC 3339): the earliest it can have begun waiting.
+    pub started: Option<String>,
+    /// The call it is blocked in (`flock(3, LOCK_EX) in locks_lock_inode_wait`).
+    pub blocked_in: Option<&'a str>,
+    pub evidence: &'a str,
+    pub container: Option<&'a crate::verdict::ContainerInfo>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Stuck<'a> {
+    pub pid: i32,
+    pub name: &'a str,
+    pub why: &'a str,
 }
 
 /// A lock's evidence lines (never empty: a judge that gave none is said to have).
@@ -181,9 +212,9 @@ impl<W: Write + Send> Writer<W> {
 }
 
 impl<W: Write + Send> super::Writer for Writer<W> {
-    fn lock(&mut self, f: &Finding) -> io::Result<()> {
+    fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
         self.begin()?;
-        self.item(&lock(f, self.now_ms))
+        self.item(&lock(f, self.now_ms, waiting))
     }
 
     fn scanned(&mut self, scan: &Scanned<'_>) -> io::Result<()> {
@@ -221,8 +252,8 @@ impl<W: Write + Send> super::Writer for Writer<W> {
     }
 }
 
-/// The JSON object of one lock.
-pub fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
+/// The JSON object of one lock, with its waiters and stuck holder from `waiting`.
+pub fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: &'a Waiting) -> Lock<'a> {
     let j = &f.judgement;
     let evidence = if j.evidence.is_empty() {
         Evidence::None([format!("the {} judge gave no evidence line", f.dialect)])
@@ -250,6 +281,26 @@ pub fn lock(f: &Finding, now_ms: i64) -> Lock<'_> {
         fs: &f.fs,
         unsaved_changes: j.unsaved_changes,
         proofs: j.proofs(),
+        waiters: waiting.waiters.iter().map(waiter).collect(),
+        holder_stuck: waiting.holder.as_ref().map(|s| Stuck {
+            pid: s.pid,
+            name: &s.name,
+            why: &s.why,
+        }),
+    }
+}
+
+fn waiter(w: &crate::probe::waiters::Waiter) -> Waiter<'_> {
+    Waiter {
+        pid: w.pid,
+        name: w.name.as_deref(),
+        cmd: &w.cmd,
+        how: w.how.as_str(),
+        mode: w.write.map(|x| if x { "write" } else { "read" }),
+        started: w.started_ms.map(fmt_ms),
+        blocked_in: w.blocked_in.as_deref(),
+        evidence: &w.evidence,
+        container: w.container.as_ref(),
     }
 }
 
@@ -340,9 +391,10 @@ mod tests {
             error: None,
             judgement: Judgement::stale_for_test("gone"),
         };
-        let none: &[Finding] = &[];
+        let none = Waiting::default();
+        let no_findings: &[Finding] = &[];
         for (findings, outcomes) in [
-            (none, None),
+            (no_findings, None),
             (&findings[..], None),
             (&findings[..], Some(&[][..])),
             (&findings[..], Some(std::slice::from_ref(&outcome))),
@@ -367,7 +419,7 @@ mod tests {
                 roots: vec!["/x".into()],
                 locks: findings
                     .iter()
-                    .map(|f| lock(f, 1_700_000_300_000))
+                    .map(|f| lock(f, 1_700_000_300_000, &none))
                     .collect(),
                 errors: errors.iter().map(error).collect(),
                 reclaimed: outcomes.map(|o| o.iter().map(reclaimed).collect()),

@@ -22,6 +22,7 @@
 pub mod json;
 pub mod prometheus;
 pub mod table;
+pub mod waiting;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ use crate::scan::{Finding, ScanError};
 use crate::verdict::Verdict;
 
 pub use table::{Column, Row};
+pub use waiting::Waiting;
 
 /// The formats of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,8 +234,9 @@ impl Default for Options {
 /// One writer per format, with one signature: the report's parts in the order they are
 /// known. A writer writes (or keeps) what its format needs of each part as it comes.
 pub trait Writer: Send {
-    /// A lock, judged (one the verdict filter lists).
-    fn lock(&mut self, f: &Finding) -> io::Result<()>;
+    /// A lock, judged (one the verdict filter lists), with who waits for it and its
+    /// holder's state.
+    fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()>;
     /// The scan is over: no more locks.
     fn scanned(&mut self, scan: &Scanned<'_>) -> io::Result<()>;
     /// What the reclaim pass did with one lock (one the verdict filter lists).
@@ -301,15 +304,21 @@ impl<'a> Report<'a> {
         }
     }
 
-    /// A lock found and judged.
-    pub fn lock(&mut self, f: &Finding) {
+    /// The verdicts whose locks are listed (only those need their [`Waiting`]).
+    pub fn listed(&self) -> Verdicts {
+        self.verdicts
+    }
+
+    /// A lock found and judged, with who waits for it and its holder's state
+    /// ([`waiting::of`]; empty when not listed).
+    pub fn lock(&mut self, f: &Finding, waiting: &Waiting) {
         let v = f.judgement.verdict();
         self.counts.add(v);
         if crate::dialect::vim_swap::recover_hint(&f.path, &f.content, &f.judgement).is_some() {
             self.unsaved += 1;
         }
         if self.verdicts.contains(v) {
-            self.write(|w| w.lock(f));
+            self.write(|w| w.lock(f, waiting));
         }
     }
 
@@ -422,7 +431,7 @@ pub(crate) mod tests {
         let mut out = Vec::new();
         let mut r = Report::new(format, head, opts, &mut out);
         for f in findings {
-            r.lock(f);
+            r.lock(f, &Waiting::default());
         }
         r.scanned(&Scanned {
             entries: 42,
@@ -435,6 +444,77 @@ pub(crate) mod tests {
         let (tail, written) = r.finish();
         written.unwrap();
         (String::from_utf8(out).unwrap(), tail)
+    }
+
+    /// Each lock's waiters and stuck holder reach the table (a note after the rows, in the
+    /// rows' order) and the JSON document (its `waiters` and `holder_stuck`).
+    #[test]
+    fn waiters_and_a_stuck_holder_are_written_with_their_lock() {
+        use crate::probe::waiters::{WaitHow, Waiter};
+        let waiting = Waiting {
+            waiters: vec![Waiter {
+                pid: 4250,
+                name: Some("cargo".into()),
+                cmd: vec!["cargo".into(), "build".into()],
+                how: WaitHow::Flock,
+                write: Some(true),
+                started_ms: None,
+                blocked_in: Some("flock(3, LOCK_EX)".into()),
+                evidence: "blocked in flock".into(),
+                container: None,
+            }],
+            holder: Some(waiting::Stuck {
+                pid: 4242,
+                name: "cargo".into(),
+                start_ticks: 7,
+                why: "4242 cargo is stopped (SIGSTOP)".into(),
+            }),
+        };
+        let findings = [
+            finding("/x/b.lock", "flock", Judgement::live("held")),
+            finding("/x/a.pid", "pidfile", Judgement::stale_for_test("gone")),
+        ];
+        let head = || Head {
+            host: HostFacts::probe(),
+            roots: vec!["/x".into()],
+            now_ms: 1_700_000_300_000,
+            reclaim: false,
+        };
+        let write = |format| {
+            let mut out = Vec::new();
+            let mut r = Report::new(format, head(), &Options::default(), &mut out);
+            r.lock(&findings[0], &waiting);
+            r.lock(&findings[1], &Waiting::default());
+            r.scanned(&Scanned {
+                entries: 2,
+                elapsed: Duration::ZERO,
+                errors: &[],
+            });
+            r.finish().1.unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let table = write(Format::Table);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[1].ends_with("/x/a.pid") && lines[2].ends_with("/x/b.lock"));
+        assert_eq!(
+            lines[3],
+            "waiting for /x/b.lock: 4250 cargo (flock, write; blocked in flock(3, LOCK_EX))"
+        );
+        assert_eq!(
+            lines[4],
+            "holder of /x/b.lock: 4242 cargo is stopped (SIGSTOP)"
+        );
+        assert!(lines[5].starts_with("2 locks: "), "{table}");
+        let v: serde_json::Value = serde_json::from_str(&write(Format::Json)).unwrap();
+        let w = &v["locks"][0]["waiters"][0];
+        assert_eq!(
+            (w["pid"].as_i64(), w["how"].as_str()),
+            (Some(4250), Some("flock"))
+        );
+        assert_eq!(w["mode"], "write");
+        assert_eq!(v["locks"][0]["holder_stuck"]["pid"], 4242);
+        assert_eq!(v["locks"][1]["waiters"], serde_json::json!([]));
+        assert!(v["locks"][1]["holder_stuck"].is_null());
     }
 
     #[test]

@@ -84,7 +84,7 @@ impl<W: Write + Send> Writer<W> {
 }
 
 impl<W: Write + Send> super::Writer for Writer<W> {
-    fn lock(&mut self, f: &Finding) -> io::Result<()> {
+    fn lock(&mut self, f: &Finding, _waiting: &super::Waiting) -> io::Result<()> {
         let v = f.judgement.verdict();
         *self.counts.entry((v, f.dialect.as_str())).or_default() += 1;
         if self.max_lock_series == 0 || !AGE_VERDICTS.contains(&v) {

@@ -1,6 +1,7 @@
 //! The table view, in the spirit of `lslocks`: one line per lock with the chosen columns
 //! (VERDICT, DIALECT, PID, COMMAND, HOST, AGE, PATH by default), sorted stale first and
-//! aligned, then notes (unsaved vim changes), what a reclaim pass did, and a summary line.
+//! aligned, then notes (unsaved vim changes, then waiters and stuck holders), what a reclaim
+//! pass did, and a summary line.
 //! Each verdict has its own symbol, so the table reads without color; color (ANSI, on the
 //! verdict only) is the caller's choice. Every foreign string is escaped.
 //!
@@ -15,9 +16,10 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::waiting::Waiting;
 use super::{Head, Options, Scanned, Tail, age_secs, human_age, verdict_rank};
 use crate::dialect::{DialectId, EntryKind, vim_swap};
 use crate::outcome::{Action, Outcome};
@@ -37,7 +39,8 @@ pub enum Column {
     Verdict,
     /// The dialect id.
     Dialect,
-    /// The owner's PID (or the live process's, or the first holder's).
+    /// A live lock's holder's PID (the live process's, or the first holder's), else the
+    /// owner's.
     Pid,
     /// The live process's name (or the first holder's).
     Command,
@@ -117,7 +120,7 @@ impl Column {
         match self {
             Column::Verdict => "the verdict, with its symbol",
             Column::Dialect => "the lock format (pidfile, git, vim-swap, ...)",
-            Column::Pid => "the owner's PID (or the live process's, or a holder's)",
+            Column::Pid => "a live lock's holder's PID, else the owner's",
             Column::Command => "the live process's name (or a holder's)",
             Column::Host => "the owner's host, or its container (ctr:NAME)",
             Column::Age => "time since the lock was last modified",
@@ -148,12 +151,19 @@ pub struct Who {
 impl Who {
     pub fn of(f: &Finding) -> Who {
         let j = &f.judgement;
-        let pid = j
-            .owner
+        // A held lock names who holds it now (the PID a file records may be a process that
+        // has exited, its lock kept by a child); any other, the owner it records.
+        let holding = j
+            .process
             .as_ref()
-            .and_then(|o| o.pid)
-            .or_else(|| j.process.as_ref().map(|p| p.pid as i64))
-            .or_else(|| j.holders.first().map(|h| h.pid as i64));
+            .map(|p| p.pid as i64)
+            .or_else(|| j.holders.iter().find(|h| h.pid > 0).map(|h| h.pid as i64));
+        let recorded = j.owner.as_ref().and_then(|o| o.pid);
+        let pid = if j.verdict() == Verdict::Live {
+            holding.or(recorded)
+        } else {
+            recorded.or(holding)
+        };
         let command = j
             .process
             .as_ref()
@@ -191,20 +201,47 @@ pub struct Row {
     pub fs: Option<Arc<str>>,
     /// The first evidence line, when the EVIDENCE column is shown.
     pub evidence: Option<Box<str>>,
+    /// What the notes under the table say of it, when they say something (few locks do).
+    pub notes: Option<Box<Notes>>,
+}
+
+/// What the notes under the table say of one lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
     /// How to recover a vim swap's unsaved changes (`vim -r FILE`), raw.
-    pub recover: Option<Box<str>>,
+    pub recover: Option<String>,
+    /// For a vim swap with unsaved changes: the file it protects, when that was written
+    /// after the swap's last change (see [`vim_swap::written_since`]).
+    pub written_since: Option<PathBuf>,
+    /// The lines of its waiters and stuck holder ([`waiting_notes`]), escaped; empty when
+    /// there are none.
+    pub waiting: String,
 }
 
 impl Row {
-    /// The row of `f` with the values of the default columns.
+    /// The row of `f` with the values of the default columns (and no waiters).
     pub fn of(f: &Finding) -> Row {
-        Self::with(f, &Column::DEFAULT, &mut Shared::default())
+        Self::with(
+            f,
+            &Waiting::default(),
+            &Column::DEFAULT,
+            &mut Shared::default(),
+        )
     }
 
-    /// The row of `f` for `columns`, its repeated text taken from `shared`.
-    pub fn with(f: &Finding, columns: &[Column], shared: &mut Shared) -> Row {
+    /// The row of `f`, whose waiters and holder's state are `waiting`, for `columns`, its
+    /// repeated text taken from `shared`.
+    pub fn with(f: &Finding, waiting: &Waiting, columns: &[Column], shared: &mut Shared) -> Row {
         let who = Who::of(f);
         let j = &f.judgement;
+        let recover = vim_swap::recover_hint(&f.path, &f.content, j);
+        let notes = Notes {
+            written_since: recover
+                .as_ref()
+                .and_then(|_| vim_swap::written_since(&f.path)),
+            recover,
+            waiting: waiting_notes(&f.path, waiting),
+        };
         Row {
             verdict: j.verdict(),
             dialect: f.dialect,
@@ -221,7 +258,7 @@ impl Row {
             evidence: columns
                 .contains(&Column::Evidence)
                 .then(|| j.evidence.first().map_or("", String::as_str).into()),
-            recover: vim_swap::recover_hint(&f.path, &f.content, j).map(String::into_boxed_str),
+            notes: (notes != Notes::default()).then(|| Box::new(notes)),
         }
     }
 
@@ -381,23 +418,36 @@ impl<W: Write + Send> Writer<W> {
                 self.out.write_all(line.as_bytes())?;
             }
         }
-        for r in &rows {
-            if let Some(hint) = &r.recover {
-                writeln!(
-                    self.out,
-                    "note: {} holds unsaved changes: recover them with `{}`",
-                    text::display_path(&r.path),
-                    text::escape(hint)
-                )?;
+        let notes = || rows.iter().filter_map(|r| Some((r, r.notes.as_deref()?)));
+        for (r, n) in notes() {
+            if let Some(hint) = &n.recover {
+                match &n.written_since {
+                    Some(file) => writeln!(
+                        self.out,
+                        "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
+                        text::display_path(&r.path),
+                        text::display_path(file),
+                        text::escape(hint)
+                    )?,
+                    None => writeln!(
+                        self.out,
+                        "note: {} holds unsaved changes: recover them with `{}`",
+                        text::display_path(&r.path),
+                        text::escape(hint)
+                    )?,
+                }
             }
+        }
+        for (_, n) in notes() {
+            self.out.write_all(n.waiting.as_bytes())?;
         }
         Ok(())
     }
 }
 
 impl<W: Write + Send> super::Writer for Writer<W> {
-    fn lock(&mut self, f: &Finding) -> io::Result<()> {
-        let row = Row::with(f, &self.columns, &mut self.shared);
+    fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
+        let row = Row::with(f, waiting, &self.columns, &mut self.shared);
         self.rows.push(row);
         Ok(())
     }
@@ -427,6 +477,24 @@ impl<W: Write + Send> super::Writer for Writer<W> {
         }
         self.out.flush()
     }
+}
+
+/// The notes of one lock's waiters and stuck holder: `waiting for PATH: PID NAME (how, ...)`
+/// and `holder of PATH: why`, escaped (empty when it has none).
+pub fn waiting_notes(path: &Path, w: &Waiting) -> String {
+    let mut out = String::new();
+    let path = text::display_path(path);
+    for x in &w.waiters {
+        let _ = writeln!(
+            out,
+            "waiting for {path}: {}",
+            text::escape(&super::waiting::describe_waiter(x))
+        );
+    }
+    if let Some(s) = &w.holder {
+        let _ = writeln!(out, "holder of {path}: {}", text::escape(&s.why));
+    }
+    out
 }
 
 /// The line of one reclaim outcome: `removed PATH (copy saved to ...)`, `would remove PATH
@@ -680,7 +748,8 @@ mod tests {
             ..ProcessInfo::default()
         });
         let row = Row::of(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j));
-        assert_eq!(row.cell(Column::Pid, 0, false), "1");
+        // Held: the process that holds it, by its PID here (the file records its PID inside).
+        assert_eq!(row.cell(Column::Pid, 0, false), "25092");
         assert_eq!(row.cell(Column::Command, 0, false), "puma");
         assert_eq!(row.cell(Column::Host, 0, false), "ctr:web-1");
     }
@@ -688,8 +757,9 @@ mod tests {
     #[test]
     fn repeated_text_is_shared_between_rows() {
         let mut shared = Shared::default();
-        let a = Row::with(&live_postgres(), &Column::DEFAULT, &mut shared);
-        let b = Row::with(&live_postgres(), &Column::DEFAULT, &mut shared);
+        let none = Waiting::default();
+        let a = Row::with(&live_postgres(), &none, &Column::DEFAULT, &mut shared);
+        let b = Row::with(&live_postgres(), &none, &Column::DEFAULT, &mut shared);
         assert!(Arc::ptr_eq(
             a.command.as_ref().unwrap(),
             b.command.as_ref().unwrap()

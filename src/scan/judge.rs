@@ -6,7 +6,8 @@
 //! accepts any name) and recognises the candidate; otherwise the first dialect matched by name
 //! judges it anyway (and answers `unknown` for what it cannot parse). A directory no dialect
 //! recognises is just a directory (unless a kernel lock is held on it); a kernel-locked entry
-//! that no dialect claims is judged by `flock`. In *lenient* mode (a file named on the command
+//! that no dialect claims is judged by `flock`, unless it is no lock at all (a database, a
+//! dependency lock file, a socket: [`dialect::not_locks`]). In *lenient* mode (a file named on the command
 //! line, or a path re-judged on request) every dialect is asked last, so a lock with an unusual
 //! name is still recognised by its content.
 //!
@@ -174,6 +175,11 @@ fn judge(
             (d.id(), j)
         }
         None => {
+            // What no dialect reads may be no lock at all: a database holding its own
+            // byte-range locks, a dependency lock file, a socket (see `dialect::not_locks`).
+            if dialect::not_locks::recognise(&cand).is_some() {
+                return None;
+            }
             // A name-matched file no dialect recognises is judged by the first dialect that
             // matched its name; a kernel-locked entry nothing else claims, by `flock`.
             let flock = || registry.iter().position(|d| d.id() == DialectId::FLOCK);

@@ -13,6 +13,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use locksmith::report::waiting::Waiting;
 use locksmith::scan::{Finding, ScanEvent};
 use locksmith::{Judgement, Verdict};
 use ratatui::crossterm::event::{KeyEvent, MouseButton, MouseEvent, MouseEventKind};
@@ -75,12 +76,12 @@ pub struct ReclaimResult {
     pub judgement: Option<Judgement>,
 }
 
-/// What came of undoing the last reclaim.
+/// What came of undoing the last reclaim of this session.
 #[derive(Debug, Clone)]
 pub struct RestoreResult {
-    /// The lock as judged right after it was put back; `None` when nothing was restored (or
-    /// it could not be judged).
-    pub finding: Option<Box<Finding>>,
+    /// The locks put back, as judged right after (those that could be judged).
+    pub findings: Vec<Finding>,
+    /// Whether every lock of the undo was put back.
     pub restored: bool,
     /// What was done or why not, in a sentence.
     pub message: String,
@@ -106,6 +107,18 @@ pub enum Msg {
     },
     Rejudged(Vec<(PathBuf, Rejudge)>),
     Reclaimed(Vec<ReclaimResult>),
+    /// Who waits for the listed locks, and their holders' state (each re-judge round).
+    Waiting(HashMap<PathBuf, Waiting>),
+    /// A holder was ended (or not): what came of it, in a sentence.
+    Ended {
+        ok: bool,
+        message: String,
+    },
+    /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
+    Checked(Vec<(PathBuf, Option<String>)>),
+    /// What the last reclaim of this session removed (what `u` would put back), or why
+    /// there is nothing to undo.
+    UndoPlanned(Result<locksmith::reclaim::Plan, String>),
     Restored(RestoreResult),
     /// These hosts are being asked about their foreign locks (`--ask-hosts`).
     Asking(Vec<String>),
@@ -128,8 +141,14 @@ pub enum Effect {
     },
     /// Carry out a confirmed reclaim, off the UI thread.
     Reclaim(ConfirmedAction),
-    /// Undo the last reclaim, off the UI thread.
-    Restore,
+    /// End a lock's stuck holder, off the UI thread.
+    EndHolder(ConfirmedAction),
+    /// Ask which of these locks this user cannot remove (for the dialog just opened).
+    Check(Vec<Finding>),
+    /// Find what the last reclaim of this session removed, to ask before putting it back.
+    PlanUndo,
+    /// Carry out a confirmed undo, off the UI thread.
+    Restore(ConfirmedAction),
     /// Put these bytes on the clipboard (OSC 52): a form of a path that is safe to paste
     /// (see [`super::clipboard`]).
     Copy(Vec<u8>),
@@ -228,6 +247,8 @@ pub struct App {
     seen: HashSet<PathBuf>,
     /// A reclaim is running.
     pub reclaiming: bool,
+    /// Who waits for each listed lock, and its holder's state (from the last re-judge round).
+    pub waiting: HashMap<PathBuf, Waiting>,
 }
 
 impl App {
@@ -256,6 +277,7 @@ impl App {
             now_ms,
             seen: HashSet::new(),
             reclaiming: false,
+            waiting: HashMap::new(),
         }
     }
 
@@ -503,11 +525,41 @@ impl App {
                 self.on_reclaimed(results);
                 None
             }
+            Msg::Waiting(w) => {
+                self.waiting = w;
+                None
+            }
+            Msg::Ended { ok, message } => {
+                self.reclaiming = false;
+                let level = if ok { Level::Info } else { Level::Error };
+                self.set_status(level, text::clean(&message));
+                None
+            }
+            Msg::Checked(answers) => {
+                if let Mode::Confirm(d) = &mut self.mode {
+                    d.checked(answers);
+                }
+                self.clamp_scrolls();
+                None
+            }
+            Msg::UndoPlanned(plan) => {
+                match plan {
+                    Ok(plan) if matches!(self.mode, Mode::Table) => {
+                        self.status = None;
+                        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Restore(
+                            plan,
+                        ))));
+                    }
+                    Ok(_) => self.status = None,
+                    Err(why) => self.set_status(Level::Warn, text::clean(&why)),
+                }
+                None
+            }
             Msg::Restored(r) => {
                 self.reclaiming = false;
-                if let Some(f) = r.finding {
+                for f in r.findings {
                     self.seen.insert(f.path.clone());
-                    self.upsert(*f);
+                    self.upsert(f);
                 }
                 let level = if r.restored {
                     Level::Info
@@ -794,9 +846,13 @@ impl App {
 
     fn detail_max_scroll(&self) -> u16 {
         match (self.screen().detail_inner(), self.selected_row()) {
-            (Some(inner), Some(row)) => {
-                detail::max_scroll(&row.finding, self.opts.theme, self.now_ms, inner)
-            }
+            (Some(inner), Some(row)) => detail::max_scroll(
+                &row.finding,
+                self.waiting.get(&row.finding.path),
+                self.opts.theme,
+                self.now_ms,
+                inner,
+            ),
             _ => 0,
         }
     }
@@ -1003,16 +1059,16 @@ impl App {
             }
             Action::Help => self.open(Mode::Help { scroll: 0 }),
             Action::CloseHelp => self.mode = Mode::Table,
-            Action::Reclaim => self.ask_reclaim_selected(),
+            Action::Reclaim => return self.ask_reclaim_selected(),
             Action::Undo => {
                 if self.refuse_if_busy() {
                     return None;
                 }
-                self.reclaiming = true;
-                self.set_status_until_done("putting back the lock reclaimed last…");
-                return Some(Effect::Restore);
+                self.set_status_until_done("looking for the last reclaim of this session…");
+                return Some(Effect::PlanUndo);
             }
-            Action::ReclaimAllStale => self.ask_reclaim_all(),
+            Action::ReclaimAllStale => return self.ask_reclaim_all(),
+            Action::EndHolder => self.ask_end_holder(),
             Action::ConfirmToggle => {
                 if let Mode::Confirm(d) = &mut self.mode {
                     d.toggle();
@@ -1031,17 +1087,49 @@ impl App {
                 let Mode::Confirm(dialog) = std::mem::replace(&mut self.mode, Mode::Table) else {
                     return None;
                 };
+                let undo = matches!(dialog.action, ConfirmAction::Restore(_));
+                let denied = (!dialog.offers_yes())
+                    .then(|| dialog.denied.as_deref().and_then(|d| d.first()).cloned())
+                    .flatten();
                 let confirmed = match action {
-                    Action::ConfirmYes => Some(dialog.yes()),
+                    Action::ConfirmYes => dialog.yes(),
                     Action::ConfirmChoose => dialog.choose(),
                     _ => None,
                 };
                 return match confirmed {
+                    Some(c) if c.holder_to_end().is_some() => {
+                        self.reclaiming = true;
+                        let pid = c.holder_to_end().map_or(0, |s| s.pid);
+                        self.set_status_until_done(format!("ending process {pid}…"));
+                        Some(Effect::EndHolder(c))
+                    }
+                    Some(c) if c.restore_plan().is_some() => {
+                        self.reclaiming = true;
+                        let n = c.restore_plan().map_or(0, |p| p.entries.len());
+                        self.set_status_until_done(format!("putting back {n} lock{}…", plural(n)));
+                        Some(Effect::Restore(c))
+                    }
                     Some(c) => {
                         self.reclaiming = true;
                         let n = c.findings().len();
                         self.set_status_until_done(format!("reclaiming {n} lock{}…", plural(n)));
                         Some(Effect::Reclaim(c))
+                    }
+                    None if undo => {
+                        self.set_status(Level::Info, "cancelled: nothing was put back");
+                        None
+                    }
+                    None if denied.is_some() => {
+                        let (p, why) = denied.unwrap_or_default();
+                        self.set_status(
+                            Level::Warn,
+                            format!(
+                                "nothing was removed: {}: {}",
+                                text::path(&p),
+                                text::clean(&why)
+                            ),
+                        );
+                        None
                     }
                     None => {
                         self.set_status(Level::Info, "cancelled: nothing was removed");
@@ -1068,13 +1156,20 @@ impl App {
         false
     }
 
-    fn ask_reclaim_selected(&mut self) {
+    /// Opens a reclaim dialog and asks which of its locks this user cannot remove.
+    fn ask(&mut self, action: ConfirmAction) -> Option<Effect> {
+        let targets = action.targets().to_vec();
+        self.open(Mode::Confirm(ConfirmDialog::new(action)));
+        Some(Effect::Check(targets))
+    }
+
+    fn ask_reclaim_selected(&mut self) -> Option<Effect> {
         if self.refuse_if_busy() {
-            return;
+            return None;
         }
         let Some(row) = self.selected_row() else {
             self.set_status(Level::Warn, "no lock selected");
-            return;
+            return None;
         };
         let f = row.finding.clone();
         let name = row.finding.path.file_name().map_or_else(
@@ -1092,10 +1187,7 @@ impl App {
             Verdict::Stale => None,
             // Not proven stale: a person may decide, in a dialog of its own.
             Verdict::Foreign | Verdict::Unknown => {
-                self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Force(
-                    Box::new(f),
-                ))));
-                return;
+                return self.ask(ConfirmAction::Force(Box::new(f)));
             }
             Verdict::Live => Some(format!(
                 "{name} is live: a live lock is never removed — {why}"
@@ -1105,17 +1197,47 @@ impl App {
             )),
         };
         match refusal {
-            Some(r) => self.set_status(Level::Warn, format!("not reclaimable: {r}")),
-            None => self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
+            Some(r) => {
+                self.set_status(Level::Warn, format!("not reclaimable: {r}"));
+                None
+            }
+            None => self.ask(ConfirmAction::Reclaim {
                 findings: vec![f],
                 kept: Vec::new(),
-            }))),
+            }),
         }
     }
 
-    fn ask_reclaim_all(&mut self) {
+    /// The waiters and holder state of the selected lock, when known.
+    pub fn selected_waiting(&self) -> Option<&Waiting> {
+        self.waiting.get(&self.selected_row()?.finding.path)
+    }
+
+    /// `x`: a dialog to end the selected lock's holder, when it is stuck (stopped, or not
+    /// reaping the children it holds the lock for).
+    fn ask_end_holder(&mut self) {
         if self.refuse_if_busy() {
             return;
+        }
+        let Some(row) = self.selected_row() else {
+            self.set_status(Level::Warn, "no lock selected");
+            return;
+        };
+        let finding = Box::new(row.finding.clone());
+        match self.selected_waiting().and_then(|w| w.holder.clone()) {
+            Some(stuck) => self.open(Mode::Confirm(ConfirmDialog::new(
+                ConfirmAction::EndHolder { finding, stuck },
+            ))),
+            None => self.set_status(
+                Level::Warn,
+                "its holder does not show it is stuck (stopped, or not reaping its children): nothing to end",
+            ),
+        }
+    }
+
+    fn ask_reclaim_all(&mut self) -> Option<Effect> {
+        if self.refuse_if_busy() {
+            return None;
         }
         let (kept, findings): (Vec<Finding>, Vec<Finding>) = self
             .visible()
@@ -1124,7 +1246,7 @@ impl App {
             .partition(|f| f.judgement.unsaved_changes == Some(true));
         if findings.is_empty() && kept.is_empty() {
             self.set_status(Level::Warn, "no stale lock shown: nothing to reclaim");
-            return;
+            return None;
         }
         if findings.is_empty() {
             self.set_status(
@@ -1134,11 +1256,8 @@ impl App {
                     keymap::key(Context::Table, Action::Reclaim)
                 ),
             );
-            return;
+            return None;
         }
-        self.open(Mode::Confirm(ConfirmDialog::new(ConfirmAction::Reclaim {
-            findings,
-            kept,
-        })));
+        self.ask(ConfirmAction::Reclaim { findings, kept })
     }
 }

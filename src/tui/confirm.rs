@@ -2,7 +2,16 @@
 //! which opens a [`ConfirmDialog`] (defaulting to *No*); only the dialog turns it into a
 //! [`ConfirmedAction`], and only a `ConfirmedAction` is ever carried out. Nothing outside this
 //! module can build a `ConfirmedAction`.
+//!
+//! A reclaim's dialog is told, soon after it opens, which of its locks this user cannot remove
+//! ([`ConfirmDialog::checked`], from `reclaim::removal_denied`, the check every reclaim makes
+//! before it tries): those are left out of the action and shown with the reason, and a dialog
+//! left with nothing it could do offers no *Yes*.
 
+use std::path::PathBuf;
+
+use locksmith::reclaim::Plan;
+use locksmith::report::waiting::Stuck;
 use locksmith::scan::Finding;
 
 /// An action that needs the user's yes.
@@ -17,14 +26,21 @@ pub enum ConfirmAction {
     },
     /// Remove one lock that is not proven stale (`unknown` or `foreign`): a person's decision.
     Force(Box<Finding>),
+    /// End the stuck holder of a lock (never the lock file).
+    EndHolder { finding: Box<Finding>, stuck: Stuck },
+    /// Put back what the last reclaim of this session removed (one batch: a `D` as one step).
+    Restore(Plan),
 }
 
 impl ConfirmAction {
-    /// The locks that would be removed.
+    /// The locks that would be removed (none for an undo).
     pub fn targets(&self) -> &[Finding] {
         match self {
             ConfirmAction::Reclaim { findings, .. } => findings,
-            ConfirmAction::Force(f) => std::slice::from_ref(f),
+            ConfirmAction::Force(f) | ConfirmAction::EndHolder { finding: f, .. } => {
+                std::slice::from_ref(f)
+            }
+            ConfirmAction::Restore(_) => &[],
         }
     }
 }
@@ -40,6 +56,22 @@ impl ConfirmedAction {
 
     pub fn findings(&self) -> &[Finding] {
         self.0.targets()
+    }
+
+    /// The holder to end, when that is what the user confirmed.
+    pub fn holder_to_end(&self) -> Option<&Stuck> {
+        match &self.0 {
+            ConfirmAction::EndHolder { stuck, .. } => Some(stuck),
+            _ => None,
+        }
+    }
+
+    /// The reclaims an undo puts back.
+    pub fn restore_plan(&self) -> Option<&Plan> {
+        match &self.0 {
+            ConfirmAction::Restore(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// Whether the user agreed to remove a lock that is not proven stale.
@@ -70,39 +102,84 @@ pub struct ConfirmDialog {
     pub highlight: Choice,
     /// Lines the dialog's text is scrolled down.
     pub scroll: u16,
+    /// The locks this user cannot remove, with why (left out of the action); `None` until
+    /// the check is back (an undo needs none).
+    pub denied: Option<Vec<(PathBuf, String)>>,
 }
 
 impl ConfirmDialog {
     /// A dialog for `action`, with *No* highlighted.
     pub fn new(action: ConfirmAction) -> Self {
+        let denied = matches!(action, ConfirmAction::Restore(_)).then(Vec::new);
         ConfirmDialog {
             action,
             highlight: Choice::No,
             scroll: 0,
+            denied,
+        }
+    }
+
+    /// Takes the answer of the check of this dialog's locks (`None`: removable, else why
+    /// not): the locks this user cannot remove leave the action. An answer about other locks
+    /// (a dialog opened since) is ignored.
+    pub fn checked(&mut self, answers: Vec<(PathBuf, Option<String>)>) {
+        let asked: Vec<&PathBuf> = answers.iter().map(|(p, _)| p).collect();
+        let targets: Vec<&PathBuf> = self.action.targets().iter().map(|f| &f.path).collect();
+        if self.denied.is_some() || asked != targets {
+            return;
+        }
+        let denied: Vec<(PathBuf, String)> = answers
+            .into_iter()
+            .filter_map(|(p, why)| why.map(|w| (p, w)))
+            .collect();
+        if let ConfirmAction::Reclaim { findings, .. } = &mut self.action {
+            findings.retain(|f| !denied.iter().any(|(p, _)| *p == f.path));
+        }
+        self.denied = Some(denied);
+        if !self.offers_yes() {
+            self.highlight = Choice::No;
+        }
+    }
+
+    /// Whether there is anything to say *Yes* to: not when this user can remove none of the
+    /// locks.
+    pub fn offers_yes(&self) -> bool {
+        let denied = |f: &Finding| {
+            self.denied
+                .as_ref()
+                .is_some_and(|d| d.iter().any(|(p, _)| *p == f.path))
+        };
+        match &self.action {
+            ConfirmAction::Reclaim { findings, .. } => !findings.is_empty(),
+            ConfirmAction::Force(f) => !denied(f),
+            ConfirmAction::Restore(p) => !p.entries.is_empty(),
+            ConfirmAction::EndHolder { .. } => true,
         }
     }
 
     /// Highlights a button (`←` Yes, `→` No: no wrapping around).
     pub fn highlight(&mut self, choice: Choice) {
-        self.highlight = choice;
+        if self.offers_yes() {
+            self.highlight = choice;
+        }
     }
 
     pub fn toggle(&mut self) {
         self.highlight = match self.highlight {
-            Choice::Yes => Choice::No,
-            Choice::No => Choice::Yes,
+            Choice::No if self.offers_yes() => Choice::Yes,
+            _ => Choice::No,
         };
     }
 
-    /// `y`: confirmed whatever is highlighted.
-    pub fn yes(self) -> ConfirmedAction {
-        ConfirmedAction(self.action)
+    /// `y`: confirmed whatever is highlighted (nothing, when there is nothing to confirm).
+    pub fn yes(self) -> Option<ConfirmedAction> {
+        self.offers_yes().then_some(ConfirmedAction(self.action))
     }
 
     /// `Enter`: the highlighted choice.
     pub fn choose(self) -> Option<ConfirmedAction> {
         match self.highlight {
-            Choice::Yes => Some(self.yes()),
+            Choice::Yes => self.yes(),
             Choice::No => None,
         }
     }

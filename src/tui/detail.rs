@@ -4,6 +4,7 @@
 //! view is when the text is longer than the pane.
 
 use locksmith::Verdict;
+use locksmith::report::waiting::Waiting;
 use locksmith::scan::Finding;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -52,16 +53,24 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
             theme.error(),
         ))];
     }
-    vec![
-        Line::from(Span::styled(
-            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
-            theme.error(),
-        )),
-        Line::from(vec![
-            Span::styled("  Recover them first: ", theme.warn()),
-            Span::styled(recover_hint(f), theme.key()),
-        ]),
-    ]
+    let mut lines = vec![Line::from(Span::styled(
+        "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+        theme.error(),
+    ))];
+    if let Some(file) = locksmith::dialect::vim_swap::written_since(&f.path) {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  {} was written after them: if you recovered them, this swap file is all that is left to remove; if not:",
+                locksmith::text::display_path(&file)
+            ),
+            theme.warn(),
+        )));
+    }
+    lines.push(Line::from(vec![
+        Span::styled("  Recover them first: ", theme.warn()),
+        Span::styled(recover_hint(f), theme.key()),
+    ]));
+    lines
 }
 
 /// Every line of the detail pane for one lock.
@@ -235,28 +244,88 @@ pub fn kind_name(f: &Finding) -> &'static str {
     }
 }
 
+/// The lines of a lock's waiters and of a stuck holder, with the key that ends it.
+pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for (i, x) in w.waiters.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Waiting")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![
+            head,
+            Span::raw(text::clean(&locksmith::report::waiting::describe_waiter(x))),
+        ]));
+        out.push(Line::from(vec![
+            indent(),
+            Span::styled(format!("  {}", text::clean(&x.evidence)), theme.dim()),
+        ]));
+    }
+    if let Some(s) = &w.holder {
+        out.push(Line::from(vec![
+            label(theme, "Stuck"),
+            Span::styled(text::clean(&s.why), theme.warn()),
+        ]));
+        out.push(Line::from(vec![
+            indent(),
+            Span::styled(
+                format!(
+                    "{} ends process {} after confirmation (SIGTERM, then SIGKILL); the lock file stays",
+                    keymap::key(Context::Table, Action::EndHolder),
+                    s.pid
+                ),
+                theme.key(),
+            ),
+        ]));
+    }
+    out
+}
+
 /// The pane's lines wrapped to `width` columns; continuation lines stay in the text column.
-pub fn lines(f: &Finding, theme: Theme, now_ms: i64, width: u16) -> Vec<Line<'static>> {
-    text::wrap_all(detail_lines(f, theme, now_ms), width, |l| {
-        match l.spans.first() {
-            Some(first) if first.width() == LABEL => {
-                LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
-            }
-            _ => text::text_indent(l),
+pub fn lines(
+    f: &Finding,
+    waiting: Option<&Waiting>,
+    theme: Theme,
+    now_ms: i64,
+    width: u16,
+) -> Vec<Line<'static>> {
+    let mut all = detail_lines(f, theme, now_ms);
+    if let Some(w) = waiting {
+        all.extend(waiting_lines(w, theme));
+    }
+    text::wrap_all(all, width, |l| match l.spans.first() {
+        Some(first) if first.width() == LABEL => {
+            LABEL + text::text_indent(&Line::from(l.spans[1..].to_vec()))
         }
+        _ => text::text_indent(l),
     })
 }
 
 /// How far the pane can scroll: its wrapped lines beyond its text area.
-pub fn max_scroll(f: &Finding, theme: Theme, now_ms: i64, inner: Rect) -> u16 {
-    let n = lines(f, theme, now_ms, inner.width).len();
+pub fn max_scroll(
+    f: &Finding,
+    waiting: Option<&Waiting>,
+    theme: Theme,
+    now_ms: i64,
+    inner: Rect,
+) -> u16 {
+    let n = lines(f, waiting, theme, now_ms, inner.width).len();
     u16::try_from(n)
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height)
 }
 
 /// Draws the pane for `f`, scrolled `scroll` lines down (clamped to the end).
-pub fn render(f: &Finding, scroll: u16, theme: Theme, now_ms: i64, area: Rect, buf: &mut Buffer) {
+pub fn render(
+    f: &Finding,
+    waiting: Option<&Waiting>,
+    scroll: u16,
+    theme: Theme,
+    now_ms: i64,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     let name = f
         .path
         .file_name()
@@ -270,7 +339,7 @@ pub fn render(f: &Finding, scroll: u16, theme: Theme, now_ms: i64, area: Rect, b
         ]))
         .border_style(theme.dim());
     let inner = block.inner(area);
-    let lines = lines(f, theme, now_ms, inner.width);
+    let lines = lines(f, waiting, theme, now_ms, inner.width);
     let max = u16::try_from(lines.len())
         .unwrap_or(u16::MAX)
         .saturating_sub(inner.height);

@@ -14,7 +14,7 @@ pub enum Context {
     Table,
     /// Typing a filter after `/`.
     Filter,
-    /// The confirm dialog of a reclaim.
+    /// The confirm dialog of a reclaim or an undo.
     Confirm,
     /// The help screen.
     Help,
@@ -26,7 +26,7 @@ impl Context {
             Context::Global => "Everywhere",
             Context::Table => "Lock table",
             Context::Filter => "Filter (after /)",
-            Context::Confirm => "Reclaim dialog",
+            Context::Confirm => "Confirm dialog",
             Context::Help => "Help",
         }
     }
@@ -57,7 +57,10 @@ pub enum Action {
     ToggleDetails,
     Reclaim,
     ReclaimAllStale,
-    /// Put back the lock removed last (from its saved copy).
+    /// End the stuck holder of the selected lock (after confirmation).
+    EndHolder,
+    /// Put back what the last reclaim of this session removed (from its copies), after a
+    /// confirmation.
     Undo,
     CopyPath,
     Help,
@@ -315,6 +318,14 @@ pub static KEYMAP: &[Binding] = &[
     ),
     bind(
         C::Table,
+        &[Key::ch('e')],
+        "end holder",
+        "End the stuck holder of the selected lock, after confirmation",
+        A::EndHolder,
+        false,
+    ),
+    bind(
+        C::Table,
         &[Key::ch('y')],
         "copy path",
         "Copy the path of the selected lock to the clipboard (OSC 52)",
@@ -373,7 +384,7 @@ pub static KEYMAP: &[Binding] = &[
         C::Table,
         &[Key::ch('u')],
         "undo",
-        "Undo the last reclaim: put the lock back as it was (if its path is free)",
+        "Undo this session's last reclaim (a D as one step), after a yes",
         A::Undo,
         true,
     ),
@@ -430,7 +441,7 @@ pub static KEYMAP: &[Binding] = &[
         C::Confirm,
         &[Key::ch('y'), Key::ch('Y')],
         "yes",
-        "Yes: reclaim now",
+        "Yes: reclaim (or put back) now",
         A::ConfirmYes,
         true,
     ),
@@ -443,7 +454,7 @@ pub static KEYMAP: &[Binding] = &[
             Key::ch('q'),
         ],
         "no",
-        "No: cancel, remove nothing",
+        "No: cancel, change nothing",
         A::ConfirmNo,
         true,
     ),

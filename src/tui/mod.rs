@@ -24,7 +24,7 @@ mod app;
 mod clipboard;
 mod confirm;
 mod detail;
-mod keymap;
+pub(crate) mod keymap;
 mod layout;
 mod popup;
 mod render;
@@ -197,7 +197,10 @@ fn apply(effect: Effect, workers: &mut Workers) -> bool {
         Effect::Quit => return true,
         Effect::Scan { generation } => workers.scan(generation),
         Effect::Reclaim(action) => workers.reclaim(action),
-        Effect::Restore => workers.restore_last(),
+        Effect::EndHolder(action) => workers.end_holder(action),
+        Effect::Check(findings) => workers.check(findings),
+        Effect::PlanUndo => workers.plan_undo(),
+        Effect::Restore(action) => workers.restore(action),
         Effect::Copy(bytes) => {
             let _ = clipboard::write_osc52(&mut std::io::stdout(), &bytes);
         }

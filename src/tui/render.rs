@@ -70,6 +70,7 @@ impl Widget for &App {
         if let (Some(area), Some(row)) = (screen.detail, app.selected_row()) {
             detail::render(
                 &row.finding,
+                app.selected_waiting(),
                 app.detail_scroll,
                 theme,
                 app.now_ms,

@@ -135,6 +135,8 @@ fn live_with_process(path: &str) -> Finding {
         name: Some("sleep".into()),
         how: HolderHow::Flock,
         container: None,
+        mode: Some(locksmith::verdict::LockMode::Write),
+        range: None,
     }];
     f
 }
@@ -293,8 +295,9 @@ fn line_with<'a>(text: &'a str, needle: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no line with {needle:?} in\n{text}"))
 }
 
-/// The one confirmed reclaim among `effects`.
+/// The one confirmed reclaim among `effects` (besides the checks the dialogs ask for).
 fn confirmed(mut effects: Vec<Effect>) -> super::confirm::ConfirmedAction {
+    effects.retain(|e| !matches!(e, Effect::Check(_)));
     match (effects.pop(), effects.is_empty()) {
         (Some(Effect::Reclaim(c)), true) => c,
         other => panic!("expected one confirmed reclaim, got {other:?}"),
@@ -558,7 +561,11 @@ fn tab_cycles_the_verdict_filter() {
 fn the_dialog_defaults_to_no() {
     let mut app = app();
     assert_eq!(selected(&app), "/srv/app/worker.pid");
-    assert!(keys(&mut app, "d").is_empty());
+    let effects = keys(&mut app, "d");
+    assert!(
+        matches!(effects.as_slice(), [Effect::Check(_)]),
+        "{effects:?}"
+    );
     let Mode::Confirm(d) = &app.mode else {
         panic!("d on a stale lock opens the dialog")
     };
@@ -1126,6 +1133,10 @@ fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
 fn reclaim_dialog_says_what_and_why_and_highlights_no() {
     let mut app = app();
     keys(&mut app, "d");
+    app.update(Msg::Checked(vec![(
+        PathBuf::from("/srv/app/worker.pid"),
+        None,
+    )]));
     let buf = draw(&mut app, 80, 24);
     let text = screen(&buf);
     for needle in [
@@ -1701,8 +1712,25 @@ fn the_mouse_selects_sorts_and_scrolls() {
     assert_eq!(app.cursor(), Some(0), "the selection stays");
 }
 
+/// A journal entry of a reclaim, as the undo dialog names it.
+fn reclaimed_entry(path: &str, batch: u64) -> locksmith::reclaim::Entry {
+    locksmith::reclaim::Entry {
+        id: format!("20260101T000000.000Z-1-{batch}"),
+        run: "20260101T000000.000Z-1-0a0b0c0d".into(),
+        batch: Some(batch),
+        event: locksmith::reclaim::Event::Reclaim,
+        path: path.into(),
+        dialect: Some("pidfile".into()),
+        meta: Some(locksmith::reclaim::Meta {
+            kind: "file".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 #[test]
-fn u_undoes_the_last_reclaim_off_the_ui_thread() {
+fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes() {
     let mut app = app();
     // After a reclaim, the status says which key undoes it.
     let c = confirmed(keys(&mut app, "dy"));
@@ -1716,12 +1744,57 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     assert!(!order(&app).contains(&"/srv/app/worker.pid".to_string()));
     let status = app.status.as_ref().unwrap().text.clone();
     assert!(status.ends_with("(u undoes it)"), "{status}");
-    // u asks the runtime to restore; a second u waits for the first.
+    // u asks the runtime what the last reclaim of this session was; nothing is put back yet.
     let effects = keys(&mut app, "u");
     assert!(
-        matches!(effects.as_slice(), [Effect::Restore]),
+        matches!(effects.as_slice(), [Effect::PlanUndo]),
         "{effects:?}"
     );
+    let plan = locksmith::reclaim::Plan {
+        run: Some("20260101T000000.000Z-1-0a0b0c0d".into()),
+        batch: Some(3),
+        entries: vec![
+            reclaimed_entry("/srv/app/worker.pid", 3),
+            reclaimed_entry("/srv/app/other.pid", 3),
+        ],
+    };
+    app.update(Msg::UndoPlanned(Ok(plan.clone())));
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("the plan opens the dialog")
+    };
+    assert_eq!(d.highlight, Choice::No);
+    // The dialog names what comes back, the whole batch as one step.
+    let text = screen(&draw(&mut app, 100, 24));
+    for needle in [
+        "put these 2 locks back?",
+        "/srv/app/worker.pid",
+        "/srv/app/other.pid",
+        "(2 locks, as",
+        "one step)",
+        "never undone here",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // Enter keeps No: nothing is put back.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("nothing was put back")
+    );
+    // y puts the batch back, off the UI thread; a second u waits for it.
+    keys(&mut app, "u");
+    app.update(Msg::UndoPlanned(Ok(plan)));
+    let effects = keys(&mut app, "y");
+    let [Effect::Restore(c)] = effects.as_slice() else {
+        panic!("y confirms the undo: {effects:?}")
+    };
+    assert_eq!(c.restore_plan().unwrap().entries.len(), 2);
+    assert!(c.findings().is_empty());
     assert!(keys(&mut app, "u").is_empty());
     assert!(
         app.status
@@ -1730,25 +1803,34 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
             .text
             .contains("already running")
     );
-    // The lock put back returns to the table.
+    // The locks put back return to the table.
     app.update(Msg::Restored(RestoreResult {
-        finding: Some(Box::new(finding(
-            "/srv/app/worker.pid",
-            "pidfile",
-            Verdict::Stale,
-            Some(4242),
-        ))),
+        findings: vec![
+            finding("/srv/app/worker.pid", "pidfile", Verdict::Stale, Some(4242)),
+            finding("/srv/app/other.pid", "pidfile", Verdict::Stale, Some(7)),
+        ],
         restored: true,
-        message: "restored /srv/app/worker.pid (file, journal entry 2026-1)".into(),
+        message: "restored the 2 locks of the last reclaim: /srv/app/worker.pid (file, \
+                  journal entry 2026-1), /srv/app/other.pid (file, journal entry 2026-2)"
+            .into(),
     }));
     app.refresh();
     assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
+    assert!(order(&app).contains(&"/srv/app/other.pid".to_string()));
     let text = screen(&draw(&mut app, 100, 12));
-    assert!(text.contains("restored /srv/app/worker.pid"), "{text}");
-    // A refusal says why; read-only refuses at once.
+    assert!(text.contains("restored the 2 locks"), "{text}");
+    // Nothing left to undo in this session: said, no dialog.
     keys(&mut app, "u");
+    app.update(Msg::UndoPlanned(Err(
+        "nothing to undo: every reclaim of this session is undone already".into(),
+    )));
+    assert!(matches!(app.mode, Mode::Table));
+    let s = app.status.clone().unwrap();
+    assert_eq!(s.level, Level::Warn);
+    assert!(s.text.contains("undone already"), "{}", s.text);
+    // A refusal says why; read-only refuses at once.
     app.update(Msg::Restored(RestoreResult {
-        finding: None,
+        findings: Vec::new(),
         restored: false,
         message: "not restored: /srv/app/worker.pid: something stands at its path".into(),
     }));
@@ -1756,6 +1838,97 @@ fn u_undoes_the_last_reclaim_off_the_ui_thread() {
     let mut ro = app_with(sample(), opts(Theme::COLOR, true));
     assert!(keys(&mut ro, "u").is_empty());
     assert!(ro.status.as_ref().unwrap().text.contains("read-only"));
+}
+
+#[test]
+fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
+    let mut app = app();
+    let effects = keys(&mut app, "d");
+    let [Effect::Check(asked)] = effects.as_slice() else {
+        panic!("d asks which locks this user may remove: {effects:?}")
+    };
+    assert_eq!(asked.len(), 1);
+    let path = asked[0].path.clone();
+    // Until the answer is back, the dialog says it is checking.
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(
+        text.contains("Checking that this user may remove it"),
+        "{text}"
+    );
+    let why = "cannot be removed by this user, me (uid 1000): its directory /srv/app is sticky \
+               (mode 1777), so only the lock's owner root (uid 0) or root may remove it";
+    // An answer about other locks (a dialog opened since) changes nothing.
+    app.update(Msg::Checked(vec![(
+        PathBuf::from("/elsewhere"),
+        Some(why.into()),
+    )]));
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("the dialog stays")
+    };
+    assert!(d.offers_yes() && d.denied.is_none());
+    app.update(Msg::Checked(vec![(path.clone(), Some(why.into()))]));
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("the dialog stays")
+    };
+    assert!(!d.offers_yes());
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "This lock cannot be reclaimed",
+        "This user cannot remove it",
+        "/srv/app/worker.pid",
+        "is sticky",
+        "[ Close ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    assert!(!text.contains("Yes"), "{text}");
+    assert!(!text.contains("Checking"), "{text}");
+    // Neither y nor a moved highlight removes anything.
+    key(&mut app, KeyCode::Left);
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    keys(&mut app, "d");
+    app.update(Msg::Checked(vec![(path.clone(), Some(why.into()))]));
+    assert!(keys(&mut app, "y").is_empty());
+    assert!(matches!(app.mode, Mode::Table));
+    let s = app.status.clone().unwrap();
+    assert!(s.text.starts_with("nothing was removed: "), "{}", s.text);
+    assert!(s.text.contains("is sticky"), "{}", s.text);
+    assert!(!app.reclaiming);
+
+    // D: the locks this user cannot remove are left out, with why; the others go.
+    let mut findings = sample();
+    findings.push(finding(
+        "/srv/app/other.pid",
+        "pidfile",
+        Verdict::Stale,
+        Some(7),
+    ));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    let effects = keys(&mut app, "D");
+    let [Effect::Check(asked)] = effects.as_slice() else {
+        panic!("D asks too: {effects:?}")
+    };
+    let answers = asked
+        .iter()
+        .map(|f| {
+            let denied = f.path.ends_with("worker.pid").then(|| why.to_string());
+            (f.path.clone(), denied)
+        })
+        .collect();
+    app.update(Msg::Checked(answers));
+    let text = screen(&draw(&mut app, 100, 30));
+    for needle in [
+        "Reclaim this stale lock?",
+        "/srv/app/other.pid",
+        "Left out: 1 lock this user cannot remove:",
+        "/srv/app/worker.pid",
+        "is sticky",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    let c = confirmed(keys(&mut app, "y"));
+    let paths: Vec<_> = c.findings().iter().map(|f| f.path.clone()).collect();
+    assert_eq!(paths, [PathBuf::from("/srv/app/other.pid")]);
 }
 
 #[test]
@@ -1907,4 +2080,98 @@ fn y_refuses_a_path_too_long_to_copy_whole_and_says_why() {
     let status = app.status.as_ref().unwrap();
     assert_eq!(status.level, Level::Warn);
     assert!(status.text.starts_with("not copied:"), "{}", status.text);
+}
+
+/// A lock with a waiter and a stopped holder: the detail pane lists the waiter and says the
+/// holder is stuck; `e` opens a dialog (No by default) naming that exact process, and only
+/// its Yes ends it; on a lock whose holder is not stuck, `e` only says so.
+#[test]
+fn a_stuck_holder_is_shown_with_its_waiters_and_ended_only_on_yes() {
+    use locksmith::probe::waiters::{WaitHow, Waiter};
+    use locksmith::report::waiting::{Stuck, Waiting};
+    let path = "/home/me/.cargo/.package-cache";
+    let mut app = app_with(vec![live_with_process(path)], opts(Theme::COLOR, false));
+    let waiting = Waiting {
+        waiters: vec![Waiter {
+            pid: 4400,
+            name: Some("cargo".into()),
+            cmd: vec!["cargo".into(), "build".into()],
+            how: WaitHow::Flock,
+            write: Some(true),
+            started_ms: Some(NOW - 60_000),
+            blocked_in: Some("flock(3, LOCK_EX) in locks_lock_inode_wait".into()),
+            evidence: "a blocked flock request for a write lock on this file (/proc/locks)".into(),
+            container: None,
+        }],
+        holder: None,
+    };
+    app.update(Msg::Waiting(
+        [(PathBuf::from(path), waiting.clone())].into(),
+    ));
+    keys(&mut app, "e");
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status.as_ref().unwrap().text.contains("nothing to end"),
+        "{:?}",
+        app.status
+    );
+    let stuck = Stuck {
+        pid: 4321,
+        name: "sleep".into(),
+        start_ticks: 777,
+        why: "process 4321 (sleep) is stopped (state T, by SIGSTOP or Ctrl-Z)".into(),
+    };
+    app.update(Msg::Waiting(
+        [(
+            PathBuf::from(path),
+            Waiting {
+                holder: Some(stuck.clone()),
+                ..waiting
+            },
+        )]
+        .into(),
+    ));
+    key(&mut app, KeyCode::Enter);
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(
+        line_with(&text, "Waiting").contains("4400 cargo (flock, write;"),
+        "{text}"
+    );
+    assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    assert!(line_with(&text, "Stuck").contains("is stopped"), "{text}");
+    assert!(text.contains("e ends process 4321"), "{text}");
+
+    keys(&mut app, "e");
+    let Mode::Confirm(d) = &app.mode else {
+        panic!("e opens a dialog: {:?}", app.mode)
+    };
+    assert_eq!(d.highlight, Choice::No);
+    let text = screen(&draw(&mut app, 120, 40));
+    assert!(
+        text.contains("End the process holding this lock?"),
+        "{text}"
+    );
+    assert!(text.contains("This ends process 4321 (sleep)"), "{text}");
+    assert!(text.contains("The lock file is not removed"), "{text}");
+    // Enter takes No.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    keys(&mut app, "e");
+    let effects = keys(&mut app, "y");
+    let [Effect::EndHolder(c)] = effects.as_slice() else {
+        panic!("expected one holder to end: {effects:?}")
+    };
+    assert_eq!(c.holder_to_end(), Some(&stuck));
+    assert!(!c.forced());
+    app.update(Msg::Ended {
+        ok: true,
+        message: "process 4321 (sleep) ended on SIGTERM".into(),
+    });
+    assert!(
+        app.status
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("ended on SIGTERM")
+    );
 }

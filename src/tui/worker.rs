@@ -1,5 +1,6 @@
 //! Work done off the UI thread: the scan (also the periodic one in the background), the
-//! periodic re-judging of listed locks, confirmed reclaims and their undo. Each runs on its own
+//! periodic re-judging of listed locks, the check of what this user may remove, confirmed
+//! reclaims and their undo. Each runs on its own
 //! thread and reports to the UI thread only through the channel, as [`Incoming`] messages; the
 //! UI thread never waits for any of them.
 //!
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
 use locksmith::probe::Snapshot;
-use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::reclaim::{self, ReclaimOptions, Selector};
 use locksmith::remote::Asker;
 use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
@@ -150,7 +151,7 @@ impl Workers {
         spawn("rejudge", self.tx.clone(), move |tx| {
             let snap = Snapshot::take();
             let mut to_ask = Vec::new();
-            let results = findings
+            let results: Vec<(std::path::PathBuf, Rejudge)> = findings
                 .into_iter()
                 .map(|f| {
                     let r = match scan::rejudge(&f, &snap, &config) {
@@ -168,8 +169,17 @@ impl Workers {
                     (f.path, r)
                 })
                 .collect();
+            let judged: Vec<Finding> = results
+                .iter()
+                .filter_map(|(_, r)| match r {
+                    Rejudge::Judged(f) => Some((**f).clone()),
+                    _ => None,
+                })
+                .collect();
             busy.store(false, Ordering::Release);
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
+            let waiting = locksmith::report::waiting::of_all(&judged, &snap);
+            let _ = tx.send(Incoming::Msg(Msg::Waiting(waiting)));
             if let Some(asker) = &asker {
                 ask_in_background(tx, asker, to_ask);
             }
@@ -223,42 +233,107 @@ impl Workers {
         });
     }
 
-    /// Undoes the last reclaim (`locksmith restore` with no argument) and judges the lock put
-    /// back, so that its row returns at once.
-    pub fn restore_last(&self) {
+    /// Ends a lock's stuck holder the user confirmed ([`crate::cli::kill`]): that exact
+    /// process, checked by PID and start time before each signal; never the lock file.
+    pub fn end_holder(&self, action: ConfirmedAction) {
+        let Some(stuck) = action.holder_to_end().cloned() else {
+            return;
+        };
+        spawn("end", self.tx.clone(), move |tx| {
+            use crate::cli::kill::{self, Ended, Target};
+            let target = Target {
+                pid: stuck.pid,
+                start_ticks: stuck.start_ticks,
+                name: stuck.name.clone(),
+            };
+            let grace = std::time::Duration::from_secs(super::popup::dialog::END_GRACE_SECS);
+            let who = format!("process {} ({})", stuck.pid, stuck.name);
+            let (ok, message) = match kill::end(&target, grace) {
+                Ok(Ended::Terminated) => (true, format!("{who} ended on SIGTERM")),
+                Ok(Ended::Killed) => (true, format!("{who} did not end on SIGTERM: killed")),
+                Ok(Ended::AlreadyGone) => (true, format!("{who} had already exited")),
+                Err(why) => (false, format!("not ended: {why}")),
+            };
+            let _ = tx.send(Incoming::Msg(Msg::Ended { ok, message }));
+        });
+    }
+
+    /// Asks which of `findings` (the locks of the dialog just opened) this user cannot remove,
+    /// with the check every reclaim makes before it tries (`reclaim::removal_denied`).
+    pub fn check(&self, findings: Vec<Finding>) {
+        let opts = self.reclaim.clone();
+        spawn("check", self.tx.clone(), move |tx| {
+            let denied = reclaim::removal_denied(&findings, &opts);
+            let answers = findings.into_iter().map(|f| f.path).zip(denied).collect();
+            let _ = tx.send(Incoming::Msg(Msg::Checked(answers)));
+        });
+    }
+
+    /// Finds what `u` would put back: the last batch of this session's own run (a `D` as one
+    /// step), of locks below the roots on screen; never another run's reclaims.
+    pub fn plan_undo(&self) {
+        let state_dir = self.reclaim.state_dir.clone();
+        let selector = Selector::LastBatch {
+            run: reclaim::run_id().to_string(),
+            roots: self.roots.iter().map(|r| r.path.clone()).collect(),
+        };
+        spawn("undo", self.tx.clone(), move |tx| {
+            let plan = reclaim::plan(&state_dir, &selector);
+            let _ = tx.send(Incoming::Msg(Msg::UndoPlanned(plan)));
+        });
+    }
+
+    /// Carries out a confirmed undo: puts back each lock of its batch (each only where nothing
+    /// stands now) and judges the locks put back, so that their rows return at once.
+    pub fn restore(&self, action: ConfirmedAction) {
+        let Some(plan) = action.restore_plan().cloned() else {
+            return;
+        };
         let state_dir = self.reclaim.state_dir.clone();
         let config = self.config.clone();
         spawn("restore", self.tx.clone(), move |tx| {
-            let result = match reclaim::restore_last(&state_dir) {
-                Ok(r) => {
-                    let mut message = format!(
-                        "restored {} ({}, journal entry {})",
-                        text::path(&r.path),
-                        r.kind,
-                        text::clean(&r.id)
-                    );
-                    for w in &r.warnings {
-                        message.push_str(&format!("; {}", text::clean(w)));
+            let results = reclaim::restore_plan(&state_dir, &plan);
+            let total = results.len();
+            let snap = Snapshot::take();
+            let mut findings = Vec::new();
+            let mut put_back = Vec::new();
+            let mut refused = Vec::new();
+            for r in results {
+                match r {
+                    Ok(r) => {
+                        let mut line = format!(
+                            "{} ({}, journal entry {})",
+                            text::path(&r.path),
+                            text::clean(&r.kind),
+                            text::clean(&r.id)
+                        );
+                        for w in &r.warnings {
+                            line.push_str(&format!("; {}", text::clean(w)));
+                        }
+                        put_back.push(line);
+                        if let Ok(Some(f)) = scan::judge_path(&r.path, &snap, &config) {
+                            findings.push(f);
+                        }
                     }
-                    let finding = scan::judge_path(&r.path, &Snapshot::take(), &config)
-                        .ok()
-                        .flatten()
-                        .map(Box::new);
-                    RestoreResult {
-                        finding,
-                        restored: true,
-                        message,
-                    }
+                    Err(why) => refused.push(text::clean(&why)),
                 }
-                Err(why) => RestoreResult {
-                    finding: None,
-                    restored: false,
-                    message: if why.starts_with("nothing to restore") {
-                        why
-                    } else {
-                        format!("not restored: {why}")
-                    },
-                },
+            }
+            let message = match (put_back.len(), total) {
+                (1, 1) => format!("restored {}", put_back[0]),
+                (n, t) if n == t => format!(
+                    "restored the {n} locks of the last reclaim: {}",
+                    put_back.join(", ")
+                ),
+                (0, 1) => format!("not restored: {}", refused.join("; ")),
+                (n, t) => format!(
+                    "restored {n} of the {t} locks of the last reclaim; not restored: {}",
+                    refused.join("; ")
+                ),
+            };
+            let result = RestoreResult {
+                findings,
+                restored: refused.is_empty(),
+                message,
             };
             let _ = tx.send(Incoming::Msg(Msg::Restored(result)));
         });

@@ -18,14 +18,7 @@ use crate::util::userns::UserNamespace;
 use crate::util::{Env, Guard, Lock, Report, wait_for};
 
 fn podman_or_skip(test: &str) -> Option<Podman> {
-    match Podman::start() {
-        Ok(p) => Some(p),
-        Err(why) => {
-            // Under CI `.ci/run` installs podman and runs as root: it must work there.
-            util::skip(format!("{test}: {why}"));
-            None
-        }
-    }
+    Podman::or_skip(test)
 }
 
 /// `podman run` options that lend a container the host's `/usr` and libraries, so it can run

@@ -1129,7 +1129,7 @@ fn terraform_fixture_and_verdicts() {
     let owner = f.judgement.owner.unwrap();
     assert_eq!(owner.user.as_deref(), Some("root"));
     assert_eq!(owner.hostname.as_deref(), Some("vm"));
-    assert!(owner.created_at.unwrap().starts_with("2026-11-29T23:44:27"));
+    assert!(owner.created_at.unwrap().starts_with("2026-11-29T23:44:26"));
     let detail = owner.detail.unwrap();
     assert!(
         detail.contains("OperationTypeApply") && detail.contains("1.11.4"),
@@ -1616,7 +1616,7 @@ fn flock_files_are_free_or_live() {
         &tmp.join("cargo/.package-cache"),
         fixture("flock/cargo-package-cache.bin"),
     );
-    expect(&cache, "flock", Verdict::Free);
+    expect(&cache, "tool-flock", Verdict::Free);
     let dpkg = write(
         &tmp.join("var/lib/dpkg/lock"),
         fixture("flock/dpkg-lock.bin"),
@@ -1638,8 +1638,9 @@ fn flock_files_are_free_or_live() {
     assert_open_here(&f);
     drop(open);
 
-    // Any name, any content: a kernel lock makes it a lock.
-    let db = write(&tmp.join("data.sqlite"), "SQLite format 3\0");
+    // Any name, any content (but a database's, see `not_locks`): a kernel lock makes it a
+    // lock.
+    let db = write(&tmp.join("spool.state"), "queued: 3\n");
     let snap = snapshot();
     assert!(
         try_judge(&db, &snap, &Config::embedded())
@@ -1702,7 +1703,7 @@ const FIXTURE_TREE: &[(&str, Made, &str)] = &[
     ("ff/lock",                         Made::Link("firefox/lock-target.txt"),          "firefox"),
     ("ff/.parentlock",                  Made::File("firefox/parentlock.bin"),           "firefox"),
     ("tf/.terraform.tfstate.lock.info", Made::File("terraform/lock-info.json"),         "terraform"),
-    ("cargo/.package-cache",            Made::File("flock/cargo-package-cache.bin"),    "flock"),
+    ("cargo/.package-cache",            Made::File("flock/cargo-package-cache.bin"),    "tool-flock"),
     ("py/model.lock",                   Made::File("flock/flock-command.bin"),          "flock"),
     ("var/lib/dpkg/lock-frontend",      Made::File("flock/dpkg-lock.bin"),              "flock"),
     ("node/db.json.lock",               Made::Dir,                                      "mkdir-lock"),

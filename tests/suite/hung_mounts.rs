@@ -7,6 +7,7 @@
 //!
 //! Needs root, sshd, sshfs and /dev/fuse; elsewhere it skips with a message.
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -208,19 +209,34 @@ fn reclaim_and_the_boot_unit_finish_and_remove_the_stale_lock_beside_a_dead_moun
         Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/systemd/locksmith-reclaim.service"),
     )
     .unwrap();
-    let exec = unit
+    let exec: Vec<&str> = unit
         .lines()
-        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/locksmith "))
-        .expect("the unit's ExecStart");
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("the unit's ExecStart")
+        .split_whitespace()
+        .collect();
+    assert!(exec[0].ends_with("/locksmith"), "{exec:?}");
     let etc = env.path().join("etc");
     fs::create_dir_all(etc.join("locksmith")).unwrap();
+    let config = etc.join("locksmith/boot.json");
     fs::write(
-        etc.join("locksmith/config.json"),
+        &config,
         format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, d.root.display()),
     )
     .unwrap();
+    // The unit's arguments, with its configuration file replaced by this test's.
+    let mut args: Vec<OsString> = Vec::new();
+    let mut rest = exec[1..].iter();
+    while let Some(a) = rest.next() {
+        args.push(a.into());
+        if *a == "--config" {
+            rest.next().expect("--config names a file");
+            args.push(config.clone().into());
+        }
+    }
+    assert!(args.iter().any(|a| a == "--reclaim"), "{exec:?}");
     let mut cmd = Command::new(BIN);
-    cmd.args(exec.split_whitespace())
+    cmd.args(&args)
         .env("XDG_CONFIG_HOME", &etc)
         .env("XDG_STATE_HOME", env.path().join("var-lib"))
         .stdin(Stdio::null());

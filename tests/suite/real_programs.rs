@@ -172,6 +172,13 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(!stdout(&out).contains("vim -r"), "{}", stdout(&out));
 
+    // Its text written to the swap file (as vim does on its own after `updatetime`), so that
+    // there is something to recover; then the crash.
+    // (Block 0 alone is one page, 4096 bytes here.)
+    tmux.ok(&["send-keys", "-t", "t", ":preserve", "Enter"]);
+    wait_for("vim to write its text to the swap file", || {
+        (fs::metadata(&swap).unwrap().len() > 4096).then_some(())
+    });
     kill9(vim);
     wait_for("vim to die", || (!alive(vim)).then_some(()));
     let report = scan_until(&env, &docs, &swap, "a stale swap", |l| l.verdict == "stale");
@@ -192,6 +199,43 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains(&hint));
     assert!(swap.exists());
+
+    // Recovered as vim says (`vim -r`, then `:wq`): vim leaves the old swap file, still
+    // flagged, and the file is newer than it. The advice says so instead of "recover first".
+    let mut recover = tmux.cmd();
+    recover
+        .args(["new-session", "-d", "-s", "r", "-x", "80", "-y", "24"])
+        .arg("exec vim -u NONE -i NONE -N -r notes.txt")
+        .current_dir(&docs)
+        .env("HOME", env.path());
+    assert!(recover.status().unwrap().success());
+    wait_for("vim -r to recover", || {
+        tmux.ok(&["capture-pane", "-p", "-t", "r"])
+            .contains("Recovery completed")
+            .then_some(())
+    });
+    tmux.ok(&["send-keys", "-t", "r", "Enter"]);
+    tmux.ok(&["send-keys", "-t", "r", ":wq", "Enter"]);
+    wait_for("the recovered file to be written", || {
+        fs::read_to_string(&notes)
+            .unwrap()
+            .contains("words never saved")
+            .then_some(())
+    });
+    assert!(swap.exists(), "vim leaves the swap file it recovered from");
+    let report = scan_until(&env, &docs, &swap, "the recovered swap", |l| {
+        l.evidence.iter().any(|e| e.contains("was written after"))
+    });
+    let l = report.expect_lock(&swap);
+    assert_eq!(
+        (l.verdict.as_str(), l.unsaved_changes),
+        ("stale", Some(true))
+    );
+    let table = stdout(&env.run(["--scan".as_ref(), docs.as_os_str()]));
+    assert!(
+        table.contains("was written after them") && table.contains("if you recovered them"),
+        "{table}"
+    );
 
     // --include-unsaved removes it, after saving a copy that `vim -r` can still use.
     let content = fs::read(&swap).unwrap();
@@ -528,4 +572,67 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     // Refreshed within the declared window: not proven either way.
     age(&lock, 20);
     assert_eq!(scan(&env).expect_lock(&lock).verdict, "unknown");
+}
+
+/// `cargo doc` leaves rustdoc's `.lock` in its output directory and cargo's `.cargo-lock` in
+/// the build directory: both are kernel-lock files their programs lock in place (rustdoc
+/// with fcntl, cargo with flock), so unlocked they are `free`, never reclaimed; locked, live.
+#[test]
+fn cargo_and_rustdoc_lock_files_are_free_and_kept() {
+    if !require("cargo") {
+        return;
+    }
+    let env = Env::new();
+    let krate = env.path().join("demo");
+    let out = Command::new("cargo")
+        .args(["new", "--quiet", "--vcs", "none", "--lib"])
+        .arg(&krate)
+        .env("CARGO_HOME", env.path().join("cargo-home"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Command::new("cargo")
+        .args(["doc", "--quiet", "--offline"])
+        .current_dir(&krate)
+        .env("CARGO_HOME", env.path().join("cargo-home"))
+        .env("CARGO_TARGET_DIR", krate.join("target"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc = krate.join("target/doc/.lock");
+    let build = krate.join("target/debug/.cargo-lock");
+    for lock in [&doc, &build] {
+        assert!(lock.exists(), "cargo doc made no {}", lock.display());
+    }
+
+    let (report, out) = env.scan_json(&[&krate]);
+    for (lock, writer) in [(&doc, "rustdoc"), (&build, "cargo")] {
+        let l = report.expect_lock(lock);
+        assert_eq!(
+            (l.dialect.as_str(), l.verdict.as_str()),
+            ("tool-flock", "free"),
+            "{}",
+            stdout(&out)
+        );
+        assert!(l.evidence.join("\n").contains(writer), "{:?}", l.evidence);
+    }
+    let (report, _) = env.reclaim_json(&[], &krate);
+    assert!(report.reclaimed.unwrap_or_default().is_empty());
+    assert!(doc.exists() && build.exists());
+
+    // Locked (as cargo does while it builds): live.
+    let mut holder = Group::spawn({
+        let mut c = Command::new("flock");
+        c.arg(&build).args(["sleep", "1000"]);
+        c
+    });
+    wait_for("flock to lock .cargo-lock", || {
+        fs::read_to_string("/proc/locks")
+            .unwrap()
+            .contains(&format!(" {} ", holder.pid()))
+            .then_some(())
+    });
+    let (report, _) = env.scan_json(&[&build]);
+    assert_eq!(report.expect_lock(&build).verdict, "live");
+    holder.kill();
 }

@@ -2,10 +2,11 @@
 //! vt100 parser on a background thread. A temp tree holds one stale pidfile (a dead PID) and
 //! one live pidfile (a `sleep` child started before the file was written); the test selects
 //! the stale one, reclaims it with `d` then `y`, checks the file is gone and journaled while
-//! the live one stays, undoes it with `u` (content, mode and mtime back), and quits with `q`. Other tests drive the mouse (SGR reports, as
-//! terminals send them), watch a new lock file appear without `r`, and read the OSC 52
-//! clipboard sequence of `y` from the raw output. Every wait has a deadline; the UI process
-//! and the `sleep` are killed on every path.
+//! the live one stays, undoes it with `u` and `y` (content, mode and mtime back), and quits
+//! with `q`. Other tests drive the mouse (SGR reports, as terminals send them), watch a new
+//! lock file appear without `r`, and read the OSC 52 clipboard sequence of `y` from the raw
+//! output. Every wait has a deadline; the UI process and the `sleep` are killed on every
+//! path.
 
 use std::io::Write;
 use std::path::Path;
@@ -94,8 +95,15 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
         !row("stale.pid") && row("live.pid")
     });
 
-    // u puts it back as it was, and journals it; its row returns.
+    // u names what it will put back and asks; on y it puts it back as it was, and journals
+    // it; its row returns.
     ui.send("u");
+    let asked = ui.wait_for("the undo dialog", |s| {
+        s.contains("put this lock back?") && s.contains("[ No ]")
+    });
+    assert!(line_with(&asked, "stale.pid").is_some(), "{asked}");
+    assert!(!stale.exists(), "nothing is put back before the yes");
+    ui.send("y");
     ui.wait_for("the undo result", |s| {
         s.lines()
             .any(|l| l.starts_with("restored ") && l.contains("stale.pid"))
@@ -113,7 +121,9 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     });
     // A second u has nothing left to undo, and says so.
     ui.send("u");
-    ui.wait_for("nothing to restore", |s| s.contains("nothing to restore"));
+    ui.wait_for("nothing to undo", |s| {
+        s.contains("nothing to undo: every reclaim of this session is undone already")
+    });
 
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);

@@ -233,6 +233,36 @@ impl World {
         let vmx = t.join("vm/Windows.vmx.lck");
         write(&vmx.join("M12345.lck"), member);
         own(vmx, p);
+        let p = sleeper("brz", &t);
+        own(
+            write(
+                &t.join("bzr-branch/.bzr/branch/lock/held/info"),
+                format!(
+                    "hostname: {host}\nnonce: k2m0jv5h0d8w1c3l9s7q\npid: {}\nstart_time: {}\nuser: T <t@example.com>\n",
+                    p.pid(),
+                    now_ms() / 1000
+                ),
+            )
+            .parent()
+            .unwrap()
+            .to_path_buf(),
+            p,
+        );
+        let cvs_dir = t.join("cvsroot/module");
+        let p = sleeper("cvs", &t);
+        own(
+            write(&cvs_dir.join(format!("#cvs.wfl.{host}.{}", p.pid())), b""),
+            p,
+        );
+        let p = sleeper("emacs", &t);
+        write(
+            &t.join(".emacs.d/.emacs.desktop"),
+            ";; -*- mode: emacs-lisp -*-\n",
+        );
+        own(
+            write(&t.join(".emacs.d/.emacs.desktop.lock"), p.pid().to_string()),
+            p,
+        );
         let mac = snap.mac_nodes().first().copied();
         let p = sleeper("borg", &t);
         let roster = write(
@@ -272,6 +302,16 @@ impl World {
         write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
         let p = sleeper("git", &repo);
         works.push((write(&repo.join(".git/index.lock"), "DIRC"), p));
+        let rbenv = t.join(".rbenv");
+        fs::create_dir_all(rbenv.join("shims")).unwrap();
+        let p = sleeper("rbenv-rehash", &rbenv);
+        works.push((
+            write(
+                &rbenv.join("shims/.rbenv-shim"),
+                "#!/usr/bin/env bash\nset -e\n",
+            ),
+            p,
+        ));
         let library = t.join("R/library");
         fs::create_dir_all(library.join("00LOCK-tinypkg")).unwrap();
         let p = sleeper("R", &library);
@@ -280,6 +320,15 @@ impl World {
             live.push((path, Some(p.pid()), false));
             owners.push(p);
         }
+        // Held open: an X authority file while its lock pair exists (whoever has it open may
+        // be writing it under the pair).
+        let xauthority = write(&t.join("x11home/.Xauthority"), b"\x01\x00");
+        guards.push(crate::util::hold_open(&xauthority));
+        let xc = write(&t.join("x11home/.Xauthority-c"), b"");
+        let xl = t.join("x11home/.Xauthority-l");
+        fs::hard_link(&xc, &xl).unwrap();
+        live.push((xc, None, false));
+        live.push((xl, None, false));
         // Held open: pacman's database lock, rpm's environment, nvim's ShaDa temporary.
         for path in [
             write(&t.join("var/lib/pacman/db.lck"), b""),
@@ -313,6 +362,9 @@ impl World {
         let dpkg = write(&t.join("var/lib/dpkg/lock"), "");
         flocks.push(hold_flock(&dpkg));
         live.push((dpkg, None, false));
+        let certbot = write(&t.join("etc/letsencrypt/.certbot.lock"), "");
+        flocks.push(hold_flock(&certbot));
+        live.push((certbot, None, false));
         let engine_path = t.join("jobs/nightly.lock");
         fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
         let engine = locksmith::engine::Lock::new(&engine_path)

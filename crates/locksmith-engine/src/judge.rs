@@ -317,8 +317,10 @@ pub fn window_ms(secs: u64) -> i64 {
 
 /// Formats milliseconds since the epoch as RFC 3339 with second precision.
 pub fn fmt_ms(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.round(jiff::Unit::Second).unwrap_or(t).to_string())
+    // Truncated, as `ps` and `stat` show a time: the second it falls in. Every view of one
+    // instant (evidence, the process line, the JSON report) is written by this function.
+    jiff::Timestamp::from_second(ms.div_euclid(1000))
+        .map(|t| t.to_string())
         .unwrap_or_else(|_| format!("{ms} ms"))
 }
 
@@ -493,10 +495,8 @@ impl Evidence for DirectEvidence {
     fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
         match super::sys::held_at(file.path, file.meta.dev(), file.meta.ino()) {
             Some(true) => vec![Holder {
-                pid: 0,
-                name: None,
                 how: HolderHow::Ofd,
-                container: None,
+                ..Holder::open(0, None)
             }],
             _ => Vec::new(),
         }
@@ -606,12 +606,7 @@ impl Evidence for DirectEvidence {
     fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
         super::host::writers(file.meta.dev(), file.meta.ino())
             .into_iter()
-            .map(|pid| Holder {
-                pid,
-                name: super::host::comm(pid),
-                how: HolderHow::Open,
-                container: None,
-            })
+            .map(|pid| Holder::open(pid, super::host::comm(pid)))
             .collect()
     }
 
@@ -645,5 +640,17 @@ impl Evidence for DirectEvidence {
 
     fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
         before_boot(written_ms, super::host::boot_time(), Some(fs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_ms;
+
+    #[test]
+    fn a_time_is_shown_as_the_second_it_falls_in() {
+        assert_eq!(fmt_ms(1_000), "1970-01-01T00:00:01Z");
+        assert_eq!(fmt_ms(1_999), "1970-01-01T00:00:01Z");
+        assert_eq!(fmt_ms(-1), "1969-12-31T23:59:59Z");
     }
 }

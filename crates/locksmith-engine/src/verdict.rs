@@ -296,6 +296,48 @@ impl HolderHow {
     }
 }
 
+/// The mode of a kernel lock: shared (`READ`) or exclusive (`WRITE`), as `/proc/locks` and
+/// lslocks print it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockMode {
+    Read,
+    Write,
+}
+
+impl LockMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockMode::Read => "read",
+            LockMode::Write => "write",
+        }
+    }
+}
+
+/// The bytes a POSIX or OFD lock covers: from `start` to `end` inclusive, or to the end of
+/// the file, however long it grows (`end: None`, the kernel's `EOF`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct ByteRange {
+    pub start: u64,
+    pub end: Option<u64>,
+}
+
+impl ByteRange {
+    /// Whether it covers the whole file (`0 EOF`).
+    pub fn whole(self) -> bool {
+        self.start == 0 && self.end.is_none()
+    }
+}
+
+impl std::fmt::Display for ByteRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.end {
+            Some(end) => write!(f, "bytes {}-{end}", self.start),
+            None => write!(f, "bytes {}-EOF", self.start),
+        }
+    }
+}
+
 /// A process holding a kernel lock on the file or having it open.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Holder {
@@ -304,10 +346,43 @@ pub struct Holder {
     pub how: HolderHow,
     /// The container it runs in (`None`: our own PID namespace).
     pub container: Option<ContainerInfo>,
+    /// A kernel lock's mode (`None` for a process that only has the file open).
+    pub mode: Option<LockMode>,
+    /// The bytes a POSIX or OFD lock covers (`None` for a flock, which covers the file, and
+    /// for an open file).
+    pub range: Option<ByteRange>,
 }
 
-/// Lists holders as `pid 42 (flock, apt-get)`: raw text, names as the process table has them
-/// (a view escapes it).
+impl Holder {
+    /// A process that has the file open, without a lock.
+    pub fn open(pid: i32, name: Option<String>) -> Holder {
+        Holder {
+            pid,
+            name,
+            how: HolderHow::Open,
+            container: None,
+            mode: None,
+            range: None,
+        }
+    }
+
+    /// How it holds the file, as a person reads it: `flock write`, `posix read bytes 0-99`,
+    /// `open`.
+    pub fn describe_how(&self) -> String {
+        let mut s = self.how.as_str().to_string();
+        if let Some(m) = self.mode {
+            s.push(' ');
+            s.push_str(m.as_str());
+        }
+        if let Some(r) = self.range.filter(|r| !r.whole()) {
+            s.push_str(&format!(" {r}"));
+        }
+        s
+    }
+}
+
+/// Lists holders as `pid 42 (flock write, apt-get)`: raw text, names as the process table has
+/// them (a view escapes it).
 pub fn describe_holders(holders: &[Holder]) -> String {
     holders
         .iter()
@@ -318,8 +393,8 @@ pub fn describe_holders(holders: &[Holder]) -> String {
                 "a process not visible here".to_string()
             };
             match &h.name {
-                Some(n) => format!("{pid} ({}, {})", h.how.as_str(), n),
-                None => format!("{pid} ({})", h.how.as_str()),
+                Some(n) => format!("{pid} ({}, {})", h.describe_how(), n),
+                None => format!("{pid} ({})", h.describe_how()),
             }
         })
         .collect::<Vec<_>>()

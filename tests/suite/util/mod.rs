@@ -79,6 +79,24 @@ impl Env {
         c
     }
 
+    /// `locksmith ARGS` as uid/gid 65534 with no supplementary groups (via `setpriv`), with
+    /// the homes of [`Env::cmd`]; see [`can_run_as_nobody`].
+    pub fn cmd_as_nobody<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args(args)
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env_remove("NO_COLOR")
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        c
+    }
+
     /// Runs `locksmith ARGS` to completion (killed after [`DEADLINE`]).
     pub fn run<I, S>(&self, args: I) -> Output
     where
@@ -134,6 +152,15 @@ impl Env {
             .map(|l| serde_json::from_str(l).expect("journal line is JSON"))
             .collect()
     }
+}
+
+/// Whether locksmith can be run as uid 65534 here ([`Env::cmd_as_nobody`]): root and
+/// `setpriv` (skips, or fails under CI, otherwise).
+pub fn can_run_as_nobody() -> bool {
+    require_that(
+        rustix::process::geteuid().is_root(),
+        "needs root (to run locksmith as uid 65534)",
+    ) && require("setpriv")
 }
 
 /// `locksmith lock ARGS... PATH`, stdin closed (add `--` and a command).
@@ -322,6 +349,34 @@ pub struct Lock {
     pub fs: Fs,
     pub unsaved_changes: Option<bool>,
     pub proofs: Vec<ProofJson>,
+    pub waiters: Vec<WaiterJson>,
+    pub holder_stuck: Option<StuckJson>,
+}
+
+/// A process waiting for a lock.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct WaiterJson {
+    pub pid: i64,
+    pub name: Option<String>,
+    pub cmd: Vec<String>,
+    pub how: String,
+    pub mode: Option<String>,
+    pub started: Option<String>,
+    pub blocked_in: Option<String>,
+    pub evidence: String,
+    pub container: Option<Container>,
+}
+
+/// A holder that will not let go by itself.
+#[derive(Debug, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct StuckJson {
+    pub pid: i64,
+    pub name: String,
+    pub why: String,
 }
 
 /// What proved a stale lock: a rule of the closed set, and its facts.
@@ -375,6 +430,16 @@ pub struct Holder {
     pub name: Option<String>,
     pub how: String,
     pub container: Option<Container>,
+    pub mode: Option<String>,
+    pub range: Option<ByteRange>,
+}
+
+/// The bytes a POSIX or OFD lock covers (`end: None`: to EOF).
+#[derive(Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ByteRange {
+    pub start: u64,
+    pub end: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -133,6 +133,18 @@ impl Podman {
         Ok(())
     }
 
+    /// [`Podman::start`], or `None` after saying why the test skips (through
+    /// [`super::skip`]: under CI, where `.ci/run` installs podman and runs as root, a failure).
+    pub fn or_skip(test: &str) -> Option<Podman> {
+        match Podman::start() {
+            Ok(p) => Some(p),
+            Err(why) => {
+                super::skip(format!("{test}: {why}"));
+                None
+            }
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_locksmith_global_optspecs
-    string join \n scan json format= output= max-lock-series= o/columns= noheadings raw verdict= reclaim dry-run include-unsaved force= remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
+    string join \n scan json format= output= max-lock-series= o/columns= noheadings raw verdict= pid= reclaim dry-run include-unsaved force= remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
 end
 
 function __fish_locksmith_needs_command
@@ -31,7 +31,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l output -d 'With --s
 complete -c locksmith -n "__fish_locksmith_needs_command" -l max-lock-series -d 'With --format prometheus: at most N per-lock age series (stale locks first, then the oldest); the other locks are counted in locksmith_lock_age_omitted' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -s o -l columns -d 'With --scan: the table\'s columns, comma-separated, in that order (default: verdict,dialect,pid,command,host,age,path)' -r -f -a "verdict\t'the verdict, with its symbol'
 dialect\t'the lock format (pidfile, git, vim-swap, ...)'
-pid\t'the owner\'s PID (or the live process\'s, or a holder\'s)'
+pid\t'a live lock\'s holder\'s PID, else the owner\'s'
 command\t'the live process\'s name (or a holder\'s)'
 host\t'the owner\'s host, or its container (ctr:NAME)'
 age\t'time since the lock was last modified'
@@ -46,12 +46,13 @@ live\t''
 foreign\t''
 unknown\t''
 free\t''"
+complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'With --scan: report only the locks process N waits for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and verdicts' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -l force -d 'With --reclaim: remove the one lock PATH names although it is not proven stale (unknown or foreign): a person\'s decision, never a directory to scan or a batch. Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l color -d 'When to use color' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c locksmith -n "__fish_locksmith_needs_command" -l interval -d 'UI: seconds between re-judging the verdicts' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l interval -d 'UI: seconds between re-judging the verdicts (at least 0.1; not with --scan)' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -l scan -d 'Print a report instead of opening the terminal UI'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l json -d 'With --scan: print the report as JSON (the same as --format json)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l noheadings -d 'With --scan: no header line in the table'
@@ -65,27 +66,37 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l no-containers -d 'D
 complete -c locksmith -n "__fish_locksmith_needs_command" -l readonly -d 'UI: never reclaim anything'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s V -l version -d 'Print version'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "completions" -d 'Print a shell completion script for SHELL on stdout'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "journal" -d 'List what reclaim removed (and what was restored), oldest first'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "restore" -d 'Put back a lock that reclaim removed, exactly as it was (only if nothing is there now)'
-complete -c locksmith -n "__fish_locksmith_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l timeout -d 'Give up after SECS seconds (0: try once). Default: wait as long as it takes' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l heartbeat -d 'Refresh the lock\'s heartbeat every SECS seconds while COMMAND runs' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand start" -l wait -d 'Wait up to SECS seconds for the locks in the way to be released (or proven stale), judging them again four times a second. Default: do not wait' -r
+complete -c locksmith -n "__fish_locksmith_using_subcommand start" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
+complete -c locksmith -n "__fish_locksmith_using_subcommand start" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l pid -d 'A process id to answer about (repeat for several)' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l boot-id -d 'Also say whether this host\'s boot id is ID' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l expect -d 'Program names the process should have (comm, executable or argv[0])' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l json -d 'Print the answer as JSON (what --ask-hosts reads)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -s h -l help -d 'Print help'
 complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document'
+complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document (also grouped by run)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "journal" -d 'List what reclaim removed (and what was restored), oldest first'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "restore" -d 'Put back a lock that reclaim removed, exactly as it was (only if nothing is there now)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock inspect completions journal restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+
+# A subcommand only as the first word: none after an option or a PATH of the scan.
+function __fish_locksmith_first_word
+    test (count (commandline -opc)) -eq 1
+end

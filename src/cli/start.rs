@@ -1,0 +1,547 @@
+//! `locksmith start [--wait SECS] PATH... [-- COMMAND [ARGS...]]`: reclaim what is proven stale
+//! in PATHs, then become COMMAND (`execve`, same PID: PID 1 of a container stays PID 1). With
+//! no COMMAND, exit 0 once PATHs are clear (systemd's `ExecStartPre=`, an init container).
+//!
+//! Every lock found in PATHs is judged as `--scan` judges it, then:
+//! - `stale`: reclaimed as every reclaim is (judged again at the moment of removal, the same
+//!   file, a copy and a journal line in the state directory);
+//! - `free` (a kernel-lock file nobody locks): harmless, left where it is;
+//! - naming this very process (a service restarting under its old PID, the container's PID 1
+//!   again): see [`decide`];
+//! - `live`, `foreign`, `unknown`, or a lock that could not be removed: nothing is run. One line
+//!   on stderr says why, and the exit status is 75; with `--wait SECS` every lock is judged
+//!   again every quarter of a second until PATHs are clear or SECS have passed.
+//!
+//! Inside a PID namespace that is not the host's (a container), only this namespace's
+//! processes can be seen. A PID proof (the PID is gone, or reused by a process that started
+//! after the lock was written), or a kernel lock or open file released, stands only for a
+//! lock on the container's own root file system, which nothing outside the container writes
+//! to. On a volume or any other mount from outside, another container may have written that
+//! PID, or hold that lock, unseen from here: such a lock is kept (an earlier boot and an
+//! expired heartbeat prove the owner gone wherever it ran, and stand).
+//!
+//! Nothing is added to what COMMAND inherits: its arguments and environment are ours, no
+//! descriptor is opened without close-on-exec, and signals come back to their dispositions
+//! (a handler for SIGTERM and SIGINT, installed only while waiting and only where they were
+//! at their default, so that `podman stop` ends a wait, is undone by `execve` itself).
+//! Everything locksmith says goes to stderr.
+//!
+//! Exit status (when COMMAND does not run): 0 PATHs are clear and no COMMAND was given; 75 a
+//! lock is still in the way; 2 bad arguments or configuration, or a PATH that cannot be
+//! examined; 126 COMMAND cannot be run; 127 COMMAND not found.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use locksmith::judge::{Judgement, fmt_ms};
+use locksmith::outcome::{Action, Outcome};
+use locksmith::probe::kernel_locks::{self, FileKey};
+use locksmith::probe::{PidState, Snapshot, started};
+use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
+use locksmith::text;
+use locksmith::verdict::{Rule, Verdict};
+
+use super::lock::{EXIT_CANNOT_EXECUTE, EXIT_ERROR, EXIT_HELD, EXIT_NOT_FOUND};
+use crate::StartArgs;
+
+/// How often locks are judged again while `--wait` runs.
+const POLL: Duration = Duration::from_millis(250);
+
+/// How much later than the lock's mtime a process must have started for the lock to be
+/// older than it: two clock ticks of its start time, and the file system's coarse timestamps.
+const STARTED_AFTER_MS: i64 = 50;
+
+pub fn run(args: StartArgs) -> i32 {
+    match start(args) {
+        Ok(code) => code,
+        Err(f) => {
+            say(&f.message);
+            f.code
+        }
+    }
+}
+
+/// One line on stderr, raw text escaped.
+fn say(line: &str) {
+    eprintln!("locksmith start: {}", text::escape(line));
+}
+
+/// An error to print and the exit status that goes with it.
+struct Failure {
+    code: i32,
+    message: String,
+}
+
+impl Failure {
+    fn new(code: i32, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+fn start(args: StartArgs) -> Result<i32, Failure> {
+    let wait = match args.wait {
+        None => Duration::ZERO,
+        Some(s) if s.is_finite() && s >= 0.0 => Duration::try_from_secs_f64(s)
+            .map_err(|_| Failure::new(EXIT_ERROR, format!("--wait {s}: too long")))?,
+        Some(s) => {
+            return Err(Failure::new(
+                EXIT_ERROR,
+                format!("--wait must be a number of seconds >= 0 (got {s})"),
+            ));
+        }
+    };
+    let config = Config::load(args.config.as_deref())
+        .map_err(|e| Failure::new(EXIT_ERROR, format!("{e:#}")))?;
+    let paths = absolute(&args.paths)?;
+    let deadline = Instant::now() + wait;
+    let me = Me::now();
+    let mut told: Vec<String> = Vec::new();
+    loop {
+        let pass = clear(&paths, &config, &me)?;
+        for line in pass.done {
+            say(&line);
+        }
+        if pass.in_the_way.is_empty() {
+            break;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            if told != pass.in_the_way {
+                for line in &pass.in_the_way {
+                    say(line);
+                }
+            }
+            let waited = if wait.is_zero() {
+                String::new()
+            } else {
+                format!(" after waiting {} s", wait.as_secs_f64())
+            };
+            say(&format!(
+                "not starting{waited}: {} lock{} in the way (exit {EXIT_HELD})",
+                pass.in_the_way.len(),
+                if pass.in_the_way.len() == 1 {
+                    " is"
+                } else {
+                    "s are"
+                }
+            ));
+            return Ok(EXIT_HELD);
+        }
+        if told != pass.in_the_way {
+            for line in &pass.in_the_way {
+                say(&format!("{line}; waiting (up to {} s)", wait.as_secs_f64()));
+            }
+            told = pass.in_the_way;
+        }
+        stop_on_signals();
+        std::thread::sleep(POLL.min(deadline - now));
+    }
+    let Some((program, rest)) = args.command.split_first() else {
+        return Ok(0);
+    };
+    // Only returns on failure.
+    let e = std::process::Command::new(program).args(rest).exec();
+    let code = if e.kind() == io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_CANNOT_EXECUTE
+    };
+    let why = match e.kind() {
+        io::ErrorKind::NotFound => "command not found".to_string(),
+        io::ErrorKind::PermissionDenied => "permission denied (is it executable?)".to_string(),
+        _ => e.to_string(),
+    };
+    Err(Failure::new(
+        code,
+        format!("cannot run \"{}\": {why}", program.to_string_lossy()),
+    ))
+}
+
+/// PATHs made absolute (from the working directory), as the scanner reports them.
+fn absolute(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    paths
+        .iter()
+        .map(|p| {
+            std::path::absolute(p).map_err(|e| {
+                Failure::new(EXIT_ERROR, format!("cannot resolve {}: {e}", p.display()))
+            })
+        })
+        .collect()
+}
+
+/// What one pass did: what it removed (lines to say) and what is in the way (why, one line
+/// per lock).
+struct Pass {
+    done: Vec<String>,
+    in_the_way: Vec<String>,
+}
+
+/// Judges every lock in `paths` now, reclaims what may go, and says what stays in the way.
+fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
+    let mut pass = Pass {
+        done: Vec::new(),
+        in_the_way: Vec::new(),
+    };
+    // A lock that is not there is not in the way (the usual case: a clean stop).
+    let present: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .cloned()
+        .collect();
+    if present.is_empty() {
+        return Ok(pass);
+    }
+    let mut config = config.clone();
+    config.containers = false;
+    let roots = config.roots(&present);
+    let snap = Snapshot::take();
+    let found: Mutex<(Vec<Finding>, Vec<ScanError>)> = Mutex::default();
+    let sink = |event: ScanEvent| {
+        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            ScanEvent::Found(f) => found.0.push(*f),
+            ScanEvent::Error(e) => found.1.push(e),
+            ScanEvent::Progress { .. } => {}
+        }
+    };
+    let cancel = AtomicBool::new(false);
+    if let Err(e) = scan::scan(&config, &roots, &snap, &cancel, &sink) {
+        // Every PATH vanished since it was looked at: nothing is in the way.
+        if present
+            .iter()
+            .all(|p| std::fs::symlink_metadata(p).is_err())
+        {
+            return Ok(pass);
+        }
+        return Err(Failure::new(EXIT_ERROR, e.to_string()));
+    }
+    let (findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+    for e in errors {
+        if e.kind() == Some(io::ErrorKind::NotFound) {
+            continue;
+        }
+        return Err(Failure::new(
+            EXIT_ERROR,
+            format!("{} cannot be examined: {e}", e.path().display()),
+        ));
+    }
+    for f in findings {
+        match decide(&f, &snap, me) {
+            Decision::Leave => {}
+            Decision::Ours(why) => pass
+                .done
+                .push(format!("{}: kept for COMMAND: {why}", f.path.display())),
+            Decision::InTheWay(why) => pass
+                .in_the_way
+                .push(format!("{} stays: {why}", f.path.display())),
+            decision @ (Decision::Reclaim | Decision::Restart(_)) => {
+                let restart = matches!(decision, Decision::Restart(_));
+                let o = remove(&f, &config, me, restart);
+                match (o.action, &o.error) {
+                    (Action::Removed, error) => {
+                        let why = o.judgement.evidence.first().cloned().unwrap_or_default();
+                        let copy = o
+                            .saved_to
+                            .as_ref()
+                            .map(|s| format!("; its copy is {}", s.display()))
+                            .unwrap_or_default();
+                        let what = match (restart, names_us(&o.judgement, me)) {
+                            (true, _) => "left by the service's previous run".to_string(),
+                            (false, Some(pid)) => format!(
+                                "stale, and PID {pid} is {}: the service restarting",
+                                whose(pid, me)
+                            ),
+                            (false, None) => "stale".to_string(),
+                        };
+                        pass.done.push(format!(
+                            "removed {} ({what}: {why}{copy})",
+                            f.path.display()
+                        ));
+                        if let Some(e) = error {
+                            pass.done.push(format!("warning: {e}"));
+                        }
+                    }
+                    (_, error) => pass.in_the_way.push(format!(
+                        "{} was not removed: {}",
+                        f.path.display(),
+                        error.as_deref().unwrap_or("refused")
+                    )),
+                }
+            }
+        }
+    }
+    Ok(pass)
+}
+
+/// Reclaims one lock: judged again at the moment of removal, and removed only if the same
+/// decision holds then (see [`decide`]). A restart is removed as a person's decision
+/// (`forced` in the journal), with the evidence that it names this process.
+fn remove(f: &Finding, config: &Config, me: &Me, restart: bool) -> Outcome {
+    let opts = ReclaimOptions {
+        state_dir: ReclaimOptions::default_state_dir(),
+        dry_run: false,
+        include_unsaved: false,
+        force: restart,
+        copies: config.saved,
+        remove_uncopied: false,
+    };
+    let snap = Snapshot::take();
+    reclaim::reclaim_rejudged(f, &opts, &config.windows, |dir, name| {
+        let Some(mut fresh) = scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?
+        else {
+            return Ok(None);
+        };
+        match decide(&fresh, &snap, me) {
+            Decision::Reclaim => {}
+            Decision::Restart(lines) if restart => {
+                let mut j = Judgement::unknown(lines[0].clone());
+                j.evidence.extend(lines[1..].iter().cloned());
+                j.evidence.extend(
+                    fresh
+                        .judgement
+                        .evidence
+                        .iter()
+                        .map(|l| format!("(judged alone: {l})")),
+                );
+                j.owner = fresh.judgement.owner.take();
+                j.process = fresh.judgement.process.take();
+                fresh.judgement = j;
+            }
+            other => {
+                let why = match other {
+                    Decision::InTheWay(why) | Decision::Ours(why) => why,
+                    _ => "it is no longer what it was judged to be".into(),
+                };
+                if restart && fresh.judgement.verdict() != Verdict::Live {
+                    return Err(ScanError::other(&f.path, why));
+                }
+                fresh.judgement.doubt(why);
+            }
+        }
+        Ok(Some(fresh))
+    })
+}
+
+/// What `start` does with one lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decision {
+    /// Not in the way (`free`).
+    Leave,
+    /// Stale, here: reclaim it.
+    Reclaim,
+    /// It names this process (or its parent), which started after it was written: the
+    /// service restarting under its old PID. The evidence lines.
+    Restart(Vec<String>),
+    /// Held by this very process (a lock it inherited, or a pid file it wrote before it
+    /// became `locksmith start`): COMMAND will hold it. Why.
+    Ours(String),
+    /// Nothing may remove it: why.
+    InTheWay(String),
+}
+
+/// This process, as the decisions need it.
+struct Me {
+    pid: i32,
+    ppid: i32,
+    /// Whether we run in the host's PID namespace.
+    host_ns: bool,
+}
+
+impl Me {
+    fn now() -> Self {
+        Me {
+            pid: std::process::id() as i32,
+            ppid: rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()),
+            host_ns: started::is_host_pid_ns(locksmith::probe::host::pid_ns_of("self")),
+        }
+    }
+}
+
+/// The decision for one judged lock.
+///
+/// A lock naming this process's own PID (or its parent's, the shell of an entrypoint that
+/// runs `locksmith start` and then the service), is a service restarting under the PID it
+/// had before: in a container after `podman start`, its PID 1 is `locksmith start` again.
+/// The process with that PID here is this one (or its parent), which is not the lock's
+/// writer when it started after the lock was written (its start is known to the clock tick:
+/// [`started::start_ms`]), so the lock is its previous run's (postgres reasons the same way
+/// about its `postmaster.pid`, and ignores its own, its parent's and its grandparent's PID).
+/// A pid file written after this process started, naming it, was written by this process
+/// before it ran `locksmith start` (`echo $$ > app.pid; exec locksmith start ...`): it is
+/// COMMAND's, and kept. Naming the parent that started before it, it is the parent's: in the
+/// way, as judged. None of this applies to a lock held by a kernel lock or an open file of
+/// another process, nor where the PID may be another namespace's (see the module docs).
+fn decide(f: &Finding, snap: &Snapshot, me: &Me) -> Decision {
+    let j = &f.judgement;
+    if j.verdict() == Verdict::Live
+        && let Some(why) = held_here(f, snap)
+    {
+        return Decision::Ours(why);
+    }
+    let private = private_place(f, me);
+    let names_us = names_us(j, me);
+    match j.verdict() {
+        Verdict::Free => Decision::Leave,
+        Verdict::Stale => match private {
+            Ok(()) => Decision::Reclaim,
+            Err(_) if j.proofs().iter().all(|p| holds_anywhere(p.rule)) => Decision::Reclaim,
+            Err(why) => Decision::InTheWay(format!(
+                "proven stale by {} on what this container can see, but {why}",
+                rules(j)
+            )),
+        },
+        _ => match (names_us, private) {
+            (Some(pid), Ok(())) if j.holders.is_empty() => restart_or_not(f, pid, snap, me),
+            (Some(pid), Err(why)) => {
+                Decision::InTheWay(format!("PID {pid} is {} here, but {why}", whose(pid, me)))
+            }
+            _ => Decision::InTheWay(format!(
+                "{}: {}",
+                j.verdict(),
+                j.evidence.first().map_or("no evidence", String::as_str)
+            )),
+        },
+    }
+}
+
+/// Why the lock is this process's own, when every kernel lock on it is held through this
+/// process's own descriptors (taken by a parent on a description this process inherited:
+/// COMMAND inherits it in turn).
+fn held_here(f: &Finding, snap: &Snapshot) -> Option<String> {
+    let key = FileKey::from_dev_ino(f.identity.dev, f.identity.ino);
+    let all = snap.kernel_locks().on(key).len();
+    let ours = kernel_locks::held_by_own_descriptors(key).len();
+    (all > 0 && ours >= all).then(|| {
+        format!(
+            "its kernel lock ({}) is held through a descriptor this process inherited, and COMMAND inherits it in turn",
+            locksmith::verdict::describe_holders(&f.judgement.holders)
+        )
+    })
+}
+
+/// The PID of this process or of its parent, when the judge found that the lock's owner PID
+/// names one of them here (in this PID namespace).
+fn names_us(j: &Judgement, me: &Me) -> Option<i32> {
+    let owner_pid = j.owner.as_ref().and_then(|o| o.pid)?;
+    let p = j.process.as_ref()?;
+    (p.container.is_none() && p.pid as i64 == owner_pid)
+        .then_some(p.pid)
+        .filter(|&p| p == me.pid || (p == me.ppid && p > 0))
+}
+
+/// The decision for a lock naming this process or its parent (see [`decide`]).
+fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
+    let who = whose(pid, me);
+    let facts = match snap.pid(pid) {
+        PidState::Alive(f) => f,
+        _ => return Decision::InTheWay(format!("the state of {who} (PID {pid}) cannot be read")),
+    };
+    let started = started::start_ms(facts.start_ticks, snap.host.ticks_per_sec);
+    let (Some(started), Some(written)) = (started, f.modified_ms) else {
+        return Decision::InTheWay(format!(
+            "PID {pid} is {who}, and it cannot be told whether it started before the lock was written"
+        ));
+    };
+    if started > written + STARTED_AFTER_MS {
+        let lines = vec![
+            format!(
+                "PID {pid} is {who}, which started at {}, after the lock was written at {}: the lock is from the service's previous run under this PID (the service restarting)",
+                exact_ms(started),
+                exact_ms(written)
+            ),
+            "a PID names one process at a time, and this one has not become the service yet: the process that wrote the lock is gone".to_string(),
+        ];
+        return Decision::Restart(lines);
+    }
+    if pid == me.pid {
+        return Decision::Ours(format!(
+            "it names this process (PID {pid}), which started at {}, before the lock was written at {}: this process wrote it before it became `locksmith start`, for COMMAND",
+            exact_ms(started),
+            exact_ms(written)
+        ));
+    }
+    Decision::InTheWay(format!(
+        "it names the parent of `locksmith start` (PID {pid}, {}), which started at {}, before the lock was written at {}: the parent may hold it",
+        facts.comm,
+        exact_ms(started),
+        exact_ms(written)
+    ))
+}
+
+/// A time to the millisecond (the restart rule compares times closer than the judge's
+/// seconds).
+fn exact_ms(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| fmt_ms(ms))
+}
+
+fn whose(pid: i32, me: &Me) -> &'static str {
+    if pid == me.pid {
+        "this process, `locksmith start`"
+    } else {
+        "the parent of `locksmith start`"
+    }
+}
+
+/// Whether a PID proof and a census of this namespace stand for this lock: we run in the
+/// host's PID namespace, or the lock is on the container's own root file system (an
+/// overlay nothing outside the container writes to). Why not, otherwise.
+fn private_place(f: &Finding, me: &Me) -> Result<(), String> {
+    if me.host_ns || (f.fs.own_root && f.fs.kind.is_overlay()) {
+        return Ok(());
+    }
+    Err(format!(
+        "this process runs in a PID namespace of its own (a container), and the lock is on {}, a file system that is not the container's own root: another container sharing it may have written it, or hold it, unseen from here",
+        f.fs.kind
+    ))
+}
+
+/// Rules whose proof holds whichever PID namespace the owner ran in.
+fn holds_anywhere(rule: Rule) -> bool {
+    matches!(rule, Rule::EarlierBoot | Rule::HeartbeatExpired)
+}
+
+fn rules(j: &Judgement) -> String {
+    let ids: Vec<&str> = j.proofs().iter().map(|p| p.rule.id()).collect();
+    ids.join(", ")
+}
+
+/// While waiting: SIGTERM and SIGINT end the wait (a container's PID 1 ignores what it has
+/// no handler for, so `podman stop` would wait for its timeout). Installed only where the
+/// signal is at its default, so an ignored signal stays ignored for COMMAND; a caught signal
+/// returns to its default at `execve`.
+fn stop_on_signals() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [libc::SIGTERM, libc::SIGINT] {
+            // SAFETY: sigaction with a null new action only reads the current one; the
+            // handler calls only `_exit`, which is async-signal-safe.
+            unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+                    || old.sa_sigaction != libc::SIG_DFL
+                {
+                    continue;
+                }
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // SAFETY: `_exit` is async-signal-safe.
+    unsafe { libc::_exit(128 + sig) }
+}

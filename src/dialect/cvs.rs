@@ -1,0 +1,162 @@
+//! `cvs`: the locks CVS takes in a repository directory: read locks `#cvs.rfl.HOST.PID`,
+//! promotable locks `#cvs.pfl.HOST.PID` and write locks `#cvs.wfl.HOST.PID` (empty files), and
+//! the master lock directory `#cvs.lock` (and `CVSROOT/#cvs.history.lock`,
+//! `#cvs.val-tags.lock`).
+//!
+//! Format, from CVS's `src/lock.c` and `src/cvs.h` (`CVSLCK`, `CVSRFL`, `CVSPFL`, `CVSWFL`):
+//! a lock file's name is its prefix, the host name and the PID (`"%s.%s.%ld"`); the master
+//! lock is made with `mkdir` and held while a lock file is created, and for the whole of a
+//! write (beside the writer's `#cvs.wfl` file). A killed cvs leaves them, and every later cvs
+//! waits for them forever, "waiting for USER's lock in DIR", every 30 s. CVS itself never
+//! removes another process's lock: its manual says to remove it by hand once sure that no cvs
+//! holds it.
+//!
+//! Liveness: a lock file by the PID its name gives, on the host it names (another host →
+//! foreign): live for cvs. The master lock directory by the PIDs of the write locks beside it
+//! (several owners: stale only when every one is gone); with none, by CVS's condition: no cvs
+//! running on this host (the repository's server runs there), nobody with a file of the
+//! directory open, every process visible.
+
+use std::path::Path;
+
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
+use crate::judge::{Claim, Contract, OwnerClaim, Said, Scope, When, Writers};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
+
+pub struct Cvs;
+
+const PATTERNS: &[&str] = &["#cvs.rfl.*", "#cvs.pfl.*", "#cvs.wfl.*", "#cvs.*lock"];
+
+const CVSES: &[&str] = &["cvs"];
+
+/// The master lock directories CVS makes.
+const MASTER: &[&str] = &["#cvs.lock", "#cvs.history.lock", "#cvs.val-tags.lock"];
+
+/// A lock file's kind, host and PID, from its name.
+fn parse_name(name: &str) -> Option<(&'static str, String, i64)> {
+    let (kind, rest) = [
+        ("read lock", "#cvs.rfl."),
+        ("promotable lock", "#cvs.pfl."),
+        ("write lock", "#cvs.wfl."),
+    ]
+    .into_iter()
+    .find_map(|(k, p)| Some((k, name.strip_prefix(p)?)))?;
+    let (host, pid) = rest.rsplit_once('.')?;
+    // CVSNT writes `host(user)`.
+    let host = host.split('(').next().unwrap_or(host);
+    let pid = common::parse_pid(pid).ok()?;
+    (!host.is_empty()).then(|| (kind, common::field(host), pid))
+}
+
+fn repository(c: &Candidate<'_>) -> String {
+    common::field(&c.path.parent().unwrap_or(Path::new("/")).to_string_lossy())
+}
+
+impl Dialect for Cvs {
+    fn id(&self) -> DialectId {
+        DialectId::CVS
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        let Some(name) = c.file_name().to_str() else {
+            return false;
+        };
+        match c.kind {
+            EntryKind::File => parse_name(name).is_some(),
+            EntryKind::Dir => MASTER.contains(&name),
+            _ => false,
+        }
+    }
+
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
+        let name = c.file_name().to_string_lossy().into_owned();
+        let note = |s: Said| {
+            s.note(
+                When::IfStale,
+                "every later cvs waits for it forever (\"waiting for USER's lock in DIR\"); CVS never removes another process's lock itself",
+            )
+        };
+        if c.kind == EntryKind::File {
+            let Some((kind, host, pid)) = parse_name(&name) else {
+                return Said::unparseable("CVS", "its name is not #cvs.[rpw]fl.HOST.PID");
+            };
+            let owner = Owner {
+                pid: Some(pid),
+                hostname: Some(host.clone()),
+                detail: Some(format!("CVS {kind} in {}", repository(c))),
+                ..Owner::default()
+            };
+            return note(
+                Said::claims(owner)
+                    .claim(OwnerClaim::pid(pid, Writers::named(CVSES)).host(Some(host))),
+            );
+        }
+        if c.kind != EntryKind::Dir || !MASTER.contains(&name.as_str()) {
+            return Said::unparseable("CVS", format!("{name} is not a CVS lock"));
+        }
+        let dir = c.path.parent().unwrap_or(Path::new("/"));
+        // The write locks beside the master lock name its holders.
+        let writers: Vec<OwnerClaim> = snap
+            .list_dir(dir, 4096)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(_, m)| m.is_file())
+            .filter_map(|(n, m)| {
+                let (kind, host, pid) = parse_name(&n)?;
+                (kind == "write lock").then(|| {
+                    OwnerClaim::pid(pid, Writers::named(CVSES))
+                        .host(Some(host))
+                        .written(Some(crate::probe::mtime_ms(&m)))
+                        .label(format!("write lock {}", crate::text::truncate(&n, 80)))
+                })
+            })
+            .collect();
+        let owner = Owner {
+            pid: writers.first().map(|w| w.pid),
+            detail: Some(format!("CVS master lock of {}", repository(c))),
+            ..Owner::default()
+        };
+        let said = if writers.is_empty() {
+            Said::claims(owner).claim(Contract {
+                writer: Writers::named(CVSES),
+                what: "cvs",
+                at: format!("repository directory {}", repository(c)),
+                says: "CVS's manual: remove a lock left in the repository once sure that no cvs holds it".into(),
+                place: dir.to_path_buf(),
+                scope: Scope::Anywhere,
+                min_hold_ms: 2_000,
+            })
+        } else {
+            Said::claims(owner).claim(Claim::Owners(writers))
+        };
+        note(said)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_host_and_pid_from_the_name() {
+        assert_eq!(
+            parse_name("#cvs.pfl.vm.8608"),
+            Some(("promotable lock", "vm".to_string(), 8608))
+        );
+        assert_eq!(
+            parse_name("#cvs.rfl.build.example.org.77"),
+            Some(("read lock", "build.example.org".to_string(), 77))
+        );
+        assert_eq!(
+            parse_name("#cvs.wfl.host(jdoe).12"),
+            Some(("write lock", "host".to_string(), 12))
+        );
+        assert_eq!(parse_name("#cvs.rfl.vm"), None);
+        assert_eq!(parse_name("#cvs.lock"), None);
+    }
+}

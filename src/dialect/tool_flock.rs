@@ -1,0 +1,273 @@
+//! `tool-flock`: the kernel-lock files of well-known tools. Each of these programs takes a
+//! kernel lock (`flock`, `fcntl`/`lockf`, OFD, Java's `FileChannel.lock`) on a file that exists
+//! only to be locked, and never relies on the file's existence: a lock is released by the
+//! kernel when its holder dies, and the file left behind is harmless (`free`) and must stay
+//! (a program waiting on it would be split from the next one). Deleting such a file is the
+//! usual "fix" people are told, and it fixes nothing: when the program still waits, a live
+//! process holds the lock, and this dialect names it.
+//!
+//! | file | program | where its source locks it |
+//! |---|---|---|
+//! | `/etc/.pwd.lock` | glibc's `lckpwdf`, taken by shadow's `vipw`, `vigr`, `useradd`, `usermod`, `passwd`, `chpasswd`, ... | glibc `shadow/lckpwdf.c` (`PWD_LOCKFILE`, `fcntl(F_SETLKW)`; never removed) |
+//! | `.certbot.lock` in certbot's config, work and logs directories (and a web server's) | certbot | `certbot/_internal/lock.py` (`lock_dir`: `fcntl.lockf(LOCK_EX \| LOCK_NB)`; removed on release, left by a killed certbot) |
+//! | `.rpm.lock` in an rpm database | rpm and everything built on librpm (dnf, yum, zypper) | rpm `lib/rpmts.c` (`RPMLOCK_PATH`, `%_rpmlock_path`) and `lib/rpmlock.c` (`fcntl`) |
+//! | `db/write-lock`, `db/txn-current-lock`, `db/pack-lock`, `locks/db.lock`, `locks/db-logs.lock` in a Subversion repository | svnadmin, svnserve, mod_dav_svn, svnlook | Subversion `subversion/libsvn_fs_fs/fs.h` (`PATH_LOCK_FILE`, `PATH_TXN_CURRENT_LOCK`, `PATH_PACK_LOCK_FILE`), `subversion/libsvn_repos/repos.h` (`db.lock`, `db-logs.lock`), locked with `svn_io_file_lock2` |
+//! | `lock` in a Prometheus TSDB directory (beside `wal/`, `chunks_head/`) | Prometheus (`--storage.tsdb.use-lockfile`) | `tsdb/tsdbutil/dir_locker.go` (`fileutil.Flock`; "A lockfile from a previous execution already existed. It was replaced") |
+//! | `.cargo-lock` in a build directory (`target/debug/`) | cargo ("Blocking waiting for file lock on build directory") | cargo `src/cargo/core/compiler/layout.rs` (`open_rw_exclusive_create(".cargo-lock")`, `flock`) |
+//! | `.package-cache`, `.package-cache-mutate` in `$CARGO_HOME` | cargo ("Blocking waiting for file lock on package cache") | cargo `src/cargo/util/cache_lock.rs` (`flock` on both files) |
+//! | `.lock` in rustdoc's output directory (beside `static.files/` or `search-index.js`) | rustdoc, through `cargo doc` | rustdoc `src/librustdoc/html/render/write_shared.rs` (`flock::Lock::new` on the output directory's `.lock`) |
+//! | `wayland-N.lock` beside the `wayland-N` socket | every Wayland compositor (libwayland-server: Weston, Mutter, KWin, sway) | wayland `src/wayland-server.c` (`wl_socket_lock`: `flock(LOCK_EX \| LOCK_NB)`, `LOCK_SUFFIX`) |
+//! | `pipewire-N.lock` beside the `pipewire-N` socket | PipeWire | pipewire `src/modules/module-protocol-native.c` (`lock_socket`: `flock`) |
+//! | `*.lock` under a Go module cache's `@v/` directories | the go command | Go `src/cmd/go/internal/modfetch/fetch.go` (`lockVersion`: `lockedfile.MutexAt(...).Lock()`, `flock`) |
+//! | `.metadata/.lock` in a workspace | Eclipse ("Workspace in use or cannot be created") | Eclipse `org.eclipse.osgi` `internal/location/Locker_JavaNio.java` (`FileChannel.tryLock`) |
+//! | `bin/cache/lockfile` in a Flutter SDK | flutter ("Waiting for another flutter command to release the startup lock...") | Flutter `packages/flutter_tools/lib/src/cache.dart` (`Cache.lock`: `RandomAccessFile.lockSync`) |
+//! | `write.lock` in a Lucene index (beside `segments_N`) | Lucene, and Elasticsearch, OpenSearch and Solr on it | Lucene `store/NativeFSLockFactory.java` ("Lucene will never actively remove the lock files, so although you see them, the index may not be locked") |
+//! | `*.lock` under a `.gradle/` directory | Gradle ("Timeout waiting to lock ... It is currently in use by another Gradle instance") | Gradle `org/gradle/cache/internal/DefaultFileLockManager.java` (`FileChannel.lock` on the file's regions) |
+//! | `/run/xtables.lock` (or `$XTABLES_LOCKFILE`) | iptables, ip6tables, ebtables ("Another app is currently holding the xtables lock") | iptables `iptables/xshared.c` (`XT_LOCK_NAME`, `flock(LOCK_EX)`) |
+//! | `flintlock` in a Xapian database | Xapian: notmuch, recoll, mu | Xapian `backends/flint_lock.cc` (an OFD or `fcntl` lock) |
+//! | `ACCOUNT.lock` in `~/.offlineimap/` | OfflineIMAP ("Another OfflineIMAP is running with the same metadatadir") | offlineimap `offlineimap/accounts.py` (`fcntl.lockf(LOCK_EX \| LOCK_NB)`) |
+//! | `.lock` in an OSTree repository (beside `config`, `objects/`) | ostree, flatpak, rpm-ostree | ostree `src/libostree/ostree-repo-locking.c` (`flock` on the repository's `.lock`) |
+//!
+//! Verdict: a kernel lock held on the file makes it `live`, with its holders (the judge sees
+//! to that first); otherwise `free`.
+
+use std::path::Path;
+
+use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::{Judgement, Said};
+use crate::probe::Snapshot;
+use crate::verdict::Owner;
+
+pub struct ToolFlock;
+
+const PATTERNS: &[&str] = &[
+    ".pwd.lock",
+    ".certbot.lock",
+    ".rpm.lock",
+    "**/db/write-lock",
+    "**/db/txn-current-lock",
+    "**/db/pack-lock",
+    "**/locks/db.lock",
+    "**/locks/db-logs.lock",
+    "lock",
+    ".cargo-lock",
+    ".package-cache",
+    ".package-cache-mutate",
+    "wayland-*.lock",
+    "pipewire-*.lock",
+    "**/@v/*.lock",
+    "**/.metadata/.lock",
+    "**/bin/cache/lockfile",
+    "write.lock",
+    "**/.gradle/**/*.lock",
+    "xtables.lock",
+    "flintlock",
+    "**/.offlineimap/*.lock",
+    ".lock",
+];
+
+/// A well-known kernel-lock file: what it is, for the evidence.
+struct Tool {
+    /// The program and its lock, as the owner detail names them.
+    what: &'static str,
+    matches: fn(&Candidate<'_>, &str) -> bool,
+}
+
+fn parent_named(path: &Path, name: &str) -> bool {
+    path.parent()
+        .and_then(|p| p.file_name())
+        .is_some_and(|n| n == name)
+}
+
+fn sibling(path: &Path, name: &str) -> bool {
+    path.parent()
+        .is_some_and(|d| std::fs::symlink_metadata(d.join(name)).is_ok())
+}
+
+fn sibling_dir(path: &Path, name: &str) -> bool {
+    path.parent()
+        .is_some_and(|d| std::fs::symlink_metadata(d.join(name)).is_ok_and(|m| m.is_dir()))
+}
+
+fn under(path: &Path, name: &str) -> bool {
+    path.ancestors()
+        .skip(1)
+        .any(|a| a.file_name().is_some_and(|n| n == name))
+}
+
+/// Subversion's repository: `format` and `db/` at its top.
+fn in_svn_repo(path: &Path) -> bool {
+    let top = path.parent().and_then(Path::parent);
+    top.is_some_and(|t| {
+        t.join("format").is_file() && t.join("db").is_dir() && t.join("hooks").is_dir()
+    })
+}
+
+/// Lucene's index: a `segments_N` beside the lock.
+fn in_lucene_index(path: &Path) -> bool {
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .take(4096)
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("segments_"))
+    })
+}
+
+const TOOLS: &[Tool] = &[
+    Tool {
+        what: "glibc's lckpwdf lock on the account files (vipw, useradd, usermod, passwd, chpasswd)",
+        matches: |c, name| name == ".pwd.lock" && parent_named(c.path, "etc"),
+    },
+    Tool {
+        what: "certbot's lock on its directory",
+        matches: |_, name| name == ".certbot.lock",
+    },
+    Tool {
+        what: "rpm's transaction lock",
+        matches: |_, name| name == ".rpm.lock",
+    },
+    Tool {
+        what: "a Subversion repository's lock (svnadmin, svnserve, mod_dav_svn)",
+        matches: |c, name| {
+            matches!(
+                name,
+                "write-lock" | "txn-current-lock" | "pack-lock" | "db.lock" | "db-logs.lock"
+            ) && (parent_named(c.path, "db") || parent_named(c.path, "locks"))
+                && in_svn_repo(c.path)
+        },
+    },
+    Tool {
+        what: "Prometheus's lock on its TSDB directory",
+        matches: |c, name| {
+            name == "lock"
+                && (sibling_dir(c.path, "wal") || sibling_dir(c.path, "chunks_head"))
+                && (sibling(c.path, "queries.active") || sibling_dir(c.path, "chunks_head"))
+        },
+    },
+    Tool {
+        what: "cargo's lock on a build directory",
+        matches: |c, name| {
+            name == ".cargo-lock"
+                && (sibling_dir(c.path, "deps")
+                    || sibling_dir(c.path, ".fingerprint")
+                    || sibling_dir(c.path, "build"))
+        },
+    },
+    Tool {
+        what: "cargo's lock on its package cache",
+        matches: |_, name| name == ".package-cache" || name == ".package-cache-mutate",
+    },
+    Tool {
+        what: "rustdoc's lock on its output directory",
+        matches: |c, name| {
+            name == ".lock"
+                && (sibling_dir(c.path, "static.files") || sibling(c.path, "search-index.js"))
+        },
+    },
+    Tool {
+        what: "a Wayland compositor's lock on its socket (libwayland-server)",
+        matches: |_, name| name.starts_with("wayland-") && name.ends_with(".lock"),
+    },
+    Tool {
+        what: "PipeWire's lock on its socket",
+        matches: |_, name| name.starts_with("pipewire-") && name.ends_with(".lock"),
+    },
+    Tool {
+        what: "the go command's lock on a module version in its module cache",
+        matches: |c, name| {
+            name.ends_with(".lock") && parent_named(c.path, "@v") && under(c.path, "download")
+        },
+    },
+    Tool {
+        what: "Eclipse's lock on its workspace",
+        matches: |c, name| name == ".lock" && parent_named(c.path, ".metadata"),
+    },
+    Tool {
+        what: "the Flutter tool's startup lock",
+        matches: |c, name| {
+            name == "lockfile"
+                && parent_named(c.path, "cache")
+                && c.path
+                    .parent()
+                    .and_then(Path::parent)
+                    .and_then(|b| b.file_name())
+                    .is_some_and(|n| n == "bin")
+        },
+    },
+    Tool {
+        what: "Lucene's write lock on an index (Elasticsearch, OpenSearch, Solr)",
+        matches: |c, name| name == "write.lock" && in_lucene_index(c.path),
+    },
+    Tool {
+        what: "Gradle's lock on a cache or a project's .gradle directory",
+        matches: |c, name| name.ends_with(".lock") && under(c.path, ".gradle"),
+    },
+    Tool {
+        what: "the iptables lock (iptables, ip6tables, ebtables)",
+        matches: |_, name| name == "xtables.lock",
+    },
+    Tool {
+        what: "Xapian's write lock on a database (notmuch, recoll, mu)",
+        matches: |c, name| {
+            name == "flintlock"
+                && (sibling(c.path, "iamglass")
+                    || sibling(c.path, "iamchert")
+                    || sibling(c.path, "iamhoney"))
+        },
+    },
+    Tool {
+        what: "OfflineIMAP's lock on an account",
+        matches: |c, name| name.ends_with(".lock") && parent_named(c.path, ".offlineimap"),
+    },
+    Tool {
+        what: "OSTree's lock on a repository (ostree, flatpak, rpm-ostree)",
+        matches: |c, name| {
+            name == ".lock"
+                && sibling(c.path, "config")
+                && sibling_dir(c.path, "objects")
+                && sibling_dir(c.path, "refs")
+        },
+    },
+];
+
+fn tool(c: &Candidate<'_>) -> Option<&'static Tool> {
+    let name = c.file_name().to_str()?;
+    TOOLS.iter().find(|t| (t.matches)(c, name))
+}
+
+impl Dialect for ToolFlock {
+    fn id(&self) -> DialectId {
+        DialectId::TOOL_FLOCK
+    }
+
+    fn patterns(&self) -> &'static [&'static str] {
+        PATTERNS
+    }
+
+    fn recognise(&self, c: &Candidate<'_>) -> bool {
+        c.kind == EntryKind::File && tool(c).is_some()
+    }
+
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
+        let Some(t) = tool(c) else {
+            return Said::unparseable("kernel-lock", "not a lock file of a known tool");
+        };
+        let owner = Owner {
+            detail: Some(t.what.to_string()),
+            ..Owner::default()
+        };
+        // A kernel lock held on it makes it `live` before this verdict is looked at.
+        let j = super::flock::unlocked(
+            Judgement::free(
+                "no process holds a kernel lock on it (/proc/locks): its program locks it in the kernel and never relies on the file's existence, so it is harmless and must stay",
+            )
+            .because(format!("it is {}", t.what)),
+            c,
+            snap,
+        );
+        Said::settled(j).owner(owner)
+    }
+}

@@ -1,0 +1,454 @@
+//! `locksmith start PATH... [-- COMMAND]` on this host, with real processes: what is proven
+//! stale goes (copied and journaled), the service then runs in the same process with nothing
+//! added to what it inherits; a lock that is live, unknown or in doubt stays and nothing runs
+//! (exit 75), or is waited for with `--wait`; a lock naming this process or its parent is
+//! told apart by when that process started. The container cases (a restarted container's
+//! PID 1, a volume shared with another container) are in `start_containers`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::{self, BIN, Env, Guard, dead_pid, run_bounded, sleeper, stderr, stdout};
+
+/// `locksmith start ARGS...` in the test's environment.
+fn start(env: &Env, args: &[&str]) -> Command {
+    let mut c = env.cmd(["start"]);
+    c.args(args);
+    c
+}
+
+fn journal_reclaims(env: &Env) -> Vec<serde_json::Value> {
+    env.journal()
+        .into_iter()
+        .filter(|e| e["event"] == "reclaim")
+        .collect()
+}
+
+#[test]
+fn a_stale_pid_file_goes_and_the_service_runs_in_the_same_process() {
+    let env = Env::new();
+    let stale = env.path().join("app.pid");
+    std::fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
+    let missing = env.path().join("never-written.pid");
+    let mut c = start(
+        &env,
+        &[
+            stale.to_str().unwrap(),
+            missing.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            r#"echo "$$"; printf '%s|' "$@"; echo; echo "$SERVICE_SETTING""#,
+            "service",
+            "one arg",
+            "two",
+        ],
+    );
+    c.env("SERVICE_SETTING", "from the caller")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    util::assert_code(&out, 0);
+    let printed = stdout(&out);
+    let lines: Vec<&str> = printed.lines().collect();
+    assert_eq!(
+        lines,
+        [pid.to_string().as_str(), "one arg|two|", "from the caller"],
+        "the service runs as the process that was started, with its arguments and environment"
+    );
+    assert!(!stale.exists());
+    let err = stderr(&out);
+    assert!(
+        err.contains("removed ") && err.contains("app.pid (stale: no process"),
+        "{err}"
+    );
+    let reclaims = journal_reclaims(&env);
+    assert_eq!(reclaims.len(), 1, "{reclaims:?}");
+    assert_eq!(reclaims[0]["verdict"], "stale");
+    assert_ne!(reclaims[0]["forced"], true, "proven stale: not forced");
+    assert_eq!(reclaims[0]["proofs"][0]["rule"], "pid-gone");
+    let copy = reclaims[0]["saved_to"].as_str().unwrap();
+    assert!(
+        std::fs::read_to_string(copy)
+            .unwrap()
+            .trim()
+            .parse::<i32>()
+            .is_ok()
+    );
+
+    // Without COMMAND (systemd's ExecStartPre=): 0 once clear.
+    std::fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
+    let out = run_bounded(start(&env, &[stale.to_str().unwrap()]), util::DEADLINE);
+    util::assert_code(&out, 0);
+    assert!(!stale.exists());
+    assert_eq!(journal_reclaims(&env).len(), 2);
+}
+
+/// What the service inherits through `locksmith start` is what it inherits run directly:
+/// the same signal mask, ignored signals and descriptors.
+#[test]
+fn the_service_inherits_nothing_more() {
+    let env = Env::new();
+    let stale = env.path().join("x.pid");
+    let inherited = |via_start: bool| -> String {
+        std::fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
+        let script = "grep -E '^(SigBlk|SigIgn|SigCgt)' /proc/self/status; ls /proc/self/fd";
+        let c = if via_start {
+            start(&env, &[stale.to_str().unwrap(), "--", "sh", "-c", script])
+        } else {
+            let mut c = Command::new("sh");
+            c.args(["-c", script]).stdin(Stdio::null());
+            c
+        };
+        let out = run_bounded(c, util::DEADLINE);
+        util::assert_code(&out, 0);
+        stdout(&out)
+    };
+    let direct = inherited(false);
+    let through = inherited(true);
+    assert_eq!(through, direct, "through locksmith start vs run directly");
+    assert!(!stale.exists());
+}
+
+#[test]
+fn a_live_lock_stays_and_nothing_runs() {
+    let env = Env::new();
+    let owner = sleeper();
+    let lock = env.path().join("web.pid");
+    std::fs::write(&lock, format!("{}\n", owner.pid())).unwrap();
+    let ran = env.path().join("ran");
+    let out = run_bounded(
+        start(
+            &env,
+            &[lock.to_str().unwrap(), "--", "touch", ran.to_str().unwrap()],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 75);
+    assert!(!ran.exists(), "the service must not run");
+    assert!(lock.exists());
+    let err = stderr(&out);
+    assert!(
+        err.contains("web.pid stays: live: process")
+            && err.contains(&owner.pid().to_string())
+            && err.contains("not starting"),
+        "{err}"
+    );
+    assert!(journal_reclaims(&env).is_empty());
+
+    // An unknown lock: a pid file that names no PID.
+    let weird = env.path().join("weird.pid");
+    std::fs::write(&weird, "not a pid\n").unwrap();
+    let out = run_bounded(
+        start(
+            &env,
+            &[
+                weird.to_str().unwrap(),
+                "--",
+                "touch",
+                ran.to_str().unwrap(),
+            ],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 75);
+    assert!(
+        stderr(&out).contains("weird.pid stays: unknown"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!ran.exists() && weird.exists());
+    assert!(journal_reclaims(&env).is_empty());
+}
+
+#[test]
+fn wait_judges_again_until_the_holder_is_gone() {
+    let env = Env::new();
+    let mut owner = sleeper();
+    let lock = env.path().join("web.pid");
+    std::fs::write(&lock, format!("{}\n", owner.pid())).unwrap();
+    let began = Instant::now();
+    let mut c = start(
+        &env,
+        &[
+            "--wait",
+            "30",
+            lock.to_str().unwrap(),
+            "--",
+            "echo",
+            "started",
+        ],
+    );
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    owner.kill();
+    let out = child.wait_with_output().unwrap();
+    util::assert_code(&out, 0);
+    assert!(began.elapsed() >= Duration::from_millis(1200));
+    assert_eq!(stdout(&out), "started\n");
+    let err = stderr(&out);
+    assert!(err.contains("waiting (up to 30 s)"), "{err}");
+    assert!(err.contains("removed "), "{err}");
+    assert!(!lock.exists());
+
+    // A holder that stays: given up after the wait, exit 75.
+    let owner = sleeper();
+    std::fs::write(&lock, format!("{}\n", owner.pid())).unwrap();
+    let began = Instant::now();
+    let out = run_bounded(
+        start(
+            &env,
+            &["--wait", "0.6", lock.to_str().unwrap(), "--", "true"],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 75);
+    assert!(began.elapsed() >= Duration::from_millis(600));
+    assert!(
+        stderr(&out).contains("after waiting 0.6 s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(lock.exists());
+
+    let out = run_bounded(start(&env, &["--wait=-1", "x"]), util::DEADLINE);
+    util::assert_code(&out, 2);
+    assert!(stderr(&out).contains("--wait must be"), "{}", stderr(&out));
+}
+
+/// A kernel-lock file nobody locks is harmless and stays; one locked by a parent through the
+/// descriptor this process inherits (`flock FILE locksmith start FILE -- ...`) is the
+/// service's own.
+#[test]
+fn free_and_inherited_kernel_locks_are_not_in_the_way() {
+    if !util::require("flock") {
+        return;
+    }
+    let env = Env::new();
+    let cache = env.path().join("cargo");
+    std::fs::create_dir(&cache).unwrap();
+    let lock = cache.join(".package-cache");
+    std::fs::write(&lock, "").unwrap();
+    let out = run_bounded(
+        start(&env, &[lock.to_str().unwrap(), "--", "echo", "ran"]),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 0);
+    assert_eq!(stdout(&out), "ran\n");
+    assert!(lock.exists(), "a free kernel-lock file is never removed");
+
+    let mut c = Command::new("flock");
+    c.arg(&lock)
+        .arg(BIN)
+        .args(["start", lock.to_str().unwrap(), "--", "echo", "ran"])
+        .env("XDG_STATE_HOME", env.path().join("state"))
+        .stdin(Stdio::null());
+    let out = run_bounded(c, util::DEADLINE);
+    util::assert_code(&out, 0);
+    assert_eq!(stdout(&out), "ran\n");
+    assert!(stderr(&out).contains("held through a descriptor this process inherited"));
+
+    // Held by another process: in the way.
+    let holder = Guard::spawn(
+        Command::new("flock")
+            .arg(&lock)
+            .args(["sleep", "600"])
+            .stdin(Stdio::null()),
+    );
+    util::wait_until("flock to hold it", || {
+        std::fs::read_to_string("/proc/locks")
+            .unwrap()
+            .contains(&format!(" {} ", holder.pid()))
+    });
+    let out = run_bounded(
+        start(&env, &[lock.to_str().unwrap(), "--", "true"]),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 75);
+    assert!(stderr(&out).contains("stays: live"), "{}", stderr(&out));
+    assert!(journal_reclaims(&env).is_empty());
+}
+
+/// The wall-clock start of a process, to the tick (what `locksmith start` compares).
+fn started_ms(pid: u32) -> i64 {
+    let host = locksmith::probe::HostFacts::probe();
+    let ticks = locksmith::probe::process::probe(pid as i32, &host)
+        .facts()
+        .expect("the process is alive")
+        .start_ticks;
+    locksmith::probe::started::start_ms(ticks, host.ticks_per_sec).unwrap()
+}
+
+/// Sets a file's mtime (ms since the epoch).
+fn set_mtime(path: &Path, ms: i64) {
+    let t = rustix::fs::Timespec {
+        tv_sec: ms.div_euclid(1000),
+        tv_nsec: (ms.rem_euclid(1000) * 1_000_000) as _,
+    };
+    rustix::fs::utimensat(
+        rustix::fs::CWD,
+        path,
+        &rustix::fs::Timestamps {
+            last_access: t,
+            last_modification: t,
+        },
+        rustix::fs::AtFlags::empty(),
+    )
+    .unwrap();
+}
+
+/// A shell that waits for a line on stdin, then runs `locksmith start LOCK -- true` as its
+/// child (not with exec: the shell stays its parent) and prints its exit status.
+fn parent_shell(env: &Env, lock: &Path) -> std::process::Child {
+    Command::new("sh")
+        .args([
+            "-c",
+            r#"read go; "$0" start "$1" -- true; echo "rc=$?""#,
+            BIN,
+            lock.to_str().unwrap(),
+        ])
+        .env("XDG_STATE_HOME", env.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn go(mut shell: std::process::Child) -> (String, String) {
+    shell.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let out = shell.wait_with_output().unwrap();
+    (stdout(&out), stderr(&out))
+}
+
+/// A pid file naming the parent of `locksmith start` (the shell of an entrypoint), written a
+/// second before that shell started: the judge alone cannot tell (the boot time it counts
+/// start times from is rounded to the second, so it allows two seconds of slack), but the
+/// shell's start is known to the tick: the lock is the previous run's under that PID. Written
+/// after the shell started, it may be the shell's: it stays.
+#[test]
+fn a_pid_file_naming_the_parent_is_told_by_when_the_parent_started() {
+    let env = Env::new();
+    let lock = env.path().join("app.pid");
+
+    let shell = parent_shell(&env, &lock);
+    let parent = shell.id();
+    std::fs::write(&lock, format!("{parent}\n")).unwrap();
+    set_mtime(&lock, started_ms(parent) - 1000);
+    let (out, err) = go(shell);
+    assert_eq!(out, "rc=0\n", "{err}");
+    assert!(!lock.exists());
+    assert!(
+        err.contains(&format!("PID {parent} is the parent of `locksmith start`")),
+        "{err}"
+    );
+    let reclaims = journal_reclaims(&env);
+    assert_eq!(reclaims.len(), 1);
+    // Not proven by the judge's rules: removed on this rule, journaled as forced, with why.
+    assert_eq!(reclaims[0]["forced"], true);
+    let evidence = reclaims[0]["evidence"].to_string();
+    assert!(evidence.contains("the service restarting"), "{evidence}");
+
+    let shell = parent_shell(&env, &lock);
+    let parent = shell.id();
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(&lock, format!("{parent}\n")).unwrap();
+    let (out, err) = go(shell);
+    assert_eq!(out, "rc=75\n", "{err}");
+    assert!(lock.exists());
+    assert!(err.contains("the parent may hold it"), "{err}");
+    assert_eq!(journal_reclaims(&env).len(), 1);
+}
+
+/// `echo $$ > app.pid; exec locksmith start app.pid -- service`: the pid file names this very
+/// process, written after it started: it is the service's, kept, and the service runs.
+#[test]
+fn a_pid_file_this_process_wrote_before_it_became_locksmith_start_is_kept() {
+    let env = Env::new();
+    let lock = env.path().join("app.pid");
+    let mut c = Command::new("sh");
+    c.args([
+        "-c",
+        r#"echo $$ > "$1"; exec "$0" start "$1" -- sh -c 'echo "$$ $(cat "$0")"' "$1""#,
+        BIN,
+        lock.to_str().unwrap(),
+    ])
+    .env("XDG_STATE_HOME", env.path().join("state"))
+    .stdin(Stdio::null());
+    let out = run_bounded(c, util::DEADLINE);
+    util::assert_code(&out, 0);
+    let printed = stdout(&out);
+    let (me, written) = printed.trim().split_once(' ').unwrap();
+    assert_eq!(me, written, "the service runs under the PID the file names");
+    assert!(lock.exists());
+    assert!(
+        stderr(&out).contains("kept for COMMAND"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(journal_reclaims(&env).is_empty());
+}
+
+/// In a PID namespace of its own whose files are the host's (`unshare --pid`), a pid file
+/// naming PID 1 (here: `locksmith start` itself) may be any namespace's: it stays, whether
+/// the judge alone calls it live (written just now) or stale (written before PID 1 started).
+#[test]
+fn in_a_pid_namespace_a_pid_on_a_shared_file_system_proves_nothing() {
+    if !util::require_that(
+        rustix::process::geteuid().is_root(),
+        "a PID namespace of its own needs root",
+    ) || !util::require("unshare")
+    {
+        return;
+    }
+    let env = Env::new();
+    let lock = env.path().join("server.pid");
+    let ran = env.path().join("ran");
+    for written_ago_ms in [0, 60_000] {
+        std::fs::write(&lock, "1\n").unwrap();
+        let now = jiff::Timestamp::now().as_millisecond();
+        set_mtime(&lock, now - written_ago_ms);
+        let mut c = Command::new("unshare");
+        c.args(["--pid", "--fork", "--mount-proc", BIN, "start"])
+            .arg(&lock)
+            .args(["--", "touch"])
+            .arg(&ran)
+            .env("XDG_STATE_HOME", env.path().join("state"))
+            .stdin(Stdio::null());
+        let out = run_bounded(c, util::DEADLINE);
+        util::assert_code(&out, 75);
+        let err = stderr(&out);
+        assert!(
+            err.contains("a PID namespace of its own")
+                && err.contains("not the container's own root"),
+            "{err}"
+        );
+        assert!(lock.exists() && !ran.exists());
+    }
+    assert!(journal_reclaims(&env).is_empty());
+}
+
+#[test]
+fn a_command_that_cannot_run() {
+    let env = Env::new();
+    let out = run_bounded(
+        start(&env, &["nothing-here.pid", "--", "/nonexistent/service"]),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 127);
+    assert!(
+        stderr(&out).contains("command not found"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run_bounded(
+        start(&env, &["nothing-here.pid", "--", "/etc"]),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 126);
+}
