@@ -116,8 +116,30 @@ pub struct ScanArgs {
     /// With --format prometheus: at most N per-lock age series (stale locks first, then the
     /// oldest); the other locks are counted in locksmith_lock_age_omitted.
     #[arg(long, requires = "scan", value_name = "N",
-          default_value_t = locksmith::report::prometheus::Options::DEFAULT_MAX_LOCK_SERIES)]
+          default_value_t = locksmith::report::prometheus::DEFAULT_MAX_LOCK_SERIES)]
     pub max_lock_series: usize,
+
+    /// With --scan: the table's columns, comma-separated, in that order (default:
+    /// verdict,dialect,pid,command,host,age,path).
+    #[arg(short = 'o', long, requires = "scan", value_name = "COLS", value_delimiter = ',',
+          ignore_case = true, value_parser = column_names())]
+    pub columns: Vec<String>,
+
+    /// With --scan: no header line in the table.
+    #[arg(long, requires = "scan")]
+    pub noheadings: bool,
+
+    /// With --scan: the table for scripts: no alignment, no summary; fields separated by one
+    /// space, each escaped to be one word (a space is \x20), the verdict by its name only.
+    #[arg(long, requires = "scan")]
+    pub raw: bool,
+
+    /// With --scan: list only the locks (and what --reclaim did with them) with these
+    /// verdicts, comma-separated, in every format. The summary still counts every lock, and
+    /// --reclaim still removes every stale lock.
+    #[arg(long, requires = "scan", value_name = "VERDICTS", value_delimiter = ',',
+          value_parser = verdict_names())]
+    pub verdict: Vec<String>,
 
     /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
     /// or retrying a GnuPG dotlock), with their holders and verdicts.
@@ -182,6 +204,24 @@ pub struct ScanArgs {
     /// Directories or files to scan (replace the configured roots).
     #[arg(value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub paths: Vec<PathBuf>,
+}
+
+/// The table's column names (`--columns`), each with what it shows.
+fn column_names() -> clap::builder::PossibleValuesParser {
+    locksmith::report::Column::ALL
+        .iter()
+        .map(|c| clap::builder::PossibleValue::new(c.name()).help(c.about()))
+        .collect::<Vec<_>>()
+        .into()
+}
+
+/// The verdicts (`--verdict`).
+fn verdict_names() -> clap::builder::PossibleValuesParser {
+    locksmith::Verdict::ALL
+        .iter()
+        .map(|v| clap::builder::PossibleValue::new(v.as_str()))
+        .collect::<Vec<_>>()
+        .into()
 }
 
 /// `--interval SECS`: a number of seconds of at least 0.1.
@@ -302,6 +342,8 @@ Examples:
     locksmith --scan /srv
   The same as one JSON document, for scripts:
     locksmith --scan --json /srv
+  Only the stale and unknown locks, their path and evidence, no header:
+    locksmith --scan --verdict stale,unknown -o path,evidence --noheadings
   Remove the stale locks, keeping a copy and a journal line for each:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:

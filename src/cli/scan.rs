@@ -1,11 +1,16 @@
 //! `locksmith --scan`: the report (table, JSON or Prometheus metrics, on stdout or written
 //! atomically to `--output FILE`), and non-interactive reclaim.
 //!
+//! The report is written as the scan goes (see [`locksmith::report`]): each lock is handed to
+//! it as soon as it is judged, and nothing else of it is kept here, except what a reclaim
+//! pass needs of the stale ones and the locks whose hosts are asked (`--ask-hosts`), which
+//! are reported once their hosts have answered.
+//!
 //! Exit status: 0 when no lock is stale (after `--reclaim`: when every stale lock was removed),
 //! 1 when some stale lock is (still) there, 2 on a fatal error (bad configuration, no root
 //! readable). Per-path errors do not abort: the table and the metrics list them on stderr
 //! after the report, the JSON document in its `errors`. A closed stdout (`| head`) ends the
-//! command quietly.
+//! command quietly (and the scan with it, unless a reclaim pass is to follow).
 //!
 //! `--output FILE` never leaves a partial FILE: the report goes to a temporary file in the
 //! same directory (a name node_exporter's textfile collector ignores, not ending in `.prom`),
@@ -14,15 +19,15 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Mutex;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
-use locksmith::report::{self, Report};
-use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
+use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
+use locksmith::scan::{self, Config, Finding, Root, ScanError, ScanEvent};
 use locksmith::text;
 use locksmith::verdict::Verdict;
 
@@ -59,98 +64,137 @@ fn fatal_json(message: &str) -> String {
     format!("{}\n", text::terminal_safe_json(&pretty))
 }
 
-/// Runs the scan (and the reclaim pass), prints the report, and returns the exit status.
+/// Runs the scan (and the reclaim pass), writes the report as it goes, and returns the exit
+/// status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let mut config = Config::load(args.config.as_deref())?;
+    let format = format_of(args);
+    let mut opts = report_options(args, format)?;
     if let Some(lock) = &args.force {
-        return force_one(args, &config, lock);
+        return force_one(args, &config, lock, format, &mut opts);
     }
     if let Some(pid) = args.pid {
-        let waited = super::waiting::report(pid, &config)?;
-        let format = format_of(args);
-        let said = if format == ReportFormat::Table {
-            writeln!(io::stdout(), "{}", waited.says)
-        } else {
-            Ok(())
-        };
-        return match said.and_then(|()| print(&waited.report, args, format)) {
-            Ok(()) => Ok(waited.code),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(waited.code),
-            Err(e) => Err(e).context("cannot write the report"),
-        };
+        return waited_for(args, &config, pid, format, &mut opts);
     }
     config.containers = !args.no_containers && args.paths.is_empty();
     let roots = config.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();
-    let found: Mutex<(Vec<Finding>, Vec<ScanError>)> = Mutex::default();
-    let sink = |event: ScanEvent| {
-        let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
-        match event {
-            ScanEvent::Found(f) => found.0.push(*f),
-            ScanEvent::Error(e) => found.1.push(e),
-            ScanEvent::Progress { .. } => {}
+    let head = Head {
+        host: snap.host.clone(),
+        roots: roots.iter().map(|r| r.path.clone()).collect(),
+        now_ms: snap.taken_ms,
+        reclaim: args.reclaim,
+    };
+    let mut output = Output::open(args.output.as_deref())?;
+    opts.color = output.is_stdout() && use_color(args.color, io::stdout().is_terminal());
+    let report = Report::new(format.into(), head, &opts, output.writer());
+    let (tail, written, errors) = scan_into(args, &config, &roots, &snap, started, report)?;
+    match written {
+        Ok(()) => {}
+        // `locksmith --scan | head`: the reader has what it wanted.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe && args.output.is_none() => {}
+        Err(e) => return Err(output.failed(e)),
+    }
+    output.commit()?;
+    print_errors(&errors, format)?;
+    Ok(if tail.stale_remaining() > 0 { 1 } else { 0 })
+}
+
+/// The scan into `report`, then the reclaim pass if asked: returns the report's numbers,
+/// whether it was all written, and the per-path errors (sorted).
+fn scan_into(
+    args: &ScanArgs,
+    config: &Config,
+    roots: &[Root],
+    snap: &Snapshot,
+    started: Instant,
+    report: Report<'_>,
+) -> anyhow::Result<(report::Tail, io::Result<()>, Vec<ScanError>)> {
+    let ask = asking(args, config);
+    let report = Mutex::new(report);
+    let errors: Mutex<Vec<ScanError>> = Mutex::default();
+    // Locks whose host is asked: reported once it has answered.
+    let asked: Mutex<Vec<Finding>> = Mutex::default();
+    // The stale locks, for the reclaim pass: what it needs of each (see Finding::for_reclaim).
+    let stale: Mutex<Vec<Finding>> = Mutex::default();
+    let cancel = AtomicBool::new(false);
+    let listed = lock(&report).listed();
+    let emit = |f: &Finding| {
+        let v = f.judgement.verdict();
+        if args.reclaim && v == Verdict::Stale {
+            lock(&stale).push(f.for_reclaim());
+        }
+        // Who waits for it, found as it is written (only for a lock that is listed).
+        let waiting = if listed.contains(v) {
+            report::waiting::of(f, snap)
+        } else {
+            Waiting::default()
+        };
+        let mut r = lock(&report);
+        r.lock(f, &waiting);
+        // Nobody reads the report any more: the scan ends, unless a reclaim pass follows.
+        if r.failure().is_some() && !args.reclaim {
+            cancel.store(true, Ordering::Relaxed);
         }
     };
-    let cancel = AtomicBool::new(false);
+    let sink = |event: ScanEvent| match event {
+        ScanEvent::Found(f) if ask && f.judgement.remote.is_some() => lock(&asked).push(*f),
+        ScanEvent::Found(f) => emit(&f),
+        ScanEvent::Error(e) => lock(&errors).push(e),
+        ScanEvent::Progress { .. } => {}
+    };
     let stats =
-        scan::scan(&config, &roots, &snap, &cancel, &sink).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (mut findings, errors) = found.into_inner().unwrap_or_else(|e| e.into_inner());
-    let ask = asking(args, &config);
+        scan::scan(config, roots, snap, &cancel, &sink).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut asked = asked.into_inner().unwrap_or_else(|e| e.into_inner());
     if ask {
-        remote::ask_and_settle(&mut findings, &config.ask_hosts, args.ask_hosts, &|_| {});
+        remote::ask_and_settle(&mut asked, &config.ask_hosts, args.ask_hosts, &|_| {});
+        for f in &asked {
+            emit(f);
+        }
     }
-    let waiting = report::waiting::of_all(&findings, &snap);
-    let mut report = Report::new(
-        snap.host.clone(),
-        roots.iter().map(|r| r.path.clone()).collect(),
-        findings,
-        errors,
-        stats.entries,
-        started.elapsed(),
-        snap.taken_ms,
-    )
-    .with_waiting(waiting);
+    let mut errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    errors.sort_by(|a, b| a.path().cmp(b.path()));
+    let mut report = report.into_inner().unwrap_or_else(|e| e.into_inner());
+    report.scanned(&Scanned {
+        entries: stats.entries,
+        elapsed: started.elapsed(),
+        errors: &errors,
+    });
     if args.reclaim {
-        let opts = ReclaimOptions {
-            state_dir: ReclaimOptions::default_state_dir(),
-            dry_run: args.dry_run,
-            include_unsaved: args.include_unsaved,
-            force: false,
-            copies: config.saved,
-            remove_uncopied: args.remove_uncopied,
-        };
-        let stale = report
-            .findings
-            .iter()
-            .filter(|f| f.judgement.verdict() == Verdict::Stale);
+        let opts = reclaim_options(args, config, false);
+        let stale = stale.into_inner().unwrap_or_else(|e| e.into_inner());
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again: each host once for the reclaim.
-        let stale: Vec<&Finding> = stale.collect();
-        let reask = ask
-            .then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, stale.iter().copied()));
-        let outcomes =
-            reclaim::reclaim_all_settled(stale.iter().copied(), &config, &opts, |judged, fresh| {
+        let reask = ask.then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, &stale));
+        reclaim::reclaim_each_settled(
+            &stale,
+            config,
+            &opts,
+            |judged, fresh| {
                 if let Some(reask) = &reask {
                     reask.settle(judged, fresh);
                 }
-            });
-        report = report.with_reclaimed(outcomes);
+            },
+            |o| report.reclaimed(&o),
+        );
     }
-    let code = if report.stale_remaining() > 0 { 1 } else { 0 };
+    let (tail, written) = report.finish();
+    Ok((tail, written, errors))
+}
 
-    let format = format_of(args);
-    if let Some(path) = &args.output {
-        write_atomically(path, |w| render(&report, args, format, false, w))
-            .with_context(|| format!("cannot write the report to {}", path.display()))?;
-        print_errors(&report, format)?;
-        return Ok(code);
-    }
-    match print(&report, args, format) {
-        Ok(()) => Ok(code),
-        // `locksmith --scan | head`: the reader has what it wanted.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
-        Err(e) => Err(e).context("cannot write the report"),
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn reclaim_options(args: &ScanArgs, config: &Config, force: bool) -> ReclaimOptions {
+    ReclaimOptions {
+        state_dir: ReclaimOptions::default_state_dir(),
+        dry_run: args.dry_run,
+        include_unsaved: args.include_unsaved,
+        force,
+        copies: config.saved,
+        remove_uncopied: args.remove_uncopied,
     }
 }
 
@@ -158,7 +202,13 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
 /// not proven stale, on the word of the person who named it (never a live or free one: it is
 /// judged again at the moment of removal, as every reclaim). A directory that is not itself a
 /// lock is refused: forcing never scans.
-fn force_one(args: &ScanArgs, config: &Config, lock: &Path) -> anyhow::Result<i32> {
+fn force_one(
+    args: &ScanArgs,
+    config: &Config,
+    lock: &Path,
+    format: ReportFormat,
+    opts: &mut report::Options,
+) -> anyhow::Result<i32> {
     let started = Instant::now();
     let snap = Snapshot::take();
     let lock =
@@ -177,29 +227,73 @@ fn force_one(args: &ScanArgs, config: &Config, lock: &Path) -> anyhow::Result<i3
                 }
             )
         })?;
-    let opts = ReclaimOptions {
-        state_dir: ReclaimOptions::default_state_dir(),
-        dry_run: args.dry_run,
-        include_unsaved: args.include_unsaved,
-        force: true,
-        copies: config.saved,
-        remove_uncopied: args.remove_uncopied,
+    let head = Head {
+        host: snap.host.clone(),
+        roots: vec![lock.clone()],
+        now_ms: snap.taken_ms,
+        reclaim: true,
     };
-    let mut report = Report::new(
-        snap.host.clone(),
-        vec![lock.clone()],
-        vec![finding.clone()],
-        Vec::new(),
-        1,
-        started.elapsed(),
-        snap.taken_ms,
+    opts.color = use_color(args.color, io::stdout().is_terminal());
+    let mut report = Report::new(format.into(), head, opts, io::BufWriter::new(io::stdout()));
+    report.lock(&finding, &Waiting::default());
+    report.scanned(&Scanned {
+        entries: 1,
+        elapsed: started.elapsed(),
+        errors: &[],
+    });
+    let outcomes = reclaim::reclaim_all_settled(
+        [&finding],
+        config,
+        &reclaim_options(args, config, true),
+        |_, _| {},
     );
-    let outcomes = reclaim::reclaim_all_settled([&finding], config, &opts, |_, _| {});
     let removed = outcomes.iter().all(|o| o.ok);
-    report = report.with_reclaimed(outcomes);
+    for o in &outcomes {
+        report.reclaimed(o);
+    }
     let code = if removed { 0 } else { 1 };
-    let format = format_of(args);
-    match print(&report, args, format) {
+    match report.finish().1 {
+        Ok(()) => Ok(code),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(e).context("cannot write the report"),
+    }
+}
+
+/// `--scan --pid N`: the report of the locks process N waits for (see [`super::waiting`]),
+/// on stdout; the table is preceded by a line saying what N is doing.
+fn waited_for(
+    args: &ScanArgs,
+    config: &Config,
+    pid: i32,
+    format: ReportFormat,
+    opts: &mut report::Options,
+) -> anyhow::Result<i32> {
+    let waited = super::waiting::find(pid, config)?;
+    let written = (|| {
+        if format == ReportFormat::Table {
+            writeln!(io::stdout(), "{}", waited.says)?;
+        }
+        let head = Head {
+            host: waited.snap.host.clone(),
+            roots: waited.roots.clone(),
+            now_ms: waited.snap.taken_ms,
+            reclaim: false,
+        };
+        opts.color = use_color(args.color, io::stdout().is_terminal());
+        let mut report = Report::new(format.into(), head, opts, io::BufWriter::new(io::stdout()));
+        for f in &waited.findings {
+            report.lock(f, &report::waiting::of(f, &waited.snap));
+        }
+        report.scanned(&Scanned {
+            entries: waited.entries,
+            elapsed: waited.started.elapsed(),
+            errors: &waited.errors,
+        });
+        report.finish().1?;
+        print_errors(&waited.errors, format)
+    })();
+    let code = if waited.stale() { 1 } else { 0 };
+    match written {
         Ok(()) => Ok(code),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(code),
         Err(e) => Err(e).context("cannot write the report"),
@@ -220,77 +314,163 @@ fn format_of(args: &ScanArgs) -> ReportFormat {
     }
 }
 
-fn render(
-    report: &Report,
-    args: &ScanArgs,
-    format: ReportFormat,
-    color: bool,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    match format {
-        ReportFormat::Json => report.write_json(out),
-        ReportFormat::Table => out.write_all(report::table::render(report, color).as_bytes()),
-        ReportFormat::Prometheus => {
-            let opts = report::prometheus::Options {
-                max_lock_series: args.max_lock_series,
-            };
-            report::prometheus::write(report, &opts, out)
+impl From<ReportFormat> for Format {
+    fn from(f: ReportFormat) -> Format {
+        match f {
+            ReportFormat::Table => Format::Table,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Prometheus => Format::Prometheus,
         }
     }
 }
 
-/// Writes FILE through a temporary file in its directory, synced, then renamed over FILE.
-/// The temporary file is removed if anything fails. Its mode is 0644 less the umask, as a
-/// new file's would be, so a collector running as another user can read it.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o644))
-        .tempfile_in(dir)?;
+/// The report's options from the command line (color is decided where it is written). The
+/// table's own options are refused with another format.
+fn report_options(args: &ScanArgs, format: ReportFormat) -> anyhow::Result<report::Options> {
+    let table_only = [
+        (!args.columns.is_empty(), "--columns"),
+        (args.noheadings, "--noheadings"),
+        (args.raw, "--raw"),
+    ];
+    if format != ReportFormat::Table
+        && let Some((_, flag)) = table_only.iter().find(|(given, _)| *given)
     {
-        let mut out = io::BufWriter::new(tmp.as_file_mut());
-        write(&mut out)?;
-        out.flush()?;
+        anyhow::bail!(
+            "{flag} is an option of the table, not of --format {}: the {} report has all its \
+             fields (--verdict chooses its locks)",
+            format_name(format),
+            format_name(format)
+        );
     }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    // The rename is durable once the directory is synced; failing that is not an error.
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    let columns = args
+        .columns
+        .iter()
+        .map(|name| {
+            Column::by_name(name).ok_or_else(|| anyhow::anyhow!("no column named {name:?}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let verdicts = if args.verdict.is_empty() {
+        Verdicts::ALL
+    } else {
+        args.verdict
+            .iter()
+            .map(|v| {
+                Verdict::ALL
+                    .into_iter()
+                    .find(|x| x.as_str() == v)
+                    .ok_or_else(|| anyhow::anyhow!("no verdict named {v:?}"))
+            })
+            .collect::<anyhow::Result<Verdicts>>()?
+    };
+    Ok(report::Options {
+        verdicts,
+        columns: if columns.is_empty() {
+            Column::DEFAULT.to_vec()
+        } else {
+            columns
+        },
+        headings: !args.noheadings,
+        raw: args.raw,
+        color: false,
+        max_lock_series: args.max_lock_series,
+    })
 }
 
-fn print(report: &Report, args: &ScanArgs, format: ReportFormat) -> io::Result<()> {
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let color = use_color(args.color, io::stdout().is_terminal());
-    render(report, args, format, color, &mut out)?;
-    out.flush()?;
-    print_errors(report, format)
+fn format_name(f: ReportFormat) -> &'static str {
+    match f {
+        ReportFormat::Table => "table",
+        ReportFormat::Json => "json",
+        ReportFormat::Prometheus => "prometheus",
+    }
+}
+
+/// Where the report goes: stdout, or FILE through a temporary file in its directory, synced,
+/// then renamed over FILE ([`Output::commit`]). The temporary file is removed if anything
+/// fails. Its mode is 0644 less the umask, as a new file's would be, so a collector running
+/// as another user can read it.
+enum Output {
+    Stdout,
+    File {
+        path: std::path::PathBuf,
+        dir: std::path::PathBuf,
+        tmp: tempfile::NamedTempFile,
+    },
+}
+
+impl Output {
+    fn open(path: Option<&Path>) -> anyhow::Result<Output> {
+        let Some(path) = path else {
+            return Ok(Output::Stdout);
+        };
+        let cannot = || format!("cannot write the report to {}", path.display());
+        use std::os::unix::fs::PermissionsExt;
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))
+            .with_context(cannot)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(name);
+        prefix.push(".");
+        let tmp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(dir)
+            .with_context(cannot)?;
+        Ok(Output::File {
+            path: path.to_path_buf(),
+            dir: dir.to_path_buf(),
+            tmp,
+        })
+    }
+
+    fn is_stdout(&self) -> bool {
+        matches!(self, Output::Stdout)
+    }
+
+    fn writer(&mut self) -> Box<dyn Write + Send + '_> {
+        match self {
+            Output::Stdout => Box::new(io::BufWriter::new(io::stdout())),
+            Output::File { tmp, .. } => Box::new(io::BufWriter::new(tmp.as_file_mut())),
+        }
+    }
+
+    fn failed(&self, e: io::Error) -> anyhow::Error {
+        match self {
+            Output::Stdout => anyhow::Error::new(e).context("cannot write the report"),
+            Output::File { path, .. } => anyhow::Error::new(e)
+                .context(format!("cannot write the report to {}", path.display())),
+        }
+    }
+
+    /// FILE gets the report: the temporary file is synced and renamed over it.
+    fn commit(self) -> anyhow::Result<()> {
+        let Output::File { path, dir, tmp } = self else {
+            return Ok(());
+        };
+        let cannot = || format!("cannot write the report to {}", path.display());
+        tmp.as_file().sync_all().with_context(cannot)?;
+        tmp.persist(&path)
+            .map_err(|e| e.error)
+            .with_context(cannot)?;
+        // The rename is durable once the directory is synced; failing that is not an error.
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
 }
 
 /// Per-path errors on stderr, for the views that do not carry them (the table, the metrics:
 /// those count them only).
-fn print_errors(report: &Report, format: ReportFormat) -> io::Result<()> {
-    if format != ReportFormat::Json && !report.errors.is_empty() {
+fn print_errors(errors: &[ScanError], format: ReportFormat) -> io::Result<()> {
+    if format != ReportFormat::Json && !errors.is_empty() {
         let mut err = io::stderr().lock();
-        for line in report::table::render_errors(report).lines() {
+        for line in report::table::render_errors(errors).lines() {
             writeln!(err, "locksmith: {line}")?;
         }
     }

@@ -4,23 +4,42 @@
 //! (N among them); the table view says first what N is doing. Exit status as `--scan`: 1
 //! when a lock it waits for is stale, else 0, also when it waits for nothing (it says so).
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::anyhow;
 use locksmith::probe::waiters;
 use locksmith::probe::{PidState, Snapshot};
-use locksmith::report::{self, Report};
-use locksmith::scan::{self, Config};
+use locksmith::scan::{self, Config, Finding, ScanError};
 use locksmith::verdict::Verdict;
 
-/// The report of what `pid` waits for, a line saying it for the table, and the exit status.
+/// The locks `pid` waits for, judged, with what the report needs around them, and a line
+/// saying what it does for the table.
 pub struct Waited {
-    pub report: Report,
+    /// The snapshot they were judged with (their waiters are found in it).
+    pub snap: Snapshot,
+    /// The paths it waits for: the report's roots.
+    pub roots: Vec<PathBuf>,
+    /// Each lock once.
+    pub findings: Vec<Finding>,
+    pub errors: Vec<ScanError>,
+    /// The waits found.
+    pub entries: u64,
+    pub started: Instant,
+    /// Escaped.
     pub says: String,
-    pub code: i32,
 }
 
-pub fn report(pid: i32, config: &Config) -> anyhow::Result<Waited> {
+impl Waited {
+    /// Whether a lock it waits for is stale (exit status 1).
+    pub fn stale(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| f.judgement.verdict() == Verdict::Stale)
+    }
+}
+
+pub fn find(pid: i32, config: &Config) -> anyhow::Result<Waited> {
     let started = Instant::now();
     let snap = Snapshot::take();
     let facts = match snap.pid(pid) {
@@ -45,7 +64,7 @@ pub fn report(pid: i32, config: &Config) -> anyhow::Result<Waited> {
     for w in &waits {
         match scan::judge_path(&w.path, &snap, config) {
             Ok(Some(f)) => {
-                if !findings.iter().any(|x: &scan::Finding| x.path == f.path) {
+                if !findings.iter().any(|x: &Finding| x.path == f.path) {
                     findings.push(f);
                 }
             }
@@ -53,6 +72,7 @@ pub fn report(pid: i32, config: &Config) -> anyhow::Result<Waited> {
             Err(e) => errors.push(e),
         }
     }
+    errors.sort_by(|a, b| a.path().cmp(b.path()));
     let says = if let Some(w) = waits.first() {
         let mut line = format!("{who} waits for {}", describe_paths(&waits));
         line.push_str(&format!(": {}", w.evidence));
@@ -68,26 +88,14 @@ pub fn report(pid: i32, config: &Config) -> anyhow::Result<Waited> {
             .unwrap_or_default();
         format!("{who} is not waiting for a lock that can be told{doing}")
     };
-    let waiting = report::waiting::of_all(&findings, &snap);
-    let roots = waits.iter().map(|w| w.path.clone()).collect();
-    let report = Report::new(
-        snap.host.clone(),
-        roots,
+    Ok(Waited {
+        roots: waits.iter().map(|w| w.path.clone()).collect(),
+        entries: waits.len() as u64,
+        snap,
         findings,
         errors,
-        waits.len() as u64,
-        started.elapsed(),
-        snap.taken_ms,
-    )
-    .with_waiting(waiting);
-    let stale = report
-        .findings
-        .iter()
-        .any(|f| f.judgement.verdict() == Verdict::Stale);
-    Ok(Waited {
-        report,
+        started,
         says: locksmith::text::escape(&says),
-        code: if stale { 1 } else { 0 },
     })
 }
 

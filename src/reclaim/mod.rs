@@ -140,22 +140,40 @@ pub fn reclaim_all_settled<'a>(
     opts: &ReclaimOptions,
     settle: impl Fn(&Finding, &mut Finding),
 ) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    reclaim_each_settled(findings, config, opts, settle, |o| outcomes.push(o));
+    outcomes
+}
+
+/// [`reclaim_all_settled`] handing each outcome to `outcome` as soon as it is known, instead
+/// of keeping them all.
+pub fn reclaim_each_settled<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+    config: &scan::Config,
+    opts: &ReclaimOptions,
+    settle: impl Fn(&Finding, &mut Finding),
+    mut outcome: impl FnMut(Outcome),
+) {
     let snap = Snapshot::take();
     let mut dirs = DirCache::default();
     let batch = Batch::next();
-    findings
-        .into_iter()
-        .map(|f| {
-            reclaim_in(f, opts, &config.windows, &mut dirs, batch, |dir, name| {
+    for f in findings {
+        outcome(reclaim_in(
+            f,
+            opts,
+            &config.windows,
+            &mut dirs,
+            batch,
+            |dir, name| {
                 let mut fresh =
                     scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?;
                 if let Some(fresh) = fresh.as_mut() {
                     settle(f, fresh);
                 }
                 Ok(fresh)
-            })
-        })
-        .collect()
+            },
+        ));
+    }
 }
 
 /// [`reclaim`] with the re-judging step given by the caller: `rejudge` gets the lock's

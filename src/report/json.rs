@@ -1,17 +1,21 @@
-//! The JSON view of a [`Report`]: one document matching `report.schema.json` (version 1).
+//! The JSON view: one document matching `report.schema.json` (version 1), written as the scan
+//! goes. Its head (`version`, `host`, `roots`) comes with the first lock, each lock as soon as
+//! it is judged, then `errors`, the reclaim pass's `reclaimed`, and the `summary` last, once
+//! its numbers are known. Nothing of a lock is kept once it is written.
 //!
 //! `null` stands for "not known"; paths are absolute, lossless and unambiguous: a backslash is
 //! written `\\` and a byte that is not UTF-8 `\xNN` ([`text::json_path`]); `reclaimable` is
 //! [`Verdict::reclaimable`]. Besides the escapes JSON requires, every C1 control, DEL and
 //! invisible formatting character is written as `\uXXXX`, so printing the document to a
-//! terminal is safe ([`text::terminal_safe_json`]).
+//! terminal is safe ([`text::terminal_safe_json`]). The layout is serde_json's pretty one
+//! (two spaces per level), the same as if the document had been written at once.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use super::waiting::Waiting;
-use super::{Counts, Report, age_secs};
+use super::{Counts, Head, Options, Scanned, Tail, age_secs};
 use crate::dialect::EntryKind;
 use crate::judge::fmt_ms;
 use crate::outcome::{Action, Outcome};
@@ -21,18 +25,6 @@ use crate::verdict::{Holder, Owner, ProcessInfo, Proof, Verdict};
 
 /// The schema version this module writes.
 pub const VERSION: u32 = 1;
-
-#[derive(Debug, Serialize)]
-pub struct Document<'a> {
-    pub version: u32,
-    pub host: Host,
-    pub roots: Vec<String>,
-    pub summary: Summary,
-    pub locks: Vec<Lock<'a>>,
-    pub errors: Vec<Error>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reclaimed: Option<Vec<Reclaimed>>,
-}
 
 #[derive(Debug, Serialize)]
 pub struct Host {
@@ -58,7 +50,7 @@ pub struct Lock<'a> {
     pub path: String,
     pub dialect: &'a str,
     pub verdict: Verdict,
-    pub evidence: Vec<String>,
+    pub evidence: Evidence<'a>,
     pub reclaimable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
@@ -104,6 +96,14 @@ pub struct Stuck<'a> {
     pub why: &'a str,
 }
 
+/// A lock's evidence lines (never empty: a judge that gave none is said to have).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Evidence<'a> {
+    Lines(&'a [String]),
+    None([String; 1]),
+}
+
 #[derive(Debug, Serialize)]
 pub struct Error {
     pub path: String,
@@ -122,53 +122,143 @@ pub struct Reclaimed {
     pub error: Option<String>,
 }
 
-impl Report {
-    /// The JSON document of this report.
-    pub fn document(&self) -> Document<'_> {
-        let counts = self.counts();
-        Document {
-            version: VERSION,
-            host: Host {
-                hostname: self.host.hostname.clone(),
-                boot_id: self.host.boot_id.clone(),
-                boot_time: self.host.boot_time_rfc3339(),
-                pid_ns: self.host.pid_ns,
-                in_container: self.host.in_container,
-            },
-            roots: self.roots.iter().map(|p| text::json_path(p)).collect(),
-            summary: Summary {
-                entries: self.entries,
-                counts,
-                errors: self.errors.len() as u64,
-                elapsed_ms: self.elapsed.as_millis() as u64,
-            },
-            locks: self
-                .findings
-                .iter()
-                .map(|f| lock(f, self.now_ms, self.waiting_of(f)))
-                .collect(),
-            errors: self.errors.iter().map(error).collect(),
-            reclaimed: self
-                .reclaimed
-                .as_ref()
-                .map(|v| v.iter().map(reclaimed).collect()),
+/// The JSON [`super::Writer`].
+pub struct Writer<W> {
+    out: W,
+    /// Until the document's head is written.
+    head: Option<Head>,
+    now_ms: i64,
+    reclaim: bool,
+    /// Items written in the array being written.
+    items: u64,
+}
+
+impl<W: Write + Send> Writer<W> {
+    pub fn new(head: Head, _opts: &Options, out: W) -> Self {
+        Writer {
+            out,
+            now_ms: head.now_ms,
+            reclaim: head.reclaim,
+            head: Some(head),
+            items: 0,
         }
     }
 
-    /// Writes the JSON document (pretty, newline-terminated).
-    pub fn write_json(&self, mut w: impl Write) -> io::Result<()> {
-        let doc = serde_json::to_string_pretty(&self.document()).map_err(io::Error::other)?;
-        w.write_all(text::terminal_safe_json(&doc).as_bytes())?;
-        w.write_all(b"\n")
+    /// `{`, `version`, `host`, `roots` and the opening of `locks`, once.
+    fn begin(&mut self) -> io::Result<()> {
+        let Some(head) = self.head.take() else {
+            return Ok(());
+        };
+        let host = Host {
+            hostname: head.host.hostname.clone(),
+            boot_id: head.host.boot_id.clone(),
+            boot_time: head.host.boot_time_rfc3339(),
+            pid_ns: head.host.pid_ns,
+            in_container: head.host.in_container,
+        };
+        let roots: Vec<String> = head.roots.iter().map(|p| text::json_path(p)).collect();
+        self.out.write_all(b"{\n")?;
+        self.field("version", &VERSION)?;
+        self.field("host", &host)?;
+        self.field("roots", &roots)?;
+        self.open("locks")
+    }
+
+    /// `  "key": VALUE,\n`.
+    fn field(&mut self, key: &str, value: &impl Serialize) -> io::Result<()> {
+        write!(self.out, "  \"{key}\": ")?;
+        self.value(value, 1)?;
+        self.out.write_all(b",\n")
+    }
+
+    /// A value, pretty, its lines indented by `level` levels after the first.
+    fn value(&mut self, value: &impl Serialize, level: usize) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+        let text = text::terminal_safe_json(&text);
+        let indent = "  ".repeat(level);
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                self.out.write_all(b"\n")?;
+                self.out.write_all(indent.as_bytes())?;
+            }
+            self.out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, key: &str) -> io::Result<()> {
+        write!(self.out, "  \"{key}\": [")?;
+        self.items = 0;
+        Ok(())
+    }
+
+    fn item(&mut self, value: &impl Serialize) -> io::Result<()> {
+        self.out.write_all(if self.items == 0 {
+            b"\n    "
+        } else {
+            b",\n    "
+        })?;
+        self.items += 1;
+        self.value(value, 2)
+    }
+
+    fn close(&mut self) -> io::Result<()> {
+        if self.items == 0 {
+            self.out.write_all(b"],\n")
+        } else {
+            self.out.write_all(b"\n  ],\n")
+        }
     }
 }
 
-fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: Option<&'a Waiting>) -> Lock<'a> {
+impl<W: Write + Send> super::Writer for Writer<W> {
+    fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
+        self.begin()?;
+        self.item(&lock(f, self.now_ms, waiting))
+    }
+
+    fn scanned(&mut self, scan: &Scanned<'_>) -> io::Result<()> {
+        self.begin()?;
+        self.close()?;
+        self.open("errors")?;
+        for e in scan.errors {
+            self.item(&error(e))?;
+        }
+        self.close()?;
+        if self.reclaim {
+            self.open("reclaimed")?;
+        }
+        Ok(())
+    }
+
+    fn reclaimed(&mut self, o: &Outcome) -> io::Result<()> {
+        self.item(&reclaimed(o))
+    }
+
+    fn finish(&mut self, tail: &Tail) -> io::Result<()> {
+        if self.reclaim {
+            self.close()?;
+        }
+        let summary = Summary {
+            entries: tail.entries,
+            counts: tail.counts,
+            errors: tail.errors,
+            elapsed_ms: tail.elapsed.as_millis() as u64,
+        };
+        self.out.write_all(b"  \"summary\": ")?;
+        self.value(&summary, 1)?;
+        self.out.write_all(b"\n}\n")?;
+        self.out.flush()
+    }
+}
+
+/// The JSON object of one lock, with its waiters and stuck holder from `waiting`.
+pub fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: &'a Waiting) -> Lock<'a> {
     let j = &f.judgement;
     let evidence = if j.evidence.is_empty() {
-        vec![format!("the {} judge gave no evidence line", f.dialect)]
+        Evidence::None([format!("the {} judge gave no evidence line", f.dialect)])
     } else {
-        j.evidence.clone()
+        Evidence::Lines(&j.evidence)
     };
     Lock {
         path: text::json_path(&f.path),
@@ -191,10 +281,8 @@ fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: Option<&'a Waiting>) -> Lock<'
         fs: &f.fs,
         unsaved_changes: j.unsaved_changes,
         proofs: j.proofs(),
-        waiters: waiting
-            .map(|w| w.waiters.iter().map(waiter).collect())
-            .unwrap_or_default(),
-        holder_stuck: waiting.and_then(|w| w.holder.as_ref()).map(|s| Stuck {
+        waiters: waiting.waiters.iter().map(waiter).collect(),
+        holder_stuck: waiting.holder.as_ref().map(|s| Stuck {
             pid: s.pid,
             name: &s.name,
             why: &s.why,
@@ -249,9 +337,8 @@ impl Action {
 mod tests {
     use super::*;
     use crate::judge::Judgement;
-    use crate::probe::HostFacts;
-    use crate::report::tests::finding;
-    use std::time::Duration;
+    use crate::report::tests::{finding, written};
+    use crate::report::{Format, Options};
 
     #[test]
     fn unsafe_characters_become_unicode_escapes_and_the_value_is_unchanged() {
@@ -260,18 +347,9 @@ mod tests {
             hostname: Some("evil\u{1b}]0;title\u{7}".into()),
             ..Owner::default()
         });
-        let r = Report::new(
-            HostFacts::probe(),
-            vec!["/x".into()],
-            vec![finding("/x/a\u{1b}.lock", "pidfile", j.clone())],
-            vec![],
-            3,
-            Duration::from_millis(5),
-            1_700_000_001_000,
-        );
-        let mut out = Vec::new();
-        r.write_json(&mut out).unwrap();
-        let doc = String::from_utf8(out).unwrap();
+        let mut f = finding("/x/a\u{1b}.lock", "pidfile", j.clone());
+        f.modified_ms = Some(1_700_000_299_000);
+        let (doc, _) = written(Format::Json, &Options::default(), &[f], &[], None);
         assert!(
             !doc.chars().any(|c| c != '\n' && text::is_unsafe_char(c)),
             "{doc}"
@@ -280,8 +358,81 @@ mod tests {
         assert_eq!(v["locks"][0]["evidence"][0], j.evidence[0].as_str());
         assert_eq!(v["locks"][0]["path"], "/x/a\u{1b}.lock");
         assert_eq!(v["locks"][0]["age_s"], 1);
-        assert_eq!(v["summary"]["entries"], 3);
+        assert_eq!(v["summary"]["entries"], 42);
         assert_eq!(v["summary"]["unknown"], 1);
         assert!(v.get("reclaimed").is_none());
+    }
+
+    /// The streamed document is the one serde_json would write at once: the same layout, in
+    /// the order its parts are known (the locks as judged, the summary last).
+    #[test]
+    fn the_streamed_document_is_the_one_serde_json_writes_at_once() {
+        #[derive(Serialize)]
+        struct Document<'a> {
+            version: u32,
+            host: Host,
+            roots: Vec<String>,
+            locks: Vec<Lock<'a>>,
+            errors: Vec<Error>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reclaimed: Option<Vec<Reclaimed>>,
+            summary: Summary,
+        }
+        let findings = [
+            finding("/x/b.pid", "pidfile", Judgement::live("alive")),
+            finding("/x/a.pid", "pidfile", Judgement::stale_for_test("gone")),
+        ];
+        let errors = [ScanError::other("/x/bad", "permission denied")];
+        let outcome = Outcome {
+            path: "/x/a.pid".into(),
+            ok: true,
+            action: Action::Removed,
+            saved_to: Some("/s/saved/a.pid.saved".into()),
+            error: None,
+            judgement: Judgement::stale_for_test("gone"),
+        };
+        let none = Waiting::default();
+        let no_findings: &[Finding] = &[];
+        for (findings, outcomes) in [
+            (no_findings, None),
+            (&findings[..], None),
+            (&findings[..], Some(&[][..])),
+            (&findings[..], Some(std::slice::from_ref(&outcome))),
+        ] {
+            let (doc, tail) = written(
+                Format::Json,
+                &Options::default(),
+                findings,
+                &errors,
+                outcomes,
+            );
+            let host = crate::probe::HostFacts::probe();
+            let at_once = Document {
+                version: VERSION,
+                host: Host {
+                    hostname: host.hostname.clone(),
+                    boot_id: host.boot_id.clone(),
+                    boot_time: host.boot_time_rfc3339(),
+                    pid_ns: host.pid_ns,
+                    in_container: host.in_container,
+                },
+                roots: vec!["/x".into()],
+                locks: findings
+                    .iter()
+                    .map(|f| lock(f, 1_700_000_300_000, &none))
+                    .collect(),
+                errors: errors.iter().map(error).collect(),
+                reclaimed: outcomes.map(|o| o.iter().map(reclaimed).collect()),
+                summary: Summary {
+                    entries: 42,
+                    counts: tail.counts,
+                    errors: 1,
+                    elapsed_ms: 1500,
+                },
+            };
+            let want = serde_json::to_string_pretty(&at_once).unwrap();
+            assert_eq!(doc, format!("{}\n", text::terminal_safe_json(&want)));
+            assert_eq!(tail.counts.locks, findings.len() as u64);
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! The Prometheus view of a [`Report`]: the text exposition format (version 0.0.4), as read
+//! The Prometheus view of a report: the text exposition format (version 0.0.4), as read
 //! by node_exporter's textfile collector, so that a fleet of machines is watched by the
-//! monitoring it already runs.
+//! monitoring it already runs. Written at the end of the report; until then it keeps counts
+//! and the bounded set of per-lock series, nothing else of a lock.
 //!
 //! Invariants:
 //! - every metric family is written once, with its `# HELP` and `# TYPE` lines, and its
@@ -11,221 +12,268 @@
 //!   `locksmith_lock_age_omitted`. Stale locks come first and, within a verdict, the oldest,
 //!   so the oldest stale lock always has its series;
 //! - `locksmith_locks` has a sample for every verdict and dialect, zero included, so that a
-//!   series never vanishes when the last lock of its kind goes away;
+//!   series never vanishes when the last lock of its kind goes away (with a verdict filter:
+//!   for every verdict it lists);
 //! - a path becomes a label value through [`text::display_path`] (the terminal-safe,
 //!   single-line form the table shows: control characters and bytes that are not UTF-8 as
 //!   `\xNN`, backslashes doubled), then through the exposition format's own escaping of `\`,
 //!   `"` and newline, so the file is valid UTF-8 whatever the path holds.
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use super::{Report, age_secs};
+use super::{Head, Options, Scanned, Tail, Verdicts, age_secs};
 use crate::dialect;
-use crate::outcome::Action;
+use crate::outcome::{Action, Outcome};
+use crate::scan::Finding;
 use crate::text;
 use crate::verdict::Verdict;
 
-/// The content type of what [`fn@write`] produces.
+/// The content type of what the [`Writer`] produces.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The verdicts whose locks get a per-lock age series: the ones a person may have to act on.
 pub const AGE_VERDICTS: [Verdict; 3] = [Verdict::Stale, Verdict::Foreign, Verdict::Unknown];
 
-/// Tunables of the exposition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Options {
-    /// At most this many `locksmith_lock_age_seconds` series.
-    pub max_lock_series: usize,
+/// The default bound on per-lock series.
+pub const DEFAULT_MAX_LOCK_SERIES: usize = 100;
+
+/// A candidate for a per-lock series; the order is the order of preference (stale first,
+/// then the oldest, then by path), so the greatest is the first to give up its place.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Aged {
+    rank: usize,
+    age: Reverse<u64>,
+    path: String,
+    verdict: Verdict,
+    dialect: &'static str,
 }
 
-impl Options {
-    /// The default bound on per-lock series.
-    pub const DEFAULT_MAX_LOCK_SERIES: usize = 100;
+/// The Prometheus [`super::Writer`]: keeps counts, and the per-lock series in a heap bounded
+/// by [`Options::max_lock_series`]; writes everything at the end.
+pub struct Writer<W> {
+    out: W,
+    now_ms: i64,
+    verdicts: Verdicts,
+    max_lock_series: usize,
+    /// Locks listed, by verdict and dialect.
+    counts: BTreeMap<(Verdict, &'static str), u64>,
+    /// The best [`Aged`] so far, at most `max_lock_series` of them.
+    aged: BinaryHeap<Aged>,
+    entries: u64,
+    elapsed_s: f64,
+    errors: u64,
 }
 
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            max_lock_series: Self::DEFAULT_MAX_LOCK_SERIES,
+impl<W: Write + Send> Writer<W> {
+    pub fn new(head: Head, opts: &Options, out: W) -> Self {
+        Writer {
+            out,
+            now_ms: head.now_ms,
+            verdicts: opts.verdicts,
+            max_lock_series: opts.max_lock_series,
+            counts: BTreeMap::new(),
+            aged: BinaryHeap::new(),
+            entries: 0,
+            elapsed_s: 0.0,
+            errors: 0,
         }
     }
 }
 
-/// Writes the report in the Prometheus text exposition format.
-pub fn write(report: &Report, opts: &Options, mut w: impl Write) -> io::Result<()> {
-    w.write_all(render(report, opts).as_bytes())
+impl<W: Write + Send> super::Writer for Writer<W> {
+    fn lock(&mut self, f: &Finding, _waiting: &super::Waiting) -> io::Result<()> {
+        let v = f.judgement.verdict();
+        *self.counts.entry((v, f.dialect.as_str())).or_default() += 1;
+        if self.max_lock_series == 0 || !AGE_VERDICTS.contains(&v) {
+            return Ok(());
+        }
+        let Some(m) = f.modified_ms else {
+            return Ok(());
+        };
+        let rank = rank(v);
+        let age = age_secs(m, self.now_ms);
+        // Not better than the worst kept: nothing to do (and no path to build).
+        if self.aged.len() >= self.max_lock_series
+            && let Some(worst) = self.aged.peek()
+            && (rank, Reverse(age)) > (worst.rank, worst.age)
+        {
+            return Ok(());
+        }
+        self.aged.push(Aged {
+            rank,
+            age: Reverse(age),
+            path: text::display_path(&f.path),
+            verdict: v,
+            dialect: f.dialect.as_str(),
+        });
+        if self.aged.len() > self.max_lock_series {
+            self.aged.pop();
+        }
+        Ok(())
+    }
+
+    fn scanned(&mut self, scan: &Scanned<'_>) -> io::Result<()> {
+        self.entries = scan.entries;
+        self.elapsed_s = scan.elapsed.as_secs_f64();
+        self.errors = scan.errors.len() as u64;
+        Ok(())
+    }
+
+    fn reclaimed(&mut self, _o: &Outcome) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn finish(&mut self, tail: &Tail) -> io::Result<()> {
+        let aged = std::mem::take(&mut self.aged).into_sorted_vec();
+        let text = self.render(aged, tail);
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
 }
 
-/// The report in the Prometheus text exposition format.
-pub fn render(report: &Report, opts: &Options) -> String {
-    let mut out = Exposition::default();
+impl<W> Writer<W> {
+    fn render(&self, aged: Vec<Aged>, tail: &Tail) -> String {
+        let mut out = Exposition::default();
 
-    out.family(
-        "locksmith_locks",
-        "gauge",
-        "Lock files found by the last scan, by verdict and dialect.",
-    );
-    let mut dialects: Vec<&str> = dialect::registry()
-        .iter()
-        .map(|d| d.id().as_str())
-        .collect();
-    // A finding's dialect is always a registered one; a stray one still gets its sample.
-    for f in &report.findings {
-        if !dialects.contains(&f.dialect.as_str()) {
-            dialects.push(f.dialect.as_str());
-        }
-    }
-    dialects.sort_unstable();
-    for v in Verdict::ALL {
-        for d in &dialects {
-            let n = report
-                .findings
-                .iter()
-                .filter(|f| f.judgement.verdict() == v && f.dialect == *d)
-                .count();
-            out.sample(
-                "locksmith_locks",
-                &[("verdict", v.as_str()), ("dialect", d)],
-                n,
-            );
-        }
-    }
-
-    out.family(
-        "locksmith_lock_age_seconds",
-        "gauge",
-        &format!(
-            "Seconds since each stale, foreign or unknown lock was last modified; stale first, \
-             then the oldest, at most {} series.",
-            opts.max_lock_series
-        ),
-    );
-    let mut aged: Vec<(Verdict, &str, String, u64)> = report
-        .findings
-        .iter()
-        .filter(|f| AGE_VERDICTS.contains(&f.judgement.verdict()))
-        .filter_map(|f| {
-            let age = age_secs(f.modified_ms?, report.now_ms);
-            Some((
-                f.judgement.verdict(),
-                f.dialect.as_str(),
-                text::display_path(&f.path),
-                age,
-            ))
-        })
-        .collect();
-    aged.sort_by(|a, b| {
-        rank(a.0)
-            .cmp(&rank(b.0))
-            .then(b.3.cmp(&a.3))
-            .then_with(|| a.2.cmp(&b.2))
-    });
-    let mut shown: HashSet<(Verdict, &str, &str)> = HashSet::new();
-    for (verdict, dialect, path, age) in &aged {
-        if shown.len() >= opts.max_lock_series {
-            break;
-        }
-        if shown.insert((*verdict, dialect, path)) {
-            out.sample(
-                "locksmith_lock_age_seconds",
-                &[
-                    ("verdict", verdict.as_str()),
-                    ("dialect", dialect),
-                    ("path", path),
-                ],
-                age,
-            );
-        }
-    }
-
-    out.family(
-        "locksmith_lock_age_omitted",
-        "gauge",
-        "Stale, foreign or unknown locks without a locksmith_lock_age_seconds series (over the \
-         series limit, or no modification time).",
-    );
-    for v in AGE_VERDICTS {
-        let all = report
-            .findings
-            .iter()
-            .filter(|f| f.judgement.verdict() == v)
-            .count();
-        let with_series = shown.iter().filter(|s| s.0 == v).count();
-        out.sample(
-            "locksmith_lock_age_omitted",
-            &[("verdict", v.as_str())],
-            all - with_series,
-        );
-    }
-
-    out.family(
-        "locksmith_scan_duration_seconds",
-        "gauge",
-        "How long the last scan took (walking and judging).",
-    );
-    out.sample(
-        "locksmith_scan_duration_seconds",
-        &[],
-        format!("{:.6}", report.elapsed.as_secs_f64()),
-    );
-
-    out.family(
-        "locksmith_scan_entries",
-        "gauge",
-        "Directory entries walked by the last scan.",
-    );
-    out.sample("locksmith_scan_entries", &[], report.entries);
-
-    out.family(
-        "locksmith_scan_errors",
-        "gauge",
-        "Per-path errors of the last scan (unreadable or vanished paths); they did not stop it.",
-    );
-    out.sample("locksmith_scan_errors", &[], report.errors.len());
-
-    out.family(
-        "locksmith_scan_timestamp_seconds",
-        "gauge",
-        "When the last scan ran, in seconds since the Unix epoch.",
-    );
-    out.sample(
-        "locksmith_scan_timestamp_seconds",
-        &[],
-        format!("{:.3}", report.now_ms as f64 / 1000.0),
-    );
-
-    if let Some(outcomes) = &report.reclaimed {
         out.family(
-            "locksmith_reclaims",
+            "locksmith_locks",
             "gauge",
-            "Stale locks the reclaim pass of the last run handled, by outcome (removed, \
-             would_remove in a dry run, kept because no longer stale, holding unsaved \
-             changes, or failing).",
+            "Lock files found by the last scan, by verdict and dialect.",
         );
-        for (outcome, action) in [
-            ("removed", Action::Removed),
-            ("would_remove", Action::WouldRemove),
-            ("kept", Action::Kept),
-        ] {
-            let n = outcomes.iter().filter(|o| o.action == action).count();
-            out.sample("locksmith_reclaims", &[("outcome", outcome)], n);
+        let mut dialects: Vec<&str> = dialect::registry()
+            .iter()
+            .map(|d| d.id().as_str())
+            .collect();
+        // A finding's dialect is always a registered one; a stray one still gets its sample.
+        for (_, d) in self.counts.keys() {
+            if !dialects.contains(d) {
+                dialects.push(d);
+            }
         }
+        dialects.sort_unstable();
+        for v in self.verdicts.iter() {
+            for d in &dialects {
+                let n = self.counts.get(&(v, *d)).copied().unwrap_or(0);
+                out.sample(
+                    "locksmith_locks",
+                    &[("verdict", v.as_str()), ("dialect", d)],
+                    n,
+                );
+            }
+        }
+
+        out.family(
+            "locksmith_lock_age_seconds",
+            "gauge",
+            &format!(
+                "Seconds since each stale, foreign or unknown lock was last modified; stale \
+                 first, then the oldest, at most {} series.",
+                self.max_lock_series
+            ),
+        );
+        let mut shown: HashSet<(Verdict, &str, &str)> = HashSet::new();
+        for a in &aged {
+            if shown.insert((a.verdict, a.dialect, &a.path)) {
+                out.sample(
+                    "locksmith_lock_age_seconds",
+                    &[
+                        ("verdict", a.verdict.as_str()),
+                        ("dialect", a.dialect),
+                        ("path", &a.path),
+                    ],
+                    a.age.0,
+                );
+            }
+        }
+
+        out.family(
+            "locksmith_lock_age_omitted",
+            "gauge",
+            "Stale, foreign or unknown locks without a locksmith_lock_age_seconds series (over \
+             the series limit, or no modification time).",
+        );
+        for v in AGE_VERDICTS
+            .into_iter()
+            .filter(|v| self.verdicts.contains(*v))
+        {
+            let with_series = shown.iter().filter(|s| s.0 == v).count() as u64;
+            out.sample(
+                "locksmith_lock_age_omitted",
+                &[("verdict", v.as_str())],
+                tail.counts.get(v).saturating_sub(with_series),
+            );
+        }
+
+        out.family(
+            "locksmith_scan_duration_seconds",
+            "gauge",
+            "How long the last scan took (walking and judging).",
+        );
+        out.sample(
+            "locksmith_scan_duration_seconds",
+            &[],
+            format!("{:.6}", self.elapsed_s),
+        );
+
+        out.family(
+            "locksmith_scan_entries",
+            "gauge",
+            "Directory entries walked by the last scan.",
+        );
+        out.sample("locksmith_scan_entries", &[], self.entries);
+
+        out.family(
+            "locksmith_scan_errors",
+            "gauge",
+            "Per-path errors of the last scan (unreadable or vanished paths); they did not stop \
+             it.",
+        );
+        out.sample("locksmith_scan_errors", &[], self.errors);
+
+        out.family(
+            "locksmith_scan_timestamp_seconds",
+            "gauge",
+            "When the last scan ran, in seconds since the Unix epoch.",
+        );
+        out.sample(
+            "locksmith_scan_timestamp_seconds",
+            &[],
+            format!("{:.3}", self.now_ms as f64 / 1000.0),
+        );
+
+        if let Some(r) = tail.reclaim {
+            out.family(
+                "locksmith_reclaims",
+                "gauge",
+                "Stale locks the reclaim pass of the last run handled, by outcome (removed, \
+                 would_remove in a dry run, kept because no longer stale, holding unsaved \
+                 changes, or failing).",
+            );
+            for (outcome, action) in [
+                ("removed", Action::Removed),
+                ("would_remove", Action::WouldRemove),
+                ("kept", Action::Kept),
+            ] {
+                out.sample("locksmith_reclaims", &[("outcome", outcome)], r.get(action));
+            }
+        }
+
+        out.family(
+            "locksmith_build_info",
+            "gauge",
+            "The version of locksmith that wrote these metrics (always 1).",
+        );
+        out.sample(
+            "locksmith_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))],
+            1,
+        );
+
+        out.text
     }
-
-    out.family(
-        "locksmith_build_info",
-        "gauge",
-        "The version of locksmith that wrote these metrics (always 1).",
-    );
-    out.sample(
-        "locksmith_build_info",
-        &[("version", env!("CARGO_PKG_VERSION"))],
-        1,
-    );
-
-    out.text
 }
 
 /// Position of a verdict among [`AGE_VERDICTS`] (stale first).
@@ -286,28 +334,29 @@ fn escape_help(v: &str) -> String {
 mod tests {
     use super::*;
     use crate::judge::Judgement;
-    use crate::probe::HostFacts;
-    use crate::report::tests::finding;
+    use crate::report::tests::{finding, written};
+    use crate::report::{Format, Options, ReclaimCounts};
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use std::path::PathBuf;
-    use std::time::Duration;
 
-    fn report(findings: Vec<crate::scan::Finding>) -> Report {
-        Report::new(
-            HostFacts::probe(),
-            vec![PathBuf::from("/tmp")],
-            findings,
-            vec![],
-            1234,
-            Duration::from_millis(1500),
-            1_700_000_600_000,
-        )
+    /// The report's "now" in [`written`].
+    const NOW_MS: i64 = 1_700_000_300_000;
+
+    fn render(findings: &[Finding], opts: &Options) -> String {
+        written(Format::Prometheus, opts, findings, &[], None).0
     }
 
-    fn aged(path: &str, v: Verdict, age_s: i64) -> crate::scan::Finding {
+    fn series(max_lock_series: usize) -> Options {
+        Options {
+            max_lock_series,
+            ..Options::default()
+        }
+    }
+
+    fn aged(path: &str, v: Verdict, age_s: i64) -> Finding {
         let mut f = finding(path, "pidfile", Judgement::for_test(v, "x"));
-        f.modified_ms = Some(1_700_000_600_000 - age_s * 1000);
+        f.modified_ms = Some(NOW_MS - age_s * 1000);
         f
     }
 
@@ -326,21 +375,23 @@ mod tests {
 
     #[test]
     fn every_verdict_and_dialect_has_a_count() {
-        let r = report(vec![
-            aged("/a.pid", Verdict::Stale, 10),
-            aged("/b.pid", Verdict::Stale, 20),
-            aged("/c.pid", Verdict::Live, 20),
-        ]);
-        let text = render(&r, &Options::default());
+        let text = render(
+            &[
+                aged("/a.pid", Verdict::Stale, 10),
+                aged("/b.pid", Verdict::Stale, 20),
+                aged("/c.pid", Verdict::Live, 20),
+            ],
+            &Options::default(),
+        );
         let counts = samples(&text, "locksmith_locks");
         assert_eq!(counts.len(), 5 * dialect::registry().len());
         assert!(counts.contains(&r#"locksmith_locks{verdict="stale",dialect="pidfile"} 2"#));
         assert!(counts.contains(&r#"locksmith_locks{verdict="live",dialect="pidfile"} 1"#));
         assert!(counts.contains(&r#"locksmith_locks{verdict="free",dialect="flock"} 0"#));
         assert!(text.contains("locksmith_scan_duration_seconds 1.500000\n"));
-        assert!(text.contains("locksmith_scan_entries 1234\n"));
+        assert!(text.contains("locksmith_scan_entries 42\n"));
         assert!(text.contains("locksmith_scan_errors 0\n"));
-        assert!(text.contains("locksmith_scan_timestamp_seconds 1700000600.000\n"));
+        assert!(text.contains("locksmith_scan_timestamp_seconds 1700000300.000\n"));
         assert!(
             !text.contains("locksmith_reclaims"),
             "no reclaim pass, no reclaim counts"
@@ -348,15 +399,38 @@ mod tests {
     }
 
     #[test]
+    fn a_verdict_filter_keeps_the_samples_of_its_verdicts() {
+        let opts = Options {
+            verdicts: [Verdict::Stale].into_iter().collect(),
+            ..Options::default()
+        };
+        let text = render(
+            &[
+                aged("/a.pid", Verdict::Stale, 10),
+                aged("/u.pid", Verdict::Unknown, 10),
+            ],
+            &opts,
+        );
+        let counts = samples(&text, "locksmith_locks");
+        assert_eq!(counts.len(), dialect::registry().len());
+        assert!(counts.iter().all(|l| l.contains(r#"verdict="stale""#)));
+        assert_eq!(
+            samples(&text, "locksmith_lock_age_omitted"),
+            [r#"locksmith_lock_age_omitted{verdict="stale"} 0"#]
+        );
+        assert_eq!(samples(&text, "locksmith_lock_age_seconds").len(), 1);
+    }
+
+    #[test]
     fn age_series_are_bounded_stale_and_oldest_first_and_the_rest_counted() {
-        let r = report(vec![
+        let findings = [
             aged("/foreign-old", Verdict::Foreign, 9000),
             aged("/stale-young", Verdict::Stale, 5),
             aged("/stale-old", Verdict::Stale, 600),
             aged("/unknown", Verdict::Unknown, 50),
             aged("/live", Verdict::Live, 10_000),
-        ]);
-        let text = render(&r, &Options { max_lock_series: 2 });
+        ];
+        let text = render(&findings, &series(2));
         assert_eq!(
             samples(&text, "locksmith_lock_age_seconds"),
             [
@@ -372,11 +446,46 @@ mod tests {
                 r#"locksmith_lock_age_omitted{verdict="unknown"} 1"#,
             ]
         );
-        let all = render(&r, &Options::default());
-        assert_eq!(samples(&all, "locksmith_lock_age_seconds").len(), 4);
-        let none = render(&r, &Options { max_lock_series: 0 });
+        let all = render(&findings, &Options::default());
+        assert_eq!(
+            samples(&all, "locksmith_lock_age_seconds"),
+            [
+                r#"locksmith_lock_age_seconds{verdict="stale",dialect="pidfile",path="/stale-old"} 600"#,
+                r#"locksmith_lock_age_seconds{verdict="stale",dialect="pidfile",path="/stale-young"} 5"#,
+                r#"locksmith_lock_age_seconds{verdict="foreign",dialect="pidfile",path="/foreign-old"} 9000"#,
+                r#"locksmith_lock_age_seconds{verdict="unknown",dialect="pidfile",path="/unknown"} 50"#,
+            ]
+        );
+        let none = render(&findings, &series(0));
         assert!(samples(&none, "locksmith_lock_age_seconds").is_empty());
         assert!(none.contains("# TYPE locksmith_lock_age_seconds gauge\n"));
+    }
+
+    /// The bounded heap keeps the same series as sorting every lock would, whatever the order
+    /// the locks come in.
+    #[test]
+    fn the_kept_series_do_not_depend_on_the_order_of_the_locks() {
+        let mut findings: Vec<Finding> = (0..40)
+            .map(|i| {
+                let v = AGE_VERDICTS[i % 3];
+                aged(&format!("/l{i:02}"), v, (i as i64 * 7919) % 100)
+            })
+            .collect();
+        let want = samples(&render(&findings, &series(7)), "locksmith_lock_age_seconds").join("\n");
+        for _ in 0..5 {
+            findings.rotate_left(13);
+            findings.swap(3, 29);
+            let text = render(&findings, &series(7));
+            assert_eq!(
+                samples(&text, "locksmith_lock_age_seconds").join("\n"),
+                want
+            );
+        }
+        assert_eq!(want.lines().count(), 7);
+        assert!(
+            want.lines().all(|l| l.contains(r#"verdict="stale""#)),
+            "{want}"
+        );
     }
 
     #[test]
@@ -384,7 +493,7 @@ mod tests {
         let raw = OsStr::from_bytes(b"/tmp/q\"uo\\te\nnew\xff\x1b[2J.pid");
         let mut f = aged("/x", Verdict::Stale, 3);
         f.path = PathBuf::from(raw);
-        let text = render(&report(vec![f]), &Options::default());
+        let text = render(&[f], &Options::default());
         let line = samples(&text, "locksmith_lock_age_seconds")[0];
         // display form: /tmp/q"uo\\te\nnew\xff\x1b[2J.pid; then quote and backslash escaped.
         assert_eq!(
@@ -396,7 +505,6 @@ mod tests {
 
     #[test]
     fn reclaim_outcomes_are_counted() {
-        use crate::outcome::Outcome;
         let outcome = |action| Outcome {
             path: PathBuf::from("/a"),
             ok: true,
@@ -405,12 +513,26 @@ mod tests {
             error: None,
             judgement: Judgement::stale_for_test("x"),
         };
-        let r = report(vec![]).with_reclaimed(vec![
+        let outcomes = [
             outcome(Action::Removed),
             outcome(Action::Removed),
             outcome(Action::Kept),
-        ]);
-        let text = render(&r, &Options::default());
+        ];
+        let (text, tail) = written(
+            Format::Prometheus,
+            &Options::default(),
+            &[],
+            &[],
+            Some(&outcomes),
+        );
+        assert_eq!(
+            tail.reclaim,
+            Some(ReclaimCounts {
+                removed: 2,
+                would_remove: 0,
+                kept: 1
+            })
+        );
         assert_eq!(
             samples(&text, "locksmith_reclaims"),
             [

@@ -1,39 +1,142 @@
-//! The table view of a [`Report`], in the spirit of `lslocks`: one line per lock with the
-//! columns VERDICT, DIALECT, PID, COMMAND, HOST, AGE, PATH, then notes (unsaved vim changes),
-//! then a summary line. Each verdict has its own symbol, so the table reads without color;
-//! color (ANSI, on the verdict only) is the caller's choice. Every foreign string is escaped.
+//! The table view, in the spirit of `lslocks`: one line per lock with the chosen columns
+//! (VERDICT, DIALECT, PID, COMMAND, HOST, AGE, PATH by default), sorted stale first and
+//! aligned, then notes (unsaved vim changes, then waiters and stuck holders), what a reclaim
+//! pass did, and a summary line.
+//! Each verdict has its own symbol, so the table reads without color; color (ANSI, on the
+//! verdict only) is the caller's choice. Every foreign string is escaped.
+//!
+//! `--raw` writes the rows only (and the header), without alignment or cutting: fields are
+//! separated by one space and each is escaped so that it is one word (a space is `\x20`),
+//! as `lslocks --raw` does; the verdict is its name, without its symbol.
+//!
+//! Being sorted and aligned, the table is written when the scan is over; until then it keeps
+//! one [`Row`] per lock: typed values (the text of the cells is made when they are written),
+//! the repeated text (commands, hosts) shared between rows.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::{Report, age_secs, human_age};
-use crate::dialect::vim_swap;
+use super::waiting::Waiting;
+use super::{Head, Options, Scanned, Tail, age_secs, human_age, verdict_rank};
+use crate::dialect::{DialectId, EntryKind, vim_swap};
 use crate::outcome::{Action, Outcome};
-use crate::scan::Finding;
+use crate::scan::{Finding, ScanError};
 use crate::text;
 use crate::verdict::Verdict;
 
-const HEADERS: [&str; 7] = [
-    "VERDICT", "DIALECT", "PID", "COMMAND", "HOST", "AGE", "PATH",
-];
-/// Longest COMMAND and HOST cells before they are cut with `…`.
+/// Longest COMMAND and HOST cells before they are cut with `…` (not in `--raw`).
 const MAX_COMMAND: usize = 20;
 const MAX_HOST: usize = 24;
 const RESET: &str = "\x1b[0m";
 
-/// The ANSI color of a verdict.
-fn color_of(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Stale => "\x1b[1;31m",
-        Verdict::Live => "\x1b[32m",
-        Verdict::Free => "\x1b[34m",
-        Verdict::Foreign => "\x1b[33m",
-        Verdict::Unknown => "\x1b[35m",
-    }
+/// A column of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Column {
+    /// The verdict, with its symbol.
+    Verdict,
+    /// The dialect id.
+    Dialect,
+    /// A live lock's holder's PID (the live process's, or the first holder's), else the
+    /// owner's.
+    Pid,
+    /// The live process's name (or the first holder's).
+    Command,
+    /// The owner's host, or the container its process runs in (`ctr:web-1`).
+    Host,
+    /// Time since the lock was last modified.
+    Age,
+    /// The lock's path.
+    Path,
+    /// Size in bytes (files and symlinks).
+    Size,
+    /// `file`, `symlink`, `dir`.
+    Kind,
+    /// When the lock was last modified (RFC 3339).
+    Modified,
+    /// The file system's type (`ext4`, `nfs4`, `fuse.sshfs`, ...).
+    Fs,
+    /// The first evidence line: why the lock has its verdict.
+    Evidence,
 }
 
-/// The verdict cell: symbol and name (`✗ stale`).
-pub fn verdict_cell(v: Verdict) -> String {
-    format!("{} {}", v.symbol(), v.as_str())
+impl Column {
+    /// Every column, in the order `--help` lists them.
+    pub const ALL: [Column; 12] = [
+        Column::Verdict,
+        Column::Dialect,
+        Column::Pid,
+        Column::Command,
+        Column::Host,
+        Column::Age,
+        Column::Path,
+        Column::Size,
+        Column::Kind,
+        Column::Modified,
+        Column::Fs,
+        Column::Evidence,
+    ];
+
+    /// The columns of the table when none are chosen.
+    pub const DEFAULT: [Column; 7] = [
+        Column::Verdict,
+        Column::Dialect,
+        Column::Pid,
+        Column::Command,
+        Column::Host,
+        Column::Age,
+        Column::Path,
+    ];
+
+    /// The name `--columns` takes: `verdict`, `pid`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Column::Verdict => "verdict",
+            Column::Dialect => "dialect",
+            Column::Pid => "pid",
+            Column::Command => "command",
+            Column::Host => "host",
+            Column::Age => "age",
+            Column::Path => "path",
+            Column::Size => "size",
+            Column::Kind => "kind",
+            Column::Modified => "modified",
+            Column::Fs => "fs",
+            Column::Evidence => "evidence",
+        }
+    }
+
+    /// The column named `name` (any case).
+    pub fn by_name(name: &str) -> Option<Column> {
+        Column::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(name))
+    }
+
+    /// What the column shows (for `--help`).
+    pub fn about(self) -> &'static str {
+        match self {
+            Column::Verdict => "the verdict, with its symbol",
+            Column::Dialect => "the lock format (pidfile, git, vim-swap, ...)",
+            Column::Pid => "a live lock's holder's PID, else the owner's",
+            Column::Command => "the live process's name (or a holder's)",
+            Column::Host => "the owner's host, or its container (ctr:NAME)",
+            Column::Age => "time since the lock was last modified",
+            Column::Path => "the lock's path",
+            Column::Size => "size in bytes",
+            Column::Kind => "file, symlink or dir",
+            Column::Modified => "when the lock was last modified (RFC 3339)",
+            Column::Fs => "the file system's type (ext4, nfs4, fuse.sshfs, ...)",
+            Column::Evidence => "the first evidence line: why it has its verdict",
+        }
+    }
+
+    /// The header: `VERDICT`, `PID`, ... (the name in capitals).
+    pub fn title(self) -> String {
+        self.name().to_ascii_uppercase()
+    }
 }
 
 /// Whom a row names, as raw values: the owner's PID, the command, and the host (or the
@@ -79,89 +182,308 @@ impl Who {
     }
 }
 
-/// The cells of one row, escaped (the verdict cell is uncolored).
-pub fn row(f: &Finding, now_ms: i64) -> [String; 7] {
-    row_of(f, Who::of(f), now_ms)
+/// One line of the table: the values its cells show, raw (the text of a cell, escaped, is
+/// made by [`Row::cell`] when it is written). What only some columns need (the evidence, the
+/// file system) is kept only when asked for ([`Row::with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub verdict: Verdict,
+    pub dialect: DialectId,
+    pub pid: Option<i64>,
+    pub command: Option<Arc<str>>,
+    pub host: Option<Arc<str>>,
+    /// mtime in ms since the epoch.
+    pub modified_ms: Option<i64>,
+    pub path: Box<Path>,
+    pub size: Option<u64>,
+    pub kind: EntryKind,
+    /// The file system's type, when the FS column is shown.
+    pub fs: Option<Arc<str>>,
+    /// The first evidence line, when the EVIDENCE column is shown.
+    pub evidence: Option<Box<str>>,
+    /// What the notes under the table say of it, when they say something (few locks do).
+    pub notes: Option<Box<Notes>>,
 }
 
-/// [`row`] with whom it names already known.
-pub fn row_of(f: &Finding, who: Who, now_ms: i64) -> [String; 7] {
-    let Who { pid, command, host } = who;
-    [
-        verdict_cell(f.judgement.verdict()),
-        text::escape(f.dialect.as_str()),
-        pid.map_or_else(|| "-".into(), |p| p.to_string()),
-        cut(
-            &command.map_or_else(|| "-".into(), |c| text::escape(&c)),
-            MAX_COMMAND,
-        ),
-        cut(
-            &host.map_or_else(|| "-".into(), |h| text::escape(&h)),
-            MAX_HOST,
-        ),
-        f.modified_ms
-            .map_or_else(|| "-".into(), |m| human_age(age_secs(m, now_ms))),
-        text::display_path(&f.path),
-    ]
+/// What the notes under the table say of one lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// How to recover a vim swap's unsaved changes (`vim -r FILE`), raw.
+    pub recover: Option<String>,
+    /// For a vim swap with unsaved changes: the file it protects, when that was written
+    /// after the swap's last change (see [`vim_swap::written_since`]).
+    pub written_since: Option<PathBuf>,
+    /// The lines of its waiters and stuck holder ([`waiting_notes`]), escaped; empty when
+    /// there are none.
+    pub waiting: String,
 }
 
-/// The table, the notes and the summary line (newline-terminated).
-pub fn render(report: &Report, color: bool) -> String {
-    let mut out = String::new();
-    if !report.findings.is_empty() {
-        let rows: Vec<(Verdict, [String; 7])> = report
-            .findings
-            .iter()
-            .map(|f| (f.judgement.verdict(), row(f, report.now_ms)))
-            .collect();
-        let mut widths = HEADERS.map(width);
-        for (_, cells) in &rows {
-            for (w, c) in widths.iter_mut().zip(cells) {
-                *w = (*w).max(width(c));
+impl Row {
+    /// The row of `f` with the values of the default columns (and no waiters).
+    pub fn of(f: &Finding) -> Row {
+        Self::with(
+            f,
+            &Waiting::default(),
+            &Column::DEFAULT,
+            &mut Shared::default(),
+        )
+    }
+
+    /// The row of `f`, whose waiters and holder's state are `waiting`, for `columns`, its
+    /// repeated text taken from `shared`.
+    pub fn with(f: &Finding, waiting: &Waiting, columns: &[Column], shared: &mut Shared) -> Row {
+        let who = Who::of(f);
+        let j = &f.judgement;
+        let recover = vim_swap::recover_hint(&f.path, &f.content, j);
+        let notes = Notes {
+            written_since: recover
+                .as_ref()
+                .and_then(|_| vim_swap::written_since(&f.path)),
+            recover,
+            waiting: waiting_notes(&f.path, waiting),
+        };
+        Row {
+            verdict: j.verdict(),
+            dialect: f.dialect,
+            pid: who.pid,
+            command: who.command.map(|c| shared.get(c)),
+            host: who.host.map(|h| shared.get(h)),
+            modified_ms: f.modified_ms,
+            path: f.path.clone().into_boxed_path(),
+            size: f.size,
+            kind: f.kind,
+            fs: columns
+                .contains(&Column::Fs)
+                .then(|| shared.get(f.fs.kind.as_str().to_string())),
+            evidence: columns
+                .contains(&Column::Evidence)
+                .then(|| j.evidence.first().map_or("", String::as_str).into()),
+            notes: (notes != Notes::default()).then(|| Box::new(notes)),
+        }
+    }
+
+    /// The text of one cell, escaped, as the table shows it (`-` for what is not known;
+    /// COMMAND and HOST cut to their widths unless `raw`).
+    pub fn cell(&self, column: Column, now_ms: i64, raw: bool) -> String {
+        let or_dash = |s: Option<String>| s.unwrap_or_else(|| "-".into());
+        let cut_to = |max: usize, s: &str| if raw { s.to_string() } else { cut(s, max) };
+        match column {
+            Column::Verdict if raw => self.verdict.as_str().to_string(),
+            Column::Verdict => verdict_cell(self.verdict),
+            Column::Dialect => text::escape(self.dialect.as_str()),
+            Column::Pid => or_dash(self.pid.map(|p| p.to_string())),
+            Column::Command => or_dash(
+                self.command
+                    .as_deref()
+                    .map(|c| cut_to(MAX_COMMAND, &text::escape(c))),
+            ),
+            Column::Host => or_dash(
+                self.host
+                    .as_deref()
+                    .map(|h| cut_to(MAX_HOST, &text::escape(h))),
+            ),
+            Column::Age => or_dash(self.modified_ms.map(|m| human_age(age_secs(m, now_ms)))),
+            Column::Path => text::display_path(&self.path),
+            Column::Size => or_dash(self.size.map(|s| s.to_string())),
+            Column::Kind => match self.kind {
+                EntryKind::File => "file",
+                EntryKind::Symlink => "symlink",
+                EntryKind::Dir => "dir",
+                EntryKind::Other => "other",
+            }
+            .to_string(),
+            Column::Modified => or_dash(self.modified_ms.map(crate::judge::fmt_ms)),
+            Column::Fs => or_dash(self.fs.as_deref().map(text::escape)),
+            Column::Evidence => or_dash(
+                self.evidence
+                    .as_deref()
+                    .filter(|e| !e.is_empty())
+                    .map(text::escape),
+            ),
+        }
+    }
+}
+
+/// Text shared between rows: one allocation per distinct command, host or file system.
+#[derive(Debug, Default)]
+pub struct Shared(HashSet<Arc<str>>);
+
+impl Shared {
+    pub fn get(&mut self, s: String) -> Arc<str> {
+        if let Some(a) = self.0.get(s.as_str()) {
+            return a.clone();
+        }
+        let a: Arc<str> = s.into();
+        self.0.insert(a.clone());
+        a
+    }
+}
+
+/// The ANSI color of a verdict.
+fn color_of(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Stale => "\x1b[1;31m",
+        Verdict::Live => "\x1b[32m",
+        Verdict::Free => "\x1b[34m",
+        Verdict::Foreign => "\x1b[33m",
+        Verdict::Unknown => "\x1b[35m",
+    }
+}
+
+/// The verdict cell: symbol and name (`✗ stale`).
+pub fn verdict_cell(v: Verdict) -> String {
+    format!("{} {}", v.symbol(), v.as_str())
+}
+
+/// The table [`super::Writer`].
+pub struct Writer<W> {
+    out: W,
+    now_ms: i64,
+    columns: Vec<Column>,
+    headings: bool,
+    raw: bool,
+    color: bool,
+    rows: Vec<Row>,
+    shared: Shared,
+}
+
+impl<W: Write + Send> Writer<W> {
+    pub fn new(head: Head, opts: &Options, out: W) -> Self {
+        let columns = if opts.columns.is_empty() {
+            Column::DEFAULT.to_vec()
+        } else {
+            opts.columns.clone()
+        };
+        Writer {
+            out,
+            now_ms: head.now_ms,
+            columns,
+            headings: opts.headings,
+            raw: opts.raw,
+            color: opts.color,
+            rows: Vec::new(),
+            shared: Shared::default(),
+        }
+    }
+
+    fn write_rows(&mut self) -> io::Result<()> {
+        let mut rows = std::mem::take(&mut self.rows);
+        self.shared = Shared::default();
+        rows.sort_by(|a, b| {
+            verdict_rank(a.verdict)
+                .cmp(&verdict_rank(b.verdict))
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        let titles: Vec<String> = self.columns.iter().map(|c| c.title()).collect();
+        if self.raw {
+            if self.headings && !rows.is_empty() {
+                writeln!(self.out, "{}", titles.join(" "))?;
+            }
+            for r in &rows {
+                let cells: Vec<String> = self
+                    .columns
+                    .iter()
+                    .map(|&c| r.cell(c, self.now_ms, true).replace(' ', "\\x20"))
+                    .collect();
+                writeln!(self.out, "{}", cells.join(" "))?;
+            }
+            return Ok(());
+        }
+        if !rows.is_empty() {
+            let mut widths: Vec<usize> = if self.headings {
+                titles.iter().map(|t| width(t)).collect()
+            } else {
+                vec![0; self.columns.len()]
+            };
+            for r in &rows {
+                for (w, &c) in widths.iter_mut().zip(&self.columns) {
+                    *w = (*w).max(width(&r.cell(c, self.now_ms, false)));
+                }
+            }
+            let mut line = String::new();
+            if self.headings {
+                push_line(&mut line, &titles, &widths, None);
+                self.out.write_all(line.as_bytes())?;
+            }
+            for r in &rows {
+                line.clear();
+                let cells: Vec<String> = self
+                    .columns
+                    .iter()
+                    .map(|&c| r.cell(c, self.now_ms, false))
+                    .collect();
+                let color = self.color.then(|| color_of(r.verdict));
+                let at = self.columns.iter().position(|&c| c == Column::Verdict);
+                push_line(&mut line, &cells, &widths, color.zip(at));
+                self.out.write_all(line.as_bytes())?;
             }
         }
-        push_line(&mut out, &HEADERS.map(String::from), &widths, None);
-        for (v, cells) in &rows {
-            push_line(&mut out, cells, &widths, color.then(|| color_of(*v)));
+        let notes = || rows.iter().filter_map(|r| Some((r, r.notes.as_deref()?)));
+        for (r, n) in notes() {
+            if let Some(hint) = &n.recover {
+                match &n.written_since {
+                    Some(file) => writeln!(
+                        self.out,
+                        "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
+                        text::display_path(&r.path),
+                        text::display_path(file),
+                        text::escape(hint)
+                    )?,
+                    None => writeln!(
+                        self.out,
+                        "note: {} holds unsaved changes: recover them with `{}`",
+                        text::display_path(&r.path),
+                        text::escape(hint)
+                    )?,
+                }
+            }
         }
+        for (_, n) in notes() {
+            self.out.write_all(n.waiting.as_bytes())?;
+        }
+        Ok(())
     }
-    for f in &report.findings {
-        if let Some(hint) = vim_swap::recover_hint(&f.path, &f.content, &f.judgement) {
-            let _ = match vim_swap::written_since(&f.path) {
-                Some(file) => writeln!(
-                    out,
-                    "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
-                    text::display_path(&f.path),
-                    text::display_path(&file),
-                    text::escape(&hint)
-                ),
-                None => writeln!(
-                    out,
-                    "note: {} holds unsaved changes: recover them with `{}`",
-                    text::display_path(&f.path),
-                    text::escape(&hint)
-                ),
+}
+
+impl<W: Write + Send> super::Writer for Writer<W> {
+    fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
+        let row = Row::with(f, waiting, &self.columns, &mut self.shared);
+        self.rows.push(row);
+        Ok(())
+    }
+
+    fn scanned(&mut self, _scan: &Scanned<'_>) -> io::Result<()> {
+        self.write_rows()
+    }
+
+    fn reclaimed(&mut self, o: &Outcome) -> io::Result<()> {
+        if self.raw {
+            let field = |s: &str| s.replace(' ', "\\x20");
+            let path = field(&text::display_path(&o.path));
+            let detail = match o.action {
+                Action::Removed => o.saved_to.as_deref().map(text::display_path),
+                Action::WouldRemove => o.judgement.evidence.first().map(|e| text::escape(e)),
+                Action::Kept => o.error.as_deref().map(text::escape),
             };
+            let detail = field(detail.as_deref().unwrap_or("-"));
+            return writeln!(self.out, "{} {path} {detail}", o.action.as_str());
         }
+        self.out.write_all(reclaimed_line(o).as_bytes())
     }
-    for f in &report.findings {
-        if let Some(w) = report.waiting_of(f) {
-            out.push_str(&render_waiting(f, w));
+
+    fn finish(&mut self, tail: &Tail) -> io::Result<()> {
+        if !self.raw {
+            writeln!(self.out, "{}", summary_line(tail))?;
         }
+        self.out.flush()
     }
-    if let Some(outcomes) = &report.reclaimed {
-        out.push_str(&render_reclaimed(outcomes));
-    }
-    out.push_str(&summary_line(report));
-    out.push('\n');
-    out
 }
 
 /// The notes of one lock's waiters and stuck holder: `waiting for PATH: PID NAME (how, ...)`
-/// and `holder of PATH: why`, escaped.
-pub fn render_waiting(f: &Finding, w: &super::waiting::Waiting) -> String {
+/// and `holder of PATH: why`, escaped (empty when it has none).
+pub fn waiting_notes(path: &Path, w: &Waiting) -> String {
     let mut out = String::new();
-    let path = text::display_path(&f.path);
+    let path = text::display_path(path);
     for x in &w.waiters {
         let _ = writeln!(
             out,
@@ -175,40 +497,33 @@ pub fn render_waiting(f: &Finding, w: &super::waiting::Waiting) -> String {
     out
 }
 
-/// One line per reclaim outcome: `removed PATH (saved to ...)`, `would remove PATH`,
-/// `kept PATH: why`.
-pub fn render_reclaimed(outcomes: &[Outcome]) -> String {
-    let mut out = String::new();
-    for o in outcomes {
-        let path = text::display_path(&o.path);
-        let _ = match o.action {
-            Action::Removed => writeln!(
-                out,
-                "removed {path}{}",
-                o.saved_to
-                    .as_ref()
-                    .map(|s| format!(" (copy saved to {})", text::display_path(s)))
-                    .unwrap_or_default()
-            ),
-            Action::WouldRemove => writeln!(
-                out,
-                "would remove {path} ({})",
-                text::escape(o.judgement.evidence.first().map_or("", |s| s.as_str()))
-            ),
-            Action::Kept => writeln!(
-                out,
-                "kept {path}: {}",
-                text::escape(o.error.as_deref().unwrap_or("not stale"))
-            ),
-        };
+/// The line of one reclaim outcome: `removed PATH (copy saved to ...)`, `would remove PATH
+/// (why)`, `kept PATH: why` (newline-terminated).
+pub fn reclaimed_line(o: &Outcome) -> String {
+    let path = text::display_path(&o.path);
+    match o.action {
+        Action::Removed => format!(
+            "removed {path}{}\n",
+            o.saved_to
+                .as_ref()
+                .map(|s| format!(" (copy saved to {})", text::display_path(s)))
+                .unwrap_or_default()
+        ),
+        Action::WouldRemove => format!(
+            "would remove {path} ({})\n",
+            text::escape(o.judgement.evidence.first().map_or("", |s| s.as_str()))
+        ),
+        Action::Kept => format!(
+            "kept {path}: {}\n",
+            text::escape(o.error.as_deref().unwrap_or("not stale"))
+        ),
     }
-    out
 }
 
 /// `5 locks: 1 stale, 2 live, 1 free, 0 foreign, 1 unknown; 1 error; 1234 entries in 0.12s`
-/// (plus the count of unsaved vim swaps when there are some).
-pub fn summary_line(report: &Report) -> String {
-    let c = report.counts();
+/// (plus the count of unsaved vim swaps when there are some, and what a reclaim pass did).
+pub fn summary_line(tail: &Tail) -> String {
+    let c = tail.counts;
     let mut s = format!(
         "{} lock{}: {} stale, {} live, {} free, {} foreign, {} unknown",
         c.locks,
@@ -219,11 +534,7 @@ pub fn summary_line(report: &Report) -> String {
         c.foreign,
         c.unknown
     );
-    let unsaved = report
-        .findings
-        .iter()
-        .filter(|f| vim_swap::recover_hint(&f.path, &f.content, &f.judgement).is_some())
-        .count();
+    let unsaved = tail.unsaved;
     if unsaved > 0 {
         let _ = write!(
             s,
@@ -231,31 +542,28 @@ pub fn summary_line(report: &Report) -> String {
             if unsaved == 1 { "" } else { "s" }
         );
     }
-    let e = report.errors.len();
+    let e = tail.errors;
     let _ = write!(
         s,
         "; {e} error{}; {} entries in {:.2}s",
         if e == 1 { "" } else { "s" },
-        report.entries,
-        report.elapsed.as_secs_f64()
+        tail.entries,
+        tail.elapsed.as_secs_f64()
     );
-    if let Some(outcomes) = &report.reclaimed {
-        let n = |a: Action| outcomes.iter().filter(|o| o.action == a).count();
+    if let Some(r) = tail.reclaim {
         let _ = write!(
             s,
             "; reclaim: {} removed, {} would be removed, {} kept",
-            n(Action::Removed),
-            n(Action::WouldRemove),
-            n(Action::Kept)
+            r.removed, r.would_remove, r.kept
         );
     }
     s
 }
 
 /// Per-path errors, one line each: `PATH: message`.
-pub fn render_errors(report: &Report) -> String {
+pub fn render_errors(errors: &[ScanError]) -> String {
     let mut out = String::new();
-    for e in &report.errors {
+    for e in errors {
         let _ = writeln!(
             out,
             "{}: {}",
@@ -266,19 +574,19 @@ pub fn render_errors(report: &Report) -> String {
     out
 }
 
-fn push_line(out: &mut String, cells: &[String; 7], widths: &[usize; 7], color: Option<&str>) {
+/// One aligned line; the cell at `color.1` gets the color `color.0`.
+fn push_line(out: &mut String, cells: &[String], widths: &[usize], color: Option<(&str, usize)>) {
     for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
-        if i == cells.len() - 1 {
-            out.push_str(cell);
-            break;
-        }
-        let pad = w - width(cell);
-        match (i, color) {
-            (0, Some(c)) => {
+        match color {
+            Some((c, at)) if at == i => {
                 let _ = write!(out, "{c}{cell}{RESET}");
             }
             _ => out.push_str(cell),
         }
+        if i == cells.len() - 1 {
+            break;
+        }
+        let pad = w - width(cell);
         out.extend(std::iter::repeat_n(' ', pad + 2));
     }
     out.push('\n');
@@ -302,28 +610,16 @@ fn cut(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::judge::Judgement;
-    use crate::probe::HostFacts;
-    use crate::report::tests::finding;
+    use crate::report::tests::{finding, written};
+    use crate::report::{Format, Options};
     use crate::verdict::{Owner, ProcessInfo};
-    use std::time::Duration;
 
-    fn report(findings: Vec<Finding>) -> Report {
-        Report::new(
-            HostFacts::probe(),
-            vec!["/x".into()],
-            findings,
-            vec![crate::scan::ScanError::other(
-                "/x/\u{1b}bad",
-                "permission denied",
-            )],
-            42,
-            Duration::from_millis(1500),
-            1_700_000_300_000,
-        )
+    fn render(findings: &[Finding], opts: &Options, outcomes: Option<&[Outcome]>) -> String {
+        let errors = [ScanError::other("/x/\u{1b}bad", "permission denied")];
+        written(Format::Table, opts, findings, &errors, outcomes).0
     }
 
-    #[test]
-    fn columns_line_up_and_read_without_color() {
+    fn live_postgres() -> Finding {
         let mut live = Judgement::live("alive");
         live.owner = Some(Owner {
             pid: Some(4242),
@@ -335,11 +631,16 @@ mod tests {
             name: "postgres".into(),
             ..ProcessInfo::default()
         });
-        let r = report(vec![
-            finding("/x/live.pid", "pidfile", live),
+        finding("/x/live.pid", "pidfile", live)
+    }
+
+    #[test]
+    fn columns_line_up_and_read_without_color() {
+        let findings = [
+            live_postgres(),
             finding("/x/old.lock", "pidfile", Judgement::stale_for_test("gone")),
-        ]);
-        let text = render(&r, false);
+        ];
+        let text = render(&findings, &Options::default(), None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert!(lines[0].starts_with("VERDICT  DIALECT  PID   COMMAND   HOST  AGE  PATH"));
@@ -356,9 +657,74 @@ mod tests {
             "2 locks: 1 stale, 1 live, 0 free, 0 foreign, 0 unknown; 1 error; 42 entries in 1.50s"
         );
         assert!(!text.contains('\x1b'));
-        let colored = render(&r, true);
+        let colored = render(
+            &findings,
+            &Options {
+                color: true,
+                ..Options::default()
+            },
+            None,
+        );
         assert!(colored.contains("\x1b[1;31m✗ stale\x1b[0m"));
-        assert_eq!(render_errors(&r), "/x/\\x1bbad: permission denied\n");
+        let errors = [ScanError::other("/x/\u{1b}bad", "permission denied")];
+        assert_eq!(render_errors(&errors), "/x/\\x1bbad: permission denied\n");
+    }
+
+    #[test]
+    fn chosen_columns_no_headings_and_raw_fields() {
+        let mut spaced = finding(
+            "/x/my dir/a.pid",
+            "pidfile",
+            Judgement::stale_for_test("no process 7 on this host"),
+        );
+        spaced.size = Some(2);
+        let findings = [live_postgres(), spaced];
+        let opts = Options {
+            columns: vec![
+                Column::Path,
+                Column::Verdict,
+                Column::Size,
+                Column::Evidence,
+            ],
+            ..Options::default()
+        };
+        let text = render(&findings, &opts, None);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "PATH             VERDICT  SIZE  EVIDENCE");
+        assert_eq!(
+            lines[1],
+            "/x/my dir/a.pid  ✗ stale  2     no process 7 on this host"
+        );
+        assert_eq!(lines[2], "/x/live.pid      ● live   6     alive");
+        assert!(lines[3].starts_with("2 locks: "));
+
+        let bare = render(
+            &findings,
+            &Options {
+                headings: false,
+                ..opts.clone()
+            },
+            None,
+        );
+        // Without the header, the cells alone set the widths.
+        assert_eq!(
+            bare.lines().next(),
+            Some("/x/my dir/a.pid  ✗ stale  2  no process 7 on this host")
+        );
+
+        let raw = render(
+            &findings,
+            &Options {
+                raw: true,
+                columns: vec![Column::Verdict, Column::Pid, Column::Command, Column::Path],
+                ..Options::default()
+            },
+            None,
+        );
+        assert_eq!(
+            raw,
+            "VERDICT PID COMMAND PATH\nstale - - /x/my\\x20dir/a.pid\nlive 4242 postgres /x/live.pid\n"
+        );
     }
 
     #[test]
@@ -381,11 +747,24 @@ mod tests {
             }),
             ..ProcessInfo::default()
         });
-        let cells = row(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j), 0);
+        let row = Row::of(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j));
         // Held: the process that holds it, by its PID here (the file records its PID inside).
-        assert_eq!(cells[2], "25092");
-        assert_eq!(cells[3], "puma");
-        assert_eq!(cells[4], "ctr:web-1");
+        assert_eq!(row.cell(Column::Pid, 0, false), "25092");
+        assert_eq!(row.cell(Column::Command, 0, false), "puma");
+        assert_eq!(row.cell(Column::Host, 0, false), "ctr:web-1");
+    }
+
+    #[test]
+    fn repeated_text_is_shared_between_rows() {
+        let mut shared = Shared::default();
+        let none = Waiting::default();
+        let a = Row::with(&live_postgres(), &none, &Column::DEFAULT, &mut shared);
+        let b = Row::with(&live_postgres(), &none, &Column::DEFAULT, &mut shared);
+        assert!(Arc::ptr_eq(
+            a.command.as_ref().unwrap(),
+            b.command.as_ref().unwrap()
+        ));
+        assert!(a.evidence.is_none() && a.fs.is_none(), "not asked for");
     }
 
     #[test]
@@ -395,8 +774,11 @@ mod tests {
             hostname: Some("\u{1b}[2Jhost-with-a-very-very-long-name".into()),
             ..Owner::default()
         });
-        let r = report(vec![finding("/x/a\nb\u{9b}.lock", "pidfile", j)]);
-        let text = render(&r, false);
+        let text = render(
+            &[finding("/x/a\nb\u{9b}.lock", "pidfile", j)],
+            &Options::default(),
+            None,
+        );
         assert!(
             !text.lines().any(|l| l.chars().any(text::is_unsafe_char)),
             "{text}"
@@ -409,8 +791,11 @@ mod tests {
     fn unsaved_vim_swaps_get_the_recover_hint() {
         let mut j = Judgement::stale_for_test("no process 7");
         j.unsaved_changes = Some(true);
-        let r = report(vec![finding("/x/.notes.swp", "vim-swap", j)]);
-        let text = render(&r, false);
+        let text = render(
+            &[finding("/x/.notes.swp", "vim-swap", j)],
+            &Options::default(),
+            None,
+        );
         assert!(
             text.contains(
                 "note: /x/.notes.swp holds unsaved changes: recover them with `vim -r /x/.notes.swp`"
@@ -428,8 +813,7 @@ mod tests {
         let mut j = Judgement::stale_for_test(format!("owner \"{HOSTILE}\" is gone"));
         j.unsaved_changes = Some(true);
         let swap = format!("/x/.{HOSTILE}.swp");
-        let mut r = report(vec![finding(&swap, "vim-swap", j.clone())]);
-        r.errors[0] = crate::scan::ScanError::other("/x/bad", format!("cannot read {HOSTILE}"));
+        let errors = [ScanError::other("/x/bad", format!("cannot read {HOSTILE}"))];
         let outcome = |action, error: Option<String>| Outcome {
             path: swap.clone().into(),
             ok: false,
@@ -438,7 +822,7 @@ mod tests {
             error,
             judgement: j.clone(),
         };
-        r.reclaimed = Some(vec![
+        let outcomes = [
             outcome(
                 Action::Kept,
                 Some(format!(
@@ -446,9 +830,16 @@ mod tests {
                 )),
             ),
             outcome(Action::WouldRemove, None),
-        ]);
-        let table = render(&r, false);
-        let errors = render_errors(&r);
+        ];
+        let table = written(
+            Format::Table,
+            &Options::default(),
+            &[finding(&swap, "vim-swap", j.clone())],
+            &errors,
+            Some(&outcomes),
+        )
+        .0;
+        let errors = render_errors(&errors);
         for out in [&table, &errors] {
             assert!(
                 !out.lines().any(|l| l.chars().any(text::is_unsafe_char)),
@@ -473,6 +864,27 @@ mod tests {
             )),
             "{table}"
         );
+        assert!(
+            table.ends_with("; reclaim: 0 removed, 1 would be removed, 1 kept\n"),
+            "{table}"
+        );
         assert!(errors.contains(&format!("cannot read {SHOWN}")), "{errors}");
+    }
+
+    #[test]
+    fn sorts_stale_first_then_by_path() {
+        let findings = [
+            finding("/b", "pidfile", Judgement::live("x")),
+            finding("/c", "pidfile", Judgement::stale_for_test("x")),
+            finding("/a", "pidfile", Judgement::free("x")),
+            finding("/a2", "pidfile", Judgement::stale_for_test("x")),
+        ];
+        let opts = Options {
+            raw: true,
+            headings: false,
+            columns: vec![Column::Path],
+            ..Options::default()
+        };
+        assert_eq!(render(&findings, &opts, None), "/a2\n/c\n/b\n/a\n");
     }
 }

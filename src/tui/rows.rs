@@ -74,19 +74,31 @@ impl Cells {
     /// the PID and COMMAND cells, plus what sorting and filtering need.
     fn of(f: &Finding) -> Cells {
         let j = &f.judgement;
-        let mut who = table::Who::of(f);
+        let mut row = table::Row::of(f);
         let holders = holders_now(j);
         if let Some(first) = holders.first() {
-            who.pid = Some(i64::from(first.pid));
-            who.command = first.name.clone().or_else(|| {
-                j.process
-                    .as_ref()
-                    .filter(|p| p.pid == first.pid)
-                    .map(|p| p.name.clone())
-            });
+            row.pid = Some(i64::from(first.pid));
+            row.command = first
+                .name
+                .clone()
+                .or_else(|| {
+                    j.process
+                        .as_ref()
+                        .filter(|p| p.pid == first.pid)
+                        .map(|p| p.name.clone())
+                })
+                .map(Into::into);
         }
-        let owner_pid = who.pid;
-        let [_, dialect, mut pid, command, host, _, path] = table::row_of(f, who, 0);
+        let owner_pid = row.pid;
+        let cell = |c| row.cell(c, 0, false);
+        let [dialect, mut pid, command, host, path] = [
+            table::Column::Dialect,
+            table::Column::Pid,
+            table::Column::Command,
+            table::Column::Host,
+            table::Column::Path,
+        ]
+        .map(cell);
         if holders.len() > 1 {
             pid.push_str(&format!("+{}", holders.len() - 1));
         }

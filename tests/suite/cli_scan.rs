@@ -62,9 +62,13 @@ fn json_report_matches_the_schema_and_the_verdicts() {
     assert_eq!(report.summary.stale, 1);
     assert_eq!(report.summary.live, 1);
     assert!(report.summary.entries >= 2);
-    // Stale first.
-    assert_eq!(report.locks[0].verdict, "stale");
     assert!(report.reclaimed.is_none());
+    // Written as the locks are judged: the summary comes after them.
+    let text = stdout(&out);
+    assert!(
+        text.find("\"locks\": [").unwrap() < text.find("\"summary\": {").unwrap(),
+        "{text}"
+    );
 }
 
 #[test]
@@ -109,6 +113,84 @@ fn table_has_the_lslocks_columns_symbols_and_a_summary() {
         !text.contains('\x1b'),
         "no color when stdout is not a terminal"
     );
+}
+
+#[test]
+fn columns_noheadings_raw_and_the_verdict_filter() {
+    let t = tree();
+    let root = t.env.path().join("root");
+    let spaced = root.join("my dir");
+    fs::create_dir(&spaced).unwrap();
+    let spaced_lock = spaced.join("w.pid");
+    fs::write(&spaced_lock, format!("{}\n", dead_pid())).unwrap();
+    let run = |extra: &[&str]| {
+        let out = t.env.scan(extra, &root);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        stdout(&out)
+    };
+
+    // Chosen columns, in the order given, without the header; only the live lock.
+    let text = run(&["-o", "pid,path", "--noheadings", "--verdict", "live"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let row: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        row,
+        [
+            t._live_owner.pid().to_string().as_str(),
+            t.live.to_str().unwrap()
+        ]
+    );
+    // The summary counts every lock, listed or not.
+    assert!(lines[1].starts_with("3 locks: 2 stale, 1 live,"), "{text}");
+
+    // --raw: one word per field, the header, no summary.
+    let text = run(&["--raw", "--columns", "VERDICT,path", "--verdict", "stale"]);
+    let escaped = spaced_lock.to_str().unwrap().replace(' ', "\\x20");
+    let mut want = vec![
+        "VERDICT PATH".to_string(),
+        format!("stale {}", t.stale.display()),
+        format!("stale {escaped}"),
+    ];
+    want[1..].sort_by_key(|l| l.split(' ').nth(1).unwrap().replace("\\x20", " "));
+    assert_eq!(text.lines().collect::<Vec<_>>(), want, "{text}");
+
+    // The table's own options are refused with another format, and a bad name is named.
+    for bad in [
+        &["--json", "--raw"][..],
+        &["--format", "prometheus", "-o", "pid"],
+        &["-o", "pid,colour"],
+        &["--verdict", "stal"],
+    ] {
+        let out = t.env.scan(bad, &root);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stdout(&out));
+        if bad.contains(&"--json") {
+            // A fatal error of --json is a JSON document too, and no report.
+            let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            assert_eq!(doc["exit_status"], 2, "{bad:?}");
+            assert!(
+                doc["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("--raw is an option of the table"),
+                "{doc}"
+            );
+            assert!(doc.get("locks").is_none(), "{doc}");
+        } else {
+            assert!(stdout(&out).is_empty(), "{bad:?}");
+        }
+    }
+
+    // In JSON the filter chooses the locks listed, and with --reclaim the outcomes listed,
+    // not what is removed: --verdict live still removes both stale locks.
+    let (report, out) = t.env.reclaim_json(&["--verdict", "live"], &root);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(report.locks.len(), 1);
+    assert_eq!(report.locks[0].path, t.live.to_str().unwrap());
+    assert_eq!((report.summary.locks, report.summary.stale), (3, 2));
+    assert_eq!(report.reclaimed.as_deref().map(<[_]>::len), Some(0));
+    assert!(!t.stale.exists() && !spaced_lock.exists());
+    assert_eq!(t.env.journal().len(), 2);
 }
 
 #[test]

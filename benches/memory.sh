@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Memory benchmark: the peak memory per lock found of `locksmith --scan` with each report
+# (the table, --json, --format prometheus) and of `--scan --reclaim`, on trees of 100,000 and
+# 1,000,000 stale pid files (a dead PID each, 1,000 per directory), side by side in one run.
+#
+# The figure is the peak resident set size (GNU time's "Maximum resident set size") divided
+# by the number of locks found, as the report's summary counts them; the same commands on an
+# empty tree give the fixed part (the binary, the evidence snapshot, the threads).
+#
+# Target: at most 512 bytes per lock found, for each report and for the reclaim, at every
+# size. With --base BIN, the same commands are run with another build too, for comparison.
+#
+# By default the trees and the state directory are on tmpfs (/dev/shm): the 1,000,000-lock
+# reclaim keeps a copy and a journal line of each lock there (about 1.5 GB for the two, plus
+# the tree), removed at the end. Use --dir to run elsewhere, --sizes for other sizes.
+#
+# usage: benches/memory.sh [--bin PATH] [--base PATH] [--sizes "100000 1000000"] [--dir DIR]
+#                          [--no-reclaim]
+# Needs: python3, GNU time (/usr/bin/time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=""
+base_bin=""
+sizes="100000 1000000"
+dir=/dev/shm
+reclaim=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --base) base_bin=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --no-reclaim) reclaim=0; shift ;;
+    *) echo "usage: $0 [--bin PATH] [--base PATH] [--sizes \"100000 1000000\"] [--dir DIR] [--no-reclaim]" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$bin" ]; then
+  cargo build --release --quiet
+  bin=$PWD/target/release/locksmith
+fi
+for tool in python3 /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install python3 time)" >&2; exit 2; }
+done
+
+work=$(mktemp -d "$dir/locksmith-memory-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export XDG_STATE_HOME=$work/state XDG_CONFIG_HOME=$work/config
+
+# A PID that names no process: a child that has exited.
+true & dead=$!
+wait "$dead"
+
+# Runs BIN ARGS... and prints "PEAK_KIB LOCKS ELAPSED_S" (locks from the JSON summary or the
+# table's summary line; the metrics count them in locksmith_locks).
+measure() {
+  local b=$1 mode=$2 tree=$3
+  local args=(--scan --color never)
+  case "$mode" in
+    table) ;;
+    json) args+=(--json) ;;
+    prometheus) args+=(--format prometheus) ;;
+    reclaim) args+=(--reclaim) ;;
+  esac
+  /usr/bin/time -f "%M %e" -o "$work/time" "$b" "${args[@]}" "$tree" >"$work/out" 2>"$work/err" || true
+  local locks
+  case "$mode" in
+    json) locks=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["locks"])' "$work/out") ;;
+    prometheus) locks=$(awk '/^locksmith_locks\{/ { n += $2 } END { print n + 0 }' "$work/out") ;;
+    *) locks=$(tail -1 "$work/out" | sed -n 's/^\([0-9]*\) locks\{0,1\}:.*/\1/p') ;;
+  esac
+  # GNU time puts "Command exited with non-zero status N" first when it is not 0.
+  read -r peak elapsed < <(tail -1 "$work/time")
+  echo "$peak ${locks:-0} $elapsed"
+}
+
+modes="table json prometheus"
+[ "$reclaim" = 1 ] && modes="$modes reclaim"
+binaries=("$bin")
+[ -n "$base_bin" ] && binaries+=("$base_bin")
+
+echo "binary: $bin${base_bin:+ (base: $base_bin)}"
+echo "file system: $(stat -f -c %T "$work")"
+mkdir -p "$work/empty"
+for b in "${binaries[@]}"; do
+  for mode in table json prometheus; do
+    read -r peak _ _ < <(measure "$b" "$mode" "$work/empty")
+    echo "empty tree, $mode: peak ${peak} KiB ($b)"
+  done
+done
+
+fail=0
+for n in $sizes; do
+  for b in "${binaries[@]}"; do
+    for mode in $modes; do
+      tree=$work/tree
+      if [ "$mode" = reclaim ] || [ ! -d "$tree" ]; then
+        rm -rf "$tree" "$work/state"
+        python3 benches/make_locks.py "$tree" "$n" --pid "$dead"
+      fi
+      read -r peak locks elapsed < <(measure "$b" "$mode" "$tree")
+      if [ "$locks" = 0 ]; then
+        echo "$n locks, $mode: no lock found ($b): $(head -c 300 "$work/err")" >&2
+        fail=1
+        continue
+      fi
+      per=$(awk -v p="$peak" -v n="$locks" 'BEGIN { printf "%.0f", p * 1024 / n }')
+      verdict=met
+      [ "$per" -le 512 ] || verdict=MISSED
+      [ "$b" = "$bin" ] && [ "$verdict" = MISSED ] && fail=1
+      echo "$n locks, $mode: peak ${peak} KiB for $locks locks: $per bytes per lock (target 512: $verdict), ${elapsed} s ($b)"
+      if [ "$mode" = reclaim ]; then
+        left=$(find "$tree" -name '*.pid' | wc -l)
+        [ "$left" = 0 ] || { echo "  $left locks left after the reclaim" >&2; fail=1; }
+        rm -rf "$tree" "$work/state"
+      fi
+    done
+  done
+  rm -rf "$work/tree"
+done
+exit "$fail"
