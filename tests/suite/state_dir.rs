@@ -618,15 +618,23 @@ fn restore_never_follows_a_symlink_put_on_the_way() {
     // The directory is swapped for a symlink to somewhere else before the restore.
     let elsewhere = env.path().join("elsewhere");
     fs::create_dir(&elsewhere).unwrap();
-    fs::remove_dir(&dir).unwrap();
+    let moved = env.path().join("run.moved");
+    fs::rename(&dir, &moved).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
     let out = env.run(["restore"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("symlink"), "{}", stderr(&out));
     assert!(listing(&elsewhere).is_empty());
-    // Back as a real directory, the restore goes through.
+    // Another directory by that name is not the one the lock was removed from: refused.
     fs::remove_file(&dir).unwrap();
     fs::create_dir(&dir).unwrap();
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("replaced"), "{}", stderr(&out));
+    assert!(!lock.exists());
+    // The very directory back in its place: the restore goes through.
+    fs::remove_dir(&dir).unwrap();
+    fs::rename(&moved, &dir).unwrap();
     let out = env.run(["restore"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(lock.exists());
