@@ -27,6 +27,7 @@ use std::time::Duration;
 use locksmith::engine::Lock;
 use locksmith::text;
 
+use super::Failure;
 use crate::LockArgs;
 
 /// `EX_TEMPFAIL`: the lock is held by someone else.
@@ -37,22 +38,6 @@ pub const EXIT_ERROR: i32 = 2;
 pub const EXIT_NOT_FOUND: i32 = 127;
 /// COMMAND was found but could not be executed.
 pub const EXIT_CANNOT_EXECUTE: i32 = 126;
-
-/// An error to print (one line, raw text: [`run`] escapes it) and the exit status that goes
-/// with it.
-struct Failure {
-    code: i32,
-    message: String,
-}
-
-impl Failure {
-    fn new(code: i32, message: impl Into<String>) -> Self {
-        Failure {
-            code,
-            message: message.into(),
-        }
-    }
-}
 
 pub fn run(args: LockArgs) -> i32 {
     match lock_and_run(args) {

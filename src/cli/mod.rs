@@ -83,6 +83,22 @@ pub fn report_error(what: &str, message: &str) {
     }
 }
 
+/// An error a command prints (one line, raw text: the caller escapes it) and the exit status
+/// that goes with it.
+pub struct Failure {
+    pub code: i32,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: i32, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

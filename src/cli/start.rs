@@ -46,6 +46,7 @@ use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
 use locksmith::text;
 use locksmith::verdict::{Rule, Verdict};
 
+use super::Failure;
 use super::lock::{EXIT_CANNOT_EXECUTE, EXIT_ERROR, EXIT_HELD, EXIT_NOT_FOUND};
 use crate::StartArgs;
 
@@ -69,21 +70,6 @@ pub fn run(args: StartArgs) -> i32 {
 /// One line on stderr, raw text escaped.
 fn say(line: &str) {
     eprintln!("locksmith start: {}", text::escape(line));
-}
-
-/// An error to print and the exit status that goes with it.
-struct Failure {
-    code: i32,
-    message: String,
-}
-
-impl Failure {
-    fn new(code: i32, message: impl Into<String>) -> Self {
-        Failure {
-            code,
-            message: message.into(),
-        }
-    }
 }
 
 fn start(args: StartArgs) -> Result<i32, Failure> {

@@ -297,27 +297,7 @@ fn gnupg_dotlock_agrees_with_gpg() {
     }
     let _agent = Agent(home.clone());
     // `gpg --quick-gen-key UID` in `home`, run through `wrapper` (such as `timeout 3`).
-    let gen_key = |wrapper: &[&str], uid: &str| {
-        let argv: Vec<&str> = wrapper.iter().copied().chain(["gpg"]).collect();
-        let mut c = Command::new(argv[0]);
-        c.args(&argv[1..])
-            .arg("--homedir")
-            .arg(&home)
-            .args([
-                "--batch",
-                "--passphrase",
-                "",
-                "--quick-gen-key",
-                uid,
-                "ed25519",
-                "sign",
-                "never",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        c
-    };
+    let gen_key = |wrapper: &[&str], uid: &str| util::gpg_gen_key(&home, wrapper, uid);
     let out = gen_key(&[], "A <a@example.org>").output().unwrap();
     assert!(
         out.status.success(),

@@ -313,25 +313,7 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
         }
     }
     let _agents = Agents(home.clone());
-    let gen_key = |uid: &str| {
-        let mut c = Command::new("gpg");
-        c.arg("--homedir")
-            .arg(&home)
-            .args([
-                "--batch",
-                "--passphrase",
-                "",
-                "--quick-gen-key",
-                uid,
-                "ed25519",
-                "sign",
-                "never",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        c
-    };
+    let gen_key = |uid: &str| util::gpg_gen_key(&home, &[], uid);
     let out = util::run_bounded(gen_key("A <a@example.org>"), util::DEADLINE);
     assert!(out.status.success(), "{}", util::stderr(&out));
 

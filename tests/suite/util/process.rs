@@ -504,3 +504,27 @@ pub fn python_as_nobody(script: &str, args: &[&OsStr]) -> ExitStatus {
         .status()
         .expect("run setpriv")
 }
+
+/// `gpg --quick-gen-key UID` in the GnuPG home `home` with no passphrase and no terminal
+/// (run through `wrapper`, such as `timeout 3`, when it is not empty); its stderr is piped.
+pub fn gpg_gen_key(home: &std::path::Path, wrapper: &[&str], uid: &str) -> Command {
+    let argv: Vec<&str> = wrapper.iter().copied().chain(["gpg"]).collect();
+    let mut c = Command::new(argv[0]);
+    c.args(&argv[1..])
+        .arg("--homedir")
+        .arg(home)
+        .args([
+            "--batch",
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            uid,
+            "ed25519",
+            "sign",
+            "never",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
