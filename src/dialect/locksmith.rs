@@ -45,7 +45,8 @@ impl Dialect for Locksmith {
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
     use crate::judge::Judgement;
