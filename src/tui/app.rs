@@ -41,6 +41,9 @@ use super::theme::Theme;
 const STATUS_INFO_MS: i64 = 5_000;
 /// ... and warnings and errors, which take longer to read.
 const STATUS_WARN_MS: i64 = 10_000;
+/// A periodic re-judge round judges every listed lock up to this many; beyond, the rows on
+/// screen, the marked ones and this many others in turn.
+pub const REJUDGE_SLICE: usize = 5_000;
 
 /// Settings fixed for the life of the UI.
 #[derive(Debug, Clone)]
@@ -148,7 +151,12 @@ pub enum Msg {
     Files(Vec<(PathBuf, FileMeta)>),
     Reclaimed(Vec<ReclaimResult>),
     /// Who waits for the listed locks, and their holders' state (each re-judge round).
-    Waiting(HashMap<PathBuf, Waiting>),
+    /// Who waits for the locks a re-judge round judged (`judged`; a lock of those missing
+    /// from `waiting` has no waiter now).
+    Waiting {
+        judged: Vec<PathBuf>,
+        waiting: HashMap<PathBuf, Waiting>,
+    },
     /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
     Checked(Vec<(PathBuf, Option<String>)>),
     /// What the last reclaim of this session removed (what `u` would put back), or why
@@ -277,7 +285,13 @@ pub struct App {
     by_path: HashMap<PathBuf, usize>,
     /// Indices into `rows`: filtered and sorted.
     view: Vec<usize>,
-    view_dirty: bool,
+    /// What changed in `rows` or the settings since the view was built.
+    change: Change,
+    /// Indices into `rows` in path order (a full rebuild of the view sorts these by the sort
+    /// column alone, keeping ties in path order), but for ...
+    by_path_order: Vec<usize>,
+    /// ... the rows added since the last refresh, which join it then.
+    unordered: Vec<usize>,
     /// The filter changed since the last refresh: a selection it hides gives way to the
     /// first match.
     refiltered: bool,
@@ -318,6 +332,8 @@ pub struct App {
     pub stopping: bool,
     /// Who waits for each listed lock, and its holder's state (from the last re-judge round).
     pub waiting: HashMap<PathBuf, Waiting>,
+    /// Where the next re-judge round of a long list starts, in `rows`.
+    rejudge_next: usize,
 }
 
 impl App {
@@ -327,7 +343,9 @@ impl App {
             rows: Vec::new(),
             by_path: HashMap::new(),
             view: Vec::new(),
-            view_dirty: false,
+            change: Change::None,
+            by_path_order: Vec::new(),
+            unordered: Vec::new(),
             refiltered: false,
             cursor: 0,
             selected: None,
@@ -351,6 +369,7 @@ impl App {
             reclaiming: false,
             stopping: false,
             waiting: HashMap::new(),
+            rejudge_next: 0,
         }
     }
 
@@ -389,10 +408,32 @@ impl App {
         self.marks.len()
     }
 
-    /// Every listed lock (what the runtime re-judges, each through the directories it was
-    /// found in).
-    pub fn listed_findings(&self) -> Vec<Finding> {
-        self.rows.iter().map(|r| r.finding.clone()).collect()
+    /// The locks the next periodic re-judge round judges, each through the directories it
+    /// was found in: every listed lock, or on a long list the rows on screen, the marked ones
+    /// and the next [`REJUDGE_SLICE`] of the others in turn (a round at a time, so that a
+    /// million listed locks cost a few thousand re-judged every round, not a million).
+    pub fn rejudge_round(&mut self) -> Vec<Finding> {
+        if self.rows.len() <= REJUDGE_SLICE {
+            return self.rows.iter().map(|r| r.finding.clone()).collect();
+        }
+        let mut take: Vec<usize> = self.view[self.offset.min(self.view.len())..]
+            .iter()
+            .take(self.page())
+            .copied()
+            .collect();
+        take.extend(
+            self.marks
+                .iter()
+                .filter_map(|p| self.by_path.get(p).copied()),
+        );
+        let start = self.rejudge_next % self.rows.len();
+        take.extend((start..start + REJUDGE_SLICE).map(|i| i % self.rows.len()));
+        self.rejudge_next = (start + REJUDGE_SLICE) % self.rows.len();
+        take.sort_unstable();
+        take.dedup();
+        take.into_iter()
+            .map(|i| self.rows[i].finding.clone())
+            .collect()
     }
 
     /// How many listed locks have each verdict, in [`Verdict::ALL`] order.
@@ -625,6 +666,7 @@ impl App {
                 None
             }
             Msg::Rejudged(results) => {
+                let mut gone = Vec::new();
                 for (path, r) in results {
                     match r {
                         Rejudge::Judged(f) => {
@@ -632,10 +674,11 @@ impl App {
                                 self.upsert(*f);
                             }
                         }
-                        Rejudge::Gone => self.remove(&path),
+                        Rejudge::Gone => gone.push(path),
                         Rejudge::Failed(_) => {}
                     }
                 }
+                self.remove_all(&gone);
                 None
             }
             Msg::Files(files) => {
@@ -676,8 +719,11 @@ impl App {
                 self.on_reclaimed(results);
                 None
             }
-            Msg::Waiting(w) => {
-                self.waiting = w;
+            Msg::Waiting { judged, waiting } => {
+                for p in &judged {
+                    self.waiting.remove(p);
+                }
+                self.waiting.extend(waiting);
                 None
             }
             Msg::Checked(answers) => {
@@ -744,11 +790,6 @@ impl App {
             }
             Msg::Tick { now_ms } => {
                 self.now_ms = now_ms;
-                // Ages grow: the AGE column may need another character. (A view waiting
-                // for its refresh may name rows that are gone: the refresh measures it.)
-                if !self.view_dirty {
-                    self.content = table::content_widths(self.visible(), now_ms);
-                }
                 if self
                     .status
                     .as_ref()
@@ -810,9 +851,7 @@ impl App {
             .filter(|r| !self.seen.contains(&r.finding.path))
             .map(|r| r.finding.path.clone())
             .collect();
-        for p in gone {
-            self.remove(&p);
-        }
+        self.remove_all(&gone);
         if let Some(why) = s.failed
             && !quiet
         {
@@ -825,11 +864,12 @@ impl App {
         let total = results.len();
         let mut removed = 0;
         let mut refused: Vec<String> = Vec::new();
+        let mut gone = Vec::new();
         for r in &results {
             if r.removed || r.gone {
                 removed += usize::from(r.removed);
                 self.seen.remove(&r.path);
-                self.remove(&r.path);
+                gone.push(r.path.clone());
             } else if let Some(j) = &r.judgement
                 && let Some(&i) = self.by_path.get(&r.path)
             {
@@ -845,6 +885,7 @@ impl App {
                 ));
             }
         }
+        self.remove_all(&gone);
         let undo = format!(" ({} undoes it)", keymap::key(Context::Table, Action::Undo));
         let (level, msg) = match (total, results.first()) {
             (1, Some(r)) if r.removed => (Level::Info, text::clean(&r.message) + &undo),
@@ -924,27 +965,63 @@ impl App {
         match self.by_path.get(&row.finding.path) {
             Some(&i) => {
                 row.file = self.rows[i].file.take();
+                // A lock judged again as it was shown (most are, each round) keeps its place.
+                let same = row.shows_as(&self.rows[i]);
                 self.rows[i] = row;
+                if !same {
+                    self.change.row(i, true);
+                }
             }
             None => {
-                self.by_path
-                    .insert(row.finding.path.clone(), self.rows.len());
+                let i = self.rows.len();
+                self.by_path.insert(row.finding.path.clone(), i);
                 self.rows.push(row);
+                self.unordered.push(i);
+                self.change.row(i, false);
             }
         }
-        self.view_dirty = true;
     }
 
-    fn remove(&mut self, path: &Path) {
-        let Some(i) = self.by_path.remove(path) else {
-            return;
-        };
-        self.marks.remove(path);
-        self.rows.swap_remove(i);
-        if let Some(moved) = self.rows.get(i) {
-            self.by_path.insert(moved.finding.path.clone(), i);
+    /// Drops the rows of `paths` (those listed), in one pass over the rows whatever their
+    /// number.
+    fn remove_all(&mut self, paths: &[PathBuf]) {
+        let mut gone = vec![false; self.rows.len()];
+        let mut any = false;
+        for p in paths {
+            if let Some(i) = self.by_path.remove(p.as_path()) {
+                self.marks.remove(p.as_path());
+                gone[i] = true;
+                any = true;
+            }
         }
-        self.view_dirty = true;
+        if !any {
+            return;
+        }
+        // Old index to new: the rows keep their order.
+        let mut moved = vec![usize::MAX; self.rows.len()];
+        let mut next = 0;
+        for (i, g) in gone.iter().enumerate() {
+            if !g {
+                moved[i] = next;
+                next += 1;
+            }
+        }
+        let mut i = 0;
+        self.rows.retain(|_| {
+            i += 1;
+            !gone[i - 1]
+        });
+        for v in self.by_path.values_mut() {
+            *v = moved[*v];
+        }
+        let remap = |v: &mut Vec<usize>| {
+            v.retain(|&i| !gone[i]);
+            v.iter_mut().for_each(|i| *i = moved[*i]);
+        };
+        remap(&mut self.by_path_order);
+        remap(&mut self.unordered);
+        self.view.clear();
+        self.change = Change::All;
     }
 
     fn set_status(&mut self, level: Level, text: impl Into<String>) {
@@ -988,49 +1065,57 @@ impl App {
     /// the selected path (or keeps its position when that lock is gone; after a change of the
     /// filter that hides it, the first match).
     pub fn refresh(&mut self) {
-        if !self.view_dirty {
-            self.keep_visible();
-            return;
+        if !self.unordered.is_empty() {
+            let mut new = std::mem::take(&mut self.unordered);
+            let rows = &self.rows;
+            let by_path = |a: usize, b: usize| rows[a].finding.path.cmp(&rows[b].finding.path);
+            new.sort_unstable_by(|&a, &b| by_path(a, b));
+            self.by_path_order = merge_sorted(&self.by_path_order, &new, &by_path);
         }
-        self.view_dirty = false;
-        let needle = self.filter.to_lowercase();
-        let mut view: Vec<usize> = (0..self.rows.len())
-            .filter(|&i| {
-                let r = &self.rows[i];
-                self.verdict_filter.is_none_or(|v| r.verdict() == v)
-                    && (needle.is_empty() || r.cells.search.contains(&needle))
-            })
-            .collect();
-        let rows = &self.rows;
-        let now = self.now_ms;
-        let key = self.sort;
-        view.sort_by(|&a, &b| {
-            let (ra, rb) = (&rows[a], &rows[b]);
-            let primary = match key {
-                Column::Verdict => ra.verdict().cmp(&rb.verdict()),
-                Column::Dialect => ra.cells.dialect.cmp(&rb.cells.dialect),
-                Column::Pid => ra.cells.owner_pid.cmp(&rb.cells.owner_pid),
-                Column::Command => ra.cells.command.cmp(&rb.cells.command),
-                Column::Host => ra.cells.host.cmp(&rb.cells.host),
-                Column::Age => age_ms(ra, now).cmp(&age_ms(rb, now)),
-                Column::Path => ra.finding.path.cmp(&rb.finding.path),
-            };
-            let primary = if self.descending {
-                primary.reverse()
-            } else {
-                primary
-            };
-            primary.then_with(|| ra.finding.path.cmp(&rb.finding.path))
-        });
-        self.view = view;
+        match std::mem::take(&mut self.change) {
+            Change::None => {
+                self.keep_visible();
+                return;
+            }
+            Change::All => {
+                self.view = self.rebuilt_view();
+                self.content = table::content_widths(self.visible());
+            }
+            Change::Rows { mut rows, changed } => {
+                rows.sort_unstable();
+                rows.dedup();
+                if changed {
+                    // Rows shown before and changed since leave their places first.
+                    let mut out = vec![false; self.rows.len()];
+                    for &i in &rows {
+                        out[i] = true;
+                    }
+                    self.view.retain(|&i| !out[i]);
+                }
+                let shown = shown(&self.rows, &self.filter, self.verdict_filter);
+                rows.retain(|&i| shown(i));
+                let order = order(&self.rows, self.now_ms, self.sort, self.descending);
+                rows.sort_unstable_by(|&a, &b| order(a, b));
+                self.view = merge_sorted(&self.view, &rows, &order);
+                if changed {
+                    self.content = table::content_widths(self.visible());
+                } else {
+                    let widened = rows.iter().map(|&i| &self.rows[i]);
+                    table::widen(&mut self.content, widened);
+                }
+            }
+        }
         let found = if !self.moved {
             Some(0)
         } else {
-            self.selected.as_ref().and_then(|sel| {
-                self.view
-                    .iter()
-                    .position(|&i| &self.rows[i].finding.path == sel)
-            })
+            // The view is in `order`: the selected row is found by its sort key.
+            let shown = shown(&self.rows, &self.filter, self.verdict_filter);
+            let order = order(&self.rows, self.now_ms, self.sort, self.descending);
+            self.selected
+                .as_ref()
+                .and_then(|sel| self.by_path.get(sel))
+                .filter(|&&i| shown(i))
+                .and_then(|&i| self.view.binary_search_by(|&v| order(v, i)).ok())
         };
         let refiltered = std::mem::take(&mut self.refiltered);
         self.cursor = match found {
@@ -1038,9 +1123,61 @@ impl App {
             None if refiltered => 0,
             None => self.cursor.min(self.view.len().saturating_sub(1)),
         };
-        self.content = table::content_widths(self.visible(), self.now_ms);
         self.sync_selected();
         self.keep_visible();
+    }
+
+    /// The view built anew: the shown rows in path order, sorted by the sort column's key alone
+    /// (a stable sort, so ties stay in path order, as [`order`] has them) with the keys gathered
+    /// first, so that a million rows sort in a fraction of a second.
+    fn rebuilt_view(&self) -> Vec<usize> {
+        let shown = shown(&self.rows, &self.filter, self.verdict_filter);
+        let mut keyed: Vec<(i128, usize)> = Vec::new();
+        let rows = &self.rows;
+        let listed = self.by_path_order.iter().copied().filter(|&i| shown(i));
+        // Text columns sort by the rank of their text among the distinct texts shown.
+        fn text(sort: Column, r: &Row) -> Option<&str> {
+            match sort {
+                Column::Dialect => Some(&r.cells.dialect),
+                Column::Command => Some(&r.cells.command),
+                Column::Host => Some(&r.cells.host),
+                _ => None,
+            }
+        }
+        let mut ranks: HashMap<&str, i128> = HashMap::new();
+        for i in listed.clone() {
+            if let Some(t) = text(self.sort, &rows[i]) {
+                ranks.entry(t).or_default();
+            }
+        }
+        let mut distinct: Vec<&str> = ranks.keys().copied().collect();
+        distinct.sort_unstable();
+        for (n, t) in distinct.into_iter().enumerate() {
+            ranks.insert(t, n as i128);
+        }
+        for i in listed {
+            let r = &rows[i];
+            let key = match self.sort {
+                Column::Verdict => r.verdict() as i128,
+                Column::Pid => r.cells.owner_pid.map_or(i128::MIN, i128::from),
+                Column::Age => i128::from(age_ms(r, self.now_ms)),
+                Column::Path => 0,
+                Column::Dialect | Column::Command | Column::Host => {
+                    text(self.sort, r).map_or(0, |t| ranks[t])
+                }
+            };
+            keyed.push((key, i));
+        }
+        if self.descending {
+            keyed.sort_by_key(|&(k, _)| std::cmp::Reverse(k));
+        } else {
+            keyed.sort_by_key(|&(k, _)| k);
+        }
+        let mut view: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+        if self.descending && self.sort == Column::Path {
+            view.reverse();
+        }
+        view
     }
 
     fn sync_selected(&mut self) {
@@ -1088,7 +1225,7 @@ impl App {
 
     /// The filter (text or verdict) changed.
     fn filter_changed(&mut self) {
-        self.view_dirty = true;
+        self.change = Change::All;
         self.refiltered = true;
     }
 
@@ -1214,7 +1351,7 @@ impl App {
             self.sort = c;
             self.descending = false;
         }
-        self.view_dirty = true;
+        self.change = Change::All;
     }
 
     /// What a key's action does, by context.
@@ -1286,7 +1423,7 @@ impl App {
             Action::CycleSort => self.sort_by(self.sort.next()),
             Action::InvertSort => {
                 self.descending = !self.descending;
-                self.view_dirty = true;
+                self.change = Change::All;
             }
             Action::NextVerdictFilter | Action::PrevVerdictFilter => {
                 // None, stale, live, foreign, unknown, free, None, ...
@@ -1772,6 +1909,105 @@ impl App {
 
 /// The editor that recovers a row's unsaved changes: a vim swap file with unsaved changes
 /// whose vim is gone (not live), written by Vim or Neovim.
+/// What changed since the view was built: nothing, some rows (added, or shown differently
+/// now), or anything (a row removed, the filter or the sort changed).
+#[derive(Debug, Default)]
+enum Change {
+    #[default]
+    None,
+    Rows {
+        rows: Vec<usize>,
+        /// Some of `rows` were listed before (they may be in the view, at their old place).
+        changed: bool,
+    },
+    All,
+}
+
+impl Change {
+    /// The row at `i` was added (`listed: false`) or changed.
+    fn row(&mut self, i: usize, listed: bool) {
+        match self {
+            Change::All => {}
+            Change::None => {
+                *self = Change::Rows {
+                    rows: vec![i],
+                    changed: listed,
+                }
+            }
+            Change::Rows { rows, changed } => {
+                rows.push(i);
+                *changed |= listed;
+            }
+        }
+    }
+}
+
+/// `view` and `new`, both in `order`, merged: each new row goes where a binary search puts it,
+/// so a few rows join a long view with a few comparisons each.
+fn merge_sorted(
+    view: &[usize],
+    new: &[usize],
+    order: &impl Fn(usize, usize) -> std::cmp::Ordering,
+) -> Vec<usize> {
+    let mut out = Vec::with_capacity(view.len() + new.len());
+    let mut from = 0;
+    for &n in new {
+        let at = from + view[from..].partition_point(|&v| order(v, n).is_lt());
+        out.extend_from_slice(&view[from..at]);
+        out.push(n);
+        from = at;
+    }
+    out.extend_from_slice(&view[from..]);
+    out
+}
+
+/// Whether the row at `i` of `rows` passes the filters.
+fn shown<'a>(
+    rows: &'a [Row],
+    filter: &str,
+    verdict: Option<Verdict>,
+) -> impl Fn(usize) -> bool + use<'a> {
+    let needle = filter.to_lowercase();
+    move |i| {
+        let r = &rows[i];
+        verdict.is_none_or(|v| r.verdict() == v)
+            && (needle.is_empty() || r.cells.search.contains(&needle))
+    }
+}
+
+/// The order of the view: by the sort column, then by path (a total order: paths are unique).
+fn order(
+    rows: &[Row],
+    now: i64,
+    key: Column,
+    descending: bool,
+) -> impl Fn(usize, usize) -> std::cmp::Ordering + use<'_> {
+    move |a, b| {
+        let (ra, rb) = (&rows[a], &rows[b]);
+        let primary = match key {
+            Column::Verdict => ra.verdict().cmp(&rb.verdict()),
+            Column::Dialect => ra.cells.dialect.cmp(&rb.cells.dialect),
+            Column::Pid => ra.cells.owner_pid.cmp(&rb.cells.owner_pid),
+            Column::Command => ra.cells.command.cmp(&rb.cells.command),
+            Column::Host => ra.cells.host.cmp(&rb.cells.host),
+            Column::Age => age_ms(ra, now).cmp(&age_ms(rb, now)),
+            Column::Path => std::cmp::Ordering::Equal,
+        };
+        let by_path = || ra.finding.path.cmp(&rb.finding.path);
+        if descending {
+            primary.reverse().then_with(|| {
+                if key == Column::Path {
+                    by_path().reverse()
+                } else {
+                    by_path()
+                }
+            })
+        } else {
+            primary.then_with(by_path)
+        }
+    }
+}
+
 fn recovery(row: &Row) -> Option<&'static str> {
     if !row.unsaved() || row.verdict() == Verdict::Live {
         return None;

@@ -174,7 +174,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
             }
             app.update(Msg::Tick { now_ms: now_ms() });
             if Instant::now() >= next_rejudge {
-                ui.workers.rejudge(app.listed_findings());
+                ui.workers.rejudge(|| app.rejudge_round());
                 next_rejudge = Instant::now() + interval;
             }
             // The next background rescan is planned when a scan ends, from how long it took.

@@ -9,6 +9,8 @@ use locksmith::Verdict;
 use locksmith::report::table;
 use locksmith::scan::Finding;
 
+use super::text;
+
 /// Table columns, in display order; also the sort keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Column {
@@ -56,7 +58,7 @@ impl Column {
 
 /// The text shown in each cell of a row, escaped once when the row is stored, and the typed
 /// values sorting needs.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cells {
     pub dialect: String,
     pub pid: String,
@@ -67,6 +69,9 @@ pub struct Cells {
     pub path: String,
     /// Lowercased text the filter searches.
     pub search: String,
+    /// The display width of each text cell, by [`Column::index`] (0 for `-`, and for the
+    /// verdict and age, which are measured as they are drawn).
+    pub widths: [u16; Column::ALL.len()],
 }
 
 impl Cells {
@@ -105,6 +110,18 @@ impl Cells {
         let search = [j.verdict().as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
+        let mut widths = [0; Column::ALL.len()];
+        for (c, s) in [
+            (Column::Dialect, &dialect),
+            (Column::Pid, &pid),
+            (Column::Command, &command),
+            (Column::Host, &host),
+            (Column::Path, &path),
+        ] {
+            if s != "-" {
+                widths[c.index()] = u16::try_from(text::width(s)).unwrap_or(u16::MAX);
+            }
+        }
         Cells {
             dialect,
             pid,
@@ -113,6 +130,7 @@ impl Cells {
             host,
             path,
             search,
+            widths,
         }
     }
 }
@@ -164,6 +182,15 @@ impl Row {
     /// A vim swap file holding changes never saved: removing it loses work.
     pub fn unsaved(&self) -> bool {
         self.finding.judgement.unsaved_changes == Some(true)
+    }
+
+    /// Whether this row shows, sorts and filters as `other` does (same cells, verdict and age):
+    /// it can take `other`'s place in the table as it is.
+    pub fn shows_as(&self, other: &Row) -> bool {
+        self.verdict() == other.verdict()
+            && self.unsaved() == other.unsaved()
+            && self.finding.modified_ms == other.finding.modified_ms
+            && self.cells == other.cells
     }
 }
 

@@ -58,25 +58,39 @@ fn clamp16(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
 }
 
-/// The widths of every cell of `rows` (ages at `now_ms`).
-pub fn content_widths<'a>(rows: impl Iterator<Item = &'a Row>, now_ms: i64) -> ContentWidths {
+/// The widths of every cell of `rows`.
+pub fn content_widths<'a>(rows: impl Iterator<Item = &'a Row>) -> ContentWidths {
     let mut w = [0u16; Column::ALL.len()];
-    let mut widen = |c: Column, s: &str| {
-        if s != "-" {
-            let i = c.index();
-            w[i] = w[i].max(clamp16(text::width(s)));
-        }
-    };
-    for r in rows {
-        widen(Column::Verdict, &verdict_text(r));
-        widen(Column::Dialect, &r.cells.dialect);
-        widen(Column::Pid, &r.cells.pid);
-        widen(Column::Command, &r.cells.command);
-        widen(Column::Host, &r.cells.host);
-        widen(Column::Age, &age_text(r, now_ms));
-        widen(Column::Path, &r.cells.path);
-    }
+    widen(&mut w, rows);
     w
+}
+
+/// Widens `w` to fit the cells of `rows` too.
+pub fn widen<'a>(w: &mut ContentWidths, rows: impl Iterator<Item = &'a Row>) {
+    for r in rows {
+        for (w, &cell) in w.iter_mut().zip(&r.cells.widths) {
+            *w = (*w).max(cell);
+        }
+        let v = &mut w[Column::Verdict.index()];
+        *v = (*v).max(verdict_width(r));
+        // An age (up to `9999d`) is never wider than the column's cap, which is its title
+        // with the sort arrow: what matters is whether the column has anything to show.
+        if r.finding.modified_ms.is_some() {
+            w[Column::Age.index()] = cap(Column::Age);
+        }
+    }
+}
+
+/// The width of [`verdict_text`]'s text, without making it.
+fn verdict_width(r: &Row) -> u16 {
+    let v = r.verdict();
+    let symbol = text::width(v.symbol()) + 1 + v.as_str().len();
+    let unsaved = if r.unsaved() {
+        1 + text::width(UNSAVED)
+    } else {
+        0
+    };
+    clamp16(symbol + unsaved)
 }
 
 fn verdict_text(r: &Row) -> String {
@@ -270,6 +284,64 @@ fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_widths_are_those_of_the_texts_drawn() {
+        use locksmith::Verdict;
+        let mut rows: Vec<Row> = Verdict::ALL
+            .iter()
+            .map(|&v| {
+                let f =
+                    crate::tui::tests::finding("/srv/tëst/ünïcode ☃.pid", "pidfile", v, Some(42));
+                Row::new(f)
+            })
+            .collect();
+        rows.push(Row::new(crate::tui::tests::vim_unsaved(
+            "/home/me/.notes.txt.swp",
+        )));
+        for r in &rows {
+            assert_eq!(
+                usize::from(verdict_width(r)),
+                text::width(&verdict_text(r)),
+                "{:?}",
+                r.verdict()
+            );
+            for (c, cell) in [
+                (Column::Dialect, &r.cells.dialect),
+                (Column::Pid, &r.cells.pid),
+                (Column::Command, &r.cells.command),
+                (Column::Host, &r.cells.host),
+                (Column::Path, &r.cells.path),
+            ] {
+                let want = if cell == "-" { 0 } else { text::width(cell) };
+                assert_eq!(
+                    usize::from(r.cells.widths[c.index()]),
+                    want,
+                    "{c:?}: {cell}"
+                );
+            }
+        }
+        // Every age fits the AGE column, whatever it is.
+        for secs in [
+            0,
+            9,
+            10,
+            59,
+            60,
+            599,
+            600,
+            3599,
+            3600,
+            86_399,
+            86_400,
+            9_999 * 86_400,
+        ] {
+            assert!(
+                text::width(&text::age(secs * 1000)) <= usize::from(cap(Column::Age)),
+                "{secs}"
+            );
+        }
+    }
 
     #[test]
     fn every_built_in_dialect_id_fits_its_column() {

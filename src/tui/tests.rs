@@ -74,7 +74,12 @@ fn opts(theme: Theme, readonly: bool) -> Options {
     }
 }
 
-fn finding(path: &str, dialect: &'static str, verdict: Verdict, pid: Option<i64>) -> Finding {
+pub(super) fn finding(
+    path: &str,
+    dialect: &'static str,
+    verdict: Verdict,
+    pid: Option<i64>,
+) -> Finding {
     let evidence = match verdict {
         Verdict::Stale => format!("no process {} on this host (kill: ESRCH)", pid.unwrap_or(0)),
         Verdict::Live => format!(
@@ -145,7 +150,7 @@ fn live_with_process(path: &str) -> Finding {
     f
 }
 
-fn vim_unsaved(path: &str) -> Finding {
+pub(super) fn vim_unsaved(path: &str) -> Finding {
     let mut f = finding(path, "vim-swap", Verdict::Stale, Some(777));
     f.judgement.unsaved_changes = Some(true);
     f.judgement.owner = Some(Owner {
@@ -2313,9 +2318,10 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         }],
         holder: None,
     };
-    app.update(Msg::Waiting(
-        [(PathBuf::from(path), waiting.clone())].into(),
-    ));
+    app.update(Msg::Waiting {
+        judged: vec![PathBuf::from(path)],
+        waiting: [(PathBuf::from(path), waiting.clone())].into(),
+    });
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 40));
     assert!(
@@ -2330,8 +2336,9 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         start_ticks: 1234,
         why: "process 4321 (sleep) is stopped (state T, by SIGSTOP or Ctrl-Z)".into(),
     };
-    app.update(Msg::Waiting(
-        [(
+    app.update(Msg::Waiting {
+        judged: vec![PathBuf::from(path)],
+        waiting: [(
             PathBuf::from(path),
             Waiting {
                 holder: Some(stuck.clone()),
@@ -2339,7 +2346,7 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
             },
         )]
         .into(),
-    ));
+    });
     let text = screen(&draw(&mut app, 120, 40));
     assert!(line_with(&text, "Stuck").contains("is stopped"), "{text}");
     assert!(text.contains("x stops process 4321"), "{text}");
@@ -2878,4 +2885,132 @@ fn a_lock_that_is_gone_loses_its_row_and_its_mark_and_d_on_it_says_so() {
     assert_eq!(s.level, Level::Warn);
     assert!(s.text.contains("is gone"), "{}", s.text);
     assert!(!s.text.contains("undoes"), "{}", s.text);
+}
+
+// ----- the view kept up to date as rows come and go -----
+
+/// What can happen to the table between two frames.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A lock found (or found again, judged anew): path number, verdict, dialect, PID, age.
+    Found(u8, Verdict, &'static str, Option<i64>, i64),
+    /// A re-judge round found the lock gone.
+    Gone(u8),
+    /// Keys pressed: `s` and `S` sort, Tab filters by verdict, `/x` filters by text.
+    Keys(&'static str),
+    /// The clock advances.
+    Tick(i64),
+    /// A frame: the view is brought up to date.
+    Frame,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let verdict = proptest::sample::select(Verdict::ALL.to_vec());
+    let dialect = proptest::sample::select(vec!["pidfile", "git", "flock", "vim-swap"]);
+    let pid = proptest::option::of(1i64..6);
+    let found = (0u8..40, verdict, dialect, pid, 0i64..200_000)
+        .prop_map(|(n, v, d, p, age)| Step::Found(n, v, d, p, age));
+    let keys = proptest::sample::select(vec![
+        "s",
+        "S",
+        "\t",
+        "/1\n",
+        "/2\n",
+        "/pid\n",
+        "/\x1b",
+        "/\x7f\x7f\x7f\x7f\n",
+    ]);
+    prop_oneof![
+        6 => found,
+        2 => (0u8..40).prop_map(Step::Gone),
+        2 => keys.prop_map(Step::Keys),
+        1 => (0i64..120_000).prop_map(Step::Tick),
+        3 => Just(Step::Frame),
+    ]
+}
+
+/// The view as a rebuild from scratch makes it: the rows that pass the filters, sorted by the
+/// sort column (inverted when descending), then by path.
+fn view_built_anew(app: &App) -> Vec<String> {
+    let needle = app.filter.to_lowercase();
+    let mut rows: Vec<&super::app::Row> = app
+        .rows()
+        .iter()
+        .filter(|r| app.verdict_filter.is_none_or(|v| r.verdict() == v))
+        .filter(|r| r.cells.search.contains(&needle))
+        .collect();
+    rows.sort_by(|a, b| {
+        let primary = match app.sort {
+            Column::Verdict => a.verdict().cmp(&b.verdict()),
+            Column::Dialect => a.cells.dialect.cmp(&b.cells.dialect),
+            Column::Pid => a.cells.owner_pid.cmp(&b.cells.owner_pid),
+            Column::Command => a.cells.command.cmp(&b.cells.command),
+            Column::Host => a.cells.host.cmp(&b.cells.host),
+            Column::Age => {
+                super::app::age_ms(a, app.now_ms).cmp(&super::app::age_ms(b, app.now_ms))
+            }
+            Column::Path => a.finding.path.cmp(&b.finding.path),
+        };
+        let primary = if app.descending {
+            primary.reverse()
+        } else {
+            primary
+        };
+        primary.then_with(|| a.finding.path.cmp(&b.finding.path))
+    });
+    rows.iter()
+        .map(|r| r.finding.path.display().to_string())
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Rows added, judged anew, removed, sorted and filtered in any order: after each frame the
+    /// view (kept up to date a change at a time) is the one a rebuild makes, the selection is
+    /// on a shown row, and the columns are as wide as their widest shown cell.
+    #[test]
+    fn the_view_kept_up_to_date_is_the_view_built_anew(steps in proptest::collection::vec(step(), 1..80)) {
+        let mut app = App::new(opts(Theme::COLOR, false), NOW);
+        let Effect::Scan { generation } = app.rescan() else { panic!("a scan starts") };
+        let path = |n: u8| format!("/srv/d{}/lock{n}.pid", n % 3);
+        for s in steps {
+            match s {
+                Step::Found(n, v, d, pid, age) => {
+                    let mut f = finding(&path(n), d, v, pid);
+                    f.modified_ms = Some(NOW - age);
+                    found(&mut app, generation, f);
+                }
+                Step::Gone(n) => {
+                    app.update(Msg::Rejudged(vec![(PathBuf::from(path(n)), Rejudge::Gone)]));
+                }
+                Step::Keys(k) => {
+                    for c in k.chars() {
+                        let code = match c {
+                            '\t' => KeyCode::Tab,
+                            '\n' => KeyCode::Enter,
+                            '\x1b' => KeyCode::Esc,
+                            '\x7f' => KeyCode::Backspace,
+                            c => KeyCode::Char(c),
+                        };
+                        key(&mut app, code);
+                    }
+                }
+                Step::Tick(ms) => {
+                    let now = app.now_ms + ms;
+                    app.update(Msg::Tick { now_ms: now });
+                }
+                Step::Frame => {
+                    app.refresh();
+                    proptest::prop_assert_eq!(order(&app), view_built_anew(&app));
+                    if let Some(sel) = app.selected_row() {
+                        proptest::prop_assert!(order(&app).contains(&sel.finding.path.display().to_string()));
+                    }
+                    let measured = super::table::content_widths(app.visible());
+                    proptest::prop_assert_eq!(app.content_widths(), &measured);
+                }
+            }
+        }
+    }
 }

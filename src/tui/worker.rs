@@ -155,10 +155,16 @@ impl Workers {
         });
     }
 
-    /// Judges the listed locks again with a fresh snapshot, unless a round is still running;
-    /// each is reached through the directories it was found in.
-    pub fn rejudge(&self, findings: Vec<Finding>) {
-        if findings.is_empty() || self.rejudging.swap(true, Ordering::AcqRel) {
+    /// Judges the locks `round` gives again with a fresh snapshot, unless a round is still
+    /// running (then `round` is not called); each is reached through the directories it was
+    /// found in.
+    pub fn rejudge(&self, round: impl FnOnce() -> Vec<Finding>) {
+        if self.rejudging.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let findings = round();
+        if findings.is_empty() {
+            self.rejudging.store(false, Ordering::Release);
             return;
         }
         self.rejudge_round(findings, Some(self.rejudging.clone()));
@@ -219,7 +225,8 @@ impl Workers {
             // and modes.
             let _ = tx.send(Incoming::Msg(Msg::Rejudged(results)));
             let waiting = locksmith::report::waiting::of_all(&judged, &snap);
-            let _ = tx.send(Incoming::Msg(Msg::Waiting(waiting)));
+            let judged = judged.into_iter().map(|f| f.path).collect();
+            let _ = tx.send(Incoming::Msg(Msg::Waiting { judged, waiting }));
             if let Some(asker) = &asker {
                 ask_in_background(tx, asker, to_ask);
             }
