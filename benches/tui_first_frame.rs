@@ -6,7 +6,13 @@
 //! - scan done: the header no longer says "scanning";
 //!
 //! and one while the scan runs: from a key press (`?`) to the help on screen, which must not
-//! wait for the scan.
+//! wait for the scan. Then, with every lock listed, the time from a key to its effect on
+//! screen: `j` (the selection moves), `G` (to the last row), `s` (sorted by the next column),
+//! `S` (the order inverted), `/` and a character (the list filtered), Esc (the filter gone).
+//!
+//! With `TUI_BENCH_LOCKS=N` the tree is N stale pid files instead (1,000 per directory, all
+//! listed: the UI with a million rows is `TUI_BENCH_LOCKS=1000000`; make it on tmpfs with
+//! `TMPDIR=/dev/shm`).
 //!
 //! Run: `cargo bench --bench tui_first_frame` (env: `TUI_BENCH_DIRS`, `TUI_BENCH_FILES` per
 //! directory, `TUI_BENCH_RUNS`). The tree is generated in a temp dir: DIRS directories of
@@ -23,7 +29,7 @@ use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 
 const ROWS: u16 = 40;
 const COLS: u16 = 140;
-const DEADLINE: Duration = Duration::from_secs(120);
+const DEADLINE: Duration = Duration::from_secs(600);
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -32,13 +38,29 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// A PID that names no process: a child that has exited.
+fn dead_pid() -> u32 {
+    let mut c = std::process::Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+/// `locks` stale pid files, 1,000 per directory.
+fn make_locks(root: &Path, locks: usize) -> usize {
+    let dead = dead_pid();
+    for i in 0..locks {
+        let dir = root.join(format!("d{:04}", i / 1000));
+        if i % 1000 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        std::fs::write(dir.join(format!("job{i:07}.pid")), format!("{dead}\n")).unwrap();
+    }
+    locks
+}
+
 fn make_tree(root: &Path, dirs: usize, files: usize) -> usize {
-    let dead = {
-        let mut c = std::process::Command::new("true").spawn().unwrap();
-        let pid = c.id();
-        c.wait().unwrap();
-        pid
-    };
+    let dead = dead_pid();
     let mut locks = 0;
     for d in 0..dirs {
         let dir = root.join(format!("d{:03}/sub{d:05}", d % 100));
@@ -59,7 +81,54 @@ struct Times {
     first_row: Duration,
     key_to_help: Option<Duration>,
     scan_done: Duration,
+    /// With every lock listed: each probe's key and the time to its effect.
+    keys: Vec<(&'static str, Duration)>,
 }
+
+/// A key, and how its effect shows on screen (`locks`: how many are listed).
+struct Probe {
+    name: &'static str,
+    keys: &'static [u8],
+    done: fn(&str, usize) -> bool,
+}
+
+const PROBES: &[Probe] = &[
+    Probe {
+        name: "j (down)",
+        keys: b"j",
+        done: |s, n| s.contains(&format!("2/{n}")),
+    },
+    Probe {
+        name: "G (last row)",
+        keys: b"G",
+        done: |s, n| s.contains(&format!("{n}/{n}")),
+    },
+    Probe {
+        name: "g (first row)",
+        keys: b"g",
+        done: |s, n| s.contains(&format!("1/{n}")),
+    },
+    Probe {
+        name: "s (sort)",
+        keys: b"s",
+        done: |s, _| s.contains("DIALECT ▲"),
+    },
+    Probe {
+        name: "S (invert)",
+        keys: b"S",
+        done: |s, _| s.contains("DIALECT ▼"),
+    },
+    Probe {
+        name: "/ filter",
+        keys: b"/7",
+        done: |s, n| s.contains(&format!(" of {n} match")) && s.contains("/7"),
+    },
+    Probe {
+        name: "Esc (unfilter)",
+        keys: b"\x1b",
+        done: |s, _| !s.contains(" match"),
+    },
+];
 
 fn run_once(tree: &Path, state: &Path) -> Times {
     let pair = native_pty_system()
@@ -124,6 +193,18 @@ fn run_once(tree: &Path, state: &Path) -> Times {
             .next()
             .is_some_and(|l| !l.contains("scanning…") && l.contains("entries"))
     });
+    let listed = screen()
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("1/")?.parse().ok())
+        .unwrap_or(0);
+    let mut keys = Vec::new();
+    for p in PROBES {
+        let sent = Instant::now();
+        writer.write_all(p.keys).unwrap();
+        writer.flush().unwrap();
+        wait(p.name, &|s| (p.done)(s, listed));
+        keys.push((p.name, sent.elapsed()));
+    }
     writer.write_all(b"q").unwrap();
     writer.flush().unwrap();
     let quit_by = Instant::now() + Duration::from_secs(10);
@@ -139,6 +220,7 @@ fn run_once(tree: &Path, state: &Path) -> Times {
         first_row,
         key_to_help,
         scan_done,
+        keys,
     }
 }
 
@@ -163,6 +245,16 @@ fn main() {
         Some(t) => {
             eprintln!("tree: {}", Path::new(&t).display());
             Path::new(&t).to_path_buf()
+        }
+        None if std::env::var_os("TUI_BENCH_LOCKS").is_some() => {
+            let tree = tmp.path().join("tree");
+            let made = Instant::now();
+            let locks = make_locks(&tree, env_usize("TUI_BENCH_LOCKS", 1000));
+            eprintln!(
+                "tree: {locks} stale pidfiles (made in {:.1} s)",
+                made.elapsed().as_secs_f64()
+            );
+            tree
         }
         None => {
             let tree = tmp.path().join("tree");
@@ -196,4 +288,8 @@ fn main() {
     println!("  first row     {}", col(&|t| Some(t.first_row)));
     println!("  key → help    {}", col(&|t| t.key_to_help));
     println!("  scan done     {}", col(&|t| Some(t.scan_done)));
+    println!("  with every lock listed, a key to its effect:");
+    for (i, p) in PROBES.iter().enumerate() {
+        println!("  {:<14}{}", p.name, col(&|t| Some(t.keys[i].1)));
+    }
 }
