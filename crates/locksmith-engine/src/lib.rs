@@ -459,8 +459,11 @@ impl LockGuard {
         let result = self.remove_file();
         if !self.record.kernel_lock {
             // Temporary files and a reclaim guard left by processes killed while they were
-            // acquiring or reclaiming this lock.
-            sweep::leftovers(&self.place, &self.windows);
+            // acquiring or reclaiming this lock. The listing of the directory also says
+            // whether there is a guard; a directory we may not list is asked by name.
+            if sweep::temp_files(&self.place) != Some(false) {
+                remove::clear_abandoned_guard(&self.place, &self.windows);
+            }
         }
         result
     }

@@ -1,7 +1,8 @@
 //! Leftovers of crashed acquisitions in the fallback: a process killed between creating its
 //! named temporary file and removing that name again leaves `.locksmith-….tmp` behind, and one
 //! killed while holding the reclaim guard leaves `<name>.reclaim`. The holder of a lock clears
-//! them when it releases it, so a crash never leaves litter for long.
+//! them when it releases it, so a crash never leaves litter for long (the guard by the
+//! protocol of `remove`, the temporary files here).
 //!
 //! A temporary file is only ever used by the process that created it, so removing one whose
 //! creator is gone can never break a lock (a lock file is a separate name for the same file).
@@ -17,7 +18,6 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::StaleWindows;
 use super::host::Process;
 use super::place::Place;
 use super::record::Record;
@@ -114,19 +114,11 @@ fn creator_gone(c: &Creator, host: &Here) -> bool {
     }
 }
 
-/// Removes abandoned temporary files in the lock's directory and an abandoned reclaim guard
-/// of this lock. Best effort: errors are ignored (what stays is cleared next time).
-pub fn leftovers(place: &Place, windows: &StaleWindows) {
-    // The listing also says whether there is a guard (one lookup less on a network file
-    // system); a directory we may not list is asked by name.
-    if temp_files(place) != Some(false) {
-        super::remove::clear_abandoned_guard(place, windows);
-    }
-}
-
-/// Removes abandoned temporary files; whether the listing showed this lock's guard (`None`
-/// when the directory cannot be listed).
-fn temp_files(place: &Place) -> Option<bool> {
+/// Removes abandoned temporary files in the lock's directory. Best effort: errors are ignored
+/// (what stays is cleared next time). Returns whether the listing showed this lock's reclaim
+/// guard (`None` when the directory cannot be listed), so that the caller looks the guard up
+/// by name only when it may be there (one lookup less on a network file system).
+pub fn temp_files(place: &Place) -> Option<bool> {
     let fd = rustix::fs::openat(
         place.dir.as_fd(),
         ".",
