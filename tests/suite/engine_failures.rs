@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::util::engine::*;
-use locksmith::engine::{self, ErrorKind, Lock, Record};
+use locksmith::engine::{ErrorKind, lock};
 
 /// A file system mounted on a fresh directory for one test; unmounted when dropped.
 struct Mount {
@@ -88,7 +88,7 @@ fn a_full_disk_leaves_nothing_behind() {
     assert_eq!(names(&m.at), before);
 
     for fallback in [false, true] {
-        let e = Lock::new(m.at.join("job.lock"))
+        let e = lock(m.at.join("job.lock"))
             .force_fallback(fallback)
             .try_acquire()
             .unwrap_err();
@@ -127,7 +127,7 @@ fn no_inode_left_leaves_nothing_behind() {
     let out = lock_cli(&m.at.join("job.lock"));
     assert_failed(&out, "create the lock file");
     assert_eq!(names(&m.at), before);
-    let e = Lock::new(m.at.join("job.lock"))
+    let e = lock(m.at.join("job.lock"))
         .force_fallback(true)
         .try_acquire()
         .unwrap_err();
@@ -153,7 +153,7 @@ fn a_read_only_directory_leaves_nothing_behind() {
     let out = lock_cli(&m.at.join("job.lock"));
     assert_failed(&out, "read-only file system");
     for fallback in [false, true] {
-        let e = Lock::new(m.at.join("job.lock"))
+        let e = lock(m.at.join("job.lock"))
             .force_fallback(fallback)
             .try_acquire()
             .unwrap_err();
@@ -238,21 +238,27 @@ fn a_failing_record_write_leaves_nothing_behind() {
     assert_eq!(names(dir.path()), Vec::<String>::new());
 }
 
+fn boot_id_here() -> String {
+    boot_id()
+}
+
 #[test]
 fn a_killed_fallback_acquirer_leaves_nothing_for_long() {
     // A temporary file of a process killed before it could remove it (made by hand here, named
     // as the engine names them, for a PID that is gone): the next holder clears it at release.
     let dir = tempfile::tempdir().unwrap();
     let dead = dead_pid();
+    // `.locksmith-<boot id, 8 hex digits>-<PID namespace>-<pid>-<start ticks>-<token>.tmp`.
     let temp = |pid: u32, start: Option<u64>, boot_id: Option<String>| {
-        let mut rec = Record::for_this_process(false, None);
-        rec.token = "0123456789abcdef".into();
-        rec.pid = pid;
-        rec.start_time = start;
-        if boot_id.is_some() {
-            rec.boot_id = boot_id;
-        }
-        engine::temp_name(&rec).into_string().unwrap()
+        let boot: String = boot_id
+            .unwrap_or_else(boot_id_here)
+            .chars()
+            .filter(char::is_ascii_hexdigit)
+            .take(8)
+            .collect();
+        let ns = locksmith::probe::host::pid_ns_of("self").unwrap();
+        let start = start.map_or("x".to_string(), |t| t.to_string());
+        format!(".locksmith-{boot}-{ns}-{pid}-{start}-0123456789abcdef.tmp")
     };
     let leftover = temp(dead as u32, Some(1), None);
     std::fs::write(dir.path().join(&leftover), "").unwrap();
@@ -272,7 +278,7 @@ fn a_killed_fallback_acquirer_leaves_nothing_for_long() {
     )
     .unwrap();
 
-    let g = Lock::new(dir.path().join("job.lock"))
+    let g = lock(dir.path().join("job.lock"))
         .force_fallback(true)
         .try_acquire()
         .unwrap();

@@ -68,7 +68,7 @@ fn stampede(mode_of: fn(usize) -> &'static str, guard_every: usize) {
 
     for round in 0..ROUNDS {
         if round > 0 {
-            let j = locksmith::engine::Lock::new(&path)
+            let j = locksmith::engine::lock(&path)
                 .inspect()
                 .expect("a lock left by the crash");
             assert_eq!(j.verdict, Verdict::Stale, "round {round}: {j:?}");

@@ -18,9 +18,9 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::host::Process;
 use super::place::Place;
 use super::record::Record;
+use locksmith_sys::host::Process;
 
 /// Prefix and suffix of the engine's temporary file names.
 const PREFIX: &str = ".locksmith-";
@@ -32,7 +32,7 @@ const FOREIGN_TEMP_MAX_AGE_MS: i64 = 3_600_000;
 /// The name of a new temporary file for `record`'s creator (this process): it names the
 /// creator (boot id prefix, PID namespace, PID, start ticks), so that a holder can clear the
 /// leftovers of creators that are gone at release.
-pub fn temp_name(record: &Record) -> OsString {
+pub(crate) fn temp_name(record: &Record) -> OsString {
     let boot: String = record
         .boot_id
         .as_deref()
@@ -90,8 +90,8 @@ struct Here {
 impl Here {
     fn probe() -> Here {
         Here {
-            boot_id: super::host::boot_id(),
-            pid_ns: super::host::pid_ns_of("self"),
+            boot_id: locksmith_sys::host::boot_id(),
+            pid_ns: locksmith_sys::host::pid_ns_of("self"),
         }
     }
 }
@@ -107,7 +107,7 @@ fn creator_gone(c: &Creator, host: &Here) -> bool {
     if !ours || c.pid_ns.is_none() || c.pid_ns != host.pid_ns {
         return false;
     }
-    match super::host::process(c.pid) {
+    match locksmith_sys::host::process(c.pid) {
         Process::Absent | Process::Exited => true,
         Process::Running { start_ticks } => c.start_ticks.is_some_and(|t| t != start_ticks),
         Process::Hidden => false,

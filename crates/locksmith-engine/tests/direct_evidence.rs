@@ -5,22 +5,29 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command};
 
-use locksmith_engine::record::Record;
-use locksmith_engine::verdict::Verdict;
-use locksmith_engine::{ErrorKind, Lock};
+use locksmith_engine::{ErrorKind, Lock, Record, Verdict};
 
-/// A fallback record (no kernel lock) naming `pid`, written on this host and boot.
+/// A fallback record (no kernel lock) naming `pid`, written on this host and boot: the record
+/// of a lock this process takes, with another owner.
 fn record_of(pid: u32) -> Record {
-    let mut r = Record::for_this_process(false, None);
+    let scratch = tempfile::tempdir().unwrap();
+    let guard = Lock::new(scratch.path().join("mine.lock"))
+        .force_fallback(true)
+        .acquire()
+        .unwrap();
+    let mut r = guard.record().clone();
     r.pid = pid;
     r.start_time = None;
     r
 }
 
+/// Writes `r` as the engine does: one JSON object and a newline.
 fn write(path: &Path, r: &Record) {
+    let mut line = serde_json::to_vec(r).unwrap();
+    line.push(b'\n');
     std::fs::File::create(path)
         .unwrap()
-        .write_all(&r.to_line())
+        .write_all(&line)
         .unwrap();
 }
 
