@@ -11,9 +11,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::util::engine::*;
-use locksmith::Verdict;
-use locksmith::engine::lock;
+use crate::util::*;
+use locksmith_engine::Lock;
+use locksmith_engine::Verdict;
 
 /// Leaves a stale lock at `path`: its holder (kernel lock or fallback) is SIGKILLed.
 fn stale_lock(path: &Path, kernel_lock: bool) {
@@ -22,7 +22,7 @@ fn stale_lock(path: &Path, kernel_lock: bool) {
     let answers = Answers::of(&mut g);
     assert!(answers.next(30).starts_with("held "));
     g.kill();
-    let j = lock(path).inspect().unwrap();
+    let j = Lock::new(path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
 }
 
@@ -64,7 +64,7 @@ fn mixed_reclaimers_exclude_each_other(stale_has_kernel_lock: bool) {
         let paused = Paused::start(&path);
 
         // Another reclaimer, of either mode, must not get in while the first holds the right.
-        let r = lock(&path).force_fallback(fallback).try_acquire();
+        let r = Lock::new(&path).force_fallback(fallback).try_acquire();
         let won = r.is_ok();
         let answer = paused.resume();
         assert!(
@@ -76,7 +76,10 @@ fn mixed_reclaimers_exclude_each_other(stale_has_kernel_lock: bool) {
         assert!(!path.exists());
 
         // Afterwards the lock is free for anyone.
-        let g = lock(&path).force_fallback(fallback).try_acquire().unwrap();
+        let g = Lock::new(&path)
+            .force_fallback(fallback)
+            .try_acquire()
+            .unwrap();
         assert!(g.still_ours().unwrap());
         g.release().unwrap();
     }
@@ -134,7 +137,7 @@ fn a_guard_with_a_kernel_lock_held_is_never_abandoned() {
     let before = std::fs::read(&guard).unwrap();
 
     for fallback in [true, false] {
-        let r = lock(&path).force_fallback(fallback).try_acquire();
+        let r = Lock::new(&path).force_fallback(fallback).try_acquire();
         assert!(
             r.is_err(),
             "fallback={fallback}: took the lock past a held guard"
@@ -150,7 +153,7 @@ fn a_guard_with_a_kernel_lock_held_is_never_abandoned() {
 
     // Once its holder is gone the guard is abandoned: cleared, and the lock reclaimed.
     holder.kill();
-    let g = lock(&path).force_fallback(true).try_acquire().unwrap();
+    let g = Lock::new(&path).force_fallback(true).try_acquire().unwrap();
     assert!(!guard.exists());
     g.release().unwrap();
 }
