@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Instant;
 
-use locksmith::engine::Lock;
+use locksmith::engine::lock;
 
 const BATCHES: usize = 15;
 const PER_BATCH: usize = 2000;
@@ -73,8 +73,8 @@ fn main() {
     };
 
     let engine_path = dir.path().join("engine.lock");
-    let engine = Lock::new(&engine_path);
-    let fallback = Lock::new(dir.path().join("fallback.lock")).force_fallback(true);
+    let engine = lock(&engine_path);
+    let fallback = lock(dir.path().join("fallback.lock")).force_fallback(true);
     let flock_path = dir.path().join("flock.lock");
     let excl_path = dir.path().join("excl.lock");
 

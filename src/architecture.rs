@@ -1,14 +1,15 @@
 //! The layering, checked: code flows one way, probe → evidence → dialects → scan → report/UI →
-//! reclaim, with the engine at the bottom, used by all. This test reads the sources
-//! (`src/**/*.rs`, the library's and the binary's), builds the graph of which top-level module
-//! refers to which (and, inside each module, which submodule refers to which sibling, at every
-//! depth), and fails naming every cycle, with the lines that make it.
+//! reclaim, with the engine at the bottom, used by all. This test reads the sources of every
+//! crate of the workspace (`src/**/*.rs`, the library's and the binary's, and
+//! `crates/*/src/**/*.rs`), builds each crate's graph of which top-level module refers to which
+//! (and, inside each module, which submodule refers to which sibling, at every depth), and
+//! fails naming every cycle, with the crate and the lines that make it.
 //!
-//! A reference is any path through `crate::`, `locksmith::`, `super::` or `self::` in code
-//! (`use` lists included, re-exports followed to the submodule that defines the item); comments,
-//! strings and `#[cfg(test)]` code are left out: tests may reach across layers. Paths into other
-//! crates (`locksmith_engine`, the engine's own crate) make no edge: the engine is the bottom
-//! layer.
+//! A reference is any path through `crate::`, `super::` or `self::` in code (and `locksmith::`
+//! in the root crate; `use` lists included, re-exports followed to the submodule that defines
+//! the item); comments, strings and `#[cfg(test)]` code are left out: tests may reach across
+//! layers. Paths into other crates make no edge: crates depend one way by construction (cargo
+//! refuses a cycle between them).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -462,7 +463,7 @@ fn parse_path(code: &str, mut i: usize) -> (Vec<Vec<String>>, usize) {
 
 /// One source file: its module path and what it says.
 struct Source {
-    /// Relative to the crate (`src/scan/walk.rs`).
+    /// Relative to the workspace (`src/scan/walk.rs`, `crates/locksmith-engine/src/judge.rs`).
     rel: PathBuf,
     module: Vec<String>,
     code: String,
@@ -482,8 +483,38 @@ fn module_of(rel: &Path) -> Vec<String> {
     parts
 }
 
+/// The sources of the root crate (`src/`).
 fn sources() -> Vec<Source> {
+    sources_of(Path::new(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Every crate of the workspace: the root crate, then each `crates/<name>` (all of which the
+/// workspace lists as members).
+fn crates() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let mut all = vec![root.to_path_buf()];
+    let mut members: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    members.sort();
+    for m in &members {
+        let name = format!("\"crates/{}\"", m.file_name().unwrap().to_string_lossy());
+        assert!(
+            manifest.contains(&name),
+            "{} is not a member of the workspace",
+            m.display()
+        );
+    }
+    all.extend(members);
+    all
+}
+
+/// The sources of the crate at `root` (its `src/`), relative to `root`.
+fn sources_of(root: &Path) -> Vec<Source> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut all = Vec::new();
     let mut test_files = BTreeSet::new();
     for entry in walkdir::WalkDir::new(root.join("src")).sort_by_file_name() {
@@ -491,9 +522,10 @@ fn sources() -> Vec<Source> {
         if entry.path().extension().is_none_or(|e| e != "rs") {
             continue;
         }
-        let rel = entry.path().strip_prefix(root).unwrap().to_path_buf();
+        let module = module_of(entry.path().strip_prefix(root).unwrap());
+        // Named from the workspace's root in messages.
+        let rel = entry.path().strip_prefix(workspace).unwrap().to_path_buf();
         let mut code = strip(&std::fs::read_to_string(entry.path()).unwrap());
-        let module = module_of(&rel);
         for name in drop_test_code(&mut code) {
             let mut m = module.clone();
             m.push(name);
@@ -567,8 +599,8 @@ fn resolve(
 /// The module graphs, by parent module (`""` for the top level, `"tui"` for the submodules of
 /// `tui`, ...): a reference from one module to another is an edge between the two children of
 /// their closest common ancestor that contain them.
-fn graphs() -> BTreeMap<String, Graph> {
-    let sources = sources();
+fn graphs(root: &Path) -> BTreeMap<String, Graph> {
+    let sources = sources_of(root);
     let modules: BTreeSet<Vec<String>> = sources.iter().map(|s| s.module.clone()).collect();
     let reexports = reexports(&sources);
     let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
@@ -604,17 +636,27 @@ fn graphs() -> BTreeMap<String, Graph> {
 }
 
 #[test]
-fn no_module_import_cycles() {
-    let graphs = graphs();
+fn no_module_import_cycles_in_any_crate() {
+    let crates = crates();
+    assert!(crates.len() >= 2, "the root crate and the engine at least");
     let mut report = String::new();
-    for (parent, g) in &graphs {
-        let prefix = if parent.is_empty() {
-            String::new()
-        } else {
-            format!("{parent}::")
-        };
-        for scc in g.cycles() {
-            report.push_str(&g.describe(&scc, &prefix));
+    for root in &crates {
+        let graphs = graphs(root);
+        assert!(
+            graphs.contains_key(""),
+            "{}: no module graph read",
+            root.display()
+        );
+        let name = root.file_name().unwrap().to_string_lossy();
+        for (parent, g) in &graphs {
+            let prefix = if parent.is_empty() {
+                String::new()
+            } else {
+                format!("{parent}::")
+            };
+            for scc in g.cycles() {
+                report.push_str(&format!("{name}: {}", g.describe(&scc, &prefix)));
+            }
         }
     }
     assert!(report.is_empty(), "module import cycles:\n{report}");

@@ -24,7 +24,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use locksmith::engine::Lock;
+use locksmith::engine;
 use locksmith::text;
 
 use super::Failure;
@@ -51,9 +51,9 @@ pub fn run(args: LockArgs) -> i32 {
 }
 
 fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
-    // A lock in the way is judged with the scanner's evidence (the default of
-    // `locksmith::engine::Lock`), as `--scan` would judge it.
-    let mut lock = Lock::new(&args.lockpath);
+    // A lock in the way is judged with the scanner's evidence (`locksmith::engine::lock`),
+    // as `--scan` would judge it.
+    let mut lock = engine::lock(&args.lockpath);
     if let Some(t) = seconds("--timeout", args.timeout, true)? {
         lock = lock.timeout(t);
     }

@@ -1,21 +1,18 @@
 //! The `locksmith` dialect: lock files written by our own engine (any name; recognised by the
 //! owner record inside), and Zero's securefile records (`PID` / `CreatedAt` / `Hostname`).
 //!
-//! The verdict comes from the engine's own judge ([`locksmith_engine::judge`]), with this crate's
+//! The verdict comes from the engine's own judge ([`locksmith_engine::judge()`]), with this crate's
 //! evidence snapshot behind it (see [`crate::judge`]): the kernel-lock holders named by
 //! `/proc/locks`, the same PID rules as every other lock (hosts, boots, PID namespaces,
 //! containers), the processes that have the file open for writing.
-//! [`locksmith_engine::LockWith::inspect`] judges with the same judge, so the engine and the
+//! [`locksmith_engine::Lock::inspect`] judges with the same judge, so the engine and the
 //! scanner agree by construction.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Claim, Said};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
-use locksmith_engine::record::ParsedRecord;
-
-// The scanner and the engine's judge read the same prefix of a lock file.
-const _: () = assert!(super::CONTENT_PREFIX == locksmith_engine::judge::RECORD_PREFIX);
+use locksmith_engine::ParsedRecord;
 
 /// The engine's own lock files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -54,6 +51,23 @@ mod tests {
     use crate::verdict::Verdict;
     use std::path::Path;
 
+    /// The record of a lock this process takes (with an OFD lock), released since.
+    fn own_record() -> locksmith_engine::Record {
+        let scratch = tempfile::tempdir().unwrap();
+        let guard = locksmith_engine::Lock::new(scratch.path().join("own.lock"))
+            .acquire()
+            .unwrap();
+        assert!(guard.kernel_lock());
+        guard.record().clone()
+    }
+
+    /// A record as the engine writes it: one JSON object and a newline.
+    fn line(rec: &locksmith_engine::Record) -> Vec<u8> {
+        let mut line = serde_json::to_vec(rec).unwrap();
+        line.push(b'\n');
+        line
+    }
+
     fn judge_bytes(path: &Path, bytes: &[u8], fs: &FsInfo) -> Judgement {
         std::fs::write(path, bytes).unwrap();
         let meta = std::fs::symlink_metadata(path).unwrap();
@@ -80,9 +94,9 @@ mod tests {
         use crate::probe::KernelLocks;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.lock");
-        let mut rec = locksmith_engine::record::Record::for_this_process(true, None);
+        let mut rec = own_record();
         rec.pid_ns = Some(1);
-        std::fs::write(&p, rec.to_line()).unwrap();
+        std::fs::write(&p, line(&rec)).unwrap();
         let meta = std::fs::symlink_metadata(&p).unwrap();
         let content = std::fs::read(&p).unwrap();
         let fs = local();
@@ -125,10 +139,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.lock");
         let snap = Snapshot::take();
-        let mut rec = locksmith_engine::record::Record::for_this_process(true, None);
+        let mut rec = own_record();
         // Our own (live) PID, but a record that claims an OFD lock nobody holds: the kernel
         // lock settles it, so it is stale even though the PID is alive.
-        let j = judge_bytes(&p, &rec.to_line(), &local());
+        let j = judge_bytes(&p, &line(&rec), &local());
         assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert_eq!(
             j.owner.as_ref().unwrap().pid,
@@ -136,11 +150,11 @@ mod tests {
         );
         // The same record on a network file system is judged by its PID: alive.
         let nfs = FsInfo::new("nfs", true);
-        let j = judge_bytes(&p, &rec.to_line(), &nfs);
+        let j = judge_bytes(&p, &line(&rec), &nfs);
         assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         // A fallback record (no kernel lock) of a live process: live.
         rec.kernel_lock = false;
-        let j = judge_bytes(&p, &rec.to_line(), &local());
+        let j = judge_bytes(&p, &line(&rec), &local());
         assert_eq!(j.verdict(), Verdict::Live, "{j:?}");
         assert_eq!(
             j.process.as_ref().map(|p| p.pid),

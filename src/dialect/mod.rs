@@ -105,14 +105,16 @@ impl Windows {
     /// A window in milliseconds, for comparing with ages: saturates instead of overflowing
     /// (a window is at most [`Windows::MAX_SECS`] once the configuration is checked).
     pub fn ms(secs: u64) -> i64 {
-        locksmith_engine::judge::window_ms(secs)
+        locksmith_sys::time::window_ms(secs)
     }
 }
 
 impl Default for Windows {
     fn default() -> Self {
         Windows {
-            heartbeat_secs: locksmith_engine::StaleWindows::default().heartbeat_secs,
+            heartbeat_secs: locksmith_engine::StaleWindows::default()
+                .heartbeat
+                .as_secs(),
             git_min_age_secs: 2,
         }
     }
@@ -122,7 +124,7 @@ impl Default for Windows {
 impl From<&Windows> for locksmith_engine::StaleWindows {
     fn from(w: &Windows) -> Self {
         locksmith_engine::StaleWindows {
-            heartbeat_secs: w.heartbeat_secs,
+            heartbeat: std::time::Duration::from_secs(w.heartbeat_secs),
         }
     }
 }

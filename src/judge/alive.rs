@@ -10,7 +10,7 @@ use super::Judgement;
 use super::claims::{Match, OwnerClaim};
 use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot};
 use crate::verdict::{Proof, RemoteClaim, Rule};
-use locksmith_engine::judge::{CLOCK_SLACK_MS, fmt_ms};
+use locksmith_sys::time::{CLOCK_SLACK_MS, fmt_ms};
 
 /// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
 pub(crate) const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;

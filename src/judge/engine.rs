@@ -1,31 +1,42 @@
-//! The engine's own records, judged by the engine's judge ([`locksmith_engine::judge`]) with
+//! The engine's own records, judged by the engine's judge ([`locksmith_engine::judge()`]) with
 //! the scanner's evidence: the snapshot is the engine's [`Evidence`], and its PID questions are
 //! answered by the same PID rules as every other lock ([`super::pid`]). So a scan and the
 //! engine cannot disagree about a record, and the engine's `stale` carries the proof of one of
 //! the same rules.
+//!
+//! What the engine's judgement does not carry, the scanner's adds back: the file system as the
+//! scan knows it (a container's root, our own root) is what the PID rules see, and the claim
+//! to ask another host about stays on a `foreign` verdict ([`Judgement::remote`]).
 
+use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 
 use super::claims::{OwnerClaim, Writers};
 use super::{Judgement, Lock, alive, pid};
 use crate::probe::{FileKey, FsInfo, PidState, Snapshot};
-use crate::verdict::{Holder, ProcessInfo};
-use locksmith_engine::StaleWindows;
-use locksmith_engine::judge::{Evidence, LockFile, Witness};
-use locksmith_engine::record::ParsedRecord;
+use crate::verdict::{Holder, ProcessInfo, RemoteClaim, Verdict};
+use locksmith_engine::{Evidence, LockFile, ParsedRecord, StaleWindows, Witness};
 
 /// Judges an engine record.
 pub(super) fn judge(lock: Lock<'_>, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
-    let file = LockFile {
-        path: lock.at.path,
-        meta: lock.at.meta,
-        regular: lock.at.meta.is_file(),
-        content: lock.content,
-        complete: lock.complete,
-        fs: lock.at.fs,
-    };
-    Judgement::from_engine(locksmith_engine::judge::judge(&file, snap, windows))
+    let at = lock.at;
+    let file = LockFile::new(
+        at.path,
+        at.meta,
+        lock.content,
+        lock.complete,
+        at.fs.kind.as_str(),
+        at.fs.network,
+    );
+    let ev = Scanned::new(snap, Some(at.fs.clone()));
+    let mut j = Judgement::from_engine(locksmith_engine::judge(&file, &ev, windows));
+    if j.verdict() == Verdict::Foreign {
+        // The engine's judge hands back the PID rules' `foreign` as it was given.
+        j.remote = ev.remote.take();
+    }
+    j
 }
 
 /// The engine's witness when the scanner is there: a fresh evidence snapshot for every
@@ -36,29 +47,53 @@ pub struct ScannerWitness;
 
 impl Witness for ScannerWitness {
     fn look(&self) -> Box<dyn Evidence> {
-        Box::new(Snapshot::take())
+        Box::new(Scanned::new(Snapshot::take(), None))
     }
 }
 
-impl Evidence for Snapshot {
+/// The scanner's evidence on one engine record: a snapshot, the file system as the scan saw it
+/// (`None`: as the engine describes it), and the claim the PID rules made to ask another host.
+struct Scanned<S> {
+    snap: S,
+    fs: Option<FsInfo>,
+    remote: RefCell<Option<RemoteClaim>>,
+}
+
+impl<S: Borrow<Snapshot>> Scanned<S> {
+    fn new(snap: S, fs: Option<FsInfo>) -> Self {
+        Scanned {
+            snap,
+            fs,
+            remote: RefCell::new(None),
+        }
+    }
+
+    fn fs(&self, file: &LockFile<'_>) -> FsInfo {
+        self.fs
+            .clone()
+            .unwrap_or_else(|| FsInfo::new(file.fs_type(), file.network()))
+    }
+}
+
+impl<S: Borrow<Snapshot>> Evidence for Scanned<S> {
     fn boot_id(&self) -> Option<&str> {
-        self.host.boot_id.as_deref()
+        self.snap.borrow().host.boot_id.as_deref()
     }
 
     fn pid_ns(&self) -> Option<u64> {
-        self.host.pid_ns
+        self.snap.borrow().host.pid_ns
     }
 
     fn taken_ms(&self) -> i64 {
-        self.taken_ms
+        self.snap.borrow().taken_ms
     }
 
     fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        Snapshot::kernel_holders(self, FileKey::of(file.meta))
+        Snapshot::kernel_holders(self.snap.borrow(), FileKey::of(file.metadata()))
     }
 
     fn kernel_locks_readable(&self) -> bool {
-        self.kernel_locks().available()
+        self.snap.borrow().kernel_locks().available()
     }
 
     fn judge_pid(
@@ -66,7 +101,7 @@ impl Evidence for Snapshot {
         rec: &ParsedRecord,
         pid: i64,
         c: &LockFile<'_>,
-    ) -> locksmith_engine::verdict::Judgement {
+    ) -> locksmith_engine::Judgement {
         let claim = OwnerClaim {
             pid,
             host: rec.hostname.clone(),
@@ -77,37 +112,41 @@ impl Evidence for Snapshot {
             writers: Writers::ANY,
             ..OwnerClaim::default()
         };
+        let fs = self.fs(c);
         let at = alive::At {
-            path: c.path,
-            meta: c.meta,
-            fs: c.fs,
+            path: c.path(),
+            meta: c.metadata(),
+            fs: &fs,
         };
         let claim = alive::Claim {
             c: &claim,
             at,
             written_ms: rec.created_ms.unwrap_or_else(|| at.mtime_ms()),
         };
-        pid::judge(&claim, self).into_engine()
+        let mut j = pid::judge(&claim, self.snap.borrow());
+        *self.remote.borrow_mut() = j.remote.take();
+        j.into_engine()
     }
 
     fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        writers(self, file.meta)
+        writers(self.snap.borrow(), file.metadata())
     }
 
     fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
-        match self.pid(pid) {
-            PidState::Alive(f) => Some((self.process_info(&f), f.start_ticks)),
-            PidState::Zombie(f) if !alive => Some((self.process_info(&f), f.start_ticks)),
+        let snap = self.snap.borrow();
+        match snap.pid(pid) {
+            PidState::Alive(f) => Some((snap.process_info(&f), f.start_ticks)),
+            PidState::Zombie(f) if !alive => Some((snap.process_info(&f), f.start_ticks)),
             _ => None,
         }
     }
 
     fn user_name(&self, uid: u32) -> Option<String> {
-        Snapshot::user_name(self, uid)
+        Snapshot::user_name(self.snap.borrow(), uid)
     }
 
-    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
-        pid::written_before_boot(written_ms, Some(fs), self)
+    fn written_before_boot(&self, written_ms: i64, file: &LockFile<'_>) -> Option<String> {
+        pid::written_before_boot(written_ms, Some(&self.fs(file)), self.snap.borrow())
     }
 }
 
@@ -116,6 +155,6 @@ impl Evidence for Snapshot {
 fn writers(snap: &Snapshot, meta: &Metadata) -> Vec<Holder> {
     snap.openers(FileKey::of(meta))
         .into_iter()
-        .filter(|h| locksmith_engine::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
+        .filter(|h| locksmith_sys::host::open_for_writing(h.pid, meta.dev(), meta.ino()))
         .collect()
 }

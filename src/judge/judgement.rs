@@ -82,15 +82,13 @@ impl Judgement {
 
     /// The engine's judgement of one of its own records, as the scanner reports it: its
     /// `stale` stands only with the proof the engine's judge gave it.
-    pub(in crate::judge) fn from_engine(j: locksmith_engine::verdict::Judgement) -> Self {
-        let locksmith_engine::verdict::Judgement {
+    pub(in crate::judge) fn from_engine(j: locksmith_engine::Judgement) -> Self {
+        let locksmith_engine::Judgement {
             verdict,
             evidence,
             owner,
             process,
             holders,
-            unsaved_changes,
-            remote,
             proofs,
         } = j;
         let mut out = Judgement {
@@ -100,8 +98,8 @@ impl Judgement {
             owner,
             process,
             holders,
-            unsaved_changes,
-            remote,
+            unsaved_changes: None,
+            remote: None,
         };
         if out.verdict == Verdict::Stale && out.proofs.is_empty() {
             out.doubt("the engine called it stale without naming the rule that proved it");
@@ -113,18 +111,16 @@ impl Judgement {
     }
 
     /// The judgement in the engine's terms (for the engine's judge, which asks the scanner's
-    /// PID rules about its records).
-    pub(in crate::judge) fn into_engine(self) -> locksmith_engine::verdict::Judgement {
-        locksmith_engine::verdict::Judgement {
-            verdict: self.verdict,
-            evidence: self.evidence,
-            owner: self.owner,
-            process: self.process,
-            holders: self.holders,
-            unsaved_changes: self.unsaved_changes,
-            remote: self.remote,
-            proofs: self.proofs,
-        }
+    /// PID rules about its records). What only the scanner uses (`unsaved_changes`,
+    /// `remote`) is not part of it: the caller keeps what it needs.
+    pub(in crate::judge) fn into_engine(self) -> locksmith_engine::Judgement {
+        let mut j = locksmith_engine::Judgement::new(self.verdict, "");
+        j.evidence = self.evidence;
+        j.owner = self.owner;
+        j.process = self.process;
+        j.holders = self.holders;
+        j.proofs = self.proofs;
+        j
     }
 
     /// Changes a verdict that is not `stale` into another one that is not (`live` into

@@ -101,7 +101,7 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows
 /// The engine's judgement of one of its own records when the engine itself judged it (a
 /// reclaim through the engine protocol), as the scanner reports it: its `stale` stands only
 /// with the proof of one of the rules, which the engine's judge gives.
-pub fn engine_judgement(j: locksmith_engine::verdict::Judgement) -> Judgement {
+pub fn engine_judgement(j: locksmith_engine::Judgement) -> Judgement {
     Judgement::from_engine(j)
 }
 

@@ -13,7 +13,7 @@ use super::alive::{Claim, INITIAL_PID_NS, alive, not_an_app_owner};
 use crate::probe::containers::Seen;
 use crate::probe::{PidState, Snapshot};
 use crate::verdict::{Proof, Rule, Verdict};
-use locksmith_engine::judge::fmt_ms;
+use locksmith_sys::time::fmt_ms;
 
 /// What one namespace that sees the lock file says about its PID.
 enum Sighting {

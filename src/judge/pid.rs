@@ -15,7 +15,7 @@ use super::{Judgement, namespaces};
 use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Proof, Rule, Verdict};
 
-pub use locksmith_engine::judge::fmt_ms;
+pub use locksmith_sys::time::fmt_ms;
 
 /// The evidence line for a lock written before this host booted (with the clock slack), if it
 /// was. Never on a file system that does not survive a reboot (tmpfs, ramfs: `/run`, often
@@ -26,7 +26,7 @@ pub fn written_before_boot(
     fs: Option<&FsInfo>,
     snap: &Snapshot,
 ) -> Option<String> {
-    locksmith_engine::judge::before_boot(written_ms, snap.host.boot_time, fs)
+    locksmith_sys::time::before_boot(written_ms, snap.host.boot_time, fs)
 }
 
 /// [`Rule::EarlierBoot`] by time: the proof, when the lock was written before this boot.
@@ -61,6 +61,26 @@ fn not_an_owner_here(claim: &Claim<'_>, pid: i32, why: String, snap: &Snapshot) 
     Judgement::foreign(why).because(format!(
         "the lock was most likely written in another PID namespace (a container or a sandbox), where PID {pid} is another process: it cannot be checked from here"
     ))
+}
+
+/// The PID rule for an owner of another kernel (its boot id `theirs` is not this kernel's
+/// `ours`) that names no other host: an earlier boot of this host, so `stale`; unless it names
+/// no host at all and lies on a network file system, where another machine may have written
+/// it: `foreign`. (The engine's own evidence words it alike.)
+fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool) -> Judgement {
+    if !names_host && network_fs {
+        return Judgement::foreign(format!(
+            "written by another kernel (boot id {theirs}) on a network file system, naming no host"
+        ));
+    }
+    Judgement::stale(
+        Proof::by(Rule::EarlierBoot)
+            .fact("boot_id", theirs)
+            .fact("this_boot_id", ours),
+        format!(
+            "written during an earlier boot of this host (boot id {theirs}; this boot is {ours})"
+        ),
+    )
 }
 
 /// Judges a PID-based lock by the PID rules.
@@ -107,12 +127,7 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
     if let (Some(theirs), Some(ours)) = (c.boot_id.as_deref(), our_boot)
         && theirs != ours
     {
-        return Judgement::from_engine(locksmith_engine::judge::another_boot(
-            theirs,
-            ours,
-            c.host.is_some(),
-            network,
-        ));
+        return another_boot(theirs, ours, c.host.is_some(), network);
     }
     if network && c.host.is_none() && !same_kernel {
         // Other machines see this file too: an owner found here (on this host or in a
@@ -242,7 +257,7 @@ mod tests {
     use super::*;
     use crate::judge::claims::{OwnerClaim, Writers};
     use crate::probe::ProcFacts;
-    use locksmith_engine::judge::CLOCK_SLACK_MS;
+    use locksmith_sys::time::CLOCK_SLACK_MS;
 
     /// A lock file of the test's own (a real file: the rules look at who can see it).
     fn lock_file() -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {

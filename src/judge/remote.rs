@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Judgement;
 use super::pid::fmt_ms;
-use locksmith_engine::verdict::{Proof, RemoteClaim, Rule, Verdict};
+use crate::verdict::{Proof, RemoteClaim, Rule, Verdict};
 
 /// The version of the [`Answer`] document; an answer of another version is not understood.
 pub const ANSWER_VERSION: u32 = 1;

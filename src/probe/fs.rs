@@ -1,6 +1,6 @@
 //! File systems: what kind a lock lives on, whether it is a network file system, and the pseudo
 //! file systems the walker must not descend into. The engine needs the same answers for the
-//! directory it locks in, so they live in the engine's [`locksmith_engine::fs`].
+//! directory it locks in, so they live in locksmith's system facts ([`locksmith_sys::fs`]).
 //!
 //! This module adds what a scan needs to survive a mount that stops answering (an NFS or FUSE
 //! server gone, or stopped): the mount table ([`MountTable`], from `/proc/self/mountinfo`, read
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-pub use locksmith_engine::fs::*;
+pub use locksmith_sys::fs::*;
 
 /// How long one call into a mount may go unanswered before the mount is taken as not answering.
 pub const MOUNT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-pub use locksmith_engine::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
+pub use locksmith_sys::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
 
 /// Host facts used by the evidence rules (README: Evidence).
 #[derive(Debug, Clone, PartialEq, Eq)]

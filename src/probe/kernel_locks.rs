@@ -267,7 +267,7 @@ impl KernelLocks {
     }
 }
 
-pub use locksmith_engine::sys::{held_at, write_lock_conflict};
+pub use locksmith_sys::locks::{held_at, write_lock_conflict};
 
 /// The kernel locks on `key` that this process holds through its own descriptors (the
 /// `lock:` lines of `/proc/self/fdinfo/*`, which list the locks of that open file

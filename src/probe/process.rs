@@ -153,7 +153,7 @@ fn read_facts(_pid: i32, _host: &HostFacts) -> Option<ProcFacts> {
 }
 
 /// Our own start time in clock ticks since boot.
-pub use locksmith_engine::host::own_start_ticks;
+pub use locksmith_sys::host::own_start_ticks;
 
 #[cfg(test)]
 mod tests {

@@ -341,7 +341,7 @@ impl Snapshot {
             exe: facts.exe.clone(),
             cmd: facts.cmdline.clone(),
             user: facts.uid.and_then(|u| self.user_name(u)),
-            start_time: facts.start_ms.map(locksmith_engine::judge::fmt_ms),
+            start_time: facts.start_ms.map(locksmith_sys::time::fmt_ms),
             container: self.container_of(facts),
         }
     }

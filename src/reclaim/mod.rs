@@ -643,9 +643,11 @@ fn remove_through_engine(
         .try_clone()
         .map_err(|e| (format!("cannot use its directory: {e}"), None))?;
     let mut staged = None;
-    let result = crate::engine::Lock::new(&f.path)
-        .windows(windows)
-        .reclaim_at(dir, name, Some(f.identity), |content, judgement| {
+    let result = crate::engine::lock(&f.path).windows(windows).reclaim_at(
+        dir,
+        name,
+        Some(f.identity),
+        |content, judgement| {
             let mut at_removal = f.clone();
             at_removal.judgement = crate::judge::engine_judgement(judgement.clone());
             let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()), batch);
@@ -655,7 +657,8 @@ fn remove_through_engine(
             .map_err(io::Error::other)?;
             staged = Some((s, at_removal.judgement));
             Ok(())
-        });
+        },
+    );
     match (result, staged) {
         (Ok(_), Some((s, judgement))) => Ok(committed(s.commit(&judgement), &state)),
         (Ok(_), None) => Err((

@@ -7,7 +7,7 @@ use std::process::Command;
 use crate::util::engine::*;
 use crate::util::quiet::{self, Fact};
 use locksmith::Verdict;
-use locksmith::engine::{ErrorKind, Lock};
+use locksmith::engine::{ErrorKind, lock};
 
 /// A live `sleep` in its own process group (killed when dropped).
 fn live_process() -> Group {
@@ -25,14 +25,14 @@ fn start_ticks(pid: i32) -> u64 {
 }
 
 fn assert_stale_and_reclaimed(path: &Path, because: &str) {
-    let j = Lock::new(path).inspect().unwrap();
+    let j = lock(path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.contains(because)),
         "expected evidence mentioning {because:?}: {:?}",
         j.evidence
     );
-    let removed = Lock::new(path).reclaim().expect("reclaimed");
+    let removed = lock(path).reclaim().expect("reclaimed");
     assert_eq!(removed.verdict, Verdict::Stale);
     assert!(!path.exists());
 }
@@ -82,10 +82,10 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
             ],
         ),
     );
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert_eq!(j.process.as_ref().map(|x| x.pid), Some(p.pid()));
-    let e = Lock::new(&path).reclaim().unwrap_err();
+    let e = lock(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
     assert!(e.to_string().contains("is live now"), "{e}");
     assert!(path.exists());
@@ -114,9 +114,7 @@ fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
             &[("boot_id", "\"00000000-1111-2222-3333-444444444444\"".into())],
         ),
     );
-    let g = Lock::new(&path)
-        .try_acquire()
-        .expect("reclaimed on the way");
+    let g = lock(&path).try_acquire().expect("reclaimed on the way");
     g.release().unwrap();
 }
 
@@ -138,15 +136,15 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
 
     // No heartbeat: foreign, never reclaimed, not taken.
     write(&path, other(&[]));
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     assert_eq!(
         j.owner.as_ref().unwrap().hostname.as_deref(),
         Some("elsewhere.example")
     );
-    let e = Lock::new(&path).reclaim().unwrap_err();
+    let e = lock(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
-    let e = Lock::new(&path).try_acquire().unwrap_err();
+    let e = lock(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
     assert!(e.to_string().contains("elsewhere.example"), "{e}");
     assert!(path.exists());
@@ -156,11 +154,8 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
         &path,
         other(&[("heartbeat_at", ago(5)), ("heartbeat_secs", "10".into())]),
     );
-    assert_eq!(
-        Lock::new(&path).inspect().unwrap().verdict,
-        Verdict::Foreign
-    );
-    assert!(Lock::new(&path).reclaim().is_err());
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
+    assert!(lock(&path).reclaim().is_err());
 
     // The record's heartbeat is old but the file's mtime (touched at every beat) is fresh:
     // still beating.
@@ -172,10 +167,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
             ("created_at", ago(7200)),
         ]),
     );
-    assert_eq!(
-        Lock::new(&path).inspect().unwrap().verdict,
-        Verdict::Foreign
-    );
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
 
     // No beat for two hours (record and mtime): stale, and reclaimed.
     age(&path, 7200);
@@ -190,10 +182,7 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
         ]),
     );
     age(&path, 7200);
-    assert_eq!(
-        Lock::new(&path).inspect().unwrap().verdict,
-        Verdict::Foreign
-    );
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
 }
 
 #[test]
@@ -210,7 +199,7 @@ fn zero_securefile_records_are_read() {
             hostname()
         ),
     );
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     let owner = j.owner.unwrap();
     assert_eq!(owner.pid, Some(p.pid() as i64));
@@ -233,18 +222,12 @@ fn zero_securefile_records_are_read() {
         &path,
         r#"{"PID":1,"CreatedAt":"2020-01-01T00:00:00Z","Hostname":"another-box"}"#,
     );
-    assert_eq!(
-        Lock::new(&path).inspect().unwrap().verdict,
-        Verdict::Foreign
-    );
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
 
     write(&path, r#"{"PID":"twelve","Hostname":7}"#);
-    assert_eq!(
-        Lock::new(&path).inspect().unwrap().verdict,
-        Verdict::Unknown
-    );
-    assert!(Lock::new(&path).reclaim().is_err());
-    let e = Lock::new(&path).try_acquire().unwrap_err();
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Unknown);
+    assert!(lock(&path).reclaim().is_err());
+    let e = lock(&path).try_acquire().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Unrecognised(_)), "{e}");
 }
 
@@ -257,7 +240,7 @@ fn reclaim_with_checks_identity_and_lets_the_caller_veto() {
     let judged = locksmith::scan::Identity::of(&std::fs::metadata(&path).unwrap());
 
     // The caller refuses: nothing removed.
-    let e = Lock::new(&path)
+    let e = lock(&path)
         .reclaim_with(Some(judged), |bytes, j| {
             assert_eq!(bytes, content.as_bytes());
             assert_eq!(j.verdict, Verdict::Stale);
@@ -270,7 +253,7 @@ fn reclaim_with_checks_identity_and_lets_the_caller_veto() {
     // Another file at the same path (different inode): refused.
     std::fs::remove_file(&path).unwrap();
     write(&path, &content);
-    let e = Lock::new(&path)
+    let e = lock(&path)
         .reclaim_with(Some(judged), |_, _| Ok(()))
         .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::Changed(_)), "{e}");
@@ -279,7 +262,7 @@ fn reclaim_with_checks_identity_and_lets_the_caller_veto() {
     // The right file: removed, after the callback saw it.
     let now = locksmith::scan::Identity::of(&std::fs::metadata(&path).unwrap());
     let mut saw = None;
-    let j = Lock::new(&path)
+    let j = lock(&path)
         .reclaim_with(Some(now), |bytes, _| {
             saw = Some(bytes.to_vec());
             Ok(())
@@ -306,7 +289,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
         if let Ok(Some(status)) = ns.child.try_wait() {
             return Some(Err(status));
         }
-        Lock::new(&path)
+        lock(&path)
             .inspect()
             .ok()
             .filter(|j| j.verdict == Verdict::Live)
@@ -325,7 +308,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
             ));
         }
     };
-    let rec = locksmith::engine::ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let rec = locksmith_engine::ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
     let our_ns = locksmith::probe::host::pid_ns_of("self");
     assert_ne!(
         rec.pid_ns, our_ns,
@@ -340,10 +323,10 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
             .any(|h| h.pid > 0 && members.contains(&h.pid)),
         "{j:?} / {members:?}"
     );
-    assert!(Lock::new(&path).try_acquire().unwrap_err().is_held());
+    assert!(lock(&path).try_acquire().unwrap_err().is_held());
 
     ns.kill();
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence
@@ -351,6 +334,6 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
             .any(|e| e.contains("another PID namespace")),
         "{j:?}"
     );
-    let g = Lock::new(&path).try_acquire().expect("reclaimed at once");
+    let g = lock(&path).try_acquire().expect("reclaimed at once");
     g.release().unwrap();
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::util::engine::*;
-use locksmith::engine::{self, ErrorKind, Lock, Record};
+use locksmith::engine::{ErrorKind, lock};
 
 /// A file system mounted on a fresh directory for one test; unmounted when dropped.
 struct Mount {
@@ -88,7 +88,7 @@ fn a_full_disk_leaves_nothing_behind() {
     assert_eq!(names(&m.at), before);
 
     for fallback in [false, true] {
-        let e = Lock::new(m.at.join("job.lock"))
+        let e = lock(m.at.join("job.lock"))
             .force_fallback(fallback)
             .try_acquire()
             .unwrap_err();
@@ -127,7 +127,7 @@ fn no_inode_left_leaves_nothing_behind() {
     let out = lock_cli(&m.at.join("job.lock"));
     assert_failed(&out, "create the lock file");
     assert_eq!(names(&m.at), before);
-    let e = Lock::new(m.at.join("job.lock"))
+    let e = lock(m.at.join("job.lock"))
         .force_fallback(true)
         .try_acquire()
         .unwrap_err();
@@ -153,7 +153,7 @@ fn a_read_only_directory_leaves_nothing_behind() {
     let out = lock_cli(&m.at.join("job.lock"));
     assert_failed(&out, "read-only file system");
     for fallback in [false, true] {
-        let e = Lock::new(m.at.join("job.lock"))
+        let e = lock(m.at.join("job.lock"))
             .force_fallback(fallback)
             .try_acquire()
             .unwrap_err();
@@ -236,48 +236,4 @@ fn a_failing_record_write_leaves_nothing_behind() {
         .unwrap();
     assert_failed(&out, "write the owner record");
     assert_eq!(names(dir.path()), Vec::<String>::new());
-}
-
-#[test]
-fn a_killed_fallback_acquirer_leaves_nothing_for_long() {
-    // A temporary file of a process killed before it could remove it (made by hand here, named
-    // as the engine names them, for a PID that is gone): the next holder clears it at release.
-    let dir = tempfile::tempdir().unwrap();
-    let dead = dead_pid();
-    let temp = |pid: u32, start: Option<u64>, boot_id: Option<String>| {
-        let mut rec = Record::for_this_process(false, None);
-        rec.token = "0123456789abcdef".into();
-        rec.pid = pid;
-        rec.start_time = start;
-        if boot_id.is_some() {
-            rec.boot_id = boot_id;
-        }
-        engine::temp_name(&rec).into_string().unwrap()
-    };
-    let leftover = temp(dead as u32, Some(1), None);
-    std::fs::write(dir.path().join(&leftover), "").unwrap();
-    // One of a live process (ours) and one of another kernel: both are left alone.
-    let ours = temp(
-        std::process::id(),
-        locksmith::probe::process::own_start_ticks(),
-        None,
-    );
-    std::fs::write(dir.path().join(&ours), "").unwrap();
-    let other = temp(dead as u32, Some(1), Some("0badc0de".into()));
-    std::fs::write(dir.path().join(&other), "").unwrap();
-    // An abandoned reclaim guard: a record of a dead process.
-    std::fs::write(
-        dir.path().join("job.lock.reclaim"),
-        engine_record(dead as i64, &[("kernel_lock", "false".into())]),
-    )
-    .unwrap();
-
-    let g = Lock::new(dir.path().join("job.lock"))
-        .force_fallback(true)
-        .try_acquire()
-        .unwrap();
-    g.release().unwrap();
-    let mut want = vec![ours, other];
-    want.sort();
-    assert_eq!(names(dir.path()), want);
 }

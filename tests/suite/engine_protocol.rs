@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use crate::util::engine::*;
 use locksmith::Verdict;
-use locksmith::engine::{ErrorKind, Lock, ParsedRecord};
+use locksmith::engine::{ErrorKind, lock};
 use locksmith::probe::KernelLocks;
+use locksmith_engine::ParsedRecord;
 
 fn kernel_locked(path: &Path) -> bool {
     let meta = std::fs::metadata(path).unwrap();
@@ -24,7 +25,7 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("job.lock");
     let mut holder = hold_with_cli(&path, &[]);
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(kernel_locked(&path));
     // The owner record: one JSON object, newline-terminated, mode 0600.
@@ -49,7 +50,7 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
     assert!(j.owner.as_ref().unwrap().created_at.is_some());
 
     // While it is held, trying once fails and names the holder.
-    let e = Lock::new(&path).try_acquire().unwrap_err();
+    let e = lock(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
     assert!(
         e.to_string()
@@ -59,11 +60,11 @@ fn self_heals_at_once_after_sigkill_of_the_holder_group() {
 
     holder.kill();
     assert!(path.exists(), "a crash leaves the file behind");
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
 
     // The very first try succeeds: no waiting for a timeout.
-    let g = Lock::new(&path).try_acquire().expect("reclaimed at once");
+    let g = lock(&path).try_acquire().expect("reclaimed at once");
     assert!(g.kernel_lock());
     g.release().unwrap();
     assert!(!path.exists());
@@ -86,13 +87,13 @@ fn the_lock_stays_held_by_command_when_the_lock_tool_alone_is_killed() {
     )
     .unwrap();
     let _ = holder.child.wait();
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(j.holders.iter().any(|h| h.pid == sleep_pid), "{j:?}");
-    assert!(Lock::new(&path).try_acquire().unwrap_err().is_held());
+    assert!(lock(&path).try_acquire().unwrap_err().is_held());
 
     holder.kill(); // now the command too
-    let g = Lock::new(&path)
+    let g = lock(&path)
         .try_acquire()
         .expect("stale once COMMAND is gone");
     drop(g);
@@ -104,9 +105,9 @@ fn reading_the_lock_in_the_holding_process_keeps_it_held() {
     // locks on it. OFD locks survive inspect and plain reads in the same process.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("self.lock");
-    let g = Lock::new(&path).try_acquire().unwrap();
+    let g = lock(&path).try_acquire().unwrap();
     for _ in 0..3 {
-        let j = Lock::new(&path).inspect().unwrap();
+        let j = lock(&path).inspect().unwrap();
         assert_eq!(j.verdict, Verdict::Live, "{j:?}");
         assert!(
             j.holders.iter().any(|h| h.pid == std::process::id() as i32),
@@ -115,7 +116,7 @@ fn reading_the_lock_in_the_holding_process_keeps_it_held() {
         drop(std::fs::read(&path).unwrap());
         assert!(kernel_locked(&path));
     }
-    let e = Lock::new(&path).try_acquire().unwrap_err();
+    let e = lock(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
     g.release().unwrap();
 }
@@ -126,10 +127,7 @@ fn release_never_removes_a_lock_that_is_no_longer_ours() {
     let path = dir.path().join("mine.lock");
     for fallback in [false, true] {
         // Replaced by another file: release reports it and leaves the other file alone.
-        let g = Lock::new(&path)
-            .force_fallback(fallback)
-            .try_acquire()
-            .unwrap();
+        let g = lock(&path).force_fallback(fallback).try_acquire().unwrap();
         assert!(g.still_ours().unwrap());
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, b"someone else's\n").unwrap();
@@ -140,15 +138,9 @@ fn release_never_removes_a_lock_that_is_no_longer_ours() {
 
         // The same when the guard is only dropped.
         std::fs::remove_file(&path).unwrap();
-        let g = Lock::new(&path)
-            .force_fallback(fallback)
-            .try_acquire()
-            .unwrap();
+        let g = lock(&path).force_fallback(fallback).try_acquire().unwrap();
         std::fs::remove_file(&path).unwrap();
-        let other = Lock::new(&path)
-            .force_fallback(fallback)
-            .try_acquire()
-            .unwrap();
+        let other = lock(&path).force_fallback(fallback).try_acquire().unwrap();
         drop(g);
         assert!(
             other.still_ours().unwrap(),
@@ -158,10 +150,7 @@ fn release_never_removes_a_lock_that_is_no_longer_ours() {
         assert!(!path.exists());
 
         // Removed without replacement: release says so and creates nothing.
-        let g = Lock::new(&path)
-            .force_fallback(fallback)
-            .try_acquire()
-            .unwrap();
+        let g = lock(&path).force_fallback(fallback).try_acquire().unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(matches!(g.release().unwrap_err().kind(), ErrorKind::Lost));
         assert!(!path.exists());
@@ -191,7 +180,7 @@ fn no_partial_reads(fallback: bool, cycles: u32) {
                 }
             }
         });
-        let lock = Lock::new(&path).force_fallback(fallback);
+        let lock = lock(&path).force_fallback(fallback);
         for _ in 0..cycles {
             let g = lock.try_acquire().expect("uncontended");
             g.release().unwrap();
@@ -235,28 +224,28 @@ fn fallback_holds_without_kernel_lock_and_heals_by_pid_evidence() {
     assert!(!rec.kernel_lock);
     assert_eq!(rec.pid, Some(holder.pid() as i64));
     assert!(!kernel_locked(&path), "the fallback keeps no kernel lock");
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert_eq!(j.process.as_ref().map(|p| p.pid), Some(holder.pid()));
     for fallback in [true, false] {
-        let e = Lock::new(&path)
+        let e = lock(&path)
             .force_fallback(fallback)
             .try_acquire()
             .unwrap_err();
         assert!(e.is_held(), "{e}");
     }
-    assert!(Lock::new(&path).reclaim().is_err());
+    assert!(lock(&path).reclaim().is_err());
     assert!(path.exists());
 
     holder.kill();
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.contains("ESRCH")),
         "{:?}",
         j.evidence
     );
-    let g = Lock::new(&path)
+    let g = lock(&path)
         .force_fallback(true)
         .try_acquire()
         .expect("reclaimed at once");
@@ -289,11 +278,11 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
     let _writer_guard = KillOnDrop(writer);
     owner.wait(20);
 
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     assert!(j.holders.iter().any(|h| h.pid == writer), "{j:?}");
     assert!(
-        Lock::new(&path)
+        lock(&path)
             .force_fallback(true)
             .try_acquire()
             .unwrap_err()
@@ -302,22 +291,22 @@ fn fallback_owner_descriptor_inherited_by_a_survivor_keeps_it_live() {
 
     kill_group(writer);
     wait_within(20, "the writer to die", || (!alive(writer)).then_some(()));
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
-    Lock::new(&path).force_fallback(true).try_acquire().unwrap();
+    lock(&path).force_fallback(true).try_acquire().unwrap();
 }
 
 #[test]
 fn heartbeat_touches_the_file_while_held() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("beat.lock");
-    let g = Lock::new(&path)
+    let g = lock(&path)
         .heartbeat(Duration::from_millis(20))
         .try_acquire()
         .unwrap();
     let rec = ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
     assert!(rec.has_heartbeat());
-    assert_eq!(rec.heartbeat_secs, Some(0.02));
+    assert_eq!(rec.heartbeat_interval, Some(Duration::from_millis(20)));
     age(&path, 3600);
     let old = std::fs::metadata(&path).unwrap().modified().unwrap();
     wait_within(20, "a heartbeat", || {
@@ -330,16 +319,16 @@ fn heartbeat_touches_the_file_while_held() {
 #[test]
 fn inspect_reports_missing_and_non_lock_paths() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Lock::new(dir.path().join("none")).inspect().unwrap_err();
+    let e = lock(dir.path().join("none")).inspect().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotFound), "{e}");
-    let e = Lock::new(dir.path()).inspect().unwrap_err();
+    let e = lock(dir.path()).inspect().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotALockFile(_)), "{e}");
     let link = dir.path().join("link.lock");
     std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
-    let e = Lock::new(&link).try_acquire().unwrap_err();
+    let e = lock(&link).try_acquire().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotALockFile(_)), "{e}");
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
-    let e = Lock::new(dir.path().join("no/such/dir/x.lock"))
+    let e = lock(dir.path().join("no/such/dir/x.lock"))
         .try_acquire()
         .unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NoDirectory { .. }), "{e}");
@@ -424,7 +413,7 @@ fn lock_command_waits_for_the_holder_by_default() {
     first.args(["--", "sleep", "0.4"]);
     let mut first = Group::spawn(first);
     wait_within(20, "the first holder", || {
-        Lock::new(&path)
+        lock(&path)
             .inspect()
             .ok()
             .filter(|j| j.verdict == Verdict::Live)
@@ -675,16 +664,16 @@ fn an_empty_lock_file_from_an_earlier_boot_heals() {
             "the target directory lives on {fs_kind}, which no boot survives"
         ));
     }
-    let j = Lock::new(&old).inspect().unwrap();
+    let j = lock(&old).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
-    let guard = Lock::new(&old)
+    let guard = lock(&old)
         .try_acquire()
         .expect("the empty leftover is taken over");
     guard.release().unwrap();
 
     let fresh = dir.path().join("fresh.lock");
     std::fs::write(&fresh, "").unwrap();
-    let err = Lock::new(&fresh).try_acquire().unwrap_err();
+    let err = lock(&fresh).try_acquire().unwrap_err();
     assert!(!err.is_held(), "{err}");
     assert!(fresh.exists());
 }

@@ -18,7 +18,7 @@ use crate::util::engine::*;
 use crate::util::sshfs::{Sshfs, other_host};
 use locksmith::Verdict;
 use locksmith::dialect::Windows;
-use locksmith::engine::Lock;
+use locksmith::engine::lock;
 
 /// Starts the mount, or skips the test (returns `None`) saying why.
 fn mount(options: &[&str]) -> Option<Sshfs> {
@@ -59,11 +59,11 @@ fn acquire_run_release_leaves_nothing_behind() {
 
     // The library: the guard holds the lock, the lock file is seen through the mount and on
     // the server, and release removes it (and nothing else is there).
-    let g = Lock::new(&path).try_acquire().unwrap();
+    let g = lock(&path).try_acquire().unwrap();
     assert!(!g.kernel_lock());
     assert!(g.still_ours().unwrap());
     assert_eq!(m.server_names(), vec!["job.lock".to_string()]);
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
     g.release().unwrap();
     assert_eq!(m.server_names(), Vec::<String>::new());
@@ -126,7 +126,7 @@ fn a_killed_holder_of_this_host_heals_at_once() {
     holder.kill();
 
     // Proven dead: this host (host name and boot id), and no such process.
-    let j = Lock::new(&path).inspect().unwrap();
+    let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence
@@ -195,7 +195,7 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
         ..Windows::default()
     };
     std::thread::sleep(Duration::from_secs(5));
-    let j = Lock::new(&path).windows(&windows).inspect().unwrap();
+    let j = lock(&path).windows(&windows).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
     assert!(
         j.evidence.iter().any(|e| e.starts_with("last heartbeat")),
@@ -205,9 +205,9 @@ fn a_holder_of_another_host_is_foreign_until_its_heartbeat_expires() {
     // The other host's holder dies: nothing here can prove it, until the heartbeat expires.
     holder.kill();
     let killed = Instant::now();
-    let j = Lock::new(&path).windows(&windows).inspect().unwrap();
+    let j = lock(&path).windows(&windows).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
-    let taker = Lock::new(&path).windows(windows.clone());
+    let taker = lock(&path).windows(windows.clone());
     assert!(taker.try_acquire().unwrap_err().is_held());
     let g = taker
         .timeout(Duration::from_secs(30))

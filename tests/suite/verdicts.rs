@@ -367,7 +367,7 @@ impl World {
         live.push((certbot, None, false));
         let engine_path = t.join("jobs/nightly.lock");
         fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
-        let engine = locksmith::engine::Lock::new(&engine_path)
+        let engine = locksmith::engine::lock(&engine_path)
             .try_acquire()
             .expect("engine lock");
         live.push((engine_path, None, false));

@@ -41,7 +41,7 @@ use rustix::io::Errno;
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, dev_ino, read_bounded};
 use super::record::{ParsedRecord, Record};
-use super::sys;
+use locksmith_sys::locks as sys;
 
 /// A complete lock file that is not yet (or has just been) linked at the lock name.
 #[derive(Debug)]
@@ -156,7 +156,7 @@ impl<'a> Fresh<'a> {
             // The reply says linked, the file system shows no such link: nothing of ours is
             // at the name, and nothing on this file system can be trusted to tell.
             return Err(place.err(ErrorKind::Unsupported {
-                fs: place.fs.kind.clone(),
+                fs: place.fs.kind.to_string(),
                 why: "link() reported success but the lock name does not hold the new lock file",
             }));
         }
@@ -338,7 +338,7 @@ fn link_err(place: &Place, e: std::io::Error) -> EngineError {
         // EPERM for a file we just created ourselves: the file system has no hard links.
         Some(Errno::PERM) | Some(Errno::OPNOTSUPP) | Some(Errno::NOSYS) | Some(Errno::MLINK) => {
             place.err(ErrorKind::Unsupported {
-                fs: place.fs.kind.clone(),
+                fs: place.fs.kind.to_string(),
                 why: "it does not support hard links (link() failed), which a lock needs to appear atomically",
             })
         }

@@ -5,27 +5,29 @@
 use std::fmt::Write as _;
 use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use super::FsKind;
 use super::verdict::{Judgement, Verdict};
 
 /// An engine operation failed on `path`.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {kind}", path.display())]
 pub struct EngineError {
+    /// The lock path the operation was given.
     pub path: PathBuf,
+    /// What went wrong.
     pub kind: ErrorKind,
 }
 
 impl EngineError {
-    pub fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Self {
+    pub(crate) fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Self {
         EngineError {
             path: path.into(),
             kind,
         }
     }
 
-    pub fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, op: &'static str, source: io::Error) -> Self {
         let kind = match source.kind() {
             io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied { op },
             _ => ErrorKind::Io { op, source },
@@ -33,6 +35,7 @@ impl EngineError {
         Self::new(path, kind)
     }
 
+    /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }
@@ -58,11 +61,12 @@ impl EngineError {
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The lock exists and is not stale: live, foreign or unknown (its verdict says which).
-    #[error("{}{}", describe(judgement), waited_suffix(*waited_ms))]
+    #[error("{}{}", describe(judgement), waited_suffix(*waited))]
     Held {
+        /// The judgement of the lock in the way.
         judgement: Box<Judgement>,
-        /// How long acquisition waited before giving up, in milliseconds.
-        waited_ms: u64,
+        /// How long acquisition waited before giving up.
+        waited: Duration,
     },
     /// Something exists at the lock path that is not a lock this engine can judge (not an
     /// owner record, or a record without a valid pid): it will never become free by itself,
@@ -86,16 +90,30 @@ pub enum ErrorKind {
     NotFound,
     /// The directory that should hold the lock file does not exist or is not a directory.
     #[error("directory {} {}", .dir.display(), if *.exists { "is not a directory" } else { "does not exist" })]
-    NoDirectory { dir: PathBuf, exists: bool },
+    NoDirectory {
+        /// The directory of the lock path.
+        dir: PathBuf,
+        /// Whether something that is not a directory is there.
+        exists: bool,
+    },
     /// The path cannot name a lock file (empty, or ends in `..` or `/`).
     #[error("not a file path ({0})")]
     InvalidPath(&'static str),
+    /// The operation `op` was refused by the file system's permissions.
     #[error("permission denied ({op})")]
-    PermissionDenied { op: &'static str },
+    PermissionDenied {
+        /// What the engine was doing.
+        op: &'static str,
+    },
     /// The file system of the lock's directory cannot give the guarantees a lock needs (no
     /// hard links, a `link()` that reports what it did not do). Nothing was left at the path.
     #[error("cannot lock on this file system ({fs}): {why}; nothing was created")]
-    Unsupported { fs: FsKind, why: &'static str },
+    Unsupported {
+        /// The file system's type, as mountinfo or `statfs` names it (`fuse.sshfs`, `nfs`).
+        fs: String,
+        /// What it lacks.
+        why: &'static str,
+    },
     /// Release found that the path no longer names our lock: someone removed or replaced it
     /// while we held it. Nothing was removed.
     #[error("the lock file was removed or replaced by someone else while held; left it alone")]
@@ -103,9 +121,12 @@ pub enum ErrorKind {
     /// `before_unlink` refused: nothing was removed.
     #[error("not removed: {0}")]
     Aborted(#[source] io::Error),
+    /// Any other I/O error, while the engine was doing `op`.
     #[error("{op}: {source}")]
     Io {
+        /// What the engine was doing.
         op: &'static str,
+        /// The error the system reported.
         #[source]
         source: io::Error,
     },
@@ -115,18 +136,18 @@ fn evidence_line(j: &Judgement) -> String {
     j.evidence.join("; ")
 }
 
-fn waited_suffix(ms: u64) -> String {
-    if ms < 100 {
+fn waited_suffix(waited: Duration) -> String {
+    if waited < Duration::from_millis(100) {
         String::new()
     } else {
-        format!(" (waited {:.1} s)", ms as f64 / 1000.0)
+        format!(" (waited {:.1} s)", waited.as_secs_f64())
     }
 }
 
 /// One line naming who holds a lock (pid, command, host, since when) or, when nobody can be
 /// named, why it cannot be taken. Used for `locksmith lock`'s "held" message. The text is raw
 /// (host names and commands as the record and the process table have them).
-pub fn describe(j: &Judgement) -> String {
+fn describe(j: &Judgement) -> String {
     let owner = j.owner.as_ref();
     let pid = j
         .process
@@ -221,7 +242,7 @@ mod tests {
             "/tmp/L",
             ErrorKind::Held {
                 judgement: Box::new(j),
-                waited_ms: 1500,
+                waited: Duration::from_millis(1500),
             },
         );
         assert!(e.to_string().starts_with("/tmp/L: held by pid 42"));

@@ -4,9 +4,13 @@
 /// names the same file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Identity {
+    /// Device.
     pub dev: u64,
+    /// Inode.
     pub ino: u64,
+    /// Size in bytes.
     pub size: u64,
+    /// Modification time, in nanoseconds since the epoch.
     pub mtime_ns: i128,
     /// Status change time: moves with any write, chmod, link or rename of the inode, so a
     /// file rewritten with the same size and mtime is still told apart.
@@ -14,6 +18,7 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// The identity of the file `meta` describes.
     pub fn of(meta: &std::fs::Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
         Identity {

@@ -16,35 +16,110 @@ use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+use locksmith_sys::fs::{FsInfo, FsKind};
+use locksmith_sys::host::Process;
+use locksmith_sys::time::{before_boot, fmt_ms};
+
 use super::StaleWindows;
-use super::fs::FsInfo;
-use super::host::Process;
 use super::record::{ParsedRecord, RecordFormat};
 use super::verdict::{Holder, HolderHow, Judgement, Owner, ProcessInfo, Proof, Rule, Verdict};
 
-/// A lock file as the judge sees it.
-#[derive(Debug, Clone, Copy)]
+/// A lock file as the judge sees it: its path, its metadata, the start of its content and
+/// the file system it is on.
+#[derive(Debug, Clone)]
 pub struct LockFile<'a> {
-    pub path: &'a Path,
-    /// `lstat` of the path.
-    pub meta: &'a Metadata,
-    /// Whether it is a regular file (anything else is no engine lock).
-    pub regular: bool,
-    /// The start of the content.
-    pub content: &'a [u8],
-    /// Whether `content` is the whole file.
-    pub complete: bool,
-    pub fs: &'a FsInfo,
+    path: &'a Path,
+    meta: &'a Metadata,
+    content: &'a [u8],
+    complete: bool,
+    fs: FsInfo,
 }
 
-impl LockFile<'_> {
+impl<'a> LockFile<'a> {
+    /// The lock file at `path`, as `meta` (its `lstat`) describes it, with `content` read from
+    /// its start (`complete`: that is the whole file), on a file system of type `fs_type`
+    /// (`ext4`, `nfs`, `fuse.sshfs`, as mountinfo names it); `network`: a file system that
+    /// other machines write to, where no kernel lock is trusted. The judge reads at most the
+    /// first 4 KiB (a record is a few hundred bytes).
+    pub fn new(
+        path: &'a Path,
+        meta: &'a Metadata,
+        content: &'a [u8],
+        complete: bool,
+        fs_type: &str,
+        network: bool,
+    ) -> Self {
+        LockFile::on(path, meta, content, complete, FsInfo::new(fs_type, network))
+    }
+
+    /// [`new`](LockFile::new) with the engine's own description of the file system.
+    pub(crate) fn on(
+        path: &'a Path,
+        meta: &'a Metadata,
+        content: &'a [u8],
+        complete: bool,
+        fs: FsInfo,
+    ) -> Self {
+        let cut = content.len().min(RECORD_PREFIX);
+        LockFile {
+            path,
+            meta,
+            content: &content[..cut],
+            complete: complete && content.len() <= RECORD_PREFIX,
+            fs,
+        }
+    }
+
+    /// The lock path.
+    pub fn path(&self) -> &'a Path {
+        self.path
+    }
+
+    /// `lstat` of the path.
+    pub fn metadata(&self) -> &'a Metadata {
+        self.meta
+    }
+
+    /// The start of the content (at most 4 KiB).
+    pub fn content(&self) -> &'a [u8] {
+        self.content
+    }
+
+    /// Whether [`content`](LockFile::content) is the whole file.
+    pub fn complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The file system's type (`ext4`, `nfs`, `fuse.sshfs`).
+    pub fn fs_type(&self) -> &str {
+        self.fs.kind.as_str()
+    }
+
+    /// Whether it is on a network file system (other machines write to it).
+    pub fn network(&self) -> bool {
+        self.fs.network
+    }
+
+    /// Whether it is a regular file (anything else is no engine lock).
+    fn regular(&self) -> bool {
+        self.meta.is_file()
+    }
+
     /// The file's mtime in ms since the epoch.
-    pub fn mtime_ms(&self) -> i64 {
+    fn mtime_ms(&self) -> i64 {
         super::Identity::of(self.meta).mtime_ms()
+    }
+
+    fn kind(&self) -> &FsKind {
+        &self.fs.kind
     }
 }
 
-/// What the machine says about the owner of a lock, beyond its record.
+/// What the machine says about the owner of a lock, beyond its record: what a [`Witness`]
+/// hands the judge. The engine's own is [`Direct`]'s; a program that knows more (holders
+/// named from `/proc/locks`, containers, other hosts) implements this trait, and its answers
+/// decide instead. Its `stale` answers ([`judge_pid`](Evidence::judge_pid)) must carry a
+/// [`Proof`](crate::verdict::Proof): the judge takes them as they are.
 pub trait Evidence {
     /// This kernel's boot id.
     fn boot_id(&self) -> Option<&str>;
@@ -71,13 +146,16 @@ pub trait Evidence {
     fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)>;
     /// The name of a user.
     fn user_name(&self, uid: u32) -> Option<String>;
-    /// The evidence line for a file written before this host booted, if it was.
-    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String>;
+    /// The evidence line for `file`, written at `written_ms` (ms since the epoch), if it was
+    /// written before this host booted.
+    fn written_before_boot(&self, written_ms: i64, file: &LockFile<'_>) -> Option<String>;
 }
 
-/// Judges a lock file: the verdict, its evidence and the owner the record names.
+/// Judges a lock file: the verdict, its evidence and the owner the record names. This is the
+/// judge behind [`Lock::inspect`](crate::Lock::inspect), for a file its caller has read
+/// itself.
 pub fn judge(file: &LockFile<'_>, ev: &dyn Evidence, windows: &StaleWindows) -> Judgement {
-    let record = if file.regular {
+    let record = if file.regular() {
         ParsedRecord::parse(file.content)
     } else {
         None
@@ -91,7 +169,7 @@ pub fn judge(file: &LockFile<'_>, ev: &dyn Evidence, windows: &StaleWindows) -> 
 }
 
 fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
-    let why = if !c.regular {
+    let why = if !c.regular() {
         "not a regular file, so not a locksmith lock file"
     } else if c.content.is_empty() {
         "the file is empty: there is no owner record to check"
@@ -103,17 +181,17 @@ fn unparsed(c: &LockFile<'_>, ev: &dyn Evidence) -> Judgement {
     let holders = ev.kernel_holders(c);
     // An empty file from an earlier boot: a record that never reached the disk before a power
     // loss (the name was linked, the data not yet written). Nobody in this boot can own it.
-    if c.regular
+    if c.regular()
         && c.content.is_empty()
         && holders.is_empty()
         && ev.kernel_locks_readable()
         && !c.fs.network
-        && let Some(line) = ev.written_before_boot(c.mtime_ms(), c.fs)
+        && let Some(line) = ev.written_before_boot(c.mtime_ms(), c)
     {
         return Judgement::stale(
             Proof::by(Rule::EarlierBoot)
                 .fact("written", fmt_ms(c.mtime_ms()))
-                .fact("fs", c.fs.kind.as_str()),
+                .fact("fs", c.fs_type()),
             format!(
                 "the file is empty and no process holds a kernel lock on it ({})",
                 ev.kernel_locks_source()
@@ -164,7 +242,7 @@ fn judge_record(
     if rec.kernel_lock && same_kernel && !c.fs.network && ev.kernel_locks_readable() {
         // `/proc/locks` was read while others lock and unlock, and a read can miss an entry:
         // "no kernel lock" is asked of the kernel once more before it proves anything.
-        match super::sys::held_at(c.path, c.meta.dev(), c.meta.ino()) {
+        match locksmith_sys::locks::held_at(c.path, c.meta.dev(), c.meta.ino()) {
             Some(false) => {}
             Some(true) => {
                 return Judgement::new(
@@ -185,13 +263,13 @@ fn judge_record(
                 .fact("lock", "ofd")
                 .fact("checked", "F_OFD_GETLK")
                 .fact("boot_id", our_boot.unwrap_or("?"))
-                .fact("fs", c.fs.kind.as_str()),
+                .fact("fs", c.fs_type()),
             "no process holds the kernel (OFD) lock that its owner keeps for as long as it holds the lock (/proc/locks has none on this file)",
         )
         .because(format!(
             "the record was written on this boot of this host (boot id {}) and the file is on a local file system ({}): the kernel lock settles it",
             our_boot.unwrap_or("?"),
-            c.fs.kind
+            c.kind()
         ));
         if let (Some(theirs), Some(ours)) = (rec.pid_ns, ev.pid_ns())
             && theirs != ours
@@ -240,8 +318,14 @@ fn judge_record(
         }
         Verdict::Foreign if rec.has_heartbeat() => {
             let last = rec.heartbeat_ms.unwrap_or(i64::MIN).max(c.mtime_ms());
-            let interval_ms = rec.heartbeat_secs.map(|s| (s * 3000.0) as i64).unwrap_or(0);
-            let window_ms = window_ms(windows.heartbeat_secs).max(interval_ms);
+            // Three of the owner's own intervals, if that is longer than the window.
+            let interval_ms = rec
+                .heartbeat_interval
+                .map(|d| (d.as_secs_f64() * 3000.0) as i64)
+                .unwrap_or(0);
+            let window_ms = i64::try_from(windows.heartbeat.as_millis())
+                .unwrap_or(i64::MAX)
+                .max(interval_ms);
             let age_ms = ev.taken_ms() - last;
             if age_ms > window_ms {
                 let writers = ev.writers(c);
@@ -283,45 +367,6 @@ fn judge_record(
         _ => {}
     }
     j
-}
-
-/// Tolerance when comparing a process start time or a boot time with a file time: `btime` has
-/// a resolution of one second, so closer than this proves nothing.
-pub const CLOCK_SLACK_MS: i64 = 2_000;
-
-/// The evidence line for a lock written before this host booted (at `boot_time`, seconds since
-/// the epoch), with the clock slack, if it was. Never on a file system that does not survive a
-/// reboot (tmpfs, ramfs: `/run`, often `/tmp`): a file there is from this boot whatever its
-/// mtime says, so an mtime before boot only shows the clock was stepped since it was written.
-pub fn before_boot(written_ms: i64, boot_time: Option<i64>, fs: Option<&FsInfo>) -> Option<String> {
-    if fs.is_some_and(|f| f.kind.is_volatile()) {
-        return None;
-    }
-    let bt = boot_time?;
-    (written_ms + CLOCK_SLACK_MS < bt * 1000).then(|| {
-        format!(
-            "written at {}, before this host booted at {}",
-            fmt_ms(written_ms),
-            fmt_ms(bt * 1000)
-        )
-    })
-}
-
-/// A window in milliseconds, for comparing with ages: saturates instead of overflowing.
-pub fn window_ms(secs: u64) -> i64 {
-    i64::try_from(secs)
-        .ok()
-        .and_then(|s| s.checked_mul(1000))
-        .unwrap_or(i64::MAX)
-}
-
-/// Formats milliseconds since the epoch as RFC 3339 with second precision.
-pub fn fmt_ms(ms: i64) -> String {
-    // Truncated, as `ps` and `stat` show a time: the second it falls in. Every view of one
-    // instant (evidence, the process line, the JSON report) is written by this function.
-    jiff::Timestamp::from_second(ms.div_euclid(1000))
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| format!("{ms} ms"))
 }
 
 /// The process behind a held lock: the record's owner when it is alive and is the same
@@ -411,12 +456,13 @@ fn who(holders: &[Holder], one: &str, many: &str) -> String {
     }
 }
 
-/// How much of a lock file the judge reads: a record is a few hundred bytes. The scanner reads
-/// the same prefix of every candidate, so both judge the same bytes.
-pub const RECORD_PREFIX: usize = 4096;
+/// How much of a lock file the judge reads: a record is a few hundred bytes.
+const RECORD_PREFIX: usize = 4096;
 
-/// Where the judge's evidence comes from: a fresh look at the machine for every judgement.
+/// Where the judge's evidence comes from: a fresh look at the machine for every judgement
+/// (set on a lock with [`Lock::witness`](crate::Lock::witness)).
 pub trait Witness: Send + Sync + std::fmt::Debug {
+    /// Looks at the machine now.
     fn look(&self) -> Box<dyn Evidence>;
 }
 
@@ -425,16 +471,16 @@ pub trait Witness: Send + Sync + std::fmt::Debug {
 /// the descriptors of other processes only when a lock would otherwise be stale). It knows
 /// nothing of containers or other hosts: an owner it cannot check is `foreign`, never `stale`.
 /// A program that links the scanner too can give the engine the scanner's richer evidence
-/// instead ([`crate::LockWith::witness`]).
+/// instead ([`Lock::witness`](crate::Lock::witness)).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Direct;
 
 impl Witness for Direct {
     fn look(&self) -> Box<dyn Evidence> {
         Box::new(DirectEvidence {
-            hostname: super::host::hostname(),
-            boot_id: super::host::boot_id(),
-            pid_ns: super::host::pid_ns_of("self"),
+            hostname: locksmith_sys::host::hostname(),
+            boot_id: locksmith_sys::host::boot_id(),
+            pid_ns: locksmith_sys::host::pid_ns_of("self"),
             taken_ms: jiff::Timestamp::now().as_millisecond(),
         })
     }
@@ -452,8 +498,8 @@ struct DirectEvidence {
 /// The PID rule for a record written by another kernel (its boot id `theirs` is not this
 /// kernel's `ours`) that names no other host: an earlier boot of this host, so `stale`; unless
 /// it names no host at all and lies on a network file system, where another machine may have
-/// written it: `foreign`. The scanner's PID rules use it too.
-pub fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool) -> Judgement {
+/// written it: `foreign`.
+fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool) -> Judgement {
     if !names_host && network_fs {
         return Judgement::new(
             Verdict::Foreign,
@@ -493,7 +539,7 @@ impl Evidence for DirectEvidence {
 
     /// `F_OFD_GETLK` on the file: a holder that cannot be named (OFD locks carry no PID).
     fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        match super::sys::held_at(file.path, file.meta.dev(), file.meta.ino()) {
+        match locksmith_sys::locks::held_at(file.path, file.meta.dev(), file.meta.ino()) {
             Some(true) => vec![Holder {
                 how: HolderHow::Ofd,
                 ..Holder::open(0, None)
@@ -558,7 +604,7 @@ impl Evidence for DirectEvidence {
         // ESRCH proves the owner gone only where its PID is numbered like ours.
         let pid_space_is_ours = self.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS)
             || (rec.pid_ns.is_some() && rec.pid_ns == self.pid_ns);
-        match super::host::process(pid) {
+        match locksmith_sys::host::process(pid) {
             Process::Absent if !pid_space_is_ours => Judgement::new(
                 Verdict::Foreign,
                 format!(
@@ -604,19 +650,19 @@ impl Evidence for DirectEvidence {
     }
 
     fn writers(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        super::host::writers(file.meta.dev(), file.meta.ino())
+        locksmith_sys::host::writers(file.meta.dev(), file.meta.ino())
             .into_iter()
-            .map(|pid| Holder::open(pid, super::host::comm(pid)))
+            .map(|pid| Holder::open(pid, locksmith_sys::host::comm(pid)))
             .collect()
     }
 
     fn process(&self, pid: i32, alive: bool) -> Option<(ProcessInfo, u64)> {
-        let start_ticks = match super::host::process(pid) {
+        let start_ticks = match locksmith_sys::host::process(pid) {
             Process::Running { start_ticks } => start_ticks,
             Process::Exited if !alive => 0,
             _ => return None,
         };
-        let name = super::host::comm(pid).unwrap_or_default();
+        let name = locksmith_sys::host::comm(pid).unwrap_or_default();
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
             .map(|b| {
                 b.split(|c| *c == 0)
@@ -638,19 +684,7 @@ impl Evidence for DirectEvidence {
         None
     }
 
-    fn written_before_boot(&self, written_ms: i64, fs: &FsInfo) -> Option<String> {
-        before_boot(written_ms, super::host::boot_time(), Some(fs))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fmt_ms;
-
-    #[test]
-    fn a_time_is_shown_as_the_second_it_falls_in() {
-        assert_eq!(fmt_ms(1_000), "1970-01-01T00:00:01Z");
-        assert_eq!(fmt_ms(1_999), "1970-01-01T00:00:01Z");
-        assert_eq!(fmt_ms(-1), "1969-12-31T23:59:59Z");
+    fn written_before_boot(&self, written_ms: i64, file: &LockFile<'_>) -> Option<String> {
+        before_boot(written_ms, locksmith_sys::host::boot_time(), Some(&file.fs))
     }
 }

@@ -1,7 +1,7 @@
 //! The lock engine of locksmith: take a lock that heals itself after a crash, inspect one,
-//! reclaim a stale one (README: The lock engine). A program that wants self-healing locks depends on this
-//! crate alone (rustix, libc, serde, jiff, thiserror; no scanner, no terminal UI). The
-//! `heal` example takes a lock, is killed with SIGKILL, and a second run takes the lock over.
+//! reclaim a stale one. A program that wants self-healing locks depends on this crate alone (no
+//! scanner, no terminal UI). The `heal` example takes a lock, is killed with SIGKILL, and a
+//! second run takes the lock over.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -15,32 +15,37 @@
 //! # Ok::<(), locksmith_engine::EngineError>(())
 //! ```
 //!
+//! The API: [`Lock`] (the builder: [`acquire`](Lock::acquire),
+//! [`try_acquire`](Lock::try_acquire), [`inspect`](Lock::inspect),
+//! [`reclaim`](Lock::reclaim)), [`LockGuard`] (a held lock), [`EngineError`] /
+//! [`ErrorKind`] (typed errors), [`Judgement`] (a verdict with its evidence, owner and
+//! holders), [`Record`] / [`ParsedRecord`] (the owner record, written and read), and
+//! [`Witness`] / [`Evidence`] for a program that gives the judge richer evidence than the
+//! engine's own ([`Direct`]).
+//!
 //! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
 //! time, ...). It appears atomically, complete, and already locked: it is written to an
 //! anonymous file in the same directory that takes an OFD write lock first, then `link()`ed
 //! to the lock name, which fails if the name exists. The holder keeps that OFD lock until it
-//! has unlinked the file, so on this kernel "is the OFD lock held?" (`/proc/locks`) is the
-//! authoritative answer to "is the owner alive?", across PID namespaces and immune to PID
-//! reuse. Children inherit the locked descriptor and keep the lock held.
+//! has unlinked the file, so on this kernel "is the OFD lock held?" is the authoritative
+//! answer to "is the owner alive?", across PID namespaces and immune to PID reuse. Children
+//! inherit the locked descriptor and keep the lock held.
 //!
 //! Invariants:
 //! - a reader never sees an empty or half-written record;
 //! - a stale file is removed only by a process holding the exclusive right to remove that
 //!   very inode (its OFD lock where the file system has them, and the guard file for a record
 //!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
-//!   the path still names it; so two reclaimers can never remove a fresh lock (see `remove`);
+//!   the path still names it; so two reclaimers can never remove a fresh lock;
 //! - release removes the file only if the path still names our inode;
-//! - the verdict on an existing lock comes from one judge ([`judge`]): the kernel lock on the
+//! - the verdict on an existing lock comes from one judge ([`judge()`]): the kernel lock on the
 //!   file, then PID + start time + boot id + host, then the heartbeat. Its evidence comes from
 //!   a [`Witness`]: the engine's own [`Direct`] (the kernel asked about this one file and this
 //!   one owner; an owner it cannot check is `foreign`, never `stale`) unless the caller gives
-//!   another ([`LockWith::witness`]; [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). The locksmith scanner gives
-//!   its evidence snapshot (holders named from `/proc/locks`, PID namespaces, containers,
-//!   other hosts), and its `locksmith` dialect judges with this same judge, so the scanner and
-//!   the engine agree by construction.
-//!
-//! The rest of locksmith builds on this crate: its file-system kinds ([`FsKind`], [`fs`]),
-//! host facts ([`host`]), file identity ([`Identity`]) and verdict types ([`verdict`]).
+//!   another ([`Lock::witness`]; [`Lock::inspect`] and [`Lock::reclaim`] judge as
+//!   [`Lock::acquire`] does). The locksmith scanner gives its evidence snapshot (holders named
+//!   from `/proc/locks`, PID namespaces, containers, other hosts), and its `locksmith` dialect
+//!   judges with this same judge, so the scanner and the engine agree by construction.
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
@@ -48,11 +53,13 @@
 //! (sshfs), by reading our token back by name; liveness comes from the PID / start time /
 //! boot id / host evidence, and from a heartbeat (on by default on network file systems).
 //! Release and reclaim check the token too, and the holder clears leftovers of killed
-//! acquirers at release (see `sweep`). A file system without hard links is refused before
-//! anything is created.
+//! acquirers at release. A file system without hard links is refused before anything is
+//! created.
 
 // Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
 #![deny(clippy::undocumented_unsafe_blocks)]
+// Every public item is documented.
+#![warn(missing_docs)]
 
 // The README's example is compiled as a doc test.
 #[cfg(doctest)]
@@ -61,38 +68,35 @@ struct ReadmeDoctest;
 
 mod create;
 mod error;
-pub mod fs;
 mod heartbeat;
-pub mod host;
 mod identity;
-pub mod judge;
+mod judge;
 mod place;
-pub mod record;
+mod record;
 mod remove;
 mod sweep;
-pub mod sys;
-pub mod verdict;
+mod verdict;
 mod witness;
 
 use std::fs::File;
-use std::marker::PhantomData;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use error::{EngineError, ErrorKind, describe};
-pub use fs::{FsInfo, FsKind};
+pub use error::{EngineError, ErrorKind};
 pub use identity::Identity;
-pub use judge::{Direct, Evidence, LockFile, Witness};
+pub use judge::{Direct, Evidence, LockFile, Witness, judge};
 pub use record::{ParsedRecord, Record, RecordFormat};
-pub use sweep::temp_name;
+pub use verdict::{
+    ByteRange, ContainerId, ContainerInfo, Holder, HolderHow, Judgement, LockMode, Owner,
+    ProcessInfo, Proof, Rule, Verdict, describe_holders,
+};
 
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;
 use place::Place;
 use remove::{Existing, Removal};
-use verdict::{Judgement, Verdict};
 
 /// How often a waiting [`Lock::acquire`] looks again, by default.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(10);
@@ -108,20 +112,22 @@ const MAX_ROUNDS: usize = 8;
 /// How long evidence lasts when no kernel lock settles whether an owner is alive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StaleWindows {
-    /// A heartbeat older than this, with no local evidence of life, is stale (seconds).
-    pub heartbeat_secs: u64,
+    /// A heartbeat older than this (or than three of the owner's own intervals, if longer),
+    /// with no local evidence of life, is stale. 60 s by default.
+    pub heartbeat: Duration,
 }
 
 impl Default for StaleWindows {
     fn default() -> Self {
-        StaleWindows { heartbeat_secs: 60 }
+        StaleWindows {
+            heartbeat: Duration::from_secs(60),
+        }
     }
 }
 
 /// How a lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Mechanism {
+enum Mechanism {
     /// An OFD lock where the file system allows it, else the fallback.
     #[default]
     Auto,
@@ -129,27 +135,11 @@ pub enum Mechanism {
     Fallback,
 }
 
-/// Where the evidence on an existing lock comes from unless the caller gives a witness
-/// ([`LockWith::witness`]): the witness a [`LockWith<W>`] starts with is `W`'s.
-pub trait DefaultWitness {
-    fn witness() -> Arc<dyn Witness>;
-}
-
-impl DefaultWitness for Direct {
-    fn witness() -> Arc<dyn Witness> {
-        Arc::new(Direct)
-    }
-}
-
-/// A lock judged with the engine's own evidence ([`Direct`]) unless given another witness.
-pub type Lock = LockWith<Direct>;
-
-/// A lock to take, inspect or reclaim: the path and the options (builder). `W` names the
-/// witness it judges with unless given another ([`DefaultWitness`]); a program that links
-/// richer evidence names its own `Lock` with it (as locksmith's `locksmith::engine::Lock`
-/// does with the scanner's evidence).
+/// A lock to take, inspect or reclaim: the path and the options (builder). It judges an
+/// existing lock with the engine's own evidence ([`Direct`]) unless given another witness
+/// ([`Lock::witness`]).
 #[derive(Debug, Clone)]
-pub struct LockWith<W> {
+pub struct Lock {
     path: PathBuf,
     timeout: Option<Duration>,
     poll_interval: Duration,
@@ -157,22 +147,20 @@ pub struct LockWith<W> {
     mechanism: Mechanism,
     windows: StaleWindows,
     witness: Arc<dyn Witness>,
-    default: PhantomData<fn() -> W>,
 }
 
-impl<W: DefaultWitness> LockWith<W> {
+impl Lock {
     /// A lock at `path`, waiting forever in [`acquire`](Lock::acquire), no heartbeat (except
-    /// on network file systems), OFD locks where available.
+    /// on network file systems), OFD locks where available, judged with [`Direct`].
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        LockWith {
+        Lock {
             path: path.into(),
             timeout: None,
             poll_interval: DEFAULT_POLL_INTERVAL,
             heartbeat: None,
             mechanism: Mechanism::Auto,
             windows: StaleWindows::default(),
-            witness: W::witness(),
-            default: PhantomData,
+            witness: Arc::new(Direct),
         }
     }
 
@@ -217,13 +205,14 @@ impl<W: DefaultWitness> LockWith<W> {
         self
     }
 
-    /// Where the judge's evidence on an existing lock comes from (`W`'s witness by default:
-    /// [`Direct`] for a [`Lock`]; a scanner can give its richer evidence).
+    /// Where the judge's evidence on an existing lock comes from ([`Direct`] by default; a
+    /// program that knows more, such as a scanner of the whole machine, gives its own).
     pub fn witness(mut self, witness: Arc<dyn Witness>) -> Self {
         self.witness = witness;
         self
     }
 
+    /// The lock path.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -262,7 +251,7 @@ impl<W: DefaultWitness> LockWith<W> {
         reclaim_place(place, expected, &self.windows, before_unlink)
     }
 
-    /// [`reclaim_with`](LockWith::reclaim_with) for the entry `name` of a directory the caller
+    /// [`reclaim_with`](Lock::reclaim_with) for the entry `name` of a directory the caller
     /// has already opened and checked (a scanner reaches it from its root without following
     /// symlinks): nothing is resolved through the path, which names the lock in messages only.
     pub fn reclaim_at(
@@ -366,7 +355,7 @@ impl<W: DefaultWitness> LockWith<W> {
         });
         place.err(ErrorKind::Held {
             judgement: Box::new(judgement),
-            waited_ms: waited.as_millis() as u64,
+            waited,
         })
     }
 }
@@ -418,6 +407,7 @@ impl LockGuard {
         }
     }
 
+    /// The lock path.
     pub fn path(&self) -> &Path {
         &self.place.path
     }
@@ -459,8 +449,11 @@ impl LockGuard {
         let result = self.remove_file();
         if !self.record.kernel_lock {
             // Temporary files and a reclaim guard left by processes killed while they were
-            // acquiring or reclaiming this lock.
-            sweep::leftovers(&self.place, &self.windows);
+            // acquiring or reclaiming this lock. The listing of the directory also says
+            // whether there is a guard; a directory we may not list is asked by name.
+            if sweep::temp_files(&self.place) != Some(false) {
+                remove::clear_abandoned_guard(&self.place, &self.windows);
+            }
         }
         result
     }

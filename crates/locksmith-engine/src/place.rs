@@ -16,8 +16,8 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::error::{EngineError, ErrorKind};
-use super::fs::{FsInfo, describe};
 use super::judge::{Direct, Witness};
+use locksmith_sys::fs::{FsInfo, describe};
 
 /// How much of an existing lock file is read (a record is a few hundred bytes; more than this
 /// is not a record, but the bytes are still handed to `before_unlink` to be saved).

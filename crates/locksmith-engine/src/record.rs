@@ -13,12 +13,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// The `tool` value of records written by this build.
-pub const TOOL: &str = concat!("locksmith/", env!("CARGO_PKG_VERSION"));
+pub(crate) const TOOL: &str = concat!("locksmith/", env!("CARGO_PKG_VERSION"));
 
 /// What the engine writes into a lock file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
+    /// The owner's PID.
     pub pid: u32,
+    /// The owner's host name.
     pub hostname: String,
     /// `/proc/sys/kernel/random/boot_id` of the kernel the owner runs on.
     pub boot_id: Option<String>,
@@ -26,6 +28,7 @@ pub struct Record {
     pub start_time: Option<u64>,
     /// Inode of the owner's `/proc/self/ns/pid`.
     pub pid_ns: Option<u64>,
+    /// The owner's executable.
     pub exe: Option<String>,
     /// RFC 3339.
     pub created_at: String,
@@ -33,9 +36,14 @@ pub struct Record {
     /// at every beat, so the later of the two is the last sign of life).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat_at: Option<String>,
-    /// Seconds between two heartbeats, when there is a heartbeat.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub heartbeat_secs: Option<f64>,
+    /// The time between two heartbeats, when there is a heartbeat (`heartbeat_secs` in the
+    /// file, in seconds).
+    #[serde(
+        rename = "heartbeat_secs",
+        serialize_with = "as_seconds",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub heartbeat_interval: Option<Duration>,
     /// Whether the owner keeps an OFD write lock on the file for as long as it holds the
     /// lock (then the kernel lock, not the PID, settles liveness on this kernel).
     pub kernel_lock: bool,
@@ -47,18 +55,18 @@ pub struct Record {
 
 impl Record {
     /// A record describing the calling process, created now.
-    pub fn for_this_process(kernel_lock: bool, heartbeat: Option<Duration>) -> Self {
+    pub(crate) fn for_this_process(kernel_lock: bool, heartbeat: Option<Duration>) -> Self {
         let facts = ProcessFacts::of_this_process();
         let created_at = jiff::Timestamp::now().to_string();
         Record {
             pid: facts.pid,
-            hostname: super::host::hostname(),
+            hostname: locksmith_sys::host::hostname(),
             boot_id: facts.boot_id,
             start_time: facts.start_time,
             pid_ns: facts.pid_ns,
             exe: facts.exe,
             heartbeat_at: heartbeat.map(|_| created_at.clone()),
-            heartbeat_secs: heartbeat.map(|d| d.as_secs_f64()),
+            heartbeat_interval: heartbeat,
             created_at,
             kernel_lock,
             token: new_token(),
@@ -67,10 +75,18 @@ impl Record {
     }
 
     /// The bytes written to the lock file: the JSON object and a newline.
-    pub fn to_line(&self) -> Vec<u8> {
+    pub(crate) fn to_line(&self) -> Vec<u8> {
         let mut v = serde_json::to_vec(self).expect("a record always serialises");
         v.push(b'\n');
         v
+    }
+}
+
+/// A duration as the record writes it: seconds, with a fraction.
+fn as_seconds<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
     }
 }
 
@@ -96,9 +112,9 @@ impl ProcessFacts {
         }
         let facts = ProcessFacts {
             pid,
-            boot_id: super::host::boot_id(),
-            start_time: super::host::own_start_ticks(),
-            pid_ns: super::host::pid_ns_of("self"),
+            boot_id: locksmith_sys::host::boot_id(),
+            start_time: locksmith_sys::host::own_start_ticks(),
+            pid_ns: locksmith_sys::host::pid_ns_of("self"),
             exe: std::env::current_exe()
                 .ok()
                 .map(|p| p.to_string_lossy().into_owned()),
@@ -110,7 +126,7 @@ impl ProcessFacts {
 
 /// 128 random bits as 32 hex digits (from the kernel's random source; the clock and the PID
 /// when it cannot be read, which still makes a token unique enough to tell acquisitions apart).
-pub fn new_token() -> String {
+pub(crate) fn new_token() -> String {
     use std::io::Read;
     let mut buf = [0u8; 16];
     let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut buf));
@@ -136,22 +152,33 @@ pub enum RecordFormat {
 /// version, another program, or be damaged.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ParsedRecord {
+    /// Which writer it comes from.
     pub format: RecordFormat,
-    /// Absent when missing or not an integer.
+    /// The owner's PID (absent when missing or not an integer).
     pub pid: Option<i64>,
+    /// The owner's host name.
     pub hostname: Option<String>,
+    /// The boot id of the kernel the owner ran on.
     pub boot_id: Option<String>,
+    /// The owner's start time in clock ticks since its host booted.
     pub start_time: Option<u64>,
+    /// The inode of the owner's PID namespace.
     pub pid_ns: Option<u64>,
+    /// The owner's executable.
     pub exe: Option<String>,
     /// The creation time as written (only kept when it parses as a timestamp).
     pub created_at: Option<String>,
-    /// The creation time in ms since the epoch.
+    /// The creation time in milliseconds since the epoch.
     pub created_ms: Option<i64>,
+    /// The last heartbeat the record states, in milliseconds since the epoch.
     pub heartbeat_ms: Option<i64>,
-    pub heartbeat_secs: Option<f64>,
+    /// The time between two heartbeats, when the owner refreshes one.
+    pub heartbeat_interval: Option<Duration>,
+    /// Whether the owner keeps an OFD lock on the file while it holds the lock.
     pub kernel_lock: bool,
+    /// The random token of the acquisition.
     pub token: Option<String>,
+    /// The writer (`locksmith/<version>`).
     pub tool: Option<String>,
 }
 
@@ -194,10 +221,11 @@ impl ParsedRecord {
             created_at,
             created_ms,
             heartbeat_ms,
-            heartbeat_secs: map
+            heartbeat_interval: map
                 .get("heartbeat_secs")
                 .and_then(Value::as_f64)
-                .filter(|s| s.is_finite() && *s > 0.0),
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .filter(|d| !d.is_zero()),
             kernel_lock: map
                 .get("kernel_lock")
                 .and_then(Value::as_bool)
@@ -221,7 +249,7 @@ impl ParsedRecord {
 
     /// Whether the owner refreshes a heartbeat.
     pub fn has_heartbeat(&self) -> bool {
-        self.heartbeat_ms.is_some() || self.heartbeat_secs.is_some()
+        self.heartbeat_ms.is_some() || self.heartbeat_interval.is_some()
     }
 }
 
@@ -259,7 +287,7 @@ mod tests {
         assert!(p.kernel_lock);
         assert_eq!(p.token.as_deref(), Some(r.token.as_str()));
         assert_eq!(p.tool.as_deref(), Some(TOOL));
-        assert_eq!(p.heartbeat_secs, Some(5.0));
+        assert_eq!(p.heartbeat_interval, Some(Duration::from_secs(5)));
         assert!(p.has_heartbeat());
         assert_eq!(p.created_ms, p.heartbeat_ms);
         let age = jiff::Timestamp::now().as_millisecond() - p.created_ms.unwrap();

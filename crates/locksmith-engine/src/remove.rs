@@ -28,9 +28,9 @@ use super::StaleWindows;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
-use super::sys;
 use super::verdict::{Judgement, Verdict};
 use super::witness as judge;
+use locksmith_sys::locks as sys;
 
 /// A guard older than this is abandoned whatever it says: guards live for milliseconds.
 const GUARD_MAX_AGE_MS: i64 = 30_000;
@@ -73,7 +73,7 @@ pub fn examine(place: &Place, windows: &StaleWindows, fast: bool) -> Result<Exis
     let Some((file, meta)) = opened else {
         return Ok(Existing::Gone);
     };
-    if fast && matches!(sys::ofd_write_conflict(file.as_fd()), Ok(true)) {
+    if fast && matches!(sys::write_lock_conflict(file.as_fd()), Ok(true)) {
         return Ok(Existing::HeldFast);
     }
     let (content, complete) =
@@ -441,7 +441,7 @@ impl Guard {
 /// descriptor), a guard's writers are no sign of a holder: a guard is held by the reclaiming
 /// process itself, for milliseconds. Asked only while we hold the guard's OFD lock.
 fn owner_gone_only_writers(ex: &Examined) -> bool {
-    use super::host::{self, Process};
+    use locksmith_sys::host::{self, Process};
     let j = &ex.judgement;
     let Some(rec) = super::record::ParsedRecord::parse(&ex.content) else {
         return false;

@@ -1,7 +1,8 @@
 //! Leftovers of crashed acquisitions in the fallback: a process killed between creating its
 //! named temporary file and removing that name again leaves `.locksmith-….tmp` behind, and one
 //! killed while holding the reclaim guard leaves `<name>.reclaim`. The holder of a lock clears
-//! them when it releases it, so a crash never leaves litter for long.
+//! them when it releases it, so a crash never leaves litter for long (the guard by the
+//! protocol of `remove`, the temporary files here).
 //!
 //! A temporary file is only ever used by the process that created it, so removing one whose
 //! creator is gone can never break a lock (a lock file is a separate name for the same file).
@@ -17,10 +18,9 @@ use std::os::unix::ffi::OsStrExt;
 
 use rustix::fs::{AtFlags, Mode, OFlags};
 
-use super::StaleWindows;
-use super::host::Process;
 use super::place::Place;
 use super::record::Record;
+use locksmith_sys::host::Process;
 
 /// Prefix and suffix of the engine's temporary file names.
 const PREFIX: &str = ".locksmith-";
@@ -32,7 +32,7 @@ const FOREIGN_TEMP_MAX_AGE_MS: i64 = 3_600_000;
 /// The name of a new temporary file for `record`'s creator (this process): it names the
 /// creator (boot id prefix, PID namespace, PID, start ticks), so that a holder can clear the
 /// leftovers of creators that are gone at release.
-pub fn temp_name(record: &Record) -> OsString {
+pub(crate) fn temp_name(record: &Record) -> OsString {
     let boot: String = record
         .boot_id
         .as_deref()
@@ -90,8 +90,8 @@ struct Here {
 impl Here {
     fn probe() -> Here {
         Here {
-            boot_id: super::host::boot_id(),
-            pid_ns: super::host::pid_ns_of("self"),
+            boot_id: locksmith_sys::host::boot_id(),
+            pid_ns: locksmith_sys::host::pid_ns_of("self"),
         }
     }
 }
@@ -107,26 +107,18 @@ fn creator_gone(c: &Creator, host: &Here) -> bool {
     if !ours || c.pid_ns.is_none() || c.pid_ns != host.pid_ns {
         return false;
     }
-    match super::host::process(c.pid) {
+    match locksmith_sys::host::process(c.pid) {
         Process::Absent | Process::Exited => true,
         Process::Running { start_ticks } => c.start_ticks.is_some_and(|t| t != start_ticks),
         Process::Hidden => false,
     }
 }
 
-/// Removes abandoned temporary files in the lock's directory and an abandoned reclaim guard
-/// of this lock. Best effort: errors are ignored (what stays is cleared next time).
-pub fn leftovers(place: &Place, windows: &StaleWindows) {
-    // The listing also says whether there is a guard (one lookup less on a network file
-    // system); a directory we may not list is asked by name.
-    if temp_files(place) != Some(false) {
-        super::remove::clear_abandoned_guard(place, windows);
-    }
-}
-
-/// Removes abandoned temporary files; whether the listing showed this lock's guard (`None`
-/// when the directory cannot be listed).
-fn temp_files(place: &Place) -> Option<bool> {
+/// Removes abandoned temporary files in the lock's directory. Best effort: errors are ignored
+/// (what stays is cleared next time). Returns whether the listing showed this lock's reclaim
+/// guard (`None` when the directory cannot be listed), so that the caller looks the guard up
+/// by name only when it may be there (one lookup less on a network file system).
+pub fn temp_files(place: &Place) -> Option<bool> {
     let fd = rustix::fs::openat(
         place.dir.as_fd(),
         ".",

@@ -149,7 +149,9 @@ impl Serialize for Rule {
 /// removal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Proof {
+    /// The rule that proved the owner gone.
     pub rule: Rule,
+    /// The facts it rested on (stable keys per rule).
     pub facts: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -177,8 +179,11 @@ impl Proof {
 /// What the lock itself claims about its owner.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Owner {
+    /// The owner's PID, as the lock gives it.
     pub pid: Option<i64>,
+    /// The owner's host name, as the lock gives it.
     pub hostname: Option<String>,
+    /// The user owning the lock file.
     pub user: Option<String>,
     /// RFC 3339 when known.
     pub created_at: Option<String>,
@@ -189,10 +194,15 @@ pub struct Owner {
 /// The live process behind `owner.pid` on this host.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ProcessInfo {
+    /// Its PID in our PID namespace.
     pub pid: i32,
+    /// Its command name (`/proc/<pid>/comm`).
     pub name: String,
+    /// Its executable.
     pub exe: Option<String>,
+    /// Its command line.
     pub cmd: Vec<String>,
+    /// The user it runs as.
     pub user: Option<String>,
     /// RFC 3339.
     pub start_time: Option<String>,
@@ -259,6 +269,7 @@ impl ContainerId {
 /// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct ContainerInfo {
+    /// Which container.
     #[serde(flatten)]
     pub id: ContainerId,
     /// The PID as seen inside.
@@ -279,13 +290,18 @@ impl ContainerInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HolderHow {
+    /// A flock(2) lock.
     Flock,
+    /// A POSIX record lock (`F_SETLK`).
     Posix,
+    /// An open file description lock (`F_OFD_SETLK`).
     Ofd,
+    /// The file open, without a lock.
     Open,
 }
 
 impl HolderHow {
+    /// Its name (`flock`, `posix`, `ofd`, `open`).
     pub fn as_str(self) -> &'static str {
         match self {
             HolderHow::Flock => "flock",
@@ -301,11 +317,14 @@ impl HolderHow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LockMode {
+    /// Shared.
     Read,
+    /// Exclusive.
     Write,
 }
 
 impl LockMode {
+    /// Its name (`read`, `write`).
     pub fn as_str(self) -> &'static str {
         match self {
             LockMode::Read => "read",
@@ -318,7 +337,9 @@ impl LockMode {
 /// the file, however long it grows (`end: None`, the kernel's `EOF`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct ByteRange {
+    /// The first byte.
     pub start: u64,
+    /// The last byte (`None`: the end of the file).
     pub end: Option<u64>,
 }
 
@@ -341,8 +362,12 @@ impl std::fmt::Display for ByteRange {
 /// A process holding a kernel lock on the file or having it open.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Holder {
+    /// Its PID in our PID namespace (0 or less when it cannot be named: an OFD lock carries
+    /// no PID).
     pub pid: i32,
+    /// Its command name.
     pub name: Option<String>,
+    /// How it holds the file.
     pub how: HolderHow,
     /// The container it runs in (`None`: our own PID namespace).
     pub container: Option<ContainerInfo>,
@@ -404,39 +429,18 @@ pub fn describe_holders(holders: &[Holder]) -> String {
 /// A verdict with everything that justifies it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judgement {
+    /// The verdict.
     pub verdict: Verdict,
     /// Lines a person can check; never empty.
     pub evidence: Vec<String>,
+    /// What the lock's record says of its owner.
     pub owner: Option<Owner>,
+    /// The live process behind the owner (or a holder), when there is one on this host.
     pub process: Option<ProcessInfo>,
+    /// The processes holding a kernel lock on the file, or having it open.
     pub holders: Vec<Holder>,
-    /// vim-swap only: does the swap file hold changes that were never saved?
-    pub unsaved_changes: Option<bool>,
-    /// For a lock whose owner is on another named host: what that host could be asked about
-    /// it (a scanner asks that host). Not part of the report.
-    #[serde(skip)]
-    pub remote: Option<RemoteClaim>,
     /// For a `stale` verdict: what proved it (one proof per owner). Empty otherwise.
     pub proofs: Vec<Proof>,
-}
-
-/// What a lock claims about an owner on another host, for asking that host (an owner
-/// on another host is `foreign` here; only that host can tell whether the PID lives).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RemoteClaim {
-    /// The host name the lock names.
-    pub host: String,
-    pub pid: i64,
-    /// The boot id the lock names (engine records only).
-    pub boot_id: Option<String>,
-    /// The owner's PID namespace inode, if the lock names it.
-    pub pid_ns: Option<u64>,
-    /// When the lock was written (ms since the epoch, by the file's clock).
-    pub written_ms: Option<i64>,
-    /// The owner's exact start time in clock ticks since its host booted (engine records).
-    pub start_ticks: Option<u64>,
-    /// Program names the owner must have; empty accepts any.
-    pub expect: Vec<String>,
 }
 
 impl Judgement {
@@ -448,8 +452,6 @@ impl Judgement {
             owner: None,
             process: None,
             holders: Vec::new(),
-            unsaved_changes: None,
-            remote: None,
             proofs: Vec::new(),
         }
     }
@@ -461,6 +463,7 @@ impl Judgement {
         j
     }
 
+    /// The judgement, with the owner the lock names.
     pub fn with_owner(mut self, owner: Owner) -> Self {
         self.owner = Some(owner);
         self

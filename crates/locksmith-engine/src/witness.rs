@@ -5,7 +5,7 @@
 use std::fs::Metadata;
 
 use super::StaleWindows;
-use super::judge::{LockFile, RECORD_PREFIX};
+use super::judge::LockFile;
 use super::place::Place;
 use super::verdict::{Holder, Judgement};
 
@@ -17,26 +17,12 @@ pub fn judge(
     complete: bool,
     windows: &StaleWindows,
 ) -> Judgement {
-    let file = LockFile {
-        path: &place.path,
-        meta,
-        regular: true,
-        content: &content[..content.len().min(RECORD_PREFIX)],
-        complete: complete && content.len() <= RECORD_PREFIX,
-        fs: &place.fs,
-    };
+    let file = LockFile::on(&place.path, meta, content, complete, place.fs.clone());
     super::judge::judge(&file, place.witness.look().as_ref(), windows)
 }
 
 /// The processes holding a kernel lock on the file `meta` describes, asked now.
 pub fn kernel_holders(place: &Place, meta: &Metadata) -> Vec<Holder> {
-    let file = LockFile {
-        path: &place.path,
-        meta,
-        regular: true,
-        content: &[],
-        complete: true,
-        fs: &place.fs,
-    };
+    let file = LockFile::on(&place.path, meta, &[], true, place.fs.clone());
     place.witness.look().kernel_holders(&file)
 }

@@ -143,7 +143,7 @@ pub fn child_main() {
     };
     let (mode, path) = spec.split_once('\n').expect("mode and path");
     let fallback = mode.contains("fallback");
-    let lock = locksmith::engine::Lock::new(path).force_fallback(fallback);
+    let lock = locksmith::engine::lock(path).force_fallback(fallback);
     match mode {
         "hold" | "hold-fallback" => {
             let g = lock.try_acquire().expect("acquire");
@@ -162,7 +162,7 @@ pub fn child_main() {
             std::process::exit(0); // a crash: no release
         }
         "reclaim-pause" => {
-            let r = locksmith::engine::Lock::new(Path::new(path)).reclaim_with(None, |_, _| {
+            let r = locksmith::engine::lock(Path::new(path)).reclaim_with(None, |_, _| {
                 say("paused");
                 read_command();
                 Ok(())

@@ -5,31 +5,32 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command};
 
-use locksmith_engine::record::Record;
-use locksmith_engine::verdict::Verdict;
-use locksmith_engine::{ErrorKind, Lock};
+use locksmith_engine::{ErrorKind, Lock, Record, Verdict};
 
-/// A fallback record (no kernel lock) naming `pid`, written on this host and boot.
+use crate::util::{dead_pid, require};
+
+/// A fallback record (no kernel lock) naming `pid`, written on this host and boot: the record
+/// of a lock this process takes, with another owner.
 fn record_of(pid: u32) -> Record {
-    let mut r = Record::for_this_process(false, None);
+    let scratch = tempfile::tempdir().unwrap();
+    let guard = Lock::new(scratch.path().join("mine.lock"))
+        .force_fallback(true)
+        .acquire()
+        .unwrap();
+    let mut r = guard.record().clone();
     r.pid = pid;
     r.start_time = None;
     r
 }
 
+/// Writes `r` as the engine does: one JSON object and a newline.
 fn write(path: &Path, r: &Record) {
+    let mut line = serde_json::to_vec(r).unwrap();
+    line.push(b'\n');
     std::fs::File::create(path)
         .unwrap()
-        .write_all(&r.to_line())
+        .write_all(&line)
         .unwrap();
-}
-
-/// A process that is gone (reaped).
-fn dead_pid() -> u32 {
-    let mut c = Command::new("true").spawn().unwrap();
-    let pid = c.id();
-    c.wait().unwrap();
-    pid
 }
 
 struct Sleeper(Child);
@@ -45,7 +46,7 @@ impl Drop for Sleeper {
 fn a_dead_owner_is_stale_and_reclaimed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("dead.lock");
-    write(&path, &record_of(dead_pid()));
+    write(&path, &record_of(dead_pid() as u32));
     let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence.iter().any(|e| e.contains("ESRCH")), "{j:?}");
@@ -57,6 +58,9 @@ fn a_dead_owner_is_stale_and_reclaimed() {
 fn a_live_owner_is_live_and_its_lock_is_not_taken() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.lock");
+    if !require("sleep") {
+        return;
+    }
     let sleeper = Sleeper(Command::new("sleep").arg("300").spawn().unwrap());
     write(&path, &record_of(sleeper.0.id()));
     let j = Lock::new(&path).inspect().unwrap();
@@ -75,6 +79,9 @@ fn a_live_owner_is_live_and_its_lock_is_not_taken() {
 fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.lock");
+    if !require("sleep") {
+        return;
+    }
     let sleeper = Sleeper(Command::new("sleep").arg("300").spawn().unwrap());
 
     // The PID is alive, but it is not the process that wrote the record.
@@ -85,7 +92,7 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence[0].contains("reused"), "{j:?}");
 
-    let mut remote = record_of(dead_pid());
+    let mut remote = record_of(dead_pid() as u32);
     remote.hostname = "another-host.invalid".into();
     remote.boot_id = Some("00000000-0000-0000-0000-000000000001".into());
     write(&path, &remote);
@@ -94,7 +101,7 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
         Verdict::Foreign
     );
 
-    let mut namespaced = record_of(dead_pid());
+    let mut namespaced = record_of(dead_pid() as u32);
     namespaced.pid_ns = Some(1);
     write(&path, &namespaced);
     assert_eq!(
@@ -107,6 +114,9 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
 fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("boot.lock");
+    if !require("sleep") {
+        return;
+    }
     let sleeper = Sleeper(Command::new("sleep").arg("300").spawn().unwrap());
     let mut old = record_of(sleeper.0.id());
     old.boot_id = Some("00000000-0000-0000-0000-000000000001".into());

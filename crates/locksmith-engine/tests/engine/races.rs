@@ -11,9 +11,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::util::engine::*;
-use locksmith::Verdict;
-use locksmith::engine::Lock;
+use crate::util::*;
+use locksmith_engine::Lock;
+use locksmith_engine::Verdict;
 
 /// Leaves a stale lock at `path`: its holder (kernel lock or fallback) is SIGKILLed.
 fn stale_lock(path: &Path, kernel_lock: bool) {

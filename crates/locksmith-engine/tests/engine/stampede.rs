@@ -14,8 +14,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::util::engine::*;
-use locksmith::Verdict;
+use crate::util::*;
+use locksmith_engine::Verdict;
 
 const CONTENDERS: usize = 8;
 const ROUNDS: usize = 100;
@@ -68,7 +68,7 @@ fn stampede(mode_of: fn(usize) -> &'static str, guard_every: usize) {
 
     for round in 0..ROUNDS {
         if round > 0 {
-            let j = locksmith::engine::Lock::new(&path)
+            let j = locksmith_engine::Lock::new(&path)
                 .inspect()
                 .expect("a lock left by the crash");
             assert_eq!(j.verdict, Verdict::Stale, "round {round}: {j:?}");

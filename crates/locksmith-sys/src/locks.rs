@@ -1,4 +1,4 @@
-//! The system calls the engine needs beyond plain files: OFD record locks (`F_OFD_SETLK`,
+//! The system calls a lock needs beyond plain files: OFD record locks (`F_OFD_SETLK`,
 //! `F_OFD_GETLK`, fcntl(2); libc-only, rustix has no OFD locks), anonymous files
 //! (`O_TMPFILE`, open(2)) and linking them into place (linkat(2)).
 //!
@@ -75,9 +75,6 @@ pub fn held_at(path: &std::path::Path, dev: u64, ino: u64) -> Option<bool> {
     }
     write_lock_conflict(fd.as_fd()).ok()
 }
-
-/// `F_OFD_GETLK`: whether another open file description holds a conflicting lock.
-pub use write_lock_conflict as ofd_write_conflict;
 
 #[cfg(target_os = "linux")]
 mod imp {
@@ -200,16 +197,16 @@ mod tests {
             .open(&p)
             .unwrap();
         let r = std::fs::File::open(&p).unwrap();
-        assert!(!ofd_write_conflict(r.as_fd()).unwrap());
+        assert!(!write_lock_conflict(r.as_fd()).unwrap());
         assert!(ofd_try_write_lock(a.as_fd()).unwrap());
         assert!(ofd_try_write_lock(a.as_fd()).unwrap(), "re-locking our own");
         assert!(!ofd_try_write_lock(b.as_fd()).unwrap());
-        assert!(ofd_write_conflict(r.as_fd()).unwrap());
+        assert!(write_lock_conflict(r.as_fd()).unwrap());
         // Closing another descriptor of the same file keeps the OFD lock (unlike POSIX).
         drop(std::fs::File::open(&p).unwrap());
-        assert!(ofd_write_conflict(r.as_fd()).unwrap());
+        assert!(write_lock_conflict(r.as_fd()).unwrap());
         drop(a);
-        assert!(!ofd_write_conflict(r.as_fd()).unwrap());
+        assert!(!write_lock_conflict(r.as_fd()).unwrap());
         assert!(ofd_try_write_lock(b.as_fd()).unwrap());
     }
 

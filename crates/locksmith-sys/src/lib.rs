@@ -1,0 +1,20 @@
+//! locksmith's system facts: what the lock engine (`locksmith-engine`) and the locksmith scanner
+//! both read from the kernel, in one place, and nothing that judges a lock.
+//!
+//! - [`fs`]: the kind of file system a directory is on, and whether it is a network file
+//!   system (where kernel locks and PIDs of other hosts cannot be trusted);
+//! - [`host`]: host name, boot id, boot time, PID namespaces, a process's state and start
+//!   time, the processes that have a file open for writing;
+//! - [`locks`]: OFD record locks, anonymous files and linking them into place;
+//! - [`time`]: times as evidence lines show them, and the slack when comparing them.
+//!
+//! Linux; elsewhere the kernel-lock calls report `Unsupported` (and the engine uses its
+//! fallback).
+
+// Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub mod fs;
+pub mod host;
+pub mod locks;
+pub mod time;
