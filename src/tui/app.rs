@@ -320,8 +320,9 @@ pub struct App {
     pub progress: Progress,
     /// The clock used for ages (ms since the epoch), advanced by ticks.
     pub now_ms: i64,
-    /// Paths the current scan has found (rows missing from a complete scan are dropped).
-    seen: HashSet<PathBuf>,
+    /// How many rows the current scan has found (each row knows the scan that found it last:
+    /// rows missing from a complete scan are dropped).
+    found_now: usize,
     /// Rows marked with Space.
     marks: HashSet<PathBuf>,
     /// What was found last (`n`/`N` find it again).
@@ -363,7 +364,7 @@ impl App {
             status: None,
             progress: Progress::default(),
             now_ms,
-            seen: HashSet::new(),
+            found_now: 0,
             marks: HashSet::new(),
             found: None,
             reclaiming: false,
@@ -597,7 +598,7 @@ impl App {
             scanning: true,
             ..Progress::default()
         };
-        self.seen.clear();
+        self.found_now = 0;
         Effect::Scan {
             generation: self.progress.generation,
         }
@@ -613,7 +614,7 @@ impl App {
         self.progress.scanning = true;
         self.progress.quiet = true;
         self.progress.quiet_errors = 0;
-        self.seen.clear();
+        self.found_now = 0;
         Some(Effect::Scan {
             generation: self.progress.generation,
         })
@@ -671,7 +672,7 @@ impl App {
                     match r {
                         Rejudge::Judged(f) => {
                             if self.by_path.contains_key(&path) {
-                                self.upsert(*f);
+                                self.upsert(*f, None);
                             }
                         }
                         Rejudge::Gone => gone.push(path),
@@ -751,8 +752,7 @@ impl App {
             Msg::Restored(r) => {
                 self.reclaiming = false;
                 for f in r.findings {
-                    self.seen.insert(f.path.clone());
-                    self.upsert(f);
+                    self.upsert(f, Some(self.progress.generation));
                 }
                 let level = if r.restored {
                     Level::Info
@@ -811,9 +811,8 @@ impl App {
                 self.progress.locks = locks;
             }
             ScanEvent::Found(f) => {
-                self.seen.insert(f.path.clone());
-                self.progress.locks = self.progress.locks.max(self.seen.len() as u64);
-                self.upsert(*f);
+                self.upsert(*f, Some(self.progress.generation));
+                self.progress.locks = self.progress.locks.max(self.found_now as u64);
             }
             ScanEvent::Error(_) if self.progress.quiet => self.progress.quiet_errors += 1,
             ScanEvent::Error(e) => {
@@ -848,7 +847,7 @@ impl App {
         let gone: Vec<PathBuf> = self
             .rows
             .iter()
-            .filter(|r| !self.seen.contains(&r.finding.path))
+            .filter(|r| r.found_in != self.progress.generation)
             .map(|r| r.finding.path.clone())
             .collect();
         self.remove_all(&gone);
@@ -868,14 +867,13 @@ impl App {
         for r in &results {
             if r.removed || r.gone {
                 removed += usize::from(r.removed);
-                self.seen.remove(&r.path);
                 gone.push(r.path.clone());
             } else if let Some(j) = &r.judgement
                 && let Some(&i) = self.by_path.get(&r.path)
             {
                 let mut f = self.rows[i].finding.clone();
                 f.judgement = j.clone();
-                self.upsert(f);
+                self.upsert(f, None);
             }
             if !r.removed {
                 refused.push(format!(
@@ -960,11 +958,18 @@ impl App {
         Effect::Rejudge(vec![finding])
     }
 
-    fn upsert(&mut self, f: Finding) {
+    /// Lists `f`, in place of its row if it has one; `found_in`: the scan that found it (else
+    /// the row keeps the scan that found it last).
+    fn upsert(&mut self, f: Finding, found_in: Option<u64>) {
         let mut row = Row::new(f);
+        let generation = self.progress.generation;
+        let counted = |was: u64| usize::from(found_in == Some(generation) && was != generation);
         match self.by_path.get(&row.finding.path) {
             Some(&i) => {
                 row.file = self.rows[i].file.take();
+                let was = self.rows[i].found_in;
+                self.found_now += counted(was);
+                row.found_in = found_in.unwrap_or(was);
                 // A lock judged again as it was shown (most are, each round) keeps its place.
                 let same = row.shows_as(&self.rows[i]);
                 self.rows[i] = row;
@@ -973,6 +978,8 @@ impl App {
                 }
             }
             None => {
+                self.found_now += counted(0);
+                row.found_in = found_in.unwrap_or(0);
                 let i = self.rows.len();
                 self.by_path.insert(row.finding.path.clone(), i);
                 self.rows.push(row);
@@ -992,6 +999,9 @@ impl App {
                 self.marks.remove(p.as_path());
                 gone[i] = true;
                 any = true;
+                if self.rows[i].found_in == self.progress.generation {
+                    self.found_now -= 1;
+                }
             }
         }
         if !any {

@@ -164,6 +164,8 @@ pub struct Row {
     pub cells: Cells,
     /// Its owner and mode, once the workers have looked.
     pub file: Option<FileMeta>,
+    /// The scan that found it last (its generation; 0: none yet).
+    pub found_in: u64,
 }
 
 impl Row {
@@ -172,6 +174,7 @@ impl Row {
             cells: Cells::of(&finding),
             finding,
             file: None,
+            found_in: 0,
         }
     }
 

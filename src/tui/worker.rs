@@ -23,7 +23,9 @@ use locksmith::reclaim::{self, ReclaimOptions, Selector};
 use locksmith::remote::Asker;
 use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
-use super::app::{FileMeta, Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult};
+use super::app::{
+    FileMeta, Msg, REJUDGE_SLICE, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult,
+};
 use super::confirm::ConfirmedAction;
 use super::{stop, text};
 
@@ -105,14 +107,16 @@ impl Workers {
             let snap = Snapshot::take();
             let to_ask = std::sync::Mutex::new(Vec::new());
             let found = std::sync::Mutex::new(Vec::new());
+            // The owner and mode of the first locks found come with the scan; those of the
+            // others with their first re-judge round (which takes the rows on screen first).
             let sink = |event: ScanEvent| {
                 if let ScanEvent::Found(f) = &event
                     && !f.fs.network
                 {
-                    found
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push(f.path.clone());
+                    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+                    if found.len() < REJUDGE_SLICE {
+                        found.push(f.path.clone());
+                    }
                 }
                 let event = match (event, &asker) {
                     (ScanEvent::Found(mut f), Some(asker)) => {
