@@ -137,6 +137,11 @@ impl Column {
     pub fn title(self) -> String {
         self.name().to_ascii_uppercase()
     }
+
+    /// The column's position in [`Column::ALL`] (for per-column arrays).
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// Whom a row names, as raw values: the owner's PID, the command, and the host (or the
@@ -611,6 +616,13 @@ mod tests {
     use super::*;
     use crate::judge::Judgement;
     use crate::report::tests::{finding, written};
+
+    #[test]
+    fn a_column_index_is_its_place_in_all() {
+        for (i, c) in Column::ALL.into_iter().enumerate() {
+            assert_eq!(c.index(), i, "{c:?}");
+        }
+    }
     use crate::report::{Format, Options};
     use crate::verdict::{Owner, ProcessInfo};
 

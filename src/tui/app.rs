@@ -31,7 +31,7 @@ use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
 use super::popup::{self, Outcome, Popup, help, reclaim, restore, signal};
-pub use super::rows::{Column, FileMeta, Row, age_ms};
+pub use super::rows::{Column, FileMeta, Row, age_ms, next_sort};
 use super::stop;
 use super::table::{self, ContentWidths};
 use super::text::{self, plural};
@@ -1146,17 +1146,9 @@ impl App {
         let rows = &self.rows;
         let listed = self.by_path_order.iter().copied().filter(|&i| shown(i));
         // Text columns sort by the rank of their text among the distinct texts shown.
-        fn text(sort: Column, r: &Row) -> Option<&str> {
-            match sort {
-                Column::Dialect => Some(&r.cells.dialect),
-                Column::Command => Some(&r.cells.command),
-                Column::Host => Some(&r.cells.host),
-                _ => None,
-            }
-        }
         let mut ranks: HashMap<&str, i128> = HashMap::new();
         for i in listed.clone() {
-            if let Some(t) = text(self.sort, &rows[i]) {
+            if let Some(t) = text_key(self.sort, &rows[i]) {
                 ranks.entry(t).or_default();
             }
         }
@@ -1172,9 +1164,7 @@ impl App {
                 Column::Pid => r.cells.owner_pid.map_or(i128::MIN, i128::from),
                 Column::Age => i128::from(age_ms(r, self.now_ms)),
                 Column::Path => 0,
-                Column::Dialect | Column::Command | Column::Host => {
-                    text(self.sort, r).map_or(0, |t| ranks[t])
-                }
+                _ => text_key(self.sort, r).map_or(0, |t| ranks[t]),
             };
             keyed.push((key, i));
         }
@@ -1430,7 +1420,7 @@ impl App {
             }
             Action::FindNext => self.find_again(true),
             Action::FindPrev => self.find_again(false),
-            Action::CycleSort => self.sort_by(self.sort.next()),
+            Action::CycleSort => self.sort_by(next_sort(self.sort)),
             Action::InvertSort => {
                 self.descending = !self.descending;
                 self.change = Change::All;
@@ -1971,6 +1961,14 @@ fn merge_sorted(
     out
 }
 
+/// What a text column sorts by: its cell's text (`None` for the others).
+fn text_key(sort: Column, r: &Row) -> Option<&str> {
+    match sort {
+        Column::Verdict | Column::Pid | Column::Age | Column::Path => None,
+        c => r.cells.text(c),
+    }
+}
+
 /// Whether the row at `i` of `rows` passes the filters.
 fn shown<'a>(
     rows: &'a [Row],
@@ -1996,12 +1994,10 @@ fn order(
         let (ra, rb) = (&rows[a], &rows[b]);
         let primary = match key {
             Column::Verdict => ra.verdict().cmp(&rb.verdict()),
-            Column::Dialect => ra.cells.dialect.cmp(&rb.cells.dialect),
             Column::Pid => ra.cells.owner_pid.cmp(&rb.cells.owner_pid),
-            Column::Command => ra.cells.command.cmp(&rb.cells.command),
-            Column::Host => ra.cells.host.cmp(&rb.cells.host),
             Column::Age => age_ms(ra, now).cmp(&age_ms(rb, now)),
             Column::Path => std::cmp::Ordering::Equal,
+            _ => text_key(key, ra).cmp(&text_key(key, rb)),
         };
         let by_path = || ra.finding.path.cmp(&rb.finding.path);
         if descending {

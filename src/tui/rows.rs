@@ -11,49 +11,16 @@ use locksmith::scan::Finding;
 
 use super::text;
 
-/// Table columns, in display order; also the sort keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
-    Verdict,
-    Dialect,
-    Pid,
-    Command,
-    Host,
-    Age,
-    Path,
-}
+/// The table's columns: the report's ([`table::Column`]), those of its default table.
+pub use locksmith::report::table::Column;
 
-impl Column {
-    pub const ALL: [Column; 7] = [
-        Column::Verdict,
-        Column::Dialect,
-        Column::Pid,
-        Column::Command,
-        Column::Host,
-        Column::Age,
-        Column::Path,
-    ];
+/// The columns the terminal UI shows, in display order; also its sort keys.
+pub const COLUMNS: [Column; 7] = Column::DEFAULT;
 
-    pub fn title(self) -> &'static str {
-        match self {
-            Column::Verdict => "VERDICT",
-            Column::Dialect => "DIALECT",
-            Column::Pid => "PID",
-            Column::Command => "COMMAND",
-            Column::Host => "HOST",
-            Column::Age => "AGE",
-            Column::Path => "PATH",
-        }
-    }
-
-    /// The column's position in [`Column::ALL`].
-    pub fn index(self) -> usize {
-        Column::ALL.iter().position(|&c| c == self).unwrap_or(0)
-    }
-
-    pub fn next(self) -> Column {
-        Column::ALL[(self.index() + 1) % Column::ALL.len()]
-    }
+/// The sort key after `c` (`s` cycles through [`COLUMNS`]).
+pub fn next_sort(c: Column) -> Column {
+    let at = COLUMNS.iter().position(|&k| k == c).unwrap_or(0);
+    COLUMNS[(at + 1) % COLUMNS.len()]
 }
 
 /// The text shown in each cell of a row, escaped once when the row is stored, and the typed
@@ -69,8 +36,8 @@ pub struct Cells {
     pub path: String,
     /// Lowercased text the filter searches.
     pub search: String,
-    /// The display width of each text cell, by [`Column::index`] (0 for `-`, and for the
-    /// verdict and age, which are measured as they are drawn).
+    /// The display width of each text cell, by [`Column::index`] (0 for `-`, for the
+    /// verdict and age, which are measured as they are drawn, and for a column not shown).
     pub widths: [u16; Column::ALL.len()],
 }
 
@@ -110,19 +77,7 @@ impl Cells {
         let search = [j.verdict().as_str(), &dialect, &pid, &command, &host, &path]
             .join("\u{1f}")
             .to_lowercase();
-        let mut widths = [0; Column::ALL.len()];
-        for (c, s) in [
-            (Column::Dialect, &dialect),
-            (Column::Pid, &pid),
-            (Column::Command, &command),
-            (Column::Host, &host),
-            (Column::Path, &path),
-        ] {
-            if s != "-" {
-                widths[c.index()] = u16::try_from(text::width(s)).unwrap_or(u16::MAX);
-            }
-        }
-        Cells {
+        let mut cells = Cells {
             dialect,
             pid,
             owner_pid,
@@ -130,7 +85,26 @@ impl Cells {
             host,
             path,
             search,
-            widths,
+            widths: [0; Column::ALL.len()],
+        };
+        for c in COLUMNS {
+            if let Some(s) = cells.text(c).filter(|&s| s != "-") {
+                cells.widths[c.index()] = u16::try_from(text::width(s)).unwrap_or(u16::MAX);
+            }
+        }
+        cells
+    }
+
+    /// The text of column `c`'s cell, for the columns drawn from text (not the verdict, the
+    /// age, nor a column the UI does not show).
+    pub fn text(&self, c: Column) -> Option<&str> {
+        match c {
+            Column::Dialect => Some(&self.dialect),
+            Column::Pid => Some(&self.pid),
+            Column::Command => Some(&self.command),
+            Column::Host => Some(&self.host),
+            Column::Path => Some(&self.path),
+            _ => None,
         }
     }
 }

@@ -14,7 +14,7 @@ use ratatui::widgets::{
 };
 
 use super::layout::{COLUMN_SPACING, MARK, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT, UNSAVED};
-use super::rows::{Column, Row, age_ms};
+use super::rows::{COLUMNS, Column, Row, age_ms};
 use super::text;
 use super::theme::Theme;
 
@@ -42,6 +42,8 @@ fn cap(c: Column) -> u16 {
         Column::Host => 16,
         Column::Age => 5,
         Column::Path => u16::MAX,
+        // Not shown in the UI.
+        _ => 0,
     }
 }
 
@@ -133,7 +135,7 @@ pub fn plan(width: u16, content: &ContentWidths) -> Vec<(Column, u16)> {
         let t = if narrow && c == Column::Verdict {
             1 + ARROW_WIDTH
         } else {
-            clamp16(text::width(c.title())) + ARROW_WIDTH
+            clamp16(text::width(&c.title())) + ARROW_WIDTH
         };
         let body = if narrow && c == Column::Verdict {
             1
@@ -142,7 +144,7 @@ pub fn plan(width: u16, content: &ContentWidths) -> Vec<(Column, u16)> {
         };
         t.max(body)
     };
-    let mut kept: Vec<Column> = Column::ALL
+    let mut kept: Vec<Column> = COLUMNS
         .iter()
         .copied()
         .filter(|&c| c != Column::Path)
@@ -151,7 +153,7 @@ pub fn plan(width: u16, content: &ContentWidths) -> Vec<(Column, u16)> {
         kept.retain(|&c| c == Column::Verdict);
     }
     let path_want = content[Column::Path.index()]
-        .max(clamp16(text::width(Column::Path.title())) + ARROW_WIDTH)
+        .max(clamp16(text::width(&Column::Path.title())) + ARROW_WIDTH)
         .min(PATH_MIN_WIDTH.max(width.saturating_mul(PATH_MIN_PERCENT) / 100));
     let room = |kept: &[Column]| -> u16 {
         let used: u16 = kept
@@ -272,12 +274,9 @@ fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> T
             Span::styled(UNSAVED, theme.warn()),
         ])),
         Column::Verdict => TableCell::from(Span::styled(verdict_text(r), theme.verdict(v))),
-        Column::Dialect => TableCell::from(r.cells.dialect.as_str()),
-        Column::Pid => TableCell::from(r.cells.pid.as_str()),
-        Column::Command => TableCell::from(r.cells.command.as_str()),
-        Column::Host => TableCell::from(r.cells.host.as_str()),
         Column::Age => TableCell::from(age_text(r, p.now_ms)),
         Column::Path => TableCell::from(text::shorten_path(&r.cells.path, path_width)),
+        &c => TableCell::from(r.cells.text(c).unwrap_or_default()),
     }))
 }
 

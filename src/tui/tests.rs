@@ -2951,6 +2951,7 @@ fn view_built_anew(app: &App) -> Vec<String> {
                 super::app::age_ms(a, app.now_ms).cmp(&super::app::age_ms(b, app.now_ms))
             }
             Column::Path => a.finding.path.cmp(&b.finding.path),
+            c => panic!("the UI does not sort by {c:?}"),
         };
         let primary = if app.descending {
             primary.reverse()
