@@ -18,7 +18,6 @@ mod engine_evidence;
 mod engine_failures;
 mod engine_protocol;
 mod engine_sshfs;
-mod engine_torture;
 mod holders_now;
 mod hostile_input;
 mod hung_mounts;
