@@ -17,6 +17,7 @@ mod dialects_next;
 mod engine_evidence;
 mod engine_failures;
 mod engine_protocol;
+mod engine_reclaim_asked;
 mod engine_sshfs;
 mod holders_now;
 mod hostile_input;

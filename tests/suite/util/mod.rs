@@ -25,6 +25,7 @@ pub mod quiet;
 #[path = "../../../crates/locksmith-engine/tests/engine/util/sshd.rs"]
 pub mod sshd;
 #[path = "../../../crates/locksmith-engine/tests/engine/util/sshfs.rs"]
+#[allow(dead_code)] // what the engine's own sshfs tests use as well
 pub mod sshfs;
 pub mod ui;
 pub mod userns;
