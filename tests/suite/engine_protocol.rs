@@ -227,14 +227,7 @@ fn lock_command_output_is_escaped() {
 #[test]
 fn lock_command_refuses_at_once_a_path_that_is_not_a_lock_record() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, content) in [
-        ("notes.txt", &b"my precious notes\n"[..]),
-        ("empty.lock", b""),
-        (
-            "bad.lock",
-            br#"{"tool":"locksmith/0.1.0","pid":"x","token":"t"}"#,
-        ),
-    ] {
+    for (name, content) in NOT_RECORDS {
         let path = dir.path().join(name);
         std::fs::write(&path, content).unwrap();
         // No --timeout: waiting would be forever, so this must fail at once.

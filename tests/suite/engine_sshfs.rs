@@ -8,18 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use crate::util::engine::*;
-use crate::util::sshfs::Sshfs;
-
-/// Starts the mount, or skips the test (returns `None`) saying why.
-fn mount(options: &[&str]) -> Option<Sshfs> {
-    match Sshfs::start_with(options) {
-        Ok(m) => Some(m),
-        Err(why) => {
-            skip(format!("no sshfs mount possible: {why}"));
-            None
-        }
-    }
-}
+use crate::util::sshfs::mount_or_skip as mount;
 
 fn output(mut c: Command) -> Output {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());

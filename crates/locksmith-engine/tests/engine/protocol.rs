@@ -333,14 +333,7 @@ fn inspect_reports_missing_and_non_lock_paths() {
 #[test]
 fn acquire_refuses_at_once_a_path_that_is_not_a_lock_record() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, content) in [
-        ("notes.txt", &b"my precious notes\n"[..]),
-        ("empty.lock", b""),
-        (
-            "bad.lock",
-            br#"{"tool":"locksmith/0.1.0","pid":"x","token":"t"}"#,
-        ),
-    ] {
+    for (name, content) in NOT_RECORDS {
         let path = dir.path().join(name);
         std::fs::write(&path, content).unwrap();
         let e = Lock::new(&path).wait_forever().acquire().unwrap_err();

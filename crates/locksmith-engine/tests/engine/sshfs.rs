@@ -13,20 +13,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::util::sshfs::{Sshfs, other_host};
+use crate::util::sshfs::{mount_or_skip as mount, other_host};
 use crate::util::*;
 use locksmith_engine::{Lock, StaleWindows, Verdict};
-
-/// Starts the mount, or skips the test (returns `None`) saying why.
-fn mount(options: &[&str]) -> Option<Sshfs> {
-    match Sshfs::start_with(options) {
-        Ok(m) => Some(m),
-        Err(why) => {
-            skip(format!("no sshfs mount possible: {why}"));
-            None
-        }
-    }
-}
 
 /// The record at `path`, read through the mount.
 fn record(path: &Path) -> serde_json::Value {

@@ -48,3 +48,14 @@ pub fn ago(secs: i64) -> String {
     let t = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(secs);
     format!("\"{t}\"")
 }
+
+/// Files that are not lock records, by name and content: notes, an empty file of this boot, a
+/// record whose PID is not a number. Taking a lock there fails at once and leaves them alone.
+pub const NOT_RECORDS: [(&str, &[u8]); 3] = [
+    ("notes.txt", b"my precious notes\n"),
+    ("empty.lock", b""),
+    (
+        "bad.lock",
+        br#"{"tool":"locksmith/0.1.0","pid":"x","token":"t"}"#,
+    ),
+];
