@@ -6,7 +6,9 @@
 //!
 //! What the engine's judgement does not carry, the scanner's adds back: the file system as the
 //! scan knows it (a container's root, our own root) is what the PID rules see, and the claim
-//! to ask another host about stays on a `foreign` verdict ([`Judgement::remote`]).
+//! to ask another host about stays on a `foreign` verdict ([`Judgement::remote`]), both when
+//! the scanner judges a record and when the engine does with the [`ScannerWitness`]
+//! ([`witnessed`]: `locksmith lock`, a reclaim through the engine that is refused).
 
 use std::borrow::Borrow;
 use std::cell::RefCell;
@@ -47,16 +49,48 @@ pub struct ScannerWitness;
 
 impl Witness for ScannerWitness {
     fn look(&self) -> Box<dyn Evidence> {
-        Box::new(Scanned::new(Snapshot::take(), None))
+        WITNESSED_REMOTE.with(|c| c.borrow_mut().take());
+        let mut ev = Scanned::new(Snapshot::take(), None);
+        ev.witnessed = true;
+        Box::new(ev)
     }
 }
 
+thread_local! {
+    /// The claim to ask another host about that the PID rules made from the record the engine
+    /// judged last on this thread with the [`ScannerWitness`] (none when that judgement did not
+    /// come to the PID rules, or they could check the owner here). The engine judges on its
+    /// caller's thread, and its judgement has no room for the claim: [`witnessed`] takes it
+    /// from here.
+    static WITNESSED_REMOTE: RefCell<Option<RemoteClaim>> = const { RefCell::new(None) };
+}
+
+/// The engine's judgement of one of its records made with the [`ScannerWitness`] on this
+/// thread (a reclaim through the engine, refused or done), as the scanner reports it: a
+/// `foreign` owner keeps the claim to ask its host about, as when the scanner judges the record
+/// itself, so that it can be asked again.
+pub(super) fn witnessed(j: locksmith_engine::Judgement) -> Judgement {
+    let mut out = Judgement::from_engine(j);
+    if out.verdict() == Verdict::Foreign {
+        let claim = WITNESSED_REMOTE.with(|c| c.borrow().clone());
+        // Only the claim made from this very record: the owner it names.
+        out.remote = claim.filter(|c| {
+            out.owner.as_ref().is_some_and(|o| {
+                o.pid == Some(c.pid) && o.hostname.as_deref() == Some(c.host.as_str())
+            })
+        });
+    }
+    out
+}
+
 /// The scanner's evidence on one engine record: a snapshot, the file system as the scan saw it
-/// (`None`: as the engine describes it), and the claim the PID rules made to ask another host.
+/// (`None`: as the engine describes it), and the claim the PID rules made to ask another host
+/// (also kept for [`witnessed`] when the engine judges with the [`ScannerWitness`]).
 struct Scanned<S> {
     snap: S,
     fs: Option<FsInfo>,
     remote: RefCell<Option<RemoteClaim>>,
+    witnessed: bool,
 }
 
 impl<S: Borrow<Snapshot>> Scanned<S> {
@@ -65,6 +99,7 @@ impl<S: Borrow<Snapshot>> Scanned<S> {
             snap,
             fs,
             remote: RefCell::new(None),
+            witnessed: false,
         }
     }
 
@@ -124,7 +159,11 @@ impl<S: Borrow<Snapshot>> Evidence for Scanned<S> {
             written_ms: rec.created_ms.unwrap_or_else(|| at.mtime_ms()),
         };
         let mut j = pid::judge(&claim, self.snap.borrow());
-        *self.remote.borrow_mut() = j.remote.take();
+        let remote = j.remote.take();
+        if self.witnessed {
+            WITNESSED_REMOTE.with(|c| c.borrow_mut().clone_from(&remote));
+        }
+        *self.remote.borrow_mut() = remote;
         j.into_engine()
     }
 

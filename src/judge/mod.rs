@@ -98,11 +98,12 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows
     j
 }
 
-/// The engine's judgement of one of its own records when the engine itself judged it (a
-/// reclaim through the engine protocol), as the scanner reports it: its `stale` stands only
-/// with the proof of one of the rules, which the engine's judge gives.
+/// The engine's judgement of one of its own records when the engine itself judged it with the
+/// [`ScannerWitness`] (a reclaim through the engine protocol), as the scanner reports it: its
+/// `stale` stands only with the proof of one of the rules, which the engine's judge gives, and
+/// a `foreign` one keeps what to ask the owner's host.
 pub fn engine_judgement(j: locksmith_engine::Judgement) -> Judgement {
-    Judgement::from_engine(j)
+    engine::witnessed(j)
 }
 
 /// Judges what `claim` says of the owner of the lock file at `path`, by the PID rules alone

@@ -21,9 +21,12 @@ pub mod machine;
 pub mod podman;
 pub mod pty;
 pub mod quiet;
+// The ssh server and the sshfs mount are the engine crate's test helpers, shared.
+#[path = "../../../crates/locksmith-engine/tests/engine/util/sshd.rs"]
 pub mod sshd;
+#[path = "../../../crates/locksmith-engine/tests/engine/util/sshfs.rs"]
+#[allow(dead_code)] // what the engine's own sshfs tests use as well
 pub mod sshfs;
-pub mod torture;
 pub mod ui;
 pub mod userns;
 

@@ -1,7 +1,17 @@
 //! Shared by the engine's integration tests: real processes in their own process groups
 //! (killed on every path), waiting with deadlines, hand-written owner records, helper children
 //! (this test binary re-executed), and [`require`]: a test that needs a program skips without
-//! it, and fails under CI (`CI` set), where `.ci/run` installs it.
+//! it, and fails under CI (`CI` set), where `.ci/run` installs it. [`sshd`] and [`sshfs`] make
+//! a real network file system (the app's test suite uses them too).
+
+// The app's test suite uses these too, more of them than the engine's tests do.
+#[allow(dead_code)]
+mod records;
+#[allow(dead_code)]
+pub mod sshd;
+#[allow(dead_code)]
+pub mod sshfs;
+pub use records::*;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -22,14 +32,29 @@ const CHILD_ENTRY: &str = "util::child_entry";
 /// Whether `program` is installed. A missing one skips the test through [`skip`]: a failure
 /// under CI.
 pub fn require(program: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()));
+    let found = which(program).is_some();
     if !found {
         skip(format!(
             "`{program}` is not installed (.ci/run installs it)"
         ));
     }
     found
+}
+
+/// Where `program` is on PATH.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Whether the test may go on (a capability: root, a mount, a namespace); otherwise skips it
+/// through [`skip`], saying `why`.
+pub fn require_that(ok: bool, why: impl std::fmt::Display) -> bool {
+    if !ok {
+        skip(why);
+    }
+    ok
 }
 
 /// Skips the test because of `why`. Under CI (`CI` set) nothing may be left out: this fails
@@ -135,7 +160,7 @@ impl Drop for Group {
 }
 
 /// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
-fn proc_state(pid: i32) -> Option<(char, i32)> {
+pub fn proc_state(pid: i32) -> Option<(char, i32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 2..];
     let mut f = rest.split_ascii_whitespace();
@@ -153,6 +178,18 @@ fn group_members(pgid: i32) -> usize {
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| matches!(proc_state(*pid), Some((s, g)) if g == pgid && s != 'Z' && s != 'X'))
         .count()
+}
+
+/// SIGKILLs process group `pgid`.
+pub fn kill_group(pgid: i32) {
+    if let Some(p) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    matches!(proc_state(pid), Some((s, _)) if s != 'Z' && s != 'X')
 }
 
 /// A PID that was just used and is gone (reaped).
@@ -202,50 +239,47 @@ pub fn age(path: &Path, secs: u64) {
 pub fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     v.sort();
     v
 }
 
-/// This kernel's boot id.
-pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .expect("boot id")
-        .trim()
-        .to_string()
+/// Whether a kernel lock (POSIX, flock or OFD) is held on the file at `path`, as
+/// `/proc/locks` lists it.
+pub fn kernel_locked(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).unwrap();
+    let dev = meta.dev();
+    let id = format!(
+        "{:02x}:{:02x}:{}",
+        rustix::fs::major(dev),
+        rustix::fs::minor(dev),
+        meta.ino()
+    );
+    std::fs::read_to_string("/proc/locks")
+        .expect("/proc/locks")
+        .lines()
+        .any(|l| l.split_ascii_whitespace().any(|f| f == id))
 }
 
-/// A hand-written engine record of this host and boot (JSON object, newline-terminated).
-/// `fields` are extra or overriding `"key": value` pairs in JSON syntax.
-pub fn engine_record(pid: i64, fields: &[(&str, String)]) -> String {
-    let mut map = serde_json::Map::new();
-    map.insert("pid".into(), pid.into());
-    map.insert(
-        "hostname".into(),
-        rustix::system::uname()
-            .nodename()
-            .to_string_lossy()
-            .into_owned()
-            .into(),
-    );
-    map.insert("boot_id".into(), boot_id().into());
-    map.insert(
-        "created_at".into(),
-        jiff::Timestamp::now().to_string().into(),
-    );
-    map.insert("kernel_lock".into(), true.into());
-    map.insert("token".into(), "0123456789abcdef0123456789abcdef".into());
-    map.insert("tool".into(), "locksmith/0.1.0".into());
-    for (k, v) in fields {
-        map.insert(
-            (*k).into(),
-            serde_json::from_str(v).expect("field value is JSON"),
-        );
+/// `cmd` run with a file size limit of zero (SIGXFSZ ignored): every write to a regular file
+/// fails with EFBIG, as on a full disk.
+pub fn with_no_file_size(cmd: &mut Command) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 0; exec \"$@\"")
+        .arg("sh")
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
     }
-    let mut s = serde_json::Value::Object(map).to_string();
-    s.push('\n');
-    s
+    c
 }
 
 // ---- helper children: the test binary re-executed --------------------------------------------
@@ -256,16 +290,66 @@ fn child_entry() {
     child_main();
 }
 
+/// Makes `cmd` (this test binary, or a wrapper that execs it with these arguments) run the
+/// helper child `mode` on `path` (see [`child_main`]).
+pub fn as_child<'c>(cmd: &'c mut Command, mode: &str, path: &Path) -> &'c mut Command {
+    cmd.args([CHILD_ENTRY, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
+}
+
+/// This test binary as a helper child running `mode` on `path`, not yet started.
+pub fn child(mode: &str, path: &Path) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    as_child(&mut cmd, mode, path);
+    cmd
+}
+
 /// Spawns this test binary as a helper child running `mode` on `path` (see [`child_main`]).
 /// Its stdin and stdout are pipes.
 pub fn spawn_child(mode: &str, path: &Path) -> Group {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([CHILD_ENTRY, "--exact", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, format!("{mode}\n{}", path.display()))
-        .stdin(Stdio::piped())
+    let mut cmd = child(mode, path);
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     Group::spawn(cmd)
+}
+
+/// Spawns a helper child that holds the lock at `path` (`hold`, `hold-fallback`, ...) and
+/// waits until it says so; it releases when its stdin closes ([`Held::release`]) or when it
+/// is killed.
+pub fn hold(mode: &str, path: &Path) -> Held {
+    let mut group = spawn_child(mode, path);
+    let answers = Answers::of(&mut group);
+    let said = answers.next(30);
+    assert!(said.starts_with("held "), "{mode}: {said}");
+    Held {
+        stdin: Some(group.stdin()),
+        said,
+        group,
+        _answers: answers,
+    }
+}
+
+/// A helper child holding a lock (see [`hold`]).
+pub struct Held {
+    pub group: Group,
+    stdin: Option<ChildStdin>,
+    /// What it said once it held the lock: `held <token> ...`.
+    pub said: String,
+    /// Kept so that the child can go on writing to its stdout.
+    _answers: Answers,
+}
+
+impl Held {
+    pub fn pid(&self) -> i32 {
+        self.group.pid()
+    }
+
+    /// Releases the lock normally (stdin closes) and waits for the child to exit.
+    pub fn release(mut self) {
+        drop(self.stdin.take());
+        assert!(self.group.wait(30).success(), "the holder failed");
+    }
 }
 
 /// The answers of a helper child: its stdout read on a thread, so waiting for an answer has a
@@ -315,6 +399,15 @@ fn read_command() -> Option<String> {
 /// Entry point of helper children: does nothing unless [`CHILD_ENV`] is set. Every mode uses
 /// `locksmith_engine::Lock` (the `Direct` witness). Modes:
 /// - `hold` / `hold-fallback`: take the lock, say `held <token>`, wait for stdin to close.
+/// - `hold-heartbeat`: the same with a heartbeat every 300 ms.
+/// - `hold-with-child`: take the lock, start `sleep 600` (same process group) that inherits
+///   the locked descriptor, say `held <token> <sleep pid>`, wait for stdin to close.
+/// - `crash-fallback-leave-writer`: take the lock (fallback), pass the descriptor to a
+///   `sleep 300` in a new process group, say `writer <pid>`, exit without releasing.
+/// - `try` / `try-fallback`: `try_acquire` once; say `acquired` (and release) or `error <why>`.
+/// - `acquire`: `acquire`, waiting as long as it takes; say `acquired`, release, exit.
+/// - `section`: `acquire`, then run `sh -c "$LOCKSMITH_ENGINE_TEST_SECTION"` in the current
+///   directory while holding the lock; release, and exit with the shell's status.
 /// - `reclaim-pause`: `reclaim_with` the path; while holding the right to remove it, say
 ///   `paused` and wait for a line on stdin; then say `reclaimed` or `error <why>`, and wait for
 ///   stdin to close.
@@ -329,11 +422,68 @@ pub fn child_main() {
     let fallback = mode.contains("fallback");
     let lock = Lock::new(path).force_fallback(fallback);
     match mode {
-        "hold" | "hold-fallback" => {
+        "hold" | "hold-fallback" | "hold-heartbeat" => {
+            let lock = if mode == "hold-heartbeat" {
+                lock.heartbeat(Duration::from_millis(300))
+            } else {
+                lock
+            };
             let g = lock.try_acquire().expect("acquire");
             say(&format!("held {}", g.token()));
             while read_command().is_some() {}
             drop(g);
+        }
+        "hold-with-child" => {
+            use std::os::fd::AsFd;
+            let g = lock.try_acquire().expect("acquire");
+            rustix::io::fcntl_setfd(g.as_fd(), rustix::io::FdFlags::empty()).unwrap();
+            let mut sleep = Command::new("sleep")
+                .arg("600")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("spawn sleep");
+            say(&format!("held {} {}", g.token(), sleep.id()));
+            while read_command().is_some() {}
+            drop(g);
+            let _ = sleep.kill();
+            let _ = sleep.wait();
+        }
+        "crash-fallback-leave-writer" => {
+            use std::os::fd::AsFd;
+            let g = lock.try_acquire().expect("acquire");
+            rustix::io::fcntl_setfd(g.as_fd(), rustix::io::FdFlags::empty()).unwrap();
+            let mut sleep = Command::new("sleep");
+            sleep
+                .arg("300")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .process_group(0);
+            let child = sleep.spawn().expect("spawn sleep");
+            say(&format!("writer {}", child.id()));
+            std::process::exit(0); // a crash: no release
+        }
+        "try" | "try-fallback" => match lock.try_acquire() {
+            Ok(g) => {
+                say("acquired");
+                drop(g);
+            }
+            Err(e) => say(&format!("error {e}")),
+        },
+        "acquire" => {
+            let g = lock.acquire().expect("acquire");
+            say("acquired");
+            g.release().expect("release");
+        }
+        "section" => {
+            let script = std::env::var("LOCKSMITH_ENGINE_TEST_SECTION").expect("the section");
+            let g = lock.acquire().expect("acquire");
+            let status = Command::new("sh")
+                .args(["-c", &script])
+                .status()
+                .expect("run sh");
+            g.release().expect("release");
+            std::process::exit(status.code().unwrap_or(1));
         }
         "reclaim-pause" => {
             let r = lock.reclaim_with(None, |_, _| {

@@ -175,6 +175,18 @@ impl Drop for Sshfs {
     }
 }
 
+/// [`Sshfs::start_with`], or `None` when this machine cannot mount it: the test skips
+/// (`skip`: a failure under CI), saying why.
+pub fn mount_or_skip(options: &[&str]) -> Option<Sshfs> {
+    match Sshfs::start_with(options) {
+        Ok(m) => Some(m),
+        Err(why) => {
+            super::skip(format!("no sshfs mount possible: {why}"));
+            None
+        }
+    }
+}
+
 /// A command run as "another host" sharing this machine's mounts: a new UTS namespace with
 /// host name `host`, and a mount namespace in which `/proc/sys/kernel/random/boot_id` reads
 /// `boot_id` (another kernel, as a second machine would have). `Err` when namespaces cannot
