@@ -463,8 +463,10 @@ fn vipw_leaves_a_free_lckpwdf_lock_and_a_stale_passwd_lock() {
     if !require("vipw") || !require("busybox") {
         return;
     }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: vipw -R needs root (chroot)");
+    if !crate::util::require_that(
+        rustix::process::geteuid().is_root(),
+        "vipw -R needs root (chroot)",
+    ) {
         return;
     }
     let env = Env::new();

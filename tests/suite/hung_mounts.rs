@@ -100,7 +100,7 @@ fn dead_mount() -> Option<DeadMount> {
     let sshfs = match Sshfs::start_with(&[]) {
         Ok(s) => s,
         Err(why) => {
-            eprintln!("SKIPPED: {why}");
+            skip(why);
             return None;
         }
     };

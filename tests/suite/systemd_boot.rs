@@ -142,11 +142,7 @@ fn after_a_crash_the_boot_unit_clears_the_way_and_keeps_what_lives() {
     let m = match Machine::create(&rootfs) {
         Ok(m) => m,
         Err(why) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "podman must run under CI: {why}"
-            );
-            eprintln!("SKIPPED: {why}");
+            skip(format!("podman cannot run here: {why}"));
             return;
         }
     };

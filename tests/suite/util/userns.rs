@@ -35,11 +35,7 @@ impl UserNamespace {
         match UserNamespace::start(root, binds, script, ready) {
             Ok(ns) => Some(ns),
             Err(why) => {
-                assert!(
-                    std::env::var_os("CI").is_none() || !rustix::process::geteuid().is_root(),
-                    "a user's namespaces must be possible under CI: {why}"
-                );
-                eprintln!("SKIPPED: {why}");
+                super::skip(format!("a user's namespaces are not possible here: {why}"));
                 None
             }
         }
