@@ -104,7 +104,7 @@ impl Dialect for Chromium {
                 "process {pid} ({}) has files in this profile open",
                 crate::text::truncate(&f.comm, 32)
             ));
-            j.process = Some(snap.process_info(f));
+            j.process = Some(Box::new(snap.process_info(f)));
             return Said::settled(j).owner(owner);
         }
         Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(BROWSERS)).host(Some(host)))

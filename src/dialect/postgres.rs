@@ -232,7 +232,7 @@ fn server_running(
                 if socket_lock { "its " } else { "this " }
             ));
             if let Some(f) = snap.pid(servers[0].0).facts() {
-                j.process = Some(snap.process_info(f));
+                j.process = Some(Box::new(snap.process_info(f)));
             }
             return Some(j);
         }

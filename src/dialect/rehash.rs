@@ -115,7 +115,10 @@ impl Dialect for Rehash {
                 p.pid,
                 crate::text::truncate(&p.cmd.join(" "), 120)
             ));
-            j.process = snap.pid(p.pid).facts().map(|f| snap.process_info(f));
+            j.process = snap
+                .pid(p.pid)
+                .facts()
+                .map(|f| Box::new(snap.process_info(f)));
             return Said::settled(j).owner(owner);
         }
         Said::claims(owner)

@@ -215,7 +215,10 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             "a {what} process {verb} {here}: {}",
             list(&at_work)
         ));
-        j.process = snap.pid(first.pid).facts().map(|f| snap.process_info(f));
+        j.process = snap
+            .pid(first.pid)
+            .facts()
+            .map(|f| Box::new(snap.process_info(f)));
         return j;
     }
     if !maybe.is_empty() {

@@ -36,7 +36,7 @@ pub(super) fn judge(lock: Lock<'_>, snap: &Snapshot, windows: &StaleWindows) -> 
     let mut j = Judgement::from_engine(locksmith_engine::judge(&file, &ev, windows));
     if j.verdict() == Verdict::Foreign {
         // The engine's judge hands back the PID rules' `foreign` as it was given.
-        j.remote = ev.remote.take();
+        j.remote = ev.remote.take().map(Box::new);
     }
     j
 }
@@ -74,11 +74,13 @@ pub(super) fn witnessed(j: locksmith_engine::Judgement) -> Judgement {
     if out.verdict() == Verdict::Foreign {
         let claim = WITNESSED_REMOTE.with(|c| c.borrow().clone());
         // Only the claim made from this very record: the owner it names.
-        out.remote = claim.filter(|c| {
-            out.owner.as_ref().is_some_and(|o| {
-                o.pid == Some(c.pid) && o.hostname.as_deref() == Some(c.host.as_str())
+        out.remote = claim
+            .filter(|c| {
+                out.owner.as_ref().is_some_and(|o| {
+                    o.pid == Some(c.pid) && o.hostname.as_deref() == Some(c.host.as_str())
+                })
             })
-        });
+            .map(Box::new);
     }
     out
 }
@@ -159,7 +161,7 @@ impl<S: Borrow<Snapshot>> Evidence for Scanned<S> {
             written_ms: rec.created_ms.unwrap_or_else(|| at.mtime_ms()),
         };
         let mut j = pid::judge(&claim, self.snap.borrow());
-        let remote = j.remote.take();
+        let remote = j.remote.take().map(|r| *r);
         if self.witnessed {
             WITNESSED_REMOTE.with(|c| c.borrow_mut().clone_from(&remote));
         }

@@ -17,14 +17,17 @@ pub struct Judgement {
     proofs: Vec<Proof>,
     /// Lines a person can check; never empty.
     pub evidence: Vec<String>,
-    pub owner: Option<Owner>,
-    pub process: Option<ProcessInfo>,
+    /// What the lock says of its owner, the live process behind it and the claim its host
+    /// may be asked about are boxed: most locks have few of them, and a million judgements
+    /// are kept by the terminal UI.
+    pub owner: Option<Box<Owner>>,
+    pub process: Option<Box<ProcessInfo>>,
     pub holders: Vec<Holder>,
     /// vim-swap only: does the swap file hold changes that were never saved?
     pub unsaved_changes: Option<bool>,
     /// For a lock whose owner is on another named host: what that host could be asked about
     /// it (a scanner asks that host). Not part of the report.
-    pub remote: Option<RemoteClaim>,
+    pub remote: Option<Box<RemoteClaim>>,
 }
 
 impl Judgement {
@@ -95,8 +98,8 @@ impl Judgement {
             verdict,
             proofs,
             evidence,
-            owner,
-            process,
+            owner: owner.map(Box::new),
+            process: process.map(Box::new),
             holders,
             unsaved_changes: None,
             remote: None,
@@ -116,8 +119,8 @@ impl Judgement {
     pub(in crate::judge) fn into_engine(self) -> locksmith_engine::Judgement {
         let mut j = locksmith_engine::Judgement::new(self.verdict, "");
         j.evidence = self.evidence;
-        j.owner = self.owner;
-        j.process = self.process;
+        j.owner = self.owner.map(|o| *o);
+        j.process = self.process.map(|p| *p);
         j.holders = self.holders;
         j.proofs = self.proofs;
         j
@@ -143,7 +146,7 @@ impl Judgement {
     }
 
     pub fn with_owner(mut self, owner: Owner) -> Self {
-        self.owner = Some(owner);
+        self.owner = Some(Box::new(owner));
         self
     }
 

@@ -87,7 +87,7 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows
         }
     }
     if said.owner != Owner::default() {
-        j.owner = Some(said.owner);
+        j.owner = Some(Box::new(said.owner));
     }
     if said.unsaved_changes.is_some() {
         j.unsaved_changes = said.unsaved_changes;
@@ -223,7 +223,7 @@ fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
                 describe_holders(&holders)
             ));
             j.holders = holders;
-            j.process = process_of(&j.holders, snap);
+            j.process = process_of(&j.holders, snap).map(Box::new);
             return Some(j);
         }
     }
@@ -256,7 +256,7 @@ fn opened(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
         whats.join(" and "),
         describe_holders(&holders)
     ));
-    j.process = process_of(&holders, snap);
+    j.process = process_of(&holders, snap).map(Box::new);
     j.holders = holders;
     Some(j)
 }

@@ -188,7 +188,7 @@ pub(super) fn judge_in_named_namespace(
             let first = format!("PID {pid} in {who} is host process {host_pid}: ");
             j.evidence[0] = format!("{first}{}", j.evidence[0]);
             if j.verdict() == Verdict::Live {
-                j.process = Some(snap.process_info(&f));
+                j.process = Some(Box::new(snap.process_info(&f)));
             }
             j
         }
@@ -291,7 +291,7 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
                     ));
                 }
                 if j.verdict() == Verdict::Live {
-                    j.process = Some(snap.process_info(&f));
+                    j.process = Some(Box::new(snap.process_info(&f)));
                 }
                 verdict_of_alive(j, |l| l.to_string())
             }
@@ -365,7 +365,7 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
     )];
     evidence.extend(j.evidence.drain(1..));
     j.evidence = evidence;
-    j.process = Some(snap.process_info(&f));
+    j.process = Some(Box::new(snap.process_info(&f)));
     Sighting::Owner(Box::new(j))
 }
 

@@ -112,7 +112,7 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
             "owner host \"{h}\" is not this host \"{}\": its PID {pid} cannot be checked here",
             snap.host.hostname
         ));
-        j.remote = Some(claim.remote(h));
+        j.remote = Some(Box::new(claim.remote(h)));
         return j;
     }
     if !same_kernel
@@ -202,7 +202,7 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
             if j.verdict() == Verdict::Live {
                 works_in_app(claim, &mut j, f.pid, snap);
             }
-            j.process = Some(snap.process_info(&f));
+            j.process = Some(Box::new(snap.process_info(&f)));
             j
         }
     }

@@ -95,7 +95,7 @@ pub fn settle(old: &Judgement, claim: &RemoteClaim, answer: Result<&Answer, Stri
     j.owner = old.owner.clone();
     j.holders = old.holders.clone();
     j.unsaved_changes = old.unsaved_changes;
-    j.remote = Some(claim.clone());
+    j.remote = Some(Box::new(claim.clone()));
     j
 }
 

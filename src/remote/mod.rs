@@ -225,7 +225,8 @@ fn askable(f: &Finding, cfg: &AskConfig, all_hosts: bool) -> Option<RemoteClaim>
     let claim = f.judgement.remote.as_ref()?;
     let asked_before = f.judgement.verdict() != Verdict::Foreign;
     let wanted = all_hosts || cfg.allows(&claim.host);
-    (wanted && (f.judgement.verdict() == Verdict::Foreign || asked_before)).then(|| claim.clone())
+    (wanted && (f.judgement.verdict() == Verdict::Foreign || asked_before))
+        .then(|| (**claim).clone())
 }
 
 /// The PIDs to ask each host about.

@@ -275,8 +275,8 @@ pub fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: &'a Waiting) -> Lock<'a> {
         size: f.size,
         modified: f.modified_ms.map(fmt_ms),
         age_s: f.modified_ms.map(|m| age_secs(m, now_ms)),
-        owner: j.owner.as_ref(),
-        process: j.process.as_ref(),
+        owner: j.owner.as_deref(),
+        process: j.process.as_deref(),
         holders: &j.holders,
         fs: &f.fs,
         unsaved_changes: j.unsaved_changes,
@@ -343,10 +343,10 @@ mod tests {
     #[test]
     fn unsafe_characters_become_unicode_escapes_and_the_value_is_unchanged() {
         let mut j = Judgement::unknown("content \u{1b}[31m\u{9b}2J\u{7f}\u{202e}");
-        j.owner = Some(Owner {
+        j.owner = Some(Box::new(Owner {
             hostname: Some("evil\u{1b}]0;title\u{7}".into()),
             ..Owner::default()
-        });
+        }));
         let mut f = finding("/x/a\u{1b}.lock", "pidfile", j.clone());
         f.modified_ms = Some(1_700_000_299_000);
         let (doc, _) = written(Format::Json, &Options::default(), &[f], &[], None);

@@ -550,9 +550,14 @@ pub fn summary_line(tail: &Tail) -> String {
     let e = tail.errors;
     let _ = write!(
         s,
-        "; {e} error{}; {} entries in {:.2}s",
+        "; {e} error{}; {} {} in {:.2}s",
         if e == 1 { "" } else { "s" },
         tail.entries,
+        if tail.entries == 1 {
+            "entry"
+        } else {
+            "entries"
+        },
         tail.elapsed.as_secs_f64()
     );
     if let Some(r) = tail.reclaim {
@@ -633,16 +638,16 @@ mod tests {
 
     fn live_postgres() -> Finding {
         let mut live = Judgement::live("alive");
-        live.owner = Some(Owner {
+        live.owner = Some(Box::new(Owner {
             pid: Some(4242),
             hostname: Some("box".into()),
             ..Owner::default()
-        });
-        live.process = Some(ProcessInfo {
+        }));
+        live.process = Some(Box::new(ProcessInfo {
             pid: 4242,
             name: "postgres".into(),
             ..ProcessInfo::default()
-        });
+        }));
         finding("/x/live.pid", "pidfile", live)
     }
 
@@ -742,11 +747,11 @@ mod tests {
     #[test]
     fn a_process_in_a_container_is_named_in_the_host_column() {
         let mut j = Judgement::live("alive");
-        j.owner = Some(Owner {
+        j.owner = Some(Box::new(Owner {
             pid: Some(1),
             ..Owner::default()
-        });
-        j.process = Some(ProcessInfo {
+        }));
+        j.process = Some(Box::new(ProcessInfo {
             pid: 25092,
             name: "puma".into(),
             container: Some(crate::verdict::ContainerInfo {
@@ -758,7 +763,7 @@ mod tests {
                 ns_pid: Some(1),
             }),
             ..ProcessInfo::default()
-        });
+        }));
         let row = Row::of(&finding("/srv/app/tmp/pids/server.pid", "pidfile", j));
         // Held: the process that holds it, by its PID here (the file records its PID inside).
         assert_eq!(row.cell(Column::Pid, 0, false), "25092");
@@ -782,10 +787,10 @@ mod tests {
     #[test]
     fn hostile_cells_are_escaped_and_cut() {
         let mut j = Judgement::unknown("garbage");
-        j.owner = Some(Owner {
+        j.owner = Some(Box::new(Owner {
             hostname: Some("\u{1b}[2Jhost-with-a-very-very-long-name".into()),
             ..Owner::default()
-        });
+        }));
         let text = render(
             &[finding("/x/a\nb\u{9b}.lock", "pidfile", j)],
             &Options::default(),

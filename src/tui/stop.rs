@@ -316,7 +316,7 @@ mod tests {
             container: None,
         };
         let mut j = Judgement::live("held");
-        j.process = Some(ProcessInfo {
+        j.process = Some(Box::new(ProcessInfo {
             pid: 10,
             name: "sleep".into(),
             exe: None,
@@ -324,7 +324,7 @@ mod tests {
             user: None,
             start_time: None,
             container: None,
-        });
+        }));
         assert_eq!(candidates(&j), [(10, "owner".to_string())]);
         j.holders = vec![
             holder(20, HolderHow::Flock),

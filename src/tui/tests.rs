@@ -130,7 +130,7 @@ pub(super) fn finding(
 
 fn live_with_process(path: &str) -> Finding {
     let mut f = finding(path, "pidfile", Verdict::Live, Some(4321));
-    f.judgement.process = Some(ProcessInfo {
+    f.judgement.process = Some(Box::new(ProcessInfo {
         pid: 4321,
         name: "sleep".into(),
         exe: Some("/usr/bin/sleep".into()),
@@ -138,7 +138,7 @@ fn live_with_process(path: &str) -> Finding {
         user: Some("root".into()),
         start_time: Some("2025-12-31T23:58:00Z".into()),
         container: None,
-    });
+    }));
     f.judgement.holders = vec![Holder {
         pid: 4321,
         name: Some("sleep".into()),
@@ -153,13 +153,13 @@ fn live_with_process(path: &str) -> Finding {
 pub(super) fn vim_unsaved(path: &str) -> Finding {
     let mut f = finding(path, "vim-swap", Verdict::Stale, Some(777));
     f.judgement.unsaved_changes = Some(true);
-    f.judgement.owner = Some(Owner {
+    f.judgement.owner = Some(Box::new(Owner {
         pid: Some(777),
         hostname: Some("laptop".into()),
         user: Some("me".into()),
         created_at: None,
         detail: Some("editing /work/notes.txt".into()),
-    });
+    }));
     let mut content = b"b0VIM 9.1".to_vec();
     content.resize(128, 0);
     f.content = content;

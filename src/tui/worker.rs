@@ -434,7 +434,7 @@ fn ask_in_background(tx: &Sender<Incoming>, asker: &Arc<Asker>, found: Vec<Findi
     let questions = asker.take_unasked(
         found
             .iter()
-            .filter_map(|f| f.judgement.remote.clone())
+            .filter_map(|f| f.judgement.remote.as_deref().cloned())
             .collect(),
     );
     if questions.is_empty() {

@@ -21,7 +21,8 @@ fn asked_now(asker: &Asker, f: &Finding) -> Finding {
     let claim = f
         .judgement
         .remote
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or_else(|| panic!("nothing to ask about: {:#?}", f.judgement));
     let answers = asker.ask(&asker.take_unasked(vec![claim]));
     let mut f = f.clone();
