@@ -61,7 +61,7 @@ pub use removable::user as user_name;
 pub use restore::{Plan, Restored, Selector, plan, restore, restore_plan};
 pub use state::{
     CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,
-    sha256_hex,
+    default_state_dir, sha256_hex,
 };
 
 /// The marker in the private name a lock is moved to just before it is removed.
@@ -100,9 +100,9 @@ impl ReclaimOptions {
         }
     }
 
-    /// The default state directory: see [`state::default_state_dir`].
+    /// The default state directory: see [`default_state_dir`].
     pub fn default_state_dir() -> PathBuf {
-        state::default_state_dir()
+        default_state_dir()
     }
 }
 
@@ -161,7 +161,7 @@ pub fn reclaim_each_settled<'a>(
         outcome(reclaim_in(
             f,
             opts,
-            &config.windows,
+            config.windows(),
             &mut dirs,
             batch,
             |dir, name| {

@@ -7,12 +7,116 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
 use super::{Answer, HostAnswer};
-pub use crate::scan::config::AskConfig;
 use crate::verdict::RemoteClaim;
 
 /// The most an answer may be (a few PIDs take a few hundred bytes).
 const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// How locksmith asks other hosts (the `ask_hosts` key of the configuration).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskConfig {
+    /// Host names (globs, `node*`) asked without `--ask-hosts`.
+    pub hosts: Vec<String>,
+    /// locksmith on the other hosts (a name looked up in their `PATH`, or a path).
+    pub program: String,
+    /// The ssh client to run.
+    pub ssh: String,
+    /// More arguments for ssh, before the host (`["-F", "/path/to/ssh_config"]`).
+    pub ssh_args: Vec<String>,
+    /// `ConnectTimeout` for ssh, seconds.
+    pub connect_timeout_secs: u64,
+    /// The longest wait for one host's answer, seconds (connection included).
+    pub timeout_secs: u64,
+    /// How many hosts are asked at once.
+    pub concurrency: usize,
+    /// The most distinct hosts asked in one round; the others' locks stay `foreign`, saying so.
+    pub max_hosts: usize,
+    /// The longest a whole round of asking may take, seconds: hosts not asked by then are not
+    /// asked, and those still answering are given up.
+    pub deadline_secs: u64,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskConfig {
+            hosts: Vec::new(),
+            program: "locksmith".into(),
+            ssh: "ssh".into(),
+            ssh_args: Vec::new(),
+            connect_timeout_secs: 5,
+            timeout_secs: 15,
+            concurrency: 8,
+            max_hosts: 32,
+            deadline_secs: 60,
+        }
+    }
+}
+
+impl AskConfig {
+    /// Checks the values; the message names the key at fault.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=600).contains(&self.connect_timeout_secs) {
+            return Err(format!(
+                "ask_hosts.connect_timeout_secs must be 1..=600 seconds, not {}",
+                self.connect_timeout_secs
+            ));
+        }
+        if !(1..=3600).contains(&self.timeout_secs) {
+            return Err(format!(
+                "ask_hosts.timeout_secs must be 1..=3600 seconds, not {}",
+                self.timeout_secs
+            ));
+        }
+        if !(1..=256).contains(&self.concurrency) {
+            return Err(format!(
+                "ask_hosts.concurrency must be 1..=256, not {}",
+                self.concurrency
+            ));
+        }
+        if !(1..=4096).contains(&self.max_hosts) {
+            return Err(format!(
+                "ask_hosts.max_hosts must be 1..=4096, not {}",
+                self.max_hosts
+            ));
+        }
+        if !(1..=3600).contains(&self.deadline_secs) {
+            return Err(format!(
+                "ask_hosts.deadline_secs must be 1..=3600 seconds, not {}",
+                self.deadline_secs
+            ));
+        }
+        if self.program.trim().is_empty() || self.ssh.trim().is_empty() {
+            return Err("ask_hosts.program and ask_hosts.ssh must not be empty".into());
+        }
+        self.host_set().map(|_| ())
+    }
+
+    fn host_set(&self) -> Result<GlobSet, String> {
+        let mut b = GlobSetBuilder::new();
+        for h in &self.hosts {
+            b.add(Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
+                format!(
+                    "ask_hosts.hosts: \"{h}\" is not a valid host pattern: {}",
+                    e.kind()
+                )
+            })?);
+        }
+        b.build().map_err(|e| format!("ask_hosts.hosts: {e}"))
+    }
+
+    /// Whether `host` is one of the configured hosts.
+    pub fn allows(&self, host: &str) -> bool {
+        !self.hosts.is_empty()
+            && self
+                .host_set()
+                .is_ok_and(|s| s.is_match(host.to_ascii_lowercase()))
+    }
+}
 
 /// Why a host gave no usable answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

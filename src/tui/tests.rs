@@ -1081,7 +1081,7 @@ fn a_judged_lock_files_hostile_text_is_escaped_exactly_once() {
     });
     std::fs::write(&path, record.to_string()).unwrap();
     let snap = locksmith::probe::Snapshot::take();
-    let config = locksmith::scan::Config::embedded();
+    let config = locksmith::config::Settings::embedded().scan;
     let f = locksmith::scan::judge_path(&path, &snap, &config)
         .unwrap()
         .expect("an engine record is a lock");
