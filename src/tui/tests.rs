@@ -1923,6 +1923,12 @@ fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
     }
     assert!(!text.contains("Yes"), "{text}");
     assert!(!text.contains("Checking"), "{text}");
+    // The key bar shows only what works: closing.
+    let bar = text.lines().last().unwrap_or_default().to_string();
+    assert!(bar.contains("n/Esc close"), "{bar}");
+    for gone in ["y yes", "move", "choose"] {
+        assert!(!bar.contains(gone), "{gone:?} in {bar}");
+    }
     // Neither y nor a moved highlight removes anything.
     key(&mut app, KeyCode::Left);
     assert!(key(&mut app, KeyCode::Enter).is_none());
