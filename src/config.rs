@@ -20,7 +20,7 @@ use serde::de::{self, Deserializer};
 use crate::dialect::declared::{self, Declared};
 use crate::dialect::{self, Dialect, Windows};
 use crate::reclaim::{CopyLimits, ReclaimOptions};
-use crate::remote::AskConfig;
+use crate::remote::{AskConfig, AskHosts};
 use crate::scan::config::{RootSpec, home};
 use crate::scan::{self, ExtraPatterns};
 
@@ -41,7 +41,7 @@ pub struct RawConfig {
     /// The dialects' stale windows.
     pub windows: Windows,
     /// Which other hosts to ask about their locks, and how (see [`crate::remote`]).
-    pub ask_hosts: AskConfig,
+    pub ask_hosts: AskHosts,
     /// How much the state directory may hold (reclaim's copies).
     pub saved: CopyLimits,
     /// Lock formats declared in the configuration (see [`crate::dialect::declared`]).
@@ -97,11 +97,12 @@ pub enum ConfigError {
         column: usize,
         message: String,
     },
-    #[error("bad pattern in the configuration {}: {error}", path.display())]
-    Patterns {
+    /// A value that cannot be used, found when the configuration is made into settings.
+    #[error("bad configuration {}: {message}", path.display())]
+    Invalid {
         /// The last file read (`<embedded>` for the default alone).
         path: PathBuf,
-        error: globset::Error,
+        message: String,
     },
 }
 
@@ -111,7 +112,7 @@ impl ConfigError {
         match self {
             ConfigError::Read { path, .. }
             | ConfigError::Parse { path, .. }
-            | ConfigError::Patterns { path, .. } => path,
+            | ConfigError::Invalid { path, .. } => path,
         }
     }
 }
@@ -127,7 +128,7 @@ struct Layer {
     /// Parsed for its errors (with positions); merged key by key from the raw JSON.
     windows: Option<Windows>,
     #[serde(default, deserialize_with = "ask_config")]
-    ask_hosts: Option<AskConfig>,
+    ask_hosts: Option<AskHosts>,
     /// Limits of the copies reclaim keeps (merged key by key too).
     saved: Option<CopyLimits>,
     /// Declared dialects (checked as they are read, so errors carry their position).
@@ -326,7 +327,7 @@ impl RawConfig {
             exclude: Vec::new(),
             extra_patterns: Vec::new(),
             windows: Windows::default(),
-            ask_hosts: AskConfig::default(),
+            ask_hosts: AskHosts::default(),
             saved: CopyLimits::default(),
             declared: Vec::new(),
             sources: Vec::new(),
@@ -430,24 +431,25 @@ impl RawConfig {
         self,
         base: &'static [&'static dyn Dialect],
     ) -> Result<Settings, ConfigError> {
-        let dialects = declared::with_base(&self.declared, base);
-        let scan = scan::Config::new(scan::Spec {
-            roots: self.roots,
-            exclude: self.exclude,
-            extra_patterns: self.extra_patterns,
-            windows: self.windows,
-            dialects,
-            containers: self.containers,
-            never_walk: (!self.state_dir.as_os_str().is_empty()).then(|| self.state_dir.clone()),
-        })
-        .map_err(|error| ConfigError::Patterns {
+        let invalid = |message: String| ConfigError::Invalid {
             path: self
                 .sources
                 .last()
                 .cloned()
                 .unwrap_or_else(|| PathBuf::from("<embedded>")),
-            error,
-        })?;
+            message,
+        };
+        let remote = self.ask_hosts.validate().map_err(invalid)?;
+        let scan = scan::Config::new(scan::Spec {
+            roots: self.roots,
+            exclude: self.exclude,
+            extra_patterns: self.extra_patterns,
+            windows: self.windows,
+            dialects: declared::with_base(&self.declared, base),
+            containers: self.containers,
+            never_walk: (!self.state_dir.as_os_str().is_empty()).then(|| self.state_dir.clone()),
+        })
+        .map_err(|e| invalid(format!("bad pattern: {e}")))?;
         Ok(Settings {
             scan,
             reclaim: ReclaimOptions {
@@ -455,7 +457,7 @@ impl RawConfig {
                 copies: self.saved,
                 ..ReclaimOptions::new()
             },
-            remote: self.ask_hosts,
+            remote,
             sources: self.sources,
         })
     }
@@ -473,9 +475,10 @@ fn parse_error(path: &Path, e: &serde_json::Error) -> ConfigError {
     }
 }
 
-fn ask_config<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AskConfig>, D::Error> {
-    let c = AskConfig::deserialize(d)?;
-    c.validate().map_err(de::Error::custom)?;
+/// The `ask_hosts` section, checked as it is read (so that an error has its position).
+fn ask_config<'de, D: Deserializer<'de>>(d: D) -> Result<Option<AskHosts>, D::Error> {
+    let c = AskHosts::deserialize(d)?;
+    c.check().map_err(de::Error::custom)?;
     Ok(Some(c))
 }
 

@@ -304,7 +304,7 @@ fn waited_for(
 
 /// Whether foreign locks' hosts are asked: `--ask-hosts`, or hosts listed in the configuration.
 fn asking(args: &ScanArgs, settings: &Settings) -> bool {
-    args.ask_hosts || !settings.remote.hosts.is_empty()
+    args.ask_hosts || !settings.remote.hosts().is_empty()
 }
 
 /// `--json` is short for `--format json`; the table is the default.
