@@ -68,8 +68,6 @@ pub struct Settings {
     pub reclaim: ReclaimOptions,
     /// Asking other hosts.
     pub remote: AskConfig,
-    /// The files the configuration was read from (see [`RawConfig::sources`]).
-    pub sources: Vec<PathBuf>,
 }
 
 impl Settings {
@@ -458,7 +456,6 @@ impl RawConfig {
                 ..ReclaimOptions::new()
             },
             remote,
-            sources: self.sources,
         })
     }
 }
