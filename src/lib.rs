@@ -4,11 +4,13 @@
 //!
 //! Data flows one way: [`probe`] (the machine) → [`probe::Snapshot`] (one per scan) →
 //! [`dialect`]s say what each lock claims → the [`judge`] turns claims and evidence into a
-//! verdict → [`scan`] findings → [`report`] / UI → [`reclaim`] through the [`engine`].
+//! verdict → [`scan`] findings → [`report`] / UI → [`reclaim`] through the [`engine`]. The
+//! [`config`] is read once and checked into one settings value per layer.
 
 // Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod config;
 pub mod dialect;
 pub mod engine;
 pub mod judge;

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use locksmith::engine;
 use locksmith::text;
+use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
 
 use super::Failure;
 use crate::LockArgs;
@@ -81,11 +82,12 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
     })?;
 
     // Handlers first: a signal that arrives while COMMAND starts is forwarded once it runs.
-    forward::install();
+    let forwarder = forward::Forwarder::install()
+        .map_err(|e| Failure::new(EXIT_ERROR, format!("cannot catch signals to forward: {e}")))?;
     let mut child = match Command::new(program).args(rest).spawn() {
         Ok(c) => c,
         Err(e) => {
-            forward::uninstall();
+            drop(forwarder);
             let code = if e.kind() == io::ErrorKind::NotFound {
                 EXIT_NOT_FOUND
             } else {
@@ -102,7 +104,16 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
             ));
         }
     };
-    forward::to(child.id());
+    forwarder.to(child.id());
+    // COMMAND's end is waited for without reaping it: its PID stays its own (no signal can
+    // reach another process by it) until forwarding has stopped.
+    if let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) {
+        let _ = waitid(
+            WaitId::Pid(pid),
+            WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+        );
+    }
+    drop(forwarder);
     let status = child
         .wait()
         .map_err(|e| Failure::new(EXIT_ERROR, format!("waiting for {}: {e}", shown(program))))?;
@@ -148,90 +159,109 @@ fn describe_spawn_error(e: &io::Error) -> String {
     }
 }
 
-/// Forwarding of the signals a supervisor sends to COMMAND (see the module docs).
+/// Forwarding of the signals a supervisor sends to COMMAND (see the module docs), by
+/// `signal-hook`: its handler only records each signal with its origin (`si_code`, the sender),
+/// and a thread of ours forwards it.
 mod forward {
-    use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use rustix::process::{Pid, Signal, kill_process};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+    use signal_hook::iterator::exfiltrator::WithOrigin;
+    use signal_hook::iterator::{Handle, SignalsInfo};
+    use signal_hook::low_level::siginfo::{Cause, Origin};
 
     /// The signals forwarded.
-    pub const SIGNALS: [libc::c_int; 6] = [
-        libc::SIGTERM,
-        libc::SIGINT,
-        libc::SIGHUP,
-        libc::SIGQUIT,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-    ];
+    pub const SIGNALS: [libc::c_int; 6] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2];
 
-    /// COMMAND's PID once it runs (0 before).
-    static CHILD: AtomicI32 = AtomicI32::new(0);
-    /// Signals received before COMMAND ran (a bit per signal number).
-    static PENDING: AtomicU64 = AtomicU64::new(0);
+    /// Where the signals go: nowhere yet (they wait), or COMMAND.
+    #[derive(Debug, Default)]
+    enum Target {
+        #[default]
+        Starting,
+        Runs(Pid),
+    }
 
-    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-        let code = unsafe { (*info).si_code };
-        // Sent by the terminal to the whole process group: COMMAND, in that group too, has
-        // its own copy already.
-        if code == libc::SI_KERNEL {
+    #[derive(Debug, Default)]
+    struct State {
+        target: Target,
+        /// Signals received before COMMAND ran, in order.
+        pending: Vec<libc::c_int>,
+    }
+
+    /// The signals caught and forwarded, until it is dropped (then they are caught and
+    /// ignored: this process is about to exit).
+    pub struct Forwarder {
+        state: Arc<Mutex<State>>,
+        handle: Handle,
+        thread: Option<std::thread::JoinHandle<()>>,
+    }
+
+    fn send(pid: Pid, sig: libc::c_int) {
+        if let Some(sig) = Signal::from_named_raw(sig) {
+            // COMMAND may have just ended: nothing to do then.
+            let _ = kill_process(pid, sig);
+        }
+    }
+
+    impl Forwarder {
+        /// Catches the signals (a caught signal is reset to its default in COMMAND by exec).
+        pub fn install() -> std::io::Result<Forwarder> {
+            let mut signals = SignalsInfo::<WithOrigin>::new(SIGNALS)?;
+            let handle = signals.handle();
+            let state = Arc::new(Mutex::new(State::default()));
+            let shared = state.clone();
+            let thread = std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || {
+                    for origin in signals.forever() {
+                        forward(&shared, &origin);
+                    }
+                })?;
+            Ok(Forwarder {
+                state,
+                handle,
+                thread: Some(thread),
+            })
+        }
+
+        /// COMMAND runs as `pid`: forward from now on, and what came before.
+        pub fn to(&self, pid: u32) {
+            let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+                return;
+            };
+            let mut s = lock(&self.state);
+            s.target = Target::Runs(pid);
+            for sig in std::mem::take(&mut s.pending) {
+                send(pid, sig);
+            }
+        }
+    }
+
+    impl Drop for Forwarder {
+        fn drop(&mut self) {
+            self.handle.close();
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One signal received: sent by the terminal to the whole process group (the kernel is
+    /// its sender, `SI_KERNEL`), COMMAND, in that group too, has its own copy already; sent
+    /// by a process, it goes to COMMAND (or waits for it to run).
+    fn forward(state: &Mutex<State>, origin: &Origin) {
+        if origin.cause == Cause::Kernel {
             return;
         }
-        let child = CHILD.load(Ordering::SeqCst);
-        if child > 0 {
-            // SAFETY: kill(2) is async-signal-safe.
-            unsafe {
-                libc::kill(child, sig);
-            }
-        } else {
-            PENDING.fetch_or(1 << sig, Ordering::SeqCst);
-            // COMMAND may have started meanwhile, after `to` took the pending set.
-            if CHILD.load(Ordering::SeqCst) > 0 {
-                flush();
-            }
+        let mut s = lock(state);
+        match s.target {
+            Target::Starting => s.pending.push(origin.signal),
+            Target::Runs(pid) => send(pid, origin.signal),
         }
-    }
-
-    /// Forwards the pending signals to COMMAND (each taken once, by whoever swaps first).
-    fn flush() {
-        let pid = CHILD.load(Ordering::SeqCst);
-        let pending = PENDING.swap(0, Ordering::SeqCst);
-        for sig in SIGNALS {
-            if pending & (1 << sig) != 0 {
-                // SAFETY: kill(2) is async-signal-safe; COMMAND is not reaped yet.
-                unsafe {
-                    libc::kill(pid, sig);
-                }
-            }
-        }
-    }
-
-    /// Catches the signals (a caught signal is reset to its default in COMMAND by exec).
-    pub fn install() {
-        for sig in SIGNALS {
-            // SAFETY: a zeroed sigaction with a handler that only calls async-signal-safe
-            // functions and touches atomics; SA_RESTART keeps waitpid going.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = handler as *const () as usize;
-                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
-            }
-        }
-    }
-
-    /// Back to the default dispositions (COMMAND could not be started).
-    pub fn uninstall() {
-        for sig in SIGNALS {
-            // SAFETY: restoring SIG_DFL.
-            unsafe {
-                libc::signal(sig, libc::SIG_DFL);
-            }
-        }
-    }
-
-    /// COMMAND runs as `pid`: forward from now on, and what came before.
-    pub fn to(pid: u32) {
-        CHILD.store(pid as i32, Ordering::SeqCst);
-        flush();
     }
 }

@@ -23,11 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
+use locksmith::config::{RawConfig, Settings};
 use locksmith::probe::Snapshot;
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
 use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
-use locksmith::scan::{self, Config, Finding, Root, ScanError, ScanEvent};
+use locksmith::scan::{self, Finding, Root, ScanError, ScanEvent};
 use locksmith::text;
 use locksmith::verdict::Verdict;
 
@@ -67,17 +68,18 @@ fn fatal_json(message: &str) -> String {
 /// Runs the scan (and the reclaim pass), writes the report as it goes, and returns the exit
 /// status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
-    let mut config = Config::load(args.config.as_deref())?;
+    let mut raw = RawConfig::load(args.config.as_deref())?;
+    raw.containers = !args.no_containers && args.paths.is_empty();
+    let settings = raw.validate()?;
     let format = format_of(args);
     let mut opts = report_options(args, format)?;
     if let Some(lock) = &args.force {
-        return force_one(args, &config, lock, format, &mut opts);
+        return force_one(args, &settings, lock, format, &mut opts);
     }
     if let Some(pid) = args.pid {
-        return waited_for(args, &config, pid, format, &mut opts);
+        return waited_for(args, &settings.scan, pid, format, &mut opts);
     }
-    config.containers = !args.no_containers && args.paths.is_empty();
-    let roots = config.roots(&args.paths);
+    let roots = settings.scan.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();
     let head = Head {
@@ -89,7 +91,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let mut output = Output::open(args.output.as_deref())?;
     opts.color = output.is_stdout() && use_color(args.color, io::stdout().is_terminal());
     let report = Report::new(format.into(), head, &opts, output.writer());
-    let (tail, written, errors) = scan_into(args, &config, &roots, &snap, started, report)?;
+    let (tail, written, errors) = scan_into(args, &settings, &roots, &snap, started, report)?;
     match written {
         Ok(()) => {}
         // `locksmith --scan | head`: the reader has what it wanted.
@@ -105,13 +107,13 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
 /// whether it was all written, and the per-path errors (sorted).
 fn scan_into(
     args: &ScanArgs,
-    config: &Config,
+    settings: &Settings,
     roots: &[Root],
     snap: &Snapshot,
     started: Instant,
     report: Report<'_>,
 ) -> anyhow::Result<(report::Tail, io::Result<()>, Vec<ScanError>)> {
-    let ask = asking(args, config);
+    let ask = asking(args, settings);
     let report = Mutex::new(report);
     let errors: Mutex<Vec<ScanError>> = Mutex::default();
     // Locks whose host is asked: reported once it has answered.
@@ -144,11 +146,11 @@ fn scan_into(
         ScanEvent::Error(e) => lock(&errors).push(e),
         ScanEvent::Progress { .. } => {}
     };
-    let stats =
-        scan::scan(config, roots, snap, &cancel, &sink).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stats = scan::scan(&settings.scan, roots, snap, &cancel, &sink)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut asked = asked.into_inner().unwrap_or_else(|e| e.into_inner());
     if ask {
-        remote::ask_and_settle(&mut asked, &config.ask_hosts, args.ask_hosts, &|_| {});
+        remote::ask_and_settle(&mut asked, &settings.remote, args.ask_hosts, &|_| {});
         for f in &asked {
             emit(f);
         }
@@ -162,14 +164,14 @@ fn scan_into(
         errors: &errors,
     });
     if args.reclaim {
-        let opts = reclaim_options(args, config, false);
+        let opts = reclaim_options(args, settings, false);
         let stale = stale.into_inner().unwrap_or_else(|e| e.into_inner());
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again: each host once for the reclaim.
-        let reask = ask.then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, &stale));
+        let reask = ask.then(|| remote::Reask::new(&settings.remote, args.ask_hosts, &stale));
         reclaim::reclaim_each_settled(
             &stale,
-            config,
+            &settings.scan,
             &opts,
             |judged, fresh| {
                 if let Some(reask) = &reask {
@@ -187,14 +189,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn reclaim_options(args: &ScanArgs, config: &Config, force: bool) -> ReclaimOptions {
+/// Reclaim's settings with what the command line asks of this run.
+fn reclaim_options(args: &ScanArgs, settings: &Settings, force: bool) -> ReclaimOptions {
     ReclaimOptions {
-        state_dir: ReclaimOptions::default_state_dir(),
         dry_run: args.dry_run,
         include_unsaved: args.include_unsaved,
         force,
-        copies: config.saved,
         remove_uncopied: args.remove_uncopied,
+        ..settings.reclaim.clone()
     }
 }
 
@@ -204,7 +206,7 @@ fn reclaim_options(args: &ScanArgs, config: &Config, force: bool) -> ReclaimOpti
 /// lock is refused: forcing never scans.
 fn force_one(
     args: &ScanArgs,
-    config: &Config,
+    settings: &Settings,
     lock: &Path,
     format: ReportFormat,
     opts: &mut report::Options,
@@ -213,7 +215,7 @@ fn force_one(
     let snap = Snapshot::take();
     let lock =
         std::path::absolute(lock).with_context(|| format!("cannot resolve {}", lock.display()))?;
-    let finding = scan::judge_path(&lock, &snap, config)
+    let finding = scan::judge_path(&lock, &snap, &settings.scan)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .filter(|f| f.path == lock)
         .ok_or_else(|| {
@@ -243,8 +245,8 @@ fn force_one(
     });
     let outcomes = reclaim::reclaim_all_settled(
         [&finding],
-        config,
-        &reclaim_options(args, config, true),
+        &settings.scan,
+        &reclaim_options(args, settings, true),
         |_, _| {},
     );
     let removed = outcomes.iter().all(|o| o.ok);
@@ -263,7 +265,7 @@ fn force_one(
 /// on stdout; the table is preceded by a line saying what N is doing.
 fn waited_for(
     args: &ScanArgs,
-    config: &Config,
+    config: &scan::Config,
     pid: i32,
     format: ReportFormat,
     opts: &mut report::Options,
@@ -301,8 +303,8 @@ fn waited_for(
 }
 
 /// Whether foreign locks' hosts are asked: `--ask-hosts`, or hosts listed in the configuration.
-fn asking(args: &ScanArgs, config: &Config) -> bool {
-    args.ask_hosts || !config.ask_hosts.hosts.is_empty()
+fn asking(args: &ScanArgs, settings: &Settings) -> bool {
+    args.ask_hosts || !settings.remote.hosts().is_empty()
 }
 
 /// `--json` is short for `--format json`; the table is the default.

@@ -37,12 +37,13 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use locksmith::config::{RawConfig, Settings};
 use locksmith::judge::{Judgement, fmt_ms};
 use locksmith::outcome::{Action, Outcome};
 use locksmith::probe::kernel_locks::{self, FileKey};
 use locksmith::probe::{PidState, Snapshot, started};
 use locksmith::reclaim::{self, ReclaimOptions};
-use locksmith::scan::{self, Config, Finding, ScanError, ScanEvent};
+use locksmith::scan::{self, Finding, ScanError, ScanEvent};
 use locksmith::text;
 use locksmith::verdict::{Rule, Verdict};
 
@@ -84,14 +85,16 @@ fn start(args: StartArgs) -> Result<i32, Failure> {
             ));
         }
     };
-    let config = Config::load(args.config.as_deref())
+    // Only the named locks: no container's lock places.
+    let settings = RawConfig::load(args.config.as_deref())
+        .and_then(RawConfig::validate)
         .map_err(|e| Failure::new(EXIT_ERROR, format!("{e:#}")))?;
     let paths = absolute(&args.paths)?;
     let deadline = Instant::now() + wait;
     let me = Me::now();
     let mut told: Vec<String> = Vec::new();
     loop {
-        let pass = clear(&paths, &config, &me)?;
+        let pass = clear(&paths, &settings, &me)?;
         for line in pass.done {
             say(&line);
         }
@@ -171,7 +174,7 @@ struct Pass {
 }
 
 /// Judges every lock in `paths` now, reclaims what may go, and says what stays in the way.
-fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
+fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failure> {
     let mut pass = Pass {
         done: Vec::new(),
         in_the_way: Vec::new(),
@@ -185,8 +188,7 @@ fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
     if present.is_empty() {
         return Ok(pass);
     }
-    let mut config = config.clone();
-    config.containers = false;
+    let config = &settings.scan;
     let roots = config.roots(&present);
     let snap = Snapshot::take();
     let found: Mutex<(Vec<Finding>, Vec<ScanError>)> = Mutex::default();
@@ -199,7 +201,7 @@ fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
         }
     };
     let cancel = AtomicBool::new(false);
-    if let Err(e) = scan::scan(&config, &roots, &snap, &cancel, &sink) {
+    if let Err(e) = scan::scan(config, &roots, &snap, &cancel, &sink) {
         // Every PATH vanished since it was looked at: nothing is in the way.
         if present
             .iter()
@@ -230,7 +232,7 @@ fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
                 .push(format!("{} stays: {why}", f.path.display())),
             decision @ (Decision::Reclaim | Decision::Restart(_)) => {
                 let restart = matches!(decision, Decision::Restart(_));
-                let o = remove(&f, &config, me, restart);
+                let o = remove(&f, settings, me, restart);
                 match (o.action, &o.error) {
                     (Action::Removed, error) => {
                         let why = o.judgement.evidence.first().cloned().unwrap_or_default();
@@ -270,17 +272,14 @@ fn clear(paths: &[PathBuf], config: &Config, me: &Me) -> Result<Pass, Failure> {
 /// Reclaims one lock: judged again at the moment of removal, and removed only if the same
 /// decision holds then (see [`decide`]). A restart is removed as a person's decision
 /// (`forced` in the journal), with the evidence that it names this process.
-fn remove(f: &Finding, config: &Config, me: &Me, restart: bool) -> Outcome {
+fn remove(f: &Finding, settings: &Settings, me: &Me, restart: bool) -> Outcome {
     let opts = ReclaimOptions {
-        state_dir: ReclaimOptions::default_state_dir(),
-        dry_run: false,
-        include_unsaved: false,
         force: restart,
-        copies: config.saved,
-        remove_uncopied: false,
+        ..settings.reclaim.clone()
     };
+    let config = &settings.scan;
     let snap = Snapshot::take();
-    reclaim::reclaim_rejudged(f, &opts, &config.windows, |dir, name| {
+    reclaim::reclaim_rejudged(f, &opts, config.windows(), |dir, name| {
         let Some(mut fresh) = scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?
         else {
             return Ok(None);

@@ -61,7 +61,7 @@ pub use removable::user as user_name;
 pub use restore::{Plan, Restored, Selector, plan, restore, restore_plan};
 pub use state::{
     CopyLimits, JOURNAL, NotCopied, ROOT_FALLBACK, SAVED, Source, StageError, Staged, StateDir,
-    sha256_hex,
+    default_state_dir, sha256_hex,
 };
 
 /// The marker in the private name a lock is moved to just before it is removed.
@@ -100,9 +100,9 @@ impl ReclaimOptions {
         }
     }
 
-    /// The default state directory: see [`state::default_state_dir`].
+    /// The default state directory: see [`default_state_dir`].
     pub fn default_state_dir() -> PathBuf {
-        state::default_state_dir()
+        default_state_dir()
     }
 }
 
@@ -112,9 +112,49 @@ impl Default for ReclaimOptions {
     }
 }
 
+/// How a lock is judged again at the moment of its removal: as the scan that found it judged
+/// it. The scanner's settings ([`scan::Config`]) are that judge; reclaim sees nothing else of
+/// them.
+pub trait Judge {
+    /// The stale windows (the engine's protocol removes its locks with them).
+    fn windows(&self) -> &Windows;
+    /// Judges `finding`'s entry `name` of the open directory `dir` now, reading the file
+    /// through `dir`.
+    fn judge_at(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+        finding: &Finding,
+        snap: &Snapshot,
+    ) -> Result<Option<Finding>, ScanError>;
+}
+
+impl Judge for scan::Config {
+    fn windows(&self) -> &Windows {
+        scan::Config::windows(self)
+    }
+
+    fn judge_at(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+        finding: &Finding,
+        snap: &Snapshot,
+    ) -> Result<Option<Finding>, ScanError> {
+        scan::judge_at(
+            dir,
+            name,
+            &finding.path,
+            finding.anchor.as_ref(),
+            snap,
+            self,
+        )
+    }
+}
+
 /// Reclaims one lock: see [`reclaim_all`].
-pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) -> Outcome {
-    reclaim_all([finding], config, opts)
+pub fn reclaim(finding: &Finding, judge: &dyn Judge, opts: &ReclaimOptions) -> Outcome {
+    reclaim_all([finding], judge, opts)
         .pop()
         .expect("one outcome per finding")
 }
@@ -125,10 +165,10 @@ pub fn reclaim(finding: &Finding, config: &scan::Config, opts: &ReclaimOptions) 
 /// One outcome per finding, in the same order.
 pub fn reclaim_all<'a>(
     findings: impl IntoIterator<Item = &'a Finding>,
-    config: &scan::Config,
+    judge: &dyn Judge,
     opts: &ReclaimOptions,
 ) -> Vec<Outcome> {
-    reclaim_all_settled(findings, config, opts, |_, _| {})
+    reclaim_all_settled(findings, judge, opts, |_, _| {})
 }
 
 /// [`reclaim_all`] with a step that completes each fresh judgement before it is checked:
@@ -136,12 +176,12 @@ pub fn reclaim_all<'a>(
 /// again there).
 pub fn reclaim_all_settled<'a>(
     findings: impl IntoIterator<Item = &'a Finding>,
-    config: &scan::Config,
+    judge: &dyn Judge,
     opts: &ReclaimOptions,
     settle: impl Fn(&Finding, &mut Finding),
 ) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
-    reclaim_each_settled(findings, config, opts, settle, |o| outcomes.push(o));
+    reclaim_each_settled(findings, judge, opts, settle, |o| outcomes.push(o));
     outcomes
 }
 
@@ -149,7 +189,7 @@ pub fn reclaim_all_settled<'a>(
 /// of keeping them all.
 pub fn reclaim_each_settled<'a>(
     findings: impl IntoIterator<Item = &'a Finding>,
-    config: &scan::Config,
+    judge: &dyn Judge,
     opts: &ReclaimOptions,
     settle: impl Fn(&Finding, &mut Finding),
     mut outcome: impl FnMut(Outcome),
@@ -161,12 +201,11 @@ pub fn reclaim_each_settled<'a>(
         outcome(reclaim_in(
             f,
             opts,
-            &config.windows,
+            judge.windows(),
             &mut dirs,
             batch,
             |dir, name| {
-                let mut fresh =
-                    scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?;
+                let mut fresh = judge.judge_at(dir, name, f, &snap)?;
                 if let Some(fresh) = fresh.as_mut() {
                     settle(f, fresh);
                 }

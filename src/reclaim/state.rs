@@ -37,7 +37,6 @@ use sha2::{Digest, Sha256};
 use super::journal::{self, Batch, Entry, Meta};
 use crate::judge::Judgement;
 use crate::scan::Finding;
-pub use crate::scan::config::{CopyLimits, ROOT_FALLBACK, default_state_dir};
 use crate::text;
 
 /// Name of the journal file in the state directory.
@@ -49,6 +48,54 @@ const PARTIAL: &str = ".partial-";
 /// A file larger than this (apparent size) is never copied, whatever its holes: its digest
 /// alone would take too long, and no lock format comes near it.
 pub const MAX_APPARENT_BYTES: u64 = 1 << 30;
+
+/// How much the state directory may hold (the `saved` section of the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CopyLimits {
+    /// The largest copy (bytes of data; holes are free).
+    pub max_copy_bytes: u64,
+    /// All copies together (bytes on disk).
+    pub max_total_bytes: u64,
+    /// Copies older than this many days are deleted (their journal lines stay).
+    pub keep_days: u64,
+}
+
+impl Default for CopyLimits {
+    fn default() -> Self {
+        CopyLimits {
+            max_copy_bytes: 64 << 20,
+            max_total_bytes: 512 << 20,
+            keep_days: 90,
+        }
+    }
+}
+
+/// Where root keeps its state when neither `XDG_STATE_HOME` nor `HOME` is set.
+pub const ROOT_FALLBACK: &str = "/var/lib/locksmith";
+
+/// locksmith's state directory (reclaim's copies and journal):
+/// `$XDG_STATE_HOME/locksmith`, else `~/.local/state/locksmith` (an `XDG_STATE_HOME` or
+/// `HOME` that is not absolute is ignored, as the XDG spec says), else `/var/lib/locksmith`
+/// for root. For any other user with neither, the empty path: opening it fails with an error
+/// that says what to set (a shared `$TMPDIR` is no place for it).
+pub fn default_state_dir() -> PathBuf {
+    let abs = |name| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(x) = abs("XDG_STATE_HOME") {
+        return x.join("locksmith");
+    }
+    if let Some(home) = abs("HOME") {
+        return home.join(".local/state/locksmith");
+    }
+    if rustix::process::geteuid().is_root() {
+        return PathBuf::from(ROOT_FALLBACK);
+    }
+    PathBuf::new()
+}
 
 /// A verified state directory, opened once per process and path (see the module docs).
 #[derive(Debug)]

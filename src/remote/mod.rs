@@ -33,7 +33,7 @@ use crate::scan::Finding;
 use crate::verdict::{RemoteClaim, Verdict};
 
 pub use inspect::inspect;
-pub use ssh::{AskConfig, AskFailure, ask_host};
+pub use ssh::{AskConfig, AskFailure, AskHosts, ask_host};
 
 pub use crate::judge::remote::{
     ANSWER_VERSION, Answer, CROSS_HOST_SLACK_MS, PidAnswer, PidStatus, same_host_name,
@@ -98,7 +98,7 @@ impl Asker {
     /// An asker, when there is anything to ask: `all_hosts` (`--ask-hosts`) or hosts listed
     /// in `cfg`.
     pub fn new(cfg: AskConfig, all_hosts: bool, ttl: std::time::Duration) -> Option<Self> {
-        (all_hosts || !cfg.hosts.is_empty()).then(|| Asker {
+        (all_hosts || !cfg.hosts().is_empty()).then(|| Asker {
             cfg,
             all_hosts,
             ttl,

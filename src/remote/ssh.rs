@@ -7,12 +7,143 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
+
 use super::{Answer, HostAnswer};
-pub use crate::scan::config::AskConfig;
 use crate::verdict::RemoteClaim;
 
 /// The most an answer may be (a few PIDs take a few hundred bytes).
 const MAX_ANSWER_BYTES: u64 = 1 << 20;
+
+/// How locksmith asks other hosts, as the configuration writes it (its `ask_hosts` key):
+/// checked into an [`AskConfig`] by [`AskHosts::validate`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AskHosts {
+    /// Host names (globs, `node*`) asked without `--ask-hosts`.
+    pub hosts: Vec<String>,
+    /// locksmith on the other hosts (a name looked up in their `PATH`, or a path).
+    pub program: String,
+    /// The ssh client to run.
+    pub ssh: String,
+    /// More arguments for ssh, before the host (`["-F", "/path/to/ssh_config"]`).
+    pub ssh_args: Vec<String>,
+    /// `ConnectTimeout` for ssh, seconds.
+    pub connect_timeout_secs: u64,
+    /// The longest wait for one host's answer, seconds (connection included).
+    pub timeout_secs: u64,
+    /// How many hosts are asked at once.
+    pub concurrency: usize,
+    /// The most distinct hosts asked in one round; the others' locks stay `foreign`, saying so.
+    pub max_hosts: usize,
+    /// The longest a whole round of asking may take, seconds: hosts not asked by then are not
+    /// asked, and those still answering are given up.
+    pub deadline_secs: u64,
+}
+
+impl Default for AskHosts {
+    fn default() -> Self {
+        AskHosts {
+            hosts: Vec::new(),
+            program: "locksmith".into(),
+            ssh: "ssh".into(),
+            ssh_args: Vec::new(),
+            connect_timeout_secs: 5,
+            timeout_secs: 15,
+            concurrency: 8,
+            max_hosts: 32,
+            deadline_secs: 60,
+        }
+    }
+}
+
+/// How locksmith asks other hosts, checked, its host patterns compiled: remote's settings.
+#[derive(Debug, Clone)]
+pub struct AskConfig {
+    /// What the configuration says.
+    pub(super) section: AskHosts,
+    /// `section.hosts`, compiled (lower case).
+    host_set: GlobSet,
+}
+
+impl Default for AskConfig {
+    fn default() -> Self {
+        AskHosts::default()
+            .validate()
+            .expect("the default ask_hosts is valid")
+    }
+}
+
+impl AskHosts {
+    /// Checks the values and compiles the host patterns; the message names the key at fault.
+    pub fn validate(self) -> Result<AskConfig, String> {
+        let host_set = self.check()?;
+        Ok(AskConfig {
+            section: self,
+            host_set,
+        })
+    }
+
+    /// The checks of [`AskHosts::validate`], and the host patterns compiled.
+    pub fn check(&self) -> Result<GlobSet, String> {
+        if !(1..=600).contains(&self.connect_timeout_secs) {
+            return Err(format!(
+                "ask_hosts.connect_timeout_secs must be 1..=600 seconds, not {}",
+                self.connect_timeout_secs
+            ));
+        }
+        if !(1..=3600).contains(&self.timeout_secs) {
+            return Err(format!(
+                "ask_hosts.timeout_secs must be 1..=3600 seconds, not {}",
+                self.timeout_secs
+            ));
+        }
+        if !(1..=256).contains(&self.concurrency) {
+            return Err(format!(
+                "ask_hosts.concurrency must be 1..=256, not {}",
+                self.concurrency
+            ));
+        }
+        if !(1..=4096).contains(&self.max_hosts) {
+            return Err(format!(
+                "ask_hosts.max_hosts must be 1..=4096, not {}",
+                self.max_hosts
+            ));
+        }
+        if !(1..=3600).contains(&self.deadline_secs) {
+            return Err(format!(
+                "ask_hosts.deadline_secs must be 1..=3600 seconds, not {}",
+                self.deadline_secs
+            ));
+        }
+        if self.program.trim().is_empty() || self.ssh.trim().is_empty() {
+            return Err("ask_hosts.program and ask_hosts.ssh must not be empty".into());
+        }
+        let mut b = GlobSetBuilder::new();
+        for h in &self.hosts {
+            b.add(Glob::new(&h.to_ascii_lowercase()).map_err(|e| {
+                format!(
+                    "ask_hosts.hosts: \"{h}\" is not a valid host pattern: {}",
+                    e.kind()
+                )
+            })?);
+        }
+        b.build().map_err(|e| format!("ask_hosts.hosts: {e}"))
+    }
+}
+
+impl AskConfig {
+    /// The host patterns asked without `--ask-hosts`, as configured.
+    pub fn hosts(&self) -> &[String] {
+        &self.section.hosts
+    }
+
+    /// Whether `host` is one of the configured hosts.
+    pub fn allows(&self, host: &str) -> bool {
+        !self.section.hosts.is_empty() && self.host_set.is_match(host.to_ascii_lowercase())
+    }
+}
 
 /// Why a host gave no usable answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,11 +224,11 @@ pub fn plain_host_name(host: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
-/// Asks the hosts in `questions`, each once about all of its PIDs, at most `cfg.concurrency`
+/// Asks the hosts in `questions`, each once about all of its PIDs, at most `cfg.section.concurrency`
 /// at once, within bounds that no number of lock files can stretch:
-/// - at most `cfg.max_hosts` hosts: those the configuration lists (`cfg.hosts`) first, then
+/// - at most `cfg.section.max_hosts` hosts: those the configuration lists (`cfg.hosts`) first, then
 ///   the others by name; the rest are not asked ([`FailureKind::TooManyHosts`]);
-/// - the whole round ends `cfg.deadline_secs` after it starts: a host still answering then is
+/// - the whole round ends `cfg.section.deadline_secs` after it starts: a host still answering then is
 ///   given up ([`FailureKind::Timeout`]), and one not yet asked is not asked
 ///   ([`FailureKind::Deadline`]).
 ///
@@ -108,25 +239,25 @@ pub fn ask_hosts(
     cfg: &AskConfig,
     progress: &(dyn Fn(usize) + Sync),
 ) -> HashMap<String, HostAnswer> {
-    let deadline = Instant::now() + Duration::from_secs(cfg.deadline_secs);
+    let deadline = Instant::now() + Duration::from_secs(cfg.section.deadline_secs);
     let mut hosts: Vec<(&String, &Vec<RemoteClaim>)> = questions.iter().collect();
     hosts.sort_by_cached_key(|(h, _)| (!cfg.allows(h), h.to_ascii_lowercase()));
     let mut answers = HashMap::new();
-    for (host, _) in hosts.iter().skip(cfg.max_hosts) {
+    for (host, _) in hosts.iter().skip(cfg.section.max_hosts) {
         let why = format!(
             "{} hosts were to be asked, and one round asks at most {} (ask_hosts.max_hosts)",
             questions.len(),
-            cfg.max_hosts
+            cfg.section.max_hosts
         );
         answers.insert(
             (*host).clone(),
             Err(AskFailure::new(FailureKind::TooManyHosts, why)),
         );
     }
-    hosts.truncate(cfg.max_hosts);
+    hosts.truncate(cfg.section.max_hosts);
     // Popped from the end: the first hosts first.
     hosts.reverse();
-    let workers = cfg.concurrency.clamp(1, hosts.len().max(1));
+    let workers = cfg.section.concurrency.clamp(1, hosts.len().max(1));
     let queue = Mutex::new(hosts);
     let answers = Mutex::new(answers);
     std::thread::scope(|s| {
@@ -141,7 +272,7 @@ pub fn ask_hosts(
                             FailureKind::Deadline,
                             format!(
                                 "this round of asking ended after {} s (ask_hosts.deadline_secs)",
-                                cfg.deadline_secs
+                                cfg.section.deadline_secs
                             ),
                         )),
                     };
@@ -160,7 +291,7 @@ pub fn ask_host(host: &str, claims: &[RemoteClaim], cfg: &AskConfig) -> HostAnsw
     ask_host_within(host, claims, cfg, Duration::MAX)
 }
 
-/// [`ask_host`], given up after `left` if that comes before `cfg.timeout_secs` (the end of
+/// [`ask_host`], given up after `left` if that comes before `cfg.section.timeout_secs` (the end of
 /// the round).
 fn ask_host_within(
     host: &str,
@@ -175,12 +306,15 @@ fn ask_host_within(
         ));
     }
     let remote = remote_command(claims, cfg);
-    let mut cmd = Command::new(&cfg.ssh);
+    let mut cmd = Command::new(&cfg.section.ssh);
     cmd.args(["-o", "BatchMode=yes"])
         .arg("-o")
-        .arg(format!("ConnectTimeout={}", cfg.connect_timeout_secs))
+        .arg(format!(
+            "ConnectTimeout={}",
+            cfg.section.connect_timeout_secs
+        ))
         .args(["-o", "ClearAllForwardings=yes", "-T"])
-        .args(&cfg.ssh_args)
+        .args(&cfg.section.ssh_args)
         .arg("--")
         .arg(host)
         .arg(remote)
@@ -189,15 +323,15 @@ fn ask_host_within(
         .stderr(Stdio::piped());
     let child = cmd
         .spawn()
-        .map_err(|e| AskFailure::new(FailureKind::NoSsh, format!("{}: {e}", cfg.ssh)))?;
-    let timeout = Duration::from_secs(cfg.timeout_secs);
+        .map_err(|e| AskFailure::new(FailureKind::NoSsh, format!("{}: {e}", cfg.section.ssh)))?;
+    let timeout = Duration::from_secs(cfg.section.timeout_secs);
     let (status, out, err) = if left < timeout {
         wait_bounded(child, left).map_err(|e| {
             AskFailure::new(
                 e.kind,
                 format!(
                     "gave up at the end of this round of asking ({} s, ask_hosts.deadline_secs)",
-                    cfg.deadline_secs
+                    cfg.section.deadline_secs
                 ),
             )
         })?
@@ -211,13 +345,16 @@ fn ask_host_within(
         Some(126) | Some(127) => {
             return Err(AskFailure::new(
                 FailureKind::NoProgram,
-                format!("{} was not found there ({err_line})", cfg.program),
+                format!("{} was not found there ({err_line})", cfg.section.program),
             ));
         }
         Some(code) => {
             return Err(AskFailure::new(
                 FailureKind::BadAnswer,
-                format!("{} exited with status {code}: {err_line}", cfg.program),
+                format!(
+                    "{} exited with status {code}: {err_line}",
+                    cfg.section.program
+                ),
             ));
         }
         None => {
@@ -239,7 +376,7 @@ fn ask_host_within(
 /// each word quoted for the remote shell.
 fn remote_command(claims: &[RemoteClaim], cfg: &AskConfig) -> String {
     let mut words = vec![
-        crate::text::shell_quote(&cfg.program),
+        crate::text::shell_quote(&cfg.section.program),
         "inspect".into(),
         "--json".into(),
     ];
@@ -365,10 +502,12 @@ mod tests {
             expect: vec![e.into()],
             ..Default::default()
         };
-        let cfg = AskConfig {
+        let cfg = AskHosts {
             program: "/opt/lock smith/locksmith".into(),
-            ..AskConfig::default()
-        };
+            ..AskHosts::default()
+        }
+        .validate()
+        .unwrap();
         assert_eq!(
             remote_command(&[c(7, "emacs"), c(9, "it's")], &cfg),
             "'/opt/lock smith/locksmith' inspect --json --pid 7 --pid 9 --expect emacs --expect 'it'\\''s'"
@@ -377,21 +516,23 @@ mod tests {
 
     #[test]
     fn configuration_is_checked() {
-        assert!(AskConfig::default().validate().is_ok());
-        let bad = AskConfig {
+        assert!(AskHosts::default().validate().is_ok());
+        let bad = AskHosts {
             timeout_secs: 0,
-            ..AskConfig::default()
+            ..AskHosts::default()
         };
         assert!(bad.validate().unwrap_err().contains("timeout_secs"));
-        let bad = AskConfig {
+        let bad = AskHosts {
             hosts: vec!["node[".into()],
-            ..AskConfig::default()
+            ..AskHosts::default()
         };
         assert!(bad.validate().unwrap_err().contains("node["));
-        let cfg = AskConfig {
+        let cfg = AskHosts {
             hosts: vec!["node*".into()],
-            ..AskConfig::default()
-        };
+            ..AskHosts::default()
+        }
+        .validate()
+        .unwrap();
         assert!(cfg.allows("Node17"));
         assert!(!cfg.allows("laptop"));
         assert!(!AskConfig::default().allows("node17"));
@@ -399,10 +540,12 @@ mod tests {
 
     #[test]
     fn a_missing_ssh_is_a_reason_not_a_crash() {
-        let cfg = AskConfig {
+        let cfg = AskHosts {
             ssh: "/nonexistent/ssh".into(),
-            ..AskConfig::default()
-        };
+            ..AskHosts::default()
+        }
+        .validate()
+        .unwrap();
         let e = ask_host("node17", &[], &cfg).unwrap_err();
         assert_eq!(e.kind, FailureKind::NoSsh);
     }

@@ -122,13 +122,6 @@ impl std::error::Error for ScanError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FatalError {
-    /// The configured patterns (extra patterns, excludes) do not compile.
-    #[error("bad pattern in the configuration: {error}")]
-    Patterns {
-        /// The configuration file they come from, when read from one.
-        config: Option<PathBuf>,
-        error: globset::Error,
-    },
     /// No root was given.
     #[error("no root to scan")]
     NoRoot,
@@ -187,7 +180,7 @@ mod tests {
         use std::sync::Mutex;
         use std::sync::atomic::AtomicBool;
 
-        use crate::scan::{Config, Root, ScanEvent, scan};
+        use crate::scan::{Root, ScanEvent, scan};
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
         let errors = Mutex::new(Vec::new());
@@ -208,7 +201,14 @@ mod tests {
         ];
         let snap = crate::probe::Snapshot::take();
         let cancel = AtomicBool::new(false);
-        let stats = scan(&Config::embedded(), &roots, &snap, &cancel, &sink).unwrap();
+        let stats = scan(
+            &crate::config::Settings::embedded().scan,
+            &roots,
+            &snap,
+            &cancel,
+            &sink,
+        )
+        .unwrap();
         let errors = errors.into_inner().unwrap();
         assert_eq!(stats.errors, 1, "{errors:?}");
         let e = &errors[0];
@@ -218,7 +218,14 @@ mod tests {
         assert!(e.to_string().starts_with("cannot scan: "), "{e}");
 
         // No root readable: fatal, naming the roots.
-        let e = scan(&Config::embedded(), &roots[..1], &snap, &cancel, &|_| {}).unwrap_err();
+        let e = scan(
+            &crate::config::Settings::embedded().scan,
+            &roots[..1],
+            &snap,
+            &cancel,
+            &|_| {},
+        )
+        .unwrap_err();
         assert!(matches!(e, FatalError::NoRootReadable { .. }), "{e:?}");
         assert_eq!(
             e.to_string(),

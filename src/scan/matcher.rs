@@ -13,7 +13,7 @@ use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
 
-use crate::dialect::{self, Dialect, DialectId};
+use crate::dialect::{self, Dialect};
 
 /// File-name patterns added to an existing dialect.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -48,7 +48,7 @@ fn dialect_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
 }
 
 /// Checks a list of globs as the configuration gives them.
-pub(super) fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+pub(crate) fn globs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
     for p in &v {
         glob(p).map_err(|e| de::Error::custom(format!("bad glob {p:?}: {}", e.kind())))?;
@@ -80,9 +80,6 @@ pub struct Matcher {
     not_locks: GlobSet,
     exclude_names: GlobSet,
     exclude_paths: GlobSet,
-    built_dialects: Vec<DialectId>,
-    built_exclude: Vec<String>,
-    built_extra: Vec<ExtraPatterns>,
 }
 
 impl Matcher {
@@ -158,27 +155,7 @@ impl Matcher {
             },
             exclude_names: ex_names.build()?,
             exclude_paths: ex_paths.build()?,
-            built_dialects: dialects.iter().map(|d| d.id()).collect(),
-            built_exclude: exclude.to_vec(),
-            built_extra: extra.to_vec(),
         })
-    }
-
-    /// Whether this matcher was compiled from these settings.
-    pub fn built_from(
-        &self,
-        dialects: &[&'static dyn Dialect],
-        exclude: &[String],
-        extra: &[ExtraPatterns],
-    ) -> bool {
-        self.built_dialects.len() == dialects.len()
-            && self
-                .built_dialects
-                .iter()
-                .zip(dialects)
-                .all(|(a, d)| *a == d.id())
-            && self.built_exclude == exclude
-            && self.built_extra == extra
     }
 
     /// Cheap test on a file name alone: may some dialect pattern match an entry with this

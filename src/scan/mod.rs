@@ -2,8 +2,8 @@
 //! lock), judges each with its dialect against one evidence snapshot, and streams findings.
 //! The scanner never modifies anything.
 //!
-//! - [`config`]: roots, excludes, extra patterns, stale windows (embedded default < user file <
-//!   `--config`);
+//! - [`config`]: the scanner's settings (roots, excludes, patterns, stale windows), made from
+//!   the configuration by [`crate::config`];
 //! - [`scan`]: walks the roots on several threads and streams [`ScanEvent`]s;
 //! - [`judge_path`], [`rejudge`], [`judge_at`]: judge one lock again now (reclaim, the UI's
 //!   refresh);
@@ -35,10 +35,11 @@ use std::time::Instant;
 pub use crate::dialect::read_prefix;
 pub use crate::probe::Identity;
 pub use anchor::Anchor;
-pub use config::{Config, ConfigError, Root, RootSpec};
+pub use config::{Config, Root, RootSpec, Spec};
 pub use containers::container_roots;
 pub use error::{FatalError, ScanError};
 pub use matcher::ExtraPatterns;
+pub(crate) use matcher::globs;
 
 use crate::dialect::{DialectId, EntryKind};
 use crate::judge::Judgement;
@@ -117,8 +118,7 @@ pub struct ScanStats {
 /// Walks the roots and streams events to `sink` (called from any scanning thread): every lock
 /// found, judged against `snap`, each per-path problem, and progress at most every ~50 ms.
 /// Stops early when `cancel` is set. A root that cannot be read is a [`ScanEvent::Error`], not
-/// a failure; returns a [`FatalError`] only when no root is readable (or the configured
-/// patterns do not compile). Never modifies anything.
+/// a failure; returns a [`FatalError`] only when no root is readable. Never modifies anything.
 pub fn scan(
     config: &Config,
     roots: &[Root],
@@ -127,10 +127,6 @@ pub fn scan(
     sink: &(dyn Fn(ScanEvent) + Sync),
 ) -> Result<ScanStats, FatalError> {
     let start = Instant::now();
-    let matcher = config.matcher().map_err(|error| FatalError::Patterns {
-        config: config.sources.last().cloned(),
-        error,
-    })?;
     let with_containers;
     let roots = if config.containers {
         with_containers = [roots, &container_roots(config, snap.containers(), roots)].concat();
@@ -138,7 +134,7 @@ pub fn scan(
     } else {
         roots
     };
-    let counts = walk::Walk::new(config, &matcher, snap, cancel, sink, roots).run();
+    let counts = walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots).run();
     let stats = ScanStats {
         entries: counts.entries,
         locks: counts.locks,
@@ -174,8 +170,7 @@ pub fn judge_path(
         };
         fs::call_path(path, Some(m), touch).map_err(|e| ScanError::other(path, e.to_string()))?;
     }
-    let matcher = matcher_of(config, path)?;
-    let hits = matcher.hits(path);
+    let hits = config.matcher.hits(path);
     judge::examine(path, &hits, judge::Mode::Lenient, snap, config)
 }
 
@@ -248,8 +243,7 @@ pub fn judge_at(
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
-    let matcher = matcher_of(config, path)?;
-    let hits = matcher.hits(path);
+    let hits = config.matcher.hits(path);
     judge::examine_at(
         dir,
         name,
@@ -260,10 +254,4 @@ pub fn judge_at(
         config,
         anchor,
     )
-}
-
-fn matcher_of(config: &Config, path: &Path) -> Result<std::sync::Arc<matcher::Matcher>, ScanError> {
-    config
-        .matcher()
-        .map_err(|e| ScanError::other(path, format!("bad pattern in the configuration: {e}")))
 }

@@ -145,7 +145,7 @@ impl<'a> Walk<'a> {
             root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
             mounts: MountTable::read(),
             dead: Mutex::default(),
-            state_dir: state_dir(),
+            state_dir: config.never_walk.as_deref().and_then(state_dir),
             queue: Mutex::default(),
             ready: Condvar::new(),
             entries: AtomicU64::new(0),
@@ -757,11 +757,12 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
         .at_depth(depth)
 }
 
-/// Our state directory, if it exists: where reclaimed locks are saved (never walked).
-/// Asked through a helper: a home directory may be on a mount that does not answer (then no
-/// state directory is known to the walk, and nothing in it can be a lock it reads anyway).
-fn state_dir() -> Option<(u64, u64, PathBuf)> {
-    let dir = super::config::default_state_dir();
+/// The directory the configuration says never to walk (our state directory, where reclaimed
+/// locks are saved), if it exists. Asked through a helper: a home directory may be on a mount
+/// that does not answer (then no state directory is known to the walk, and nothing in it can
+/// be a lock it reads anyway).
+fn state_dir(dir: &Path) -> Option<(u64, u64, PathBuf)> {
+    let dir = dir.to_path_buf();
     let mount = MountTable::read().of_path(&dir).cloned();
     let probe = fs::Op::Probe { path: dir.clone() };
     let a = fs::call_path(&dir, mount.as_deref(), probe)

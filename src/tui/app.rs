@@ -30,7 +30,7 @@ use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction};
 use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
-use super::popup::{self, Outcome, Popup, help, reclaim, restore, signal};
+use super::popup::{self, Dialog, Outcome, Popup, help, reclaim, restore, signal};
 pub use super::rows::{Column, FileMeta, Row, age_ms, next_sort};
 use super::stop;
 use super::table::{self, ContentWidths};
@@ -464,11 +464,7 @@ impl App {
 
     /// The open confirm dialog (of a reclaim, an undo or `x`), if any.
     pub fn dialog(&self) -> Option<&ConfirmDialog> {
-        let any = self.popup()?.as_any();
-        any.downcast_ref::<reclaim::Reclaim>()
-            .map(|r| &r.0)
-            .or_else(|| any.downcast_ref::<restore::Restore>().map(|r| &r.0))
-            .or_else(|| any.downcast_ref::<signal::Signal>().map(|s| &s.0))
+        self.popup()?.dialog()
     }
 
     /// Whether the help is open.
@@ -497,6 +493,10 @@ impl App {
             }
             Action::Recover => row.is_some_and(|r| recovery(r).is_some()),
             Action::FindNext | Action::FindPrev => self.found.is_some(),
+            // A dialog with nothing to say yes to has one button, Close: only closing works.
+            Action::Yes | Action::ToggleChoice | Action::Choose | Action::ChooseLeft => {
+                self.dialog().is_none_or(ConfirmDialog::offers_yes)
+            }
             _ => true,
         }
     }
@@ -509,6 +509,10 @@ impl App {
             Action::ReclaimAllStale if !self.marks.is_empty() => {
                 let n = self.marks.len();
                 Some((format!("reclaim {n} marked"), format!("{n} marked"), 2))
+            }
+            // No is Close when there is nothing to say yes to.
+            Action::No if self.dialog().is_some_and(|d| !d.offers_yes()) => {
+                Some(("close".into(), "close".into(), 1))
             }
             _ => None,
         }
@@ -740,9 +744,9 @@ impl App {
                 match plan {
                     Ok(plan) if matches!(self.mode, Mode::Table) => {
                         self.status = None;
-                        self.open(Box::new(restore::Restore(ConfirmDialog::new(
-                            ConfirmAction::Restore(plan),
-                        ))));
+                        self.open(Box::new(Dialog::<restore::Restore>::new(
+                            ConfirmDialog::new(ConfirmAction::Restore(plan)),
+                        )));
                     }
                     Ok(_) => self.status = None,
                     Err(why) => self.set_status(Level::Warn, text::clean(&why)),
@@ -771,7 +775,7 @@ impl App {
                         // dialog names it and says why.
                         plan.stuck = self.waiting.get(&path).and_then(|w| w.holder.clone());
                         if self.by_path.contains_key(&path) {
-                            self.open(Box::new(signal::Signal(ConfirmDialog::new(
+                            self.open(Box::new(Dialog::<signal::Signal>::new(ConfirmDialog::new(
                                 ConfirmAction::Signal(plan),
                             ))));
                         }
@@ -947,7 +951,7 @@ impl App {
                 finding: plan.finding.clone(),
                 stuck: plan.stuck.clone(),
             };
-            self.open(Box::new(signal::Signal(ConfirmDialog::new(
+            self.open(Box::new(Dialog::<signal::Signal>::new(ConfirmDialog::new(
                 ConfirmAction::Signal(again),
             ))));
         }
@@ -1740,7 +1744,9 @@ impl App {
     /// Opens a reclaim dialog and asks which of its locks this user cannot remove.
     fn ask(&mut self, action: ConfirmAction) -> Option<Effect> {
         let targets = action.targets().to_vec();
-        self.open(Box::new(reclaim::Reclaim(ConfirmDialog::new(action))));
+        self.open(Box::new(Dialog::<reclaim::Reclaim>::new(
+            ConfirmDialog::new(action),
+        )));
         Some(Effect::Check(targets))
     }
 

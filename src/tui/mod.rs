@@ -57,9 +57,8 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use locksmith::reclaim::ReclaimOptions;
+use locksmith::config::RawConfig;
 use locksmith::remote::Asker;
-use locksmith::scan::Config;
 use ratatui::crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
 };
@@ -105,13 +104,11 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         bail!("the terminal UI needs a terminal; for a report use `locksmith --scan`");
     }
-    let mut config = Config::load(args.config.as_deref())?;
-    config.containers = !args.no_containers && args.paths.is_empty();
-    let roots = config.roots(&args.paths);
-    let reclaim = ReclaimOptions {
-        copies: config.saved,
-        ..ReclaimOptions::new()
-    };
+    let mut raw = RawConfig::load(args.config.as_deref())?;
+    raw.containers = !args.no_containers && args.paths.is_empty();
+    let settings = raw.validate()?;
+    let roots = settings.scan.roots(&args.paths);
+    let reclaim = settings.reclaim;
     let opts = Options {
         readonly: args.readonly,
         theme: Theme::choose(args.color, std::env::var_os("NO_COLOR").as_deref()),
@@ -131,8 +128,8 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
         terminal.draw(|f| f.render_widget(&app, f.area()))?;
         let gate = InputGate::new();
         spawn_input(tx.clone(), gate.clone()).context("cannot start the input thread")?;
-        let asker = Asker::new(config.ask_hosts.clone(), args.ask_hosts, ASK_AGAIN_AFTER);
-        let mut workers = Workers::new(tx, config, roots, reclaim, asker);
+        let asker = Asker::new(settings.remote, args.ask_hosts, ASK_AGAIN_AFTER);
+        let mut workers = Workers::new(tx, settings.scan, roots, reclaim, asker);
         let mut ui = Ui {
             workers: &mut workers,
             terminal: &mut terminal,

@@ -1086,7 +1086,7 @@ fn a_judged_lock_files_hostile_text_is_escaped_exactly_once() {
     });
     std::fs::write(&path, record.to_string()).unwrap();
     let snap = locksmith::probe::Snapshot::take();
-    let config = locksmith::scan::Config::embedded();
+    let config = locksmith::config::Settings::embedded().scan;
     let f = locksmith::scan::judge_path(&path, &snap, &config)
         .unwrap()
         .expect("an engine record is a lock");
@@ -1928,6 +1928,12 @@ fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
     }
     assert!(!text.contains("Yes"), "{text}");
     assert!(!text.contains("Checking"), "{text}");
+    // The key bar shows only what works: closing.
+    let bar = text.lines().last().unwrap_or_default().to_string();
+    assert!(bar.contains("n/Esc close"), "{bar}");
+    for gone in ["y yes", "move", "choose"] {
+        assert!(!bar.contains(gone), "{gone:?} in {bar}");
+    }
     // Neither y nor a moved highlight removes anything.
     key(&mut app, KeyCode::Left);
     assert!(key(&mut app, KeyCode::Enter).is_none());

@@ -258,7 +258,7 @@ impl Workers {
                     reask.settle(judged, fresh);
                 }
             };
-            let results = reclaim::reclaim_all_settled(action.findings(), &config, &opts, settle)
+            let results = reclaim::reclaim_all_settled(action.findings(), &*config, &opts, settle)
                 .into_iter()
                 .zip(action.findings())
                 .map(|(o, listed)| {

@@ -27,9 +27,10 @@ use crate::util::{
     swap_with, wait_until, wait_within, which, write,
 };
 
+use locksmith::config::{RawConfig, Settings};
 use locksmith::dialect::{self, EntryKind, LoadedCandidate, Windows};
 use locksmith::probe::{FileKey, FsInfo, HostFacts};
-use locksmith::scan::{Config, Finding};
+use locksmith::scan::Finding;
 use locksmith::{HolderHow, Judgement, Verdict};
 
 // ---------------------------------------------------------------------------------------------
@@ -1543,7 +1544,7 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     write(&meta.join("index.json"), "{}");
     let snap = snapshot();
     assert!(
-        try_judge(&meta, &snap, &Config::embedded())
+        try_judge(&meta, &snap, &Settings::embedded().scan)
             .unwrap()
             .is_none(),
         "a metadata directory was taken for a lock"
@@ -1553,7 +1554,7 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     fs::create_dir(&plain).unwrap();
     let snap = snapshot();
     assert!(
-        try_judge(&plain, &snap, &Config::embedded())
+        try_judge(&plain, &snap, &Settings::embedded().scan)
             .unwrap()
             .is_none()
     );
@@ -1569,7 +1570,10 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
         r#"{"dialects": [{"name": "app-locks", "patterns": ["**/app-data/*.lock"],
             "format": "existence", "programs": ["node"], "stale_after_secs": 20}]}"#,
     );
-    let config = Config::load_layers(None, Some(&config_path)).unwrap();
+    let config = RawConfig::load_layers(None, Some(&config_path))
+        .and_then(RawConfig::validate)
+        .unwrap()
+        .scan;
     let lock = dir.path().join("app-data").join("db.json.lock");
     fs::create_dir_all(&lock).unwrap();
     let judge = |snap: &Snap| try_judge(&lock, snap, &config).unwrap().expect("a lock");
@@ -1643,7 +1647,7 @@ fn flock_files_are_free_or_live() {
     let db = write(&tmp.join("spool.state"), "queued: 3\n");
     let snap = snapshot();
     assert!(
-        try_judge(&db, &snap, &Config::embedded())
+        try_judge(&db, &snap, &Settings::embedded().scan)
             .unwrap()
             .is_none()
     );
@@ -1761,7 +1765,10 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
         r#"{"dialects": [{"name": "shared-locks", "patterns": ["shared.lock"],
             "format": "existence", "stale_after_secs": 300}]}"#,
     );
-    let config = Config::load_layers(None, Some(&config_path)).unwrap();
+    let config = RawConfig::load_layers(None, Some(&config_path))
+        .and_then(RawConfig::validate)
+        .unwrap()
+        .scan;
     let declared = config
         .dialects()
         .iter()
@@ -1870,7 +1877,7 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
         .unwrap();
 
     let judge = || {
-        try_judge(&lock, &snapshot(), &Config::embedded())
+        try_judge(&lock, &snapshot(), &Settings::embedded().scan)
             .unwrap()
             .expect("a git lock")
     };

@@ -11,9 +11,10 @@ use std::time::Duration;
 use crate::ask_hosts::node17;
 use crate::util::judging::judge;
 use crate::util::*;
+use locksmith::config::RawConfig;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
 use locksmith::remote::Asker;
-use locksmith::scan::{Config, Finding};
+use locksmith::scan::Finding;
 use locksmith::verdict::Verdict;
 
 /// `f` judged again with what its host answers now.
@@ -36,8 +37,12 @@ fn a_refused_engine_reclaim_keeps_what_to_ask_the_owners_host() {
     let env = Env::new();
     let work = env.path().join("shared");
     fs::create_dir(&work).unwrap();
-    let config = Config::load_layers(None, Some(&node.config(&env, BIN, ""))).unwrap();
-    let asker = Asker::new(config.ask_hosts.clone(), true, Duration::from_secs(3600)).unwrap();
+    let settings = RawConfig::load_layers(None, Some(&node.config(&env, BIN, "")))
+        .unwrap()
+        .validate()
+        .unwrap();
+    let config = settings.scan;
+    let asker = Asker::new(settings.remote, true, Duration::from_secs(3600)).unwrap();
 
     // An engine record of node17 from a boot of node17 that is over.
     let old = work.join("old.lock");

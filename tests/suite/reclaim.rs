@@ -7,8 +7,9 @@ use std::path::Path;
 
 use crate::util::judging::{judge, scan_findings};
 use crate::util::*;
+use locksmith::config::Settings;
 use locksmith::reclaim::{self, Action, Outcome, ReclaimOptions};
-use locksmith::scan::{self, Config, Finding};
+use locksmith::scan::{self, Finding};
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
 
@@ -22,7 +23,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// Reclaims `f` (as the UI does, one finding) and asserts that it is kept, for a reason that
 /// says `why`.
 fn assert_kept(env: &Env, f: &Finding, why: &str) -> Outcome {
-    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    let o = reclaim::reclaim(f, &Settings::embedded().scan, &options(env));
     assert_eq!(o.action, Action::Kept, "{o:?}");
     assert!(!o.ok, "{o:?}");
     assert!(o.error.as_deref().unwrap_or("").contains(why), "{o:?}");
@@ -206,7 +207,7 @@ fn a_replaced_file_is_refused() {
     assert!(env.journal().is_empty());
 
     // Judged again, the new file can go.
-    let outcome = reclaim::reclaim(&judge(&path), &Config::embedded(), &options(&env));
+    let outcome = reclaim::reclaim(&judge(&path), &Settings::embedded().scan, &options(&env));
     assert_eq!(outcome.action, Action::Removed, "{outcome:?}");
     assert!(!path.exists());
     assert_eq!(env.journal().len(), 1);
@@ -302,7 +303,7 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     fs::rename(root.join("a"), env.path().join("a.orig")).unwrap();
     std::os::unix::fs::symlink(&secret, root.join("a")).unwrap();
     // The UI's refresh does not judge the file outside either.
-    let again = scan::rejudge(f, &snapshot(), &Config::embedded());
+    let again = scan::rejudge(f, &snapshot(), &Settings::embedded().scan);
     assert!(again.is_err(), "{again:?}");
     assert_kept(env, f, "without following a symlink");
     assert_eq!(fs::read(&outside).unwrap(), content);
@@ -317,7 +318,7 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     // Put back, the judged file is reclaimed.
     fs::remove_dir_all(root.join("a")).unwrap();
     fs::rename(env.path().join("a.orig"), root.join("a")).unwrap();
-    let o = reclaim::reclaim(f, &Config::embedded(), &options(env));
+    let o = reclaim::reclaim(f, &Settings::embedded().scan, &options(env));
     assert_eq!(o.action, Action::Removed, "{o:?}");
     assert!(!lock.exists());
     assert_eq!(fs::read(&outside).unwrap(), content);

@@ -23,8 +23,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use crate::util::judging::judge;
 use crate::util::userns::UserNamespace;
 use crate::util::*;
+use locksmith::config::Settings;
 use locksmith::reclaim::{self, Action, ReclaimOptions};
-use locksmith::scan::Config;
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
 
@@ -254,7 +254,7 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
     let env = Env::new();
     let (shared, script) = shared_dir(&env);
     let lock = shared.join("x.pid");
-    let config = Config::embedded();
+    let config = Settings::embedded().scan;
     let opts = ReclaimOptions {
         state_dir: env.state_dir(),
         ..ReclaimOptions::new()

@@ -2,7 +2,7 @@
 //! (excludes, depth, symlinks, pseudo file systems, errors, FIFOs, kernel locks, deep and hostile
 //! trees), dialect choice, and the promise that a scan modifies nothing.
 //!
-//! Walker mechanics are tested with small test dialects (`Config::with_dialects`), so they do
+//! Walker mechanics are tested with small test dialects (`RawConfig::validate_with`), so they do
 //! not depend on how the real dialects judge; the last tests use the real registry.
 
 use std::collections::BTreeMap;
@@ -15,11 +15,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use locksmith::config::{ConfigError, RawConfig, Settings};
 use locksmith::dialect::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use locksmith::judge::Said;
-use locksmith::scan::{
-    self, Config, ConfigError, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats,
-};
+use locksmith::scan::{self, Config, FatalError, Finding, Root, ScanError, ScanEvent, ScanStats};
 use locksmith::{Holder, HolderHow, Judgement, Verdict};
 
 use locksmith::probe::Snapshot;
@@ -142,11 +141,21 @@ impl Dialect for DialectFlock {
 static TEST_DIALECTS: &[&dyn Dialect] =
     &[&DialectGit, &DialectA, &DialectB, &DialectC, &DialectFlock];
 
-/// A configuration with the test dialects, no excludes and the given roots.
-fn test_config() -> Config {
-    let mut c = Config::embedded().with_dialects(TEST_DIALECTS);
+/// The embedded configuration without its excludes, to be made into [`tested`] settings.
+fn test_raw() -> RawConfig {
+    let mut c = RawConfig::embedded();
     c.exclude.clear();
     c
+}
+
+/// The scanner's settings of `raw`, recognising the test dialects.
+fn tested(raw: RawConfig) -> Config {
+    raw.validate_with(TEST_DIALECTS).unwrap().scan
+}
+
+/// The scanner's settings with the test dialects and no excludes.
+fn test_config() -> Config {
+    tested(test_raw())
 }
 
 fn root(p: &Path) -> Root {
@@ -226,12 +235,12 @@ fn mkfifo(p: &Path) {
 
 #[test]
 fn embedded_default_parses_and_expands() {
-    let c = Config::embedded();
+    let c = RawConfig::embedded();
     assert!(c.sources.is_empty());
     assert_eq!(c.windows, Windows::default());
     assert!(c.roots.iter().any(|r| r.path == "."));
     assert!(c.exclude.iter().any(|x| x == "/proc"));
-    let roots = c.roots(&[]);
+    let roots = c.validate().unwrap().scan.roots(&[]);
     let cwd = std::fs::canonicalize(".").unwrap();
     assert!(roots.iter().any(|r| r.path == cwd), "{roots:?}");
     for r in &roots {
@@ -257,7 +266,7 @@ fn user_config_and_explicit_config_override_in_order() {
         br#"{ "exclude": ["**/explicit-excluded"], "windows": { "heartbeat_secs": 5 } }"#,
     );
 
-    let c = Config::load_layers(Some(&user), Some(&explicit)).unwrap();
+    let c = RawConfig::load_layers(Some(&user), Some(&explicit)).unwrap();
     assert_eq!(c.sources, vec![user.clone(), explicit.clone()]);
     assert_eq!(c.roots.len(), 1);
     assert_eq!(c.roots[0].path, "/from-user");
@@ -268,10 +277,10 @@ fn user_config_and_explicit_config_override_in_order() {
 
     // A missing user file is skipped; a missing explicit file is an error naming it.
     let missing = dir.path().join("missing.json");
-    let c = Config::load_layers(Some(&missing), None).unwrap();
+    let c = RawConfig::load_layers(Some(&missing), None).unwrap();
     assert!(c.sources.is_empty());
-    assert_eq!(c.roots, Config::embedded().roots);
-    let e = Config::load_layers(None, Some(&missing)).unwrap_err();
+    assert_eq!(c.roots, RawConfig::embedded().roots);
+    let e = RawConfig::load_layers(None, Some(&missing)).unwrap_err();
     assert!(matches!(e, ConfigError::Read { .. }), "{e:?}");
     assert_eq!(e.path(), missing);
     assert!(e.to_string().contains("missing.json"), "{e}");
@@ -283,7 +292,7 @@ fn bad_config_errors_name_file_line_and_column() {
     let p = dir.path().join("bad.json");
     let check = |text: &str, line: usize, needle: &str| {
         write(&p, text.as_bytes());
-        let e = Config::load_layers(None, Some(&p)).unwrap_err();
+        let e = RawConfig::load_layers(None, Some(&p)).unwrap_err();
         let ConfigError::Parse {
             path,
             line: l,
@@ -340,14 +349,15 @@ fn extra_patterns_add_names_to_a_dialect() {
     let dir = tempfile::tempdir().unwrap();
     let pidfile = dir.path().join("daemon.pidlock");
     write(&pidfile, format!("{}\n", std::process::id()).as_bytes());
-    let out = run_scan(&Config::embedded(), &[root(dir.path())]);
+    let out = run_scan(&Settings::embedded().scan, &[root(dir.path())]);
     assert!(out.finding(&pidfile).is_none());
-    let c = Config::from_json(
+    let c = RawConfig::from_json(
         Path::new("x.json"),
         r#"{"extra_patterns": [{"dialect": "pidfile", "patterns": ["*.pidlock"]}]}"#,
     )
+    .and_then(RawConfig::validate)
     .unwrap();
-    let out = run_scan(&c, &[root(dir.path())]);
+    let out = run_scan(&c.scan, &[root(dir.path())]);
     let f = out.finding(&pidfile).expect("found by the extra pattern");
     assert_eq!(f.dialect, "pidfile");
     assert_eq!(f.judgement.verdict(), Verdict::Live, "{:?}", f.judgement);
@@ -356,14 +366,14 @@ fn extra_patterns_add_names_to_a_dialect() {
     // With the test dialects: an extra pattern makes a new name a candidate for test-a.
     let file = dir.path().join("thing.custom");
     write(&file, b"A record");
-    let mut config = test_config();
-    let out = run_scan(&config, &[root(dir.path())]);
+    let mut raw = test_raw();
+    let out = run_scan(&tested(raw.clone()), &[root(dir.path())]);
     assert!(out.finding(&file).is_none());
-    config.extra_patterns = vec![locksmith::scan::ExtraPatterns {
+    raw.extra_patterns = vec![locksmith::scan::ExtraPatterns {
         dialect: "test-a".into(),
         patterns: vec!["*.custom".into()],
     }];
-    let out = run_scan(&config, &[root(dir.path())]);
+    let out = run_scan(&tested(raw), &[root(dir.path())]);
     assert_eq!(
         out.finding(&file).map(|f| f.dialect.as_str()),
         Some("test-a")
@@ -388,7 +398,10 @@ fn paths_replace_roots_and_missing_configured_roots_are_skipped() {
         base.display()
     );
     std::fs::create_dir(base.join("a/inner")).unwrap();
-    let c = Config::from_json(Path::new("roots.json"), &text).unwrap();
+    let c = RawConfig::from_json(Path::new("roots.json"), &text)
+        .and_then(RawConfig::validate)
+        .unwrap()
+        .scan;
     let roots = c.roots(&[]);
     assert_eq!(
         roots,
@@ -512,12 +525,13 @@ fn excludes_and_depth_limits() {
     ] {
         write(&d.join(p), b"A");
     }
-    let mut config = test_config();
-    config.exclude = vec![
+    let mut raw = test_raw();
+    raw.exclude = vec![
         "**/node_modules".into(),
         "**/build/**".into(),
         "skip.lock".into(),
     ];
+    let config = tested(raw);
     let out = run_scan(&config, &[root(d)]);
     let names: Vec<String> = out
         .paths()
@@ -687,13 +701,13 @@ fn pseudo_file_systems_are_skipped() {
     );
 
     // Below a root: a shallow walk of / sees /proc and /sys but does not enter them.
-    let mut config = test_config();
-    config.extra_patterns = vec![locksmith::scan::ExtraPatterns {
+    let mut raw = test_raw();
+    raw.extra_patterns = vec![locksmith::scan::ExtraPatterns {
         dialect: "test-a".into(),
         patterns: vec!["*".into()],
     }];
     let out = run_scan(
-        &config,
+        &tested(raw),
         &[Root {
             path: "/".into(),
             max_depth: Some(2),
@@ -993,12 +1007,12 @@ fn a_scan_modifies_nothing_and_survives_hostile_input() {
     let before = photograph_with_atimes(&d);
 
     // The real dialects, then the test dialects made to read every file.
-    let mut every_file = test_config();
+    let mut every_file = test_raw();
     every_file.extra_patterns = vec![locksmith::scan::ExtraPatterns {
         dialect: "test-a".into(),
         patterns: vec!["*".into()],
     }];
-    for config in [Config::embedded(), every_file] {
+    for config in [Settings::embedded().scan, tested(every_file)] {
         // (the photograph has the root too)
         scan_and_rejudge(&config, &d, before.len() - 1);
     }
@@ -1033,7 +1047,7 @@ fn real_dialects_judge_what_the_walker_finds() {
     let dir = tempfile::tempdir().unwrap();
     let d = std::fs::canonicalize(dir.path()).unwrap();
     hostile_tree(&d);
-    let out = run_scan(&Config::embedded(), &[root(&d)]);
+    let out = run_scan(&Settings::embedded().scan, &[root(&d)]);
     assert!(out.result.is_ok());
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     let expect: &[(&str, &str, Option<Verdict>)] = &[
@@ -1137,7 +1151,7 @@ fn pid_file_on_a_container_overlay_is_foreign() {
     std::fs::write(merged.join("nginx.pid"), format!("{dead}\n")).unwrap();
 
     let snap = snapshot();
-    let config = Config::embedded();
+    let config = Settings::embedded().scan;
     let inside = try_judge(&merged.join("nginx.pid"), &snap, &config)
         .unwrap()
         .expect("a pid file");
@@ -1188,7 +1202,7 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
     });
     let pidfile = dir.path().join("app.pid");
     std::fs::write(&pidfile, format!("{pid}\n")).unwrap();
-    let f = try_judge(&pidfile, &snapshot(), &Config::embedded())
+    let f = try_judge(&pidfile, &snapshot(), &Settings::embedded().scan)
         .unwrap()
         .expect("a pid file");
     assert_eq!(f.judgement.verdict(), Verdict::Live, "{:?}", f.judgement);

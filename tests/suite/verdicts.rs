@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use locksmith::Verdict;
-use locksmith::scan::Config;
+use locksmith::config::Settings;
 use proptest::prelude::*;
 
 use crate::util::judging::try_judge;
@@ -490,7 +490,7 @@ impl World {
     }
 
     fn judge_all(&self, snap: &Snap) -> BTreeMap<PathBuf, (Verdict, String)> {
-        let config = Config::embedded();
+        let config = Settings::embedded().scan;
         self.expected
             .keys()
             .map(|p| {
@@ -728,7 +728,7 @@ fn no_age_makes_an_unpromised_lock_stale() {
         let mut snap = snapshot();
         // The machine booted before the locks were written.
         snap.host.boot_time = Some(now - age_s - booted_before_s);
-        let config = Config::embedded();
+        let config = Settings::embedded().scan;
         for path in world.unpromised() {
             set_mtime_ms(&path, (now - age_s) * 1000);
             let f = try_judge(&path, &snap, &config).unwrap().unwrap();

@@ -1,8 +1,10 @@
 //! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
-//! dialog and the dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its own key bindings
-//! (listed in the help under its title), says what it shows ([`Content`]) and what a key does
-//! to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one of them the same
-//! way. Adding a pop-up is one file and one line of [`ALL`].
+//! dialog and the dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its
+//! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
+//! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
+//! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
+//! what the dialog shows and what No leaves. Adding a pop-up is one file and one line of
+//! [`ALL`].
 //!
 //! Pop-ups are drawn above the key bar, never over it: the bar shows the pop-up's keys.
 
@@ -12,6 +14,7 @@ pub mod restore;
 pub mod signal;
 
 use std::any::Any;
+use std::marker::PhantomData;
 use std::path::Path;
 
 use ratatui::buffer::Buffer;
@@ -25,7 +28,7 @@ use super::confirm::{Choice, ConfirmDialog, ConfirmedAction};
 use super::keymap::{
     self, Action, BOTTOM, Bar, Binding, Context, DOWN, Key, Keys, PAGE_DOWN, PAGE_UP, TOP, UP, bar,
 };
-use super::layout::popup;
+use super::layout::{DIALOG_WIDTH, popup};
 use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
@@ -96,9 +99,89 @@ pub trait Popup: std::fmt::Debug {
     /// What a key of [`Popup::keys`] does (scrolling is handled for every pop-up, before).
     fn act(&mut self, action: Action) -> Outcome;
     fn as_any(&self) -> &dyn Any;
+    /// Its Yes/No question, if it asks one.
+    fn dialog(&self) -> Option<&ConfirmDialog> {
+        None
+    }
     /// Its Yes/No question, for what the UI learns while it is open.
     fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
         None
+    }
+}
+
+/// What one kind of Yes/No dialog says; [`Dialog`] does the rest (the buttons, the scrolling,
+/// the keys of [`question`]).
+pub trait Question: 'static {
+    /// Its bindings (a [`question`]).
+    const KEYS: &'static Keys;
+    /// What the status line says after No.
+    const CANCELLED: &'static str;
+    /// Its title and text (unwrapped), and the style of its border.
+    fn content(d: &ConfirmDialog, env: &Env<'_>) -> (String, Vec<Line<'static>>, Style);
+    /// What closing it says (`outcome`, the default), when it has more to say.
+    fn closed(_d: &ConfirmDialog, outcome: Outcome) -> Outcome {
+        outcome
+    }
+}
+
+/// A Yes/No dialog asking `Q`, *No* highlighted until moved; when there is nothing to say yes
+/// to, one button, *Close*.
+pub struct Dialog<Q>(pub ConfirmDialog, PhantomData<Q>);
+
+impl<Q: Question> Dialog<Q> {
+    pub fn new(dialog: ConfirmDialog) -> Self {
+        Dialog(dialog, PhantomData)
+    }
+}
+
+impl<Q> std::fmt::Debug for Dialog<Q> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Dialog").field(&self.0).finish()
+    }
+}
+
+impl<Q: Question> Popup for Dialog<Q> {
+    fn keys(&self) -> &'static Keys {
+        Q::KEYS
+    }
+
+    fn width(&self) -> u16 {
+        DIALOG_WIDTH
+    }
+
+    fn content(&self, env: &Env<'_>) -> Content {
+        let (title, body, border) = Q::content(&self.0, env);
+        Content {
+            title,
+            body,
+            buttons: Some(Buttons::of(&self.0)),
+            border,
+        }
+    }
+
+    fn scroll(&self) -> u16 {
+        self.0.scroll
+    }
+
+    fn set_scroll(&mut self, lines: u16) {
+        self.0.scroll = lines;
+    }
+
+    fn act(&mut self, action: Action) -> Outcome {
+        let outcome = answer(&mut self.0, action, Q::CANCELLED);
+        Q::closed(&self.0, outcome)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn dialog(&self) -> Option<&ConfirmDialog> {
+        Some(&self.0)
+    }
+
+    fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
+        Some(&mut self.0)
     }
 }
 
@@ -231,7 +314,7 @@ pub fn render(p: &dyn Popup, env: &Env<'_>, screen: Rect, buf: &mut Buffer) {
 
 /// What the keys of a Yes/No question do to its dialog; `cancelled` is what the status line
 /// says after No.
-pub fn answer(d: &mut ConfirmDialog, action: Action, cancelled: &'static str) -> Outcome {
+fn answer(d: &mut ConfirmDialog, action: Action, cancelled: &'static str) -> Outcome {
     match action {
         Action::ToggleChoice => d.toggle(),
         Action::ChooseLeft => d.highlight(Choice::Yes),

@@ -5,20 +5,18 @@
 //! *Close*. The buttons stay on screen whatever the size; the bottom border says when there is
 //! more to read.
 
-use std::any::Any;
 use std::path::PathBuf;
 
 use locksmith::scan::Finding;
-use ratatui::style::Stylize;
+use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span};
 
 use super::super::confirm::{ConfirmAction, ConfirmDialog};
 use super::super::detail;
 use super::super::keymap::{self, Action, Binding, Context, Keys};
-use super::super::layout::DIALOG_WIDTH;
 use super::super::text::{self, plural};
 use super::super::theme::Theme;
-use super::{Buttons, Content, Env, Outcome, Popup};
+use super::{Env, Outcome, Question};
 
 static BINDINGS: [Binding; 12] = super::question("Yes: reclaim now", "Scroll the list down");
 
@@ -28,60 +26,31 @@ pub static KEYS: Keys = Keys {
 };
 
 /// The dialog of a reclaim (or of a forced removal).
-#[derive(Debug, Clone)]
-pub struct Reclaim(pub ConfirmDialog);
+#[derive(Debug)]
+pub struct Reclaim;
 
-impl Popup for Reclaim {
-    fn keys(&self) -> &'static Keys {
-        &KEYS
+impl Question for Reclaim {
+    const KEYS: &'static Keys = &KEYS;
+    const CANCELLED: &'static str = "cancelled: nothing was removed";
+
+    fn content(d: &ConfirmDialog, env: &Env<'_>) -> (String, Vec<Line<'static>>, Style) {
+        let (title, body) = content(d, env.theme, env.state_dir);
+        (title, body, env.theme.warn())
     }
 
-    fn width(&self) -> u16 {
-        DIALOG_WIDTH
-    }
-
-    fn content(&self, env: &Env<'_>) -> Content {
-        let (title, body) = content(&self.0, env.theme, env.state_dir);
-        Content {
-            title,
-            body,
-            buttons: Some(Buttons::of(&self.0)),
-            border: env.theme.warn(),
-        }
-    }
-
-    fn scroll(&self) -> u16 {
-        self.0.scroll
-    }
-
-    fn set_scroll(&mut self, lines: u16) {
-        self.0.scroll = lines;
-    }
-
-    fn act(&mut self, action: Action) -> Outcome {
-        let denied = self.0.denied.as_deref().and_then(|d| d.first()).cloned();
-        match (
-            super::answer(&mut self.0, action, "cancelled: nothing was removed"),
-            denied,
-        ) {
+    fn closed(d: &ConfirmDialog, outcome: Outcome) -> Outcome {
+        let denied = d.denied.as_deref().and_then(|d| d.first());
+        match (outcome, denied) {
             // Nothing this user could remove: closing says why.
-            (Outcome::Closed(_), Some((path, why))) if !self.0.offers_yes() => {
+            (Outcome::Closed(_), Some((path, why))) if !d.offers_yes() => {
                 Outcome::Refused(format!(
                     "nothing was removed: {}: {}",
-                    text::path(&path),
-                    text::clean(&why)
+                    text::path(path),
+                    text::clean(why)
                 ))
             }
             (o, _) => o,
         }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
-        Some(&mut self.0)
     }
 }
 

@@ -2,18 +2,15 @@
 //! with its dialect and kind, which will be put back from its copy; *No* highlighted until
 //! moved.
 
-use std::any::Any;
-
 use locksmith::reclaim::Plan;
-use ratatui::style::Stylize;
+use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span};
 
 use super::super::confirm::{ConfirmAction, ConfirmDialog};
-use super::super::keymap::{Action, Binding, Keys};
-use super::super::layout::DIALOG_WIDTH;
+use super::super::keymap::{Binding, Keys};
 use super::super::text;
 use super::super::theme::Theme;
-use super::{Buttons, Content, Env, Outcome, Popup};
+use super::{Env, Question};
 
 static BINDINGS: [Binding; 12] = super::question("Yes: put back now", "Scroll the list down");
 
@@ -23,45 +20,19 @@ pub static KEYS: Keys = Keys {
 };
 
 /// The question before putting back what the last reclaim removed.
-#[derive(Debug, Clone)]
-pub struct Restore(pub ConfirmDialog);
+#[derive(Debug)]
+pub struct Restore;
 
-impl Popup for Restore {
-    fn keys(&self) -> &'static Keys {
-        &KEYS
-    }
+impl Question for Restore {
+    const KEYS: &'static Keys = &KEYS;
+    const CANCELLED: &'static str = "cancelled: nothing was put back";
 
-    fn width(&self) -> u16 {
-        DIALOG_WIDTH
-    }
-
-    fn content(&self, env: &Env<'_>) -> Content {
-        let (title, body) = match &self.0.action {
+    fn content(d: &ConfirmDialog, env: &Env<'_>) -> (String, Vec<Line<'static>>, Style) {
+        let (title, body) = match &d.action {
             ConfirmAction::Restore(plan) => content(plan, env.theme),
             _ => (String::new(), Vec::new()),
         };
-        Content {
-            title,
-            body,
-            buttons: Some(Buttons::of(&self.0)),
-            border: env.theme.warn(),
-        }
-    }
-
-    fn scroll(&self) -> u16 {
-        self.0.scroll
-    }
-
-    fn set_scroll(&mut self, lines: u16) {
-        self.0.scroll = lines;
-    }
-
-    fn act(&mut self, action: Action) -> Outcome {
-        super::answer(&mut self.0, action, "cancelled: nothing was put back")
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
+        (title, body, env.theme.warn())
     }
 }
 

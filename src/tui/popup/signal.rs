@@ -4,17 +4,15 @@
 //! why, lists the holders that will not be signalled and why, and defaults to *No*. After a SIGTERM that did not end them within the grace period, the same dialog
 //! offers SIGKILL.
 
-use std::any::Any;
-
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::super::confirm::{ConfirmAction, ConfirmDialog};
-use super::super::keymap::{Action, Binding, Keys};
-use super::super::layout::DIALOG_WIDTH;
+use super::super::keymap::{Binding, Keys};
 use super::super::stop::{self, Sig};
 use super::super::text::{self, plural};
 use super::super::theme::Theme;
-use super::{Buttons, Content, Env, Outcome, Popup};
+use super::{Env, Question};
 
 static BINDINGS: [Binding; 12] =
     super::question("Yes: send the signal now", "Scroll the text down");
@@ -25,50 +23,21 @@ pub static KEYS: Keys = Keys {
 };
 
 /// The question before signalling a lock's holders.
-#[derive(Debug, Clone)]
-pub struct Signal(pub ConfirmDialog);
+#[derive(Debug)]
+pub struct Signal;
 
-impl Popup for Signal {
-    fn keys(&self) -> &'static Keys {
-        &KEYS
-    }
+impl Question for Signal {
+    const KEYS: &'static Keys = &KEYS;
+    const CANCELLED: &'static str = "cancelled: no signal was sent";
 
-    fn width(&self) -> u16 {
-        DIALOG_WIDTH
-    }
-
-    fn content(&self, env: &Env<'_>) -> Content {
-        let ConfirmAction::Signal(plan) = &self.0.action else {
-            return Content {
-                title: String::new(),
-                body: Vec::new(),
-                buttons: None,
-                border: env.theme.warn(),
-            };
-        };
-        let (title, body) = content(plan, env.theme);
-        Content {
-            title,
-            body,
-            buttons: Some(Buttons::of(&self.0)),
-            border: env.theme.error(),
+    fn content(d: &ConfirmDialog, env: &Env<'_>) -> (String, Vec<Line<'static>>, Style) {
+        match &d.action {
+            ConfirmAction::Signal(plan) => {
+                let (title, body) = content(plan, env.theme);
+                (title, body, env.theme.error())
+            }
+            _ => (String::new(), Vec::new(), env.theme.warn()),
         }
-    }
-
-    fn scroll(&self) -> u16 {
-        self.0.scroll
-    }
-
-    fn set_scroll(&mut self, lines: u16) {
-        self.0.scroll = lines;
-    }
-
-    fn act(&mut self, action: Action) -> Outcome {
-        super::answer(&mut self.0, action, "cancelled: no signal was sent")
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 }
 

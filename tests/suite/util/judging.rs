@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use locksmith::config::Settings;
 use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Verdict};
 
@@ -13,7 +14,7 @@ use super::quiet::{Snap, snapshot};
 /// The findings of a real scan of `root` with the embedded configuration and a fresh
 /// snapshot.
 pub fn scan_findings(root: &Path) -> Vec<Finding> {
-    let config = Config::embedded();
+    let config = Settings::embedded().scan;
     let roots = config.roots(&[root.to_path_buf()]);
     let found = std::sync::Mutex::new(Vec::new());
     let sink = |e: scan::ScanEvent| {
@@ -28,7 +29,7 @@ pub fn scan_findings(root: &Path) -> Vec<Finding> {
 
 /// Judges one path with a given snapshot, as `judge` does with a fresh one.
 pub fn judge_in(path: &Path, snap: &Snap) -> Finding {
-    judge_with(path, snap, &Config::embedded())
+    judge_with(path, snap, &Settings::embedded().scan)
 }
 
 /// `scan::judge_path` with a [`Snap`], which must be younger than the file: how every test

@@ -68,6 +68,15 @@ impl Terminal {
         self.writer.flush().expect("flush the pty");
     }
 
+    /// Waits until it ends (at most [`super::DEADLINE`]): its exit code.
+    pub fn wait(&mut self) -> u32 {
+        let child = &mut self.child;
+        super::wait_for("the program in the pty to end", || {
+            child.try_wait().expect("wait for the pty's program")
+        })
+        .exit_code()
+    }
+
     /// SIGKILL, and waits until it is reaped (nothing it leaves behind is cleaned up).
     pub fn kill(&mut self) {
         let _ = rustix::process::kill_process(
