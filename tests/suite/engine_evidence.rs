@@ -326,7 +326,29 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     assert!(lock(&path).try_acquire().unwrap_err().is_held());
 
     ns.kill();
+    // The kernel hands a PID namespace's inode number to the next namespace made: another
+    // program's (a container started meanwhile) makes the dead one's owner look alive, which
+    // is the safe side, and no test can prevent it.
+    let reused = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|p| p.parse::<u32>().is_ok())
+                    && locksmith::probe::host::pid_ns_of(&e.file_name().to_string_lossy())
+                        == rec.pid_ns
+            })
+    };
     let j = lock(&path).inspect().unwrap();
+    if j.verdict != Verdict::Stale && reused() {
+        return skip_even_under_ci(format!(
+            "the dead namespace's inode {:?} names another namespace now",
+            rec.pid_ns
+        ));
+    }
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(
         j.evidence
