@@ -134,8 +134,11 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 // Listed a moment ago: it may have exited since (a process that is exiting
                 // has no working directory any more, ENOENT); only a cwd we may not read
                 // leaves the question open.
-                None if std::fs::metadata(format!("/proc/{}/cwd", p.pid))
-                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+                None if crate::probe::open_files::known(std::path::Path::new(&format!(
+                    "/proc/{}/cwd",
+                    p.pid
+                )))
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
                 {
                     Place::Outside
                 }

@@ -279,10 +279,10 @@ pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
         return out;
     };
     for fd in fds.flatten() {
-        let Ok(meta) = std::fs::metadata(fd.path()) else {
+        let Ok(meta) = super::open_files::known(&fd.path()) else {
             continue;
         };
-        if FileKey::of(&meta) != key {
+        if meta.key() != key {
             continue;
         }
         let name = fd.file_name();

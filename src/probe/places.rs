@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::kernel_locks::FileKey;
+use super::open_files::known;
 
 /// A directory as (path, device, inode).
 pub type DirId = (PathBuf, u64, u64);
@@ -31,8 +32,8 @@ pub fn within(start: &Path, roots: &[DirId]) -> Option<bool> {
     let mut path = start.to_path_buf();
     let mut last: Option<(u64, u64)> = None;
     for _ in 0..256 {
-        let m = std::fs::metadata(&path).ok()?;
-        let id = (m.dev(), m.ino());
+        let m = known(&path).ok()?;
+        let id = (m.dev, m.ino);
         if roots.iter().any(|(_, d, i)| (*d, *i) == id) {
             return Some(true);
         }
@@ -86,15 +87,14 @@ impl FdTargets {
                 continue;
             };
             for fd in fds.flatten() {
-                let Ok(meta) = std::fs::metadata(fd.path()) else {
+                let Ok(meta) = known(&fd.path()) else {
                     continue;
                 };
                 if !meta.is_file() {
                     continue;
                 }
                 if let Ok(target) = std::fs::read_link(fd.path()) {
-                    out.files
-                        .push((pid, target, FileKey::from_dev_ino(meta.dev(), meta.ino())));
+                    out.files.push((pid, target, meta.key()));
                 }
             }
         }

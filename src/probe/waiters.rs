@@ -168,7 +168,7 @@ pub fn blocked_call(pid: i32) -> Option<BlockedCall> {
             _ => return None,
         };
         let link = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
-        let key = std::fs::metadata(&link).ok().map(|m| FileKey::of(&m));
+        let key = super::open_files::known(&link).ok().map(|m| m.key());
         let path = std::fs::read_link(&link).ok();
         let syscall = if how == WaitHow::Flock {
             "flock"

@@ -97,7 +97,13 @@ struct DeadMount {
 }
 
 fn dead_mount() -> Option<DeadMount> {
-    let sshfs = match Sshfs::start_with(&[]) {
+    dead_mount_with(&[], |_| ()).map(|(d, ())| d)
+}
+
+/// [`dead_mount`], with `before(mnt)` run while the server still answers (to open files on
+/// the mount, say).
+fn dead_mount_with<T>(options: &[&str], before: impl FnOnce(&Path) -> T) -> Option<(DeadMount, T)> {
+    let sshfs = match Sshfs::start_with(options) {
         Ok(s) => s,
         Err(why) => {
             skip(why);
@@ -108,6 +114,7 @@ fn dead_mount() -> Option<DeadMount> {
     let root = mnt.parent().unwrap().to_path_buf();
     let local = sshfs.export.join("local.pid");
     fs::write(&local, format!("{}\n", dead_pid())).unwrap();
+    let made = before(&mnt);
     // The session is up and serving (a statfs, which nothing caches, was answered), so
     // stopping the server now stops the process that serves the mount.
     let statfs = Command::new("stat")
@@ -117,13 +124,16 @@ fn dead_mount() -> Option<DeadMount> {
         .unwrap();
     assert!(statfs.status.success(), "{statfs:?}");
     let stopped = Stopped::tree(sshfs.server_pid() as i32);
-    Some(DeadMount {
-        root,
-        local,
-        mnt,
-        _stopped: stopped,
-        _sshfs: sshfs,
-    })
+    Some((
+        DeadMount {
+            root,
+            local,
+            mnt,
+            _stopped: stopped,
+            _sshfs: sshfs,
+        },
+        made,
+    ))
 }
 
 /// Runs `locksmith ARGS` with a deadline well past [`BOUND`], and checks it ended within it.
@@ -276,4 +286,75 @@ fn the_ui_stays_responsive_and_says_which_mount_did_not_answer() {
     wait_until("local.pid removed", || !d.local.exists());
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
+}
+
+/// A process with a file open on the dead mount and its working directory there (a shell in
+/// an sshfs mount whose server stopped, an editor with a file open on it) is looked at by the
+/// evidence of every scan, whatever its roots: its descriptors and working directory are read
+/// from what the kernel knows, without asking the server. A scan of another tree, whose git
+/// and LibreOffice locks need every process's open files and working directories, finishes and
+/// judges them.
+#[test]
+fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
+    let tools = tempfile::tempdir().unwrap();
+    // A process named git, so that git's judge looks at its working directory.
+    let git = tools.path().join("git");
+    fs::copy(which("sleep").expect("sleep"), &git).unwrap();
+    // Nothing of the mount's files is cached, by sshfs or the kernel: every look that asks
+    // goes to the stopped server.
+    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+    let Some((d, _holder)) = dead_mount_with(&uncached, |mnt| {
+        fs::write(mnt.join("held.txt"), "open on the mount\n").unwrap();
+        let mut c = Command::new("sh");
+        c.args(["-c", "exec 3<\"$1\"; cd \"$2\" && exec \"$3\" 300", "sh"])
+            .arg(mnt.join("held.txt"))
+            .arg(mnt)
+            .arg(&git);
+        let holder = Group::spawn(c);
+        let pid = holder.pid();
+        wait_within(10, "the holder to open its file on the mount", || {
+            let cwd = fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+            let fd = fs::read_link(format!("/proc/{pid}/fd/3")).ok()?;
+            (cwd == mnt && fd == mnt.join("held.txt") && comm(pid) == "git").then_some(())
+        });
+        holder
+    }) else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    let repo = tree.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join(".git/index.lock"), "").unwrap();
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    let office = tree.path().join(".~lock.report.odt#");
+    fs::write(&office, format!("me,me,{host},01.12.2026 10:00,file:///x;")).unwrap();
+    fs::write(tree.path().join("report.odt"), "").unwrap();
+    let aged = Command::new("touch")
+        .args(["-d", "10 minutes ago"])
+        .arg(repo.join(".git/index.lock"))
+        .arg(&office)
+        .status()
+        .unwrap();
+    assert!(aged.success());
+    let env = Env::new();
+    let mut cmd = env.cmd([
+        "--scan".as_ref(),
+        "--json".as_ref(),
+        tree.path().as_os_str(),
+    ]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --json of another tree");
+    let report = parse_report(&out);
+    assert_eq!(
+        report.expect_lock(&repo.join(".git/index.lock")).verdict,
+        "stale",
+        "{}",
+        stdout(&out)
+    );
+    let office = report.expect_lock(&office);
+    assert_eq!(office.verdict, "stale", "{}", stdout(&out));
+    drop(d);
 }
