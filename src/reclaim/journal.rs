@@ -12,6 +12,10 @@
 //! container, `container` (which one, and the lock's path there), `dirs` then starting at the
 //! container's root directory. `restore` goes back through these same directories only.
 //!
+//! A reclaim line is on disk, with the lock's copy, before the lock is removed; a lock whose
+//! check at the moment of removal fails after that gets a `reclaim-failed` line that
+//! `cancels` its reclaim line.
+//!
 //! Every line names its run: one process of locksmith ([`run_id`]: the time it first wrote,
 //! its pid and a random part); a reclaim line also names its batch in that run ([`Batch`]:
 //! what one `--scan --reclaim`, one `d` or one `D` removed). Undo is scoped by them: the UI's
@@ -73,7 +77,9 @@ pub enum Event {
     /// A lock was removed (with a copy in `saved_to`, or none and `not_saved` says why).
     #[default]
     Reclaim,
-    /// The checks passed but the removal failed; nothing was removed.
+    /// The checks passed but the removal failed; nothing was removed. When the reclaim line
+    /// was written first (a batch makes its lines durable before its removals), `cancels`
+    /// names it.
     ReclaimFailed,
     /// A reclaimed lock was put back (`restores` names the entry).
     Restore,
@@ -208,6 +214,10 @@ pub struct Entry {
     /// For a restore: the id of the reclaim entry put back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restores: Option<String>,
+    /// For a reclaim that failed after its reclaim line was on disk: the id of that line,
+    /// which removed nothing (the lock is where it was; `restore` never offers it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancels: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
