@@ -306,7 +306,7 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta, batch: Batch) -
     e.meta = Some(meta);
     set_judgement(&mut e, &f.judgement);
     if let Some(anchor) = &f.anchor {
-        e.dirs = anchor.from_top().unwrap_or_default();
+        e.dirs = dirs_from_top(anchor);
     }
     if let Some((pid, inside)) = crate::probe::containers::proc_root_path(&f.path) {
         e.container = crate::probe::containers::proven_container(pid).map(|c| InContainer {
@@ -322,6 +322,39 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta, batch: Batch) -
     }
     e
 }
+
+/// [`crate::scan::Anchor::from_top`], with the part above the root (opened by name from `/`,
+/// one directory at a time) looked at again at most every [`TOP_AGAIN`] for locks of the same
+/// root: a reclaim of many locks does not walk it once per lock. An empty chain when it cannot
+/// be told (`restore` then refuses to guess).
+fn dirs_from_top(anchor: &crate::scan::Anchor) -> Vec<DirId> {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    /// The last root: its path, its own directory, the chain from the top to it, and when.
+    type Top = (std::sync::Arc<Path>, DirId, Vec<DirId>, Instant);
+    static LAST: Mutex<Option<Top>> = Mutex::new(None);
+    let chain = anchor.chain();
+    let Some(&first) = chain.first() else {
+        return Vec::new();
+    };
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((root, id, top, when)) = last.as_ref()
+        && *root == anchor.root
+        && *id == first
+        && when.elapsed() < TOP_AGAIN
+    {
+        return top.iter().chain(&chain[1..]).copied().collect();
+    }
+    let Ok(all) = anchor.from_top() else {
+        return Vec::new();
+    };
+    let top = all[..all.len() + 1 - chain.len()].to_vec();
+    *last = Some((anchor.root.clone(), first, top, Instant::now()));
+    all
+}
+
+/// How long the directories above a root, once looked at, serve for its locks.
+const TOP_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Records the judgement of the moment in `e`.
 pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {

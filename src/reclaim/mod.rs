@@ -524,6 +524,8 @@ struct Pass<'p, O: FnMut(Outcome)> {
     ready: usize,
     open_dirs: usize,
     since: Option<Instant>,
+    /// The state directory, once opened.
+    state: Option<Arc<StateDir>>,
     outcome: O,
 }
 
@@ -565,8 +567,18 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             ready: 0,
             open_dirs: 0,
             since: None,
+            state: None,
             outcome,
         }
+    }
+
+    fn state(&mut self) -> Result<Arc<StateDir>, String> {
+        if let Some(s) = &self.state {
+            return Ok(s.clone());
+        }
+        let s = open_state(self.opts)?;
+        self.state = Some(s.clone());
+        Ok(s)
     }
 
     fn reclaim(
@@ -598,7 +610,10 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             };
             return self.done(o);
         }
-        match stage(&dir, &name, &fresh, self.opts, self.batch) {
+        match self
+            .state()
+            .and_then(|state| stage(&dir, &name, &fresh, self.opts, &state, self.batch))
+        {
             Ok((held, staged, state)) => {
                 let new_dir = !matches!(self.queue.iter().rev().find_map(|s| match s {
                     Slot::Ready(r) => Some(&r.dir),
@@ -805,6 +820,7 @@ fn stage(
     name: &OsStr,
     f: &Finding,
     opts: &ReclaimOptions,
+    state: &Arc<StateDir>,
     batch: Batch,
 ) -> Result<(Identity, Staged, Arc<StateDir>), String> {
     // The judged inode: it is what the name must still be, and what is copied.
@@ -819,8 +835,6 @@ fn stage(
             identity_change(&f.identity, &held_id)
         ));
     }
-    // No copy can be kept: nothing is changed.
-    let state = open_state(opts)?;
     let staged = match f.kind {
         EntryKind::File => {
             let fd = sys::open_file_at(dir, name, &held_id)
@@ -830,7 +844,7 @@ fn stage(
         EntryKind::Symlink | EntryKind::Dir => state.stage(f, Source::At(dir.as_fd(), name), batch),
         EntryKind::Other => return Err("it is not a file, a symlink or a directory".into()),
     };
-    let mut staged = uncopied_or(staged, f, opts, &state, batch, || {
+    let mut staged = uncopied_or(staged, f, opts, state, batch, || {
         sys::meta_at(dir, name).map_err(|e| format!("cannot stat it: {e}"))
     })?;
     // Changed while it was copied: someone has it open and is using it.
@@ -845,7 +859,7 @@ fn stage(
         Err(e) => return Err(format!("cannot stat it: {e}")),
     }
     staged.set_judgement(&f.judgement);
-    Ok((held_id, staged, state))
+    Ok((held_id, staged, state.clone()))
 }
 
 /// Removes the lock `name` in `dir`, whose copy and journal line `entry` are on disk: it must
@@ -909,9 +923,10 @@ fn remove_staged(
             if let Some(want) = &entry.sha256
                 && held_id.size <= SAME_CONTENT_BYTES
             {
-                let bytes = state::read_all(&fd, SAME_CONTENT_BYTES)
+                let mut bytes = vec![0; held_id.size as usize + 1];
+                let n = rustix::io::pread(&fd, &mut bytes, 0)
                     .map_err(|e| put_back(format!("cannot read it again: {e}")))?;
-                if sha256_hex(&bytes) != *want {
+                if sha256_hex(&bytes[..n]) != *want {
                     return Err(put_back("it was written to since it was copied".into()));
                 }
             }

@@ -173,6 +173,8 @@ fn aside(root: &Path) -> Vec<PathBuf> {
 
 /// The test's directory on tmpfs (`/dev/shm`, `TMPFS_MAGIC`) when there is one: a kill cannot lose what
 /// the page cache holds, so the disk adds only its sync latency (and its other writers').
+// The type of `f_type` differs between platforms.
+#[allow(clippy::unnecessary_cast)]
 fn env_in_memory() -> Env {
     let shm = Path::new("/dev/shm");
     let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
