@@ -131,3 +131,97 @@ fn same_content(
     };
     sha256_hex(&bytes) == *want
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::os::fd::AsFd;
+    use std::path::Path;
+
+    use super::*;
+    use crate::reclaim::{Batch, CopyLimits, Selector, Source, restore};
+    use crate::scan::{Anchor, Finding};
+
+    fn finding(path: &Path) -> Finding {
+        let meta = fs::symlink_metadata(path).unwrap();
+        Finding {
+            path: path.to_path_buf(),
+            dialect: crate::dialect::DialectId::PIDFILE,
+            kind: crate::dialect::EntryKind::of(&meta),
+            size: Some(meta.len()),
+            modified_ms: Some(crate::probe::mtime_ms(&meta)),
+            identity: crate::scan::Identity::of(&meta),
+            fs: crate::probe::FsInfo::unknown(),
+            judgement: crate::judge::Judgement::stale_for_test("test verdict"),
+            content: Vec::new(),
+            link_target: None,
+            anchor: Some(Anchor::of_parent(path).unwrap().0),
+        }
+    }
+
+    /// A run killed after its group's lines were on disk: one lock removed, one moved aside
+    /// and not removed, one not touched. The next reclaim puts the second back, cancels the
+    /// lines of the two not removed (deleting their copies), leaves the removed one to
+    /// `restore`, and leaves the run file of a run still alive alone.
+    #[test]
+    fn a_killed_runs_group_is_finished_by_the_next() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("d");
+        fs::create_dir(&d).unwrap();
+        let path = t.path().join("s");
+        let state = StateDir::shared(&path, CopyLimits::default()).unwrap();
+        let dead = "20000101T000000.000Z-1-0badc0de";
+        let names = ["gone.pid", "aside.pid", "there.pid"];
+        let mut staged = Vec::new();
+        for name in names {
+            let p = d.join(name);
+            fs::write(&p, format!("{name}\n")).unwrap();
+            let file = fs::File::open(&p).unwrap();
+            let mut s = state
+                .stage(&finding(&p), Source::File(file.as_fd()), Batch::next())
+                .unwrap();
+            s.entry_mut().run = dead.to_string();
+            staged.push(s);
+        }
+        state
+            .make_durable(&mut staged.iter_mut().collect::<Vec<_>>())
+            .unwrap();
+        let ids: Vec<String> = staged.iter().map(|s| s.entry().id.clone()).collect();
+        // Killed: the copies stay, whatever was done to the locks.
+        for s in staged {
+            s.keep();
+        }
+        let runs = path.join(state::RUNS);
+        fs::write(runs.join(dead), "0\n").unwrap();
+        let alive = runs.join("20000101T000000.000Z-2-a11fe000");
+        fs::write(&alive, "0\n").unwrap();
+        let held = fs::File::open(&alive).unwrap();
+        rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        fs::remove_file(d.join("gone.pid")).unwrap();
+        let aside = super::super::aside_name(OsStr::new("aside.pid"), &ids[1]);
+        fs::rename(d.join("aside.pid"), d.join(&aside)).unwrap();
+
+        finish_dead_runs(&state);
+
+        assert_eq!(fs::read(d.join("aside.pid")).unwrap(), b"aside.pid\n");
+        assert!(!d.join(&aside).exists());
+        assert_eq!(fs::read(d.join("there.pid")).unwrap(), b"there.pid\n");
+        let j = state.read_journal().unwrap();
+        let cancelled: Vec<&str> = j.iter().filter_map(|e| e.cancels.as_deref()).collect();
+        assert_eq!(cancelled, [ids[1].as_str(), ids[2].as_str()], "{j:?}");
+        assert!(j[3].error.as_deref().unwrap().contains("put back"), "{j:?}");
+        let copies: Vec<_> = fs::read_dir(path.join(state::SAVED))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(copies.len(), 1, "{copies:?}");
+        assert!(copies[0].starts_with(&ids[0]), "{copies:?}");
+        assert!(!runs.join(dead).exists());
+        assert!(alive.exists(), "a live run's file is left alone");
+        // Its removed lock is what a restore of the run puts back, and only it.
+        let (plan, results) = restore::restore(&path, &Selector::Id(dead.into())).unwrap();
+        assert_eq!(plan.entries.len(), 1, "{plan:?}");
+        assert!(results[0].is_ok(), "{results:?}");
+        assert_eq!(fs::read(d.join("gone.pid")).unwrap(), b"gone.pid\n");
+    }
+}

@@ -682,6 +682,11 @@ impl Staged {
         &self.entry
     }
 
+    #[cfg(test)]
+    pub(super) fn entry_mut(&mut self) -> &mut Entry {
+        &mut self.entry
+    }
+
     fn write(&mut self, content: Content<'_>) -> Result<(), StageError> {
         let limits = self.state.limits;
         let (extents, apparent) = match &content {
@@ -749,7 +754,10 @@ impl Staged {
                 Content::Owned(b) => write_all_at(&out, b, 0, &mut hash)?,
                 Content::Borrowed(b) => write_all_at(&out, b, 0, &mut hash)?,
             }
-            rustix::fs::ftruncate(&out, apparent)?;
+            // A hole at the end: the size is set (written data set it already otherwise).
+            if extents.last().map_or(0, |e| e.1) < apparent {
+                rustix::fs::ftruncate(&out, apparent)?;
+            }
             Ok(())
         })();
         // On error (ENOSPC...) the partial copy is removed when `self` is dropped; it is made
