@@ -114,7 +114,10 @@ for n in $sizes; do
       echo "$n locks, $mode: peak ${peak} KiB for $locks locks: $per bytes per lock (target 512: $verdict), ${elapsed} s ($b)"
       if [ "${mode#reclaim}" != "$mode" ]; then
         left=$(find "$tree" -name '*.pid' | wc -l)
-        [ "$left" = 0 ] || { echo "  $left locks left after the reclaim" >&2; fail=1; }
+        if [ "$left" != 0 ]; then
+          echo "  $left locks left after the reclaim: $(grep -m 3 -o '^kept .*\|"error": *"[^"]*"' "$work/out" | head -3)" >&2
+          fail=1
+        fi
         rm -rf "$tree" "$work/state"
       fi
     done

@@ -143,20 +143,9 @@ mod tests {
     use crate::scan::{Anchor, Finding};
 
     fn finding(path: &Path) -> Finding {
-        let meta = fs::symlink_metadata(path).unwrap();
-        Finding {
-            path: path.to_path_buf(),
-            dialect: crate::dialect::DialectId::PIDFILE,
-            kind: crate::dialect::EntryKind::of(&meta),
-            size: Some(meta.len()),
-            modified_ms: Some(crate::probe::mtime_ms(&meta)),
-            identity: crate::scan::Identity::of(&meta),
-            fs: crate::probe::FsInfo::unknown(),
-            judgement: crate::judge::Judgement::stale_for_test("test verdict"),
-            content: Vec::new(),
-            link_target: None,
-            anchor: Some(Anchor::of_parent(path).unwrap().0),
-        }
+        let mut f = state::tests::finding(path);
+        f.anchor = Some(Anchor::of_parent(path).unwrap().0);
+        f
     }
 
     /// A run killed after its group's lines were on disk: one lock removed, one moved aside

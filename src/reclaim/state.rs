@@ -552,19 +552,7 @@ impl StateDir {
     /// The journal's lines, oldest first (an absent journal is empty). A line that does not
     /// parse is skipped.
     pub fn read_journal(&self) -> io::Result<Vec<Entry>> {
-        let fd = match rustix::fs::openat(
-            &self.dir,
-            JOURNAL,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(Vec::new()),
-            Err(e) => return Err(self.refused_file(JOURNAL, e)),
-        };
-        check_own_file(&fd, &self.path.join(JOURNAL))?;
-        let text = read_all(&fd, 1 << 30)?;
-        Ok(journal::parse(&text))
+        self.read_journal_from(0)
     }
 
     fn refused_file(&self, name: &str, e: Errno) -> io::Error {
@@ -1226,7 +1214,7 @@ fn safe_file_name(path: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::reclaim) mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -1283,7 +1271,8 @@ mod tests {
         assert!(e.to_string().contains("HOME"), "{e}");
     }
 
-    fn finding(path: &Path) -> Finding {
+    /// A stale finding for `path` as it is on disk now.
+    pub(in crate::reclaim) fn finding(path: &Path) -> Finding {
         let meta = std::fs::symlink_metadata(path).unwrap();
         Finding {
             path: path.to_path_buf(),
