@@ -77,6 +77,11 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
         return waited_for(args, &config, pid, format, &mut opts);
     }
     config.containers = !args.no_containers && args.paths.is_empty();
+    if args.reclaim {
+        // What a reclaim killed in the middle left under a private name is put back first,
+        // for this scan to find it.
+        reclaim::recover_killed_runs(&reclaim_options(args, &config, false));
+    }
     let roots = config.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();

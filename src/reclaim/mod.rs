@@ -1053,6 +1053,16 @@ fn remove_through_engine(
 }
 
 /// The verified state directory of `opts` (see [`StateDir`]).
+/// Finishes the runs killed in the middle of a group of removals (see `recover`), if the
+/// state directory of `opts` exists: what one of them left under a private name is put back
+/// under its name. A reclaim pass does it before its first removal anyway; a scan that
+/// reclaims does it before it scans, so that it finds those locks again.
+pub fn recover_killed_runs(opts: &ReclaimOptions) {
+    if !opts.dry_run && std::fs::symlink_metadata(&opts.state_dir).is_ok() {
+        let _ = open_state(opts);
+    }
+}
+
 /// The first time in this process, the runs that were killed in the middle of a group are
 /// finished first (see [`recover`]).
 fn open_state(opts: &ReclaimOptions) -> Result<std::sync::Arc<StateDir>, String> {
