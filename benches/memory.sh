@@ -17,7 +17,7 @@
 # the tree), removed at the end. Use --dir to run elsewhere, --sizes for other sizes.
 #
 # usage: benches/memory.sh [--bin PATH] [--base PATH] [--sizes "100000 1000000"] [--dir DIR]
-#                          [--no-reclaim]
+#                          [--no-reclaim | --only-reclaim]
 # Needs: python3, GNU time (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,8 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --no-reclaim) reclaim=0; shift ;;
-    *) echo "usage: $0 [--bin PATH] [--base PATH] [--sizes \"100000 1000000\"] [--dir DIR] [--no-reclaim]" >&2; exit 2 ;;
+    --only-reclaim) reclaim=2; shift ;;
+    *) echo "usage: $0 [--bin PATH] [--base PATH] [--sizes \"100000 1000000\"] [--dir DIR] [--no-reclaim | --only-reclaim]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$bin" ]; then
@@ -48,6 +49,9 @@ done
 work=$(mktemp -d "$dir/locksmith-memory-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 export XDG_STATE_HOME=$work/state XDG_CONFIG_HOME=$work/config
+# Room for a copy of every lock (a block each: 4 GB at 1,000,000), beyond the default limit.
+mkdir -p "$work/config/locksmith"
+echo '{"saved": {"max_total_bytes": 17179869184}}' >"$work/config/locksmith/config.json"
 
 # A PID that names no process: a child that has exited.
 true & dead=$!
@@ -79,6 +83,7 @@ measure() {
 
 modes="table json prometheus"
 [ "$reclaim" = 1 ] && modes="$modes reclaim reclaim-json"
+[ "$reclaim" = 2 ] && modes="reclaim reclaim-json"
 binaries=("$bin")
 [ -n "$base_bin" ] && binaries+=("$base_bin")
 
