@@ -3,7 +3,7 @@
 //!
 //! The report is written as the scan goes (see [`locksmith::report`]): each lock is handed to
 //! it as soon as it is judged, and nothing else of it is kept here, except what a reclaim
-//! pass needs of the stale ones (a [`reclaim::Judged`] each, some 150 bytes) and the locks
+//! pass needs of the stale ones (some 100 bytes each, see [`reclaim::JudgedList`]) and the locks
 //! whose hosts are asked (`--ask-hosts`), which are reported once their hosts have answered.
 //!
 //! Exit status: 0 when no lock is stale (after `--reclaim`: when every stale lock was removed),
@@ -121,7 +121,7 @@ fn scan_into(
     let errors: Mutex<Vec<ScanError>> = Mutex::default();
     // Locks whose host is asked: reported once it has answered.
     let asked: Mutex<Vec<Finding>> = Mutex::default();
-    // The stale locks, for the reclaim pass: what it needs of each (see reclaim::Judged).
+    // The stale locks, for the reclaim pass: what it needs of each (see reclaim::JudgedList).
     let stale: Mutex<reclaim::JudgedList> = Mutex::default();
     let cancel = AtomicBool::new(false);
     let listed = lock(&report).listed();
@@ -171,11 +171,7 @@ fn scan_into(
         let stale = stale.into_inner().unwrap_or_else(|e| e.into_inner());
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again: each host once for the reclaim.
-        let asked: Vec<Finding> = stale
-            .iter()
-            .filter(|j| j.asked())
-            .map(|j| j.finding())
-            .collect();
+        let asked = stale.asked();
         let reask = ask.then(|| remote::Reask::new(&config.ask_hosts, args.ask_hosts, &asked));
         reclaim::reclaim_judged(
             &stale,
