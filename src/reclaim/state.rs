@@ -33,7 +33,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -231,20 +231,8 @@ impl StateDir {
         let now = jiff::Timestamp::now().as_second();
         let keep = i64::try_from(self.limits.keep_days.saturating_mul(86_400)).unwrap_or(i64::MAX);
         let mut used = 0u64;
-        let dup = rustix::fs::openat(
-            self.saved(),
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
         let mut doomed = Vec::new();
-        for entry in rustix::fs::Dir::new(dup)? {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = OsStr::from_bytes(name).to_os_string();
+        for name in names_in(self.saved())? {
             let Ok(st) = rustix::fs::statat(self.saved(), &name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
@@ -505,22 +493,14 @@ impl StateDir {
         let Some(runs) = sub_dir(&self.dir, &self.path, RUNS, false)? else {
             return Ok(Vec::new());
         };
-        let listing = rustix::fs::openat(
-            &runs,
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
         let mut out = Vec::new();
-        for entry in rustix::fs::Dir::new(listing)? {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name.starts_with(b".") || name == journal::run_id().as_bytes() {
-                continue;
-            }
-            let Ok(run) = std::str::from_utf8(name) else {
+        for name in names_in(runs.as_fd())? {
+            let Some(run) = name.to_str().filter(|n| !n.starts_with('.')) else {
                 continue;
             };
+            if run == journal::run_id() {
+                continue;
+            }
             let Ok(fd) = rustix::fs::openat(
                 &runs,
                 run,
@@ -932,6 +912,24 @@ pub(super) fn read_all(fd: &OwnedFd, cap: u64) -> io::Result<Vec<u8>> {
             return Err(io::Error::other(format!("it grew past {cap} bytes")));
         }
     }
+}
+
+/// The names in the open directory `dir` (but `.` and `..`).
+fn names_in(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
+    let listing = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::new(listing)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            out.push(OsString::from_vec(name));
+        }
+    }
+    Ok(out)
 }
 
 /// A run that ended (see [`StateDir::dead_runs`]), its run file held locked.
