@@ -81,6 +81,7 @@ fn table(entries: &[Entry]) -> String {
         return "the journal is empty: nothing was reclaimed\n".into();
     }
     let done = restore::restored_ids(entries);
+    let cancelled = restore::cancelled_ids(entries);
     let number: HashMap<&str, usize> = entries
         .iter()
         .enumerate()
@@ -99,7 +100,10 @@ fn table(entries: &[Entry]) -> String {
         let undoable = items
             .iter()
             .filter(|(_, e)| {
-                e.event == Event::Reclaim && e.not_saved.is_none() && !done.contains(e.id.as_str())
+                e.event == Event::Reclaim
+                    && e.not_saved.is_none()
+                    && !done.contains(e.id.as_str())
+                    && !cancelled.contains(e.id.as_str())
             })
             .count();
         let restored = items
@@ -123,6 +127,7 @@ fn table(entries: &[Entry]) -> String {
             .map(|(n, e)| {
                 let state = match e.event {
                     Event::Reclaim if done.contains(e.id.as_str()) => "restored".to_string(),
+                    Event::Reclaim if cancelled.contains(e.id.as_str()) => "not removed".into(),
                     Event::Reclaim if e.not_saved.is_some() => "no copy".into(),
                     Event::Reclaim => "undoable".into(),
                     Event::Restore => e

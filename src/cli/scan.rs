@@ -3,8 +3,8 @@
 //!
 //! The report is written as the scan goes (see [`locksmith::report`]): each lock is handed to
 //! it as soon as it is judged, and nothing else of it is kept here, except what a reclaim
-//! pass needs of the stale ones and the locks whose hosts are asked (`--ask-hosts`), which
-//! are reported once their hosts have answered.
+//! pass needs of the stale ones (some 100 bytes each, see [`reclaim::JudgedList`]) and the locks
+//! whose hosts are asked (`--ask-hosts`), which are reported once their hosts have answered.
 //!
 //! Exit status: 0 when no lock is stale (after `--reclaim`: when every stale lock was removed),
 //! 1 when some stale lock is (still) there, 2 on a fatal error (bad configuration, no root
@@ -79,6 +79,11 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     if let Some(pid) = args.pid {
         return waited_for(args, &settings.scan, pid, format, &mut opts);
     }
+    if args.reclaim {
+        // What a reclaim killed in the middle left under a private name is put back first,
+        // for this scan to find it.
+        reclaim::recover_killed_runs(&reclaim_options(args, &settings, false));
+    }
     let roots = settings.scan.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();
@@ -118,14 +123,14 @@ fn scan_into(
     let errors: Mutex<Vec<ScanError>> = Mutex::default();
     // Locks whose host is asked: reported once it has answered.
     let asked: Mutex<Vec<Finding>> = Mutex::default();
-    // The stale locks, for the reclaim pass: what it needs of each (see Finding::for_reclaim).
-    let stale: Mutex<Vec<Finding>> = Mutex::default();
+    // The stale locks, for the reclaim pass: what it needs of each (see reclaim::JudgedList).
+    let stale: Mutex<reclaim::JudgedList> = Mutex::default();
     let cancel = AtomicBool::new(false);
     let listed = lock(&report).listed();
     let emit = |f: &Finding| {
         let v = f.judgement.verdict();
         if args.reclaim && v == Verdict::Stale {
-            lock(&stale).push(f.for_reclaim());
+            lock(&stale).push(f);
         }
         // Who waits for it, found as it is written (only for a lock that is listed).
         let waiting = if listed.contains(v) {
@@ -168,8 +173,9 @@ fn scan_into(
         let stale = stale.into_inner().unwrap_or_else(|e| e.into_inner());
         // A lock proven stale by its host's answer is judged again by asking again, right
         // before removal, like every reclaim judges again: each host once for the reclaim.
-        let reask = ask.then(|| remote::Reask::new(&settings.remote, args.ask_hosts, &stale));
-        reclaim::reclaim_each_settled(
+        let asked = stale.asked();
+        let reask = ask.then(|| remote::Reask::new(&settings.remote, args.ask_hosts, &asked));
+        reclaim::reclaim_judged(
             &stale,
             &settings.scan,
             &opts,

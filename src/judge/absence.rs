@@ -134,7 +134,7 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 // Listed a moment ago: it may have exited since (a process that is exiting
                 // has no working directory any more, ENOENT); only a cwd we may not read
                 // leaves the question open.
-                None if crate::probe::open_files::known(std::path::Path::new(&format!(
+                None if crate::probe::fs::known(std::path::Path::new(&format!(
                     "/proc/{}/cwd",
                     p.pid
                 )))

@@ -52,7 +52,7 @@ impl Snapshot {
         let same_ns = pid == std::process::id() as i32 || same_mount_ns(pid);
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
         Some(fds.flatten().any(|fd| {
-            let Ok(meta) = super::open_files::known(&fd.path()) else {
+            let Ok(meta) = super::fs::known(&fd.path()) else {
                 return false;
             };
             let Ok(target) = std::fs::read_link(fd.path()) else {
@@ -124,7 +124,7 @@ impl Snapshot {
 
     /// Whether process `pid`'s working directory is exactly `dir` (by device and inode).
     pub fn cwd_is(&self, pid: i32, dir: &std::fs::Metadata) -> Option<bool> {
-        let cwd = super::open_files::known(Path::new(&format!("/proc/{pid}/cwd"))).ok()?;
+        let cwd = super::fs::known(Path::new(&format!("/proc/{pid}/cwd"))).ok()?;
         Some(cwd.dev == dir.dev() && cwd.ino == dir.ino())
     }
 }

@@ -279,10 +279,10 @@ pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
         return out;
     };
     for fd in fds.flatten() {
-        let Ok(meta) = super::open_files::known(&fd.path()) else {
+        let Ok(meta) = super::fs::known(&fd.path()) else {
             continue;
         };
-        if meta.key() != key {
+        if FileKey::from_dev_ino(meta.dev, meta.ino) != key {
             continue;
         }
         let name = fd.file_name();

@@ -9,8 +9,8 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use super::fs::known;
 use super::kernel_locks::FileKey;
-use super::open_files::known;
 
 /// A directory as (path, device, inode).
 pub type DirId = (PathBuf, u64, u64);
@@ -94,7 +94,8 @@ impl FdTargets {
                     continue;
                 }
                 if let Ok(target) = std::fs::read_link(fd.path()) {
-                    out.files.push((pid, target, meta.key()));
+                    out.files
+                        .push((pid, target, FileKey::from_dev_ino(meta.dev, meta.ino)));
                 }
             }
         }

@@ -168,7 +168,9 @@ pub fn blocked_call(pid: i32) -> Option<BlockedCall> {
             _ => return None,
         };
         let link = PathBuf::from(format!("/proc/{pid}/fd/{fd}"));
-        let key = super::open_files::known(&link).ok().map(|m| m.key());
+        let key = super::fs::known(&link)
+            .ok()
+            .map(|m| FileKey::from_dev_ino(m.dev, m.ino));
         let path = std::fs::read_link(&link).ok();
         let syscall = if how == WaitHow::Flock {
             "flock"

@@ -12,6 +12,10 @@
 //! container, `container` (which one, and the lock's path there), `dirs` then starting at the
 //! container's root directory. `restore` goes back through these same directories only.
 //!
+//! A reclaim line is on disk, with the lock's copy, before the lock is removed; a lock whose
+//! check at the moment of removal fails after that gets a `reclaim-failed` line that
+//! `cancels` its reclaim line.
+//!
 //! Every line names its run: one process of locksmith ([`run_id`]: the time it first wrote,
 //! its pid and a random part); a reclaim line also names its batch in that run ([`Batch`]:
 //! what one `--scan --reclaim`, one `d` or one `D` removed). Undo is scoped by them: the UI's
@@ -73,7 +77,9 @@ pub enum Event {
     /// A lock was removed (with a copy in `saved_to`, or none and `not_saved` says why).
     #[default]
     Reclaim,
-    /// The checks passed but the removal failed; nothing was removed.
+    /// The checks passed but the removal failed; nothing was removed. When the reclaim line
+    /// was written first (a batch makes its lines durable before its removals), `cancels`
+    /// names it.
     ReclaimFailed,
     /// A reclaimed lock was put back (`restores` names the entry).
     Restore,
@@ -208,6 +214,10 @@ pub struct Entry {
     /// For a restore: the id of the reclaim entry put back.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restores: Option<String>,
+    /// For a reclaim that failed after its reclaim line was on disk: the id of that line,
+    /// which removed nothing (the lock is where it was; `restore` never offers it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancels: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -296,7 +306,7 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta, batch: Batch) -
     e.meta = Some(meta);
     set_judgement(&mut e, &f.judgement);
     if let Some(anchor) = &f.anchor {
-        e.dirs = anchor.from_top().unwrap_or_default();
+        e.dirs = dirs_from_top(anchor);
     }
     if let Some((pid, inside)) = crate::probe::containers::proc_root_path(&f.path) {
         e.container = crate::probe::containers::proven_container(pid).map(|c| InContainer {
@@ -312,6 +322,39 @@ pub(super) fn reclaim_entry(id: String, f: &Finding, meta: Meta, batch: Batch) -
     }
     e
 }
+
+/// [`crate::scan::Anchor::from_top`], with the part above the root (opened by name from `/`,
+/// one directory at a time) looked at again at most every [`TOP_AGAIN`] for locks of the same
+/// root: a reclaim of many locks does not walk it once per lock. An empty chain when it cannot
+/// be told (`restore` then refuses to guess).
+fn dirs_from_top(anchor: &crate::scan::Anchor) -> Vec<DirId> {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    /// The last root: its path, its own directory, the chain from the top to it, and when.
+    type Top = (std::sync::Arc<Path>, DirId, Vec<DirId>, Instant);
+    static LAST: Mutex<Option<Top>> = Mutex::new(None);
+    let chain = anchor.chain();
+    let Some(&first) = chain.first() else {
+        return Vec::new();
+    };
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((root, id, top, when)) = last.as_ref()
+        && *root == anchor.root
+        && *id == first
+        && when.elapsed() < TOP_AGAIN
+    {
+        return top.iter().chain(&chain[1..]).copied().collect();
+    }
+    let Ok(all) = anchor.from_top() else {
+        return Vec::new();
+    };
+    let top = all[..all.len() + 1 - chain.len()].to_vec();
+    *last = Some((anchor.root.clone(), first, top, Instant::now()));
+    all
+}
+
+/// How long the directories above a root, once looked at, serve for its locks.
+const TOP_AGAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Records the judgement of the moment in `e`.
 pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {

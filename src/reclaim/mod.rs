@@ -20,12 +20,25 @@
 //!   lock is reported as kept. A lock renamed over the judged one at any moment is therefore
 //!   never removed: either it was moved aside and fails the check, or it took the name after
 //!   the judged file had left it.
-//! - **Copied, removed, then journaled.** The copy is staged in the state directory from the
-//!   file under the private name (exactly the file that is then removed: the link text for a
-//!   symlink, its metadata for a directory), then the private name is unlinked (`AT_REMOVEDIR`
-//!   for a mkdir-lock, which must be empty), and only then the copy is named and the journal
-//!   line written; a lock that is kept leaves neither. What the state directory's limits do
-//!   not let it copy is kept, unless [`ReclaimOptions::remove_uncopied`].
+//! - **Copied and journaled, on disk, then removed.** The copy is written in the state
+//!   directory from the judged inode under its name (the link text for a symlink, its
+//!   metadata and records for a directory), and its journal line made; the file must still be
+//!   the one judged, unchanged, once it is copied. The locks ready so far are then made
+//!   durable together: their journal lines appended in one `write`, and one sync (`syncfs(2)`;
+//!   `fsync` file by file for a group of a few) puts the copies and the lines on disk. A group
+//!   holds at most [`GROUP_LOCKS`] locks and waits at most 250 ms. Only then is each
+//!   lock of the group moved aside (see above) and checked once more, as it is at that moment:
+//!   the inode copied, unchanged (and a small file's content still its copy's), no kernel lock
+//!   on it; then the private name is unlinked (`AT_REMOVEDIR` for a mkdir-lock, which must be
+//!   empty). A lock that fails this last check is put back and kept, and its journal line is
+//!   cancelled by a `reclaim-failed` line naming it (`restore` never offers it), its copy
+//!   deleted. A lock kept before its group's sync leaves neither copy nor line. What the state
+//!   directory's limits do not let it copy is kept, unless [`ReclaimOptions::remove_uncopied`].
+//! - **Killed at any point, nothing is lost.** A lock is removed only once its copy and
+//!   its line are on disk. A process killed in the middle of a group leaves its locks removed,
+//!   or where they were, or under their private name (which their line gives); the next
+//!   reclaim finds that run ended (see `recover`), puts back what is under a private name,
+//!   cancels the lines of what was not removed, and judges those locks again like any other.
 //!
 //! One evidence snapshot serves a whole batch: the identity check and the move aside carry
 //! the safety, and kernel locks, which may be taken on a file without changing it, are asked
@@ -34,23 +47,27 @@
 //!
 //! Locks of the `locksmith` dialect go through the engine's reclaim protocol, which holds the
 //! lock's kernel lock while it removes it; it too is given the directory reached from the root,
-//! never the path.
+//! never the path, and its copy and line are put on disk (a group of one) in the engine's
+//! call back, before the engine unlinks.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::dialect::{DialectId, EntryKind, Windows};
 use crate::judge::Judgement;
 use crate::probe::Snapshot;
 use crate::scan::anchor::DirNode;
 use crate::scan::{self, Anchor, Finding, Identity, ScanError};
-use crate::verdict::Verdict;
+use crate::verdict::{RemoteClaim, Verdict};
 
 pub mod journal;
+mod recover;
 mod removable;
 pub mod restore;
 mod state;
@@ -152,6 +169,16 @@ impl Judge for scan::Config {
     }
 }
 
+/// At most this many locks are made durable together (one sync for all their copies and
+/// journal lines), so that a group's memory is bounded...
+pub const GROUP_LOCKS: usize = 1024;
+/// ... and at most this many directories are held open for them (each lock of a group keeps
+/// its directory open until its removal) ...
+const GROUP_DIRS: usize = 128;
+/// ... and a lock waits at most about this long between its checks and its removal (the
+/// removal checks it again, see [`Pass::remove`]).
+const GROUP_TIME: Duration = Duration::from_millis(250);
+
 /// Reclaims one lock: see [`reclaim_all`].
 pub fn reclaim(finding: &Finding, judge: &dyn Judge, opts: &ReclaimOptions) -> Outcome {
     reclaim_all([finding], judge, opts)
@@ -185,34 +212,62 @@ pub fn reclaim_all_settled<'a>(
     outcomes
 }
 
-/// [`reclaim_all_settled`] handing each outcome to `outcome` as soon as it is known, instead
-/// of keeping them all.
+/// [`reclaim_all_settled`] handing each outcome to `outcome` as soon as it is known (its
+/// group's removals done, in the order of `findings`), instead of keeping them all.
 pub fn reclaim_each_settled<'a>(
     findings: impl IntoIterator<Item = &'a Finding>,
     judge: &dyn Judge,
     opts: &ReclaimOptions,
     settle: impl Fn(&Finding, &mut Finding),
-    mut outcome: impl FnMut(Outcome),
+    outcome: impl FnMut(Outcome),
+) {
+    run_pass(
+        findings.into_iter().map(Cow::Borrowed),
+        judge,
+        opts,
+        settle,
+        outcome,
+    );
+}
+
+/// [`reclaim_each_settled`] for the locks of a [`JudgedList`] (what a scan keeps of its
+/// stale locks for the reclaim pass that follows it).
+pub fn reclaim_judged(
+    judged: &JudgedList,
+    judge: &dyn Judge,
+    opts: &ReclaimOptions,
+    settle: impl Fn(&Finding, &mut Finding),
+    outcome: impl FnMut(Outcome),
+) {
+    run_pass(
+        judged.findings().map(Cow::Owned),
+        judge,
+        opts,
+        settle,
+        outcome,
+    );
+}
+
+fn run_pass<'a>(
+    findings: impl Iterator<Item = Cow<'a, Finding>>,
+    judge: &dyn Judge,
+    opts: &ReclaimOptions,
+    settle: impl Fn(&Finding, &mut Finding),
+    outcome: impl FnMut(Outcome),
 ) {
     let snap = Snapshot::take();
-    let mut dirs = DirCache::default();
-    let batch = Batch::next();
+    let mut pass = Pass::new(opts, judge.windows(), outcome);
     for f in findings {
-        outcome(reclaim_in(
-            f,
-            opts,
-            judge.windows(),
-            &mut dirs,
-            batch,
-            |dir, name| {
-                let mut fresh = judge.judge_at(dir, name, f, &snap)?;
-                if let Some(fresh) = fresh.as_mut() {
-                    settle(f, fresh);
-                }
-                Ok(fresh)
-            },
-        ));
+        let f = &*f;
+        pass.reclaim(f, |dir, name| {
+            let mut fresh = judge.judge_at(dir, name, f, &snap)?;
+            if let Some(fresh) = fresh.as_mut() {
+                settle(f, fresh);
+            }
+            Ok(fresh)
+        });
     }
+    pass.finish();
 }
 
 /// [`reclaim`] with the re-judging step given by the caller: `rejudge` gets the lock's
@@ -225,15 +280,207 @@ pub fn reclaim_rejudged(
     windows: &Windows,
     rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
 ) -> Outcome {
-    let batch = Batch::next();
-    reclaim_in(
-        finding,
-        opts,
-        windows,
-        &mut DirCache::default(),
-        batch,
-        rejudge,
+    let mut out = None;
+    let mut pass = Pass::new(opts, windows, |o| out = Some(o));
+    pass.reclaim(finding, rejudge);
+    pass.finish();
+    out.expect("one outcome per finding")
+}
+
+/// A stale lock as a scan keeps it for the reclaim pass that follows: what judging it again
+/// and removing it need (where it is and how it was reached, what file it was, its dialect
+/// and kind, the claim its host may be asked about again), and nothing else of its
+/// judgement: the reclaim reports what the lock is found to be at the moment of removal.
+/// Some 96 bytes, its name kept apart and its root and dialect shared (see [`JudgedList`]).
+#[derive(Debug)]
+struct Judged {
+    /// Its directory's path, shared by the locks of one directory.
+    dir: Arc<Path>,
+    /// The directory it was found in (its anchor's), `None` for a lock not found by a scan.
+    node: Option<Arc<DirNode>>,
+    remote: Option<Box<RemoteClaim>>,
+    dev: u64,
+    ino: u64,
+    size: u64,
+    /// Modification and status change times: seconds, and nanoseconds.
+    mtime: i64,
+    ctime: i64,
+    mtime_nsec: u32,
+    ctime_nsec: u32,
+    /// Its name: where in its chunk's names, and how long.
+    name_at: u32,
+    name_len: u16,
+    /// Its anchor's root and its dialect, in the list's tables.
+    root: u32,
+    dialect: u16,
+    kind: EntryKind,
+}
+
+/// Nanoseconds as seconds and nanoseconds (as `stat` gives them), and back.
+fn split_ns(ns: i128) -> (i64, u32) {
+    let secs = ns.div_euclid(1_000_000_000);
+    (
+        i64::try_from(secs).unwrap_or(if secs < 0 { i64::MIN } else { i64::MAX }),
+        ns.rem_euclid(1_000_000_000) as u32,
     )
+}
+
+fn join_ns((secs, nsec): (i64, u32)) -> i128 {
+    i128::from(secs) * 1_000_000_000 + i128::from(nsec)
+}
+
+/// The stale locks a scan keeps for its reclaim pass, compactly: in chunks (no list grows by
+/// doubling), their names in one buffer per chunk, the path of a directory shared by its
+/// locks, the roots and dialects in tables.
+#[derive(Debug, Default)]
+pub struct JudgedList {
+    chunks: Vec<Chunk>,
+    roots: Vec<Arc<Path>>,
+    dialects: Vec<DialectId>,
+    /// The directories of the latest locks (the scanner's threads interleave a few).
+    recent: Vec<Arc<Path>>,
+}
+
+#[derive(Debug, Default)]
+struct Chunk {
+    locks: Vec<Judged>,
+    names: Vec<u8>,
+}
+
+impl JudgedList {
+    const CHUNK: usize = 4096;
+    const RECENT: usize = 16;
+
+    /// Keeps what a reclaim of `f` needs.
+    pub fn push(&mut self, f: &Finding) {
+        use std::os::unix::ffi::OsStrExt;
+        let parent = f.path.parent().unwrap_or(Path::new(""));
+        let dir = match self.recent.iter().position(|d| **d == *parent) {
+            Some(i) => self.recent[i].clone(),
+            None => {
+                let d: Arc<Path> = Arc::from(parent);
+                if self.recent.len() == Self::RECENT {
+                    self.recent.remove(0);
+                }
+                self.recent.push(d.clone());
+                d
+            }
+        };
+        let root = match &f.anchor {
+            Some(a) => match self
+                .roots
+                .iter()
+                .position(|r| Arc::ptr_eq(r, &a.root) || *r == a.root)
+            {
+                Some(i) => i,
+                None => {
+                    self.roots.push(a.root.clone());
+                    self.roots.len() - 1
+                }
+            },
+            None => usize::MAX,
+        };
+        let dialect = match self.dialects.iter().position(|d| *d == f.dialect) {
+            Some(i) => i,
+            None => {
+                self.dialects.push(f.dialect);
+                self.dialects.len() - 1
+            }
+        };
+        if self
+            .chunks
+            .last()
+            .is_none_or(|c| c.locks.len() == Self::CHUNK)
+        {
+            self.chunks.push(Chunk {
+                locks: Vec::with_capacity(Self::CHUNK),
+                names: Vec::with_capacity(Self::CHUNK * 16),
+            });
+        }
+        let chunk = self.chunks.last_mut().expect("just made");
+        let name = f.path.file_name().unwrap_or_default().as_bytes();
+        let name = &name[..name.len().min(usize::from(u16::MAX))];
+        let judged = Judged {
+            dir,
+            node: f.anchor.as_ref().map(|a| a.dir.clone()),
+            remote: f.judgement.remote.clone(),
+            dev: f.identity.dev,
+            ino: f.identity.ino,
+            size: f.identity.size,
+            mtime: split_ns(f.identity.mtime_ns).0,
+            mtime_nsec: split_ns(f.identity.mtime_ns).1,
+            ctime: split_ns(f.identity.ctime_ns).0,
+            ctime_nsec: split_ns(f.identity.ctime_ns).1,
+            name_at: chunk.names.len() as u32,
+            name_len: name.len() as u16,
+            root: u32::try_from(root).unwrap_or(u32::MAX),
+            dialect: dialect as u16,
+            kind: f.kind,
+        };
+        chunk.names.extend_from_slice(name);
+        chunk.locks.push(judged);
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(|c| c.locks.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Each lock as a [`Finding`] to judge again, in the order they came (its judgement holds
+    /// only the claim its host may be asked about).
+    pub fn findings(&self) -> impl Iterator<Item = Finding> + '_ {
+        self.chunks
+            .iter()
+            .flat_map(move |c| c.locks.iter().map(move |j| self.finding(c, j)))
+    }
+
+    /// The locks whose host may be asked about them again, as findings.
+    pub fn asked(&self) -> Vec<Finding> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.locks.iter().map(move |j| (c, j)))
+            .filter(|(_, j)| j.remote.is_some())
+            .map(|(c, j)| self.finding(c, j))
+            .collect()
+    }
+
+    fn finding(&self, chunk: &Chunk, j: &Judged) -> Finding {
+        use std::os::unix::ffi::OsStrExt;
+        let at = j.name_at as usize;
+        let name = OsStr::from_bytes(&chunk.names[at..at + usize::from(j.name_len)]);
+        let mut judgement = Judgement::unknown("judged when it was found; judged again now");
+        judgement.remote = j.remote.clone();
+        let identity = Identity {
+            dev: j.dev,
+            ino: j.ino,
+            size: j.size,
+            mtime_ns: join_ns((j.mtime, j.mtime_nsec)),
+            ctime_ns: join_ns((j.ctime, j.ctime_nsec)),
+        };
+        let anchor = match (&j.node, self.roots.get(j.root as usize)) {
+            (Some(dir), Some(root)) => Some(Anchor {
+                root: root.clone(),
+                dir: dir.clone(),
+            }),
+            _ => None,
+        };
+        Finding {
+            path: j.dir.join(name),
+            dialect: self.dialects[usize::from(j.dialect)],
+            kind: j.kind,
+            size: Some(j.size),
+            modified_ms: i64::try_from(identity.mtime_ns.div_euclid(1_000_000)).ok(),
+            identity,
+            fs: crate::probe::FsInfo::unknown(),
+            judgement,
+            content: Vec::new(),
+            link_target: None,
+            anchor,
+        }
+    }
 }
 
 /// Why this user cannot remove each of `findings` with `opts`, if it cannot (see
@@ -302,83 +549,6 @@ impl DirCache {
         let dir = Arc::new(dir);
         self.last = Some((anchor.dir.clone(), parent, dir.clone()));
         Ok((dir, name, anchor.clone()))
-    }
-}
-
-fn reclaim_in(
-    finding: &Finding,
-    opts: &ReclaimOptions,
-    windows: &Windows,
-    dirs: &mut DirCache,
-    batch: Batch,
-    rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
-) -> Outcome {
-    let path = finding.path.as_path();
-    let (dir, name, anchor) = match dirs.open(finding) {
-        Ok(d) => d,
-        Err(e) => {
-            let why = format!(
-                "cannot open the directory of {} as it was scanned: {e}",
-                path.display()
-            );
-            return Outcome::kept(path, Judgement::unknown(why.clone()), why);
-        }
-    };
-    let mut fresh = match rejudge(dir.as_fd(), &name) {
-        Ok(Some(f)) => f,
-        Ok(None) => {
-            let why = "it is no longer a lock (removed or replaced since it was judged)";
-            return Outcome::kept(path, Judgement::unknown(why), why);
-        }
-        Err(e) => {
-            let why = format!("it could not be judged again: {e}");
-            return Outcome::kept(path, Judgement::unknown(why.clone()), why);
-        }
-    };
-    if let Some(why) = refusal(finding, &fresh, opts) {
-        return Outcome::kept(path, fresh.judgement, why);
-    }
-    // What the kernel would refuse is told now, in a dry run as in a real one.
-    let parent = path.parent().unwrap_or(Path::new("/"));
-    if let Some(why) = removable::denied(
-        dir.as_fd(),
-        &name,
-        parent,
-        fresh.kind,
-        !opts.remove_uncopied,
-    ) {
-        return Outcome::kept(path, fresh.judgement, why);
-    }
-    // Where it was reached is what the journal records, for `restore` to check again.
-    fresh.anchor = Some(anchor);
-    if let Err(why) = on_the_places_mount(&fresh, &dir, &name) {
-        return Outcome::kept(path, fresh.judgement, why);
-    }
-    if opts.dry_run {
-        return Outcome {
-            path: path.to_path_buf(),
-            ok: true,
-            action: Action::WouldRemove,
-            saved_to: None,
-            error: None,
-            judgement: fresh.judgement,
-        };
-    }
-    let result = if fresh.dialect == DialectId::LOCKSMITH {
-        remove_through_engine(&dir, &name, &fresh, opts, windows, batch)
-    } else {
-        remove_aside(&dir, &name, &fresh, opts, batch).map_err(|e| (e, None))
-    };
-    match result {
-        Ok((saved_to, error)) => Outcome {
-            path: path.to_path_buf(),
-            ok: true,
-            action: Action::Removed,
-            saved_to,
-            error,
-            judgement: fresh.judgement,
-        },
-        Err((e, now)) => Outcome::kept(path, now.map_or(fresh.judgement, |j| *j), e),
     }
 }
 
@@ -475,16 +645,319 @@ fn same_file(held: &Identity, now: &Identity) -> bool {
     (held.dev, held.ino, held.size, held.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns)
 }
 
-/// Moves the judged file aside, checks it, stages a copy of it, removes it and journals it
-/// (see the module docs). Returns where the copy is.
-fn remove_aside(
+/// One reclaim pass: each lock is checked and its copy written as it comes; the locks ready
+/// to go are made durable together, in groups (see [`GROUP_LOCKS`]), then each is removed
+/// after checking it once more; outcomes go out in the order of the locks.
+struct Pass<'p, O: FnMut(Outcome)> {
+    opts: &'p ReclaimOptions,
+    windows: &'p Windows,
+    dirs: DirCache,
+    batch: Batch,
+    /// The outcomes and the locks waiting for their group's sync, in order.
+    queue: Vec<Slot>,
+    ready: usize,
+    open_dirs: usize,
+    since: Option<Instant>,
+    /// The state directory, once opened.
+    state: Option<Arc<StateDir>>,
+    outcome: O,
+}
+
+enum Slot {
+    Done(Box<Outcome>),
+    Ready(Box<Ready>),
+}
+
+/// A lock checked, its copy written and its journal line made: waiting for its group's sync.
+struct Ready {
+    dir: Arc<OwnedFd>,
+    name: OsString,
+    /// It as it was when it was copied.
+    held: Identity,
+    fresh: Finding,
+    staged: Staged,
+    state: Arc<StateDir>,
+}
+
+/// What the checks before any change decided.
+enum Checked {
+    Done(Box<Outcome>),
+    /// Every check passed: `fresh`, judged again in `dir`, is to be removed.
+    Remove {
+        dir: Arc<OwnedFd>,
+        name: OsString,
+        fresh: Box<Finding>,
+    },
+}
+
+impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
+    fn new(opts: &'p ReclaimOptions, windows: &'p Windows, outcome: O) -> Self {
+        Pass {
+            opts,
+            windows,
+            dirs: DirCache::default(),
+            batch: Batch::next(),
+            queue: Vec::new(),
+            ready: 0,
+            open_dirs: 0,
+            since: None,
+            state: None,
+            outcome,
+        }
+    }
+
+    fn state(&mut self) -> Result<Arc<StateDir>, String> {
+        if let Some(s) = &self.state {
+            return Ok(s.clone());
+        }
+        let s = open_state(self.opts)?;
+        self.state = Some(s.clone());
+        Ok(s)
+    }
+
+    fn reclaim(
+        &mut self,
+        finding: &Finding,
+        rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
+    ) {
+        if self.since.is_some_and(|t| t.elapsed() >= GROUP_TIME) {
+            self.flush();
+        }
+        let (dir, name, fresh) = match self.check(finding, rejudge) {
+            Checked::Done(o) => return self.done(*o),
+            Checked::Remove { dir, name, fresh } => (dir, name, fresh),
+        };
+        let path = finding.path.as_path();
+        if fresh.dialect == DialectId::LOCKSMITH {
+            // One at a time, inside the engine's protocol.
+            self.flush();
+            let o = match remove_through_engine(
+                &dir,
+                &name,
+                &fresh,
+                self.opts,
+                self.windows,
+                self.batch,
+            ) {
+                Ok((saved_to, error)) => removed(path, saved_to, error, fresh.judgement),
+                Err((e, now)) => Outcome::kept(path, now.map_or(fresh.judgement, |j| *j), e),
+            };
+            return self.done(o);
+        }
+        match self
+            .state()
+            .and_then(|state| stage(&dir, &name, &fresh, self.opts, &state, self.batch))
+        {
+            Ok((held, staged, state)) => {
+                let new_dir = !matches!(self.queue.iter().rev().find_map(|s| match s {
+                    Slot::Ready(r) => Some(&r.dir),
+                    Slot::Done(_) => None,
+                }), Some(d) if Arc::ptr_eq(d, &dir));
+                self.open_dirs += usize::from(new_dir);
+                self.ready += 1;
+                self.since.get_or_insert_with(Instant::now);
+                self.queue.push(Slot::Ready(Box::new(Ready {
+                    dir,
+                    name,
+                    held,
+                    fresh: *fresh,
+                    staged,
+                    state,
+                })));
+                if self.ready >= GROUP_LOCKS || self.open_dirs >= GROUP_DIRS {
+                    self.flush();
+                }
+            }
+            Err(why) => self.done(Outcome::kept(path, fresh.judgement, why)),
+        }
+    }
+
+    fn done(&mut self, o: Outcome) {
+        if self.queue.is_empty() {
+            (self.outcome)(o);
+        } else {
+            self.queue.push(Slot::Done(Box::new(o)));
+        }
+    }
+
+    /// Every check made before anything is changed (see the module docs).
+    fn check(
+        &mut self,
+        finding: &Finding,
+        rejudge: impl FnOnce(BorrowedFd<'_>, &OsStr) -> Result<Option<Finding>, ScanError>,
+    ) -> Checked {
+        let path = finding.path.as_path();
+        let kept = |j: Judgement, why: String| Checked::Done(Box::new(Outcome::kept(path, j, why)));
+        let (dir, name, anchor) = match self.dirs.open(finding) {
+            Ok(d) => d,
+            Err(e) => {
+                let why = format!(
+                    "cannot open the directory of {} as it was scanned: {e}",
+                    path.display()
+                );
+                return kept(Judgement::unknown(why.clone()), why);
+            }
+        };
+        let mut fresh = match rejudge(dir.as_fd(), &name) {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                let why = "it is no longer a lock (removed or replaced since it was judged)";
+                return kept(Judgement::unknown(why), why.into());
+            }
+            Err(e) => {
+                let why = format!("it could not be judged again: {e}");
+                return kept(Judgement::unknown(why.clone()), why);
+            }
+        };
+        if let Some(why) = refusal(finding, &fresh, self.opts) {
+            return kept(fresh.judgement, why);
+        }
+        // What the kernel would refuse is told now, in a dry run as in a real one.
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        if let Some(why) = removable::denied(
+            dir.as_fd(),
+            &name,
+            parent,
+            fresh.kind,
+            !self.opts.remove_uncopied,
+        ) {
+            return kept(fresh.judgement, why);
+        }
+        // Where it was reached is what the journal records, for `restore` to check again.
+        fresh.anchor = Some(anchor);
+        if let Err(why) = on_the_places_mount(&fresh, &dir, &name) {
+            return kept(fresh.judgement, why);
+        }
+        if self.opts.dry_run {
+            return Checked::Done(Box::new(Outcome {
+                path: path.to_path_buf(),
+                ok: true,
+                action: Action::WouldRemove,
+                saved_to: None,
+                error: None,
+                judgement: fresh.judgement,
+            }));
+        }
+        Checked::Remove {
+            dir,
+            name,
+            fresh: Box::new(fresh),
+        }
+    }
+
+    /// Makes the waiting group durable, removes its locks (each checked once more), cancels
+    /// the journal lines of those kept after all, and hands out the outcomes in order.
+    fn flush(&mut self) {
+        let queue = std::mem::take(&mut self.queue);
+        self.ready = 0;
+        self.open_dirs = 0;
+        self.since = None;
+        for o in settle_group(queue) {
+            (self.outcome)(o);
+        }
+    }
+
+    fn finish(mut self) {
+        self.flush();
+    }
+}
+
+/// The outcome of a lock removed.
+fn removed(
+    path: &Path,
+    saved_to: Option<PathBuf>,
+    error: Option<String>,
+    judgement: Judgement,
+) -> Outcome {
+    Outcome {
+        path: path.to_path_buf(),
+        ok: true,
+        action: Action::Removed,
+        saved_to,
+        error,
+        judgement,
+    }
+}
+
+/// The outcomes of `queue`, its group settled: its copies and journal lines put on disk
+/// with one sync, then each lock removed (see [`remove_staged`]) or, when its last check
+/// fails, kept and its line cancelled.
+fn settle_group(mut queue: Vec<Slot>) -> Vec<Outcome> {
+    let state = queue.iter().find_map(|s| match s {
+        Slot::Ready(r) => Some(r.state.clone()),
+        Slot::Done(_) => None,
+    });
+    let durable = match &state {
+        Some(state) => {
+            let mut staged: Vec<&mut Staged> = queue
+                .iter_mut()
+                .filter_map(|s| match s {
+                    Slot::Ready(r) => Some(&mut r.staged),
+                    Slot::Done(_) => None,
+                })
+                .collect();
+            state.make_durable(&mut staged)
+        }
+        None => Ok(()),
+    };
+    let mut cancelled = Vec::new();
+    let mut kept = Vec::new();
+    let mut outcomes: Vec<Outcome> = queue
+        .into_iter()
+        .enumerate()
+        .map(|(i, slot)| {
+            let r = match slot {
+                Slot::Done(o) => return *o,
+                Slot::Ready(r) => *r,
+            };
+            let result = match &durable {
+                Ok(()) => remove_staged(&r.dir, &r.name, &r.held, &r.fresh, r.staged.entry()),
+                Err(e) => Err(format!(
+                    "not removed: its copy and journal line could not be put on disk in {}: {e}",
+                    r.state.path().display()
+                )),
+            };
+            match result {
+                Ok(()) => removed(&r.fresh.path, r.staged.keep(), None, r.fresh.judgement),
+                Err(why) => {
+                    kept.push(i);
+                    cancelled.push((r.staged, why.clone()));
+                    Outcome::kept(&r.fresh.path, r.fresh.judgement, why)
+                }
+            }
+        })
+        .collect();
+    if let Some(state) = state {
+        if !cancelled.is_empty()
+            && let Err(e) = state.cancel(cancelled)
+        {
+            for i in kept {
+                let o = &mut outcomes[i];
+                let why = o.error.take().unwrap_or_default();
+                o.error = Some(format!(
+                    "{why}; its journal line could not be marked as not removed in {}: {e}",
+                    state.path().display()
+                ));
+            }
+        }
+        state.batch_done();
+    }
+    outcomes
+}
+
+/// Checks that `name` in `dir` is still the file `f` judged, and writes its copy (the file
+/// as it is under its name: the link text for a symlink, the records of a lock directory)
+/// with its journal line, neither on disk yet (see [`settle_group`]). Returns the file as it
+/// was copied, and the copy.
+fn stage(
     dir: &OwnedFd,
     name: &OsStr,
     f: &Finding,
     opts: &ReclaimOptions,
+    state: &Arc<StateDir>,
     batch: Batch,
-) -> Result<Removed, String> {
-    // Hold the judged inode: it is what the name must still be, and what is removed.
+) -> Result<(Identity, Staged, Arc<StateDir>), String> {
+    // The judged inode: it is what the name must still be, and what is copied.
     let held = sys::open_path(dir, name).map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => "it was removed meanwhile".to_string(),
         _ => format!("cannot open it: {e}"),
@@ -496,87 +969,129 @@ fn remove_aside(
             identity_change(&f.identity, &held_id)
         ));
     }
-    // No copy can be kept: nothing is moved.
-    let state = open_state(opts)?;
-    let aside = sys::move_aside(dir, name).map_err(|e| format!("cannot move it aside: {e}"))?;
+    let staged = match f.kind {
+        EntryKind::File => {
+            let fd = sys::open_file_at(dir, name, &held_id)
+                .map_err(|e| format!("cannot save a copy first: {e}"))?;
+            state.stage(f, Source::File(fd.as_fd()), batch)
+        }
+        EntryKind::Symlink | EntryKind::Dir => state.stage(f, Source::At(dir.as_fd(), name), batch),
+        EntryKind::Other => return Err("it is not a file, a symlink or a directory".into()),
+    };
+    let mut staged = uncopied_or(staged, f, opts, state, batch, || {
+        sys::meta_at(dir, name).map_err(|e| format!("cannot stat it: {e}"))
+    })?;
+    // Changed while it was copied: someone has it open and is using it.
+    match sys::identity_at(dir, name) {
+        Ok(now) if now == held_id => {}
+        Ok(now) => {
+            return Err(format!(
+                "it changed while it was copied ({})",
+                identity_change(&held_id, &now)
+            ));
+        }
+        Err(e) => return Err(format!("cannot stat it: {e}")),
+    }
+    staged.set_judgement(&f.judgement);
+    Ok((held_id, staged, state.clone()))
+}
+
+/// Removes the lock `name` in `dir`, whose copy and journal line `entry` are on disk: it must
+/// still be the file that was copied (`held`); it is moved aside under a private name (see
+/// the module docs), checked there (the same inode, unchanged, no kernel lock on it, the same
+/// content or records as its copy), then removed. When any check fails it is put back, and
+/// the error says why (the caller cancels the journal line).
+fn remove_staged(
+    dir: &OwnedFd,
+    name: &OsStr,
+    held_id: &Identity,
+    f: &Finding,
+    entry: &Entry,
+) -> Result<(), String> {
+    let held = sys::open_path(dir, name).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => "it was removed meanwhile".to_string(),
+        _ => format!("cannot open it: {e}"),
+    })?;
+    let now = sys::identity_fd(&held).map_err(|e| format!("cannot stat it: {e}"))?;
+    if now != *held_id {
+        return Err(format!(
+            "the file changed since it was copied ({})",
+            identity_change(held_id, &now)
+        ));
+    }
+    let aside = sys::move_aside(dir, name, &aside_name(name, &entry.id))
+        .map_err(|e| format!("cannot move it aside: {e}"))?;
     let shown_aside = Path::new(&aside).display();
     // Any refusal from here on puts the file back first, and says so when it cannot.
     let put_back = |why: String| -> String {
         match sys::put_back(dir, &aside, name) {
             Ok(()) => why,
-            Err(e) => {
-                let why = format!(
-                    "{why}; it stays under the name {shown_aside} beside it: it could not be \
-                     put back ({e})"
-                );
-                journal_failure(&state, f, &why, batch);
-                why
-            }
+            Err(e) => format!(
+                "{why}; it stays under the name {shown_aside} beside it: it could not be put \
+                 back ({e})"
+            ),
         }
     };
     let check = |when: &str| -> Result<(), String> {
         let now = sys::identity_at(dir, &aside).map_err(|e| format!("cannot stat it: {e}"))?;
-        if !same_file(&held_id, &now) {
+        if !same_file(held_id, &now) {
             return Err(format!(
                 "another file took its name {when} ({})",
-                identity_change(&held_id, &now)
+                identity_change(held_id, &now)
             ));
         }
         Ok(())
     };
     check("just before it was moved aside").map_err(&put_back)?;
     // A kernel lock can be taken without changing the file, so it is looked for now, with the
-    // file out of reach of anyone who has not opened it already; then the copy is staged from
-    // the file under the private name.
-    let staged = match f.kind {
+    // file out of reach of anyone who has not opened it already.
+    match f.kind {
         EntryKind::File => {
-            let fd = sys::open_file_at(dir, &aside, &held_id)
-                .map_err(|e| put_back(format!("cannot save a copy first: {e}")))?;
-            if sys::kernel_locked(fd.as_fd(), &held_id) {
+            let fd = sys::open_file_at(dir, &aside, held_id)
+                .map_err(|e| put_back(format!("cannot open it again: {e}")))?;
+            if sys::kernel_locked(fd.as_fd(), held_id) {
                 return Err(put_back("a kernel lock is held on it now".into()));
             }
-            state.stage(f, Source::File(fd.as_fd()), batch)
+            // A write within the same clock tick as the copy leaves the mtime as it was: a
+            // small file (every lock format) is compared with its copy.
+            if let Some(want) = &entry.sha256
+                && held_id.size <= SAME_CONTENT_BYTES
+            {
+                let mut bytes = vec![0; held_id.size as usize + 1];
+                let n = rustix::io::pread(&fd, &mut bytes, 0)
+                    .map_err(|e| put_back(format!("cannot read it again: {e}")))?;
+                if sha256_hex(&bytes[..n]) != *want {
+                    return Err(put_back("it was written to since it was copied".into()));
+                }
+            }
         }
-        EntryKind::Symlink => state.stage(f, Source::At(dir.as_fd(), &aside), batch),
         EntryKind::Dir => {
-            if sys::dir_locked(dir, &aside, &held_id) {
+            if sys::dir_locked(dir, &aside, held_id) {
                 return Err(put_back("a kernel lock is held on it now".into()));
             }
-            state.stage(f, Source::At(dir.as_fd(), &aside), batch)
+            match state::lock_records(dir.as_fd(), &aside) {
+                Ok(now) if now == entry.members => {}
+                _ => {
+                    return Err(put_back(
+                        "its records changed since they were copied".into(),
+                    ));
+                }
+            }
         }
-        EntryKind::Other => {
-            return Err(put_back(
-                "it is not a file, a symlink or a directory".into(),
-            ));
-        }
-    };
-    let staged = uncopied_or(staged, f, opts, &state, batch, || {
-        sys::meta_at(dir, &aside).map_err(|e| format!("cannot stat it: {e}"))
-    })
-    .map_err(&put_back)?;
-    // Written to while it was copied: someone has it open and is using it.
-    if check("while it was copied").is_err() {
-        staged.discard();
-        return Err(put_back("it was written to while it was copied".into()));
+        EntryKind::Symlink | EntryKind::Other => {}
     }
     let links = sys::links(&held);
     // A lock directory goes with the records it holds (copied with it, put back by restore).
     if f.kind == EntryKind::Dir
-        && let Err(e) = sys::remove_records(dir, &aside, &staged.entry().members)
+        && let Err(e) = sys::remove_records(dir, &aside, &entry.members)
     {
-        staged.discard();
-        let why = put_back(format!("cannot remove its records: {e}"));
-        journal_failure(&state, f, &why, batch);
-        return Err(why);
+        return Err(put_back(format!("cannot remove its records: {e}")));
     }
     if let Err(e) = sys::unlink_at(dir, &aside, f.kind == EntryKind::Dir) {
         if f.kind == EntryKind::Dir {
-            let _ = sys::write_records(dir, &aside, &staged.entry().members);
+            let _ = sys::write_records(dir, &aside, &entry.members);
         }
-        staged.discard();
-        let why = put_back(format!("cannot remove it: {e}"));
-        journal_failure(&state, f, &why, batch);
-        return Err(why);
+        return Err(put_back(format!("cannot remove it: {e}")));
     }
     // Only the file's owner (or anyone, in a directory without the sticky bit) could have put
     // another file under the private name since it was checked: say so if it happened.
@@ -584,13 +1099,10 @@ fn remove_aside(
         && let (Some(before), Some(after)) = (links, sys::links(&held))
         && after + 1 != before
     {
-        staged.discard();
-        let why = format!(
+        return Err(format!(
             "the name {shown_aside} was taken by another file just before it was removed: \
              that file was removed, and the judged one is still there, unlinked or not"
-        );
-        journal_failure(&state, f, &why, batch);
-        return Err(why);
+        ));
     }
     if f.kind != EntryKind::Dir
         && links.is_some_and(|n| n > 1)
@@ -602,13 +1114,101 @@ fn remove_aside(
             .get_or_insert_with(HashMap::new)
             .insert((left.dev, left.ino), left);
     }
-    Ok(committed(staged.commit(&f.judgement), &state))
+    Ok(())
+}
+
+/// A file this small is compared with its copy just before it is removed.
+const SAME_CONTENT_BYTES: u64 = 64 * 1024;
+
+/// The private name a lock is moved to just before it is removed, made from its journal
+/// line's id, so that the next reclaim can find it if this process is killed right then:
+/// `NAME.locksmith-aside-HASH`.
+pub(super) fn aside_name(name: &OsStr, id: &str) -> OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut out: Vec<u8> = name.as_bytes().iter().copied().take(180).collect();
+    out.extend_from_slice(ASIDE_MARKER.as_bytes());
+    out.extend_from_slice(&sha256_hex(id.as_bytes()).as_bytes()[..16]);
+    OsString::from_vec(out)
+}
+
+/// Our own dialect goes through the engine's reclaim protocol: the engine takes the stale
+/// lock's kernel lock, checks the identity again and calls back before it unlinks, so the copy
+/// is made, and it and the journal line put on disk, while no one else can take or reclaim
+/// that lock (a group of one); the line is cancelled if the engine does not remove the lock
+/// after all. The engine works in the directory reached from the root, never through the
+/// path. A refusal comes back with the engine's judgement of the moment.
+fn remove_through_engine(
+    dir: &OwnedFd,
+    name: &OsStr,
+    f: &Finding,
+    opts: &ReclaimOptions,
+    windows: &Windows,
+    batch: Batch,
+) -> Result<Removed, (String, Option<Box<Judgement>>)> {
+    let state = open_state(opts).map_err(|e| (e, None))?;
+    let meta = sys::meta_at(dir, name).ok();
+    let dir = dir
+        .try_clone()
+        .map_err(|e| (format!("cannot use its directory: {e}"), None))?;
+    let mut staged = None;
+    let result = crate::engine::lock(&f.path).windows(windows).reclaim_at(
+        dir,
+        name,
+        Some(f.identity),
+        |content, judgement| {
+            let mut at_removal = f.clone();
+            at_removal.judgement = crate::judge::engine_judgement(judgement.clone());
+            let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()), batch);
+            let s = uncopied_or(s, &at_removal, opts, &state, batch, || {
+                meta.clone().ok_or_else(|| "cannot stat it".to_string())
+            })
+            .map_err(io::Error::other)?;
+            let s = staged.insert((s, at_removal.judgement));
+            s.0.make_durable(&s.1)
+        },
+    );
+    let outcome = match (result, staged) {
+        (Ok(_), Some((s, _))) => Ok((s.keep(), None)),
+        (Ok(_), None) => Err((
+            "the engine removed it without saving a copy first".into(),
+            None,
+        )),
+        (Err(e), staged) => {
+            let now = e
+                .judgement()
+                .cloned()
+                .map(|j| Box::new(crate::judge::engine_judgement(j)));
+            let why = format!("not removed: {}", e.kind());
+            if let Some((s, _)) = staged {
+                let _ = state.cancel(vec![(s, why.clone())]);
+            }
+            Err((why, now))
+        }
+    };
+    state.batch_done();
+    outcome
 }
 
 /// The verified state directory of `opts` (see [`StateDir`]).
+/// Finishes the runs killed in the middle of a group of removals (see `recover`), if the
+/// state directory of `opts` exists: what one of them left under a private name is put back
+/// under its name. A reclaim pass does it before its first removal anyway; a scan that
+/// reclaims does it before it scans, so that it finds those locks again.
+pub fn recover_killed_runs(opts: &ReclaimOptions) {
+    if !opts.dry_run && std::fs::symlink_metadata(&opts.state_dir).is_ok() {
+        let _ = open_state(opts);
+    }
+}
+
+/// The first time in this process, the runs that were killed in the middle of a group are
+/// finished first (see [`recover`]).
 fn open_state(opts: &ReclaimOptions) -> Result<std::sync::Arc<StateDir>, String> {
-    StateDir::shared(&opts.state_dir, opts.copies)
-        .map_err(|e| format!("not removed: no copy can be saved: {e}"))
+    let state = StateDir::shared(&opts.state_dir, opts.copies)
+        .map_err(|e| format!("not removed: no copy can be saved: {e}"))?;
+    state
+        .recovered
+        .call_once(|| recover::finish_dead_runs(&state));
+    Ok(state)
 }
 
 /// A staged copy, or, when the limits forbid one and the user asked to remove such locks
@@ -639,80 +1239,6 @@ fn uncopied_or(
 
 /// Where the copy of a removed lock is, and what went wrong after the removal.
 type Removed = (Option<PathBuf>, Option<String>);
-
-/// The lock is gone whatever happens to its journal line; a failure to write it is reported.
-fn committed(r: io::Result<Option<PathBuf>>, state: &StateDir) -> Removed {
-    match r {
-        Ok(saved) => (saved, None),
-        Err(e) => (
-            None,
-            Some(format!(
-                "removed, but its copy could not be named or journaled in {}: {e}",
-                state.path().display()
-            )),
-        ),
-    }
-}
-
-/// A `reclaim-failed` journal line for `f`, in `batch`.
-fn journal_failure(state: &StateDir, f: &Finding, error: &str, batch: Batch) {
-    let mut line = Entry::new(state.next_id(), Event::ReclaimFailed, &f.path);
-    line.batch = Some(batch.0);
-    line.dialect = Some(f.dialect.to_string());
-    line.error = Some(error.to_string());
-    let _ = state.append(&line);
-}
-
-/// Our own dialect goes through the engine's reclaim protocol: the engine takes the stale
-/// lock's kernel lock, checks the identity again and calls back before it unlinks, so the copy
-/// is made while no one else can take or reclaim that lock; it is journaled once the engine
-/// has removed the lock. The engine works in the directory reached from the root, never
-/// through the path. A refusal comes back with the engine's judgement of the moment.
-fn remove_through_engine(
-    dir: &OwnedFd,
-    name: &OsStr,
-    f: &Finding,
-    opts: &ReclaimOptions,
-    windows: &Windows,
-    batch: Batch,
-) -> Result<Removed, (String, Option<Box<Judgement>>)> {
-    let state = open_state(opts).map_err(|e| (e, None))?;
-    let meta = sys::meta_at(dir, name).ok();
-    let dir = dir
-        .try_clone()
-        .map_err(|e| (format!("cannot use its directory: {e}"), None))?;
-    let mut staged = None;
-    let result = crate::engine::lock(&f.path).windows(windows).reclaim_at(
-        dir,
-        name,
-        Some(f.identity),
-        |content, judgement| {
-            let mut at_removal = f.clone();
-            at_removal.judgement = crate::judge::engine_judgement(judgement.clone());
-            let s = state.stage(&at_removal, Source::Bytes(content, meta.clone()), batch);
-            let s = uncopied_or(s, &at_removal, opts, &state, batch, || {
-                meta.clone().ok_or_else(|| "cannot stat it".to_string())
-            })
-            .map_err(io::Error::other)?;
-            staged = Some((s, at_removal.judgement));
-            Ok(())
-        },
-    );
-    match (result, staged) {
-        (Ok(_), Some((s, judgement))) => Ok(committed(s.commit(&judgement), &state)),
-        (Ok(_), None) => Err((
-            "the engine removed it without saving a copy first".into(),
-            None,
-        )),
-        (Err(e), _) => {
-            let now = e
-                .judgement()
-                .cloned()
-                .map(|j| Box::new(crate::judge::engine_judgement(j)));
-            Err((format!("not removed: {}", e.kind()), now))
-        }
-    }
-}
 
 /// The file operations, all relative to the lock's verified directory descriptor.
 mod sys {
@@ -813,7 +1339,7 @@ mod sys {
     }
 
     /// A private name for `name` in its directory: `NAME.locksmith-aside-RANDOM`.
-    fn aside_name(name: &OsStr) -> OsString {
+    fn random_aside_name(name: &OsStr) -> OsString {
         static COUNT: AtomicU64 = AtomicU64::new(0);
         let n = COUNT.fetch_add(1, Ordering::Relaxed);
         let random = std::collections::hash_map::RandomState::new().hash_one((
@@ -827,11 +1353,16 @@ mod sys {
         OsString::from_vec(out)
     }
 
-    /// Renames `name` to a new private name in the same directory, never replacing anything
-    /// (`renameat2(RENAME_NOREPLACE)`). Returns the private name.
-    pub fn move_aside(dir: &OwnedFd, name: &OsStr) -> io::Result<OsString> {
-        for _ in 0..16 {
-            let aside = aside_name(name);
+    /// Renames `name` to the private name `first` in the same directory, or, if that is
+    /// taken, to a new random one, never replacing anything (`renameat2(RENAME_NOREPLACE)`).
+    /// Returns the private name.
+    pub fn move_aside(dir: &OwnedFd, name: &OsStr, first: &OsStr) -> io::Result<OsString> {
+        for i in 0..16 {
+            let aside = if i == 0 {
+                first.to_os_string()
+            } else {
+                random_aside_name(name)
+            };
             match rustix::fs::renameat_with(dir, name, dir, &aside, RenameFlags::NOREPLACE) {
                 Ok(()) => return Ok(aside),
                 Err(Errno::EXIST) => continue,
@@ -1098,7 +1629,8 @@ mod tests {
     }
 
     /// A file moved aside that fails a check (here: a kernel lock is held on it, which the
-    /// judge was told nothing about) is put back under its name, and nothing is journaled.
+    /// judge was told nothing about) is put back under its name; its reclaim line, on disk
+    /// before the removal was tried, is cancelled, and its copy deleted.
     #[test]
     fn a_file_moved_aside_that_fails_a_check_is_put_back() {
         let t = tempfile::tempdir().unwrap();
@@ -1120,7 +1652,19 @@ mod tests {
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("x.pid")]);
         assert_eq!(fs::read(&lock).unwrap(), b"1\n");
-        assert!(journal(t.path()).is_empty());
+        let j = journal(t.path());
+        assert_eq!(j.len(), 2, "{j:?}");
+        assert_eq!(j[0]["event"], "reclaim");
+        assert_eq!(j[1]["event"], "reclaim-failed");
+        assert_eq!(j[1]["cancels"], j[0]["id"]);
+        assert!(
+            j[1]["error"].as_str().unwrap().contains("kernel lock"),
+            "{j:?}"
+        );
+        let saved = t.path().join("state").join(SAVED);
+        assert_eq!(fs::read_dir(&saved).unwrap().count(), 0);
+        let e = restore::plan(&t.path().join("state"), &Selector::LastRun).unwrap_err();
+        assert!(e.contains("nothing to restore"), "{e}");
         drop(held);
         // The rename there and back moved its ctime: judged anew.
         let f = found(&lock, Verdict::Stale);
@@ -1129,6 +1673,39 @@ mod tests {
         });
         assert_eq!(o.action, Action::Removed, "{o:?}");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+    }
+
+    /// What a scan keeps of a stale lock gives back the finding a reclaim needs: its path,
+    /// identity (times to the nanosecond), kind, dialect and anchor, in the order kept.
+    #[test]
+    fn the_compact_list_gives_back_what_reclaim_needs() {
+        let t = tempfile::tempdir().unwrap();
+        let mut list = JudgedList::default();
+        let mut kept = Vec::new();
+        for (i, name) in ["a.pid", "b.pid", ".#c"].iter().enumerate() {
+            let p = t.path().join(format!("d{}", i % 2)).join(name);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(&p, "1\n").unwrap();
+            let mut f = found(&p, Verdict::Stale);
+            if i > 0 {
+                f.anchor = Some(Anchor::of_parent(&p).unwrap().0);
+            }
+            f.dialect = [DialectId::PIDFILE, DialectId::VIM_SWAP][i % 2];
+            f.identity.mtime_ns = -1_500_000_001 + i as i128;
+            list.push(&f);
+            kept.push(f);
+        }
+        assert_eq!(list.len(), 3);
+        for (a, b) in list.findings().zip(&kept) {
+            assert_eq!(a.path, b.path);
+            assert_eq!(a.identity, b.identity);
+            assert_eq!((a.kind, a.dialect), (b.kind, b.dialect));
+            assert_eq!(
+                a.anchor.as_ref().map(|x| (x.root.clone(), x.chain())),
+                b.anchor.as_ref().map(|x| (x.root.clone(), x.chain()))
+            );
+        }
+        assert!(std::mem::size_of::<Judged>() <= 96);
     }
 
     #[test]

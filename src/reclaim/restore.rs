@@ -118,6 +118,16 @@ pub fn restored_ids(entries: &[Entry]) -> HashSet<&str> {
         .collect()
 }
 
+/// The ids of the reclaim entries that removed nothing after all (cancelled by a
+/// `reclaim-failed` line).
+pub fn cancelled_ids(entries: &[Entry]) -> HashSet<&str> {
+    entries
+        .iter()
+        .filter(|e| e.event == Event::ReclaimFailed)
+        .filter_map(|e| e.cancels.as_deref())
+        .collect()
+}
+
 /// The reclaims `selector` names in the journal of `state_dir` (see [`Selector`]); the error
 /// says why there is nothing to put back.
 pub fn plan(state_dir: &Path, selector: &Selector) -> Result<Plan, String> {
@@ -181,7 +191,9 @@ fn open(state_dir: &Path) -> Result<StateDir, String> {
 
 /// The entries of `all` (the whole journal, oldest first) that `selector` names.
 fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
-    let done = restored_ids(all);
+    let cancelled = cancelled_ids(all);
+    let mut done = restored_ids(all);
+    done.extend(cancelled.iter().copied());
     let undoable = |e: &&Entry| e.event == Event::Reclaim && !done.contains(e.id.as_str());
     let of_run = |run: &str, what: &str| -> Result<Plan, String> {
         let entries: Vec<Entry> = all
@@ -193,8 +205,8 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
             .collect();
         if entries.is_empty() {
             return Err(format!(
-                "nothing to restore: every reclaim of {what} ({run}) is restored already \
-                 (`locksmith journal` lists the runs; `locksmith restore RUN` restores another)"
+                "nothing to restore: every reclaim of {what} ({run}) is restored already, or \
+                 removed nothing after all (`locksmith journal` lists the runs; `locksmith restore RUN` restores another)"
             ));
         }
         Ok(Plan {
@@ -209,6 +221,14 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
                 "journal entry {} is a {} entry, not a reclaim",
                 text::escape(&entry.id),
                 entry.event.as_str()
+            ));
+        }
+        if cancelled.contains(entry.id.as_str()) {
+            return Err(format!(
+                "{} (entry {}) was not removed after all (a later reclaim-failed line says \
+                 why): there is nothing to put back",
+                text::display_path(&entry.path_buf()),
+                text::escape(&entry.id)
             ));
         }
         if done.contains(entry.id.as_str()) {
@@ -586,7 +606,7 @@ fn remove_temp(dir: &OwnedFd, temp: &str, meta: &Meta, members: &[super::journal
 
 /// Opens the directory the lock of `entry` was removed from, through the directories the
 /// journal recorded (see the module docs), and returns it with the lock's name.
-fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::OsString), String> {
+pub(super) fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::OsString), String> {
     let path = entry.path_buf();
     let shown = path.display();
     let copy = entry

@@ -18,14 +18,22 @@
 //! (`SEEK_DATA`/`SEEK_HOLE`), so a sparse file stays sparse; a copy larger than the per-copy
 //! cap, or one that would take the directory past its total cap, is not made (and the lock is
 //! then kept unless the user asked otherwise); copies older than `keep_days` are deleted when
-//! the directory is opened. A copy is written under a temporary name first ([`Staged`]) and
-//! only named and journaled once the lock is really gone; an error (ENOSPC) removes the
-//! partial copy.
+//! the directory is opened.
+//!
+//! Durability comes in batches ([`StateDir::make_durable`]): the copies of a batch are written
+//! under their names ([`Staged`]), their journal lines are appended in one `write`, and one
+//! `syncfs(2)` of the state directory's file system puts both on disk; only then are the
+//! locks removed. A lock kept after all (its check at the moment of removal failed) gets a
+//! `reclaim-failed` line naming the reclaim line it cancels, and its copy is deleted. Each
+//! process that journals reclaims holds a run file in `runs/` (locked with `flock(2)` while it
+//! lives) that says where its batch in progress starts in the journal, so that a run killed
+//! in the middle of a batch is finished by the next one (see `recover`). An error (ENOSPC)
+//! removes the copies of the batch, and its locks are kept.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,8 +51,14 @@ use crate::text;
 pub const JOURNAL: &str = "journal.jsonl";
 /// The directory of copies, inside the state directory.
 pub const SAVED: &str = "saved";
-/// Prefix of a copy being written (renamed once the lock is gone, removed otherwise).
+/// Prefix of a copy being written by versions before copies were written under their names
+/// (rotated like copies).
 const PARTIAL: &str = ".partial-";
+/// A group of at most this many copies is synced file by file (`fsync`), a larger one with
+/// one `syncfs(2)`.
+const SYNC_EACH: usize = 8;
+/// The directory of run files, inside the state directory (see the module docs).
+pub const RUNS: &str = "runs";
 /// A file larger than this (apparent size) is never copied, whatever its holes: its digest
 /// alone would take too long, and no lock format comes near it.
 pub const MAX_APPARENT_BYTES: u64 = 1 << 30;
@@ -107,6 +121,12 @@ pub struct StateDir {
     /// The journal, opened (and checked) with the directory when it is opened for writing,
     /// so that a bad journal is refused before anything is removed.
     journal: Option<OwnedFd>,
+    /// Whether `saved/` and the journal are on different file systems (each is then synced).
+    split: bool,
+    /// This process's run file (see the module docs), made at its first batch.
+    run_file: Mutex<Option<OwnedFd>>,
+    /// Whether the runs killed before this one have been finished (see `recover`).
+    pub(super) recovered: std::sync::Once,
     limits: CopyLimits,
     /// Bytes on disk in `saved/`, counting copies being written.
     used: AtomicU64,
@@ -192,11 +212,18 @@ impl StateDir {
         } else {
             None
         };
+        let split = match (&saved, &journal) {
+            (Some(s), Some(j)) => rustix::fs::fstat(s)?.st_dev != rustix::fs::fstat(j)?.st_dev,
+            _ => false,
+        };
         let s = StateDir {
             path: path.to_path_buf(),
             dir,
             saved,
             journal,
+            split,
+            run_file: Mutex::new(None),
+            recovered: std::sync::Once::new(),
             limits,
             used: AtomicU64::new(0),
             seq: AtomicU64::new(0),
@@ -251,20 +278,8 @@ impl StateDir {
         let now = jiff::Timestamp::now().as_second();
         let keep = i64::try_from(self.limits.keep_days.saturating_mul(86_400)).unwrap_or(i64::MAX);
         let mut used = 0u64;
-        let dup = rustix::fs::openat(
-            self.saved(),
-            ".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
         let mut doomed = Vec::new();
-        for entry in rustix::fs::Dir::new(dup)? {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let name = OsStr::from_bytes(name).to_os_string();
+        for name in names_in(self.saved())? {
             let Ok(st) = rustix::fs::statat(self.saved(), &name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
@@ -384,9 +399,14 @@ impl StateDir {
 
     /// Appends one entry to the journal (one `write` on the `O_APPEND` file, then fsync).
     pub fn append(&self, entry: &Entry) -> io::Result<()> {
-        let text = serde_json::to_string(entry).map_err(io::Error::other)?;
-        let mut line = crate::text::terminal_safe_json(&text).into_owned();
-        line.push('\n');
+        self.append_all(std::slice::from_ref(entry))
+    }
+
+    /// Appends `entries` to the journal in one `write`, then syncs it once.
+    pub fn append_all(&self, entries: &[Entry]) -> io::Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
         let opened;
         let fd = match &self.journal {
             Some(fd) => fd,
@@ -395,18 +415,108 @@ impl StateDir {
                 &opened
             }
         };
-        let mut rest = line.as_bytes();
-        while !rest.is_empty() {
-            let n = rustix::io::write(fd, rest)?;
-            rest = &rest[n..];
-        }
+        write_lines(fd, &lines(entries)?)?;
         rustix::fs::fdatasync(fd)?;
         Ok(())
     }
 
-    /// The journal's lines, oldest first (an absent journal is empty). A line that does not
-    /// parse is skipped.
-    pub fn read_journal(&self) -> io::Result<Vec<Entry>> {
+    /// Puts the copies of `batch` (written by [`StateDir::stage`]) and their journal lines
+    /// on disk: the lines are appended in one `write`, then one `syncfs(2)` of the state
+    /// directory's file system makes the copies, the lines and the run file (which now says
+    /// where the batch starts) durable (a group of a few is synced file by file instead). Once it returns, the batch's locks may be removed;
+    /// each one that is not must get a line of [`StateDir::cancel`]. On an error nothing of
+    /// the batch may be removed (its lines, if written, are cancelled by the caller).
+    pub fn make_durable(&self, batch: &mut [&mut Staged]) -> io::Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let fd = self
+            .journal
+            .as_ref()
+            .ok_or_else(|| io::Error::other("the state directory was opened for reading"))?;
+        let entries: Vec<&Entry> = batch.iter().map(|s| &s.entry).collect();
+        let text = lines(entries)?;
+        let start = rustix::fs::fstat(fd)?.st_size as u64;
+        let few = batch.len() <= SYNC_EACH;
+        self.mark_run(Some(start), few)?;
+        write_lines(fd, &text)?;
+        if few {
+            // A few files: synced one by one, which spares the other files of the file
+            // system that `syncfs` would write too.
+            for s in batch.iter() {
+                if let Some(name) = &s.temp {
+                    let copy = rustix::fs::openat(
+                        self.saved(),
+                        name,
+                        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                        Mode::empty(),
+                    )?;
+                    rustix::fs::fsync(&copy)?;
+                }
+            }
+            rustix::fs::fsync(self.saved())?;
+            rustix::fs::fdatasync(fd)?;
+        } else {
+            rustix::fs::syncfs(self.saved())?;
+            if self.split {
+                rustix::fs::fdatasync(fd)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Journals that the reclaims `cancelled` (lines made durable by
+    /// [`StateDir::make_durable`]) removed nothing, each with why: `reclaim-failed` lines
+    /// naming them, so that `restore` never offers them. Their copies are deleted.
+    pub fn cancel(&self, cancelled: Vec<(Staged, String)>) -> io::Result<()> {
+        let lines: Vec<Entry> = cancelled
+            .iter()
+            .map(|(s, why)| cancel_line(self, &s.entry, why))
+            .collect();
+        let written = self.append_all(&lines);
+        drop(cancelled);
+        written
+    }
+
+    /// The batch in progress is over (every lock of it removed or cancelled).
+    pub fn batch_done(&self) {
+        let _ = self.mark_run(None, false);
+    }
+
+    /// Writes where this run's batch in progress starts in the journal (`None`: no batch in
+    /// progress) into its run file, made and locked at the first call.
+    fn mark_run(&self, start: Option<u64>, sync: bool) -> io::Result<()> {
+        let mut run = self.run_file.lock().unwrap_or_else(|e| e.into_inner());
+        if run.is_none() {
+            if start.is_none() {
+                return Ok(());
+            }
+            let runs = sub_dir(&self.dir, &self.path, RUNS, true)?.expect("created");
+            let fd = rustix::fs::openat(
+                &runs,
+                journal::run_id(),
+                OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            check_own_file(&fd, &self.path.join(RUNS).join(journal::run_id()))?;
+            rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+            rustix::fs::fsync(&runs)?;
+            *run = Some(fd);
+        }
+        let fd = run.as_ref().expect("just made");
+        let text = match start {
+            Some(n) => format!("{n:>20}\n"),
+            None => format!("{:>20}\n", "-"),
+        };
+        rustix::io::pwrite(fd, text.as_bytes(), 0)?;
+        if sync {
+            rustix::fs::fdatasync(fd)?;
+        }
+        Ok(())
+    }
+
+    /// The journal's entries from byte `start` on (a partial first line is skipped).
+    pub(super) fn read_journal_from(&self, start: u64) -> io::Result<Vec<Entry>> {
         let fd = match rustix::fs::openat(
             &self.dir,
             JOURNAL,
@@ -418,8 +528,58 @@ impl StateDir {
             Err(e) => return Err(self.refused_file(JOURNAL, e)),
         };
         check_own_file(&fd, &self.path.join(JOURNAL))?;
+        rustix::fs::seek(&fd, SeekFrom::Start(start))?;
         let text = read_all(&fd, 1 << 30)?;
         Ok(journal::parse(&text))
+    }
+
+    /// The run files in `runs/` of runs that have ended (their lock can be taken), each
+    /// with where its batch in progress started (`None`: none was), held locked until
+    /// [`DeadRun::finished`].
+    pub(super) fn dead_runs(&self) -> io::Result<Vec<DeadRun>> {
+        let Some(runs) = sub_dir(&self.dir, &self.path, RUNS, false)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for name in names_in(runs.as_fd())? {
+            let Some(run) = name.to_str().filter(|n| !n.starts_with('.')) else {
+                continue;
+            };
+            if run == journal::run_id() {
+                continue;
+            }
+            let Ok(fd) = rustix::fs::openat(
+                &runs,
+                run,
+                OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) else {
+                continue;
+            };
+            if check_own_file(&fd, &self.path.join(RUNS).join(run)).is_err()
+                || rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                    .is_err()
+            {
+                continue;
+            }
+            let text = read_all(&fd, 64).unwrap_or_default();
+            let start = std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.trim().parse().ok());
+            out.push(DeadRun {
+                run: run.to_string(),
+                start,
+                runs: runs.try_clone()?,
+                _held: fd,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The journal's lines, oldest first (an absent journal is empty). A line that does not
+    /// parse is skipped.
+    pub fn read_journal(&self) -> io::Result<Vec<Entry>> {
+        self.read_journal_from(0)
     }
 
     fn refused_file(&self, name: &str, e: Errno) -> io::Error {
@@ -437,11 +597,12 @@ enum Content<'a> {
     Borrowed(&'a [u8]),
 }
 
-/// A copy written under a temporary name and its journal entry, waiting for the lock's
-/// removal. Dropped without [`Staged::commit`], the copy is removed and nothing is journaled.
+/// A copy written under its name in `saved/` and its journal entry, waiting for the lock's
+/// removal. Dropped without [`Staged::keep`] (the lock was kept), the copy is removed.
 #[derive(Debug)]
 pub struct Staged {
     state: Arc<StateDir>,
+    /// The copy's name in `saved/`, until the lock is gone.
     temp: Option<OsString>,
     reserved: u64,
     entry: Entry,
@@ -455,7 +616,10 @@ pub const MAX_RECORD_BYTES: u64 = 4096;
 /// whole through the directory (never following a link, never blocking). Anything else inside
 /// (a subdirectory, a link, a large file, many entries) is not a lock's record: such a
 /// directory is not removed.
-fn lock_records(dir: BorrowedFd<'_>, name: &OsStr) -> Result<Vec<journal::Member>, StageError> {
+pub(super) fn lock_records(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+) -> Result<Vec<journal::Member>, StageError> {
     let refuse = |why: String| -> StageError { io::Error::other(why).into() };
     let fd = rustix::fs::openat(
         dir,
@@ -533,6 +697,11 @@ impl Staged {
         &self.entry
     }
 
+    #[cfg(test)]
+    pub(super) fn entry_mut(&mut self) -> &mut Entry {
+        &mut self.entry
+    }
+
     fn write(&mut self, content: Content<'_>) -> Result<(), StageError> {
         let limits = self.state.limits;
         let (extents, apparent) = match &content {
@@ -580,19 +749,19 @@ impl Staged {
         self.reserved = need;
 
         let saved = self.state.saved();
-        let temp = OsString::from(format!(
-            "{PARTIAL}{}",
-            self.entry
-                .id
-                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        let name = OsString::from(format!(
+            "{}-{}.saved",
+            self.entry.id,
+            safe_file_name(&self.entry.path_buf())
         ));
         let out = rustix::fs::openat(
             saved,
-            &temp,
+            &name,
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )?;
-        self.temp = Some(temp);
+        self.entry.saved_to = Some(crate::text::json_path(&self.state.saved_dir().join(&name)));
+        self.temp = Some(name);
         let mut hash = Sha256::new();
         let written: io::Result<()> = (|| {
             match &content {
@@ -600,11 +769,14 @@ impl Staged {
                 Content::Owned(b) => write_all_at(&out, b, 0, &mut hash)?,
                 Content::Borrowed(b) => write_all_at(&out, b, 0, &mut hash)?,
             }
-            rustix::fs::ftruncate(&out, apparent)?;
-            rustix::fs::fsync(&out)?;
+            // A hole at the end: the size is set (written data set it already otherwise).
+            if extents.last().map_or(0, |e| e.1) < apparent {
+                rustix::fs::ftruncate(&out, apparent)?;
+            }
             Ok(())
         })();
-        // On error (ENOSPC...) the partial copy is removed when `self` is dropped.
+        // On error (ENOSPC...) the partial copy is removed when `self` is dropped; it is made
+        // durable with its batch (see [`StateDir::make_durable`]).
         written?;
         // The real room taken.
         let st = rustix::fs::fstat(&out)?;
@@ -617,35 +789,34 @@ impl Staged {
         Ok(())
     }
 
-    /// The lock is gone: names the copy (`saved/<id>-<name>.saved`) and journals the removal
-    /// with `at_removal`, the judgement of that moment. Returns the copy's path.
-    pub fn commit(mut self, at_removal: &Judgement) -> io::Result<Option<PathBuf>> {
+    /// Records `at_removal`, the judgement of the moment, in the journal line this will write.
+    pub fn set_judgement(&mut self, at_removal: &Judgement) {
         journal::set_judgement(&mut self.entry, at_removal);
-        let mut saved_path = None;
-        if let Some(temp) = self.temp.take() {
-            let name = format!(
-                "{}-{}.saved",
-                self.entry.id,
-                safe_file_name(&self.entry.path_buf())
-            );
-            let saved = self.state.saved();
-            if let Err(e) = rustix::fs::renameat_with(
-                saved,
-                &temp,
-                saved,
-                &name,
-                rustix::fs::RenameFlags::NOREPLACE,
-            ) {
-                self.temp = Some(temp);
-                return Err(e.into());
-            }
-            let path = self.state.saved_dir().join(&name);
-            self.entry.saved_to = Some(crate::text::json_path(&path));
-            saved_path = Some(path);
-        }
+    }
+
+    /// The lock is gone (after [`StateDir::make_durable`]): the copy stays. Returns its path.
+    pub fn keep(mut self) -> Option<PathBuf> {
         self.reserved = 0;
-        let result = self.state.append(&self.entry);
-        result.map(|()| saved_path)
+        self.temp
+            .take()
+            .map(|name| self.state.saved_dir().join(name))
+    }
+
+    /// A batch of one: journals the removal with `at_removal`, the judgement of that moment,
+    /// and makes the copy and the line durable. The caller removes the lock next, and
+    /// cancels the line ([`StateDir::cancel`]) if it cannot.
+    pub fn make_durable(&mut self, at_removal: &Judgement) -> io::Result<()> {
+        self.set_judgement(at_removal);
+        let state = self.state.clone();
+        state.make_durable(&mut [self])
+    }
+
+    /// A batch of one, done: journals the removal with `at_removal`, makes it durable, and
+    /// keeps the copy. Returns the copy's path.
+    pub fn commit(mut self, at_removal: &Judgement) -> io::Result<Option<PathBuf>> {
+        self.make_durable(at_removal)?;
+        self.state.batch_done();
+        Ok(self.keep())
     }
 
     /// The lock was kept: removes the copy, journals nothing.
@@ -666,6 +837,10 @@ impl Drop for Staged {
 /// The data extents of a file of `size` bytes (`SEEK_DATA`/`SEEK_HOLE`); the whole file when
 /// the file system cannot tell.
 fn data_extents(fd: BorrowedFd<'_>, size: u64) -> io::Result<Vec<(u64, u64)>> {
+    // A block or less: nothing to spare.
+    if size <= 4096 {
+        return Ok(vec![(0, size)]);
+    }
     let mut out = Vec::new();
     let mut off = 0u64;
     while off < size {
@@ -784,6 +959,92 @@ pub(super) fn read_all(fd: &OwnedFd, cap: u64) -> io::Result<Vec<u8>> {
             return Err(io::Error::other(format!("it grew past {cap} bytes")));
         }
     }
+}
+
+/// The names in the open directory `dir` (but `.` and `..`).
+fn names_in(dir: BorrowedFd<'_>) -> io::Result<Vec<OsString>> {
+    let listing = rustix::fs::openat(
+        dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::new(listing)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            out.push(OsString::from_vec(name));
+        }
+    }
+    Ok(out)
+}
+
+/// A run that ended (see [`StateDir::dead_runs`]), its run file held locked.
+pub(super) struct DeadRun {
+    pub run: String,
+    /// Where its batch in progress started in the journal, if one was.
+    pub start: Option<u64>,
+    runs: OwnedFd,
+    _held: OwnedFd,
+}
+
+impl DeadRun {
+    /// Its batch is finished: its run file goes.
+    pub fn finished(self) {
+        let _ = rustix::fs::unlinkat(&self.runs, self.run.as_str(), AtFlags::empty());
+    }
+}
+
+/// The journal lines of `entries` (terminal-safe JSON, each ending with a newline).
+fn lines<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for entry in entries {
+        let text = serde_json::to_string(entry).map_err(io::Error::other)?;
+        out.extend_from_slice(crate::text::terminal_safe_json(&text).as_bytes());
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Appends `text` (whole lines) to the `O_APPEND` journal `fd`, all of it. A journal that
+/// does not end with a newline (a process killed in the middle of its write) gets one first,
+/// so that the partial line stays alone and never spoils the next.
+fn write_lines(fd: &OwnedFd, text: &[u8]) -> io::Result<()> {
+    let size = rustix::fs::fstat(fd)?.st_size as u64;
+    let mut last = [b'\n'];
+    if size > 0 {
+        let _ = rustix::io::pread(fd, &mut last, size - 1);
+    }
+    let mut rest;
+    let owned;
+    if last[0] == b'\n' {
+        rest = text;
+    } else {
+        owned = [&b"\n"[..], text].concat();
+        rest = &owned[..];
+    }
+    while !rest.is_empty() {
+        match rustix::io::write(fd, rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The `reclaim-failed` line cancelling the reclaim line `of`: the lock was not removed.
+pub(super) fn cancel_line(state: &StateDir, of: &Entry, why: &str) -> Entry {
+    let mut line = Entry::new(
+        state.next_id(),
+        journal::Event::ReclaimFailed,
+        &of.path_buf(),
+    );
+    line.batch = of.batch;
+    line.dialect = of.dialect.clone();
+    line.cancels = Some(of.id.clone());
+    line.error = Some(why.to_string());
+    line
 }
 
 /// When a copy was made, from its name (`YYYYMMDDTHHMMSS.mmmZ-...`), in seconds since the
@@ -998,7 +1259,7 @@ fn safe_file_name(path: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::reclaim) mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -1055,7 +1316,8 @@ mod tests {
         assert!(e.to_string().contains("HOME"), "{e}");
     }
 
-    fn finding(path: &Path) -> Finding {
+    /// A stale finding for `path` as it is on disk now.
+    pub(in crate::reclaim) fn finding(path: &Path) -> Finding {
         let meta = std::fs::symlink_metadata(path).unwrap();
         Finding {
             path: path.to_path_buf(),

@@ -67,33 +67,7 @@ pub struct Finding {
     pub anchor: Option<Anchor>,
 }
 
-impl Finding {
-    /// A copy of what a reclaim pass needs of a lock judged earlier, to judge it again and
-    /// remove it: where it is and how it was reached (path, anchor, file system), what file
-    /// it was (identity, kind, size, dialect), its verdict and the claim its host may be
-    /// asked about again. Its evidence, owner, process, holders and content are left out:
-    /// the reclaim reports what the lock is found to be at the moment of removal.
-    pub fn for_reclaim(&self) -> Finding {
-        let mut judgement = self.judgement.clone();
-        judgement.evidence = Vec::new();
-        judgement.owner = None;
-        judgement.process = None;
-        judgement.holders = Vec::new();
-        Finding {
-            path: self.path.clone(),
-            dialect: self.dialect,
-            kind: self.kind,
-            size: self.size,
-            modified_ms: self.modified_ms,
-            identity: self.identity,
-            fs: self.fs.clone(),
-            judgement,
-            content: Vec::new(),
-            link_target: None,
-            anchor: self.anchor.clone(),
-        }
-    }
-}
+impl Finding {}
 
 /// What a running scan reports, in order.
 #[derive(Debug, Clone)]

@@ -32,6 +32,7 @@ mod real_programs;
 mod reclaim;
 mod reclaim_attacks;
 mod reclaim_denied;
+mod reclaim_killed;
 mod restore_runs;
 mod scan;
 mod shared_formats;

@@ -623,3 +623,57 @@ mod tests {
         assert!(!info.network, "{info:?}");
     }
 }
+
+/// What the kernel already knows of a file: its device, inode and type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub dev: u64,
+    pub ino: u64,
+    /// `st_mode`'s file type bits.
+    pub mode: u32,
+}
+
+impl Known {
+    pub fn is_file(&self) -> bool {
+        self.mode & 0o170000 == 0o100000
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.mode & 0o170000 == 0o040000
+    }
+}
+
+/// `stat` of `path` (symlinks followed) from what the kernel knows, never asking a network or
+/// FUSE file system's server, which may not answer: on Linux `statx` with
+/// `AT_STATX_DONT_SYNC`. Every look at another process's descriptors (`/proc/<pid>/fd/<fd>`,
+/// which follows the magic link to the open file itself, even a deleted one) and working
+/// directory (`/proc/<pid>/cwd` and its `..`, which the kernel follows without asking the
+/// file system) goes through it: a process with a file open on a mount whose server stopped
+/// does not stop the evidence.
+pub fn known(path: &std::path::Path) -> std::io::Result<Known> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{AtFlags, CWD, StatxFlags};
+        let st = rustix::fs::statx(
+            CWD,
+            path,
+            AtFlags::STATX_DONT_SYNC,
+            StatxFlags::INO | StatxFlags::TYPE,
+        )?;
+        Ok(Known {
+            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            mode: u32::from(st.stx_mode),
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path)?;
+        Ok(Known {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+        })
+    }
+}
