@@ -22,8 +22,10 @@ pub struct Outcome {
     /// Whether reclaim did what was asked (removed it, or would have in a dry run).
     pub ok: bool,
     pub action: Action,
-    /// Where the copy of the removed lock is.
+    /// Where the copy of the removed lock is: the file, and where in it the copy starts when
+    /// it shares the file with the other copies of its group.
     pub saved_to: Option<PathBuf>,
+    pub saved_offset: Option<u64>,
     /// Why the lock was kept, or what failed.
     pub error: Option<String>,
     /// The verdict at the moment of reclaim (judged again just before removal).
@@ -31,12 +33,23 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Where its copy is, for a person: `FILE`, or `FILE at byte N` for a copy in the file its
+    /// group's copies share (`FILE` as `show` shows a path).
+    pub fn copy_shown(&self, show: impl Fn(&Path) -> String) -> Option<String> {
+        let file = show(self.saved_to.as_deref()?);
+        Some(match self.saved_offset {
+            Some(at) => format!("{file} at byte {at}"),
+            None => file,
+        })
+    }
+
     pub(crate) fn kept(path: &Path, judgement: Judgement, why: impl Into<String>) -> Self {
         Outcome {
             path: path.to_path_buf(),
             ok: false,
             action: Action::Kept,
             saved_to: None,
+            saved_offset: None,
             error: Some(why.into()),
             judgement,
         }

@@ -237,9 +237,8 @@ fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failur
                     (Action::Removed, error) => {
                         let why = o.judgement.evidence.first().cloned().unwrap_or_default();
                         let copy = o
-                            .saved_to
-                            .as_ref()
-                            .map(|s| format!("; its copy is {}", s.display()))
+                            .copy_shown(|s| s.display().to_string())
+                            .map(|s| format!("; its copy is {s}"))
                             .unwrap_or_default();
                         let what = match (restart, names_us(&o.judgement, me)) {
                             (true, _) => "left by the service's previous run".to_string(),

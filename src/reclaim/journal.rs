@@ -200,6 +200,10 @@ pub struct Entry {
     /// Where the copy is ([`text::json_path`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved_to: Option<String>,
+    /// Where in `saved_to` the copy starts, when it shares that file with the other copies of
+    /// its group (`size` bytes from there); absent when the copy is the whole file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_offset: Option<u64>,
     /// Why no copy was kept (removed without one because the user asked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_saved: Option<String>,

@@ -834,6 +834,7 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
                 ok: true,
                 action: Action::WouldRemove,
                 saved_to: None,
+                saved_offset: None,
                 error: None,
                 judgement: fresh.judgement,
             }));
@@ -862,18 +863,20 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
     }
 }
 
-/// The outcome of a lock removed.
+/// The outcome of a lock removed, its copy `saved` (the file, and the offset in it).
 fn removed(
     path: &Path,
-    saved_to: Option<PathBuf>,
+    saved: Option<(PathBuf, Option<u64>)>,
     error: Option<String>,
     judgement: Judgement,
 ) -> Outcome {
+    let (saved_to, saved_offset) = saved.map_or((None, None), |(p, at)| (Some(p), at));
     Outcome {
         path: path.to_path_buf(),
         ok: true,
         action: Action::Removed,
         saved_to,
+        saved_offset,
         error,
         judgement,
     }
@@ -1013,12 +1016,15 @@ fn remove_staged(
         _ => format!("cannot open it: {e}"),
     })?;
     let now = sys::identity_fd(&held).map_err(|e| format!("cannot stat it: {e}"))?;
-    if now != *held_id {
+    // Another name of the same file removed in this group moved its ctime, as that removal
+    // left it: it is still the file that was copied.
+    if !still_as_judged(held_id, &now) {
         return Err(format!(
             "the file changed since it was copied ({})",
             identity_change(held_id, &now)
         ));
     }
+    let held_id = &now;
     let aside = sys::move_aside(dir, name, &aside_name(name, &entry.id))
         .map_err(|e| format!("cannot move it aside: {e}"))?;
     let shown_aside = Path::new(&aside).display();
@@ -1238,7 +1244,7 @@ fn uncopied_or(
 }
 
 /// Where the copy of a removed lock is, and what went wrong after the removal.
-type Removed = (Option<PathBuf>, Option<String>);
+type Removed = (Option<(PathBuf, Option<u64>)>, Option<String>);
 
 /// The file operations, all relative to the lock's verified directory descriptor.
 mod sys {

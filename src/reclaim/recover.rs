@@ -57,7 +57,11 @@ fn finish(state: &StateDir, run: &str, start: u64) -> std::io::Result<()> {
     {
         if let Some(why) = not_removed(state, e) {
             lines.push(cancel_line(state, e, &why));
-            copies.extend(e.saved_to.as_deref().and_then(text::path_from_json));
+            // A copy in its group's shared file stays there until the file rotates away:
+            // other copies in it may be of locks that were removed.
+            if e.saved_offset.is_none() {
+                copies.extend(e.saved_to.as_deref().and_then(text::path_from_json));
+            }
         }
     }
     state.append_all(&lines)?;

@@ -425,7 +425,16 @@ fn put_back(state: &StateDir, entry: &Entry) -> Result<Restored, String> {
     })
 }
 
-/// The copy's content, checked against the journal's SHA-256.
+/// The lock's file name, as the journal records its path.
+fn inside_name(entry: &Entry) -> std::ffi::OsString {
+    entry
+        .path_buf()
+        .file_name()
+        .map_or_else(|| "lock".into(), |n| n.to_os_string())
+}
+
+/// The copy's content, checked against the journal's SHA-256: the whole file, or `size`
+/// bytes at `saved_offset` of the file its group's copies share.
 fn read_copy(state: &StateDir, entry: &Entry) -> Result<Vec<u8>, String> {
     let saved = entry
         .saved_to
@@ -455,8 +464,27 @@ fn read_copy(state: &StateDir, entry: &Entry) -> Result<Vec<u8>, String> {
     if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err("its copy is not a regular file".into());
     }
-    let bytes = super::state::read_all(&fd, super::state::MAX_APPARENT_BYTES)
-        .map_err(|e| format!("cannot read its copy: {e}"))?;
+    let bytes = match entry.saved_offset {
+        None => super::state::read_all(&fd, super::state::MAX_APPARENT_BYTES)
+            .map_err(|e| format!("cannot read its copy: {e}"))?,
+        Some(at) => {
+            let size = entry
+                .size
+                .filter(|&n| n <= super::state::PACKED_MAX)
+                .ok_or("the journal gives no size (or a bad one) for its copy in a shared file")?;
+            let mut bytes = vec![0; size as usize];
+            let mut done = 0;
+            while done < bytes.len() {
+                match rustix::io::pread(&fd, &mut bytes[done..], at + done as u64) {
+                    Ok(0) => return Err(format!("its copy in {} is cut short", saved.display())),
+                    Ok(n) => done += n,
+                    Err(Errno::INTR) => {}
+                    Err(e) => return Err(format!("cannot read its copy: {e}")),
+                }
+            }
+            bytes
+        }
+    };
     if let Some(want) = &entry.sha256 {
         let got = super::state::sha256_hex(&bytes);
         if &got != want {
@@ -614,13 +642,34 @@ pub(super) fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::
         .as_deref()
         .and_then(text::path_from_json)
         .unwrap_or_default();
+    // A copy in its group's shared file is taken out of it first.
+    let (take_out, copy) = match (entry.saved_offset, entry.size) {
+        (Some(at), Some(size)) => {
+            let alone = PathBuf::from(format!(
+                "{}.copy",
+                inside_name(entry).to_string_lossy()
+            ));
+            let dd = format!(
+                "`dd if={} of={} iflag=skip_bytes,count_bytes skip={at} count={size}`",
+                text::shell_quote(&copy.to_string_lossy()),
+                text::shell_quote(&alone.to_string_lossy())
+            );
+            (Some(dd), alone)
+        }
+        _ => (None, copy),
+    };
+    let first = take_out
+        .as_deref()
+        .map(|dd| format!("{dd}, then "))
+        .unwrap_or_default();
     let in_container = entry.container.as_ref();
     let (top, inside) = match in_container {
-        Some(c) => (container_root(c, &path, &copy)?, c.path_buf()),
+        Some(c) => (container_root(c, &path, &copy, &first)?, c.path_buf()),
         None if proc_root_path(&path).is_some() => {
             return Err(format!(
                 "{shown} was removed inside a PID namespace that is not a container proven to be \
-                 a runtime's, which nothing can find again: restore it by hand from its copy {}",
+                 a runtime's, which nothing can find again: restore it by hand from its copy \
+                 ({first}{})",
                 copy.display()
             ));
         }
@@ -630,7 +679,8 @@ pub(super) fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::
         return Err(format!(
             "the journal does not record the directories {shown} was removed from (an older \
              journal, or a symlink on the way to the directory that was scanned), so it cannot \
-             be put back where it was with certainty: restore it by hand from its copy {}",
+             be put back where it was with certainty: restore it by hand from its copy \
+             ({first}{})",
             copy.display()
         ));
     }
@@ -702,14 +752,19 @@ pub(super) fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::
 
 /// The root directory (`/proc/<pid>/root`) of the proven container a lock was removed in, if
 /// it runs now; else why not, and how to put the lock back by hand.
-fn container_root(c: &InContainer, path: &Path, copy: &Path) -> Result<PathBuf, String> {
+fn container_root(
+    c: &InContainer,
+    path: &Path,
+    copy: &Path,
+    first: &str,
+) -> Result<PathBuf, String> {
     let own = crate::probe::host::pid_ns_of("self");
     let inv = Inventory::read(own);
     if let Some(ns) = inv.proven_container(&c.runtime, &c.id) {
         return Ok(ns.root_path());
     }
     Err(format!(
-        "{} was removed inside {}, which does not run now: restore it by hand, with {}",
+        "{} was removed inside {}, which does not run now: restore it by hand, with {first}{}",
         path.display(),
         c.describe(),
         by_hand(c, copy)

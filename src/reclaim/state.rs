@@ -20,8 +20,15 @@
 //! then kept unless the user asked otherwise); copies older than `keep_days` are deleted when
 //! the directory is opened.
 //!
+//! The copies of a group of removals share one file, `ID-group.saved` (ID: its first journal
+//! line's id), each at the `saved_offset` its journal line gives, `size` bytes long: creating a
+//! file costs a disk more than removing one, and a group writes one. A copy too large for it
+//! (more than [`PACKED_MAX`] bytes) is a file of its own, `ID-NAME.saved`. A group's file stays
+//! while any of its copies is kept; the copies of locks kept after all stay in it as bytes no
+//! line points to, until it rotates away.
+//!
 //! Durability comes in batches ([`StateDir::make_durable`]): the copies of a batch are written
-//! under their names ([`Staged`]), their journal lines are appended in one `write`, and one
+//! ([`Staged`]), their journal lines are appended in one `write`, and one
 //! `syncfs(2)` of the state directory's file system puts both on disk; only then are the
 //! locks removed. A lock kept after all (its check at the moment of removal failed) gets a
 //! `reclaim-failed` line naming the reclaim line it cancels, and its copy is deleted. Each
@@ -57,6 +64,8 @@ const PARTIAL: &str = ".partial-";
 /// A group of at most this many copies is synced file by file (`fsync`), a larger one with
 /// one `syncfs(2)`.
 const SYNC_EACH: usize = 8;
+/// A copy of at most this many bytes goes into its group's shared file (see the module docs).
+pub const PACKED_MAX: u64 = 64 * 1024;
 /// The directory of run files, inside the state directory (see the module docs).
 pub const RUNS: &str = "runs";
 /// A file larger than this (apparent size) is never copied, whatever its holes: its digest
@@ -69,7 +78,8 @@ pub const MAX_APPARENT_BYTES: u64 = 1 << 30;
 pub struct CopyLimits {
     /// The largest copy (bytes of data; holes are free).
     pub max_copy_bytes: u64,
-    /// All copies together (bytes on disk).
+    /// All copies together: the blocks a copy of its own takes on disk, the bytes of a copy in
+    /// its group's shared file.
     pub max_total_bytes: u64,
     /// Copies older than this many days are deleted (their journal lines stay).
     pub keep_days: u64,
@@ -131,6 +141,64 @@ pub struct StateDir {
     /// Bytes on disk in `saved/`, counting copies being written.
     used: AtomicU64,
     seq: AtomicU64,
+    /// The shared file the copies of the group in progress go into, once made.
+    pack: Mutex<Option<Arc<Pack>>>,
+}
+
+/// The file the copies of one group share (see the module docs).
+#[derive(Debug)]
+struct Pack {
+    name: OsString,
+    fd: OwnedFd,
+    state: Mutex<PackState>,
+}
+
+#[derive(Debug, Default)]
+struct PackState {
+    /// Bytes handed out: each copy's place is taken before it is written.
+    len: u64,
+    /// Copies in it neither kept nor dropped yet.
+    live: usize,
+    /// Whether a copy in it was kept (its lock removed).
+    kept: bool,
+    /// No more copies go in: its group was made durable.
+    closed: bool,
+}
+
+impl Pack {
+    /// Takes the place of a copy of `len` bytes; returns its offset.
+    fn take(&self, len: u64) -> u64 {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let at = st.len;
+        st.len += len;
+        st.live += 1;
+        at
+    }
+
+    /// One copy is done with, kept (its lock removed) or not. Returns whether the file holds
+    /// nothing any line points to and no copy can go in any more: it is to be deleted.
+    fn release(&self, kept: bool) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.live = st.live.saturating_sub(1);
+        st.kept |= kept;
+        st.closed && st.live == 0 && !st.kept
+    }
+
+    /// No more copies go in. Returns whether it is to be deleted (see [`Pack::release`]).
+    fn close(&self) -> bool {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.closed = true;
+        st.live == 0 && !st.kept
+    }
+}
+
+/// Where a staged copy is.
+#[derive(Debug)]
+enum CopyAt {
+    /// A file of its own in `saved/`.
+    Own(OsString),
+    /// A part of its group's shared file.
+    Packed(Arc<Pack>),
 }
 
 /// The process's open state directories (reclaim of many locks opens it once).
@@ -227,6 +295,7 @@ impl StateDir {
             limits,
             used: AtomicU64::new(0),
             seq: AtomicU64::new(0),
+            pack: Mutex::new(None),
         };
         if create {
             let used = s.rotate()?;
@@ -362,7 +431,7 @@ impl StateDir {
         };
         let mut staged = Staged {
             state: self.clone(),
-            temp: None,
+            copy: None,
             reserved: 0,
             entry: journal::reclaim_entry(self.next_id(), f, meta, batch),
         };
@@ -384,7 +453,7 @@ impl StateDir {
         entry.not_saved = Some(why.0.clone());
         Staged {
             state: self.clone(),
-            temp: None,
+            copy: None,
             reserved: 0,
             entry,
         }
@@ -437,21 +506,33 @@ impl StateDir {
         let entries: Vec<&Entry> = batch.iter().map(|s| &s.entry).collect();
         let text = lines(entries)?;
         let start = rustix::fs::fstat(fd)?.st_size as u64;
+        // The copies that come next go into a file of their own group.
+        self.close_pack();
         let few = batch.len() <= SYNC_EACH;
         self.mark_run(Some(start), few)?;
         write_lines(fd, &text)?;
         if few {
             // A few files: synced one by one, which spares the other files of the file
             // system that `syncfs` would write too.
+            let mut synced: Vec<&Arc<Pack>> = Vec::new();
             for s in batch.iter() {
-                if let Some(name) = &s.temp {
-                    let copy = rustix::fs::openat(
-                        self.saved(),
-                        name,
-                        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                        Mode::empty(),
-                    )?;
-                    rustix::fs::fsync(&copy)?;
+                match &s.copy {
+                    Some(CopyAt::Own(name)) => {
+                        let copy = rustix::fs::openat(
+                            self.saved(),
+                            name,
+                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )?;
+                        rustix::fs::fsync(&copy)?;
+                    }
+                    Some(CopyAt::Packed(pack)) => {
+                        if !synced.iter().any(|p| Arc::ptr_eq(p, pack)) {
+                            rustix::fs::fsync(&pack.fd)?;
+                            synced.push(pack);
+                        }
+                    }
+                    None => {}
                 }
             }
             rustix::fs::fsync(self.saved())?;
@@ -463,6 +544,39 @@ impl StateDir {
             }
         }
         Ok(())
+    }
+
+    /// The shared file of the group in progress, made (named after `id`, the journal line of
+    /// its first copy) if there is none.
+    fn pack(&self, id: &str) -> io::Result<Arc<Pack>> {
+        let mut slot = self.pack.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = slot.as_ref() {
+            return Ok(p.clone());
+        }
+        let name = OsString::from(format!("{id}-group.saved"));
+        let fd = rustix::fs::openat(
+            self.saved(),
+            &name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let p = Arc::new(Pack {
+            name,
+            fd,
+            state: Mutex::default(),
+        });
+        *slot = Some(p.clone());
+        Ok(p)
+    }
+
+    /// The group in progress is over: its copies that come next go into a new shared file.
+    fn close_pack(&self) {
+        let pack = self.pack.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(p) = pack
+            && p.close()
+        {
+            let _ = rustix::fs::unlinkat(self.saved(), &p.name, AtFlags::empty());
+        }
     }
 
     /// Journals that the reclaims `cancelled` (lines made durable by
@@ -597,13 +711,14 @@ enum Content<'a> {
     Borrowed(&'a [u8]),
 }
 
-/// A copy written under its name in `saved/` and its journal entry, waiting for the lock's
-/// removal. Dropped without [`Staged::keep`] (the lock was kept), the copy is removed.
+/// A copy written in `saved/` and its journal entry, waiting for the lock's removal. Dropped
+/// without [`Staged::keep`] (the lock was kept), the copy is removed (a copy in its group's
+/// shared file goes with that file, when no other copy in it is kept).
 #[derive(Debug)]
 pub struct Staged {
     state: Arc<StateDir>,
-    /// The copy's name in `saved/`, until the lock is gone.
-    temp: Option<OsString>,
+    /// Where the copy is, until the lock is gone.
+    copy: Option<CopyAt>,
     reserved: u64,
     entry: Entry,
 }
@@ -712,11 +827,17 @@ impl Staged {
                         "it is {size} bytes long, more than the {MAX_APPARENT_BYTES} reclaim copies"
                     ))));
                 }
-                (data_extents(*fd, size)?, size)
+                // A copy in the shared file is written whole, holes as zeros.
+                let extents = match size {
+                    s if s <= PACKED_MAX => vec![(0, s)],
+                    s => data_extents(*fd, s)?,
+                };
+                (extents, size)
             }
             Content::Owned(b) => (vec![(0, b.len() as u64)], b.len() as u64),
             Content::Borrowed(b) => (vec![(0, b.len() as u64)], b.len() as u64),
         };
+        let packed = apparent <= PACKED_MAX;
         let data: u64 = extents.iter().map(|(a, b)| b - a).sum();
         if data > limits.max_copy_bytes {
             return Err(StageError::NotCopied(NotCopied(format!(
@@ -725,8 +846,12 @@ impl Staged {
                 limits.max_copy_bytes
             ))));
         }
-        // Reserve the room (rounded up to blocks) before writing, so parallel copies agree.
-        let need = data.div_ceil(4096).max(1) * 4096;
+        // Reserve the room before writing, so parallel copies agree: a file of its own takes
+        // whole blocks, a part of the shared file its bytes.
+        let need = match packed {
+            true => data,
+            false => data.div_ceil(4096).max(1) * 4096,
+        };
         let used = &self.state.used;
         let mut now = used.load(Ordering::Relaxed);
         loop {
@@ -748,42 +873,60 @@ impl Staged {
         }
         self.reserved = need;
 
-        let saved = self.state.saved();
-        let name = OsString::from(format!(
-            "{}-{}.saved",
-            self.entry.id,
-            safe_file_name(&self.entry.path_buf())
-        ));
-        let out = rustix::fs::openat(
-            saved,
-            &name,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        self.entry.saved_to = Some(crate::text::json_path(&self.state.saved_dir().join(&name)));
-        self.temp = Some(name);
         let mut hash = Sha256::new();
-        let written: io::Result<()> = (|| {
+        if packed {
+            let pack = self.state.pack(&self.entry.id)?;
+            let at = pack.take(apparent);
+            self.entry.saved_to = Some(text::json_path(&self.state.saved_dir().join(&pack.name)));
+            self.entry.saved_offset = Some(at);
+            self.copy = Some(CopyAt::Packed(pack.clone()));
+            // On error (ENOSPC...) its part stays unused; the file goes with its group's
+            // when no copy in it is kept.
             match &content {
-                Content::Fd(fd, _) => copy_extents(*fd, &out, &extents, apparent, &mut hash)?,
-                Content::Owned(b) => write_all_at(&out, b, 0, &mut hash)?,
-                Content::Borrowed(b) => write_all_at(&out, b, 0, &mut hash)?,
+                Content::Fd(fd, _) => {
+                    copy_extents(*fd, &pack.fd, &extents, apparent, &mut hash, at)?
+                }
+                Content::Owned(b) => write_all_at(&pack.fd, b, at, &mut hash)?,
+                Content::Borrowed(b) => write_all_at(&pack.fd, b, at, &mut hash)?,
             }
-            // A hole at the end: the size is set (written data set it already otherwise).
-            if extents.last().map_or(0, |e| e.1) < apparent {
-                rustix::fs::ftruncate(&out, apparent)?;
-            }
-            Ok(())
-        })();
-        // On error (ENOSPC...) the partial copy is removed when `self` is dropped; it is made
-        // durable with its batch (see [`StateDir::make_durable`]).
-        written?;
-        // The real room taken.
-        let st = rustix::fs::fstat(&out)?;
-        let real = on_disk(&st);
-        used.fetch_add(real, Ordering::Relaxed);
-        used.fetch_sub(self.reserved, Ordering::Relaxed);
-        self.reserved = real;
+        } else {
+            let name = OsString::from(format!(
+                "{}-{}.saved",
+                self.entry.id,
+                safe_file_name(&self.entry.path_buf())
+            ));
+            let out = rustix::fs::openat(
+                self.state.saved(),
+                &name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            self.entry.saved_to = Some(text::json_path(&self.state.saved_dir().join(&name)));
+            self.copy = Some(CopyAt::Own(name));
+            let written: io::Result<()> = (|| {
+                match &content {
+                    Content::Fd(fd, _) => {
+                        copy_extents(*fd, &out, &extents, apparent, &mut hash, 0)?
+                    }
+                    Content::Owned(b) => write_all_at(&out, b, 0, &mut hash)?,
+                    Content::Borrowed(b) => write_all_at(&out, b, 0, &mut hash)?,
+                }
+                // A hole at the end: the size is set (written data set it already otherwise).
+                if extents.last().map_or(0, |e| e.1) < apparent {
+                    rustix::fs::ftruncate(&out, apparent)?;
+                }
+                Ok(())
+            })();
+            // On error (ENOSPC...) the partial copy is removed when `self` is dropped; it is
+            // made durable with its batch (see [`StateDir::make_durable`]).
+            written?;
+            // The real room taken.
+            let st = rustix::fs::fstat(&out)?;
+            let real = on_disk(&st);
+            used.fetch_add(real, Ordering::Relaxed);
+            used.fetch_sub(self.reserved, Ordering::Relaxed);
+            self.reserved = real;
+        }
         self.entry.size = Some(apparent);
         self.entry.sha256 = Some(hex(&hash.finalize()));
         Ok(())
@@ -794,12 +937,18 @@ impl Staged {
         journal::set_judgement(&mut self.entry, at_removal);
     }
 
-    /// The lock is gone (after [`StateDir::make_durable`]): the copy stays. Returns its path.
-    pub fn keep(mut self) -> Option<PathBuf> {
+    /// The lock is gone (after [`StateDir::make_durable`]): the copy stays. Returns where it
+    /// is: its file, and where in it the copy starts when it shares its group's file.
+    pub fn keep(mut self) -> Option<(PathBuf, Option<u64>)> {
         self.reserved = 0;
-        self.temp
-            .take()
-            .map(|name| self.state.saved_dir().join(name))
+        let name = match self.copy.take()? {
+            CopyAt::Own(name) => name,
+            CopyAt::Packed(pack) => {
+                pack.release(true);
+                pack.name.clone()
+            }
+        };
+        Some((self.state.saved_dir().join(name), self.entry.saved_offset))
     }
 
     /// A batch of one: journals the removal with `at_removal`, the judgement of that moment,
@@ -812,8 +961,8 @@ impl Staged {
     }
 
     /// A batch of one, done: journals the removal with `at_removal`, makes it durable, and
-    /// keeps the copy. Returns the copy's path.
-    pub fn commit(mut self, at_removal: &Judgement) -> io::Result<Option<PathBuf>> {
+    /// keeps the copy. Returns where it is (see [`Staged::keep`]).
+    pub fn commit(mut self, at_removal: &Judgement) -> io::Result<Option<(PathBuf, Option<u64>)>> {
         self.make_durable(at_removal)?;
         self.state.batch_done();
         Ok(self.keep())
@@ -825,8 +974,16 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        if let Some(temp) = self.temp.take() {
-            let _ = rustix::fs::unlinkat(self.state.saved(), &temp, AtFlags::empty());
+        match self.copy.take() {
+            Some(CopyAt::Own(name)) => {
+                let _ = rustix::fs::unlinkat(self.state.saved(), &name, AtFlags::empty());
+            }
+            Some(CopyAt::Packed(pack)) => {
+                if pack.release(false) {
+                    let _ = rustix::fs::unlinkat(self.state.saved(), &pack.name, AtFlags::empty());
+                }
+            }
+            None => {}
         }
         if self.reserved > 0 {
             self.state.used.fetch_sub(self.reserved, Ordering::Relaxed);
@@ -865,14 +1022,15 @@ fn data_extents(fd: BorrowedFd<'_>, size: u64) -> io::Result<Vec<(u64, u64)>> {
 
 static ZEROS: [u8; 65536] = [0; 65536];
 
-/// Copies the extents of `src` to the same offsets of `dst` (holes stay holes) and hashes the
-/// logical content (holes as zeros).
+/// Copies the extents of `src` to the same offsets of `dst` past `base` (holes stay holes) and
+/// hashes the logical content (holes as zeros).
 fn copy_extents(
     src: BorrowedFd<'_>,
     dst: &OwnedFd,
     extents: &[(u64, u64)],
     size: u64,
     hash: &mut Sha256,
+    base: u64,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; 1 << 16];
     let mut hashed = 0u64;
@@ -894,7 +1052,7 @@ fn copy_extents(
             }
             let mut done = 0;
             while done < n {
-                done += rustix::io::pwrite(dst, &buf[done..n], off + done as u64)?;
+                done += rustix::io::pwrite(dst, &buf[done..n], base + off + done as u64)?;
             }
             hash.update(&buf[..n]);
             off += n as u64;
@@ -1375,7 +1533,8 @@ pub(in crate::reclaim) mod tests {
         let staged = state
             .stage(&finding(&lock), Source::File(f.as_fd()), Batch::next())
             .unwrap();
-        let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        let (copy, at) = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        assert_eq!(at, None, "a large copy is a file of its own");
         let m = std::fs::metadata(&copy).unwrap();
         assert_eq!(m.len(), 16 << 20);
         assert!(m.blocks() * 512 <= 64 * 1024, "{} blocks", m.blocks());
@@ -1414,11 +1573,71 @@ pub(in crate::reclaim) mod tests {
                 Batch::next(),
             )
             .unwrap();
-        let copy = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        let (copy, at) = staged.commit(&finding(&lock).judgement).unwrap().unwrap();
+        assert_eq!(at, Some(0), "the only copy of its group's file");
         let note = std::fs::read(&copy).unwrap();
         let mut want = lock.as_os_str().as_bytes().to_vec();
         want.extend_from_slice(b" was a lock directory (pidfile); it was removed with rmdir\n");
         assert_eq!(note, want, "{}", String::from_utf8_lossy(&note));
+    }
+
+    #[test]
+    fn the_copies_of_a_group_share_one_file_that_goes_when_none_is_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let state = Arc::new(
+            StateDir::open(&t.path().join("s"), CopyLimits::default(), true)
+                .unwrap()
+                .unwrap(),
+        );
+        let lock = t.path().join("a.pid");
+        std::fs::write(&lock, "101\n").unwrap();
+        let batch = Batch::next();
+        let contents: [&[u8]; 3] = [b"101\n", b"", b"a longer record\n"];
+        let mut staged: Vec<Staged> = contents
+            .iter()
+            .map(|c| {
+                state
+                    .stage(&finding(&lock), Source::Bytes(c, None), batch)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(saved_names(state.path()).len(), 1, "one file for the group");
+        state
+            .make_durable(&mut staged.iter_mut().collect::<Vec<_>>())
+            .unwrap();
+        let dropped = staged.remove(1);
+        drop(dropped);
+        let kept: Vec<_> = staged.into_iter().map(|s| s.keep().unwrap()).collect();
+        assert_eq!(kept[0].0, kept[1].0);
+        let all = std::fs::read(&kept[0].0).unwrap();
+        for ((_, at), want) in kept.iter().zip([contents[0], contents[2]]) {
+            let at = at.unwrap() as usize;
+            assert_eq!(&all[at..at + want.len()], want);
+        }
+        let lines = state.read_journal().unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[2].saved_offset, kept[1].1);
+        assert_eq!(lines[2].size, Some(contents[2].len() as u64));
+
+        // The next group has a file of its own, deleted when none of its copies is kept.
+        let mut next: Vec<Staged> = (0..2)
+            .map(|_| {
+                state
+                    .stage(&finding(&lock), Source::Bytes(b"7\n", None), batch)
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(saved_names(state.path()).len(), 2);
+        state
+            .make_durable(&mut next.iter_mut().collect::<Vec<_>>())
+            .unwrap();
+        drop(next);
+        assert_eq!(saved_names(state.path()).len(), 1);
+        assert_eq!(
+            state.used_bytes(),
+            (contents[0].len() + contents[2].len()) as u64,
+            "only what is kept counts"
+        );
     }
 
     #[test]

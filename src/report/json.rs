@@ -119,6 +119,9 @@ pub struct Reclaimed {
     /// The verdict when the lock was judged again just before removal.
     pub verdict: Verdict,
     pub saved_to: Option<String>,
+    /// Where in `saved_to` the copy starts, when the copies of its group share that file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_offset: Option<u64>,
     pub error: Option<String>,
 }
 
@@ -318,6 +321,7 @@ fn reclaimed(o: &Outcome) -> Reclaimed {
         action: o.action.as_str(),
         verdict: o.judgement.verdict(),
         saved_to: o.saved_to.as_deref().map(text::json_path),
+        saved_offset: o.saved_offset,
         error: o.error.clone(),
     }
 }
@@ -388,6 +392,7 @@ mod tests {
             ok: true,
             action: Action::Removed,
             saved_to: Some("/s/saved/a.pid.saved".into()),
+            saved_offset: None,
             error: None,
             judgement: Judgement::stale_for_test("gone"),
         };

@@ -510,6 +510,7 @@ mod tests {
             ok: true,
             action,
             saved_to: None,
+            saved_offset: None,
             error: None,
             judgement: Judgement::stale_for_test("x"),
         };

@@ -466,7 +466,7 @@ impl<W: Write + Send> super::Writer for Writer<W> {
             let field = |s: &str| s.replace(' ', "\\x20");
             let path = field(&text::display_path(&o.path));
             let detail = match o.action {
-                Action::Removed => o.saved_to.as_deref().map(text::display_path),
+                Action::Removed => o.copy_shown(text::display_path),
                 Action::WouldRemove => o.judgement.evidence.first().map(|e| text::escape(e)),
                 Action::Kept => o.error.as_deref().map(text::escape),
             };
@@ -509,9 +509,8 @@ pub fn reclaimed_line(o: &Outcome) -> String {
     match o.action {
         Action::Removed => format!(
             "removed {path}{}\n",
-            o.saved_to
-                .as_ref()
-                .map(|s| format!(" (copy saved to {})", text::display_path(s)))
+            o.copy_shown(text::display_path)
+                .map(|s| format!(" (copy saved to {s})"))
                 .unwrap_or_default()
         ),
         Action::WouldRemove => format!(
@@ -836,6 +835,7 @@ mod tests {
             ok: false,
             action,
             saved_to: None,
+            saved_offset: None,
             error,
             judgement: j.clone(),
         };

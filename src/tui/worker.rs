@@ -270,13 +270,14 @@ impl Workers {
                             text::path(&o.path)
                         ),
                         (_, Some(e)) => e.clone(),
-                        (Some(saved), None) => format!(
+                        (Some(_), None) => format!(
                             "removed {} (copy saved as {})",
                             text::path(&o.path),
-                            saved.file_name().map_or_else(
+                            o.copy_shown(|saved| saved.file_name().map_or_else(
                                 || text::path(saved),
                                 |n| text::bytes(n.as_encoded_bytes())
-                            )
+                            ))
+                            .unwrap_or_default()
                         ),
                         (None, None) => format!("removed {}", text::path(&o.path)),
                     };

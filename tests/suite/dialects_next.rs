@@ -121,8 +121,14 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
 
     // The pair is two names of one inode: removing the first moves the inode's status change
     // time, which is that removal's own doing, so one reclaim removes both.
-    let removed = reclaim(&env, &home);
-    assert!(!c.exists() && !l.exists(), "removed {removed:?}");
+    let (report, _) = env.reclaim_json(&[], &home);
+    let outcomes = report.reclaimed.unwrap_or_default();
+    let removed: Vec<_> = outcomes
+        .iter()
+        .filter(|r| r.ok && r.action == "removed")
+        .map(|r| PathBuf::from(&r.path))
+        .collect();
+    assert!(!c.exists() && !l.exists(), "{outcomes:#?}");
     assert_eq!(removed.len(), 2, "{removed:?}");
     assert!(file.exists(), "the authority file itself stays");
     let out = ok(&mut run(&["list"]));

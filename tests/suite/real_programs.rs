@@ -244,7 +244,7 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     assert!(!swap.exists());
     let r = &report.reclaimed.unwrap()[0];
     assert_eq!(r.action, "removed");
-    assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), content);
+    assert_eq!(r.copy(content.len()), content);
     assert_eq!(env.journal()[0]["unsaved_changes"], true);
 
     // The saved copy lies in our state directory, under the directory scanned now: it is not

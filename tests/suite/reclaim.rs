@@ -68,7 +68,7 @@ fn removes_only_the_stale_lock_and_journals_it() {
     assert_eq!(r.verdict, "stale");
     let saved = r.saved_to.as_ref().expect("saved_to");
     assert!(Path::new(saved).starts_with(env.state_dir()), "{saved}");
-    assert_eq!(fs::read_to_string(saved).unwrap(), stale_content);
+    assert_eq!(r.copy(stale_content.len()), stale_content.as_bytes());
 
     let journal = env.journal();
     assert_eq!(journal.len(), 1, "{journal:?}");
@@ -79,6 +79,8 @@ fn removes_only_the_stale_lock_and_journals_it() {
     assert!(!line["evidence"].as_array().unwrap().is_empty());
     assert_eq!(line["sha256"], sha256_hex(stale_content.as_bytes()));
     assert_eq!(line["saved_to"], saved.as_str());
+    assert_eq!(line["saved_offset"].as_u64(), r.saved_offset);
+    assert_eq!(journal_copy(line), stale_content.as_bytes());
     assert!(
         line["time"]
             .as_str()
@@ -253,7 +255,7 @@ fn our_own_lock_is_kept_while_held_and_reclaimed_through_the_engine_after_a_cras
     let r = &report.reclaimed.unwrap()[0];
     assert_eq!((r.ok, r.action.as_str()), (true, "removed"), "{r:?}");
     assert!(!lock.exists());
-    assert_eq!(fs::read(r.saved_to.as_ref().unwrap()).unwrap(), record);
+    assert_eq!(r.copy(record.len()), record);
     let journal = env.journal();
     assert_eq!(journal.len(), 1);
     assert_eq!(journal[0]["dialect"], "locksmith");

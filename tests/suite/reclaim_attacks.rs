@@ -288,7 +288,12 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
         match o.action {
             Action::Removed => {
                 removed += 1;
-                let saved = fs::read_to_string(o.saved_to.as_ref().unwrap()).unwrap();
+                let saved = String::from_utf8(saved_copy(
+                    o.saved_to.as_ref().unwrap().to_str().unwrap(),
+                    o.saved_offset,
+                    stale.len(),
+                ))
+                .unwrap();
                 assert_eq!(
                     saved, stale,
                     "round {round}: the copy is not the stale file"
@@ -323,7 +328,7 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
             continue;
         }
         journaled += 1;
-        let saved = fs::read(line["saved_to"].as_str().unwrap()).unwrap();
+        let saved = journal_copy(line);
         assert_eq!(line["sha256"], hex(&Sha256::digest(&saved)), "{line}");
         let text = String::from_utf8(saved).unwrap();
         assert_ne!(text.trim(), attacker_pid.to_string(), "{line}");

@@ -118,7 +118,7 @@ fn standing(entries: &[serde_json::Value]) -> HashMap<String, Vec<&serde_json::V
 /// Every lock gone from its name has exactly one standing reclaim line whose copy is the
 /// lock (read for the locks not in `seen`, which gets them), and no lock has two; no id is
 /// journaled twice. Returns how many are gone.
-fn check(env: &Env, locks: &[Lock], seen: &mut HashSet<String>, when: &str) -> usize {
+fn check(env: &Env, locks: &[Lock], seen: &mut HashSet<(String, Option<u64>)>, when: &str) -> usize {
     let (entries, bad) = journal(env);
     let mut ids = HashSet::new();
     for e in &entries {
@@ -145,10 +145,12 @@ fn check(env: &Env, locks: &[Lock], seen: &mut HashSet<String>, when: &str) -> u
             panic!("{when}: {key} is gone and no reclaim line stands for it ({bad} lines cut)");
         };
         let saved_to = line["saved_to"].as_str().unwrap();
-        if !seen.insert(saved_to.to_string()) {
+        let at = line["saved_offset"].as_u64();
+        if !seen.insert((saved_to.to_string(), at)) {
             continue;
         }
         let copy = std::fs::read(saved_to)
+            .map(|all| util::copy_part(line, all))
             .unwrap_or_else(|e| panic!("{when}: the copy of {key}: {e}: {line}"));
         assert_eq!(copy, lock.content, "{when}: the copy of {key}");
         assert_eq!(line["meta"]["mtime"], lock.mtime.0, "{when}: {line}");

@@ -71,14 +71,8 @@ fn a_stale_pid_file_goes_and_the_service_runs_in_the_same_process() {
     assert_eq!(reclaims[0]["verdict"], "stale");
     assert_ne!(reclaims[0]["forced"], true, "proven stale: not forced");
     assert_eq!(reclaims[0]["proofs"][0]["rule"], "pid-gone");
-    let copy = reclaims[0]["saved_to"].as_str().unwrap();
-    assert!(
-        std::fs::read_to_string(copy)
-            .unwrap()
-            .trim()
-            .parse::<i32>()
-            .is_ok()
-    );
+    let copy = String::from_utf8(util::journal_copy(&reclaims[0])).unwrap();
+    assert!(copy.trim().parse::<i32>().is_ok(), "{copy:?}");
 
     // Without COMMAND (systemd's ExecStartPre=): 0 once clear.
     std::fs::write(&stale, format!("{}\n", dead_pid())).unwrap();

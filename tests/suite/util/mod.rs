@@ -469,7 +469,52 @@ pub struct Reclaimed {
     pub action: String,
     pub verdict: String,
     pub saved_to: Option<String>,
+    pub saved_offset: Option<u64>,
     pub error: Option<String>,
+}
+
+impl Reclaimed {
+    /// The `len` bytes of its copy: the whole file `saved_to`, or the part at `saved_offset`.
+    pub fn copy(&self, len: usize) -> Vec<u8> {
+        saved_copy(self.saved_to.as_deref().expect("saved_to"), self.saved_offset, len)
+    }
+}
+
+/// The copy a reclaim line of the journal names (`saved_to`, `saved_offset`, `size`).
+pub fn journal_copy(line: &serde_json::Value) -> Vec<u8> {
+    let part = |bytes: Vec<u8>| copy_part(line, bytes);
+    part(std::fs::read(line["saved_to"].as_str().expect("saved_to")).expect("the copy reads"))
+}
+
+/// The copy a reclaim line names, out of `file`, the bytes of the file it names (read however
+/// the caller can: inside a machine, a container).
+pub fn copy_part(line: &serde_json::Value, file: Vec<u8>) -> Vec<u8> {
+    let size = line["size"].as_u64().expect("size") as usize;
+    saved_part(file, line["saved_offset"].as_u64(), size)
+}
+
+fn saved_part(all: Vec<u8>, offset: Option<u64>, len: usize) -> Vec<u8> {
+    match offset {
+        None => {
+            assert_eq!(all.len(), len, "the copy is the whole file");
+            all
+        }
+        Some(at) => {
+            let at = at as usize;
+            assert!(at + len <= all.len(), "the shared file holds {len} bytes at {at}");
+            all[at..at + len].to_vec()
+        }
+    }
+}
+
+/// The copy of a reclaimed lock, `len` bytes: the whole file `saved_to` (checked to be that
+/// long), or the part of it at `offset` (a copy in the file its group's copies share).
+pub fn saved_copy(saved_to: &str, offset: Option<u64>, len: usize) -> Vec<u8> {
+    saved_part(
+        std::fs::read(saved_to).unwrap_or_else(|e| panic!("{saved_to}: {e}")),
+        offset,
+        len,
+    )
 }
 
 /// What a tree looks like: every entry's mode, inode, device, link count, size, mtime, ctime
