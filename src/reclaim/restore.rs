@@ -645,10 +645,7 @@ pub(super) fn open_recorded_parent(entry: &Entry) -> Result<(OwnedFd, std::ffi::
     // A copy in its group's shared file is taken out of it first.
     let (take_out, copy) = match (entry.saved_offset, entry.size) {
         (Some(at), Some(size)) => {
-            let alone = PathBuf::from(format!(
-                "{}.copy",
-                inside_name(entry).to_string_lossy()
-            ));
+            let alone = PathBuf::from(format!("{}.copy", inside_name(entry).to_string_lossy()));
             let dd = format!(
                 "`dd if={} of={} iflag=skip_bytes,count_bytes skip={at} count={size}`",
                 text::shell_quote(&copy.to_string_lossy()),

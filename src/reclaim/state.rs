@@ -526,13 +526,11 @@ impl StateDir {
                         )?;
                         rustix::fs::fsync(&copy)?;
                     }
-                    Some(CopyAt::Packed(pack)) => {
-                        if !synced.iter().any(|p| Arc::ptr_eq(p, pack)) {
-                            rustix::fs::fsync(&pack.fd)?;
-                            synced.push(pack);
-                        }
+                    Some(CopyAt::Packed(pack)) if !synced.iter().any(|p| Arc::ptr_eq(p, pack)) => {
+                        rustix::fs::fsync(&pack.fd)?;
+                        synced.push(pack);
                     }
-                    None => {}
+                    Some(CopyAt::Packed(_)) | None => {}
                 }
             }
             rustix::fs::fsync(self.saved())?;
@@ -978,12 +976,10 @@ impl Drop for Staged {
             Some(CopyAt::Own(name)) => {
                 let _ = rustix::fs::unlinkat(self.state.saved(), &name, AtFlags::empty());
             }
-            Some(CopyAt::Packed(pack)) => {
-                if pack.release(false) {
-                    let _ = rustix::fs::unlinkat(self.state.saved(), &pack.name, AtFlags::empty());
-                }
+            Some(CopyAt::Packed(pack)) if pack.release(false) => {
+                let _ = rustix::fs::unlinkat(self.state.saved(), &pack.name, AtFlags::empty());
             }
-            None => {}
+            Some(CopyAt::Packed(_)) | None => {}
         }
         if self.reserved > 0 {
             self.state.used.fetch_sub(self.reserved, Ordering::Relaxed);

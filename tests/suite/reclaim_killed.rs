@@ -118,7 +118,12 @@ fn standing(entries: &[serde_json::Value]) -> HashMap<String, Vec<&serde_json::V
 /// Every lock gone from its name has exactly one standing reclaim line whose copy is the
 /// lock (read for the locks not in `seen`, which gets them), and no lock has two; no id is
 /// journaled twice. Returns how many are gone.
-fn check(env: &Env, locks: &[Lock], seen: &mut HashSet<(String, Option<u64>)>, when: &str) -> usize {
+fn check(
+    env: &Env,
+    locks: &[Lock],
+    seen: &mut HashSet<(String, Option<u64>)>,
+    when: &str,
+) -> usize {
     let (entries, bad) = journal(env);
     let mut ids = HashSet::new();
     for e in &entries {

@@ -163,7 +163,12 @@ fn a_restarted_containers_pid_file_naming_pid_1_goes_and_the_service_starts_as_p
         let copy = last["saved_to"].as_str().unwrap();
         assert!(copy.starts_with("/var/lib/locksmith/"), "{copy}");
         let all = exec(&pm, "web", &["cat", copy]).into_bytes();
-        assert_eq!(String::from_utf8(util::copy_part(last, all)).unwrap().trim(), "1");
+        assert_eq!(
+            String::from_utf8(util::copy_part(last, all))
+                .unwrap()
+                .trim(),
+            "1"
+        );
     }
 }
 

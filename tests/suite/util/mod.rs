@@ -476,7 +476,11 @@ pub struct Reclaimed {
 impl Reclaimed {
     /// The `len` bytes of its copy: the whole file `saved_to`, or the part at `saved_offset`.
     pub fn copy(&self, len: usize) -> Vec<u8> {
-        saved_copy(self.saved_to.as_deref().expect("saved_to"), self.saved_offset, len)
+        saved_copy(
+            self.saved_to.as_deref().expect("saved_to"),
+            self.saved_offset,
+            len,
+        )
     }
 }
 
@@ -501,7 +505,10 @@ fn saved_part(all: Vec<u8>, offset: Option<u64>, len: usize) -> Vec<u8> {
         }
         Some(at) => {
             let at = at as usize;
-            assert!(at + len <= all.len(), "the shared file holds {len} bytes at {at}");
+            assert!(
+                at + len <= all.len(),
+                "the shared file holds {len} bytes at {at}"
+            );
             all[at..at + len].to_vec()
         }
     }
