@@ -16,7 +16,7 @@
 #   FILTER...    test name filters instead, as `cargo test --test suite -- FILTER...` takes
 #
 # The test binary is built once. Logs go to target/steady/<time>/ (run-N.log, run-N.skips).
-# Exits 1 when any run failed.
+# Exits 1 when any run failed, or left a process running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,11 +48,25 @@ out="target/steady/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 echo "steady: $runs runs of ${filters[*]:-the whole suite}, $jobs at a time${storm:+, with a fork storm}; logs in $out"
 
+# The processes still running whose environment names SKIPS (the run's skip log, which every
+# process the run started inherits): `PID CWD CMD` each.
+left_behind() {
+  local want="LOCKSMITH_TEST_SKIP_LOG=$1" p
+  for p in /proc/[0-9]*; do
+    if { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qxF "$want"; then
+      echo "${p#/proc/} $(readlink "$p/cwd" 2>/dev/null) $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+    fi
+  done
+}
+
 run() {
   local i=$1 start=$SECONDS rc=0
   env LOCKSMITH_TEST_SKIP_LOG="$PWD/$out/run-$i.skips" ${storm:+LOCKSMITH_TEST_FORK_STORM=1} \
     nice "$bin" "${filters[@]}" >"$out/run-$i.log" 2>&1 || rc=$?
   echo "$rc" >"$out/run-$i.rc"
+  # What the run left running: a test that leaves a process behind (a grandchild its guard
+  # did not kill) is named by what that process is and where it runs.
+  left_behind "$PWD/$out/run-$i.skips" >"$out/run-$i.left"
   local result
   result=$(grep -a '^test result:' "$out/run-$i.log" | tail -1 || true)
   echo "run $i: exit $rc in $((SECONDS - start)) s: ${result:-no result line}"
@@ -82,7 +96,12 @@ if [ "$failed" -gt 0 ]; then
     fi
   done
 fi
+left=$(cat "$out"/run-*.left 2>/dev/null | wc -l)
+echo "left running after their run: $left process(es)"
+for ((i = 1; i <= runs; i++)); do
+  [ -s "$out/run-$i.left" ] && sed "s/^/  run $i: /" "$out/run-$i.left"
+done
 all_skips() { cat "$out"/run-*.skips 2>/dev/null || true; }
 echo "skipped: $(all_skips | wc -l) (over all runs)"
 all_skips | sort | uniq -c | sort -rn | sed 's/^/  /'
-[ "$failed" = 0 ]
+[ "$failed" = 0 ] && [ "$left" = 0 ]

@@ -38,10 +38,10 @@ const PATTERNS: &[&str] = &[
 
 /// Programs that take an X authority file's lock: xauth (which startx, sshd, sddm and
 /// LightDM run), and xdm, which calls `XauLockAuth` itself.
-const X_WRITERS: &[&str] = &["xauth", "xdm"];
+pub const X_WRITERS: &[&str] = &["xauth", "xdm"];
 
 /// Programs that take an ICE authority file's lock: iceauth and the session managers.
-const ICE_WRITERS: &[&str] = &[
+pub const ICE_WRITERS: &[&str] = &[
     "iceauth",
     "gnome-session*",
     "xfce4-session",

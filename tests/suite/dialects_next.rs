@@ -16,6 +16,7 @@ use locksmith::Verdict;
 use locksmith::probe::FileKey;
 
 use crate::util::judging::{assert_evidence, expect, scan_findings};
+use crate::util::quiet::{self, Fact};
 use crate::util::{
     Env, Group, age, require, run_bounded, snapshot, stderr, stdout, wait_for, wait_until, write,
 };
@@ -75,6 +76,12 @@ fn held_then_free(program: &str, lock: &Path, start: impl Fn() -> Group, while_h
 /// killed, it leaves both, and every later run gives up after 10 tries: "timeout in locking
 /// authority file". The pair is stale once no such tool runs; reclaimed, the tool works.
 fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
+    // Any authority tool running on this host (another copy of this test) makes the pair
+    // live: none but this test's own while it runs.
+    let _no_other_tool = quiet::absent(Fact::AuthorityTool);
+    if !quiet::none_running(Fact::AuthorityTool) {
+        return;
+    }
     let env = Env::new();
     let home = env.path().join("home");
     fs::create_dir_all(&home).unwrap();

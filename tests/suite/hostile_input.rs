@@ -367,9 +367,10 @@ fn lock_held_message_escapes_the_path_and_the_holder_once() {
     assert!(err.contains(&format!("host \"{HOSTILE_SHOWN}\"")), "{err}");
     assert!(!err.contains("\\\\"), "escaped twice: {err}");
 
-    // Held by a live `locksmith lock` whose command line carries the same characters.
+    // Held by a live `locksmith lock` whose command line carries the same characters (its
+    // command is its child: the whole group goes when the guard drops).
     let other = dir.join("run\u{202e}\x1b[1m.lock");
-    let mut first = Guard::spawn(&mut env.cmd([
+    let mut first = Group::spawn(env.cmd([
         "lock".as_ref(),
         other.as_os_str(),
         "--".as_ref(),

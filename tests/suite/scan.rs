@@ -26,7 +26,7 @@ use locksmith::probe::Snapshot;
 use crate::util::judging::try_judge;
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Guard, as_nobody, photograph_with_atimes, require_that, snapshot, wait_until, write,
+    Group, Guard, as_nobody, photograph_with_atimes, require_that, snapshot, wait_until, write,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -904,15 +904,15 @@ fn a_kernel_locked_file_with_any_name_is_found() {
     let file = d.join("state.db");
     write(&file, b"not a lock by name");
     write(&d.join("other.db"), b"nobody locks this");
-    let child = Command::new("flock")
-        .arg("--exclusive")
-        .arg(&file)
-        .args(["sleep", "60"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("flock(1) from util-linux");
-    let guard = Guard(Some(child));
+    // flock(1) runs sleep as its child: the whole group goes when the guard drops.
+    let guard = Group::spawn(
+        Command::new("flock")
+            .arg("--exclusive")
+            .arg(&file)
+            .args(["sleep", "60"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    );
     let key = locksmith::probe::FileKey::of(&std::fs::metadata(&file).unwrap());
     wait_until("the flock to show in /proc/locks", || {
         snapshot().kernel_locked(key)
@@ -927,7 +927,7 @@ fn a_kernel_locked_file_with_any_name_is_found() {
         f.judgement
             .holders
             .iter()
-            .any(|h| h.pid == guard.pid() as i32 && h.how == HolderHow::Flock),
+            .any(|h| h.pid == guard.pid() && h.how == HolderHow::Flock),
         "{:?}",
         f.judgement.holders
     );

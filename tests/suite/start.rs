@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{self, BIN, Env, Guard, dead_pid, run_bounded, sleeper, stderr, stdout};
+use crate::util::{self, BIN, Env, Group, dead_pid, run_bounded, sleeper, stderr, stdout};
 
 /// `locksmith start ARGS...` in the test's environment.
 fn start(env: &Env, args: &[&str]) -> Command {
@@ -247,8 +247,9 @@ fn free_and_inherited_kernel_locks_are_not_in_the_way() {
     assert_eq!(stdout(&out), "ran\n");
     assert!(stderr(&out).contains("held through a descriptor this process inherited"));
 
-    // Held by another process: in the way.
-    let holder = Guard::spawn(
+    // Held by another process: in the way. flock(1) runs sleep as its child: the whole group
+    // goes when the guard drops.
+    let holder = Group::spawn(
         Command::new("flock")
             .arg(&lock)
             .args(["sleep", "600"])

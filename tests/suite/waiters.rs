@@ -11,7 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{self, Env, Guard, Lock, Report, stdout, wait_for};
+use crate::util::{self, Env, Group, Guard, Lock, Report, stdout, wait_for};
 
 /// Scans `dir` until the lock at `lock` lists a waiter with PID `pid`.
 fn waited_for(env: &Env, dir: &Path, lock: &Path, pid: i64) -> (Report, usize) {
@@ -28,9 +28,10 @@ fn waiter(l: &Lock, pid: i64) -> &util::WaiterJson {
     l.waiters.iter().find(|w| w.pid == pid).unwrap()
 }
 
-/// `flock [ARGS] LOCK COMMAND...` in the background.
-fn flock(args: &[&str], lock: &Path, command: &[&str]) -> Guard {
-    Guard::spawn(
+/// `flock [ARGS] LOCK COMMAND...` in the background, in a process group of its own (flock(1)
+/// runs COMMAND as its child: the whole group goes when it is dropped).
+fn flock(args: &[&str], lock: &Path, command: &[&str]) -> Group {
+    Group::spawn(
         Command::new("flock")
             .args(args)
             .arg(lock)
@@ -40,8 +41,25 @@ fn flock(args: &[&str], lock: &Path, command: &[&str]) -> Guard {
     )
 }
 
-fn pid_of(g: &Guard) -> i64 {
-    g.pid() as i64
+/// The pid of a child, as the report writes pids.
+trait Pid {
+    fn pid_i64(&self) -> i64;
+}
+
+impl Pid for Guard {
+    fn pid_i64(&self) -> i64 {
+        self.pid().into()
+    }
+}
+
+impl Pid for Group {
+    fn pid_i64(&self) -> i64 {
+        self.pid().into()
+    }
+}
+
+fn pid_of(g: &impl Pid) -> i64 {
+    g.pid_i64()
 }
 
 #[test]

@@ -60,6 +60,9 @@ pub enum Fact {
     /// A package manager (pacman and its front ends, rpm): their databases' locks are
     /// `unknown` while one runs.
     PackageManager,
+    /// An X or ICE authority tool (`xauth`, `iceauth`, a session manager): an authority
+    /// file's lock pair is live while one runs.
+    AuthorityTool,
 }
 
 /// Which side of a fact a test takes.
@@ -78,6 +81,7 @@ impl Fact {
             Fact::Container => "container",
             Fact::Office => "office",
             Fact::PackageManager => "package-manager",
+            Fact::AuthorityTool => "authority-tool",
         }
     }
 
@@ -89,7 +93,9 @@ impl Fact {
             Fact::PidNamespace => Side::Makes,
             // Many tests run containers, office stand-ins and package managers side by side;
             // the few that need none wait for all of them.
-            Fact::Container | Fact::Office | Fact::PackageManager => Side::NeedsNone,
+            Fact::Container | Fact::Office | Fact::PackageManager | Fact::AuthorityTool => {
+                Side::NeedsNone
+            }
         }
     }
 
@@ -104,6 +110,17 @@ impl Fact {
             || package_managers.contains(&name)
         {
             return Some(Fact::PackageManager);
+        }
+        let authority = [
+            locksmith::dialect::xauth::X_WRITERS,
+            locksmith::dialect::xauth::ICE_WRITERS,
+        ];
+        let matches = |w: &&str| match w.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *w,
+        };
+        if authority.iter().any(|ws| ws.iter().any(matches)) {
+            return Some(Fact::AuthorityTool);
         }
         None
     }
