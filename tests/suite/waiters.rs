@@ -163,7 +163,7 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
     // Stopped, the holder is stuck: it will not let go by itself.
     let stop = |sig| {
         rustix::process::kill_process(
-            rustix::process::Pid::from_raw(holder.pid() as i32).unwrap(),
+            rustix::process::Pid::from_raw(holder.pid()).unwrap(),
             sig,
         )
         .unwrap()
