@@ -162,11 +162,8 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
 
     // Stopped, the holder is stuck: it will not let go by itself.
     let stop = |sig| {
-        rustix::process::kill_process(
-            rustix::process::Pid::from_raw(holder.pid()).unwrap(),
-            sig,
-        )
-        .unwrap()
+        rustix::process::kill_process(rustix::process::Pid::from_raw(holder.pid()).unwrap(), sig)
+            .unwrap()
     };
     stop(rustix::process::Signal::STOP);
     let stuck = wait_for("the holder to be seen stopped", || {
