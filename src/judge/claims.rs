@@ -337,7 +337,8 @@ impl Writers {
         self.names.is_empty() && self.also.is_none()
     }
 
-    fn hit(&self, name: &str) -> bool {
+    /// Whether a process name (or an executable's path) is one of the writers.
+    pub fn hit(&self, name: &str) -> bool {
         let name = name.trim_end_matches(" (deleted)");
         let name = name.rsplit('/').next().unwrap_or(name);
         self.also.as_deref() == Some(name)

@@ -473,15 +473,13 @@ fn read_copy(state: &StateDir, entry: &Entry) -> Result<Vec<u8>, String> {
                 .filter(|&n| n <= super::state::PACKED_MAX)
                 .ok_or("the journal gives no size (or a bad one) for its copy in a shared file")?;
             let mut bytes = vec![0; size as usize];
-            let mut done = 0;
-            while done < bytes.len() {
-                match rustix::io::pread(&fd, &mut bytes[done..], at + done as u64) {
-                    Ok(0) => return Err(format!("its copy in {} is cut short", saved.display())),
-                    Ok(n) => done += n,
-                    Err(Errno::INTR) => {}
-                    Err(e) => return Err(format!("cannot read its copy: {e}")),
-                }
-            }
+            std::os::unix::fs::FileExt::read_exact_at(&std::fs::File::from(fd), &mut bytes, at)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        format!("its copy in {} is cut short", saved.display())
+                    }
+                    _ => format!("cannot read its copy: {e}"),
+                })?;
             bytes
         }
     };

@@ -41,25 +41,9 @@ fn flock(args: &[&str], lock: &Path, command: &[&str]) -> Group {
     )
 }
 
-/// The pid of a child, as the report writes pids.
-trait Pid {
-    fn pid_i64(&self) -> i64;
-}
-
-impl Pid for Guard {
-    fn pid_i64(&self) -> i64 {
-        self.pid().into()
-    }
-}
-
-impl Pid for Group {
-    fn pid_i64(&self) -> i64 {
-        self.pid().into()
-    }
-}
-
-fn pid_of(g: &impl Pid) -> i64 {
-    g.pid_i64()
+/// A child's pid, as the report writes pids.
+fn pid_of(pid: impl Into<i64>) -> i64 {
+    pid.into()
 }
 
 #[test]
@@ -80,12 +64,12 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
     });
     let writer = flock(&[], &lock, &["true"]);
     let reader = flock(&["--shared"], &lock, &["true"]);
-    waited_for(&env, &dir, &lock, pid_of(&writer));
-    let (report, i) = waited_for(&env, &dir, &lock, pid_of(&reader));
+    waited_for(&env, &dir, &lock, pid_of(writer.pid()));
+    let (report, i) = waited_for(&env, &dir, &lock, pid_of(reader.pid()));
     let l = &report.locks[i];
     assert_eq!(l.verdict, "live");
-    assert_eq!(l.holders[0].pid, pid_of(&holder));
-    let w = waiter(l, pid_of(&writer));
+    assert_eq!(l.holders[0].pid, pid_of(holder.pid()));
+    let w = waiter(l, pid_of(writer.pid()));
     assert_eq!(
         (w.how.as_str(), w.mode.as_deref()),
         ("flock", Some("write"))
@@ -94,7 +78,7 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
     assert!(w.cmd.iter().any(|a| a == "true"), "{w:?}");
     assert!(w.started.is_some());
     assert!(w.evidence.contains("/proc/locks"), "{w:?}");
-    let r = waiter(l, pid_of(&reader));
+    let r = waiter(l, pid_of(reader.pid()));
     assert_eq!(r.mode.as_deref(), Some("read"));
     if rustix::process::geteuid().is_root() {
         // The call each is blocked in (reading another's syscall needs the right to trace it).
@@ -143,8 +127,8 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
     assert_eq!(report.locks.len(), 1, "{:?}", report.locks);
     let l = report.expect_lock(&lock);
     assert_eq!(l.verdict, "live");
-    assert_eq!(l.holders[0].pid, pid_of(&holder));
-    assert!(l.waiters.iter().any(|w| w.pid == pid_of(&writer)));
+    assert_eq!(l.holders[0].pid, pid_of(holder.pid()));
+    assert!(l.waiters.iter().any(|w| w.pid == pid_of(writer.pid())));
 
     // A process waiting for nothing says so.
     let sleeper = util::sleeper();
@@ -171,7 +155,7 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
         report.lock(&lock)?.holder_stuck.clone()
     });
     stop(rustix::process::Signal::CONT);
-    assert_eq!(stuck.pid, pid_of(&holder));
+    assert_eq!(stuck.pid, pid_of(holder.pid()));
     assert!(stuck.why.contains("is stopped"), "{stuck:?}");
 }
 
@@ -278,15 +262,16 @@ fn cargo_waits_for_the_package_cache_another_cargo_holds() {
     wait_for("the first cargo to hold the package cache", || {
         let (report, _) = env.scan_json(&[&home]);
         let l = report.lock(&cache)?;
-        (l.verdict == "live" && l.holders.iter().any(|h| h.pid == pid_of(&first))).then_some(())
+        (l.verdict == "live" && l.holders.iter().any(|h| h.pid == pid_of(first.pid())))
+            .then_some(())
     });
     let mut second = run("second");
-    let (report, i) = waited_for(&env, &home, &cache, pid_of(&second));
+    let (report, i) = waited_for(&env, &home, &cache, pid_of(second.pid()));
     let l = &report.locks[i];
     assert_eq!(l.dialect, "tool-flock");
-    assert_eq!(l.process.as_ref().map(|p| p.pid), Some(pid_of(&first)));
+    assert_eq!(l.process.as_ref().map(|p| p.pid), Some(pid_of(first.pid())));
     assert_eq!(l.process.as_ref().map(|p| p.name.as_str()), Some("cargo"));
-    let w = waiter(l, pid_of(&second));
+    let w = waiter(l, pid_of(second.pid()));
     assert_eq!(w.name.as_deref(), Some("cargo"));
     assert_eq!(w.how, "flock");
 
@@ -295,7 +280,10 @@ fn cargo_waits_for_the_package_cache_another_cargo_holds() {
     let report = util::parse_report(&out);
     let l = report.expect_lock(&cache);
     assert_eq!(l.verdict, "live");
-    assert!(l.holders.iter().any(|h| h.pid == pid_of(&first)), "{l:?}");
+    assert!(
+        l.holders.iter().any(|h| h.pid == pid_of(first.pid())),
+        "{l:?}"
+    );
 
     // It is the real wait: cargo says so itself.
     let mut stderr = BufReader::new(second.0.as_mut().unwrap().stderr.take().unwrap());
@@ -348,11 +336,11 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
         line.contains("waiting for lock").then_some(line)
     });
     assert!(said.contains(&format!("held by {}", owner.pid())), "{said}");
-    let (report, i) = waited_for(&env, &home, &lock, pid_of(&gpg));
+    let (report, i) = waited_for(&env, &home, &lock, pid_of(gpg.pid()));
     let l = &report.locks[i];
     assert_eq!(l.verdict, "live");
-    assert_eq!(l.process.as_ref().map(|p| p.pid), Some(pid_of(&owner)));
-    let w = waiter(l, pid_of(&gpg));
+    assert_eq!(l.process.as_ref().map(|p| p.pid), Some(pid_of(owner.pid())));
+    let w = waiter(l, pid_of(gpg.pid()));
     assert_eq!(w.how, "dotlock");
     assert_eq!(w.name.as_deref(), Some("gpg"));
     assert!(w.evidence.contains("GnuPG lock handle"), "{w:?}");
@@ -366,5 +354,8 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
     let report = util::parse_report(&out);
     let l = report.expect_lock(&lock);
     assert_eq!(l.verdict, "live");
-    assert_eq!(l.owner.as_ref().and_then(|o| o.pid), Some(pid_of(&owner)));
+    assert_eq!(
+        l.owner.as_ref().and_then(|o| o.pid),
+        Some(pid_of(owner.pid()))
+    );
 }

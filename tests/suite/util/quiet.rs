@@ -111,15 +111,13 @@ impl Fact {
         {
             return Some(Fact::PackageManager);
         }
-        let authority = [
-            locksmith::dialect::xauth::X_WRITERS,
-            locksmith::dialect::xauth::ICE_WRITERS,
-        ];
-        let matches = |w: &&str| match w.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
-            None => name == *w,
-        };
-        if authority.iter().any(|ws| ws.iter().any(matches)) {
+        use locksmith::dialect::xauth::{ICE_WRITERS, X_WRITERS};
+        use locksmith::judge::claims::Writers;
+        if [X_WRITERS, ICE_WRITERS]
+            .map(Writers::named)
+            .iter()
+            .any(|w| w.hit(name))
+        {
             return Some(Fact::AuthorityTool);
         }
         None
