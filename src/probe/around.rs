@@ -23,11 +23,12 @@ impl Snapshot {
         };
         let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut pids: Vec<i32> = Vec::new();
-        for (pid, target, key) in &self.fd_targets().files {
+        let targets = self.fd_targets();
+        for (pid, target, key) in &targets.files {
             if pids.contains(pid) || (key.major, key.minor) != (major(ids.1), minor(ids.1)) {
                 continue;
             }
-            let inside = if same_mount_ns(*pid) {
+            let inside = if targets.our_ns.contains(pid) {
                 target.starts_with(&canon)
             } else {
                 target

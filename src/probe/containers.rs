@@ -50,6 +50,8 @@ pub struct Mount {
     /// Where it appears.
     pub point: PathBuf,
     pub fstype: String,
+    /// What was mounted (`root@host:/dir`, `/dev/sda1`), when mountinfo names it.
+    pub source: Option<String>,
 }
 
 /// A PID namespace other than ours, with what runs in it.
@@ -465,6 +467,12 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
                     fields.get(4)?,
                 ))),
                 fstype: String::from_utf8_lossy(fields.get(dash + 1)?).into_owned(),
+                source: fields
+                    .get(dash + 2)
+                    .filter(|s| !s.is_empty() && **s != b"none")
+                    .map(|s| {
+                        String::from_utf8_lossy(&super::fs::mountinfo_unescape(s)).into_owned()
+                    }),
             })
         })
         .collect()

@@ -192,6 +192,44 @@ impl MountTable {
         table
     }
 
+    /// Adds the mounts another process sees (`(device, mount point, type, source)`, as its
+    /// `/proc/PID/mountinfo` lists them, in order), as they are seen from here through `base`,
+    /// that process's root (`/proc/PID/root`): their points are taken below `base`.
+    pub fn add_seen_through<'m>(
+        &mut self,
+        base: &Path,
+        mounts: impl IntoIterator<Item = (u64, &'m Path, &'m str, Option<&'m str>)>,
+    ) {
+        for (dev, point, fs_type, source) in mounts {
+            let rel = point.strip_prefix("/").unwrap_or(point);
+            let point = if rel.as_os_str().is_empty() {
+                base.to_path_buf()
+            } else {
+                base.join(rel)
+            };
+            self.by_point.insert(point.clone(), self.mounts.len());
+            self.mounts.push(Arc::new(Mount {
+                id: 0,
+                dev,
+                point,
+                fs_type: fs_type.to_owned(),
+                source: source.map(str::to_owned),
+            }));
+        }
+    }
+
+    /// Whether `path`, below `base`, is reached from `base` through local mounts only: `base`
+    /// is a mount point of the table, and the top mount at `base` and at every point between it
+    /// and `path` (`path` included) is of a type that does not hang ([`may_hang`]).
+    pub fn local_way(&self, base: &Path, path: &Path) -> bool {
+        self.at(base).is_some()
+            && path.starts_with(base)
+            && path
+                .ancestors()
+                .take_while(|p| p.starts_with(base))
+                .all(|p| self.at(p).is_none_or(|m| !m.may_hang()))
+    }
+
     /// The mount (the top one) whose mount point is exactly `point`.
     pub fn at(&self, point: &Path) -> Option<&Arc<Mount>> {
         self.by_point.get(point).map(|&i| &self.mounts[i])
@@ -1155,6 +1193,49 @@ mod tests {
             t.of_dev(makedev(0, 34)).unwrap().point,
             Path::new("/net/home")
         );
+    }
+
+    #[test]
+    fn another_processes_mounts_are_seen_below_its_root_and_a_way_through_them_is_judged() {
+        let mut t = MountTable::parse(b"36 25 8:1 / / rw - ext4 /dev/sda1 rw\n");
+        let base = Path::new("/proc/4242/root");
+        let theirs = [
+            (1, Path::new("/"), "overlay", Some("overlay")),
+            (2, Path::new("/run"), "tmpfs", None),
+            (
+                3,
+                Path::new("/srv/data"),
+                "fuse.sshfs",
+                Some("root@host:/data"),
+            ),
+            // Mounted over: the top mount at a point is the one a path goes through.
+            (4, Path::new("/mnt"), "nfs4", Some("server:/x")),
+            (5, Path::new("/mnt"), "tmpfs", None),
+        ];
+        t.add_seen_through(base, theirs);
+        assert_eq!(t.at(base).unwrap().fs_type, "overlay");
+        assert_eq!(
+            t.of_path(Path::new("/proc/4242/root/run/app.pid"))
+                .unwrap()
+                .fs_type,
+            "tmpfs"
+        );
+        let ssh = t.at(Path::new("/proc/4242/root/srv/data")).unwrap();
+        assert_eq!(ssh.source.as_deref(), Some("root@host:/data"));
+        assert!(ssh.may_hang());
+        // Ours are unchanged.
+        assert_eq!(t.of_path(Path::new("/tmp")).unwrap().fs_type, "ext4");
+
+        let local = |p: &str| t.local_way(base, Path::new(p));
+        assert!(local("/proc/4242/root/run"));
+        assert!(local("/proc/4242/root/tmp"));
+        assert!(local("/proc/4242/root/srv"));
+        assert!(local("/proc/4242/root/mnt/lock"));
+        assert!(!local("/proc/4242/root/srv/data"));
+        assert!(!local("/proc/4242/root/srv/data/lock"));
+        // Not below the base, or a base whose mounts are not known.
+        assert!(!local("/tmp"));
+        assert!(!t.local_way(Path::new("/proc/77/root"), Path::new("/proc/77/root/run")));
     }
 
     fn mount(id: u64) -> Mount {

@@ -6,6 +6,7 @@
 //! another mount namespace (a container mounting the place somewhere else) is placed right:
 //! `/proc/<pid>/cwd` and `/proc/<pid>/root` resolve in that process's own namespace.
 
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -64,6 +65,9 @@ pub fn seen_by(pid: i32, path: &Path) -> PathBuf {
 #[derive(Debug, Default)]
 pub struct FdTargets {
     pub files: Vec<(i32, PathBuf, FileKey)>,
+    /// The processes of `files` that are in our own mount namespace (their link texts are
+    /// paths as we see them), as [`same_mount_ns`] tells, asked once per process.
+    pub our_ns: HashSet<i32>,
     /// Processes whose descriptors could not be read.
     pub unreadable: Vec<i32>,
 }
@@ -75,6 +79,7 @@ impl FdTargets {
         let Ok(procs) = std::fs::read_dir("/proc") else {
             return out;
         };
+        let ours = mount_ns("self");
         for p in procs.flatten() {
             let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
                 continue;
@@ -86,6 +91,7 @@ impl FdTargets {
                 out.unreadable.push(pid);
                 continue;
             };
+            let before = out.files.len();
             for fd in fds.flatten() {
                 let Ok(meta) = known(&fd.path()) else {
                     continue;
@@ -98,6 +104,9 @@ impl FdTargets {
                         .push((pid, target, FileKey::from_dev_ino(meta.dev, meta.ino)));
                 }
             }
+            if out.files.len() > before && ours.is_some() && mount_ns(&pid.to_string()) == ours {
+                out.our_ns.insert(pid);
+            }
         }
         out
     }
@@ -105,11 +114,15 @@ impl FdTargets {
 
 /// Our own mount namespace and process `pid`'s, by the links' text.
 pub(crate) fn same_mount_ns(pid: i32) -> bool {
-    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok();
-    match (ns("self"), ns(&pid.to_string())) {
+    match (mount_ns("self"), mount_ns(&pid.to_string())) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
+}
+
+/// The text of `/proc/<who>/ns/mnt` (`mnt:[INODE]`).
+fn mount_ns(who: &str) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{who}/ns/mnt")).ok()
 }
 
 pub(crate) fn major(dev: u64) -> u32 {

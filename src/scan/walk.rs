@@ -143,7 +143,7 @@ impl<'a> Walk<'a> {
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
             root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
-            mounts: MountTable::read(),
+            mounts: mounts(snap, roots),
             dead: Mutex::default(),
             state_dir: config.never_walk.as_deref().and_then(state_dir),
             queue: Mutex::default(),
@@ -205,7 +205,15 @@ impl<'a> Walk<'a> {
         let probe = fs::Op::Probe {
             path: root.path.clone(),
         };
-        let (mode, real) = match fs::call_path(&root.path, lexical.as_deref(), probe) {
+        // A container's place is reached through no symlink (see `scan::containers`): where
+        // every mount on the way is local, nothing on the way may hang.
+        let local_place = in_container(&root.path) && self.local_container_place(&root.path);
+        let probed = if local_place {
+            fs::call(None, probe)
+        } else {
+            fs::call_path(&root.path, lexical.as_deref(), probe)
+        };
+        let (mode, real) = match probed {
             Ok(a) => match a.ok() {
                 Ok(a) => (a.mode, a.real),
                 Err(e) => {
@@ -229,9 +237,12 @@ impl<'a> Walk<'a> {
             return;
         }
         // The mount the root really is on (what its path names, where it cannot be resolved).
-        // A container's root seen through `/proc/PID/root` has mounts our table does not
-        // list (its volumes may be network mounts): all of it is taken as one that may hang.
-        let mount = if in_container(&root.path) {
+        // A container's place is on the mounts its PID 1 lists (in our table below
+        // `/proc/PID/root`): one whose way has a mount that may hang, or whose container's
+        // mounts could not be read, is taken as all on one mount that may hang.
+        let mount = if local_place {
+            None
+        } else if in_container(&root.path) {
             Some(Arc::new(Mount {
                 id: 0,
                 dev: 0,
@@ -652,6 +663,17 @@ impl<'a> Walk<'a> {
     /// Whether the mount point `dir` (of mount `m`) is of a file system never to walk (proc,
     /// sysfs, autofs...). A mount that may hang is not `statfs`ed: its type says it is no
     /// pseudo file system, and a `statfs` could wait on its server.
+    /// Whether the container's place `path` (`/proc/PID/root/...`) is reached only through
+    /// local mounts: that container's mounts are known (its root is in our table), and the top
+    /// mount at each point on the way from its root to `path` is of a type that does not hang.
+    fn local_container_place(&self, path: &Path) -> bool {
+        let Some((pid, _)) = crate::probe::containers::proc_root_path(path) else {
+            return false;
+        };
+        self.mounts
+            .local_way(Path::new(&format!("/proc/{pid}/root")), path)
+    }
+
     fn skip_mount(&self, m: &Mount, dir: &Path) -> bool {
         match m.fs_type.as_str() {
             // Touching an automount point may mount (or hang on) a remote file system.
@@ -696,6 +718,27 @@ impl<'a> Walk<'a> {
             });
         }
     }
+}
+
+/// The mounts the walk goes by: ours, and, where a root is inside a container, the mounts of
+/// every container we look inside, as seen through its root (`/proc/PID/root/...`), from the
+/// mount tables its PID 1 had when the snapshot was taken.
+fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
+    let mut table = MountTable::read();
+    if roots.iter().any(|r| in_container(&r.path)) {
+        for ns in snap.containers().containers_with_own_root() {
+            let seen = ns.mounts.iter().map(|m| {
+                (
+                    m.dev,
+                    m.point.as_path(),
+                    m.fstype.as_str(),
+                    m.source.as_deref(),
+                )
+            });
+            table.add_seen_through(&ns.root_path(), seen);
+        }
+    }
+    table
 }
 
 /// Whether `path` is seen through a process's root (`/proc/PID/root/...`: a container's).

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::podman::Podman;
 use crate::util::sshfs::Sshfs;
 use crate::util::ui::Ui;
 use crate::util::*;
@@ -191,6 +192,73 @@ fn a_scan_reports_a_mount_that_does_not_answer_and_judges_the_rest() {
     assert!(stdout(&out).contains("local.pid"), "{}", stdout(&out));
     assert!(
         names_the_dead_mount(&stderr(&out), &d.mnt),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A container whose lock place holds a volume of the dead mount (`-v MNT:PLACE/remote`,
+/// started while the server answered): the place itself is on the container's own file
+/// system and is walked there, the volume is known from the container's own mount table to
+/// be an sshfs mount, so it alone is asked through the bounded helpers. The scan and the
+/// reclaim finish, name the mount as the container shows it, and judge and reclaim the
+/// container's own stale pid file beside it.
+#[test]
+fn a_dead_mount_inside_a_containers_lock_place_is_reported_and_the_rest_judged() {
+    let Some(pm) = Podman::or_skip("a dead mount in a container") else {
+        return;
+    };
+    let env = Env::new();
+    let place = env.path().join("place");
+    fs::create_dir(&place).unwrap();
+    let cfg = env.path().join("place.json");
+    fs::write(
+        &cfg,
+        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
+    )
+    .unwrap();
+    let script = format!("echo 4243 > {}/own.pid && exec sleep 1000", place.display());
+    let Some((_dead, c)) = dead_mount_with(&[], |mnt| {
+        let volume = format!("{}:{}/remote", mnt.display(), place.display());
+        pm.run_detached("dead-volume-1", &["-v", &volume], &script)
+    }) else {
+        return;
+    };
+    let inside = Path::new("/proc")
+        .join(c.pid.to_string())
+        .join("root")
+        .join(place.strip_prefix("/").unwrap());
+    let own = inside.join("own.pid");
+    pm.wait_file(&own);
+    let remote = inside.join("remote");
+
+    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --json with a dead mount in a container");
+    let report = parse_report(&out);
+    assert_eq!(report.expect_lock(&own).verdict, "stale");
+    let errors: Vec<_> = report
+        .errors
+        .iter()
+        .filter(|e| e.path == remote.display().to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{:#?}", report.errors);
+    assert!(
+        errors[0]
+            .error
+            .starts_with("the fuse.sshfs mount of root@127.0.0.1:")
+            && errors[0].error.contains("did not answer within 5 s"),
+        "{:#?}",
+        errors[0]
+    );
+
+    let mut cmd = env.cmd(["--scan", "--reclaim", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --reclaim with a dead mount in a container");
+    assert_code(&out, 0);
+    assert!(!own.exists(), "{}", stdout(&out));
+    assert!(
+        names_the_dead_mount(&stderr(&out), &remote),
         "{}",
         stderr(&out)
     );
