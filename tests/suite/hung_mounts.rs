@@ -151,6 +151,24 @@ fn bounded(cmd: Command, what: &str) -> Output {
     out
 }
 
+/// The report's one error for `mnt`: the sshfs mount that did not answer in time.
+fn reports_the_dead_mount(report: &Report, mnt: &Path) {
+    let errors: Vec<_> = report
+        .errors
+        .iter()
+        .filter(|e| e.path == mnt.display().to_string())
+        .collect();
+    assert_eq!(errors.len(), 1, "{:#?}", report.errors);
+    assert!(
+        errors[0]
+            .error
+            .starts_with("the fuse.sshfs mount of root@127.0.0.1:")
+            && errors[0].error.contains("did not answer within 5 s"),
+        "{:#?}",
+        errors[0]
+    );
+}
+
 fn names_the_dead_mount(text: &str, mnt: &Path) -> bool {
     text.lines().any(|l| {
         l.contains(&mnt.display().to_string())
@@ -169,20 +187,7 @@ fn a_scan_reports_a_mount_that_does_not_answer_and_judges_the_rest() {
     assert_code(&out, 1);
     let report = parse_report(&out);
     assert_eq!(report.expect_lock(&d.local).verdict, "stale");
-    let errors: Vec<_> = report
-        .errors
-        .iter()
-        .filter(|e| e.path == d.mnt.display().to_string())
-        .collect();
-    assert_eq!(errors.len(), 1, "{:#?}", report.errors);
-    assert!(
-        errors[0]
-            .error
-            .starts_with("the fuse.sshfs mount of root@127.0.0.1:")
-            && errors[0].error.contains("did not answer within 5 s"),
-        "{:#?}",
-        errors[0]
-    );
+    reports_the_dead_mount(&report, &d.mnt);
 
     // The table says it too (on stderr), and so do the metrics (an error counted).
     let mut cmd = env.cmd(["--scan".as_ref(), d.root.as_os_str()]);
@@ -237,20 +242,7 @@ fn a_dead_mount_inside_a_containers_lock_place_is_reported_and_the_rest_judged()
     let out = bounded(cmd, "--scan --json with a dead mount in a container");
     let report = parse_report(&out);
     assert_eq!(report.expect_lock(&own).verdict, "stale");
-    let errors: Vec<_> = report
-        .errors
-        .iter()
-        .filter(|e| e.path == remote.display().to_string())
-        .collect();
-    assert_eq!(errors.len(), 1, "{:#?}", report.errors);
-    assert!(
-        errors[0]
-            .error
-            .starts_with("the fuse.sshfs mount of root@127.0.0.1:")
-            && errors[0].error.contains("did not answer within 5 s"),
-        "{:#?}",
-        errors[0]
-    );
+    reports_the_dead_mount(&report, &remote);
 
     let mut cmd = env.cmd(["--scan", "--reclaim", "--config", cfg.to_str().unwrap()]);
     cmd.stdin(Stdio::null());
