@@ -66,7 +66,7 @@ pub fn seen_by(pid: i32, path: &Path) -> PathBuf {
 pub struct FdTargets {
     pub files: Vec<(i32, PathBuf, FileKey)>,
     /// The processes of `files` that are in our own mount namespace (their link texts are
-    /// paths as we see them), as [`same_mount_ns`] tells, asked once per process.
+    /// paths as we see them), asked once per process.
     pub our_ns: HashSet<i32>,
     /// Processes whose descriptors could not be read.
     pub unreadable: Vec<i32>,
