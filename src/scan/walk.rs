@@ -207,7 +207,7 @@ impl<'a> Walk<'a> {
         };
         // A container's place is reached through no symlink (see `scan::containers`): where
         // every mount on the way is local, nothing on the way may hang.
-        let local_place = in_container(&root.path) && self.local_container_place(&root.path);
+        let local_place = self.local_container_place(&root.path);
         let probed = if local_place {
             fs::call(None, probe)
         } else {
@@ -660,9 +660,6 @@ impl<'a> Walk<'a> {
             .is_some_and(|(_, _, dir)| real.is_some_and(|r| r.starts_with(dir)))
     }
 
-    /// Whether the mount point `dir` (of mount `m`) is of a file system never to walk (proc,
-    /// sysfs, autofs...). A mount that may hang is not `statfs`ed: its type says it is no
-    /// pseudo file system, and a `statfs` could wait on its server.
     /// Whether the container's place `path` (`/proc/PID/root/...`) is reached only through
     /// local mounts: that container's mounts are known (its root is in our table), and the top
     /// mount at each point on the way from its root to `path` is of a type that does not hang.
@@ -674,6 +671,9 @@ impl<'a> Walk<'a> {
             .local_way(Path::new(&format!("/proc/{pid}/root")), path)
     }
 
+    /// Whether the mount point `dir` (of mount `m`) is of a file system never to walk (proc,
+    /// sysfs, autofs...). A mount that may hang is not `statfs`ed: its type says it is no
+    /// pseudo file system, and a `statfs` could wait on its server.
     fn skip_mount(&self, m: &Mount, dir: &Path) -> bool {
         match m.fs_type.as_str() {
             // Touching an automount point may mount (or hang on) a remote file system.

@@ -5,7 +5,8 @@
 //! that did not answer among their errors, and judge (and reclaim) the local lock. Before,
 //! each of them blocked until killed.
 //!
-//! Needs root, sshd, sshfs and /dev/fuse; elsewhere it skips with a message.
+//! Needs root, sshd, sshfs and /dev/fuse (and podman for the container's volume); elsewhere it
+//! skips with a message.
 
 use std::ffi::OsString;
 use std::fs;
