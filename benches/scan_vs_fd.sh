@@ -3,8 +3,9 @@
 # `fdfind -HI -u -g '*.lock' TREE` (names only) and `find TREE` with the lock-name patterns,
 # on a generated tree of 500,000 entries holding about 1,000 lock files of every dialect.
 #
-# Targets: locksmith's median no slower than fd's (ratio <= 1.0); peak RSS <= 64 MiB; the
-# evidence snapshot taken once per scan (/proc/locks read once).
+# Targets: locksmith's median at most 0.4 times fd's (ratio <= 0.40) although it judges every
+# lock it finds; peak RSS <= 64 MiB; the evidence snapshot taken once per scan (/proc/locks read
+# once).
 #
 # usage: benches/scan_vs_fd.sh [--runs N] [--entries N] [--locks N]
 # env:   LOCKSMITH_BENCH_TREE  where the tree is cached (default /tmp/locksmith-bench-tree)
@@ -92,8 +93,8 @@ for k in ("fd", "find"):
     ratio = med["locksmith"] / med[k]
     print(f"locksmith / {k}: {ratio:.2f}")
 ratio = med["locksmith"] / med["fd"]
-print(f"target median ratio to fd <= 1.00: {'met' if ratio <= 1.0 else 'MISSED'} ({ratio:.2f})")
-ok &= ratio <= 1.0
+print(f"target median ratio to fd <= 0.40: {'met' if ratio <= 0.4 else 'MISSED'} ({ratio:.2f})")
+ok &= ratio <= 0.4
 print(f"target peak RSS <= 65536 KiB: {'met' if rss <= 65536 else 'MISSED'} ({rss} KiB)")
 ok &= rss <= 65536
 if sys.argv[3]:

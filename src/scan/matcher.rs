@@ -5,10 +5,16 @@
 //! A pattern containing `/` is matched against the whole (absolute) path, any other against
 //! the file name. Whole-path patterns are pre-filtered by their last component, so the walker
 //! builds a path only for names that may match.
+//!
+//! Before any glob is tried, a name must contain the literal text that one of the patterns
+//! requires (the longest run of plain characters in each, [`required_literal`]), looked for
+//! with one Aho-Corasick automaton: most names of a tree (source files, object stores) contain
+//! none and are turned away in a single pass over their bytes.
 
 use std::ffi::OsStr;
 use std::path::Path;
 
+use aho_corasick::AhoCorasick;
 use globset::{Candidate, Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde::de::{self, Deserializer};
@@ -76,6 +82,10 @@ pub struct Matcher {
     path_last: GlobSet,
     /// Some whole-path pattern ends in `**` (its last component filters nothing).
     path_any_last: bool,
+    /// The literals the name patterns and the whole-path patterns' last components require:
+    /// a name containing none of them matches none of them. `None` when some pattern
+    /// requires no literal (then every name is tried).
+    required: Option<AhoCorasick>,
     /// [`dialect::NOT_LOCKS`]: names that match lock patterns but are never locks.
     not_locks: GlobSet,
     exclude_names: GlobSet,
@@ -106,6 +116,12 @@ impl Matcher {
         );
         let (mut name_owner, mut path_owner) = (Vec::new(), Vec::new());
         let mut path_any_last = false;
+        // The literal each name-level pattern requires; `None` once one requires none.
+        let mut literals: Option<Vec<String>> = Some(Vec::new());
+        let mut require = |name_glob: &str| match (&mut literals, required_literal(name_glob)) {
+            (Some(v), Some(l)) => v.push(l),
+            _ => literals = None,
+        };
         for (i, p) in &owned {
             if p.contains('/') {
                 paths.add(glob(p)?);
@@ -115,12 +131,24 @@ impl Matcher {
                     path_any_last = true;
                 } else {
                     last.add(glob(tail)?);
+                    require(tail);
                 }
             } else {
                 names.add(glob(p)?);
                 name_owner.push(*i);
+                require(p);
             }
         }
+        let required = match literals {
+            Some(mut v) if !path_any_last => {
+                v.sort_unstable();
+                v.dedup();
+                // Only a set beyond the automaton's limits fails to build: then every name is
+                // tried.
+                AhoCorasick::new(v).ok()
+            }
+            _ => None,
+        };
         let (mut ex_names, mut ex_paths) = (GlobSetBuilder::new(), GlobSetBuilder::new());
         for p in exclude {
             if p.contains('/') {
@@ -146,6 +174,7 @@ impl Matcher {
             path_owner,
             path_last: last.build()?,
             path_any_last,
+            required,
             not_locks: {
                 let mut b = GlobSetBuilder::new();
                 for p in dialect::NOT_LOCKS {
@@ -161,6 +190,11 @@ impl Matcher {
     /// Cheap test on a file name alone: may some dialect pattern match an entry with this
     /// name? (`false` means surely not.)
     pub fn may_match(&self, name: &OsStr) -> bool {
+        if let Some(required) = &self.required
+            && !required.is_match(name.as_encoded_bytes())
+        {
+            return false;
+        }
         let c = Candidate::new(Path::new(name));
         (self.names.is_match_candidate(&c) && !self.not_locks.is_match_candidate(&c))
             || (!self.paths.is_empty()
@@ -202,6 +236,66 @@ impl Matcher {
     }
 }
 
+/// The longest run of literal text that every name matching the glob `p` contains, if it has
+/// one: the plain characters (or `\`-escaped ones) between its wildcards, classes and
+/// alternations. Whatever is not surely literal ends a run, so the answer is never more than
+/// the glob requires.
+fn required_literal(p: &str) -> Option<String> {
+    let (mut best, mut run) = (String::new(), String::new());
+    let mut end_run = |run: &mut String| {
+        if run.len() > best.len() {
+            best = std::mem::take(run);
+        }
+        run.clear();
+    };
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e) => run.push(e),
+                None => end_run(&mut run),
+            },
+            '[' => {
+                end_run(&mut run);
+                skip_class(&mut chars);
+            }
+            '{' => {
+                end_run(&mut run);
+                // An alternation: none of it is required (`\\` escapes inside it too).
+                let mut depth = 1;
+                while depth > 0 {
+                    match chars.next() {
+                        Some('\\') => {
+                            chars.next();
+                        }
+                        Some('[') => skip_class(&mut chars),
+                        Some('{') => depth += 1,
+                        Some('}') => depth -= 1,
+                        Some(_) => {}
+                        None => break,
+                    }
+                }
+            }
+            '*' | '?' | ']' | '}' | ',' => end_run(&mut run),
+            c => run.push(c),
+        }
+    }
+    end_run(&mut run);
+    (!best.is_empty()).then_some(best)
+}
+
+/// Skips the rest of a class after its `[`: `[!...]` or `[^...]` negates, a `]` first in it is
+/// one of its characters, and there are no escapes inside.
+fn skip_class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    if matches!(chars.peek(), Some('!' | '^')) {
+        chars.next();
+    }
+    if chars.peek() == Some(&']') {
+        chars.next();
+    }
+    chars.find(|&k| k == ']');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,5 +334,81 @@ mod tests {
         assert!(m.excluded(Path::new("/a/b/build/x")));
         assert!(m.excluded(Path::new("/a/x.tmpdir")));
         assert!(!m.excluded(Path::new("/a/.git")));
+    }
+
+    #[test]
+    fn the_literal_a_glob_requires_is_its_longest_plain_run() {
+        for (glob, want) in [
+            ("*.lock", Some(".lock")),
+            ("lock", Some("lock")),
+            (".*.sw[a-p]", Some(".sw")),
+            ("*authority-[cl]", Some("authority-")),
+            ("__db.[0-9][0-9][0-9]", Some("__db.")),
+            (".~lock.*#", Some(".~lock.")),
+            (r"a\*b*c", Some("a*b")),
+            ("[]x]yz", Some("yz")),
+            ("[!]]q", Some("q")),
+            ("{long,other}x", Some("x")),
+            (r"{a\},xyz}b", Some("b")),
+            ("{[}],xyz}b", Some("b")),
+            ("*", None),
+            ("?[ab]*", None),
+            ("{lock,pid}", None),
+        ] {
+            assert_eq!(required_literal(glob).as_deref(), want, "{glob}");
+        }
+    }
+
+    #[test]
+    fn a_name_without_any_required_literal_is_turned_away_and_a_pattern_without_one_keeps_all() {
+        let m = Matcher::new(dialect::registry(), &[], &[]).unwrap();
+        assert!(m.required.is_some());
+        for name in ["main.rs", "3f2a9c0d1e", "README.md", "pack-1.idx"] {
+            assert!(!m.may_match(OsStr::new(name)), "{name}");
+        }
+        for name in [
+            "job1.lock",
+            ".main.rs.swp",
+            ".#notes.org",
+            "LCK..ttyS0",
+            "held",
+        ] {
+            assert!(m.may_match(OsStr::new(name)), "{name}");
+        }
+        // An extra pattern with no literal of its own: every name is tried.
+        let git = dialect::registry()
+            .iter()
+            .position(|d| d.id() == "git")
+            .unwrap();
+        let extra = [ExtraPatterns {
+            dialect: "git".into(),
+            patterns: vec!["?[0-9]*".into()],
+        }];
+        let m = Matcher::new(dialect::registry(), &extra, &[]).unwrap();
+        assert!(m.required.is_none());
+        assert!(m.may_match(OsStr::new("x1.rs")));
+        assert!(m.hits(Path::new("/t/x1.rs")).contains(&git));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Whatever a glob matches contains the literal said to be required by it.
+        #[test]
+        fn every_name_a_glob_matches_contains_its_required_literal(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "b", ".", "-", "*", "?", "[ab]", "[!a]", "[]a]", "{a,b.}", "{a\\},b}",
+                "{[}],a}", "\\*", "\\[", "ab", "b.a",
+            ]), 1..7),
+            name in "[ab.\\-*\\[}\\]]{0,8}",
+        ) {
+            let p: String = parts.concat();
+            let Ok(g) = glob(&p) else { return Ok(()) };
+            if g.compile_matcher().is_match(&name) {
+                if let Some(l) = required_literal(&p) {
+                    proptest::prop_assert!(name.contains(&l), "{p:?} {name:?} {l:?}");
+                }
+            }
+        }
     }
 }
