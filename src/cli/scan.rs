@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use locksmith::config::{RawConfig, Settings};
-use locksmith::probe::Snapshot;
+use locksmith::probe::{Inventory, Snapshot};
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
 use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
@@ -68,8 +68,13 @@ fn fatal_json(message: &str) -> String {
 /// Runs the scan (and the reclaim pass), writes the report as it goes, and returns the exit
 /// status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
+    let containers = !args.no_containers && args.paths.is_empty();
+    // Read while the configuration is loaded and checked (and a killed reclaim's leftovers
+    // put back): the walk of the containers' places cannot start without it.
+    let ahead =
+        (containers && args.force.is_none() && args.pid.is_none()).then(Inventory::read_ahead);
     let mut raw = RawConfig::load(args.config.as_deref())?;
-    raw.containers = !args.no_containers && args.paths.is_empty();
+    raw.containers = containers;
     let settings = raw.validate()?;
     let format = format_of(args);
     let mut opts = report_options(args, format)?;
@@ -87,6 +92,9 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let roots = settings.scan.roots(&args.paths);
     let started = Instant::now();
     let snap = Snapshot::take();
+    if let Some(inventory) = ahead.and_then(|h| h.join().ok()) {
+        snap.use_containers(inventory);
+    }
     let head = Head {
         host: snap.host.clone(),
         roots: roots.iter().map(|r| r.path.clone()).collect(),

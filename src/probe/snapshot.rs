@@ -108,6 +108,13 @@ impl Snapshot {
             .get_or_init(|| Inventory::read(self.host.pid_ns))
     }
 
+    /// Takes as this snapshot's inventory one read just before it was taken (while the
+    /// configuration was, by [`Inventory::read_ahead`]); a snapshot that has read its own
+    /// keeps it.
+    pub fn use_containers(&self, ahead: Inventory) {
+        let _ = self.containers.set(ahead);
+    }
+
     /// The container a process runs in, with its PID there (`None` in our own namespace).
     pub fn container_of(&self, facts: &ProcFacts) -> Option<ContainerInfo> {
         if facts.pid_ns.is_none() || facts.pid_ns == self.host.pid_ns {
