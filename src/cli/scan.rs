@@ -68,13 +68,12 @@ fn fatal_json(message: &str) -> String {
 /// Runs the scan (and the reclaim pass), writes the report as it goes, and returns the exit
 /// status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
-    let containers = !args.no_containers && args.paths.is_empty();
     // Read while the configuration is loaded and checked (and a killed reclaim's leftovers
-    // put back): the walk of the containers' places cannot start without it.
-    let ahead =
-        (containers && args.force.is_none() && args.pid.is_none()).then(Inventory::read_ahead);
+    // put back): the walk of the containers' places cannot start without it, and the first
+    // PID lock judged (in whatever namespace its writer ran) would wait for it.
+    let ahead = (args.force.is_none() && args.pid.is_none()).then(Inventory::read_ahead);
     let mut raw = RawConfig::load(args.config.as_deref())?;
-    raw.containers = containers;
+    raw.containers = !args.no_containers && args.paths.is_empty();
     let settings = raw.validate()?;
     let format = format_of(args);
     let mut opts = report_options(args, format)?;

@@ -243,9 +243,10 @@ impl Inventory {
         }
     }
 
-    /// [`Inventory::read`] on a thread of its own, for a scan that looks into containers:
-    /// their places are among its roots, so it needs the inventory before its walk starts,
-    /// and reading it meanwhile spares the scan the wait.
+    /// [`Inventory::read`] on a thread of its own, started before a scan has its
+    /// configuration: the scan needs the inventory before its walk starts (the containers'
+    /// places are among its roots) or at its first PID lock, and reading it meanwhile spares
+    /// the scan the wait.
     pub fn read_ahead() -> std::thread::JoinHandle<Inventory> {
         std::thread::spawn(|| Inventory::read(super::host::pid_ns_of("self")))
     }
