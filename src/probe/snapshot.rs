@@ -371,10 +371,13 @@ fn list_processes() -> Vec<ProcSummary> {
     let Ok(mut sys) = sysinfo::System::new() else {
         return Vec::new();
     };
+    // Processes only: a thread's /proc/<pid>/task/<tid> says nothing its process does not, and
+    // listing every thread of every process (a browser has hundreds) costs more than the rest.
     sys.refresh_processes_specifics(
         ProcessesToUpdate::All,
         true,
         ProcessRefreshKind::nothing()
+            .without_tasks()
             .with_exe(UpdateKind::Always)
             .with_cmd(UpdateKind::Always)
             .with_cwd(UpdateKind::Always)
