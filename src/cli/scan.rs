@@ -24,7 +24,8 @@ use std::time::Instant;
 
 use anyhow::Context;
 use locksmith::config::{RawConfig, Settings};
-use locksmith::probe::{Inventory, Snapshot};
+use locksmith::probe::Snapshot;
+use locksmith::probe::snapshot::Ahead;
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::remote;
 use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
@@ -69,9 +70,8 @@ fn fatal_json(message: &str) -> String {
 /// status.
 fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     // Read while the configuration is loaded and checked (and a killed reclaim's leftovers
-    // put back): the walk of the containers' places cannot start without it, and the first
-    // PID lock judged (in whatever namespace its writer ran) would wait for it.
-    let ahead = (args.force.is_none() && args.pid.is_none()).then(Inventory::read_ahead);
+    // put back).
+    let ahead = (args.force.is_none() && args.pid.is_none()).then(Ahead::start);
     let mut raw = RawConfig::load(args.config.as_deref())?;
     raw.containers = !args.no_containers && args.paths.is_empty();
     let settings = raw.validate()?;
@@ -90,10 +90,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     }
     let roots = settings.scan.roots(&args.paths);
     let started = Instant::now();
-    let snap = Snapshot::take();
-    if let Some(inventory) = ahead.and_then(|h| h.join().ok()) {
-        snap.use_containers(inventory);
-    }
+    let snap = ahead.map_or_else(Snapshot::take, Ahead::take);
     let head = Head {
         host: snap.host.clone(),
         roots: roots.iter().map(|r| r.path.clone()).collect(),

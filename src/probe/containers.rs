@@ -243,14 +243,6 @@ impl Inventory {
         }
     }
 
-    /// [`Inventory::read`] on a thread of its own, started before a scan has its
-    /// configuration: the scan needs the inventory before its walk starts (the containers'
-    /// places are among its roots) or at its first PID lock, and reading it meanwhile spares
-    /// the scan the wait.
-    pub fn read_ahead() -> std::thread::JoinHandle<Inventory> {
-        std::thread::spawn(|| Inventory::read(super::host::pid_ns_of("self")))
-    }
-
     #[cfg(not(target_os = "linux"))]
     pub fn read(own_ns: Option<u64>) -> Self {
         Inventory {

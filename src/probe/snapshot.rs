@@ -1,6 +1,6 @@
 //! The evidence snapshot: everything the judges need, collected once per scan (or per engine
 //! operation) and shared by every lock judged in it. Cheap parts (host facts, `/proc/locks`) are
-//! read eagerly; expensive parts (all processes, open files, OFD attribution) are built lazily,
+//! read eagerly (or started early, [`Ahead`]); expensive parts (all processes, open files, OFD attribution) are built lazily,
 //! once, and only if some lock needs them. Per-PID probes are cached, so each PID is read once.
 //! `Snapshot` is `Sync`: the scanner judges on several threads.
 
@@ -60,6 +60,40 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
+/// A snapshot started before it is needed (while a command loads its configuration): its two
+/// reads that wait the longest run on threads of their own meanwhile. Reading `/proc/locks`
+/// takes the kernel's file-lock lock for writing, which after a quiet while waits for an RCU
+/// grace period, asleep (some 10 ms on an idle machine, whatever the table holds); the
+/// inventory of namespaces reads every process's namespace links and each container's mounts
+/// and state, and a scan needs it before its walk starts (the containers' places are among
+/// its roots) or at its first PID lock.
+pub struct Ahead {
+    kernel_locks: std::thread::JoinHandle<KernelLocks>,
+    containers: std::thread::JoinHandle<Inventory>,
+}
+
+impl Ahead {
+    pub fn start() -> Self {
+        Ahead {
+            kernel_locks: std::thread::spawn(KernelLocks::read),
+            containers: std::thread::spawn(|| Inventory::read(super::host::pid_ns_of("self"))),
+        }
+    }
+
+    /// The snapshot, once both reads are done (a read whose thread failed is done again).
+    pub fn take(self) -> Snapshot {
+        let snap = Snapshot::with_kernel_locks(
+            self.kernel_locks
+                .join()
+                .unwrap_or_else(|_| KernelLocks::read()),
+        );
+        if let Ok(inventory) = self.containers.join() {
+            let _ = snap.containers.set(inventory);
+        }
+        snap
+    }
+}
+
 impl Snapshot {
     /// Takes a snapshot of this host now.
     pub fn take() -> Self {
@@ -106,13 +140,6 @@ impl Snapshot {
     pub fn containers(&self) -> &Inventory {
         self.containers
             .get_or_init(|| Inventory::read(self.host.pid_ns))
-    }
-
-    /// Takes as this snapshot's inventory one read just before it was taken (while the
-    /// configuration was, by [`Inventory::read_ahead`]); a snapshot that has read its own
-    /// keeps it.
-    pub fn use_containers(&self, ahead: Inventory) {
-        let _ = self.containers.set(ahead);
     }
 
     /// The container a process runs in, with its PID there (`None` in our own namespace).
