@@ -1,8 +1,9 @@
 //! The evidence snapshot: everything the judges need, collected once per scan (or per engine
 //! operation) and shared by every lock judged in it. Cheap parts (host facts, `/proc/locks`) are
-//! read eagerly (or started early, [`Ahead`]); expensive parts (all processes, open files, OFD attribution) are built lazily,
-//! once, and only if some lock needs them. Per-PID probes are cached, so each PID is read once.
-//! `Snapshot` is `Sync`: the scanner judges on several threads.
+//! read eagerly (or started early, [`Ahead`]); expensive parts (all processes, open files, OFD
+//! attribution) are built lazily, once, and only if some lock needs them. Per-PID probes are
+//! cached, so each PID is read once. `Snapshot` is `Sync`: the scanner judges on several
+//! threads.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
