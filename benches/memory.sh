@@ -173,7 +173,7 @@ in_cgroup() {
   read -r peak elapsed < <(tail -1 "$work/time")
   echo "$peak $(($(cat "$cg_peak") / 1048576)) $(awk '$1 == "oom_kill" { print $2 }' "$cg_kills") $elapsed"
 }
-n=${sizes##* }
+n=$(printf '%s\n' $sizes | sort -n | tail -1)
 if [ "$units" = 1 ] && [ "$(id -u)" != 0 ]; then
   echo "the units' bounds: not measured (needs root for a memory cgroup)"
 elif [ "$units" = 1 ]; then
