@@ -95,14 +95,12 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 })
                 .collect();
             for var in env.iter() {
-                // The process list reads `GIT_DIR` already.
-                let values: Vec<PathBuf> = if *var == "GIT_DIR" {
-                    p.git_dir.iter().cloned().collect()
-                } else {
-                    // Search paths (`R_LIBS`) list several, `:`-separated.
-                    snap.environ_var(p.pid, var)
-                        .map(|v| std::env::split_paths(&v).collect())
-                        .unwrap_or_default()
+                // A process that may be the writer: its environment is read now. Search paths
+                // (`R_LIBS`) list several, `:`-separated; `GIT_DIR` names one.
+                let values: Vec<PathBuf> = match snap.environ_var(p.pid, var) {
+                    Some(v) if *var == "GIT_DIR" => vec![PathBuf::from(v)],
+                    Some(v) => std::env::split_paths(&v).collect(),
+                    None => Vec::new(),
                 };
                 for d in values {
                     let how = format!("{var} {}", d.display());

@@ -23,7 +23,7 @@ impl Snapshot {
         };
         let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let mut pids: Vec<i32> = Vec::new();
-        let targets = self.fd_targets();
+        let targets = self.fd_table();
         for (pid, target, key) in &targets.files {
             if pids.contains(pid) || (key.major, key.minor) != (major(ids.1), minor(ids.1)) {
                 continue;
@@ -74,7 +74,7 @@ impl Snapshot {
     /// The processes whose descriptors could not be read (so [`Snapshot::open_under`] may
     /// miss theirs).
     pub fn fds_unreadable(&self) -> &[i32] {
-        &self.fd_targets().unreadable
+        &self.fd_table().unreadable
     }
 
     /// The processes that map this file into memory (`/proc/<pid>/maps`; Berkeley DB maps

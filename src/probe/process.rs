@@ -121,7 +121,7 @@ pub fn classify(f: ProcFacts) -> PidState {
 
 /// `PF_KTHREAD` in `include/linux/sched.h`: the task is a kernel thread.
 #[cfg(target_os = "linux")]
-const PF_KTHREAD: u32 = 0x0020_0000;
+pub(crate) const PF_KTHREAD: u32 = 0x0020_0000;
 
 #[cfg(target_os = "linux")]
 fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {

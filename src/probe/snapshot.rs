@@ -1,9 +1,10 @@
 //! The evidence snapshot: everything the judges need, collected once per scan (or per engine
 //! operation) and shared by every lock judged in it. Cheap parts (host facts, `/proc/locks`) are
-//! read eagerly (or started early, [`Ahead`]); expensive parts (all processes, open files, OFD
-//! attribution) are built lazily, once, and only if some lock needs them. Per-PID probes are
-//! cached, so each PID is read once. `Snapshot` is `Sync`: the scanner judges on several
-//! threads.
+//! read eagerly; expensive parts (all processes, every process's descriptors, OFD attribution,
+//! the namespaces) are built lazily, once, and only if some lock needs them. A scan starts the
+//! parts that wait longest or that most scans need on threads of their own before it needs
+//! them ([`Ahead`]). Per-PID probes are cached, so each PID is read once. `Snapshot` is
+//! `Sync`: the scanner judges on several threads.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
@@ -14,7 +15,7 @@ use super::containers::Inventory;
 use super::fs::FsInfo;
 use super::host::HostFacts;
 use super::kernel_locks::{FileKey, KernelLock, KernelLocks};
-use super::open_files::OpenFiles;
+use super::open_files::FdTable;
 use super::process::{self, PidState, ProcFacts};
 use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 
@@ -26,8 +27,6 @@ pub struct ProcSummary {
     pub exe: Option<PathBuf>,
     pub cmd: Vec<String>,
     pub cwd: Option<PathBuf>,
-    /// Value of `GIT_DIR` in its environment, when set and readable.
-    pub git_dir: Option<PathBuf>,
 }
 
 /// One snapshot of the evidence (README: Evidence).
@@ -38,19 +37,19 @@ pub struct Snapshot {
     pub pid_max: i64,
     /// Device of our own `/`.
     root_dev: Option<u64>,
-    kernel_locks: KernelLocks,
+    kernel_locks: Early<KernelLocks>,
     pids: Mutex<HashMap<i32, PidState>>,
     /// Who shares the descriptions holding flock and OFD locks (read on first use).
     sharers: OnceLock<HashMap<KernelLock, Vec<(i32, FileKey)>>>,
     /// The files each lock holder has open (`None`: unreadable).
     open_by_pid: Mutex<HashMap<i32, Option<Arc<HashSet<FileKey>>>>>,
-    open_files: OnceLock<OpenFiles>,
-    processes: OnceLock<Vec<ProcSummary>>,
+    /// Every process's descriptors (read on first use).
+    fd_table: Early<FdTable>,
+    processes: Early<Vec<ProcSummary>>,
     users: OnceLock<Option<sysinfo::Users>>,
     unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
-    containers: OnceLock<Inventory>,
-    fd_targets: OnceLock<super::places::FdTargets>,
+    containers: Early<Inventory>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -61,37 +60,85 @@ impl std::fmt::Debug for Snapshot {
     }
 }
 
-/// A snapshot started before it is needed (while a command loads its configuration): its two
-/// reads that wait the longest run on threads of their own meanwhile. Reading `/proc/locks`
-/// takes the kernel's file-lock lock for writing, which after a quiet while waits for an RCU
-/// grace period, asleep (some 10 ms on an idle machine, whatever the table holds); the
-/// inventory of namespaces reads every process's namespace links and each container's mounts
-/// and state, and a scan needs it before its walk starts (the containers' places are among
-/// its roots) or at its first PID lock.
+/// A part of a snapshot read on a thread of its own from the start, or on first use when no
+/// thread was started for it: the first to ask waits for that thread (or reads it), the others
+/// for the first. A thread that failed is read again.
+struct Early<T> {
+    value: OnceLock<T>,
+    thread: Mutex<Option<std::thread::JoinHandle<T>>>,
+}
+
+impl<T: Send + 'static> Early<T> {
+    /// Read on first use.
+    fn later() -> Self {
+        Early {
+            value: OnceLock::new(),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Known already.
+    fn known(value: T) -> Self {
+        Early {
+            value: OnceLock::from(value),
+            thread: Mutex::new(None),
+        }
+    }
+
+    /// Read from now on, on a thread of its own.
+    fn started(read: impl FnOnce() -> T + Send + 'static) -> Self {
+        Early {
+            value: OnceLock::new(),
+            thread: Mutex::new(Some(std::thread::spawn(read))),
+        }
+    }
+
+    fn get(&self, read: impl FnOnce() -> T) -> &T {
+        self.value.get_or_init(|| {
+            let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+            thread.and_then(|t| t.join().ok()).unwrap_or_else(read)
+        })
+    }
+}
+
+/// A snapshot started before it is needed (while a command loads its configuration): its reads
+/// that wait the longest, or that most scans need, run on threads of their own meanwhile, and
+/// each is waited for where it is first needed. Reading `/proc/locks` takes the kernel's
+/// file-lock lock for writing, which after a quiet while waits for an RCU grace period, asleep
+/// (some 10 ms on an idle machine, whatever the table holds): the walk waits for it to start.
+/// The inventory of namespaces (every process's namespace links, each container's mounts and
+/// state) is needed before the walk starts when the containers' places are among its roots,
+/// else at the first PID lock judged. The census of processes and the table of every
+/// process's descriptors are what the writer rules and the holders of kernel locks ask for;
+/// read during that wait, on a machine whose processors it leaves idle, they are ready when
+/// the first lock that needs them is judged (a scan that needs neither has spent a few
+/// milliseconds of processor time per hundred processes on them).
 pub struct Ahead {
-    kernel_locks: std::thread::JoinHandle<KernelLocks>,
-    containers: std::thread::JoinHandle<Inventory>,
+    kernel_locks: Early<KernelLocks>,
+    containers: Early<Inventory>,
+    processes: Early<Vec<ProcSummary>>,
+    fd_table: Early<FdTable>,
 }
 
 impl Ahead {
     pub fn start() -> Self {
         Ahead {
-            kernel_locks: std::thread::spawn(KernelLocks::read),
-            containers: std::thread::spawn(|| Inventory::read(super::host::pid_ns_of("self"))),
+            kernel_locks: Early::started(KernelLocks::read),
+            containers: Early::started(|| Inventory::read(super::host::pid_ns_of("self"))),
+            processes: Early::started(list_processes),
+            fd_table: Early::started(FdTable::read),
         }
     }
 
-    /// The snapshot, once both reads are done (a read whose thread failed is done again).
+    /// The snapshot, its parts still being read.
     pub fn take(self) -> Snapshot {
-        let snap = Snapshot::with_kernel_locks(
-            self.kernel_locks
-                .join()
-                .unwrap_or_else(|_| KernelLocks::read()),
-        );
-        if let Ok(inventory) = self.containers.join() {
-            let _ = snap.containers.set(inventory);
+        Snapshot {
+            kernel_locks: self.kernel_locks,
+            containers: self.containers,
+            processes: self.processes,
+            fd_table: self.fd_table,
+            ..Snapshot::with_kernel_locks(KernelLocks::default())
         }
-        snap
     }
 }
 
@@ -108,22 +155,22 @@ impl Snapshot {
             taken_ms: jiff::Timestamp::now().as_millisecond(),
             pid_max: process::pid_max(),
             root_dev: std::fs::metadata("/").ok().map(|m| m.dev()),
-            kernel_locks,
+            kernel_locks: Early::known(kernel_locks),
             pids: Mutex::default(),
             sharers: OnceLock::new(),
             open_by_pid: Mutex::default(),
-            open_files: OnceLock::new(),
-            processes: OnceLock::new(),
+            fd_table: Early::later(),
+            processes: Early::later(),
             users: OnceLock::new(),
             unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
-            containers: OnceLock::new(),
-            fd_targets: OnceLock::new(),
+            containers: Early::later(),
         }
     }
 
+    /// The table of `/proc/locks` (read once per snapshot).
     pub fn kernel_locks(&self) -> &KernelLocks {
-        &self.kernel_locks
+        self.kernel_locks.get(KernelLocks::read)
     }
 
     /// The state of one PID on this host (probed once per snapshot).
@@ -139,8 +186,7 @@ impl Snapshot {
     /// Every PID namespace on this machine other than ours: containers and sandboxes, their
     /// processes, mounts and names (read on first use, once per snapshot).
     pub fn containers(&self) -> &Inventory {
-        self.containers
-            .get_or_init(|| Inventory::read(self.host.pid_ns))
+        self.containers.get(|| Inventory::read(self.host.pid_ns))
     }
 
     /// The container a process runs in, with its PID there (`None` in our own namespace).
@@ -228,7 +274,7 @@ impl Snapshot {
     ///   held is the safe answer.
     fn kernel_locks_on(&self, key: FileKey) -> Vec<(&KernelLock, Vec<i32>)> {
         let mut out = Vec::new();
-        for lock in self.kernel_locks.on(key) {
+        for lock in self.kernel_locks().on(key) {
             let pids: Vec<i32> = if lock.how == HolderHow::Posix {
                 match lock.pid {
                     Some(p) if self.about_another_file(p, lock, key) => continue,
@@ -239,7 +285,8 @@ impl Snapshot {
                 let sharing = self
                     .sharers
                     .get_or_init(|| {
-                        super::open_files::sharers(&self.kernel_locks.description_keys())
+                        self.fd_table()
+                            .sharers(&self.kernel_locks().description_keys())
                     })
                     .get(lock)
                     .map(Vec::as_slice)
@@ -304,25 +351,24 @@ impl Snapshot {
         f
     }
 
-    /// The processes that have this file open (builds the open-files map on first use).
+    /// The processes that have this file open (from the table of descriptors).
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
-        self.open_files
-            .get_or_init(OpenFiles::read)
+        self.fd_table()
             .openers(key)
             .iter()
             .map(|&pid| self.holder(pid, HolderHow::Open))
             .collect()
     }
 
-    /// The regular files every other process has open, with their link text (read once).
-    pub(crate) fn fd_targets(&self) -> &super::places::FdTargets {
-        self.fd_targets.get_or_init(super::places::FdTargets::read)
+    /// Every process's descriptors: who has which file open, and by what path (read once).
+    pub(crate) fn fd_table(&self) -> &FdTable {
+        self.fd_table.get(FdTable::read)
     }
 
-    /// Every process on this host with name, exe, command line, cwd and `GIT_DIR` (built on
-    /// first use, through sysinfo).
+    /// Every process on this host (kernel threads left out) with its name, executable, command
+    /// line and working directory (built on first use).
     pub fn processes(&self) -> &[ProcSummary] {
-        self.processes.get_or_init(list_processes)
+        self.processes.get(list_processes)
     }
 
     /// Whether some process listens on a unix socket bound at `path` (`/proc/net/unix`, read
@@ -394,48 +440,96 @@ fn listening_unix_sockets(table: &str) -> std::collections::HashSet<String> {
         .collect()
 }
 
+#[cfg(target_os = "linux")]
 fn list_processes() -> Vec<ProcSummary> {
-    use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, UpdateKind};
-    let Ok(mut sys) = sysinfo::System::new() else {
+    let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    // Processes only: a thread's /proc/<pid>/task/<tid> says nothing its process does not, and
-    // listing every thread of every process (a browser has hundreds) costs more than the rest.
-    sys.refresh_processes_specifics(
-        ProcessesToUpdate::All,
-        true,
-        ProcessRefreshKind::nothing()
-            .without_tasks()
-            .with_exe(UpdateKind::Always)
-            .with_cmd(UpdateKind::Always)
-            .with_cwd(UpdateKind::Always)
-            .with_environ(UpdateKind::Always),
-    );
-    sys.processes()
-        .values()
-        .filter(|p| p.thread_kind().is_none())
-        .map(|p| ProcSummary {
-            pid: p.pid().as_u32() as i32,
-            name: p.name().to_string_lossy().into_owned(),
-            exe: p.exe().map(Path::to_path_buf),
-            cmd: p
-                .cmd()
-                .iter()
-                .map(|s| s.to_string_lossy().into_owned())
-                .collect(),
-            cwd: p.cwd().map(Path::to_path_buf),
-            git_dir: p.environ().iter().find_map(|kv| {
-                kv.to_str()
-                    .and_then(|s| s.strip_prefix("GIT_DIR="))
-                    .map(PathBuf::from)
-            }),
+    all.flatten()
+        .filter_map(|p| {
+            let stat = p.stat().ok()?;
+            // A kernel thread runs no program: never a writer.
+            if stat.flags & process::PF_KTHREAD != 0 {
+                return None;
+            }
+            let pid = p.pid();
+            // The executable's path, less the ` (deleted)` the kernel adds once it is replaced.
+            let exe = p.exe().ok().map(|e| match e.to_str() {
+                Some(s) if s.ends_with(" (deleted)") => {
+                    PathBuf::from(s.trim_end_matches(" (deleted)"))
+                }
+                _ => e,
+            });
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    b.split(|&c| c == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(ProcSummary {
+                pid,
+                name: stat.comm,
+                exe,
+                cmd,
+                cwd: p.cwd().ok(),
+            })
         })
         .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn list_processes() -> Vec<ProcSummary> {
+    Vec::new()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_census_lists_programs_with_their_names_and_no_kernel_thread() {
+        let me = std::process::id() as i32;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir("/")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        // Started early or read on first use, the census is the same kind of list.
+        let early = Ahead::start().take();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let procs = loop {
+            let procs = list_processes();
+            // Its name changes with the exec before its command line does.
+            if procs.iter().any(|p| p.pid == pid && p.cmd.len() == 2) {
+                break procs;
+            }
+            assert!(std::time::Instant::now() < deadline, "sleep never listed");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let sleep = procs.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(sleep.name, "sleep");
+        assert_eq!(sleep.cmd, ["sleep", "30"]);
+        assert_eq!(sleep.cwd.as_deref(), Some(Path::new("/")));
+        assert_eq!(
+            sleep.exe.as_ref().and_then(|e| e.file_name()),
+            Some(std::ffi::OsStr::new("sleep"))
+        );
+        let ours = procs.iter().find(|p| p.pid == me).expect("this process");
+        assert_eq!(ours.exe, std::env::current_exe().ok());
+        // kthreadd (PID 2) is seen in the initial PID namespace only.
+        assert!(!procs.iter().any(|p| p.name == "kthreadd"));
+        assert!(early.processes().iter().any(|p| p.pid == me));
+        let held = tempfile::tempfile().unwrap();
+        let key = FileKey::of(&held.metadata().unwrap());
+        assert!(Ahead::start().take().fd_table().openers(key).contains(&me));
+        assert!(early.kernel_locks().available());
+    }
 
     #[test]
     fn reads_listening_unix_sockets() {

@@ -653,18 +653,7 @@ impl Known {
 pub fn known(path: &std::path::Path) -> std::io::Result<Known> {
     #[cfg(target_os = "linux")]
     {
-        use rustix::fs::{AtFlags, CWD, StatxFlags};
-        let st = rustix::fs::statx(
-            CWD,
-            path,
-            AtFlags::STATX_DONT_SYNC,
-            StatxFlags::INO | StatxFlags::TYPE,
-        )?;
-        Ok(Known {
-            dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            mode: u32::from(st.stx_mode),
-        })
+        known_at(rustix::fs::CWD, path)
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -676,4 +665,25 @@ pub fn known(path: &std::path::Path) -> std::io::Result<Known> {
             mode: meta.mode(),
         })
     }
+}
+
+/// [`known`] of `path` relative to the open directory `dir` (a process's `/proc/<pid>/fd`,
+/// listed once and each descriptor asked through it).
+#[cfg(target_os = "linux")]
+pub fn known_at<Fd: std::os::fd::AsFd, P: rustix::path::Arg>(
+    dir: Fd,
+    path: P,
+) -> std::io::Result<Known> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let st = rustix::fs::statx(
+        dir,
+        path,
+        AtFlags::STATX_DONT_SYNC,
+        StatxFlags::INO | StatxFlags::TYPE,
+    )?;
+    Ok(Known {
+        dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+        mode: u32::from(st.stx_mode),
+    })
 }
