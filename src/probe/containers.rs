@@ -153,6 +153,8 @@ pub struct Inventory {
     own_root: Option<(u64, u64)>,
     /// Whether every process's namespace could be read.
     pub complete: bool,
+    /// The directories of the files asked about, as our namespace resolves them.
+    canonical: super::places::CanonicalDirs,
 }
 
 impl Inventory {
@@ -240,6 +242,7 @@ impl Inventory {
             own_mounts,
             own_root,
             complete,
+            canonical: Default::default(),
         }
     }
 
@@ -334,9 +337,11 @@ impl Inventory {
     /// Records our own view of `path` and returns its path within its file system.
     fn host_view(&self, path: &Path, dev: u64, out: &mut Vec<Seen<'_>>) -> Option<(u64, PathBuf)> {
         let real = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            (Some(parent), Some(name)) => self
+                .canonical
+                .of(parent)
                 .map(|p| p.join(name))
-                .unwrap_or_else(|_| path.to_path_buf()),
+                .unwrap_or_else(|| path.to_path_buf()),
             _ => path.to_path_buf(),
         };
         let rel = fs_relative(&self.own_mounts, &real, dev);

@@ -6,8 +6,10 @@
 //! another mount namespace (a container mounting the place somewhere else) is placed right:
 //! `/proc/<pid>/cwd` and `/proc/<pid>/root` resolve in that process's own namespace.
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
 
 use super::fs::known;
 use super::open_files::mount_ns;
@@ -67,10 +69,95 @@ pub(crate) fn same_mount_ns(pid: i32) -> bool {
     }
 }
 
+/// The canonical forms of directories (no symlink, no `.` or `..` in them), each resolved once
+/// and kept: a directory whose parent is known costs one `lstat`, where `realpath` asks every
+/// component of its path again (the locks of one tree share most of their directories).
+#[derive(Debug, Default)]
+pub struct CanonicalDirs(Mutex<HashMap<PathBuf, PathBuf>>);
+
+impl Clone for CanonicalDirs {
+    /// A copy keeps nothing: it resolves again.
+    fn clone(&self) -> Self {
+        CanonicalDirs::default()
+    }
+}
+
+impl CanonicalDirs {
+    /// What `std::fs::canonicalize(dir)` gives, for a directory that exists.
+    pub fn of(&self, dir: &Path) -> Option<PathBuf> {
+        if !dir.is_absolute() || dir.components().any(|c| c == Component::ParentDir) {
+            return std::fs::canonicalize(dir).ok();
+        }
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // The nearest ancestor already resolved (or the root), and the names below it.
+        let mut names = Vec::new();
+        let mut at = dir;
+        let mut canon = loop {
+            if let Some(c) = known.get(at) {
+                break c.clone();
+            }
+            match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    names.push(name);
+                    at = parent;
+                }
+                _ => break PathBuf::from("/"),
+            }
+        };
+        let mut path = at.to_path_buf();
+        for name in names.into_iter().rev() {
+            path.push(name);
+            canon.push(name);
+            if std::fs::symlink_metadata(&canon)
+                .ok()?
+                .file_type()
+                .is_symlink()
+            {
+                canon = std::fs::canonicalize(&canon).ok()?;
+            }
+            known.insert(path.clone(), canon.clone());
+        }
+        Some(canon)
+    }
+}
+
 pub(crate) fn major(dev: u64) -> u32 {
     rustix::fs::major(dev)
 }
 
 pub(crate) fn minor(dev: u64) -> u32 {
     rustix::fs::minor(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_dirs_resolve_as_realpath_does() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir_all(base.join("a/b/c")).unwrap();
+        std::os::unix::fs::symlink("a/b", base.join("link")).unwrap();
+        std::os::unix::fs::symlink(base.join("a"), base.join("a/b/c/up")).unwrap();
+        let dirs = CanonicalDirs::default();
+        for d in [
+            base.join("a/b/c"),
+            base.join("a/b"),
+            base.join("link/c"),
+            base.join("link"),
+            base.join("a/b/c/up/b"),
+            base.join("link/c/../c"),
+            base.join("./a/./b"),
+        ] {
+            assert_eq!(
+                dirs.of(&d),
+                std::fs::canonicalize(&d).ok(),
+                "{}",
+                d.display()
+            );
+        }
+        assert_eq!(dirs.of(&base.join("missing/x")), None);
+        assert_eq!(dirs.of(&base.join("link/missing")), None);
+    }
 }
