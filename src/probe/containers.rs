@@ -204,11 +204,12 @@ impl Inventory {
         }
         // With `hidepid`, /proc lists only our own processes unless we are root: what we do
         // not see may still run.
-        if !rustix::process::geteuid().is_root() && proc_hides_pids() {
+        let own_mountinfo = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+        if !rustix::process::geteuid().is_root() && proc_hides_pids(&own_mountinfo) {
             complete = false;
         }
-        let own_mounts = read_mounts("self");
-        let mut names = NameSources::new();
+        let own_mounts = parse_mountinfo(&own_mountinfo);
+        let mut names = NameSources::new(&own_mountinfo);
         let mut namespaces: Vec<Namespace> = members
             .into_iter()
             .filter_map(|(inode, procs)| {
@@ -360,13 +361,15 @@ pub fn proven_container(pid: i32) -> Option<ContainerId> {
     if Some(ns) == ns_inode("self", "pid") {
         return None;
     }
-    let who = identify(ns, pid, &mut NameSources::new());
+    let own_mountinfo = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let who = identify(ns, pid, &mut NameSources::new(&own_mountinfo));
     who.proven.then_some(who.container)
 }
 
-/// Whether `/proc` is mounted with `hidepid` (other users' processes hidden or unreadable).
-fn proc_hides_pids() -> bool {
-    std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+/// Whether `/proc` is mounted with `hidepid` (other users' processes hidden or unreadable), by
+/// our own `mountinfo`'s text.
+fn proc_hides_pids(own_mountinfo: &[u8]) -> bool {
+    std::str::from_utf8(own_mountinfo).is_ok_and(|t| {
         t.lines().any(|l| {
             let f: Vec<&str> = l.split(' ').collect();
             f.get(4) == Some(&"/proc")
@@ -496,12 +499,11 @@ struct NameSources {
 }
 
 impl NameSources {
-    fn new() -> Self {
+    /// With our own `mountinfo`'s text.
+    fn new(own_mountinfo: &[u8]) -> Self {
         NameSources {
             podman: HashMap::new(),
-            cgroups: std::fs::read("/proc/self/mountinfo")
-                .map(|t| cgroup_mounts(&t))
-                .unwrap_or_default(),
+            cgroups: cgroup_mounts(own_mountinfo),
             own_cgroup: std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
             own_user_ns: ns_inode("self", "user"),
         }
