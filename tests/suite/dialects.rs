@@ -22,9 +22,9 @@ use crate::util::judging::{
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Group, Snap, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, hold_flock,
-    link, named_sleeper, now_ms, require, set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env,
-    swap_with, wait_until, wait_within, which, write,
+    Group, Snap, age, age_across_boots, age_up_to, dead_pid, fixture, fixture_text, git, git_ok,
+    git_repo_with_a_commit, hold_flock, link, named_sleeper, now_ms, require, set_mtime_ms, skip,
+    snapshot, spawn_as, spawn_as_env, swap_with, wait_until, wait_within, which, write,
 };
 
 use locksmith::config::{RawConfig, Settings};
@@ -1255,7 +1255,7 @@ fn fake_repo(root: &Path) -> PathBuf {
 /// Sets a lock's mtime a minute back (judge it with `snapshot_booted_an_hour_ago`, so that a
 /// machine booted less than a minute ago does not make it older than the boot).
 fn old(path: &Path) -> &Path {
-    set_mtime_ms(path, now_ms() - 60_000);
+    age_across_boots(path, 60);
     path
 }
 
@@ -1506,18 +1506,19 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     let lock = dir.path().join("job.lock");
     fs::create_dir(&lock).unwrap();
     // A shell script's `mkdir job.lock || exit`: it never refreshes its lock and may hold it
-    // for hours. Fresh or old, its age proves nothing.
+    // for hours. Fresh or old, its age proves nothing. (Judged with a snapshot whose host
+    // booted an hour ago.)
     let booted = snapshot_booted_an_hour_ago();
-    for age_ms in [0, 60_000, 400_000, 50 * 60_000] {
-        set_mtime_ms(&lock, now_ms() - age_ms);
+    for age_s in [0, 60, 400, 50 * 60] {
+        age_across_boots(&lock, age_s);
         let f = expect_in(&booted, &lock, "mkdir-lock", Verdict::Unknown);
         assert_evidence(&f, "its age proves nothing");
     }
     // Written before this boot, on a local file system: every process of that boot is gone.
-    set_mtime_ms(&lock, now_ms() - 2 * 3_600_000);
+    age_across_boots(&lock, 2 * 3600);
     let f = expect_in(&booted, &lock, "mkdir-lock", Verdict::Stale);
     assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::EarlierBoot);
-    set_mtime_ms(&lock, now_ms());
+    age(&lock, 0);
 
     // `mkdir $L && echo $$ > $L/pid`: the record inside names the owner.
     let script = crate::util::sleeper();
@@ -1530,8 +1531,9 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::PidGone);
     fs::remove_file(lock.join("pid")).unwrap();
 
-    // Held with flock (open and locked): live whatever its age.
-    set_mtime_ms(&lock, now_ms() - 600_000);
+    // Held with flock (open and locked): live whatever its age (ten minutes, or as old as
+    // this boot allows).
+    age_up_to(&lock, 600, 60);
     let holder = hold_flock(&lock);
     let f = expect(&lock, "mkdir-lock", Verdict::Live);
     assert_eq!(f.judgement.holders[0].pid, holder.pid());
@@ -1578,7 +1580,7 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
     fs::create_dir_all(&lock).unwrap();
     let judge = |snap: &Snap| try_judge(&lock, snap, &config).unwrap().expect("a lock");
     // Refreshed within its window: nothing proven either way.
-    set_mtime_ms(&lock, now_ms() - 10_000);
+    age(&lock, 10);
     let f = judge(&snapshot());
     assert_eq!(f.dialect, "app-locks");
     assert_eq!(
@@ -1587,8 +1589,9 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
         "{:#?}",
         f.judgement
     );
-    // Past it, with nobody holding it: its writer would have refreshed it.
-    set_mtime_ms(&lock, now_ms() - 60_000);
+    // Past it, with nobody holding it: its writer would have refreshed it. (Judged with this
+    // host's boot time: in this boot, or the earlier-boot rule would prove it first.)
+    age(&lock, 60);
     let f = judge(&snapshot());
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_eq!(
@@ -1753,8 +1756,9 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
     let dir = tempdir();
     let lock = dir.path().join("shared.lock");
     fs::create_dir(&lock).unwrap();
-    // No promise to refresh: a process on another machine may hold it.
-    set_mtime_ms(&lock, now_ms() - 3_600_000);
+    // No promise to refresh: a process on another machine may hold it. (On a network file
+    // system no earlier-boot rule applies: the age may fall before this boot.)
+    age_across_boots(&lock, 3600);
     let j = judge_on_nfs(&lock, "mkdir-lock");
     assert_eq!(j.verdict(), Verdict::Foreign, "{j:#?}");
 
@@ -1775,17 +1779,17 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
         .find(|d| d.id() == "shared-locks")
         .copied()
         .unwrap();
-    let on_nfs = |age_ms: i64| {
-        set_mtime_ms(&lock, now_ms() - age_ms);
+    let on_nfs = |age_s: u64| {
+        age_across_boots(&lock, age_s);
         let snap = snapshot();
         let mut lc = LoadedCandidate::load(&lock, &snap).unwrap();
         lc.fs = FsInfo::new("nfs", true);
         declared.judge(&lc.candidate(), &snap, &Windows::default())
     };
-    let j = on_nfs(330_000);
+    let j = on_nfs(330);
     assert_eq!(j.verdict(), Verdict::Unknown, "{j:#?}");
     assert!(j.evidence.iter().any(|l| l.contains("server clock")));
-    let j = on_nfs(600_000);
+    let j = on_nfs(600);
     assert_eq!(j.verdict(), Verdict::Stale, "{j:#?}");
     assert!(j.evidence.iter().any(|l| l.contains("server's clock")));
 }
@@ -1868,13 +1872,9 @@ fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
     fs::write(repo.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     let lock = repo.join("refs/heads/main.lock");
     fs::write(&lock, "").unwrap();
-    let old = std::time::SystemTime::now() - Duration::from_secs(60);
-    fs::File::options()
-        .write(true)
-        .open(&lock)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
+    // A minute old, in this boot (judged with this host's boot time: written before it, the
+    // earlier-boot rule would prove it stale whatever git runs).
+    age(&lock, 60);
 
     let judge = || {
         try_judge(&lock, &snapshot(), &Settings::embedded().scan)
@@ -1924,18 +1924,18 @@ fn another_host_is_decided_before_any_time_rule() {
     let dir = tempdir();
     let tmp = dir.path();
     let host = hostname();
-    let long_ago = now_ms() - 400 * 86_400_000;
-    // A snapshot whose host booted after every time in these fixtures, taken for each fixture
-    // after it is written: the open-files map of one taken earlier may name an inode that
-    // another test's file held then and this one has now.
+    // Written 400 days ago, judged with a snapshot whose host booted after every time in these
+    // fixtures, taken for each fixture after it is written: the open-files map of one taken
+    // earlier may name an inode that another test's file held then and this one has now.
+    let long_ago = |path: &Path| age_across_boots(path, 400 * 86_400);
     let booted_now = || snapshot_booted_at(now_ms() / 1000);
 
     let theirs = write(&tmp.join(".~lock.theirs.odt#"), office_record("laptop"));
-    set_mtime_ms(&theirs, long_ago);
+    long_ago(&theirs);
     let f = expect_in(&booted_now(), &theirs, "libreoffice", Verdict::Foreign);
     assert_evidence(&f, "\"laptop\"");
     let ours = write(&tmp.join(".~lock.ours.odt#"), office_record(&host));
-    set_mtime_ms(&ours, long_ago);
+    long_ago(&ours);
     {
         let _no_office = quiet::absent(Fact::Office);
         if quiet::none_running(Fact::Office) {
@@ -1962,18 +1962,18 @@ fn another_host_is_decided_before_any_time_rule() {
         &ws.join(".terraform.tfstate.lock.info"),
         lock_info_for("ci@build-7.example"),
     );
-    set_mtime_ms(&info, long_ago);
+    long_ago(&info);
     expect_in(&booted_now(), &info, "terraform", Verdict::Foreign);
 
     // A pid record of another host, written before our boot: foreign, not stale.
     let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
-    set_mtime_ms(&rec, long_ago);
+    long_ago(&rec);
     expect_in(&booted_now(), &rec, "pidfile", Verdict::Foreign);
 
     // Locks naming no host, on a local file system, from before the boot: stale by time.
     let repo = fake_repo(&tmp.join("git"));
     let index = write(&repo.join(".git/index.lock"), "DIRC");
-    set_mtime_ms(&index, long_ago);
+    long_ago(&index);
     let f = expect_in(&booted_now(), &index, "git", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
     let pg = tmp.join("pg");
@@ -1981,7 +1981,7 @@ fn another_host_is_decided_before_any_time_rule() {
         &pg.join("postmaster.pid"),
         postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), 0),
     );
-    set_mtime_ms(&pidfile, long_ago);
+    long_ago(&pidfile);
     let f = expect_in(&booted_now(), &pidfile, "postgres", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
 }

@@ -629,8 +629,9 @@ fn vscode_workspace_and_remote_locks() {
         d.judge(&on_nfs().candidate(), &snap, &w).verdict(),
         Verdict::Foreign
     );
-    // (A minute more is allowed for the file server's clock.)
-    age(&lock, 12 * 60);
+    // (A minute more is allowed for the file server's clock.) On a network file system no
+    // earlier-boot rule applies: the age may fall before this boot.
+    util::age_across_boots(&lock, 12 * 60);
     let j = d.judge(&on_nfs().candidate(), &snap, &w);
     assert_eq!(j.verdict(), Verdict::Stale, "{j:#?}");
     assert!(
@@ -646,8 +647,9 @@ fn vscode_workspace_and_remote_locks() {
         b"",
     );
     expect(&remote, "vscode", Verdict::Unknown);
-    // Its writer (a shell script) promises nothing: however old, not proven ...
-    age(&remote, 2 * 3600);
+    // Its writer (a shell script) promises nothing: however old, not proven ... (judged with
+    // snapshots whose boot time is set here, before and after the file was written).
+    util::age_across_boots(&remote, 2 * 3600);
     let booted = |secs_ago: i64| {
         let mut snap = snapshot();
         snap.host.boot_time = Some(util::now_ms() / 1000 - secs_ago);
@@ -844,7 +846,8 @@ fn declared_dialect_from_configuration_to_reclaim() {
         &root.join("e.backup-lock"),
         format!("v1\n{}\nelsewhere.example\n", job.pid()),
     );
-    age(&foreign_old, 2 * 3600);
+    // Another host's: this host's boot says nothing of it, and the age may fall before it.
+    util::age_across_boots(&foreign_old, 2 * 3600);
     let garbage = write(&root.join("f.backup-lock"), "not a pid\n");
     let now = jiff::Timestamp::now();
     let claim = write(

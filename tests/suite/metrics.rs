@@ -124,6 +124,8 @@ struct Tree {
     env: Env,
     _owner: Guard,
     root: std::path::PathBuf,
+    /// The age given to `old.pid`, in seconds.
+    old_age: u64,
 }
 
 const HOSTILE: &[&[u8]] = &[
@@ -153,7 +155,9 @@ fn tree() -> Tree {
     fs::create_dir(&root).unwrap();
     let dead = dead_pid();
     fs::write(root.join("old.pid"), format!("{dead}\n")).unwrap();
-    age(&root.join("old.pid"), 3600);
+    // Of this boot, so that their dead PIDs decide: an hour old (or as old as this boot
+    // allows, still twice as old as the young one) and a minute old.
+    let old_age = age_up_to(&root.join("old.pid"), 3600, 120);
     fs::write(root.join("young.pid"), format!("{dead}\n")).unwrap();
     age(&root.join("young.pid"), 60);
     let owner = sleeper();
@@ -172,6 +176,7 @@ fn tree() -> Tree {
         env,
         _owner: owner,
         root,
+        old_age,
     }
 }
 
@@ -230,7 +235,8 @@ fn metrics_parse_and_carry_the_scan() {
             &[("path", &format!("{root}/{name}"))],
         )
     };
-    assert!((3590.0..3700.0).contains(&age_of("old.pid")));
+    let old = t.old_age as f64;
+    assert!((old - 10.0..old + 100.0).contains(&age_of("old.pid")));
     assert!((50.0..200.0).contains(&age_of("young.pid")));
     assert!(age_of("garbage.pid") < 600.0);
     assert!(

@@ -538,9 +538,10 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     assert!(lock.is_dir(), "a held lock must not be reclaimed");
 
     // Its holder gone: its age proves nothing by itself (a shell script's `mkdir` lock looks
-    // the same and is never refreshed) ...
+    // the same and is never refreshed) ... Ten minutes old, or as old as this boot allows: past
+    // the window declared below, and of this boot (from before it, it is stale: see the end).
     holder.kill();
-    age(&lock, 600);
+    age_up_to(&lock, 600, 61);
     let (report, out) = env.scan_json(&[&dir]);
     assert_eq!(report.expect_lock(&lock).verdict, "unknown");
     assert_eq!(out.status.code(), Some(0));
@@ -572,6 +573,14 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     // Refreshed within the declared window: not proven either way.
     age(&lock, 20);
     assert_eq!(scan(&env).expect_lock(&lock).verdict, "unknown");
+    // Written before this boot: stale by the earlier-boot rule, declared or not (every process
+    // of that boot is gone).
+    before_boot(&lock, 600);
+    for report in [scan(&env), env.scan_json(&[&dir]).0] {
+        let l = report.expect_lock(&lock);
+        assert_eq!(l.verdict, "stale", "{l:#?}");
+        assert_eq!(l.proofs[0].rule, "earlier-boot");
+    }
 }
 
 /// `cargo doc` leaves rustdoc's `.lock` in its output directory and cargo's `.cargo-lock` in

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::util::pty::Terminal;
 use crate::util::ui::Ui;
-use crate::util::{Env, Group, age, alive, require, stderr, wait_for, wait_until, which};
+use crate::util::{Env, Group, age_up_to, alive, require, stderr, wait_for, wait_until, which};
 
 fn hostname() -> String {
     locksmith::probe::HostFacts::probe().hostname
@@ -308,19 +308,9 @@ fn a_running_scripts_mkdir_lock_survives_any_reclaim() {
             .stdin(Stdio::null()),
     );
     wait_until("the script's lock", || lock.is_dir());
-    // Hours old, as a long job's lock is (but younger than this boot, like every lock its
-    // running script made).
-    let uptime: f64 = fs::read_to_string("/proc/uptime")
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    age(
-        &lock,
-        (5 * 3600).min(uptime as u64 - uptime.min(10.0) as u64),
-    );
+    // Hours old, as a long job's lock is, or as old as this boot allows (a lock its running
+    // script made is of this boot), and a minute at least.
+    age_up_to(&lock, 5 * 3600, 60);
     let (dialect, verdict, _, _) = judged(&env, &locks, &lock);
     assert_eq!(
         (dialect.as_str(), verdict.as_str()),

@@ -561,10 +561,12 @@ fn restore_puts_back_a_symlink_lock_a_vim_swap_and_a_pid_file_exactly() {
         )
         .unwrap();
     }
-    let now = jiff::Timestamp::now().as_second();
-    set_mtime(&emacs, now - 100, 123_456_789);
-    set_mtime(&swap, now - 50, 987_654_321);
-    set_mtime(&pidfile, now - 3600, 5);
+    // Times of their own, to the nanosecond, in this boot: their dead PIDs prove them stale on
+    // any machine.
+    let ago = |secs| in_this_boot_ms(secs).div_euclid(1000);
+    set_mtime(&emacs, ago(100), 123_456_789);
+    set_mtime(&swap, ago(50), 987_654_321);
+    set_mtime(&pidfile, ago(120), 5);
     let before: Vec<Photo> = [&emacs, &swap, &pidfile].map(|p| photo(p)).into();
 
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), root.as_os_str()]);

@@ -1,8 +1,9 @@
 //! Files as the tests lay them out: the captured fixtures, files and symlinks written with
-//! their parent directories, and modification times set exactly.
+//! their parent directories, and modification times set exactly, of this boot or of an
+//! earlier one as the test means.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A lock file captured from the real program (`tests/fixtures/REL`, see its README).
 pub fn fixture(rel: &str) -> Vec<u8> {
@@ -77,11 +78,96 @@ pub fn set_mtime_ms(path: &Path, ms: i64) {
     set_mtime(path, ms.div_euclid(1000), ms.rem_euclid(1000) * 1_000_000);
 }
 
-/// Sets a path's mtime (and atime) `secs` seconds into the past, not following a symlink.
+// Ages. A lock on a file system that survives a reboot is proven stale by the earlier-boot
+// rule when its mtime is before this host booted (with the judges' clock slack). A test runs
+// on a machine booted a few minutes ago as well as on one up for months, so an mtime `N`
+// seconds ago is of this boot on one and of an earlier boot on the other: every age a test
+// gives says which it means. [`age`] and [`age_up_to`] give one of this boot (checked),
+// [`before_boot`] one of an earlier boot, and [`age_across_boots`] one whose relation to the
+// boot no judgement of the test looks at.
+
+/// Seconds kept between this host's boot and an mtime meant to be of this boot: more than the
+/// judges' clock slack and `btime`'s rounding to the second, with room for a small step of the
+/// clock.
+pub const BOOT_MARGIN_S: u64 = 10;
+
+/// When this host booted, in seconds since the epoch, read as the judges read it (`btime` in
+/// `/proc/stat`).
+fn boot_time() -> i64 {
+    locksmith::probe::host::boot_time().expect("the boot time (btime in /proc/stat)")
+}
+
+/// How many seconds back from `now_ms` a file can have been written in this boot, keeping
+/// [`BOOT_MARGIN_S`].
+fn room_in_this_boot(now_ms: i64) -> u64 {
+    let up = now_ms.div_euclid(1000) - boot_time();
+    u64::try_from(up - BOOT_MARGIN_S as i64).unwrap_or(0)
+}
+
+/// The time `secs` seconds ago, in milliseconds since the epoch, checked to fall in this boot
+/// with [`BOOT_MARGIN_S`] to spare: a file written then is of this boot to every judge. Fails
+/// the test, naming the uptime, on a machine booted too recently for that.
+#[track_caller]
+pub fn in_this_boot_ms(secs: u64) -> i64 {
+    let now = now_ms();
+    let room = room_in_this_boot(now);
+    assert!(
+        secs <= room,
+        "an mtime {secs} s ago would not be of this boot: this host booted {} s ago \
+         (btime {}), and {BOOT_MARGIN_S} s are kept from the boot",
+        now.div_euclid(1000) - boot_time(),
+        boot_time()
+    );
+    now - secs as i64 * 1000
+}
+
+/// Sets a path's mtime (and atime) `secs` seconds into the past, not following a symlink:
+/// written in this boot (checked, see [`in_this_boot_ms`]).
+#[track_caller]
 pub fn age(path: &Path, secs: u64) {
-    let t = SystemTime::now() - Duration::from_secs(secs);
-    let d = t.duration_since(UNIX_EPOCH).unwrap();
-    set_mtime(path, d.as_secs() as i64, d.subsec_nanos() as i64);
+    set_mtime_ms(path, in_this_boot_ms(secs));
+}
+
+/// Sets a path's mtime (and atime) `want` seconds into the past, or as far back as this boot
+/// allows when the host booted more recently, but never less than `need` seconds (what the
+/// test needs: past a window, older than another file); fails the test, naming the uptime,
+/// when even that is not of this boot. Returns the age given, in seconds.
+#[track_caller]
+pub fn age_up_to(path: &Path, want: u64, need: u64) -> u64 {
+    assert!(need <= want, "age_up_to: need {need} s > want {want} s");
+    let secs = want.min(room_in_this_boot(now_ms())).max(need);
+    age(path, secs);
+    secs
+}
+
+/// Sets a path's mtime (and atime) `secs` seconds before this host booted (at least
+/// [`BOOT_MARGIN_S`]): written during an earlier boot, on any machine. Fails the test when the
+/// path lies on a file system no boot survives (tmpfs, ramfs), where no mtime is of an earlier
+/// boot.
+#[track_caller]
+pub fn before_boot(path: &Path, secs: u64) {
+    use std::os::unix::fs::MetadataExt;
+    assert!(
+        secs >= BOOT_MARGIN_S,
+        "before_boot: {secs} s is within the margin kept from the boot"
+    );
+    let dev = std::fs::symlink_metadata(path).unwrap().dev();
+    let fs = locksmith::probe::fs::describe(path.parent().unwrap_or(path), dev);
+    assert!(
+        !fs.kind.is_volatile(),
+        "{} is on {}, which no boot survives: nothing there is of an earlier boot",
+        path.display(),
+        fs.kind.as_str()
+    );
+    set_mtime(path, boot_time() - secs as i64, 0);
+}
+
+/// Sets a path's mtime (and atime) `secs` seconds into the past, wherever that falls against
+/// this host's boot (before it on a machine booted more recently): only for a file whose
+/// judgement does not look at this boot (a lock of another host, a lock judged as if on a
+/// network file system) or is made with a snapshot whose boot time the test sets.
+pub fn age_across_boots(path: &Path, secs: u64) {
+    set_mtime_ms(path, now_ms() - secs as i64 * 1000);
 }
 
 /// A sticky, world-writable directory `name` (like `/tmp`) in the test's directory, which every

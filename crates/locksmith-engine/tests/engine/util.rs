@@ -213,11 +213,24 @@ pub fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
 
 // ---- files -----------------------------------------------------------------------------------
 
-/// Sets a path's mtime (and atime) `secs` seconds into the past.
+/// Seconds kept between this host's boot and an mtime meant to be of this boot: more than the
+/// judge's clock slack and `btime`'s rounding to the second.
+const BOOT_MARGIN_S: u64 = 10;
+
+/// Sets a path's mtime (and atime) `secs` seconds into the past, in this boot (an empty lock
+/// file from before it is proven stale): fails the test, naming the uptime, on a machine
+/// booted too recently for that.
+#[track_caller]
 pub fn age(path: &Path, secs: u64) {
-    let d = (SystemTime::now() - Duration::from_secs(secs))
-        .duration_since(UNIX_EPOCH)
-        .unwrap();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let boot = locksmith_sys::host::boot_time().expect("the boot time (btime in /proc/stat)");
+    let up = now.as_secs() as i64 - boot;
+    assert!(
+        secs as i64 + BOOT_MARGIN_S as i64 <= up,
+        "an mtime {secs} s ago would not be of this boot: this host booted {up} s ago \
+         (btime {boot}), and {BOOT_MARGIN_S} s are kept from the boot"
+    );
+    let d = now - Duration::from_secs(secs);
     let t = rustix::fs::Timespec {
         tv_sec: d.as_secs() as i64,
         tv_nsec: d.subsec_nanos() as _,
