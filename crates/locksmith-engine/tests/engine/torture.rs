@@ -25,13 +25,27 @@ pub struct Params {
     pub max_kills: usize,
 }
 
-/// The critical section, run by `sh` in the test directory while the lock is held.
+/// The critical section, run by `sh` in the test directory while the lock is held. A holder
+/// killed inside has left its marker behind: its shell is no holder any more once it is gone, a
+/// zombie, exiting (`PF_EXITING` in its `stat` flags) or has SIGKILL pending (its group was
+/// killed: it cannot run another step of the section, though it may not have been scheduled to
+/// die yet while its helper, killed with it, has already exited and released the lock).
 const SECTION: &str = r#"
+dead() {
+  st=$(cat /proc/$1/stat 2>/dev/null) || return 0
+  set -- ${st##*) }
+  case $1 in Z|X) return 0 ;; esac
+  [ $(( $7 & 4 )) -ne 0 ] && return 0
+  for m in $(sed -n 's/^[SH][hi][dg]Pnd:[[:space:]]*/0x/p' /proc/$p/status 2>/dev/null); do
+    [ $(( m & 256 )) -ne 0 ] && return 0
+  done
+  return 1
+}
 if [ -e inside ]; then
   p=
   read p < inside || true
-  if [ -n "$p" ] && [ -r /proc/$p/status ] && ! grep -qE '^State:[[:space:]]*(Z|X)' /proc/$p/status; then
-    echo "$$ entered while $p was inside" >> overlaps
+  if [ -n "$p" ] && ! dead "$p"; then
+    echo "$$ entered while $p was inside: $(grep -E '^(State|SigPnd|ShdPnd)' /proc/$p/status 2>/dev/null | tr '\n' ' ')" >> overlaps
   fi
 fi
 echo $$ > inside
