@@ -457,8 +457,7 @@ fn rpm_db_environment_files() {
         );
         let pid = holder.pid();
         wait_for("flock to take .rpm.lock", || {
-            fs::read_to_string("/proc/locks")
-                .ok()?
+            util::proc_locks::table()
                 .lines()
                 .any(|l| l.split_whitespace().nth(4) == Some(&pid.to_string()))
                 .then_some(())

@@ -636,8 +636,7 @@ fn cargo_and_rustdoc_lock_files_are_free_and_kept() {
         c
     });
     wait_for("flock to lock .cargo-lock", || {
-        fs::read_to_string("/proc/locks")
-            .unwrap()
+        proc_locks::table()
             .contains(&format!(" {} ", holder.pid()))
             .then_some(())
     });

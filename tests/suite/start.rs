@@ -256,9 +256,7 @@ fn free_and_inherited_kernel_locks_are_not_in_the_way() {
             .stdin(Stdio::null()),
     );
     util::wait_until("flock to hold it", || {
-        std::fs::read_to_string("/proc/locks")
-            .unwrap()
-            .contains(&format!(" {} ", holder.pid()))
+        util::proc_locks::table().contains(&format!(" {} ", holder.pid()))
     });
     let out = run_bounded(
         start(&env, &[lock.to_str().unwrap(), "--", "true"]),

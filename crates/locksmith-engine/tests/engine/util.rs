@@ -6,11 +6,14 @@
 
 // The app's test suite uses these too, more of them than the engine's tests do.
 #[allow(dead_code)]
+pub mod proc_locks;
+#[allow(dead_code)]
 mod records;
 #[allow(dead_code)]
 pub mod sshd;
 #[allow(dead_code)]
 pub mod sshfs;
+pub use proc_locks::kernel_locked;
 pub use records::*;
 
 use std::io::{BufRead, BufReader, Write};
@@ -257,24 +260,6 @@ pub fn names(dir: &Path) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-/// Whether a kernel lock (POSIX, flock or OFD) is held on the file at `path`, as
-/// `/proc/locks` lists it.
-pub fn kernel_locked(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).unwrap();
-    let dev = meta.dev();
-    let id = format!(
-        "{:02x}:{:02x}:{}",
-        rustix::fs::major(dev),
-        rustix::fs::minor(dev),
-        meta.ino()
-    );
-    std::fs::read_to_string("/proc/locks")
-        .expect("/proc/locks")
-        .lines()
-        .any(|l| l.split_ascii_whitespace().any(|f| f == id))
 }
 
 /// `cmd` run with a file size limit of zero (SIGXFSZ ignored): every write to a regular file
