@@ -20,9 +20,9 @@
 //!   roots.
 
 use std::collections::HashSet;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use super::anchor;
 use super::config::{Config, Root};
@@ -43,19 +43,17 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
             continue; // several namespaces with one root directory: scanned once
         }
         let base = ns.root_path();
-        let Ok(root_mount) =
-            anchor::sys::open_root(&base.join(".")).and_then(|fd| anchor::mount_id(fd.as_fd()))
-        else {
+        let Ok(root) = anchor::sys::open_root(&base.join(".")) else {
+            continue;
+        };
+        let Ok(root_mount) = anchor::mount_id(root.as_fd()) else {
             continue;
         };
         for spec in &config.roots {
             let Some(rel) = spec.path.strip_prefix('/') else {
                 continue; // `.`, `~/...`, `$VAR`: places of this user, not of the container
             };
-            let Some(path) = no_symlinks_below(&base, Path::new(rel)) else {
-                continue;
-            };
-            let Some((key, mount)) = open_dir(&path) else {
+            let Some((key, mount)) = open_place(root.as_fd(), Path::new(rel)) else {
                 continue;
             };
             let own_fs = mount == root_mount || !inv.host_has_device(key.0);
@@ -63,7 +61,11 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
                 continue;
             }
             out.push(Root {
-                path,
+                path: if rel.is_empty() {
+                    base.clone()
+                } else {
+                    base.join(rel)
+                },
                 max_depth: spec.max_depth,
             });
         }
@@ -71,33 +73,14 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
     out
 }
 
-/// The (device, inode) and mount id of the directory at `path` (its last component not
-/// followed).
-fn open_dir(path: &Path) -> Option<((u64, u64), u64)> {
-    let fd = anchor::sys::open_root(path).ok()?;
+/// The (device, inode) and mount id of the directory `rel` below the container's root `root`,
+/// (the root itself for an empty `rel`), if it exists and none of its components is a symlink (one `openat2` with
+/// `RESOLVE_NO_SYMLINKS` where the kernel has it, else one `openat(O_NOFOLLOW)` a component).
+fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<((u64, u64), u64)> {
+    let fd = anchor::open_beneath(root, rel).ok()?;
     let id = anchor::dir_id(fd.as_fd()).ok()?;
     let mount = anchor::mount_id(fd.as_fd()).ok()?;
     Some(((id.dev, id.ino), mount))
-}
-
-/// `base/rel`, if it exists and none of `rel`'s components is a symlink.
-fn no_symlinks_below(base: &Path, rel: &Path) -> Option<PathBuf> {
-    let mut path = base.to_path_buf();
-    for c in rel.components() {
-        match c {
-            Component::Normal(name) => path.push(name),
-            Component::CurDir => continue,
-            _ => return None,
-        }
-        if std::fs::symlink_metadata(&path)
-            .ok()?
-            .file_type()
-            .is_symlink()
-        {
-            return None;
-        }
-    }
-    Some(path)
 }
 
 #[cfg(test)]
@@ -110,12 +93,18 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("run/lock")).unwrap();
         std::fs::create_dir_all(dir.path().join("var")).unwrap();
         std::os::unix::fs::symlink("/run/lock", dir.path().join("var/lock")).unwrap();
-        assert_eq!(
-            no_symlinks_below(dir.path(), Path::new("run/lock")),
-            Some(dir.path().join("run/lock"))
-        );
-        assert_eq!(no_symlinks_below(dir.path(), Path::new("var/lock")), None);
-        assert_eq!(no_symlinks_below(dir.path(), Path::new("missing")), None);
-        assert_eq!(no_symlinks_below(dir.path(), Path::new("../etc")), None);
+        std::os::unix::fs::symlink("run", dir.path().join("run2")).unwrap();
+        let root = anchor::sys::open_root(dir.path()).unwrap();
+        let place = |rel: &str| open_place(root.as_fd(), Path::new(rel)).map(|(key, _)| key);
+        let id = |p: &str| {
+            let m = std::fs::metadata(dir.path().join(p)).unwrap();
+            (m.dev(), m.ino())
+        };
+        assert_eq!(place("run/lock"), Some(id("run/lock")));
+        assert_eq!(place("var/lock"), None);
+        assert_eq!(place("run2/lock"), None);
+        assert_eq!(place("missing"), None);
+        assert_eq!(place("../etc"), None);
+        assert_eq!(place(""), Some(id(".")));
     }
 }
