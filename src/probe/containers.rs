@@ -77,7 +77,30 @@ pub struct Namespace {
     pub hostname: Option<String>,
 }
 
+/// Namespaces looked at by one thread of an inventory, at least.
+const NAMESPACES_A_THREAD: usize = 4;
+
 impl Namespace {
+    /// The namespace `inode` with `procs` (host PID, PID inside) in it: who runs it (its
+    /// PID 1, or its lowest PID), its mounts and its root. `None` when it has no process.
+    fn look(inode: u64, procs: &[(i32, i32)], names: &mut NameSources) -> Option<Namespace> {
+        let &(init, _) = procs
+            .iter()
+            .find(|(_, inner)| *inner == 1)
+            .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
+        let who = identify(inode, init, names);
+        Some(Namespace {
+            inode,
+            init,
+            pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
+            mounts: read_mounts(&init.to_string()),
+            root: dev_ino(&PathBuf::from(format!("/proc/{init}/root"))),
+            proven: who.proven,
+            container: who.container,
+            hostname: who.hostname,
+        })
+    }
+
     /// The host PID of the process that has `ns_pid` inside.
     pub fn host_pid(&self, ns_pid: i32) -> Option<i32> {
         self.pids.get(&ns_pid).copied()
@@ -181,7 +204,7 @@ impl Inventory {
                 Err(_) => {
                     // Not allowed to look (another user's process, or a guarded init): its
                     // status still says whether it lives in a deeper namespace than ours.
-                    let deeper = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    let deeper = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/status"))
                         .ok()
                         .and_then(|s| nspid(&s))
                         .is_none_or(|v| v.len() > 1);
@@ -195,7 +218,8 @@ impl Inventory {
             if Some(ns) == own_ns {
                 continue;
             }
-            let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            let Ok(status) = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/status"))
+            else {
                 continue;
             };
             if let Some(inner) = nspid(&status).and_then(|v| v.last().copied()) {
@@ -204,32 +228,37 @@ impl Inventory {
         }
         // With `hidepid`, /proc lists only our own processes unless we are root: what we do
         // not see may still run.
-        let own_mountinfo = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+        let own_mountinfo =
+            locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default();
         if !rustix::process::geteuid().is_root() && proc_hides_pids(&own_mountinfo) {
             complete = false;
         }
         let own_mounts = parse_mountinfo(&own_mountinfo);
-        let mut names = NameSources::new(&own_mountinfo);
-        let mut namespaces: Vec<Namespace> = members
-            .into_iter()
-            .filter_map(|(inode, procs)| {
-                let &(init, _) = procs
-                    .iter()
-                    .find(|(_, inner)| *inner == 1)
-                    .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
-                let who = identify(inode, init, &mut names);
-                Some(Namespace {
-                    inode,
-                    init,
-                    pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
-                    mounts: read_mounts(&init.to_string()),
-                    root: dev_ino(&PathBuf::from(format!("/proc/{init}/root"))),
-                    proven: who.proven,
-                    container: who.container,
-                    hostname: who.hostname,
-                })
+        // Each namespace is looked at on its own (who runs it, its mounts, its root): a machine
+        // with many containers has them read on several threads, each with its own sources.
+        let members: Vec<(u64, Vec<(i32, i32)>)> = members.into_iter().collect();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(members.len() / NAMESPACES_A_THREAD)
+            .max(1);
+        let look = |part: &[(u64, Vec<(i32, i32)>)]| -> Vec<Namespace> {
+            let mut names = NameSources::new(&own_mountinfo);
+            part.iter()
+                .filter_map(|(inode, procs)| Namespace::look(*inode, procs, &mut names))
+                .collect()
+        };
+        let mut namespaces: Vec<Namespace> = if threads == 1 {
+            look(&members)
+        } else {
+            let part = members.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                let parts: Vec<_> = members.chunks(part).map(|c| s.spawn(|| look(c))).collect();
+                parts
+                    .into_iter()
+                    .flat_map(|p| p.join().unwrap_or_default())
+                    .collect()
             })
-            .collect();
+        };
         namespaces.sort_by_key(|n| n.init);
         let by_host_pid = namespaces
             .iter()
@@ -361,7 +390,7 @@ pub fn proven_container(pid: i32) -> Option<ContainerId> {
     if Some(ns) == ns_inode("self", "pid") {
         return None;
     }
-    let own_mountinfo = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let own_mountinfo = locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default();
     let who = identify(ns, pid, &mut NameSources::new(&own_mountinfo));
     who.proven.then_some(who.container)
 }
@@ -452,7 +481,7 @@ pub fn nspid(status: &str) -> Option<Vec<i32>> {
 }
 
 fn read_mounts(who: &str) -> Vec<Mount> {
-    std::fs::read(format!("/proc/{who}/mountinfo"))
+    locksmith_sys::host::read_proc(format!("/proc/{who}/mountinfo"))
         .map(|t| parse_mountinfo(&t))
         .unwrap_or_default()
 }
@@ -504,7 +533,8 @@ impl NameSources {
         NameSources {
             podman: HashMap::new(),
             cgroups: cgroup_mounts(own_mountinfo),
-            own_cgroup: std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default(),
+            own_cgroup: locksmith_sys::host::read_proc_text("/proc/self/cgroup")
+                .unwrap_or_default(),
             own_user_ns: ns_inode("self", "user"),
         }
     }
@@ -542,7 +572,10 @@ fn root_owned_file(path: &Path) -> Option<Vec<u8>> {
     if !regular || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
         return None;
     }
-    let mut out = Vec::new();
+    // Room for the whole file at once (a buffer grown from nothing reads it in pieces).
+    let mut out = Vec::with_capacity(
+        usize::try_from(st.st_size.clamp(0, MAX_STATE_BYTES as i64)).unwrap_or(0) + 1,
+    );
     std::io::Read::read_to_end(
         &mut std::io::Read::take(std::fs::File::from(fd), MAX_STATE_BYTES),
         &mut out,
@@ -774,7 +807,8 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
             hostname: None,
         };
     }
-    let mut cgroup = std::fs::read_to_string(format!("/proc/{init}/cgroup")).unwrap_or_default();
+    let mut cgroup =
+        locksmith_sys::host::read_proc_text(format!("/proc/{init}/cgroup")).unwrap_or_default();
     if cgroup == names.own_cgroup {
         // Our own cgroup, inherited (a bare `unshare`): it names whatever runs us, not it.
         cgroup.clear();
@@ -818,7 +852,7 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
 /// (that one, then the default storage's), else conmon's `-n`; the host name is the bundle's
 /// OCI `config.json`'s.
 fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>, Option<String>) {
-    let ppid = std::fs::read_to_string(format!("/proc/{init}/stat"))
+    let ppid = locksmith_sys::host::read_proc_text(format!("/proc/{init}/stat"))
         .ok()
         .and_then(|s| {
             let after = &s[s.rfind(')')? + 1..];
@@ -826,7 +860,7 @@ fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>
         });
     let conmon: Vec<String> = ppid
         .filter(|&p| runs_as_root(p))
-        .and_then(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .and_then(|p| locksmith_sys::host::read_proc(format!("/proc/{p}/cmdline")).ok())
         .map(|b| {
             b.split(|&c| c == 0)
                 .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -871,7 +905,7 @@ fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>
 
 /// Whether process `pid` runs as root (its effective uid, as our namespace sees it).
 fn runs_as_root(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+    locksmith_sys::host::read_proc_text(format!("/proc/{pid}/status")).is_ok_and(|s| {
         s.lines()
             .find_map(|l| l.strip_prefix("Uid:"))
             .and_then(|l| l.split_whitespace().nth(1))

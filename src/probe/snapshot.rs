@@ -110,8 +110,8 @@ impl<T: Send + 'static> Early<T> {
 /// state) is needed before the walk starts when the containers' places are among its roots,
 /// else at the first PID lock judged. The census of processes and the table of every
 /// process's descriptors are what the writer rules and the holders of kernel locks ask for;
-/// read during that wait, on a machine whose processors it leaves idle, they are ready when
-/// the first lock that needs them is judged (a scan that needs neither has spent a few
+/// read once the inventory is (during that wait, on a machine whose processors it leaves
+/// idle), they are ready when the first lock that needs them is judged (a scan that needs neither has spent a few
 /// milliseconds of processor time per hundred processes on them).
 pub struct Ahead {
     kernel_locks: Early<KernelLocks>,
@@ -122,11 +122,24 @@ pub struct Ahead {
 
 impl Ahead {
     pub fn start() -> Self {
+        // The census and the descriptors start once the inventory is read (its senders are
+        // dropped, even by a panic): the walk waits for the inventory, not for them.
+        let (census_gate, census_after) = std::sync::mpsc::channel::<()>();
+        let (fds_gate, fds_after) = std::sync::mpsc::channel::<()>();
         Ahead {
             kernel_locks: Early::started(KernelLocks::read),
-            containers: Early::started(|| Inventory::read(super::host::pid_ns_of("self"))),
-            processes: Early::started(list_processes),
-            fd_table: Early::started(FdTable::read),
+            containers: Early::started(move || {
+                let _gates = (census_gate, fds_gate);
+                Inventory::read(super::host::pid_ns_of("self"))
+            }),
+            processes: Early::started(move || {
+                let _ = census_after.recv();
+                list_processes()
+            }),
+            fd_table: Early::started(move || {
+                let _ = fds_after.recv();
+                FdTable::read()
+            }),
         }
     }
 
@@ -376,7 +389,7 @@ impl Snapshot {
     pub fn unix_socket_listening(&self, path: &str) -> bool {
         self.unix_listeners
             .get_or_init(|| {
-                std::fs::read_to_string("/proc/net/unix")
+                locksmith_sys::host::read_proc_text("/proc/net/unix")
                     .map(|t| listening_unix_sockets(&t))
                     .unwrap_or_default()
             })
@@ -447,12 +460,12 @@ fn list_processes() -> Vec<ProcSummary> {
     };
     all.flatten()
         .filter_map(|p| {
-            let stat = p.stat().ok()?;
+            let pid = p.pid();
+            let stat = process::stat_of(pid)?;
             // A kernel thread runs no program: never a writer.
             if stat.flags & process::PF_KTHREAD != 0 {
                 return None;
             }
-            let pid = p.pid();
             // The executable's path, less the ` (deleted)` the kernel adds once it is replaced.
             let exe = p.exe().ok().map(|e| match e.to_str() {
                 Some(s) if s.ends_with(" (deleted)") => {
@@ -460,14 +473,7 @@ fn list_processes() -> Vec<ProcSummary> {
                 }
                 _ => e,
             });
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|b| {
-                    b.split(|&c| c == 0)
-                        .filter(|a| !a.is_empty())
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let cmd = process::cmdline_of(pid);
             Some(ProcSummary {
                 pid,
                 name: stat.comm,
