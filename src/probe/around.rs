@@ -94,7 +94,7 @@ impl Snapshot {
             if pid == me {
                 continue;
             }
-            let Ok(maps) = std::fs::read_to_string(p.path().join("maps")) else {
+            let Ok(maps) = locksmith_sys::host::read_proc_text(p.path().join("maps")) else {
                 continue;
             };
             let hit = maps.lines().any(|l| {
@@ -110,7 +110,7 @@ impl Snapshot {
 
     /// One variable of a process's environment (`/proc/<pid>/environ`), when readable.
     pub fn environ_var(&self, pid: i32, name: &str) -> Option<OsString> {
-        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let env = locksmith_sys::host::read_proc(format!("/proc/{pid}/environ")).ok()?;
         let prefix = format!("{name}=");
         env.split(|b| *b == 0)
             .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))

@@ -129,7 +129,7 @@ pub struct MountTable {
 impl MountTable {
     /// The mounts now (empty where there is no `/proc/self/mountinfo`).
     pub fn read() -> Self {
-        std::fs::read("/proc/self/mountinfo")
+        locksmith_sys::host::read_proc("/proc/self/mountinfo")
             .map(|t| Self::parse(&t))
             .unwrap_or_default()
     }

@@ -69,14 +69,14 @@ pub fn in_container() -> bool {
         return true;
     }
     // PID 1's environment (readable as root) names the container manager.
-    if let Ok(env) = std::fs::read("/proc/1/environ")
+    if let Ok(env) = locksmith_sys::host::read_proc("/proc/1/environ")
         && env
             .split(|b| *b == 0)
             .any(|kv| kv.starts_with(b"container="))
     {
         return true;
     }
-    if let Ok(cg) = std::fs::read_to_string("/proc/1/cgroup")
+    if let Ok(cg) = locksmith_sys::host::read_proc_text("/proc/1/cgroup")
         && ["docker", "kubepods", "containerd", "libpod", "lxc"]
             .iter()
             .any(|hint| cg.contains(hint))

@@ -289,8 +289,8 @@ pub fn held_by_own_descriptors(key: FileKey) -> Vec<KernelLock> {
             continue;
         }
         let name = fd.file_name();
-        let info =
-            std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&name)).unwrap_or_default();
+        let info = locksmith_sys::host::read_proc_text(Path::new("/proc/self/fdinfo").join(&name))
+            .unwrap_or_default();
         for lock in info
             .lines()
             .filter_map(|l| l.strip_prefix("lock:"))

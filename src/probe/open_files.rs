@@ -109,8 +109,8 @@ impl FdTable {
             if !maybe {
                 continue;
             }
-            let info =
-                std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).unwrap_or_default();
+            let info = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/fdinfo/{fd}"))
+                .unwrap_or_default();
             for lock in info
                 .lines()
                 .filter_map(|l| l.strip_prefix("lock:"))

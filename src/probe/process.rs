@@ -77,7 +77,7 @@ impl ProcFacts {
 
 /// The highest PID the kernel hands out (`/proc/sys/kernel/pid_max`), 2^22 when unknown.
 pub fn pid_max() -> i64 {
-    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+    locksmith_sys::host::read_proc_text("/proc/sys/kernel/pid_max")
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(1 << 22)
@@ -123,10 +123,31 @@ pub fn classify(f: ProcFacts) -> PidState {
 #[cfg(target_os = "linux")]
 pub(crate) const PF_KTHREAD: u32 = 0x0020_0000;
 
+/// `/proc/<pid>/stat`, parsed (read whole, [`locksmith_sys::host::read_proc`]).
+#[cfg(target_os = "linux")]
+pub(crate) fn stat_of(pid: i32) -> Option<procfs::process::Stat> {
+    use procfs::FromRead;
+    let text = locksmith_sys::host::read_proc(format!("/proc/{pid}/stat")).ok()?;
+    procfs::process::Stat::from_read(&text[..]).ok()
+}
+
+/// `/proc/<pid>/cmdline`, its arguments (a byte that is not UTF-8 replaced; empty when it cannot
+/// be read, as a kernel thread's or a zombie's).
+pub(crate) fn cmdline_of(pid: i32) -> Vec<String> {
+    locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(target_os = "linux")]
 fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
     let proc = procfs::process::Process::new(pid).ok()?;
-    let stat = proc.stat().ok()?;
+    let stat = stat_of(pid)?;
     let start_ms = host
         .boot_time
         .map(|bt| bt * 1000 + (stat.starttime as i64 * 1000) / host.ticks_per_sec.max(1) as i64);
@@ -138,7 +159,7 @@ fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
         start_ticks: stat.starttime,
         start_ms,
         exe: proc.exe().ok().map(|p| p.to_string_lossy().into_owned()),
-        cmdline: proc.cmdline().unwrap_or_default(),
+        cmdline: cmdline_of(pid),
         uid: proc.uid().ok(),
         pid_ns: super::host::pid_ns_of(&pid.to_string()),
         cwd: proc.cwd().ok(),

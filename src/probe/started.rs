@@ -29,7 +29,7 @@ pub fn start_ms(start_ticks: u64, ticks_per_sec: u64) -> Option<i64> {
 
 /// Milliseconds since boot (`/proc/uptime`, in hundredths of a second).
 fn uptime_ms() -> Option<i64> {
-    let text = std::fs::read_to_string("/proc/uptime").ok()?;
+    let text = locksmith_sys::host::read_proc_text("/proc/uptime").ok()?;
     parse_uptime_ms(&text)
 }
 

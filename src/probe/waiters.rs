@@ -105,7 +105,8 @@ mod nr {
 /// The syscall line of a thread: its number and arguments (`None` when it runs, or when it
 /// cannot be read).
 fn syscall_of(pid: i32, tid: i32) -> Option<(i64, Vec<u64>)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
+    let text =
+        locksmith_sys::host::read_proc_text(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
     parse_syscall(&text)
 }
 
@@ -129,7 +130,7 @@ fn threads(pid: i32) -> Vec<i32> {
 }
 
 fn wchan(pid: i32, tid: i32) -> Option<String> {
-    let w = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).ok()?;
+    let w = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/task/{tid}/wchan")).ok()?;
     let w = w.trim();
     (!w.is_empty() && w != "0").then(|| crate::text::truncate(w, 64))
 }
@@ -484,7 +485,8 @@ fn gnupg_dirs(pid: i32) -> Vec<PathBuf> {
     if let Some(cwd) = &cwd {
         dirs.push(cwd.clone());
     }
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline =
+        locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let args: Vec<String> = cmdline
         .split(|b| *b == 0)
         .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -503,7 +505,8 @@ fn gnupg_dirs(pid: i32) -> Vec<PathBuf> {
             }
         }
     }
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let environ =
+        locksmith_sys::host::read_proc(format!("/proc/{pid}/environ")).unwrap_or_default();
     let var = |name: &str| -> Option<PathBuf> {
         let prefix = format!("{name}=");
         environ
@@ -543,17 +546,17 @@ impl HolderState {
     /// Reads the state of process `pid` now (`None`: gone, or unreadable).
     #[cfg(target_os = "linux")]
     pub fn read(pid: i32) -> Option<Self> {
-        let proc = procfs::process::Process::new(pid).ok()?;
-        let stat = proc.stat().ok()?;
+        let stat = super::process::stat_of(pid)?;
         let mut zombie_children = Vec::new();
         for tid in threads(pid) {
-            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children"))
-                .unwrap_or_default();
+            let children =
+                locksmith_sys::host::read_proc_text(format!("/proc/{pid}/task/{tid}/children"))
+                    .unwrap_or_default();
             for child in children
                 .split_whitespace()
                 .filter_map(|c| c.parse::<i32>().ok())
             {
-                if let Ok(cs) = procfs::process::Process::new(child).and_then(|p| p.stat())
+                if let Some(cs) = super::process::stat_of(child)
                     && cs.state == 'Z'
                     && !zombie_children.iter().any(|(p, _)| *p == child)
                 {

@@ -76,9 +76,7 @@ fn one(pid: i64, pid_max: i64, host: &HostFacts, expect: &[&str]) -> PidAnswer {
 
 #[cfg(target_os = "linux")]
 fn is_kernel_thread(pid: i64) -> bool {
-    procfs::process::Process::new(pid as i32)
-        .and_then(|p| p.stat())
-        .is_ok_and(|s| u64::from(s.flags) & PF_KTHREAD != 0)
+    crate::probe::process::stat_of(pid as i32).is_some_and(|s| u64::from(s.flags) & PF_KTHREAD != 0)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -663,7 +663,7 @@ impl Evidence for DirectEvidence {
             _ => return None,
         };
         let name = locksmith_sys::host::comm(pid).unwrap_or_default();
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+        let cmd = locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline"))
             .map(|b| {
                 b.split(|c| *c == 0)
                     .filter(|a| !a.is_empty())

@@ -455,7 +455,7 @@ fn fuse_mount(dev: u64) -> Option<(String, Option<String>)> {
             rustix::fs::major(dev as _),
             rustix::fs::minor(dev as _)
         );
-        let infos = std::fs::read("/proc/self/mountinfo").ok()?;
+        let infos = crate::host::read_proc("/proc/self/mountinfo").ok()?;
         infos.split(|b| *b == b'\n').find_map(|line| {
             let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
             if fields.get(2).copied() != Some(want.as_bytes()) {

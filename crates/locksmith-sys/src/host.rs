@@ -3,6 +3,41 @@
 //! boot_id`, `/proc/<pid>/ns/pid`, `/proc/self/stat`). Small reads of single files: the engine
 //! never walks all of `/proc`.
 
+/// What a read of a `/proc` or `/sys` file starts with: room for most of them at once.
+const PROC_READ: usize = 16 << 10;
+
+/// A `/proc` (or `/sys`) file, read whole. The kernel gives these files no size, so a read that
+/// sizes its buffer by the file (`std::fs::read`, `File::read_to_end`: a `statx` and an `lseek`
+/// first) grows it from a few bytes, one `read(2)` each time (some eight for a `status`): this
+/// one starts with room for most of them, and reads on until the end.
+pub fn read_proc(path: impl AsRef<std::path::Path>) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; PROC_READ];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// [`read_proc`] as text (a byte that is not UTF-8 is replaced).
+pub fn read_proc_text(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
+    read_proc(path).map(|b| match String::from_utf8(b) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
 /// The host name (uname(2) `nodename`).
 pub fn hostname() -> String {
     rustix::system::uname()
@@ -13,14 +48,14 @@ pub fn hostname() -> String {
 
 /// This kernel's boot id: a new random UUID at every boot.
 pub fn boot_id() -> Option<String> {
-    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let s = read_proc_text("/proc/sys/kernel/random/boot_id").ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())
 }
 
 /// Boot time in seconds since the epoch.
 pub fn boot_time() -> Option<i64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let stat = read_proc_text("/proc/stat").ok()?;
     stat.lines()
         .find_map(|l| l.strip_prefix("btime "))
         .and_then(|v| v.trim().parse().ok())
@@ -40,7 +75,7 @@ pub fn parse_ns_link(s: &str) -> Option<u64> {
 
 /// Our own start time in clock ticks since boot (field 22 of `/proc/self/stat`).
 pub fn own_start_ticks() -> Option<u64> {
-    let stat = std::fs::read("/proc/self/stat").ok()?;
+    let stat = read_proc("/proc/self/stat").ok()?;
     start_ticks_of_stat(&stat)
 }
 
@@ -85,7 +120,7 @@ pub fn process(pid: i32) -> Process {
     if rustix::process::test_kill_process(p) == Err(rustix::io::Errno::SRCH) {
         return Process::Absent;
     }
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok();
+    let stat = read_proc(format!("/proc/{pid}/stat")).ok();
     let fields = stat.as_deref().and_then(|s| {
         let mut f = stat_fields(s)?;
         let state = f.next()?.chars().next()?;
@@ -106,7 +141,7 @@ pub fn process(pid: i32) -> Process {
 
 /// The command name of a process (`/proc/<pid>/comm`).
 pub fn comm(pid: i32) -> Option<String> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let s = read_proc_text(format!("/proc/{pid}/comm")).ok()?;
     Some(s.trim_end_matches('\n').to_string())
 }
 
@@ -157,6 +192,44 @@ pub fn open_for_writing(pid: i32, dev: u64, ino: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_files_are_read_whole() {
+        // Larger than the first read: read on to the end.
+        let maps = read_proc("/proc/self/maps").unwrap();
+        assert!(maps.ends_with(b"\n"));
+        let mut env = String::new();
+        for i in 0..20_000 {
+            env.push_str(&format!("{i} "));
+        }
+        let out = std::process::Command::new("cat")
+            .arg("/proc/self/environ")
+            .env("LOCKSMITH_LONG", &env)
+            .output()
+            .unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("LOCKSMITH_LONG", &env)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let read = (0..200)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                read_proc(format!("/proc/{pid}/environ")).unwrap()
+            })
+            .find(|e| e.len() > PROC_READ)
+            .expect("the child's environment, after its exec");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(read, out.stdout);
+        assert!(
+            read_proc_text("/proc/self/status")
+                .unwrap()
+                .contains("\nPid:")
+        );
+        assert!(read_proc("/proc/self/no-such-file").is_err());
+    }
 
     #[test]
     fn parses_namespace_links() {
