@@ -10,7 +10,7 @@
 # processes seen as the host's, their lock places not walked), for what the awareness itself
 # costs on that machine.
 #
-# Target: the median with 20 containers within 1.2x of the median with none.
+# Target: the median with 20 containers within 1.2x of the median with none, the tree the same.
 #
 # usage: benches/containers.sh [--runs N] [--containers N] [--entries N] [--locks N]
 # Needs: root, podman, runc, busybox-static, hyperfine, python3.
@@ -56,6 +56,9 @@ pm() {
 }
 cleanup() {
   pm rm -a -f -t 0 >/dev/null 2>&1 || true
+  # Each container's conmon runs a `podman container cleanup` of this store as it exits, which
+  # writes the store again: the store goes once none of them is left.
+  for _ in $(seq 100); do pgrep -f -- "$work/root" >/dev/null || break; sleep 0.1; done
   pm system reset -f >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -72,6 +75,14 @@ pm import -q "$work/busybox.tar" localhost/locksmith-bench:1 >/dev/null
 # its own so only the embedded configuration applies.
 mkdir -p "$work/config"
 scan="env XDG_CONFIG_HOME=$work/config sh -c 'cd $tree && exec $bin --scan --json >/dev/null'"
+
+# The app directories the containers bind-mount, with the pid files their servers left: in the
+# tree from the start, so the scan with no container is the same scan of the same tree (the
+# machine once its containers have stopped); the containers write them again when they start.
+for i in $(seq 1 "$count"); do
+  mkdir -p "$tree/srv/app$i/tmp/pids"
+  echo 1 >"$tree/srv/app$i/tmp/pids/server.pid"
+done
 
 echo "== scan with no container ($runs runs)"
 hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0.json" -n none "$scan"
