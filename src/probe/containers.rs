@@ -435,7 +435,7 @@ pub fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
 /// with the rest. A file in a btrfs subvolume has a device number of its own that no mount
 /// shows; it is placed by the btrfs mount its path lies under.
 fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<(u64, PathBuf)> {
-    let under = |m: &&Mount| path.starts_with(&m.point);
+    let under = |m: &&Mount| below(path, &m.point).is_some();
     let longest = |m: &&Mount| m.point.as_os_str().len();
     let m = match mounts
         .iter()
@@ -450,16 +450,33 @@ fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<(u64, PathBuf)
             .max_by_key(longest)
             .filter(|m| m.fstype == "btrfs")?,
     };
-    Some((m.dev, join(&m.root, path.strip_prefix(&m.point).ok()?)))
+    Some((m.dev, join(&m.root, below(path, &m.point)?)))
 }
 
 /// Where a namespace with `mounts` sees the file at `fs_path` of device `dev`, if it does.
 fn inside(mounts: &[Mount], dev: u64, fs_path: &Path) -> Option<PathBuf> {
-    let m = mounts
+    let (m, rest) = mounts
         .iter()
-        .filter(|m| m.dev == dev && fs_path.starts_with(&m.root))
-        .max_by_key(|m| m.root.as_os_str().len())?;
-    Some(join(&m.point, fs_path.strip_prefix(&m.root).ok()?))
+        .filter(|m| m.dev == dev)
+        .filter_map(|m| Some((m, below(fs_path, &m.root)?)))
+        .max_by_key(|(m, _)| m.root.as_os_str().len())?;
+    Some(join(&m.point, rest))
+}
+
+/// What follows `base` in `path`, when `path` is `base` or below it: `Path::strip_prefix` for
+/// the absolute, normalized paths of mount tables (no `.`, `..` or doubled `/`), compared as
+/// bytes (each lock judged beside containers asks it of every mount of every namespace).
+fn below<'p>(path: &'p Path, base: &Path) -> Option<&'p Path> {
+    use std::os::unix::ffi::OsStrExt;
+    let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+    let b = b.strip_suffix(b"/").unwrap_or(b);
+    let rest = p.strip_prefix(b)?;
+    let rest = match rest {
+        [] => rest,
+        [b'/', rest @ ..] => rest,
+        _ => return None,
+    };
+    Some(Path::new(std::ffi::OsStr::from_bytes(rest)))
 }
 
 fn join(base: &Path, rest: &Path) -> PathBuf {
@@ -1202,6 +1219,27 @@ mod tests {
         assert!(root_owned_file(&open.join("state.json")).is_none());
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(root_owned_file(&open.join("state.json")).is_some(), root);
+    }
+
+    #[test]
+    fn below_is_strip_prefix_for_normalized_paths() {
+        for (path, base) in [
+            ("/a/b/c", "/a/b"),
+            ("/a/b", "/a/b"),
+            ("/a/bc", "/a/b"),
+            ("/a/b/c", "/"),
+            ("/", "/"),
+            ("/a", "/a/b"),
+            ("/a/b/", "/a/b"),
+            ("/ab", "/a"),
+        ] {
+            let (path, base) = (Path::new(path), Path::new(base));
+            assert_eq!(
+                below(path, base),
+                path.strip_prefix(base).ok(),
+                "{path:?} {base:?}"
+            );
+        }
     }
 
     #[test]
