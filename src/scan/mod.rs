@@ -101,14 +101,37 @@ pub fn scan(
     sink: &(dyn Fn(ScanEvent) + Sync),
 ) -> Result<ScanStats, FatalError> {
     let start = Instant::now();
-    let with_containers;
-    let roots = if config.containers {
-        with_containers = [roots, &container_roots(config, snap.containers(), roots)].concat();
-        &with_containers[..]
-    } else {
-        roots
+    let walk = |roots: &[Root], sink: &(dyn Fn(ScanEvent) + Sync)| {
+        walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots).run()
     };
-    let counts = walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots).run();
+    // The containers' places are walked beside the host's, from the moment the inventory of
+    // namespaces says where they are: the host's walk does not wait for it. Progress is the
+    // host walk's until both are done.
+    let (host, inside) = std::thread::scope(|s| {
+        let inside = config.containers.then(|| {
+            s.spawn(|| {
+                let roots = container_roots(config, snap.containers(), roots);
+                let quiet = |e: ScanEvent| {
+                    if !matches!(e, ScanEvent::Progress { .. }) {
+                        sink(e)
+                    }
+                };
+                let counts = (!roots.is_empty()).then(|| walk(&roots, &quiet));
+                (counts.unwrap_or_default(), roots)
+            })
+        });
+        let host = walk(roots, sink);
+        let inside = inside.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (host, inside)
+    });
+    let (inside, inside_roots) = inside.unwrap_or_default();
+    let counts = host + inside;
+    if inside.entries > 0 {
+        sink(ScanEvent::Progress {
+            entries: counts.entries,
+            locks: counts.locks,
+        });
+    }
     let stats = ScanStats {
         entries: counts.entries,
         locks: counts.locks,
@@ -117,11 +140,15 @@ pub fn scan(
     };
     let cancelled = cancel.load(std::sync::atomic::Ordering::Relaxed);
     if counts.roots_read == 0 && !cancelled {
-        return Err(if roots.is_empty() {
+        return Err(if roots.is_empty() && inside_roots.is_empty() {
             FatalError::NoRoot
         } else {
             FatalError::NoRootReadable {
-                roots: roots.iter().map(|r| r.path.clone()).collect(),
+                roots: roots
+                    .iter()
+                    .chain(&inside_roots)
+                    .map(|r| r.path.clone())
+                    .collect(),
             }
         });
     }

@@ -90,6 +90,20 @@ pub(crate) struct Counts {
     pub roots_read: usize,
 }
 
+impl std::ops::Add for Counts {
+    type Output = Counts;
+
+    /// Two walks' counts, together.
+    fn add(self, o: Counts) -> Counts {
+        Counts {
+            entries: self.entries + o.entries,
+            locks: self.locks + o.locks,
+            errors: self.errors + o.errors,
+            roots_read: self.roots_read + o.roots_read,
+        }
+    }
+}
+
 pub(crate) struct Walk<'a> {
     pub config: &'a Config,
     pub matcher: &'a Matcher,
