@@ -40,19 +40,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use crate::verdict::ContainerId;
 
-/// One mount as a namespace sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mount {
-    /// Device of the mounted file system (`st_dev` encoding).
-    pub dev: u64,
-    /// The directory of that file system that is mounted (`/` for the whole file system).
-    pub root: PathBuf,
-    /// Where it appears.
-    pub point: PathBuf,
-    pub fstype: String,
-    /// What was mounted (`root@host:/dir`, `/dev/sda1`), when mountinfo names it.
-    pub source: Option<String>,
-}
+pub use super::fs::Mount;
 
 /// A PID namespace other than ours, with what runs in it.
 #[derive(Debug, Clone)]
@@ -226,14 +214,14 @@ impl Inventory {
                 members.entry(ns).or_default().push((pid, inner));
             }
         }
-        // With `hidepid`, /proc lists only our own processes unless we are root: what we do
-        // not see may still run.
-        let own_mountinfo =
-            locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default();
+        // Our own mount table and its text (the cgroup hierarchies, hidepid), as the walk
+        // reads them. With `hidepid`, /proc lists only our own processes unless we are root:
+        // what we do not see may still run.
+        let own_mountinfo = super::fs::MountTable::recent_text();
         if !rustix::process::geteuid().is_root() && proc_hides_pids(&own_mountinfo) {
             complete = false;
         }
-        let own_mounts = parse_mountinfo(&own_mountinfo);
+        let own_mounts = super::fs::parse_mountinfo(&own_mountinfo);
         // Each namespace is looked at on its own (who runs it, its mounts, its root): a machine
         // with many containers has them read on several threads, each with its own sources.
         let members: Vec<(u64, Vec<(i32, i32)>)> = members.into_iter().collect();
@@ -390,8 +378,11 @@ pub fn proven_container(pid: i32) -> Option<ContainerId> {
     if Some(ns) == ns_inode("self", "pid") {
         return None;
     }
-    let own_mountinfo = locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default();
-    let who = identify(ns, pid, &mut NameSources::new(&own_mountinfo));
+    let who = identify(
+        ns,
+        pid,
+        &mut NameSources::new(&super::fs::MountTable::recent_text()),
+    );
     who.proven.then_some(who.container)
 }
 
@@ -448,7 +439,7 @@ fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<(u64, PathBuf)
             .iter()
             .filter(under)
             .max_by_key(longest)
-            .filter(|m| m.fstype == "btrfs")?,
+            .filter(|m| m.fs_type == "btrfs")?,
     };
     Some((m.dev, join(&m.root, below(path, &m.point)?)))
 }
@@ -499,37 +490,8 @@ pub fn nspid(status: &str) -> Option<Vec<i32>> {
 
 fn read_mounts(who: &str) -> Vec<Mount> {
     locksmith_sys::host::read_proc(format!("/proc/{who}/mountinfo"))
-        .map(|t| parse_mountinfo(&t))
+        .map(|t| super::fs::parse_mountinfo(&t))
         .unwrap_or_default()
-}
-
-/// Parses `/proc/<pid>/mountinfo`.
-pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
-    text.split(|&b| b == b'\n')
-        .filter_map(|line| {
-            // id parent major:minor root mount-point options [optional...] - type source ...
-            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-            let dash = fields.iter().position(|f| *f == b"-")?;
-            let majmin = std::str::from_utf8(fields.get(2)?).ok()?;
-            let (maj, min) = majmin.split_once(':')?;
-            Some(Mount {
-                dev: rustix::fs::makedev(maj.parse().ok()?, min.parse().ok()?),
-                root: PathBuf::from(OsString::from_vec(super::fs::mountinfo_unescape(
-                    fields.get(3)?,
-                ))),
-                point: PathBuf::from(OsString::from_vec(super::fs::mountinfo_unescape(
-                    fields.get(4)?,
-                ))),
-                fstype: String::from_utf8_lossy(fields.get(dash + 1)?).into_owned(),
-                source: fields
-                    .get(dash + 2)
-                    .filter(|s| !s.is_empty() && **s != b"none")
-                    .map(|s| {
-                        String::from_utf8_lossy(&super::fs::mountinfo_unescape(s)).into_owned()
-                    }),
-            })
-        })
-        .collect()
 }
 
 /// What the runtimes' state on disk says, read at most once per inventory.
@@ -1121,7 +1083,7 @@ mod tests {
 74 73 254:0 /srv/apps /app rw - ext4 /dev/vda rw\n\
 75 73 0:42 / /proc rw - proc proc rw\n\
 76 73 254:0 /srv/my\\040dir /data rw - ext4 /dev/vda rw\n";
-        let mounts = parse_mountinfo(mi);
+        let mounts = crate::probe::fs::parse_mountinfo(mi);
         assert_eq!(mounts.len(), 4);
         assert_eq!(mounts[3].root, Path::new("/srv/my dir"));
         let dev = rustix::fs::makedev(254, 0);
@@ -1145,12 +1107,13 @@ mod tests {
         );
         // Not placed by a mount of another device, unless that is btrfs (subvolumes).
         assert_eq!(fs_relative(&mounts, Path::new("/app/one/x"), dev + 7), None);
-        let btrfs = parse_mountinfo(b"80 1 0:40 /vol /data rw - btrfs /dev/loop0 rw\n");
+        let btrfs =
+            crate::probe::fs::parse_mountinfo(b"80 1 0:40 /vol /data rw - btrfs /dev/loop0 rw\n");
         assert_eq!(
             fs_relative(&btrfs, Path::new("/data/sub/x.pid"), 12345),
             Some((rustix::fs::makedev(0, 40), PathBuf::from("/vol/sub/x.pid")))
         );
-        let host = parse_mountinfo(b"1 0 254:0 / / rw - ext4 /dev/vda rw\n");
+        let host = crate::probe::fs::parse_mountinfo(b"1 0 254:0 / / rw - ext4 /dev/vda rw\n");
         let ns = Namespace {
             inode: 1,
             init: 1,

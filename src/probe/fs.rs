@@ -85,17 +85,70 @@ pub fn may_hang(fs_type: &str) -> bool {
     !LOCAL_TYPES.contains(&fs_type)
 }
 
-/// One mount of `/proc/self/mountinfo`.
+/// `/proc/self/mountinfo` now (empty where there is none).
+fn own_mountinfo() -> Vec<u8> {
+    locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default()
+}
+
+/// `/proc/self/mountinfo` as read at most a second ago, and its table.
+fn recent_mountinfo() -> (Arc<[u8]>, Arc<MountTable>) {
+    type Recent = (Instant, Arc<[u8]>, Arc<MountTable>);
+    static RECENT: Mutex<Option<Recent>> = Mutex::new(None);
+    let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+    match &*recent {
+        Some((at, text, table)) if at.elapsed() < Duration::from_secs(1) => {
+            (text.clone(), table.clone())
+        }
+        _ => {
+            let text: Arc<[u8]> = own_mountinfo().into();
+            let table = Arc::new(MountTable::parse(&text));
+            *recent = Some((Instant::now(), text.clone(), table.clone()));
+            (text, table)
+        }
+    }
+}
+
+/// One mount of a mount table (`/proc/<pid>/mountinfo`: ours, or a namespace's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
     /// The mount's id (unique among the mounts of now).
     pub id: u64,
     /// Its device (`st_dev` of its files).
     pub dev: u64,
+    /// The directory of its file system that is mounted (`/` for the whole file system).
+    pub root: PathBuf,
+    /// Where it appears.
     pub point: PathBuf,
     /// Its type (`ext4`, `nfs4`, `fuse.sshfs`).
     pub fs_type: String,
+    /// What was mounted (`root@host:/dir`, `/dev/sda1`), when mountinfo names it.
     pub source: Option<String>,
+}
+
+/// Parses a mountinfo (proc(5): `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE
+/// SOURCE SUPER-OPTIONS`), a line a mount, in its order.
+pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
+    use std::os::unix::ffi::OsStringExt;
+    let path = |f: &[u8]| PathBuf::from(std::ffi::OsString::from_vec(mountinfo_unescape(f)));
+    let lossy = |f: &[u8]| String::from_utf8_lossy(f).into_owned();
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let dash = fields.iter().position(|f| *f == b"-")?;
+            let (maj, min) = std::str::from_utf8(fields.get(2)?).ok()?.split_once(':')?;
+            Some(Mount {
+                id: std::str::from_utf8(fields.first()?).ok()?.parse().ok()?,
+                dev: makedev(maj.parse().ok()?, min.parse().ok()?),
+                root: path(fields.get(3)?),
+                point: path(fields.get(4)?),
+                fs_type: lossy(fields.get(dash + 1)?),
+                source: fields
+                    .get(dash + 2)
+                    .filter(|s| !s.is_empty() && **s != b"none")
+                    .map(|s| lossy(&mountinfo_unescape(s))),
+            })
+        })
+        .collect()
 }
 
 impl Mount {
@@ -129,79 +182,42 @@ pub struct MountTable {
 impl MountTable {
     /// The mounts now (empty where there is no `/proc/self/mountinfo`).
     pub fn read() -> Self {
-        locksmith_sys::host::read_proc("/proc/self/mountinfo")
-            .map(|t| Self::parse(&t))
-            .unwrap_or_default()
+        Self::parse(&own_mountinfo())
     }
 
-    /// The mounts as read at most a second ago (shared: judging one lock after another reads
-    /// `/proc/self/mountinfo` once, not once per lock).
+    /// The mounts as read at most a second ago (shared: judging one lock after another, the
+    /// walks of one scan and its inventory of namespaces read `/proc/self/mountinfo` once, not
+    /// once each).
     pub fn recent() -> Arc<MountTable> {
-        static RECENT: Mutex<Option<(Instant, Arc<MountTable>)>> = Mutex::new(None);
-        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
-        match &*recent {
-            Some((at, t)) if at.elapsed() < Duration::from_secs(1) => t.clone(),
-            _ => {
-                let t = Arc::new(Self::read());
-                *recent = Some((Instant::now(), t.clone()));
-                t
-            }
-        }
+        recent_mountinfo().1
     }
 
-    /// Parses mountinfo (proc(5): `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE
-    /// SOURCE SUPER-OPTIONS`).
+    /// The text of `/proc/self/mountinfo` the [`MountTable::recent`] table was read from (the
+    /// super options of each mount are in it).
+    pub fn recent_text() -> Arc<[u8]> {
+        recent_mountinfo().0
+    }
+
+    /// Parses mountinfo ([`parse_mountinfo`]).
     pub fn parse(text: &[u8]) -> Self {
-        use std::os::unix::ffi::OsStringExt;
         let mut table = MountTable::default();
-        for line in text.split(|&b| b == b'\n') {
-            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-            let Some(dash) = fields.iter().position(|f| *f == b"-") else {
-                continue;
-            };
-            let (Some(id), Some(devno), Some(point), Some(fs_type)) = (
-                fields.first(),
-                fields.get(2),
-                fields.get(4),
-                fields.get(dash + 1),
-            ) else {
-                continue;
-            };
-            let text = |f: &[u8]| String::from_utf8_lossy(f).into_owned();
-            let Some(id) = text(id).parse().ok() else {
-                continue;
-            };
-            let dev = text(devno)
-                .split_once(':')
-                .and_then(|(a, b)| Some(makedev(a.parse().ok()?, b.parse().ok()?)))
-                .unwrap_or(0);
-            let point = PathBuf::from(std::ffi::OsString::from_vec(mountinfo_unescape(point)));
-            let source = fields
-                .get(dash + 2)
-                .filter(|s| !s.is_empty() && **s != b"none")
-                .map(|s| text(&mountinfo_unescape(s)));
-            table.by_point.insert(point.clone(), table.mounts.len());
-            table.mounts.push(Arc::new(Mount {
-                id,
-                dev,
-                point,
-                fs_type: text(fs_type),
-                source,
-            }));
+        for m in parse_mountinfo(text) {
+            table.by_point.insert(m.point.clone(), table.mounts.len());
+            table.mounts.push(Arc::new(m));
         }
         table
     }
 
-    /// Adds the mounts another process sees (`(device, mount point, type, source)`, as its
-    /// `/proc/PID/mountinfo` lists them, in order), as they are seen from here through `base`,
-    /// that process's root (`/proc/PID/root`): their points are taken below `base`.
+    /// Adds the mounts another process sees (as its `/proc/PID/mountinfo` lists them, in
+    /// order), as they are seen from here through `base`, that process's root
+    /// (`/proc/PID/root`): their points are taken below `base`.
     pub fn add_seen_through<'m>(
         &mut self,
         base: &Path,
-        mounts: impl IntoIterator<Item = (u64, &'m Path, &'m str, Option<&'m str>)>,
+        mounts: impl IntoIterator<Item = &'m Mount>,
     ) {
-        for (dev, point, fs_type, source) in mounts {
-            let rel = point.strip_prefix("/").unwrap_or(point);
+        for m in mounts {
+            let rel = m.point.strip_prefix("/").unwrap_or(&m.point);
             let point = if rel.as_os_str().is_empty() {
                 base.to_path_buf()
             } else {
@@ -210,10 +226,8 @@ impl MountTable {
             self.by_point.insert(point.clone(), self.mounts.len());
             self.mounts.push(Arc::new(Mount {
                 id: 0,
-                dev,
                 point,
-                fs_type: fs_type.to_owned(),
-                source: source.map(str::to_owned),
+                ..m.clone()
             }));
         }
     }
@@ -385,6 +399,7 @@ pub fn call_path(path: &Path, mount: Option<&Mount>, op: Op<'_>) -> Result<Answe
             unknown = Mount {
                 id: 0,
                 dev: 0,
+                root: PathBuf::from("/"),
                 point: path.to_path_buf(),
                 fs_type: "unknown".into(),
                 source: None,
@@ -1212,7 +1227,15 @@ mod tests {
             (4, Path::new("/mnt"), "nfs4", Some("server:/x")),
             (5, Path::new("/mnt"), "tmpfs", None),
         ];
-        t.add_seen_through(base, theirs);
+        let theirs = theirs.map(|(dev, point, fs_type, source)| Mount {
+            id: 7,
+            dev,
+            root: PathBuf::from("/"),
+            point: point.to_path_buf(),
+            fs_type: fs_type.into(),
+            source: source.map(Into::into),
+        });
+        t.add_seen_through(base, &theirs);
         assert_eq!(t.at(base).unwrap().fs_type, "overlay");
         assert_eq!(
             t.of_path(Path::new("/proc/4242/root/run/app.pid"))
@@ -1242,6 +1265,7 @@ mod tests {
         Mount {
             id,
             dev: u64::MAX - id,
+            root: PathBuf::from("/"),
             point: PathBuf::from(format!("/test/mount-{id}")),
             fs_type: "fuse.test".into(),
             source: Some("test:".into()),

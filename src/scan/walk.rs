@@ -260,6 +260,7 @@ impl<'a> Walk<'a> {
             Some(Arc::new(Mount {
                 id: 0,
                 dev: 0,
+                root: PathBuf::from("/"),
                 point: root.path.clone(),
                 fs_type: "container".into(),
                 source: None,
@@ -738,18 +739,10 @@ impl<'a> Walk<'a> {
 /// every container we look inside, as seen through its root (`/proc/PID/root/...`), from the
 /// mount tables its PID 1 had when the snapshot was taken.
 fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
-    let mut table = MountTable::read();
+    let mut table = (*MountTable::recent()).clone();
     if roots.iter().any(|r| in_container(&r.path)) {
         for ns in snap.containers().containers_with_own_root() {
-            let seen = ns.mounts.iter().map(|m| {
-                (
-                    m.dev,
-                    m.point.as_path(),
-                    m.fstype.as_str(),
-                    m.source.as_deref(),
-                )
-            });
-            table.add_seen_through(&ns.root_path(), seen);
+            table.add_seen_through(&ns.root_path(), &ns.mounts);
         }
     }
     table
