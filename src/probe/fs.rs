@@ -90,15 +90,18 @@ fn own_mountinfo() -> Vec<u8> {
     locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default()
 }
 
-/// `/proc/self/mountinfo` as read at most a second ago, and its table.
+/// How long a read of `/proc/self/mountinfo` serves: the inventory of namespaces and the walks
+/// of one scan start within a few milliseconds of each other, and a reclaim judges lock after
+/// lock; a mount made since is seen at the next read.
+const RECENT_MOUNTS: Duration = Duration::from_millis(200);
+
+/// `/proc/self/mountinfo` as read at most [`RECENT_MOUNTS`] ago, and its table.
 fn recent_mountinfo() -> (Arc<[u8]>, Arc<MountTable>) {
     type Recent = (Instant, Arc<[u8]>, Arc<MountTable>);
     static RECENT: Mutex<Option<Recent>> = Mutex::new(None);
     let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
     match &*recent {
-        Some((at, text, table)) if at.elapsed() < Duration::from_secs(1) => {
-            (text.clone(), table.clone())
-        }
+        Some((at, text, table)) if at.elapsed() < RECENT_MOUNTS => (text.clone(), table.clone()),
         _ => {
             let text: Arc<[u8]> = own_mountinfo().into();
             let table = Arc::new(MountTable::parse(&text));
@@ -185,9 +188,9 @@ impl MountTable {
         Self::parse(&own_mountinfo())
     }
 
-    /// The mounts as read at most a second ago (shared: judging one lock after another, the
-    /// walks of one scan and its inventory of namespaces read `/proc/self/mountinfo` once, not
-    /// once each).
+    /// The mounts as read at most 0.2 s ago (shared: judging one lock after another, the walks
+    /// of one scan and its inventory of namespaces read `/proc/self/mountinfo` once, not once
+    /// each).
     pub fn recent() -> Arc<MountTable> {
         recent_mountinfo().1
     }
