@@ -1,7 +1,7 @@
 //! Kernel locks from `/proc/locks` (and the `lock:` lines of `/proc/<pid>/fdinfo/<fd>`), keyed
 //! by (device, inode). Blocked requests (`->` lines, listed under the lock they wait behind)
 //! are not holders: they are kept apart, as the file's waiters ([`KernelLocks::blocked_on`]).
-//! OFD locks and requests show pid -1; [`super::open_files::sharers`] finds the real
+//! OFD locks and requests show pid -1; [`super::open_files::FdTable::sharers`] finds the real
 //! holders through fdinfo, [`super::waiters`] the waiters through what they are blocked in.
 
 use std::collections::{HashMap, HashSet};
@@ -256,7 +256,7 @@ impl KernelLocks {
     }
 
     /// Keys of files with a lock held by an open file description (flock, OFD): their
-    /// holders now are the processes that share it ([`super::open_files::sharers`]).
+    /// holders now are the processes that share it ([`super::open_files::FdTable::sharers`]).
     pub fn description_keys(&self) -> HashSet<FileKey> {
         self.by_key
             .iter()
