@@ -504,6 +504,8 @@ struct NameSources {
     own_cgroup: String,
     /// Our own user namespace.
     own_user_ns: Option<u64>,
+    /// What only root can have written.
+    root: RootOwned,
 }
 
 impl NameSources {
@@ -515,62 +517,83 @@ impl NameSources {
             own_cgroup: locksmith_sys::host::read_proc_text("/proc/self/cgroup")
                 .unwrap_or_default(),
             own_user_ns: ns_inode("self", "user"),
+            root: RootOwned::default(),
         }
     }
 
     fn podman_name(&mut self, file: PathBuf, id: &str) -> Option<String> {
-        self.podman
-            .entry(file)
-            .or_insert_with_key(|f| read_podman_names(f))
-            .get(id)
-            .cloned()
+        if !self.podman.contains_key(&file) {
+            let names = read_podman_names(&file, &mut self.root);
+            self.podman.insert(file.clone(), names);
+        }
+        self.podman.get(&file)?.get(id).cloned()
     }
 }
 
 /// The largest runtime state file read (a `containers.json` of thousands of containers).
 const MAX_STATE_BYTES: u64 = 32 << 20;
 
-/// The content of `path` if only root can have written it: after resolving symlinks, every
-/// directory above it is root's and writable by no one else (unless sticky, as `/tmp`, where
-/// others cannot move root's entries), and it is a regular file of root's that neither group
-/// nor others may write.
-fn root_owned_file(path: &Path) -> Option<Vec<u8>> {
-    use rustix::fs::{Mode, OFlags};
-    let real = std::fs::canonicalize(path).ok()?;
-    if !root_owned_dirs(real.parent()?) {
-        return None;
-    }
-    let fd = rustix::fs::open(
-        &real,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
-    let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
-    if !regular || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
-        return None;
-    }
-    // Room for the whole file at once (a buffer grown from nothing reads it in pieces).
-    let mut out = Vec::with_capacity(
-        usize::try_from(st.st_size.clamp(0, MAX_STATE_BYTES as i64)).unwrap_or(0) + 1,
-    );
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::fs::File::from(fd), MAX_STATE_BYTES),
-        &mut out,
-    )
-    .ok()?;
-    Some(out)
+/// What only root can have written, asked once per inventory: a directory is root's and
+/// writable by no one else (unless sticky), and every directory above it too; the directories
+/// of the runtimes' state files (shared by their containers) resolved once.
+#[derive(Debug, Default)]
+struct RootOwned {
+    dirs: HashMap<PathBuf, bool>,
+    canonical: super::places::CanonicalDirs,
 }
 
-/// Whether `dir` (absolute, without symlinks) and every directory above it are root's and
-/// writable by no one else, unless sticky.
-fn root_owned_dirs(dir: &Path) -> bool {
-    dir.ancestors().all(|d| {
-        std::fs::symlink_metadata(d).is_ok_and(|m| {
-            m.is_dir() && m.uid() == 0 && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0)
+impl RootOwned {
+    /// The content of `path` if only root can have written it: after resolving symlinks, every
+    /// directory above it is root's and writable by no one else (unless sticky, as `/tmp`,
+    /// where others cannot move root's entries), and it is a regular file of root's that
+    /// neither group nor others may write.
+    fn file(&mut self, path: &Path) -> Option<Vec<u8>> {
+        use rustix::fs::{Mode, OFlags};
+        let link = std::fs::symlink_metadata(path)
+            .ok()?
+            .file_type()
+            .is_symlink();
+        let real = match (link, path.parent(), path.file_name()) {
+            (false, Some(parent), Some(name)) => self.canonical.of(parent)?.join(name),
+            _ => std::fs::canonicalize(path).ok()?,
+        };
+        if !self.dirs(real.parent()?) {
+            return None;
+        }
+        let fd = rustix::fs::open(
+            &real,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let st = rustix::fs::fstat(&fd).ok()?;
+        let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
+        if !regular || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+            return None;
+        }
+        // Room for the whole file at once (a buffer grown from nothing reads it in pieces).
+        let mut out = Vec::with_capacity(
+            usize::try_from(st.st_size.clamp(0, MAX_STATE_BYTES as i64)).unwrap_or(0) + 1,
+        );
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::fs::File::from(fd), MAX_STATE_BYTES),
+            &mut out,
+        )
+        .ok()?;
+        Some(out)
+    }
+
+    /// Whether `dir` (absolute, without symlinks) and every directory above it are root's and
+    /// writable by no one else, unless sticky.
+    fn dirs(&mut self, dir: &Path) -> bool {
+        dir.ancestors().all(|d| {
+            *self.dirs.entry(d.to_path_buf()).or_insert_with(|| {
+                std::fs::symlink_metadata(d).is_ok_and(|m| {
+                    m.is_dir() && m.uid() == 0 && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0)
+                })
+            })
         })
-    })
+    }
 }
 
 /// The inode of `/proc/<who>/ns/<kind>`.
@@ -695,14 +718,14 @@ fn root_owned_cgroup(line: &str, mounts: &[CgroupMount]) -> bool {
 
 /// Podman's (containers/storage) `containers.json`: `[{"id": ..., "names": [...]}]`, if only
 /// root can have written it.
-fn read_podman_names(file: &Path) -> HashMap<String, String> {
+fn read_podman_names(file: &Path, root: &mut RootOwned) -> HashMap<String, String> {
     #[derive(serde::Deserialize)]
     struct Entry {
         id: String,
         #[serde(default)]
         names: Vec<String>,
     }
-    root_owned_file(file)
+    root.file(file)
         .and_then(|t| serde_json::from_slice::<Vec<Entry>>(&t).ok())
         .unwrap_or_default()
         .into_iter()
@@ -712,18 +735,18 @@ fn read_podman_names(file: &Path) -> HashMap<String, String> {
 
 /// The host name in an OCI runtime `config.json` (the bundle's, which the runtime gives the
 /// container's UTS namespace), if only root can have written it.
-fn oci_hostname(config: &Path) -> Option<String> {
+fn oci_hostname(config: &Path, root: &mut RootOwned) -> Option<String> {
     #[derive(serde::Deserialize)]
     struct Spec {
         hostname: Option<String>,
     }
-    let spec: Spec = serde_json::from_slice(&root_owned_file(config)?).ok()?;
+    let spec: Spec = serde_json::from_slice(&root.file(config)?).ok()?;
     spec.hostname.filter(|h| !h.is_empty())
 }
 
 /// Docker's `/var/lib/docker/containers/<id>/config.v2.json`: `"Name": "/web-1"` and
 /// `"Config": {"Hostname": ...}`, if only root can have written it.
-fn docker_state(id: &str) -> (Option<String>, Option<String>) {
+fn docker_state(id: &str, root: &mut RootOwned) -> (Option<String>, Option<String>) {
     #[derive(serde::Deserialize)]
     struct Inner {
         #[serde(rename = "Hostname")]
@@ -737,8 +760,9 @@ fn docker_state(id: &str) -> (Option<String>, Option<String>) {
         config: Option<Inner>,
     }
     let path = format!("/var/lib/docker/containers/{id}/config.v2.json");
-    let Some(c) =
-        root_owned_file(Path::new(&path)).and_then(|t| serde_json::from_slice::<Config>(&t).ok())
+    let Some(c) = root
+        .file(Path::new(&path))
+        .and_then(|t| serde_json::from_slice::<Config>(&t).ok())
     else {
         return (None, None);
     };
@@ -749,9 +773,9 @@ fn docker_state(id: &str) -> (Option<String>, Option<String>) {
 
 /// Kubernetes keeps each pod's logs in `/var/log/pods/<namespace>_<pod>_<uid>/` (the kubelet's,
 /// root's).
-fn kubernetes_pod(uid: &str) -> Option<String> {
+fn kubernetes_pod(uid: &str, root: &mut RootOwned) -> Option<String> {
     let dir = Path::new("/var/log/pods");
-    if !root_owned_dirs(dir) {
+    if !root.dirs(dir) {
         return None;
     }
     std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
@@ -807,13 +831,13 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
             hostname = host;
         }
         "docker" => {
-            let (name, host) = docker_state(&id.id);
+            let (name, host) = docker_state(&id.id, &mut names.root);
             id.name = id.name.take().or(name);
             hostname = host;
         }
         "kubernetes" if id.name.is_none() => {
             if let Some(uid) = kubernetes_pod_uid(&cgroup) {
-                id.name = kubernetes_pod(&uid);
+                id.name = kubernetes_pod(&uid, &mut names.root);
             }
         }
         _ => {}
@@ -878,7 +902,7 @@ fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>
         .or_else(|| if ours { arg("-n") } else { None });
     let hostname = bundles
         .iter()
-        .find_map(|b| oci_hostname(&b.join("config.json")));
+        .find_map(|b| oci_hostname(&b.join("config.json"), &mut names.root));
     (name, hostname)
 }
 
@@ -1179,9 +1203,18 @@ mod tests {
         std::fs::create_dir(&open).unwrap();
         std::fs::write(open.join("state.json"), "{}").unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(root_owned_file(&open.join("state.json")).is_none());
+        assert!(
+            RootOwned::default()
+                .file(&open.join("state.json"))
+                .is_none()
+        );
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(root_owned_file(&open.join("state.json")).is_some(), root);
+        let mut owned = RootOwned::default();
+        assert_eq!(owned.file(&open.join("state.json")).is_some(), root);
+        // Through a symlink to it, and again (its directories asked once).
+        std::os::unix::fs::symlink(open.join("state.json"), t.path().join("link.json")).unwrap();
+        assert_eq!(owned.file(&t.path().join("link.json")).is_some(), root);
+        assert_eq!(owned.file(&open.join("state.json")).is_some(), root);
     }
 
     #[test]
