@@ -41,6 +41,7 @@ use std::path::{Component, Path, PathBuf};
 pub use crate::verdict::ContainerId;
 
 pub use super::fs::Mount;
+use super::places::CanonicalDirs;
 
 /// A PID namespace other than ours, with what runs in it.
 #[derive(Debug, Clone)]
@@ -164,8 +165,6 @@ pub struct Inventory {
     own_root: Option<(u64, u64)>,
     /// Whether every process's namespace could be read.
     pub complete: bool,
-    /// The directories of the files asked about, as our namespace resolves them.
-    canonical: super::places::CanonicalDirs,
 }
 
 impl Inventory {
@@ -260,7 +259,6 @@ impl Inventory {
             own_mounts,
             own_root,
             complete,
-            canonical: Default::default(),
         }
     }
 
@@ -306,7 +304,12 @@ impl Inventory {
     /// seen first by that process's namespace. `mapped` is false when the file's device is in
     /// no mount table we read (a btrfs subvolume's own device number, say): then only the
     /// namespace it was found through is known, and others may see it too.
-    pub fn who_sees(&self, path: &Path, meta: &std::fs::Metadata) -> Sightings<'_> {
+    pub fn who_sees(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        canonical: &CanonicalDirs,
+    ) -> Sightings<'_> {
         let dev = meta.dev();
         let mut out: Vec<Seen<'_>> = Vec::new();
         let (origin, fs_path) = match proc_root_path(path) {
@@ -320,9 +323,9 @@ impl Inventory {
                     (Some(ns.inode), fs_path)
                 }
                 // One of ours: the same file as `rest` here.
-                None => (None, self.host_view(&rest, dev, &mut out)),
+                None => (None, self.host_view(&rest, dev, canonical, &mut out)),
             },
-            None => (None, self.host_view(path, dev, &mut out)),
+            None => (None, self.host_view(path, dev, canonical, &mut out)),
         };
         let Some((dev, fs_path)) = fs_path else {
             return Sightings {
@@ -353,10 +356,15 @@ impl Inventory {
     }
 
     /// Records our own view of `path` and returns its path within its file system.
-    fn host_view(&self, path: &Path, dev: u64, out: &mut Vec<Seen<'_>>) -> Option<(u64, PathBuf)> {
+    fn host_view(
+        &self,
+        path: &Path,
+        dev: u64,
+        canonical: &CanonicalDirs,
+        out: &mut Vec<Seen<'_>>,
+    ) -> Option<(u64, PathBuf)> {
         let real = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => self
-                .canonical
+            (Some(parent), Some(name)) => canonical
                 .of(parent)
                 .map(|p| p.join(name))
                 .unwrap_or_else(|| path.to_path_buf()),
@@ -539,7 +547,7 @@ const MAX_STATE_BYTES: u64 = 32 << 20;
 #[derive(Debug, Default)]
 struct RootOwned {
     dirs: HashMap<PathBuf, bool>,
-    canonical: super::places::CanonicalDirs,
+    canonical: CanonicalDirs,
 }
 
 impl RootOwned {

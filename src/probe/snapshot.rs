@@ -50,6 +50,8 @@ pub struct Snapshot {
     unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
     containers: Early<Inventory>,
+    /// The directories asked about, as our namespace resolves them.
+    canonical: super::places::CanonicalDirs,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -111,8 +113,8 @@ impl<T: Send + 'static> Early<T> {
 /// else at the first PID lock judged. The census of processes and the table of every
 /// process's descriptors are what the writer rules and the holders of kernel locks ask for;
 /// read once the inventory is (during that wait, on a machine whose processors it leaves
-/// idle), they are ready when the first lock that needs them is judged (a scan that needs neither has spent a few
-/// milliseconds of processor time per hundred processes on them).
+/// idle), they are ready when the first lock that needs them is judged (a scan that needs
+/// neither has spent a few milliseconds of processor time per hundred processes on them).
 pub struct Ahead {
     kernel_locks: Early<KernelLocks>,
     containers: Early<Inventory>,
@@ -178,7 +180,14 @@ impl Snapshot {
             unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
             containers: Early::later(),
+            canonical: Default::default(),
         }
+    }
+
+    /// The directories asked about, each resolved once per snapshot
+    /// ([`super::places::CanonicalDirs`]).
+    pub(crate) fn canonical_dirs(&self) -> &super::places::CanonicalDirs {
+        &self.canonical
     }
 
     /// The table of `/proc/locks` (read once per snapshot).

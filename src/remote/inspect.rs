@@ -5,9 +5,6 @@
 use super::{ANSWER_VERSION, Answer, PidAnswer, PidStatus};
 use crate::probe::{HostFacts, PidState, process};
 
-/// `PF_KTHREAD` in the flags of `/proc/<pid>/stat`.
-const PF_KTHREAD: u64 = 0x0020_0000;
-
 /// Answers about `pids` on this host. `boot_id`, when given, is compared with this host's;
 /// `expect` (program names) with each live process's comm, executable and `argv[0]`.
 pub fn inspect(pids: &[i64], boot_id: Option<&str>, expect: &[String]) -> Answer {
@@ -76,7 +73,7 @@ fn one(pid: i64, pid_max: i64, host: &HostFacts, expect: &[&str]) -> PidAnswer {
 
 #[cfg(target_os = "linux")]
 fn is_kernel_thread(pid: i64) -> bool {
-    crate::probe::process::stat_of(pid as i32).is_some_and(|s| u64::from(s.flags) & PF_KTHREAD != 0)
+    process::stat_of(pid as i32).is_some_and(|s| s.flags & process::PF_KTHREAD != 0)
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -148,6 +148,7 @@ impl<'a> Walk<'a> {
             .map(|n| n.get())
             .unwrap_or(1)
             .clamp(1, 8);
+        let mounts = mounts(snap, roots);
         Walk {
             config,
             matcher,
@@ -157,9 +158,12 @@ impl<'a> Walk<'a> {
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
             root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
-            mounts: mounts(snap, roots),
+            state_dir: config
+                .never_walk
+                .as_deref()
+                .and_then(|d| state_dir(d, &mounts)),
+            mounts,
             dead: Mutex::default(),
-            state_dir: config.never_walk.as_deref().and_then(state_dir),
             queue: Mutex::default(),
             ready: Condvar::new(),
             entries: AtomicU64::new(0),
@@ -808,12 +812,12 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 }
 
 /// The directory the configuration says never to walk (our state directory, where reclaimed
-/// locks are saved), if it exists. Asked through a helper: a home directory may be on a mount
+/// locks are saved), if it exists, found through the walk's mount table. Asked through a helper: a home directory may be on a mount
 /// that does not answer (then no state directory is known to the walk, and nothing in it can
 /// be a lock it reads anyway).
-fn state_dir(dir: &Path) -> Option<(u64, u64, PathBuf)> {
+fn state_dir(dir: &Path, mounts: &MountTable) -> Option<(u64, u64, PathBuf)> {
     let dir = dir.to_path_buf();
-    let mount = MountTable::read().of_path(&dir).cloned();
+    let mount = mounts.of_path(&dir).cloned();
     let probe = fs::Op::Probe { path: dir.clone() };
     let a = fs::call_path(&dir, mount.as_deref(), probe)
         .ok()?
