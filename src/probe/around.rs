@@ -21,7 +21,10 @@ impl Snapshot {
         let Some(ids) = places::dir_ids(&[dir.to_path_buf()]).into_iter().next() else {
             return Vec::new();
         };
-        let canon = self.canonical_dirs().of(dir).unwrap_or_else(|| dir.to_path_buf());
+        let canon = self
+            .canonical_dirs()
+            .of(dir)
+            .unwrap_or_else(|| dir.to_path_buf());
         let mut pids: Vec<i32> = Vec::new();
         let targets = self.fd_table();
         for (pid, target, key) in &targets.files {
@@ -49,7 +52,10 @@ impl Snapshot {
     /// its descriptors cannot be read.
     pub fn has_open_under(&self, pid: i32, dir: &Path) -> Option<bool> {
         let ids = places::dir_ids(&[dir.to_path_buf()]).into_iter().next()?;
-        let canon = self.canonical_dirs().of(dir).unwrap_or_else(|| dir.to_path_buf());
+        let canon = self
+            .canonical_dirs()
+            .of(dir)
+            .unwrap_or_else(|| dir.to_path_buf());
         let same_ns = pid == std::process::id() as i32 || same_mount_ns(pid);
         let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
         Some(fds.flatten().any(|fd| {

@@ -116,6 +116,10 @@ impl<T: Send + 'static> Early<T> {
 /// idle), they are ready when the first lock that needs them is judged (a scan that needs
 /// neither has spent a few milliseconds of processor time per hundred processes on them).
 pub struct Ahead {
+    /// When the first part began to be read: the snapshot's time. Every age is measured from
+    /// it, so no evidence is older than the time ages are measured at (a writer that started
+    /// after the census was read cannot have written a lock before then).
+    started_ms: i64,
     kernel_locks: Early<KernelLocks>,
     containers: Early<Inventory>,
     processes: Early<Vec<ProcSummary>>,
@@ -129,6 +133,7 @@ impl Ahead {
         let (census_gate, census_after) = std::sync::mpsc::channel::<()>();
         let (fds_gate, fds_after) = std::sync::mpsc::channel::<()>();
         Ahead {
+            started_ms: jiff::Timestamp::now().as_millisecond(),
             kernel_locks: Early::started(KernelLocks::read),
             containers: Early::started(move || {
                 let _gates = (census_gate, fds_gate);
@@ -145,13 +150,14 @@ impl Ahead {
         }
     }
 
-    /// The snapshot, its parts still being read.
+    /// The snapshot, its parts still being read, taken when they began to be.
     pub fn take(self) -> Snapshot {
         Snapshot {
             kernel_locks: self.kernel_locks,
             containers: self.containers,
             processes: self.processes,
             fd_table: self.fd_table,
+            taken_ms: self.started_ms,
             ..Snapshot::with_kernel_locks(KernelLocks::default())
         }
     }

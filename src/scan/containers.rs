@@ -73,9 +73,10 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
     out
 }
 
-/// The (device, inode) and mount id of the directory `rel` below the container's root `root`,
-/// (the root itself for an empty `rel`), if it exists and none of its components is a symlink (one `openat2` with
-/// `RESOLVE_NO_SYMLINKS` where the kernel has it, else one `openat(O_NOFOLLOW)` a component).
+/// The (device, inode) and mount id of the directory `rel` below the container's root `root`
+/// (the root itself for an empty `rel`), if it exists and none of its components is a symlink:
+/// one `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel has it, else one
+/// `openat(O_NOFOLLOW)` a component.
 fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<((u64, u64), u64)> {
     let fd = anchor::open_beneath(root, rel).ok()?;
     let id = anchor::dir_id(fd.as_fd()).ok()?;

@@ -824,15 +824,20 @@ fn emacs_desktop_lock_held_then_left_by_a_killed_emacs() {
         c
     };
     let dirname = format!("{:?}", format!("{}/", dir.display()));
+    // Killed once its desktop is saved: killed while saving, it would also leave the lock
+    // link of the desktop file it was writing (`.#.emacs.desktop`).
+    let saved = env.path().join("saved");
     let mut emacs = Group::spawn(
         lisp(&format!(
-            "(progn (require 'desktop) (desktop-save {dirname}) (sleep-for 600))"
+            "(progn (require 'desktop) (desktop-save {dirname}) (write-region \"\" nil {:?}) (sleep-for 600))",
+            saved.display().to_string()
         ))
         .stdout(Stdio::null())
         .stderr(Stdio::null()),
     );
     let lock = dir.join(".emacs.desktop.lock");
-    wait_until("Emacs to claim its desktop", || lock.exists());
+    wait_until("Emacs to save its desktop", || saved.exists());
+    assert!(lock.exists());
     let f = expect(&lock, "emacs-desktop", Verdict::Live);
     assert_eq!(
         f.judgement.owner.as_ref().and_then(|o| o.pid),

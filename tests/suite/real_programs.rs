@@ -503,7 +503,10 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
         return;
     };
     let env = Env::new();
-    let dir = env.path().join("app");
+    // On a file system that survives a reboot (the build's, not a /tmp that may be tmpfs): the
+    // last step writes the lock before this boot.
+    let place = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = place.path().join("app");
     fs::create_dir(&dir).unwrap();
     let db = dir.join("db.json");
     fs::write(&db, "{}").unwrap();
