@@ -83,6 +83,19 @@ impl Clone for CanonicalDirs {
 }
 
 impl CanonicalDirs {
+    /// Records `dir` as its own canonical form: a directory the walk reached from a root with
+    /// no symlink in its path, each directory opened without following one. What `of` answers
+    /// for it is then the path that was walked, with no `lstat` again.
+    pub fn walked(&self, dir: &Path) {
+        if !dir.is_absolute() {
+            return;
+        }
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !known.contains_key(dir) {
+            known.insert(dir.to_path_buf(), dir.to_path_buf());
+        }
+    }
+
     /// What `std::fs::canonicalize(dir)` gives, for a directory that exists.
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
         if !dir.is_absolute() || dir.components().any(|c| c == Component::ParentDir) {

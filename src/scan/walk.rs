@@ -32,6 +32,7 @@
 //! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
 //! work spreads over subtrees of any shape and the stack stays small (depth-first).
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
@@ -127,6 +128,9 @@ pub(crate) struct Walk<'a> {
     locks: AtomicU64,
     errors: AtomicU64,
     roots_read: Vec<AtomicBool>,
+    /// Roots whose path is their canonical form (no symlink, `.` or `..` in it): every
+    /// directory walked below them is then its own canonical form too.
+    roots_canonical: Vec<AtomicBool>,
     start: Instant,
     last_progress_ms: AtomicU64,
     threads: usize,
@@ -170,6 +174,7 @@ impl<'a> Walk<'a> {
             locks: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             roots_read: roots.iter().map(|_| AtomicBool::new(false)).collect(),
+            roots_canonical: roots.iter().map(|_| AtomicBool::new(false)).collect(),
             start: Instant::now(),
             last_progress_ms: AtomicU64::new(0),
             threads,
@@ -249,6 +254,9 @@ impl<'a> Walk<'a> {
                 return;
             }
         };
+        if real.as_deref() == Some(root.path.as_path()) {
+            self.roots_canonical[i].store(true, Ordering::Relaxed);
+        }
         if self.in_state_dir(real.as_deref()) {
             // Read, and nothing in it is a lock: our own saved copies and journal.
             self.roots_read[i].store(true, Ordering::Relaxed);
@@ -412,6 +420,8 @@ impl<'a> Walk<'a> {
             node: &node,
             mount: job.mount.as_ref(),
             descend_ok: root.max_depth.is_none_or(|m| job.depth + 1 < m),
+            canonical: self.roots_canonical[job.root].load(Ordering::Relaxed),
+            recorded: Cell::new(false),
         };
         let mut count = 0u64;
         let result = match &job.mount {
@@ -555,6 +565,11 @@ impl<'a> Walk<'a> {
                 Vec::new()
             };
             if (!hits.is_empty() || locked) && self.answers(at, name) {
+                if at.canonical && !at.recorded.replace(true) {
+                    // Judging asks for the canonical form of the lock's directory: it is the
+                    // path walked.
+                    self.snap.canonical_dirs().walked(at.path);
+                }
                 self.report(
                     judge::examine_at(
                         at.dir.as_fd(),
@@ -780,6 +795,10 @@ struct Here<'a> {
     mount: Option<&'a Arc<Mount>>,
     /// Whether its subdirectories are within the root's depth.
     descend_ok: bool,
+    /// Whether its path is its canonical form (its root's is, and no symlink was followed).
+    canonical: bool,
+    /// Whether it was recorded as canonical for judging (once, at its first candidate).
+    recorded: Cell<bool>,
 }
 
 /// Opens a job's directory `path`: relative to its kept `parent`, else beneath the root's
