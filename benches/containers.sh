@@ -10,16 +10,18 @@
 # processes seen as the host's, their lock places not walked), for what the awareness itself
 # costs on that machine.
 #
-# Target: the median with 20 containers within 1.2x of the median with none, the tree the same
-# (the scan with none timed before the containers start and after they stop, and the two
-# medians averaged).
+# Target: the median with 20 containers within 1.2x of the median with none, the tree the same.
+# The machine with none and with the containers are timed in turns (--cycles, 3 by default):
+# each timing with the containers is set against the average of the medians with none just
+# before and just after it, and the ratio is the median of the cycles' ratios.
 #
-# usage: benches/containers.sh [--runs N] [--containers N] [--entries N] [--locks N]
+# usage: benches/containers.sh [--runs N] [--cycles N] [--containers N] [--entries N] [--locks N]
 # Needs: root, podman, runc, busybox-static, hyperfine, python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=15
+cycles=3
 count=20
 entries=50000
 locks=200
@@ -27,9 +29,10 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --containers) count=$2; shift 2 ;;
+    --cycles) cycles=$2; shift 2 ;;
     --entries) entries=$2; shift 2 ;;
     --locks) locks=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--containers N] [--entries N] [--locks N]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--runs N] [--cycles N] [--containers N] [--entries N] [--locks N]" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "run as root (podman)" >&2; exit 2; }
@@ -86,20 +89,33 @@ for i in $(seq 1 "$count"); do
   echo 1 >"$tree/srv/app$i/tmp/pids/server.pid"
 done
 
-echo "== scan with no container ($runs runs)"
-hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0.json" -n none "$scan"
+start_containers() {
+  for i in $(seq 1 "$count"); do
+    mkdir -p "$tree/srv/app$i"
+    pm run -d --network none --name "web-$i" -v "$tree/srv/app$i:/app" -w /app \
+      localhost/locksmith-bench:1 sh -c \
+      'mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && echo 1 > /run/app.pid && echo 4242 > /tmp/old.pid && exec sleep 100000' \
+      >/dev/null
+  done
+  sleep 1
+}
+stop_containers() {
+  pm rm -a -f -t 0 >/dev/null
+  for _ in $(seq 100); do pgrep -f -- "$work/root/overlay-containers" >/dev/null || break; sleep 0.1; done
+}
+unaware="env XDG_CONFIG_HOME=$work/config sh -c 'cd $tree && exec $bin --scan --json --no-containers >/dev/null'"
 
-echo "== starting $count containers"
-for i in $(seq 1 "$count"); do
-  mkdir -p "$tree/srv/app$i"
-  pm run -d --network none --name "web-$i" -v "$tree/srv/app$i:/app" -w /app \
-    localhost/locksmith-bench:1 sh -c \
-    'mkdir -p tmp/pids && echo 1 > tmp/pids/server.pid && echo 1 > /run/app.pid && echo 4242 > /tmp/old.pid && exec sleep 100000' \
-    >/dev/null
-done
-sleep 1
-env XDG_CONFIG_HOME="$work/config" sh -c "cd $tree && $bin --scan --json" >"$out/containers_scan.json" || true
-python3 - "$out/containers_scan.json" "$count" <<'EOF'
+# The machine with none and the machine with the containers, in turns: each timing with the
+# containers is set against the timings with none just before and just after it, so that a
+# drift of a shared machine's speed in between weighs on both sides alike.
+for c in $(seq 1 "$cycles"); do
+  echo "== cycle $c of $cycles: scan with no container ($runs runs)"
+  hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0_$c.json" -n none "$scan"
+  echo "== cycle $c: starting $count containers"
+  start_containers
+  if [ "$c" = 1 ]; then
+    env XDG_CONFIG_HOME="$work/config" sh -c "cd $tree && $bin --scan --json" >"$out/containers_scan.json" || true
+    python3 - "$out/containers_scan.json" "$count" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 inside = [l for l in d["locks"] if l["path"].startswith("/proc/")]
@@ -112,37 +128,38 @@ print(f"entries walked {s['entries']}, locks {s['locks']}; {len(inside)} found i
       f"(expected {2 * int(sys.argv[2])}), {len(named)} with an owner named in a container "
       f"(expected {sys.argv[2]})")
 EOF
+  fi
+  echo "== cycle $c: scan with $count containers ($runs runs), and with --no-containers beside it"
+  hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_n_$c.json" \
+    -n "$count containers" "$scan" -n "$count containers, --no-containers" "$unaware"
+  echo "== cycle $c: stopping the containers"
+  stop_containers
+done
+echo "== scan with no container, after the last cycle ($runs runs)"
+hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0_$((cycles + 1)).json" -n none "$scan"
 
-echo "== scan with $count containers ($runs runs), and with --no-containers beside it"
-unaware="env XDG_CONFIG_HOME=$work/config sh -c 'cd $tree && exec $bin --scan --json --no-containers >/dev/null'"
-hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_n.json" \
-  -n "$count containers" "$scan" -n "$count containers, --no-containers" "$unaware"
-
-# The machine with none again, once the containers are gone (the tree as it was): the scan with
-# none is timed before and after, so that a drift of the machine's speed in between (a shared
-# machine's) weighs on both sides alike.
-echo "== stopping the containers; scan with no container again ($runs runs)"
-pm rm -a -f -t 0 >/dev/null
-for _ in $(seq 100); do pgrep -f -- "$work/root/overlay-containers" >/dev/null || break; sleep 0.1; done
-hyperfine -i --warmup 3 --runs "$runs" --export-json "$out/containers_0_after.json" -n none "$scan"
-
-python3 - "$out/containers_0.json" "$out/containers_n.json" "$count" "$out/containers_0_after.json" <<'EOF'
-import json, sys
-a = json.load(open(sys.argv[1]))["results"][0]
-b, c = json.load(open(sys.argv[2]))["results"][:2]
-d = json.load(open(sys.argv[4]))["results"][0]
-before, after = a["median"] * 1000, d["median"] * 1000
-none, many, unaware = (before + after) / 2, b["median"] * 1000, c["median"] * 1000
+python3 - "$out" "$cycles" "$count" <<'EOF'
+import json, statistics, sys
+out, cycles, count = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+load = lambda name: json.load(open(f"{out}/{name}.json"))["results"]
 cpu = lambda r: (r["user"] + r["system"]) * 1000
-cpu_none = (cpu(a) + cpu(d)) / 2
-ratio = many / none
+none = [load(f"containers_0_{c}")[0] for c in range(1, cycles + 2)]
+ratios, cpu_ratios, aware = [], [], []
 print("== summary (wall-time medians; CPU time = user + system, means)")
-print(f"no container, before and after {before:6.1f} / {after:.1f} ms "
-      f"(CPU {cpu(a):.1f} / {cpu(d):.1f} ms): {none:.1f} ms")
-print(f"{sys.argv[3]} containers                 {many:8.1f} ms  (CPU {cpu(b):6.1f} ms)")
-print(f"{sys.argv[3]} containers, --no-containers {unaware:8.1f} ms  (CPU {cpu(c):6.1f} ms)")
-print(f"CPU time ratio to no container: {cpu(b) / cpu_none:.2f}; "
-      f"awareness on the same machine: {many / unaware:.2f} (CPU {cpu(b) / cpu(c):.2f})")
+for c in range(cycles):
+    b, u = load(f"containers_n_{c + 1}")[:2]
+    before, after = none[c]["median"] * 1000, none[c + 1]["median"] * 1000
+    base = (before + after) / 2
+    many, unaware = b["median"] * 1000, u["median"] * 1000
+    ratios.append(many / base)
+    cpu_ratios.append(cpu(b) / ((cpu(none[c]) + cpu(none[c + 1])) / 2))
+    aware.append(many / unaware)
+    print(f"cycle {c + 1}: no container before / after {before:.1f} / {after:.1f} ms; "
+          f"{count} containers {many:.1f} ms (--no-containers {unaware:.1f} ms): "
+          f"ratio {ratios[-1]:.2f}, CPU {cpu_ratios[-1]:.2f}, awareness {aware[-1]:.2f}")
+ratio = statistics.median(ratios)
+print(f"median of the cycles: ratio {ratio:.2f} (CPU {statistics.median(cpu_ratios):.2f}; "
+      f"awareness on the same machine {statistics.median(aware):.2f})")
 print(f"target median ratio <= 1.20: {'met' if ratio <= 1.2 else 'MISSED'} ({ratio:.2f})")
 sys.exit(0 if ratio <= 1.2 else 1)
 EOF
