@@ -1006,4 +1006,46 @@ mod tests {
         assert!(!in_container(Path::new("/proc/4242/cwd")));
         assert!(!in_container(Path::new("/tmp/proc/4242/root")));
     }
+
+    /// What judging asks about the directory of a lock found by the walk: the walk's own path,
+    /// recorded as canonical only when the root's path is its canonical form.
+    fn recorded_after_walking(root: &Path, lock_dir: &Path) -> Option<PathBuf> {
+        let config = crate::config::Settings::embedded().scan;
+        let snap = Snapshot::take();
+        let cancel = AtomicBool::new(false);
+        let sink = |_: ScanEvent| {};
+        let roots = [Root {
+            path: root.to_path_buf(),
+            max_depth: None,
+        }];
+        Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
+        // Recorded or not, `of` answers for the directory; a recorded one is not looked at
+        // again, so one made to be something else since answers as walked.
+        std::fs::remove_dir_all(lock_dir).unwrap();
+        snap.canonical_dirs().of(lock_dir)
+    }
+
+    #[test]
+    fn directories_walked_from_a_canonical_root_are_recorded_as_canonical() {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        let dir = base.join("tree/app/tmp/pids");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("server.pid"), "999999999\n").unwrap();
+        assert_eq!(
+            recorded_after_walking(&base.join("tree"), &dir),
+            Some(dir.clone())
+        );
+
+        // The same tree from a root with a symlink on its way: its paths are not canonical,
+        // so nothing is recorded (`of` finds the directory gone).
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("server.pid"), "999999999\n").unwrap();
+        std::os::unix::fs::symlink(base.join("tree"), base.join("link")).unwrap();
+        let through_link = base.join("link/app/tmp/pids");
+        assert_eq!(
+            recorded_after_walking(&base.join("link/app"), &through_link),
+            None
+        );
+    }
 }
