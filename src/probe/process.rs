@@ -131,19 +131,6 @@ pub(crate) fn stat_of(pid: i32) -> Option<procfs::process::Stat> {
     procfs::process::Stat::from_read(&text[..]).ok()
 }
 
-/// `/proc/<pid>/cmdline`, its arguments (a byte that is not UTF-8 replaced; empty when it cannot
-/// be read, as a kernel thread's or a zombie's).
-pub(crate) fn cmdline_of(pid: i32) -> Vec<String> {
-    locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[cfg(target_os = "linux")]
 fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
     let proc = procfs::process::Process::new(pid).ok()?;
@@ -159,7 +146,7 @@ fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
         start_ticks: stat.starttime,
         start_ms,
         exe: proc.exe().ok().map(|p| p.to_string_lossy().into_owned()),
-        cmdline: cmdline_of(pid),
+        cmdline: locksmith_sys::host::cmdline(pid),
         uid: proc.uid().ok(),
         pid_ns: super::host::pid_ns_of(&pid.to_string()),
         cwd: proc.cwd().ok(),

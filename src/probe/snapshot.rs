@@ -488,7 +488,7 @@ fn list_processes() -> Vec<ProcSummary> {
                 }
                 _ => e,
             });
-            let cmd = process::cmdline_of(pid);
+            let cmd = locksmith_sys::host::cmdline(pid);
             Some(ProcSummary {
                 pid,
                 name: stat.comm,

@@ -663,14 +663,7 @@ impl Evidence for DirectEvidence {
             _ => return None,
         };
         let name = locksmith_sys::host::comm(pid).unwrap_or_default();
-        let cmd = locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline"))
-            .map(|b| {
-                b.split(|c| *c == 0)
-                    .filter(|a| !a.is_empty())
-                    .map(|a| String::from_utf8_lossy(a).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let cmd = locksmith_sys::host::cmdline(pid);
         let info = ProcessInfo {
             pid,
             name,

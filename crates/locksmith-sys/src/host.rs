@@ -145,6 +145,19 @@ pub fn comm(pid: i32) -> Option<String> {
     Some(s.trim_end_matches('\n').to_string())
 }
 
+/// The arguments of a process (`/proc/<pid>/cmdline`; a byte that is not UTF-8 replaced, empty
+/// arguments left out): empty when it cannot be read, as a kernel thread's or a zombie's.
+pub fn cmdline(pid: i32) -> Vec<String> {
+    read_proc(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The processes of this host that have the file `(dev, ino)` open for writing, from their
 /// descriptors (`/proc/<pid>/fd`, `/proc/<pid>/fdinfo`). Read-only openers (a scanner, an
 /// acquirer reading the record) are no evidence of an owner. Processes we may not inspect
