@@ -31,15 +31,7 @@ impl Snapshot {
             if pids.contains(pid) || (key.major, key.minor) != (major(ids.1), minor(ids.1)) {
                 continue;
             }
-            let inside = if targets.our_ns.contains(pid) {
-                target.starts_with(&canon)
-            } else {
-                target
-                    .parent()
-                    .and_then(|p| within(&seen_by(*pid, p), std::slice::from_ref(&ids)))
-                    .unwrap_or(false)
-            };
-            if inside {
+            if opened_under(*pid, target, targets.our_ns.contains(pid), &canon, &ids) {
                 pids.push(*pid);
             }
         }
@@ -57,24 +49,12 @@ impl Snapshot {
             .of(dir)
             .unwrap_or_else(|| dir.to_path_buf());
         let same_ns = pid == std::process::id() as i32 || same_mount_ns(pid);
-        let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
-        Some(fds.flatten().any(|fd| {
-            let Ok(meta) = super::fs::known(&fd.path()) else {
-                return false;
-            };
-            let Ok(target) = std::fs::read_link(fd.path()) else {
-                return false;
-            };
-            meta.is_file()
-                && if same_ns {
-                    target.starts_with(&canon)
-                } else {
-                    target
-                        .parent()
-                        .and_then(|p| within(&seen_by(pid, p), std::slice::from_ref(&ids)))
-                        .unwrap_or(false)
-                }
-        }))
+        let files = super::open_files::regular_files_of(pid)?;
+        Some(
+            files
+                .iter()
+                .any(|t| opened_under(pid, t, same_ns, &canon, &ids)),
+        )
     }
 
     /// The processes whose descriptors could not be read (so [`Snapshot::open_under`] may
@@ -231,5 +211,19 @@ impl Snapshot {
             })
             .filter(|n| *n != 0)
             .collect()
+    }
+}
+
+/// Whether `target`, the path by which process `pid` has a file open, is under the directory
+/// `ids` (`canon` its canonical form here): compared as text when `pid` sees paths as we do
+/// (`same_ns`), else by walking up from where its own namespace puts the file's directory.
+fn opened_under(pid: i32, target: &Path, same_ns: bool, canon: &Path, ids: &DirId) -> bool {
+    if same_ns {
+        target.starts_with(canon)
+    } else {
+        target
+            .parent()
+            .and_then(|p| within(&seen_by(pid, p), std::slice::from_ref(ids)))
+            .unwrap_or(false)
     }
 }

@@ -187,6 +187,19 @@ pub fn files_of(pid: i32) -> Option<HashSet<FileKey>> {
     Some(out)
 }
 
+/// The paths of the regular files `pid` has open now (each descriptor's link text), or `None`
+/// when its descriptors cannot be read.
+pub fn regular_files_of(pid: i32) -> Option<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    read_fds(pid, |_, _, regular, link| {
+        if regular && let Some(target) = link() {
+            out.push(target);
+        }
+    })
+    .ok()?;
+    Some(out)
+}
+
 /// Whether a key `/proc/locks` prints and a file's own key may name the same file: equal, or
 /// the same inode where either device is anonymous.
 pub fn same_file(printed: &FileKey, file: &FileKey) -> bool {
