@@ -85,11 +85,6 @@ pub fn may_hang(fs_type: &str) -> bool {
     !LOCAL_TYPES.contains(&fs_type)
 }
 
-/// `/proc/self/mountinfo` now (empty where there is none).
-fn own_mountinfo() -> Vec<u8> {
-    locksmith_sys::host::read_proc("/proc/self/mountinfo").unwrap_or_default()
-}
-
 /// How long a read of `/proc/self/mountinfo` serves: the inventory of namespaces and the walks
 /// of one scan start within a few milliseconds of each other, and a reclaim judges lock after
 /// lock; a mount made since is seen at the next read.
@@ -103,7 +98,10 @@ fn recent_mountinfo() -> (Arc<[u8]>, Arc<MountTable>) {
     match &*recent {
         Some((at, text, table)) if at.elapsed() < RECENT_MOUNTS => (text.clone(), table.clone()),
         _ => {
-            let text: Arc<[u8]> = own_mountinfo().into();
+            // Empty where there is no mountinfo.
+            let text: Arc<[u8]> = locksmith_sys::host::read_proc("/proc/self/mountinfo")
+                .unwrap_or_default()
+                .into();
             let table = Arc::new(MountTable::parse(&text));
             *recent = Some((Instant::now(), text.clone(), table.clone()));
             (text, table)
@@ -183,11 +181,6 @@ pub struct MountTable {
 }
 
 impl MountTable {
-    /// The mounts now (empty where there is no `/proc/self/mountinfo`).
-    pub fn read() -> Self {
-        Self::parse(&own_mountinfo())
-    }
-
     /// The mounts as read at most 0.2 s ago (shared: judging one lock after another, the walks
     /// of one scan and its inventory of namespaces read `/proc/self/mountinfo` once, not once
     /// each).

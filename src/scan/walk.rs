@@ -831,9 +831,9 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 }
 
 /// The directory the configuration says never to walk (our state directory, where reclaimed
-/// locks are saved), if it exists, found through the walk's mount table. Asked through a helper: a home directory may be on a mount
-/// that does not answer (then no state directory is known to the walk, and nothing in it can
-/// be a lock it reads anyway).
+/// locks are saved), if it exists, found through the walk's mount table. Asked through a
+/// helper: a home directory may be on a mount that does not answer (then no state directory is
+/// known to the walk, and nothing in it can be a lock it reads anyway).
 fn state_dir(dir: &Path, mounts: &MountTable) -> Option<(u64, u64, PathBuf)> {
     let dir = dir.to_path_buf();
     let mount = mounts.of_path(&dir).cloned();
