@@ -32,11 +32,12 @@ pub struct Params {
 /// die yet while its helper, killed with it, has already exited and released the lock).
 const SECTION: &str = r#"
 dead() {
-  st=$(cat /proc/$1/stat 2>/dev/null) || return 0
+  pid=$1
+  st=$(cat /proc/$pid/stat 2>/dev/null) || return 0
   set -- ${st##*) }
   case $1 in Z|X) return 0 ;; esac
   [ $(( $7 & 4 )) -ne 0 ] && return 0
-  for m in $(sed -n 's/^[SH][hi][dg]Pnd:[[:space:]]*/0x/p' /proc/$p/status 2>/dev/null); do
+  for m in $(sed -n 's/^[SH][hi][dg]Pnd:[[:space:]]*/0x/p' /proc/$pid/status 2>/dev/null); do
     [ $(( m & 256 )) -ne 0 ] && return 0
   done
   return 1
