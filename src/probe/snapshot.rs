@@ -95,6 +95,17 @@ impl<T: Send + 'static> Early<T> {
         }
     }
 
+    /// Whether it is still being read on its thread (asking would wait).
+    fn pending(&self) -> bool {
+        self.value.get().is_none()
+            && self
+                .thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|t| !t.is_finished())
+    }
+
     fn get(&self, read: impl FnOnce() -> T) -> &T {
         self.value.get_or_init(|| {
             let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -128,23 +139,40 @@ pub struct Ahead {
 
 impl Ahead {
     pub fn start() -> Self {
+        Self::start_after(|| {})
+    }
+
+    /// Every part read once `wait` returns (tests: evidence that takes as long as they like).
+    #[cfg(test)]
+    pub(crate) fn start_when(wait: impl Fn() + Clone + Send + 'static) -> Self {
+        Self::start_after(wait)
+    }
+
+    fn start_after(wait: impl Fn() + Clone + Send + 'static) -> Self {
         // The census and the descriptors start once the inventory is read (its senders are
         // dropped, even by a panic): the walk waits for the inventory, not for them.
         let (census_gate, census_after) = std::sync::mpsc::channel::<()>();
         let (fds_gate, fds_after) = std::sync::mpsc::channel::<()>();
+        let (w1, w2, w3, w4) = (wait.clone(), wait.clone(), wait.clone(), wait);
         Ahead {
             started_ms: jiff::Timestamp::now().as_millisecond(),
-            kernel_locks: Early::started(KernelLocks::read),
+            kernel_locks: Early::started(move || {
+                w1();
+                KernelLocks::read()
+            }),
             containers: Early::started(move || {
                 let _gates = (census_gate, fds_gate);
+                w2();
                 Inventory::read(super::host::pid_ns_of("self"))
             }),
             processes: Early::started(move || {
                 let _ = census_after.recv();
+                w3();
                 list_processes()
             }),
             fd_table: Early::started(move || {
                 let _ = fds_after.recv();
+                w4();
                 FdTable::read()
             }),
         }
@@ -194,6 +222,22 @@ impl Snapshot {
     /// ([`super::places::CanonicalDirs`]).
     pub(crate) fn canonical_dirs(&self) -> &super::places::CanonicalDirs {
         &self.canonical
+    }
+
+    /// Whether the table of `/proc/locks` is still being read on a thread of its own (asking
+    /// for it now would wait).
+    pub(crate) fn kernel_locks_pending(&self) -> bool {
+        self.kernel_locks.pending()
+    }
+
+    /// Whether some part that judging a lock may ask for (the kernel's lock table, the
+    /// inventory of namespaces, the census, the descriptors) is still being read on a thread
+    /// of its own. A part read on first use is never pending: nothing reads it meanwhile.
+    pub(crate) fn evidence_pending(&self) -> bool {
+        self.kernel_locks.pending()
+            || self.containers.pending()
+            || self.processes.pending()
+            || self.fd_table.pending()
     }
 
     /// The table of `/proc/locks` (read once per snapshot).

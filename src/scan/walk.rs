@@ -80,6 +80,84 @@ struct Queue {
     jobs: Vec<Job>,
     /// Threads reading a directory right now (they may push more jobs).
     active: usize,
+    /// Candidates waiting for the evidence, by directory (each holds its directory open).
+    deferred: Vec<Deferred>,
+    /// How many candidates `deferred` holds.
+    deferred_items: usize,
+    /// Directories whose entries wait for the kernel's lock table.
+    late: Vec<LateInodes>,
+    /// How many entries `late` holds.
+    late_entries: usize,
+}
+
+/// The candidates of one directory found while the evidence they are judged against was still
+/// being read (see [`Walk::worker`]): judged once it is, or once no directory is left to read.
+/// The directory stays open meanwhile.
+struct Deferred {
+    dir: Arc<sys::DirHandle>,
+    anchor: Anchor,
+    /// Depth of the candidates below their root.
+    depth: usize,
+    /// Each candidate's name, path, and the dialects its name matched.
+    items: Vec<(OsString, PathBuf, Vec<usize>)>,
+}
+
+/// A directory read before the kernel's lock table was: the inode of each entry not already a
+/// candidate by its name, checked against the table once it is read. An entry a kernel lock
+/// may be held on is judged then, its directory reached again through its anchor (checking
+/// every directory on the way, as when a finding is judged again); nothing stays open
+/// meanwhile.
+struct LateInodes {
+    path: PathBuf,
+    anchor: Anchor,
+    /// Depth of the entries below their root.
+    depth: usize,
+    /// Whether `path` is its canonical form (see [`Here::canonical`]).
+    canonical: bool,
+    /// The entries' names, end to end.
+    names: Vec<u8>,
+    /// Each entry's inode and where its name ends in `names`.
+    entries: Vec<(u64, u32)>,
+}
+
+impl LateInodes {
+    fn push(&mut self, ino: u64, name: &OsStr) {
+        use std::os::unix::ffi::OsStrExt;
+        self.names.extend_from_slice(name.as_bytes());
+        self.entries.push((ino, self.names.len() as u32));
+    }
+}
+
+/// What reading one directory leaves to do: its subdirectories, and what waits for evidence.
+#[derive(Default)]
+struct Found {
+    jobs: Vec<Job>,
+    deferred: Option<Deferred>,
+    late: Option<LateInodes>,
+}
+
+/// One thing for a walker thread to do.
+enum Work {
+    Dir(Job),
+    Judge(Deferred),
+    Late(LateInodes),
+}
+
+/// Candidates waiting for evidence, at most (beyond, the walk judges them as it finds them,
+/// waiting for the evidence): their names and paths are kept meanwhile.
+const DEFERRED_MAX: usize = 8192;
+/// Entries whose inode waits for the kernel's lock table, at most (beyond, the walk waits for
+/// the table): some 20 bytes each.
+const LATE_MAX: usize = 100_000;
+
+/// How much may wait for evidence still being read.
+struct Budget {
+    /// Directories kept open for their waiting candidates.
+    dirs: usize,
+    /// Candidates.
+    items: usize,
+    /// Entries whose inode waits for the kernel's lock table.
+    late: usize,
 }
 
 /// What the walk found, in numbers.
@@ -137,6 +215,12 @@ pub(crate) struct Walk<'a> {
     /// Directories shallower than this keep their descriptor open for their subdirectories
     /// (bounded, so that a very deep tree cannot exhaust the descriptor limit).
     keep_fd_depth: usize,
+    /// How much may wait for evidence (see [`Walk::worker`]).
+    budget: Budget,
+    /// Whether all the evidence, and the kernel's lock table, have been seen read (once seen,
+    /// they stay read).
+    evidence_ready: AtomicBool,
+    kernel_ready: AtomicBool,
 }
 
 impl<'a> Walk<'a> {
@@ -179,6 +263,13 @@ impl<'a> Walk<'a> {
             last_progress_ms: AtomicU64::new(0),
             threads,
             keep_fd_depth: (sys::fd_limit() / 4 / threads as u64).min(64) as usize,
+            budget: Budget {
+                dirs: (sys::fd_limit() / 8).min(1024) as usize,
+                items: DEFERRED_MAX,
+                late: LATE_MAX,
+            },
+            evidence_ready: AtomicBool::new(false),
+            kernel_ready: AtomicBool::new(false),
         }
     }
 
@@ -199,10 +290,7 @@ impl<'a> Walk<'a> {
                 self.worker();
             });
         }
-        (self.sink)(ScanEvent::Progress {
-            entries: self.entries.load(Ordering::Relaxed),
-            locks: self.locks.load(Ordering::Relaxed),
-        });
+        self.publish_progress();
         Counts {
             entries: self.entries.load(Ordering::Relaxed),
             locks: self.locks.load(Ordering::Relaxed),
@@ -326,19 +414,46 @@ impl<'a> Walk<'a> {
         );
     }
 
+    /// Takes work until none is left. Judging a candidate asks for evidence that may still be
+    /// being read on threads of the snapshot's own ([`crate::probe::snapshot::Ahead`]): the
+    /// kernel's lock table (after a quiet while, reading it waits some 10 ms for the kernel),
+    /// the namespaces, the census, the descriptors. Rather than wait, a thread goes on reading
+    /// directories: candidates found meanwhile wait in [`Deferred`], and, until the lock table
+    /// is read, the inodes of the other entries in [`LateInodes`]. They are taken first once
+    /// what they wait for is read, and in any case once no directory is left to read. The
+    /// verdicts are the same; only their order differs.
     fn worker(&self) {
         let mut buf: Vec<u8> = Vec::with_capacity(32 * 1024);
-        let mut found: Vec<Job> = Vec::new();
+        let mut found = Found::default();
         loop {
-            let job = {
+            let work = {
                 let mut q = self.queue.lock().unwrap();
                 loop {
                     if self.cancelled() {
                         q.jobs.clear();
+                        q.deferred.clear();
+                        q.late.clear();
+                        (q.deferred_items, q.late_entries) = (0, 0);
+                    }
+                    // No directory left to read, nor being read (one being read may add some).
+                    let idle = q.jobs.is_empty() && q.active == 0;
+                    if !q.late.is_empty()
+                        && (idle || self.kernel_ready())
+                        && let Some(l) = q.late.pop()
+                    {
+                        q.late_entries -= l.entries.len();
+                        break Some(Work::Late(l));
+                    }
+                    if !q.deferred.is_empty()
+                        && (idle || self.evidence_ready())
+                        && let Some(d) = q.deferred.pop()
+                    {
+                        q.deferred_items -= d.items.len();
+                        break Some(Work::Judge(d));
                     }
                     if let Some(job) = q.jobs.pop() {
                         q.active += 1;
-                        break Some(job);
+                        break Some(Work::Dir(job));
                     }
                     if q.active == 0 {
                         break None;
@@ -346,21 +461,133 @@ impl<'a> Walk<'a> {
                     q = self.ready.wait(q).unwrap();
                 }
             };
-            let Some(job) = job else {
-                self.ready.notify_all();
-                return;
+            let job = match work {
+                None => {
+                    self.ready.notify_all();
+                    return;
+                }
+                Some(Work::Judge(d)) => {
+                    self.judge_deferred(d);
+                    continue;
+                }
+                Some(Work::Late(l)) => {
+                    self.judge_late(l);
+                    continue;
+                }
+                Some(Work::Dir(job)) => job,
             };
             self.read_dir(job, &mut buf, &mut found);
             let mut q = self.queue.lock().unwrap();
             q.active -= 1;
-            let pushed = !found.is_empty();
-            q.jobs.append(&mut found);
+            let pushed = !found.jobs.is_empty() || found.deferred.is_some() || found.late.is_some();
+            q.jobs.append(&mut found.jobs);
+            if let Some(d) = found.deferred.take() {
+                q.deferred_items += d.items.len();
+                q.deferred.push(d);
+            }
+            if let Some(l) = found.late.take() {
+                q.late_entries += l.entries.len();
+                q.late.push(l);
+            }
             let finished = q.active == 0 && q.jobs.is_empty();
+            let waiting = !q.deferred.is_empty() || !q.late.is_empty();
             drop(q);
             if pushed || finished {
                 self.ready.notify_all();
             }
-            self.progress();
+            if finished && waiting {
+                // Every directory is read: what is left waits for evidence.
+                self.publish_progress();
+            } else {
+                self.progress();
+            }
+        }
+    }
+
+    /// Whether the snapshot's evidence is all read (asked without waiting).
+    fn evidence_ready(&self) -> bool {
+        self.evidence_ready.load(Ordering::Relaxed) || {
+            let ready = !self.snap.evidence_pending();
+            self.evidence_ready.store(ready, Ordering::Relaxed);
+            ready
+        }
+    }
+
+    /// Whether the kernel's lock table is read (asked without waiting).
+    fn kernel_ready(&self) -> bool {
+        self.kernel_ready.load(Ordering::Relaxed) || {
+            let ready = !self.snap.kernel_locks_pending();
+            self.kernel_ready.store(ready, Ordering::Relaxed);
+            ready
+        }
+    }
+
+    /// Judges the candidates of one directory that waited for the evidence.
+    fn judge_deferred(&self, d: Deferred) {
+        for (name, path, hits) in &d.items {
+            if self.cancelled() {
+                return;
+            }
+            self.report(
+                judge::examine_at(
+                    d.dir.as_fd(),
+                    name,
+                    path,
+                    hits,
+                    Mode::Walk,
+                    self.snap,
+                    self.config,
+                    Some(&d.anchor),
+                ),
+                d.depth,
+            );
+        }
+    }
+
+    /// Judges the entries of one directory, read before the kernel's lock table was, that a
+    /// kernel lock may be held on, their directory reached again through its anchor.
+    fn judge_late(&self, l: LateInodes) {
+        use std::os::unix::ffi::OsStrExt;
+        let kernel = self.snap.kernel_locks();
+        if kernel.is_empty() {
+            return;
+        }
+        let mut start = 0;
+        for &(ino, end) in &l.entries {
+            let name = OsStr::from_bytes(&l.names[start..end as usize]);
+            start = end as usize;
+            if !kernel.may_lock_inode(ino) || self.cancelled() {
+                continue;
+            }
+            let path = l.path.join(name);
+            if self.matcher.has_excludes() && self.matcher.excluded(&path) {
+                continue;
+            }
+            if l.canonical {
+                self.snap.canonical_dirs().walked(&l.path);
+            }
+            match l.anchor.open_parent(&path) {
+                Ok((dir, name)) => self.report(
+                    judge::examine_at(
+                        dir.as_fd(),
+                        &name,
+                        &path,
+                        &[],
+                        Mode::Walk,
+                        self.snap,
+                        self.config,
+                        Some(&l.anchor),
+                    ),
+                    l.depth,
+                ),
+                // Gone since it was read, as a file gone before it is judged.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => self.error(
+                    ScanError::io(&path, e)
+                        .during("cannot reach again")
+                        .at_depth(l.depth),
+                ),
+            }
         }
     }
 
@@ -368,7 +595,7 @@ impl<'a> Walk<'a> {
     /// subdirectories to walk into `out`. On a mount that may hang, every call on the directory
     /// goes through the mount's helpers, and a mount that does not answer is reported once and
     /// left alone.
-    fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Vec<Job>) {
+    fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Found) {
         let root = &self.roots[job.root];
         for m in [&job.mount, &job.parent_mount].into_iter().flatten() {
             if let Some(e) = fs::not_answering(m) {
@@ -407,6 +634,46 @@ impl<'a> Walk<'a> {
             id,
             parent: job.node,
         });
+        // What waits for evidence still being read: never on a mount that may hang (a
+        // candidate there is judged when its mount has just answered for it), and only as much
+        // as the budgets allow.
+        let (defer_room, late_room) = match (
+            job.mount.is_some(),
+            !self.evidence_ready(),
+            !self.kernel_ready(),
+        ) {
+            (false, defer, late) if defer || late => {
+                let q = self.queue.lock().unwrap();
+                let dirs_left = q.deferred.len() < self.budget.dirs;
+                (
+                    if defer && dirs_left {
+                        self.budget.items.saturating_sub(q.deferred_items)
+                    } else {
+                        0
+                    },
+                    if late {
+                        self.budget.late.saturating_sub(q.late_entries)
+                    } else {
+                        0
+                    },
+                )
+            }
+            _ => (0, 0),
+        };
+        let canonical = self.roots_canonical[job.root].load(Ordering::Relaxed);
+        if late_room > 0 {
+            out.late = Some(LateInodes {
+                path: job.path.clone(),
+                anchor: Anchor {
+                    root: self.root_arcs[job.root].clone(),
+                    dir: node.clone(),
+                },
+                depth: job.depth + 1,
+                canonical,
+                names: Vec::new(),
+                entries: Vec::new(),
+            });
+        }
         let at = Here {
             path: &job.path,
             depth: job.depth,
@@ -420,8 +687,10 @@ impl<'a> Walk<'a> {
             node: &node,
             mount: job.mount.as_ref(),
             descend_ok: root.max_depth.is_none_or(|m| job.depth + 1 < m),
-            canonical: self.roots_canonical[job.root].load(Ordering::Relaxed),
+            canonical,
             recorded: Cell::new(false),
+            defer_room,
+            late_room,
         };
         let mut count = 0u64;
         let result = match &job.mount {
@@ -446,10 +715,13 @@ impl<'a> Walk<'a> {
             }),
         };
         self.entries.fetch_add(count % BATCH, Ordering::Relaxed);
-        if !out.is_empty() && job.depth < self.keep_fd_depth {
-            for j in out.iter_mut() {
+        if !out.jobs.is_empty() && job.depth < self.keep_fd_depth {
+            for j in out.jobs.iter_mut() {
                 j.parent = Some(dir.clone());
             }
+        }
+        if out.late.as_ref().is_some_and(|l| l.entries.is_empty()) {
+            out.late = None;
         }
         match result {
             Ok(()) => {
@@ -545,31 +817,53 @@ impl<'a> Walk<'a> {
         name: &OsStr,
         dtype: sys::DType,
         ino: u64,
-        out: &mut Vec<Job>,
+        out: &mut Found,
     ) -> bool {
         let may = self.matcher.may_match(name);
-        let kernel = self.snap.kernel_locks();
-        let locked = !kernel.is_empty() && kernel.may_lock_inode(ino);
+        // Until the kernel's lock table is read, the inode waits in `late`, while there is room.
+        let mut late = out.late.as_mut().filter(|l| l.entries.len() < at.late_room);
+        let locked = late.is_none() && {
+            let kernel = self.snap.kernel_locks();
+            !kernel.is_empty() && kernel.may_lock_inode(ino)
+        };
         let maybe_dir = at.descend_ok && dtype != sys::DType::Other;
         if !(may || locked || maybe_dir) {
+            if let Some(l) = late {
+                l.push(ino, name);
+            }
             return true;
         }
         let path = at.path.join(name);
         if self.matcher.has_excludes() && self.matcher.excluded(&path) {
             return true;
         }
-        if may || locked {
-            let hits = if may {
-                self.matcher.hits(&path)
+        let hits = if may {
+            self.matcher.hits(&path)
+        } else {
+            Vec::new()
+        };
+        if hits.is_empty()
+            && let Some(l) = late.take()
+        {
+            l.push(ino, name);
+        }
+        if (!hits.is_empty() || locked) && self.answers(at, name) {
+            if at.canonical && !at.recorded.replace(true) {
+                // Judging asks for the canonical form of the lock's directory: it is the
+                // path walked.
+                self.snap.canonical_dirs().walked(at.path);
+            }
+            if out.deferred.as_ref().map_or(0, |d| d.items.len()) < at.defer_room {
+                out.deferred
+                    .get_or_insert_with(|| Deferred {
+                        dir: at.dir.clone(),
+                        anchor: at.anchor.clone(),
+                        depth: at.depth + 1,
+                        items: Vec::new(),
+                    })
+                    .items
+                    .push((name.to_os_string(), path.clone(), hits));
             } else {
-                Vec::new()
-            };
-            if (!hits.is_empty() || locked) && self.answers(at, name) {
-                if at.canonical && !at.recorded.replace(true) {
-                    // Judging asks for the canonical form of the lock's directory: it is the
-                    // path walked.
-                    self.snap.canonical_dirs().walked(at.path);
-                }
                 self.report(
                     judge::examine_at(
                         at.dir.as_fd(),
@@ -604,7 +898,7 @@ impl<'a> Walk<'a> {
                     Some(m) => m.may_hang().then(|| m.clone()),
                     None => at.mount.cloned(),
                 };
-                out.push(Job {
+                out.jobs.push(Job {
                     path,
                     parent: None,
                     root_dir: Some(at.root_dir.clone()),
@@ -746,11 +1040,15 @@ impl<'a> Walk<'a> {
             .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
         {
-            (self.sink)(ScanEvent::Progress {
-                entries: self.entries.load(Ordering::Relaxed),
-                locks: self.locks.load(Ordering::Relaxed),
-            });
+            self.publish_progress();
         }
+    }
+
+    fn publish_progress(&self) {
+        (self.sink)(ScanEvent::Progress {
+            entries: self.entries.load(Ordering::Relaxed),
+            locks: self.locks.load(Ordering::Relaxed),
+        });
     }
 }
 
@@ -799,6 +1097,10 @@ struct Here<'a> {
     canonical: bool,
     /// Whether it was recorded as canonical for judging (once, at its first candidate).
     recorded: Cell<bool>,
+    /// How many of its candidates may wait for the evidence, and how many of its entries' inodes
+    /// for the kernel's lock table (see [`Walk::worker`]); the rest are judged as they are found.
+    defer_room: usize,
+    late_room: usize,
 }
 
 /// Opens a job's directory `path`: relative to its kept `parent`, else beneath the root's
@@ -1023,6 +1325,185 @@ mod tests {
         // again, so one made to be something else since answers as walked.
         std::fs::remove_dir_all(lock_dir).unwrap();
         snap.canonical_dirs().of(lock_dir)
+    }
+
+    /// A tree with a Rails pid file (found by its name), a file of no lock's name that this
+    /// process holds a kernel lock on (found by its inode), and directories around them.
+    struct Tree {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        pid_file: PathBuf,
+        held: PathBuf,
+        _lock: std::fs::File,
+    }
+
+    fn tree() -> Tree {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("tree");
+        for d in ["a/b/c", "a/d", "e/f/g/h", "i"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join("notes.txt"), "text").unwrap();
+        }
+        let pid_file = root.join("a/b/c/tmp/pids/server.pid");
+        std::fs::create_dir_all(pid_file.parent().unwrap()).unwrap();
+        std::fs::write(&pid_file, "999999999\n").unwrap();
+        for i in 0..6 {
+            std::fs::write(root.join(format!("a/d/job{i}.lock")), "").unwrap();
+            std::fs::write(root.join(format!("e/f/data{i}.bin")), "").unwrap();
+        }
+        let held = root.join("e/f/spool.state");
+        std::fs::write(&held, "queued: 3\n").unwrap();
+        let lock = std::fs::File::open(&held).unwrap();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        Tree {
+            _dir: dir,
+            root,
+            pid_file,
+            held,
+            _lock: lock,
+        }
+    }
+
+    /// Each finding of a walk, by path, with its dialect and verdict.
+    type Findings = std::collections::BTreeMap<PathBuf, (String, crate::Verdict)>;
+
+    fn finding(e: &ScanEvent) -> Option<(PathBuf, (String, crate::Verdict))> {
+        match e {
+            ScanEvent::Found(f) => Some((
+                f.path.clone(),
+                (f.dialect.to_string(), f.judgement.verdict()),
+            )),
+            _ => None,
+        }
+    }
+
+    /// A snapshot whose parts are all still being read until `open()` is called, as the
+    /// command line's are while `/proc/locks` waits for the kernel.
+    fn gated_snapshot() -> (Snapshot, impl Fn()) {
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let waiting = gate.clone();
+        let snap = crate::probe::snapshot::Ahead::start_when(move || {
+            let (open, cv) = &*waiting;
+            let mut o = open.lock().unwrap();
+            while !*o {
+                o = cv.wait(o).unwrap();
+            }
+        })
+        .take();
+        let open = move || {
+            *gate.0.lock().unwrap() = true;
+            gate.1.notify_all();
+        };
+        (snap, open)
+    }
+
+    #[test]
+    fn the_walk_reads_on_while_the_evidence_is_read_and_judges_the_same() {
+        let t = tree();
+        let config = crate::config::Settings::embedded().scan;
+        let roots = [Root {
+            path: t.root.clone(),
+            max_depth: None,
+        }];
+        let cancel = AtomicBool::new(false);
+
+        // With the evidence read before the walk.
+        let ready = Snapshot::take();
+        let found = Mutex::new(Findings::new());
+        let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
+        let counts = Walk::new(&config, &config.matcher, &ready, &cancel, &sink, &roots).run();
+        let expected = found.into_inner().unwrap();
+        assert_eq!(expected[&t.pid_file].0, "rails", "{expected:?}");
+        assert_eq!(expected[&t.held], ("flock".into(), crate::Verdict::Live));
+
+        // With every part still being read: the whole tree is read first (the evidence is
+        // let through only once a progress report counts every entry), nothing is judged
+        // before, and every verdict is then the same.
+        let (snap, open) = gated_snapshot();
+        let opened = AtomicBool::new(false);
+        let early = AtomicU64::new(0);
+        let found = Mutex::new(Findings::new());
+        let sink = |e: ScanEvent| {
+            if let ScanEvent::Progress { entries, .. } = e
+                && entries == counts.entries
+                && !opened.swap(true, Ordering::SeqCst)
+            {
+                open();
+            }
+            if let Some(f) = finding(&e) {
+                if !opened.load(Ordering::SeqCst) {
+                    early.fetch_add(1, Ordering::SeqCst);
+                }
+                found.lock().unwrap().insert(f.0, f.1);
+            }
+        };
+        // Should the walk wait for the evidence instead, the evidence is let through in the
+        // end, and the test fails.
+        let stuck = AtomicBool::new(false);
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let (stuck, opened, open) = (&stuck, &opened, &open);
+            s.spawn(move || {
+                if done_rx
+                    .recv_timeout(std::time::Duration::from_secs(60))
+                    .is_err()
+                {
+                    stuck.store(true, Ordering::SeqCst);
+                    opened.store(true, Ordering::SeqCst);
+                    open();
+                }
+            });
+            let gated = Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
+            let _ = done_tx.send(());
+            assert_eq!(gated.entries, counts.entries);
+        });
+        assert!(
+            !stuck.load(Ordering::SeqCst),
+            "the walk waited for the evidence"
+        );
+        assert_eq!(
+            early.load(Ordering::SeqCst),
+            0,
+            "judged before the evidence"
+        );
+        assert_eq!(found.into_inner().unwrap(), expected);
+    }
+
+    #[test]
+    fn beyond_its_budget_the_walk_judges_as_it_finds() {
+        let t = tree();
+        let config = crate::config::Settings::embedded().scan;
+        let roots = [Root {
+            path: t.root.clone(),
+            max_depth: None,
+        }];
+        let cancel = AtomicBool::new(false);
+        let walk = |snap: &Snapshot, budget: Option<Budget>| {
+            let found = Mutex::new(Findings::new());
+            let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
+            let mut walk = Walk::new(&config, &config.matcher, snap, &cancel, &sink, &roots);
+            if let Some(b) = budget {
+                walk.budget = b;
+            }
+            walk.run();
+            found.into_inner().unwrap()
+        };
+        let expected = walk(&Snapshot::take(), None);
+        assert_eq!(expected[&t.held], ("flock".into(), crate::Verdict::Live));
+        assert!(expected.len() >= 8, "{expected:?}");
+        // No directory kept open; then room for a few candidates and inodes only, the rest of
+        // a directory judged as it is read; then no room at all: the same findings.
+        for (dirs, items, late) in [(0, 8192, 100_000), (1000, 2, 3), (1000, 0, 0)] {
+            let (snap, open) = gated_snapshot();
+            let found = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    open();
+                });
+                walk(&snap, Some(Budget { dirs, items, late }))
+            });
+            assert_eq!(found, expected, "budget {dirs} / {items} / {late}");
+        }
     }
 
     #[test]
