@@ -217,7 +217,7 @@ pub(super) fn live_in_named_host(
     if inv
         .namespaces
         .iter()
-        .all(|n| n.hostname.as_deref() != Some(host))
+        .all(|n| n.hostname.get() != Some(host))
     {
         return None;
     }
@@ -226,7 +226,7 @@ pub(super) fn live_in_named_host(
     let named = sightings
         .seen
         .iter()
-        .filter(|s| s.ns.is_some_and(|n| n.hostname.as_deref() == Some(host)));
+        .filter(|s| s.ns.is_some_and(|n| n.hostname.get() == Some(host)));
     for s in named {
         if let Sighting::Owner(j) = sighting(claim, pid, s, snap) {
             let mut j = *j;

@@ -63,7 +63,45 @@ pub struct Namespace {
     pub container: ContainerId,
     /// Its host name, from the runtime's own state (Podman's OCI `config.json`, Docker's
     /// `config.v2.json`), for a proven container only.
-    pub hostname: Option<String>,
+    pub hostname: HostName,
+}
+
+/// A container's host name, from its runtime's state. Only a lock that names a host other
+/// than ours asks for it: a Podman container's OCI `config.json` is read then, once.
+#[derive(Debug, Clone, Default)]
+pub struct HostName {
+    value: std::sync::OnceLock<Option<String>>,
+    /// The OCI bundles whose `config.json` may name it, in turn.
+    bundles: Vec<PathBuf>,
+}
+
+impl HostName {
+    fn known(name: Option<String>) -> Self {
+        HostName {
+            value: name.into(),
+            bundles: Vec::new(),
+        }
+    }
+
+    /// The host name the first of these OCI bundles whose `config.json` only root can have
+    /// written gives.
+    fn of_bundles(bundles: Vec<PathBuf>) -> Self {
+        HostName {
+            value: std::sync::OnceLock::new(),
+            bundles,
+        }
+    }
+
+    pub fn get(&self) -> Option<&str> {
+        self.value
+            .get_or_init(|| {
+                let mut root = RootOwned::default();
+                self.bundles
+                    .iter()
+                    .find_map(|b| oci_hostname(&b.join("config.json"), &mut root))
+            })
+            .as_deref()
+    }
 }
 
 /// Namespaces looked at by one thread of an inventory, at least.
@@ -798,7 +836,7 @@ fn kubernetes_pod(uid: &str, root: &mut RootOwned) -> Option<String> {
 struct Who {
     proven: bool,
     container: ContainerId,
-    hostname: Option<String>,
+    hostname: HostName,
 }
 
 fn anonymous(inode: u64) -> ContainerId {
@@ -815,7 +853,7 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
         return Who {
             proven: false,
             container: anonymous(inode),
-            hostname: None,
+            hostname: HostName::default(),
         };
     }
     let mut cgroup =
@@ -831,7 +869,7 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
         .filter(|l| root_owned_cgroup(l, &names.cgroups))
         .find_map(|l| from_cgroup_path(l.splitn(3, ':').nth(2)?))
         .unwrap_or_else(|| anonymous(inode));
-    let mut hostname = None;
+    let mut hostname = HostName::default();
     match id.runtime.as_str() {
         "podman" => {
             let (name, host) = podman_state(init, &id.id, names);
@@ -841,7 +879,7 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
         "docker" => {
             let (name, host) = docker_state(&id.id, &mut names.root);
             id.name = id.name.take().or(name);
-            hostname = host;
+            hostname = HostName::known(host);
         }
         "kubernetes" if id.name.is_none() => {
             if let Some(uid) = kubernetes_pod_uid(&cgroup) {
@@ -861,8 +899,8 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
 /// root's podman with `-c <id> -n NAME -b <storage>/<driver>-containers/<id>/userdata`) says
 /// where its storage is, when it runs as root; the name is the storage's `containers.json`'s
 /// (that one, then the default storage's), else conmon's `-n`; the host name is the bundle's
-/// OCI `config.json`'s.
-fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>, Option<String>) {
+/// OCI `config.json`'s, read when asked for.
+fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>, HostName) {
     let ppid = locksmith_sys::host::read_proc_text(format!("/proc/{init}/stat"))
         .ok()
         .and_then(|s| {
@@ -908,10 +946,7 @@ fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>
         .into_iter()
         .find_map(|file| names.podman_name(file, id))
         .or_else(|| if ours { arg("-n") } else { None });
-    let hostname = bundles
-        .iter()
-        .find_map(|b| oci_hostname(&b.join("config.json"), &mut names.root));
-    (name, hostname)
+    (name, HostName::of_bundles(bundles))
 }
 
 /// Whether process `pid` runs as root (its effective uid, as our namespace sees it).
@@ -1154,7 +1189,7 @@ mod tests {
             root: None,
             proven: true,
             container: id("unknown", "x", None).unwrap(),
-            hostname: None,
+            hostname: HostName::default(),
         };
         assert!(
             ns.binds(&host)
