@@ -118,14 +118,13 @@ impl<T: Send + 'static> Early<T> {
 /// that wait the longest, or that most scans need, run on threads of their own meanwhile, and
 /// each is waited for where it is first needed. Reading `/proc/locks` takes the kernel's
 /// file-lock lock for writing, which after a quiet while waits for an RCU grace period, asleep
-/// (some 10 ms on an idle machine, whatever the table holds): the walk waits for it to start.
-/// The inventory of namespaces (every process's namespace links, each container's mounts and
-/// state) is needed before the walk starts when the containers' places are among its roots,
-/// else at the first PID lock judged. The census of processes and the table of every
-/// process's descriptors are what the writer rules and the holders of kernel locks ask for;
-/// read once the inventory is (during that wait, on a machine whose processors it leaves
-/// idle), they are ready when the first lock that needs them is judged (a scan that needs
-/// neither has spent a few milliseconds of processor time per hundred processes on them).
+/// (some 10 ms on an idle machine, whatever the table holds). The inventory of namespaces
+/// (every process's namespace links, each container's mounts and state) is needed before the
+/// containers' places are walked, and by every PID lock judged. The census of processes and the
+/// table of every process's descriptors are what the writer rules and the holders of kernel
+/// locks ask for; read once the inventory is (a scan that needs neither has spent a few
+/// milliseconds of processor time per hundred processes on them). The walk reads directories
+/// meanwhile (`Snapshot::evidence_pending`): what it finds waits for them, not the walk.
 pub struct Ahead {
     /// When the first part began to be read: the snapshot's time. Every age is measured from
     /// it, so no evidence is older than the time ages are measured at (a writer that started
@@ -150,7 +149,7 @@ impl Ahead {
 
     fn start_after(wait: impl Fn() + Clone + Send + 'static) -> Self {
         // The census and the descriptors start once the inventory is read (its senders are
-        // dropped, even by a panic): the walk waits for the inventory, not for them.
+        // dropped, even by a panic): the inventory is read first, alone.
         let (census_gate, census_after) = std::sync::mpsc::channel::<()>();
         let (fds_gate, fds_after) = std::sync::mpsc::channel::<()>();
         let (w1, w2, w3, w4) = (wait.clone(), wait.clone(), wait.clone(), wait);

@@ -30,7 +30,10 @@
 //! the copies of reclaimed locks and the journal) is never walked: a saved copy is not a lock.
 //!
 //! Directories are taken from a shared LIFO stack by `available_parallelism()` threads, so
-//! work spreads over subtrees of any shape and the stack stays small (depth-first).
+//! work spreads over subtrees of any shape and the stack stays small (depth-first). The walk
+//! does not wait for evidence still being read (the kernel's lock table, the namespaces, the
+//! census, the descriptors, read on threads of their own from the start of a scan): what needs
+//! it waits instead, within a budget, and is judged once it is read ([`Walk::worker`]).
 
 use std::cell::Cell;
 use std::collections::HashSet;
