@@ -1340,6 +1340,15 @@ mod tests {
         _lock: std::fs::File,
     }
 
+    impl Tree {
+        fn roots(&self) -> [Root; 1] {
+            [Root {
+                path: self.root.clone(),
+                max_depth: None,
+            }]
+        }
+    }
+
     fn tree() -> Tree {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap().join("tree");
@@ -1404,11 +1413,7 @@ mod tests {
     fn the_walk_reads_on_while_the_evidence_is_read_and_judges_the_same() {
         let t = tree();
         let config = crate::config::Settings::embedded().scan;
-        let roots = [Root {
-            path: t.root.clone(),
-            max_depth: None,
-        }];
-        let cancel = AtomicBool::new(false);
+        let (roots, cancel) = (t.roots(), AtomicBool::new(false));
 
         // With the evidence read before the walk.
         let ready = Snapshot::take();
@@ -1476,11 +1481,7 @@ mod tests {
     fn beyond_its_budget_the_walk_judges_as_it_finds() {
         let t = tree();
         let config = crate::config::Settings::embedded().scan;
-        let roots = [Root {
-            path: t.root.clone(),
-            max_depth: None,
-        }];
-        let cancel = AtomicBool::new(false);
+        let (roots, cancel) = (t.roots(), AtomicBool::new(false));
         let walk = |snap: &Snapshot, budget: Option<Budget>| {
             let found = Mutex::new(Findings::new());
             let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
