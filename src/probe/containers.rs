@@ -260,7 +260,8 @@ impl Inventory {
         }
         let own_mounts = super::fs::parse_mountinfo(&own_mountinfo);
         // Each namespace is looked at on its own (who runs it, its mounts, its root): a machine
-        // with many containers has them read on several threads, each with its own sources.
+        // with many containers has them read on several threads, each with its own sources. A
+        // thread that panicked is no part left out: the inventory would claim to be complete.
         let members: Vec<(u64, Vec<(i32, i32)>)> = members.into_iter().collect();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -280,7 +281,7 @@ impl Inventory {
                 let parts: Vec<_> = members.chunks(part).map(|c| s.spawn(|| look(c))).collect();
                 parts
                     .into_iter()
-                    .flat_map(|p| p.join().unwrap_or_default())
+                    .flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
                     .collect()
             })
         };
