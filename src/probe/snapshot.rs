@@ -138,16 +138,11 @@ pub struct Ahead {
 
 impl Ahead {
     pub fn start() -> Self {
-        Self::start_after(|| {})
+        Self::start_when(|| {})
     }
 
     /// Every part read once `wait` returns (tests: evidence that takes as long as they like).
-    #[cfg(test)]
     pub(crate) fn start_when(wait: impl Fn() + Clone + Send + 'static) -> Self {
-        Self::start_after(wait)
-    }
-
-    fn start_after(wait: impl Fn() + Clone + Send + 'static) -> Self {
         // The census and the descriptors start once the inventory is read (its senders are
         // dropped, even by a panic): the inventory is read first, alone.
         let (census_gate, census_after) = std::sync::mpsc::channel::<()>();

@@ -531,20 +531,32 @@ impl<'a> Walk<'a> {
             if self.cancelled() {
                 return;
             }
-            self.report(
-                judge::examine_at(
-                    d.dir.as_fd(),
-                    name,
-                    path,
-                    hits,
-                    Mode::Walk,
-                    self.snap,
-                    self.config,
-                    Some(&d.anchor),
-                ),
-                d.depth,
-            );
+            self.judge_in(d.dir.as_fd(), name, path, hits, &d.anchor, d.depth);
         }
+    }
+
+    /// Judges the entry `name` (at `path`, `depth` below its root) of the open directory `dir`,
+    /// found by the walk, and reports what it is.
+    fn judge_in(
+        &self,
+        dir: std::os::fd::BorrowedFd<'_>,
+        name: &OsStr,
+        path: &Path,
+        hits: &[usize],
+        anchor: &Anchor,
+        depth: usize,
+    ) {
+        let found = judge::examine_at(
+            dir,
+            name,
+            path,
+            hits,
+            Mode::Walk,
+            self.snap,
+            self.config,
+            Some(anchor),
+        );
+        self.report(found, depth);
     }
 
     /// Judges the entries of one directory, read before the kernel's lock table was, that a
@@ -570,19 +582,9 @@ impl<'a> Walk<'a> {
                 self.snap.canonical_dirs().walked(&l.path);
             }
             match l.anchor.open_parent(&path) {
-                Ok((dir, name)) => self.report(
-                    judge::examine_at(
-                        dir.as_fd(),
-                        &name,
-                        &path,
-                        &[],
-                        Mode::Walk,
-                        self.snap,
-                        self.config,
-                        Some(&l.anchor),
-                    ),
-                    l.depth,
-                ),
+                Ok((dir, name)) => {
+                    self.judge_in(dir.as_fd(), &name, &path, &[], &l.anchor, l.depth)
+                }
                 // Gone since it was read, as a file gone before it is judged.
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => self.error(
@@ -867,19 +869,7 @@ impl<'a> Walk<'a> {
                     .items
                     .push((name.to_os_string(), path.clone(), hits));
             } else {
-                self.report(
-                    judge::examine_at(
-                        at.dir.as_fd(),
-                        name,
-                        &path,
-                        &hits,
-                        Mode::Walk,
-                        self.snap,
-                        self.config,
-                        Some(&at.anchor),
-                    ),
-                    at.depth + 1,
-                );
+                self.judge_in(at.dir.as_fd(), name, &path, &hits, &at.anchor, at.depth + 1);
             }
         }
         if maybe_dir {
