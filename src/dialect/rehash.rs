@@ -14,7 +14,9 @@
 //! Liveness: the writer's condition, its own message: no rehash may be running for that root.
 //! The rehash is a shell script run by its interpreter (`bash .../libexec/rbenv-rehash`: its
 //! name is the interpreter's, the script is its first argument), so a process running the
-//! script `rbenv-rehash` (`pyenv-rehash`, ...), for any root, makes the lock `live`. Otherwise
+//! script `rbenv-rehash` (`pyenv-rehash`, ...) makes the lock `live`, unless the root its
+//! `RBENV_ROOT` (`PYENV_ROOT`, ..., which `rbenv` exports to every subcommand) names, as that
+//! process sees it, is another directory: a rehash of another root writes another lock. Otherwise
 //! the judge checks the condition ([`crate::judge::Contract`]): no rbenv (pyenv, ...) process
 //! by name with the root as its working directory or its `RBENV_ROOT` (`PYENV_ROOT`, ...),
 //! nobody with a file of the shims directory open, every process visible, older than 2 s →
@@ -24,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Contract, Judgement, Said, Scope, When, Writers};
-use crate::probe::{PidState, ProcSummary, Snapshot};
+use crate::probe::{PidState, ProcSummary, Snapshot, places};
 use crate::verdict::Owner;
 
 pub struct Rehash;
@@ -56,9 +58,13 @@ fn manager(c: &Candidate<'_>) -> Option<(&'static [&'static str], &'static str)>
     Some((programs, tool))
 }
 
-/// A process running the `TOOL-rehash` script (by its interpreter, or exec'd by its name).
-fn rehash_running<'a>(snap: &'a Snapshot, tool: &str) -> Option<&'a ProcSummary> {
+/// A process running the `TOOL-rehash` script (by its interpreter, or exec'd by its name) that
+/// may rehash `root`: its `TOOL_ROOT` names `root` as it sees it, or is relative, or cannot be
+/// read or placed.
+fn rehash_running<'a>(snap: &'a Snapshot, tool: &str, root: &Path) -> Option<&'a ProcSummary> {
     let script = format!("{tool}-rehash");
+    let var = format!("{}_ROOT", tool.to_uppercase());
+    let root = places::dir_ids(&[root.to_path_buf()]);
     let me = std::process::id() as i32;
     snap.processes().iter().find(|p| {
         p.pid != me
@@ -69,6 +75,14 @@ fn rehash_running<'a>(snap: &'a Snapshot, tool: &str) -> Option<&'a ProcSummary>
                         .file_name()
                         .is_some_and(|n| n == script.as_str())
                 }))
+            && snap.environ_var(p.pid, &var).is_none_or(|theirs| {
+                // A relative root is relative to where it started, not to the shims directory
+                // the script works in: it may be ours.
+                let theirs = Path::new(&theirs);
+                root.is_empty()
+                    || theirs.is_relative()
+                    || places::within(&places::seen_by(p.pid, theirs), &root) != Some(false)
+            })
     })
 }
 
@@ -109,7 +123,7 @@ impl Dialect for Rehash {
             )),
             ..Owner::default()
         };
-        if let Some(p) = rehash_running(snap, tool) {
+        if let Some(p) = rehash_running(snap, tool, &root) {
             let mut j = Judgement::live(format!(
                 "a {tool} rehash runs: process {} ({})",
                 p.pid,

@@ -871,22 +871,29 @@ fn rbenv_rehash_lock_held_then_left_by_a_killed_rehash() {
         &hooks.join("rehash/hold.bash"),
         format!("touch {}\nsleep 600\n", marker.display()),
     );
-    let rbenv = || {
+    let rbenv_of = |root: &Path| {
         let mut c = Command::new("rbenv");
         c.arg("rehash")
-            .env("RBENV_ROOT", &root)
+            .env("RBENV_ROOT", root)
             .env("HOME", env.path())
             .env_remove("RBENV_HOOK_PATH")
             .stdin(Stdio::null());
         c
     };
-    let mut rehash = Group::spawn(
-        rbenv()
-            .env("RBENV_HOOK_PATH", &hooks)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    wait_until("rbenv to run its rehash hook", || marker.exists());
+    let rbenv = || rbenv_of(&root);
+    // A rehash held in its hook (until killed).
+    let held = |root: &Path| {
+        let _ = fs::remove_file(&marker);
+        let g = Group::spawn(
+            rbenv_of(root)
+                .env("RBENV_HOOK_PATH", &hooks)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        wait_until("rbenv to run its rehash hook", || marker.exists());
+        g
+    };
+    let mut rehash = held(&root);
     let shim = root.join("shims/.rbenv-shim");
     assert!(shim.exists());
     let f = expect(&shim, "rehash", Verdict::Live);
@@ -899,7 +906,14 @@ fn rbenv_rehash_lock_held_then_left_by_a_killed_rehash() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("cannot rehash"), "{}", stderr(&out));
 
+    // A rehash of another root writes another lock: it holds its own, not this one.
+    let other = env.path().join("other-rbenv");
+    fs::create_dir_all(other.join("versions")).unwrap();
+    let mut elsewhere = held(&other);
+    expect(&other.join("shims/.rbenv-shim"), "rehash", Verdict::Live);
+    expect(&shim, "rehash", Verdict::Stale);
     assert_eq!(reclaim(&env, &root), vec![shim.clone()]);
+    elsewhere.kill();
     ok(&mut rbenv());
 }
 
