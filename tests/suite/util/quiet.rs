@@ -63,6 +63,9 @@ pub enum Fact {
     /// An X or ICE authority tool (`xauth`, `iceauth`, a session manager): an authority
     /// file's lock pair is live while one runs.
     AuthorityTool,
+    /// A version manager's rehash (`rbenv-rehash`, `pyenv-rehash`, ...): a rehash lock is live
+    /// while one runs whose root cannot be read, as when it is exiting.
+    Rehash,
 }
 
 /// Which side of a fact a test takes.
@@ -82,6 +85,7 @@ impl Fact {
             Fact::Office => "office",
             Fact::PackageManager => "package-manager",
             Fact::AuthorityTool => "authority-tool",
+            Fact::Rehash => "rehash",
         }
     }
 
@@ -93,9 +97,11 @@ impl Fact {
             Fact::PidNamespace => Side::Makes,
             // Many tests run containers, office stand-ins and package managers side by side;
             // the few that need none wait for all of them.
-            Fact::Container | Fact::Office | Fact::PackageManager | Fact::AuthorityTool => {
-                Side::NeedsNone
-            }
+            Fact::Container
+            | Fact::Office
+            | Fact::PackageManager
+            | Fact::AuthorityTool
+            | Fact::Rehash => Side::NeedsNone,
         }
     }
 
@@ -119,6 +125,10 @@ impl Fact {
             .any(|w| w.hit(name))
         {
             return Some(Fact::AuthorityTool);
+        }
+        let rehash = ["rbenv", "pyenv", "nodenv", "goenv", "plenv"];
+        if rehash.iter().any(|t| name == format!("{t}-rehash")) {
+            return Some(Fact::Rehash);
         }
         None
     }
