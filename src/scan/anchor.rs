@@ -218,20 +218,35 @@ pub fn dir_id(fd: BorrowedFd<'_>) -> io::Result<DirId> {
 
 /// The mount an open file is on (`statx(STATX_MNT_ID)`, Linux 5.8); an error where the
 /// kernel cannot say.
-#[cfg(target_os = "linux")]
 pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    id_and_mount(fd).map(|(_, mount)| mount)
+}
+
+/// An open directory's (device, inode) and the mount it is on, with one `statx`
+/// (`STATX_MNT_ID`, Linux 5.8); an error where the kernel cannot say which mount.
+#[cfg(target_os = "linux")]
+pub fn id_and_mount(fd: BorrowedFd<'_>) -> io::Result<(DirId, u64)> {
     use rustix::fs::{AtFlags, StatxFlags};
-    let st = rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID)?;
+    let st = rustix::fs::statx(
+        fd,
+        "",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::INO | StatxFlags::MNT_ID,
+    )?;
     if st.stx_mask & StatxFlags::MNT_ID.bits() == 0 {
         return Err(io::Error::other(
             "the kernel does not say which mount a file is on (statx STATX_MNT_ID, Linux 5.8)",
         ));
     }
-    Ok(st.stx_mnt_id)
+    let id = DirId {
+        dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor),
+        ino: st.stx_ino,
+    };
+    Ok((id, st.stx_mnt_id))
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn mount_id(_fd: BorrowedFd<'_>) -> io::Result<u64> {
+pub fn id_and_mount(_fd: BorrowedFd<'_>) -> io::Result<(DirId, u64)> {
     Err(io::Error::other("mount ids are Linux's"))
 }
 

@@ -17,10 +17,13 @@
 //!   kernel would resolve an absolute link (`/var/lock -> /run/lock`) against *our* root, not
 //!   the container's, and the host's files would be reported as the container's. A place that
 //!   is the same directory as one of ours (a sandbox sharing our root) is left to the host
-//!   roots.
+//!   roots;
+//! - the directory each place was checked through is the one walked: it is handed to the walk
+//!   open ([`Place`]), which reads it from that descriptor where the way to it is on local
+//!   mounts only, and resolves its path again (through the bounded helpers) elsewhere.
 
 use std::collections::HashSet;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -28,8 +31,17 @@ use super::anchor;
 use super::config::{Config, Root};
 use crate::probe::Inventory;
 
+/// A lock place inside a container, as [`container_roots`] found it: its path seen from here
+/// (`/proc/PID/root/...`), and its directory, open (`O_PATH`), reached from the container's
+/// root through no symlink. The walk starts from that descriptor, not from the path.
+#[derive(Debug)]
+pub struct Place {
+    pub root: Root,
+    pub dir: OwnedFd,
+}
+
 /// The lock places inside each running proven container with a root of its own.
-pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) -> Vec<Root> {
+pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) -> Vec<Place> {
     let ours: HashSet<(u64, u64)> = host_roots
         .iter()
         .filter_map(|r| std::fs::metadata(&r.path).ok())
@@ -53,35 +65,35 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
             let Some(rel) = spec.path.strip_prefix('/') else {
                 continue; // `.`, `~/...`, `$VAR`: places of this user, not of the container
             };
-            let Some((key, mount)) = open_place(root.as_fd(), Path::new(rel)) else {
+            let Some((dir, key, mount)) = open_place(root.as_fd(), Path::new(rel)) else {
                 continue;
             };
             let own_fs = mount == root_mount || !inv.host_has_device(key.0);
             if !own_fs || ours.contains(&key) || !seen_dirs.insert(key) {
                 continue;
             }
-            out.push(Root {
+            let root = Root {
                 path: if rel.is_empty() {
                     base.clone()
                 } else {
                     base.join(rel)
                 },
                 max_depth: spec.max_depth,
-            });
+            };
+            out.push(Place { root, dir });
         }
     }
     out
 }
 
-/// The (device, inode) and mount id of the directory `rel` below the container's root `root`
-/// (the root itself for an empty `rel`), if it exists and none of its components is a symlink:
-/// one `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel has it, else one
-/// `openat(O_NOFOLLOW)` a component.
-fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<((u64, u64), u64)> {
+/// The directory `rel` below the container's root `root` (the root itself for an empty
+/// `rel`), open, with its (device, inode) and mount id, if it exists and none of its
+/// components is a symlink: one `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel has it,
+/// else one `openat(O_NOFOLLOW)` a component, then one `statx`.
+fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<(OwnedFd, (u64, u64), u64)> {
     let fd = anchor::open_beneath(root, rel).ok()?;
-    let id = anchor::dir_id(fd.as_fd()).ok()?;
-    let mount = anchor::mount_id(fd.as_fd()).ok()?;
-    Some(((id.dev, id.ino), mount))
+    let (id, mount) = anchor::id_and_mount(fd.as_fd()).ok()?;
+    Some((fd, (id.dev, id.ino), mount))
 }
 
 #[cfg(test)]
@@ -96,7 +108,7 @@ mod tests {
         std::os::unix::fs::symlink("/run/lock", dir.path().join("var/lock")).unwrap();
         std::os::unix::fs::symlink("run", dir.path().join("run2")).unwrap();
         let root = anchor::sys::open_root(dir.path()).unwrap();
-        let place = |rel: &str| open_place(root.as_fd(), Path::new(rel)).map(|(key, _)| key);
+        let place = |rel: &str| open_place(root.as_fd(), Path::new(rel)).map(|(_, key, _)| key);
         let id = |p: &str| {
             let m = std::fs::metadata(dir.path().join(p)).unwrap();
             (m.dev(), m.ino())

@@ -36,7 +36,7 @@ pub use crate::dialect::read_prefix;
 pub use crate::probe::Identity;
 pub use anchor::Anchor;
 pub use config::{Config, Root, RootSpec, Spec};
-pub use containers::container_roots;
+pub use containers::{Place, container_roots};
 pub use error::{FatalError, ScanError};
 pub use matcher::ExtraPatterns;
 pub(crate) use matcher::globs;
@@ -101,8 +101,10 @@ pub fn scan(
     sink: &(dyn Fn(ScanEvent) + Sync),
 ) -> Result<ScanStats, FatalError> {
     let start = Instant::now();
-    let walk = |roots: &[Root], sink: &(dyn Fn(ScanEvent) + Sync)| {
-        walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots).run()
+    let walk = |roots: &[Root], opened: Vec<OwnedFd>, sink: &(dyn Fn(ScanEvent) + Sync)| {
+        walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots)
+            .with_open_roots(opened)
+            .run()
     };
     // The containers' places are walked beside the host's, from the moment the inventory of
     // namespaces says where they are: the host's walk does not wait for it. Progress is the
@@ -110,17 +112,19 @@ pub fn scan(
     let (host, inside) = std::thread::scope(|s| {
         let inside = config.containers.then(|| {
             s.spawn(|| {
-                let roots = container_roots(config, snap.containers(), roots);
+                let places = container_roots(config, snap.containers(), roots);
+                let (roots, opened): (Vec<Root>, Vec<OwnedFd>) =
+                    places.into_iter().map(|p| (p.root, p.dir)).unzip();
                 let quiet = |e: ScanEvent| {
                     if !matches!(e, ScanEvent::Progress { .. }) {
                         sink(e)
                     }
                 };
-                let counts = (!roots.is_empty()).then(|| walk(&roots, &quiet));
+                let counts = (!roots.is_empty()).then(|| walk(&roots, opened, &quiet));
                 (counts.unwrap_or_default(), roots)
             })
         });
-        let host = walk(roots, sink);
+        let host = walk(roots, Vec::new(), sink);
         let inside = inside.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         (host, inside)
     });

@@ -38,7 +38,7 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -76,6 +76,8 @@ struct Job {
     mount: Option<Arc<Mount>>,
     /// The same for its parent directory (where `path` is looked up when it is opened).
     parent_mount: Option<Arc<Mount>>,
+    /// The directory itself, already open (a root opened before the walk).
+    open: Option<sys::DirHandle>,
 }
 
 #[derive(Default)]
@@ -224,6 +226,9 @@ pub(crate) struct Walk<'a> {
     /// they stay read).
     evidence_ready: AtomicBool,
     kernel_ready: AtomicBool,
+    /// Roots already open (`O_PATH`), by index: a container's places, which
+    /// `scan::containers` reached from the container's root through no symlink.
+    open_roots: Mutex<Vec<Option<OwnedFd>>>,
 }
 
 impl<'a> Walk<'a> {
@@ -273,10 +278,19 @@ impl<'a> Walk<'a> {
             },
             evidence_ready: AtomicBool::new(false),
             kernel_ready: AtomicBool::new(false),
+            open_roots: Mutex::default(),
         }
     }
 
     /// Walks every root to the end (or until cancelled).
+    /// The first roots' directories, already open (`O_PATH`), in the roots' order: each is
+    /// walked from its descriptor where its way is known to be local (see
+    /// [`Walk::start_root`]), its path is not resolved again.
+    pub fn with_open_roots(self, dirs: Vec<OwnedFd>) -> Self {
+        *self.open_roots.lock().unwrap() = dirs.into_iter().map(Some).collect();
+        self
+    }
+
     pub fn run(&self) -> Counts {
         for (i, root) in self.roots.iter().enumerate() {
             if self.cancelled() {
@@ -315,13 +329,23 @@ impl<'a> Walk<'a> {
     /// asked through a helper ([`fs::bounded_path`]): on the way to it may be a mount that does
     /// not answer.
     fn start_root(&self, i: usize, root: &Root) {
+        // A container's place is reached through no symlink (see `scan::containers`): where
+        // every mount on the way is local, nothing on the way may hang.
+        let local_place = self.local_container_place(&root.path);
+        let opened = self
+            .open_roots
+            .lock()
+            .unwrap()
+            .get_mut(i)
+            .and_then(Option::take);
+        if local_place && let Some(dir) = opened {
+            self.start_open_root(i, root, dir);
+            return;
+        }
         let lexical = self.mounts.of_path(&root.path).cloned();
         let probe = fs::Op::Probe {
             path: root.path.clone(),
         };
-        // A container's place is reached through no symlink (see `scan::containers`): where
-        // every mount on the way is local, nothing on the way may hang.
-        let local_place = self.local_container_place(&root.path);
         let probed = if local_place {
             fs::call(None, probe)
         } else {
@@ -396,6 +420,7 @@ impl<'a> Walk<'a> {
                 root: i,
                 parent_mount: mount.clone(),
                 mount,
+                open: None,
             });
             return;
         }
@@ -415,6 +440,40 @@ impl<'a> Walk<'a> {
             judge::examine(&root.path, &hits, Mode::Lenient, self.snap, self.config),
             0,
         );
+    }
+
+    /// A root already open: a container's place, a directory reached from its root through
+    /// no symlink and, here, only local mounts. It is walked from that descriptor (reopened to
+    /// be read), as [`Walk::start_root`] would walk it from its path. It is none of our state
+    /// directory: a place on a directory of ours is left to the host's roots.
+    fn start_open_root(&self, i: usize, root: &Root, dir: OwnedFd) {
+        if let Some(kind) = fs::pseudo_of(dir.as_fd()) {
+            let why = format!("is on a pseudo file system ({kind}): not scanned");
+            self.error(ScanError::other(&root.path, why).at_depth(0));
+            return;
+        }
+        if root.max_depth == Some(0) {
+            self.roots_read[i].store(true, Ordering::Relaxed);
+            return;
+        }
+        let dir = match sys::reopen_dir(dir.as_fd()) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error(job_error(&root.path, 0, e));
+                return;
+            }
+        };
+        self.queue.lock().unwrap().jobs.push(Job {
+            path: root.path.clone(),
+            parent: None,
+            root_dir: None,
+            node: None,
+            depth: 0,
+            root: i,
+            parent_mount: None,
+            mount: None,
+            open: Some(dir),
+        });
     }
 
     /// Takes work until none is left. Judging a candidate asks for evidence that may still be
@@ -600,7 +659,7 @@ impl<'a> Walk<'a> {
     /// subdirectories to walk into `out`. On a mount that may hang, every call on the directory
     /// goes through the mount's helpers, and a mount that does not answer is reported once and
     /// left alone.
-    fn read_dir(&self, job: Job, buf: &mut Vec<u8>, out: &mut Found) {
+    fn read_dir(&self, mut job: Job, buf: &mut Vec<u8>, out: &mut Found) {
         let root = &self.roots[job.root];
         for m in [&job.mount, &job.parent_mount].into_iter().flatten() {
             if let Some(e) = fs::not_answering(m) {
@@ -608,13 +667,17 @@ impl<'a> Walk<'a> {
                 return;
             }
         }
+        let open = job.open.take();
         let opened = match job.mount.as_ref().or(job.parent_mount.as_ref()) {
-            None => Ok(open_job(
-                job.parent.as_deref(),
-                job.root_dir.as_deref(),
-                &job.path,
-                &root.path,
-            )
+            None => Ok(match open {
+                Some(d) => Ok(d),
+                None => open_job(
+                    job.parent.as_deref(),
+                    job.root_dir.as_deref(),
+                    &job.path,
+                    &root.path,
+                ),
+            }
             .and_then(|d| {
                 let id = anchor::dir_id(d.as_fd())?;
                 Ok((d, id))
@@ -900,6 +963,7 @@ impl<'a> Walk<'a> {
                     root: at.root,
                     mount,
                     parent_mount: at.mount.cloned(),
+                    open: None,
                 });
             }
         }
@@ -1149,7 +1213,7 @@ mod sys {
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
 
-    use rustix::fd::{AsFd, OwnedFd};
+    use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
     use rustix::fs::{FileType, Mode, OFlags};
 
     #[cfg(target_os = "linux")]
@@ -1183,6 +1247,19 @@ mod sys {
             other => return Ok(other?),
         }
         Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
+    }
+
+    /// An open directory (an `O_PATH` descriptor) opened again to be read, without resolving
+    /// any path, and without updating its access time where allowed.
+    pub fn reopen_dir(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        #[cfg(target_os = "linux")]
+        match rustix::fs::openat(dir, ".", flags | OFlags::NOATIME, Mode::empty()) {
+            // O_NOATIME needs ownership or CAP_FOWNER.
+            Err(rustix::io::Errno::PERM) => {}
+            other => return Ok(other?),
+        }
+        Ok(rustix::fs::openat(dir, ".", flags, Mode::empty())?)
     }
 
     /// Whether `name` in `dir` is a directory (not following a symlink).

@@ -423,3 +423,47 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     assert_eq!(office.verdict, "stale", "{}", stdout(&out));
     drop(d);
 }
+
+/// A container whose lock place is itself a volume of the dead mount (`-v MNT:PLACE`): the
+/// place is the host's mount, never walked through the container, and finding that out asks
+/// nothing of the mount. The scan finishes.
+#[test]
+fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
+    let Some(pm) = Podman::or_skip("a dead mount as a container's lock place") else {
+        return;
+    };
+    let env = Env::new();
+    let place = env.path().join("place");
+    fs::create_dir(&place).unwrap();
+    let cfg = env.path().join("place.json");
+    fs::write(
+        &cfg,
+        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
+    )
+    .unwrap();
+    let Some((_dead, c)) = dead_mount_with(&[], |mnt| {
+        let volume = format!("{}:{}", mnt.display(), place.display());
+        pm.run_detached("dead-place-1", &["-v", &volume], "exec sleep 1000")
+    }) else {
+        return;
+    };
+    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(
+        cmd,
+        "--scan --json with a dead mount as a container's place",
+    );
+    let report = parse_report(&out);
+    let inside = Path::new("/proc")
+        .join(c.pid.to_string())
+        .join("root")
+        .join(place.strip_prefix("/").unwrap());
+    assert!(
+        !report
+            .locks
+            .iter()
+            .any(|l| Path::new(&l.path).starts_with(&inside)),
+        "{}",
+        stdout(&out)
+    );
+}

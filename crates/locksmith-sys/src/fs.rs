@@ -421,6 +421,24 @@ pub fn is_pseudo(magic: u64) -> bool {
         .any(|(m, _, _, pseudo)| *m == magic && *pseudo)
 }
 
+/// The kind of pseudo file system (proc, sysfs, ...) the open directory `dir` is on, if it is
+/// on one: [`is_pseudo`] asked with one `fstatfs`, no path resolved.
+pub fn pseudo_of(dir: std::os::fd::BorrowedFd<'_>) -> Option<FsKind> {
+    #[cfg(target_os = "linux")]
+    {
+        let m = rustix::fs::fstatfs(dir).ok()?.f_type as u64;
+        MAGICS
+            .iter()
+            .find(|(mm, _, _, pseudo)| *mm == m && *pseudo)
+            .map(|(_, name, _, _)| FsKind::from_name(name))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
 /// Describes the file system of `dir` (a directory, so statfs does not follow a lock symlink)
 /// whose device is `dev`.
 pub fn describe(dir: &Path, dev: u64) -> FsInfo {
