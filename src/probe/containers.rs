@@ -865,10 +865,14 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
     }
     let mut lines: Vec<&str> = cgroup.lines().collect();
     lines.sort_by_key(|l| !l.starts_with("0::"));
+    // The first line that names a container and is root's (the name is read first: it costs
+    // nothing, the ownership one `lstat` a directory of the cgroup's path).
     let mut id = lines
         .into_iter()
-        .filter(|l| root_owned_cgroup(l, &names.cgroups))
-        .find_map(|l| from_cgroup_path(l.splitn(3, ':').nth(2)?))
+        .find_map(|l| {
+            let id = from_cgroup_path(l.splitn(3, ':').nth(2)?)?;
+            root_owned_cgroup(l, &names.cgroups).then_some(id)
+        })
         .unwrap_or_else(|| anonymous(inode));
     let mut hostname = HostName::default();
     match id.runtime.as_str() {
