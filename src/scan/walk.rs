@@ -339,7 +339,11 @@ impl<'a> Walk<'a> {
             .get_mut(i)
             .and_then(Option::take);
         if local_place && let Some(dir) = opened {
-            self.start_open_root(i, root, dir);
+            // A container's place, a directory reached from its root through no symlink and,
+            // here, only local mounts: walked from that descriptor. It is none of our state
+            // directory (a place on a directory of ours is left to the host's roots).
+            let pseudo = fs::pseudo_of(dir.as_fd());
+            self.queue_root_dir(i, root, pseudo, None, Some(dir));
             return;
         }
         let lexical = self.mounts.of_path(&root.path).cloned();
@@ -400,28 +404,11 @@ impl<'a> Walk<'a> {
                 .cloned()
         };
         if rustix::fs::FileType::from_raw_mode(mode) == rustix::fs::FileType::Directory {
-            if mount.is_none()
-                && let Some(kind) = sys::pseudo_fs(&root.path)
-            {
-                let why = format!("is on a pseudo file system ({kind}): not scanned");
-                self.error(ScanError::other(&root.path, why).at_depth(0));
-                return;
-            }
-            if root.max_depth == Some(0) {
-                self.roots_read[i].store(true, Ordering::Relaxed);
-                return;
-            }
-            self.queue.lock().unwrap().jobs.push(Job {
-                path: root.path.clone(),
-                parent: None,
-                root_dir: None,
-                node: None,
-                depth: 0,
-                root: i,
-                parent_mount: mount.clone(),
-                mount,
-                open: None,
-            });
+            let pseudo = mount
+                .is_none()
+                .then(|| sys::pseudo_fs(&root.path))
+                .flatten();
+            self.queue_root_dir(i, root, pseudo, mount, None);
             return;
         }
         self.roots_read[i].store(true, Ordering::Relaxed);
@@ -442,12 +429,18 @@ impl<'a> Walk<'a> {
         );
     }
 
-    /// A root already open: a container's place, a directory reached from its root through
-    /// no symlink and, here, only local mounts. It is walked from that descriptor (reopened to
-    /// be read), as [`Walk::start_root`] would walk it from its path. It is none of our state
-    /// directory: a place on a directory of ours is left to the host's roots.
-    fn start_open_root(&self, i: usize, root: &Root, dir: OwnedFd) {
-        if let Some(kind) = fs::pseudo_of(dir.as_fd()) {
+    /// Queues a directory root to be walked, unless it is on a pseudo file system (`pseudo`,
+    /// as the caller asked) or is to be read no deeper than itself. `opened`: its directory,
+    /// already open (`O_PATH`), which is reopened to be read instead of its path.
+    fn queue_root_dir(
+        &self,
+        i: usize,
+        root: &Root,
+        pseudo: Option<fs::FsKind>,
+        mount: Option<Arc<Mount>>,
+        opened: Option<OwnedFd>,
+    ) {
+        if let Some(kind) = pseudo {
             let why = format!("is on a pseudo file system ({kind}): not scanned");
             self.error(ScanError::other(&root.path, why).at_depth(0));
             return;
@@ -456,7 +449,7 @@ impl<'a> Walk<'a> {
             self.roots_read[i].store(true, Ordering::Relaxed);
             return;
         }
-        let dir = match sys::reopen_dir(dir.as_fd()) {
+        let open = match opened.map(|d| sys::reopen_dir(d.as_fd())).transpose() {
             Ok(d) => d,
             Err(e) => {
                 self.error(job_error(&root.path, 0, e));
@@ -470,9 +463,9 @@ impl<'a> Walk<'a> {
             node: None,
             depth: 0,
             root: i,
-            parent_mount: None,
-            mount: None,
-            open: Some(dir),
+            parent_mount: mount.clone(),
+            mount,
+            open,
         });
     }
 

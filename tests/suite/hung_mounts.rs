@@ -215,14 +215,7 @@ fn a_dead_mount_inside_a_containers_lock_place_is_reported_and_the_rest_judged()
         return;
     };
     let env = Env::new();
-    let place = env.path().join("place");
-    fs::create_dir(&place).unwrap();
-    let cfg = env.path().join("place.json");
-    fs::write(
-        &cfg,
-        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
-    )
-    .unwrap();
+    let (place, cfg) = own_place(&env);
     let script = format!("echo 4243 > {}/own.pid && exec sleep 1000", place.display());
     let Some((_dead, c)) = dead_mount_with(&[], |mnt| {
         let volume = format!("{}:{}/remote", mnt.display(), place.display());
@@ -230,10 +223,7 @@ fn a_dead_mount_inside_a_containers_lock_place_is_reported_and_the_rest_judged()
     }) else {
         return;
     };
-    let inside = Path::new("/proc")
-        .join(c.pid.to_string())
-        .join("root")
-        .join(place.strip_prefix("/").unwrap());
+    let inside = seen_inside(c.pid, &place);
     let own = inside.join("own.pid");
     pm.wait_file(&own);
     let remote = inside.join("remote");
@@ -433,14 +423,7 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
         return;
     };
     let env = Env::new();
-    let place = env.path().join("place");
-    fs::create_dir(&place).unwrap();
-    let cfg = env.path().join("place.json");
-    fs::write(
-        &cfg,
-        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
-    )
-    .unwrap();
+    let (place, cfg) = own_place(&env);
     let Some((_dead, c)) = dead_mount_with(&[], |mnt| {
         let volume = format!("{}:{}", mnt.display(), place.display());
         pm.run_detached("dead-place-1", &["-v", &volume], "exec sleep 1000")
@@ -454,10 +437,7 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
         "--scan --json with a dead mount as a container's place",
     );
     let report = parse_report(&out);
-    let inside = Path::new("/proc")
-        .join(c.pid.to_string())
-        .join("root")
-        .join(place.strip_prefix("/").unwrap());
+    let inside = seen_inside(c.pid, &place);
     assert!(
         !report
             .locks
@@ -466,4 +446,26 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
         "{}",
         stdout(&out)
     );
+}
+
+/// A directory of the test's own and a configuration whose only root it is: a lock place the
+/// test's containers have too, at the same path inside them.
+fn own_place(env: &Env) -> (PathBuf, PathBuf) {
+    let place = env.path().join("place");
+    fs::create_dir(&place).unwrap();
+    let cfg = env.path().join("place.json");
+    fs::write(
+        &cfg,
+        format!(r#"{{"roots": [{{"path": "{}"}}]}}"#, place.display()),
+    )
+    .unwrap();
+    (place, cfg)
+}
+
+/// `place` inside the container whose PID 1 is `pid`, as seen from here.
+fn seen_inside(pid: impl std::fmt::Display, place: &Path) -> PathBuf {
+    Path::new("/proc")
+        .join(pid.to_string())
+        .join("root")
+        .join(place.strip_prefix("/").unwrap())
 }
