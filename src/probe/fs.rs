@@ -339,7 +339,8 @@ pub enum Op<'a> {
     /// [`Op::Touch`] of a path named on its own (its directory opened by path).
     TouchPath { path: PathBuf },
     /// `lstat` of `path`, then `path` opened `O_PATH` (following symlinks): its mode, device
-    /// and inode, and its real path (from the descriptor, which asks no file system).
+    /// and inode, and its real path (from the descriptor, which asks no file system). A
+    /// symlink that leads nowhere answers its own mode, with no target (a `target_mode` of 0).
     Probe { path: PathBuf },
     /// One `read` of `fd` (a pipe, in tests: a call that waits until the test answers).
     #[cfg(test)]
@@ -1120,12 +1121,20 @@ mod task {
                         AtFlags::SYMLINK_NOFOLLOW,
                     )?;
                     s.mode = st.st_mode as u32;
-                    let f = rustix::fs::openat(
+                    let f = match rustix::fs::openat(
                         rustix::fs::CWD,
                         path.as_c_str(),
                         OFlags::PATH | OFlags::CLOEXEC,
                         Mode::empty(),
-                    )?;
+                    ) {
+                        Ok(f) => f,
+                        // A symlink that leads nowhere (an emacs lock): the link itself is
+                        // the answer, with no target.
+                        Err(_) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                            return Ok(());
+                        }
+                        Err(e) => return Err(e),
+                    };
                     let st = rustix::fs::fstat(&f)?;
                     s.mode2 = st.st_mode as u32;
                     s.dev = st.st_dev as u64;

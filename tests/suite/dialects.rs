@@ -22,9 +22,10 @@ use crate::util::judging::{
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Group, Snap, age, age_across_boots, age_up_to, dead_pid, fixture, fixture_text, git, git_ok,
-    git_repo_with_a_commit, hold_flock, link, named_sleeper, now_ms, require, set_mtime_ms, skip,
-    snapshot, spawn_as, spawn_as_env, swap_with, wait_until, wait_within, which, write,
+    Env, Group, Snap, age, age_across_boots, age_up_to, dead_pid, fixture, fixture_text, git,
+    git_ok, git_repo_with_a_commit, hold_flock, link, named_sleeper, now_ms, parse_report, require,
+    set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env, swap_with, wait_until, wait_within,
+    which, write,
 };
 
 use locksmith::config::{RawConfig, Settings};
@@ -632,9 +633,24 @@ fn emacs_real_batch_emacs_is_live_then_stale() {
     wait_until("the emacs lock", || fs::symlink_metadata(&lock).is_ok());
     let f = expect(&lock, "emacs", Verdict::Live);
     assert_eq!(f.judgement.owner.unwrap().pid, Some(emacs.pid() as i64));
+    // Named on the command line: the link, which leads nowhere, is the lock itself.
+    let env = Env::new();
+    let named = |want: &str| {
+        let out = env
+            .cmd(["--scan".as_ref(), "--json".as_ref(), lock.as_os_str()])
+            .output();
+        let report = parse_report(&out.unwrap());
+        let found = report.expect_lock(&lock);
+        assert_eq!(
+            (found.dialect.as_str(), found.verdict.as_str()),
+            ("emacs", want)
+        );
+    };
+    named("live");
     emacs.kill();
     let f = expect(&lock, "emacs", Verdict::Stale);
     assert_evidence(&f, "ESRCH");
+    named("stale");
 }
 
 // ---------------------------------------------------------------------------------------------
