@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use super::matcher::{ExtraPatterns, Matcher};
 use crate::dialect::{Dialect, Windows};
+use crate::probe::fs;
 
 /// One directory (or file) to scan.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -109,11 +110,17 @@ impl Config {
                 .iter()
                 .filter_map(|spec| {
                     let path = expand(&spec.path)?;
-                    let path = std::fs::canonicalize(path).ok()?;
-                    readable(&path).then_some(Root {
+                    let root = |path| Root {
                         path,
                         max_depth: spec.max_depth,
-                    })
+                    };
+                    let (path, dir) = match resolved(&path) {
+                        Ok(r) => r?,
+                        // Kept: the walk reports the mount that does not answer.
+                        Err(_) => return Some(root(path)),
+                    };
+                    // Asked only where asking cannot wait on a server.
+                    (!plainly_local_way(&path) || readable(&path, dir)).then(|| root(path))
                 })
                 .collect()
         } else {
@@ -145,9 +152,9 @@ impl Config {
 }
 
 /// Whether we may list this directory (or read this file).
-fn readable(path: &Path) -> bool {
+fn readable(path: &Path, dir: bool) -> bool {
     use rustix::fs::Access;
-    let want = if path.is_dir() {
+    let want = if dir {
         Access::READ_OK | Access::EXEC_OK
     } else {
         Access::READ_OK
@@ -209,6 +216,12 @@ pub fn expand(spec: &str) -> Option<PathBuf> {
 /// to a directory is resolved here, once, and the directory it names is scanned (the report
 /// shows that directory as the root); a symlink to anything else is the lock itself (emacs and
 /// chromium locks are symlinks) and is never followed. Nothing below a root is ever followed.
+///
+/// Nothing here waits on a mount that does not answer: a path with no symlink and no `..` on
+/// its way, every mount on which is local, is its own canonical form (one `openat2` with
+/// `RESOLVE_NO_SYMLINKS` says so, asking no file server); any other path is resolved through a
+/// bounded helper ([`fs::call_path`]), and left as written when its mount does not answer (the
+/// walk then reports that mount).
 pub fn absolute(p: &Path) -> PathBuf {
     // `components` drops a trailing `/`, which would otherwise make lstat follow the link.
     let p: PathBuf = p.components().collect();
@@ -218,17 +231,112 @@ pub fn absolute(p: &Path) -> PathBuf {
         std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
     };
     let last_is_name = matches!(joined.components().next_back(), Some(Component::Normal(_)));
-    let is_link = std::fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink());
-    let link_to_dir = is_link && std::fs::metadata(&joined).is_ok_and(|m| m.is_dir());
-    if !last_is_name || link_to_dir {
-        return std::fs::canonicalize(&joined).unwrap_or(joined);
+    if last_is_name && !matches!(plainly_local(&joined), Plain::Unknown) {
+        // Its own canonical form (less any `.`), or missing with no symlink before what is
+        // missing (its parent, where it exists, is its own canonical form too).
+        return joined.components().collect();
     }
-    match (joined.parent(), joined.file_name()) {
-        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
-            .map(|d| d.join(name))
-            .unwrap_or(joined),
+    let parent_real = |joined: PathBuf| match (joined.parent(), joined.file_name()) {
+        (Some(parent), Some(name)) => match probe(parent) {
+            Ok(Some(a)) => a.real.map_or(joined.clone(), |d| d.join(name)),
+            _ => joined,
+        },
         _ => joined,
+    };
+    match probe(&joined) {
+        Ok(Some(a)) => {
+            use rustix::fs::FileType;
+            let is_link = FileType::from_raw_mode(a.mode) == FileType::Symlink;
+            let to_dir = FileType::from_raw_mode(a.target_mode) == FileType::Directory;
+            if !last_is_name || !is_link || to_dir {
+                // Not a link (its real path is its parent's, and its name), or a link to a
+                // directory: where it leads.
+                return a.real.unwrap_or(joined);
+            }
+            parent_real(joined)
+        }
+        // Missing, or a link that leads nowhere: the name in its parent's canonical form.
+        Ok(None) if last_is_name => parent_real(joined),
+        Ok(None) | Err(_) => joined,
     }
+}
+
+/// `lstat`, then the target's status and real path, of `path`, asked through a bounded
+/// helper: `Ok(None)` when the call failed, `Err` when the mount did not answer.
+fn probe(path: &Path) -> Result<Option<fs::Answer>, fs::NotAnswering> {
+    let table = fs::MountTable::recent();
+    let lexical = table.of_path(path).cloned();
+    let op = fs::Op::Probe {
+        path: path.to_path_buf(),
+    };
+    Ok(fs::call_path(path, lexical.as_deref(), op)?.ok().ok())
+}
+
+/// The canonical form of `path` (every symlink followed) and whether it is a directory,
+/// without waiting on a mount that does not answer: `Ok(None)` when it does not exist (or
+/// cannot be resolved), `Err` when its mount did not answer.
+fn resolved(path: &Path) -> Result<Option<(PathBuf, bool)>, fs::NotAnswering> {
+    use rustix::fs::FileType;
+    match plainly_local(path) {
+        Plain::Opened(fd) => {
+            let dir = rustix::fs::fstat(&fd)
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+            return Ok(Some((path.components().collect(), dir)));
+        }
+        Plain::Missing => return Ok(None),
+        Plain::Unknown => {}
+    }
+    Ok(probe(path)?.and_then(|a| {
+        let dir = FileType::from_raw_mode(a.target_mode) == FileType::Directory;
+        Some((a.real?, dir))
+    }))
+}
+
+/// Whether every mount on the way of the absolute `path`, which has no `..` in it, is of a
+/// type that does not hang (each a mount point it passes, when no symlink is on the way).
+fn plainly_local_way(path: &Path) -> bool {
+    let table = fs::MountTable::recent();
+    !path.components().any(|c| c == Component::ParentDir)
+        && path
+            .ancestors()
+            .all(|a| table.at(a).is_none_or(|m| !m.may_hang()))
+}
+
+/// What the absolute `path` is, asked only where asking cannot wait on a server.
+enum Plain {
+    /// It has no `..` and no symlink on its way, and every mount on its way is of a type that
+    /// does not hang ([`plainly_local_way`]): it names what it says, its own canonical form
+    /// (opened, `O_PATH`).
+    Opened(std::os::fd::OwnedFd),
+    /// Such a way, up to a component that does not exist (or is no directory): it does not
+    /// exist, whatever a symlink further on would have said.
+    Missing,
+    /// A symlink or a mount that may hang on the way, or no way to ask: to be resolved.
+    Unknown,
+}
+
+/// [`Plain`] of `path`: one `openat2` with `RESOLVE_NO_SYMLINKS`, on a way of local mounts.
+fn plainly_local(path: &Path) -> Plain {
+    if !plainly_local_way(path) {
+        return Plain::Unknown;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        match rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        ) {
+            Ok(fd) => Plain::Opened(fd),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Plain::Missing,
+            Err(_) => Plain::Unknown,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    Plain::Unknown
 }
 
 /// Drops duplicate roots and roots another root covers completely (same or ancestor path,
