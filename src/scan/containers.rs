@@ -23,13 +23,15 @@
 //!   mounts only, and resolves its path again (through the bounded helpers) elsewhere.
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use super::anchor;
 use super::config::{Config, Root};
+use super::error::ScanError;
 use crate::probe::Inventory;
+use crate::probe::fs::{self, Mount};
 
 /// A lock place inside a container, as [`container_roots`] found it: its path seen from here
 /// (`/proc/PID/root/...`), and its directory, open (`O_PATH`), reached from the container's
@@ -40,40 +42,83 @@ pub struct Place {
     pub dir: OwnedFd,
 }
 
-/// The lock places inside each running proven container with a root of its own.
-pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) -> Vec<Place> {
-    let ours: HashSet<(u64, u64)> = host_roots
-        .iter()
-        .filter_map(|r| std::fs::metadata(&r.path).ok())
-        .map(|m| (m.dev(), m.ino()))
-        .collect();
+/// The lock places inside each running proven container with a root of its own. `ours`: the
+/// (device, inode) of the host's roots (a place that is one of them is left to them). A place
+/// whose way has a mount that may hang (by the container's own mount table; every place of a
+/// container whose table could not be read) is opened through the bounded helpers
+/// ([`fs::call`]); a mount that does not answer is reported to `error`, once, and nothing on it
+/// is scanned.
+pub fn container_roots(
+    config: &Config,
+    inv: &Inventory,
+    ours: &HashSet<(u64, u64)>,
+    error: &dyn Fn(ScanError),
+) -> Vec<Place> {
     let mut seen_roots = HashSet::new();
     let mut seen_dirs = HashSet::new();
+    let mut dead = HashSet::new();
     let mut out = Vec::new();
     for ns in inv.containers_with_own_root() {
         if !seen_roots.insert(ns.root) {
             continue; // several namespaces with one root directory: scanned once
         }
         let base = ns.root_path();
-        let Ok(root) = anchor::sys::open_root(&base.join(".")) else {
-            continue;
+        let mut not_answering = |m: &Mount, e: fs::NotAnswering| {
+            if dead.insert(m.point.clone()) {
+                error(ScanError::other(&m.point, e.to_string()));
+            }
         };
-        let Ok(root_mount) = anchor::mount_id(root.as_fd()) else {
-            continue;
+        // The container's root, and the mount it is on where asking cannot hang.
+        let (root, root_mount) = match hanging_on_way(&ns.mounts, &base, Path::new("")) {
+            None => {
+                let Ok(root) = anchor::sys::open_root(&base.join(".")) else {
+                    continue;
+                };
+                let Ok(mount) = anchor::mount_id(root.as_fd()) else {
+                    continue;
+                };
+                (root, Some(mount))
+            }
+            Some(m) => {
+                let chain = vec![base.join(".").into_os_string()];
+                match fs::call(Some(&m), fs::Op::OpenDir { from: None, chain }) {
+                    Ok(a) => match a.ok().ok().and_then(|a| a.fd) {
+                        Some(root) => (root, None),
+                        None => continue,
+                    },
+                    Err(e) => {
+                        not_answering(&m, e);
+                        continue;
+                    }
+                }
+            }
         };
         for spec in &config.roots {
             let Some(rel) = spec.path.strip_prefix('/') else {
                 continue; // `.`, `~/...`, `$VAR`: places of this user, not of the container
             };
-            let Some((dir, key, mount)) = open_place(root.as_fd(), Path::new(rel)) else {
+            let rel = Path::new(rel);
+            let opened = match hanging_on_way(&ns.mounts, &base, rel) {
+                None => open_place(root.as_fd(), rel),
+                Some(m) => match open_place_bounded(&m, root.as_fd(), rel) {
+                    Ok(opened) => opened,
+                    Err(e) => {
+                        not_answering(&m, e);
+                        continue;
+                    }
+                },
+            };
+            let Some((dir, key, mount)) = opened else {
                 continue;
             };
-            let own_fs = mount == root_mount || !inv.host_has_device(key.0);
+            // Its own file system: the mount of its root, or one the host does not have (a
+            // place whose mount is not known: only the latter).
+            let own_fs = (mount.is_some() && mount == root_mount) || !inv.host_has_device(key.0);
             if !own_fs || ours.contains(&key) || !seen_dirs.insert(key) {
                 continue;
             }
             let root = Root {
-                path: if rel.is_empty() {
+                path: if rel.as_os_str().is_empty() {
                     base.clone()
                 } else {
                     base.join(rel)
@@ -86,19 +131,80 @@ pub fn container_roots(config: &Config, inv: &Inventory, host_roots: &[Root]) ->
     out
 }
 
+/// A place opened: its directory, its (device, inode), and its mount id where it was asked.
+type Opened = (OwnedFd, (u64, u64), Option<u64>);
+
 /// The directory `rel` below the container's root `root` (the root itself for an empty
 /// `rel`), open, with its (device, inode) and mount id, if it exists and none of its
 /// components is a symlink: one `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel has it,
 /// else one `openat(O_NOFOLLOW)` a component, then one `statx`.
-fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<(OwnedFd, (u64, u64), u64)> {
+fn open_place(root: BorrowedFd<'_>, rel: &Path) -> Option<Opened> {
     let fd = anchor::open_beneath(root, rel).ok()?;
     let (id, mount) = anchor::id_and_mount(fd.as_fd()).ok()?;
-    Some((fd, (id.dev, id.ino), mount))
+    Some((fd, (id.dev, id.ino), Some(mount)))
+}
+
+/// [`open_place`] through a helper of the mount `m` (one `openat(O_NOFOLLOW)` a component,
+/// then one `fstat`): its mount id is not asked. `Err` when the mount does not answer.
+fn open_place_bounded(
+    m: &Mount,
+    root: BorrowedFd<'_>,
+    rel: &Path,
+) -> Result<Option<Opened>, fs::NotAnswering> {
+    let mut chain: Vec<OsString> = Vec::new();
+    for c in rel.components() {
+        let Component::Normal(n) = c else {
+            return Ok(None);
+        };
+        chain.push(n.to_os_string());
+    }
+    if chain.is_empty() {
+        chain.push(".".into());
+    }
+    let a = fs::call(
+        Some(m),
+        fs::Op::OpenDir {
+            from: Some(root),
+            chain,
+        },
+    )?;
+    Ok(a.ok()
+        .ok()
+        .and_then(|a| Some((a.fd?, (a.dev, a.ino), None))))
+}
+
+/// The first mount that may hang on the way from a container's root to its place `rel`
+/// (the root's own mount included), by the container's mount table (`mounts`, as it sees
+/// them), as seen from here through `base` (`/proc/PID/root`); a mount of unknown type at
+/// `base` when that table could not be read.
+fn hanging_on_way(mounts: &[Mount], base: &Path, rel: &Path) -> Option<Mount> {
+    if mounts.is_empty() {
+        return Some(Mount {
+            id: 0,
+            dev: 0,
+            root: PathBuf::from("/"),
+            point: base.to_path_buf(),
+            fs_type: "container".into(),
+            source: None,
+        });
+    }
+    let place = Path::new("/").join(rel);
+    let m = mounts
+        .iter()
+        .filter(|m| place.starts_with(&m.point) && m.may_hang())
+        .min_by_key(|m| m.point.components().count())?;
+    let inside = m.point.strip_prefix("/").unwrap_or(&m.point);
+    Some(Mount {
+        id: 0,
+        point: base.join(inside),
+        ..m.clone()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn symlinks_below_the_root_are_refused() {

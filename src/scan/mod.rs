@@ -101,18 +101,18 @@ pub fn scan(
     sink: &(dyn Fn(ScanEvent) + Sync),
 ) -> Result<ScanStats, FatalError> {
     let start = Instant::now();
-    let walk = |roots: &[Root], opened: Vec<OwnedFd>, sink: &(dyn Fn(ScanEvent) + Sync)| {
-        walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots)
-            .with_open_roots(opened)
-            .run()
-    };
     // The containers' places are walked beside the host's, from the moment the inventory of
-    // namespaces says where they are: the host's walk does not wait for it. Progress is the
-    // host walk's until both are done.
+    // namespaces says where they are and the host's walk has probed its roots (a place that is
+    // one of them is theirs): the host's walk does not wait for it. Progress is the host
+    // walk's until both are done.
     let (host, inside) = std::thread::scope(|s| {
+        let (started, host_ids) = std::sync::mpsc::sync_channel(1);
         let inside = config.containers.then(|| {
-            s.spawn(|| {
-                let places = container_roots(config, snap.containers(), roots);
+            s.spawn(move || {
+                let inv = snap.containers();
+                // Nothing, if the host's walk ended without saying (it panicked).
+                let ours = host_ids.recv().unwrap_or_default();
+                let places = container_roots(config, inv, &ours, &|e| sink(ScanEvent::Error(e)));
                 let (roots, opened): (Vec<Root>, Vec<OwnedFd>) =
                     places.into_iter().map(|p| (p.root, p.dir)).unzip();
                 let quiet = |e: ScanEvent| {
@@ -120,11 +120,24 @@ pub fn scan(
                         sink(e)
                     }
                 };
-                let counts = (!roots.is_empty()).then(|| walk(&roots, opened, &quiet));
+                let counts = (!roots.is_empty()).then(|| {
+                    walk::Walk::new(config, &config.matcher, snap, cancel, &quiet, &roots)
+                        .with_open_roots(opened)
+                        .run()
+                });
                 (counts.unwrap_or_default(), roots)
             })
         });
-        let host = walk(roots, Vec::new(), sink);
+        let started = std::sync::Mutex::new(Some(started));
+        let tell = |ids| {
+            if let Some(tx) = started.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = tx.send(ids);
+            }
+        };
+        let host = walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots)
+            .on_roots_started(&tell)
+            .run();
+        drop(started);
         let inside = inside.map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         (host, inside)
     });

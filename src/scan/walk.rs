@@ -229,7 +229,14 @@ pub(crate) struct Walk<'a> {
     /// Roots already open (`O_PATH`), by index: a container's places, which
     /// `scan::containers` reached from the container's root through no symlink.
     open_roots: Mutex<Vec<Option<OwnedFd>>>,
+    /// Told the (device, inode) of every root probed, once every root is started.
+    on_started: Option<&'a RootsStarted<'a>>,
+    /// The (device, inode) of the roots probed so far (what each path names).
+    started_ids: Mutex<HashSet<(u64, u64)>>,
 }
+
+/// What is told the (device, inode) of every root a walk has started.
+pub type RootsStarted<'a> = dyn Fn(HashSet<(u64, u64)>) + Sync + 'a;
 
 impl<'a> Walk<'a> {
     pub fn new(
@@ -279,6 +286,8 @@ impl<'a> Walk<'a> {
             evidence_ready: AtomicBool::new(false),
             kernel_ready: AtomicBool::new(false),
             open_roots: Mutex::default(),
+            on_started: None,
+            started_ids: Mutex::default(),
         }
     }
 
@@ -291,12 +300,22 @@ impl<'a> Walk<'a> {
         self
     }
 
+    /// `f` is told the (device, inode) of every root (what its path names, as probed) once
+    /// every root is started, before the walk goes on; always, even when cancelled.
+    pub fn on_roots_started(mut self, f: &'a RootsStarted<'a>) -> Self {
+        self.on_started = Some(f);
+        self
+    }
+
     pub fn run(&self) -> Counts {
         for (i, root) in self.roots.iter().enumerate() {
             if self.cancelled() {
                 break;
             }
             self.start_root(i, root);
+        }
+        if let Some(f) = self.on_started {
+            f(std::mem::take(&mut *self.started_ids.lock().unwrap()));
         }
         let has_jobs = !self.queue.lock().unwrap().jobs.is_empty();
         if has_jobs {
@@ -357,7 +376,12 @@ impl<'a> Walk<'a> {
         };
         let (mode, real) = match probed {
             Ok(a) => match a.ok() {
-                Ok(a) => (a.mode, a.real),
+                Ok(a) => {
+                    if a.target_mode != 0 {
+                        self.started_ids.lock().unwrap().insert((a.dev, a.ino));
+                    }
+                    (a.mode, a.real)
+                }
                 Err(e) => {
                     self.error(
                         ScanError::io(&root.path, e)
@@ -1104,12 +1128,27 @@ impl<'a> Walk<'a> {
 
 /// The mounts the walk goes by: ours, and, where a root is inside a container, the mounts of
 /// every container we look inside, as seen through its root (`/proc/PID/root/...`), from the
-/// mount tables its PID 1 had when the snapshot was taken.
+/// mount tables its PID 1 had when the snapshot was taken. Of a container's mounts, only those
+/// the walk can ask about are taken: the ones on the way from its root to one of the walk's
+/// roots, and the ones below such a root (the walk asks its table about its roots, the points
+/// on the way to them, and the directories below them).
 fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
     let mut table = (*MountTable::recent()).clone();
     if roots.iter().any(|r| in_container(&r.path)) {
         for ns in snap.containers().containers_with_own_root() {
-            table.add_seen_through(&ns.root_path(), &ns.mounts);
+            let base = ns.root_path();
+            // This container's places among the roots, as it sees them.
+            let places: Vec<PathBuf> = roots
+                .iter()
+                .filter_map(|r| r.path.strip_prefix(&base).ok())
+                .map(|rel| Path::new("/").join(rel))
+                .collect();
+            let asked = |m: &&Mount| {
+                places
+                    .iter()
+                    .any(|p| p.starts_with(&m.point) || m.point.starts_with(p))
+            };
+            table.add_seen_through(&base, ns.mounts.iter().filter(asked));
         }
     }
     table

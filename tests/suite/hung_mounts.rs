@@ -414,9 +414,12 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     drop(d);
 }
 
-/// A container whose lock place is itself a volume of the dead mount (`-v MNT:PLACE`): the
-/// place is the host's mount, never walked through the container, and finding that out asks
-/// nothing of the mount. The scan finishes.
+/// A container whose lock place is itself a volume of the dead mount (`-v MNT:PLACE`), with
+/// the mount a root of the host's too, and nothing cached, by sshfs or the kernel: any question
+/// about the mount waits. The container's mount table says the place is on a mount that may
+/// hang, so it is asked through the bounded helpers; the host's root is known from the host's
+/// own walk. The scan finishes, reports the mount as each sees it, and finds nothing through
+/// the container there.
 #[test]
 fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
     let Some(pm) = Podman::or_skip("a dead mount as a container's lock place") else {
@@ -424,12 +427,22 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
     };
     let env = Env::new();
     let (place, cfg) = own_place(&env);
-    let Some((_dead, c)) = dead_mount_with(&[], |mnt| {
+    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+    let Some((dead, c)) = dead_mount_with(&uncached, |mnt| {
         let volume = format!("{}:{}", mnt.display(), place.display());
         pm.run_detached("dead-place-1", &["-v", &volume], "exec sleep 1000")
     }) else {
         return;
     };
+    fs::write(
+        &cfg,
+        format!(
+            r#"{{"roots": [{{"path": "{}"}}, {{"path": "{}"}}]}}"#,
+            place.display(),
+            dead.mnt.display()
+        ),
+    )
+    .unwrap();
     let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
     cmd.stdin(Stdio::null());
     let out = bounded(
@@ -445,6 +458,17 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
             .any(|l| Path::new(&l.path).starts_with(&inside)),
         "{}",
         stdout(&out)
+    );
+    reports_the_dead_mount(&report, &inside);
+    // The host's root itself: it cannot be scanned, for the same reason.
+    let host = dead.mnt.display().to_string();
+    assert!(
+        report.errors.iter().any(|e| e.path == host
+            && e.error
+                .starts_with("cannot scan: the fuse.sshfs mount of root@127.0.0.1:")
+            && e.error.contains("did not answer within 5 s")),
+        "{:#?}",
+        report.errors
     );
 }
 
