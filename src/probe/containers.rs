@@ -116,12 +116,14 @@ impl Namespace {
             .find(|(_, inner)| *inner == 1)
             .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
         let who = identify(inode, init, names);
+        let mounts = read_mounts(&init.to_string());
+        let root = root_id(init, &mounts);
         Some(Namespace {
             inode,
             init,
             pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
-            mounts: read_mounts(&init.to_string()),
-            root: dev_ino(&PathBuf::from(format!("/proc/{init}/root"))),
+            mounts,
+            root,
             proven: who.proven,
             container: who.container,
             hostname: who.hostname,
@@ -527,6 +529,25 @@ fn join(base: &Path, rest: &Path) -> PathBuf {
 
 fn dev_ino(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The (device, inode) of the root directory of process `init`, whose mount table is
+/// `mounts`: asked directly where that root is on a mount that does not hang, else through a
+/// bounded task (an unreadable table counts as one that may hang); `None` when it does not
+/// answer (the namespace is then not looked inside).
+fn root_id(init: i32, mounts: &[Mount]) -> Option<(u64, u64)> {
+    let path = PathBuf::from(format!("/proc/{init}/root"));
+    let local = mounts
+        .iter()
+        .rev()
+        .find(|m| m.point == Path::new("/"))
+        .is_some_and(|m| !m.may_hang());
+    if local {
+        return dev_ino(&path);
+    }
+    let probe = super::fs::Op::Probe { path: path.clone() };
+    let a = super::fs::call_path(&path, None, probe).ok()?.ok().ok()?;
+    (a.target_mode != 0).then_some((a.dev, a.ino))
 }
 
 /// The `NSpid:` line of `/proc/<pid>/status`: the PID in each namespace, outermost first.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::podman::Podman;
+use crate::util::podman::{Podman, busybox_root};
 use crate::util::sshfs::Sshfs;
 use crate::util::ui::Ui;
 use crate::util::*;
@@ -470,6 +470,50 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
         "{:#?}",
         report.errors
     );
+}
+
+/// A container whose root file system is on the dead mount (`--rootfs MNT`, started while
+/// the server answered, nothing cached): its root is asked about only through a bounded task,
+/// since its own mount table says it may hang. The scan finishes, judging the host's place.
+#[test]
+fn a_container_whose_root_is_on_a_dead_mount_does_not_stop_the_scan() {
+    let Some(pm) = Podman::or_skip("a container whose root is on a dead mount") else {
+        return;
+    };
+    let env = Env::new();
+    let (place, cfg) = own_place(&env);
+    let gone = place.join("gone.pid");
+    fs::write(&gone, format!("{}\n", dead_pid())).unwrap();
+    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+    let Some((_dead, ())) = dead_mount_with(&uncached, |mnt| {
+        busybox_root(mnt).unwrap();
+        let root = mnt.to_str().unwrap();
+        let out = pm.run(&[
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--name",
+            "dead-root-1",
+            "--rootfs",
+            root,
+            "sh",
+            "-c",
+            "exec sleep 1000",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(pm.pid("dead-root-1"), 0);
+    }) else {
+        return;
+    };
+    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan --json with a container's root on a dead mount");
+    assert_eq!(parse_report(&out).expect_lock(&gone).verdict, "stale");
 }
 
 /// A directory of the test's own and a configuration whose only root it is: a lock place the
