@@ -153,6 +153,35 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
 }
 
 impl Mount {
+    /// A mount known only by where it is, of a type (`fs_type`) that is no file system's: what
+    /// a call that may hang there is kept apart by, and what its error names.
+    pub fn unknown(point: &Path, fs_type: &str) -> Mount {
+        Mount {
+            id: 0,
+            dev: 0,
+            root: PathBuf::from("/"),
+            point: point.to_path_buf(),
+            fs_type: fs_type.into(),
+            source: None,
+        }
+    }
+
+    /// This mount of another process's table (its point as that process sees it) as seen from
+    /// here through `base`, that process's root (`/proc/PID/root`): its point taken below
+    /// `base`, its id (another table's) dropped.
+    pub fn seen_through(&self, base: &Path) -> Mount {
+        let rel = self.point.strip_prefix("/").unwrap_or(&self.point);
+        Mount {
+            id: 0,
+            point: if rel.as_os_str().is_empty() {
+                base.to_path_buf()
+            } else {
+                base.join(rel)
+            },
+            ..self.clone()
+        }
+    }
+
     /// Whether calls on it may wait on a server ([`may_hang`]).
     pub fn may_hang(&self) -> bool {
         may_hang(&self.fs_type)
@@ -213,18 +242,9 @@ impl MountTable {
         mounts: impl IntoIterator<Item = &'m Mount>,
     ) {
         for m in mounts {
-            let rel = m.point.strip_prefix("/").unwrap_or(&m.point);
-            let point = if rel.as_os_str().is_empty() {
-                base.to_path_buf()
-            } else {
-                base.join(rel)
-            };
-            self.by_point.insert(point.clone(), self.mounts.len());
-            self.mounts.push(Arc::new(Mount {
-                id: 0,
-                point,
-                ..m.clone()
-            }));
+            let seen = m.seen_through(base);
+            self.by_point.insert(seen.point.clone(), self.mounts.len());
+            self.mounts.push(Arc::new(seen));
         }
     }
 
@@ -393,14 +413,7 @@ pub fn call_path(path: &Path, mount: Option<&Mount>, op: Op<'_>) -> Result<Answe
     let m = match mount {
         Some(m) => m,
         None => {
-            unknown = Mount {
-                id: 0,
-                dev: 0,
-                root: PathBuf::from("/"),
-                point: path.to_path_buf(),
-                fs_type: "unknown".into(),
-                source: None,
-            };
+            unknown = Mount::unknown(path, "unknown");
             &unknown
         }
     };

@@ -25,7 +25,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use super::anchor;
 use super::config::{Config, Root};
@@ -179,26 +179,14 @@ fn open_place_bounded(
 /// `base` when that table could not be read.
 fn hanging_on_way(mounts: &[Mount], base: &Path, rel: &Path) -> Option<Mount> {
     if mounts.is_empty() {
-        return Some(Mount {
-            id: 0,
-            dev: 0,
-            root: PathBuf::from("/"),
-            point: base.to_path_buf(),
-            fs_type: "container".into(),
-            source: None,
-        });
+        return Some(Mount::unknown(base, "container"));
     }
     let place = Path::new("/").join(rel);
-    let m = mounts
+    mounts
         .iter()
         .filter(|m| place.starts_with(&m.point) && m.may_hang())
-        .min_by_key(|m| m.point.components().count())?;
-    let inside = m.point.strip_prefix("/").unwrap_or(&m.point);
-    Some(Mount {
-        id: 0,
-        point: base.join(inside),
-        ..m.clone()
-    })
+        .min_by_key(|m| m.point.components().count())
+        .map(|m| m.seen_through(base))
 }
 
 #[cfg(test)]

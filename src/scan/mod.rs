@@ -128,11 +128,9 @@ pub fn scan(
                 (counts.unwrap_or_default(), roots)
             })
         });
-        let started = std::sync::Mutex::new(Some(started));
+        // Told once; dropped as the walk ends (or unwinds), so the other side never waits.
         let tell = |ids| {
-            if let Some(tx) = started.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let _ = tx.send(ids);
-            }
+            let _ = started.send(ids);
         };
         let host = walk::Walk::new(config, &config.matcher, snap, cancel, sink, roots)
             .on_roots_started(&tell)

@@ -291,7 +291,6 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// Walks every root to the end (or until cancelled).
     /// The first roots' directories, already open (`O_PATH`), in the roots' order: each is
     /// walked from its descriptor where its way is known to be local (see
     /// [`Walk::start_root`]), its path is not resolved again.
@@ -307,6 +306,7 @@ impl<'a> Walk<'a> {
         self
     }
 
+    /// Walks every root to the end (or until cancelled).
     pub fn run(&self) -> Counts {
         for (i, root) in self.roots.iter().enumerate() {
             if self.cancelled() {
@@ -412,14 +412,7 @@ impl<'a> Walk<'a> {
         let mount = if local_place {
             None
         } else if in_container(&root.path) {
-            Some(Arc::new(Mount {
-                id: 0,
-                dev: 0,
-                root: PathBuf::from("/"),
-                point: root.path.clone(),
-                fs_type: "container".into(),
-                source: None,
-            }))
+            Some(Arc::new(Mount::unknown(&root.path, "container")))
         } else {
             real.as_deref()
                 .and_then(|r| self.mounts.of_path(r))
