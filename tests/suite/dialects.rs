@@ -23,9 +23,9 @@ use crate::util::judging::{
 use crate::util::quiet::{self, Fact};
 use crate::util::{
     Env, Group, Snap, age, age_across_boots, age_up_to, dead_pid, fixture, fixture_text, git,
-    git_ok, git_repo_with_a_commit, hold_flock, link, named_sleeper, now_ms, parse_report, require,
-    set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env, swap_with, wait_until, wait_within,
-    which, write,
+    git_ok, git_repo_with_a_commit, hold_flock, hostname, link, named_sleeper, now_ms,
+    parse_report, require, set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env, swap_with,
+    wait_until, wait_within, which, write,
 };
 
 use locksmith::config::{RawConfig, Settings};
@@ -39,10 +39,6 @@ use locksmith::{HolderHow, Judgement, Verdict};
 
 fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
-}
-
-fn hostname() -> String {
-    HostFacts::probe().hostname
 }
 
 /// A snapshot of this host with its boot time moved to `boot_secs` (seconds since the epoch).

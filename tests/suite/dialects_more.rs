@@ -21,11 +21,10 @@ use crate::util;
 use crate::util::judging::{assert_evidence, expect, judge};
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Env, Group, Guard, age, dead_pid, hold_open, named_sleeper, require, require_that, snapshot,
-    wait_for, write,
+    Env, Group, Guard, age, dead_pid, hold_open, hostname, named_sleeper, require, require_that,
+    snapshot, wait_for, write,
 };
 use locksmith::Verdict;
-use locksmith::probe::HostFacts;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -35,10 +34,6 @@ fn tempdir() -> tempfile::TempDir {
         .prefix("locksmith-more-")
         .tempdir()
         .unwrap()
-}
-
-fn hostname() -> String {
-    HostFacts::probe().hostname
 }
 
 /// `/usr/bin/python3` with PyQt5 (Debian's python3-pyqt5), if installed.

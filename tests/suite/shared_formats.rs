@@ -13,11 +13,9 @@ use std::time::Duration;
 
 use crate::util::pty::Terminal;
 use crate::util::ui::Ui;
-use crate::util::{Env, Group, age_up_to, alive, require, stderr, wait_for, wait_until, which};
-
-fn hostname() -> String {
-    locksmith::probe::HostFacts::probe().hostname
-}
+use crate::util::{
+    Env, Group, age_up_to, alive, hostname, require, stderr, wait_for, wait_until, which,
+};
 
 /// `locksmith --scan --json ROOT`: the lock at `path`, with the exit status.
 fn judged(env: &Env, root: &Path, path: &Path) -> (String, String, Vec<String>, Option<i64>) {

@@ -35,6 +35,7 @@ pub mod userns;
 
 mod files;
 mod process;
+pub use engine::hostname;
 pub use files::*;
 pub use process::*;
 pub use quiet::{Snap, snapshot};
