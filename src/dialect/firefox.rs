@@ -77,7 +77,7 @@ fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
         && c.path.parent().is_some_and(|profile| {
             PROFILE_FILES
                 .iter()
-                .any(|f| std::fs::symlink_metadata(profile.join(f)).is_ok())
+                .any(|f| crate::probe::reach::lstat(&profile.join(f)).is_ok())
         })
 }
 

@@ -104,7 +104,7 @@ impl Repo {
         // A git directory with another name (`--separate-git-dir`): the lock's own directory
         // when it holds `HEAD` (one stat, only for `index.lock` / `HEAD.lock` by name).
         let dir = lock.parent()?;
-        std::fs::symlink_metadata(dir.join("HEAD"))
+        crate::probe::reach::lstat(&dir.join("HEAD"))
             .is_ok_and(|m| m.is_file())
             .then(|| Repo {
                 git_dir: dir.to_path_buf(),

@@ -39,14 +39,12 @@ fn is_record_name(name: &str) -> bool {
 /// Whether a directory looks like a lock directory: a few small files at most, no
 /// subdirectories. `None` when it cannot be listed.
 fn lock_like(dir: &Path) -> Option<bool> {
-    let mut n = 0;
-    for e in std::fs::read_dir(dir).ok()? {
-        let e = e.ok()?;
-        n += 1;
-        if n > MAX_MEMBERS {
-            return Some(false);
-        }
-        let m = std::fs::symlink_metadata(e.path()).ok()?;
+    let names = crate::probe::reach::names(dir, MAX_MEMBERS + 1).ok()?;
+    if names.len() > MAX_MEMBERS {
+        return Some(false);
+    }
+    for name in names {
+        let m = crate::probe::reach::lstat(&dir.join(name)).ok()?;
         if m.is_dir() || (m.is_file() && m.len() > MAX_RECORD) {
             return Some(false);
         }

@@ -218,10 +218,7 @@ pub fn database(path: &Path, content: &[u8]) -> Option<&'static str> {
         return None;
     }
     let db = path.with_file_name(base);
-    let meta = std::fs::symlink_metadata(&db)
-        .ok()
-        .filter(|m| m.is_file())?;
-    let (head, _) = super::read_prefix(&db, &meta, SQLITE_HEADER.len()).ok()?;
+    let head = crate::probe::reach::read_small(&db, SQLITE_HEADER.len())?;
     head.starts_with(SQLITE_HEADER).then_some(what)
 }
 
@@ -258,7 +255,7 @@ fn cvs_backup(c: &Candidate<'_>) -> bool {
     }
     candidates
         .iter()
-        .any(|n| !n.is_empty() && std::fs::symlink_metadata(c.path.with_file_name(n)).is_ok())
+        .any(|n| !n.is_empty() && crate::probe::reach::lstat(&c.path.with_file_name(n)).is_ok())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -494,23 +491,17 @@ pub fn manifest(content: &[u8]) -> Option<&'static str> {
 /// program makes with `mkdir` is never committed). Bounded: at most a few dozen entries are
 /// looked at, each file's first 4 KiB.
 pub fn dependency_dir(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(names) = crate::probe::reach::names(dir, 32) else {
         return false;
     };
-    for e in entries.take(32).flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if matches!(name.as_ref(), ".gitattributes" | ".gitignore" | ".gitkeep") {
+    for name in names {
+        if matches!(
+            name.to_string_lossy().as_ref(),
+            ".gitattributes" | ".gitignore" | ".gitkeep"
+        ) {
             return true;
         }
-        let path = e.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        if let Ok((head, _)) = super::read_prefix(&path, &meta, super::CONTENT_PREFIX)
+        if let Some(head) = crate::probe::reach::read_small(&dir.join(&name), super::CONTENT_PREFIX)
             && manifest(&head).is_some()
         {
             return true;

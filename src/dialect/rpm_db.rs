@@ -53,7 +53,7 @@ fn is_rpm_db(dir: &Path) -> bool {
         "rpmdb.sqlite",
     ]
     .iter()
-    .any(|f| std::fs::symlink_metadata(dir.join(f)).is_ok())
+    .any(|f| crate::probe::reach::lstat(&dir.join(f)).is_ok())
         || dir.file_name().is_some_and(|n| n == "rpm" || n == "rpmdb")
 }
 

@@ -81,12 +81,12 @@ fn parent_named(path: &Path, name: &str) -> bool {
 
 fn sibling(path: &Path, name: &str) -> bool {
     path.parent()
-        .is_some_and(|d| std::fs::symlink_metadata(d.join(name)).is_ok())
+        .is_some_and(|d| crate::probe::reach::lstat(&d.join(name)).is_ok())
 }
 
 fn sibling_dir(path: &Path, name: &str) -> bool {
     path.parent()
-        .is_some_and(|d| std::fs::symlink_metadata(d.join(name)).is_ok_and(|m| m.is_dir()))
+        .is_some_and(|d| crate::probe::reach::lstat(&d.join(name)).is_ok_and(|m| m.is_dir()))
 }
 
 fn under(path: &Path, name: &str) -> bool {
@@ -99,7 +99,10 @@ fn under(path: &Path, name: &str) -> bool {
 fn in_svn_repo(path: &Path) -> bool {
     let top = path.parent().and_then(Path::parent);
     top.is_some_and(|t| {
-        t.join("format").is_file() && t.join("db").is_dir() && t.join("hooks").is_dir()
+        let stat = |name: &str| crate::probe::reach::stat(&t.join(name));
+        stat("format").is_ok_and(|m| m.is_file())
+            && stat("db").is_ok_and(|m| m.is_dir())
+            && stat("hooks").is_ok_and(|m| m.is_dir())
     })
 }
 
@@ -108,11 +111,10 @@ fn in_lucene_index(path: &Path) -> bool {
     let Some(dir) = path.parent() else {
         return false;
     };
-    std::fs::read_dir(dir).is_ok_and(|entries| {
-        entries
-            .take(4096)
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("segments_"))
+    crate::probe::reach::names(dir, 4096).is_ok_and(|names| {
+        names
+            .iter()
+            .any(|n| n.to_string_lossy().starts_with("segments_"))
     })
 }
 

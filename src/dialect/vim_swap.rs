@@ -226,7 +226,7 @@ pub fn recover_command(swap: &Path, block0: &[u8]) -> String {
 /// directory), else the swap file itself (`vim -r` accepts both).
 pub fn recover_target(swap: &Path) -> PathBuf {
     original(swap)
-        .filter(|p| p.symlink_metadata().is_ok())
+        .filter(|p| crate::probe::reach::lstat(p).is_ok())
         .unwrap_or_else(|| swap.to_path_buf())
 }
 
@@ -238,8 +238,8 @@ pub fn recover_target(swap: &Path) -> PathBuf {
 pub fn written_since(swap: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let file = original(swap)?;
-    let f = std::fs::metadata(&file).ok()?;
-    let s = swap.symlink_metadata().ok()?;
+    let f = crate::probe::reach::stat(&file).ok()?;
+    let s = crate::probe::reach::lstat(swap).ok()?;
     ((f.mtime(), f.mtime_nsec()) > (s.mtime(), s.mtime_nsec())).then_some(file)
 }
 

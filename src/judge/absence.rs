@@ -300,7 +300,7 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
             what,
             promise,
         } => {
-            let meta = match std::fs::symlink_metadata(path) {
+            let meta = match snap.lstat(path) {
                 Ok(m) => m,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let proof = Proof::by(Rule::KernelLockReleased)

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::kernel_locks::FileKey;
 use super::places::{self, DirId, major, minor, same_mount_ns, seen_by, within};
+use super::reach;
 use super::snapshot::Snapshot;
 use crate::verdict::{Holder, HolderHow};
 
@@ -118,50 +119,35 @@ impl Snapshot {
 
 /// The file system around a lock, read through the snapshot: the dialects read the lock's
 /// siblings (a document beside its lock, a profile's other files, a lock directory's members)
-/// only through these, bounded and never following a final symlink or blocking on a FIFO.
+/// and the paths a lock names only through these, which never wait on a mount that does not
+/// answer, wherever a name or a symlink leads ([`reach`](super::reach)), never follow a final
+/// symlink unless they say so, and never block on a FIFO.
 impl Snapshot {
     /// `lstat` of a path (a final symlink is not followed).
     pub fn lstat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
-        std::fs::symlink_metadata(path)
+        reach::lstat(path)
     }
 
     /// `stat` of a path (symlinks followed: a directory named by a lock).
     pub fn stat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
-        std::fs::metadata(path)
+        reach::stat(path)
     }
 
     /// The text of a symlink (never followed).
     pub fn read_link(&self, path: &Path) -> std::io::Result<PathBuf> {
-        std::fs::read_link(path)
+        reach::read_link(path)
     }
 
     /// The canonical form of a path, when it exists.
     pub fn canonical(&self, path: &Path) -> Option<PathBuf> {
-        std::fs::canonicalize(path).ok()
+        reach::canonical(path)
     }
 
     /// At most `max` bytes of a small regular file, opened without following a symlink or
     /// blocking (a FIFO or device is never read). `None` when it is not a readable regular
     /// file.
     pub fn read_small(&self, path: &Path, max: usize) -> Option<Vec<u8>> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let meta = std::fs::symlink_metadata(path).ok()?;
-        if !meta.is_file() {
-            return None;
-        }
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
-            .open(path)
-            .ok()?;
-        let opened = f.metadata().ok()?;
-        if !opened.is_file() || opened.ino() != meta.ino() || opened.dev() != meta.dev() {
-            return None;
-        }
-        let mut out = Vec::new();
-        f.take(max as u64).read_to_end(&mut out).ok()?;
-        Some(out)
+        reach::read_small(path, max)
     }
 
     /// Entries of a directory (names lossy, `lstat`ed), at most `max`, sorted by name.
@@ -170,18 +156,7 @@ impl Snapshot {
         dir: &Path,
         max: usize,
     ) -> std::io::Result<Vec<(String, std::fs::Metadata)>> {
-        let mut out = Vec::new();
-        for e in std::fs::read_dir(dir)? {
-            let e = e?;
-            if out.len() == max {
-                break;
-            }
-            if let Ok(m) = std::fs::symlink_metadata(e.path()) {
-                out.push((e.file_name().to_string_lossy().into_owned(), m));
-            }
-        }
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
+        reach::list_dir(dir, max)
     }
 
     /// Whether a TCP port is listened on (`/proc/net/tcp` and `tcp6`, state `0A`).

@@ -616,38 +616,23 @@ impl RootOwned {
     /// where others cannot move root's entries), and it is a regular file of root's that
     /// neither group nor others may write.
     fn file(&mut self, path: &Path) -> Option<Vec<u8>> {
-        use rustix::fs::{Mode, OFlags};
-        let link = std::fs::symlink_metadata(path)
-            .ok()?
-            .file_type()
-            .is_symlink();
+        use super::reach;
+        let link = reach::lstat(path).ok()?.file_type().is_symlink();
         let real = match (link, path.parent(), path.file_name()) {
             (false, Some(parent), Some(name)) => self.canonical.of(parent)?.join(name),
-            _ => std::fs::canonicalize(path).ok()?,
+            _ => reach::canonical(path)?,
         };
         if !self.dirs(real.parent()?) {
             return None;
         }
-        let fd = rustix::fs::open(
-            &real,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let st = rustix::fs::fstat(&fd).ok()?;
-        let regular = rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
-        if !regular || st.st_uid != 0 || st.st_mode & 0o022 != 0 {
+        let (f, st) = reach::open_file(&real).ok()?;
+        if st.uid() != 0 || st.mode() & 0o022 != 0 {
             return None;
         }
         // Room for the whole file at once (a buffer grown from nothing reads it in pieces).
-        let mut out = Vec::with_capacity(
-            usize::try_from(st.st_size.clamp(0, MAX_STATE_BYTES as i64)).unwrap_or(0) + 1,
-        );
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(std::fs::File::from(fd), MAX_STATE_BYTES),
-            &mut out,
-        )
-        .ok()?;
+        let mut out =
+            Vec::with_capacity(usize::try_from(st.len().min(MAX_STATE_BYTES)).unwrap_or(0) + 1);
+        std::io::Read::read_to_end(&mut std::io::Read::take(f, MAX_STATE_BYTES), &mut out).ok()?;
         Some(out)
     }
 
@@ -656,7 +641,7 @@ impl RootOwned {
     fn dirs(&mut self, dir: &Path) -> bool {
         dir.ancestors().all(|d| {
             *self.dirs.entry(d.to_path_buf()).or_insert_with(|| {
-                std::fs::symlink_metadata(d).is_ok_and(|m| {
+                super::reach::lstat(d).is_ok_and(|m| {
                     m.is_dir() && m.uid() == 0 && (m.mode() & 0o022 == 0 || m.mode() & 0o1000 != 0)
                 })
             })

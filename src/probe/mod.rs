@@ -11,6 +11,7 @@ pub mod kernel_locks;
 pub mod open_files;
 pub mod places;
 pub mod process;
+pub mod reach;
 pub mod snapshot;
 pub mod started;
 pub mod waiters;

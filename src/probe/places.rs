@@ -17,11 +17,12 @@ use super::open_files::mount_ns;
 /// A directory as (path, device, inode).
 pub type DirId = (PathBuf, u64, u64);
 
-/// The ids of the directories that exist.
+/// The ids of the directories that exist (a lock may name any path: asked without waiting on
+/// a mount that does not answer, [`super::reach`]).
 pub fn dir_ids(dirs: &[PathBuf]) -> Vec<DirId> {
     dirs.iter()
         .filter_map(|d| {
-            let m = std::fs::metadata(d).ok()?;
+            let m = super::reach::stat(d).ok()?;
             m.is_dir().then(|| (d.clone(), m.dev(), m.ino()))
         })
         .collect()
@@ -96,10 +97,11 @@ impl CanonicalDirs {
         }
     }
 
-    /// What `std::fs::canonicalize(dir)` gives, for a directory that exists.
+    /// What `std::fs::canonicalize(dir)` gives, for a directory that exists (asked without
+    /// waiting on a mount that does not answer, [`super::reach`]).
     pub fn of(&self, dir: &Path) -> Option<PathBuf> {
         if !dir.is_absolute() || dir.components().any(|c| c == Component::ParentDir) {
-            return std::fs::canonicalize(dir).ok();
+            return super::reach::canonical(dir);
         }
         let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
         // The nearest ancestor already resolved (or the root), and the names below it.
@@ -121,12 +123,8 @@ impl CanonicalDirs {
         for name in names.into_iter().rev() {
             path.push(name);
             canon.push(name);
-            if std::fs::symlink_metadata(&canon)
-                .ok()?
-                .file_type()
-                .is_symlink()
-            {
-                canon = std::fs::canonicalize(&canon).ok()?;
+            if super::reach::lstat(&canon).ok()?.file_type().is_symlink() {
+                canon = super::reach::canonical(&canon)?;
             }
             known.insert(path.clone(), canon.clone());
         }

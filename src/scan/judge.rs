@@ -160,12 +160,15 @@ fn judge(
         fs: &fs,
     };
 
+    // What the dialects ask of other paths (siblings, a path the lock names) never waits on a
+    // mount that does not answer; what went unanswered leaves the lock unproven.
+    let watch = crate::probe::reach::Watch::start();
     let asked = |i: usize| hits.contains(&i) || registry[i].any_name();
     let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand));
     if chosen.is_none() && mode == Mode::Lenient {
         chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand));
     }
-    let (dialect, judgement) = match chosen {
+    let (dialect, mut judgement) = match chosen {
         Some(i) => {
             let d = registry[i];
             let mut j = d.judge(&cand, snap, &config.windows);
@@ -208,6 +211,9 @@ fn judge(
             (d.id(), j)
         }
     };
+    if let Some(e) = watch.unanswered() {
+        judgement.doubt(format!("not everything it names could be examined: {e}"));
+    }
     Some(Finding {
         path: path.to_path_buf(),
         dialect,

@@ -537,3 +537,63 @@ fn seen_inside(pid: impl std::fmt::Display, place: &Path) -> PathBuf {
         .join("root")
         .join(place.strip_prefix("/").unwrap())
 }
+
+/// Lock files whose names or contents lead onto the dead mount, in a directory of the local
+/// disk that is scanned alone (the mount itself is never walked): a vim swap file in a
+/// `directory//` swap directory, whose name spells out the file it protects
+/// (`%MNT%notes.txt.swp`), one beside a `notes.txt` that is a symlink onto the mount, a
+/// and a postmaster.pid whose data directory is on the mount. The scan finishes (it waited
+/// for ever before), and says of each lock what could not be examined: none is called stale
+/// on what is left.
+#[test]
+fn locks_that_name_files_on_a_dead_mount_are_judged_without_waiting() {
+    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+    let Some((dead, ())) = dead_mount_with(&uncached, |mnt| {
+        fs::write(mnt.join("notes.txt"), "x").unwrap();
+        fs::create_dir(mnt.join("pgdata")).unwrap();
+    }) else {
+        return;
+    };
+    let env = Env::new();
+    let place = env.path().join("locks");
+    let on_mount = dead.mnt.join("notes.txt");
+    let spelled = on_mount.display().to_string().replace('/', "%");
+    let swap = swap_with("vim-swap/dirty-swap.bin", dead_pid() as u32, &hostname());
+    let spelled = write(&place.join("swap").join(format!("{spelled}.swp")), &swap);
+    let beside = write(&place.join("edit/.notes.txt.swp"), &swap);
+    link(&place.join("edit/notes.txt"), on_mount.to_str().unwrap());
+    let pg = place.join("pg");
+    let pid_file = write(
+        &pg.join("postmaster.pid"),
+        format!(
+            "{}\n{}\n1700000000\n5432\n/run/postgresql\n*\n  5432001    131072\nready\n",
+            dead_pid(),
+            dead.mnt.join("pgdata").display()
+        ),
+    );
+    let out = {
+        let mut cmd = env.cmd(["--scan".as_ref(), "--json".as_ref(), place.as_os_str()]);
+        cmd.stdin(Stdio::null());
+        bounded(cmd, "--scan --json of locks naming files on a dead mount")
+    };
+    let report = parse_report(&out);
+    for lock in [&spelled, &beside, &pid_file] {
+        let found = report.expect_lock(lock);
+        assert!(
+            found.evidence.iter().any(|e| e.starts_with(
+                "not everything it names could be examined: the fuse.sshfs mount of root@127.0.0.1:"
+            ) && e.contains("did not answer within 5 s")),
+            "{found:#?}"
+        );
+        assert_ne!(found.verdict, "stale", "{found:#?}");
+    }
+    // The swap files' editor is gone, but what they name could not be examined.
+    for swap in [&spelled, &beside] {
+        assert_eq!(report.expect_lock(swap).verdict, "unknown");
+    }
+    // The table says the same, in bounded time.
+    let mut cmd = env.cmd(["--scan".as_ref(), place.as_os_str()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(cmd, "--scan of locks naming files on a dead mount");
+    assert!(stdout(&out).contains("notes.txt.swp"), "{}", stdout(&out));
+}
