@@ -120,7 +120,7 @@ impl Snapshot {
 /// The file system around a lock, read through the snapshot: the dialects read the lock's
 /// siblings (a document beside its lock, a profile's other files, a lock directory's members)
 /// and the paths a lock names only through these, which never wait on a mount that does not
-/// answer, wherever a name or a symlink leads ([`reach`](super::reach)), never follow a final
+/// answer, wherever a name or a symlink leads ([`reach`]), never follow a final
 /// symlink unless they say so, and never block on a FIFO.
 impl Snapshot {
     /// `lstat` of a path (a final symlink is not followed).

@@ -302,11 +302,11 @@ fn status(path: &Path, follow: bool) -> std::io::Result<Metadata> {
         Reached::Here(fd, _) => std::fs::File::from(fd).metadata(),
         Reached::Missing => Err(std::io::ErrorKind::NotFound.into()),
         Reached::Away(m, p) if follow => {
-            ask_away(&m, Op::Probe { path: p.clone() })?;
+            ask(&m, Op::Probe { path: p.clone() })?.ok()?;
             std::fs::metadata(&p)
         }
         Reached::Away(m, p) => {
-            ask_away(&m, Op::TouchPath { path: p.clone() })?;
+            ask(&m, Op::TouchPath { path: p.clone() })?.ok()?;
             std::fs::symlink_metadata(&p)
         }
     }
@@ -327,7 +327,7 @@ pub fn read_link(path: &Path) -> std::io::Result<PathBuf> {
         }
         Reached::Missing => Err(std::io::ErrorKind::NotFound.into()),
         Reached::Away(m, p) => {
-            ask_away(&m, Op::TouchPath { path: p.clone() })?;
+            ask(&m, Op::TouchPath { path: p.clone() })?.ok()?;
             std::fs::read_link(&p)
         }
     }
@@ -335,11 +335,46 @@ pub fn read_link(path: &Path) -> std::io::Result<PathBuf> {
 
 /// The canonical form of `path`, when it exists ([`reach`]).
 pub fn canonical(path: &Path) -> Option<PathBuf> {
-    match reach(path, true).ok()? {
-        Reached::Here(_, p) => Some(p),
-        Reached::Missing => None,
-        Reached::Away(m, p) => ask_away(&m, Op::Probe { path: p }).ok()?.real,
+    probe(path).ok()??.real
+}
+
+/// What [`Op::Probe`] answers of `path` (its `lstat` mode, and the mode and real path of what
+/// it leads to: none for a symlink that leads nowhere), reached without waiting on a mount that
+/// does not answer ([`reach`]): `Ok(None)` when it does not exist or cannot be resolved, `Err`
+/// when the mount it leads onto did not answer.
+pub fn probe(path: &Path) -> Result<Option<Answer>, NotAnswering> {
+    // `st_mode` is narrower on some systems.
+    #[allow(clippy::unnecessary_cast)]
+    let mode = |fd: &OwnedFd| rustix::fs::fstat(fd).map_or(0, |st| st.st_mode as u32);
+    let away = |m: &Mount, p: PathBuf| Ok(ask(m, Op::Probe { path: p })?.ok().ok());
+    let (fd, real) = match reach(path, false) {
+        Ok(Reached::Here(fd, real)) => (fd, real),
+        Ok(Reached::Away(m, p)) => return away(&m, p),
+        Ok(Reached::Missing) | Err(_) => return Ok(None),
+    };
+    let mut a = Answer {
+        mode: mode(&fd),
+        ..Answer::default()
+    };
+    if rustix::fs::FileType::from_raw_mode(a.mode) != rustix::fs::FileType::Symlink {
+        a.target_mode = a.mode;
+        a.real = Some(real);
+        return Ok(Some(a));
     }
+    match reach(path, true) {
+        Ok(Reached::Here(target, real)) => {
+            a.target_mode = mode(&target);
+            a.real = Some(real);
+        }
+        Ok(Reached::Away(m, p)) => {
+            if let Some(b) = away(&m, p)? {
+                (a.target_mode, a.real) = (b.target_mode, b.real);
+            }
+        }
+        // A symlink that leads nowhere: the link itself, with no target.
+        Ok(Reached::Missing) | Err(_) => {}
+    }
+    Ok(Some(a))
 }
 
 /// At most `max` bytes of the regular file `path` (not followed if a symlink), read without
@@ -388,7 +423,7 @@ pub fn open_file(path: &Path) -> std::io::Result<(std::fs::File, Metadata)> {
         }
         Reached::Missing => return Err(std::io::ErrorKind::NotFound.into()),
         Reached::Away(m, p) => {
-            ask_away(&m, Op::TouchPath { path: p.clone() })?;
+            ask(&m, Op::TouchPath { path: p.clone() })?.ok()?;
             let meta = std::fs::symlink_metadata(&p)?;
             if !meta.is_file() {
                 return Err(no_file());
@@ -454,16 +489,17 @@ fn listed(dir: &Path, max: usize) -> std::io::Result<(PathBuf, Vec<OsString>)> {
         }
         Reached::Missing => return Err(std::io::ErrorKind::NotFound.into()),
         Reached::Away(m, p) => {
-            let opened = ask_away(
+            let opened = ask(
                 &m,
                 Op::OpenDir {
                     from: None,
                     chain: vec![p.clone().into()],
                 },
-            )?;
+            )?
+            .ok()?;
             let d = opened.fd.ok_or(std::io::ErrorKind::NotFound)?;
             loop {
-                let read = ask_away(&m, Op::ReadDir { dir: d.as_fd() })?;
+                let read = ask(&m, Op::ReadDir { dir: d.as_fd() })?.ok()?;
                 let more = read
                     .entries
                     .iter()
@@ -478,16 +514,10 @@ fn listed(dir: &Path, max: usize) -> std::io::Result<(PathBuf, Vec<OsString>)> {
     Ok((dir, names))
 }
 
-/// `op` on the way into `mount`, through a bounded call: one not answered is remembered for
-/// [`Watch`] and is a `TimedOut` error.
-fn ask_away(mount: &Mount, op: Op<'_>) -> std::io::Result<Answer> {
-    match super::fs::call(Some(mount), op) {
-        Ok(a) => a.ok(),
-        Err(e) => {
-            unanswered(&e);
-            Err(e.into())
-        }
-    }
+/// `op` on the way into `mount`, through a bounded call; one not answered is remembered for
+/// [`Watch`].
+fn ask(mount: &Mount, op: Op<'_>) -> Result<Answer, NotAnswering> {
+    super::fs::call(Some(mount), op).inspect_err(unanswered)
 }
 
 thread_local! {

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use super::matcher::{ExtraPatterns, Matcher};
 use crate::dialect::{Dialect, Windows};
 use crate::probe::fs;
+use crate::probe::reach::{self, Reached};
 
 /// One directory (or file) to scan.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -114,13 +115,13 @@ impl Config {
                         path,
                         max_depth: spec.max_depth,
                     };
-                    let (path, dir) = match resolved(&path) {
+                    let (path, dir, local) = match resolved(&path) {
                         Ok(r) => r?,
                         // Kept: the walk reports the mount that does not answer.
                         Err(_) => return Some(root(path)),
                     };
                     // Asked only where asking cannot wait on a server.
-                    (!plainly_local_way(&path) || readable(&path, dir)).then(|| root(path))
+                    (!local || readable(&path, dir)).then(|| root(path))
                 })
                 .collect()
         } else {
@@ -217,11 +218,10 @@ pub fn expand(spec: &str) -> Option<PathBuf> {
 /// shows that directory as the root); a symlink to anything else is the lock itself (emacs and
 /// chromium locks are symlinks) and is never followed. Nothing below a root is ever followed.
 ///
-/// Nothing here waits on a mount that does not answer: a path with no symlink and no `..` on
-/// its way, every mount on which is local, is its own canonical form (one `openat2` with
-/// `RESOLVE_NO_SYMLINKS` says so, asking no file server); any other path is resolved through a
-/// bounded helper ([`fs::call_path`]), and left as written when its mount does not answer (the
-/// walk then reports that mount).
+/// Nothing here waits on a mount that does not answer: the path is resolved by [`reach`]
+/// (through local mounts by locksmith itself, one `openat2` for a plain path; onto a mount that
+/// may hang, by a bounded task), and left as written when its mount does not answer (the walk
+/// then reports that mount).
 pub fn absolute(p: &Path) -> PathBuf {
     // `components` drops a trailing `/`, which would otherwise make lstat follow the link.
     let p: PathBuf = p.components().collect();
@@ -231,11 +231,6 @@ pub fn absolute(p: &Path) -> PathBuf {
         std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
     };
     let last_is_name = matches!(joined.components().next_back(), Some(Component::Normal(_)));
-    if last_is_name && !matches!(plainly_local(&joined), Plain::Unknown) {
-        // Its own canonical form (less any `.`), or missing with no symlink before what is
-        // missing (its parent, where it exists, is its own canonical form too).
-        return joined.components().collect();
-    }
     let parent_real = |joined: PathBuf| match (joined.parent(), joined.file_name()) {
         (Some(parent), Some(name)) => match probe(parent) {
             Ok(Some(a)) => a.real.map_or(joined.clone(), |d| d.join(name)),
@@ -261,82 +256,31 @@ pub fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// `lstat`, then the target's status and real path, of `path`, asked through a bounded
-/// helper: `Ok(None)` when the call failed, `Err` when the mount did not answer.
+/// `lstat`, then the target's status and real path, of `path`, without waiting on a mount
+/// that does not answer ([`reach`]): `Ok(None)` when it does not exist or cannot be resolved,
+/// `Err` when the mount it leads onto did not answer.
 fn probe(path: &Path) -> Result<Option<fs::Answer>, fs::NotAnswering> {
-    let table = fs::MountTable::recent();
-    let lexical = table.of_path(path).cloned();
-    let op = fs::Op::Probe {
-        path: path.to_path_buf(),
-    };
-    Ok(fs::call_path(path, lexical.as_deref(), op)?.ok().ok())
+    reach::probe(path)
 }
 
-/// The canonical form of `path` (every symlink followed) and whether it is a directory,
-/// without waiting on a mount that does not answer: `Ok(None)` when it does not exist (or
-/// cannot be resolved), `Err` when its mount did not answer.
-fn resolved(path: &Path) -> Result<Option<(PathBuf, bool)>, fs::NotAnswering> {
+/// The canonical form of `path` (every symlink followed), whether it is a directory, and
+/// whether it lies on local mounts all the way (so that asking it more cannot wait on a
+/// server), without waiting on a mount that does not answer: `Ok(None)` when it does not
+/// exist (or cannot be resolved), `Err` when the mount it leads onto did not answer.
+fn resolved(path: &Path) -> Result<Option<(PathBuf, bool, bool)>, fs::NotAnswering> {
     use rustix::fs::FileType;
-    match plainly_local(path) {
-        Plain::Opened(fd) => {
+    let is_dir = |mode: u32| FileType::from_raw_mode(mode) == FileType::Directory;
+    match reach::reach(path, true) {
+        Ok(Reached::Here(fd, real)) => {
             let dir = rustix::fs::fstat(&fd)
                 .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
-            return Ok(Some((path.components().collect(), dir)));
+            Ok(Some((real, dir, true)))
         }
-        Plain::Missing => return Ok(None),
-        Plain::Unknown => {}
-    }
-    Ok(probe(path)?.and_then(|a| {
-        let dir = FileType::from_raw_mode(a.target_mode) == FileType::Directory;
-        Some((a.real?, dir))
-    }))
-}
-
-/// Whether every mount on the way of the absolute `path`, which has no `..` in it, is of a
-/// type that does not hang (each a mount point it passes, when no symlink is on the way).
-fn plainly_local_way(path: &Path) -> bool {
-    let table = fs::MountTable::recent();
-    !path.components().any(|c| c == Component::ParentDir)
-        && path
-            .ancestors()
-            .all(|a| table.at(a).is_none_or(|m| !m.may_hang()))
-}
-
-/// What the absolute `path` is, asked only where asking cannot wait on a server.
-enum Plain {
-    /// It has no `..` and no symlink on its way, and every mount on its way is of a type that
-    /// does not hang ([`plainly_local_way`]): it names what it says, its own canonical form
-    /// (opened, `O_PATH`).
-    Opened(std::os::fd::OwnedFd),
-    /// Such a way, up to a component that does not exist (or is no directory): it does not
-    /// exist, whatever a symlink further on would have said.
-    Missing,
-    /// A symlink or a mount that may hang on the way, or no way to ask: to be resolved.
-    Unknown,
-}
-
-/// [`Plain`] of `path`: one `openat2` with `RESOLVE_NO_SYMLINKS`, on a way of local mounts.
-fn plainly_local(path: &Path) -> Plain {
-    if !plainly_local_way(path) {
-        return Plain::Unknown;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        match rustix::fs::openat2(
-            rustix::fs::CWD,
-            path,
-            OFlags::PATH | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::NO_SYMLINKS,
-        ) {
-            Ok(fd) => Plain::Opened(fd),
-            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Plain::Missing,
-            Err(_) => Plain::Unknown,
+        Ok(Reached::Missing) | Err(_) => Ok(None),
+        Ok(Reached::Away(..)) => {
+            Ok(probe(path)?.and_then(|a| Some((a.real?, is_dir(a.target_mode), false))))
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    Plain::Unknown
 }
 
 /// Drops duplicate roots and roots another root covers completely (same or ancestor path,
