@@ -414,11 +414,18 @@ pub fn magic(path: &Path) -> Option<u64> {
     }
 }
 
-/// Whether the file system with this magic must never be walked (proc, sysfs, ...).
-pub fn is_pseudo(magic: u64) -> bool {
+/// The file system this `statfs` magic names, when locksmith knows it: its name, whether it is
+/// a network file system, and whether it must never be walked.
+fn known_magic(magic: u64) -> Option<(&'static str, bool, bool)> {
     MAGICS
         .iter()
-        .any(|(m, _, _, pseudo)| *m == magic && *pseudo)
+        .find(|(m, ..)| *m == magic)
+        .map(|&(_, name, network, pseudo)| (name, network, pseudo))
+}
+
+/// Whether the file system with this magic must never be walked (proc, sysfs, ...).
+pub fn is_pseudo(magic: u64) -> bool {
+    known_magic(magic).is_some_and(|(_, _, pseudo)| pseudo)
 }
 
 /// The kind of pseudo file system (proc, sysfs, ...) the open directory `dir` is on, if it is
@@ -426,11 +433,10 @@ pub fn is_pseudo(magic: u64) -> bool {
 pub fn pseudo_of(dir: std::os::fd::BorrowedFd<'_>) -> Option<FsKind> {
     #[cfg(target_os = "linux")]
     {
-        let m = rustix::fs::fstatfs(dir).ok()?.f_type as u64;
-        MAGICS
-            .iter()
-            .find(|(mm, _, _, pseudo)| *mm == m && *pseudo)
-            .map(|(_, name, _, _)| FsKind::from_name(name))
+        let magic = rustix::fs::fstatfs(dir).ok()?.f_type as u64;
+        known_magic(magic)
+            .filter(|&(_, _, pseudo)| pseudo)
+            .map(|(name, _, _)| FsKind::from_name(name))
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -456,8 +462,8 @@ pub fn describe(dir: &Path, dev: u64) -> FsInfo {
             None => FsInfo::new(FsKind::Fuse("fuse".into()), true),
         };
     }
-    match MAGICS.iter().find(|(mm, ..)| *mm == m) {
-        Some((_, name, network, _)) => FsInfo::new(FsKind::from_name(name), *network),
+    match known_magic(m) {
+        Some((name, network, _)) => FsInfo::new(FsKind::from_name(name), network),
         None => FsInfo::new(FsKind::Other(format!("0x{m:x}")), false),
     }
 }
