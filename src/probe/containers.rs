@@ -37,6 +37,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use crate::verdict::ContainerId;
 
@@ -269,8 +270,9 @@ impl Inventory {
             .map_or(1, |n| n.get())
             .min(members.len() / NAMESPACES_A_THREAD)
             .max(1);
+        let podman = Arc::new(PodmanFiles::default());
         let look = |part: &[(u64, Vec<(i32, i32)>)]| -> Vec<Namespace> {
-            let mut names = NameSources::new(&own_mountinfo);
+            let mut names = NameSources::new(&own_mountinfo, podman.clone());
             part.iter()
                 .filter_map(|(inode, procs)| Namespace::look(*inode, procs, &mut names))
                 .collect()
@@ -430,7 +432,7 @@ pub fn proven_container(pid: i32) -> Option<ContainerId> {
     let who = identify(
         ns,
         pid,
-        &mut NameSources::new(&super::fs::MountTable::recent_text()),
+        &mut NameSources::new(&super::fs::MountTable::recent_text(), Arc::default()),
     );
     who.proven.then_some(who.container)
 }
@@ -562,10 +564,17 @@ fn read_mounts(who: &str) -> Vec<Mount> {
         .unwrap_or_default()
 }
 
+/// Podman storage `containers.json` files, each read once by whichever thread of an
+/// inventory asks first (the others wait for it): id → first name.
+#[derive(Default)]
+struct PodmanFiles(Mutex<HashMap<PathBuf, Arc<OnceLock<PodmanNames>>>>);
+
+/// A `containers.json`'s containers: id → first name.
+type PodmanNames = HashMap<String, String>;
+
 /// What the runtimes' state on disk says, read at most once per inventory.
 struct NameSources {
-    /// Podman storage `containers.json` files already read: id → first name.
-    podman: HashMap<PathBuf, HashMap<String, String>>,
+    podman: Arc<PodmanFiles>,
     /// Our cgroup hierarchies, to check who owns a cgroup.
     cgroups: Vec<CgroupMount>,
     /// Our own `/proc/self/cgroup`.
@@ -578,9 +587,9 @@ struct NameSources {
 
 impl NameSources {
     /// With our own `mountinfo`'s text.
-    fn new(own_mountinfo: &[u8]) -> Self {
+    fn new(own_mountinfo: &[u8], podman: Arc<PodmanFiles>) -> Self {
         NameSources {
-            podman: HashMap::new(),
+            podman,
             cgroups: cgroup_mounts(own_mountinfo),
             own_cgroup: locksmith_sys::host::read_proc_text("/proc/self/cgroup")
                 .unwrap_or_default(),
@@ -590,11 +599,13 @@ impl NameSources {
     }
 
     fn podman_name(&mut self, file: PathBuf, id: &str) -> Option<String> {
-        if !self.podman.contains_key(&file) {
-            let names = read_podman_names(&file, &mut self.root);
-            self.podman.insert(file.clone(), names);
-        }
-        self.podman.get(&file)?.get(id).cloned()
+        let cell = {
+            let mut files = self.podman.0.lock().unwrap_or_else(|e| e.into_inner());
+            files.entry(file.clone()).or_default().clone()
+        };
+        cell.get_or_init(|| read_podman_names(&file, &mut self.root))
+            .get(id)
+            .cloned()
     }
 }
 

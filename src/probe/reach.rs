@@ -338,37 +338,41 @@ pub fn canonical(path: &Path) -> Option<PathBuf> {
     probe(path).ok()??.real
 }
 
-/// What [`Op::Probe`] answers of `path` (its `lstat` mode, and the mode and real path of what
-/// it leads to: none for a symlink that leads nowhere), reached without waiting on a mount that
-/// does not answer ([`reach`]): `Ok(None)` when it does not exist or cannot be resolved, `Err`
-/// when the mount it leads onto did not answer.
+/// What [`Op::Probe`] answers of `path` (its `lstat` mode, and the mode, device, inode and
+/// real path of what it leads to: none for a symlink that leads nowhere), reached without
+/// waiting on a mount that does not answer ([`reach`]): `Ok(None)` when it does not exist or
+/// cannot be resolved, `Err` when the mount it leads onto did not answer.
 pub fn probe(path: &Path) -> Result<Option<Answer>, NotAnswering> {
-    // `st_mode` is narrower on some systems.
+    // `st_mode` and `st_dev` are of other widths on some systems.
     #[allow(clippy::unnecessary_cast)]
-    let mode = |fd: &OwnedFd| rustix::fs::fstat(fd).map_or(0, |st| st.st_mode as u32);
+    let stat = |fd: &OwnedFd| {
+        rustix::fs::fstat(fd).map_or((0, 0, 0), |st| {
+            (st.st_mode as u32, st.st_dev as u64, st.st_ino as u64)
+        })
+    };
     let away = |m: &Mount, p: PathBuf| Ok(ask(m, Op::Probe { path: p })?.ok().ok());
     let (fd, real) = match reach(path, false) {
         Ok(Reached::Here(fd, real)) => (fd, real),
         Ok(Reached::Away(m, p)) => return away(&m, p),
         Ok(Reached::Missing) | Err(_) => return Ok(None),
     };
+    let (mode, dev, ino) = stat(&fd);
     let mut a = Answer {
-        mode: mode(&fd),
+        mode,
         ..Answer::default()
     };
-    if rustix::fs::FileType::from_raw_mode(a.mode) != rustix::fs::FileType::Symlink {
-        a.target_mode = a.mode;
-        a.real = Some(real);
+    if rustix::fs::FileType::from_raw_mode(mode) != rustix::fs::FileType::Symlink {
+        (a.target_mode, a.dev, a.ino, a.real) = (mode, dev, ino, Some(real));
         return Ok(Some(a));
     }
     match reach(path, true) {
         Ok(Reached::Here(target, real)) => {
-            a.target_mode = mode(&target);
+            (a.target_mode, a.dev, a.ino) = stat(&target);
             a.real = Some(real);
         }
         Ok(Reached::Away(m, p)) => {
             if let Some(b) = away(&m, p)? {
-                (a.target_mode, a.real) = (b.target_mode, b.real);
+                (a.target_mode, a.dev, a.ino, a.real) = (b.target_mode, b.dev, b.ino, b.real);
             }
         }
         // A symlink that leads nowhere: the link itself, with no target.

@@ -261,10 +261,7 @@ impl<'a> Walk<'a> {
             roots,
             root_paths: roots.iter().map(|r| r.path.clone()).collect(),
             root_arcs: roots.iter().map(|r| Arc::from(r.path.as_path())).collect(),
-            state_dir: config
-                .never_walk
-                .as_deref()
-                .and_then(|d| state_dir(d, &mounts)),
+            state_dir: config.never_walk.as_deref().and_then(state_dir),
             mounts,
             dead: Mutex::default(),
             queue: Mutex::default(),
@@ -1215,17 +1212,11 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 }
 
 /// The directory the configuration says never to walk (our state directory, where reclaimed
-/// locks are saved), if it exists, found through the walk's mount table. Asked through a
-/// helper: a home directory may be on a mount that does not answer (then no state directory is
+/// locks are saved), if it exists. Asked without waiting on a mount that does not answer
+/// ([`reach`](crate::probe::reach)): a home directory may be on one (then no state directory is
 /// known to the walk, and nothing in it can be a lock it reads anyway).
-fn state_dir(dir: &Path, mounts: &MountTable) -> Option<(u64, u64, PathBuf)> {
-    let dir = dir.to_path_buf();
-    let mount = mounts.of_path(&dir).cloned();
-    let probe = fs::Op::Probe { path: dir.clone() };
-    let a = fs::call_path(&dir, mount.as_deref(), probe)
-        .ok()?
-        .ok()
-        .ok()?;
+fn state_dir(dir: &Path) -> Option<(u64, u64, PathBuf)> {
+    let a = crate::probe::reach::probe(dir).ok()??;
     let is_dir =
         rustix::fs::FileType::from_raw_mode(a.target_mode) == rustix::fs::FileType::Directory;
     is_dir.then_some((a.dev, a.ino, a.real?))
