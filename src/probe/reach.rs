@@ -138,10 +138,13 @@ fn seen_by(pid: i32, root: &Path) -> Arc<MountTable> {
     table
 }
 
-/// Whether the mount at `point` (exactly) may hang; for a container's base with no mount
-/// table read, its root does.
+/// The mount at `point` (exactly), when entering it may wait: a mount that may hang, or an
+/// automount point (entering it mounts what it stands for, which may be a server that does not
+/// answer).
 fn hangs_at<'t>(table: &'t MountTable, point: &Path) -> Option<&'t Arc<Mount>> {
-    table.at(point).filter(|m| m.may_hang())
+    table
+        .at(point)
+        .filter(|m| m.may_hang() || m.fs_type == "autofs")
 }
 
 /// A way that cannot be told: a container's root whose mounts could not be read.
@@ -521,7 +524,13 @@ fn listed(dir: &Path, max: usize) -> std::io::Result<(PathBuf, Vec<OsString>)> {
 /// `op` on the way into `mount`, through a bounded call; one not answered is remembered for
 /// [`Watch`].
 fn ask(mount: &Mount, op: Op<'_>) -> Result<Answer, NotAnswering> {
-    super::fs::call(Some(mount), op).inspect_err(unanswered)
+    let answer = if mount.may_hang() {
+        super::fs::call(Some(mount), op)
+    } else {
+        // An automount point: a task of its own all the same.
+        super::fs::call_path(&mount.point, Some(mount), op)
+    };
+    answer.inspect_err(unanswered)
 }
 
 thread_local! {
@@ -657,7 +666,19 @@ mod tests {
                 other => panic!("{p}: {other:?}"),
             }
         }
-        // Beside the mount, the way is local.
+        // An automount point is not entered here either.
+        std::fs::create_dir_all(base.join("auto/share")).unwrap();
+        let info = format!(
+            "{info}3 1 0:51 / {} rw - autofs map rw\n",
+            base.join("auto").display()
+        );
+        let table = MountTable::parse(info.as_bytes());
+        let rel = base.join("auto/share");
+        match resolve(&root, &table, rel.strip_prefix("/").unwrap(), true).unwrap() {
+            Reached::Away(m, path) => assert_eq!((m.fs_type.as_str(), path), ("autofs", rel)),
+            other => panic!("{other:?}"),
+        }
+        // Beside the mounts, the way is local.
         std::fs::write(base.join("local"), "").unwrap();
         let rel = base.join("local");
         assert!(matches!(
