@@ -516,6 +516,52 @@ fn a_container_whose_root_is_on_a_dead_mount_does_not_stop_the_scan() {
     assert_eq!(parse_report(&out).expect_lock(&gone).verdict, "stale");
 }
 
+/// Inside a container: its lock place holds a vim swap file beside a `notes.txt` that is a
+/// symlink to `/data/notes.txt`, and `/data` is the container's volume of the dead mount
+/// (`-v MNT:/data`, started while the server answered). Seen from here the symlink leads into
+/// `/proc/PID/root/data`, a mount only the container's own mount table shows: the way is
+/// resolved inside the container's root, by that table, and the mount asked through a bounded
+/// task. The scan finishes and says which mount did not answer.
+#[test]
+fn a_containers_lock_that_leads_onto_its_dead_volume_is_judged_without_waiting() {
+    let Some(pm) = Podman::or_skip("a container's lock leading onto a dead volume") else {
+        return;
+    };
+    let env = Env::new();
+    let (place, cfg) = own_place(&env);
+    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+    let script = format!("mkdir -p {} && exec sleep 1000", place.display());
+    let Some((_dead, c)) = dead_mount_with(&uncached, |mnt| {
+        fs::write(mnt.join("notes.txt"), "x").unwrap();
+        let volume = format!("{}:/data", mnt.display());
+        pm.run_detached("dead-volume-1", &["-v", &volume], &script)
+    }) else {
+        return;
+    };
+    let inside = seen_inside(c.pid, &place);
+    wait_for("the container's place", || inside.is_dir().then_some(()));
+    let swap = write(
+        &inside.join(".notes.txt.swp"),
+        swap_with("vim-swap/dirty-swap.bin", 4242, "elsewhere"),
+    );
+    link(&inside.join("notes.txt"), "/data/notes.txt");
+    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    let out = bounded(
+        cmd,
+        "--scan --json of a container's lock leading onto its dead volume",
+    );
+    let report = parse_report(&out);
+    let found = report.expect_lock(&swap);
+    assert!(
+        found.evidence.iter().any(|e| e.starts_with(
+            "not everything it names could be examined: the fuse.sshfs mount of root@127.0.0.1:"
+        ) && e.contains("did not answer within 5 s")),
+        "{found:#?}"
+    );
+    assert_ne!(found.verdict, "stale", "{found:#?}");
+}
+
 /// A directory of the test's own and a configuration whose only root it is: a lock place the
 /// test's containers have too, at the same path inside them.
 fn own_place(env: &Env) -> (PathBuf, PathBuf) {
