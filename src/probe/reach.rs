@@ -216,6 +216,11 @@ fn plainly(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> Option<
 /// Resolves `rel` from `base` one component at a time (see the module docs).
 fn resolve(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> std::io::Result<Reached> {
     use rustix::fs::{FileType, Mode, OFlags};
+    // A base on a mount that may hang (a root file system on NFS, a container's `--rootfs` on
+    // one): every way from it starts there.
+    if let Some(m) = hangs_at(table, &base.path) {
+        return Ok(Reached::Away(m.clone(), base.path.join(rel)));
+    }
     let dup =
         |fd: &OwnedFd| -> std::io::Result<OwnedFd> { Ok(rustix::io::fcntl_dupfd_cloexec(fd, 0)?) };
     // The directories resolved so far, from the base down.
@@ -676,6 +681,14 @@ mod tests {
         let rel = base.join("auto/share");
         match resolve(&root, &table, rel.strip_prefix("/").unwrap(), true).unwrap() {
             Reached::Away(m, path) => assert_eq!((m.fs_type.as_str(), path), ("autofs", rel)),
+            other => panic!("{other:?}"),
+        }
+        // A root on a mount that may hang: nothing from it is resolved here.
+        let nfs_root = MountTable::parse(b"1 0 0:60 / / rw - nfs4 far:/ rw\n");
+        match resolve(&root, &nfs_root, Path::new("tmp/x"), true).unwrap() {
+            Reached::Away(m, path) => {
+                assert_eq!((m.fs_type.as_str(), path), ("nfs4", "/tmp/x".into()))
+            }
             other => panic!("{other:?}"),
         }
         // Beside the mounts, the way is local.
