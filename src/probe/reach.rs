@@ -47,6 +47,7 @@ pub enum Reached {
 }
 
 /// How many symlinks one resolution follows, as the kernel's own limit.
+#[cfg(target_os = "linux")]
 const MAX_LINKS: usize = 40;
 
 /// Resolves `path` (absolute; a relative one is taken from the current directory) without
@@ -57,15 +58,29 @@ pub fn reach(path: &Path, follow: bool) -> std::io::Result<Reached> {
     } else {
         std::env::current_dir()?.join(path)
     };
-    let (base, table) = view(&path)?;
-    let rel = path.strip_prefix(&base.path).unwrap_or(Path::new(""));
-    if let Some(r) = plainly(&base, &table, rel, follow) {
-        return Ok(r);
+    #[cfg(target_os = "linux")]
+    {
+        let (base, table) = view(&path)?;
+        let rel = path.strip_prefix(&base.path).unwrap_or(Path::new(""));
+        if let Some(r) = plainly(&base, &table, rel, follow) {
+            return Ok(r);
+        }
+        resolve(&base, &table, rel, follow)
     }
-    resolve(&base, &table, rel, follow)
+    // Elsewhere every path is asked as on a mount that may hang (which is asked in place there:
+    // see `fs::call`).
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = follow;
+        Ok(Reached::Away(
+            Arc::new(Mount::unknown(Path::new("/"), "unknown")),
+            path,
+        ))
+    }
 }
 
 /// The root a path is resolved in: `/`, or a container's root (`/proc/PID/root`), opened.
+#[cfg(target_os = "linux")]
 struct Base {
     path: PathBuf,
     /// `None` for `/`, opened only when a path is resolved a component at a time.
@@ -73,6 +88,7 @@ struct Base {
 }
 
 /// The base of `path` and the mounts seen there.
+#[cfg(target_os = "linux")]
 fn view(path: &Path) -> std::io::Result<(Base, Arc<MountTable>)> {
     use rustix::fs::{Mode, OFlags};
     let open = |p: &Path| -> std::io::Result<OwnedFd> {
@@ -106,6 +122,7 @@ fn view(path: &Path) -> std::io::Result<(Base, Arc<MountTable>)> {
 }
 
 /// The PID of `/proc/PID/root/...` in `path`.
+#[cfg(target_os = "linux")]
 fn container_pid(path: &Path) -> Option<i32> {
     let mut c = path.components();
     (c.next()? == Component::RootDir && c.next()? == Component::Normal("proc".as_ref()))
@@ -117,6 +134,7 @@ fn container_pid(path: &Path) -> Option<i32> {
 /// The mounts process `pid` sees, seen from here through `root` (its `/proc/PID/root`): read
 /// from its `mountinfo` at most [`RECENT`] ago. Empty when it cannot be read: then no mount
 /// point is known there, and every way in is taken as possibly hanging (see [`unknown_way`]).
+#[cfg(target_os = "linux")]
 fn seen_by(pid: i32, root: &Path) -> Arc<MountTable> {
     type Recent = HashMap<i32, (Instant, Arc<MountTable>)>;
     static SEEN: Mutex<Option<Recent>> = Mutex::new(None);
@@ -141,6 +159,7 @@ fn seen_by(pid: i32, root: &Path) -> Arc<MountTable> {
 /// The mount at `point` (exactly), when entering it may wait: a mount that may hang, or an
 /// automount point (entering it mounts what it stands for, which may be a server that does not
 /// answer).
+#[cfg(target_os = "linux")]
 fn hangs_at<'t>(table: &'t MountTable, point: &Path) -> Option<&'t Arc<Mount>> {
     table
         .at(point)
@@ -148,6 +167,7 @@ fn hangs_at<'t>(table: &'t MountTable, point: &Path) -> Option<&'t Arc<Mount>> {
 }
 
 /// A way that cannot be told: a container's root whose mounts could not be read.
+#[cfg(target_os = "linux")]
 fn unknown_way(base: &Base, table: &MountTable, path: &Path) -> Option<Reached> {
     table.at(&base.path).is_none().then(|| {
         Reached::Away(
@@ -160,6 +180,7 @@ fn unknown_way(base: &Base, table: &MountTable, path: &Path) -> Option<Reached> 
 /// The one-call answer for a path with no symlink and no `..` whose every mount is local:
 /// `openat2` with `RESOLVE_NO_SYMLINKS` (the final symlink opened itself, when not
 /// followed). `None` when it cannot say (a symlink on the way, a mount that may hang).
+#[cfg(target_os = "linux")]
 fn plainly(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> Option<Reached> {
     let full = base.path.join(rel);
     if let Some(r) = unknown_way(base, table, &full) {
@@ -180,7 +201,6 @@ fn plainly(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> Option<
             break;
         }
     }
-    #[cfg(target_os = "linux")]
     {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
         let nofollow = if follow {
@@ -206,14 +226,10 @@ fn plainly(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> Option<
             Err(_) => None,
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = follow;
-        None
-    }
 }
 
 /// Resolves `rel` from `base` one component at a time (see the module docs).
+#[cfg(target_os = "linux")]
 fn resolve(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> std::io::Result<Reached> {
     use rustix::fs::{FileType, Mode, OFlags};
     // A base on a mount that may hang (a root file system on NFS, a container's `--rootfs` on
@@ -287,6 +303,7 @@ fn resolve(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> std::io
 }
 
 /// The names and `..`s of a path, in order (`/` and `.` dropped).
+#[cfg(target_os = "linux")]
 fn parts(p: &Path) -> impl Iterator<Item = OsString> + '_ {
     p.components().filter_map(|c| match c {
         Component::Normal(n) => Some(n.to_os_string()),
@@ -414,7 +431,11 @@ pub fn open_file(path: &Path) -> std::io::Result<(std::fs::File, Metadata)> {
                 .custom_flags(flags)
                 .open(p)
         };
-        match with(flags | libc::O_NOATIME) {
+        #[cfg(target_os = "linux")]
+        let noatime = libc::O_NOATIME;
+        #[cfg(not(target_os = "linux"))]
+        let noatime = 0;
+        match with(flags | noatime) {
             // O_NOATIME needs ownership or CAP_FOWNER.
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => with(flags),
             other => other,
