@@ -23,6 +23,9 @@ use crate::util::*;
 /// less than the boot unit's 2 minutes.
 const BOUND: Duration = Duration::from_secs(30);
 
+/// sshfs with nothing cached, by sshfs or the kernel: any question about the mount waits.
+const UNCACHED: [&str; 3] = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
+
 /// The processes of a tree, stopped with SIGSTOP until dropped (then SIGCONT).
 struct Stopped(Vec<i32>);
 
@@ -170,6 +173,25 @@ fn reports_the_dead_mount(report: &Report, mnt: &Path) {
     );
 }
 
+/// `locksmith --scan --json --config CFG`, within [`BOUND`].
+fn scan_with(env: &Env, cfg: &Path, what: &str) -> Output {
+    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
+    cmd.stdin(Stdio::null());
+    bounded(cmd, what)
+}
+
+/// A lock whose dialect asked about the dead mount: not stale, and its evidence says which
+/// mount did not answer.
+fn left_unexamined(found: &Lock) {
+    assert!(
+        found.evidence.iter().any(|e| e.starts_with(
+            "not everything it names could be examined: the fuse.sshfs mount of root@127.0.0.1:"
+        ) && e.contains("did not answer within 5 s")),
+        "{found:#?}"
+    );
+    assert_ne!(found.verdict, "stale", "{found:#?}");
+}
+
 fn names_the_dead_mount(text: &str, mnt: &Path) -> bool {
     text.lines().any(|l| {
         l.contains(&mnt.display().to_string())
@@ -228,9 +250,7 @@ fn a_dead_mount_inside_a_containers_lock_place_is_reported_and_the_rest_judged()
     pm.wait_file(&own);
     let remote = inside.join("remote");
 
-    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
-    cmd.stdin(Stdio::null());
-    let out = bounded(cmd, "--scan --json with a dead mount in a container");
+    let out = scan_with(&env, &cfg, "--scan --json with a dead mount in a container");
     let report = parse_report(&out);
     assert_eq!(report.expect_lock(&own).verdict, "stale");
     reports_the_dead_mount(&report, &remote);
@@ -358,8 +378,7 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     fs::copy(which("sleep").expect("sleep"), &git).unwrap();
     // Nothing of the mount's files is cached, by sshfs or the kernel: every look that asks
     // goes to the stopped server.
-    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
-    let Some((d, _holder)) = dead_mount_with(&uncached, |mnt| {
+    let Some((d, _holder)) = dead_mount_with(&UNCACHED, |mnt| {
         fs::write(mnt.join("held.txt"), "open on the mount\n").unwrap();
         let mut c = Command::new("sh");
         c.args(["-c", "exec 3<\"$1\"; cd \"$2\" && exec \"$3\" 300", "sh"])
@@ -427,8 +446,7 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
     };
     let env = Env::new();
     let (place, cfg) = own_place(&env);
-    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
-    let Some((dead, c)) = dead_mount_with(&uncached, |mnt| {
+    let Some((dead, c)) = dead_mount_with(&UNCACHED, |mnt| {
         let volume = format!("{}:{}", mnt.display(), place.display());
         pm.run_detached("dead-place-1", &["-v", &volume], "exec sleep 1000")
     }) else {
@@ -443,10 +461,9 @@ fn a_containers_lock_place_that_is_a_dead_mount_is_left_without_waiting() {
         ),
     )
     .unwrap();
-    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
-    cmd.stdin(Stdio::null());
-    let out = bounded(
-        cmd,
+    let out = scan_with(
+        &env,
+        &cfg,
         "--scan --json with a dead mount as a container's place",
     );
     let report = parse_report(&out);
@@ -484,8 +501,7 @@ fn a_container_whose_root_is_on_a_dead_mount_does_not_stop_the_scan() {
     let (place, cfg) = own_place(&env);
     let gone = place.join("gone.pid");
     fs::write(&gone, format!("{}\n", dead_pid())).unwrap();
-    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
-    let Some((_dead, ())) = dead_mount_with(&uncached, |mnt| {
+    let Some((_dead, ())) = dead_mount_with(&UNCACHED, |mnt| {
         busybox_root(mnt).unwrap();
         let root = mnt.to_str().unwrap();
         let out = pm.run(&[
@@ -510,9 +526,11 @@ fn a_container_whose_root_is_on_a_dead_mount_does_not_stop_the_scan() {
     }) else {
         return;
     };
-    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
-    cmd.stdin(Stdio::null());
-    let out = bounded(cmd, "--scan --json with a container's root on a dead mount");
+    let out = scan_with(
+        &env,
+        &cfg,
+        "--scan --json with a container's root on a dead mount",
+    );
     assert_eq!(parse_report(&out).expect_lock(&gone).verdict, "stale");
 }
 
@@ -529,9 +547,8 @@ fn a_containers_lock_that_leads_onto_its_dead_volume_is_judged_without_waiting()
     };
     let env = Env::new();
     let (place, cfg) = own_place(&env);
-    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
     let script = format!("mkdir -p {} && exec sleep 1000", place.display());
-    let Some((_dead, c)) = dead_mount_with(&uncached, |mnt| {
+    let Some((_dead, c)) = dead_mount_with(&UNCACHED, |mnt| {
         fs::write(mnt.join("notes.txt"), "x").unwrap();
         let volume = format!("{}:/data", mnt.display());
         pm.run_detached("dead-volume-1", &["-v", &volume], &script)
@@ -545,21 +562,13 @@ fn a_containers_lock_that_leads_onto_its_dead_volume_is_judged_without_waiting()
         swap_with("vim-swap/dirty-swap.bin", 4242, "elsewhere"),
     );
     link(&inside.join("notes.txt"), "/data/notes.txt");
-    let mut cmd = env.cmd(["--scan", "--json", "--config", cfg.to_str().unwrap()]);
-    cmd.stdin(Stdio::null());
-    let out = bounded(
-        cmd,
+    let out = scan_with(
+        &env,
+        &cfg,
         "--scan --json of a container's lock leading onto its dead volume",
     );
     let report = parse_report(&out);
-    let found = report.expect_lock(&swap);
-    assert!(
-        found.evidence.iter().any(|e| e.starts_with(
-            "not everything it names could be examined: the fuse.sshfs mount of root@127.0.0.1:"
-        ) && e.contains("did not answer within 5 s")),
-        "{found:#?}"
-    );
-    assert_ne!(found.verdict, "stale", "{found:#?}");
+    left_unexamined(report.expect_lock(&swap));
 }
 
 /// A directory of the test's own and a configuration whose only root it is: a lock place the
@@ -593,8 +602,7 @@ fn seen_inside(pid: impl std::fmt::Display, place: &Path) -> PathBuf {
 /// on what is left.
 #[test]
 fn locks_that_name_files_on_a_dead_mount_are_judged_without_waiting() {
-    let uncached = ["cache=no", "attr_timeout=0", "entry_timeout=0"];
-    let Some((dead, ())) = dead_mount_with(&uncached, |mnt| {
+    let Some((dead, ())) = dead_mount_with(&UNCACHED, |mnt| {
         fs::write(mnt.join("notes.txt"), "x").unwrap();
         fs::create_dir(mnt.join("pgdata")).unwrap();
     }) else {
@@ -625,13 +633,7 @@ fn locks_that_name_files_on_a_dead_mount_are_judged_without_waiting() {
     let report = parse_report(&out);
     for lock in [&spelled, &beside, &pid_file] {
         let found = report.expect_lock(lock);
-        assert!(
-            found.evidence.iter().any(|e| e.starts_with(
-                "not everything it names could be examined: the fuse.sshfs mount of root@127.0.0.1:"
-            ) && e.contains("did not answer within 5 s")),
-            "{found:#?}"
-        );
-        assert_ne!(found.verdict, "stale", "{found:#?}");
+        left_unexamined(found);
     }
     // The swap files' editor is gone, but what they name could not be examined.
     for swap in [&spelled, &beside] {
