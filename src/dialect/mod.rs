@@ -262,19 +262,12 @@ mod sys {
     use std::os::unix::fs::MetadataExt;
     use std::path::Path;
 
-    use rustix::fs::{FileType, Mode, OFlags};
+    use rustix::fs::{FileType, OFlags};
 
     pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
         let flags =
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
-        #[cfg(target_os = "linux")]
-        let fd = match rustix::fs::open(path, flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => rustix::fs::open(path, flags, Mode::empty())?,
-            other => other?,
-        };
-        #[cfg(not(target_os = "linux"))]
-        let fd = rustix::fs::open(path, flags, Mode::empty())?;
+        let fd = crate::probe::fs::open_noatime(rustix::fs::CWD, path, flags)?;
         read_opened(fd, lstat, max)
     }
 

@@ -80,6 +80,30 @@ const LOCAL_TYPES: &[&str] = &[
     "rpc_pipefs",
 ];
 
+/// `path` (relative to `dir`) opened with `flags` and, where we may, `O_NOATIME`: reading a
+/// lock to judge it leaves its access time as it was (the flag needs ownership or
+/// `CAP_FOWNER`; without it the file is opened all the same).
+pub fn open_noatime<Fd: std::os::fd::AsFd, P: rustix::path::Arg + Copy>(
+    dir: Fd,
+    path: P,
+    flags: rustix::fs::OFlags,
+) -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::Mode;
+    #[cfg(target_os = "linux")]
+    {
+        match rustix::fs::openat(
+            &dir,
+            path,
+            flags | rustix::fs::OFlags::NOATIME,
+            Mode::empty(),
+        ) {
+            Err(rustix::io::Errno::PERM) => {}
+            other => return other,
+        }
+    }
+    rustix::fs::openat(&dir, path, flags, Mode::empty())
+}
+
 /// Whether a mount of this type (its mountinfo name) may stop answering (see `LOCAL_TYPES`).
 pub fn may_hang(fs_type: &str) -> bool {
     !LOCAL_TYPES.contains(&fs_type)
@@ -88,7 +112,7 @@ pub fn may_hang(fs_type: &str) -> bool {
 /// How long a read of `/proc/self/mountinfo` serves: the inventory of namespaces and the walks
 /// of one scan start within a few milliseconds of each other, and a reclaim judges lock after
 /// lock; a mount made since is seen at the next read.
-const RECENT_MOUNTS: Duration = Duration::from_millis(200);
+pub(crate) const RECENT_MOUNTS: Duration = Duration::from_millis(200);
 
 /// `/proc/self/mountinfo` as read at most [`RECENT_MOUNTS`] ago, and its table.
 fn recent_mountinfo() -> (Arc<[u8]>, Arc<MountTable>) {
@@ -187,6 +211,13 @@ impl Mount {
         may_hang(&self.fs_type)
     }
 
+    /// Whether entering it may wait: a mount that may hang, or an automount point (entering it
+    /// mounts what it stands for, which may be a server that does not answer). What is asked
+    /// there is asked through a bounded task ([`call`]).
+    pub fn may_wait(&self) -> bool {
+        self.may_hang() || self.fs_type == "autofs"
+    }
+
     /// What it is, from the mount table alone (no call on the mount).
     pub fn info(&self) -> FsInfo {
         let kind = FsKind::from_name(&self.fs_type);
@@ -250,14 +281,14 @@ impl MountTable {
 
     /// Whether `path`, below `base`, is reached from `base` through local mounts only: `base`
     /// is a mount point of the table, and the top mount at `base` and at every point between it
-    /// and `path` (`path` included) is of a type that does not hang ([`may_hang`]).
+    /// and `path` (`path` included) is one whose entering cannot wait ([`Mount::may_wait`]).
     pub fn local_way(&self, base: &Path, path: &Path) -> bool {
         self.at(base).is_some()
             && path.starts_with(base)
             && path
                 .ancestors()
                 .take_while(|p| p.starts_with(base))
-                .all(|p| self.at(p).is_none_or(|m| !m.may_hang()))
+                .all(|p| self.at(p).is_none_or(|m| !m.may_wait()))
     }
 
     /// The mount (the top one) whose mount point is exactly `point`.
@@ -396,11 +427,11 @@ impl Answer {
 }
 
 /// Makes `op`, a blocking call on `mount`: where it is made for a local mount (or none), and
-/// in a task of its own otherwise, waited for at most [`MOUNT_TIMEOUT`] (see the module docs).
+/// in a task of its own where entering the mount may wait ([`Mount::may_wait`]), waited for at most [`MOUNT_TIMEOUT`] (see the module docs).
 /// `Err` when the mount does not answer, or has not answered an earlier call yet.
 pub fn call(mount: Option<&Mount>, op: Op<'_>) -> Result<Answer, NotAnswering> {
     match mount {
-        Some(m) if m.may_hang() => call_on(Key::Mount(m.id, m.dev, m.point.clone()), m, op),
+        Some(m) if m.may_wait() => call_on(Key::Mount(m.id, m.dev, m.point.clone()), m, op),
         _ => Ok(task::inline(op)),
     }
 }

@@ -29,9 +29,9 @@ use std::fs::Metadata;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::fs::{Answer, Mount, MountTable, NotAnswering, Op};
+use super::fs::{Answer, Mount, MountTable, NotAnswering, Op, RECENT_MOUNTS};
 
 /// Where a path led.
 #[derive(Debug)]
@@ -132,17 +132,16 @@ fn container_pid(path: &Path) -> Option<i32> {
 }
 
 /// The mounts process `pid` sees, seen from here through `root` (its `/proc/PID/root`): read
-/// from its `mountinfo` at most [`RECENT`] ago. Empty when it cannot be read: then no mount
+/// from its `mountinfo` at most [`RECENT_MOUNTS`] ago (as our own table is). Empty when it cannot be read: then no mount
 /// point is known there, and every way in is taken as possibly hanging (see [`unknown_way`]).
 #[cfg(target_os = "linux")]
 fn seen_by(pid: i32, root: &Path) -> Arc<MountTable> {
     type Recent = HashMap<i32, (Instant, Arc<MountTable>)>;
     static SEEN: Mutex<Option<Recent>> = Mutex::new(None);
-    const RECENT: Duration = Duration::from_millis(200);
     let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
     let seen = seen.get_or_insert_with(HashMap::new);
     if let Some((at, t)) = seen.get(&pid)
-        && at.elapsed() < RECENT
+        && at.elapsed() < RECENT_MOUNTS
     {
         return t.clone();
     }
@@ -151,19 +150,15 @@ fn seen_by(pid: i32, root: &Path) -> Arc<MountTable> {
         table.add_seen_through(root, &super::fs::parse_mountinfo(&text));
     }
     let table = Arc::new(table);
-    seen.retain(|_, (at, _)| at.elapsed() < RECENT);
+    seen.retain(|_, (at, _)| at.elapsed() < RECENT_MOUNTS);
     seen.insert(pid, (Instant::now(), table.clone()));
     table
 }
 
-/// The mount at `point` (exactly), when entering it may wait: a mount that may hang, or an
-/// automount point (entering it mounts what it stands for, which may be a server that does not
-/// answer).
+/// The mount at `point` (exactly), when entering it may wait ([`Mount::may_wait`]).
 #[cfg(target_os = "linux")]
 fn hangs_at<'t>(table: &'t MountTable, point: &Path) -> Option<&'t Arc<Mount>> {
-    table
-        .at(point)
-        .filter(|m| m.may_hang() || m.fs_type == "autofs")
+    table.at(point).filter(|m| m.may_wait())
 }
 
 /// A way that cannot be told: a container's root whose mounts could not be read.
@@ -192,14 +187,8 @@ fn plainly(base: &Base, table: &MountTable, rel: &Path, follow: bool) -> Option<
     {
         return None;
     }
-    let mut point = full.clone();
-    loop {
-        if hangs_at(table, &point).is_some() {
-            return None;
-        }
-        if point == base.path || !point.pop() {
-            break;
-        }
+    if !table.local_way(&base.path, &full) {
+        return None;
     }
     {
         use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -422,24 +411,11 @@ pub fn read_small(path: &Path, max: usize) -> Option<Vec<u8>> {
 /// ([`reach`]), with its status: `InvalidInput` when it is no regular file (a FIFO or a device
 /// is never opened for reading).
 pub fn open_file(path: &Path) -> std::io::Result<(std::fs::File, Metadata)> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let flags = libc::O_NONBLOCK | libc::O_NOCTTY;
-    let open = |p: &Path, flags: i32| {
-        let with = |flags| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(flags)
-                .open(p)
-        };
-        #[cfg(target_os = "linux")]
-        let noatime = libc::O_NOATIME;
-        #[cfg(not(target_os = "linux"))]
-        let noatime = 0;
-        match with(flags | noatime) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => with(flags),
-            other => other,
-        }
+    use rustix::fs::OFlags;
+    use std::os::unix::fs::MetadataExt;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let open = |p: &Path, flags| -> std::io::Result<std::fs::File> {
+        Ok(super::fs::open_noatime(rustix::fs::CWD, p, flags)?.into())
     };
     let no_file = || std::io::Error::from(std::io::ErrorKind::InvalidInput);
     let (f, meta) = match reach(path, false)? {
@@ -451,8 +427,7 @@ pub fn open_file(path: &Path) -> std::io::Result<(std::fs::File, Metadata)> {
             // The file this descriptor names, opened again for reading (the magic link is
             // the file itself: no path is resolved again).
             let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
-            let f = open(Path::new(&fd_path), flags)?;
-            (f, meta)
+            (open(Path::new(&fd_path), flags)?, meta)
         }
         Reached::Missing => return Err(std::io::ErrorKind::NotFound.into()),
         Reached::Away(m, p) => {
@@ -461,8 +436,7 @@ pub fn open_file(path: &Path) -> std::io::Result<(std::fs::File, Metadata)> {
             if !meta.is_file() {
                 return Err(no_file());
             }
-            let f = open(&p, flags | libc::O_NOFOLLOW)?;
-            (f, meta)
+            (open(&p, flags | OFlags::NOFOLLOW)?, meta)
         }
     };
     let opened = f.metadata()?;
@@ -550,13 +524,7 @@ fn listed(dir: &Path, max: usize) -> std::io::Result<(PathBuf, Vec<OsString>)> {
 /// `op` on the way into `mount`, through a bounded call; one not answered is remembered for
 /// [`Watch`].
 fn ask(mount: &Mount, op: Op<'_>) -> Result<Answer, NotAnswering> {
-    let answer = if mount.may_hang() {
-        super::fs::call(Some(mount), op)
-    } else {
-        // An automount point: a task of its own all the same.
-        super::fs::call_path(&mount.point, Some(mount), op)
-    };
-    answer.inspect_err(unanswered)
+    super::fs::call(Some(mount), op).inspect_err(unanswered)
 }
 
 thread_local! {
@@ -727,7 +695,7 @@ mod tests {
             point: PathBuf::from("/far"),
             fs_type: "nfs4".into(),
             source: None,
-            waited: Duration::ZERO,
+            waited: std::time::Duration::ZERO,
         };
         let w = Watch::start();
         let other = e.clone();

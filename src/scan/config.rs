@@ -232,13 +232,13 @@ pub fn absolute(p: &Path) -> PathBuf {
     };
     let last_is_name = matches!(joined.components().next_back(), Some(Component::Normal(_)));
     let parent_real = |joined: PathBuf| match (joined.parent(), joined.file_name()) {
-        (Some(parent), Some(name)) => match probe(parent) {
+        (Some(parent), Some(name)) => match reach::probe(parent) {
             Ok(Some(a)) => a.real.map_or(joined.clone(), |d| d.join(name)),
             _ => joined,
         },
         _ => joined,
     };
-    match probe(&joined) {
+    match reach::probe(&joined) {
         Ok(Some(a)) => {
             use rustix::fs::FileType;
             let is_link = FileType::from_raw_mode(a.mode) == FileType::Symlink;
@@ -256,13 +256,6 @@ pub fn absolute(p: &Path) -> PathBuf {
     }
 }
 
-/// `lstat`, then the target's status and real path, of `path`, without waiting on a mount
-/// that does not answer ([`reach`]): `Ok(None)` when it does not exist or cannot be resolved,
-/// `Err` when the mount it leads onto did not answer.
-fn probe(path: &Path) -> Result<Option<fs::Answer>, fs::NotAnswering> {
-    reach::probe(path)
-}
-
 /// The canonical form of `path` (every symlink followed), whether it is a directory, and
 /// whether it lies on local mounts all the way (so that asking it more cannot wait on a
 /// server), without waiting on a mount that does not answer: `Ok(None)` when it does not
@@ -278,7 +271,7 @@ fn resolved(path: &Path) -> Result<Option<(PathBuf, bool, bool)>, fs::NotAnsweri
         }
         Ok(Reached::Missing) | Err(_) => Ok(None),
         Ok(Reached::Away(..)) => {
-            Ok(probe(path)?.and_then(|a| Some((a.real?, is_dir(a.target_mode), false))))
+            Ok(reach::probe(path)?.and_then(|a| Some((a.real?, is_dir(a.target_mode), false))))
         }
     }
 }

@@ -173,7 +173,8 @@ fn open_place_bounded(
         .and_then(|a| Some((a.fd?, (a.dev, a.ino), None))))
 }
 
-/// The first mount that may hang on the way from a container's root to its place `rel`
+/// The first mount whose entering may wait ([`Mount::may_wait`]) on the way from a
+/// container's root to its place `rel`
 /// (the root's own mount included), by the container's mount table (`mounts`, as it sees
 /// them), as seen from here through `base` (`/proc/PID/root`); a mount of unknown type at
 /// `base` when that table could not be read.
@@ -184,7 +185,7 @@ fn hanging_on_way(mounts: &[Mount], base: &Path, rel: &Path) -> Option<Mount> {
     let place = Path::new("/").join(rel);
     mounts
         .iter()
-        .filter(|m| place.starts_with(&m.point) && m.may_hang())
+        .filter(|m| place.starts_with(&m.point) && m.may_wait())
         .min_by_key(|m| m.point.components().count())
         .map(|m| m.seen_through(base))
 }

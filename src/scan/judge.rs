@@ -278,11 +278,7 @@ mod sys {
     ) -> io::Result<(Vec<u8>, bool)> {
         let flags =
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let fd = match rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => rustix::fs::openat(dir, name, flags, Mode::empty())?,
-            other => other?,
-        };
+        let fd = crate::probe::fs::open_noatime(dir, name, flags)?;
         crate::dialect::read_opened(fd, lstat, max)
     }
 
