@@ -93,6 +93,8 @@ struct Queue {
     late: Vec<LateInodes>,
     /// How many entries `late` holds.
     late_entries: usize,
+    /// Threads waiting on `ready` for work (only then is it worth waking them).
+    waiting: usize,
 }
 
 /// The candidates of one directory found while the evidence they are judged against was still
@@ -527,7 +529,9 @@ impl<'a> Walk<'a> {
                     if q.active == 0 {
                         break None;
                     }
+                    q.waiting += 1;
                     q = self.ready.wait(q).unwrap();
+                    q.waiting -= 1;
                 }
             };
             let job = match work {
@@ -560,8 +564,9 @@ impl<'a> Walk<'a> {
             }
             let finished = q.active == 0 && q.jobs.is_empty();
             let waiting = !q.deferred.is_empty() || !q.late.is_empty();
+            let idle_threads = q.waiting > 0;
             drop(q);
-            if pushed || finished {
+            if (pushed || finished) && idle_threads {
                 self.ready.notify_all();
             }
             if finished && waiting {
