@@ -51,6 +51,7 @@ use super::matcher::Matcher;
 use super::{ScanError, ScanEvent};
 use crate::probe::Snapshot;
 use crate::probe::fs::{self, Mount, MountTable, NotAnswering};
+use crate::probe::reach;
 
 /// How often progress is reported, at most.
 const PROGRESS_MS: u64 = 50;
@@ -344,8 +345,7 @@ impl<'a> Walk<'a> {
 
     /// A directory root goes on the stack; a root that is a file (or a symlink, never
     /// followed) is examined at once, in lenient mode. The root's status and real path are
-    /// asked through a helper ([`fs::bounded_path`]): on the way to it may be a mount that does
-    /// not answer.
+    /// found without waiting on a mount that does not answer ([`reach::probe`]).
     fn start_root(&self, i: usize, root: &Root) {
         // A container's place is reached through no symlink (see `scan::containers`): where
         // every mount on the way is local, nothing on the way may hang.
@@ -371,7 +371,14 @@ impl<'a> Walk<'a> {
         let probed = if local_place {
             fs::call(None, probe)
         } else {
-            fs::call_path(&root.path, lexical.as_deref(), probe)
+            // Resolved here through local mounts, or asked on the mount that may hang it
+            // leads onto; a root that cannot be reached is asked again through a helper of
+            // its own, for the error to report.
+            match reach::probe(&root.path) {
+                Ok(Some(a)) => Ok(a),
+                Ok(None) => fs::call_path(&root.path, lexical.as_deref(), probe),
+                Err(e) => Err(e),
+            }
         };
         let (mode, real) = match probed {
             Ok(a) => match a.ok() {
