@@ -283,11 +283,13 @@ impl MountTable {
     /// is a mount point of the table, and the top mount at `base` and at every point between it
     /// and `path` (`path` included) is one whose entering cannot wait ([`Mount::may_wait`]).
     pub fn local_way(&self, base: &Path, path: &Path) -> bool {
+        // `path` and its parents down to `base`: the ones at least as long.
+        let down_to_base = base.as_os_str().len();
         self.at(base).is_some()
             && path.starts_with(base)
             && path
                 .ancestors()
-                .take_while(|p| p.starts_with(base))
+                .take_while(|p| p.as_os_str().len() >= down_to_base)
                 .all(|p| self.at(p).is_none_or(|m| !m.may_wait()))
     }
 

@@ -185,7 +185,7 @@ fn hanging_on_way(mounts: &[Mount], base: &Path, rel: &Path) -> Option<Mount> {
     let place = Path::new("/").join(rel);
     mounts
         .iter()
-        .filter(|m| place.starts_with(&m.point) && m.may_wait())
+        .filter(|m| m.may_wait() && place.starts_with(&m.point))
         .min_by_key(|m| m.point.components().count())
         .map(|m| m.seen_through(base))
 }
