@@ -105,24 +105,47 @@ impl HostName {
     }
 }
 
+/// A process of another PID namespace, as its `/proc/<pid>/status` says.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    /// Its PID here.
+    host: i32,
+    /// Its PID in its own namespace.
+    inner: i32,
+    /// Its parent's PID here.
+    ppid: Option<i32>,
+}
+
+impl Member {
+    /// Process `pid`, by its `status`; `None` when that names no PID inside.
+    fn of(pid: i32, status: &str) -> Option<Member> {
+        Some(Member {
+            host: pid,
+            inner: nspid(status)?.last().copied()?,
+            ppid: status_line(status, "PPid:").and_then(|p| p.trim().parse().ok()),
+        })
+    }
+}
+
 /// Namespaces looked at by one thread of an inventory, at least.
 const NAMESPACES_A_THREAD: usize = 4;
 
 impl Namespace {
-    /// The namespace `inode` with `procs` (host PID, PID inside) in it: who runs it (its
-    /// PID 1, or its lowest PID), its mounts and its root. `None` when it has no process.
-    fn look(inode: u64, procs: &[(i32, i32)], names: &mut NameSources) -> Option<Namespace> {
-        let &(init, _) = procs
+    /// The namespace `inode` with `procs` in it: who runs it (its PID 1, or its lowest PID),
+    /// its mounts and its root. `None` when it has no process.
+    fn look(inode: u64, procs: &[Member], names: &mut NameSources) -> Option<Namespace> {
+        let init = procs
             .iter()
-            .find(|(_, inner)| *inner == 1)
-            .or_else(|| procs.iter().min_by_key(|(_, inner)| *inner))?;
+            .find(|m| m.inner == 1)
+            .or_else(|| procs.iter().min_by_key(|m| m.inner))?;
         let who = identify(inode, init, names);
+        let init = init.host;
         let mounts = read_mounts(&init.to_string());
         let root = root_id(init, &mounts);
         Some(Namespace {
             inode,
             init,
-            pids: procs.iter().map(|&(host, inner)| (inner, host)).collect(),
+            pids: procs.iter().map(|m| (m.inner, m.host)).collect(),
             mounts,
             root,
             proven: who.proven,
@@ -212,7 +235,7 @@ impl Inventory {
     /// Reads the inventory of this machine now.
     #[cfg(target_os = "linux")]
     pub fn read(own_ns: Option<u64>) -> Self {
-        let mut members: HashMap<u64, Vec<(i32, i32)>> = HashMap::new();
+        let mut members: HashMap<u64, Vec<Member>> = HashMap::new();
         let mut complete = true;
         let own_root = dev_ino(Path::new("/"));
         let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -250,8 +273,8 @@ impl Inventory {
             else {
                 continue;
             };
-            if let Some(inner) = nspid(&status).and_then(|v| v.last().copied()) {
-                members.entry(ns).or_default().push((pid, inner));
+            if let Some(m) = Member::of(pid, &status) {
+                members.entry(ns).or_default().push(m);
             }
         }
         // Our own mount table and its text (the cgroup hierarchies, hidepid), as the walk
@@ -265,13 +288,13 @@ impl Inventory {
         // Each namespace is looked at on its own (who runs it, its mounts, its root): a machine
         // with many containers has them read on several threads, each with its own sources. A
         // thread that panicked is no part left out: the inventory would claim to be complete.
-        let members: Vec<(u64, Vec<(i32, i32)>)> = members.into_iter().collect();
+        let members: Vec<(u64, Vec<Member>)> = members.into_iter().collect();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(members.len() / NAMESPACES_A_THREAD)
             .max(1);
         let podman = Arc::new(PodmanFiles::default());
-        let look = |part: &[(u64, Vec<(i32, i32)>)]| -> Vec<Namespace> {
+        let look = |part: &[(u64, Vec<Member>)]| -> Vec<Namespace> {
             let mut names = NameSources::new(&own_mountinfo, podman.clone());
             part.iter()
                 .filter_map(|(inode, procs)| Namespace::look(*inode, procs, &mut names))
@@ -429,9 +452,10 @@ pub fn proven_container(pid: i32) -> Option<ContainerId> {
     if Some(ns) == ns_inode("self", "pid") {
         return None;
     }
+    let status = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/status")).ok()?;
     let who = identify(
         ns,
-        pid,
+        &Member::of(pid, &status)?,
         &mut NameSources::new(&super::fs::MountTable::recent_text(), Arc::default()),
     );
     who.proven.then_some(who.container)
@@ -554,8 +578,13 @@ fn root_id(init: i32, mounts: &[Mount]) -> Option<(u64, u64)> {
 
 /// The `NSpid:` line of `/proc/<pid>/status`: the PID in each namespace, outermost first.
 pub fn nspid(status: &str) -> Option<Vec<i32>> {
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    let line = status_line(status, "NSpid:")?;
     line.split_whitespace().map(|p| p.parse().ok()).collect()
+}
+
+/// The fields of one line of a `/proc/<pid>/status` (`key` is its name and colon).
+fn status_line<'s>(status: &'s str, key: &str) -> Option<&'s str> {
+    status.lines().find_map(|l| l.strip_prefix(key))
 }
 
 fn read_mounts(who: &str) -> Vec<Mount> {
@@ -865,8 +894,9 @@ fn anonymous(inode: u64) -> ContainerId {
     }
 }
 
-/// Who runs the namespace whose PID 1 is host PID `init` (see the module docs).
-fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
+/// Who runs the namespace whose PID 1 is `init` (see the module docs).
+fn identify(inode: u64, init: &Member, names: &mut NameSources) -> Who {
+    let (ppid, init) = (init.ppid, init.host);
     if !root_created(init, names.own_user_ns) {
         return Who {
             proven: false,
@@ -894,7 +924,7 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
     let mut hostname = HostName::default();
     match id.runtime.as_str() {
         "podman" => {
-            let (name, host) = podman_state(init, &id.id, names);
+            let (name, host) = podman_state(ppid, &id.id, names);
             id.name = id.name.take().or(name);
             hostname = host;
         }
@@ -917,18 +947,16 @@ fn identify(inode: u64, init: i32, names: &mut NameSources) -> Who {
     }
 }
 
-/// A Podman container's name and host name. Its `conmon` (the parent of its PID 1, started by
-/// root's podman with `-c <id> -n NAME -b <storage>/<driver>-containers/<id>/userdata`) says
+/// A Podman container's name and host name. Its `conmon` (`ppid`, the parent of its PID 1,
+/// started by root's podman with `-c <id> -n NAME -b <storage>/<driver>-containers/<id>/userdata`) says
 /// where its storage is, when it runs as root; the name is the storage's `containers.json`'s
 /// (that one, then the default storage's), else conmon's `-n`; the host name is the bundle's
 /// OCI `config.json`'s, read when asked for.
-fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>, HostName) {
-    let ppid = locksmith_sys::host::read_proc_text(format!("/proc/{init}/stat"))
-        .ok()
-        .and_then(|s| {
-            let after = &s[s.rfind(')')? + 1..];
-            after.split_whitespace().nth(1)?.parse::<i32>().ok()
-        });
+fn podman_state(
+    ppid: Option<i32>,
+    id: &str,
+    names: &mut NameSources,
+) -> (Option<String>, HostName) {
     let conmon: Vec<String> = ppid
         .filter(|&p| runs_as_root(p))
         .and_then(|p| locksmith_sys::host::read_proc(format!("/proc/{p}/cmdline")).ok())
@@ -974,10 +1002,7 @@ fn podman_state(init: i32, id: &str, names: &mut NameSources) -> (Option<String>
 /// Whether process `pid` runs as root (its effective uid, as our namespace sees it).
 fn runs_as_root(pid: i32) -> bool {
     locksmith_sys::host::read_proc_text(format!("/proc/{pid}/status")).is_ok_and(|s| {
-        s.lines()
-            .find_map(|l| l.strip_prefix("Uid:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            == Some("0")
+        status_line(&s, "Uid:").and_then(|l| l.split_whitespace().nth(1)) == Some("0")
     })
 }
 
