@@ -303,13 +303,17 @@ impl Inventory {
         let mut namespaces: Vec<Namespace> = if threads == 1 {
             look(&members)
         } else {
+            // The first part on this thread, each other on one of its own.
             let part = members.len().div_ceil(threads);
+            let mut chunks = members.chunks(part);
+            let first = chunks.next().unwrap_or_default();
             std::thread::scope(|s| {
-                let parts: Vec<_> = members.chunks(part).map(|c| s.spawn(|| look(c))).collect();
-                parts
-                    .into_iter()
-                    .flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                    .collect()
+                let others: Vec<_> = chunks.map(|c| s.spawn(|| look(c))).collect();
+                let mut all = look(first);
+                for p in others {
+                    all.extend(p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                }
+                all
             })
         };
         namespaces.sort_by_key(|n| n.init);
