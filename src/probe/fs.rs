@@ -428,6 +428,12 @@ impl Answer {
     }
 }
 
+/// How many tasks this thread has started (tests).
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn tasks_started_here() -> usize {
+    task::STARTED.with(|n| n.get())
+}
+
 /// Makes `op`, a blocking call on `mount`: where it is made for a local mount (or none), and
 /// in a task of its own where entering the mount may wait ([`Mount::may_wait`]), waited for at most [`MOUNT_TIMEOUT`] (see the module docs).
 /// `Err` when the mount does not answer, or has not answered an earlier call yet.
@@ -559,6 +565,12 @@ mod task {
     /// The task's stack.
     #[cfg(target_os = "linux")]
     const STACK: usize = 256 * 1024;
+
+    #[cfg(test)]
+    thread_local! {
+        /// Tasks this thread has started (tests: what was asked in place and what was not).
+        pub(crate) static STARTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     #[derive(Clone, Copy, PartialEq, Eq)]
     enum Kind {
@@ -838,6 +850,8 @@ mod task {
         shared.sock = theirs.as_raw_fd();
         // Our copy of the call's directory: the task has its own once started.
         let dir = shared.dir;
+        #[cfg(test)]
+        STARTED.with(|n| n.set(n.get() + 1));
         let stack = Box::into_raw(vec![0u8; STACK].into_boxed_slice());
         let shared = Box::into_raw(shared);
         // SAFETY: the task runs `task_main` on its own stack (its top, 16-aligned), sharing our

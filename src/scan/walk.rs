@@ -1605,6 +1605,39 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn roots_on_local_mounts_are_reached_without_a_task() {
+        let t = tree();
+        std::os::unix::fs::symlink(&t.root, t.root.with_file_name("link")).unwrap();
+        let config = crate::config::Settings::embedded().scan;
+        let snap = Snapshot::take();
+        let cancel = AtomicBool::new(false);
+        let found = Mutex::new(Findings::new());
+        let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
+        let root = |path: PathBuf| Root {
+            path,
+            max_depth: None,
+        };
+        // A directory, a symlink to it (walked as itself: a root that is a symlink is
+        // examined, not followed) and a file of its.
+        let roots = [
+            root(t.root.join("a")),
+            root(t.root.with_file_name("link")),
+            root(t.pid_file.clone()),
+        ];
+        let before = fs::tasks_started_here();
+        let counts = Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
+        assert_eq!(fs::tasks_started_here(), before, "a task was started");
+        assert_eq!(counts.roots_read, 3);
+        let found = found.into_inner().unwrap();
+        assert_eq!(found[&t.pid_file].0, "rails", "{found:?}");
+        assert!(
+            found.contains_key(&t.root.join("a/d/job0.lock")),
+            "{found:?}"
+        );
+    }
+
     #[test]
     fn directories_walked_from_a_canonical_root_are_recorded_as_canonical() {
         let t = tempfile::tempdir().unwrap();
