@@ -417,13 +417,38 @@ impl Snapshot {
         f
     }
 
-    /// The processes that have this file open (from the table of descriptors).
+    /// The processes that have this file open (from the table of descriptors). This process
+    /// and its children are asked again now. The scan opens each lock file it reads for a
+    /// moment, maybe while the table is read: this process holds the file only if it still has
+    /// it open when the lock is judged. A child still running this program (a bounded task, a
+    /// child between fork and exec) holds copies of this process's descriptors: it counts as
+    /// this process. Any other child of ours holds the file if it still has it open (it may
+    /// have been such a copy when the table was read, and exec'd since).
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
-        self.fd_table()
-            .openers(key)
-            .iter()
-            .map(|&pid| self.holder(pid, HolderHow::Open))
+        let me = std::process::id() as i32;
+        let open_now =
+            |pid: i32| super::open_files::files_of(pid).is_some_and(|f| f.contains(&key));
+        let mut pids: Vec<i32> = Vec::new();
+        for &pid in self.fd_table().openers(key) {
+            let pid = match self.pid(pid).facts() {
+                _ if pid == me => me,
+                Some(f) if f.ppid == me && self.runs_our_program(f) => me,
+                Some(f) if f.ppid == me && !open_now(pid) => continue,
+                _ => pid,
+            };
+            if !pids.contains(&pid) && (pid != me || open_now(me)) {
+                pids.push(pid);
+            }
+        }
+        pids.into_iter()
+            .map(|pid| self.holder(pid, HolderHow::Open))
             .collect()
+    }
+
+    /// Whether a process runs this process's own program (its executable, by path).
+    fn runs_our_program(&self, f: &ProcFacts) -> bool {
+        let me = std::process::id() as i32;
+        f.exe.is_some() && self.pid(me).facts().is_some_and(|m| m.exe == f.exe)
     }
 
     /// Every process's descriptors: who has which file open, and by what path (read once).
@@ -546,6 +571,81 @@ fn list_processes() -> Vec<ProcSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pids `snap` calls openers of `key`.
+    #[cfg(target_os = "linux")]
+    fn opener_pids(snap: &Snapshot, key: FileKey) -> Vec<i32> {
+        snap.openers(key).iter().map(|h| h.pid).collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_this_process_had_open_only_while_the_table_was_read_is_not_held() {
+        use std::os::unix::process::CommandExt;
+        let me = std::process::id() as i32;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.lock");
+        std::fs::write(&path, "").unwrap();
+        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+
+        // Read by this process while the table is read, closed before it is judged.
+        let reading = std::fs::File::open(&path).unwrap();
+        let snap = Snapshot::take();
+        assert!(snap.fd_table().openers(key).contains(&me));
+        drop(reading);
+        assert_eq!(opener_pids(&snap, key), Vec::<i32>::new());
+
+        // Still open when judged: this process holds it.
+        let held = std::fs::File::open(&path).unwrap();
+        let snap = Snapshot::take();
+        assert_eq!(opener_pids(&snap, key), [me]);
+
+        // A copy of this process that has not exec'd yet holds its descriptors (this one
+        // waits before it execs, and its spawn waits for that): it counts as this process.
+        let copy = std::thread::spawn(|| {
+            let mut copy = std::process::Command::new("true");
+            // SAFETY: the child only sleeps (a system call) before it execs.
+            unsafe {
+                copy.pre_exec(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(1500));
+                    Ok(())
+                });
+            }
+            copy.status()
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let snap = loop {
+            let snap = Snapshot::take();
+            if snap.fd_table().openers(key).iter().any(|&p| p != me) {
+                break snap;
+            }
+            assert!(std::time::Instant::now() < deadline, "no copy held it");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(opener_pids(&snap, key), [me]);
+        drop(held);
+        assert_eq!(opener_pids(&snap, key), Vec::<i32>::new());
+        copy.join().unwrap().unwrap();
+
+        // A child that runs a program of its own with the file open holds it.
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::fs::File::open(&path).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let seen = loop {
+            let seen = opener_pids(&Snapshot::take(), key);
+            if seen.contains(&pid) || std::time::Instant::now() > deadline {
+                break seen;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(seen, [pid]);
+    }
 
     #[cfg(target_os = "linux")]
     #[test]
