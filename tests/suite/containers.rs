@@ -153,10 +153,13 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
         return;
     };
     let env = Env::new();
+    // A PID no process has here: the host sees the container's root (its overlay is mounted
+    // here), so the host's process with that PID, if any, could have written it.
+    let gone = util::dead_pid();
     let db = pm.run_detached(
         "db-1",
         &[],
-        "echo 1 > /run/app.pid && echo 4242 > /run/old.pid && exec sleep 1000",
+        &format!("echo 1 > /run/app.pid && echo {gone} > /run/old.pid && exec sleep 1000"),
     );
     let inside = Path::new("/proc").join(db.pid.to_string()).join("root/run");
     pm.wait_file(&inside.join("old.pid"));
@@ -172,7 +175,8 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
     let old = report.expect_lock(&inside.join("old.pid"));
     assert_eq!(old.verdict, "stale", "{}", joined(old));
     assert!(
-        joined(old).contains("container db-1 (podman ") && joined(old).contains("no PID 4242"),
+        joined(old).contains("container db-1 (podman ")
+            && joined(old).contains(&format!("no PID {gone}")),
         "{}",
         joined(old)
     );
@@ -225,7 +229,7 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
         util::stdout(&out)
     );
     let cat = pm.run(&["exec", "db-1", "cat", "/run/old.pid"]);
-    assert_eq!(String::from_utf8_lossy(&cat.stdout), "4242\n");
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), format!("{gone}\n"));
 
     // Removed again, then the container stops: restore says how to put it back by hand.
     let out = env.run(["--scan", "--reclaim", "--config", cfg]);
