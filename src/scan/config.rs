@@ -265,8 +265,9 @@ fn resolved(path: &Path) -> Result<Option<(PathBuf, bool, bool)>, fs::NotAnsweri
     let is_dir = |mode: u32| FileType::from_raw_mode(mode) == FileType::Directory;
     match reach::reach(path, true) {
         Ok(Reached::Here(fd, real)) => {
-            let dir = rustix::fs::fstat(&fd)
-                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory);
+            // `st_mode` is of another width on some systems.
+            #[allow(clippy::unnecessary_cast)]
+            let dir = rustix::fs::fstat(&fd).is_ok_and(|st| is_dir(st.st_mode as u32));
             Ok(Some((real, dir, true)))
         }
         Ok(Reached::Missing) | Err(_) => Ok(None),

@@ -1228,7 +1228,7 @@ fn job_error(path: &Path, depth: usize, e: std::io::Error) -> ScanError {
 /// ([`reach`](crate::probe::reach)): a home directory may be on one (then no state directory is
 /// known to the walk, and nothing in it can be a lock it reads anyway).
 fn state_dir(dir: &Path) -> Option<(u64, u64, PathBuf)> {
-    let a = crate::probe::reach::probe(dir).ok()??;
+    let a = reach::probe(dir).ok()??;
     let is_dir =
         rustix::fs::FileType::from_raw_mode(a.target_mode) == rustix::fs::FileType::Directory;
     is_dir.then_some((a.dev, a.ino, a.real?))
