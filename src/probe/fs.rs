@@ -434,6 +434,19 @@ pub(crate) fn tasks_started_here() -> usize {
     task::STARTED.with(|n| n.get())
 }
 
+/// Whether `pid` is a task this process started for a call and has not reaped yet. A task
+/// starts with a copy of this process's descriptors and closes them at once: whoever reads
+/// the table of descriptors at that moment sees this process's files open in the task too.
+pub fn is_our_task(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    return task::LIVE.lock().unwrap().contains(&pid);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
 /// Makes `op`, a blocking call on `mount`: where it is made for a local mount (or none), and
 /// in a task of its own where entering the mount may wait ([`Mount::may_wait`]), waited for at most [`MOUNT_TIMEOUT`] (see the module docs).
 /// `Err` when the mount does not answer, or has not answered an earlier call yet.
@@ -565,6 +578,10 @@ mod task {
     /// The task's stack.
     #[cfg(target_os = "linux")]
     const STACK: usize = 256 * 1024;
+
+    /// The tasks started and not reaped yet, by PID (see [`super::is_our_task`]).
+    #[cfg(target_os = "linux")]
+    pub(super) static LIVE: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 
     #[cfg(test)]
     thread_local! {
@@ -800,6 +817,7 @@ mod task {
             // SAFETY: waitpid on our own child task (`__WCLONE`: it sends no SIGCHLD).
             let r = unsafe { libc::waitpid(pid, &mut status, flags | libc::__WCLONE) };
             if r == pid {
+                LIVE.lock().unwrap().retain(|&p| p != pid);
                 return true;
             }
             if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
@@ -854,6 +872,8 @@ mod task {
         STARTED.with(|n| n.set(n.get() + 1));
         let stack = Box::into_raw(vec![0u8; STACK].into_boxed_slice());
         let shared = Box::into_raw(shared);
+        // The list of tasks is held while the task starts: it is in it before it runs.
+        let mut live = LIVE.lock().unwrap();
         // SAFETY: the task runs `task_main` on its own stack (its top, 16-aligned), sharing our
         // memory and working directory; `shared` and `stack` stay allocated until it has
         // exited (below, or when an abandoned task is reaped).
@@ -867,6 +887,10 @@ mod task {
                 shared.cast(),
             )
         };
+        if pid > 0 {
+            live.push(pid);
+        }
+        drop(live);
         drop(theirs);
         if pid < 0 {
             // SAFETY: no task was started: the memory is ours alone.

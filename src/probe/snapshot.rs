@@ -19,6 +19,15 @@ use super::open_files::FdTable;
 use super::process::{self, PidState, ProcFacts};
 use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 
+/// How long a child of ours still running our program may keep a file open and be a copy
+/// between fork and exec, not a holder (see [`Snapshot::openers`]).
+pub const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether `pid` has the file `key` open now (`None`: its descriptors cannot be read).
+fn open_now(pid: i32, key: FileKey) -> Option<bool> {
+    super::open_files::files_of(pid).map(|f| f.contains(&key))
+}
+
 /// A process as the process list shows it (for dialects that look for "a git in this repo").
 #[derive(Debug, Clone)]
 pub struct ProcSummary {
@@ -43,6 +52,9 @@ pub struct Snapshot {
     sharers: OnceLock<HashMap<KernelLock, Vec<(i32, FileKey)>>>,
     /// The files each lock holder has open (`None`: unreadable).
     open_by_pid: Mutex<HashMap<i32, Option<Arc<HashSet<FileKey>>>>>,
+    /// Children of ours, still running our program, that kept a file open for longer than a
+    /// copy between fork and exec would ([`COPY_WAIT`]): holders of what they have open.
+    kept_by_copy: Mutex<HashSet<i32>>,
     /// Every process's descriptors (read on first use).
     fd_table: Early<FdTable>,
     processes: Early<Vec<ProcSummary>>,
@@ -202,6 +214,7 @@ impl Snapshot {
             pids: Mutex::default(),
             sharers: OnceLock::new(),
             open_by_pid: Mutex::default(),
+            kept_by_copy: Mutex::default(),
             fd_table: Early::later(),
             processes: Early::later(),
             users: OnceLock::new(),
@@ -417,26 +430,34 @@ impl Snapshot {
         f
     }
 
-    /// The processes that have this file open (from the table of descriptors). This process
-    /// and its children are asked again now. The scan opens each lock file it reads for a
-    /// moment, maybe while the table is read: this process holds the file only if it still has
-    /// it open when the lock is judged. A child still running this program (a bounded task, a
-    /// child between fork and exec) holds copies of this process's descriptors: it counts as
-    /// this process. Any other child of ours holds the file if it still has it open (it may
-    /// have been such a copy when the table was read, and exec'd since).
+    /// The processes that have this file open (from the table of descriptors), but for those
+    /// that have exited since. This process and its children are asked again now:
+    /// - The scan opens each lock file it reads for a moment, maybe while the table is read:
+    ///   this process holds the file only if it still has it open when the lock is judged.
+    /// - A task it started for a call ([`super::fs::is_our_task`]) holds copies of its
+    ///   descriptors until it has closed them: it counts as this process.
+    /// - Any other child may be a copy between fork and exec when the table was read (or
+    ///   exec'd since): it holds the file if it still has it open and runs another program
+    ///   now, or keeps it for longer than such a copy would (a worker forked without exec).
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
         let me = std::process::id() as i32;
-        let open_now =
-            |pid: i32| super::open_files::files_of(pid).is_some_and(|f| f.contains(&key));
         let mut pids: Vec<i32> = Vec::new();
         for &pid in self.fd_table().openers(key) {
-            let pid = match self.pid(pid).facts() {
-                _ if pid == me => me,
-                Some(f) if f.ppid == me && self.runs_our_program(f) => me,
-                Some(f) if f.ppid == me && !open_now(pid) => continue,
-                _ => pid,
+            let state = self.pid(pid);
+            let pid = if pid == me || super::fs::is_our_task(pid) {
+                me
+            } else if matches!(state, PidState::Absent | PidState::Zombie(_)) {
+                // It has exited since: it holds nothing.
+                continue;
+            } else if state.facts().is_some_and(|f| f.ppid == me) {
+                if !self.child_holds(pid, key) {
+                    continue;
+                }
+                pid
+            } else {
+                pid
             };
-            if !pids.contains(&pid) && (pid != me || open_now(me)) {
+            if !pids.contains(&pid) && (pid != me || open_now(me, key) == Some(true)) {
                 pids.push(pid);
             }
         }
@@ -445,10 +466,40 @@ impl Snapshot {
             .collect()
     }
 
-    /// Whether a process runs this process's own program (its executable, by path).
-    fn runs_our_program(&self, f: &ProcFacts) -> bool {
+    /// Whether a child of ours that had `key` open when the table was read holds it (see
+    /// [`Snapshot::openers`]): while it still runs our program, it is given up to
+    /// [`COPY_WAIT`] to exec or close it.
+    fn child_holds(&self, pid: i32, key: FileKey) -> bool {
+        let since = std::time::Instant::now();
+        loop {
+            match open_now(pid, key) {
+                Some(false) => return false,
+                // Its descriptors unreadable: gone (or exited), or set-user-ID since, which
+                // holds what the table said.
+                None => {
+                    let now = process::probe(pid, &self.host);
+                    return matches!(now, PidState::Alive(_) | PidState::ExistsOpaque);
+                }
+                Some(true) => {}
+            }
+            if !self.runs_our_program_now(pid) || self.kept_by_copy.lock().unwrap().contains(&pid)
+            {
+                return true;
+            }
+            if since.elapsed() >= COPY_WAIT {
+                self.kept_by_copy.lock().unwrap().insert(pid);
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// Whether a process runs this process's own program now (its executable, by path).
+    fn runs_our_program_now(&self, pid: i32) -> bool {
         let me = std::process::id() as i32;
-        f.exe.is_some() && self.pid(me).facts().is_some_and(|m| m.exe == f.exe)
+        let ours = self.pid(me).facts().and_then(|m| m.exe.clone());
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        ours.is_some() && exe.map(|e| e.to_string_lossy().into_owned()) == ours
     }
 
     /// Every process's descriptors: who has which file open, and by what path (read once).
@@ -578,10 +629,45 @@ mod tests {
         snap.openers(key).iter().map(|h| h.pid).collect()
     }
 
+    /// A copy of this process that waits `wait` before it execs `true`, from a thread of its
+    /// own (which waits for it), with its PID and a snapshot whose table shows it holding
+    /// `key`.
+    #[cfg(target_os = "linux")]
+    fn copy_holding(
+        key: FileKey,
+        wait: std::time::Duration,
+    ) -> (
+        std::thread::JoinHandle<std::io::Result<std::process::ExitStatus>>,
+        i32,
+        Snapshot,
+    ) {
+        use std::os::unix::process::CommandExt;
+        let me = std::process::id() as i32;
+        let copy = std::thread::spawn(move || {
+            let mut copy = std::process::Command::new("true");
+            // SAFETY: the child only sleeps (a system call) before it execs.
+            unsafe {
+                copy.pre_exec(move || {
+                    std::thread::sleep(wait);
+                    Ok(())
+                });
+            }
+            copy.status()
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let snap = Snapshot::take();
+            if let Some(&pid) = snap.fd_table().openers(key).iter().find(|&&p| p != me) {
+                return (copy, pid, snap);
+            }
+            assert!(std::time::Instant::now() < deadline, "no copy held it");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn what_this_process_had_open_only_while_the_table_was_read_is_not_held() {
-        use std::os::unix::process::CommandExt;
         let me = std::process::id() as i32;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.lock");
@@ -600,32 +686,34 @@ mod tests {
         let snap = Snapshot::take();
         assert_eq!(opener_pids(&snap, key), [me]);
 
-        // A copy of this process that has not exec'd yet holds its descriptors (this one
-        // waits before it execs, and its spawn waits for that): it counts as this process.
-        let copy = std::thread::spawn(|| {
-            let mut copy = std::process::Command::new("true");
-            // SAFETY: the child only sleeps (a system call) before it execs.
-            unsafe {
-                copy.pre_exec(|| {
-                    std::thread::sleep(std::time::Duration::from_millis(1500));
-                    Ok(())
-                });
-            }
-            copy.status()
-        });
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        let snap = loop {
-            let snap = Snapshot::take();
-            if snap.fd_table().openers(key).iter().any(|&p| p != me) {
-                break snap;
-            }
-            assert!(std::time::Instant::now() < deadline, "no copy held it");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        };
+        // A copy of this process that has not exec'd yet holds its descriptors. One that
+        // execs well within COPY_WAIT (this one waits 300 ms, and its spawn waits for that)
+        // holds nothing of them then.
+        let (copy, _, snap) = copy_holding(key, std::time::Duration::from_millis(300));
         assert_eq!(opener_pids(&snap, key), [me]);
-        drop(held);
-        assert_eq!(opener_pids(&snap, key), Vec::<i32>::new());
         copy.join().unwrap().unwrap();
+
+        // One that keeps them for longer (a worker forked without exec) holds the file.
+        let (copy, pid, snap) = copy_holding(key, COPY_WAIT * 10);
+        let started = std::time::Instant::now();
+        let mut seen = opener_pids(&snap, key);
+        seen.sort_unstable();
+        let mut both = [me, pid];
+        both.sort_unstable();
+        assert_eq!(seen, both);
+        assert!(started.elapsed() >= COPY_WAIT);
+        drop(held);
+        // Known as a holder now: asked once more, not waited for again.
+        let started = std::time::Instant::now();
+        assert_eq!(opener_pids(&snap, key), [pid]);
+        assert!(started.elapsed() < COPY_WAIT);
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        copy.join().unwrap().unwrap();
+        assert_eq!(opener_pids(&snap, key), Vec::<i32>::new());
 
         // A child that runs a program of its own with the file open holds it.
         let mut child = std::process::Command::new("sleep")

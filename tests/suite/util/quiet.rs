@@ -475,8 +475,8 @@ fn the_suite_takes_snapshots_only_here() {
 
 /// The hazard [`settle`] is for, and that it ends it: a child another thread forks while this
 /// process has a fixture open holds it until it execs, after this process closed it. A
-/// snapshot counts such a copy as this process, which no longer has it open: no opener, before
-/// and once settled.
+/// snapshot gives such a copy time to exec (this one does within the time it is given, and
+/// holds nothing of it then): no opener, before and once settled.
 #[test]
 fn settle_waits_out_a_forked_copy_that_holds_a_fixture() {
     use locksmith::probe::FileKey;
