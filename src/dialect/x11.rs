@@ -6,6 +6,7 @@
 
 use super::common;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use crate::judge::claims::Match;
 use crate::judge::{Judgement, OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
@@ -65,10 +66,18 @@ impl Dialect for X11 {
         if let Some(n) = display
             && let Some(socket) = listening_display_socket(n, c, snap)
         {
-            return Said::settled(Judgement::live(format!(
+            let mut j = Judgement::live(format!(
                 "a process listens on display :{n}'s socket {socket} (/proc/net/unix)"
-            )))
-            .owner(owner);
+            ));
+            // The process behind it, for the report's PID and COMMAND: the lock's PID, when
+            // it is an X server here.
+            if let Ok(p) = i32::try_from(pid)
+                && let Some(f) = snap.pid(p).facts().filter(|f| f.state != 'Z')
+                && Writers::named(X_SERVERS).of(f) == Match::Exe
+            {
+                j.process = Some(Box::new(snap.process_info(f)));
+            }
+            return Said::settled(j).owner(owner);
         }
         Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(X_SERVERS)))
     }

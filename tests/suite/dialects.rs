@@ -325,6 +325,10 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
         assert!(display < 1000, "no free X display");
     };
     let f = expect(&lock, "x11", Verdict::Live);
+    assert_evidence(&f, "listens on display");
+    // The server is the process behind it (the report's PID and COMMAND).
+    let process = f.judgement.process.as_ref().expect("the X server");
+    assert_eq!((process.pid, process.name.as_str()), (x.pid() as i32, "Xvfb"));
     assert_eq!(f.judgement.owner.unwrap().pid, Some(x.pid() as i64));
 
     x.kill();
