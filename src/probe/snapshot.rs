@@ -430,8 +430,9 @@ impl Snapshot {
         f
     }
 
-    /// The processes that have this file open (from the table of descriptors), but for those
-    /// that have exited since. This process and its children are asked again now:
+    /// The processes that have this file open (from the table of descriptors). One that has
+    /// exited since still counts: it may have handed the file to a child forked after the
+    /// table was read. This process and its children are asked again now:
     /// - The scan opens each lock file it reads for a moment, maybe while the table is read:
     ///   this process holds the file only if it still has it open when the lock is judged.
     /// - A task it started for a call ([`super::fs::is_our_task`]) holds copies of its
@@ -443,13 +444,9 @@ impl Snapshot {
         let me = std::process::id() as i32;
         let mut pids: Vec<i32> = Vec::new();
         for &pid in self.fd_table().openers(key) {
-            let state = self.pid(pid);
             let pid = if pid == me || super::fs::is_our_task(pid) {
                 me
-            } else if matches!(state, PidState::Absent | PidState::Zombie(_)) {
-                // It has exited since: it holds nothing.
-                continue;
-            } else if state.facts().is_some_and(|f| f.ppid == me) {
+            } else if self.pid(pid).facts().is_some_and(|f| f.ppid == me) {
                 if !self.child_holds(pid, key) {
                     continue;
                 }
