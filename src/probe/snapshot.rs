@@ -23,6 +23,16 @@ use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 /// between fork and exec, not a holder (see [`Snapshot::openers`]).
 pub const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What became of a process a table of descriptors listed as an opener of a file.
+enum OpenerNow {
+    /// It has the file open now: this PID holds it (this process, for its tasks).
+    Holds(i32),
+    /// It is alive and has closed it.
+    Released,
+    /// It has exited.
+    Exited,
+}
+
 /// Whether `pid` has the file `key` open now (`None`: its descriptors cannot be read).
 fn open_now(pid: i32, key: FileKey) -> Option<bool> {
     super::open_files::files_of(pid).map(|f| f.contains(&key))
@@ -55,6 +65,9 @@ pub struct Snapshot {
     /// Children of ours, still running our program, that kept a file open for longer than a
     /// copy between fork and exec would ([`COPY_WAIT`]): holders of what they have open.
     kept_by_copy: Mutex<HashSet<i32>>,
+    /// Every process's descriptors read again, once an opener of the first table has closed
+    /// a file or exited (see [`Snapshot::openers`]).
+    fd_table_now: OnceLock<FdTable>,
     /// Every process's descriptors (read on first use).
     fd_table: Early<FdTable>,
     processes: Early<Vec<ProcSummary>>,
@@ -215,6 +228,7 @@ impl Snapshot {
             sharers: OnceLock::new(),
             open_by_pid: Mutex::default(),
             kept_by_copy: Mutex::default(),
+            fd_table_now: OnceLock::new(),
             fd_table: Early::later(),
             processes: Early::later(),
             users: OnceLock::new(),
@@ -430,9 +444,8 @@ impl Snapshot {
         f
     }
 
-    /// The processes that have this file open (from the table of descriptors). One that has
-    /// exited since still counts: it may have handed the file to a child forked after the
-    /// table was read. This process and its children are asked again now:
+    /// The processes that have this file open (from the table of descriptors), each asked again
+    /// now where the table may be out of date:
     /// - The scan opens each lock file it reads for a moment, maybe while the table is read:
     ///   this process holds the file only if it still has it open when the lock is judged.
     /// - A task it started for a call ([`super::fs::is_our_task`]) holds copies of its
@@ -440,22 +453,35 @@ impl Snapshot {
     /// - Any other child may be a copy between fork and exec when the table was read (or
     ///   exec'd since): it holds the file if it still has it open and runs another program
     ///   now, or keeps it for longer than such a copy would (a worker forked without exec).
+    /// - An opener that has closed the file or exited since (but for this process's reads) may
+    ///   have handed it to a child forked after the table was read, as a daemon's parent does:
+    ///   the openers of a table read now count too (read once a snapshot, when first needed).
+    ///   One of them that has exited since that read counts as it is.
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
         let me = std::process::id() as i32;
         let mut pids: Vec<i32> = Vec::new();
-        for &pid in self.fd_table().openers(key) {
-            let pid = if pid == me || super::fs::is_our_task(pid) {
-                me
-            } else if self.pid(pid).facts().is_some_and(|f| f.ppid == me) {
-                if !self.child_holds(pid, key) {
-                    continue;
-                }
-                pid
-            } else {
-                pid
-            };
-            if !pids.contains(&pid) && (pid != me || open_now(me, key) == Some(true)) {
+        let mut add = |pid: i32| {
+            if !pids.contains(&pid) {
                 pids.push(pid);
+            }
+        };
+        let listed = self.fd_table().openers(key);
+        let mut out_of_date = false;
+        for &pid in listed {
+            match self.opener_now(pid, key) {
+                OpenerNow::Holds(p) => add(p),
+                OpenerNow::Released if pid == me || super::fs::is_our_task(pid) => {}
+                OpenerNow::Released | OpenerNow::Exited => out_of_date = true,
+            }
+        }
+        if out_of_date {
+            let now = self.fd_table_now.get_or_init(FdTable::read);
+            for &pid in now.openers(key).iter().filter(|p| !listed.contains(p)) {
+                match self.opener_now(pid, key) {
+                    OpenerNow::Holds(p) => add(p),
+                    OpenerNow::Released => {}
+                    OpenerNow::Exited => add(pid),
+                }
             }
         }
         pids.into_iter()
@@ -463,29 +489,47 @@ impl Snapshot {
             .collect()
     }
 
-    /// Whether a child of ours that had `key` open when the table was read holds it (see
-    /// [`Snapshot::openers`]): while it still runs our program, it is given up to
+    /// What became of `pid`, listed as an opener of `key` by a table of descriptors (see
+    /// [`Snapshot::openers`]). A child of ours still running our program is given up to
     /// [`COPY_WAIT`] to exec or close it.
-    fn child_holds(&self, pid: i32, key: FileKey) -> bool {
+    fn opener_now(&self, pid: i32, key: FileKey) -> OpenerNow {
+        let me = std::process::id() as i32;
+        if pid == me || super::fs::is_our_task(pid) {
+            return match open_now(me, key) {
+                Some(true) => OpenerNow::Holds(me),
+                _ => OpenerNow::Released,
+            };
+        }
+        let exited = || {
+            matches!(
+                process::probe(pid, &self.host),
+                PidState::Absent | PidState::Zombie(_)
+            )
+        };
+        if self.pid(pid).facts().is_none_or(|f| f.ppid != me) {
+            return if exited() {
+                OpenerNow::Exited
+            } else {
+                OpenerNow::Holds(pid)
+            };
+        }
         let since = std::time::Instant::now();
         loop {
             match open_now(pid, key) {
-                Some(false) => return false,
-                // Its descriptors unreadable: gone (or exited), or set-user-ID since, which
-                // holds what the table said.
-                None => {
-                    let now = process::probe(pid, &self.host);
-                    return matches!(now, PidState::Alive(_) | PidState::ExistsOpaque);
-                }
+                // An exited process lists no descriptor.
+                Some(false) if exited() => return OpenerNow::Exited,
+                Some(false) => return OpenerNow::Released,
+                None if exited() => return OpenerNow::Exited,
+                // Its descriptors unreadable (set-user-ID since): as the table said.
+                None => return OpenerNow::Holds(pid),
                 Some(true) => {}
             }
-            if !self.runs_our_program_now(pid) || self.kept_by_copy.lock().unwrap().contains(&pid)
-            {
-                return true;
+            if !self.runs_our_program_now(pid) || self.kept_by_copy.lock().unwrap().contains(&pid) {
+                return OpenerNow::Holds(pid);
             }
             if since.elapsed() >= COPY_WAIT {
                 self.kept_by_copy.lock().unwrap().insert(pid);
-                return true;
+                return OpenerNow::Holds(pid);
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
@@ -730,6 +774,71 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(seen, [pid]);
+    }
+
+    /// A process that had the file open when the table was read and has exited since, after
+    /// forking a child that inherited it (a daemon's parent): the child holds it, though the
+    /// table never listed it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_handed_to_a_child_forked_after_the_table_was_read_is_held_by_it() {
+        let me = std::process::id() as i32;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.pid");
+        std::fs::write(&path, "").unwrap();
+        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+        let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
+        // Not our child: the subshell is left to init once the shell that started it exits.
+        let status = std::process::Command::new("sh")
+            .args([
+                "-c",
+                // It waits (with the file closed) at most 20 s for the go.
+                r#"(exec 3<"$1"; : >"$2"; i=0
+                   while [ ! -e "$3" ] && [ $i -lt 2000 ]; do sleep 0.01 3<&-; i=$((i+1)); done
+                   sleep 60 &) &"#,
+                "sh",
+            ])
+            .args([&path, &ready, &go])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ready.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the parent never opened it"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let snap = Snapshot::take();
+        let listed: Vec<i32> = snap.fd_table().openers(key).to_vec();
+        let [parent] = listed[..] else {
+            panic!("the table lists {listed:?}");
+        };
+        assert_ne!(parent, me);
+        std::fs::write(&go, "").unwrap();
+        while std::path::Path::new(&format!("/proc/{parent}")).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the parent never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let seen = opener_pids(&snap, key);
+        let heirs: Vec<i32> = seen.iter().copied().filter(|&p| p != parent).collect();
+        for &p in &heirs {
+            let _ = rustix::process::kill_process(
+                rustix::process::Pid::from_raw(p).unwrap(),
+                rustix::process::Signal::KILL,
+            );
+        }
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(heirs.len(), 1, "only the exited parent: {seen:?}");
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", heirs[0])).unwrap_or_default();
+        assert!(comm.is_empty() || comm.trim() == "sleep", "{comm}");
     }
 
     #[cfg(target_os = "linux")]

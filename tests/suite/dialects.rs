@@ -328,7 +328,7 @@ fn x11_real_xvfb_lock_is_live_then_stale() {
     assert_evidence(&f, "listens on display");
     // The server is the process behind it (the report's PID and COMMAND).
     let process = f.judgement.process.as_ref().expect("the X server");
-    assert_eq!((process.pid, process.name.as_str()), (x.pid() as i32, "Xvfb"));
+    assert_eq!((process.pid, process.name.as_str()), (x.pid(), "Xvfb"));
     assert_eq!(f.judgement.owner.unwrap().pid, Some(x.pid() as i64));
 
     x.kill();
