@@ -21,7 +21,7 @@ use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 
 /// How long a child of ours still running our program may keep a file open and be a copy
 /// between fork and exec, not a holder (see [`Snapshot::openers`]).
-pub const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What became of a process a table of descriptors listed as an opener of a file.
 enum OpenerNow {
@@ -515,6 +515,9 @@ impl Snapshot {
         }
         let since = std::time::Instant::now();
         loop {
+            // Its program is asked before its descriptors: a copy that execs in between is
+            // still taken for a copy (and asked again), not for another program holding them.
+            let copy = self.runs_our_program_now(pid);
             match open_now(pid, key) {
                 // An exited process lists no descriptor.
                 Some(false) if exited() => return OpenerNow::Exited,
@@ -524,7 +527,7 @@ impl Snapshot {
                 None => return OpenerNow::Holds(pid),
                 Some(true) => {}
             }
-            if !self.runs_our_program_now(pid) || self.kept_by_copy.lock().unwrap().contains(&pid) {
+            if !copy || self.kept_by_copy.lock().unwrap().contains(&pid) {
                 return OpenerNow::Holds(pid);
             }
             if since.elapsed() >= COPY_WAIT {
