@@ -673,6 +673,16 @@ mod tests {
         snap.openers(key).iter().map(|h| h.pid).collect()
     }
 
+    /// An empty file of this name in a directory of its own (kept while the first part lives),
+    /// and its key.
+    fn empty_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf, FileKey) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, "").unwrap();
+        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+        (dir, path, key)
+    }
+
     /// A copy of this process that waits `wait` before it execs `true`, from a thread of its
     /// own (which waits for it), with its PID and a snapshot whose table shows it holding
     /// `key`.
@@ -713,10 +723,7 @@ mod tests {
     #[test]
     fn what_this_process_had_open_only_while_the_table_was_read_is_not_held() {
         let me = std::process::id() as i32;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("job.lock");
-        std::fs::write(&path, "").unwrap();
-        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+        let (_dir, path, key) = empty_file("job.lock");
 
         // Read by this process while the table is read, closed before it is judged.
         let reading = std::fs::File::open(&path).unwrap();
@@ -786,10 +793,7 @@ mod tests {
     #[test]
     fn a_file_handed_to_a_child_forked_after_the_table_was_read_is_held_by_it() {
         let me = std::process::id() as i32;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("daemon.pid");
-        std::fs::write(&path, "").unwrap();
-        let key = FileKey::of(&std::fs::metadata(&path).unwrap());
+        let (dir, path, key) = empty_file("daemon.pid");
         let (ready, go) = (dir.path().join("ready"), dir.path().join("go"));
         // Not our child: the subshell is left to init once the shell that started it exits.
         let status = std::process::Command::new("sh")
