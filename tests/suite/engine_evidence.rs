@@ -276,6 +276,9 @@ fn reclaim_with_checks_identity_and_lets_the_caller_veto() {
 
 #[test]
 fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed() {
+    // No container or sandbox of another test starts meanwhile: its new PID namespace could
+    // take the inode number of this one once it is dead (see below).
+    let _no_container = quiet::absent(Fact::Container);
     // The namespace shares this host's mounts: no other test judges while it runs.
     let _namespace = quiet::making(Fact::PidNamespace);
     let dir = tempfile::tempdir().unwrap();
@@ -329,7 +332,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     ns.kill();
     // The kernel hands a PID namespace's inode number to the next namespace made: another
     // program's (a container started meanwhile) makes the dead one's owner look alive, which
-    // is the safe side, and no test can prevent it.
+    // is the safe side. This suite's own wait (the facts above); no test can hold off others.
     let reused = || {
         std::fs::read_dir("/proc")
             .into_iter()
