@@ -33,6 +33,12 @@ enum OpenerNow {
     Exited,
 }
 
+/// Whether `pid` is this process, or a task it started for a call (which holds copies of its
+/// descriptors until it has closed them).
+fn is_us(pid: i32) -> bool {
+    pid == std::process::id() as i32 || super::fs::is_our_task(pid)
+}
+
 /// Whether `pid` has the file `key` open now (`None`: its descriptors cannot be read).
 fn open_now(pid: i32, key: FileKey) -> Option<bool> {
     super::open_files::files_of(pid).map(|f| f.contains(&key))
@@ -458,7 +464,6 @@ impl Snapshot {
     ///   the openers of a table read now count too (read once a snapshot, when first needed).
     ///   One of them that has exited since that read counts as it is.
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
-        let me = std::process::id() as i32;
         let mut pids: Vec<i32> = Vec::new();
         let mut add = |pid: i32| {
             if !pids.contains(&pid) {
@@ -470,7 +475,7 @@ impl Snapshot {
         for &pid in listed {
             match self.opener_now(pid, key) {
                 OpenerNow::Holds(p) => add(p),
-                OpenerNow::Released if pid == me || super::fs::is_our_task(pid) => {}
+                OpenerNow::Released if is_us(pid) => {}
                 OpenerNow::Released | OpenerNow::Exited => out_of_date = true,
             }
         }
@@ -492,27 +497,29 @@ impl Snapshot {
     /// What became of `pid`, listed as an opener of `key` by a table of descriptors (see
     /// [`Snapshot::openers`]). A child of ours still running our program is given up to
     /// [`COPY_WAIT`] to exec or close it.
+    ///
+    /// Another process is asked once a snapshot ([`Snapshot::pid`]): one seen alive before it
+    /// exited still counts, which is the safe side.
     fn opener_now(&self, pid: i32, key: FileKey) -> OpenerNow {
         let me = std::process::id() as i32;
-        if pid == me || super::fs::is_our_task(pid) {
+        if is_us(pid) {
             return match open_now(me, key) {
                 Some(true) => OpenerNow::Holds(me),
                 _ => OpenerNow::Released,
             };
         }
-        let exited = || {
-            matches!(
-                process::probe(pid, &self.host),
-                PidState::Absent | PidState::Zombie(_)
-            )
-        };
-        if self.pid(pid).facts().is_none_or(|f| f.ppid != me) {
-            return if exited() {
+        let gone = |state: &PidState| matches!(state, PidState::Absent | PidState::Zombie(_));
+        let state = self.pid(pid);
+        if state.facts().is_none_or(|f| f.ppid != me) {
+            return if gone(&state) {
                 OpenerNow::Exited
             } else {
                 OpenerNow::Holds(pid)
             };
         }
+        // A child of ours is asked again each time: a copy between fork and exec does not
+        // stay long.
+        let exited = || gone(&process::probe(pid, &self.host));
         let since = std::time::Instant::now();
         loop {
             // Its program is asked before its descriptors: a copy that execs in between is
@@ -675,6 +682,7 @@ mod tests {
 
     /// An empty file of this name in a directory of its own (kept while the first part lives),
     /// and its key.
+    #[cfg(target_os = "linux")]
     fn empty_file(name: &str) -> (tempfile::TempDir, std::path::PathBuf, FileKey) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(name);

@@ -505,10 +505,7 @@ fn settle_waits_out_a_forked_copy_that_holds_a_fixture() {
             .find(|&pid| super::comm(pid) == name)
     });
     drop(file);
-    let holds = std::fs::read_dir(format!("/proc/{copy}/fd"))
-        .unwrap()
-        .flatten()
-        .any(|fd| std::fs::metadata(fd.path()).is_ok_and(|m| FileKey::of(&m) == key));
+    let holds = locksmith::probe::open_files::files_of(copy).is_some_and(|f| f.contains(&key));
     assert!(holds, "the copy {copy} does not hold the fixture");
     let seen = Snapshot::take().openers(key);
     assert!(
