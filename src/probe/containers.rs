@@ -229,6 +229,42 @@ pub struct Inventory {
     own_root: Option<(u64, u64)>,
     /// Whether every process's namespace could be read.
     pub complete: bool,
+    /// The layers of the namespaces' overlays, resolved here when first asked.
+    layers: OnceLock<Vec<Layer>>,
+}
+
+/// A directory whose files a namespace sees through one of its overlays, on the overlay's
+/// device ([`super::fs::overlay_layers`]).
+#[derive(Debug, Clone)]
+struct Layer {
+    /// Index of the namespace in [`Inventory::namespaces`].
+    ns: usize,
+    /// The overlay's device.
+    dev: u64,
+    /// The directory: canonical as seen here, when its mounter named it by an absolute path
+    /// that exists here; else as named (a runtime that mounts with paths relative to its
+    /// storage, to keep the options short).
+    dir: PathBuf,
+}
+
+impl Layer {
+    /// The path of a file in this layer (at `real`, canonical here), within the overlay. A
+    /// layer named by a relative path is matched wherever its names end a directory of `real`
+    /// (a name can only add sightings, which never make a lock stale).
+    fn holds<'r>(&self, real: &'r Path) -> Option<&'r Path> {
+        if self.dir.is_absolute() {
+            return below(real, &self.dir);
+        }
+        let want: Vec<Component<'_>> = self.dir.components().collect();
+        let have: Vec<Component<'_>> = real.components().collect();
+        let at = (1..have.len().saturating_sub(want.len()))
+            .find(|&i| have[i..i + want.len()] == want[..])?;
+        let mut rest = real.components();
+        for _ in 0..at + want.len() {
+            rest.next();
+        }
+        Some(rest.as_path())
+    }
 }
 
 impl Inventory {
@@ -329,6 +365,7 @@ impl Inventory {
             own_mounts,
             own_root,
             complete,
+            layers: OnceLock::new(),
         }
     }
 
@@ -397,6 +434,9 @@ impl Inventory {
             },
             None => (None, self.host_view(path, dev, canonical, &mut out)),
         };
+        if origin.is_none() {
+            self.through_overlays(canonical, &mut out);
+        }
         let Some((dev, fs_path)) = fs_path else {
             return Sightings {
                 seen: out,
@@ -409,7 +449,11 @@ impl Inventory {
             out.push(Seen { ns: None, path: p });
         }
         for ns in &self.namespaces {
-            if Some(ns.inode) == origin {
+            if Some(ns.inode) == origin
+                || out
+                    .iter()
+                    .any(|s| s.ns.is_some_and(|n| n.inode == ns.inode))
+            {
                 continue;
             }
             if let Some(p) = inside(&ns.mounts, dev, &fs_path) {
@@ -423,6 +467,63 @@ impl Inventory {
             seen: out,
             mapped: true,
         }
+    }
+
+    /// The namespaces that see the file we see at `out[0]` through an overlay it is a layer
+    /// file of (a container's upper directory, where what it writes in its root goes, or an
+    /// image layer below it), each under the path it has in that overlay. An image layer's
+    /// file may be hidden there by a higher layer's: it counts as seen, the safe side.
+    fn through_overlays<'a>(&'a self, canonical: &CanonicalDirs, out: &mut Vec<Seen<'a>>) {
+        let Some(real) = out.first().map(|s| s.path.clone()) else {
+            return;
+        };
+        for layer in self.layers(canonical) {
+            let ns = &self.namespaces[layer.ns];
+            if out
+                .iter()
+                .any(|s| s.ns.is_some_and(|n| n.inode == ns.inode))
+            {
+                continue;
+            }
+            let Some(rest) = layer.holds(&real) else {
+                continue;
+            };
+            if let Some(p) = inside(&ns.mounts, layer.dev, &Path::new("/").join(rest)) {
+                out.push(Seen {
+                    ns: Some(ns),
+                    path: p,
+                });
+            }
+        }
+    }
+
+    /// Every layer of every namespace's overlays, each directory resolved once.
+    fn layers(&self, canonical: &CanonicalDirs) -> &[Layer] {
+        self.layers.get_or_init(|| {
+            let mut resolved: HashMap<&Path, PathBuf> = HashMap::new();
+            let mut out = Vec::new();
+            for (i, ns) in self.namespaces.iter().enumerate() {
+                for m in ns.mounts.iter().filter(|m| !m.layers.is_empty()) {
+                    for dir in &m.layers {
+                        let dir = resolved
+                            .entry(dir)
+                            .or_insert_with(|| {
+                                Some(dir)
+                                    .filter(|d| d.is_absolute())
+                                    .and_then(|d| canonical.of(d))
+                                    .unwrap_or_else(|| dir.clone())
+                            })
+                            .clone();
+                        out.push(Layer {
+                            ns: i,
+                            dev: m.dev,
+                            dir,
+                        });
+                    }
+                }
+            }
+            out
+        })
     }
 
     /// Records our own view of `path` and returns its path within its file system.
@@ -1252,6 +1353,27 @@ mod tests {
         );
         assert_eq!(proc_root_path(Path::new("/proc/42/cwd/a")), None);
         assert_eq!(proc_root_path(Path::new("/tmp/a")), None);
+    }
+
+    #[test]
+    fn a_file_of_an_overlay_layer_is_placed_within_the_overlay() {
+        let layer = |dir: &str| Layer {
+            ns: 0,
+            dev: 1,
+            dir: PathBuf::from(dir),
+        };
+        let file = Path::new("/var/lib/docker/overlay2/abc/diff/run/x.pid");
+        let upper = layer("/var/lib/docker/overlay2/abc/diff");
+        assert_eq!(upper.holds(file), Some(Path::new("run/x.pid")));
+        assert_eq!(
+            upper.holds(Path::new("/var/lib/docker/overlay2/abcd/diff/x.pid")),
+            None
+        );
+        // Named relative to the runtime's storage: wherever those names end a directory.
+        assert_eq!(layer("abc/diff").holds(file), Some(Path::new("run/x.pid")));
+        assert_eq!(layer("ab/diff").holds(file), None);
+        // The layer's directory itself is no file of it.
+        assert_eq!(layer("abc/diff").holds(Path::new("/s/abc/diff")), None);
     }
 
     #[test]

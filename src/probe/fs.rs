@@ -148,6 +148,9 @@ pub struct Mount {
     pub fs_type: String,
     /// What was mounted (`root@host:/dir`, `/dev/sda1`), when mountinfo names it.
     pub source: Option<String>,
+    /// An overlay's layers ([`overlay_layers`]): the directories whose files it shows, as its
+    /// mounter named them. Empty for any other type.
+    pub layers: Vec<PathBuf>,
 }
 
 /// Parses a mountinfo (proc(5): `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE
@@ -161,12 +164,17 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
             let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
             let dash = fields.iter().position(|f| *f == b"-")?;
             let (maj, min) = std::str::from_utf8(fields.get(2)?).ok()?.split_once(':')?;
+            let fs_type = lossy(fields.get(dash + 1)?);
             Some(Mount {
                 id: std::str::from_utf8(fields.first()?).ok()?.parse().ok()?,
                 dev: makedev(maj.parse().ok()?, min.parse().ok()?),
                 root: path(fields.get(3)?),
                 point: path(fields.get(4)?),
-                fs_type: lossy(fields.get(dash + 1)?),
+                layers: match fields.get(dash + 3) {
+                    Some(options) if fs_type == "overlay" => overlay_layers(options),
+                    _ => Vec::new(),
+                },
+                fs_type,
                 source: fields
                     .get(dash + 2)
                     .filter(|s| !s.is_empty() && **s != b"none")
@@ -174,6 +182,47 @@ pub fn parse_mountinfo(text: &[u8]) -> Vec<Mount> {
             })
         })
         .collect()
+}
+
+/// The directories an overlay shows the files of, from its super options in a mountinfo: its
+/// `upperdir` (where the files it writes are), then each lower layer (`lowerdir=` as given
+/// to mount(8), layers split at `:` and `\:` a colon in a name; or one `lowerdir+=` or
+/// `datadir+=` option a layer). Its `workdir` holds none of its files. A program that
+/// writes a lock file in an overlay writes it in the upper layer: whoever sees that directory
+/// sees the same file under another path, on another device.
+pub fn overlay_layers(options: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let path = |b: Vec<u8>| PathBuf::from(std::ffi::OsString::from_vec(b));
+    let mut upper = Vec::new();
+    let mut lower = Vec::new();
+    // A comma, space or backslash in a value is written in octal (`\054`): options split at
+    // the commas left.
+    for option in options.split(|&b| b == b',') {
+        let option = mountinfo_unescape(option);
+        let Some(eq) = option.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let (name, value) = (&option[..eq], &option[eq + 1..]);
+        match name {
+            b"upperdir" => upper.push(path(value.to_vec())),
+            b"lowerdir+" | b"datadir+" => lower.push(path(value.to_vec())),
+            b"lowerdir" => {
+                let mut layer = Vec::new();
+                let mut bytes = value.iter();
+                while let Some(&b) = bytes.next() {
+                    match b {
+                        b'\\' => layer.extend(bytes.next()),
+                        b':' => lower.push(path(std::mem::take(&mut layer))),
+                        _ => layer.push(b),
+                    }
+                }
+                lower.push(path(layer));
+            }
+            _ => {}
+        }
+    }
+    upper.extend(lower.into_iter().filter(|l| !l.as_os_str().is_empty()));
+    upper
 }
 
 impl Mount {
@@ -187,6 +236,7 @@ impl Mount {
             point: point.to_path_buf(),
             fs_type: fs_type.into(),
             source: None,
+            layers: Vec::new(),
         }
     }
 
@@ -1269,6 +1319,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_an_overlays_layers_from_its_super_options() {
+        // As mount(8) gives them (`\:` a colon in a name, its backslash written `\134` by the
+        // table, a comma `\054`), and as the new mount API's one option a layer.
+        let text = b"90 57 0:43 / / rw - overlay overlay rw,lowerdir=/s/l/A:/s/l/B\\134:x,upperdir=/s/my\\054dir/diff,workdir=/s/w,uuid=on\n\
+            91 57 0:44 / /m rw - overlay overlay rw,lowerdir+=/a,lowerdir+=/b,datadir+=/d,upperdir=/u,workdir=/w\n\
+            92 57 0:45 / /n rw - overlay overlay ro,lowerdir=/only\n\
+            93 57 254:0 / /x rw - ext4 /dev/vda rw,lowerdir=/not\n";
+        let layers: Vec<Vec<PathBuf>> = parse_mountinfo(text)
+            .into_iter()
+            .map(|m| m.layers)
+            .collect();
+        let paths = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(layers[0], paths(&["/s/my,dir/diff", "/s/l/A", "/s/l/B:x"]));
+        assert_eq!(layers[1], paths(&["/u", "/a", "/b", "/d"]));
+        assert_eq!(layers[2], paths(&["/only"]));
+        assert!(layers[3].is_empty());
+    }
+
+    #[test]
     fn parses_mountinfo() {
         let text = b"22 1 0:21 / /proc rw,nosuid - proc proc rw\n\
             36 25 8:1 / / rw - ext4 /dev/sda1 rw\n\
@@ -1323,6 +1392,7 @@ mod tests {
             point: point.to_path_buf(),
             fs_type: fs_type.into(),
             source: source.map(Into::into),
+            layers: Vec::new(),
         });
         t.add_seen_through(base, &theirs);
         assert_eq!(t.at(base).unwrap().fs_type, "overlay");
@@ -1358,6 +1428,7 @@ mod tests {
             point: PathBuf::from(format!("/test/mount-{id}")),
             fs_type: "fuse.test".into(),
             source: Some("test:".into()),
+            layers: Vec::new(),
         }
     }
 

@@ -365,6 +365,124 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
     assert!(text.contains("was reused"), "{text}");
 }
 
+/// What a container writes in its own root lands in its overlay's upper directory, in the
+/// runtime's storage on the host, and what its image holds is in the layers below: the same
+/// files, seen from the host under other paths on another device. Found there, each is judged
+/// where the container sees it, by the PIDs it has inside.
+#[test]
+fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() {
+    let Some(pm) = podman_or_skip("container storage") else {
+        return;
+    };
+    let env = Env::new();
+    // An image with a pid file naming PID 1 in its one layer.
+    let rootfs = env.path().join("image");
+    busybox_root(&rootfs).unwrap();
+    std::fs::write(rootfs.join("etc/baked.pid"), "1\n").unwrap();
+    let tar = env.path().join("image.tar");
+    let out = Command::new("tar")
+        .arg("-C")
+        .arg(&rootfs)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    pm.import(&tar, "localhost/locksmith-baked:test").unwrap();
+
+    let gone = util::dead_pid();
+    let postmaster = "mkdir -p /var/lib/postgresql/data && cd /var/lib/postgresql/data && \
+        printf '1\\n/var/lib/postgresql/data\\n%s\\n5432\\n/var/run/postgresql\\n*\\n  5432001         0\\nready   \\n' \"$(date +%s)\" > postmaster.pid";
+    let out = pm.run(&[
+        "run",
+        "-d",
+        "--network",
+        "none",
+        "--name",
+        "app-1",
+        "localhost/locksmith-baked:test",
+        "sh",
+        "-c",
+        &format!(
+            "{postmaster} && echo 1 > /run/app.pid && echo {gone} > /run/old.pid && exec sleep 1000"
+        ),
+    ]);
+    assert!(out.status.success(), "{}", util::stderr(&out));
+    let dir = |key: &str| {
+        let out = pm.run(&[
+            "inspect",
+            "-f",
+            &format!("{{{{.GraphDriver.Data.{key}}}}}"),
+            "app-1",
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        std::fs::canonicalize(text.split(':').next().unwrap()).unwrap()
+    };
+    let (upper, lower) = (dir("UpperDir"), dir("LowerDir"));
+    pm.wait_file(&upper.join("run/old.pid"));
+    let storage = pm.path().join("root/overlay");
+
+    let report = scan(&env, &[&storage]);
+    let app = report.expect_lock(&upper.join("run/app.pid"));
+    assert_eq!(app.verdict, "live", "{}", joined(app));
+    let c = app.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.name.as_deref(), Some("app-1"));
+    assert_eq!(c.ns_pid, Some(1));
+    assert!(
+        joined(app).contains("the file is also seen by this host (as "),
+        "{}",
+        joined(app)
+    );
+    let old = report.expect_lock(&upper.join("run/old.pid"));
+    assert_eq!(old.verdict, "stale", "{}", joined(old));
+    assert!(
+        joined(old).contains("container app-1 (podman ")
+            && joined(old).contains("(as /run/old.pid)")
+            && joined(old).contains(&format!("no PID {gone} there")),
+        "{}",
+        joined(old)
+    );
+    // The image's file, through the image layer the container's root shows.
+    let baked = report.expect_lock(&lower.join("etc/baked.pid"));
+    assert_eq!(baked.verdict, "live", "{}", joined(baked));
+    assert!(
+        joined(baked).contains("container app-1 (podman "),
+        "{}",
+        joined(baked)
+    );
+    // A postgres server's file in the container's own root names its PID 1, another program.
+    let pg = report.expect_lock(&upper.join("var/lib/postgresql/data/postmaster.pid"));
+    assert_eq!(pg.dialect, "postgres");
+    assert_eq!(pg.verdict, "unknown", "{}", joined(pg));
+    assert!(
+        joined(pg).contains("container app-1 (podman "),
+        "{}",
+        joined(pg)
+    );
+
+    // Reclaim through the storage removes only the stale one.
+    let out = env.run(["--scan", "--reclaim", storage.to_str().unwrap()]);
+    assert!(
+        util::stdout(&out).contains("removed "),
+        "{}",
+        util::stdout(&out)
+    );
+    let ls = pm.run(&["exec", "app-1", "ls", "/run", "/etc"]);
+    let listing = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        listing.contains("app.pid")
+            && listing.contains("baked.pid")
+            && !listing.contains("old.pid"),
+        "{listing}"
+    );
+    assert!(
+        upper
+            .join("var/lib/postgresql/data/postmaster.pid")
+            .exists()
+    );
+}
+
 #[test]
 fn two_containers_mounting_one_dir_at_different_places() {
     let Some(pm) = podman_or_skip("shared volume") else {
