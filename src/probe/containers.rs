@@ -1,7 +1,8 @@
 //! Containers and sandboxes on this machine, from `/proc` alone (no runtime socket or CLI):
 //! every PID namespace other than ours, the processes in it with the PIDs they have inside
 //! (`NSpid:` in `/proc/<pid>/status`), the mounts it sees (`/proc/<pid>/mountinfo`: which
-//! file-system directories appear where), its root (`/proc/<pid>/root`), and who it is.
+//! file-system directories appear where, and the layers of its overlays, whose files it sees on
+//! the overlay's device), its root (`/proc/<pid>/root`), and who it is.
 //!
 //! Who it is must not be the word of the namespace's own user: any local user can make user,
 //! mount and PID namespaces of their own, `chroot` into a directory of theirs, write any
@@ -500,11 +501,22 @@ impl Inventory {
     /// Every layer of every namespace's overlays, each directory resolved once.
     fn layers(&self, canonical: &CanonicalDirs) -> &[Layer] {
         self.layers.get_or_init(|| {
+            let fuse = self
+                .namespaces
+                .iter()
+                .flat_map(|n| &n.mounts)
+                .any(|m| m.fs_type == FUSE_OVERLAY)
+                .then(fuse_overlay_layers)
+                .unwrap_or_default();
             let mut resolved: HashMap<&Path, PathBuf> = HashMap::new();
             let mut out = Vec::new();
             for (i, ns) in self.namespaces.iter().enumerate() {
-                for m in ns.mounts.iter().filter(|m| !m.layers.is_empty()) {
-                    for dir in &m.layers {
+                for m in &ns.mounts {
+                    let layers = match fuse.get(&m.dev) {
+                        Some(l) if m.fs_type == FUSE_OVERLAY => l,
+                        _ => &m.layers,
+                    };
+                    for dir in layers {
                         let dir = resolved
                             .entry(dir)
                             .or_insert_with(|| {
@@ -548,6 +560,71 @@ impl Inventory {
         });
         rel
     }
+}
+
+/// The type of a `fuse-overlayfs` mount: an overlay served by a daemon (what rootless Podman
+/// mounts where the kernel's overlay is not allowed), its layers in no mount table.
+const FUSE_OVERLAY: &str = "fuse.fuse-overlayfs";
+
+/// The layers of each `fuse-overlayfs` mount, by its device: from the command line of the
+/// daemon that serves it (`-o lowerdir=…,upperdir=…,workdir=…` and its mount point), the
+/// device by that daemon's own mount table (no call on the mount, which waits on the daemon).
+#[cfg(target_os = "linux")]
+fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let is_daemon = locksmith_sys::host::read_proc(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| c.strip_suffix(b"\n") == Some(b"fuse-overlayfs"));
+        let Some(cmdline) = is_daemon
+            .then(|| locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline")).ok())
+            .flatten()
+        else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline
+            .split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let mut options: Vec<u8> = Vec::new();
+        for (i, arg) in args.iter().enumerate().skip(1) {
+            let value = match arg.strip_prefix(b"-o") {
+                Some([]) => args.get(i + 1).copied().unwrap_or_default(),
+                Some(v) => v,
+                None => continue,
+            };
+            options.extend_from_slice(value);
+            options.push(b',');
+        }
+        let layers = super::fs::overlay_layers(&options);
+        let (Some(point), false) = (args.last(), layers.is_empty()) else {
+            continue;
+        };
+        let point = Path::new(std::ffi::OsStr::from_bytes(point));
+        if let Some(m) = read_mounts(&pid.to_string())
+            .iter()
+            .rev()
+            .find(|m| m.point == point && m.fs_type == FUSE_OVERLAY)
+        {
+            out.insert(m.dev, layers);
+        }
+    }
+    out
+}
+
+#[cfg(not(target_os = "linux"))]
+fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
+    HashMap::new()
 }
 
 /// The proven container (see the module docs) whose namespaces process `pid` runs in, read

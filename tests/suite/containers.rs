@@ -371,9 +371,22 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
 /// where the container sees it, by the PIDs it has inside.
 #[test]
 fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() {
-    let Some(pm) = podman_or_skip("container storage") else {
-        return;
-    };
+    if let Some(pm) = podman_or_skip("container storage") {
+        pid_files_in_storage(pm);
+    }
+}
+
+/// The same, with the container's root mounted by a `fuse-overlayfs` daemon (whose layers are
+/// on its command line, not in any mount table).
+#[test]
+fn a_pid_file_in_a_fuse_overlayfs_containers_storage_is_judged_by_the_container() {
+    match Podman::start_fuse_overlay() {
+        Ok(pm) => pid_files_in_storage(pm),
+        Err(why) => util::skip(format!("fuse-overlayfs storage: {why}")),
+    }
+}
+
+fn pid_files_in_storage(pm: Podman) {
     let env = Env::new();
     // An image with a pid file naming PID 1 in its one layer.
     let rootfs = env.path().join("image");

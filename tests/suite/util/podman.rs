@@ -22,6 +22,8 @@ pub const IMAGE: &str = "localhost/locksmith-busybox:test";
 pub struct Podman {
     dir: tempfile::TempDir,
     _fact: Hold,
+    /// A `--storage-opt` every command is given.
+    storage_opt: Option<String>,
 }
 
 /// A running (or exited) container.
@@ -63,7 +65,23 @@ pub fn busybox_root(dir: &Path) -> Result<(), String> {
 impl Podman {
     /// Sets up a private Podman store with the busybox image, and proves a container runs.
     pub fn start() -> Result<Podman, String> {
-        let p = Podman::store()?;
+        Podman::start_with(None)
+    }
+
+    /// [`Podman::start`] with containers' roots mounted by `fuse-overlayfs` (a daemon serving
+    /// the overlay, as rootless Podman mounts them where the kernel's overlay is not allowed).
+    pub fn start_fuse_overlay() -> Result<Podman, String> {
+        const PROGRAM: &str = "/usr/bin/fuse-overlayfs";
+        if !Path::new(PROGRAM).exists() {
+            return Err(format!("fuse-overlayfs is not installed ({PROGRAM})"));
+        }
+        Podman::start_with(Some(format!("overlay.mount_program={PROGRAM}")))
+    }
+
+    /// [`Podman::start`], with a `--storage-opt` for every command.
+    fn start_with(storage_opt: Option<String>) -> Result<Podman, String> {
+        let mut p = Podman::store()?;
+        p.storage_opt = storage_opt;
         let rootfs = p.path().join("rootfs");
         busybox_root(&rootfs)?;
         let tar = p.path().join("busybox.tar");
@@ -104,7 +122,11 @@ impl Podman {
             .prefix("locksmith-podman-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let p = Podman { dir, _fact: fact };
+        let p = Podman {
+            dir,
+            _fact: fact,
+            storage_opt: None,
+        };
         std::fs::write(
             p.path().join("containers.conf"),
             "[containers]\ndefault_ulimits = []\n",
@@ -171,6 +193,9 @@ impl Podman {
                 "file",
             ])
             .stdin(Stdio::null());
+        if let Some(opt) = &self.storage_opt {
+            c.args(["--storage-opt", opt]);
+        }
         c
     }
 
