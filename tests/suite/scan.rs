@@ -1139,8 +1139,10 @@ fn pid_file_on_a_container_overlay_is_foreign() {
     }
     struct Unmount(PathBuf);
     impl Drop for Unmount {
+        // Detached even while busy (a child another test forks holds copies of this
+        // process's descriptors until it execs): a mount left behind outlives the run.
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
         }
     }
     let _unmount = Unmount(merged.clone());

@@ -267,5 +267,15 @@ impl Drop for Podman {
     fn drop(&mut self) {
         let _ = self.run(&["rm", "-a", "-f", "-t", "0"]);
         let _ = self.run(&["system", "reset", "-f"]);
+        // The overlay driver makes its directory a mount of its own, which a reset may leave
+        // (busy a moment): detached, so that the store's directory can be removed.
+        let overlay = self.path().join("root/overlay");
+        let mounted = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+            t.lines()
+                .any(|l| l.split(' ').nth(4) == Some(&*overlay.to_string_lossy()))
+        });
+        if mounted {
+            let _ = Command::new("umount").arg("-l").arg(&overlay).status();
+        }
     }
 }
