@@ -56,6 +56,8 @@ pub struct Namespace {
     pids: HashMap<i32, i32>,
     /// Mounts as its PID 1 sees them.
     pub mounts: Vec<Mount>,
+    /// The mount tables of its other mount namespaces, if any (see [`Namespace::tables`]).
+    views: Vec<Vec<Mount>>,
     /// Device and inode of its root directory.
     pub root: Option<(u64, u64)>,
     /// Whether root made it (see the module docs); `container`, `hostname` and
@@ -115,6 +117,8 @@ struct Member {
     inner: i32,
     /// Its parent's PID here.
     ppid: Option<i32>,
+    /// Its mount namespace (`mnt:[INODE]`), when it could be read.
+    mnt: Option<u64>,
 }
 
 impl Member {
@@ -124,6 +128,7 @@ impl Member {
             host: pid,
             inner: nspid(status)?.last().copied()?,
             ppid: status_line(status, "PPid:").and_then(|p| p.trim().parse().ok()),
+            mnt: ns_inode(&pid.to_string(), "mnt"),
         })
     }
 }
@@ -140,6 +145,16 @@ impl Namespace {
             .find(|m| m.inner == 1)
             .or_else(|| procs.iter().min_by_key(|m| m.inner))?;
         let who = identify(inode, init, names);
+        // Its processes in other mount namespaces than its PID 1's (containers sharing one PID
+        // namespace, a service's private mounts) see files it may not: one table each.
+        let mut tables_of = vec![init.mnt];
+        let mut views = Vec::new();
+        for m in procs {
+            if m.mnt.is_some() && !tables_of.contains(&m.mnt) {
+                tables_of.push(m.mnt);
+                views.push(read_mounts(&m.host.to_string()));
+            }
+        }
         let init = init.host;
         let mounts = read_mounts(&init.to_string());
         let root = root_id(init, &mounts);
@@ -148,11 +163,18 @@ impl Namespace {
             init,
             pids: procs.iter().map(|m| (m.inner, m.host)).collect(),
             mounts,
+            views,
             root,
             proven: who.proven,
             container: who.container,
             hostname: who.hostname,
         })
+    }
+
+    /// Every mount table of its processes: its PID 1's first, then one of each other mount
+    /// namespace its processes are in.
+    fn tables(&self) -> impl Iterator<Item = &[Mount]> {
+        std::iter::once(self.mounts.as_slice()).chain(self.views.iter().map(Vec::as_slice))
     }
 
     /// The host PID of the process that has `ns_pid` inside.
@@ -240,6 +262,8 @@ pub struct Inventory {
 struct Layer {
     /// Index of the namespace in [`Inventory::namespaces`].
     ns: usize,
+    /// Index of the overlay's mount table among the namespace's ([`Namespace::tables`]).
+    table: usize,
     /// The overlay's device.
     dev: u64,
     /// The directory: canonical as seen here, when its mounter named it by an absolute path
@@ -457,7 +481,7 @@ impl Inventory {
             {
                 continue;
             }
-            if let Some(p) = inside(&ns.mounts, dev, &fs_path) {
+            if let Some(p) = ns.tables().find_map(|t| inside(t, dev, &fs_path)) {
                 out.push(Seen {
                     ns: Some(ns),
                     path: p,
@@ -489,7 +513,12 @@ impl Inventory {
             let Some(rest) = layer.holds(&real) else {
                 continue;
             };
-            if let Some(p) = inside(&ns.mounts, layer.dev, &Path::new("/").join(rest)) {
+            let in_overlay = Path::new("/").join(rest);
+            if let Some(p) = ns
+                .tables()
+                .nth(layer.table)
+                .and_then(|t| inside(t, layer.dev, &in_overlay))
+            {
                 out.push(Seen {
                     ns: Some(ns),
                     path: p,
@@ -504,14 +533,18 @@ impl Inventory {
             let fuse = self
                 .namespaces
                 .iter()
-                .flat_map(|n| &n.mounts)
+                .flat_map(|n| n.tables().flatten())
                 .any(|m| m.fs_type == FUSE_OVERLAY)
                 .then(fuse_overlay_layers)
                 .unwrap_or_default();
             let mut resolved: HashMap<&Path, PathBuf> = HashMap::new();
             let mut out = Vec::new();
             for (i, ns) in self.namespaces.iter().enumerate() {
-                for m in &ns.mounts {
+                for (table, m) in ns
+                    .tables()
+                    .enumerate()
+                    .flat_map(|(i, t)| t.iter().map(move |m| (i, m)))
+                {
                     let layers = match fuse.get(&m.dev) {
                         Some(l) if m.fs_type == FUSE_OVERLAY => l,
                         _ => &m.layers,
@@ -528,6 +561,7 @@ impl Inventory {
                             .clone();
                         out.push(Layer {
                             ns: i,
+                            table,
                             dev: m.dev,
                             dir,
                         });
@@ -1415,6 +1449,7 @@ mod tests {
             init: 1,
             pids: HashMap::new(),
             mounts,
+            views: Vec::new(),
             root: None,
             proven: true,
             container: id("unknown", "x", None).unwrap(),
@@ -1436,6 +1471,7 @@ mod tests {
     fn a_file_of_an_overlay_layer_is_placed_within_the_overlay() {
         let layer = |dir: &str| Layer {
             ns: 0,
+            table: 0,
             dev: 1,
             dir: PathBuf::from(dir),
         };

@@ -386,6 +386,47 @@ fn a_pid_file_in_a_fuse_overlayfs_containers_storage_is_judged_by_the_container(
     }
 }
 
+/// A container that joins another's PID namespace (`--pid container:NAME`, a debugging sidecar,
+/// a pod sharing its PIDs) keeps a root of its own: its pid files, in its own storage, are
+/// judged in the namespace it shares, seen through its own mount table.
+#[test]
+fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there() {
+    let Some(pm) = podman_or_skip("shared PID namespace") else {
+        return;
+    };
+    let env = Env::new();
+    pm.run_detached("main-1", &[], "exec sleep 1000");
+    let gone = util::dead_pid();
+    pm.run_detached(
+        "side-1",
+        &["--pid", "container:main-1"],
+        &format!("echo $$ > /run/side.pid && echo {gone} > /run/old.pid && exec sleep 1000"),
+    );
+    let out = pm.run(&["inspect", "-f", "{{.GraphDriver.Data.UpperDir}}", "side-1"]);
+    let upper = std::fs::canonicalize(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    pm.wait_file(&upper.join("run/old.pid"));
+    let inner: i64 = std::fs::read_to_string(upper.join("run/side.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(inner, 1, "the sidecar is not the namespace's PID 1");
+
+    let report = scan(&env, &[&upper]);
+    let side = report.expect_lock(&upper.join("run/side.pid"));
+    assert_eq!(side.verdict, "live", "{}", joined(side));
+    let c = side.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.ns_pid, Some(inner));
+    let old = report.expect_lock(&upper.join("run/old.pid"));
+    assert_eq!(old.verdict, "stale", "{}", joined(old));
+    assert!(
+        joined(old).contains("(as /run/old.pid)")
+            && joined(old).contains(&format!("no PID {gone} there")),
+        "{}",
+        joined(old)
+    );
+}
+
 fn pid_files_in_storage(pm: Podman) {
     let env = Env::new();
     // An image with a pid file naming PID 1 in its one layer.
