@@ -459,8 +459,10 @@ impl Inventory {
             },
             None => (None, self.host_view(path, dev, canonical, &mut out)),
         };
-        if origin.is_none() {
-            self.through_overlays(canonical, &mut out);
+        if origin.is_none()
+            && let Some(real) = out.first().map(|s| s.path.clone())
+        {
+            self.through_overlays(canonical, &real, &mut out);
         }
         let Some((dev, fs_path)) = fs_path else {
             return Sightings {
@@ -494,14 +496,16 @@ impl Inventory {
         }
     }
 
-    /// The namespaces that see the file we see at `out[0]` through an overlay it is a layer
+    /// The namespaces that see the file we see at `real` through an overlay it is a layer
     /// file of (a container's upper directory, where what it writes in its root goes, or an
     /// image layer below it), each under the path it has in that overlay. An image layer's
     /// file may be hidden there by a higher layer's: it counts as seen, the safe side.
-    fn through_overlays<'a>(&'a self, canonical: &CanonicalDirs, out: &mut Vec<Seen<'a>>) {
-        let Some(real) = out.first().map(|s| s.path.clone()) else {
-            return;
-        };
+    fn through_overlays<'a>(
+        &'a self,
+        canonical: &CanonicalDirs,
+        real: &Path,
+        out: &mut Vec<Seen<'a>>,
+    ) {
         for layer in self.layers(canonical) {
             let ns = &self.namespaces[layer.ns];
             if out
@@ -510,7 +514,7 @@ impl Inventory {
             {
                 continue;
             }
-            let Some(rest) = layer.holds(&real) else {
+            let Some(rest) = layer.holds(real) else {
                 continue;
             };
             let in_overlay = Path::new("/").join(rest);
@@ -570,6 +574,38 @@ impl Inventory {
             }
             out
         })
+    }
+
+    /// Where the file at `real` (canonical here) is seen through an overlay mounted now that it
+    /// is a layer file of (ours, or a namespace's), said as a reason not to remove it where it
+    /// is: a layer changed under a mounted overlay leaves what the overlay shows undefined
+    /// (the kernel's overlayfs documentation), so such a file is removed through the overlay.
+    /// `None` when it is no such file.
+    pub fn mounted_layer(&self, real: &Path, canonical: &CanonicalDirs) -> Option<String> {
+        for m in &self.own_mounts {
+            for dir in &m.layers {
+                let dir = canonical.of(dir).unwrap_or_else(|| dir.clone());
+                if let Some(rest) = below(real, &dir)
+                    && let Some(p) = inside(&self.own_mounts, m.dev, &Path::new("/").join(rest))
+                {
+                    return Some(format!(
+                        "it is a file of a layer of the overlay mounted at {}: remove it there, as {}",
+                        m.point.display(),
+                        p.display()
+                    ));
+                }
+            }
+        }
+        let mut seen = Vec::new();
+        self.through_overlays(canonical, real, &mut seen);
+        let s = seen.first()?;
+        let ns = s.ns?;
+        Some(format!(
+            "it is a file of a layer of the overlay {} sees it through, as {}: remove it there (through /proc/{}/root)",
+            ns.container.describe(),
+            s.path.display(),
+            ns.init
+        ))
     }
 
     /// Records our own view of `path` and returns its path within its file system.
@@ -659,6 +695,42 @@ fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
 #[cfg(not(target_os = "linux"))]
 fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
     HashMap::new()
+}
+
+/// [`Inventory::mounted_layer`] for the file at `path`, by an inventory read at most
+/// [`super::fs::RECENT_MOUNTS`] ago (a reclaim asks it of lock after lock).
+#[cfg(target_os = "linux")]
+pub fn mounted_layer(path: &Path) -> Option<String> {
+    // Found through a process's root: reached through its mounts already.
+    if proc_root_path(path).is_some() {
+        return None;
+    }
+    type Recent = (std::time::Instant, Arc<Inventory>, Arc<CanonicalDirs>);
+    static RECENT: Mutex<Option<Recent>> = Mutex::new(None);
+    let (inv, canonical) = {
+        let mut recent = RECENT.lock().unwrap_or_else(|e| e.into_inner());
+        match &*recent {
+            Some((at, inv, c)) if at.elapsed() < super::fs::RECENT_MOUNTS => {
+                (inv.clone(), c.clone())
+            }
+            _ => {
+                let inv = Arc::new(Inventory::read(super::host::pid_ns_of("self")));
+                let c = Arc::new(CanonicalDirs::default());
+                *recent = Some((std::time::Instant::now(), inv.clone(), c.clone()));
+                (inv, c)
+            }
+        }
+    };
+    let real = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => canonical.of(parent)?.join(name),
+        _ => return None,
+    };
+    inv.mounted_layer(&real, &canonical)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn mounted_layer(_path: &Path) -> Option<String> {
+    None
 }
 
 /// The proven container (see the module docs) whose namespaces process `pid` runs in, read

@@ -372,7 +372,7 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
 #[test]
 fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() {
     if let Some(pm) = podman_or_skip("container storage") {
-        pid_files_in_storage(pm);
+        pid_files_in_storage(pm, true);
     }
 }
 
@@ -381,7 +381,7 @@ fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() 
 #[test]
 fn a_pid_file_in_a_fuse_overlayfs_containers_storage_is_judged_by_the_container() {
     match Podman::start_fuse_overlay() {
-        Ok(pm) => pid_files_in_storage(pm),
+        Ok(pm) => pid_files_in_storage(pm, false),
         Err(why) => util::skip(format!("fuse-overlayfs storage: {why}")),
     }
 }
@@ -427,7 +427,9 @@ fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there(
     );
 }
 
-fn pid_files_in_storage(pm: Podman) {
+/// `through_root`: whether the stale one is then reclaimed through the container's root
+/// (`/proc/PID/root`, its root's mount local to this host).
+fn pid_files_in_storage(pm: Podman, through_root: bool) {
     let env = Env::new();
     // An image with a pid file naming PID 1 in its one layer.
     let rootfs = env.path().join("image");
@@ -515,8 +517,24 @@ fn pid_files_in_storage(pm: Podman) {
         joined(pg)
     );
 
-    // Reclaim through the storage removes only the stale one.
-    let out = env.run(["--scan", "--reclaim", storage.to_str().unwrap()]);
+    // The stale one is not removed from under the mounted overlay (what the overlay shows
+    // would be undefined): the reclaim says where to remove it, and keeps it.
+    let out = env.run(["--scan", "--reclaim", upper.to_str().unwrap()]);
+    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
+    assert!(!said.contains("removed "), "{said}");
+    assert!(
+        said.contains("it is a file of a layer of the overlay "),
+        "{said}"
+    );
+    assert!(upper.join("run/old.pid").exists());
+    if !through_root {
+        return;
+    }
+    // Through the container's root it goes, and only it.
+    let inside = Path::new("/proc")
+        .join(pm.pid("app-1").to_string())
+        .join("root");
+    let out = env.run(["--scan", "--reclaim", inside.join("run").to_str().unwrap()]);
     assert!(
         util::stdout(&out).contains("removed "),
         "{}",
