@@ -299,17 +299,10 @@ impl Inventory {
         let mut members: HashMap<u64, Vec<Member>> = HashMap::new();
         let mut complete = true;
         let own_root = dev_ino(Path::new("/"));
-        let Ok(dir) = std::fs::read_dir("/proc") else {
+        if std::fs::metadata("/proc/self").is_err() {
             return Inventory::default();
-        };
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
+        }
+        for pid in proc_pids() {
             let ns = match std::fs::read_link(format!("/proc/{pid}/ns/pid")) {
                 Ok(link) => super::host::parse_ns_link(&link.to_string_lossy()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // exited
@@ -632,6 +625,15 @@ impl Inventory {
     }
 }
 
+/// The PIDs `/proc` lists now (none where it cannot be read).
+fn proc_pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
 /// The type of a `fuse-overlayfs` mount: an overlay served by a daemon (what rootless Podman
 /// mounts where the kernel's overlay is not allowed), its layers in no mount table.
 const FUSE_OVERLAY: &str = "fuse.fuse-overlayfs";
@@ -643,17 +645,7 @@ const FUSE_OVERLAY: &str = "fuse.fuse-overlayfs";
 fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for pid in proc_pids() {
         let is_daemon = locksmith_sys::host::read_proc(format!("/proc/{pid}/comm"))
             .is_ok_and(|c| c.strip_suffix(b"\n") == Some(b"fuse-overlayfs"));
         let Some(cmdline) = is_daemon
@@ -697,8 +689,8 @@ fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
     HashMap::new()
 }
 
-/// [`Inventory::mounted_layer`] for the file at `path`, by an inventory read at most
-/// [`super::fs::RECENT_MOUNTS`] ago (a reclaim asks it of lock after lock).
+/// [`Inventory::mounted_layer`] for the file at `path`, by an inventory read at most 0.2 s
+/// ago, as the mount table is (a reclaim asks it of lock after lock).
 #[cfg(target_os = "linux")]
 pub fn mounted_layer(path: &Path) -> Option<String> {
     // Found through a process's root: reached through its mounts already.

@@ -435,17 +435,8 @@ fn pid_files_in_storage(pm: Podman, through_root: bool) {
     let rootfs = env.path().join("image");
     busybox_root(&rootfs).unwrap();
     std::fs::write(rootfs.join("etc/baked.pid"), "1\n").unwrap();
-    let tar = env.path().join("image.tar");
-    let out = Command::new("tar")
-        .arg("-C")
-        .arg(&rootfs)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .output()
+    pm.import_dir(&rootfs, "localhost/locksmith-baked:test")
         .unwrap();
-    assert!(out.status.success(), "{}", util::stderr(&out));
-    pm.import(&tar, "localhost/locksmith-baked:test").unwrap();
 
     let gone = util::dead_pid();
     let postmaster = "mkdir -p /var/lib/postgresql/data && cd /var/lib/postgresql/data && \

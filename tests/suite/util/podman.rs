@@ -84,19 +84,7 @@ impl Podman {
         p.storage_opt = storage_opt;
         let rootfs = p.path().join("rootfs");
         busybox_root(&rootfs)?;
-        let tar = p.path().join("busybox.tar");
-        let out = Command::new("tar")
-            .arg("-C")
-            .arg(&rootfs)
-            .arg("-cf")
-            .arg(&tar)
-            .arg(".")
-            .output()
-            .map_err(|e| format!("tar: {e}"))?;
-        if !out.status.success() {
-            return Err(format!("tar: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        p.import(&tar, IMAGE)?;
+        p.import_dir(&rootfs, IMAGE)?;
         let out = p.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
         if !out.status.success() {
             return Err(format!(
@@ -141,6 +129,23 @@ impl Podman {
         )
         .map_err(|e| e.to_string())?;
         Ok(p)
+    }
+
+    /// A root file system directory as the image `name` (a tarball of it, imported).
+    pub fn import_dir(&self, rootfs: &Path, name: &str) -> Result<(), String> {
+        let tar = rootfs.with_extension("tar");
+        let out = Command::new("tar")
+            .arg("-C")
+            .arg(rootfs)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .output()
+            .map_err(|e| format!("tar: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("tar: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        self.import(&tar, name)
     }
 
     /// `podman import`: a root file system tarball as the image `name`.
