@@ -706,7 +706,22 @@ mod task {
                         vec![cstr(parent.into())?, cstr(name.into())?],
                     )
                 }
-                Op::Probe { path } => (Kind::Probe, None, vec![cstr(path.into())?]),
+                Op::Probe { path } => {
+                    let in_root = crate::probe::containers::proc_root_path(&path);
+                    let mut names = vec![cstr(path.into())?];
+                    // Below a process's root, resolved within that root (see `Kind::Probe`).
+                    if let Some((pid, rest)) = in_root {
+                        let rest = rest.strip_prefix("/").unwrap_or(&rest);
+                        let rest = if rest.as_os_str().is_empty() {
+                            std::path::Path::new(".")
+                        } else {
+                            rest
+                        };
+                        names.push(cstr(format!("/proc/{pid}/root").into())?);
+                        names.push(cstr(rest.into())?);
+                    }
+                    (Kind::Probe, None, names)
+                }
                 #[cfg(test)]
                 Op::Read { fd } => (Kind::Read, Some(dup(fd)?), Vec::new()),
             };
@@ -1249,18 +1264,46 @@ mod task {
                 }
                 Kind::Probe => {
                     let path = s.names.first().ok_or(rustix::io::Errno::INVAL)?;
-                    let st = rustix::fs::statat(
-                        rustix::fs::CWD,
-                        path.as_c_str(),
-                        AtFlags::SYMLINK_NOFOLLOW,
-                    )?;
+                    // A path below a process's root (`/proc/PID/root`, names 1 and 2) is
+                    // resolved within that root: an absolute symlink there leads to the
+                    // process's own `/`, not ours (where the kernel has no `openat2`, as any
+                    // path).
+                    let open = |flags: OFlags| match (s.names.get(1), s.names.get(2)) {
+                        (Some(root), Some(rest)) => {
+                            let root = rustix::fs::openat(
+                                rustix::fs::CWD,
+                                root.as_c_str(),
+                                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                                Mode::empty(),
+                            )?;
+                            match rustix::fs::openat2(
+                                &root,
+                                rest.as_c_str(),
+                                flags,
+                                Mode::empty(),
+                                rustix::fs::ResolveFlags::IN_ROOT,
+                            ) {
+                                Err(rustix::io::Errno::NOSYS) => rustix::fs::openat(
+                                    rustix::fs::CWD,
+                                    path.as_c_str(),
+                                    flags,
+                                    Mode::empty(),
+                                ),
+                                other => other,
+                            }
+                        }
+                        _ => rustix::fs::openat(
+                            rustix::fs::CWD,
+                            path.as_c_str(),
+                            flags,
+                            Mode::empty(),
+                        ),
+                    };
+                    let st = rustix::fs::fstat(open(
+                        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    )?)?;
                     s.mode = st.st_mode as u32;
-                    let f = match rustix::fs::openat(
-                        rustix::fs::CWD,
-                        path.as_c_str(),
-                        OFlags::PATH | OFlags::CLOEXEC,
-                        Mode::empty(),
-                    ) {
+                    let f = match open(OFlags::PATH | OFlags::CLOEXEC) {
                         Ok(f) => f,
                         // A symlink that leads nowhere (an emacs lock): the link itself is
                         // the answer, with no target.

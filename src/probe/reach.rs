@@ -122,13 +122,8 @@ fn view(path: &Path) -> std::io::Result<(Base, Arc<MountTable>)> {
 }
 
 /// The PID of `/proc/PID/root/...` in `path`.
-#[cfg(target_os = "linux")]
 fn container_pid(path: &Path) -> Option<i32> {
-    let mut c = path.components();
-    (c.next()? == Component::RootDir && c.next()? == Component::Normal("proc".as_ref()))
-        .then_some(())?;
-    let pid = c.next()?.as_os_str().to_str()?.parse().ok()?;
-    (c.next()? == Component::Normal("root".as_ref())).then_some(pid)
+    super::containers::proc_root_path(path).map(|(pid, _)| pid)
 }
 
 /// The mounts process `pid` sees, seen from here through `root` (its `/proc/PID/root`): read
@@ -364,7 +359,13 @@ pub fn probe(path: &Path) -> Result<Option<Answer>, NotAnswering> {
             (st.st_mode as u32, st.st_dev as u64, st.st_ino as u64)
         })
     };
-    let away = |m: &Mount, p: PathBuf| Ok(ask(m, Op::Probe { path: p })?.ok().ok());
+    let away = |m: &Mount, p: PathBuf| {
+        let mut a = ask(m, Op::Probe { path: p.clone() })?.ok().ok();
+        if let Some(a) = a.as_mut() {
+            a.real = a.real.take().map(|real| in_its_root(&p, real));
+        }
+        Ok(a)
+    };
     let (fd, real) = match reach(path, false) {
         Ok(Reached::Here(fd, real)) => (fd, real),
         Ok(Reached::Away(m, p)) => return away(&m, p),
@@ -393,6 +394,25 @@ pub fn probe(path: &Path) -> Result<Option<Answer>, NotAnswering> {
         Ok(Reached::Missing) | Err(_) => {}
     }
     Ok(Some(a))
+}
+
+/// The real path of what `path` names, for a `path` below a process's root (`/proc/PID/root`):
+/// the descriptor's link text is the path from our root where that root is within ours (a
+/// chroot), and the path from that root where it is not (a container's, after `pivot_root`),
+/// so it is taken below `/proc/PID/root` as the path asked was. Any other path's is kept.
+fn in_its_root(path: &Path, real: PathBuf) -> PathBuf {
+    let Some(pid) = container_pid(path) else {
+        return real;
+    };
+    let root = Path::new("/proc").join(pid.to_string()).join("root");
+    let Ok(seen) = std::fs::read_link(&root) else {
+        return real;
+    };
+    match real.strip_prefix(&seen) {
+        Ok(rest) if rest.as_os_str().is_empty() => root,
+        Ok(rest) => root.join(rest),
+        Err(_) => real,
+    }
 }
 
 /// At most `max` bytes of the regular file `path` (not followed if a symlink), read without
@@ -563,6 +583,23 @@ impl Watch {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_real_path_below_a_process_root_is_kept_below_it() {
+        // Our own root is `/`: what the kernel names `/tmp` is `/tmp` below it.
+        let me = Path::new("/proc")
+            .join(std::process::id().to_string())
+            .join("root");
+        assert_eq!(
+            in_its_root(&me.join("tmp/x"), PathBuf::from("/tmp/x")),
+            me.join("tmp/x")
+        );
+        assert_eq!(in_its_root(&me, PathBuf::from("/")), me);
+        assert_eq!(
+            in_its_root(Path::new("/srv/x"), PathBuf::from("/srv/y")),
+            PathBuf::from("/srv/y")
+        );
+    }
 
     fn here(r: Reached) -> PathBuf {
         match r {
