@@ -372,7 +372,7 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
 #[test]
 fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() {
     if let Some(pm) = podman_or_skip("container storage") {
-        pid_files_in_storage(pm, true);
+        pid_files_in_storage(pm);
     }
 }
 
@@ -381,7 +381,7 @@ fn a_pid_file_in_a_containers_storage_is_judged_by_the_container_that_sees_it() 
 #[test]
 fn a_pid_file_in_a_fuse_overlayfs_containers_storage_is_judged_by_the_container() {
     match Podman::start_fuse_overlay() {
-        Ok(pm) => pid_files_in_storage(pm, false),
+        Ok(pm) => pid_files_in_storage(pm),
         Err(why) => util::skip(format!("fuse-overlayfs storage: {why}")),
     }
 }
@@ -427,9 +427,7 @@ fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there(
     );
 }
 
-/// `through_root`: whether the stale one is then reclaimed through the container's root
-/// (`/proc/PID/root`, its root's mount local to this host).
-fn pid_files_in_storage(pm: Podman, through_root: bool) {
+fn pid_files_in_storage(pm: Podman) {
     let env = Env::new();
     // An image with a pid file naming PID 1 in its one layer.
     let rootfs = env.path().join("image");
@@ -518,9 +516,6 @@ fn pid_files_in_storage(pm: Podman, through_root: bool) {
         "{said}"
     );
     assert!(upper.join("run/old.pid").exists());
-    if !through_root {
-        return;
-    }
     // Through the container's root it goes, and only it.
     let inside = Path::new("/proc")
         .join(pm.pid("app-1").to_string())
@@ -544,6 +539,11 @@ fn pid_files_in_storage(pm: Podman, through_root: bool) {
             .join("var/lib/postgresql/data/postmaster.pid")
             .exists()
     );
+    // And `restore` puts it back there.
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    let cat = pm.run(&["exec", "app-1", "cat", "/run/old.pid"]);
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), format!("{gone}\n"));
 }
 
 #[test]
