@@ -63,6 +63,13 @@ pub fn container_roots(
             continue; // several namespaces with one root directory: scanned once
         }
         let base = ns.root_path();
+        let overlay_root = ns
+            .mounts
+            .iter()
+            .rev()
+            .find(|m| m.point == Path::new("/"))
+            .filter(|m| m.fs_type == "overlay" || m.fs_type == "fuse.fuse-overlayfs")
+            .map(|m| m.dev);
         let mut not_answering = |m: &Mount, e: fs::NotAnswering| {
             if dead.insert(m.point.clone()) {
                 error(ScanError::other(&m.point, e.to_string()));
@@ -112,8 +119,12 @@ pub fn container_roots(
                 continue;
             };
             // Its own file system: the mount of its root, or one the host does not have (a
-            // place whose mount is not known: only the latter).
-            let own_fs = (mount.is_some() && mount == root_mount) || !inv.host_has_device(key.0);
+            // place whose mount is not known: only the latter), or the overlay of its root
+            // (the kernel's or fuse-overlayfs', a device of its own even where the host has
+            // it mounted too, as a rootful runtime does).
+            let own_fs = (mount.is_some() && mount == root_mount)
+                || overlay_root == Some(key.0)
+                || !inv.host_has_device(key.0);
             if !own_fs || ours.contains(&key) || !seen_dirs.insert(key) {
                 continue;
             }

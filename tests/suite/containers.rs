@@ -149,9 +149,23 @@ fn a_pid_file_inside_a_running_containers_root_is_found_and_reclaimed_there() {
     // Its scans walk every running container's `/run` and reclaim there: no other test's
     // container may run meanwhile.
     let _alone = quiet::absent(Fact::Container);
-    let Some(pm) = podman_or_skip("container root") else {
-        return;
-    };
+    if let Some(pm) = podman_or_skip("container root") {
+        found_and_reclaimed_in_its_root(pm);
+    }
+}
+
+/// The same with the container's root mounted by fuse-overlayfs (a mount that may hang, asked
+/// through bounded calls, on a device the host has mounted too).
+#[test]
+fn a_pid_file_inside_a_fuse_overlayfs_containers_root_is_found_and_reclaimed_there() {
+    let _alone = quiet::absent(Fact::Container);
+    match Podman::start_fuse_overlay() {
+        Ok(pm) => found_and_reclaimed_in_its_root(pm),
+        Err(why) => util::skip(format!("fuse-overlayfs root: {why}")),
+    }
+}
+
+fn found_and_reclaimed_in_its_root(pm: Podman) {
     let env = Env::new();
     // A PID no process has here: the host sees the container's root (its overlay is mounted
     // here), so the host's process with that PID, if any, could have written it.
