@@ -453,21 +453,14 @@ fn pid_files_in_storage(pm: Podman) {
     let gone = util::dead_pid();
     let postmaster = "mkdir -p /var/lib/postgresql/data && cd /var/lib/postgresql/data && \
         printf '1\\n/var/lib/postgresql/data\\n%s\\n5432\\n/var/run/postgresql\\n*\\n  5432001         0\\nready   \\n' \"$(date +%s)\" > postmaster.pid";
-    let out = pm.run(&[
-        "run",
-        "-d",
-        "--network",
-        "none",
-        "--name",
-        "app-1",
+    pm.run_detached_from(
         "localhost/locksmith-baked:test",
-        "sh",
-        "-c",
+        "app-1",
+        &[],
         &format!(
             "{postmaster} && echo 1 > /run/app.pid && echo {gone} > /run/old.pid && exec sleep 1000"
         ),
-    ]);
-    assert!(out.status.success(), "{}", util::stderr(&out));
+    );
     let dir = |key: &str| {
         let out = pm.run(&[
             "inspect",

@@ -216,9 +216,20 @@ impl Podman {
 
     /// `podman run -d --name NAME OPTIONS... IMAGE sh -c SCRIPT`, waiting until its PID 1 runs.
     pub fn run_detached(&self, name: &str, options: &[&str], script: &str) -> Container {
+        self.run_detached_from(IMAGE, name, options, script)
+    }
+
+    /// [`Podman::run_detached`] from another image.
+    pub fn run_detached_from(
+        &self,
+        image: &str,
+        name: &str,
+        options: &[&str],
+        script: &str,
+    ) -> Container {
         let mut args = vec!["run", "-d", "--network", "none", "--name", name];
         args.extend_from_slice(options);
-        args.extend_from_slice(&[IMAGE, "sh", "-c", script]);
+        args.extend_from_slice(&[image, "sh", "-c", script]);
         let out = self.run(&args);
         assert!(
             out.status.success(),
