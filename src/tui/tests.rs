@@ -1919,7 +1919,7 @@ fn a_lock_this_user_cannot_remove_is_said_in_the_dialog_which_offers_no_yes() {
     let text = screen(&draw(&mut app, 100, 30));
     for needle in [
         "This lock cannot be reclaimed",
-        "This user cannot remove it",
+        "It cannot be removed here",
         "/srv/app/worker.pid",
         "is sticky",
         "[ Close ]",

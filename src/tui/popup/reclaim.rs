@@ -72,7 +72,7 @@ pub fn content(
                 format!(" These {} locks cannot be reclaimed ", denied.len())
             };
             out.push(Line::from(
-                "This user cannot remove it, so nothing will be tried (a reclaim would refuse):",
+                "It cannot be removed here, so nothing will be tried (a reclaim would refuse):",
             ));
             out.extend(denied_lines(denied, theme));
             return (title, out);
@@ -80,7 +80,7 @@ pub fn content(
         ConfirmAction::Force(f) if !d.offers_yes() => {
             title = " This lock cannot be removed ".to_string();
             out.push(Line::from(
-                "This user cannot remove it, so nothing will be tried (a reclaim would refuse):",
+                "It cannot be removed here, so nothing will be tried (a reclaim would refuse):",
             ));
             out.push(target_line(f, theme));
             out.extend(denied_lines(denied, theme));
