@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub use crate::verdict::ContainerId;
 
-pub use super::fs::Mount;
+pub use super::fs::{Mount, proc_root_path};
 use super::places::CanonicalDirs;
 
 /// A PID namespace other than ours, with what runs in it.
@@ -756,24 +756,6 @@ fn proc_hides_pids(own_mountinfo: &[u8]) -> bool {
                 })
         })
     })
-}
-
-/// `/proc/<pid>/root/rest` → `(pid, /rest)`.
-pub fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
-    let mut comps = path.components();
-    if comps.next() != Some(Component::RootDir)
-        || comps.next() != Some(Component::Normal("proc".as_ref()))
-    {
-        return None;
-    }
-    let pid = match comps.next()? {
-        Component::Normal(s) => s.to_str()?.parse().ok()?,
-        _ => return None,
-    };
-    if comps.next() != Some(Component::Normal("root".as_ref())) {
-        return None;
-    }
-    Some((pid, Path::new("/").join(comps.as_path())))
 }
 
 /// The path of `path` (as seen through `mounts`) within its file system, and that file

@@ -133,6 +133,24 @@ fn recent_mountinfo() -> (Arc<[u8]>, Arc<MountTable>) {
     }
 }
 
+/// `/proc/<pid>/root/rest` → `(pid, /rest)`.
+pub fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
+    let mut comps = path.components();
+    if comps.next() != Some(std::path::Component::RootDir)
+        || comps.next() != Some(std::path::Component::Normal("proc".as_ref()))
+    {
+        return None;
+    }
+    let pid = match comps.next()? {
+        std::path::Component::Normal(s) => s.to_str()?.parse().ok()?,
+        _ => return None,
+    };
+    if comps.next() != Some(std::path::Component::Normal("root".as_ref())) {
+        return None;
+    }
+    Some((pid, Path::new("/").join(comps.as_path())))
+}
+
 /// One mount of a mount table (`/proc/<pid>/mountinfo`: ours, or a namespace's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
@@ -707,7 +725,7 @@ mod task {
                     )
                 }
                 Op::Probe { path } => {
-                    let in_root = crate::probe::containers::proc_root_path(&path);
+                    let in_root = super::proc_root_path(&path);
                     let mut names = vec![cstr(path.into())?];
                     // Below a process's root, resolved within that root (see `Kind::Probe`).
                     if let Some((pid, rest)) = in_root {

@@ -123,7 +123,7 @@ fn view(path: &Path) -> std::io::Result<(Base, Arc<MountTable>)> {
 
 /// The PID of `/proc/PID/root/...` in `path`.
 fn container_pid(path: &Path) -> Option<i32> {
-    super::containers::proc_root_path(path).map(|(pid, _)| pid)
+    super::fs::proc_root_path(path).map(|(pid, _)| pid)
 }
 
 /// The mounts process `pid` sees, seen from here through `root` (its `/proc/PID/root`): read
