@@ -254,6 +254,9 @@ pub struct Inventory {
     pub complete: bool,
     /// The layers of the namespaces' overlays, resolved here when first asked.
     layers: OnceLock<Vec<Layer>>,
+    /// The layers of our own overlays (index in `own_mounts`, directory), resolved when first
+    /// asked.
+    own_layers: OnceLock<Vec<(usize, PathBuf)>>,
 }
 
 /// A directory whose files a namespace sees through one of its overlays, on the overlay's
@@ -384,6 +387,7 @@ impl Inventory {
             own_root,
             complete,
             layers: OnceLock::new(),
+            own_layers: OnceLock::new(),
         }
     }
 
@@ -575,18 +579,25 @@ impl Inventory {
     /// (the kernel's overlayfs documentation), so such a file is removed through the overlay.
     /// `None` when it is no such file.
     pub fn mounted_layer(&self, real: &Path, canonical: &CanonicalDirs) -> Option<String> {
-        for m in &self.own_mounts {
-            for dir in &m.layers {
-                let dir = canonical.of(dir).unwrap_or_else(|| dir.clone());
-                if let Some(rest) = below(real, &dir)
-                    && let Some(p) = inside(&self.own_mounts, m.dev, &Path::new("/").join(rest))
-                {
-                    return Some(format!(
-                        "it is a file of a layer of the overlay mounted at {}: remove it there, as {}",
-                        m.point.display(),
-                        p.display()
-                    ));
+        let own = self.own_layers.get_or_init(|| {
+            let mut out = Vec::new();
+            for (i, m) in self.own_mounts.iter().enumerate() {
+                for dir in &m.layers {
+                    out.push((i, canonical.of(dir).unwrap_or_else(|| dir.clone())));
                 }
+            }
+            out
+        });
+        for (i, dir) in own {
+            let m = &self.own_mounts[*i];
+            if let Some(rest) = below(real, dir)
+                && let Some(p) = inside(&self.own_mounts, m.dev, &Path::new("/").join(rest))
+            {
+                return Some(format!(
+                    "it is a file of a layer of the overlay mounted at {}: remove it there, as {}",
+                    m.point.display(),
+                    p.display()
+                ));
             }
         }
         let mut seen = Vec::new();
