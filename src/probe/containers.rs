@@ -535,7 +535,7 @@ impl Inventory {
                 .namespaces
                 .iter()
                 .flat_map(|n| n.tables().flatten())
-                .any(|m| m.fs_type == FUSE_OVERLAY)
+                .any(|m| m.fs_type == super::fs::FUSE_OVERLAY)
                 .then(fuse_overlay_layers)
                 .unwrap_or_default();
             let mut resolved: HashMap<&Path, PathBuf> = HashMap::new();
@@ -547,7 +547,7 @@ impl Inventory {
                     .flat_map(|(i, t)| t.iter().map(move |m| (i, m)))
                 {
                     let layers = match fuse.get(&m.dev) {
-                        Some(l) if m.fs_type == FUSE_OVERLAY => l,
+                        Some(l) if m.fs_type == super::fs::FUSE_OVERLAY => l,
                         _ => &m.layers,
                     };
                     for dir in layers {
@@ -645,10 +645,6 @@ fn proc_pids() -> impl Iterator<Item = i32> {
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
 }
 
-/// The type of a `fuse-overlayfs` mount: an overlay served by a daemon (what rootless Podman
-/// mounts where the kernel's overlay is not allowed), its layers in no mount table.
-const FUSE_OVERLAY: &str = "fuse.fuse-overlayfs";
-
 /// The layers of each `fuse-overlayfs` mount, by its device: from the command line of the
 /// daemon that serves it (`-o lowerdir=…,upperdir=…,workdir=…` and its mount point), the
 /// device by that daemon's own mount table (no call on the mount, which waits on the daemon).
@@ -687,7 +683,7 @@ fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
         if let Some(m) = read_mounts(&pid.to_string())
             .iter()
             .rev()
-            .find(|m| m.point == point && m.fs_type == FUSE_OVERLAY)
+            .find(|m| m.point == point && m.fs_type == super::fs::FUSE_OVERLAY)
         {
             out.insert(m.dev, layers);
         }

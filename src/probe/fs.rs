@@ -243,7 +243,17 @@ pub fn overlay_layers(options: &[u8]) -> Vec<PathBuf> {
     upper
 }
 
+/// The type of a `fuse-overlayfs` mount: an overlay served by a daemon (what rootless Podman
+/// mounts where the kernel's overlay is not allowed), its layers in no mount table.
+pub const FUSE_OVERLAY: &str = "fuse.fuse-overlayfs";
+
 impl Mount {
+    /// Whether it is an overlay, the kernel's or `fuse-overlayfs`: a device of its own, whose
+    /// files are those of its layers.
+    pub fn is_overlay(&self) -> bool {
+        self.fs_type == "overlay" || self.fs_type == FUSE_OVERLAY
+    }
+
     /// A mount known only by where it is, of a type (`fs_type`) that is no file system's: what
     /// a call that may hang there is kept apart by, and what its error names.
     pub fn unknown(point: &Path, fs_type: &str) -> Mount {

@@ -68,7 +68,7 @@ pub fn container_roots(
             .iter()
             .rev()
             .find(|m| m.point == Path::new("/"))
-            .filter(|m| m.fs_type == "overlay" || m.fs_type == "fuse.fuse-overlayfs")
+            .filter(|m| m.is_overlay())
             .map(|m| m.dev);
         let mut not_answering = |m: &Mount, e: fs::NotAnswering| {
             if dead.insert(m.point.clone()) {
