@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::podman::busybox_root;
+use super::quiet::{self, Fact, Hold};
 use super::{Guard, as_nobody, wait_for};
 
 const NOBODY: u32 = 65534;
@@ -19,6 +20,9 @@ const NOBODY: u32 = 65534;
 /// The namespaces, alive until dropped (their PID 1 is killed with them).
 pub struct UserNamespace {
     _guard: Guard,
+    /// A root of its own, and a PID namespace ([`Fact::Container`]), held until its processes
+    /// are killed (declared after them, so dropped after them).
+    _fact: Hold,
     /// Host PID of its PID 1.
     pub init: i32,
 }
@@ -55,6 +59,9 @@ impl UserNamespace {
         if !rustix::process::geteuid().is_root() {
             return Err("a user's namespaces are made as uid 65534, which needs root".into());
         }
+        // Even the probe below makes a PID namespace: another test's dead namespace's inode
+        // number may be handed to it.
+        let fact = quiet::making(Fact::Container);
         let probe = unshare()
             .arg("true")
             .stdin(Stdio::null())
@@ -111,6 +118,7 @@ impl UserNamespace {
         }
         Ok(UserNamespace {
             _guard: guard,
+            _fact: fact,
             init,
         })
     }
