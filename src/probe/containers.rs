@@ -257,6 +257,74 @@ pub struct Inventory {
     /// The layers of our own overlays (index in `own_mounts`, directory), resolved when first
     /// asked.
     own_layers: OnceLock<Vec<(usize, PathBuf)>>,
+    /// The layers named by relative paths, found from the directories above the files asked
+    /// about.
+    relative: RelativeLayers,
+}
+
+/// Where layers named by relative paths lie. A runtime names them so where the absolute
+/// paths would not fit in the mount's options (a page): Podman's and Docker's overlay drivers
+/// then mount from their storage directory, with `upperdir=ID/diff` and each lower layer as
+/// `l/SHORT`, a symlink there to `../ID/diff`. Nothing records that directory, but a file of
+/// such a layer lies below it: each directory above the file is tried (each path resolved
+/// once).
+#[derive(Debug, Default)]
+struct RelativeLayers(Mutex<HashMap<PathBuf, Option<PathBuf>>>);
+
+impl Clone for RelativeLayers {
+    /// A copy keeps nothing: it resolves again.
+    fn clone(&self) -> Self {
+        RelativeLayers::default()
+    }
+}
+
+impl RelativeLayers {
+    /// The path of the file at `real` (canonical here) within the layer `dir` (canonical
+    /// here when absolute; else as the overlay's options name it).
+    fn holds<'r>(&self, dir: &Path, real: &'r Path, canonical: &CanonicalDirs) -> Option<&'r Path> {
+        if dir.is_absolute() {
+            return below(real, dir);
+        }
+        if let Some(rest) = by_trailing_names(dir, real) {
+            return Some(rest);
+        }
+        let first = dir.components().next()?;
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut resolve = |at: PathBuf| {
+            known
+                .entry(at)
+                .or_insert_with_key(|at| canonical.of(at))
+                .clone()
+        };
+        // From the file's own directory up: the storage directory has the layer's first name
+        // (`l`), asked once for every layer named from there.
+        for home in real.ancestors().skip(1) {
+            if resolve(home.join(first)).is_none() {
+                continue;
+            }
+            if let Some(layer) = resolve(home.join(dir))
+                && let Some(rest) = below(real, &layer).filter(|r| !r.as_os_str().is_empty())
+            {
+                return Some(rest);
+            }
+        }
+        None
+    }
+}
+
+/// The path of the file at `real` within a layer named by the relative path `dir`, wherever
+/// those names end a directory of `real` (`ID/diff`: a name can only add sightings, which
+/// never make a lock stale).
+fn by_trailing_names<'r>(dir: &Path, real: &'r Path) -> Option<&'r Path> {
+    let want: Vec<Component<'_>> = dir.components().collect();
+    let have: Vec<Component<'_>> = real.components().collect();
+    let at = (1..have.len().saturating_sub(want.len()))
+        .find(|&i| have[i..i + want.len()] == want[..])?;
+    let mut rest = real.components();
+    for _ in 0..at + want.len() {
+        rest.next();
+    }
+    Some(rest.as_path())
 }
 
 /// A directory whose files a namespace sees through one of its overlays, on the overlay's
@@ -271,28 +339,8 @@ struct Layer {
     dev: u64,
     /// The directory: canonical as seen here, when its mounter named it by an absolute path
     /// that exists here; else as named (a runtime that mounts with paths relative to its
-    /// storage, to keep the options short).
+    /// storage, to keep the options short: [`RelativeLayers`]).
     dir: PathBuf,
-}
-
-impl Layer {
-    /// The path of a file in this layer (at `real`, canonical here), within the overlay. A
-    /// layer named by a relative path is matched wherever its names end a directory of `real`
-    /// (a name can only add sightings, which never make a lock stale).
-    fn holds<'r>(&self, real: &'r Path) -> Option<&'r Path> {
-        if self.dir.is_absolute() {
-            return below(real, &self.dir);
-        }
-        let want: Vec<Component<'_>> = self.dir.components().collect();
-        let have: Vec<Component<'_>> = real.components().collect();
-        let at = (1..have.len().saturating_sub(want.len()))
-            .find(|&i| have[i..i + want.len()] == want[..])?;
-        let mut rest = real.components();
-        for _ in 0..at + want.len() {
-            rest.next();
-        }
-        Some(rest.as_path())
-    }
 }
 
 impl Inventory {
@@ -388,6 +436,7 @@ impl Inventory {
             complete,
             layers: OnceLock::new(),
             own_layers: OnceLock::new(),
+            relative: RelativeLayers::default(),
         }
     }
 
@@ -511,7 +560,7 @@ impl Inventory {
             {
                 continue;
             }
-            let Some(rest) = layer.holds(real) else {
+            let Some(rest) = self.relative.holds(&layer.dir, real, canonical) else {
                 continue;
             };
             let in_overlay = Path::new("/").join(rest);
@@ -583,14 +632,17 @@ impl Inventory {
             let mut out = Vec::new();
             for (i, m) in self.own_mounts.iter().enumerate() {
                 for dir in &m.layers {
-                    out.push((i, canonical.of(dir).unwrap_or_else(|| dir.clone())));
+                    let resolved = Some(dir)
+                        .filter(|d| d.is_absolute())
+                        .and_then(|d| canonical.of(d));
+                    out.push((i, resolved.unwrap_or_else(|| dir.clone())));
                 }
             }
             out
         });
         for (i, dir) in own {
             let m = &self.own_mounts[*i];
-            if let Some(rest) = below(real, dir)
+            if let Some(rest) = self.relative.holds(dir, real, canonical)
                 && let Some(p) = inside(&self.own_mounts, m.dev, &Path::new("/").join(rest))
             {
                 return Some(format!(
@@ -1522,24 +1574,50 @@ mod tests {
 
     #[test]
     fn a_file_of_an_overlay_layer_is_placed_within_the_overlay() {
-        let layer = |dir: &str| Layer {
-            ns: 0,
-            table: 0,
-            dev: 1,
-            dir: PathBuf::from(dir),
+        let layers = RelativeLayers::default();
+        let canonical = CanonicalDirs::default();
+        let holds = |dir: &str, file: &'static str| {
+            layers.holds(Path::new(dir), Path::new(file), &canonical)
         };
-        let file = Path::new("/var/lib/docker/overlay2/abc/diff/run/x.pid");
-        let upper = layer("/var/lib/docker/overlay2/abc/diff");
-        assert_eq!(upper.holds(file), Some(Path::new("run/x.pid")));
+        let file = "/var/lib/docker/overlay2/abc/diff/run/x.pid";
+        let upper = "/var/lib/docker/overlay2/abc/diff";
+        assert_eq!(holds(upper, file), Some(Path::new("run/x.pid")));
         assert_eq!(
-            upper.holds(Path::new("/var/lib/docker/overlay2/abcd/diff/x.pid")),
+            holds(upper, "/var/lib/docker/overlay2/abcd/diff/x.pid"),
             None
         );
         // Named relative to the runtime's storage: wherever those names end a directory.
-        assert_eq!(layer("abc/diff").holds(file), Some(Path::new("run/x.pid")));
-        assert_eq!(layer("ab/diff").holds(file), None);
+        assert_eq!(holds("abc/diff", file), Some(Path::new("run/x.pid")));
+        assert_eq!(holds("ab/diff", file), None);
         // The layer's directory itself is no file of it.
-        assert_eq!(layer("abc/diff").holds(Path::new("/s/abc/diff")), None);
+        assert_eq!(holds("abc/diff", "/s/abc/diff"), None);
+    }
+
+    #[test]
+    fn a_layer_named_by_a_short_link_is_found_from_the_storage_above_its_files() {
+        let storage = tempfile::tempdir().unwrap();
+        let home = std::fs::canonicalize(storage.path()).unwrap();
+        for dir in ["abc/diff/etc", "def/diff/etc", "l"] {
+            std::fs::create_dir_all(home.join(dir)).unwrap();
+        }
+        std::os::unix::fs::symlink("../abc/diff", home.join("l/SHORTA")).unwrap();
+        std::os::unix::fs::symlink("../def/diff", home.join("l/SHORTD")).unwrap();
+        let file = home.join("abc/diff/etc/baked.pid");
+        let layers = RelativeLayers::default();
+        let canonical = CanonicalDirs::default();
+        assert_eq!(
+            layers.holds(Path::new("l/SHORTA"), &file, &canonical),
+            Some(Path::new("etc/baked.pid"))
+        );
+        // Another layer's link, a link that is not there, a name of no link.
+        assert_eq!(layers.holds(Path::new("l/SHORTD"), &file, &canonical), None);
+        assert_eq!(layers.holds(Path::new("l/NONE"), &file, &canonical), None);
+        assert_eq!(layers.holds(Path::new("m/SHORTA"), &file, &canonical), None);
+        // The link's target is no file of the layer it names.
+        assert_eq!(
+            layers.holds(Path::new("l/SHORTA"), &home.join("abc/diff"), &canonical),
+            None
+        );
     }
 
     #[test]

@@ -400,6 +400,107 @@ fn a_pid_file_in_a_fuse_overlayfs_containers_storage_is_judged_by_the_container(
     }
 }
 
+/// Where an image's layers' absolute paths do not fit in a page of mount options (many layers,
+/// or a long storage path), Podman and Docker mount a container's root from their storage
+/// directory, naming each lower layer by a short symlink (`lowerdir=l/SHORT:...`,
+/// `upperdir=ID/diff`): an image layer's pid file is judged by the container all the same,
+/// and not removed from under its overlay.
+#[test]
+fn a_pid_file_in_an_image_layer_named_by_a_short_link_is_judged_by_the_container() {
+    let pm = match Podman::start_deep_storage() {
+        Ok(pm) => pm,
+        Err(why) => return util::skip(format!("a deep container storage: {why}")),
+    };
+    let env = Env::new();
+    let gone = util::dead_pid();
+    // An image of three layers: its first with a live and a stale pid file.
+    let rootfs = env.path().join("image");
+    busybox_root(&rootfs).unwrap();
+    std::fs::write(rootfs.join("etc/baked.pid"), "1\n").unwrap();
+    std::fs::write(rootfs.join("etc/old.pid"), format!("{gone}\n")).unwrap();
+    pm.import_dir(&rootfs, "localhost/locksmith-layers:1")
+        .unwrap();
+    for (from, to) in [("1", "2"), ("2", "3")] {
+        let image = format!("localhost/locksmith-layers:{from}");
+        let out = pm.run(&[
+            "run",
+            "--network",
+            "none",
+            "--name",
+            "step",
+            &image,
+            "touch",
+            "/etc/step",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = pm.run(&[
+            "commit",
+            "-q",
+            "step",
+            &format!("localhost/locksmith-layers:{to}"),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        pm.run(&["rm", "-f", "step"]);
+    }
+    let app = pm.run_detached_from(
+        "localhost/locksmith-layers:3",
+        "app-1",
+        &[],
+        "exec sleep 1000",
+    );
+    let table = std::fs::read_to_string(format!("/proc/{}/mountinfo", app.pid)).unwrap();
+    let root = table
+        .lines()
+        .find(|l| l.split(' ').nth(4) == Some("/"))
+        .unwrap();
+    assert!(
+        root.contains("lowerdir=l/") && root.contains(",upperdir="),
+        "the layers named by short links: {root}"
+    );
+    let out = pm.run(&["inspect", "-f", "{{.GraphDriver.Data.LowerDir}}", "app-1"]);
+    let lower = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(':')
+        .map(|d| std::fs::canonicalize(d).unwrap())
+        .find(|d| d.join("etc/baked.pid").exists())
+        .expect("the image's first layer");
+
+    let report = scan(&env, &[&pm.storage().join("overlay")]);
+    let baked = report.expect_lock(&lower.join("etc/baked.pid"));
+    assert_eq!(baked.verdict, "live", "{}", joined(baked));
+    assert!(
+        joined(baked).contains("container app-1 (podman "),
+        "{}",
+        joined(baked)
+    );
+    let old = report.expect_lock(&lower.join("etc/old.pid"));
+    assert_eq!(old.verdict, "stale", "{}", joined(old));
+    assert!(
+        joined(old).contains("container app-1 (podman ")
+            && joined(old).contains("(as /etc/old.pid)")
+            && joined(old).contains(&format!("no PID {gone} there")),
+        "{}",
+        joined(old)
+    );
+    // Not removed from the layer under the mounted overlay.
+    let out = env.run(["--scan", "--reclaim", lower.to_str().unwrap()]);
+    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
+    assert!(!said.contains("removed "), "{said}");
+    assert!(
+        said.contains("it is a file of a layer of the overlay "),
+        "{said}"
+    );
+    assert!(lower.join("etc/old.pid").exists());
+}
+
 /// A container that joins another's PID namespace (`--pid container:NAME`, a debugging sidecar,
 /// a pod sharing its PIDs) keeps a root of its own: its pid files, in its own storage, are
 /// judged in the namespace it shares, seen through its own mount table.

@@ -24,6 +24,8 @@ pub struct Podman {
     _fact: Hold,
     /// A `--storage-opt` every command is given.
     storage_opt: Option<String>,
+    /// The storage directory (`graphroot`).
+    root: PathBuf,
 }
 
 /// A running (or exited) container.
@@ -78,21 +80,47 @@ impl Podman {
         Podman::start_with(Some(format!("overlay.mount_program={PROGRAM}")))
     }
 
+    /// [`Podman::start`] with a storage directory whose path is 800 bytes long: the absolute
+    /// paths of an image of three layers then do not fit in the page the kernel takes a
+    /// mount's options in, and Podman mounts a container's root from the storage directory,
+    /// naming the layers relatively (`lowerdir=l/SHORT:...,upperdir=ID/diff`), as both Podman
+    /// and Docker do for images of many layers.
+    pub fn start_deep_storage() -> Result<Podman, String> {
+        let mut p = Podman::store()?;
+        let mut root = p.path().to_path_buf();
+        for c in ['g', 'h', 'i', 'j'] {
+            root.push(c.to_string().repeat(200));
+        }
+        std::fs::create_dir_all(&root).map_err(|e| e.to_string())?;
+        p.root = root;
+        // The kernel's overlay: not `fuse-overlayfs`, which Podman may take instead where the
+        // kernel's cannot mount by absolute paths.
+        p.write_storage_conf("[storage.options.overlay]\nmount_program = \"\"\n")?;
+        p.prove()?;
+        Ok(p)
+    }
+
     /// [`Podman::start`], with a `--storage-opt` for every command.
     fn start_with(storage_opt: Option<String>) -> Result<Podman, String> {
         let mut p = Podman::store()?;
         p.storage_opt = storage_opt;
-        let rootfs = p.path().join("rootfs");
+        p.prove()?;
+        Ok(p)
+    }
+
+    /// Imports the busybox image and proves a container runs.
+    fn prove(&self) -> Result<(), String> {
+        let rootfs = self.path().join("rootfs");
         busybox_root(&rootfs)?;
-        p.import_dir(&rootfs, IMAGE)?;
-        let out = p.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
+        self.import_dir(&rootfs, IMAGE)?;
+        let out = self.run(&["run", "--rm", "--network", "none", IMAGE, "true"]);
         if !out.status.success() {
             return Err(format!(
                 "podman cannot run a container here: {}",
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        Ok(p)
+        Ok(())
     }
 
     /// An empty private Podman store (no image yet).
@@ -110,25 +138,38 @@ impl Podman {
             .prefix("locksmith-podman-")
             .tempdir()
             .map_err(|e| e.to_string())?;
+        let root = dir.path().join("root");
         let p = Podman {
             dir,
             _fact: fact,
             storage_opt: None,
+            root,
         };
         std::fs::write(
             p.path().join("containers.conf"),
             "[containers]\ndefault_ulimits = []\n",
         )
         .map_err(|e| e.to_string())?;
+        p.write_storage_conf("")?;
+        Ok(p)
+    }
+
+    /// The storage directory (`graphroot`), which holds the overlay driver's `overlay/`.
+    pub fn storage(&self) -> &Path {
+        &self.root
+    }
+
+    /// Its `storage.conf`: the overlay driver in its storage and run directories, and `more`.
+    fn write_storage_conf(&self, more: &str) -> Result<(), String> {
         std::fs::write(
-            p.path().join("storage.conf"),
+            self.path().join("storage.conf"),
             format!(
-                "[storage]\ndriver = \"overlay\"\ngraphroot = \"{0}/root\"\nrunroot = \"{0}/runroot\"\n",
-                p.path().display()
+                "[storage]\ndriver = \"overlay\"\ngraphroot = \"{}\"\nrunroot = \"{}/runroot\"\n{more}",
+                self.root.display(),
+                self.path().display()
             ),
         )
-        .map_err(|e| e.to_string())?;
-        Ok(p)
+        .map_err(|e| e.to_string())
     }
 
     /// A root file system directory as the image `name` (a tarball of it, imported).
@@ -183,7 +224,7 @@ impl Podman {
         c.env("CONTAINERS_CONF", d.join("containers.conf"))
             .env("CONTAINERS_STORAGE_CONF", d.join("storage.conf"))
             .arg("--root")
-            .arg(d.join("root"))
+            .arg(&self.root)
             .arg("--runroot")
             .arg(d.join("runroot"))
             .arg("--tmpdir")
@@ -285,7 +326,7 @@ impl Drop for Podman {
         let _ = self.run(&["system", "reset", "-f"]);
         // The overlay driver makes its directory a mount of its own, which a reset may leave
         // (busy a moment): detached, so that the store's directory can be removed.
-        let overlay = self.path().join("root/overlay");
+        let overlay = self.root.join("overlay");
         let mounted = std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
             t.lines()
                 .any(|l| l.split(' ').nth(4) == Some(&*overlay.to_string_lossy()))
