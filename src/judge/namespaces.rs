@@ -62,7 +62,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
     if inv.namespaces.is_empty() && host_never.is_none() {
         return None;
     }
-    let sightings = inv.who_sees(path, meta, snap.canonical_dirs());
+    let sightings = inv.who_sees(
+        path,
+        std::os::unix::fs::MetadataExt::dev(meta),
+        snap.canonical_dirs(),
+    );
     let seen = sightings.seen;
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
@@ -222,7 +226,11 @@ pub(super) fn live_in_named_host(
         return None;
     }
     let pid = claim.pid() as i32;
-    let sightings = inv.who_sees(path, meta, snap.canonical_dirs());
+    let sightings = inv.who_sees(
+        path,
+        std::os::unix::fs::MetadataExt::dev(meta),
+        snap.canonical_dirs(),
+    );
     let named = sightings
         .seen
         .iter()
@@ -332,18 +340,16 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
         return verdict_of_alive(j, inside);
     }
     if let Some(app) = &app {
-        match works_in(host_pid, app) {
-            Some(true) => j.evidence.push(format!(
+        match working_dir(host_pid) {
+            Some(cwd) if cwd.starts_with(app) => j.evidence.push(format!(
                 "it works in {} (its working directory there)",
                 app.display()
             )),
-            Some(false) => {
-                let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd"))
-                    .map(|c| c.display().to_string())
-                    .unwrap_or_else(|_| "elsewhere".into());
+            Some(cwd) => {
                 return Sighting::Unsure(format!(
-                    "PID {pid} there is {} working in {cwd}, not in the application directory {}: it may have moved away",
+                    "PID {pid} there is {} working in {}, not in the application directory {}: it may have moved away",
                     f.comm,
+                    cwd.display(),
                     app.display()
                 ));
             }
@@ -369,9 +375,22 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
     Sighting::Owner(Box::new(j))
 }
 
-/// Whether a process works in `dir` (a path as its own mount namespace sees it): its working
-/// directory is `dir` or below it. `None` when that cannot be read.
+/// Whether a process of our own mount namespace works in `dir` (a path as we see it): its
+/// working directory is `dir` or below it. `None` when that cannot be read.
 fn works_in(host_pid: i32, dir: &Path) -> Option<bool> {
     let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd")).ok()?;
     Some(cwd.starts_with(dir))
+}
+
+/// A process's working directory as it sees it, as the paths of its namespace's view are: below
+/// its own root (a process changed into a root of its own with `chroot`, not `pivot_root`,
+/// shows its working directory from its mount namespace's root). `None` when it cannot be
+/// read.
+fn working_dir(host_pid: i32) -> Option<PathBuf> {
+    let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd")).ok()?;
+    let root = std::fs::read_link(format!("/proc/{host_pid}/root")).ok()?;
+    Some(match cwd.strip_prefix(&root) {
+        Ok(rest) => Path::new("/").join(rest),
+        Err(_) => cwd,
+    })
 }

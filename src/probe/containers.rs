@@ -68,6 +68,12 @@ pub struct Namespace {
     /// Its host name, from the runtime's own state (Podman's OCI `config.json`, Docker's
     /// `config.v2.json`), for a proven container only.
     pub hostname: HostName,
+    /// Host PID of the parent of its PID 1: its maker (a runtime's monitor, `unshare`).
+    maker: Option<i32>,
+    /// Index in [`Inventory::namespaces`] of the namespace its maker runs in; `None` for
+    /// ours (or a maker not seen). A runtime there names its overlays' layers by the paths
+    /// that namespace sees.
+    within: Option<usize>,
 }
 
 /// A container's host name, from its runtime's state. Only a lock that names a host other
@@ -145,6 +151,7 @@ impl Namespace {
             .find(|m| m.inner == 1)
             .or_else(|| procs.iter().min_by_key(|m| m.inner))?;
         let who = identify(inode, init, names);
+        let maker = init.ppid;
         // Its processes in other mount namespaces than its PID 1's (containers sharing one PID
         // namespace, a service's private mounts) see files it may not: one table each.
         let mut tables_of = vec![init.mnt];
@@ -168,6 +175,8 @@ impl Namespace {
             proven: who.proven,
             container: who.container,
             hostname: who.hostname,
+            maker,
+            within: None,
         })
     }
 
@@ -219,6 +228,9 @@ pub struct Seen<'a> {
     /// `None`: our own namespace (the host, when we run on the host).
     pub ns: Option<&'a Namespace>,
     pub path: PathBuf,
+    /// Seen through an overlay the file is a layer file of (not in a file system of the
+    /// namespace's own).
+    pub layer: bool,
 }
 
 impl Seen<'_> {
@@ -341,6 +353,8 @@ struct Layer {
     /// that exists here; else as named (a runtime that mounts with paths relative to its
     /// storage, to keep the options short: [`RelativeLayers`]).
     dir: PathBuf,
+    /// The directory as the overlay's options name it (a path of its mounter's view).
+    named: PathBuf,
 }
 
 impl Inventory {
@@ -422,11 +436,18 @@ impl Inventory {
             })
         };
         namespaces.sort_by_key(|n| n.init);
-        let by_host_pid = namespaces
+        let by_host_pid: HashMap<i32, (usize, i32)> = namespaces
             .iter()
             .enumerate()
             .flat_map(|(i, n)| n.pids.iter().map(move |(&inner, &host)| (host, (i, inner))))
             .collect();
+        for (i, n) in namespaces.iter_mut().enumerate() {
+            n.within = n
+                .maker
+                .and_then(|p| by_host_pid.get(&p))
+                .map(|&(of, _)| of)
+                .filter(|&of| of != i);
+        }
         Inventory {
             own_ns,
             namespaces,
@@ -482,13 +503,7 @@ impl Inventory {
     /// seen first by that process's namespace. `mapped` is false when the file's device is in
     /// no mount table we read (a btrfs subvolume's own device number, say): then only the
     /// namespace it was found through is known, and others may see it too.
-    pub fn who_sees(
-        &self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-        canonical: &CanonicalDirs,
-    ) -> Sightings<'_> {
-        let dev = meta.dev();
+    pub fn who_sees(&self, path: &Path, dev: u64, canonical: &CanonicalDirs) -> Sightings<'_> {
         let mut out: Vec<Seen<'_>> = Vec::new();
         let (origin, fs_path) = match proc_root_path(path) {
             Some((pid, rest)) => match self.of_host_pid(pid) {
@@ -497,6 +512,7 @@ impl Inventory {
                     out.push(Seen {
                         ns: Some(ns),
                         path: rest,
+                        layer: false,
                     });
                     (Some(ns.inode), fs_path)
                 }
@@ -505,12 +521,8 @@ impl Inventory {
             },
             None => (None, self.host_view(path, dev, canonical, &mut out)),
         };
-        if origin.is_none()
-            && let Some(real) = out.first().map(|s| s.path.clone())
-        {
-            self.through_overlays(canonical, &real, &mut out);
-        }
         let Some((dev, fs_path)) = fs_path else {
+            self.through_overlays(canonical, &mut out);
             return Sightings {
                 seen: out,
                 mapped: false,
@@ -519,7 +531,11 @@ impl Inventory {
         if origin.is_some()
             && let Some(p) = inside(&self.own_mounts, dev, &fs_path)
         {
-            out.push(Seen { ns: None, path: p });
+            out.push(Seen {
+                ns: None,
+                path: p,
+                layer: false,
+            });
         }
         for ns in &self.namespaces {
             if Some(ns.inode) == origin
@@ -533,46 +549,65 @@ impl Inventory {
                 out.push(Seen {
                     ns: Some(ns),
                     path: p,
+                    layer: false,
                 });
             }
         }
+        self.through_overlays(canonical, &mut out);
         Sightings {
             seen: out,
             mapped: true,
         }
     }
 
-    /// The namespaces that see the file we see at `real` through an overlay it is a layer
-    /// file of (a container's upper directory, where what it writes in its root goes, or an
-    /// image layer below it), each under the path it has in that overlay. An image layer's
+    /// The namespaces that see the file through an overlay it is a layer file of (a
+    /// container's upper directory, where what it writes in its root goes, or an image layer
+    /// below it), each under the path it has in that overlay: found from each sighting in
+    /// `out`, and from each one this adds. The layers are named by the paths their mounter
+    /// sees, a runtime in the namespace that made the container: ours (matched as resolved
+    /// here), or a container's, when a runtime runs in it (a Kubernetes node in a container,
+    /// Podman in Podman: matched as named, in that container's sighting). An image layer's
     /// file may be hidden there by a higher layer's: it counts as seen, the safe side.
-    fn through_overlays<'a>(
-        &'a self,
-        canonical: &CanonicalDirs,
-        real: &Path,
-        out: &mut Vec<Seen<'a>>,
-    ) {
-        for layer in self.layers(canonical) {
-            let ns = &self.namespaces[layer.ns];
-            if out
-                .iter()
-                .any(|s| s.ns.is_some_and(|n| n.inode == ns.inode))
-            {
-                continue;
-            }
-            let Some(rest) = self.relative.holds(&layer.dir, real, canonical) else {
-                continue;
-            };
-            let in_overlay = Path::new("/").join(rest);
-            if let Some(p) = ns
-                .tables()
-                .nth(layer.table)
-                .and_then(|t| inside(t, layer.dev, &in_overlay))
-            {
-                out.push(Seen {
-                    ns: Some(ns),
-                    path: p,
-                });
+    fn through_overlays<'a>(&'a self, canonical: &CanonicalDirs, out: &mut Vec<Seen<'a>>) {
+        let layers = self.layers(canonical);
+        let mut next = 0;
+        while next < out.len() && !layers.is_empty() {
+            let by = out[next].ns.map(|n| n.inode);
+            let view = out[next].path.clone();
+            let ours = by.is_none();
+            next += 1;
+            for layer in layers {
+                let ns = &self.namespaces[layer.ns];
+                // Its layers are named as its maker's namespace sees them.
+                if ns.within.map(|w| self.namespaces[w].inode) != by
+                    || out
+                        .iter()
+                        .any(|s| s.ns.is_some_and(|n| n.inode == ns.inode))
+                {
+                    continue;
+                }
+                let rest = if ours {
+                    self.relative.holds(&layer.dir, &view, canonical)
+                } else if layer.named.is_absolute() {
+                    below(&view, &layer.named).filter(|r| !r.as_os_str().is_empty())
+                } else {
+                    by_trailing_names(&layer.named, &view)
+                };
+                let Some(rest) = rest else {
+                    continue;
+                };
+                let in_overlay = Path::new("/").join(rest);
+                if let Some(p) = ns
+                    .tables()
+                    .nth(layer.table)
+                    .and_then(|t| inside(t, layer.dev, &in_overlay))
+                {
+                    out.push(Seen {
+                        ns: Some(ns),
+                        path: p,
+                        layer: true,
+                    });
+                }
             }
         }
     }
@@ -599,14 +634,14 @@ impl Inventory {
                         Some(l) if m.fs_type == super::fs::FUSE_OVERLAY => l,
                         _ => &m.layers,
                     };
-                    for dir in layers {
+                    for named in layers {
                         let dir = resolved
-                            .entry(dir)
+                            .entry(named)
                             .or_insert_with(|| {
-                                Some(dir)
+                                Some(named)
                                     .filter(|d| d.is_absolute())
                                     .and_then(|d| canonical.of(d))
-                                    .unwrap_or_else(|| dir.clone())
+                                    .unwrap_or_else(|| named.clone())
                             })
                             .clone();
                         out.push(Layer {
@@ -614,6 +649,7 @@ impl Inventory {
                             table,
                             dev: m.dev,
                             dir,
+                            named: named.clone(),
                         });
                     }
                 }
@@ -622,12 +658,40 @@ impl Inventory {
         })
     }
 
-    /// Where the file at `real` (canonical here) is seen through an overlay mounted now that it
-    /// is a layer file of (ours, or a namespace's), said as a reason not to remove it where it
-    /// is: a layer changed under a mounted overlay leaves what the overlay shows undefined
-    /// (the kernel's overlayfs documentation), so such a file is removed through the overlay.
-    /// `None` when it is no such file.
-    pub fn mounted_layer(&self, real: &Path, canonical: &CanonicalDirs) -> Option<String> {
+    /// Where the file at `path` is seen through an overlay mounted now that it is a layer file
+    /// of (ours, or a namespace's), said as a reason not to remove it where it is: a layer
+    /// changed under a mounted overlay leaves what the overlay shows undefined (the kernel's
+    /// overlayfs documentation), so such a file is removed through the overlay. `None` when it
+    /// is no such file.
+    pub fn mounted_layer(
+        &self,
+        path: &Path,
+        dev: u64,
+        canonical: &CanonicalDirs,
+    ) -> Option<String> {
+        if proc_root_path(path).is_none()
+            && let Some(why) = self.own_mounted_layer(path, canonical)
+        {
+            return Some(why);
+        }
+        let seen = self.who_sees(path, dev, canonical);
+        let s = seen.seen.iter().find(|s| s.layer)?;
+        let ns = s.ns?;
+        Some(format!(
+            "it is a file of a layer of the overlay {} sees it through, as {}: remove it there (through /proc/{}/root)",
+            ns.container.describe(),
+            s.path.display(),
+            ns.init
+        ))
+    }
+
+    /// [`Inventory::mounted_layer`] for our own overlays, with the file at `path` here.
+    fn own_mounted_layer(&self, path: &Path, canonical: &CanonicalDirs) -> Option<String> {
+        let real = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => canonical.of(parent)?.join(name),
+            _ => return None,
+        };
+        let real = real.as_path();
         let own = self.own_layers.get_or_init(|| {
             let mut out = Vec::new();
             for (i, m) in self.own_mounts.iter().enumerate() {
@@ -652,16 +716,7 @@ impl Inventory {
                 ));
             }
         }
-        let mut seen = Vec::new();
-        self.through_overlays(canonical, real, &mut seen);
-        let s = seen.first()?;
-        let ns = s.ns?;
-        Some(format!(
-            "it is a file of a layer of the overlay {} sees it through, as {}: remove it there (through /proc/{}/root)",
-            ns.container.describe(),
-            s.path.display(),
-            ns.init
-        ))
+        None
     }
 
     /// Records our own view of `path` and returns its path within its file system.
@@ -683,6 +738,7 @@ impl Inventory {
         out.push(Seen {
             ns: None,
             path: real,
+            layer: false,
         });
         rel
     }
@@ -748,14 +804,10 @@ fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
     HashMap::new()
 }
 
-/// [`Inventory::mounted_layer`] for the file at `path`, by an inventory read at most 0.2 s
-/// ago, as the mount table is (a reclaim asks it of lock after lock).
+/// [`Inventory::mounted_layer`] for the file at `path` on device `dev`, by an inventory read at
+/// most 0.2 s ago, as the mount table is (a reclaim asks it of lock after lock).
 #[cfg(target_os = "linux")]
-pub fn mounted_layer(path: &Path) -> Option<String> {
-    // Found through a process's root: reached through its mounts already.
-    if proc_root_path(path).is_some() {
-        return None;
-    }
+pub fn mounted_layer(path: &Path, dev: u64) -> Option<String> {
     type Recent = (std::time::Instant, Arc<Inventory>, Arc<CanonicalDirs>);
     static RECENT: Mutex<Option<Recent>> = Mutex::new(None);
     let (inv, canonical) = {
@@ -772,15 +824,11 @@ pub fn mounted_layer(path: &Path) -> Option<String> {
             }
         }
     };
-    let real = match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => canonical.of(parent)?.join(name),
-        _ => return None,
-    };
-    inv.mounted_layer(&real, &canonical)
+    inv.mounted_layer(path, dev, &canonical)
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn mounted_layer(_path: &Path) -> Option<String> {
+pub fn mounted_layer(_path: &Path, _dev: u64) -> Option<String> {
     None
 }
 
@@ -1215,6 +1263,23 @@ fn anonymous(inode: u64) -> ContainerId {
     }
 }
 
+/// Whether the namespace `inode`, whose PID 1's parent is `ppid` and whose cgroup is
+/// `cgroup`, was made by a process in another namespace than ours with that very cgroup: by
+/// a program inside a container (Podman in Podman, a Kubernetes node's runtime, a sandbox).
+/// A runtime's own monitor (`conmon`, a `containerd-shim`) runs in a cgroup of its own.
+fn made_inside(inode: u64, ppid: Option<i32>, cgroup: &str) -> bool {
+    let Some(parent) = ppid.filter(|&p| p > 0) else {
+        return false;
+    };
+    let Some(ns) = ns_inode(&parent.to_string(), "pid") else {
+        return false;
+    };
+    ns != inode
+        && Some(ns) != ns_inode("self", "pid")
+        && locksmith_sys::host::read_proc_text(format!("/proc/{parent}/cgroup"))
+            .is_ok_and(|c| !c.is_empty() && c == cgroup)
+}
+
 /// Who runs the namespace whose PID 1 is `init` (see the module docs).
 fn identify(inode: u64, init: &Member, names: &mut NameSources) -> Who {
     let (ppid, init) = (init.ppid, init.host);
@@ -1227,8 +1292,10 @@ fn identify(inode: u64, init: &Member, names: &mut NameSources) -> Who {
     }
     let mut cgroup =
         locksmith_sys::host::read_proc_text(format!("/proc/{init}/cgroup")).unwrap_or_default();
-    if cgroup == names.own_cgroup {
+    if cgroup == names.own_cgroup || made_inside(inode, ppid, &cgroup) {
         // Our own cgroup, inherited (a bare `unshare`): it names whatever runs us, not it.
+        // Or its maker's, in a container (a sandbox or a runtime run there): it names that
+        // container, which this namespace is not, but one inside it.
         cgroup.clear();
     }
     let mut lines: Vec<&str> = cgroup.lines().collect();
@@ -1559,6 +1626,8 @@ mod tests {
             proven: true,
             container: id("unknown", "x", None).unwrap(),
             hostname: HostName::default(),
+            maker: None,
+            within: None,
         };
         assert!(
             ns.binds(&host)

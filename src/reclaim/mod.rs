@@ -495,7 +495,12 @@ pub fn removal_denied<'a>(
     findings
         .into_iter()
         .map(|f| match dirs.open(f) {
-            Ok(_) if let Some(why) = crate::probe::containers::mounted_layer(&f.path) => Some(why),
+            Ok(_)
+                if let Some(why) =
+                    crate::probe::containers::mounted_layer(&f.path, f.identity.dev) =>
+            {
+                Some(why)
+            }
             Ok((dir, name, _)) => {
                 let parent = f.path.parent().unwrap_or(Path::new("/"));
                 removable::denied(dir.as_fd(), &name, parent, f.kind, !opts.remove_uncopied)
@@ -590,7 +595,7 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
     if fresh.kind == EntryKind::Other {
         return Some("it is not a regular file, a symlink or a directory".into());
     }
-    if let Some(why) = crate::probe::containers::mounted_layer(&fresh.path) {
+    if let Some(why) = crate::probe::containers::mounted_layer(&fresh.path, fresh.identity.dev) {
         return Some(why);
     }
     if j.unsaved_changes == Some(true) && !opts.include_unsaved {

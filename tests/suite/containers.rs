@@ -501,6 +501,126 @@ fn a_pid_file_in_an_image_layer_named_by_a_short_link_is_judged_by_the_container
     assert!(lower.join("etc/old.pid").exists());
 }
 
+/// A runtime inside a container (a Kubernetes node in a container, Podman in Podman) mounts
+/// its own containers' roots with layers named by its own paths, here in a volume of the
+/// outer container: a pid file of the inner one, found on the host's side of the volume, is
+/// judged by the inner namespace's PIDs (PID 4 there is alive; in the outer container there is
+/// no PID 4). The inner namespace shares the outer container's cgroup, but it is not that
+/// container: a lock reclaimed through its root is restored there, not in the outer one. And
+/// a stale one is not removed from the layer under the inner overlay.
+#[test]
+fn a_pid_file_of_a_container_inside_a_container_is_judged_by_the_inner_one() {
+    let Some(pm) = podman_or_skip("a container inside a container") else {
+        return;
+    };
+    let env = Env::new();
+    let volume = env.path().join("node-var");
+    std::fs::create_dir(&volume).unwrap();
+    let gone = util::dead_pid();
+    // The inner root: the outer one's busybox as its image layer, in the volume, mounted with
+    // the outer container's paths; three short-lived processes first, so that the inner
+    // PIDs are not the outer ones.
+    let script = format!(
+        "i=/var/lib/inner && mkdir -p $i/lower/dev $i/lower/proc $i/lower/app $i/upper $i/work $i/merged && \
+         cp -a /bin $i/lower/ && cp -a /dev/null $i/lower/dev/ && \
+         mount -t overlay overlay -o lowerdir=$i/lower,upperdir=$i/upper,workdir=$i/work $i/merged && \
+         sh -c : && sh -c : && sh -c : && \
+         {{ unshare -p -m -f chroot $i/merged sh -c 'mount -t proc proc /proc; mkdir -p /app/tmp/pids; \
+            cd /app; sleep 1000 & echo $! > /app/tmp/pids/worker.pid; echo {gone} > /app/tmp/pids/old.pid; \
+            exec sleep 1000' & }} && exec sleep 1000"
+    );
+    let node = pm.run_detached(
+        "node-1",
+        &[
+            "--privileged",
+            "-v",
+            &format!("{}:/var/lib/inner", volume.display()),
+        ],
+        &script,
+    );
+    let pids = volume.join("upper/app/tmp/pids");
+    pm.wait_file(&pids.join("old.pid"));
+    let worker: i32 = std::fs::read_to_string(pids.join("worker.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let outer = std::fs::read_dir(format!("/proc/{}/root/proc", node.pid))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect::<Vec<_>>();
+    assert!(
+        !outer.contains(&worker),
+        "the outer container has no PID {worker}: {outer:?}"
+    );
+
+    let report = scan(&env, &[&volume]);
+    let live = report.expect_lock(&pids.join("worker.pid"));
+    assert_eq!(live.verdict, "live", "{}", joined(live));
+    let c = live.process.as_ref().unwrap().container.as_ref().unwrap();
+    assert_eq!(c.ns_pid, Some(i64::from(worker)));
+    assert_eq!(c.runtime, "unknown", "not the outer container: {c:?}");
+    let old = report.expect_lock(&pids.join("old.pid"));
+    assert_eq!(old.verdict, "stale", "{}", joined(old));
+    assert!(
+        joined(old).contains("(as /app/tmp/pids/old.pid): no PID"),
+        "{}",
+        joined(old)
+    );
+
+    // Not from the volume, nor through the outer container's root: both are the inner
+    // overlay's upper layer.
+    for dir in [
+        pids.clone(),
+        Path::new("/proc")
+            .join(node.pid.to_string())
+            .join("root/var/lib/inner/upper/app/tmp/pids"),
+    ] {
+        let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
+        let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
+        assert!(!said.contains("removed "), "{said}");
+        assert!(
+            said.contains("it is a file of a layer of the overlay ")
+                && said.contains("as /app/tmp/pids/old.pid"),
+            "{said}"
+        );
+        assert!(pids.join("old.pid").exists());
+    }
+    // Through the inner root: removed, and put back there.
+    let inner = pm_child_in_other_ns(node.pid);
+    let inside = Path::new("/proc").join(inner.to_string()).join("root/app");
+    let out = env.run(["--scan", "--reclaim", inside.to_str().unwrap()]);
+    assert!(
+        util::stdout(&out).contains("removed "),
+        "{}",
+        util::stdout(&out)
+    );
+    assert!(!pids.join("old.pid").exists());
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(pids.join("old.pid")).unwrap(),
+        format!("{gone}\n")
+    );
+}
+
+/// The host PID of the first descendant of `pid` in another PID namespace than `pid`'s.
+fn pm_child_in_other_ns(pid: i32) -> i32 {
+    let ns = |p: i32| std::fs::read_link(format!("/proc/{p}/ns/pid")).ok();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        let children =
+            std::fs::read_to_string(format!("/proc/{p}/task/{p}/children")).unwrap_or_default();
+        for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+            if ns(c) != ns(pid) {
+                return c;
+            }
+            todo.push(c);
+        }
+    }
+    panic!("no process of {pid} in a namespace of its own")
+}
+
 /// A container that joins another's PID namespace (`--pid container:NAME`, a debugging sidecar,
 /// a pod sharing its PIDs) keeps a root of its own: its pid files, in its own storage, are
 /// judged in the namespace it shares, seen through its own mount table.
