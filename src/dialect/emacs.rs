@@ -135,8 +135,9 @@ impl Dialect for Emacs {
                 );
             } else if c.fs.network {
                 claim.elsewhere = Some(format!(
-                    "on a network file system ({}) and naming boot time {t}, not this host's boot at {o}: it may come from another machine called \"{}\"",
-                    c.fs.kind, lock.host
+                    "{} and naming boot time {t}, not this host's boot at {o}: it may come from another machine called \"{}\"",
+                    c.fs.reached_from_afar(),
+                    lock.host
                 ));
             } else {
                 // Emacs in a container may read its boot time from utmp, which is not the

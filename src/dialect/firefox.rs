@@ -147,8 +147,8 @@ fn parentlock(c: &Candidate<'_>) -> Said {
     );
     if c.fs.network {
         j.evidence.push(format!(
-            "on a network file system ({}): a lock held from another machine does not show here",
-            c.fs.kind
+            "{}: a lock held from another machine does not show here",
+            c.fs.reached_from_afar()
         ));
     }
     j.into()

@@ -109,8 +109,8 @@ pub fn unlocked(mut j: Judgement, c: &Candidate<'_>, snap: &Snapshot) -> Judgeme
     }
     if c.fs.network {
         j.evidence.push(format!(
-            "on a network file system ({}): a lock held from another machine does not show here",
-            c.fs.kind
+            "{}: a lock held from another machine does not show here",
+            c.fs.reached_from_afar()
         ));
     }
     j

@@ -191,8 +191,8 @@ fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot, windows: &StaleWindows) 
 fn nothing_promised(at: At<'_>) -> Judgement {
     if at.fs.network {
         return Judgement::foreign(format!(
-            "on a network file system ({}), naming no owner: a process on another machine may hold it",
-            at.fs.kind
+            "{}, naming no owner: a process on another machine may hold it",
+            at.fs.reached_from_afar()
         ));
     }
     Judgement::unknown(
@@ -305,8 +305,8 @@ fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
 
 fn on_network(at: At<'_>) -> Judgement {
     Judgement::foreign(format!(
-        "on a network file system ({}): a process on another machine may hold it, and it does not show here",
-        at.fs.kind
+        "{}: a process on another machine may hold it, and it does not show here",
+        at.fs.reached_from_afar()
     ))
 }
 
@@ -396,7 +396,11 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
     let age = snap.taken_ms - r.last_ms;
     // On a network file system the server's clock sets the mtime: allow it to differ.
-    let skew = if at.fs.network { NETWORK_SKEW_MS } else { 0 };
+    let skew = if at.fs.remote_clock() {
+        NETWORK_SKEW_MS
+    } else {
+        0
+    };
     let window_s = r.window_ms / 1000;
     if age < -(NETWORK_SKEW_MS + skew) {
         return Judgement::unknown(format!(
@@ -407,7 +411,7 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
     // A server's clock sets a network file's mtime: a fresh one proves nothing there.
     if let Some(fresh) = r.fresh_ms
         && age <= fresh
-        && !at.fs.network
+        && !at.fs.remote_clock()
     {
         return Judgement::live(format!(
             "refreshed {} ago ({})",
@@ -453,7 +457,7 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
         ),
     )
     .because("no process has it open and no kernel lock is held on it")
-    .because(if at.fs.network {
+    .because(if at.fs.remote_clock() {
         format!(
             "on a network file system ({}): {} s were allowed for the server's clock",
             at.fs.kind,

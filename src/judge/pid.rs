@@ -67,10 +67,11 @@ fn not_an_owner_here(claim: &Claim<'_>, pid: i32, why: String, snap: &Snapshot) 
 /// `ours`) that names no other host: an earlier boot of this host, so `stale`; unless it names
 /// no host at all and lies on a network file system, where another machine may have written
 /// it: `foreign`. (The engine's own evidence words it alike.)
-fn another_boot(theirs: &str, ours: &str, names_host: bool, network_fs: bool) -> Judgement {
-    if !names_host && network_fs {
+fn another_boot(theirs: &str, ours: &str, names_host: bool, fs: &FsInfo) -> Judgement {
+    if !names_host && fs.network {
         return Judgement::foreign(format!(
-            "written by another kernel (boot id {theirs}) on a network file system, naming no host"
+            "written by another kernel (boot id {theirs}) {}, naming no host",
+            fs.reached_from_afar()
         ));
     }
     Judgement::stale(
@@ -127,7 +128,7 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
     if let (Some(theirs), Some(ours)) = (c.boot_id.as_deref(), our_boot)
         && theirs != ours
     {
-        return another_boot(theirs, ours, c.host.is_some(), network);
+        return another_boot(theirs, ours, c.host.is_some(), claim.at.fs);
     }
     if network && c.host.is_none() && !same_kernel {
         // Other machines see this file too: an owner found here (on this host or in a
@@ -138,7 +139,8 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
             return j;
         }
         return Judgement::foreign(format!(
-            "on a network file system and naming no host: PID {pid} may belong to another machine"
+            "{} and naming no host: PID {pid} may belong to another machine",
+            claim.at.fs.reached_from_afar()
         ));
     }
     // When the lock was written, for the earlier-boot rule: the record's own time, unless

@@ -12,6 +12,7 @@ pub mod open_files;
 pub mod places;
 pub mod process;
 pub mod reach;
+pub mod shares;
 pub mod snapshot;
 pub mod started;
 pub mod waiters;

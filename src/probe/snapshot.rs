@@ -80,6 +80,8 @@ pub struct Snapshot {
     users: OnceLock<Option<sysinfo::Users>>,
     unix_listeners: OnceLock<std::collections::HashSet<String>>,
     fs: Mutex<HashMap<u64, FsInfo>>,
+    /// The directories this host serves to other machines (read on first use).
+    shares: OnceLock<super::shares::Shares>,
     containers: Early<Inventory>,
     /// The directories asked about, as our namespace resolves them.
     canonical: super::places::CanonicalDirs,
@@ -240,6 +242,7 @@ impl Snapshot {
             users: OnceLock::new(),
             unix_listeners: OnceLock::new(),
             fs: Mutex::default(),
+            shares: OnceLock::new(),
             containers: Early::later(),
             canonical: Default::default(),
         }
@@ -576,22 +579,34 @@ impl Snapshot {
             .contains(path)
     }
 
-    /// The file system of a lock, by its parent directory and device (cached per device).
+    /// The file system of a lock, by its parent directory and device (cached per device),
+    /// and whether this host serves that directory to other machines
+    /// ([`super::shares`]: then other machines may reach it, as a network file system).
     pub fn fs_of(&self, path: &Path, meta: &std::fs::Metadata) -> FsInfo {
         let dev = meta.dev();
-        if let Some(info) = self.fs.lock().unwrap().get(&dev) {
-            return info.clone();
-        }
         let dir = if meta.is_dir() {
             path
         } else {
             path.parent().unwrap_or(Path::new("/"))
         };
-        // Not `statfs` on a mount that may hang: its server may not answer.
-        let mut info = super::fs::describe_bounded(dir, dev);
-        info.own_root = Some(dev) == self.root_dev;
-        info.container_root = info.kind.is_overlay() && !info.own_root;
-        self.fs.lock().unwrap().insert(dev, info.clone());
+        let cached = self.fs.lock().unwrap().get(&dev).cloned();
+        let mut info = cached.unwrap_or_else(|| {
+            // Not `statfs` on a mount that may hang: its server may not answer.
+            let mut info = super::fs::describe_bounded(dir, dev);
+            info.own_root = Some(dev) == self.root_dev;
+            info.container_root = info.kind.is_overlay() && !info.own_root;
+            self.fs.lock().unwrap().insert(dev, info.clone());
+            info
+        });
+        if !info.network {
+            let shares = self.shares.get_or_init(super::shares::Shares::read);
+            if !shares.is_empty()
+                && let Some(share) = self.canonical.of(dir).and_then(|d| shares.of(&d).cloned())
+            {
+                info.network = true;
+                info.shared = Some(share.what);
+            }
+        }
         info
     }
 

@@ -128,10 +128,16 @@ pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Lin
     let fs = format!(
         "{}{}",
         text::clean(f.fs.kind.as_str()),
-        if f.fs.network {
-            " (network file system: kernel locks and PIDs of other hosts cannot be checked)"
-        } else {
-            " (local)"
+        match &f.fs.shared {
+            Some(what) => format!(
+                " (local, shared with other machines: {}; their PIDs cannot be checked)",
+                text::clean(what)
+            ),
+            None if f.fs.network => {
+                " (network file system: kernel locks and PIDs of other hosts cannot be checked)"
+                    .to_string()
+            }
+            None => " (local)".to_string(),
         }
     );
     if let Some(m) = &row.file {

@@ -36,6 +36,7 @@ mod reclaim_killed;
 mod restore_runs;
 mod scan;
 mod shared_formats;
+mod shares;
 mod start;
 mod start_containers;
 mod state_dir;

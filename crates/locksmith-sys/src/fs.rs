@@ -212,7 +212,13 @@ impl serde::Serialize for FsKind {
 pub struct FsInfo {
     #[serde(rename = "type")]
     pub kind: FsKind,
+    /// Other machines may reach it: a network file system, or a directory this host serves
+    /// to them (`shared`).
     pub network: bool,
+    /// What serves it to other machines, for a directory of a local file system this host
+    /// shares (`NFS export /srv/data`, `Samba share [public] at /srv/public`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<String>,
     /// An overlay mount that is not our own root: the root file system of a container seen
     /// from outside it, where PIDs written in files belong to the container's PID namespace.
     #[serde(skip)]
@@ -227,9 +233,25 @@ impl FsInfo {
         FsInfo {
             kind: kind.into(),
             network,
+            shared: None,
             container_root: false,
             own_root: false,
         }
+    }
+
+    /// Where another machine may reach it, for the evidence: `on a network file system
+    /// (nfs)`, or `in a directory this host shares with other machines (NFS export /srv)`.
+    pub fn reached_from_afar(&self) -> String {
+        match &self.shared {
+            Some(what) => format!("in a directory this host shares with other machines ({what})"),
+            None => format!("on a network file system ({})", self.kind),
+        }
+    }
+
+    /// Whether a server's clock sets its files' times (a network file system; a directory
+    /// this host shares is written by this host's clock).
+    pub fn remote_clock(&self) -> bool {
+        self.network && self.shared.is_none()
     }
 
     pub fn unknown() -> Self {

@@ -456,6 +456,8 @@ pub struct Fs {
     #[serde(rename = "type")]
     pub kind: String,
     pub network: bool,
+    /// What serves the directory to other machines, when this host shares it.
+    pub shared: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
