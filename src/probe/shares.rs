@@ -29,9 +29,24 @@ impl Shares {
     #[cfg(target_os = "linux")]
     pub fn read() -> Shares {
         let mut found: Vec<(PathBuf, String)> = Vec::new();
-        let exports = std::fs::read("/proc/fs/nfsd/exports")
+        let mut exports = std::fs::read("/proc/fs/nfsd/exports")
             .or_else(|_| std::fs::read("/var/lib/nfs/etab"))
             .unwrap_or_default();
+        // What the server exports when it starts, if it is installed.
+        if Path::new("/usr/sbin/exportfs").exists() {
+            let mut files = vec![PathBuf::from("/etc/exports")];
+            if let Ok(d) = std::fs::read_dir("/etc/exports.d") {
+                files.extend(
+                    d.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "exports")),
+                );
+            }
+            for f in files {
+                exports.push(b'\n');
+                exports.extend(std::fs::read(f).unwrap_or_default());
+            }
+        }
         for dir in nfs_exports(&exports) {
             let what = format!("NFS export {}", dir.display());
             found.push((dir, what));
@@ -56,6 +71,20 @@ impl Shares {
             for (name, dir) in samba_shares(&conf, &regular_homes) {
                 let what = format!("Samba share [{name}] at {}", dir.display());
                 found.push((dir, what));
+            }
+        }
+        // What users share with `net usershare add`.
+        if let Ok(d) = std::fs::read_dir("/var/lib/samba/usershares") {
+            for e in d.flatten() {
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                if let Some(dir) = writable_usershare(&text) {
+                    let what = format!(
+                        "Samba user share [{}] at {}",
+                        e.file_name().to_string_lossy(),
+                        dir.display()
+                    );
+                    found.push((dir, what));
+                }
             }
         }
         found.extend(servers.vm_dirs);
@@ -92,20 +121,29 @@ impl Shares {
     }
 }
 
-/// The directories of an NFS export table (`/proc/fs/nfsd/exports` or `/var/lib/nfs/etab`: the
-/// path first on each line, a space in it written `\040`).
+/// The directories of NFS export tables: the kernel's (`/proc/fs/nfsd/exports`,
+/// `/var/lib/nfs/etab`) and `/etc/exports`, the path first on each line (a space in it written
+/// `\040`, or the path in double quotes).
 pub fn nfs_exports(table: &[u8]) -> Vec<PathBuf> {
     use std::os::unix::ffi::OsStringExt;
     table
         .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty() && l[0] == b'/')
-        .map(|l| {
-            let end = l
-                .iter()
-                .position(|b| b.is_ascii_whitespace())
-                .unwrap_or(l.len());
-            let raw = locksmith_sys::fs::mountinfo_unescape(&l[..end]);
-            PathBuf::from(std::ffi::OsString::from_vec(raw))
+        .filter_map(|l| {
+            let start = l.iter().position(|b| !b.is_ascii_whitespace())?;
+            let l = &l[start..];
+            let path = match l.strip_prefix(b"\"") {
+                Some(quoted) => &quoted[..quoted.iter().position(|&b| b == b'"')?],
+                None => {
+                    &l[..l
+                        .iter()
+                        .position(|b| b.is_ascii_whitespace())
+                        .unwrap_or(l.len())]
+                }
+            };
+            (path.first() == Some(&b'/')).then(|| {
+                let raw = locksmith_sys::fs::mountinfo_unescape(path);
+                PathBuf::from(std::ffi::OsString::from_vec(raw))
+            })
         })
         .collect()
 }
@@ -193,6 +231,23 @@ pub fn samba_shares(conf: &Path, homes: &dyn Fn() -> Vec<PathBuf>) -> Vec<(Strin
         }
     }
     out
+}
+
+/// The directory of a Samba user share (a file of `/var/lib/samba/usershares`: `path=` and
+/// `usershare_acl=`, a list of `SID:R` read, `SID:F` full, `SID:D` denied), when its ACL lets
+/// someone write.
+pub fn writable_usershare(text: &str) -> Option<PathBuf> {
+    let get = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map(str::trim)
+    };
+    let acl = get("usershare_acl").unwrap_or("");
+    let writable = acl
+        .split(',')
+        .any(|ace| ace.trim().to_ascii_uppercase().ends_with(":F"));
+    let path = get("path").filter(|p| !p.is_empty())?;
+    writable.then(|| PathBuf::from(path))
 }
 
 /// Sections of a Samba configuration file and those it includes (`include = FILE`, to a depth
@@ -381,6 +436,35 @@ mod tests {
         assert_eq!(
             nfs_exports(etab),
             vec![PathBuf::from("/srv/nfs"), PathBuf::from("/srv/with space")]
+        );
+    }
+
+    #[test]
+    fn reads_the_exports_file() {
+        let exports = b"# /etc/exports\n/srv/homes  hostname1(rw,sync) hostname2(ro)\n\
+  \"/srv/two words\" *(rw)\n\n/srv/cont \\\n   host(rw)\n";
+        assert_eq!(
+            nfs_exports(exports),
+            vec![
+                PathBuf::from("/srv/homes"),
+                PathBuf::from("/srv/two words"),
+                PathBuf::from("/srv/cont"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_user_share_is_shared_when_someone_may_write() {
+        let share = |acl: &str| {
+            writable_usershare(&format!(
+                "#VERSION 2\npath=/home/ann/pub\ncomment=\nusershare_acl={acl}\nguest_ok=n\n"
+            ))
+        };
+        assert_eq!(share("S-1-1-0:F,"), Some(PathBuf::from("/home/ann/pub")));
+        assert_eq!(share("S-1-1-0:R,"), None);
+        assert_eq!(
+            share("S-1-1-0:R,S-1-22-1-1000:f"),
+            Some(PathBuf::from("/home/ann/pub"))
         );
     }
 
