@@ -56,8 +56,8 @@ pub struct Namespace {
     pids: HashMap<i32, i32>,
     /// Mounts as its PID 1 sees them.
     pub mounts: Vec<Mount>,
-    /// The mount tables of its other mount namespaces, if any (see [`Namespace::tables`]).
-    views: Vec<Vec<Mount>>,
+    /// Its other mount namespaces, if any (see [`Namespace::tables`]).
+    views: Vec<View>,
     /// Device and inode of its root directory.
     pub root: Option<(u64, u64)>,
     /// Whether root made it (see the module docs); `container`, `hostname` and
@@ -74,6 +74,40 @@ pub struct Namespace {
     /// ours (or a maker not seen). A runtime there names its overlays' layers by the paths
     /// that namespace sees.
     within: Option<usize>,
+}
+
+/// One more mount namespace of a PID namespace's processes: a container that joins another's
+/// PID namespace (a sidecar, a pod's containers) keeps a root and mounts of its own.
+#[derive(Debug, Clone)]
+struct View {
+    /// Host PID of a process there.
+    pid: i32,
+    /// The mount namespace (`mnt:[INODE]`).
+    mnt: Option<u64>,
+    /// Its mounts, as that process sees them.
+    mounts: Vec<Mount>,
+    /// Device and inode of that process's root directory.
+    root: Option<(u64, u64)>,
+    /// The proven container that process runs in (by its own cgroup), when it is one.
+    container: Option<ContainerId>,
+}
+
+/// A root to look inside: of a proven namespace's PID 1, or of another mount namespace of its
+/// processes, with the mounts seen there.
+#[derive(Debug, Clone, Copy)]
+pub struct Inside<'a> {
+    pub ns: &'a Namespace,
+    /// Host PID of a process with that root (`/proc/PID/root`).
+    pub pid: i32,
+    pub mounts: &'a [Mount],
+    pub root: (u64, u64),
+}
+
+impl Inside<'_> {
+    /// `/proc/PID/root`: the root, seen from here.
+    pub fn root_path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/{}/root", self.pid))
+    }
 }
 
 /// A container's host name, from its runtime's state. Only a lock that names a host other
@@ -159,7 +193,16 @@ impl Namespace {
         for m in procs {
             if m.mnt.is_some() && !tables_of.contains(&m.mnt) {
                 tables_of.push(m.mnt);
-                views.push(read_mounts(&m.host.to_string()));
+                let mounts = read_mounts(&m.host.to_string());
+                let root = root_id(m.host, &mounts);
+                let own = identify(inode, m, names);
+                views.push(View {
+                    pid: m.host,
+                    mnt: m.mnt,
+                    mounts,
+                    root,
+                    container: own.proven.then_some(own.container),
+                });
             }
         }
         let init = init.host;
@@ -183,7 +226,20 @@ impl Namespace {
     /// Every mount table of its processes: its PID 1's first, then one of each other mount
     /// namespace its processes are in.
     fn tables(&self) -> impl Iterator<Item = &[Mount]> {
-        std::iter::once(self.mounts.as_slice()).chain(self.views.iter().map(Vec::as_slice))
+        std::iter::once(self.mounts.as_slice())
+            .chain(self.views.iter().map(|v| v.mounts.as_slice()))
+    }
+
+    /// The mounts host process `pid` (one of its processes) sees: those of its mount
+    /// namespace, when it is one of the other ones.
+    fn mounts_of(&self, pid: i32) -> &[Mount] {
+        if !self.views.is_empty()
+            && let Some(mnt) = ns_inode(&pid.to_string(), "mnt")
+            && let Some(v) = self.views.iter().find(|v| v.mnt == Some(mnt))
+        {
+            return &v.mounts;
+        }
+        &self.mounts
     }
 
     /// The host PID of the process that has `ns_pid` inside.
@@ -485,11 +541,46 @@ impl Inventory {
             .filter(|n| n.proven && n.root.is_some() && n.root != self.own_root)
     }
 
-    /// The proven container with this runtime and id, if one runs now.
-    pub fn proven_container(&self, runtime: &str, id: &str) -> Option<&Namespace> {
-        self.namespaces
-            .iter()
-            .find(|n| n.proven && n.container.runtime == runtime && n.container.id == id)
+    /// The roots of [`Inventory::containers_with_own_root`]' processes that are not ours: their
+    /// PID 1's, and those of their other mount namespaces (a sidecar's own root), each once.
+    pub fn roots_inside(&self) -> Vec<Inside<'_>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for ns in self.containers_with_own_root() {
+            let first = (ns.init, ns.mounts.as_slice(), ns.root);
+            let views = ns
+                .views
+                .iter()
+                .map(|v| (v.pid, v.mounts.as_slice(), v.root));
+            for (pid, mounts, root) in std::iter::once(first).chain(views) {
+                let Some(root) = root.filter(|r| Some(*r) != self.own_root) else {
+                    continue;
+                };
+                if seen.insert(root) {
+                    out.push(Inside {
+                        ns,
+                        pid,
+                        mounts,
+                        root,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The root (`/proc/PID/root`) of the proven container with this runtime and id, if one
+    /// runs now: a PID namespace's, or a container's that joined another's PID namespace
+    /// with a root of its own.
+    pub fn container_root(&self, runtime: &str, id: &str) -> Option<PathBuf> {
+        let is = |c: &ContainerId| c.runtime == runtime && c.id == id;
+        let ns = self.namespaces.iter().filter(|n| n.proven);
+        if let Some(n) = ns.clone().find(|n| is(&n.container)) {
+            return Some(n.root_path());
+        }
+        ns.flat_map(|n| &n.views)
+            .find(|v| v.container.as_ref().is_some_and(is))
+            .map(|v| PathBuf::from(format!("/proc/{}/root", v.pid)))
     }
 
     /// Devices of our own mounts: a file system a container mounts that is not among them is
@@ -508,7 +599,7 @@ impl Inventory {
         let (origin, fs_path) = match proc_root_path(path) {
             Some((pid, rest)) => match self.of_host_pid(pid) {
                 Some((ns, _)) => {
-                    let fs_path = fs_relative(&ns.mounts, &rest, dev);
+                    let fs_path = fs_relative(ns.mounts_of(pid), &rest, dev);
                     out.push(Seen {
                         ns: Some(ns),
                         path: rest,

@@ -755,8 +755,8 @@ fn container_root(
 ) -> Result<PathBuf, String> {
     let own = crate::probe::host::pid_ns_of("self");
     let inv = Inventory::read(own);
-    if let Some(ns) = inv.proven_container(&c.runtime, &c.id) {
-        return Ok(ns.root_path());
+    if let Some(root) = inv.container_root(&c.runtime, &c.id) {
+        return Ok(root);
     }
     Err(format!(
         "{} was removed inside {}, which does not run now: restore it by hand, with {first}{}",

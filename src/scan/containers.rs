@@ -1,10 +1,12 @@
 //! Looking inside running containers: their own lock places (the configured absolute roots,
 //! such as `/tmp`, `/run`, `/var/lock` and data directories) are scanned through
-//! `/proc/<pid>/root` of each container's PID 1, so a lock file that only exists inside a
-//! container is found from the host, and reclaimed through the same directory descriptors.
+//! `/proc/<pid>/root` of each container's PID 1 (and of a process of each container that
+//! joined its PID namespace with a root of its own, a sidecar), so a lock file that only exists
+//! inside a container is found from the host, and reclaimed through the same directory
+//! descriptors.
 //!
 //! Invariants:
-//! - only proven containers are looked inside (`Inventory::containers_with_own_root`): a
+//! - only proven containers are looked inside (`Inventory::roots_inside`): a
 //!   namespace a user made shows whatever that user mounted in it, directories they may only
 //!   read included, and root must not act there on their word;
 //! - a place is scanned only when it is on the container's own file system: the mount of its
@@ -54,17 +56,14 @@ pub fn container_roots(
     ours: &HashSet<(u64, u64)>,
     error: &dyn Fn(ScanError),
 ) -> Vec<Place> {
-    let mut seen_roots = HashSet::new();
     let mut seen_dirs = HashSet::new();
     let mut dead = HashSet::new();
     let mut out = Vec::new();
-    for ns in inv.containers_with_own_root() {
-        if !seen_roots.insert(ns.root) {
-            continue; // several namespaces with one root directory: scanned once
-        }
-        let base = ns.root_path();
-        let overlay_root = ns
-            .mounts
+    // Each root once (several namespaces may have one root directory).
+    for inside in inv.roots_inside() {
+        let base = inside.root_path();
+        let mounts = inside.mounts;
+        let overlay_root = mounts
             .iter()
             .rev()
             .find(|m| m.point == Path::new("/"))
@@ -76,7 +75,7 @@ pub fn container_roots(
             }
         };
         // The container's root, and the mount it is on where asking cannot hang.
-        let (root, root_mount) = match hanging_on_way(&ns.mounts, &base, Path::new("")) {
+        let (root, root_mount) = match hanging_on_way(mounts, &base, Path::new("")) {
             None => {
                 let Ok(root) = anchor::sys::open_root(&base.join(".")) else {
                     continue;
@@ -105,7 +104,7 @@ pub fn container_roots(
                 continue; // `.`, `~/...`, `$VAR`: places of this user, not of the container
             };
             let rel = Path::new(rel);
-            let opened = match hanging_on_way(&ns.mounts, &base, rel) {
+            let opened = match hanging_on_way(mounts, &base, rel) {
                 None => open_place(root.as_fd(), rel),
                 Some(m) => match open_place_bounded(&m, root.as_fd(), rel) {
                     Ok(opened) => opened,

@@ -1130,15 +1130,16 @@ impl<'a> Walk<'a> {
 
 /// The mounts the walk goes by: ours, and, where a root is inside a container, the mounts of
 /// every container we look inside, as seen through its root (`/proc/PID/root/...`), from the
-/// mount tables its PID 1 had when the snapshot was taken. Of a container's mounts, only those
+/// mount tables its processes had when the snapshot was taken (each root of its own: its PID
+/// 1's, a sidecar's). Of a container's mounts, only those
 /// the walk can ask about are taken: the ones on the way from its root to one of the walk's
 /// roots, and the ones below such a root (the walk asks its table about its roots, the points
 /// on the way to them, and the directories below them).
 fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
     let mut table = (*MountTable::recent()).clone();
     if roots.iter().any(|r| in_container(&r.path)) {
-        for ns in snap.containers().containers_with_own_root() {
-            let base = ns.root_path();
+        for inside in snap.containers().roots_inside() {
+            let base = inside.root_path();
             // This container's places among the roots, as it sees them.
             let places: Vec<PathBuf> = roots
                 .iter()
@@ -1150,7 +1151,7 @@ fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
                     .iter()
                     .any(|p| p.starts_with(&m.point) || m.point.starts_with(p))
             };
-            table.add_seen_through(&base, ns.mounts.iter().filter(asked));
+            table.add_seen_through(&base, inside.mounts.iter().filter(asked));
         }
     }
     table

@@ -623,9 +623,13 @@ fn pm_child_in_other_ns(pid: i32) -> i32 {
 
 /// A container that joins another's PID namespace (`--pid container:NAME`, a debugging sidecar,
 /// a pod sharing its PIDs) keeps a root of its own: its pid files, in its own storage, are
-/// judged in the namespace it shares, seen through its own mount table.
+/// judged in the namespace it shares, seen through its own mount table; a scan of the
+/// configured places looks inside its root too, and what a reclaim removes there is restored
+/// there.
 #[test]
 fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there() {
+    // A scan of the configured places walks every container's: no other test's meanwhile.
+    let _alone = quiet::absent(Fact::Container);
     let Some(pm) = podman_or_skip("shared PID namespace") else {
         return;
     };
@@ -659,6 +663,39 @@ fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there(
             && joined(old).contains(&format!("no PID {gone} there")),
         "{}",
         joined(old)
+    );
+
+    // The sidecar's own /run, found through its own root by a scan without PATH.
+    let cfg = run_only_config(&env);
+    let cfg = cfg.to_str().unwrap();
+    let report = scan_config(&env, &["--config", cfg]);
+    let inside = |l: &&Lock| l.path.starts_with("/proc/") && l.path.ends_with("/root/run/old.pid");
+    let found: Vec<&Lock> = report.locks.iter().filter(inside).collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "{:?}",
+        report.locks.iter().map(|l| &l.path).collect::<Vec<_>>()
+    );
+    assert_eq!(found[0].verdict, "stale", "{}", joined(found[0]));
+    let dir = Path::new(&found[0].path).parent().unwrap().to_path_buf();
+    let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
+    assert!(
+        util::stdout(&out).contains("removed "),
+        "{}",
+        util::stdout(&out)
+    );
+    assert!(!upper.join("run/old.pid").exists());
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert!(
+        util::stdout(&out).contains("in container side-1 (podman "),
+        "{}",
+        util::stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(upper.join("run/old.pid")).unwrap(),
+        format!("{gone}\n")
     );
 }
 
