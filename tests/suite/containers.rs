@@ -45,6 +45,45 @@ fn joined(l: &Lock) -> String {
     l.evidence.join("\n")
 }
 
+/// The lock at `path` in `report`, with `verdict` and evidence that says each of `says`.
+fn expect_judged<'r>(report: &'r Report, path: &Path, verdict: &str, says: &[&str]) -> &'r Lock {
+    let l = report.expect_lock(path);
+    assert_eq!(l.verdict, verdict, "{}", joined(l));
+    for s in says {
+        assert!(joined(l).contains(s), "{s:?} in:\n{}", joined(l));
+    }
+    l
+}
+
+/// A reclaim of `dir` removes `file` (seen from the host at that path), and `restore` puts it
+/// back as it was (`content`); what `restore` said.
+fn reclaimed_and_restored(env: &Env, dir: &Path, file: &Path, content: &str) -> String {
+    let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
+    assert!(
+        util::stdout(&out).contains("removed "),
+        "{}",
+        util::stdout(&out)
+    );
+    assert!(!file.exists());
+    let out = env.run(["restore"]);
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
+    assert_eq!(std::fs::read_to_string(file).unwrap(), content);
+    util::stdout(&out)
+}
+
+/// A reclaim of `dir` removes nothing: its stale lock is a layer file of an overlay mounted
+/// now, whose view would be undefined after (the reason names the path to remove it by,
+/// ending in `there`).
+fn reclaim_keeps_layer_files(env: &Env, dir: &Path, there: &str) {
+    let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
+    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
+    assert!(!said.contains("removed "), "{said}");
+    assert!(
+        said.contains("it is a file of a layer of the overlay ") && said.contains(there),
+        "{said}"
+    );
+}
+
 fn scan(env: &Env, paths: &[&Path]) -> Report {
     env.scan_json(paths).0
 }
@@ -474,31 +513,19 @@ fn a_pid_file_in_an_image_layer_named_by_a_short_link_is_judged_by_the_container
         .expect("the image's first layer");
 
     let report = scan(&env, &[&pm.storage().join("overlay")]);
-    let baked = report.expect_lock(&lower.join("etc/baked.pid"));
-    assert_eq!(baked.verdict, "live", "{}", joined(baked));
-    assert!(
-        joined(baked).contains("container app-1 (podman "),
-        "{}",
-        joined(baked)
-    );
-    let old = report.expect_lock(&lower.join("etc/old.pid"));
-    assert_eq!(old.verdict, "stale", "{}", joined(old));
-    assert!(
-        joined(old).contains("container app-1 (podman ")
-            && joined(old).contains("(as /etc/old.pid)")
-            && joined(old).contains(&format!("no PID {gone} there")),
-        "{}",
-        joined(old)
+    let app = "container app-1 (podman ";
+    expect_judged(&report, &lower.join("etc/baked.pid"), "live", &[app]);
+    let gone_there = format!("no PID {gone} there");
+    let old = lower.join("etc/old.pid");
+    expect_judged(
+        &report,
+        &old,
+        "stale",
+        &[app, "(as /etc/old.pid)", &gone_there],
     );
     // Not removed from the layer under the mounted overlay.
-    let out = env.run(["--scan", "--reclaim", lower.to_str().unwrap()]);
-    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
-    assert!(!said.contains("removed "), "{said}");
-    assert!(
-        said.contains("it is a file of a layer of the overlay "),
-        "{said}"
-    );
-    assert!(lower.join("etc/old.pid").exists());
+    reclaim_keeps_layer_files(&env, &lower, "/etc/old.pid");
+    assert!(old.exists());
 }
 
 /// A runtime inside a container (a Kubernetes node in a container, Podman in Podman) mounts
@@ -560,12 +587,11 @@ fn a_pid_file_of_a_container_inside_a_container_is_judged_by_the_inner_one() {
     let c = live.process.as_ref().unwrap().container.as_ref().unwrap();
     assert_eq!(c.ns_pid, Some(i64::from(worker)));
     assert_eq!(c.runtime, "unknown", "not the outer container: {c:?}");
-    let old = report.expect_lock(&pids.join("old.pid"));
-    assert_eq!(old.verdict, "stale", "{}", joined(old));
-    assert!(
-        joined(old).contains("(as /app/tmp/pids/old.pid): no PID"),
-        "{}",
-        joined(old)
+    expect_judged(
+        &report,
+        &pids.join("old.pid"),
+        "stale",
+        &["(as /app/tmp/pids/old.pid): no PID"],
     );
 
     // Not from the volume, nor through the outer container's root: both are the inner
@@ -576,32 +602,13 @@ fn a_pid_file_of_a_container_inside_a_container_is_judged_by_the_inner_one() {
             .join(node.pid.to_string())
             .join("root/var/lib/inner/upper/app/tmp/pids"),
     ] {
-        let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
-        let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
-        assert!(!said.contains("removed "), "{said}");
-        assert!(
-            said.contains("it is a file of a layer of the overlay ")
-                && said.contains("as /app/tmp/pids/old.pid"),
-            "{said}"
-        );
+        reclaim_keeps_layer_files(&env, &dir, "as /app/tmp/pids/old.pid");
         assert!(pids.join("old.pid").exists());
     }
     // Through the inner root: removed, and put back there.
     let inner = pm_child_in_other_ns(node.pid);
     let inside = Path::new("/proc").join(inner.to_string()).join("root/app");
-    let out = env.run(["--scan", "--reclaim", inside.to_str().unwrap()]);
-    assert!(
-        util::stdout(&out).contains("removed "),
-        "{}",
-        util::stdout(&out)
-    );
-    assert!(!pids.join("old.pid").exists());
-    let out = env.run(["restore"]);
-    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    assert_eq!(
-        std::fs::read_to_string(pids.join("old.pid")).unwrap(),
-        format!("{gone}\n")
-    );
+    reclaimed_and_restored(&env, &inside, &pids.join("old.pid"), &format!("{gone}\n"));
 }
 
 /// The host PID of the first descendant of `pid` in another PID namespace than `pid`'s.
@@ -679,24 +686,8 @@ fn a_pid_file_of_a_container_sharing_another_ones_pid_namespace_is_judged_there(
     );
     assert_eq!(found[0].verdict, "stale", "{}", joined(found[0]));
     let dir = Path::new(&found[0].path).parent().unwrap().to_path_buf();
-    let out = env.run(["--scan", "--reclaim", dir.to_str().unwrap()]);
-    assert!(
-        util::stdout(&out).contains("removed "),
-        "{}",
-        util::stdout(&out)
-    );
-    assert!(!upper.join("run/old.pid").exists());
-    let out = env.run(["restore"]);
-    assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
-    assert!(
-        util::stdout(&out).contains("in container side-1 (podman "),
-        "{}",
-        util::stdout(&out)
-    );
-    assert_eq!(
-        std::fs::read_to_string(upper.join("run/old.pid")).unwrap(),
-        format!("{gone}\n")
-    );
+    let said = reclaimed_and_restored(&env, &dir, &upper.join("run/old.pid"), &format!("{gone}\n"));
+    assert!(said.contains("in container side-1 (podman "), "{said}");
 }
 
 fn pid_files_in_storage(pm: Podman) {
@@ -744,23 +735,17 @@ fn pid_files_in_storage(pm: Podman) {
         "{}",
         joined(app)
     );
-    let old = report.expect_lock(&upper.join("run/old.pid"));
-    assert_eq!(old.verdict, "stale", "{}", joined(old));
-    assert!(
-        joined(old).contains("container app-1 (podman ")
-            && joined(old).contains("(as /run/old.pid)")
-            && joined(old).contains(&format!("no PID {gone} there")),
-        "{}",
-        joined(old)
+    let app = "container app-1 (podman ";
+    let gone_there = format!("no PID {gone} there");
+    let old = upper.join("run/old.pid");
+    expect_judged(
+        &report,
+        &old,
+        "stale",
+        &[app, "(as /run/old.pid)", &gone_there],
     );
     // The image's file, through the image layer the container's root shows.
-    let baked = report.expect_lock(&lower.join("etc/baked.pid"));
-    assert_eq!(baked.verdict, "live", "{}", joined(baked));
-    assert!(
-        joined(baked).contains("container app-1 (podman "),
-        "{}",
-        joined(baked)
-    );
+    expect_judged(&report, &lower.join("etc/baked.pid"), "live", &[app]);
     // A postgres server's file in the container's own root names its PID 1, another program.
     let pg = report.expect_lock(&upper.join("var/lib/postgresql/data/postmaster.pid"));
     assert_eq!(pg.dialect, "postgres");
@@ -773,14 +758,8 @@ fn pid_files_in_storage(pm: Podman) {
 
     // The stale one is not removed from under the mounted overlay (what the overlay shows
     // would be undefined): the reclaim says where to remove it, and keeps it.
-    let out = env.run(["--scan", "--reclaim", upper.to_str().unwrap()]);
-    let said = format!("{}{}", util::stdout(&out), util::stderr(&out));
-    assert!(!said.contains("removed "), "{said}");
-    assert!(
-        said.contains("it is a file of a layer of the overlay "),
-        "{said}"
-    );
-    assert!(upper.join("run/old.pid").exists());
+    reclaim_keeps_layer_files(&env, &upper, "/run/old.pid");
+    assert!(old.exists());
     // Through the container's root it goes, and only it.
     let inside = Path::new("/proc")
         .join(pm.pid("app-1").to_string())
