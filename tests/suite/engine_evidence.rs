@@ -330,27 +330,44 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     assert!(lock(&path).try_acquire().unwrap_err().is_held());
 
     ns.kill();
-    // The kernel hands a PID namespace's inode number to the next namespace made: another
-    // program's (a container started meanwhile) makes the dead one's owner look alive, which
-    // is the safe side. This suite's own wait (the facts above); no test can hold off others.
-    let reused = || {
+    // The processes in the namespace now: (pid, state, command line).
+    let in_namespace = || -> Vec<(u32, char, String)> {
         std::fs::read_dir("/proc")
             .into_iter()
             .flatten()
             .flatten()
-            .any(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|p| p.parse::<u32>().is_ok())
-                    && locksmith::probe::host::pid_ns_of(&e.file_name().to_string_lossy())
-                        == rec.pid_ns
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| locksmith::probe::host::pid_ns_of(&pid.to_string()) == rec.pid_ns)
+            .map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+                    .unwrap_or('?');
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                (pid, state, String::from_utf8_lossy(&cmd).replace('\0', " "))
             })
+            .collect()
     };
-    let j = lock(&path).inspect().unwrap();
-    if j.verdict != Verdict::Stale && reused() {
+    // The namespace lives on until its last process is reaped: its PID 1, left to this
+    // machine's init by the killed `unshare`, may be a zombie for a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let j = loop {
+        let j = lock(&path).inspect().unwrap();
+        let zombies_only = in_namespace().iter().all(|&(_, state, _)| state == 'Z');
+        if j.verdict == Verdict::Stale || !zombies_only || std::time::Instant::now() > deadline {
+            break j;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // The kernel hands a PID namespace's inode number to the next namespace made: another
+    // program's (a container started meanwhile) makes the dead one's owner look alive, which
+    // is the safe side. This suite's own wait (the facts above); no test can hold off others.
+    let there = in_namespace();
+    if j.verdict != Verdict::Stale && !there.is_empty() {
         return skip_even_under_ci(format!(
-            "the dead namespace's inode {:?} names another namespace now",
-            rec.pid_ns
+            "the dead namespace's inode {:?} names another namespace now, with {there:?} ({:?}: {:?})",
+            rec.pid_ns, j.verdict, j.evidence
         ));
     }
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
