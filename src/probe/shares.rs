@@ -171,8 +171,8 @@ pub fn ganesha_exports(text: &str) -> Vec<PathBuf> {
 /// The writable shares (name and directory) of the Samba configuration at `conf`, with the
 /// files it includes. A share is read-only unless it says otherwise (Samba's default), and a
 /// printer's share takes print jobs only: neither takes a lock from a client. `[homes]` with
-/// no path shares every user's home (`homes()`). A path with a variable (`/srv/%U`) shares
-/// the directory before it.
+/// no path shares every user's home (`homes()`), as does a path below `%H`. A path with
+/// another variable (`/srv/%U`) shares the directory before it.
 pub fn samba_shares(conf: &Path, homes: &dyn Fn() -> Vec<PathBuf>) -> Vec<(String, PathBuf)> {
     let mut sections: Vec<(String, Vec<(String, String)>)> = Vec::new();
     read_samba(conf, &mut sections, 0);
@@ -211,6 +211,10 @@ pub fn samba_shares(conf: &Path, homes: &dyn Fn() -> Vec<PathBuf>) -> Vec<(Strin
             continue;
         }
         match get("path").or(get("directory")) {
+            // The connecting user's home, or below it: every user's.
+            Some(path) if path.starts_with("%H") => {
+                out.extend(homes().into_iter().map(|h| (name.clone(), h)));
+            }
             Some(path) => {
                 let dir = match path.find('%') {
                     Some(at) => {
@@ -495,6 +499,7 @@ mod tests {
                  [team]\n   Path = /srv/team/%U\n   write list = @team\n\
                  ; [old]\n;   path = /srv/old\n\
                  [ro]\n   path = /srv/ro\n   writeable = no\n\
+                 [mine]\n   path = %H/shared\n   read only = no\n\
                  include = {}\n",
                 extra.display()
             ),
@@ -507,6 +512,7 @@ mod tests {
                 ("homes".to_string(), PathBuf::from("/home/ann")),
                 ("public".into(), PathBuf::from("/srv/public")),
                 ("team".into(), PathBuf::from("/srv/team")),
+                ("mine".into(), PathBuf::from("/home/ann")),
                 ("more".into(), PathBuf::from("/srv/more")),
             ]
         );
