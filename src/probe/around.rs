@@ -67,21 +67,15 @@ impl Snapshot {
     /// The processes that map this file into memory (`/proc/<pid>/maps`; Berkeley DB maps
     /// its region files and may close the descriptor). Read when asked.
     pub fn mappers(&self, key: FileKey) -> Vec<Holder> {
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
         let dev = format!("{:02x}:{:02x}", key.major, key.minor);
         let ino = key.inode.to_string();
         let me = std::process::id() as i32;
         let mut out = Vec::new();
-        for p in procs.flatten() {
-            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
+        for pid in locksmith_sys::host::pids() {
             if pid == me {
                 continue;
             }
-            let Ok(maps) = locksmith_sys::host::read_proc_text(p.path().join("maps")) else {
+            let Ok(maps) = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/maps")) else {
                 continue;
             };
             let hit = maps.lines().any(|l| {

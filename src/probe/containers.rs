@@ -96,11 +96,9 @@ struct View {
 /// processes, with the mounts seen there.
 #[derive(Debug, Clone, Copy)]
 pub struct Inside<'a> {
-    pub ns: &'a Namespace,
     /// Host PID of a process with that root (`/proc/PID/root`).
     pub pid: i32,
     pub mounts: &'a [Mount],
-    pub root: (u64, u64),
 }
 
 impl Inside<'_> {
@@ -230,6 +228,15 @@ impl Namespace {
             .chain(self.views.iter().map(|v| v.mounts.as_slice()))
     }
 
+    /// The host PID of a process that sees the mount table [`Namespace::tables`] gives at
+    /// `table`.
+    fn table_pid(&self, table: usize) -> i32 {
+        table
+            .checked_sub(1)
+            .and_then(|v| self.views.get(v))
+            .map_or(self.init, |v| v.pid)
+    }
+
     /// The mounts host process `pid` (one of its processes) sees: those of its mount
     /// namespace, when it is one of the other ones.
     fn mounts_of(&self, pid: i32) -> &[Mount] {
@@ -285,8 +292,8 @@ pub struct Seen<'a> {
     pub ns: Option<&'a Namespace>,
     pub path: PathBuf,
     /// Seen through an overlay the file is a layer file of (not in a file system of the
-    /// namespace's own).
-    pub layer: bool,
+    /// namespace's own): the host PID of a process whose root shows that overlay.
+    pub layer: Option<i32>,
 }
 
 impl Seen<'_> {
@@ -380,6 +387,15 @@ impl RelativeLayers {
     }
 }
 
+/// A layer directory as an overlay's options name it (`named`), as [`Layer::dir`] holds it:
+/// canonical here when named by an absolute path that exists here, else as named.
+fn layer_dir_here(named: &Path, canonical: &CanonicalDirs) -> PathBuf {
+    Some(named)
+        .filter(|d| d.is_absolute())
+        .and_then(|d| canonical.of(d))
+        .unwrap_or_else(|| named.to_path_buf())
+}
+
 /// The path of the file at `real` within a layer named by the relative path `dir`, wherever
 /// those names end a directory of `real` (`ID/diff`: a name can only add sightings, which
 /// never make a lock stale).
@@ -423,7 +439,7 @@ impl Inventory {
         if std::fs::metadata("/proc/self").is_err() {
             return Inventory::default();
         }
-        for pid in proc_pids() {
+        for pid in locksmith_sys::host::pids() {
             let ns = match std::fs::read_link(format!("/proc/{pid}/ns/pid")) {
                 Ok(link) => super::host::parse_ns_link(&link.to_string_lossy()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue, // exited
@@ -557,12 +573,7 @@ impl Inventory {
                     continue;
                 };
                 if seen.insert(root) {
-                    out.push(Inside {
-                        ns,
-                        pid,
-                        mounts,
-                        root,
-                    });
+                    out.push(Inside { pid, mounts });
                 }
             }
         }
@@ -603,7 +614,7 @@ impl Inventory {
                     out.push(Seen {
                         ns: Some(ns),
                         path: rest,
-                        layer: false,
+                        layer: None,
                     });
                     (Some(ns.inode), fs_path)
                 }
@@ -625,7 +636,7 @@ impl Inventory {
             out.push(Seen {
                 ns: None,
                 path: p,
-                layer: false,
+                layer: None,
             });
         }
         for ns in &self.namespaces {
@@ -640,7 +651,7 @@ impl Inventory {
                 out.push(Seen {
                     ns: Some(ns),
                     path: p,
-                    layer: false,
+                    layer: None,
                 });
             }
         }
@@ -696,7 +707,7 @@ impl Inventory {
                     out.push(Seen {
                         ns: Some(ns),
                         path: p,
-                        layer: true,
+                        layer: Some(ns.table_pid(layer.table)),
                     });
                 }
             }
@@ -728,12 +739,7 @@ impl Inventory {
                     for named in layers {
                         let dir = resolved
                             .entry(named)
-                            .or_insert_with(|| {
-                                Some(named)
-                                    .filter(|d| d.is_absolute())
-                                    .and_then(|d| canonical.of(d))
-                                    .unwrap_or_else(|| named.clone())
-                            })
+                            .or_insert_with(|| layer_dir_here(named, canonical))
                             .clone();
                         out.push(Layer {
                             ns: i,
@@ -766,13 +772,12 @@ impl Inventory {
             return Some(why);
         }
         let seen = self.who_sees(path, dev, canonical);
-        let s = seen.seen.iter().find(|s| s.layer)?;
+        let (s, pid) = seen.seen.iter().find_map(|s| Some((s, s.layer?)))?;
         let ns = s.ns?;
         Some(format!(
-            "it is a file of a layer of the overlay {} sees it through, as {}: remove it there (through /proc/{}/root)",
+            "it is a file of a layer of the overlay {} sees it through, as {}: remove it there (through /proc/{pid}/root)",
             ns.container.describe(),
             s.path.display(),
-            ns.init
         ))
     }
 
@@ -787,10 +792,7 @@ impl Inventory {
             let mut out = Vec::new();
             for (i, m) in self.own_mounts.iter().enumerate() {
                 for dir in &m.layers {
-                    let resolved = Some(dir)
-                        .filter(|d| d.is_absolute())
-                        .and_then(|d| canonical.of(d));
-                    out.push((i, resolved.unwrap_or_else(|| dir.clone())));
+                    out.push((i, layer_dir_here(dir, canonical)));
                 }
             }
             out
@@ -829,19 +831,10 @@ impl Inventory {
         out.push(Seen {
             ns: None,
             path: real,
-            layer: false,
+            layer: None,
         });
         rel
     }
-}
-
-/// The PIDs `/proc` lists now (none where it cannot be read).
-fn proc_pids() -> impl Iterator<Item = i32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
 }
 
 /// The layers of each `fuse-overlayfs` mount, by its device: from the command line of the
@@ -851,7 +844,7 @@ fn proc_pids() -> impl Iterator<Item = i32> {
 fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
     use std::os::unix::ffi::OsStrExt;
     let mut out = HashMap::new();
-    for pid in proc_pids() {
+    for pid in locksmith_sys::host::pids() {
         let is_daemon = locksmith_sys::host::read_proc(format!("/proc/{pid}/comm"))
             .is_ok_and(|c| c.strip_suffix(b"\n") == Some(b"fuse-overlayfs"));
         let Some(cmdline) = is_daemon

@@ -44,14 +44,8 @@ impl FdTable {
     pub fn read() -> Self {
         let mut out = FdTable::default();
         let me = std::process::id() as i32;
-        let Ok(procs) = std::fs::read_dir("/proc") else {
-            return out;
-        };
         let ours = mount_ns("self");
-        for p in procs.flatten() {
-            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-                continue;
-            };
+        for pid in locksmith_sys::host::pids() {
             let before = out.files.len();
             let read = read_fds(pid, |fd, key, regular, link| {
                 out.fds.push(Fd { pid, fd, key });

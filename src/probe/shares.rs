@@ -316,37 +316,17 @@ struct Servers {
 #[cfg(target_os = "linux")]
 fn servers() -> Servers {
     let mut out = Servers::default();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
-        else {
+    for pid in locksmith_sys::host::pids() {
+        let Some(comm) = locksmith_sys::host::comm(pid) else {
             continue;
         };
-        let Ok(comm) = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/comm")) else {
-            continue;
-        };
-        let comm = comm.trim_end();
-        if !(comm == "smbd"
+        if comm == "smbd"
             || comm == "ganesha.nfsd"
             || comm.starts_with("virtiofsd")
-            || comm.starts_with("qemu"))
+            || comm.starts_with("qemu")
         {
-            continue;
+            server_args(&comm, &locksmith_sys::host::cmdline(pid), &mut out);
         }
-        let Ok(cmdline) = locksmith_sys::host::read_proc(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        server_args(comm, &args, &mut out);
     }
     out
 }

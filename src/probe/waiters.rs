@@ -317,10 +317,7 @@ fn same_file(a: FileKey, b: FileKey) -> bool {
 /// are looked at: only when `/proc/locks` shows an OFD request waiting for it).
 fn ofd_waiters(key: FileKey) -> Vec<(i32, BlockedCall)> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
+    for pid in locksmith_sys::host::pids() {
         if let Some(c) = blocked_call(pid)
             && c.how == WaitHow::Ofd
             && c.key.is_some_and(|k| same_file(k, key))

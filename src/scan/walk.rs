@@ -1159,14 +1159,7 @@ fn mounts(snap: &Snapshot, roots: &[Root]) -> MountTable {
 
 /// Whether `path` is seen through a process's root (`/proc/PID/root/...`: a container's).
 fn in_container(path: &Path) -> bool {
-    let mut c = path.components().skip(1);
-    c.next().is_some_and(|p| p.as_os_str() == "proc")
-        && c.next().is_some_and(|p| {
-            p.as_os_str()
-                .to_str()
-                .is_some_and(|s| s.parse::<u32>().is_ok())
-        })
-        && c.next().is_some_and(|p| p.as_os_str() == "root")
+    crate::probe::fs::proc_root_path(path).is_some()
 }
 
 /// An open directory and its (device, inode).

@@ -139,6 +139,15 @@ pub fn process(pid: i32) -> Process {
     }
 }
 
+/// The PIDs `/proc` lists now (none where it cannot be read).
+pub fn pids() -> impl Iterator<Item = i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
 /// The command name of a process (`/proc/<pid>/comm`).
 pub fn comm(pid: i32) -> Option<String> {
     let s = read_proc_text(format!("/proc/{pid}/comm")).ok()?;
@@ -163,12 +172,7 @@ pub fn cmdline(pid: i32) -> Vec<String> {
 /// acquirer reading the record) are no evidence of an owner. Processes we may not inspect
 /// are not seen.
 pub fn writers(dev: u64, ino: u64) -> Vec<i32> {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    pids()
         .filter(|pid| open_for_writing(*pid, dev, ino))
         .collect()
 }
