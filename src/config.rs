@@ -24,6 +24,8 @@ use crate::remote::{AskConfig, AskHosts};
 use crate::scan::config::{RootSpec, home};
 use crate::scan::{self, ExtraPatterns};
 
+use crate::trust;
+
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../assets/config.json");
 
@@ -56,6 +58,9 @@ pub struct RawConfig {
     /// locksmith's state directory (default: [`crate::reclaim::default_state_dir`]), where
     /// reclaim keeps its copies and journal; the scanner never walks it.
     pub state_dir: PathBuf,
+    /// What the user is told about how the configuration was read (a user configuration file
+    /// skipped because someone else may have written it).
+    pub notes: Vec<String>,
 }
 
 /// The configuration made into one settings value per layer, each checked and complete.
@@ -95,6 +100,10 @@ pub enum ConfigError {
         column: usize,
         message: String,
     },
+    /// A file that someone other than the effective user or root may have written
+    /// ([`trust`]).
+    #[error("configuration file {} is not read: {why}", path.display())]
+    Untrusted { path: PathBuf, why: String },
     /// A value that cannot be used, found when the configuration is made into settings.
     #[error("bad configuration {}: {message}", path.display())]
     Invalid {
@@ -109,6 +118,7 @@ impl ConfigError {
     pub fn path(&self) -> &Path {
         match self {
             ConfigError::Read { path, .. }
+            | ConfigError::Untrusted { path, .. }
             | ConfigError::Parse { path, .. }
             | ConfigError::Invalid { path, .. } => path,
         }
@@ -146,22 +156,23 @@ pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Reads a configuration file: a regular file (a FIFO, a device or a directory is refused at
 /// once, without blocking), at most [`MAX_CONFIG_BYTES`], UTF-8 with or without a byte-order
-/// mark. `None` when `missing_ok` and it does not exist.
+/// mark, that nobody but the effective user and root can have written ([`trust`]). `None`
+/// when `missing_ok` and it does not exist.
 fn read_file(path: &Path, missing_ok: bool) -> Result<Option<String>, ConfigError> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let err = |error: std::io::Error| ConfigError::Read {
         path: path.to_path_buf(),
         error,
     };
     let other = |msg: String| err(std::io::Error::other(msg));
-    // O_NONBLOCK: opening a FIFO must not wait for a writer.
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
-        Ok(f) => f,
+    let file = match trust::open_trusted(path) {
+        Ok(Ok(f)) => f,
+        Ok(Err(u)) => {
+            return Err(ConfigError::Untrusted {
+                path: path.to_path_buf(),
+                why: untrusted_line(&u),
+            });
+        }
         Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(err(e)),
     };
@@ -201,6 +212,17 @@ fn read_file(path: &Path, missing_ok: bool) -> Result<Option<String>, ConfigErro
     let text = String::from_utf8(body.to_vec())
         .map_err(|e| other(format!("it is not UTF-8 text ({e})")))?;
     Ok(Some(text))
+}
+
+/// Why a configuration file is not read, and what to do about it.
+fn untrusted_line(u: &trust::Untrusted) -> String {
+    let me = rustix::process::geteuid().as_raw();
+    let fix = if me == 0 && u.owner.is_some_and(|uid| uid != 0) {
+        " (root never reads another user's configuration: under sudo, use `sudo -H`, or give root a file of its own with --config)"
+    } else {
+        ""
+    };
+    format!("{u}: someone other than you or root may have written it{fix}")
 }
 
 /// Where `"key"` first appears in `text` (1-based line and column), for messages about a
@@ -310,10 +332,15 @@ impl RawConfig {
         explicit: Option<&Path>,
     ) -> Result<RawConfig, ConfigError> {
         let mut layers = vec![(None, EMBEDDED.to_string())];
-        if let Some(p) = user
-            && let Some(text) = read_file(p, true)?
-        {
-            layers.push((Some(p.to_path_buf()), text));
+        let mut notes = Vec::new();
+        if let Some(p) = user {
+            match read_file(p, true) {
+                Ok(Some(text)) => layers.push((Some(p.to_path_buf()), text)),
+                Ok(None) => {}
+                // Another user's file (`sudo -E`, `su`): skipped, saying so.
+                Err(e @ ConfigError::Untrusted { .. }) => notes.push(e.to_string()),
+                Err(e) => return Err(e),
+            }
         }
         if let Some(p) = explicit
             && let Some(text) = read_file(p, false)?
@@ -331,6 +358,7 @@ impl RawConfig {
             sources: Vec::new(),
             containers: false,
             state_dir: crate::reclaim::default_state_dir(),
+            notes,
         };
         let mut merged = Merged::default();
         for (path, text) in layers {

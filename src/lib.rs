@@ -21,6 +21,7 @@ pub mod remote;
 pub mod report;
 pub mod scan;
 pub mod text;
+pub mod trust;
 pub mod verdict;
 
 #[cfg(test)]

@@ -74,6 +74,9 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     let ahead = (args.force.is_none() && args.pid.is_none()).then(Ahead::start);
     let mut raw = RawConfig::load(args.config.as_deref())?;
     raw.containers = !args.no_containers && args.paths.is_empty();
+    for note in &raw.notes {
+        eprintln!("locksmith: {note}");
+    }
     let settings = raw.validate()?;
     let format = format_of(args);
     let mut opts = report_options(args, format)?;

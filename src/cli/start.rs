@@ -87,7 +87,12 @@ fn start(args: StartArgs) -> Result<i32, Failure> {
     };
     // Only the named locks: no container's lock places.
     let settings = RawConfig::load(args.config.as_deref())
-        .and_then(RawConfig::validate)
+        .and_then(|raw| {
+            for note in &raw.notes {
+                say(note);
+            }
+            raw.validate()
+        })
         .map_err(|e| Failure::new(EXIT_ERROR, format!("{e:#}")))?;
     let paths = absolute(&args.paths)?;
     let deadline = Instant::now() + wait;

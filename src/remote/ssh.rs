@@ -306,7 +306,10 @@ fn ask_host_within(
         ));
     }
     let remote = remote_command(claims, cfg);
-    let mut cmd = Command::new(&cfg.section.ssh);
+    // The ssh client runs with our rights: only one that nobody else may have replaced.
+    let ssh = crate::trust::trusted_program(&cfg.section.ssh)
+        .map_err(|e| AskFailure::new(FailureKind::NoSsh, e))?;
+    let mut cmd = Command::new(&ssh);
     cmd.args(["-o", "BatchMode=yes"])
         .arg("-o")
         .arg(format!(

@@ -1038,6 +1038,11 @@ impl App {
         self.change = Change::All;
     }
 
+    /// A warning in the status bar (the configuration file that was not read).
+    pub fn warn(&mut self, text: impl Into<String>) {
+        self.set_status(Level::Warn, text);
+    }
+
     fn set_status(&mut self, level: Level, text: impl Into<String>) {
         let ttl = match level {
             Level::Info => STATUS_INFO_MS,

@@ -106,6 +106,7 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     }
     let mut raw = RawConfig::load(args.config.as_deref())?;
     raw.containers = !args.no_containers && args.paths.is_empty();
+    let notes = std::mem::take(&mut raw.notes);
     let settings = raw.validate()?;
     let roots = settings.scan.roots(&args.paths);
     let reclaim = settings.reclaim;
@@ -121,6 +122,9 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
     mouse_capture();
     let mut app = App::new(opts, now_ms());
+    if !notes.is_empty() {
+        app.warn(notes.join("; "));
+    }
     let result = (|| -> anyhow::Result<()> {
         // The first frame, before any work starts.
         let size = terminal.size()?;
