@@ -65,7 +65,7 @@ pub fn age_ms(mtime_ms: i64, snap: &Snapshot) -> i64 {
 }
 
 /// The age of a path's mtime, for the evidence.
-pub fn age_line(meta: &std::fs::Metadata, snap: &Snapshot) -> String {
+pub fn age_line(meta: &crate::probe::Stat, snap: &Snapshot) -> String {
     let ms = crate::probe::mtime_ms(meta);
     format!(
         "last modified {} ago ({})",

@@ -214,7 +214,7 @@ fn companion(lock: &Path) -> Option<PathBuf> {
 /// right after creating the lock).
 fn companion_pid_file(
     path: &Path,
-    lock_meta: &std::fs::Metadata,
+    lock_meta: &crate::probe::Stat,
     snap: &Snapshot,
 ) -> Option<Result<(Vec<u8>, i64), String>> {
     let meta = match snap.lstat(path) {
@@ -223,8 +223,8 @@ fn companion_pid_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => return Some(Err(format!("its pid file cannot be read: {e}"))),
     };
-    if let (Ok(pid_born), Ok(lock_born)) = (meta.created(), lock_meta.created())
-        && pid_born + std::time::Duration::from_secs(1) < lock_born
+    if let (Some(pid_born), Some(lock_born)) = (meta.birth_ms, lock_meta.birth_ms)
+        && pid_born + 1000 < lock_born
     {
         return None;
     }

@@ -122,9 +122,8 @@ impl std::fmt::Display for NotALock {
 
 /// What a candidate no dialect recognised is, when it is not a lock at all.
 pub fn recognise(c: &Candidate<'_>) -> Option<NotALock> {
-    use std::os::unix::fs::FileTypeExt;
     match c.kind {
-        EntryKind::Other => c.meta.file_type().is_socket().then_some(NotALock::Socket),
+        EntryKind::Other => c.meta.is_socket().then_some(NotALock::Socket),
         EntryKind::Dir => dependency_dir(c.path).then_some(NotALock::MetadataDir),
         EntryKind::Symlink => None,
         EntryKind::File => database(c.path, c.content)

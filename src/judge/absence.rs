@@ -9,7 +9,6 @@
 //! makes the answer `unknown`. Any process, of any name, with a file of the place open may be
 //! writing the lock through a library (libgit2, JGit): `unknown` too.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use super::Judgement;
@@ -26,7 +25,7 @@ const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 /// Whether a missing process proves something: we can read every process's descriptors and
 /// working directory (root in the host's PID namespace), or the file is ours, so that whoever
 /// would hold it runs as us and is visible. `Err` says why not.
-pub fn everyone_visible(meta: &std::fs::Metadata, snap: &Snapshot) -> Result<(), String> {
+pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<(), String> {
     let root = rustix::process::geteuid().is_root();
     let host_ns = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
     if !host_ns {

@@ -3,12 +3,11 @@
 //! process with the owner's PID ([`alive`]): reused (by its start time), the owner, or not
 //! proven either way. Shared by the PID rules on this host and in other PID namespaces.
 
-use std::fs::Metadata;
 use std::path::Path;
 
 use super::Judgement;
 use super::claims::{Match, OwnerClaim};
-use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot};
+use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot, Stat};
 use crate::verdict::{Proof, RemoteClaim, Rule};
 use locksmith_sys::time::{CLOCK_SLACK_MS, fmt_ms};
 
@@ -20,7 +19,7 @@ pub(crate) const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 pub struct At<'a> {
     pub path: &'a Path,
     /// `lstat` of the path.
-    pub meta: &'a Metadata,
+    pub meta: &'a Stat,
     pub fs: &'a FsInfo,
 }
 

@@ -27,6 +27,14 @@ pub struct Said {
     /// Other files whose kernel locks and openers hold this lock too (a LibreOffice
     /// document, rpm's `.rpm.lock`), with the name the evidence gives them.
     pub held_with: Vec<(FileKey, String)>,
+    /// The lock's writer takes a kernel lock on the lock file itself for as long as it holds
+    /// it (a kernel-lock file, Qt's `QLockFile`): whoever holds one there holds the lock. For
+    /// any other lock a kernel lock proves a holder only when a writer could have taken it
+    /// (see [`super::judge`]).
+    pub writer_locks: bool,
+    /// The writer keeps the lock file open for writing, and a process that has it open so
+    /// holds it (the engine's owner descriptor, inherited by a child that outlived it).
+    pub open_for_writing_holds: bool,
     /// Why this lock cannot be proven stale, whatever the rules find (a writer that may be
     /// about to take it): a proof becomes `unknown` with these lines.
     pub doubts: Vec<String>,
@@ -80,6 +88,12 @@ impl Said {
         self
     }
 
+    /// The writer takes a kernel lock on the lock file itself ([`Said::writer_locks`]).
+    pub fn writer_locks(mut self) -> Self {
+        self.writer_locks = true;
+        self
+    }
+
     pub fn doubt(mut self, why: impl Into<String>) -> Self {
         self.doubts.push(why.into());
         self
@@ -98,11 +112,14 @@ impl Said {
         self
     }
 
-    /// Whether the lock names an owner PID (some claim is about one).
+    /// Whether the lock names an owner PID (some claim is about one, or its record names one
+    /// that a kernel lock settles).
     pub fn names_owner(&self) -> bool {
-        self.claims
-            .iter()
-            .any(|c| matches!(c, Claim::Owner(_) | Claim::Owners(_)))
+        self.owner.pid.is_some()
+            || self
+                .claims
+                .iter()
+                .any(|c| matches!(c, Claim::Owner(_) | Claim::Owners(_)))
     }
 }
 
@@ -144,9 +161,6 @@ pub enum Claim {
     Refreshed(Refresh),
     /// The writer states when its owner-less lock may be removed.
     Writer(Contract),
-    /// The lock is one of the engine's own records (or Zero's securefile records): the
-    /// engine's judge settles it, with this snapshot as its evidence.
-    EngineRecord,
 }
 
 impl From<OwnerClaim> for Claim {

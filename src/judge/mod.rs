@@ -30,7 +30,6 @@
 mod absence;
 mod alive;
 pub mod claims;
-mod engine;
 mod judgement;
 mod namespaces;
 pub mod pid;
@@ -40,13 +39,11 @@ pub use alive::{At, not_an_app_owner};
 pub use claims::{
     Claim, Contract, Keeps, Match, Note, OwnerClaim, Refresh, Said, Scope, When, Writers,
 };
-pub use engine::ScannerWitness;
 pub use judgement::Judgement;
 pub use pid::{fmt_ms, written_before_boot};
 
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Owner, Proof, Verdict, describe_holders};
-use locksmith_engine::StaleWindows;
+use crate::verdict::{Holder, Owner, Proof, Verdict, describe_holders};
 
 /// How far a file server's clock may be from ours before a heartbeat on it proves anything.
 const NETWORK_SKEW_MS: i64 = 60_000;
@@ -72,8 +69,8 @@ pub struct Lock<'a> {
 }
 
 /// Judges one lock from what its dialect said of it.
-pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
-    let mut j = decide(lock, &said, snap, windows);
+pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot) -> Judgement {
+    let mut j = decide(lock, &said, snap);
     let verdict = j.verdict();
     for note in &said.notes {
         let add = match note.when {
@@ -98,12 +95,11 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows
     j
 }
 
-/// The engine's judgement of one of its own records when the engine itself judged it with the
-/// [`ScannerWitness`] (a reclaim through the engine protocol), as the scanner reports it: its
-/// `stale` stands only with the proof of one of the rules, which the engine's judge gives, and
-/// a `foreign` one keeps what to ask the owner's host.
+/// The engine's judgement of one of its own records (a reclaim through the engine protocol,
+/// judged by the [`crate::engine::ScannerWitness`]), as the scanner reports it: its `stale` stands only with
+/// the proof of one of the rules.
 pub fn engine_judgement(j: locksmith_engine::Judgement) -> Judgement {
-    engine::witnessed(j)
+    Judgement::from_engine(j)
 }
 
 /// Judges what `claim` says of the owner of the lock file at `path`, by the PID rules alone
@@ -113,7 +109,7 @@ pub fn judge_owner(
     claim: OwnerClaim,
     snap: &Snapshot,
 ) -> std::io::Result<Judgement> {
-    let meta = std::fs::symlink_metadata(path)?;
+    let meta = crate::probe::Stat::from(std::fs::symlink_metadata(path)?);
     let fs = snap.fs_of(path, &meta);
     let at = At {
         path,
@@ -141,18 +137,28 @@ enum Kind {
     Local,
 }
 
-fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
+fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot) -> Judgement {
     let at = lock.at;
-    let engine = said.claims.iter().any(|c| matches!(c, Claim::EngineRecord));
-    if engine {
-        // The engine's judge reads the kernel lock itself (its owner keeps it).
-        return engine::judge(lock, snap, windows);
-    }
-    if let Some(j) = kernel_held(at, said, snap) {
+    let (held, others) = kernel_held(at, said, snap);
+    if let Some(j) = held {
         return j;
     }
+    let mut j = decide_unheld(at, said, snap);
+    if !others.is_empty() {
+        held_by_others(&mut j, others);
+    }
+    j
+}
+
+/// A lock that no writer holds a kernel lock on.
+fn decide_unheld(at: At<'_>, said: &Said, snap: &Snapshot) -> Judgement {
     if let Some(j) = &said.settled {
         return j.clone();
+    }
+    if said.open_for_writing_holds
+        && let Some(j) = opened_for_writing(at, snap)
+    {
+        return j;
     }
     let owner_less = !said.names_owner();
     // Whoever has an owner-less lock open holds it; so does whoever has open a lock whose
@@ -203,31 +209,115 @@ fn nothing_promised(at: At<'_>) -> Judgement {
     )
 }
 
-/// `live` when a kernel lock is held on the lock file or on a file held with it.
-fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
-    let mut keys: Vec<(FileKey, String)> = vec![(FileKey::of(at.meta), "the lock file".into())];
-    keys.extend(said.held_with.iter().cloned());
+/// `live` when a kernel lock that a writer of this lock may have taken is held on the lock
+/// file or on a file held with it; with it, the holders of the lock file that cannot be its
+/// writers.
+///
+/// Anyone who can read a file can take a shared lock on it (`flock -s`, a POSIX read lock),
+/// so a kernel lock proves its holder holds the lock only where the lock's writer takes one:
+/// on the files it keeps locked ([`Keeps::KernelLock`], [`Said::held_with`]), and on the lock
+/// file itself when its writer locks it ([`Said::writer_locks`]). On any other lock file a
+/// kernel lock is a writer's only when a writer could have taken it: it is held by the PID the
+/// lock names, or it is a write lock (which needs the file open for writing), or its holder
+/// runs as the file's owner or as root. Any other holder is named, and keeps the lock from
+/// being removed, but proves nothing about its owner.
+fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, Vec<Holder>) {
+    let mut keys: Vec<(FileKey, String, bool)> = vec![(
+        FileKey::of(at.meta),
+        "the lock file".into(),
+        said.writer_locks,
+    )];
+    keys.extend(said.held_with.iter().map(|(k, w)| (*k, w.clone(), true)));
     // The files its writer keeps locked while it holds the lock.
     for c in &said.claims {
         if let Claim::Keeps(Keeps::KernelLock { path, what, .. }) = c
             && let Ok(meta) = snap.lstat(path)
         {
-            keys.push((FileKey::of(&meta), what.clone()));
+            let key = FileKey::of(&meta);
+            match keys.iter_mut().find(|k| k.0 == key) {
+                Some(k) => k.2 = true,
+                None => keys.push((key, what.clone(), true)),
+            }
         }
     }
-    for (key, what) in keys {
+    let owners: Vec<i64> = said
+        .claims
+        .iter()
+        .flat_map(|c| match c {
+            Claim::Owner(o) => vec![o.pid],
+            Claim::Owners(list) => list.iter().map(|o| o.pid).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut others = Vec::new();
+    for (key, what, writer_locks) in keys {
         let holders = snap.kernel_holders(key);
-        if !holders.is_empty() {
+        let (writers, readers): (Vec<Holder>, Vec<Holder>) = holders
+            .into_iter()
+            .partition(|h| writer_locks || may_be_writers_lock(h, &owners, at.meta.uid(), snap));
+        if !writers.is_empty() {
             let mut j = Judgement::live(format!(
                 "{what} is locked in the kernel by {} (/proc/locks)",
-                describe_holders(&holders)
+                describe_holders(&writers)
             ));
-            j.holders = holders;
+            j.holders = writers;
             j.process = process_of(&j.holders, snap).map(Box::new);
-            return Some(j);
+            return (Some(j), Vec::new());
         }
+        others.extend(readers);
     }
-    None
+    (None, others)
+}
+
+/// Whether a kernel lock on a lock file whose writer takes none may still be its writer's
+/// (see [`kernel_held`]).
+fn may_be_writers_lock(h: &Holder, owners: &[i64], file_uid: u32, snap: &Snapshot) -> bool {
+    if owners.contains(&i64::from(h.pid)) {
+        return true;
+    }
+    if h.mode == Some(crate::verdict::LockMode::Write) && h.how != crate::verdict::HolderHow::Flock
+    {
+        return true;
+    }
+    if h.pid <= 0 {
+        // Held by a description no visible process has: whose it is cannot be told.
+        return true;
+    }
+    match snap.pid(h.pid).facts().and_then(|f| f.uid) {
+        Some(uid) => uid == 0 || uid == file_uid,
+        None => true,
+    }
+}
+
+/// What a lock held by processes that cannot be its writers says: the holders, named, and
+/// that the lock is kept while they hold it.
+fn held_by_others(j: &mut Judgement, others: Vec<Holder>) {
+    j.evidence.push(format!(
+        "{} a kernel lock on it that its writer does not take (a reader's lock): it proves nothing about its owner, and the file is not removed while it is held",
+        describe_holders(&others)
+    ));
+    for h in others {
+        if !j.holders.contains(&h) {
+            j.holders.push(h.clone());
+        }
+        j.kept_by.push(h);
+    }
+}
+
+/// `live` when a process has the lock file open for writing: the owner's descriptor, which
+/// a child that outlived it inherited.
+fn opened_for_writing(at: At<'_>, snap: &Snapshot) -> Option<Judgement> {
+    let writers = snap.writers_of(FileKey::of(at.meta));
+    if writers.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::live(format!(
+        "{} the lock file open for writing: it holds the owner's descriptor",
+        describe_holders(&writers)
+    ));
+    j.process = process_of(&writers, snap).map(Box::new);
+    j.holders = writers;
+    Some(j)
 }
 
 /// `live` when a process has the lock (or a file held with it) open: for a lock that names no
@@ -296,10 +386,6 @@ fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
             }
             (Kind::Local, absence::writer_absent(at, c, snap))
         }
-        Claim::EngineRecord => (
-            Kind::Settles,
-            Judgement::unknown("an engine record is judged by the engine's own judge"),
-        ),
     }
 }
 

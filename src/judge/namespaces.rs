@@ -62,11 +62,7 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
     if inv.namespaces.is_empty() && host_never.is_none() {
         return None;
     }
-    let sightings = inv.who_sees(
-        path,
-        std::os::unix::fs::MetadataExt::dev(meta),
-        snap.canonical_dirs(),
-    );
+    let sightings = inv.who_sees(path, meta.dev(), snap.canonical_dirs());
     let seen = sightings.seen;
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
@@ -226,11 +222,7 @@ pub(super) fn live_in_named_host(
         return None;
     }
     let pid = claim.pid() as i32;
-    let sightings = inv.who_sees(
-        path,
-        std::os::unix::fs::MetadataExt::dev(meta),
-        snap.canonical_dirs(),
-    );
+    let sightings = inv.who_sees(path, meta.dev(), snap.canonical_dirs());
     let named = sightings
         .seen
         .iter()

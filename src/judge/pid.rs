@@ -262,11 +262,11 @@ mod tests {
     use locksmith_sys::time::CLOCK_SLACK_MS;
 
     /// A lock file of the test's own (a real file: the rules look at who can see it).
-    fn lock_file() -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {
+    fn lock_file() -> (tempfile::TempDir, std::path::PathBuf, crate::probe::Stat) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.pid");
         std::fs::write(&path, "").unwrap();
-        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let meta = crate::probe::Stat::from(std::fs::symlink_metadata(&path).unwrap());
         (dir, path, meta)
     }
 

@@ -5,7 +5,6 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::kernel_locks::FileKey;
@@ -58,6 +57,18 @@ impl Snapshot {
         )
     }
 
+    /// The processes (not this one: a reclaim has the file open) that have the file `key` open
+    /// for writing.
+    pub fn writers_of(&self, key: FileKey) -> Vec<Holder> {
+        let dev = rustix::fs::makedev(key.major, key.minor);
+        let me = std::process::id() as i32;
+        self.openers(key)
+            .into_iter()
+            .filter(|h| h.pid != me)
+            .filter(|h| locksmith_sys::host::open_for_writing(h.pid, dev, key.inode))
+            .collect()
+    }
+
     /// The processes whose descriptors could not be read (so [`Snapshot::open_under`] may
     /// miss theirs).
     pub fn fds_unreadable(&self) -> &[i32] {
@@ -105,7 +116,7 @@ impl Snapshot {
     }
 
     /// Whether process `pid`'s working directory is exactly `dir` (by device and inode).
-    pub fn cwd_is(&self, pid: i32, dir: &std::fs::Metadata) -> Option<bool> {
+    pub fn cwd_is(&self, pid: i32, dir: &super::Stat) -> Option<bool> {
         let cwd = super::fs::known(Path::new(&format!("/proc/{pid}/cwd"))).ok()?;
         Some(cwd.dev == dir.dev() && cwd.ino == dir.ino())
     }
@@ -118,13 +129,13 @@ impl Snapshot {
 /// symlink unless they say so, and never block on a FIFO.
 impl Snapshot {
     /// `lstat` of a path (a final symlink is not followed).
-    pub fn lstat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
-        reach::lstat(path)
+    pub fn lstat(&self, path: &Path) -> std::io::Result<super::Stat> {
+        reach::lstat(path).map(super::Stat::from)
     }
 
     /// `stat` of a path (symlinks followed: a directory named by a lock).
-    pub fn stat(&self, path: &Path) -> std::io::Result<std::fs::Metadata> {
-        reach::stat(path)
+    pub fn stat(&self, path: &Path) -> std::io::Result<super::Stat> {
+        reach::stat(path).map(super::Stat::from)
     }
 
     /// The text of a symlink (never followed).
@@ -145,12 +156,11 @@ impl Snapshot {
     }
 
     /// Entries of a directory (names lossy, `lstat`ed), at most `max`, sorted by name.
-    pub fn list_dir(
-        &self,
-        dir: &Path,
-        max: usize,
-    ) -> std::io::Result<Vec<(String, std::fs::Metadata)>> {
-        reach::list_dir(dir, max)
+    pub fn list_dir(&self, dir: &Path, max: usize) -> std::io::Result<Vec<(String, super::Stat)>> {
+        Ok(reach::list_dir(dir, max)?
+            .into_iter()
+            .map(|(n, m)| (n, super::Stat::from(m)))
+            .collect())
     }
 
     /// Whether a TCP port is listened on (`/proc/net/tcp` and `tcp6`, state `0A`).

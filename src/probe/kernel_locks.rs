@@ -54,9 +54,33 @@ impl FileKey {
         }
     }
 
-    pub fn of(meta: &std::fs::Metadata) -> Self {
+    /// The key of a file from its status (a [`super::Stat`] or what `std::fs` said of it).
+    pub fn of(meta: &impl DevIno) -> Self {
+        let (dev, ino) = meta.dev_ino();
+        Self::from_dev_ino(dev, ino)
+    }
+
+    /// The key of a file from what `std::fs` said of it.
+    pub fn of_meta(meta: &std::fs::Metadata) -> Self {
+        Self::of(meta)
+    }
+}
+
+/// A file's device and inode, whoever read them.
+pub trait DevIno {
+    fn dev_ino(&self) -> (u64, u64);
+}
+
+impl DevIno for std::fs::Metadata {
+    fn dev_ino(&self) -> (u64, u64) {
         use std::os::unix::fs::MetadataExt;
-        Self::from_dev_ino(meta.dev(), meta.ino())
+        (self.dev(), self.ino())
+    }
+}
+
+impl DevIno for super::Stat {
+    fn dev_ino(&self) -> (u64, u64) {
+        (self.dev, self.ino)
     }
 }
 

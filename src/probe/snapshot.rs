@@ -582,7 +582,7 @@ impl Snapshot {
     /// The file system of a lock, by its parent directory and device (cached per device),
     /// and whether this host serves that directory to other machines
     /// ([`super::shares`]: then other machines may reach it, as a network file system).
-    pub fn fs_of(&self, path: &Path, meta: &std::fs::Metadata) -> FsInfo {
+    pub fn fs_of(&self, path: &Path, meta: &super::Stat) -> FsInfo {
         let dev = meta.dev();
         let dir = if meta.is_dir() {
             path

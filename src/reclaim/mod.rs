@@ -1192,10 +1192,20 @@ fn remove_through_engine(
             None,
         )),
         (Err(e), staged) => {
-            let now = e
-                .judgement()
-                .cloned()
-                .map(|j| Box::new(crate::judge::engine_judgement(j)));
+            let now = e.judgement().cloned().map(|j| {
+                let mut now = crate::judge::engine_judgement(j);
+                // A `foreign` owner keeps what to ask its host, as when the scan judged this
+                // very record (the same owner): it can be asked about again.
+                if now.verdict() == Verdict::Foreign
+                    && let Some(claim) = &f.judgement.remote
+                    && now.owner.as_ref().is_some_and(|o| {
+                        o.pid == Some(claim.pid) && o.hostname.as_deref() == Some(&claim.host)
+                    })
+                {
+                    now.remote = Some(claim.clone());
+                }
+                Box::new(now)
+            });
             let why = format!("not removed: {}", e.kind());
             if let Some((s, _)) = staged {
                 let _ = state.cancel(vec![(s, why.clone())]);
@@ -1524,14 +1534,14 @@ mod tests {
     /// A finding for `path` as it is on disk now, with the given verdict (what a judge would
     /// return; the judging itself is the scanner's and is tested there).
     fn found(path: &Path, verdict: Verdict) -> Finding {
-        let meta = fs::symlink_metadata(path).unwrap();
+        let meta = crate::probe::Stat::from(fs::symlink_metadata(path).unwrap());
         Finding {
             path: path.to_path_buf(),
             dialect: DialectId::PIDFILE,
             kind: EntryKind::of(&meta),
             size: Some(meta.len()),
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
-            identity: Identity::of(&meta),
+            identity: meta.identity(),
             fs: FsInfo::unknown(),
             judgement: Judgement::for_test(verdict, "test verdict"),
             content: Vec::new(),

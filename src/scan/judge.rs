@@ -15,17 +15,16 @@
 //! `stale`); a FIFO, socket or device is never opened.
 
 use std::ffi::OsStr;
-use std::fs::Metadata;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use super::anchor::Anchor;
 use super::config::Config;
-use super::{Finding, Identity, ScanError};
+use super::{Finding, ScanError};
 use crate::dialect::{self, Candidate, DialectId, EntryKind};
 use crate::judge::Judgement;
-use crate::probe::{FileKey, Snapshot};
+use crate::probe::{FileKey, Snapshot, Stat};
 
 /// Why a path is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +79,7 @@ pub(crate) fn examine_at(
     anchor: Option<&Anchor>,
 ) -> Result<Option<Finding>, ScanError> {
     let meta = match sys::lstat_at(dir, name) {
-        Ok(m) => m,
+        Ok(m) => Stat::from(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ScanError::io(path, e).during("cannot stat")),
     };
@@ -133,7 +132,7 @@ struct Read {
 /// Picks the dialect and judges a candidate whose status and content were read.
 fn judge(
     path: &Path,
-    meta: &Metadata,
+    meta: &Stat,
     hits: &[usize],
     mode: Mode,
     snap: &Snapshot,
@@ -220,7 +219,7 @@ fn judge(
         kind,
         size: matches!(kind, EntryKind::File | EntryKind::Symlink).then(|| meta.len()),
         modified_ms: Some(crate::probe::mtime_ms(meta)),
-        identity: Identity::of(meta),
+        identity: meta.identity(),
         fs,
         judgement,
         content,
@@ -229,19 +228,13 @@ fn judge(
     })
 }
 
-fn describe_other(meta: &Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
+fn describe_other(meta: &Stat) -> &'static str {
+    match meta.file_type_bits() {
+        0o010_000 => "a FIFO (named pipe)",
+        0o140_000 => "a socket",
+        0o020_000 => "a character device",
+        0o060_000 => "a block device",
+        _ => "a special file",
     }
 }
 
@@ -273,7 +266,7 @@ mod sys {
     pub fn read_prefix_at(
         dir: BorrowedFd<'_>,
         name: &OsStr,
-        lstat: &Metadata,
+        lstat: &crate::probe::Stat,
         max: usize,
     ) -> io::Result<(Vec<u8>, bool)> {
         let flags =

@@ -20,7 +20,7 @@
 //! [`reclaim`](Lock::reclaim)), [`LockGuard`] (a held lock), [`EngineError`] /
 //! [`ErrorKind`] (typed errors), [`Judgement`] (a verdict with its evidence, owner and
 //! holders), [`Record`] / [`ParsedRecord`] (the owner record, written and read), and
-//! [`Witness`] / [`Evidence`] for a program that gives the judge richer evidence than the
+//! [`Witness`] for a program that judges existing locks with richer evidence than the
 //! engine's own ([`Direct`]).
 //!
 //! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
@@ -38,14 +38,13 @@
 //!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
 //!   the path still names it; so two reclaimers can never remove a fresh lock;
 //! - release removes the file only if the path still names our inode;
-//! - the verdict on an existing lock comes from one judge ([`judge()`]): the kernel lock on the
-//!   file, then PID + start time + boot id + host, then the heartbeat. Its evidence comes from
-//!   a [`Witness`]: the engine's own [`Direct`] (the kernel asked about this one file and this
-//!   one owner; an owner it cannot check is `foreign`, never `stale`) unless the caller gives
-//!   another ([`Lock::witness`]; [`Lock::inspect`] and [`Lock::reclaim`] judge as
-//!   [`Lock::acquire`] does). The locksmith scanner gives its evidence snapshot (holders named
-//!   from `/proc/locks`, PID namespaces, containers, other hosts), and its `locksmith` dialect
-//!   judges with this same judge, so the scanner and the engine agree by construction.
+//! - the verdict on an existing lock comes from its [`Witness`]: the engine's own [`Direct`]
+//!   (the kernel lock on the file, then PID + start time + boot id + host, then the
+//!   heartbeat, asked of the kernel about this one file and this one owner; an owner it cannot
+//!   check is `foreign`, never `stale`) unless the caller gives another ([`Lock::witness`];
+//!   [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). The locksmith
+//!   scanner is such a witness: it judges the record with the rules it judges every lock by,
+//!   so that the engine and a scan agree.
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
@@ -86,7 +85,7 @@ use std::time::{Duration, Instant};
 
 pub use error::{EngineError, ErrorKind};
 pub use identity::Identity;
-pub use judge::{Direct, Evidence, LockFile, Witness, judge};
+pub use judge::{Direct, LockFile, Witness};
 pub use record::{ParsedRecord, Record, RecordFormat};
 pub use verdict::{
     ByteRange, ContainerId, ContainerInfo, Holder, HolderHow, Judgement, LockMode, Owner,
