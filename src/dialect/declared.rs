@@ -28,7 +28,7 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Deserializer, de};
+use serde::{Deserialize, Deserializer, Serialize, de};
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Judgement, OwnerClaim, Refresh, Said, Writers};
@@ -36,7 +36,7 @@ use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
 /// How the owner is written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Format {
     /// Text lines: the PID on line `pid` (1-based), the host on line `host`.
@@ -63,7 +63,7 @@ pub enum Format {
 }
 
 /// One declared dialect, checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(try_from = "Raw")]
 pub struct Declared {
     pub name: String,

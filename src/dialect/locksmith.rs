@@ -61,7 +61,7 @@ impl Dialect for Locksmith {
         }
         // Where the kernel's table of locks cannot be read, finding no holder proves nothing:
         // the PID rules decide.
-        if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks().available() {
+        if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks_available() {
             let mut promise = format!(
                 "its owner keeps an OFD lock on it for as long as it holds the lock, and wrote the record on this boot of this host (boot id {}) on a local file system ({}): the kernel lock settles it",
                 ours.unwrap_or("?"),

@@ -65,7 +65,7 @@ fn rehash_running<'a>(snap: &'a Snapshot, tool: &str, root: &Path) -> Option<&'a
     let script = format!("{tool}-rehash");
     let var = format!("{}_ROOT", tool.to_uppercase());
     let root = places::dir_ids(&[root.to_path_buf()]);
-    let me = std::process::id() as i32;
+    let me = snap.self_pid();
     snap.processes().iter().find(|p| {
         p.pid != me
             && !matches!(snap.pid(p.pid), PidState::Absent | PidState::Zombie(_))

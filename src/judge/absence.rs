@@ -26,7 +26,8 @@ const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 /// working directory (root in the host's PID namespace), or the file is ours, so that whoever
 /// would hold it runs as us and is visible. `Err` says why not.
 pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<(), String> {
-    let root = rustix::process::geteuid().is_root();
+    let euid = snap.euid();
+    let root = euid == 0;
     let host_ns = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
     if !host_ns {
         return Err(format!(
@@ -34,7 +35,7 @@ pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<()
             snap.host.pid_ns.unwrap_or(0)
         ));
     }
-    if root || meta.uid() == rustix::process::geteuid().as_raw() {
+    if root || meta.uid() == euid {
         return Ok(());
     }
     Err(format!(
@@ -116,7 +117,7 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 {
                     tries.push(places::seen_by(p.pid, &start.join(&dir)));
                 }
-                if tries.iter().any(|t| places::within(t, roots) == Some(true)) {
+                if tries.iter().any(|t| snap.within(t, roots) == Some(true)) {
                     return Place::Inside(crate::text::truncate(&how, 200));
                 }
             }
@@ -131,14 +132,7 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 // Listed a moment ago: it may have exited since (a process that is exiting
                 // has no working directory any more, ENOENT); only a cwd we may not read
                 // leaves the question open.
-                None if crate::probe::fs::known(std::path::Path::new(&format!(
-                    "/proc/{}/cwd",
-                    p.pid
-                )))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
-                {
-                    Place::Outside
-                }
+                None if snap.cwd_gone(p.pid) => Place::Outside,
                 None => Place::Unreadable,
             }
         }
@@ -148,14 +142,14 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
 /// The writer's removal condition, checked.
 pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) -> Judgement {
     let procs = snap.processes();
-    let me = std::process::id() as i32;
+    let me = snap.self_pid();
     if !procs.iter().any(|p| p.pid == me) {
         return Judgement::unknown(
             "the process list cannot be read, so its writer cannot be looked for",
         );
     }
     let roots: Vec<DirId> = match &contract.scope {
-        Scope::Dirs { dirs, .. } => places::dir_ids(dirs),
+        Scope::Dirs { dirs, .. } => snap.dir_ids(dirs),
         _ => Vec::new(),
     };
     let what = contract.what;
@@ -325,13 +319,13 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
                 j.holders = holders;
                 return j;
             }
-            if !snap.kernel_locks().available() {
+            if !snap.kernel_locks_available() {
                 return Judgement::unknown(format!(
                     "/proc/locks cannot be read here, so whether {what} is locked cannot be told"
                 ));
             }
             // A read of /proc/locks can miss an entry: ask the kernel about the file itself.
-            match crate::probe::kernel_locks::held_at(path, meta.dev(), meta.ino()) {
+            match snap.held_at(path, FileKey::of(&meta)) {
                 Some(false) => {}
                 Some(true) => {
                     return Judgement::live(format!(

@@ -395,7 +395,7 @@ impl Writers {
     /// The live processes of the snapshot that are one of the writers by any of their names
     /// (zombies and kernel threads are not running programs), this one left out.
     pub fn running<'a>(&self, snap: &'a crate::probe::Snapshot) -> Vec<&'a ProcSummary> {
-        let me = std::process::id() as i32;
+        let me = snap.self_pid();
         snap.processes()
             .iter()
             .filter(|p| p.pid != me && self.of_listed(p) != Match::No)

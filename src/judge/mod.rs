@@ -109,7 +109,7 @@ pub fn judge_owner(
     claim: OwnerClaim,
     snap: &Snapshot,
 ) -> std::io::Result<Judgement> {
-    let meta = crate::probe::Stat::from(std::fs::symlink_metadata(path)?);
+    let meta = snap.lstat(path)?;
     let fs = snap.fs_of(path, &meta);
     let at = At {
         path,
@@ -293,7 +293,7 @@ fn may_be_writers_lock(h: &Holder, owners: &[i64], file_uid: u32, snap: &Snapsho
 /// that the lock is kept while they hold it.
 fn held_by_others(j: &mut Judgement, others: Vec<Holder>) {
     j.evidence.push(format!(
-        "{} a kernel lock on it that its writer does not take (a reader's lock): it proves nothing about its owner, and the file is not removed while it is held",
+        "a kernel lock is held on it by {}, which cannot be its writer (a reader's lock, of another user): it proves nothing about its owner, and the file is not removed while it is held",
         describe_holders(&others)
     ));
     for h in others {

@@ -7,8 +7,6 @@
 //! when it is one of the lock's known writers and `unknown` otherwise: a name proves only
 //! `live`, never `stale`.
 
-use std::path::Path;
-
 pub use super::alive::{At, not_an_app_owner};
 use super::alive::{Claim, INITIAL_PID_NS, alive, gone};
 use super::{Judgement, namespaces};
@@ -217,7 +215,7 @@ fn works_in_app(claim: &Claim<'_>, j: &mut Judgement, pid: i32, snap: &Snapshot)
     let Some(app) = namespaces::app_dir(claim.at.path) else {
         return;
     };
-    let ids = crate::probe::places::dir_ids(std::slice::from_ref(&app));
+    let ids = snap.dir_ids(std::slice::from_ref(&app));
     if ids.is_empty() {
         return;
     }
@@ -227,9 +225,9 @@ fn works_in_app(claim: &Claim<'_>, j: &mut Judgement, pid: i32, snap: &Snapshot)
             .push(format!("it works in the application's directory {}", app.display())),
         Some(false) => {
             let cwd = snap
-                .read_link(Path::new(&format!("/proc/{pid}/cwd")))
+                .cwd_of(pid)
                 .map(|p| crate::text::truncate(&p.to_string_lossy(), 200))
-                .unwrap_or_else(|_| "elsewhere".into());
+                .unwrap_or_else(|| "elsewhere".into());
             j.set_unproven(Verdict::Unknown);
             j.evidence.push(format!(
                 "but it works in {cwd}, not in the application's directory {}: it may be another application's server",

@@ -46,7 +46,7 @@ pub use super::fs::{Mount, proc_root_path};
 use super::places::CanonicalDirs;
 
 /// A PID namespace other than ours, with what runs in it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Namespace {
     /// Inode of the namespace (`pid:[INODE]`).
     pub inode: u64,
@@ -78,7 +78,7 @@ pub struct Namespace {
 
 /// One more mount namespace of a PID namespace's processes: a container that joins another's
 /// PID namespace (a sidecar, a pod's containers) keeps a root and mounts of its own.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct View {
     /// Host PID of a process there.
     pid: i32,
@@ -109,12 +109,27 @@ impl Inside<'_> {
 }
 
 /// A container's host name, from its runtime's state. Only a lock that names a host other
-/// than ours asks for it: a Podman container's OCI `config.json` is read then, once.
+/// than ours asks for it: a Podman container's OCI `config.json` is read then, once. As data
+/// (a recording), it is the name as far as it was read (`None` when nobody asked).
 #[derive(Debug, Clone, Default)]
 pub struct HostName {
     value: std::sync::OnceLock<Option<String>>,
     /// The OCI bundles whose `config.json` may name it, in turn.
     bundles: Vec<PathBuf>,
+}
+
+impl serde::Serialize for HostName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&self.value.get().cloned().flatten(), s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HostName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(HostName::known(
+            <Option<String> as serde::Deserialize>::deserialize(d)?,
+        ))
+    }
 }
 
 impl HostName {
@@ -314,7 +329,7 @@ pub struct Sightings<'a> {
 }
 
 /// Every PID namespace on this machine other than ours.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     /// Our own PID namespace.
     pub own_ns: Option<u64>,
@@ -328,12 +343,15 @@ pub struct Inventory {
     /// Whether every process's namespace could be read.
     pub complete: bool,
     /// The layers of the namespaces' overlays, resolved here when first asked.
+    #[serde(skip)]
     layers: OnceLock<Vec<Layer>>,
     /// The layers of our own overlays (index in `own_mounts`, directory), resolved when first
     /// asked.
+    #[serde(skip)]
     own_layers: OnceLock<Vec<(usize, PathBuf)>>,
     /// The layers named by relative paths, found from the directories above the files asked
     /// about.
+    #[serde(skip)]
     relative: RelativeLayers,
 }
 

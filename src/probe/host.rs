@@ -6,7 +6,8 @@ use std::path::Path;
 pub use locksmith_sys::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
 
 /// Host facts used by the evidence rules (README: Evidence).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct HostFacts {
     pub hostname: String,
     /// `/proc/sys/kernel/random/boot_id`: names one running kernel.

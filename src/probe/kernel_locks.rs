@@ -36,12 +36,49 @@ fn read_whole(path: &str) -> std::io::Result<String> {
     }
 }
 
-/// A file identity as the kernel reports it in `/proc/locks`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A file identity as the kernel reports it in `/proc/locks`. Written `MAJOR:MINOR:INODE`
+/// (hex device numbers, as `/proc/locks` prints them) where it is data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileKey {
     pub major: u32,
     pub minor: u32,
     pub inode: u64,
+}
+
+impl std::fmt::Display for FileKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x}:{:02x}:{}", self.major, self.minor, self.inode)
+    }
+}
+
+impl std::str::FromStr for FileKey {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut it = s.split(':');
+        let bad = || format!("not a file key (MAJOR:MINOR:INODE): {s}");
+        let major = u32::from_str_radix(it.next().ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        let minor = u32::from_str_radix(it.next().ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        let inode = it.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        Ok(FileKey {
+            major,
+            minor,
+            inode,
+        })
+    }
+}
+
+impl serde::Serialize for FileKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FileKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl FileKey {

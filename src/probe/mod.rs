@@ -4,10 +4,12 @@
 
 pub mod around;
 pub mod containers;
+pub mod evidence;
 pub mod fs;
 pub mod host;
 pub mod identity;
 pub mod kernel_locks;
+pub mod mask;
 pub mod open_files;
 pub mod places;
 pub mod process;
@@ -19,6 +21,7 @@ pub mod stat;
 pub mod waiters;
 
 pub use containers::{ContainerId, Inventory};
+pub use evidence::Evidence;
 pub use fs::FsInfo;
 pub use host::HostFacts;
 pub use identity::Identity;

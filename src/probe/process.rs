@@ -3,8 +3,21 @@
 
 use super::host::HostFacts;
 
+/// A process as the process list shows it (for dialects that look for "a git in this repo").
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ProcSummary {
+    pub pid: i32,
+    pub name: String,
+    #[serde(with = "super::evidence::serde_path::opt")]
+    pub exe: Option<std::path::PathBuf>,
+    pub cmd: Vec<String>,
+    #[serde(with = "super::evidence::serde_path::opt")]
+    pub cwd: Option<std::path::PathBuf>,
+}
+
 /// What we can tell about a PID on this host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PidState {
     /// `kill(pid, 0)` said ESRCH: no such process.
     Absent,
@@ -26,7 +39,8 @@ impl PidState {
 }
 
 /// Facts read from `/proc/<pid>`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ProcFacts {
     pub pid: i32,
     /// `comm` (at most 15 bytes).
@@ -43,6 +57,7 @@ pub struct ProcFacts {
     pub cmdline: Vec<String>,
     pub uid: Option<u32>,
     pub pid_ns: Option<u64>,
+    #[serde(with = "super::evidence::serde_path::opt")]
     pub cwd: Option<std::path::PathBuf>,
     /// Parent PID (field 4 of `stat`).
     pub ppid: i32,

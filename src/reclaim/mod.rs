@@ -586,6 +586,12 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         let first = j.evidence.first().map_or("", String::as_str);
         return Some(format!("it is {} now: {first}", j.verdict()));
     }
+    if !j.kept_by.is_empty() {
+        return Some(format!(
+            "a kernel lock is held on it now by {}, which is not its writer: it proves nothing about the owner, but a file is not removed while someone holds a lock on it (stop that process, or wait for it)",
+            crate::verdict::describe_holders(&j.kept_by)
+        ));
+    }
     if !still_as_judged(&judged.identity, &fresh.identity) {
         return Some(format!(
             "the file changed since it was judged ({})",

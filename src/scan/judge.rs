@@ -24,6 +24,7 @@ use super::config::Config;
 use super::{Finding, ScanError};
 use crate::dialect::{self, Candidate, DialectId, EntryKind};
 use crate::judge::Judgement;
+use crate::probe::evidence::{self, LockFacts};
 use crate::probe::{FileKey, Snapshot, Stat};
 
 /// Why a path is looked at.
@@ -121,6 +122,38 @@ pub(crate) fn examine_at(
     Ok(f)
 }
 
+/// Judges a lock of a recording again, from what the recording says was read of it
+/// (`snap` answers from that recording). `None` when it is no lock any more to this
+/// configuration's dialects.
+pub fn judge_recorded(lock: &LockFacts, snap: &Snapshot, config: &Config) -> Option<Finding> {
+    let registry = config.dialects();
+    let hits: Vec<usize> = lock
+        .hits
+        .iter()
+        .filter_map(|id| registry.iter().position(|d| d.id() == id.as_str()))
+        .collect();
+    let mode = if lock.lenient {
+        Mode::Lenient
+    } else {
+        Mode::Walk
+    };
+    let path = evidence::key_path(&lock.path);
+    judge(
+        &path,
+        &lock.stat,
+        &hits,
+        mode,
+        snap,
+        config,
+        Read {
+            content: evidence::key_bytes(&lock.content),
+            complete: lock.complete,
+            read_error: lock.read_error.clone().map(io::Error::other),
+            link_target: lock.link_target.as_deref().map(evidence::key_path),
+        },
+    )
+}
+
 /// What was read of a candidate.
 struct Read {
     content: Vec<u8>,
@@ -213,6 +246,25 @@ fn judge(
     if let Some(e) = watch.unanswered() {
         judgement.doubt(format!("not everything it names could be examined: {e}"));
     }
+    snap.keep(|e| {
+        e.locks.push(LockFacts {
+            path: evidence::path_key(path),
+            stat: *meta,
+            hits: hits
+                .iter()
+                .map(|&i| registry[i].id().as_str().to_string())
+                .collect(),
+            lenient: mode == Mode::Lenient,
+            content: evidence::bytes_key(&content),
+            complete,
+            read_error: read_error.as_ref().map(|e| e.to_string()),
+            link_target: link_target.as_deref().map(evidence::path_key),
+            verdict: judgement.verdict().as_str().to_string(),
+            dialect: dialect.as_str().to_string(),
+            owner_host: judgement.owner.as_ref().and_then(|o| o.hostname.clone()),
+            owner_user: judgement.owner.as_ref().and_then(|o| o.user.clone()),
+        })
+    });
     Some(Finding {
         path: path.to_path_buf(),
         dialect,
