@@ -102,8 +102,10 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<i32> {
     } else {
         Format::Table
     };
-    let mut opts = report::Options::default();
-    opts.color = !args.json && io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let opts = report::Options {
+        color: !args.json && io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ..report::Options::default()
+    };
     let mut report = Report::new(format, head, &opts, io::BufWriter::new(io::stdout()));
     for (f, _) in &findings {
         report.lock(f, &Waiting::default());

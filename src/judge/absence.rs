@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use super::Judgement;
 use super::alive::At;
 use super::claims::{Contract, Keeps, Match, Scope};
-use super::pid::fmt_ms;
+
 use crate::probe::places::{self, DirId};
 use crate::probe::{FileKey, ProcSummary, Snapshot};
 use crate::verdict::{Proof, Rule};
@@ -241,7 +241,9 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             "no {what} process is seen at work {here}, but {why}"
         ));
     }
-    let age = snap.taken_ms - at.mtime_ms();
+    // Measured from the file's last change (ctime), which nobody can set back: a lock made
+    // a moment ago is never made to look old.
+    let age = snap.taken_ms - at.written_by_ms();
     if age < contract.min_hold_ms {
         return Judgement::unknown(format!(
             "made {} ago, less than {} s: its writer may be just starting",
@@ -279,9 +281,9 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             contract.place.display()
         ))
         .because(format!(
-            "last modified {} ago ({})",
+            "last changed {} ago ({})",
             super::fmt_age(age),
-            fmt_ms(at.mtime_ms())
+            at.when_written(at.written_by_ms())
         ))
 }
 

@@ -48,16 +48,7 @@ use crate::verdict::{Holder, Owner, Proof, Verdict, describe_holders};
 /// How far a file server's clock may be from ours before a heartbeat on it proves anything.
 const NETWORK_SKEW_MS: i64 = 60_000;
 
-/// Formats a duration in ms for evidence lines: `3 s`, `5 min 2 s`, `2 h 10 min`, `3 d 4 h`.
-pub fn fmt_age(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min {} s", s / 60, s % 60),
-        3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
-    }
-}
+pub use locksmith_sys::time::fmt_age;
 
 /// The lock being judged: where it is, and what was read of it.
 #[derive(Debug, Clone, Copy)]
@@ -181,7 +172,7 @@ fn decide_unheld(at: At<'_>, said: &Said, snap: &Snapshot) -> Judgement {
             ));
         }
         if !at.fs.network
-            && let Some(j) = pid::earlier_boot_by_time(at.mtime_ms(), at.fs, snap)
+            && let Some(j) = pid::earlier_boot_by_time(at.written_by_ms(), at.fs, snap)
         {
             return j;
         }
@@ -398,10 +389,12 @@ fn on_network(at: At<'_>) -> Judgement {
 
 /// One owner PID, by the PID rules.
 fn owner(at: At<'_>, c: &OwnerClaim, snap: &Snapshot) -> Judgement {
+    let clock = snap.clock();
     let claim = alive::Claim {
         c,
         at,
-        written_ms: c.written_ms.unwrap_or_else(|| at.mtime_ms()),
+        written_ms: at.latest_write_ms(c.written_ms),
+        clock: &clock,
     };
     let mut j = pid::judge(&claim, snap);
     if let Some(label) = &c.label
@@ -480,6 +473,13 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 /// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
 /// when nothing here holds it.
 fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
+    // The last refresh is the later of what the writer says and the file's last change
+    // (a refresh moves both; nobody can move the ctime back).
+    let last_ms = r.last_ms.max(at.written_by_ms());
+    let r = &Refresh {
+        last_ms,
+        ..r.clone()
+    };
     let age = snap.taken_ms - r.last_ms;
     // On a network file system the server's clock sets the mtime: allow it to differ.
     let skew = if at.fs.remote_clock() {
@@ -530,10 +530,23 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
         j.holders = openers;
         return j;
     }
+    // A clock that stepped forward since the last refresh makes it look older than it is.
+    let clock = snap.clock();
+    let step = match clock.step_ms {
+        Some(s) if age - s.max(0) > r.window_ms.saturating_add(skew) => s.max(0),
+        _ => {
+            return Judgement::unknown(format!(
+                "not refreshed for {} by the clock, longer than its writer's {window_s} s window, but {}: that proves nothing",
+                fmt_age(age),
+                clock.how
+            ));
+        }
+    };
     let proof = Proof::by(crate::verdict::Rule::HeartbeatExpired)
         .fact("last_refresh", fmt_ms(r.last_ms))
         .fact("age_s", age / 1000)
-        .fact("window_s", window_s);
+        .fact("window_s", window_s)
+        .fact("clock_step_ms", step);
     Judgement::stale(
         proof,
         format!(

@@ -55,6 +55,8 @@ pub struct Evidence {
     pub self_pid: i32,
     /// The device of our own `/`.
     pub root_dev: Option<u64>,
+    /// How far the wall clock can be trusted since this boot began (asked once).
+    pub clock: Option<super::clock::Clock>,
     /// Whether `/proc/locks` could be read (without it, "no kernel lock" proves nothing).
     pub kernel_locks_available: bool,
     /// Where a read of what other users control stopped at its bound (see the README's
@@ -110,6 +112,65 @@ impl Evidence {
             kernel_locks_available: true,
             ..Evidence::default()
         }
+    }
+
+    /// A machine described by hand, for tests and perturbations: host `here` (boot id
+    /// `b0000000-…`, machine id `0…0`) in the host's PID namespace, booted at `boot_ms` with a
+    /// steady clock, the evidence taken at `taken_ms` by root, `/proc/locks` readable, and no
+    /// process, file or namespace but those added.
+    pub fn machine(boot_ms: i64, taken_ms: i64) -> Self {
+        Evidence {
+            about: ABOUT.into(),
+            format: FORMAT,
+            host: HostFacts {
+                hostname: "here".into(),
+                boot_id: Some("b0000000-0000-4000-8000-000000000000".into()),
+                machine_id: Some("0".repeat(32)),
+                boot_time: Some(boot_ms.div_euclid(1000)),
+                pid_ns: Some(super::started::HOST_PID_NS),
+                in_container: false,
+                ticks_per_sec: 100,
+            },
+            taken_ms,
+            pid_max: 4_194_304,
+            euid: 0,
+            self_pid: 4_000_000,
+            root_dev: Some(1),
+            clock: Some(super::clock::Clock::steady()),
+            kernel_locks_available: true,
+            processes: Some(Vec::new()),
+            containers: Some(Inventory::default()),
+            ..Evidence::default()
+        }
+    }
+
+    /// This evidence with a live process (and in the census).
+    pub fn with_process(mut self, f: super::ProcFacts) -> Self {
+        self.census(&f);
+        self.pids.insert(f.pid, PidState::Alive(f));
+        self
+    }
+
+    /// This evidence with a zombie (exited, not reaped).
+    pub fn with_zombie(mut self, f: super::ProcFacts) -> Self {
+        let f = super::ProcFacts { state: 'Z', ..f };
+        self.pids.insert(f.pid, PidState::Zombie(f));
+        self
+    }
+
+    fn census(&mut self, f: &super::ProcFacts) {
+        if f.kernel_thread {
+            return;
+        }
+        let list = self.processes.get_or_insert_with(Vec::new);
+        list.retain(|p| p.pid != f.pid);
+        list.push(ProcSummary {
+            pid: f.pid,
+            name: f.comm.clone(),
+            exe: f.exe.as_ref().map(PathBuf::from),
+            cmd: f.cmdline.clone(),
+            cwd: f.cwd.clone(),
+        });
     }
 
     /// Reads a recording.
@@ -284,7 +345,7 @@ pub mod serde_path {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(p: &PathBuf, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&super::path_key(p))
     }
 

@@ -67,6 +67,25 @@ pub struct ProcFacts {
 }
 
 impl ProcFacts {
+    /// A running program, as evidence describes one (tests, perturbations): `pid`, named
+    /// `comm`, running `exe`, started at `started_ms` (ms since the epoch) of a host booted at
+    /// `boot_ms`.
+    pub fn running(pid: i32, comm: &str, exe: &str, boot_ms: i64, started_ms: i64) -> Self {
+        ProcFacts {
+            pid,
+            comm: comm.into(),
+            state: 'S',
+            threads: 1,
+            start_ticks: ((started_ms - boot_ms).max(0) / 10) as u64,
+            start_ms: Some(started_ms),
+            exe: Some(exe.into()),
+            cmdline: vec![exe.into()],
+            uid: Some(0),
+            ppid: 1,
+            ..ProcFacts::default()
+        }
+    }
+
     /// Whether the process is one of `names` (compared to comm, the executable's file name and
     /// `argv[0]`'s file name; a name matches as a prefix so `postgres` matches `postgres: ...`,
     /// and so does a name written with a final `*`, as the judge's writer lists are).

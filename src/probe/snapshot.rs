@@ -79,6 +79,8 @@ pub struct Snapshot {
     canonical: super::places::CanonicalDirs,
     /// Where its answers are kept, or come from ([`Book`]).
     book: Book,
+    /// How far the wall clock can be trusted (read on first use).
+    clock: OnceLock<super::clock::Clock>,
 }
 
 /// Where a snapshot's answers come from and go (see [`super::evidence`]).
@@ -251,6 +253,7 @@ impl Snapshot {
             containers: Early::later(),
             canonical: Default::default(),
             book: Book::Live,
+            clock: OnceLock::new(),
         }
     }
 
@@ -285,6 +288,7 @@ impl Snapshot {
             containers: Early::known(ev.containers.clone().unwrap_or_default()),
             canonical: Default::default(),
             book: Book::Replay(Mutex::new(ev)),
+            clock: OnceLock::new(),
         }
     }
 
@@ -472,6 +476,33 @@ impl Snapshot {
                 .collect(),
             mapped: rec.mapped,
         }
+    }
+
+    /// How far the wall clock can be trusted since this boot began (read once, when a rule
+    /// first compares times). A replay without it takes the clock as steady.
+    pub fn clock(&self) -> super::clock::Clock {
+        match &self.book {
+            Book::Replay(m) => m
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clock
+                .clone()
+                .unwrap_or_else(super::clock::Clock::steady),
+            Book::Record(m) => {
+                if let Some(c) = &m.lock().unwrap_or_else(|e| e.into_inner()).clock {
+                    return c.clone();
+                }
+                let c = self.clock_now().clone();
+                m.lock().unwrap_or_else(|e| e.into_inner()).clock = Some(c.clone());
+                c
+            }
+            Book::Live => self.clock_now().clone(),
+        }
+    }
+
+    fn clock_now(&self) -> &super::clock::Clock {
+        self.clock
+            .get_or_init(|| super::clock::Clock::read(self.host.boot_time))
     }
 
     /// The PID of the process that took this evidence (never the owner of what it judges).
