@@ -599,10 +599,17 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         return Some(why);
     }
     if j.unsaved_changes == Some(true) && !opts.include_unsaved {
-        let hint = crate::dialect::vim_swap::recover_command(&fresh.path, &fresh.content);
-        return Some(format!(
-            "it holds unsaved changes: recover them with `{hint}` (or pass --include-unsaved)"
-        ));
+        return Some(
+            match crate::dialect::vim_swap::recovery_here(&fresh.path, &fresh.content) {
+                Ok(r) => format!(
+                    "it holds unsaved changes: recover them with `{}` (or pass --include-unsaved)",
+                    r.command()
+                ),
+                Err(why) => format!(
+                    "it holds unsaved changes, which are not for you to recover ({why}); --include-unsaved removes it"
+                ),
+            },
+        );
     }
     None
 }
@@ -1832,12 +1839,19 @@ mod tests {
     fn unsaved_vim_changes_are_kept_unless_asked() {
         let t = tempfile::tempdir().unwrap();
         let lock = t.path().join(".notes.txt.swp");
-        fs::write(&lock, "b0VIM 9.0").unwrap();
-        fs::write(t.path().join("notes.txt"), "saved text").unwrap();
+        let mut block0 = vec![0u8; 1024];
+        block0[..9].copy_from_slice(b"b0VIM 9.0");
+        let notes = t.path().join("notes.txt");
+        let name = notes.as_os_str().as_encoded_bytes();
+        block0[108..108 + name.len()].copy_from_slice(name);
+        block0[1007] = 0x55;
+        fs::write(&lock, &block0).unwrap();
+        fs::write(&notes, "saved text").unwrap();
         let vim = |p: &Path| {
             let mut f = found(p, Verdict::Stale);
             f.dialect = DialectId::VIM_SWAP;
             f.judgement.unsaved_changes = Some(true);
+            f.content = block0.clone();
             f
         };
         let f = vim(&lock);
@@ -1847,7 +1861,7 @@ mod tests {
         assert_eq!(o.action, Action::Kept);
         let why = o.error.unwrap();
         assert!(why.contains("vim -r "), "{why}");
-        assert!(why.contains("notes.txt`"), "{why}");
+        assert!(why.contains(".notes.txt.swp`"), "{why}");
         let mut all = opts(t.path());
         all.include_unsaved = true;
         let o = reclaim_rejudged(&f, &all, &Windows::default(), |_, _| Ok(Some(vim(&lock))));

@@ -138,3 +138,111 @@ fn the_lock_stays_held_by_the_job_alone_and_heals_when_it_dies() {
     drop(holder);
     assert!(!Path::new(&lock).exists());
 }
+
+/// A vim run by uid 65534 on `file` (a root file it may only read), its swap file in
+/// `directory` (vim's `'directory'`), given a line it never saves, then killed: the swap file
+/// left at `swap`.
+fn crashed_vim_as_nobody(file: &Path, directory: &Path, swap: &Path) {
+    use std::io::Write;
+    let mut vim = as_nobody("vim");
+    vim.args(["-u", "NONE", "-i", "NONE", "-N", "-es", "--cmd"])
+        .arg(format!("set directory={}", directory.display()))
+        .arg(file)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut vim = Group::spawn(vim);
+    let mut stdin = vim.stdin();
+    stdin
+        .write_all(b"normal Othe user's text\npreserve\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    wait_until("vim's swap file, its text preserved", || {
+        fs::metadata(swap).is_ok_and(|m| m.len() > 4096)
+    });
+    vim.kill();
+    drop(stdin);
+}
+
+/// The user edits a root file it may only read; vim keeps the swap file in a directory the
+/// user may write to (`/var/tmp`, here a sticky directory of the test), named after the file
+/// (`motd.swp`) or, with `directory//`, spelling its path (`%…%motd.swp`, whose name is for the
+/// root file itself); the user kills vim. Root's UI lists both as stale swap files with
+/// unsaved changes; `e` on each runs nothing and says why. (Before, `e` ran `vim -r` on it,
+/// vim named the buffer after the root file, and the `:w` the UI invites wrote the user's text
+/// over it.) The report offers no `vim -r` for them either.
+#[test]
+fn roots_e_never_recovers_a_users_swap_file_over_a_root_file() {
+    if !can_act_as_nobody() || !require("vim") {
+        return;
+    }
+    let env = Env::new();
+    fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let root = env.path().canonicalize().unwrap();
+    let etc = root.join("etc");
+    fs::create_dir(&etc).unwrap();
+    let victim = etc.join("motd");
+    fs::write(&victim, "root's text\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o644)).unwrap();
+    let tmp = root.join("var-tmp");
+    fs::create_dir(&tmp).unwrap();
+    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o1777)).unwrap();
+    let plain = tmp.join("motd.swp");
+    crashed_vim_as_nobody(&victim, &tmp, &plain);
+    let spelt = tmp.join(format!(
+        "{}.swp",
+        victim.display().to_string().replace('/', "%")
+    ));
+    crashed_vim_as_nobody(&victim, Path::new(&format!("{}//", tmp.display())), &spelt);
+
+    let table = stdout(&env.run(["--scan".as_ref(), tmp.as_os_str()]));
+    assert!(!table.contains("`vim -r /"), "{table}");
+    assert_eq!(
+        table
+            .matches("which are not for you to recover: it belongs to nobody")
+            .count(),
+        2,
+        "{table}"
+    );
+
+    let mut ui = crate::util::ui::Ui::start(&env, &[&tmp], &[]);
+    ui.wait_for("both swap files, stale with unsaved changes", |s| {
+        s.lines().filter(|l| l.contains("✗ stale ✎")).count() == 2
+    });
+    for (i, swap) in [&spelt, &plain].into_iter().enumerate() {
+        if i > 0 {
+            ui.send("j");
+        }
+        let name = swap.file_name().unwrap().to_string_lossy().to_string();
+        ui.wait_for("the row selected", |s| {
+            s.lines().any(|l| l.starts_with('▶') && l.contains(&name))
+        });
+        ui.send("e");
+        let screen = ui.wait_for("vim, or why not", |s| {
+            s.contains("Not recovered") || !s.contains("VERDICT")
+        });
+        if !screen.contains("Not recovered") {
+            // vim runs, the UI suspended: past its messages, what the UI's message then
+            // invites: save it.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            ui.send("\r");
+            ui.send("\x1b:w!\r:qa!\r");
+            ui.wait_for("the table back after vim", |s| s.contains("VERDICT"));
+        } else {
+            assert!(
+                screen.contains("it belongs to nobody (uid 65534)"),
+                "{screen}"
+            );
+            ui.send("q");
+            ui.wait_for("the pop-up closed", |s| !s.contains("Not recovered"));
+        }
+        assert_eq!(
+            fs::read_to_string(&victim).unwrap(),
+            "root's text\n",
+            "the root file was overwritten through {}",
+            swap.display()
+        );
+    }
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
