@@ -15,6 +15,7 @@ pub mod reach;
 pub mod shares;
 pub mod snapshot;
 pub mod started;
+pub mod stores;
 pub mod waiters;
 
 pub use containers::{ContainerId, Inventory};

@@ -6,7 +6,9 @@
 //! - it is still `stale` (`unknown` or `foreign` only with [`ReclaimOptions::force`], a
 //!   person's decision about one lock they named);
 //! - it is still the very file that was judged (device, inode, size, mtime, ctime);
-//! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]).
+//! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]);
+//! - it is not in a container runtime's own storage (see `probe::stores`), forced or not; a
+//!   lock inside a container is removed through the container's root.
 //!
 //! How the file is reached and removed:
 //! - **From the scan root, never through the path string.** The lock's directory is opened
@@ -62,6 +64,7 @@ use std::time::{Duration, Instant};
 use crate::dialect::{DialectId, EntryKind, Windows};
 use crate::judge::Judgement;
 use crate::probe::Snapshot;
+use crate::probe::stores::Stores;
 use crate::scan::anchor::DirNode;
 use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::{RemoteClaim, Verdict};
@@ -492,6 +495,7 @@ pub fn removal_denied<'a>(
     opts: &ReclaimOptions,
 ) -> Vec<Option<String>> {
     let mut dirs = DirCache::default();
+    let stores = Stores::read();
     findings
         .into_iter()
         .map(|f| match dirs.open(f) {
@@ -499,6 +503,9 @@ pub fn removal_denied<'a>(
                 if let Some(why) =
                     crate::probe::containers::mounted_layer(&f.path, f.identity.dev) =>
             {
+                Some(why)
+            }
+            Ok((dir, _, anchor)) if let Some(why) = in_a_store(&stores, &anchor, dir.as_fd()) => {
                 Some(why)
             }
             Ok((dir, name, _)) => {
@@ -571,6 +578,16 @@ fn on_the_places_mount(f: &Finding, dir: &OwnedFd, name: &OsStr) -> Result<(), S
         anchor.expect_mount(entry.as_fd(), mount, &f.path)
     };
     check().map_err(|e| format!("not removed: {e}"))
+}
+
+/// Why a lock in `dir` (reached by `anchor`) must not be removed because it is in a container
+/// runtime's own storage (see `probe::stores`). A lock found inside a container, through its
+/// root, is that container's: it is reclaimed there.
+fn in_a_store(stores: &Stores, anchor: &Anchor, dir: BorrowedFd<'_>) -> Option<String> {
+    if anchor.in_container() {
+        return None;
+    }
+    stores.refusal(dir)
 }
 
 /// Why the freshly judged lock must not be removed, if it must not.
@@ -676,6 +693,8 @@ struct Pass<'p, O: FnMut(Outcome)> {
     since: Option<Instant>,
     /// The state directory, once opened.
     state: Option<Arc<StateDir>>,
+    /// Container runtimes' storage, read when the first lock is checked.
+    stores: Option<Stores>,
     outcome: O,
 }
 
@@ -718,6 +737,7 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             open_dirs: 0,
             since: None,
             state: None,
+            stores: None,
             outcome,
         }
     }
@@ -826,6 +846,13 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             }
         };
         if let Some(why) = refusal(finding, &fresh, self.opts) {
+            return kept(fresh.judgement, why);
+        }
+        if let Some(why) = in_a_store(
+            self.stores.get_or_insert_with(Stores::read),
+            &anchor,
+            dir.as_fd(),
+        ) {
             return kept(fresh.judgement, why);
         }
         // What the kernel would refuse is told now, in a dry run as in a real one.

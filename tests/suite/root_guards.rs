@@ -246,3 +246,96 @@ fn roots_e_never_recovers_a_users_swap_file_over_a_root_file() {
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }
+
+/// A container runtime's storage, where its configuration puts it (here the user's
+/// `containers/storage.conf` names a Podman store of the test): an image whose layer holds a
+/// stale pid file (its mtime from the image's tarball), and a container that ran and exited,
+/// its root unmounted, its run root left. Root's `--scan` lists what is there, but
+/// `--scan --reclaim` over the store and `--force` on the layer's file remove nothing, each
+/// saying which store it is in; the image is as it was. (Before, the reclaim removed the
+/// layer's file, changing the image of every later container.)
+#[test]
+fn a_container_runtimes_storage_is_never_reclaimed_from() {
+    let Some(pm) = crate::util::podman::Podman::or_skip("a container runtime's storage") else {
+        return;
+    };
+    let env = Env::new();
+    let conf = env.path().join("config/containers");
+    fs::create_dir_all(&conf).unwrap();
+    fs::write(
+        conf.join("storage.conf"),
+        format!(
+            "[storage]\ndriver = \"overlay\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+            pm.storage().display(),
+            pm.path().join("runroot").display()
+        ),
+    )
+    .unwrap();
+    let rootfs = env.path().join("image");
+    crate::util::podman::busybox_root(&rootfs).unwrap();
+    let pid = format!("{}\n", dead_pid());
+    fs::write(rootfs.join("run/app.pid"), &pid).unwrap();
+    let image = "localhost/locksmith-stale-layer:test";
+    pm.import_dir(&rootfs, image).unwrap();
+    let ran = pm.run(&[
+        "run",
+        "--name",
+        "done-1",
+        "--network",
+        "none",
+        image,
+        "true",
+    ]);
+    assert!(ran.status.success(), "{}", stderr(&ran));
+
+    let (report, _) = env.scan_json(&[pm.path()]);
+    let layer_file = report
+        .locks
+        .iter()
+        .find(|l| l.path.ends_with("/diff/run/app.pid"))
+        .unwrap_or_else(|| panic!("the layer's pid file is listed: {:#?}", report.locks));
+    assert_eq!(layer_file.verdict, "stale", "{:#?}", layer_file.evidence);
+    let layer_file = std::path::PathBuf::from(&layer_file.path);
+    let before: Vec<(String, Vec<u8>)> = report
+        .locks
+        .iter()
+        .map(|l| (l.path.clone(), fs::read(&l.path).unwrap_or_default()))
+        .collect();
+
+    let (report, out) = env.reclaim_json(&[], pm.path());
+    let reclaimed = report.reclaimed.unwrap();
+    assert!(!reclaimed.is_empty(), "{}", stdout(&out));
+    for r in &reclaimed {
+        assert_eq!(r.action, "kept", "{r:?}");
+        let why = r.error.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("it is in Podman's storage (graphroot in ")
+                || why.contains("it is in Podman's storage (runroot in "),
+            "{r:?}"
+        );
+    }
+    let forced = env.run([
+        "--scan".as_ref(),
+        "--reclaim".as_ref(),
+        "--force".as_ref(),
+        layer_file.as_os_str(),
+    ]);
+    assert!(
+        stdout(&forced).contains("a container runtime's own storage is never reclaimed from"),
+        "{}",
+        stdout(&forced)
+    );
+    for (path, content) in &before {
+        assert_eq!(&fs::read(path).unwrap_or_default(), content, "{path}");
+    }
+    let cat = pm.run(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        image,
+        "cat",
+        "/run/app.pid",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), pid);
+}
