@@ -157,9 +157,9 @@ impl Stores {
     pub fn refusal(&self, dir: BorrowedFd<'_>) -> Option<String> {
         let s = self.holding(dir)?;
         Some(format!(
-            "it is in {} ({}): a container runtime's own storage is never reclaimed from; a lock inside a container is reclaimed through that container's view (/proc/PID/root/...)",
-            s.what,
-            s.path.display()
+            "it is in {}, {}: a container runtime's own storage is never reclaimed from; a lock inside a container is reclaimed through that container's view (/proc/PID/root/...)",
+            s.path.display(),
+            s.what
         ))
     }
 }
@@ -326,7 +326,10 @@ mod tests {
         ]);
         let why = stores.refusal(dir_fd(&deep).as_fd()).unwrap();
         assert!(
-            why.starts_with("it is in Podman's storage (graphroot in test)"),
+            why.starts_with(&format!(
+                "it is in {}, Podman's storage (graphroot in test): ",
+                t.path().join("link").display()
+            )),
             "{why}"
         );
         assert!(stores.refusal(dir_fd(&store).as_fd()).is_some());

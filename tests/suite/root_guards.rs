@@ -309,8 +309,8 @@ fn a_container_runtimes_storage_is_never_reclaimed_from() {
         assert_eq!(r.action, "kept", "{r:?}");
         let why = r.error.as_deref().unwrap_or_default();
         assert!(
-            why.contains("it is in Podman's storage (graphroot in ")
-                || why.contains("it is in Podman's storage (runroot in "),
+            why.contains(", Podman's storage (graphroot in ")
+                || why.contains(", Podman's storage (runroot in "),
             "{r:?}"
         );
     }
