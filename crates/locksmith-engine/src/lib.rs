@@ -28,8 +28,10 @@
 //! anonymous file in the same directory that takes an OFD write lock first, then `link()`ed
 //! to the lock name, which fails if the name exists. The holder keeps that OFD lock until it
 //! has unlinked the file, so on this kernel "is the OFD lock held?" is the authoritative
-//! answer to "is the owner alive?", across PID namespaces and immune to PID reuse. Children
-//! inherit the locked descriptor and keep the lock held.
+//! answer to "is the owner alive?", across PID namespaces and immune to PID reuse. A child
+//! given [`LockGuard::for_child`] keeps the lock held, even past the holder, and cannot write
+//! the record (a read-only descriptor with an OFD read lock; the holder's lock becomes a read
+//! lock too).
 //!
 //! Invariants:
 //! - a reader never sees an empty or half-written record;
