@@ -19,6 +19,7 @@ pub mod shares;
 pub mod snapshot;
 pub mod started;
 pub mod stat;
+pub mod stores;
 pub mod waiters;
 
 pub use containers::{ContainerId, Inventory};

@@ -369,15 +369,21 @@ fn vim_swap_fixtures_parse_to_their_owner() {
     assert_eq!(f.judgement.unsaved_changes, Some(true));
     assert_evidence(&f, "holds unsaved changes");
 
-    // The recovery command names the edited file while it exists, else the swap file.
+    // The recovery command names the swap file itself (vim recovers that one), while the
+    // edited file exists and before it does; one naming another file gets none.
     let mut swap = fixture("vim-swap/dirty-swap.bin");
     let edited = write(&dir.path().join("edited.txt"), "saved text\n");
     let name = edited.to_str().unwrap().as_bytes();
     swap[108..108 + name.len() + 1].copy_from_slice(&[name, b"\0"].concat());
     let present = write(&dir.path().join(".edited.txt.swp"), &swap);
-    assert_evidence(&judge(&present), &format!("vim -r {}", edited.display()));
+    assert_evidence(&judge(&present), &format!("vim -r {}", present.display()));
     fs::remove_file(&edited).unwrap();
     assert_evidence(&judge(&present), &format!("vim -r {}", present.display()));
+    let other = write(&dir.path().join(".other.txt.swp"), &swap);
+    assert_evidence(
+        &judge(&other),
+        "which are not for you to recover: its block 0 names",
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
-//! dialog and the dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its
+//! dialog, the dialog that stops a lock's holders and the one that says why a swap file was
+//! not recovered. A pop-up is a [`Popup`]: it brings its
 //! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
 //! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
 //! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
@@ -10,6 +11,7 @@
 
 pub mod help;
 pub mod reclaim;
+pub mod refused;
 pub mod restore;
 pub mod signal;
 
@@ -33,7 +35,13 @@ use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Every pop-up's bindings, in the order the help lists them.
-pub static ALL: &[&Keys] = &[&reclaim::KEYS, &restore::KEYS, &signal::KEYS, &help::KEYS];
+pub static ALL: &[&Keys] = &[
+    &reclaim::KEYS,
+    &restore::KEYS,
+    &signal::KEYS,
+    &refused::KEYS,
+    &help::KEYS,
+];
 
 /// What pop-ups are drawn with.
 pub struct Env<'a> {
