@@ -63,7 +63,10 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
         return None;
     }
     let sightings = snap.who_sees(path, meta.dev());
-    let seen = sightings.seen;
+    // Only a namespace tied to the file may have written its PID: one whose root the file is
+    // on, or that mounts a volume holding it. One that shares our root and our mounts (a
+    // sandbox made with `unshare -p`, a browser's) never changes the verdict.
+    let seen: Vec<Seen<'_>> = sightings.seen.into_iter().filter(|s| s.tied).collect();
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
     }
@@ -110,9 +113,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
         Judgement::unknown(format!(
             "cannot tell whether a process with PID {pid} in a namespace that sees this file owns it"
         ))
-    } else if !inv.complete {
+    } else if !inv.complete && meta.uid() != snap.euid() {
         Judgement::foreign(format!(
-            "no namespace seen here that sees this file has an owner with PID {pid}, but the namespaces of some processes cannot be read (not root): it may have been written in one of them, where it cannot be checked"
+            "no namespace seen here that sees this file has an owner with PID {pid}, but this user (uid {}) cannot read the namespaces of other users' processes, and the file belongs to uid {}: it may have been written in one of them, where it cannot be checked",
+            snap.euid(),
+            meta.uid()
         ))
     } else if !sightings.mapped {
         Judgement::foreign(format!(

@@ -27,7 +27,9 @@ pub fn written_before_boot(
     fs: Option<&FsInfo>,
     snap: &Snapshot,
 ) -> Result<String, Option<String>> {
-    if fs.is_some_and(|f| f.kind.is_volatile()) {
+    // Not on a file system that does not survive a reboot, nor on one another machine
+    // writes to (its server's clock sets the times there).
+    if fs.is_some_and(|f| f.kind.is_volatile() || f.network) {
         return Err(None);
     }
     let Some(boot_ms) = snap.host.boot_time.map(|b| b * 1000) else {

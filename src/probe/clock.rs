@@ -95,8 +95,15 @@ fn stamp() -> Option<(i64, i64, String)> {
     let born_ms =
         i64::try_from(born.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis()).ok()?;
     let ticks = procfs::ticks_per_second().max(1) as i64;
-    let kind = locksmith_sys::fs::describe(std::path::Path::new("/dev"), 0).kind;
-    if kind.as_str() == "devtmpfs" {
+    // devtmpfs answers `statfs` as tmpfs does: the mount table names it.
+    let mounts = super::fs::parse_mountinfo(&super::fs::MountTable::recent_text());
+    let dev_type = mounts
+        .iter()
+        .rev()
+        .find(|m| m.point == std::path::Path::new("/dev"))
+        .map(|m| m.fs_type.clone())
+        .unwrap_or_default();
+    if dev_type == "devtmpfs" {
         // Made by the kernel before init runs any program: before every process but PID 1
         // (and kernel threads) started.
         let first = first_program_start_ticks()?;

@@ -289,6 +289,13 @@ pub struct SeenRec {
     pub ns: Option<u64>,
     pub path: String,
     pub layer: Option<i32>,
+    /// Whether the namespace is tied to the file (see `Seen::tied`).
+    #[serde(default = "yes")]
+    pub tied: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One lock the scan found, as it read it: what the dialects and the judge were given.

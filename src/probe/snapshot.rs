@@ -81,6 +81,9 @@ pub struct Snapshot {
     book: Book,
     /// How far the wall clock can be trusted (read on first use).
     clock: OnceLock<super::clock::Clock>,
+    /// The questions a replay found no answer to in its recording (see
+    /// [`Snapshot::replay_misses`]).
+    misses: Mutex<Vec<String>>,
 }
 
 /// Where a snapshot's answers come from and go (see [`super::evidence`]).
@@ -254,6 +257,7 @@ impl Snapshot {
             canonical: Default::default(),
             book: Book::Live,
             clock: OnceLock::new(),
+            misses: Mutex::default(),
         }
     }
 
@@ -289,6 +293,7 @@ impl Snapshot {
             canonical: Default::default(),
             book: Book::Replay(Mutex::new(ev)),
             clock: OnceLock::new(),
+            misses: Mutex::default(),
         }
     }
 
@@ -325,7 +330,7 @@ impl Snapshot {
 
     /// The answer to one question: read now (`live`) and kept when recording, or taken from
     /// the recording (`missing` when it has none). `key` names the question in `pick`'s map.
-    pub(crate) fn answer<K: Ord, V: Clone>(
+    pub(crate) fn answer<K: Ord + std::fmt::Debug, V: Clone>(
         &self,
         pick: fn(&mut Evidence) -> &mut BTreeMap<K, V>,
         key: impl FnOnce() -> K,
@@ -346,11 +351,30 @@ impl Snapshot {
                     .or_insert(v)
                     .clone()
             }
-            Book::Replay(m) => pick(&mut m.lock().unwrap_or_else(|e| e.into_inner()))
-                .get(&key())
-                .cloned()
-                .unwrap_or_else(missing),
+            Book::Replay(m) => {
+                let key = key();
+                let found = pick(&mut m.lock().unwrap_or_else(|e| e.into_inner()))
+                    .get(&key)
+                    .cloned();
+                found.unwrap_or_else(|| {
+                    self.misses
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("{key:?}"));
+                    missing()
+                })
+            }
         }
+    }
+
+    /// The questions this replay asked that its recording does not answer (each got the
+    /// answer of a machine that has nothing more: no such process, no such file). A replay of
+    /// an unchanged recording has none; a changed one (a perturbation) may.
+    pub fn replay_misses(&self) -> Vec<String> {
+        self.misses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Whether `/proc/locks` could be read (without it, finding no kernel lock proves
@@ -437,6 +461,7 @@ impl Snapshot {
                         ns: s.ns.map(|n| n.inode),
                         path: evidence::path_key(&s.path),
                         layer: s.layer,
+                        tied: s.tied,
                     })
                     .collect(),
                 mapped: s.mapped,
@@ -454,6 +479,7 @@ impl Snapshot {
                     ns: None,
                     path: evidence::path_key(path),
                     layer: None,
+                    tied: true,
                 }],
                 mapped: true,
             },
@@ -471,6 +497,7 @@ impl Snapshot {
                         ns,
                         path: evidence::key_path(&s.path),
                         layer: s.layer,
+                        tied: s.tied,
                     })
                 })
                 .collect(),
