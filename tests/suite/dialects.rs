@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::judging::{
-    assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in, scan_findings,
-    try_judge,
+    assert_evidence, assert_open_here, booted_ago, evidence, expect, expect_in, judge,
+    judge_changed, judge_in, scan_findings, started_ms, steady, try_judge, written_at,
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
@@ -121,18 +121,24 @@ fn pidfile_verdicts_follow_the_pid() {
     );
     assert_eq!(f.judgement.process.unwrap().pid, me as i32);
 
-    // A live PID in a file written before that process started: the PID was reused. Built
-    // relative to the snapshot: a process started now, a file written 10 s before it.
+    // A live PID in a file written after that process started: live, whatever its mtime says
+    // (anyone who may write the file sets that: `touch -d`, `cp -p`).
     let sleeper = named_sleeper(&dir.path().join("bin"), "sleep", dir.path());
     let old = write(&dir.path().join("old.pid"), format!("{}\n", sleeper.pid()));
-    let snap = snapshot_booted_an_hour_ago();
-    let started = snap
+    let started = snapshot()
         .pid(sleeper.pid())
         .facts()
         .and_then(|f| f.start_ms)
         .expect("start time of a child");
     set_mtime_ms(&old, started - 10_000);
-    let f = judge_in(&old, &snap);
+    expect(&old, "pidfile", Verdict::Live);
+    // The same file really written 10 s before the process started (in the evidence, on a
+    // clock known steady, on a host up for an hour): the PID was reused.
+    let f = judge_changed(&old, |ev| {
+        booted_ago(ev, 3600);
+        written_at(ev, &old, started_ms(ev, sleeper.pid()) - 10_000);
+        steady(ev);
+    });
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "reused");
     drop(sleeper);
