@@ -121,7 +121,7 @@ impl Dialect for Breezy {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::Dir && in_bzr_lock(c)
     }
 

@@ -62,7 +62,7 @@ impl Dialect for Chromium {
         &["SingletonLock"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::Symlink && c.file_name() == "SingletonLock"
     }
 

@@ -31,7 +31,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Deserializer, Serialize, de};
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Judgement, OwnerClaim, Refresh, Said, Writers};
+use crate::judge::{Judgement, OwnerClaim, Placed, Refresh, Said, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -425,7 +425,7 @@ impl Dialect for DeclaredDialect {
         self.patterns
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         match self.spec.format {
             Format::KernelLock | Format::Existence => {
                 matches!(c.kind, EntryKind::File | EntryKind::Dir)
@@ -456,7 +456,12 @@ impl Dialect for DeclaredDialect {
         let mut said = Said::claims(owner);
         if let Some(window) = self.spec.stale_after_secs {
             said = said.claim(Refresh {
-                last_ms: c.mtime_ms(),
+                placed: Placed::by(format!(
+                    "the configuration declares files named so ({}) to be {}'s",
+                    self.spec.patterns.join(", "),
+                    what
+                )),
+                last_ms: c.meta.changed_ms(),
                 window_ms: Windows::ms(window),
                 fresh_ms: None,
                 promise: format!(

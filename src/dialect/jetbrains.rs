@@ -104,7 +104,7 @@ impl Dialect for JetBrains {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let dir = c.path.parent();
         let product = dir
             .and_then(|d| d.file_name())

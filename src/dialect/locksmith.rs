@@ -13,7 +13,7 @@
 //!   of the owner's own intervals), with nothing here holding the file, proves it gone.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, OwnerClaim, Refresh, Said, When, Writers};
+use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 use locksmith_engine::{ParsedRecord, RecordFormat};
@@ -38,7 +38,7 @@ impl Dialect for Locksmith {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
     }
 
@@ -75,6 +75,7 @@ impl Dialect for Locksmith {
                 ));
             }
             return said.claim(Keeps::KernelLock {
+                placed: Placed::by(engine_record()),
                 path: c.path.to_path_buf(),
                 what: "the lock file".into(),
                 promise,
@@ -116,6 +117,7 @@ impl Dialect for Locksmith {
                 .unwrap_or(0);
             let window_ms = Windows::ms(windows.heartbeat_secs).max(interval_ms);
             said = said.claim(Refresh {
+                placed: Placed::by(engine_record()),
                 last_ms: last,
                 window_ms,
                 fresh_ms: None,
@@ -127,6 +129,11 @@ impl Dialect for Locksmith {
         }
         said
     }
+}
+
+/// Why a file is the engine's.
+fn engine_record() -> &'static str {
+    "an owner record of locksmith's engine (a JSON object naming its tool, locksmith/VERSION, and its token)"
 }
 
 /// What the record says of its owner.
@@ -197,7 +204,7 @@ mod tests {
             fs,
         };
         assert_eq!(
-            Locksmith.recognise(&c),
+            Locksmith.recognise(&c, &Snapshot::take()),
             ParsedRecord::parse(bytes).is_some()
         );
         Locksmith.judge(&c, &Snapshot::take(), &Windows::default())

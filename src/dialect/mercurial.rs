@@ -80,7 +80,7 @@ impl Dialect for Mercurial {
         &["**/.hg/wlock", "**/.hg/store/lock"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         matches!(c.kind, EntryKind::Symlink | EntryKind::File) && is_hg_lock(c.path)
     }
 

@@ -397,7 +397,7 @@ pub trait Dialect: Send + Sync {
     /// Whether this candidate is really of this dialect (checks content, kind, location).
     /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
     /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
-    fn recognise(&self, c: &Candidate<'_>) -> bool;
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool;
 
     /// What the candidate says: its owner, and the claims the judge checks against the
     /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).

@@ -106,7 +106,7 @@ impl Dialect for Postgres {
         &["postmaster.pid", ".s.PGSQL.*.lock"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && (c.file_name() == "postmaster.pid" || is_socket_lock(c.file_name()))
     }

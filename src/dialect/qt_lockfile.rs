@@ -85,7 +85,7 @@ impl Dialect for QtLockFile {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
     }
 

@@ -35,7 +35,7 @@ impl Dialect for Rails {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.path.ends_with("tmp/pids/server.pid")
             && common::looks_like_pid(&c.text())

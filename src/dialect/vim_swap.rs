@@ -118,7 +118,7 @@ impl Dialect for VimSwap {
         &[".*.sw[a-p]", "*.swp"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.content.starts_with(b"b0")
             && is_swap_name(c.file_name().as_encoded_bytes())

@@ -294,6 +294,7 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
             path,
             what,
             promise,
+            ..
         } => {
             let meta = match snap.lstat(path) {
                 Ok(m) => m,
@@ -351,7 +352,7 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
             )
             .because(promise.clone())
         }
-        Keeps::Open { promise } => {
+        Keeps::Open { promise, .. } => {
             let openers = snap.openers(FileKey::of(at.meta));
             if !openers.is_empty() {
                 let mut j = Judgement::live(format!(

@@ -239,6 +239,25 @@ impl OwnerClaim {
     }
 }
 
+/// Why a file is its writer's: the place only that writer uses and the shape it gives the
+/// file, as the dialect checked them, in words (`a git directory (HEAD, objects/, refs/)`).
+/// What a writer promises or says ([`Keeps`], [`Refresh`], [`Contract`]) is checked only of
+/// a file shown its writer's so, never by its name alone: other programs use the same names
+/// (a Java database's `db.lck` is no pacman's). A dialect makes one only once it has checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed(String);
+
+impl Placed {
+    /// The file is its writer's because `why`.
+    pub fn by(why: impl Into<String>) -> Self {
+        Placed(why.into())
+    }
+
+    pub fn why(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What a writer keeps for as long as it holds its lock.
 #[derive(Debug, Clone)]
 pub enum Keeps {
@@ -250,9 +269,20 @@ pub enum Keeps {
         what: String,
         /// The writer and its promise, in words (`Firefox holds ... while it runs`).
         promise: String,
+        /// Why the lock is that writer's.
+        placed: Placed,
     },
     /// The lock file itself, open (pacman's `db.lck`, nvim's ShaDa temporary file).
-    Open { promise: String },
+    Open { promise: String, placed: Placed },
+}
+
+impl Keeps {
+    /// Why the lock is its writer's.
+    pub fn placed(&self) -> &Placed {
+        match self {
+            Keeps::KernelLock { placed, .. } | Keeps::Open { placed, .. } => placed,
+        }
+    }
 }
 
 /// A writer's promise to refresh its lock while it holds it.
@@ -267,6 +297,8 @@ pub struct Refresh {
     pub fresh_ms: Option<i64>,
     /// Who promises what, in words (`VS Code touches it every second`).
     pub promise: String,
+    /// Why the lock is that writer's.
+    pub placed: Placed,
 }
 
 /// A writer's own condition for removing an owner-less lock.
@@ -287,6 +319,8 @@ pub struct Contract {
     pub scope: Scope,
     /// A lock younger than this proves nothing: the writer may be just starting.
     pub min_hold_ms: i64,
+    /// Why the lock is that writer's.
+    pub placed: Placed,
 }
 
 /// Where a running writer counts as at work.

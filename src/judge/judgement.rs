@@ -79,6 +79,13 @@ impl Judgement {
         j
     }
 
+    /// Adds to each proof why the lock is its writer's (see [`super::Placed`]).
+    pub(in crate::judge) fn place_proofs(&mut self, why: &str) {
+        for p in &mut self.proofs {
+            p.facts.insert("placed".into(), why.into());
+        }
+    }
+
     /// A judgement of a lock with several owners, every one proven gone.
     pub(in crate::judge) fn stale_by_all(proofs: Vec<Proof>, evidence: Vec<String>) -> Self {
         debug_assert!(!proofs.is_empty());

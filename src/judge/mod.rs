@@ -37,7 +37,7 @@ pub mod remote;
 
 pub use alive::{At, not_an_app_owner};
 pub use claims::{
-    Claim, Contract, Keeps, Match, Note, OwnerClaim, Refresh, Said, Scope, When, Writers,
+    Claim, Contract, Keeps, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
 };
 pub use judgement::Judgement;
 pub use pid::{fmt_ms, written_before_boot};
@@ -368,16 +368,29 @@ fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
             if at.fs.network {
                 return (kind, on_network(at));
             }
-            (kind, absence::keeps(at, k, snap))
+            (kind, placed(absence::keeps(at, k, snap), k.placed()))
         }
-        Claim::Refreshed(r) => (Kind::Settles, refreshed(at, r, snap)),
+        Claim::Refreshed(r) => (Kind::Settles, placed(refreshed(at, r, snap), &r.placed)),
         Claim::Writer(c) => {
             if at.fs.network {
                 return (Kind::Local, on_network(at));
             }
-            (Kind::Local, absence::writer_absent(at, c, snap))
+            (
+                Kind::Local,
+                placed(absence::writer_absent(at, c, snap), &c.placed),
+            )
         }
     }
+}
+
+/// A judgement by a writer's promise or condition, with why the lock is that writer's (a
+/// proof names it among its facts).
+fn placed(mut j: Judgement, p: &Placed) -> Judgement {
+    if j.verdict() == Verdict::Stale {
+        j.place_proofs(p.why());
+        j.evidence.push(format!("it is its writer's: {}", p.why()));
+    }
+    j
 }
 
 fn on_network(at: At<'_>) -> Judgement {

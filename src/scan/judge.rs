@@ -196,9 +196,9 @@ fn judge(
     // mount that does not answer; what went unanswered leaves the lock unproven.
     let watch = crate::probe::reach::Watch::start();
     let asked = |i: usize| hits.contains(&i) || registry[i].any_name();
-    let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand));
+    let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand, snap));
     if chosen.is_none() && mode == Mode::Lenient {
-        chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand));
+        chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand, snap));
     }
     let (dialect, mut judgement) = match chosen {
         Some(i) => {
@@ -212,7 +212,7 @@ fn judge(
         None => {
             // What no dialect reads may be no lock at all: a database holding its own
             // byte-range locks, a dependency lock file, a socket (see `dialect::not_locks`).
-            if dialect::not_locks::recognise(&cand).is_some() {
+            if dialect::not_locks::recognise(&cand, snap).is_some() {
                 return None;
             }
             // A name-matched file no dialect recognises is judged by the first dialect that

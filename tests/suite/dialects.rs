@@ -64,7 +64,7 @@ fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
     lc.fs = FsInfo::new("nfs", true);
     let d = dialect::by_id(id).expect("dialect");
     assert!(
-        d.recognise(&lc.candidate()),
+        d.recognise(&lc.candidate(), &snap),
         "{id} does not recognise {path:?}"
     );
     d.judge(&lc.candidate(), &snap, &Windows::default())
