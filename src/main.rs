@@ -63,10 +63,12 @@ pub enum Command {
     Journal(JournalArgs),
     /// Put back what reclaim removed, exactly as it was (only where nothing is there now).
     ///
-    /// Without ENTRY, the last run that reclaimed (every lock it removed), listed first. A
-    /// symlink comes back as a symlink, a lock directory as a directory, a file byte for
+    /// What is named (an entry, a path, --last-batch, --run ID) is listed, then put back.
+    /// Without a name, on a terminal, the last run that reclaimed is listed and put back
+    /// only after a yes (default no); without a terminal, nothing: name what to restore.
+    /// A symlink comes back as a symlink, a lock directory as a directory, a file byte for
     /// byte, with its mode, owner and mtime; the copy's sha256 is checked first, and the
-    /// restore is journaled.
+    /// restore is journaled. --dry-run lists and puts back nothing.
     #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
     Restore(RestoreArgs),
 }
@@ -82,9 +84,24 @@ pub struct JournalArgs {
 pub struct RestoreArgs {
     /// A journal entry (its number in `locksmith journal`, or its id), a run's id (all of
     /// that run), or the path of a removed lock (as given, or as `locksmith journal` prints
-    /// it). Default: the last run that reclaimed.
-    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath)]
+    /// it). Without it (and without --last-batch or --run), on a terminal: the last run that
+    /// reclaimed, shown first and put back only after a yes; elsewhere nothing.
+    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath,
+          conflicts_with_all = ["last_batch", "run"])]
     pub entry: Option<std::ffi::OsString>,
+
+    /// The last batch of the journal (what one `--scan --reclaim`, one `d` or one `D`
+    /// removed last, whoever ran it).
+    #[arg(long, conflicts_with = "run")]
+    pub last_batch: bool,
+
+    /// Every lock run ID removed (its id as `locksmith journal` shows it).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+
+    /// Show what would be put back, and put back nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Options of the scan, the report and the UI.
@@ -318,6 +335,13 @@ pub struct InspectArgs {
 
 fn main() {
     let cli = Cli::parse();
+    use locksmith::reclaim::{Via, set_via};
+    set_via(match &cli.command {
+        Some(Command::Start(_)) => Via::Start,
+        Some(Command::Restore(_)) => Via::Restore,
+        _ if cli.scan.scan => Via::Scan,
+        _ => Via::Ui,
+    });
     let code = match cli.command {
         Some(Command::Lock(args)) => cli::lock::run(args),
         Some(Command::Start(args)) => cli::start::run(args),
@@ -438,25 +462,30 @@ Exit status:
   2   the state directory cannot be used (refused as unsafe, or no HOME)";
 
 const RESTORE_EXIT_STATUS: &str = "\
-Exit status: 0 every lock named was restored; 1 nothing to restore, or a lock was refused
-(something stands at its path, no copy was kept, already restored, a symlink on the way) or
-failed, and that lock was not changed.";
+Exit status: 0 every lock named was restored (with --dry-run: there is something to
+restore); 1 nothing to restore, the answer was no, or a lock was refused (something stands
+at its path, no copy was kept, already restored, a symlink on the way) or failed, and that
+lock was not changed; 2 nothing named and no terminal to ask on.";
 
 const RESTORE_EXAMPLES: &str = "\
 Examples:
-  Undo the last run that reclaimed (all it removed, listed first):
+  See what the last run that reclaimed removed, and put it back after a yes:
     locksmith restore
   Undo entry 3 of `locksmith journal`, or the last reclaim of a path:
     locksmith restore 3
     locksmith restore /run/user/1000/daemon.pid
+  In a script: what the last batch removed, first shown, then put back:
+    locksmith restore --last-batch --dry-run
+    locksmith restore --last-batch
   Undo an older run, by the id `locksmith journal` shows:
-    locksmith restore 20261130T165939.566Z-1082-3fa2c1d9
+    locksmith restore --run 20261130T165939.566Z-1082-3fa2c1d9
 
 Exit status:
-  0   every lock named was restored
-  1   nothing to restore, or a lock was refused (something stands at its
-      path, no copy was kept, already restored, a symlink on the way) or
-      failed; that lock was not changed";
+  0   every lock named was restored (--dry-run: something to restore)
+  1   nothing to restore, the answer was no, or a lock was refused
+      (something stands at its path, no copy was kept, already restored,
+      a symlink on the way) or failed; that lock was not changed
+  2   nothing named, and no terminal to ask on";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

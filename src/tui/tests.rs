@@ -511,13 +511,13 @@ fn filter_narrows_incrementally_and_esc_clears() {
     key(&mut app, KeyCode::Esc);
     keys(&mut app, "/4242");
     assert_eq!(order(&app), ["/srv/app/worker.pid"]);
-    // Enter keeps the filter; in the table, Esc clears it, and only then quits.
+    // Enter keeps the filter; in the table, Esc clears it, and never quits.
     key(&mut app, KeyCode::Enter);
     assert!(matches!(app.mode, Mode::Table));
     assert_eq!(app.visible_len(), 1);
     assert!(key(&mut app, KeyCode::Esc).is_none());
     assert_eq!(app.visible_len(), 5);
-    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+    assert!(key(&mut app, KeyCode::Esc).is_none());
 }
 
 #[test]
@@ -1193,7 +1193,7 @@ fn force_dialog_states_the_risk() {
 fn help_is_generated_from_the_key_map() {
     let mut app = app();
     keys(&mut app, "?");
-    let text = screen(&draw(&mut app, 100, 90));
+    let text = screen(&draw(&mut app, 100, 120));
     // Every binding of every context, each on its line before the help wraps them.
     let lines: Vec<String> = super::popup::help::lines(Theme::COLOR, super::popup::ALL)
         .iter()
@@ -1227,7 +1227,7 @@ fn help_is_generated_from_the_key_map() {
         let legend = format!("{} {}", v.symbol(), v);
         assert!(lines.iter().any(|l| l.contains(&legend)), "{legend:?}");
     }
-    insta::assert_snapshot!("help_100x90", text);
+    insta::assert_snapshot!("help_100x120", text);
     // Small: scrolls instead of overflowing, and no further than the end.
     let _ = draw(&mut app, 60, 12);
     keys(&mut app, "jjjjj");
@@ -1802,6 +1802,7 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
             reclaimed_entry("/srv/app/worker.pid", 3),
             reclaimed_entry("/srv/app/other.pid", 3),
         ],
+        ..Default::default()
     };
     app.update(Msg::UndoPlanned(Ok(plan.clone())));
     let Some(d) = app.dialog() else {
@@ -1811,12 +1812,12 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
     // The dialog names what comes back, the whole batch as one step.
     let text = screen(&draw(&mut app, 100, 24));
     for needle in [
-        "put these 2 locks back?",
+        "Undo your last reclaim: put these 2 locks back?",
         "/srv/app/worker.pid",
         "/srv/app/other.pid",
-        "(2 locks, as",
-        "one step)",
-        "never undone here",
+        "an earlier session of the UI",
+        "as one step",
+        "journal view (U)",
         "[ No ]",
     ] {
         assert!(text.contains(needle), "{needle:?} missing in\n{text}");
@@ -1855,15 +1856,13 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
             finding("/srv/app/other.pid", "pidfile", Verdict::Stale, Some(7)),
         ],
         restored: true,
-        message: "restored the 2 locks of the last reclaim: /srv/app/worker.pid (file, \
-                  journal entry 2026-1), /srv/app/other.pid (file, journal entry 2026-2)"
-            .into(),
+        message: "restored 2 locks: /srv/app/worker.pid, /srv/app/other.pid".into(),
     }));
     app.refresh();
     assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
     assert!(order(&app).contains(&"/srv/app/other.pid".to_string()));
     let text = screen(&draw(&mut app, 100, 12));
-    assert!(text.contains("restored the 2 locks"), "{text}");
+    assert!(text.contains("restored 2 locks"), "{text}");
     // Nothing left to undo in this session: said, no dialog.
     keys(&mut app, "u");
     app.update(Msg::UndoPlanned(Err(
@@ -2180,13 +2179,28 @@ fn esc_and_q_back_out_of_the_detail_pane_and_every_pop_up_and_only_the_table_qui
     }
     key(&mut app, KeyCode::Esc);
     assert!(!app.details_open());
-    // On the table Esc clears the filter first, then quits; q quits.
+    // On the table Esc clears the filter, then the marks, and never quits (however many
+    // times it is pressed): it says that q quits. q and Ctrl-C quit.
     keys(&mut app, "/web");
     key(&mut app, KeyCode::Enter);
+    keys(&mut app, " ");
     assert!(key(&mut app, KeyCode::Esc).is_none());
     assert!(app.filter.is_empty());
-    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+    assert_eq!(app.marked(), 1, "the filter first");
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert_eq!(app.marked(), 0);
+    for _ in 0..3 {
+        assert!(key(&mut app, KeyCode::Esc).is_none(), "Esc never quits");
+    }
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status.as_ref().unwrap().text.contains("q quits"),
+        "{:?}",
+        app.status
+    );
     assert!(matches!(keys(&mut app, "q").as_slice(), [Effect::Quit]));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(matches!(app.update(Msg::Key(ctrl_c)), Some(Effect::Quit)));
 }
 
 #[test]
@@ -2606,8 +2620,14 @@ fn e_recovers_an_unsaved_swap_in_its_editor_and_o_opens_a_shell_in_the_locks_dir
     keys(&mut app, "f.notes");
     key(&mut app, KeyCode::Enter);
     assert_eq!(selected(&app), "/work/.notes.txt.swp");
+    // The key bar is the same on every row: e is in the help, not in the bar.
     let text = screen(&draw(&mut app, 120, 12));
-    assert!(text.lines().last().unwrap().contains("e recover"), "{text}");
+    let bar = text.lines().last().unwrap().to_string();
+    keys(&mut app, "g");
+    let other = screen(&draw(&mut app, 120, 12));
+    assert_eq!(other.lines().last().unwrap(), bar, "the bar follows no row");
+    keys(&mut app, "f.notes");
+    key(&mut app, KeyCode::Enter);
     let effects = keys(&mut app, "e");
     let [Effect::Run(Run::Recover { swap: s, editor }, f)] = effects.as_slice() else {
         panic!("e runs the editor: {effects:?}")
@@ -2824,16 +2844,33 @@ fn the_header_names_the_roots_and_the_key_bar_keeps_sort_rescan_and_undo_at_80_c
         }
         let text = screen(&draw(&mut app, 80, 24));
         let bar = text.lines().last().unwrap();
-        for k in ["s sort", "r rescan", "u undo", "? help"] {
+        let quit = if setup == "\n" {
+            "q/Esc close"
+        } else {
+            "q quit"
+        };
+        for k in ["d reclaim", "s sort", "u undo", "? help", quit] {
             assert!(
                 bar.contains(k),
                 "{k:?} missing at 80 columns ({setup:?}): {bar}"
             );
         }
         if setup == " " {
-            assert!(bar.contains("D 1 marked"), "what marks are for: {bar}");
+            assert!(
+                bar.contains("D reclaim 1 marked"),
+                "what marks are for: {bar}"
+            );
         }
         assert!(super::text::width(bar) <= 80, "{bar}");
+        // The words of every entry are those of the wide bar: a narrow bar only has fewer.
+        let wide = screen(&draw(&mut app, 200, 24));
+        let wide = wide.lines().last().unwrap().to_string();
+        for entry in bar.split("  ").filter(|e| !e.trim().is_empty()) {
+            assert!(
+                wide.contains(entry.trim()),
+                "{entry:?} at 80 columns is not in the wide bar: {wide}"
+            );
+        }
     }
 }
 

@@ -128,7 +128,7 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     // A second u has nothing left to undo, and says so.
     ui.send("u");
     ui.wait_for("nothing to undo", |s| {
-        s.contains("nothing to undo: every reclaim of this session is undone already")
+        s.contains("nothing to undo: every reclaim made in the UI is undone already")
     });
 
     ui.send("q");
@@ -158,7 +158,7 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
             }
         }
     }
-    // Help, then Esc closes it; Esc again quits.
+    // Help, then Esc closes it; Esc again does not quit (it says what does); q quits.
     ui.send("?");
     ui.wait_for("the help", |s| {
         s.contains("┌ Help ") && s.contains("Select the next lock")
@@ -166,6 +166,8 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
     ui.send("\x1b");
     ui.wait_for("the help closed", |s| !s.contains("┌ Help "));
     ui.send("\x1b");
+    ui.wait_for("the hint", |s| s.contains("nothing to close: q quits"));
+    ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }
 

@@ -87,6 +87,9 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -s h -l hel
 complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document (also grouped by run)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l run -d 'Every lock run ID removed (its id as `locksmith journal` shows it)' -r
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l last-batch -d 'The last batch of the journal (what one `--scan --reclaim`, one `d` or one `D` removed last, whoever ran it)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l dry-run -d 'Show what would be put back, and put back nothing'
 complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
