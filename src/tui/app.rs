@@ -938,7 +938,7 @@ impl App {
             (1, Some(_)) => (Level::Error, format!("not removed: {}", refused[0])),
             _ if refused.is_empty() => (
                 Level::Info,
-                format!("reclaimed {removed} stale lock{}", plural(removed)),
+                format!("reclaimed {removed} stale lock{}{undo}", plural(removed)),
             ),
             _ => (
                 Level::Warn,

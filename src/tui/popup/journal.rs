@@ -106,6 +106,17 @@ pub struct Journal {
     states: Vec<&'static str>,
     /// What the last pick could not do.
     note: Option<String>,
+    /// The widths of the columns of its lines.
+    widths: Widths,
+}
+
+/// The widths of the columns of the journal's lines: as wide as what they hold.
+#[derive(Debug, Default)]
+struct Widths {
+    number: usize,
+    event: usize,
+    state: usize,
+    dialect: usize,
 }
 
 impl Journal {
@@ -173,11 +184,11 @@ impl Journal {
             };
             let when = lines
                 .first()
-                .map(|&i| short_time(&entries[i].time))
+                .map(|&i| run_time(&entries[i].time))
                 .unwrap_or_default();
             items.push(Item::Run {
                 run: run.to_string(),
-                text: format!("{who}, {when}: {}  (run {run})", what.join(", ")),
+                text: format!("{who}, {when}: {}", what.join(", ")),
             });
             for &i in lines {
                 items.push(Item::Line {
@@ -190,6 +201,20 @@ impl Journal {
             .iter()
             .rposition(|it| matches!(it, Item::Line { pickable: true, .. }))
             .unwrap_or(items.len().saturating_sub(1));
+        let widths = Widths {
+            number: entries.len().to_string().len(),
+            event: entries
+                .iter()
+                .map(|e| e.event.as_str().len())
+                .max()
+                .unwrap_or(0),
+            state: states.iter().map(|s| s.len()).max().unwrap_or(0),
+            dialect: entries
+                .iter()
+                .map(|e| text::width(&text::clean(e.dialect.as_deref().unwrap_or("-"))))
+                .max()
+                .unwrap_or(0),
+        };
         Journal {
             entries,
             items,
@@ -197,6 +222,7 @@ impl Journal {
             scroll: 0,
             states,
             note: None,
+            widths,
         }
     }
 
@@ -246,14 +272,19 @@ impl Journal {
         };
         match item {
             Item::Blank => Line::from(""),
-            Item::Run { text: t, .. } => {
+            Item::Run { text: t, run } => {
+                // What and when first; the run's id where there is room for it.
                 let room = width.saturating_sub(2);
+                let main = text::clean(t);
+                let id = format!("  (run {})", text::clean(run));
+                let shown = if text::width(&main) + text::width(&id) <= room {
+                    format!("{main}{id}")
+                } else {
+                    text::ellipsize_end(&main, room)
+                };
                 Line::from(vec![
                     Span::styled(marker, style),
-                    Span::styled(
-                        text::ellipsize_middle(&text::clean(t), room),
-                        theme.label().patch(style),
-                    ),
+                    Span::styled(shown, theme.label().patch(style)),
                 ])
             }
             Item::Line { index, .. } => {
@@ -262,12 +293,16 @@ impl Journal {
                 let outside =
                     !env.roots.is_empty() && !env.roots.iter().any(|r| e.path_buf().starts_with(r));
                 let head = format!(
-                    "  #{:<4} {}  {:<7}  {:<11}  {:<12} ",
+                    "  #{:<w_n$}  {}  {:<w_e$}  {:<w_s$}  {:<w_d$}  ",
                     index + 1,
                     short_time(&e.time),
-                    e.event.as_str().trim_start_matches("reclaim-"),
+                    e.event.as_str(),
                     state,
                     text::clean(e.dialect.as_deref().unwrap_or("-")),
+                    w_n = self.widths.number,
+                    w_e = self.widths.event,
+                    w_s = self.widths.state,
+                    w_d = self.widths.dialect,
                 );
                 let tail = if outside && e.event == Event::Reclaim {
                     " (outside the roots on screen)"
@@ -292,8 +327,13 @@ impl Journal {
     }
 }
 
-/// `2026-12-02 00:03` from an RFC 3339 time.
+/// `12-02 00:03` from an RFC 3339 time (the run's title has the year).
 fn short_time(t: &str) -> String {
+    t.get(5..16).unwrap_or(t).replace('T', " ")
+}
+
+/// `2026-12-02 00:03` from an RFC 3339 time.
+fn run_time(t: &str) -> String {
     t.get(..16).unwrap_or(t).replace('T', " ")
 }
 
