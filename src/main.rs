@@ -104,8 +104,10 @@ pub struct RestoreArgs {
     pub dry_run: bool,
 }
 
-/// Options of the scan, the report and the UI.
+/// Options of the scan, the report and the UI. The report's options need `--scan` or `--pid`
+/// (both are reports).
 #[derive(Debug, Args, Clone)]
+#[command(group(clap::ArgGroup::new("report").args(["scan", "pid"]).multiple(true)))]
 pub struct ScanArgs {
     /// Print a report instead of opening the terminal UI.
     ///
@@ -117,50 +119,52 @@ pub struct ScanArgs {
     pub scan: bool,
 
     /// With --scan: print the report as JSON (the same as --format json).
-    #[arg(long, requires = "scan", conflicts_with = "format")]
+    #[arg(long, requires = "report", conflicts_with = "format")]
     pub json: bool,
 
     /// With --scan: the report's format. `prometheus` is the text exposition format of
     /// Prometheus, for node_exporter's textfile collector.
-    #[arg(long, requires = "scan", value_enum, value_name = "FORMAT")]
+    #[arg(long, requires = "report", value_enum, value_name = "FORMAT")]
     pub format: Option<ReportFormat>,
 
     /// With --scan: write the report to FILE instead of stdout, atomically (a temporary file
     /// in the same directory, renamed over FILE once complete).
-    #[arg(long, requires = "scan", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    #[arg(long, requires = "report", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// With --format prometheus: at most N per-lock age series (stale locks first, then the
     /// oldest); the other locks are counted in locksmith_lock_age_omitted.
-    #[arg(long, requires = "scan", value_name = "N",
+    #[arg(long, requires = "report", value_name = "N",
           default_value_t = locksmith::report::prometheus::DEFAULT_MAX_LOCK_SERIES)]
     pub max_lock_series: usize,
 
     /// With --scan: the table's columns, comma-separated, in that order (default:
-    /// verdict,dialect,pid,command,host,age,path).
-    #[arg(short = 'o', long, requires = "scan", value_name = "COLS", value_delimiter = ',',
-          ignore_case = true, value_parser = column_names())]
+    /// verdict,dialect,pid,command,host,age,path); `+COL` adds COL to the default columns.
+    #[arg(short = 'o', long, requires = "report", value_name = "COLS", value_delimiter = ',',
+          value_parser = ColumnParser)]
     pub columns: Vec<String>,
 
-    /// With --scan: no header line in the table.
-    #[arg(long, requires = "scan")]
+    /// With --scan: the table's rows only on stdout, no header line; the notes and the
+    /// summary go to stderr.
+    #[arg(long, requires = "report")]
     pub noheadings: bool,
 
     /// With --scan: the table for scripts: no alignment, no summary; fields separated by one
     /// space, each escaped to be one word (a space is \x20), the verdict by its name only.
-    #[arg(long, requires = "scan")]
+    #[arg(long, requires = "report")]
     pub raw: bool,
 
     /// With --scan: list only the locks (and what --reclaim did with them) with these
     /// verdicts, comma-separated, in every format. The summary still counts every lock, and
     /// --reclaim still removes every stale lock.
-    #[arg(long, requires = "scan", value_name = "VERDICTS", value_delimiter = ',',
+    #[arg(long, requires = "report", value_name = "VERDICTS", value_delimiter = ',',
           value_parser = verdict_names())]
     pub verdict: Vec<String>,
 
-    /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
-    /// or retrying a GnuPG dotlock), with their holders and verdicts.
-    #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
+    /// Report the locks process N holds (kernel locks on its open files) and those it waits
+    /// for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and
+    /// verdicts, as lslocks -p does. A report, with or without --scan.
+    #[arg(long = "pid", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
     pub pid: Option<i32>,
 
     /// With --scan: remove every lock that is stale at the moment of removal.
@@ -223,13 +227,50 @@ pub struct ScanArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// The table's column names (`--columns`), each with what it shows.
-fn column_names() -> clap::builder::PossibleValuesParser {
-    locksmith::report::Column::ALL
-        .iter()
-        .map(|c| clap::builder::PossibleValue::new(c.name()).help(c.about()))
-        .collect::<Vec<_>>()
-        .into()
+/// The table's columns (`--columns`): a column's name (any case), or `+NAME` to add it to
+/// the default columns; `--help` and the completions list the names with what each shows.
+#[derive(Debug, Clone, Copy)]
+struct ColumnParser;
+
+impl clap::builder::TypedValueParser for ColumnParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let text = value.to_string_lossy();
+        let name = text.strip_prefix('+').unwrap_or(&text);
+        match locksmith::report::Column::by_name(name) {
+            Some(c) if text.starts_with('+') => Ok(format!("+{}", c.name())),
+            Some(c) => Ok(c.name().to_string()),
+            None => {
+                let names: Vec<&str> = locksmith::report::Column::ALL
+                    .iter()
+                    .map(|c| c.name())
+                    .collect();
+                Err(clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "no column named {name:?} for '--columns <COLS>': the columns are {} \
+                         (+COL adds one to the default columns)\n",
+                        names.join(", ")
+                    ),
+                )
+                .with_cmd(cmd))
+            }
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(locksmith::report::Column::ALL.iter().map(|c| {
+            clap::builder::PossibleValue::new(c.name()).help(c.about())
+        })))
+    }
 }
 
 /// The verdicts (`--verdict`).
@@ -349,7 +390,8 @@ fn main() {
         Some(Command::Completions { shell }) => cli::completions::run(shell),
         Some(Command::Journal(args)) => cli::journal::run(args),
         Some(Command::Restore(args)) => cli::restore::run(args),
-        None if cli.scan.scan => cli::scan::run(cli.scan),
+        // `--pid N` is a report, with or without --scan.
+        None if cli.scan.scan || cli.scan.pid.is_some() => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };
     std::process::exit(code);
@@ -372,9 +414,12 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
-  What process 4242 waits for (\"Blocking waiting for file lock\"), who holds it, and
-  whether that one is stuck:
-    locksmith --scan --pid 4242
+  What process 4242 holds and waits for (\"Blocking waiting for file lock\"), who
+  holds that, and whether that one is stuck (as lslocks -p):
+    locksmith --pid 4242
+  Every stale lock's path, one a line, for a shell loop (+COL adds to the default
+  columns; notes and the summary go to stderr):
+    locksmith --scan --verdict stale -o path --noheadings | while read -r p; do ...; done
   On shared storage, ask the hosts that foreign locks name (over ssh):
     locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:

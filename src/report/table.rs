@@ -9,6 +9,10 @@
 //! separated by one space and each is escaped so that it is one word (a space is `\x20`),
 //! as `lslocks --raw` does; the verdict is its name, without its symbol.
 //!
+//! Without headings (`--noheadings`) the table's output is its rows only, so that a `while
+//! read` loop sees nothing else: the notes, what a reclaim pass did and the summary line go to
+//! the writer's *side* output (stderr, for the command line) instead.
+//!
 //! Being sorted and aligned, the table is written when the scan is over; until then it keeps
 //! one [`Row`] per lock: typed values (the text of the cells is made when they are written),
 //! the repeated text (commands, hosts) shared between rows.
@@ -60,11 +64,14 @@ pub enum Column {
     Fs,
     /// The first evidence line: why the lock has its verdict.
     Evidence,
+    /// The processes waiting for the lock (lslocks shows a waiter's BLOCKER: here, the lock's
+    /// holder in PID).
+    Waiters,
 }
 
 impl Column {
     /// Every column, in the order `--help` lists them.
-    pub const ALL: [Column; 12] = [
+    pub const ALL: [Column; 13] = [
         Column::Verdict,
         Column::Dialect,
         Column::Pid,
@@ -77,6 +84,7 @@ impl Column {
         Column::Modified,
         Column::Fs,
         Column::Evidence,
+        Column::Waiters,
     ];
 
     /// The columns of the table when none are chosen.
@@ -105,6 +113,7 @@ impl Column {
             Column::Modified => "modified",
             Column::Fs => "fs",
             Column::Evidence => "evidence",
+            Column::Waiters => "waiters",
         }
     }
 
@@ -130,6 +139,10 @@ impl Column {
             Column::Modified => "when the lock was last modified (RFC 3339)",
             Column::Fs => "the file system's type (ext4, nfs4, fuse.sshfs, ...)",
             Column::Evidence => "the first evidence line: why it has its verdict",
+            Column::Waiters => {
+                "the processes waiting for it (PID and name, +N for more): the PID column is \
+                 what lslocks calls their BLOCKER"
+            }
         }
     }
 
@@ -206,6 +219,8 @@ pub struct Row {
     pub fs: Option<Arc<str>>,
     /// The first evidence line, when the EVIDENCE column is shown.
     pub evidence: Option<Box<str>>,
+    /// Who waits for it (`4250 cargo+1`), when the WAITERS column is shown and some do.
+    pub waiters: Option<Box<str>>,
     /// What the notes under the table say of it, when they say something (few locks do).
     pub notes: Option<Box<Notes>>,
 }
@@ -263,6 +278,10 @@ impl Row {
             evidence: columns
                 .contains(&Column::Evidence)
                 .then(|| j.evidence.first().map_or("", String::as_str).into()),
+            waiters: columns
+                .contains(&Column::Waiters)
+                .then(|| waiters_cell(waiting))
+                .flatten(),
             notes: (notes != Notes::default()).then(|| Box::new(notes)),
         }
     }
@@ -305,8 +324,26 @@ impl Row {
                     .filter(|e| !e.is_empty())
                     .map(text::escape),
             ),
+            Column::Waiters => or_dash(self.waiters.as_deref().map(text::escape)),
         }
     }
+}
+
+/// The WAITERS cell of a lock: its first waiter (`4250 cargo`), and how many more (`+2`);
+/// `None` when nobody waits.
+fn waiters_cell(w: &Waiting) -> Option<Box<str>> {
+    let first = w.waiters.first()?;
+    let who = if first.pid > 0 {
+        format!("{} {}", first.pid, first.name.as_deref().unwrap_or("?"))
+    } else {
+        "?".to_string()
+    };
+    let more = w.waiters.len() - 1;
+    Some(if more > 0 {
+        format!("{who} +{more}").into()
+    } else {
+        who.into()
+    })
 }
 
 /// Text shared between rows: one allocation per distinct command, host or file system.
@@ -341,8 +378,11 @@ pub fn verdict_cell(v: Verdict) -> String {
 }
 
 /// The table [`super::Writer`].
-pub struct Writer<W> {
+pub struct Writer<'a, W> {
     out: W,
+    /// Where the notes, reclaim lines and summary go without headings (rows only on `out`);
+    /// `None`: on `out` too.
+    side: Option<Box<dyn Write + Send + 'a>>,
     now_ms: i64,
     columns: Vec<Column>,
     headings: bool,
@@ -352,8 +392,19 @@ pub struct Writer<W> {
     shared: Shared,
 }
 
-impl<W: Write + Send> Writer<W> {
+impl<'a, W: Write + Send> Writer<'a, W> {
     pub fn new(head: Head, opts: &Options, out: W) -> Self {
+        Self::with_side(head, opts, out, None)
+    }
+
+    /// A table whose notes, reclaim lines and summary go to `side` when it has no headings
+    /// (its rows alone on `out`).
+    pub fn with_side(
+        head: Head,
+        opts: &Options,
+        out: W,
+        side: Option<Box<dyn Write + Send + 'a>>,
+    ) -> Self {
         let columns = if opts.columns.is_empty() {
             Column::DEFAULT.to_vec()
         } else {
@@ -361,6 +412,7 @@ impl<W: Write + Send> Writer<W> {
         };
         Writer {
             out,
+            side,
             now_ms: head.now_ms,
             columns,
             headings: opts.headings,
@@ -426,18 +478,23 @@ impl<W: Write + Send> Writer<W> {
             }
         }
         let notes = || rows.iter().filter_map(|r| Some((r, r.notes.as_deref()?)));
+        let headings = self.headings;
+        let out: &mut dyn Write = match (&mut self.side, headings) {
+            (Some(side), false) => side.as_mut(),
+            _ => &mut self.out,
+        };
         for (r, n) in notes() {
             if let Some(hint) = &n.recover {
                 match &n.written_since {
                     Some(file) => writeln!(
-                        self.out,
+                        out,
                         "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
                         text::display_path(&r.path),
                         text::display_path(file),
                         text::escape(hint)
                     )?,
                     None => writeln!(
-                        self.out,
+                        out,
                         "note: {} holds unsaved changes: recover them with `{}`",
                         text::display_path(&r.path),
                         text::escape(hint)
@@ -446,13 +503,21 @@ impl<W: Write + Send> Writer<W> {
             }
         }
         for (_, n) in notes() {
-            self.out.write_all(n.waiting.as_bytes())?;
+            out.write_all(n.waiting.as_bytes())?;
         }
         Ok(())
     }
+
+    /// Where what is not a row goes: the side output without headings, else `out`.
+    fn aside(&mut self) -> &mut dyn Write {
+        match (&mut self.side, self.headings) {
+            (Some(side), false) => side.as_mut(),
+            _ => &mut self.out,
+        }
+    }
 }
 
-impl<W: Write + Send> super::Writer for Writer<W> {
+impl<W: Write + Send> super::Writer for Writer<'_, W> {
     fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
         let row = Row::with(f, waiting, &self.columns, &mut self.shared);
         self.rows.push(row);
@@ -475,12 +540,15 @@ impl<W: Write + Send> super::Writer for Writer<W> {
             let detail = field(detail.as_deref().unwrap_or("-"));
             return writeln!(self.out, "{} {path} {detail}", o.action.as_str());
         }
-        self.out.write_all(reclaimed_line(o).as_bytes())
+        self.aside().write_all(reclaimed_line(o).as_bytes())
     }
 
     fn finish(&mut self, tail: &Tail) -> io::Result<()> {
         if !self.raw {
-            writeln!(self.out, "{}", summary_line(tail))?;
+            writeln!(self.aside(), "{}", summary_line(tail))?;
+        }
+        if let Some(side) = &mut self.side {
+            side.flush()?;
         }
         self.out.flush()
     }
