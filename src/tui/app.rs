@@ -965,6 +965,17 @@ impl App {
                 .join(", ")
         };
         let mut parts = Vec::new();
+        if !sent.resumed.is_empty() {
+            parts.push(format!(
+                "{sig}: {} resumed; the lock goes once {} done",
+                names(&sent.resumed),
+                if sent.resumed.len() == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                }
+            ));
+        }
         if !sent.exited.is_empty() {
             parts.push(format!("{sig}: {} exited", names(&sent.exited)));
         }
@@ -982,7 +993,7 @@ impl App {
             Level::Warn
         };
         self.set_status_about(level, parts.join("; "), &path);
-        if plan.signal == stop::Sig::Term
+        if plan.signal.asks_to_end()
             && !sent.survivors.is_empty()
             && self.by_path.contains_key(&path)
         {
@@ -990,7 +1001,7 @@ impl App {
                 signal: stop::Sig::Kill,
                 targets: sent.survivors.clone(),
                 refused: Vec::new(),
-                after_term: true,
+                after: Some(plan.signal),
                 finding: plan.finding.clone(),
                 stuck: plan.stuck.clone(),
             };

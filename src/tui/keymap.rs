@@ -134,6 +134,9 @@ pub enum Action {
     Choose,
     /// Close a pop-up that asks nothing.
     Close,
+    /// The stop dialog: the next signal to send, or the previous one.
+    NextSignal,
+    PrevSignal,
 }
 
 /// One key: a key code and the modifiers that must be held. For characters, Shift is implied by
@@ -407,7 +410,7 @@ static TABLE: &[Binding] = &[
     bind(
         &[Key::ch('x')],
         "stop",
-        "Stop the processes that hold the selected lock: SIGTERM after confirmation, then an offer of SIGKILL",
+        "Signal the processes that hold the selected lock, and what they started and wait for: SIGTERM, SIGINT, SIGHUP, SIGKILL, or SIGCONT for a stopped one, after confirmation",
         A::Signal,
         bar(2),
     ),

@@ -2310,6 +2310,8 @@ fn target(pid: i32) -> super::stop::Target {
         user: "me".into(),
         cmdline: "sleep 1000".into(),
         how: "flock".into(),
+        under: None,
+        stopped: false,
     }
 }
 
@@ -2379,7 +2381,7 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         signal: Sig::Term,
         targets: vec![target(4321)],
         refused: Vec::new(),
-        after_term: false,
+        after: None,
         stuck: None,
     };
     let effects = keys(&mut app, "x");
@@ -2455,7 +2457,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
         signal: Sig::Term,
         targets: vec![target(4321)],
         refused: vec!["pid 1 is the init process: never signalled".into()],
-        after_term: false,
+        after: None,
         stuck: None,
     };
     app.update(Msg::StopPlanned(Ok(plan.clone())));
@@ -2501,6 +2503,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
             exited: Vec::new(),
             survivors: vec![target(4321)],
             errors: Vec::new(),
+            resumed: Vec::new(),
         },
     }));
     let Some(Effect::Rejudge(again)) = effect else {
@@ -2522,6 +2525,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
             exited: vec![target(4321)],
             survivors: Vec::new(),
             errors: Vec::new(),
+            resumed: Vec::new(),
         },
     }));
     assert!(app.popup().is_none(), "nothing more to offer");

@@ -144,6 +144,10 @@ pub trait Question: 'static {
     fn closed(_d: &ConfirmDialog, outcome: Outcome) -> Outcome {
         outcome
     }
+    /// A key of its own (beyond the question's): `true` when it handled it.
+    fn act(_d: &mut ConfirmDialog, _action: Action) -> bool {
+        false
+    }
 }
 
 /// A Yes/No dialog asking `Q`, *No* highlighted until moved; when there is nothing to say yes
@@ -190,6 +194,9 @@ impl<Q: Question> Popup for Dialog<Q> {
     }
 
     fn act(&mut self, action: Action) -> Outcome {
+        if Q::act(&mut self.0, action) {
+            return Outcome::Stay;
+        }
         let outcome = answer(&mut self.0, action, Q::CANCELLED);
         Q::closed(&self.0, outcome)
     }
