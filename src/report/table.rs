@@ -48,7 +48,8 @@ pub enum Column {
     Pid,
     /// The live process's name (or the first holder's).
     Command,
-    /// The owner's host, or the container its process runs in (`ctr:web-1`).
+    /// The owner's host, or the container its process runs in (`ctr:web-1`; a sandbox
+    /// `sandbox:NAME`, a PID namespace no runtime made `ns:INODE`).
     Host,
     /// Time since the lock was last modified.
     Age,
@@ -131,7 +132,10 @@ impl Column {
             Column::Dialect => "the lock format (pidfile, git, vim-swap, ...)",
             Column::Pid => "a live lock's holder's PID, else the owner's",
             Column::Command => "the live process's name (or a holder's)",
-            Column::Host => "the owner's host, or its container (ctr:NAME)",
+            Column::Host => {
+                "the owner's host, or its container (ctr:NAME), sandbox (sandbox:NAME) or PID \
+                 namespace (ns:INODE)"
+            }
             Column::Age => "time since the lock was last modified",
             Column::Path => "the lock's path",
             Column::Size => "size in bytes",
@@ -194,9 +198,28 @@ impl Who {
             .and_then(|p| p.container.as_ref())
             .or_else(|| j.holders.iter().find_map(|h| h.container.as_ref()));
         let host = container
-            .map(|c| format!("ctr:{}", c.id.label()))
+            .map(|c| host_label(&c.id))
             .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
         Who { pid, command, host }
+    }
+}
+
+/// What the HOST column calls the container a process runs in, by what it is: a container
+/// (`ctr:web-1`, also a systemd-nspawn or LXC machine), a Flatpak or snap sandbox
+/// (`sandbox:org.gnome.Builder`), or a PID namespace no runtime is proven to have made: a
+/// user's own `unshare`, bwrap, a browser's sandbox (`ns:4026532252`, its inode), never called
+/// a container.
+pub fn host_label(c: &crate::verdict::ContainerId) -> String {
+    match c.runtime.as_str() {
+        "unknown" => {
+            let inode =
+                c.id.strip_prefix("pid:[")
+                    .and_then(|s| s.strip_suffix(']'))
+                    .unwrap_or(&c.id);
+            format!("ns:{inode}")
+        }
+        "flatpak" | "snap" => format!("sandbox:{}", c.label()),
+        _ => format!("ctr:{}", c.label()),
     }
 }
 
@@ -838,6 +861,32 @@ mod tests {
         assert_eq!(row.cell(Column::Pid, 0, false), "25092");
         assert_eq!(row.cell(Column::Command, 0, false), "puma");
         assert_eq!(row.cell(Column::Host, 0, false), "ctr:web-1");
+    }
+
+    #[test]
+    fn the_host_column_says_what_a_namespace_is() {
+        let id = |runtime: &str, id: &str, name: Option<&str>| crate::probe::ContainerId {
+            runtime: runtime.into(),
+            id: id.into(),
+            name: name.map(String::from),
+        };
+        assert_eq!(
+            host_label(&id("podman", &"3f2a".repeat(16), Some("web-1"))),
+            "ctr:web-1"
+        );
+        assert_eq!(
+            host_label(&id("docker", &"3f2a".repeat(16), None)),
+            "ctr:3f2a3f2a3f2a…"
+        );
+        // A user's own unshare, bwrap or browser sandbox: a PID namespace, not a container.
+        assert_eq!(
+            host_label(&id("unknown", "pid:[4026532252]", None)),
+            "ns:4026532252"
+        );
+        assert_eq!(
+            host_label(&id("flatpak", "1234", Some("org.gnome.Builder"))),
+            "sandbox:org.gnome.Builder"
+        );
     }
 
     #[test]

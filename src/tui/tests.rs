@@ -3246,3 +3246,36 @@ fn the_journal_view_lists_runs_and_undoes_what_is_picked_after_a_preview() {
     assert!(key(&mut app, KeyCode::Esc).is_none());
     assert!(app.popup().is_none());
 }
+
+#[test]
+fn a_long_host_keeps_its_kind_and_start_and_a_namespace_is_no_container() {
+    let container =
+        |runtime: &str, id: &str, name: Option<&str>| locksmith::verdict::ContainerInfo {
+            id: locksmith::probe::ContainerId {
+                runtime: runtime.into(),
+                id: id.into(),
+                name: name.map(String::from),
+            },
+            ns_pid: Some(2),
+        };
+    let mut long = live_with_process("/srv/app/long.pid");
+    long.judgement.process.as_mut().unwrap().container = Some(container(
+        "podman",
+        &"3f2a".repeat(16),
+        Some("kube-apiserver-control-plane"),
+    ));
+    let mut sandbox = live_with_process("/home/me/.cache/sandbox.pid");
+    sandbox.judgement.process.as_mut().unwrap().container =
+        Some(container("unknown", "pid:[4026532252]", None));
+    let mut app = app_with(vec![long, sandbox], opts(Theme::COLOR, false));
+    let text = screen(&draw(&mut app, 120, 12));
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_string()
+    };
+    assert!(row("long.pid").contains(" ctr:kube-apiser… "), "{text}");
+    assert!(row("sandbox.pid").contains(" ns:4026532252 "), "{text}");
+    assert!(!text.contains("ctr:pid"), "{text}");
+}

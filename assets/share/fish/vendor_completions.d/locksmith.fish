@@ -33,7 +33,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -s o -l columns -d 'Wi
 dialect\t'the lock format (pidfile, git, vim-swap, ...)'
 pid\t'a live lock\'s holder\'s PID, else the owner\'s'
 command\t'the live process\'s name (or a holder\'s)'
-host\t'the owner\'s host, or its container (ctr:NAME)'
+host\t'the owner\'s host, or its container (ctr:NAME), sandbox (sandbox:NAME) or PID namespace (ns:INODE)'
 age\t'time since the lock was last modified'
 path\t'the lock\'s path'
 size\t'size in bytes'
