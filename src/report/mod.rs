@@ -483,6 +483,7 @@ pub(crate) mod tests {
                 start_ticks: 7,
                 why: "4242 cargo is stopped (SIGSTOP)".into(),
             }),
+            handles: Vec::new(),
         };
         let findings = [
             finding("/x/b.lock", "flock", Judgement::live("held")),

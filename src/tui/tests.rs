@@ -2339,6 +2339,7 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
             container: None,
         }],
         holder: None,
+        handles: vec![".#lk0x00005603a1b2c3d0.laptop.4321".into()],
     };
     app.update(Msg::Waiting {
         judged: vec![PathBuf::from(path)],
@@ -2351,6 +2352,11 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         "{text}"
     );
     assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    // A handle of a GnuPG dotlock is shown as part of its lock.
+    assert!(
+        line_with(&text, "Handles").contains(".#lk0x00005603a1b2c3d0.laptop.4321  a hard link"),
+        "{text}"
+    );
     assert!(!text.contains("Stuck"), "not stuck yet:\n{text}");
     let stuck = Stuck {
         pid: 4321,

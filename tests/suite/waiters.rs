@@ -387,14 +387,17 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
     let out = util::run_bounded(gen_key("A <a@example.org>"), util::DEADLINE);
     assert!(out.status.success(), "{}", util::stderr(&out));
 
-    // The keyring's dotlock, held by a live process of this host.
+    // The keyring's dotlock, held by a live process of this host, made as GnuPG makes it: its
+    // handle written, then linked to the lock.
     let owner = util::sleeper();
     let lock = home.join("pubring.kbx.lock");
     let host = rustix::system::uname()
         .nodename()
         .to_string_lossy()
         .into_owned();
-    std::fs::write(&lock, format!("{:10}\n{host}\n", owner.pid())).unwrap();
+    let handle = home.join(format!(".#lk0x000055d1c2a3b4c0.{host}.{}", owner.pid()));
+    std::fs::write(&handle, format!("{:10}\n{host}\n", owner.pid())).unwrap();
+    std::fs::hard_link(&handle, &lock).unwrap();
     let mut gpg = Guard::spawn(&mut gen_key("B <b@example.org>"));
     let mut stderr = BufReader::new(gpg.0.as_mut().unwrap().stderr.take().unwrap());
     let said = wait_for("gpg to wait", || {
@@ -414,6 +417,26 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
     assert!(
         w.blocked_in.as_deref().unwrap_or("").contains("select"),
         "{w:?}"
+    );
+
+    // One held dotlock is one row: the holder's handle (linked to it) and the waiting gpg's
+    // handle are part of it, not locks of their own.
+    let handles: Vec<&str> = report
+        .locks
+        .iter()
+        .map(|l| l.path.as_str())
+        .filter(|p| p.contains("/.#lk0x"))
+        .collect();
+    assert!(handles.is_empty(), "handles listed as locks: {handles:?}");
+    assert_eq!(
+        report
+            .locks
+            .iter()
+            .filter(|l| l.path.ends_with(".lock"))
+            .count(),
+        1,
+        "{:?}",
+        report.locks
     );
 
     // What is gpg waiting for? The keyring's lock, held by the sleeper.
