@@ -595,15 +595,21 @@ pub fn waiting_notes(path: &Path, w: &Waiting) -> String {
     out
 }
 
-/// The line of one reclaim outcome: `removed PATH (copy saved to ...)`, `would remove PATH
-/// (why)`, `kept PATH: why` (newline-terminated).
+/// The line of one reclaim outcome, for a person: `removed PATH (a copy is kept: ...)`,
+/// `would remove PATH (why)`, `kept PATH: why` (newline-terminated). Where the copy is (a file
+/// of the state directory, maybe at an offset in it) is for `--raw`, the JSON report and the
+/// journal.
 pub fn reclaimed_line(o: &Outcome) -> String {
     let path = text::display_path(&o.path);
     match o.action {
         Action::Removed => format!(
             "removed {path}{}\n",
-            o.copy_shown(text::display_path)
-                .map(|s| format!(" (copy saved to {s})"))
+            o.saved_to
+                .as_ref()
+                .map(|_| format!(
+                    " (a copy is kept: `locksmith restore {}` puts it back)",
+                    text::shell_quote(&path)
+                ))
                 .unwrap_or_default()
         ),
         Action::WouldRemove => format!(

@@ -104,7 +104,11 @@ fn the_table_says_what_was_removed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains(&format!("removed {} (copy saved to ", stale.display())),
+        text.contains(&format!(
+            "removed {} (a copy is kept: `locksmith restore {}` puts it back)",
+            stale.display(),
+            stale.display()
+        )),
         "{text}"
     );
     assert!(
