@@ -107,14 +107,21 @@ pub fn content(plan: &stop::Plan, theme: Theme) -> (String, Vec<Line<'static>>) 
             theme.warn(),
         )));
     } else {
+        let chain = plan.targets.iter().any(|t| t.under.is_some());
+        let holders = plan.targets.iter().filter(|t| t.under.is_none()).count();
         out.push(Line::from(format!(
-            "{} the lock {}:",
-            if n == 1 {
+            "{} the lock {}{}:",
+            if holders == 1 {
                 "This process holds"
             } else {
                 "These processes hold"
             },
-            text::path(&plan.finding.path)
+            text::path(&plan.finding.path),
+            if chain {
+                ", with what it started and waits for under it"
+            } else {
+                ""
+            }
         )));
     }
     for t in &plan.targets {
@@ -143,8 +150,8 @@ pub fn content(plan: &stop::Plan, theme: Theme) -> (String, Vec<Line<'static>>) 
     }
     if plan.targets.iter().any(|t| t.under.is_some()) {
         out.push(Line::from(Span::styled(
-            "Under a holder: what it started and waits for (an editor, a command); it is \
-             signalled too.",
+            "What a holder started (the editor of a git commit, a command) is signalled with \
+             it.",
             theme.dim(),
         )));
     }
