@@ -91,7 +91,9 @@ fn naming_processes(dir: &Path, snap: &Snapshot) -> Vec<String> {
                 (Some(cwd), true) => cwd.join(arg),
                 _ => arg.to_path_buf(),
             };
-            crate::scan::config::absolute(&resolved) == dir
+            // Compared as written (`.` and a trailing `/` left out): what the process was
+            // told, not what a symlink on the way leads to.
+            resolved.components().collect::<std::path::PathBuf>() == dir
                 || a.as_bytes().windows(path.len()).any(|w| w == path)
         });
         let works_in = p.cwd.as_deref().is_some_and(|c| c.starts_with(dir));
