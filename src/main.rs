@@ -317,6 +317,12 @@ pub struct StartArgs {
     #[arg(long, value_name = "SECS")]
     pub wait: Option<f64>,
 
+    /// The PATHs are on file systems that no other container or host writes to (a volume
+    /// of this container alone): what this container sees of them is all there is, so a PID
+    /// proof made here stands for them, as on the container's own root.
+    #[arg(long)]
+    pub unshared: bool,
+
     /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
