@@ -442,6 +442,14 @@ fn decide(f: &Finding, snap: &Snapshot, me: &Me, guards: &Guards) -> Decision {
     let guard = guards.proof(&f.path, snap);
     let guarded = guard.is_ok();
     let private = private_place(f, me, guard);
+    // On a network file system, what this container cannot prove is another machine's.
+    if let Err(why) = &private
+        && f.fs.network
+        && !matches!(j.verdict(), Verdict::Live | Verdict::Free)
+        && !(j.verdict() == Verdict::Stale && j.proofs().iter().all(|p| holds_anywhere(p.rule)))
+    {
+        return Decision::InTheWay(format!("foreign: {why}"));
+    }
     let names_us = names_us(j, me);
     // What makes a `foreign` judged in this container removable: the guard, or `--unshared`
     // for a lock that names no host, on a local file system.
@@ -585,6 +593,12 @@ fn private_place(
         Ok(line) => return Ok(Some(line)),
         Err(why) => why,
     };
+    if f.fs.network {
+        return Err(format!(
+            "the lock is {}: a process on another machine may have written it, or hold it, unseen from here; {guard}",
+            f.fs.reached_from_afar()
+        ));
+    }
     Err(format!(
         "this process runs in a PID namespace of its own (a container), and the lock is on {}, a file system that is not the container's own root: another container sharing it may have written it, or hold it, unseen from here; {guard}. If its service is gone, remove it once by hand; for a volume that no other container or host uses, start with --unshared",
         f.fs.kind
