@@ -375,6 +375,58 @@ fn on_a_named_volume_kill_and_start_restart_the_service() {
     assert!(guard.exists());
 }
 
+/// A service whose pid file names one of its children (a worker), not its PID 1: after
+/// `podman kill` + `podman start`, that PID names no process of the new container, and may be
+/// another container's as far as the new one can see (`foreign` as judged there). The guard
+/// proves that the service that wrote it is gone: it goes, journaled as a decision made on
+/// that proof (forced), with what the judge alone said.
+#[test]
+fn a_pid_file_naming_a_worker_of_the_killed_container_goes_by_its_guard() {
+    let Some(pm) = Podman::or_skip("a worker's pid file on a volume") else {
+        return;
+    };
+    import_app_image(&pm);
+    assert!(pm.run(&["volume", "create", "jobs"]).status.success());
+    let dir = volume_dir(&pm, "jobs");
+    let service =
+        "sleep 1000 & echo $! > /app/tmp/pids/server.pid; echo run >> /app/tmp/runs; wait";
+    run_app(&pm, "worker", "jobs", "30", service);
+    let pid_file = dir.join("pids/server.pid");
+    wait_for("the service to write its pid file", || {
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        (pid > 1).then_some(())
+    });
+    pm.kill("worker");
+    // Past the judge's clock slack: what the judge says is not about time.
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = pm.run(&["start", "worker"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for("the service to run again", || {
+        (runs_in(&dir) == 2).then_some(())
+    });
+    let log = logs(&pm, "worker");
+    assert!(
+        log.contains("removed /app/tmp/pids/server.pid (foreign as judged in this container, but its start guard"),
+        "{log}"
+    );
+    let entries = journal(&pm, "worker");
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0]["forced"], true, "{:?}", entries[0]);
+    let evidence = entries[0]["evidence"].to_string();
+    assert!(
+        evidence.contains("was locked by no one") && evidence.contains("(judged alone: "),
+        "{evidence}"
+    );
+}
+
 /// Two replicas of the compose service on one volume: while the first runs, the second
 /// waits for the guard its service holds and gives up (75) without touching the pid file;
 /// started again with a longer wait, it starts once the first is gone, and only then.
