@@ -111,15 +111,15 @@ fn start(args: StartArgs) -> Result<i32, Failure> {
     let me = Me::now(args.unshared);
     let mut told: Vec<String> = Vec::new();
     // Only a start that runs COMMAND keeps guards: without one, no service would hold them.
-    let guarded: Vec<PathBuf> = if args.command.is_empty() {
-        Vec::new()
-    } else {
-        paths
-            .iter()
-            .filter(|p| std::fs::metadata(p).map_or(true, |m| !m.is_dir()))
-            .cloned()
-            .collect()
-    };
+    // One per file, however often it is named (a second would wait for the first).
+    let mut guarded: Vec<PathBuf> = Vec::new();
+    if !args.command.is_empty() {
+        for p in &paths {
+            if std::fs::metadata(p).map_or(true, |m| !m.is_dir()) && !guarded.contains(p) {
+                guarded.push(p.clone());
+            }
+        }
+    }
     let mut said_impossible = false;
     let guards = loop {
         let guards = Guards::take(&guarded);

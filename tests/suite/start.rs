@@ -596,3 +596,26 @@ fn a_pid_file_beside_its_start_guard_is_live_while_held_and_stale_once_released(
     util::assert_code(&out, 0);
     assert!(ran.exists() && !lock.exists() && guard.exists());
 }
+
+/// A PATH named twice has one guard: the start does not wait for itself.
+#[test]
+fn a_path_named_twice_has_one_start_guard() {
+    let env = Env::new();
+    let lock = env.path().join("twice.pid");
+    let out = run_bounded(
+        start(
+            &env,
+            &[
+                lock.to_str().unwrap(),
+                lock.to_str().unwrap(),
+                "--",
+                "echo",
+                "ran",
+            ],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 0);
+    assert_eq!(stdout(&out), "ran\n");
+    assert!(env.path().join(".twice.pid.locksmith-start").exists());
+}
