@@ -241,6 +241,20 @@ impl Guard {
         }
     }
 
+    /// Whether its record can be trusted by this process: the guard belongs to this user or
+    /// to root (anyone else who could write the directory could have written any record).
+    pub fn trusted(&self) -> Result<(), String> {
+        let me = rustix::process::geteuid().as_raw();
+        if self.meta.uid == me || self.meta.uid == 0 {
+            return Ok(());
+        }
+        Err(format!(
+            "{} belongs to uid {}, neither this user (uid {me}) nor root: its record may be anyone's",
+            self.path.display(),
+            self.meta.uid
+        ))
+    }
+
     /// Replaces its content with `record` (this process holds its lock: no other start
     /// writes it meanwhile).
     pub fn write(&self, record: &Record) -> io::Result<()> {
@@ -259,11 +273,6 @@ impl Guard {
     pub fn inherit(&self) -> io::Result<()> {
         rustix::io::fcntl_setfd(&self.fd, rustix::io::FdFlags::empty())?;
         Ok(())
-    }
-
-    /// The descriptor's number (what COMMAND inherits).
-    pub fn raw_fd(&self) -> i32 {
-        std::os::fd::AsRawFd::as_raw_fd(&self.fd)
     }
 }
 

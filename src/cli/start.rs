@@ -732,6 +732,8 @@ impl Guards {
             }
             Before::Unreadable(why) => return Err(format!("its start guard {guard}: {why}")),
         };
+        g.trusted()
+            .map_err(|why| format!("its start guard proves nothing: {why}"))?;
         let fs = snap.fs_of(g.path(), g.meta());
         start_guard::reaches_every_writer(&fs, g.meta().dev())
             .map_err(|why| format!("its start guard {guard} is {why}"))?;

@@ -92,8 +92,9 @@ impl Dialect for StartGuard {
 /// `said` with what the start guard beside the lock proves, when there is one whose record
 /// names this lock: its kernel lock, kept by the service that writes the lock for as long as it
 /// runs (first among the claims: it settles where PIDs cannot). Nothing is added for a lock
-/// that names no owner PID, nor while this very process holds the guard (a `locksmith start`
-/// that took it to start the next service: it says itself what the guard proves).
+/// that names no owner PID, for a guard owned by another user than the lock's (or root), nor
+/// while this very process holds the guard (a `locksmith start` that took it to start the
+/// next service: it says itself what the guard proves).
 pub fn beside(c: &Candidate<'_>, said: Said, snap: &Snapshot) -> Said {
     if !said.names_owner() || c.kind == EntryKind::Dir {
         return said;
@@ -104,7 +105,8 @@ pub fn beside(c: &Candidate<'_>, said: Said, snap: &Snapshot) -> Said {
     let Ok(meta) = snap.lstat(&path) else {
         return said;
     };
-    if !meta.is_file() {
+    // A guard someone else made (not the pid file's owner, nor root) could carry any record.
+    if !meta.is_file() || (meta.uid() != c.meta.uid() && meta.uid() != 0) {
         return said;
     }
     let Some(record) = crate::probe::reach::read_small(&path, 4096)

@@ -619,3 +619,48 @@ fn a_path_named_twice_has_one_start_guard() {
     assert_eq!(stdout(&out), "ran\n");
     assert!(env.path().join(".twice.pid.locksmith-start").exists());
 }
+
+/// A guard that belongs to neither the pid file's owner nor root proves nothing: anyone who
+/// could write the directory could have made it, record and lock included.
+#[test]
+fn a_start_guard_of_another_user_is_no_evidence() {
+    if !util::require_that(
+        rustix::process::geteuid().is_root(),
+        "giving a file to another user needs root",
+    ) || !util::require("flock")
+    {
+        return;
+    }
+    let env = Env::new();
+    let lock = env.path().join("svc.pid");
+    let guard = env.path().join(".svc.pid.locksmith-start");
+    std::fs::write(&lock, format!("{}\n", dead_pid())).unwrap();
+    let record = locksmith::start_guard::Record::now(&lock, "svc".as_ref());
+    std::fs::write(&guard, serde_json::to_vec(&record).unwrap()).unwrap();
+    // Held, as a running service's guard is.
+    let holder = Group::spawn(
+        Command::new("flock")
+            .arg(&guard)
+            .args(["sleep", "600"])
+            .stdin(Stdio::null()),
+    );
+    util::wait_until("flock to hold it", || {
+        util::proc_locks::table().contains(&format!(" {} ", holder.pid()))
+    });
+    let (report, _) = env.scan_json(&[&lock]);
+    assert_eq!(
+        report.expect_lock(&lock).verdict,
+        "live",
+        "root's guard counts"
+    );
+
+    std::os::unix::fs::chown(&guard, Some(54321), Some(54321)).unwrap();
+    let (report, _) = env.scan_json(&[&lock]);
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.verdict, "stale", "{:?}", l.evidence);
+    assert!(
+        !l.evidence.iter().any(|e| e.contains("start guard")),
+        "{:?}",
+        l.evidence
+    );
+}
