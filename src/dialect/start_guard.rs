@@ -14,7 +14,7 @@
 //! kernel locks there).
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, Said, When};
+use crate::judge::{Judgement, Keeps, Placed, Said, When};
 use crate::probe::{FileKey, Snapshot};
 use crate::start_guard::{self, Record};
 use crate::verdict::Owner;
@@ -36,7 +36,7 @@ impl Dialect for StartGuard {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && is_guard_name(c)
             && (c.content.iter().all(u8::is_ascii_whitespace) || Record::parse(c.content).is_some())
@@ -109,7 +109,8 @@ pub fn beside(c: &Candidate<'_>, said: Said, snap: &Snapshot) -> Said {
     if !meta.is_file() || (meta.uid() != c.meta.uid() && meta.uid() != 0) {
         return said;
     }
-    let Some(record) = crate::probe::reach::read_small(&path, 4096)
+    let Some(record) = snap
+        .read_small(&path, 4096)
         .as_deref()
         .and_then(Record::parse)
         .filter(|r| r.is_for(c.file_name()))
@@ -134,6 +135,9 @@ pub fn beside(c: &Candidate<'_>, said: Said, snap: &Snapshot) -> Said {
             path,
             what: format!("its start guard {name}"),
             promise,
+            placed: Placed::by(format!(
+                "the start guard {name} beside it, of its owner or root, names it as the pid file of the service `locksmith start` started"
+            )),
         }
         .into(),
     );
