@@ -5,8 +5,8 @@
   --fds N,M       N processes holding M descriptors each on one file whose path is about 4 KB
                   (the file is made in DIR);
   --argv N,BYTES  N processes whose command lines are BYTES long (many 128 KiB arguments);
-  --mounts N      one process in a user and mount namespace of its own with N tmpfs mounts
-                  stacked on one directory;
+  --mounts N      one process in user, mount and PID namespaces of its own with N tmpfs
+                  mounts stacked on one directory;
 
 prints "ready" on stdout once all of them run, and keeps them until it is killed or its
 standard input closes (then it kills them). Linux only; the user needs the descriptors
@@ -59,7 +59,7 @@ def long_argv(total):
 
 
 def stacked_mounts(count):
-    """A process in a user and mount namespace of its own, `count` tmpfs mounts on one
+    """A process in user, mount and PID namespaces of its own, `count` tmpfs mounts on one
     directory."""
     script = (
         "set -e; d=$(mktemp -d); i=0; "
@@ -67,7 +67,7 @@ def stacked_mounts(count):
         "echo mounted; exec sleep infinity"
     )
     p = subprocess.Popen(
-        ["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", script],
+        ["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "/bin/sh", "-c", script],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
     )

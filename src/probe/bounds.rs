@@ -27,20 +27,20 @@ pub const CMDLINE_BYTES: usize = locksmith_sys::host::CMDLINE_MAX;
 pub const ENVIRON_BYTES: usize = 256 << 10;
 
 /// The descriptors read of one process of another user (not root, not us).
-pub const FDS_PER_PROCESS: usize = 4096;
+pub const FDS_PER_PROCESS: usize = 2048;
 
 /// The descriptors read of all the processes of one other user together.
-pub const FDS_PER_USER: usize = 16_384;
+pub const FDS_PER_USER: usize = 4096;
 
 /// The descriptors read of one process of root's or ours (what root runs is root's to make
 /// large).
 pub const FDS_PER_OWN_PROCESS: usize = 1 << 16;
 
 /// The lines read of another namespace's mount table (a container has some dozens).
-pub const MOUNT_LINES: usize = 1024;
+pub const MOUNT_LINES: usize = 512;
 
 /// The bytes read of another namespace's mount table.
-pub const MOUNT_BYTES: usize = 128 << 10;
+pub const MOUNT_BYTES: usize = 64 << 10;
 
 /// The bytes read of a process's memory maps.
 pub const MAPS_BYTES: usize = 4 << 20;

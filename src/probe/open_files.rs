@@ -169,6 +169,14 @@ fn read_fds(
 ) -> std::io::Result<Listed> {
     use rustix::fs::{Mode, OFlags};
     use std::os::unix::ffi::OsStringExt;
+    if max == 0 {
+        // Its user's bound is spent: not even listed.
+        return if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            Ok(Listed::Cut(0))
+        } else {
+            Err(std::io::ErrorKind::NotFound.into())
+        };
+    }
     let dir = rustix::fs::open(
         format!("/proc/{pid}/fd"),
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,

@@ -393,15 +393,32 @@ impl Snapshot {
         }
         let mut out: Vec<(PathBuf, String)> = Vec::new();
         if let Some(t) = self.fd_table.value.get() {
-            for (pid, uid, read) in &t.cut {
+            // One line for each user whose processes' descriptors were cut, naming the first.
+            let mut users: Vec<Option<u32>> = Vec::new();
+            for (_, uid, _) in &t.cut {
+                if !users.contains(uid) {
+                    users.push(*uid);
+                }
+            }
+            for uid in users {
+                let cut: Vec<&(i32, Option<u32>, usize)> =
+                    t.cut.iter().filter(|c| c.1 == uid).collect();
+                let read: usize = cut.iter().map(|c| c.2).sum();
                 out.push((
-                    PathBuf::from(format!("/proc/{pid}/fd")),
+                    PathBuf::from(format!("/proc/{}/fd", cut[0].0)),
                     format!(
-                        "only {read} of its descriptors were read (the bound for a process{}): whether it has a lock open is not known, so no lock is proven stale by nobody having it open",
+                        "the descriptors of {} of {} were read only up to their bound ({read} read in all; {} a process, {} a user): whether they have a lock open is not known, so no lock is proven stale by nobody having it open",
+                        if cut.len() == 1 {
+                            "this process".to_string()
+                        } else {
+                            format!("{} processes", cut.len())
+                        },
                         match uid {
-                            Some(u) => format!(" of uid {u}"),
-                            None => String::new(),
-                        }
+                            Some(u) => format!("uid {u}"),
+                            None => "an unknown user".into(),
+                        },
+                        super::bounds::FDS_PER_PROCESS,
+                        super::bounds::FDS_PER_USER,
                     ),
                 ));
             }

@@ -7,6 +7,7 @@ mod util;
 
 mod ask_bounds;
 mod ask_hosts;
+mod bounds;
 mod cli_errors;
 mod cli_scan;
 mod container_image;

@@ -66,6 +66,10 @@ pub enum Fact {
     /// A version manager's rehash (`rbenv-rehash`, `pyenv-rehash`, ...): a rehash lock is live
     /// while one runs whose root cannot be read, as when it is exiting.
     Rehash,
+    /// Another user's processes holding more descriptors than a scan reads of them
+    /// (`probe::bounds`): while they run, no lock is proven stale by nobody having it open.
+    /// Their maker runs alone; every judging needs none.
+    OverBounds,
 }
 
 /// Which side of a fact a test takes.
@@ -86,6 +90,7 @@ impl Fact {
             Fact::PackageManager => "package-manager",
             Fact::AuthorityTool => "authority-tool",
             Fact::Rehash => "rehash",
+            Fact::OverBounds => "over-bounds",
         }
     }
 
@@ -94,7 +99,7 @@ impl Fact {
         match self {
             // Few tests make one, and a second one would be seen by the first: they run
             // alone, and every verdict needs none.
-            Fact::PidNamespace => Side::Makes,
+            Fact::PidNamespace | Fact::OverBounds => Side::Makes,
             // Many tests run containers, office stand-ins and package managers side by side;
             // the few that need none wait for all of them.
             Fact::Container
@@ -209,9 +214,13 @@ pub fn none_running(fact: Fact) -> bool {
     )
 }
 
-/// What every judging holds: no other test's PID namespace sees the fixtures.
-pub fn judging() -> Hold {
-    absent(Fact::PidNamespace)
+/// What every judging holds: no other test's PID namespace sees the fixtures, and no other
+/// user's processes hold more than a scan reads of them.
+pub struct Judging(Hold, Hold);
+
+/// See [`Judging`].
+pub fn judging() -> Judging {
+    Judging(absent(Fact::PidNamespace), absent(Fact::OverBounds))
 }
 
 fn hold(fact: Fact, side: Side) -> Hold {
@@ -379,7 +388,7 @@ pub struct Snap {
     snap: Snapshot,
     /// Just before the snapshot was taken.
     taken: SystemTime,
-    _judging: Hold,
+    _judging: Judging,
 }
 
 impl std::ops::Deref for Snap {

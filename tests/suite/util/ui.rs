@@ -24,7 +24,7 @@ pub struct Ui {
     /// Everything the UI wrote, raw (for sequences the screen does not show).
     raw: Arc<Mutex<Vec<u8>>>,
     master: Box<dyn MasterPty + Send>,
-    _judging: quiet::Hold,
+    _judging: quiet::Judging,
 }
 
 impl Ui {
