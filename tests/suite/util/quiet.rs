@@ -216,11 +216,17 @@ pub fn none_running(fact: Fact) -> bool {
 
 /// What every judging holds: no other test's PID namespace sees the fixtures, and no other
 /// user's processes hold more than a scan reads of them.
-pub struct Judging(Hold, Hold);
+pub struct Judging {
+    _no_namespace: Hold,
+    _no_load: Hold,
+}
 
 /// See [`Judging`].
 pub fn judging() -> Judging {
-    Judging(absent(Fact::PidNamespace), absent(Fact::OverBounds))
+    Judging {
+        _no_namespace: absent(Fact::PidNamespace),
+        _no_load: absent(Fact::OverBounds),
+    }
 }
 
 fn hold(fact: Fact, side: Side) -> Hold {
