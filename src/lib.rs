@@ -23,6 +23,7 @@ pub mod scan;
 pub mod text;
 pub mod trust;
 pub mod verdict;
+pub mod why;
 
 #[cfg(test)]
 mod architecture;

@@ -8,6 +8,7 @@
 //! [`locksmith_engine::Lock::inspect`] judges with the same judge, so the engine and the
 //! scanner agree by construction.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Claim, Said};
 use crate::probe::Snapshot;
@@ -18,6 +19,14 @@ use locksmith_engine::ParsedRecord;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Locksmith;
 
+/// What `locksmith lock` prints when the lock is held past its timeout.
+const MESSAGES: &[Message] = &[Message::en(
+    "locksmith lock",
+    r"locksmith lock: (?P<path>/[^:\n]+): held by (?:pid )?(?P<pid>\d+)",
+    &["{path}"],
+    "locksmith lock: /var/lock/nightly.lock: held by pid 4242",
+)];
+
 impl Dialect for Locksmith {
     fn id(&self) -> DialectId {
         DialectId::LOCKSMITH
@@ -27,6 +36,10 @@ impl Dialect for Locksmith {
     /// candidates other dialects' patterns and the kernel-lock table bring in.
     fn patterns(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn any_name(&self) -> bool {

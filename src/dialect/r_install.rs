@@ -19,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Contract, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
@@ -122,6 +123,22 @@ fn named_libraries(cmd: &[String]) -> Vec<PathBuf> {
     out
 }
 
+/// What `R CMD INSTALL` prints when a library's lock directory is there.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "R",
+        r"Try removing '(?P<path>[^'\n]+)'",
+        &["{path}"],
+        "Try removing '/home/me/R/library/00LOCK-tinypkg'",
+    ),
+    Message::en(
+        "R",
+        r"failed to lock directory '(?P<dir>[^'\n]+)' for modifying",
+        &["{dir}/00LOCK*"],
+        "ERROR: failed to lock directory '/home/me/R/library' for modifying",
+    ),
+];
+
 impl Dialect for RInstall {
     fn id(&self) -> DialectId {
         DialectId::R_INSTALL
@@ -129,6 +146,10 @@ impl Dialect for RInstall {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>) -> bool {
