@@ -80,12 +80,13 @@ fn lock_text(c: &Candidate<'_>) -> Option<String> {
     }
 }
 
-/// What Emacs asks (or, in batch mode, prints) when a file it edits is locked by another.
+/// What Emacs asks (or, in batch mode, prints) when a file it edits is locked by another (the
+/// file's name abbreviated, `~` for the home directory).
 const MESSAGES: &[Message] = &[Message::en(
     "Emacs",
-    r"(?P<file>/[^\n]+?) locked by [^@\s]+@(?P<host>[^\s(]+) \(pid (?P<pid>\d+)\)",
+    r"(?m)(?:^|\s)(?P<file>[~/][^\n]*?) locked by [^@\s]+@(?P<host>[^\s(]+) \(pid (?P<pid>\d+)\)",
     &["{file:dir}/.#{file:name}"],
-    "/home/me/plan.org locked by me@laptop (pid 4242): (s, q, p, ?)?",
+    "~/plan.org locked by me@laptop (pid 4242): (s, q, p, ?)?",
 )];
 
 impl Dialect for Emacs {

@@ -45,3 +45,4 @@ mod systemd_boot;
 mod tui_pty;
 mod verdicts;
 mod waiters;
+mod why;

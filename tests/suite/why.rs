@@ -1,0 +1,912 @@
+//! `locksmith why`: real programs made to fail on a real lock, their real error message
+//! piped to the real binary, which must name that lock, its verdict and the next step (the
+//! reclaim command for a stale lock, the holder's PID and command for a live one, what cannot
+//! be known for a foreign or unknown one). Each program's test skips when the program is not
+//! installed (and fails under CI, which installs them).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::util::*;
+
+/// The `why` object of `locksmith why --json`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct Why {
+    pub recognised: bool,
+    pub program: Option<String>,
+    pub dialect: Option<String>,
+    pub language: Option<String>,
+    pub pid: Option<i64>,
+    pub host: Option<String>,
+    pub path: Option<String>,
+    pub looked: Vec<String>,
+    pub next: Next,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // the contract's every field, read by a test or not
+pub struct Next {
+    pub action: String,
+    pub text: String,
+    pub command: Option<String>,
+    pub pid: Option<i64>,
+}
+
+/// What `locksmith why` answered: the JSON answer (its report and its `why`), the text
+/// answer and the exit status.
+#[derive(Debug)]
+pub struct Answer {
+    pub report: Report,
+    pub why: Why,
+    pub text: String,
+    pub code: Option<i32>,
+}
+
+impl Answer {
+    /// The lock it names, checked to be `path`.
+    #[track_caller]
+    pub fn lock(&self, path: &Path) -> &Lock {
+        assert_eq!(
+            self.why.path.as_deref(),
+            path.to_str(),
+            "the answer names another lock:\n{}\n{:#?}",
+            self.text,
+            self.why
+        );
+        assert_eq!(self.report.locks.len(), 1, "{:#?}", self.report.locks);
+        self.report.expect_lock(path)
+    }
+
+    /// Checks the program, the lock, its verdict and the next step's action.
+    #[track_caller]
+    pub fn says(&self, program: &str, path: &Path, verdict: &str, action: &str) -> &Lock {
+        assert_eq!(
+            self.why.program.as_deref(),
+            Some(program),
+            "{}\n{:#?}",
+            self.text,
+            self.why
+        );
+        let l = self.lock(path);
+        assert_eq!(l.verdict, verdict, "{}\n{:#?}", self.text, l.evidence);
+        assert_eq!(self.why.next.action, action, "{}", self.text);
+        // The text answer says the same.
+        assert!(
+            self.text.contains(&path.display().to_string()),
+            "{}",
+            self.text
+        );
+        assert!(
+            self.text.contains(&format!(" {verdict} (")),
+            "{}",
+            self.text
+        );
+        let code = if verdict == "stale" { 1 } else { 0 };
+        assert_eq!(self.code, Some(code), "{}", self.text);
+        l
+    }
+
+    /// Checks a stale lock's answer: the reclaim command for that path.
+    #[track_caller]
+    pub fn stale(&self, program: &str, path: &Path) -> &Lock {
+        let l = self.says(program, path, "stale", "reclaim");
+        let command = format!("locksmith --scan --reclaim {}", path.display());
+        assert_eq!(self.why.next.command.as_deref(), Some(command.as_str()));
+        assert!(self.text.contains(&command), "{}", self.text);
+        l
+    }
+
+    /// Checks a live lock's answer: the process to wait for, by its PID and command.
+    #[track_caller]
+    pub fn live(&self, program: &str, path: &Path, pid: i32, command: &str) -> &Lock {
+        let l = self.says(program, path, "live", "wait");
+        assert_eq!(self.why.next.pid, Some(pid as i64), "{}", self.text);
+        let named = format!("process {pid} (");
+        let line = self
+            .text
+            .lines()
+            .find(|l| l.contains(&named))
+            .unwrap_or_else(|| panic!("no {named:?} in:\n{}", self.text));
+        let said = &line[line.find(&named).unwrap() + named.len()..];
+        assert!(said.contains(command), "not {command:?}: {line}");
+        l
+    }
+}
+
+/// Asks `locksmith why` about `message` (on its standard input), run in `cwd` with `vars`
+/// added to its environment: once for the JSON answer (checked against the schema), once for
+/// the text.
+pub fn ask(env: &Env, message: &str, cwd: &Path, vars: &[(&str, &OsStr)]) -> Answer {
+    ask_with(env, message, cwd, vars, &[])
+}
+
+fn ask_with(
+    env: &Env,
+    message: &str,
+    cwd: &Path,
+    vars: &[(&str, &OsStr)],
+    extra: &[&str],
+) -> Answer {
+    let file = env.path().join("message.txt");
+    fs::write(&file, message).unwrap();
+    let run = |json: bool| {
+        let mut args = vec!["why"];
+        if json {
+            args.push("--json");
+        }
+        args.extend(extra);
+        let mut c = env.cmd(args);
+        c.current_dir(cwd)
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .stdin(fs::File::open(&file).unwrap());
+        run_bounded(c, DEADLINE)
+    };
+    let out = run(true);
+    let mut value: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&out), stderr(&out)));
+    validate(&value);
+    let why: Why = serde_json::from_value(value["why"].take()).expect("the why object");
+    value.as_object_mut().unwrap().remove("why");
+    let report: Report = serde_json::from_value(value).expect("the report");
+    let text = run(false);
+    assert_eq!(text.status.code(), out.status.code(), "{}", stderr(&text));
+    Answer {
+        report,
+        why,
+        text: stdout(&text),
+        code: out.status.code(),
+    }
+}
+
+/// What a program printed on stderr (and stdout), run to its end within a minute.
+fn printed(cmd: Command) -> String {
+    let out = run_limited(cmd, Duration::from_secs(60));
+    both(&out)
+}
+
+fn both(out: &Output) -> String {
+    format!("{}{}", stderr(out), stdout(out))
+}
+
+/// Writes an executable script.
+fn script(path: &Path, text: &str) -> PathBuf {
+    write(path, text);
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_path_buf()
+}
+
+/// A private locale directory with `de_DE.UTF-8`, made by `localedef` (the `locales`
+/// package), for running a program in German; `None` (the part skips) without it.
+fn german() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if !require("localedef")
+            || !require_that(
+                Path::new("/usr/share/i18n/locales/de_DE").exists(),
+                "no locale sources (the `locales` package)",
+            )
+        {
+            return None;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("locksmith-test-locales-{}", std::process::id()));
+        let made = Command::new("localedef")
+            .args(["-i", "de_DE", "-f", "UTF-8"])
+            .arg(dir.join("de_DE.UTF-8"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success() || dir.join("de_DE.UTF-8/LC_MESSAGES").exists());
+        made.then_some(dir)
+    })
+    .clone()
+}
+
+/// The environment that runs a program in German.
+fn in_german(c: &mut Command, locales: &Path) {
+    c.env("LOCPATH", locales)
+        .env("LC_ALL", "de_DE.UTF-8")
+        .env("LANGUAGE", "de");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages locksmith does not know
+
+#[test]
+fn an_unknown_message_says_so_and_suggests_a_scan() {
+    let env = Env::new();
+    let a = ask(&env, "segmentation fault (core dumped)\n", env.path(), &[]);
+    assert!(!a.why.recognised);
+    assert!(a.report.locks.is_empty());
+    assert_eq!(a.code, Some(3));
+    assert_eq!(a.why.next.action, "scan");
+    assert_eq!(a.why.next.command.as_deref(), Some("locksmith --scan ."));
+    assert!(a.text.contains("does not know this message"), "{}", a.text);
+    assert!(a.text.contains("locksmith --scan ."), "{}", a.text);
+
+    // A message in a language no catalogue has, which names its lock file: found by its path.
+    let pid = write(&env.path().join("app.pid"), format!("{}\n", dead_pid()));
+    let a = ask(
+        &env,
+        &format!("Fehler: Sperrdatei {} ist vorhanden\n", pid.display()),
+        env.path(),
+        &[],
+    );
+    assert!(!a.why.recognised);
+    let l = a.lock(&pid);
+    assert_eq!(l.verdict, "stale");
+    assert!(
+        a.text
+            .contains("does not know this message, but it names a lock"),
+        "{}",
+        a.text
+    );
+    // A program's message whose lock is gone: run it again.
+    let a = ask(
+        &env,
+        &format!(
+            "fatal: Unable to create '{}/.git/index.lock': File exists.",
+            env.path().display()
+        ),
+        env.path(),
+        &[],
+    );
+    assert_eq!(a.why.program.as_deref(), Some("git"));
+    assert_eq!((a.code, a.why.next.action.as_str()), (Some(3), "retry"));
+    assert!(a.text.contains("not there"), "{}", a.text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// git
+
+/// `git commit -a` waiting in its editor holds `index.lock`: another git's message names
+/// that git. Killed, it leaves the lock: the next git's message leads to the reclaim command,
+/// `why --reclaim` removes it (copied, journaled), and git works again. The same in German.
+#[test]
+fn git_index_lock_live_then_stale_then_reclaimed() {
+    if !require("git") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    let repo = env.path().join("repo");
+    fs::create_dir_all(&home).unwrap();
+    git_repo_with_a_commit(&repo, &home);
+    fs::write(repo.join("a.txt"), "two\n").unwrap();
+    let editor = script(&env.path().join("editor.sh"), "#!/bin/sh\nexec sleep 600\n");
+    let mut commit = Group::spawn(
+        git(&repo, &home)
+            .args(["commit", "-a"])
+            .env("GIT_EDITOR", &editor)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = repo.join(".git/index.lock");
+    wait_for("git's editor to start", || {
+        (lock.exists() && commit.members().iter().any(|(_, c)| c == "sleep")).then_some(())
+    });
+    let again = || {
+        let mut c = git(&repo, &home);
+        c.args(["commit", "-a", "-m", "again"]);
+        printed(c)
+    };
+    let message = again();
+    assert!(message.contains("Unable to create"), "{message}");
+    let a = ask(&env, &message, &repo, &[]);
+    a.live("git", &lock, commit.pid(), "git commit -a");
+
+    commit.kill();
+    // Asked a little later (a lock younger than git's shortest hold is not proven stale).
+    age(&lock, 10);
+    let message = again();
+    let a = ask(&env, &message, &repo, &[]);
+    a.stale("git", &lock);
+    // Asked from elsewhere: the message has the whole path.
+    ask(&env, &message, env.path(), &[]).stale("git", &lock);
+
+    if let Some(locales) = german() {
+        // Debian's git reads its catalogue where Debian installs it.
+        let mut c = git(&repo, &home);
+        c.args(["commit", "-a", "-m", "again"]);
+        if Path::new("/usr/bin/git").exists() {
+            c = {
+                let mut d = Command::new("/usr/bin/git");
+                d.current_dir(&repo).env("HOME", &home).stdin(Stdio::null());
+                d.args(["commit", "-a", "-m", "again"]);
+                d
+            };
+        }
+        in_german(&mut c, &locales);
+        let message = printed(c);
+        if message.contains("Konnte") {
+            let a = ask(&env, &message, &repo, &[]);
+            assert_eq!(a.why.language.as_deref(), Some("de"));
+            a.stale("git", &lock);
+        } else {
+            skip(format!("this git prints no German: {message}"));
+        }
+    }
+
+    let out = env.run(["why".as_ref(), "--reclaim".as_ref(), OsStr::new(&message)]);
+    assert_code(&out, 0);
+    assert!(!lock.exists(), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("removed {}", lock.display())),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(env.journal().len(), 1, "one journal line");
+    git_ok(&repo, &home, &["commit", "-q", "-a", "-m", "works"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// locksmith lock
+
+#[test]
+fn locksmith_lock_names_its_holder() {
+    let env = Env::new();
+    let lock = env.path().join("job.lock");
+    let holder = hold_with_cli(&lock, &[]);
+    let out = run_limited(
+        {
+            let mut c = lock_cmd(&lock, &["--timeout", "0"]);
+            c.args(["--", "true"]);
+            c
+        },
+        DEADLINE,
+    );
+    assert_code(&out, 75);
+    let message = stderr(&out);
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("locksmith lock", &lock, holder.pid(), "locksmith lock");
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL
+
+/// A PostgreSQL program: on `PATH`, else in Debian's `/usr/lib/postgresql/VERSION/bin`.
+fn pg_bin(name: &str) -> Option<PathBuf> {
+    which(name).or_else(|| {
+        let mut dirs: Vec<PathBuf> = fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .map(|e| e.path().join("bin").join(name))
+            .filter(|p| p.exists())
+            .collect();
+        dirs.sort();
+        dirs.pop()
+    })
+}
+
+/// `program` run as uid 65534 when we are root (PostgreSQL refuses to run as root), else as
+/// ourselves.
+fn as_postgres_user(program: &Path) -> Command {
+    if rustix::process::geteuid().is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
+/// A running postmaster refuses a second one on its data directory: its message names the
+/// postmaster, live, in English and German. A postmaster.pid naming another live process of
+/// the user (started before it was written) is refused too, and is `unknown`: nothing proves
+/// that process is not its writer.
+#[test]
+fn postgres_second_postmaster_names_the_first() {
+    let (Some(initdb), Some(pg_ctl), Some(postgres)) =
+        (pg_bin("initdb"), pg_bin("pg_ctl"), pg_bin("postgres"))
+    else {
+        return skip("PostgreSQL is not installed (the `postgresql` package; .ci/run installs it)");
+    };
+    if rustix::process::geteuid().is_root() && !require("setpriv") {
+        return;
+    }
+    let env = Env::new();
+    let top = sticky_dir(&env, "pg");
+    let data = top.join("data");
+    let run = top.join("run");
+    let ok = |mut c: Command| {
+        c.stdin(Stdio::null());
+        let out = run_limited(c, Duration::from_secs(120));
+        assert!(out.status.success(), "{}", both(&out));
+    };
+    let mut c = as_postgres_user(&initdb);
+    c.arg("-D")
+        .arg(&data)
+        .args(["-A", "trust", "-U", "postgres"]);
+    ok(c);
+    let mut c = as_postgres_user(&initdb);
+    c.arg("--version");
+    ok(c);
+    fs::create_dir_all(&run).unwrap();
+    fs::set_permissions(&run, fs::Permissions::from_mode(0o777)).unwrap();
+    let options = format!("-k {} -c listen_addresses=''", run.display());
+    struct Stop(Command);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
+    }
+    let mut stop = as_postgres_user(&pg_ctl);
+    stop.arg("-D").arg(&data).args(["stop", "-m", "immediate"]);
+    let _stop = Stop(stop);
+    let mut start = as_postgres_user(&pg_ctl);
+    start
+        .arg("-D")
+        .arg(&data)
+        .args(["-o", &options, "-l"])
+        .arg(top.join("log"))
+        .args(["-w", "start"])
+        .stdout(Stdio::null());
+    ok(start);
+    let pidfile = data.join("postmaster.pid");
+    let record = fs::read_to_string(&pidfile).unwrap();
+    let postmaster: i32 = record.lines().next().unwrap().trim().parse().unwrap();
+
+    let second = |german: Option<&Path>| {
+        let mut c = as_postgres_user(&postgres);
+        c.arg("-D")
+            .arg(&data)
+            .arg("-k")
+            .arg(&run)
+            .args(["-c", "listen_addresses="]);
+        if let Some(l) = german {
+            in_german(&mut c, l);
+            c.args(["-c", "lc_messages=de_DE.UTF-8"]);
+        }
+        printed(c)
+    };
+    let message = second(None);
+    assert!(message.contains("already exists"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("PostgreSQL", &pidfile, postmaster, "postgres");
+    assert_eq!(a.why.pid, Some(postmaster as i64));
+    if let Some(locales) = german() {
+        let message = second(Some(&locales));
+        assert!(message.contains("Sperrdatei"), "{message}");
+        let a = ask(&env, &message, env.path(), &[]);
+        assert_eq!(a.why.language.as_deref(), Some("de"));
+        a.live("PostgreSQL", &pidfile, postmaster, "postgres");
+    }
+    drop(_stop);
+    wait_until("the postmaster to stop", || !alive(postmaster));
+
+    // Another process of the user, older than the file that names it.
+    let mut sleeper = Group::spawn(
+        as_postgres_user(Path::new("/bin/sleep"))
+            .arg("600")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let pid = wait_for("the sleeper", || {
+        sleeper
+            .members()
+            .iter()
+            .find(|(_, c)| c == "sleep")
+            .map(|(p, _)| *p)
+    });
+    std::thread::sleep(Duration::from_millis(1100));
+    let mut lines: Vec<String> = record.lines().map(String::from).collect();
+    lines[0] = pid.to_string();
+    fs::write(&pidfile, lines.join("\n") + "\n").unwrap();
+    let message = second(None);
+    assert!(message.contains(&format!("PID {pid}")), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.says("PostgreSQL", &pidfile, "unknown", "decide");
+    assert!(
+        a.why
+            .next
+            .command
+            .as_deref()
+            .is_some_and(|c| c.contains("--force")),
+        "{:?}",
+        a.why.next
+    );
+    sleeper.kill();
+}
+
+// ---------------------------------------------------------------------------------------------
+// GnuPG
+
+/// gpg waits for a dotlock held by a live process of this host, and says so by PID: the
+/// answer finds the lock in `$GNUPGHOME` by that PID. Held on another host: foreign.
+#[test]
+fn gnupg_waiting_for_lock_names_its_holder() {
+    if !require("gpg") || !require("gpgconf") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("gnupg");
+    fs::create_dir(&home).unwrap();
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    struct Agent(PathBuf);
+    impl Drop for Agent {
+        fn drop(&mut self) {
+            let _ = Command::new("gpgconf")
+                .arg("--homedir")
+                .arg(&self.0)
+                .args(["--kill", "all"])
+                .status();
+        }
+    }
+    let _agent = Agent(home.clone());
+    let out = gpg_gen_key(&home, &[], "A <a@example.org>")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lock = home.join("pubring.kbx.lock");
+    let sleeper = sleeper();
+    let gnupghome = [("GNUPGHOME", home.as_os_str())];
+    let waits = || {
+        let out = run_limited(
+            gpg_gen_key(&home, &["timeout", "3"], "B <b@example.org>"),
+            Duration::from_secs(30),
+        );
+        let message = stderr(&out);
+        assert!(message.contains("waiting for lock"), "{message}");
+        message
+    };
+    write(&lock, format!("{:10}\n{}\n", sleeper.pid(), hostname()));
+    let a = ask(&env, &waits(), env.path(), &gnupghome);
+    a.live("GnuPG", &lock, sleeper.pid() as i32, "sleep");
+
+    write(&lock, format!("{:10}\nelsewhere.example\n", sleeper.pid()));
+    let a = ask(&env, &waits(), env.path(), &gnupghome);
+    a.says("GnuPG", &lock, "foreign", "decide");
+    assert!(a.text.contains("elsewhere.example"), "{}", a.text);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emacs
+
+/// A batch Emacs that edits a file holds its `.#` lock; another Emacs's message names it.
+/// A lock of another host: foreign.
+#[test]
+fn emacs_locked_by_names_the_emacs() {
+    if !require("emacs") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.path().join("notes");
+    write(&dir.join("draft.txt"), "hello\n");
+    let emacs = |eval: &str| {
+        let mut c = Command::new("emacs");
+        c.args(["--batch", "-Q", "--eval", eval])
+            .current_dir(&dir)
+            .env("HOME", env.path())
+            .stdin(Stdio::null());
+        c
+    };
+    let mut holder = Group::spawn(
+        emacs("(progn (find-file \"draft.txt\") (insert \"x\") (sleep-for 600))")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let lock = dir.join(".#draft.txt");
+    wait_until("the emacs lock", || fs::symlink_metadata(&lock).is_ok());
+    let second = || printed(emacs("(progn (find-file \"draft.txt\") (insert \"y\"))"));
+    let message = second();
+    assert!(message.contains("locked by"), "{message}");
+    // Emacs names the file from the home directory (`~/notes/draft.txt`).
+    let home = [("HOME", env.path().as_os_str())];
+    let a = ask(&env, &message, env.path(), &home);
+    a.live("Emacs", &lock, holder.pid(), "emacs");
+
+    holder.kill();
+    fs::remove_file(&lock).unwrap();
+    std::os::unix::fs::symlink("alice@build-7.4242:1", &lock).unwrap();
+    let message = second();
+    let a = ask(&env, &message, &dir, &home);
+    a.says("Emacs", &lock, "foreign", "decide");
+    assert_eq!(a.why.host.as_deref(), Some("build-7"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// X servers
+
+/// A second Xvfb on a display in use: "Server is already active for display N" leads to the
+/// display's lock and the server that holds it.
+#[test]
+fn xvfb_already_active_names_the_server() {
+    if !require("Xvfb") {
+        return;
+    }
+    let env = Env::new();
+    let mut display = 400 + std::process::id() % 400;
+    let (x, lock) = loop {
+        let lock = PathBuf::from(format!("/tmp/.X{display}-lock"));
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{display}"));
+        if lock.exists() || socket.exists() {
+            display += 1;
+            continue;
+        }
+        let mut x = Group::spawn(
+            Command::new("Xvfb")
+                .arg(format!(":{display}"))
+                .args(["-nolisten", "tcp"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let pid = x.pid();
+        let mine = wait_within(30, "Xvfb to start or fail", || {
+            if fs::read_to_string(&lock).is_ok_and(|t| t.trim() == pid.to_string()) {
+                return Some(true);
+            }
+            x.child.try_wait().unwrap().map(|_| false)
+        });
+        if mine {
+            break (x, lock);
+        }
+        x.kill();
+        display += 1;
+        assert!(display < 1200, "no free X display");
+    };
+    let mut second = Command::new("Xvfb");
+    second
+        .arg(format!(":{display}"))
+        .args(["-nolisten", "tcp"])
+        .stdin(Stdio::null());
+    let message = printed(second);
+    assert!(message.contains("already active"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("X server", &lock, x.pid(), "Xvfb");
+    drop(x);
+    let _ = fs::remove_file(&lock);
+    let _ = fs::remove_file(format!("/tmp/.X11-unix/X{display}"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// terraform
+
+/// `terraform apply` waiting at its prompt holds the state lock: another apply's "Error
+/// acquiring the state lock" names it.
+#[test]
+fn terraform_state_lock_names_the_apply() {
+    if which("terraform").is_none() {
+        return skip_even_under_ci(
+            "`terraform` is not installed (no registry .ci/run reaches ships it)",
+        );
+    }
+    let env = Env::new();
+    let ws = env.path().join("ws");
+    write(
+        &ws.join("main.tf"),
+        "resource \"terraform_data\" \"stamp\" {\n  input = timestamp()\n}\n",
+    );
+    write(&ws.join("home/.terraformrc"), "");
+    let tf = |args: &[&str]| {
+        let mut c = Command::new("terraform");
+        c.args(args)
+            .current_dir(&ws)
+            .env("HOME", ws.join("home"))
+            .env("TF_IN_AUTOMATION", "1")
+            .env("CHECKPOINT_DISABLE", "1");
+        c
+    };
+    let mut init = tf(&["init", "-input=false", "-no-color"]);
+    init.stdin(Stdio::null());
+    let out = run_limited(init, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", both(&out));
+    let apply = Group::spawn(
+        tf(&["apply", "-no-color"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let info = ws.join(".terraform.tfstate.lock.info");
+    wait_until("the state lock", || {
+        info.exists()
+            && snapshot().kernel_locked(locksmith::probe::FileKey::of(
+                &fs::metadata(ws.join("terraform.tfstate")).unwrap(),
+            ))
+    });
+    let mut again = tf(&["apply", "-no-color", "-lock-timeout=0s", "-auto-approve"]);
+    again.stdin(Stdio::null());
+    let message = printed(again);
+    assert!(
+        message.contains("Error acquiring the state lock"),
+        "{message}"
+    );
+    let a = ask(&env, &message, &ws, &[]);
+    a.live("terraform", &info, apply.pid(), "terraform");
+}
+
+// ---------------------------------------------------------------------------------------------
+// cargo
+
+/// A cargo building (its build script sleeping) holds the build directory: another cargo
+/// blocks, "Blocking waiting for file lock on ... directory", and the answer names the first.
+/// The package cache, held by flock(1): the answer names flock.
+#[test]
+fn cargo_blocking_waiting_names_the_holder() {
+    if !require("cargo") {
+        return;
+    }
+    let env = Env::new();
+    let krate = env.path().join("hold");
+    write(
+        &krate.join("Cargo.toml"),
+        "[package]\nname = \"hold\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    );
+    write(&krate.join("src/main.rs"), "fn main() {}\n");
+    write(
+        &krate.join("build.rs"),
+        "fn main() {\n    println!(\"cargo:rerun-if-env-changed=HOLD_BUILD\");\n    if let Some(marker) = std::env::var_os(\"HOLD_BUILD\") {\n        std::fs::write(marker, \"\").unwrap();\n        std::thread::sleep(std::time::Duration::from_secs(600));\n    }\n}\n",
+    );
+    let target = env.path().join("target");
+    let cargo_home = env.path().join("cargo-home");
+    fs::create_dir_all(&cargo_home).unwrap();
+    let marker = env.path().join("building");
+    let cargo = |args: &[&str]| {
+        let mut c = Command::new("cargo");
+        c.args(args)
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_HOME", &cargo_home)
+            .env_remove("RUSTFLAGS")
+            .stdin(Stdio::null());
+        c
+    };
+    // What a blocked cargo says, once it says it.
+    let blocked = |mut c: Command| {
+        let log = env.path().join("cargo.log");
+        let mut waiting = Group::spawn(
+            c.stdout(Stdio::null())
+                .stderr(fs::File::create(&log).unwrap()),
+        );
+        let message = wait_for("cargo to block", || {
+            fs::read_to_string(&log)
+                .ok()
+                .filter(|t| t.contains("Blocking waiting"))
+        });
+        waiting.kill();
+        message
+    };
+    let building = Group::spawn(
+        cargo(&["build", "--offline", "--quiet"])
+            .env("HOLD_BUILD", &marker)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_until("cargo to run the build script", || marker.exists());
+    let message = blocked(cargo(&["build", "--offline"]));
+    let vars = [
+        ("CARGO_TARGET_DIR", target.as_os_str()),
+        ("CARGO_HOME", cargo_home.as_os_str()),
+    ];
+    let a = ask(&env, &message, &krate, &vars);
+    a.live(
+        "cargo",
+        &target.join("debug/.cargo-lock"),
+        building.pid(),
+        "cargo",
+    );
+    drop(building);
+
+    let cache = cargo_home.join(".package-cache");
+    write(&cache, "");
+    let flock = hold_flock(&cache);
+    let message = blocked(cargo(&["generate-lockfile", "--offline"]));
+    assert!(message.contains("package cache"), "{message}");
+    let a = ask(&env, &message, &krate, &vars);
+    a.live("cargo", &cache, flock.pid(), "flock");
+}
+
+// ---------------------------------------------------------------------------------------------
+// apt and dpkg
+
+/// dpkg installing a package whose `preinst` sleeps holds the dpkg locks of a private root:
+/// apt-get's and another dpkg's messages (in English and in German) name that dpkg. Never
+/// the system's dpkg database: everything is under the test's directory.
+#[test]
+fn apt_and_dpkg_could_not_get_lock_names_dpkg() {
+    if !require("dpkg") || !require("apt-get") || !require("dpkg-deb") {
+        return;
+    }
+    if !require_that(
+        rustix::process::geteuid().is_root(),
+        "needs root (dpkg --root installs with the owners it records)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let root = env.path().join("root");
+    let admin = root.join("var/lib/dpkg");
+    for d in [
+        "var/lib/dpkg/updates",
+        "var/lib/dpkg/info",
+        "var/lib/dpkg/triggers",
+        "var/lib/apt/lists/partial",
+        "var/cache/apt/archives/partial",
+        "etc/apt/apt.conf.d",
+        "etc/apt/preferences.d",
+        "etc/apt/sources.list.d",
+        "var/log/apt",
+    ] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    write(&admin.join("status"), "");
+    write(&root.join("etc/apt/sources.list"), "");
+    let pkg = env.path().join("pkg");
+    write(
+        &pkg.join("DEBIAN/control"),
+        "Package: locksmith-test-hold\nVersion: 1.0\nArchitecture: all\nMaintainer: T <t@example.org>\nDescription: holds the dpkg lock\n",
+    );
+    script(&pkg.join("DEBIAN/preinst"), "#!/bin/sh\nexec sleep 600\n");
+    let deb = env.path().join("hold.deb");
+    let out = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&pkg)
+        .arg(&deb)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let mut install = Command::new("dpkg");
+    install
+        .arg(format!("--root={}", root.display()))
+        .args(["--force-script-chrootless", "--force-not-root", "-i"])
+        .arg(&deb)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let dpkg = Group::spawn(&mut install);
+    let frontend = admin.join("lock-frontend");
+    wait_until("dpkg to run the preinst", || {
+        dpkg.members().iter().any(|(_, c)| c == "sleep")
+    });
+    let apt = |german: Option<&Path>| {
+        let mut c = Command::new("apt-get");
+        c.arg(format!("-oDir={}", root.display()))
+            .arg(format!(
+                "-oDir::State::status={}",
+                admin.join("status").display()
+            ))
+            .arg("autoremove")
+            .stdin(Stdio::null());
+        if let Some(l) = german {
+            in_german(&mut c, l);
+        }
+        printed(c)
+    };
+    let message = apt(None);
+    assert!(message.contains("Could not get lock"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("apt", &frontend, dpkg.pid(), "dpkg");
+    if let Some(locales) = german() {
+        let message = apt(Some(&locales));
+        if message.contains("Sperre") {
+            let a = ask(&env, &message, env.path(), &[]);
+            assert_eq!(a.why.language.as_deref(), Some("de"));
+            a.live("apt", &frontend, dpkg.pid(), "dpkg");
+        } else {
+            skip(format!("apt prints no German here: {message}"));
+        }
+    }
+    let mut c = Command::new("dpkg");
+    c.arg(format!("--admindir={}", admin.display()))
+        .args(["--remove", "locksmith-test-hold"])
+        .stdin(Stdio::null());
+    let message = printed(c);
+    assert!(message.contains("locked by another process"), "{message}");
+    let a = ask(
+        &env,
+        &message,
+        env.path(),
+        &[("DPKG_ADMINDIR", admin.as_os_str())],
+    );
+    a.live("dpkg", &frontend, dpkg.pid(), "dpkg");
+}
