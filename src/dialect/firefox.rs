@@ -85,15 +85,20 @@ fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
 /// Files only a Mozilla profile directory holds.
 const PROFILE_FILES: &[&str] = &[".parentlock", "times.json", "prefs.js", "compatibility.ini"];
 
-/// What Firefox (and Thunderbird) says when a profile is locked.
+/// What Firefox (and Thunderbird) says when a profile is locked: the profiles are in
+/// `~/.config/mozilla/firefox` (Firefox 140 and later) or `~/.mozilla/firefox`.
 const MESSAGES: &[Message] = &[
     Message::en(
         "Firefox",
         r"Firefox is already running, but is not responding",
         &[
+            "$XDG_CONFIG_HOME/mozilla/firefox/*/lock",
+            "~/.config/mozilla/firefox/*/lock",
             "~/.mozilla/firefox/*/lock",
-            "~/.mozilla/firefox/*/.parentlock",
             "~/snap/firefox/common/.mozilla/firefox/*/lock",
+            "$XDG_CONFIG_HOME/mozilla/firefox/*/.parentlock",
+            "~/.config/mozilla/firefox/*/.parentlock",
+            "~/.mozilla/firefox/*/.parentlock",
         ],
         "Firefox is already running, but is not responding. To use Firefox, you must first close the existing Firefox process, restart your device, or use a different profile.",
     ),

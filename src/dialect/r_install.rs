@@ -123,17 +123,18 @@ fn named_libraries(cmd: &[String]) -> Vec<PathBuf> {
     out
 }
 
-/// What `R CMD INSTALL` prints when a library's lock directory is there.
+/// What `R CMD INSTALL` prints when a library's lock directory is there (in `‘’` quotes in a
+/// UTF-8 locale, `''` otherwise).
 const MESSAGES: &[Message] = &[
     Message::en(
         "R",
-        r"Try removing '(?P<path>[^'\n]+)'",
+        r"Try removing ['‘](?P<path>[^'’\n]+)['’]",
         &["{path}"],
-        "Try removing '/home/me/R/library/00LOCK-tinypkg'",
+        "Try removing ‘/home/me/R/library/00LOCK-tinypkg’",
     ),
     Message::en(
         "R",
-        r"failed to lock directory '(?P<dir>[^'\n]+)' for modifying",
+        r"failed to lock directory ['‘](?P<dir>[^'’\n]+)['’] for modifying",
         &["{dir}/00LOCK*"],
         "ERROR: failed to lock directory '/home/me/R/library' for modifying",
     ),

@@ -106,11 +106,11 @@ fn is_swap_name(name: &[u8]) -> bool {
 
 /// What vim (and neovim, and nano for its own lock) shows when it finds a swap file: `E325`
 /// and the swap file's name in quotes, whatever the language; the lines after it say which
-/// file it protects and which process wrote it.
+/// file it protects and which process wrote it. (A long name may be wrapped by the terminal.)
 const MESSAGES: &[Message] = &[
     Message::en(
         "vim",
-        r#"(?s)E325:.*?"(?P<path>[^"\n]*\.sw[a-p])""#,
+        r#"(?s)E325:.*?"(?P<path>[^"]*?\.sw[a-p])""#,
         &["{path}", "{file:dir}/{path:name}"],
         r#"E325: ATTENTION
 Found a swap file by the name ".notes.txt.swp""#,

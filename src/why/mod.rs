@@ -66,7 +66,7 @@ pub struct Recognition {
     /// The language of the first message that matched (`en`, `de`).
     pub lang: &'static str,
     /// What the messages captured (`path`, `dir`, `pid`, `host`, ...): the first match of
-    /// each name.
+    /// each name, its line breaks taken out (a terminal wraps a long path).
     pub captures: BTreeMap<&'static str, String>,
     /// The place templates of the messages that matched, in the order declared.
     pub templates: Vec<&'static str>,
@@ -137,9 +137,10 @@ pub fn recognise(text: &str) -> Vec<Recognition> {
             if let Some(m) = caps.name(name)
                 && !m.as_str().trim().is_empty()
             {
+                // A long path wrapped by the terminal is one path.
                 r.captures
                     .entry(name)
-                    .or_insert_with(|| m.as_str().trim().to_string());
+                    .or_insert_with(|| m.as_str().trim().replace(['\n', '\r'], ""));
             }
         }
         for t in c.message.places {
@@ -281,7 +282,7 @@ fn best(found: Vec<Finding>, pid: Option<i64>, host: Option<&str>) -> Option<Fin
 pub fn paths_in(text: &str, ctx: &Context) -> Vec<PathBuf> {
     static WORD: OnceLock<Regex> = OnceLock::new();
     let word = WORD.get_or_init(|| {
-        Regex::new(r#"'([^'\n]+)'|"([^"\n]+)"|«\s?([^»\n]+?)\s?»|»([^«\n]+)«|“([^”\n]+)”|`([^`\n]+)`|((?:~[\w.-]*)?/[^\s'"`«»“”(),;]+)"#)
+        Regex::new(r#"'([^'\n]+)'|"([^"\n]+)"|«\s?([^»\n]+?)\s?»|»([^«\n]+)«|“([^”\n]+)”|‘([^’\n]+)’|`([^`\n]+)`|((?:~[\w.-]*)?/[^\s'"`«»“”‘’(),;]+)"#)
             .expect("the pattern compiles")
     });
     let mut out: Vec<PathBuf> = Vec::new();
@@ -294,7 +295,7 @@ pub fn paths_in(text: &str, ctx: &Context) -> Vec<PathBuf> {
         let Some(path) = expanded.first().and_then(Place::path) else {
             continue;
         };
-        let quoted = caps.get(7).is_none();
+        let quoted = caps.get(8).is_none();
         if (quoted && std::fs::symlink_metadata(&path).is_err()) || out.contains(&path) {
             continue;
         }

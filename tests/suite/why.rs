@@ -99,7 +99,10 @@ impl Answer {
     #[track_caller]
     pub fn stale(&self, program: &str, path: &Path) -> &Lock {
         let l = self.says(program, path, "stale", "reclaim");
-        let command = format!("locksmith --scan --reclaim {}", path.display());
+        let command = format!(
+            "locksmith --scan --reclaim {}",
+            locksmith::why::shell_word(path)
+        );
         assert_eq!(self.why.next.command.as_deref(), Some(command.as_str()));
         assert!(self.text.contains(&command), "{}", self.text);
         l
@@ -909,4 +912,682 @@ fn apt_and_dpkg_could_not_get_lock_names_dpkg() {
         &[("DPKG_ADMINDIR", admin.as_os_str())],
     );
     a.live("dpkg", &frontend, dpkg.pid(), "dpkg");
+}
+
+impl Answer {
+    /// [`Answer::live`] for a holder that is one of `pids` (a program whose main process is
+    /// not the one started).
+    #[track_caller]
+    pub fn live_one_of(&self, program: &str, path: &Path, pids: &[i32], command: &str) -> &Lock {
+        let pid = self.why.next.pid.expect("a process to wait for") as i32;
+        assert!(
+            pids.contains(&pid),
+            "{pid} is not one of {pids:?}:\n{}",
+            self.text
+        );
+        self.live(program, path, pid, command)
+    }
+}
+
+/// A tmux server on its own socket, for programs that need a terminal; killed when dropped.
+struct Tmux {
+    socket: PathBuf,
+}
+
+impl Tmux {
+    fn new(env: &Env) -> Option<Tmux> {
+        require("tmux").then(|| Tmux {
+            socket: env.path().join("tmux.sock"),
+        })
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-S").arg(&self.socket).arg("-f").arg("/dev/null");
+        c.env("TERM", "xterm").stdin(Stdio::null());
+        c
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().unwrap();
+        assert!(out.status.success(), "tmux {args:?}: {}", stderr(&out));
+        stdout(&out)
+    }
+
+    /// Runs `command` in a new session `name` (80x30) in `dir` with `HOME` at `home`.
+    fn start(&self, name: &str, command: &str, dir: &Path, home: &Path) {
+        let ok = self
+            .cmd()
+            .args(["new-session", "-d", "-s", name, "-x", "80", "-y", "30"])
+            .arg(command)
+            .current_dir(dir)
+            .env("HOME", home)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    fn pid(&self, name: &str) -> i32 {
+        self.ok(&["display-message", "-p", "-t", name, "#{pane_pid}"])
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// The screen of session `name` once it shows `what`.
+    fn screen_with(&self, name: &str, what: &str) -> String {
+        wait_for(&format!("{what:?} on the screen"), || {
+            let s = self.ok(&["capture-pane", "-p", "-J", "-t", name]);
+            s.contains(what).then_some(s)
+        })
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// vim and neovim
+
+/// The swap file's E325 screen, as a second editor shows it: with its editor running, the
+/// answer names it; killed with unsaved changes, the next step is to recover them first.
+fn swap_screen(editor: &str, swap_of: impl Fn(&Path) -> Vec<PathBuf>) {
+    if !require(editor) {
+        return;
+    }
+    let env = Env::new();
+    let Some(tmux) = Tmux::new(&env) else { return };
+    let docs = env.path().join("docs");
+    write(&docs.join("notes.txt"), "hello\n");
+    let command = format!("exec {editor} -u NONE -i NONE -N notes.txt");
+    let command = if editor == "nvim" {
+        "exec nvim -u NONE -i NONE notes.txt".to_string()
+    } else {
+        command
+    };
+    tmux.start("first", &command, &docs, env.path());
+    let swap = wait_for("the swap file", || {
+        swap_of(env.path()).into_iter().find(|s| s.exists())
+    });
+    let first = tmux.pid("first");
+    tmux.ok(&[
+        "send-keys",
+        "-t",
+        "first",
+        "i",
+        "words never saved",
+        "Escape",
+        ":preserve",
+        "Enter",
+    ]);
+    wait_for("the text in the swap file", || {
+        (fs::metadata(&swap).unwrap().len() > 4096).then_some(())
+    });
+    let home = [("HOME", env.path().as_os_str())];
+    tmux.start("second", &command, &docs, env.path());
+    let screen = tmux.screen_with("second", "E325");
+    let a = ask(&env, &screen, &docs, &home);
+    a.live("vim", &swap, first, editor);
+    tmux.ok(&["kill-session", "-t", "second"]);
+
+    kill9(first);
+    wait_until("the editor to die", || !alive(first));
+    tmux.start("third", &command, &docs, env.path());
+    let screen = tmux.screen_with("third", "E325");
+    let a = ask(&env, &screen, &docs, &home);
+    a.says("vim", &swap, "stale", "recover");
+    assert_eq!(a.lock(&swap).unsaved_changes, Some(true));
+    assert!(a.text.contains(" -r "), "{}", a.text);
+    assert!(
+        a.why
+            .next
+            .command
+            .as_deref()
+            .is_some_and(|c| c.contains("--include-unsaved")),
+        "{:?}",
+        a.why.next
+    );
+}
+
+#[test]
+fn vim_swap_file_screen_names_the_editor_then_recovery() {
+    swap_screen("vim", |home| vec![home.join("docs/.notes.txt.swp")]);
+}
+
+#[test]
+fn neovim_swap_file_screen_names_the_editor_then_recovery() {
+    // (Neovim 0.8 and later keep swap files in its state directory, before in its data one.)
+    swap_screen("nvim", |home| {
+        let name = format!("{}.swp", home.join("docs/notes.txt").display()).replace('/', "%");
+        [".local/state/nvim/swap", ".local/share/nvim/swap"]
+            .map(|d| home.join(d).join(&name))
+            .to_vec()
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browsers
+
+/// Chromium refuses a profile locked by a process of another computer: foreign, with that
+/// host and PID.
+#[test]
+fn chromium_profile_in_use_on_another_computer_is_foreign() {
+    if !require("chromium") {
+        return;
+    }
+    let env = Env::new();
+    let config = env.path().join("config");
+    let profile = config.join("chromium");
+    fs::create_dir_all(&profile).unwrap();
+    let lock = profile.join("SingletonLock");
+    std::os::unix::fs::symlink("build-7-4242", &lock).unwrap();
+    // (Headless, it uses a temporary profile unless told: this is the default one.)
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--dump-dom",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg("about:blank")
+    .env("HOME", env.path())
+    .env("XDG_CONFIG_HOME", &config)
+    .env("TMPDIR", env.path())
+    .stdin(Stdio::null());
+    let message = printed(c);
+    assert!(
+        message.contains("The profile appears to be in use"),
+        "{message}"
+    );
+    let a = ask(
+        &env,
+        &message,
+        env.path(),
+        &[("XDG_CONFIG_HOME", config.as_os_str())],
+    );
+    a.says("Chromium", &lock, "foreign", "decide");
+    assert_eq!(
+        (a.why.pid, a.why.host.as_deref()),
+        (Some(4242), Some("build-7"))
+    );
+    assert!(a.text.contains("ssh build-7 ps -p 4242"), "{}", a.text);
+}
+
+/// A running Firefox holds its default profile: a second one "is already running, but is
+/// not responding", and the answer finds the profile's lock and names the first.
+#[test]
+fn firefox_already_running_names_it() {
+    let Some(program) = ["firefox-esr", "firefox"]
+        .into_iter()
+        .find(|p| which(p).is_some())
+    else {
+        return skip("`firefox-esr` is not installed (.ci/run installs it)");
+    };
+    let env = Env::new();
+    let home = env.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    let firefox = || {
+        let mut c = Command::new(program);
+        c.args(["--headless", "about:blank"])
+            .env("HOME", &home)
+            .env("TMPDIR", env.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("MOZ_NO_REMOTE")
+            .stdin(Stdio::null());
+        c
+    };
+    let browser = Group::spawn(firefox().stdout(Stdio::null()).stderr(Stdio::null()));
+    let lock = wait_within(90, "the profile lock", || {
+        // (Firefox 140 and later keep new profiles in ~/.config/mozilla/firefox.)
+        let profiles = fs::read_dir(home.join(".config/mozilla/firefox"))
+            .or_else(|_| fs::read_dir(home.join(".mozilla/firefox")))
+            .ok()?;
+        profiles.flatten().map(|e| e.path().join("lock")).find(|l| {
+            fs::symlink_metadata(l).is_ok()
+                && fs::metadata(l.with_file_name(".parentlock"))
+                    .is_ok_and(|m| snapshot().kernel_locked(locksmith::probe::FileKey::of(&m)))
+        })
+    });
+    let mut second = firefox();
+    second.arg("--no-remote");
+    let message = printed(second);
+    assert!(message.contains("already running"), "{message}");
+    let a = ask(&env, &message, env.path(), &[("HOME", home.as_os_str())]);
+    let pids: Vec<i32> = browser.members().iter().map(|(p, _)| *p).collect();
+    a.live_one_of("Firefox", &lock, &pids, "firefox");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A Rack server
+
+/// A Ruby server that checks its pid file as Rack does (`check_pid!`: a signal 0 to the
+/// PID it names) and says so with Rack's message.
+const RACK_SERVER: &str = r##"
+pid_file = "tmp/pids/server.pid"
+if File.exist?(pid_file)
+  pid = File.read(pid_file).to_i
+  begin
+    raise Errno::ESRCH if pid == 0
+    Process.kill(0, pid)
+    $stderr.puts "A server is already running. Check #{pid_file}."
+    exit 1
+  rescue Errno::ESRCH
+    File.delete(pid_file)
+  rescue Errno::EPERM
+    $stderr.puts "A server is already running. Check #{pid_file}."
+    exit 1
+  end
+end
+Dir.mkdir("tmp") rescue nil
+Dir.mkdir("tmp/pids") rescue nil
+File.write(pid_file, "#{Process.pid}\n")
+$stdout.puts "listening"
+$stdout.flush
+sleep
+"##;
+
+/// A running server: the next one's message names it. Its pid file naming this machine's
+/// PID 1 (as one written in a container names the container's first process): Rack sees a
+/// live process and refuses; the answer proves the lock stale.
+#[test]
+fn rack_server_already_running_names_it_or_proves_it_stale() {
+    if !require("ruby") {
+        return;
+    }
+    let env = Env::new();
+    let app = env.path().join("app");
+    let script = write(&app.join("server.rb"), RACK_SERVER);
+    let server = || {
+        let mut c = Command::new("ruby");
+        c.arg(&script).current_dir(&app).stdin(Stdio::null());
+        c
+    };
+    let pidfile = app.join("tmp/pids/server.pid");
+    let mut first = Group::spawn(server().stdout(Stdio::null()).stderr(Stdio::null()));
+    wait_until("the server's pid file", || {
+        fs::read_to_string(&pidfile).is_ok_and(|t| t.trim() == first.pid().to_string())
+    });
+    let message = printed(server());
+    assert!(message.contains("A server is already running"), "{message}");
+    let a = ask(&env, &message, &app, &[]);
+    a.live("Rack", &pidfile, first.pid(), "ruby");
+    first.kill();
+
+    write(&pidfile, "1\n");
+    let message = printed(server());
+    assert!(message.contains("A server is already running"), "{message}");
+    let a = ask(&env, &message, &app, &[]);
+    a.stale("Rack", &pidfile);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Version control: Mercurial, Breezy, CVS
+
+/// hg gives up on a lock held by a live hg (the answer names it), or by a process of another
+/// host (foreign).
+#[test]
+fn mercurial_timed_out_waiting_for_lock() {
+    if !require("hg") {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.path().join("repo");
+    let hg = |args: &[&str]| {
+        let mut c = Command::new("hg");
+        c.args(args)
+            .current_dir(&repo)
+            .env("HGRCPATH", "")
+            .env("HGUSER", "Test <test@example.org>")
+            .stdin(Stdio::null());
+        c
+    };
+    fs::create_dir_all(&repo).unwrap();
+    let out = hg(&["init"]).output().unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    write(&repo.join("a.txt"), "one\n");
+    let commit = || printed(hg(&["--config", "ui.timeout=1", "commit", "-A", "-m", "x"]));
+    let holder = Group::spawn(
+        hg(&["debuglocks", "--set-wlock"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let wlock = repo.join(".hg/wlock");
+    wait_until("hg's lock", || fs::symlink_metadata(&wlock).is_ok());
+    let message = commit();
+    assert!(message.contains("timed out waiting for lock"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("Mercurial", &wlock, holder.pid(), "hg");
+    drop(holder);
+
+    let _ = fs::remove_file(&wlock);
+    std::os::unix::fs::symlink("build-7:4242", &wlock).unwrap();
+    let message = commit();
+    let a = ask(&env, &message, env.path(), &[]);
+    a.says("Mercurial", &wlock, "foreign", "decide");
+    assert_eq!(a.why.host.as_deref(), Some("build-7"));
+}
+
+/// `brz commit` waiting in its editor holds its branch's lock: another commit's message names
+/// it.
+#[test]
+fn breezy_unable_to_obtain_lock_names_the_commit() {
+    if !require("brz") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    let branch = env.path().join("branch");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&branch).unwrap();
+    let brz = |args: &[&str]| {
+        let mut c = Command::new("brz");
+        c.args(args)
+            .current_dir(&branch)
+            .env("HOME", &home)
+            .env("BRZ_EMAIL", "Test <test@example.com>")
+            .stdin(Stdio::null());
+        c
+    };
+    for args in [
+        &["init", "-q", "."][..],
+        &["add", "-q", "a.txt"],
+        &["commit", "-q", "-m", "first"],
+    ] {
+        if args[0] == "add" {
+            write(&branch.join("a.txt"), "one\n");
+        }
+        let out = brz(args).output().unwrap();
+        assert!(out.status.success(), "{}", both(&out));
+    }
+    write(&branch.join("a.txt"), "two\n");
+    let editor = script(&env.path().join("editor.sh"), "#!/bin/sh\nexec sleep 600\n");
+    let commit = Group::spawn(
+        brz(&["commit"])
+            .env("BRZ_EDITOR", &editor)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let held = branch.join(".bzr/branch/lock/held");
+    wait_until("brz to take its locks", || held.join("info").exists());
+    // The working tree's state, which the commit holds with a kernel lock, is refused first.
+    let mut again = brz(&["commit", "-m", "again"]);
+    again.env("BRZ_EDITOR", &editor);
+    let message = printed(again);
+    assert!(message.contains("Could not acquire lock"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live(
+        "Breezy",
+        &branch.join(".bzr/checkout/dirstate"),
+        commit.pid(),
+        "brz",
+    );
+}
+
+/// A `cvs commit` killed while its commitinfo check ran leaves its lock in the repository:
+/// the next commit waits for it ("waiting for USER's lock in DIR"), and the answer proves it
+/// stale.
+#[test]
+fn cvs_waiting_for_a_dead_commits_lock() {
+    if !require("cvs") {
+        return;
+    }
+    let env = Env::new();
+    let root = env.path().join("cvsroot");
+    let work = env.path().join("work");
+    let marker = env.path().join("hook-ran");
+    fs::create_dir_all(&work).unwrap();
+    let cvs = |args: &[&str], dir: &Path| {
+        let mut c = Command::new("cvs");
+        c.arg("-d")
+            .arg(&root)
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", env.path())
+            .stdin(Stdio::null());
+        c
+    };
+    let ok = |mut c: Command| {
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", both(&out));
+    };
+    ok(cvs(&["-Q", "init"], env.path()));
+    let import = env.path().join("import");
+    write(&import.join("a.txt"), "one\n");
+    ok(cvs(
+        &["-Q", "import", "-m", "i", "mod", "vendor", "start"],
+        &import,
+    ));
+    ok(cvs(&["-Q", "co", "CVSROOT"], &work));
+    let hook = script(
+        &env.path().join("hook.sh"),
+        &format!("#!/bin/sh\ntouch {}\nexec sleep 600\n", marker.display()),
+    );
+    let commitinfo = work.join("CVSROOT/commitinfo");
+    let mut text = fs::read_to_string(&commitinfo).unwrap();
+    text.push_str(&format!("ALL {}\n", hook.display()));
+    fs::write(&commitinfo, text).unwrap();
+    ok(cvs(&["-Q", "commit", "-m", "hook"], &work.join("CVSROOT")));
+    ok(cvs(&["-Q", "co", "mod"], &work));
+    let module = work.join("mod");
+    write(&module.join("a.txt"), "two\n");
+    let mut commit = Group::spawn(
+        cvs(&["-Q", "commit", "-m", "two"], &module)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_until("cvs to run its commitinfo check", || marker.exists());
+    let lock = wait_for("cvs's lock", || {
+        fs::read_dir(root.join("mod"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("#cvs.")
+            })
+    });
+    commit.kill();
+    script(&hook, "#!/bin/sh\nexit 0\n");
+    let log = env.path().join("waiting.log");
+    let mut waiting = Group::spawn(
+        cvs(&["commit", "-m", "two"], &module)
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap()),
+    );
+    let message = wait_for("cvs to wait for the lock", || {
+        fs::read_to_string(&log)
+            .ok()
+            .filter(|t| t.contains("waiting for"))
+    });
+    waiting.kill();
+    let a = ask(&env, &message, env.path(), &[]);
+    a.stale("CVS", &lock);
+}
+
+// ---------------------------------------------------------------------------------------------
+// R, borg
+
+/// `R CMD INSTALL` killed in its configure script leaves `00LOCK-PKG`: the next install
+/// fails "Try removing ...", and the answer proves the lock stale.
+#[test]
+fn r_install_try_removing_the_lock_directory() {
+    if !require("R") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.path();
+    let lib = dir.join("lib");
+    let pkg = dir.join("tinypkg");
+    fs::create_dir_all(&lib).unwrap();
+    write(
+        &pkg.join("DESCRIPTION"),
+        "Package: tinypkg\nVersion: 1.0\nTitle: Tiny\nDescription: Tiny.\nLicense: MIT\nAuthor: A\nMaintainer: A <a@example.org>\n",
+    );
+    write(&pkg.join("NAMESPACE"), "export(f)\n");
+    write(&pkg.join("R/f.R"), "f <- function() 1\n");
+    let configure = script(&pkg.join("configure"), "#!/bin/sh\nsleep 600\n");
+    let install = || {
+        let mut c = Command::new("R");
+        c.args(["CMD", "INSTALL", "-l", "lib", "tinypkg"])
+            .current_dir(dir)
+            .stdin(Stdio::null());
+        c
+    };
+    let mut r = Group::spawn(install().stdout(Stdio::null()).stderr(Stdio::null()));
+    wait_for("R to run configure", || {
+        r.members().iter().any(|(_, c)| c == "sleep").then_some(())
+    });
+    r.kill();
+    let lock = lib.join("00LOCK-tinypkg");
+    assert!(lock.exists());
+    script(&configure, "#!/bin/sh\nexit 0\n");
+    // Asked a little later (R's lock is not proven stale younger than its shortest hold).
+    age(&lock, 10);
+    let message = printed(install());
+    assert!(message.contains("Try removing"), "{message}");
+    let a = ask(&env, &message, dir, &[]);
+    a.stale("R", &lock);
+}
+
+/// borg holding a repository's lock: another borg times out, and the answer names it.
+#[test]
+fn borg_failed_to_acquire_the_lock_names_the_holder() {
+    if !require("borg") {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.path().join("repo");
+    let borg = |args: &[&str]| {
+        let mut c = Command::new("borg");
+        c.args(args)
+            .env("BORG_BASE_DIR", env.path().join("base"))
+            .env("BORG_RELOCATED_REPO_ACCESS_IS_OK", "yes")
+            .env("BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK", "yes")
+            .stdin(Stdio::null());
+        c
+    };
+    let out = borg(&["init", "-e", "none", repo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let holder = Group::spawn(
+        borg(&["with-lock", repo.to_str().unwrap(), "sleep", "600"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let exclusive = repo.join("lock.exclusive");
+    wait_for("borg to take the lock", || {
+        (fs::read_dir(&exclusive).ok()?.count() > 0).then_some(())
+    });
+    let message = printed(borg(&["list", "--lock-wait", "1", repo.to_str().unwrap()]));
+    assert!(
+        message.contains("Failed to create/acquire the lock"),
+        "{message}"
+    );
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("borg", &exclusive, holder.pid(), "borg");
+}
+
+// ---------------------------------------------------------------------------------------------
+// rbenv, xauth
+
+/// A killed `rbenv rehash` leaves its lock: the next rehash "cannot rehash", and the answer
+/// proves it stale.
+#[test]
+fn rbenv_cannot_rehash_proves_the_lock_stale() {
+    if !require("rbenv") {
+        return;
+    }
+    let _no_other_rehash = quiet::absent(quiet::Fact::Rehash);
+    if !quiet::none_running(quiet::Fact::Rehash) {
+        return;
+    }
+    let env = Env::new();
+    let root = env.path().join("rbenv");
+    fs::create_dir_all(root.join("versions")).unwrap();
+    let marker = env.path().join("rehashing");
+    let hooks = env.path().join("hooks");
+    write(
+        &hooks.join("rehash/hold.bash"),
+        format!("touch {}\nsleep 600\n", marker.display()),
+    );
+    let rbenv = || {
+        let mut c = Command::new("rbenv");
+        c.arg("rehash")
+            .env("RBENV_ROOT", &root)
+            .env("HOME", env.path())
+            .env_remove("RBENV_HOOK_PATH")
+            .stdin(Stdio::null());
+        c
+    };
+    let mut rehash = Group::spawn(
+        rbenv()
+            .env("RBENV_HOOK_PATH", &hooks)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_until("rbenv to run its rehash hook", || marker.exists());
+    rehash.kill();
+    let shim = root.join("shims/.rbenv-shim");
+    age(&shim, 10);
+    let message = printed(rbenv());
+    assert!(message.contains("cannot rehash"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.stale("rbenv", &shim);
+}
+
+/// A killed xauth leaves its authority file's lock pair: the next xauth times out, and the
+/// answer proves the pair stale.
+#[test]
+fn xauth_timeout_in_locking_proves_the_pair_stale() {
+    if !require("xauth") {
+        return;
+    }
+    let _no_other_tool = quiet::absent(quiet::Fact::AuthorityTool);
+    if !quiet::none_running(quiet::Fact::AuthorityTool) {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    let file = home.join(".Xauthority");
+    let xauth = |args: &[&str]| {
+        let mut c = Command::new("xauth");
+        c.arg("-f")
+            .arg(&file)
+            .args(args)
+            .env("HOME", &home)
+            .stdin(Stdio::null());
+        c
+    };
+    let out = xauth(&["add", ":5", ".", "0123456789abcdef0123456789abcdef"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", both(&out));
+    let mut held = Group::spawn(
+        xauth(&[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let c = home.join(".Xauthority-c");
+    wait_until("xauth to take the lock pair", || {
+        home.join(".Xauthority-l").exists()
+    });
+    held.kill();
+    age(&c, 10);
+    let message = printed(xauth(&["list"]));
+    assert!(
+        message.contains("timeout in locking authority file"),
+        "{message}"
+    );
+    let a = ask(&env, &message, env.path(), &[]);
+    a.stale("xauth", &c);
 }
