@@ -1,5 +1,5 @@
 //! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
-//! dialog and the dialog that stops a lock's holders. A pop-up is a [`Popup`]: it brings its
+//! dialog, the dialog that stops a lock's holders and the prompt that takes an error message. A pop-up is a [`Popup`]: it brings its
 //! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
 //! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
 //! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
@@ -12,6 +12,7 @@ pub mod help;
 pub mod reclaim;
 pub mod restore;
 pub mod signal;
+pub mod why;
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -33,7 +34,13 @@ use super::text::{self, scroll_hint};
 use super::theme::Theme;
 
 /// Every pop-up's bindings, in the order the help lists them.
-pub static ALL: &[&Keys] = &[&reclaim::KEYS, &restore::KEYS, &signal::KEYS, &help::KEYS];
+pub static ALL: &[&Keys] = &[
+    &reclaim::KEYS,
+    &restore::KEYS,
+    &signal::KEYS,
+    &why::KEYS,
+    &help::KEYS,
+];
 
 /// What pop-ups are drawn with.
 pub struct Env<'a> {
@@ -85,6 +92,8 @@ pub enum Outcome {
     Refused(String),
     /// The user said yes.
     Confirmed(ConfirmedAction),
+    /// Closed with an error message: select the lock it is about.
+    Find(String),
 }
 
 /// A pop-up.
@@ -99,6 +108,8 @@ pub trait Popup: std::fmt::Debug {
     /// What a key of [`Popup::keys`] does (scrolling is handled for every pop-up, before).
     fn act(&mut self, action: Action) -> Outcome;
     fn as_any(&self) -> &dyn Any;
+    /// Text typed or pasted into it (a pop-up whose keys list [`Action::TextInput`]).
+    fn type_text(&mut self, _text: &str) {}
     /// Its Yes/No question, if it asks one.
     fn dialog(&self) -> Option<&ConfirmDialog> {
         None
