@@ -203,7 +203,7 @@ pub fn answer(text: &str, ctx: &Context, snap: &Snapshot, config: &scan::Config)
     // Not a message we know: the paths it names, if one of them is a lock.
     let mut found = Vec::new();
     for path in paths_in(text, ctx) {
-        looked.push(crate::text::display_path(&path));
+        looked.push(path.to_string_lossy().into_owned());
         judge(&path, snap, config, &mut found, &mut errors);
     }
     Answer {
@@ -358,8 +358,8 @@ pub fn next_step(a: &Answer, snap: &Snapshot) -> Step {
             step(
                 "wait",
                 format!(
-                    "{who} holds it: wait for it to finish, or stop it if it hangs{kill}. Removing the lock while it runs would let {} in beside it",
-                    program.unwrap_or("another process")
+                    "{who} holds it and runs: wait for it to finish, or stop it{kill} before you run {} again. Removing the lock instead would let a second one in beside it",
+                    program.unwrap_or("the program")
                 ),
                 None,
                 pid,

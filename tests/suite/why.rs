@@ -1591,3 +1591,66 @@ fn xauth_timeout_in_locking_proves_the_pair_stale() {
     let a = ask(&env, &message, env.path(), &[]);
     a.stale("xauth", &c);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The terminal UI
+
+/// In a real terminal: git's message, pasted (bracketed paste, as a terminal sends it) into
+/// the why prompt of the UI, selects the lock it is about among others, and `d` reclaims it.
+#[test]
+fn a_pasted_git_message_selects_its_lock_in_the_ui_and_d_reclaims_it() {
+    if !require("git") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    let tree = env.path().join("tree");
+    let (a, b) = (tree.join("a"), tree.join("b"));
+    for r in [&a, &b] {
+        git_repo_with_a_commit(r, &home);
+        write(&r.join(".git/index.lock"), "");
+        age(&r.join(".git/index.lock"), 60);
+    }
+    let lock = b.join(".git/index.lock");
+    let mut c = git(&b, &home);
+    c.args(["add", "a.txt"]);
+    let message = printed(c);
+    assert!(message.contains("Unable to create"), "{message}");
+
+    let mut ui = crate::util::ui::Ui::start(&env, &[&tree], &[]);
+    let row = |s: &str, p: &Path| {
+        s.lines()
+            .find(|l| l.contains(&*p.display().to_string()))
+            .map(String::from)
+    };
+    ui.wait_for("both locks listed, the first selected", |s| {
+        row(s, &a.join(".git/index.lock")).is_some_and(|l| l.starts_with('▶'))
+            && row(s, &lock).is_some_and(|l| l.contains("✗ stale"))
+    });
+    ui.send("w");
+    ui.wait_for("the why prompt", |s| s.contains("Why: which lock"));
+    ui.send(&format!(
+        "\x1b[200~{}\x1b[201~",
+        message.replace('\n', "\r")
+    ));
+    ui.wait_for("the message in the prompt", |s| {
+        s.contains("> fatal: Unable to create")
+    });
+    ui.send("\r");
+    ui.wait_for("its lock selected", |s| {
+        row(s, &lock).is_some_and(|l| l.starts_with('▶')) && s.contains("git's lock:")
+    });
+    ui.send("d");
+    ui.wait_for("the reclaim dialog", |s| {
+        s.contains("Yes") && s.contains("No")
+    });
+    ui.send("y");
+    wait_until("the lock to be removed", || !lock.exists());
+    assert!(
+        a.join(".git/index.lock").exists(),
+        "only the lock the message is about"
+    );
+    ui.send("q");
+    ui.wait_exit();
+}
