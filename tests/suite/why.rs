@@ -1654,3 +1654,93 @@ fn a_pasted_git_message_selects_its_lock_in_the_ui_and_d_reclaims_it() {
     ui.send("q");
     ui.wait_exit();
 }
+
+// ---------------------------------------------------------------------------------------------
+// pacman
+
+/// A pacman killed in a transaction leaves `db.lck` (empty, mode 0000): every later pacman
+/// fails "unable to lock database ... you can remove .../db.lck", and with no package manager
+/// running the answer proves it stale. Against a private root and database, never the
+/// system's.
+#[test]
+fn pacman_unable_to_lock_database_proves_it_stale() {
+    if !require("pacman") {
+        return;
+    }
+    let env = Env::new();
+    let root = env.path().join("root");
+    let db = root.join("var/lib/pacman");
+    for d in ["local", "sync"] {
+        fs::create_dir_all(db.join(d)).unwrap();
+    }
+    fs::create_dir_all(root.join("var/cache/pacman/pkg")).unwrap();
+    let conf = write(
+        &env.path().join("pacman.conf"),
+        "[options]\nArchitecture = auto\nSigLevel = Never\n",
+    );
+    let lock = write(&db.join("db.lck"), "");
+    fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
+    age(&lock, 60);
+    let message = {
+        // pacman itself is a package manager: the tests that need none wait meanwhile.
+        let _pacman = quiet::making(quiet::Fact::PackageManager);
+        let mut c = Command::new("pacman");
+        c.arg("--config")
+            .arg(&conf)
+            .arg("--root")
+            .arg(&root)
+            .arg("--dbpath")
+            .arg(&db)
+            .args(["-R", "locksmith-test-nothing"])
+            .stdin(Stdio::null());
+        printed(c)
+    };
+    assert!(message.contains("unable to lock database"), "{message}");
+    let _no_package_manager = quiet::absent(quiet::Fact::PackageManager);
+    if !quiet::none_running(quiet::Fact::PackageManager) {
+        return;
+    }
+    let a = ask(&env, &message, env.path(), &[]);
+    a.stale("pacman", &lock);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A Wayland compositor
+
+/// A second Weston on the socket name of a running one: libwayland "unable to lock lockfile",
+/// and the answer names the first.
+#[test]
+fn weston_unable_to_lock_lockfile_names_the_compositor() {
+    if !require("weston") {
+        return;
+    }
+    let env = Env::new();
+    let runtime = env.path().join("run");
+    fs::create_dir_all(&runtime).unwrap();
+    fs::set_permissions(&runtime, fs::Permissions::from_mode(0o700)).unwrap();
+    let weston = || {
+        let mut c = Command::new("weston");
+        c.args([
+            "--backend=headless-backend.so",
+            "--socket=wayland-locksmith",
+            "--idle-time=0",
+        ])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null());
+        c
+    };
+    let first = Group::spawn(weston().stdout(Stdio::null()).stderr(Stdio::null()));
+    let lock = runtime.join("wayland-locksmith.lock");
+    wait_until("Weston to lock its socket", || {
+        fs::metadata(&lock)
+            .is_ok_and(|m| snapshot().kernel_locked(locksmith::probe::FileKey::of(&m)))
+    });
+    let mut second = weston();
+    second.arg("--idle-time=1");
+    let message = printed(second);
+    assert!(message.contains("unable to lock lockfile"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("Wayland compositor", &lock, first.pid(), "weston");
+}
