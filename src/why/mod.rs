@@ -406,44 +406,42 @@ pub fn next_step(a: &Answer, snap: &Snapshot) -> Step {
     }
 }
 
-/// The next step when no lock was found.
+/// The next step when no lock was found: run the program again when its message named the
+/// lock itself (it is gone), else list the locks.
 fn not_found(a: &Answer) -> Step {
-    let text = match &a.recognised {
-        Some(r) => {
-            let named = r
-                .captures
-                .get("path")
-                .filter(|_| a.looked.len() == 1)
-                .map(|_| a.looked[0].clone());
-            match named {
-                Some(p) => format!(
-                    "this is {}'s message, and the lock it names, {p}, is not there (any more): run {} again",
-                    r.program, r.program
-                ),
-                None => format!(
-                    "this is {}'s message, but no lock was found where it keeps it ({}): it may be gone (run {} again), or elsewhere: list the locks there",
-                    r.program,
-                    if a.looked.is_empty() {
-                        "the message does not say where".to_string()
-                    } else {
-                        a.looked.join(", ")
-                    },
-                    r.program
-                ),
-            }
-        }
-        None => "locksmith does not know this message, and it names no lock file: list the locks of the directory where the program ran".to_string(),
-    };
-    let retry = a.recognised.is_some()
-        && a.looked.len() == 1
-        && a.recognised
-            .as_ref()
-            .is_some_and(|r| r.captures.contains_key("path"));
-    Step {
-        action: if retry { "retry" } else { "scan" },
+    let scan = |text: String| Step {
+        action: "scan",
         text,
-        command: (!retry).then(|| "locksmith --scan .".to_string()),
+        command: Some("locksmith --scan .".to_string()),
         pid: None,
+    };
+    let Some(r) = &a.recognised else {
+        return scan(
+            "locksmith does not know this message, and it names no lock file: list the locks of \
+             the directory where the program ran"
+                .to_string(),
+        );
+    };
+    let program = r.program;
+    match (r.captures.get("path"), a.looked.first()) {
+        (Some(_), Some(named)) => Step {
+            action: "retry",
+            text: format!(
+                "this is {program}'s message, and the lock it names ({named}) is not there any \
+                 more: run {program} again"
+            ),
+            command: None,
+            pid: None,
+        },
+        _ => scan(format!(
+            "this is {program}'s message, but no lock was found where {program} keeps it ({}): it \
+             may be gone (run {program} again), or elsewhere: list the locks there",
+            if a.looked.is_empty() {
+                "the message does not say where".to_string()
+            } else {
+                a.looked.join(", ")
+            }
+        )),
     }
 }
 
