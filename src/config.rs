@@ -26,6 +26,36 @@ use crate::scan::{self, ExtraPatterns};
 
 use crate::trust;
 
+/// The part of a configuration that judging depends on: the stale windows, the declared
+/// dialects and the extra patterns. A recording keeps it ([`crate::probe::Evidence::settings`]),
+/// so that its locks are judged again as they were.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
+pub struct JudgingSettings {
+    pub windows: Windows,
+    pub declared: Vec<Declared>,
+    pub extra_patterns: Vec<ExtraPatterns>,
+}
+
+impl RawConfig {
+    /// What of this configuration judging depends on.
+    pub fn judging(&self) -> JudgingSettings {
+        JudgingSettings {
+            windows: self.windows.clone(),
+            declared: self.declared.clone(),
+            extra_patterns: self.extra_patterns.clone(),
+        }
+    }
+
+    /// The embedded configuration with these judging settings.
+    pub fn judging_with(s: JudgingSettings) -> RawConfig {
+        let mut raw = RawConfig::embedded();
+        raw.windows = s.windows;
+        raw.declared = s.declared;
+        raw.extra_patterns = s.extra_patterns;
+        raw
+    }
+}
+
 /// The default configuration, embedded in the binary.
 pub const EMBEDDED: &str = include_str!("../assets/config.json");
 

@@ -78,6 +78,29 @@ pub enum Command {
     /// restore is journaled.
     #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
     Restore(RestoreArgs),
+    /// Judge again the locks of a recording (`--scan --record FILE`), from the recording alone.
+    ///
+    /// Nothing of this machine is read: every fact the verdicts use comes from FILE, so the
+    /// verdicts of another machine (attached to a bug report, say) can be read and checked
+    /// here. The report is the one `--scan` prints.
+    #[command(after_long_help = REPLAY_EXAMPLES)]
+    Replay(ReplayArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReplayArgs {
+    /// The recording (`locksmith --scan --record FILE`).
+    #[arg(value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub file: PathBuf,
+
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Compare each verdict with the one the recording was made with: list those that
+    /// differ, and exit 1 if any does (0 if none).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -184,6 +207,22 @@ pub struct ScanArgs {
     /// or retrying a GnuPG dotlock), with their holders and verdicts.
     #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
     pub pid: Option<i32>,
+
+    /// With --scan: also write everything the verdicts used to FILE (JSON, atomically), so that
+    /// `locksmith replay FILE` judges them again, on any machine.
+    ///
+    /// A recording holds the facts the rules asked for (the host, the processes and files
+    /// asked about, kernel locks, namespaces) and what was read of each lock; no environment
+    /// but the variables a rule asked for by name.
+    #[arg(long, requires = "scan", value_name = "FILE", value_hint = ValueHint::FilePath,
+          conflicts_with = "pid")]
+    pub record: Option<PathBuf>,
+
+    /// With --record: replace host names, user names and the names in paths by stand-ins of
+    /// the same length (the same name always by the same stand-in), before the recording is
+    /// shared.
+    #[arg(long, requires = "record")]
+    pub mask: bool,
 
     /// With --scan: remove every lock that is stale at the moment of removal.
     #[arg(long, requires = "scan")]
@@ -365,6 +404,7 @@ fn main() {
         Some(Command::Completions { shell }) => cli::completions::run(shell),
         Some(Command::Journal(args)) => cli::journal::run(args),
         Some(Command::Restore(args)) => cli::restore::run(args),
+        Some(Command::Replay(args)) => cli::replay::run(args),
         None if cli.scan.scan => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };
@@ -526,6 +566,19 @@ Exit status:
   1   nothing to restore, or a lock was refused (something stands at its
       path, no copy was kept, already restored, a symlink on the way) or
       failed; that lock was not changed";
+
+const REPLAY_EXAMPLES: &str = "\
+Examples:
+  Record what a scan saw, with names masked, to attach to a bug report:
+    locksmith --scan --record evidence.json --mask /srv/app
+  Judge it again here, and say whether any verdict comes out otherwise:
+    locksmith replay evidence.json
+    locksmith replay --check evidence.json
+
+Exit status:
+  0   no stale lock (with --check: every verdict as recorded)
+  1   stale locks (with --check: some verdict differs)
+  2   the recording cannot be read";
 
 const COMPLETIONS_EXAMPLES: &str = "\
 Examples:

@@ -121,6 +121,10 @@ pub fn open_trusted(path: &Path) -> std::io::Result<Result<File, Untrusted>> {
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
         .open(&real)?;
     let meta = file.metadata()?;
+    if !meta.is_file() {
+        // No configuration at all (a FIFO, a device): the caller refuses it for what it is.
+        return Ok(Ok(file));
+    }
     if !trusted_owner(meta.uid(), me) {
         return Ok(Err(Untrusted {
             at: path.to_path_buf(),

@@ -7,9 +7,15 @@
 //! shell does); **2** for every other error (bad argument, missing directory, permission
 //! denied, a path that is a directory, ...).
 //!
-//! Like `flock(1)`, COMMAND inherits the locked descriptor, so the lock stays held while
-//! COMMAND runs even if this process is killed; it becomes stale, and is reclaimed by the next
-//! acquirer, only once every process holding that descriptor is gone.
+//! Like `flock(1)`, COMMAND inherits a descriptor that keeps the lock held, so the lock stays
+//! held while COMMAND runs even if this process is killed; it becomes stale, and is reclaimed
+//! by the next acquirer, only once every process holding it is gone. Unlike `flock(1)`'s, that
+//! descriptor is read-only wherever the lock is a kernel lock
+//! ([`locksmith_engine::LockGuard::for_child`]): COMMAND, and whatever it runs after giving up
+//! its privileges, can read the owner record but never rewrite it (a record rewritten by a
+//! job would leave, after a crash, a lock nobody can judge). Only on a network file system,
+//! where no kernel lock exists, does it get the writable descriptor that keeps the lock live
+//! there.
 //!
 //! Unlike `flock(1)`, this process forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and
 //! SIGUSR2 to COMMAND and keeps waiting for it, so a supervisor that signals only the process
@@ -70,8 +76,9 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
         Failure::new(code, e.to_string())
     })?;
 
-    // COMMAND inherits the locked descriptor: clear its close-on-exec flag.
-    rustix::io::fcntl_setfd(guard.as_fd(), rustix::io::FdFlags::empty()).map_err(|e| {
+    // COMMAND inherits a descriptor that keeps the lock held (read-only where the lock is a
+    // kernel lock): its close-on-exec flag cleared. Ours stays ours.
+    let cannot_pass = |e: &dyn std::fmt::Display| {
         Failure::new(
             EXIT_ERROR,
             format!(
@@ -79,7 +86,10 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
                 guard.path().display()
             ),
         )
-    })?;
+    };
+    let for_child = guard.for_child().map_err(|e| cannot_pass(&e))?;
+    rustix::io::fcntl_setfd(for_child.as_fd(), rustix::io::FdFlags::empty())
+        .map_err(|e| cannot_pass(&e))?;
 
     // Handlers first: a signal that arrives while COMMAND starts is forwarded once it runs.
     let forwarder = forward::Forwarder::install()
@@ -93,6 +103,7 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
             } else {
                 EXIT_CANNOT_EXECUTE
             };
+            drop(for_child);
             drop(guard);
             return Err(Failure::new(
                 code,
@@ -104,6 +115,8 @@ fn lock_and_run(args: LockArgs) -> Result<i32, Failure> {
             ));
         }
     };
+    // Only COMMAND keeps it: ours is the guard's.
+    drop(for_child);
     forwarder.to(child.id());
     // COMMAND's end is waited for without reaping it: its PID stays its own (no signal can
     // reach another process by it) until forwarding has stopped.

@@ -8,6 +8,7 @@ pub mod completions;
 pub mod inspect;
 pub mod journal;
 pub mod lock;
+pub mod replay;
 pub mod restore;
 pub mod scan;
 pub mod start;

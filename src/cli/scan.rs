@@ -77,6 +77,7 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     for note in &raw.notes {
         eprintln!("locksmith: {note}");
     }
+    let judging = serde_json::to_value(raw.judging()).ok();
     let settings = raw.validate()?;
     let format = format_of(args);
     let mut opts = report_options(args, format)?;
@@ -93,7 +94,11 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     }
     let roots = settings.scan.roots(&args.paths);
     let started = Instant::now();
-    let snap = ahead.map_or_else(Snapshot::take, Ahead::take);
+    let mut snap = ahead.map_or_else(Snapshot::take, Ahead::take);
+    if args.record.is_some() {
+        snap = snap.recording();
+        snap.keep(|e| e.settings = judging);
+    }
     let head = Head {
         host: snap.host.clone(),
         roots: roots.iter().map(|r| r.path.clone()).collect(),
@@ -112,7 +117,29 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     }
     output.commit()?;
     print_errors(&errors, format)?;
+    if let Some(file) = &args.record {
+        write_recording(file, &snap, args.mask)?;
+    }
     Ok(if tail.stale_remaining() > 0 { 1 } else { 0 })
+}
+
+/// Writes what the snapshot kept to `file`, atomically (masked when asked).
+fn write_recording(file: &Path, snap: &Snapshot, mask: bool) -> anyhow::Result<()> {
+    let Some(mut ev) = snap.evidence() else {
+        return Ok(());
+    };
+    if mask {
+        ev = locksmith::probe::mask::mask(ev);
+    }
+    let mut out = Output::open(Some(file))?;
+    let written = out
+        .writer()
+        .write_all(format!("{}\n", ev.to_json()).as_bytes());
+    if let Err(e) = written {
+        return Err(out.failed(e));
+    }
+    out.commit()
+        .with_context(|| format!("cannot write the recording {}", file.display()))
 }
 
 /// The scan into `report`, then the reclaim pass if asked: returns the report's numbers,

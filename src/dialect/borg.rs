@@ -17,7 +17,7 @@ use std::path::Path;
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Said, Scope, When, Writers};
+use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -118,7 +118,7 @@ fn read_dir(c: &Candidate<'_>, snap: &Snapshot) -> Said {
             Some(id) => {
                 owner.pid.get_or_insert(id.pid);
                 owner.hostname.get_or_insert(common::field(&id.host));
-                claims.push(owner_claim(&id, crate::probe::mtime_ms(meta), label, snap));
+                claims.push(owner_claim(&id, meta.ctime_ms(), label, snap));
             }
             None => {
                 return Judgement::unknown(format!(
@@ -163,7 +163,25 @@ fn read_roster(c: &Candidate<'_>, snap: &Snapshot) -> Said {
         // borg removes the roster when its last owner leaves: an empty one was left by a
         // borg that stopped while writing it, if no borg works on this repository.
         let repo = c.path.parent().unwrap_or(c.path).to_path_buf();
+        let config = snap
+            .read_small(&repo.join("config"), 4096)
+            .unwrap_or_default();
+        let kind = if config.starts_with(b"[repository]") {
+            "repository"
+        } else if config.starts_with(b"[cache]") {
+            "cache"
+        } else {
+            return Judgement::unknown(format!(
+                "an empty borg roster, but {} is no borg repository or cache (its config names none): whose it is cannot be told",
+                common::field(&repo.to_string_lossy())
+            ))
+            .into();
+        };
         return Said::claims(owner).claim(Contract {
+            placed: Placed::by(format!(
+                "a borg roster (JSON of exclusive and shared owners) in the borg {kind} {} (its config says so)",
+                common::field(&repo.to_string_lossy())
+            )),
             writer: Writers::named(BORG),
             what: "borg",
             at: format!("repository {}", common::field(&repo.to_string_lossy())),
@@ -187,7 +205,7 @@ fn read_roster(c: &Candidate<'_>, snap: &Snapshot) -> Said {
             id.pid,
             id.thread
         );
-        claims.push(owner_claim(id, c.mtime_ms(), label, snap));
+        claims.push(owner_claim(id, c.meta.ctime_ms(), label, snap));
     }
     Said::claims(owner)
         .claim(Claim::Owners(claims))
@@ -240,7 +258,7 @@ impl Dialect for Borg {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         match c.file_name().to_str() {
             Some("lock.exclusive") => c.kind == EntryKind::Dir,
             Some("lock.roster") => c.kind == EntryKind::File && c.content.first() == Some(&b'{'),

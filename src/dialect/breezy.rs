@@ -142,7 +142,7 @@ impl Dialect for Breezy {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::Dir && in_bzr_lock(c)
     }
 

@@ -84,7 +84,7 @@ impl Dialect for Chromium {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::Symlink && c.file_name() == "SingletonLock"
     }
 

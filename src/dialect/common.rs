@@ -59,16 +59,23 @@ pub fn kind_name(kind: EntryKind) -> &'static str {
 
 pub use crate::verdict::describe_holders;
 
-/// Age of an mtime at snapshot time, in milliseconds (negative if in the future).
-pub fn age_ms(mtime_ms: i64, snap: &Snapshot) -> i64 {
-    snap.taken_ms - mtime_ms
+/// Age at snapshot time of a time in ms since the epoch (negative if in the future).
+pub fn age_ms(at_ms: i64, snap: &Snapshot) -> i64 {
+    snap.taken_ms - at_ms
 }
 
-/// The age of a path's mtime, for the evidence.
-pub fn age_line(meta: &std::fs::Metadata, snap: &Snapshot) -> String {
-    let ms = crate::probe::mtime_ms(meta);
+/// How long ago a path last changed (its ctime, which nobody can set back), for the evidence;
+/// with its mtime when that says otherwise.
+pub fn age_line(meta: &crate::probe::Stat, snap: &Snapshot) -> String {
+    let ms = meta.ctime_ms();
+    let mtime = meta.mtime_ms();
+    let said = if (mtime - ms).abs() > 1000 {
+        format!("; its mtime says {}", crate::judge::fmt_ms(mtime))
+    } else {
+        String::new()
+    };
     format!(
-        "last modified {} ago ({})",
+        "last changed {} ago ({}{said})",
         fmt_age(age_ms(ms, snap)),
         crate::judge::fmt_ms(ms)
     )

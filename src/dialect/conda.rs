@@ -37,7 +37,7 @@ impl Dialect for Conda {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         matches!(c.kind, EntryKind::File | EntryKind::Dir)
             && c.file_name().as_encoded_bytes().ends_with(b".conda_lock")
     }

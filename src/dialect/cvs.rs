@@ -21,7 +21,7 @@ use std::path::Path;
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Claim, Contract, OwnerClaim, Said, Scope, When, Writers};
+use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -75,7 +75,7 @@ impl Dialect for Cvs {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let Some(name) = c.file_name().to_str() else {
             return false;
         };
@@ -124,7 +124,7 @@ impl Dialect for Cvs {
                 (kind == "write lock").then(|| {
                     OwnerClaim::pid(pid, Writers::named(CVSES))
                         .host(Some(host))
-                        .written(Some(crate::probe::mtime_ms(&m)))
+                        .written(Some(m.ctime_ms()))
                         .label(format!("write lock {}", crate::text::truncate(&n, 80)))
                 })
             })
@@ -135,7 +135,17 @@ impl Dialect for Cvs {
             ..Owner::default()
         };
         let said = if writers.is_empty() {
+            let placed = match cvs_placed(c, dir, snap) {
+                Ok(p) => p,
+                Err(why) => {
+                    return Judgement::unknown(format!(
+                        "named like CVS's master lock, but {why}: whose it is cannot be told"
+                    ))
+                    .into();
+                }
+            };
             Said::claims(owner).claim(Contract {
+                placed,
                 writer: Writers::named(CVSES),
                 what: "cvs",
                 at: format!("repository directory {}", repository(c)),
@@ -149,6 +159,33 @@ impl Dialect for Cvs {
         };
         note(said)
     }
+}
+
+/// Whether a master lock is CVS's: an empty directory (CVS makes it so) in a directory of a
+/// CVS repository (RCS files `NAME,v` beside it, or a `CVSROOT` in a directory above).
+fn cvs_placed(c: &Candidate<'_>, dir: &Path, snap: &Snapshot) -> Result<Placed, String> {
+    if !snap.list_dir(c.path, 1).is_ok_and(|l| l.is_empty()) {
+        return Err("it is not empty, as CVS makes its master lock".into());
+    }
+    let rcs = snap
+        .list_dir(dir, 4096)
+        .unwrap_or_default()
+        .iter()
+        .any(|(n, m)| m.is_file() && n.ends_with(",v"));
+    let root = dir
+        .ancestors()
+        .take(32)
+        .any(|a| snap.stat(&a.join("CVSROOT")).is_ok_and(|m| m.is_dir()));
+    if !rcs && !root {
+        return Err(format!(
+            "{} is no directory of a CVS repository (no RCS file beside it, no CVSROOT above)",
+            common::field(&dir.to_string_lossy())
+        ));
+    }
+    Ok(Placed::by(format!(
+        "an empty master lock directory in the CVS repository directory {}",
+        common::field(&dir.to_string_lossy())
+    )))
 }
 
 #[cfg(test)]

@@ -28,15 +28,15 @@
 
 use std::sync::Mutex;
 
-use serde::{Deserialize, Deserializer, de};
+use serde::{Deserialize, Deserializer, Serialize, de};
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Judgement, OwnerClaim, Refresh, Said, Writers};
+use crate::judge::{Judgement, OwnerClaim, Placed, Refresh, Said, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
 /// How the owner is written in the file.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Format {
     /// Text lines: the PID on line `pid` (1-based), the host on line `host`.
@@ -63,7 +63,7 @@ pub enum Format {
 }
 
 /// One declared dialect, checked.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(try_from = "Raw")]
 pub struct Declared {
     pub name: String,
@@ -425,7 +425,7 @@ impl Dialect for DeclaredDialect {
         self.patterns
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         match self.spec.format {
             Format::KernelLock | Format::Existence => {
                 matches!(c.kind, EntryKind::File | EntryKind::Dir)
@@ -456,7 +456,12 @@ impl Dialect for DeclaredDialect {
         let mut said = Said::claims(owner);
         if let Some(window) = self.spec.stale_after_secs {
             said = said.claim(Refresh {
-                last_ms: c.mtime_ms(),
+                placed: Placed::by(format!(
+                    "the configuration declares files named so ({}) to be {}'s",
+                    self.spec.patterns.join(", "),
+                    what
+                )),
+                last_ms: c.meta.changed_ms(),
                 window_ms: Windows::ms(window),
                 fresh_ms: None,
                 promise: format!(

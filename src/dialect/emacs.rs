@@ -102,7 +102,7 @@ impl Dialect for Emacs {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         if !c.file_name().as_encoded_bytes().starts_with(b".#") {
             return false;
         }

@@ -49,7 +49,7 @@ impl Dialect for EmacsDesktop {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.file_name() == ".emacs.desktop.lock"
             && common::looks_like_pid(&c.text())

@@ -12,7 +12,7 @@
 use super::common;
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, OwnerClaim, Said, Writers};
+use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Said, Writers};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
@@ -71,14 +71,14 @@ pub fn parse(text: &str) -> Result<ProfileLock, String> {
 /// `unknown` if it is not `IP:+PID`). A profile has its `.parentlock` (while Firefox runs and
 /// after), `times.json` (from its creation) or `prefs.js`; other programs' `lock` symlinks
 /// (Mercurial's `.hg/store/lock`) are not Firefox's.
-fn is_profile_lock_link(c: &Candidate<'_>) -> bool {
+fn is_profile_lock_link(c: &Candidate<'_>, snap: &Snapshot) -> bool {
     c.kind == EntryKind::Symlink
         && c.file_name() == "lock"
         && !super::mercurial::is_hg_lock(c.path)
         && c.path.parent().is_some_and(|profile| {
             PROFILE_FILES
                 .iter()
-                .any(|f| crate::probe::reach::lstat(&profile.join(f)).is_ok())
+                .any(|f| snap.lstat(&profile.join(f)).is_ok())
         })
 }
 
@@ -123,8 +123,9 @@ impl Dialect for Firefox {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
-        (c.kind == EntryKind::File && c.file_name() == ".parentlock") || is_profile_lock_link(c)
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
+        (c.kind == EntryKind::File && c.file_name() == ".parentlock")
+            || is_profile_lock_link(c, snap)
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
@@ -159,6 +160,9 @@ impl Dialect for Firefox {
             said = said.held_with(FileKey::of(&meta), "the profile's .parentlock");
             if lock.fcntl {
                 said = said.claim(Keeps::KernelLock {
+                    placed: Placed::by(
+                        "the profile's lock symlink (IP:+PID, the '+' for an fcntl lock) beside its .parentlock, as Firefox makes them",
+                    ),
                     path: parentlock,
                     what: "the profile's .parentlock".into(),
                     promise: "Firefox holds an fcntl lock on .parentlock for as long as it runs (the '+' in the link)".into(),

@@ -180,7 +180,7 @@ impl Dialect for Flock {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         // Kernel-locked files with any name come to this dialect through the scanner (which
         // sees the kernel-lock table); by name and content alone, only these are ours.
         empty_lock_file(c) || (c.kind == EntryKind::File && well_known(c).is_some())

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use super::common;
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Contract, Judgement, OwnerClaim, Said, Scope, When, Writers};
+use crate::judge::{Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
@@ -83,8 +83,8 @@ pub struct Repo {
 }
 
 impl Repo {
-    /// Finds the repository of a lock path from its ancestors (no I/O).
-    pub fn of(lock: &Path) -> Option<Repo> {
+    /// Finds the repository of a lock path from its ancestors.
+    pub fn of(lock: &Path, snap: &Snapshot) -> Option<Repo> {
         for dir in lock.ancestors().skip(1) {
             let Some(name) = dir.file_name().map(|n| n.as_encoded_bytes()) else {
                 break;
@@ -105,12 +105,60 @@ impl Repo {
         // A git directory with another name (`--separate-git-dir`): the lock's own directory
         // when it holds `HEAD` (one stat, only for `index.lock` / `HEAD.lock` by name).
         let dir = lock.parent()?;
-        crate::probe::reach::lstat(&dir.join("HEAD"))
+        snap.lstat(&dir.join("HEAD"))
             .is_ok_and(|m| m.is_file())
             .then(|| Repo {
                 git_dir: dir.to_path_buf(),
                 work_tree: None,
             })
+    }
+
+    /// Whether a lock of this repository is git's: the git directory is one (`HEAD`, `objects/`
+    /// and `refs/` in it, what git itself asks of a directory before it takes it for one), and
+    /// the lock is shaped as git writes it there (an index lock empty or a new index, `DIRC`;
+    /// a ref's lock empty, a hash or a symbolic ref). `Err` says what is not.
+    fn placed(&self, c: &Candidate<'_>, snap: &Snapshot) -> Result<Placed, String> {
+        let head = snap.lstat(&self.git_dir.join("HEAD"));
+        let dir = |name: &str| {
+            snap.stat(&self.git_dir.join(name))
+                .is_ok_and(|m| m.is_dir())
+        };
+        if !head.is_ok_and(|m| m.is_file() || m.is_symlink()) || !dir("objects") || !dir("refs") {
+            return Err(format!(
+                "{} is no git directory (git's own test: HEAD, objects/ and refs/)",
+                common::field(&self.git_dir.to_string_lossy())
+            ));
+        }
+        let name = c.file_name().as_encoded_bytes();
+        let under_refs = c
+            .path
+            .strip_prefix(&self.git_dir)
+            .is_ok_and(|rest| rest.starts_with("refs"));
+        let hash = |b: &[u8]| {
+            let t = b.trim_ascii();
+            (t.len() == 40 || t.len() == 64) && t.iter().all(u8::is_ascii_hexdigit)
+        };
+        let shape = if name == b"index.lock" || name.ends_with(b"/index.lock") {
+            if c.content.is_empty() || c.content.starts_with(b"DIRC") {
+                "an index lock (empty, or a new index: DIRC)"
+            } else {
+                return Err("an index lock holds an index (DIRC), and this one does not".into());
+            }
+        } else if under_refs || name == b"HEAD.lock" || name.ends_with(b"_HEAD.lock") {
+            if c.content.is_empty() || hash(c.content) || c.content.starts_with(b"ref: ") {
+                "a ref's lock (empty, a hash or a symbolic ref)"
+            } else {
+                return Err(
+                    "a ref's lock holds a hash or a symbolic ref, and this one does not".into(),
+                );
+            }
+        } else {
+            "a lock of a file git rewrites (its new content)"
+        };
+        Ok(Placed::by(format!(
+            "{shape} in the git directory {} (HEAD, objects/, refs/)",
+            common::field(&self.git_dir.to_string_lossy())
+        )))
     }
 
     /// The directories a git process working on this repository has its working directory
@@ -215,7 +263,7 @@ fn companion(lock: &Path) -> Option<PathBuf> {
 /// right after creating the lock).
 fn companion_pid_file(
     path: &Path,
-    lock_meta: &std::fs::Metadata,
+    lock_meta: &crate::probe::Stat,
     snap: &Snapshot,
 ) -> Option<Result<(Vec<u8>, i64), String>> {
     let meta = match snap.lstat(path) {
@@ -224,14 +272,14 @@ fn companion_pid_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => return Some(Err(format!("its pid file cannot be read: {e}"))),
     };
-    if let (Ok(pid_born), Ok(lock_born)) = (meta.created(), lock_meta.created())
-        && pid_born + std::time::Duration::from_secs(1) < lock_born
+    if let (Some(pid_born), Some(lock_born)) = (meta.birth_ms, lock_meta.birth_ms)
+        && pid_born + 1000 < lock_born
     {
         return None;
     }
     Some(
         snap.read_small(path, super::CONTENT_PREFIX)
-            .map(|bytes| (bytes, crate::probe::mtime_ms(&meta)))
+            .map(|bytes| (bytes, meta.ctime_ms()))
             .ok_or_else(|| "its pid file cannot be read".to_string()),
     )
 }
@@ -319,12 +367,12 @@ impl Dialect for Git {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && (c.file_name().as_encoded_bytes().ends_with(b".lock")
                 || is_gc_pid(c)
                 || is_new_packed_refs(c))
-            && Repo::of(c.path).is_some()
+            && Repo::of(c.path, snap).is_some()
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said {
@@ -335,7 +383,7 @@ impl Dialect for Git {
             ))
             .into();
         }
-        let Some(repo) = Repo::of(c.path) else {
+        let Some(repo) = Repo::of(c.path, snap) else {
             return Judgement::unknown("named like a git lock but not inside a git directory")
                 .into();
         };
@@ -384,7 +432,11 @@ impl Dialect for Git {
                     .label(format!("git recorded the lock's owner as PID {pid}")),
             );
         }
-        said.claim(contract(c.path, &repo, &repo_name, snap, windows))
+        match repo.placed(c, snap) {
+            Ok(placed) => said.claim(contract(c.path, &repo, &repo_name, snap, windows, placed)),
+            // Not git's by place and shape: git's condition for removing it says nothing.
+            Err(why) => said.note(When::Always, format!("named like a git lock, but {why}")),
+        }
     }
 }
 
@@ -395,8 +447,10 @@ fn contract(
     repo_name: &str,
     snap: &Snapshot,
     windows: &Windows,
+    placed: Placed,
 ) -> Contract {
     Contract {
+        placed,
         writer: Writers::named(GITS),
         what: "git",
         at: repo_name.to_string(),
@@ -420,6 +474,15 @@ fn new_packed_refs(
     windows: &Windows,
 ) -> Said {
     let lock = c.path.with_file_name("packed-refs.lock");
+    let placed = match repo.placed(c, snap) {
+        Ok(p) => p,
+        Err(why) => {
+            return Judgement::unknown(format!(
+                "named like git's new packed-refs, but {why}: whose it is cannot be told"
+            ))
+            .into();
+        }
+    };
     let owner = Owner {
         detail: Some(format!(
             "the new packed-refs of a ref transaction (repository {repo_name})"
@@ -427,7 +490,7 @@ fn new_packed_refs(
         ..Owner::default()
     };
     let mut said = Said::claims(owner)
-        .claim(contract(c.path, repo, repo_name, snap, windows))
+        .claim(contract(c.path, repo, repo_name, snap, windows, placed))
         .note(
             When::IfStale,
             "git refuses to rewrite packed-refs while this file exists (\"unable to create file packed-refs.new: File exists\"), even once packed-refs.lock is gone: it goes with the lock",
@@ -460,7 +523,7 @@ struct RecordedPid {
 /// itself, parsed: what could not be read as a lock, and why.
 fn recorded_pid(c: &Candidate<'_>, snap: &Snapshot) -> Result<RecordedPid, (&'static str, String)> {
     let pid_file = if is_pid_file(c.path) {
-        Some(Ok((c.content.to_vec(), c.mtime_ms())))
+        Some(Ok((c.content.to_vec(), c.meta.ctime_ms())))
     } else {
         companion(c.path).and_then(|p| companion_pid_file(&p, c.meta, snap))
     };
@@ -479,7 +542,7 @@ fn recorded_pid(c: &Candidate<'_>, snap: &Snapshot) -> Result<RecordedPid, (&'st
         Some(Err(why)) => Err(("git", why)),
         None => Ok(RecordedPid {
             pid: None,
-            written_ms: c.mtime_ms(),
+            written_ms: c.meta.ctime_ms(),
         }),
     }
 }
@@ -523,13 +586,14 @@ mod tests {
 
     #[test]
     fn finds_the_repository() {
-        let r = Repo::of(Path::new("/w/proj/.git/refs/heads/main.lock")).unwrap();
+        let snap = Snapshot::replay(crate::probe::Evidence::machine(0, 0));
+        let r = Repo::of(Path::new("/w/proj/.git/refs/heads/main.lock"), &snap).unwrap();
         assert_eq!(r.git_dir, PathBuf::from("/w/proj/.git"));
         assert_eq!(r.work_tree, Some(PathBuf::from("/w/proj")));
-        let bare = Repo::of(Path::new("/srv/proj.git/HEAD.lock")).unwrap();
+        let bare = Repo::of(Path::new("/srv/proj.git/HEAD.lock"), &snap).unwrap();
         assert_eq!(bare.work_tree, None);
         assert_eq!(
-            Repo::of(Path::new("/w/proj/.git/worktrees/wt/index.lock"))
+            Repo::of(Path::new("/w/proj/.git/worktrees/wt/index.lock"), &snap)
                 .unwrap()
                 .git_dir,
             PathBuf::from("/w/proj/.git")

@@ -108,7 +108,7 @@ impl Dialect for Gnupg {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.file_name().as_encoded_bytes().starts_with(b".#lk0x")
             && c.complete

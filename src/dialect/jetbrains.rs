@@ -51,12 +51,11 @@ fn port_of(lock: &Path) -> Option<PathBuf> {
 /// Judges a `.port`: `Some(line)` when someone answers on it, else `Err(line)`.
 fn port_state(
     path: &Path,
-    meta: &std::fs::Metadata,
+    meta: &crate::probe::Stat,
     content: &[u8],
     snap: &Snapshot,
 ) -> Result<String, String> {
-    use std::os::unix::fs::FileTypeExt;
-    if meta.file_type().is_socket() {
+    if meta.is_socket() {
         let p = path.to_string_lossy();
         return if snap.unix_socket_listening(&p) {
             Ok(format!(
@@ -118,7 +117,7 @@ impl Dialect for JetBrains {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let dir = c.path.parent();
         let product = dir
             .and_then(|d| d.file_name())

@@ -46,7 +46,7 @@ impl Dialect for Julia {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.file_name().as_encoded_bytes().ends_with(b".pidfile")
             && parse(c.content).is_ok()

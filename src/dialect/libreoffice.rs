@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use super::common;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Contract, Said, Scope, Writers};
+use crate::judge::{Contract, Placed, Said, Scope, Writers};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
@@ -99,7 +99,7 @@ impl Dialect for LibreOffice {
         &[".~lock.*#"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && document_of(c.path).is_some()
     }
 
@@ -128,6 +128,9 @@ impl Dialect for LibreOffice {
         };
         let place = c.path.parent().unwrap_or(Path::new("/")).to_path_buf();
         let mut said = Said::claims(owner).host(lock.host.clone()).claim(Contract {
+            placed: Placed::by(
+                "LibreOffice's lock record (name, user, host, local time and profile URL, comma-separated) named .~lock.DOCUMENT#",
+            ),
             writer: Writers::named(OFFICE),
             what: "office (soffice)",
             at: "this host".into(),

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Said, Scope, Writers};
+use crate::judge::{Contract, Placed, Said, Scope, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -53,7 +53,7 @@ impl Dialect for LibreOfficeProfile {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.content.starts_with(b"[Lockdata]")
             && c.file_name() == ".lock"
@@ -79,6 +79,9 @@ impl Dialect for LibreOfficeProfile {
         let user = keys.get("User").cloned().unwrap_or_default();
         let profile = c.path.parent().unwrap_or(c.path).to_path_buf();
         Said::claims(owner).host(host).claim(Contract {
+            placed: Placed::by(
+                "LibreOffice's profile lock (a [Lockdata] group with User, Host and Time) named .lock",
+            ),
             writer: Writers::named(SOFFICE),
             what: "LibreOffice",
             at: format!("the profile {}", common::field(&profile.to_string_lossy())),

@@ -1,19 +1,24 @@
 //! The `locksmith` dialect: lock files written by our own engine (any name; recognised by the
 //! owner record inside), and Zero's securefile records (`PID` / `CreatedAt` / `Hostname`).
 //!
-//! The verdict comes from the engine's own judge ([`locksmith_engine::judge()`]), with this crate's
-//! evidence snapshot behind it (see [`crate::judge`]): the kernel-lock holders named by
-//! `/proc/locks`, the same PID rules as every other lock (hosts, boots, PID namespaces,
-//! containers), the processes that have the file open for writing.
-//! [`locksmith_engine::Lock::inspect`] judges with the same judge, so the engine and the
-//! scanner agree by construction.
+//! What a record claims, for the judge's rules (the same rules as every lock's, so that a scan
+//! and the engine, whose witness is this judge, agree):
+//! - an owner that keeps an OFD lock (`kernel_lock`), writing on this boot of this host, on a
+//!   local file system: the kernel lock on the file settles it, in every PID namespace
+//!   (held: `live`; not held: `kernel-lock-released`);
+//! - otherwise its owner: PID, host, boot id, start ticks, PID namespace and creation time, by
+//!   the PID rules; a process that has the file open for writing holds the owner's
+//!   descriptor (a child that outlived it) and so the lock;
+//! - a heartbeat, where the owner refreshes one: expired for longer than the window (or three
+//!   of the owner's own intervals), with nothing here holding the file, proves it gone.
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Claim, Said};
+use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
-use locksmith_engine::ParsedRecord;
+use locksmith_engine::{ParsedRecord, RecordFormat};
+use locksmith_sys::time::fmt_ms;
 
 /// The engine's own lock files.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,12 +51,130 @@ impl Dialect for Locksmith {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
     }
 
-    fn read(&self, _c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
-        Said::claims(Owner::default()).claim(Claim::EngineRecord)
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said {
+        let record = (c.kind == EntryKind::File)
+            .then(|| ParsedRecord::parse(c.content))
+            .flatten();
+        let Some(rec) = record else {
+            return Said::unparseable(
+                "locksmith",
+                "the content is not an owner record (a JSON object with pid, hostname, boot_id, ...)",
+            );
+        };
+        let owner = owner_of(&rec, c, snap);
+        let ours = snap.host.boot_id.as_deref();
+        let same_kernel = rec.boot_id.is_some() && rec.boot_id.as_deref() == ours;
+        let mut said = Said::claims(owner);
+        if rec.kernel_lock {
+            said = said.writer_locks();
+        }
+        // Where the kernel's table of locks cannot be read, finding no holder proves nothing:
+        // the PID rules decide.
+        if rec.kernel_lock && same_kernel && !c.fs.network && snap.kernel_locks_available() {
+            let mut promise = format!(
+                "its owner keeps an OFD lock on it for as long as it holds the lock, and wrote the record on this boot of this host (boot id {}) on a local file system ({}): the kernel lock settles it",
+                ours.unwrap_or("?"),
+                c.fs.kind
+            );
+            if let (Some(theirs), Some(own)) = (rec.pid_ns, snap.host.pid_ns)
+                && theirs != own
+            {
+                promise.push_str(&format!(
+                    "; the owner ran in another PID namespace (pid:[{theirs}]), and the kernel lock covers every namespace"
+                ));
+            }
+            return said.claim(Keeps::KernelLock {
+                placed: Placed::by(engine_record()),
+                path: c.path.to_path_buf(),
+                what: "the lock file".into(),
+                promise,
+            });
+        }
+        let Some(pid) = rec.pid else {
+            return Said::settled(Judgement::unknown(
+                "the owner record has no valid pid (missing, or not an integer)",
+            ))
+            .owner(owner_of(&rec, c, snap));
+        };
+        said.open_for_writing_holds = true;
+        said = said.claim(OwnerClaim {
+            pid,
+            host: rec.hostname.clone(),
+            boot_id: rec.boot_id.clone(),
+            start_ticks: rec.start_time,
+            pid_ns: rec.pid_ns,
+            written_ms: rec.created_ms,
+            writers: Writers::ANY,
+            ..OwnerClaim::default()
+        });
+        if rec.format == RecordFormat::Engine && !rec.kernel_lock {
+            said = said.note(
+                When::Always,
+                "its owner keeps no kernel lock on it (file system without OFD locks, or fallback forced): judged by its PID",
+            );
+        }
+        if rec.has_heartbeat() {
+            // The owner refreshes the record (its heartbeat field) and the file's times.
+            let last = rec
+                .heartbeat_ms
+                .unwrap_or(i64::MIN)
+                .max(c.meta.changed_ms());
+            // Three of the owner's own intervals, if that is longer than the window.
+            let interval_ms = rec
+                .heartbeat_interval
+                .map(|d| (d.as_secs_f64() * 3000.0) as i64)
+                .unwrap_or(0);
+            let window_ms = Windows::ms(windows.heartbeat_secs).max(interval_ms);
+            said = said.claim(Refresh {
+                placed: Placed::by(engine_record()),
+                last_ms: last,
+                window_ms,
+                fresh_ms: None,
+                promise: format!(
+                    "its owner refreshes a heartbeat while it holds the lock (last {})",
+                    fmt_ms(last)
+                ),
+            });
+        }
+        said
+    }
+}
+
+/// Why a file is the engine's.
+fn engine_record() -> &'static str {
+    "an owner record of locksmith's engine (a JSON object naming its tool, locksmith/VERSION, and its token)"
+}
+
+/// What the record says of its owner.
+fn owner_of(rec: &ParsedRecord, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
+    let detail = match rec.format {
+        RecordFormat::Zero => "Zero securefile lock record".to_string(),
+        RecordFormat::Engine => {
+            let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
+            if let Some(exe) = &rec.exe {
+                parts.push(format!("exe {exe}"));
+            }
+            if let Some(t) = &rec.token {
+                parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
+            }
+            parts.push(if rec.kernel_lock {
+                "keeps an OFD lock".into()
+            } else {
+                "keeps no kernel lock".into()
+            });
+            parts.join(", ")
+        }
+    };
+    Owner {
+        pid: rec.pid,
+        hostname: rec.hostname.clone(),
+        user: snap.user_name(c.meta.uid()),
+        created_at: rec.created_ms.map(fmt_ms),
+        detail: Some(detail),
     }
 }
 
@@ -83,7 +206,7 @@ mod tests {
 
     fn judge_bytes(path: &Path, bytes: &[u8], fs: &FsInfo) -> Judgement {
         std::fs::write(path, bytes).unwrap();
-        let meta = std::fs::symlink_metadata(path).unwrap();
+        let meta = crate::probe::Stat::from(std::fs::symlink_metadata(path).unwrap());
         let c = Candidate {
             path,
             meta: &meta,
@@ -94,7 +217,7 @@ mod tests {
             fs,
         };
         assert_eq!(
-            Locksmith.recognise(&c),
+            Locksmith.recognise(&c, &Snapshot::take()),
             ParsedRecord::parse(bytes).is_some()
         );
         Locksmith.judge(&c, &Snapshot::take(), &Windows::default())
@@ -110,7 +233,7 @@ mod tests {
         let mut rec = own_record();
         rec.pid_ns = Some(1);
         std::fs::write(&p, line(&rec)).unwrap();
-        let meta = std::fs::symlink_metadata(&p).unwrap();
+        let meta = crate::probe::Stat::from(std::fs::symlink_metadata(&p).unwrap());
         let content = std::fs::read(&p).unwrap();
         let fs = local();
         let c = Candidate {

@@ -113,7 +113,7 @@ impl Dialect for Mercurial {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         matches!(c.kind, EntryKind::Symlink | EntryKind::File) && is_hg_lock(c.path)
     }
 

@@ -38,13 +38,12 @@ fn is_record_name(name: &str) -> bool {
 
 /// Whether a directory looks like a lock directory: a few small files at most, no
 /// subdirectories. `None` when it cannot be listed.
-fn lock_like(dir: &Path) -> Option<bool> {
-    let names = crate::probe::reach::names(dir, MAX_MEMBERS + 1).ok()?;
-    if names.len() > MAX_MEMBERS {
+fn lock_like(dir: &Path, snap: &Snapshot) -> Option<bool> {
+    let members = snap.list_dir(dir, MAX_MEMBERS + 1).ok()?;
+    if members.len() > MAX_MEMBERS {
         return Some(false);
     }
-    for name in names {
-        let m = crate::probe::reach::lstat(&dir.join(name)).ok()?;
+    for (_, m) in members {
         if m.is_dir() || (m.is_file() && m.len() > MAX_RECORD) {
             return Some(false);
         }
@@ -72,11 +71,11 @@ impl Dialect for MkdirLock {
         &["*.lock"]
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         c.kind == EntryKind::Dir
             && c.file_name().as_encoded_bytes().ends_with(b".lock")
-            && lock_like(c.path) != Some(false)
-            && !super::not_locks::dependency_dir(c.path)
+            && lock_like(c.path, snap) != Some(false)
+            && !super::not_locks::dependency_dir(c.path, snap)
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
@@ -116,7 +115,7 @@ impl Dialect for MkdirLock {
             said = said.claim(
                 OwnerClaim::pid(pid, Writers::ANY)
                     .host(host)
-                    .written(Some(crate::probe::mtime_ms(meta)))
+                    .written(Some(meta.ctime_ms()))
                     .label(format!(
                         "the record {} inside",
                         crate::text::truncate(name, 64)

@@ -53,11 +53,10 @@ pub mod xauth;
 pub mod zsh_history;
 
 use std::ffi::OsStr;
-use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 
 use crate::judge::{Judgement, Said};
-use crate::probe::{FileKey, FsInfo, Snapshot};
+use crate::probe::{FileKey, FsInfo, Snapshot, Stat};
 pub use message::Message;
 
 /// How much of a lock file is read: enough for every dialect (a vim swap's block 0 is 4 KiB
@@ -76,13 +75,12 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    pub fn of(meta: &Metadata) -> Self {
-        let t = meta.file_type();
-        if t.is_symlink() {
+    pub fn of(meta: &Stat) -> Self {
+        if meta.is_symlink() {
             EntryKind::Symlink
-        } else if t.is_dir() {
+        } else if meta.is_dir() {
             EntryKind::Dir
-        } else if t.is_file() {
+        } else if meta.is_file() {
             EntryKind::File
         } else {
             EntryKind::Other
@@ -143,7 +141,7 @@ impl From<Windows> for locksmith_engine::StaleWindows {
 pub struct Candidate<'a> {
     pub path: &'a Path,
     /// `lstat` of the path.
-    pub meta: &'a Metadata,
+    pub meta: &'a Stat,
     pub kind: EntryKind,
     /// At most [`CONTENT_PREFIX`] bytes of a regular file; empty for anything else.
     pub content: &'a [u8],
@@ -195,7 +193,7 @@ impl Candidate<'_> {
 #[derive(Debug)]
 pub struct LoadedCandidate {
     pub path: PathBuf,
-    pub meta: Metadata,
+    pub meta: Stat,
     pub kind: EntryKind,
     pub content: Vec<u8>,
     pub complete: bool,
@@ -207,7 +205,7 @@ impl LoadedCandidate {
     /// Reads `path` without following a final symlink and without blocking on FIFOs or
     /// devices (those get no content).
     pub fn load(path: &Path, snap: &Snapshot) -> std::io::Result<Self> {
-        let meta = std::fs::symlink_metadata(path)?;
+        let meta = Stat::from(std::fs::symlink_metadata(path)?);
         let kind = EntryKind::of(&meta);
         let (content, complete) = if kind == EntryKind::File {
             read_prefix(path, &meta, CONTENT_PREFIX)?
@@ -252,21 +250,21 @@ impl LoadedCandidate {
 /// Note: closing a descriptor drops the *classic POSIX* (`F_SETLK`) locks this process holds
 /// on that file; OFD and flock locks are unaffected. The scanner is meant to run in a process
 /// that holds no classic POSIX locks on the files it scans.
-pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> std::io::Result<(Vec<u8>, bool)> {
+pub fn read_prefix(path: &Path, lstat: &Stat, max: usize) -> std::io::Result<(Vec<u8>, bool)> {
     sys::read_prefix(path, lstat, max)
 }
 
 pub use sys::read_opened;
 
 mod sys {
-    use std::fs::Metadata;
     use std::io;
-    use std::os::unix::fs::MetadataExt;
     use std::path::Path;
+
+    use crate::probe::Stat;
 
     use rustix::fs::{FileType, OFlags};
 
-    pub fn read_prefix(path: &Path, lstat: &Metadata, max: usize) -> io::Result<(Vec<u8>, bool)> {
+    pub fn read_prefix(path: &Path, lstat: &Stat, max: usize) -> io::Result<(Vec<u8>, bool)> {
         let flags =
             OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = crate::probe::fs::open_noatime(rustix::fs::CWD, path, flags)?;
@@ -277,7 +275,7 @@ mod sys {
     /// one `lstat` saw. Returns the bytes and whether they are the whole file.
     pub fn read_opened(
         fd: rustix::fd::OwnedFd,
-        lstat: &Metadata,
+        lstat: &Stat,
         max: usize,
     ) -> io::Result<(Vec<u8>, bool)> {
         let st = rustix::fs::fstat(&fd)?;
@@ -407,7 +405,7 @@ pub trait Dialect: Send + Sync {
     /// Whether this candidate is really of this dialect (checks content, kind, location).
     /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
     /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
-    fn recognise(&self, c: &Candidate<'_>) -> bool;
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool;
 
     /// What the candidate says: its owner, and the claims the judge checks against the
     /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).
@@ -415,7 +413,7 @@ pub trait Dialect: Send + Sync {
 
     /// Judges the candidate: what [`Dialect::read`] says, through the judge.
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
-        crate::judge::judge(c.lock(), self.read(c, snap, windows), snap, &windows.into())
+        crate::judge::judge(c.lock(), self.read(c, snap, windows), snap)
     }
 }
 

@@ -35,6 +35,7 @@
 use std::path::Path;
 
 use super::{Candidate, EntryKind};
+use crate::probe::Snapshot;
 
 /// File names that match lock patterns (`*.lock`) but are never locks: the dependency lock
 /// files of package managers. A file with such a name is a candidate only when a kernel lock
@@ -121,15 +122,14 @@ impl std::fmt::Display for NotALock {
 }
 
 /// What a candidate no dialect recognised is, when it is not a lock at all.
-pub fn recognise(c: &Candidate<'_>) -> Option<NotALock> {
-    use std::os::unix::fs::FileTypeExt;
+pub fn recognise(c: &Candidate<'_>, snap: &Snapshot) -> Option<NotALock> {
     match c.kind {
-        EntryKind::Other => c.meta.file_type().is_socket().then_some(NotALock::Socket),
-        EntryKind::Dir => dependency_dir(c.path).then_some(NotALock::MetadataDir),
+        EntryKind::Other => c.meta.is_socket().then_some(NotALock::Socket),
+        EntryKind::Dir => dependency_dir(c.path, snap).then_some(NotALock::MetadataDir),
         EntryKind::Symlink => None,
-        EntryKind::File => database(c.path, c.content)
+        EntryKind::File => database(c.path, c.content, snap)
             .map(NotALock::Database)
-            .or_else(|| cvs_backup(c).then_some(NotALock::Backup("CVS")))
+            .or_else(|| cvs_backup(c, snap).then_some(NotALock::Backup("CVS")))
             .or_else(|| manifest(c.content).map(NotALock::Manifest)),
     }
 }
@@ -199,7 +199,7 @@ fn sqlite_shm(b: &[u8]) -> bool {
 
 /// Whether `path` is a database file: by its first bytes, or, for SQLite's companions (`-wal`,
 /// `-shm`, `-journal`) that are empty or not written yet, by the database beside them.
-pub fn database(path: &Path, content: &[u8]) -> Option<&'static str> {
+pub fn database(path: &Path, content: &[u8], snap: &Snapshot) -> Option<&'static str> {
     if let Some(what) = database_magic(content) {
         return Some(what);
     }
@@ -218,7 +218,7 @@ pub fn database(path: &Path, content: &[u8]) -> Option<&'static str> {
         return None;
     }
     let db = path.with_file_name(base);
-    let head = crate::probe::reach::read_small(&db, SQLITE_HEADER.len())?;
+    let head = snap.read_small(&db, SQLITE_HEADER.len())?;
     head.starts_with(SQLITE_HEADER).then_some(what)
 }
 
@@ -227,7 +227,7 @@ pub fn database(path: &Path, content: &[u8]) -> Option<&'static str> {
 
 /// CVS's backup copy `.#NAME` or `.#NAME.REVISION` of a file beside it: text, where an Emacs
 /// lock (the other writer of `.#NAME` files) holds one word, `user@host.pid[:boot]`.
-fn cvs_backup(c: &Candidate<'_>) -> bool {
+fn cvs_backup(c: &Candidate<'_>, snap: &Snapshot) -> bool {
     let Some(name) = c.file_name().to_str() else {
         return false;
     };
@@ -255,7 +255,7 @@ fn cvs_backup(c: &Candidate<'_>) -> bool {
     }
     candidates
         .iter()
-        .any(|n| !n.is_empty() && crate::probe::reach::lstat(&c.path.with_file_name(n)).is_ok())
+        .any(|n| !n.is_empty() && snap.lstat(&c.path.with_file_name(n)).is_ok())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -490,18 +490,15 @@ pub fn manifest(content: &[u8]) -> Option<&'static str> {
 /// it holds a dependency document, or a file of a project's version control (a lock a
 /// program makes with `mkdir` is never committed). Bounded: at most a few dozen entries are
 /// looked at, each file's first 4 KiB.
-pub fn dependency_dir(dir: &Path) -> bool {
-    let Ok(names) = crate::probe::reach::names(dir, 32) else {
+pub fn dependency_dir(dir: &Path, snap: &Snapshot) -> bool {
+    let Ok(names) = snap.list_dir(dir, 32) else {
         return false;
     };
-    for name in names {
-        if matches!(
-            name.to_string_lossy().as_ref(),
-            ".gitattributes" | ".gitignore" | ".gitkeep"
-        ) {
+    for (name, _) in names {
+        if matches!(name.as_str(), ".gitattributes" | ".gitignore" | ".gitkeep") {
             return true;
         }
-        if let Some(head) = crate::probe::reach::read_small(&dir.join(&name), super::CONTENT_PREFIX)
+        if let Some(head) = snap.read_small(&dir.join(&name), super::CONTENT_PREFIX)
             && manifest(&head).is_some()
         {
             return true;

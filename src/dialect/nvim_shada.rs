@@ -13,7 +13,7 @@
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Keeps, Said, When};
+use crate::judge::{Judgement, Keeps, Placed, Said, When};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -23,6 +23,47 @@ const PATTERNS: &[&str] = &["*.shada.tmp.[a-z]"];
 
 /// Between closing the file and renaming it nvim holds it closed for an instant.
 const MIN_AGE_MS: i64 = 2_000;
+
+/// Whether the file is nvim's: shaped as the start of a ShaDa file (empty, as just created,
+/// or beginning with a ShaDa header entry, type 1, whose map names its generator `nvim`), in
+/// nvim's ShaDa directory (`…/nvim/shada/`) or beside the ShaDa file it is to replace.
+fn placed(c: &Candidate<'_>, target: &str, snap: &Snapshot) -> Result<Placed, String> {
+    let shape = if c.content.is_empty() {
+        "empty, as nvim creates it"
+    } else if c.content.first() == Some(&0x01)
+        && c.content
+            .windows(b"nvim".len())
+            .take(256)
+            .any(|w| w == b"nvim")
+    {
+        "a ShaDa header written by nvim"
+    } else {
+        return Err("its content is no ShaDa file's start (a header entry of nvim's)".into());
+    };
+    let dir = c.path.parent().unwrap_or(c.path);
+    let in_shada_dir = dir.file_name().is_some_and(|n| n == "shada")
+        && dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == "nvim");
+    let beside = snap
+        .lstat(&c.path.with_file_name(target))
+        .is_ok_and(|m| m.is_file());
+    if !in_shada_dir && !beside {
+        return Err(format!(
+            "it is neither in nvim's ShaDa directory nor beside a ShaDa file {}",
+            common::field(target)
+        ));
+    }
+    Ok(Placed::by(format!(
+        "{shape}, {}",
+        if in_shada_dir {
+            "in nvim's ShaDa directory"
+        } else {
+            "beside the ShaDa file it replaces"
+        }
+    )))
+}
 
 /// What neovim says when every temporary name for its ShaDa file is taken.
 const MESSAGES: &[Message] = &[Message::en(
@@ -45,7 +86,7 @@ impl Dialect for NvimShada {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File
             && name.len() > 11
@@ -60,6 +101,15 @@ impl Dialect for NvimShada {
             .map(|(t, _)| t)
             .unwrap_or(&name)
             .to_string();
+        let placed = match placed(c, &target, snap) {
+            Ok(p) => p,
+            Err(why) => {
+                return Judgement::unknown(format!(
+                    "named like a neovim ShaDa temporary file, but {why}: whose it is cannot be told"
+                ))
+                .into();
+            }
+        };
         let owner = Owner {
             detail: Some(format!(
                 "neovim ShaDa being written, to replace {}",
@@ -73,12 +123,13 @@ impl Dialect for NvimShada {
                     "nvim writes the new ShaDa file under this name, holding it open, and renames it over {} at once: one nobody has open was left by an nvim killed while writing",
                     common::field(&target)
                 ),
+                placed,
             })
             .note(
                 When::IfStale,
                 "while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)",
             );
-        let age = common::age_ms(c.mtime_ms(), snap);
+        let age = common::age_ms(c.meta.ctime_ms(), snap);
         if age < MIN_AGE_MS {
             said = said.doubt(format!(
                 "written {} ago: nvim may be about to rename it",

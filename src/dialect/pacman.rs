@@ -7,6 +7,12 @@
 //! it. pacman itself never judges it: it refuses to run ("unable to lock database") and
 //! tells the user to remove it if no pacman runs.
 //!
+//! Whose it is: libalpm's, when it is shaped as libalpm makes it (empty, mode 0000: no
+//! program makes a lock unreadable to its own user otherwise) in a libalpm database directory
+//! (one holding `local/ALPM_DB_VERSION`, which libalpm writes when it creates the local
+//! database). Another program's `db.lck` (a Java database's, say) is not pacman's, whatever
+//! runs or not.
+//!
 //! Liveness: a process with the file open holds it (`live`). Nobody has it open, every
 //! process's descriptors were read, and no pacman, pamac or yay (or another libalpm front
 //! end) runs: `stale`. A front end that runs without the file open may be about to take it
@@ -14,7 +20,7 @@
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Keeps, Said, When, Writers};
+use crate::judge::{Judgement, Keeps, Placed, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -37,6 +43,29 @@ pub const FRONT_ENDS: &[&str] = &[
     "pacaur",
     "makepkg",
 ];
+
+/// Whether `db.lck` is libalpm's (see the module docs).
+fn placed(c: &Candidate<'_>, snap: &Snapshot) -> Result<Placed, String> {
+    if !c.content.is_empty() || c.meta.permissions() & 0o777 != 0 {
+        return Err(format!(
+            "it is not shaped as libalpm makes it (empty, mode 0000; this one is {} bytes, mode {:o})",
+            c.meta.len(),
+            c.meta.permissions()
+        ));
+    }
+    let dir = c.path.parent().unwrap_or(c.path);
+    let version = dir.join("local/ALPM_DB_VERSION");
+    if !snap.lstat(&version).is_ok_and(|m| m.is_file()) {
+        return Err(format!(
+            "{} is no libalpm database directory (no local/ALPM_DB_VERSION)",
+            common::field(&dir.to_string_lossy())
+        ));
+    }
+    Ok(Placed::by(format!(
+        "empty and mode 0000, as libalpm makes it, in the libalpm database directory {}",
+        common::field(&dir.to_string_lossy())
+    )))
+}
 
 /// What pacman prints when its database lock is there.
 const MESSAGES: &[Message] = &[
@@ -67,7 +96,7 @@ impl Dialect for Pacman {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.file_name() == "db.lck" && c.content.is_empty()
     }
 
@@ -78,6 +107,15 @@ impl Dialect for Pacman {
                 format!("db.lck is {}, not a file", common::kind_name(c.kind)),
             );
         }
+        let placed = match placed(c, snap) {
+            Ok(p) => p,
+            Err(why) => {
+                return Judgement::unknown(format!(
+                    "named like pacman's database lock, but {why}: whose it is cannot be told"
+                ))
+                .into();
+            }
+        };
         let owner = Owner {
             detail: Some("libalpm database lock (empty; held open by pacman while it runs)".into()),
             ..Owner::default()
@@ -85,6 +123,7 @@ impl Dialect for Pacman {
         let mut said = Said::claims(owner)
             .claim(Keeps::Open {
                 promise: "pacman keeps db.lck open for as long as it runs".into(),
+                placed,
             })
             .note(
                 When::IfStale,

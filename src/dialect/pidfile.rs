@@ -80,7 +80,7 @@ impl Dialect for Pidfile {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         if c.kind != EntryKind::File {
             return false;
         }

@@ -15,7 +15,6 @@
 //! another data (or socket) directory than the one it lies in was written in another mount
 //! namespace, whose PIDs are not ours: foreign unless something else proves it stale.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use super::common;
@@ -90,7 +89,7 @@ pub fn is_socket_lock(name: &std::ffi::OsStr) -> bool {
 }
 
 /// Postgres processes whose working directory is `dir` (by device and inode).
-fn servers_in(dir_meta: &std::fs::Metadata, snap: &Snapshot) -> Vec<(i32, String)> {
+fn servers_in(dir_meta: &crate::probe::Stat, snap: &Snapshot) -> Vec<(i32, String)> {
     Writers::named(POSTGRES)
         .running(snap)
         .into_iter()
@@ -177,7 +176,7 @@ impl Dialect for Postgres {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && (c.file_name() == "postmaster.pid" || is_socket_lock(c.file_name()))
     }

@@ -85,7 +85,7 @@ impl Dialect for QtLockFile {
         true
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.complete && parse(c.content).is_some()
     }
 
@@ -115,7 +115,7 @@ impl Dialect for QtLockFile {
             .host(Some(rec.host.clone()))
         };
         let mut said = Said::claims(owner).claim(claim);
-        if !c.fs.network && snap.kernel_locks().available() {
+        if !c.fs.network && snap.kernel_locks_available() {
             said = said.note(
                 When::IfLive,
                 "no kernel lock is held on it, although QLockFile holds flock() while it owns the lock: the process may have released it without removing the file",

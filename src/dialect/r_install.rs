@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Said, Scope, When, Writers};
+use crate::judge::{Contract, Judgement, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -68,6 +68,41 @@ pub fn held(dir: &Path, snap: &Snapshot) -> std::io::Result<Held> {
         }
     }
     Ok(h)
+}
+
+/// Whether a `00LOCK` directory is R's: it holds what R puts there (a previous version of a
+/// package, its `00new` staging area) or nothing, and lies in an R library (a directory of
+/// installed packages, each with its DESCRIPTION), or holds a package itself.
+fn r_placed(
+    held: &std::io::Result<Held>,
+    library: &Path,
+    snap: &Snapshot,
+) -> Result<Placed, String> {
+    let h = held
+        .as_ref()
+        .map_err(|e| format!("its content cannot be listed ({e})"))?;
+    if h.other > 0 && h.packages.is_empty() && !h.staging {
+        return Err("it holds what R never puts in its install lock".into());
+    }
+    let installed = snap
+        .list_dir(library, 64)
+        .unwrap_or_default()
+        .iter()
+        .filter(|(n, m)| m.is_dir() && !n.starts_with("00LOCK"))
+        .any(|(n, _)| {
+            snap.lstat(&library.join(n).join("DESCRIPTION"))
+                .is_ok_and(|m| m.is_file())
+        });
+    if !installed && h.packages.is_empty() {
+        return Err(format!(
+            "{} is no R library (no installed package with a DESCRIPTION in it)",
+            common::field(&library.to_string_lossy())
+        ));
+    }
+    Ok(Placed::by(format!(
+        "R's install lock directory (empty, or a previous version of a package, or its 00new) in the R library {}",
+        common::field(&library.to_string_lossy())
+    )))
 }
 
 impl Held {
@@ -153,7 +188,7 @@ impl Dialect for RInstall {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::Dir && (name == b"00LOCK" || name.starts_with(b"00LOCK-"))
     }
@@ -196,7 +231,17 @@ impl Dialect for RInstall {
             }
             Err(e) => vec![format!("its content cannot be listed: {e}")],
         };
+        let placed = match r_placed(&held, &library, snap) {
+            Ok(p) => p,
+            Err(why) => {
+                return Judgement::unknown(format!(
+                    "named like R's install lock, but {why}: whose it is cannot be told"
+                ))
+                .into();
+            }
+        };
         let mut said = Said::claims(owner).claim(Contract {
+            placed,
             writer: Writers::named(R_PROGRAMS),
             what: "R",
             at: format!("the library {}", common::field(&library.to_string_lossy())),

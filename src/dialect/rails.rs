@@ -56,7 +56,7 @@ impl Dialect for Rails {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.path.ends_with("tmp/pids/server.pid")
             && common::looks_like_pid(&c.text())

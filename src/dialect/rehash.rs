@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Judgement, Said, Scope, When, Writers};
+use crate::judge::{Contract, Judgement, Placed, Said, Scope, When, Writers};
 use crate::probe::{PidState, ProcSummary, Snapshot, places};
 use crate::verdict::Owner;
 
@@ -65,8 +65,8 @@ fn manager(c: &Candidate<'_>) -> Option<(&'static [&'static str], &'static str)>
 fn rehash_running<'a>(snap: &'a Snapshot, tool: &str, root: &Path) -> Option<&'a ProcSummary> {
     let script = format!("{tool}-rehash");
     let var = format!("{}_ROOT", tool.to_uppercase());
-    let root = places::dir_ids(&[root.to_path_buf()]);
-    let me = std::process::id() as i32;
+    let root = snap.dir_ids(&[root.to_path_buf()]);
+    let me = snap.self_pid();
     snap.processes().iter().find(|p| {
         p.pid != me
             && !matches!(snap.pid(p.pid), PidState::Absent | PidState::Zombie(_))
@@ -82,7 +82,7 @@ fn rehash_running<'a>(snap: &'a Snapshot, tool: &str, root: &Path) -> Option<&'a
                 let theirs = Path::new(&theirs);
                 root.is_empty()
                     || theirs.is_relative()
-                    || places::within(&places::seen_by(p.pid, theirs), &root) != Some(false)
+                    || snap.within(&places::seen_by(p.pid, theirs), &root) != Some(false)
             })
     })
 }
@@ -119,7 +119,7 @@ impl Dialect for Rehash {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && manager(c).is_some() && in_shims(c.path)
     }
 
@@ -148,8 +148,24 @@ impl Dialect for Rehash {
                 .map(|f| Box::new(snap.process_info(f)));
             return Said::settled(j).owner(owner);
         }
+        let versions = snap.stat(&root.join("versions")).is_ok_and(|m| m.is_dir());
+        let shaped = c.content.is_empty() || c.content.starts_with(b"#!");
+        if !versions || !shaped {
+            return Judgement::unknown(format!(
+                "named like {tool}'s prototype shim, but {}: whose it is cannot be told",
+                if shaped {
+                    format!("{shown} has no versions/ directory, as a {tool} root has")
+                } else {
+                    "it is neither empty nor a shim script, as the prototype shim is".into()
+                }
+            ))
+            .into();
+        }
         Said::claims(owner)
             .claim(Contract {
+                placed: Placed::by(format!(
+                    "{tool}'s prototype shim (empty, or a shim script) in the shims/ of the {tool} root {shown} (versions/ beside)"
+                )),
                 writer: Writers::named(programs),
                 what: tool,
                 at: format!("{tool} root {shown}"),

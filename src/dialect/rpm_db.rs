@@ -15,7 +15,7 @@
 use std::path::Path;
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Judgement, Said, Scope, When, Writers};
+use crate::judge::{Contract, Judgement, Placed, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
@@ -44,7 +44,7 @@ const RPM_USERS: &[&str] = &[
 
 /// Whether the directory is an rpm database (its packages table, or rpm's lock file, or
 /// named like one).
-fn is_rpm_db(dir: &Path) -> bool {
+fn is_rpm_db(dir: &Path, snap: &Snapshot) -> bool {
     [
         "Packages",
         "Packages.db",
@@ -53,7 +53,7 @@ fn is_rpm_db(dir: &Path) -> bool {
         "rpmdb.sqlite",
     ]
     .iter()
-    .any(|f| crate::probe::reach::lstat(&dir.join(f)).is_ok())
+    .any(|f| snap.lstat(&dir.join(f)).is_ok())
         || dir.file_name().is_some_and(|n| n == "rpm" || n == "rpmdb")
 }
 
@@ -78,18 +78,18 @@ impl Dialect for RpmDb {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File
             && name.len() == 8
             && name.starts_with(b"__db.")
             && name[5..].iter().all(u8::is_ascii_digit)
-            && c.path.parent().is_some_and(is_rpm_db)
+            && c.path.parent().is_some_and(|d| is_rpm_db(d, snap))
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let dir = c.path.parent().unwrap_or(Path::new("/"));
-        if !is_rpm_db(dir) {
+        if !is_rpm_db(dir, snap) {
             return Judgement::unknown(
                 "a Berkeley DB environment file outside an rpm database: its program is not known",
             )
@@ -112,6 +112,10 @@ impl Dialect for RpmDb {
         }
         let mut said = Said::claims(owner)
             .claim(Contract {
+                placed: Placed::by(format!(
+                    "a Berkeley DB environment file (__db.NNN) of the rpm database {}",
+                    common::field(&dir.to_string_lossy())
+                )),
                 writer: Writers::named(RPM_USERS),
                 what: "rpm, dnf, yum or zypper",
                 at: format!("the rpm database {}", common::field(&dir.to_string_lossy())),

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::common;
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, Said, fmt_ms};
+use crate::judge::{Judgement, Keeps, Placed, Said, fmt_ms};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -100,7 +100,7 @@ impl Dialect for Terraform {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && state_path(c.path).is_some()
     }
 
@@ -130,6 +130,9 @@ impl Dialect for Terraform {
         };
         let what = common::field(&state.to_string_lossy());
         let mut said = Said::claims(owner).claim(Keeps::KernelLock {
+            placed: Placed::by(
+                "Terraform's lock info (JSON: ID, Operation, Who, Version, Created) named after its state file",
+            ),
             path: state,
             what,
             promise: format!(

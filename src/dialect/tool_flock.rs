@@ -71,7 +71,7 @@ const PATTERNS: &[&str] = &[
 struct Tool {
     /// The program and its lock, as the owner detail names them.
     what: &'static str,
-    matches: fn(&Candidate<'_>, &str) -> bool,
+    matches: fn(&Candidate<'_>, &str, &Snapshot) -> bool,
 }
 
 fn parent_named(path: &Path, name: &str) -> bool {
@@ -80,14 +80,14 @@ fn parent_named(path: &Path, name: &str) -> bool {
         .is_some_and(|n| n == name)
 }
 
-fn sibling(path: &Path, name: &str) -> bool {
+fn sibling(path: &Path, name: &str, snap: &Snapshot) -> bool {
     path.parent()
-        .is_some_and(|d| crate::probe::reach::lstat(&d.join(name)).is_ok())
+        .is_some_and(|d| snap.lstat(&d.join(name)).is_ok())
 }
 
-fn sibling_dir(path: &Path, name: &str) -> bool {
+fn sibling_dir(path: &Path, name: &str, snap: &Snapshot) -> bool {
     path.parent()
-        .is_some_and(|d| crate::probe::reach::lstat(&d.join(name)).is_ok_and(|m| m.is_dir()))
+        .is_some_and(|d| snap.lstat(&d.join(name)).is_ok_and(|m| m.is_dir()))
 }
 
 fn under(path: &Path, name: &str) -> bool {
@@ -97,10 +97,10 @@ fn under(path: &Path, name: &str) -> bool {
 }
 
 /// Subversion's repository: `format` and `db/` at its top.
-fn in_svn_repo(path: &Path) -> bool {
+fn in_svn_repo(path: &Path, snap: &Snapshot) -> bool {
     let top = path.parent().and_then(Path::parent);
     top.is_some_and(|t| {
-        let stat = |name: &str| crate::probe::reach::stat(&t.join(name));
+        let stat = |name: &str| snap.stat(&t.join(name));
         stat("format").is_ok_and(|m| m.is_file())
             && stat("db").is_ok_and(|m| m.is_dir())
             && stat("hooks").is_ok_and(|m| m.is_dir())
@@ -108,89 +108,88 @@ fn in_svn_repo(path: &Path) -> bool {
 }
 
 /// Lucene's index: a `segments_N` beside the lock.
-fn in_lucene_index(path: &Path) -> bool {
+fn in_lucene_index(path: &Path, snap: &Snapshot) -> bool {
     let Some(dir) = path.parent() else {
         return false;
     };
-    crate::probe::reach::names(dir, 4096).is_ok_and(|names| {
-        names
-            .iter()
-            .any(|n| n.to_string_lossy().starts_with("segments_"))
-    })
+    snap.list_dir(dir, 4096)
+        .is_ok_and(|names| names.iter().any(|(n, _)| n.starts_with("segments_")))
 }
 
 const TOOLS: &[Tool] = &[
     Tool {
         what: "glibc's lckpwdf lock on the account files (vipw, useradd, usermod, passwd, chpasswd)",
-        matches: |c, name| name == ".pwd.lock" && parent_named(c.path, "etc"),
+        matches: |c, name, _snap| name == ".pwd.lock" && parent_named(c.path, "etc"),
     },
     Tool {
         what: "certbot's lock on its directory",
-        matches: |_, name| name == ".certbot.lock",
+        matches: |_, name, _| name == ".certbot.lock",
     },
     Tool {
         what: "rpm's transaction lock",
-        matches: |_, name| name == ".rpm.lock",
+        matches: |_, name, _| name == ".rpm.lock",
     },
     Tool {
         what: "a Subversion repository's lock (svnadmin, svnserve, mod_dav_svn)",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             matches!(
                 name,
                 "write-lock" | "txn-current-lock" | "pack-lock" | "db.lock" | "db-logs.lock"
             ) && (parent_named(c.path, "db") || parent_named(c.path, "locks"))
-                && in_svn_repo(c.path)
+                && in_svn_repo(c.path, snap)
         },
     },
     Tool {
         what: "Prometheus's lock on its TSDB directory",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             name == "lock"
-                && (sibling_dir(c.path, "wal") || sibling_dir(c.path, "chunks_head"))
-                && (sibling(c.path, "queries.active") || sibling_dir(c.path, "chunks_head"))
+                && (sibling_dir(c.path, "wal", snap) || sibling_dir(c.path, "chunks_head", snap))
+                && (sibling(c.path, "queries.active", snap)
+                    || sibling_dir(c.path, "chunks_head", snap))
         },
     },
     Tool {
         what: "cargo's lock on a build directory",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             name == ".cargo-lock"
-                && (sibling_dir(c.path, "deps")
-                    || sibling_dir(c.path, ".fingerprint")
-                    || sibling_dir(c.path, "build"))
+                && (sibling_dir(c.path, "deps", snap)
+                    || sibling_dir(c.path, ".fingerprint", snap)
+                    || sibling_dir(c.path, "build", snap))
         },
     },
     Tool {
         what: "cargo's lock on its package cache",
-        matches: |_, name| name == ".package-cache" || name == ".package-cache-mutate",
+        matches: |_, name, _| name == ".package-cache" || name == ".package-cache-mutate",
     },
     Tool {
         what: "rustdoc's lock on its output directory",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             name == ".lock"
-                && (sibling_dir(c.path, "static.files") || sibling(c.path, "search-index.js"))
+                && (sibling_dir(c.path, "static.files", snap)
+                    || sibling(c.path, "search-index.js", snap))
         },
     },
     Tool {
         what: "a Wayland compositor's lock on its socket (libwayland-server)",
-        matches: |_, name| name.starts_with("wayland-") && name.ends_with(".lock"),
+        matches: |_, name, _| name.starts_with("wayland-") && name.ends_with(".lock"),
     },
     Tool {
         what: "PipeWire's lock on its socket",
-        matches: |_, name| name.starts_with("pipewire-") && name.ends_with(".lock"),
+        matches: |_, name, _| name.starts_with("pipewire-") && name.ends_with(".lock"),
     },
     Tool {
         what: "the go command's lock on a module version in its module cache",
-        matches: |c, name| {
+        matches: |c, name, _snap| {
             name.ends_with(".lock") && parent_named(c.path, "@v") && under(c.path, "download")
         },
     },
     Tool {
         what: "Eclipse's lock on its workspace",
-        matches: |c, name| name == ".lock" && parent_named(c.path, ".metadata"),
+        matches: |c, name, _snap| name == ".lock" && parent_named(c.path, ".metadata"),
     },
     Tool {
         what: "the Flutter tool's startup lock",
-        matches: |c, name| {
+        matches: |c, name, _snap| {
             name == "lockfile"
                 && parent_named(c.path, "cache")
                 && c.path
@@ -202,43 +201,43 @@ const TOOLS: &[Tool] = &[
     },
     Tool {
         what: "Lucene's write lock on an index (Elasticsearch, OpenSearch, Solr)",
-        matches: |c, name| name == "write.lock" && in_lucene_index(c.path),
+        matches: |c, name, snap| name == "write.lock" && in_lucene_index(c.path, snap),
     },
     Tool {
         what: "Gradle's lock on a cache or a project's .gradle directory",
-        matches: |c, name| name.ends_with(".lock") && under(c.path, ".gradle"),
+        matches: |c, name, _snap| name.ends_with(".lock") && under(c.path, ".gradle"),
     },
     Tool {
         what: "the iptables lock (iptables, ip6tables, ebtables)",
-        matches: |_, name| name == "xtables.lock",
+        matches: |_, name, _| name == "xtables.lock",
     },
     Tool {
         what: "Xapian's write lock on a database (notmuch, recoll, mu)",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             name == "flintlock"
-                && (sibling(c.path, "iamglass")
-                    || sibling(c.path, "iamchert")
-                    || sibling(c.path, "iamhoney"))
+                && (sibling(c.path, "iamglass", snap)
+                    || sibling(c.path, "iamchert", snap)
+                    || sibling(c.path, "iamhoney", snap))
         },
     },
     Tool {
         what: "OfflineIMAP's lock on an account",
-        matches: |c, name| name.ends_with(".lock") && parent_named(c.path, ".offlineimap"),
+        matches: |c, name, _snap| name.ends_with(".lock") && parent_named(c.path, ".offlineimap"),
     },
     Tool {
         what: "OSTree's lock on a repository (ostree, flatpak, rpm-ostree)",
-        matches: |c, name| {
+        matches: |c, name, snap| {
             name == ".lock"
-                && sibling(c.path, "config")
-                && sibling_dir(c.path, "objects")
-                && sibling_dir(c.path, "refs")
+                && sibling(c.path, "config", snap)
+                && sibling_dir(c.path, "objects", snap)
+                && sibling_dir(c.path, "refs", snap)
         },
     },
 ];
 
-fn tool(c: &Candidate<'_>) -> Option<&'static Tool> {
+fn tool(c: &Candidate<'_>, snap: &Snapshot) -> Option<&'static Tool> {
     let name = c.file_name().to_str()?;
-    TOOLS.iter().find(|t| (t.matches)(c, name))
+    TOOLS.iter().find(|t| (t.matches)(c, name, snap))
 }
 
 /// What the tools print while their kernel lock is held by another process.
@@ -319,12 +318,12 @@ impl Dialect for ToolFlock {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
-        c.kind == EntryKind::File && tool(c).is_some()
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
+        c.kind == EntryKind::File && tool(c, snap).is_some()
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
-        let Some(t) = tool(c) else {
+        let Some(t) = tool(c, snap) else {
             return Said::unparseable("kernel-lock", "not a lock file of a known tool");
         };
         let owner = Owner {

@@ -15,6 +15,12 @@
 //! written: `live` when it is a vim (or another program known to write this layout), and
 //! `unknown` when it is not (other editors write vim's layout too: a name proves nothing). A swap file holding unsaved changes is reported as such, with the
 //! command that recovers them, whatever its verdict.
+//!
+//! Recovering is writing: `vim -r` names its buffer after the file block 0 records, so the
+//! `:w` that follows writes what the swap file holds over that file, as whoever runs it. So
+//! what locksmith offers to recover (the UI's `e`, every `vim -r` it suggests) is only a swap
+//! file of the effective user whose block 0 names the very file its own name is for, in
+//! directories nobody else can change ([`recovery`]); of any other it says why not.
 
 use std::path::{Path, PathBuf};
 
@@ -148,7 +154,7 @@ impl Dialect for VimSwap {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File
             && c.content.starts_with(b"b0")
             && is_swap_name(c.file_name().as_encoded_bytes())
@@ -195,16 +201,23 @@ impl Dialect for VimSwap {
                 "the swap file holds no unsaved changes (dirty flag not set)",
             );
         }
-        // Advice follows the verdict: recovery is for a swap file whose editor is gone.
-        let advice = match written_since(c.path) {
-            Some(file) => format!(
+        // Advice follows the verdict: recovery is for a swap file whose editor is gone, and
+        // for the effective user's own (see `recovery`).
+        let advice = match (
+            recovery(c.path, c.meta.uid(), c.content),
+            written_since(c.path),
+        ) {
+            (Err(why), _) => format!(
+                "the swap file holds unsaved changes, which are not for you to recover: {why}"
+            ),
+            (Ok(r), Some(file)) => format!(
                 "the swap file holds unsaved changes, but {} was written after its last change, as recovering it (`{}`, then `:w`) leaves it: if you have recovered it, the swap file is all that is left to remove; if not, recover first",
                 file.display(),
-                recover_command(c.path, c.content)
+                r.command()
             ),
-            None => format!(
+            (Ok(r), None) => format!(
                 "the swap file holds unsaved changes: recover them with `{}` before removing it",
-                recover_command(c.path, c.content)
+                r.command()
             ),
         };
         said.note(When::IfStale, advice)
@@ -219,17 +232,19 @@ impl Dialect for VimSwap {
     }
 }
 
-/// For a swap file judged `j`: the command that recovers its unsaved changes, when there are
-/// some to recover (advice follows the verdict: recovery is for a swap file whose editor is
-/// proven gone, the only verdict reclaim acts on). See [`recover_command`].
-pub fn recover_hint(swap: &Path, block0: &[u8], j: &Judgement) -> Option<String> {
+/// For a swap file judged `j`, when it holds unsaved changes to recover (advice follows the
+/// verdict: recovery is for a swap file whose editor is proven gone, the only verdict reclaim
+/// acts on): the command that recovers them, or why they are not for the effective user to
+/// recover ([`recovery_here`]).
+pub fn recover_hint(swap: &Path, block0: &[u8], j: &Judgement) -> Option<Result<String, String>> {
     (j.unsaved_changes == Some(true) && j.verdict().reclaimable())
-        .then(|| recover_command(swap, block0))
+        .then(|| recovery_here(swap, block0).map(|r| r.command()))
 }
 
 /// The editor that recovers a swap file: Neovim for one in Neovim's swap directory
 /// (`~/.local/state/nvim/swap/`; Neovim writes the same block 0, "VIM 8.0"), Vim for the
-/// others Vim's layout names; `None` when block 0 names another program.
+/// others Vim's layout names; `None` when block 0 names another program. Says nothing of
+/// whether it may be recovered here: see [`recovery`].
 pub fn recovering_editor(swap: &Path, block0: &[u8]) -> Option<&'static str> {
     let version = parse(block0).map(|i| i.version).unwrap_or_default();
     if !version.is_empty() && !version.starts_with("VIM") {
@@ -241,29 +256,203 @@ pub fn recovering_editor(swap: &Path, block0: &[u8]) -> Option<&'static str> {
     Some(if nvim { "nvim" } else { "vim" })
 }
 
-/// The command that recovers a swap file's changes, e.g. `vim -r /home/me/notes.txt` (or
-/// `nvim -r` for Neovim's swap files): raw text (a path that is not UTF-8 is shown lossily),
-/// shell-quoted when needed; views escape it. It names [`recover_target`]. A swap file whose
-/// block 0 names another program gets that program's name instead of a command that would
-/// recover nothing.
-pub fn recover_command(swap: &Path, block0: &[u8]) -> String {
-    let target = crate::text::shell_quote(&recover_target(swap).to_string_lossy());
-    match recovering_editor(swap, block0) {
-        Some(editor) => format!("{editor} -r {target}"),
-        None => format!(
-            "the recovery of the program that wrote it (its block 0 names \"{}\") on {target}",
-            parse(block0).map(|i| i.version).unwrap_or_default()
-        ),
+/// A recovery the effective user may make ([`recovery`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// `vim` or `nvim`.
+    pub editor: &'static str,
+    /// The swap file, which the editor is given itself (`vim -r SWAP` recovers that very
+    /// file; `vim -r FILE` would take any swap file of FILE it finds in `'directory'`).
+    pub swap: PathBuf,
+    /// The file its block 0 names, which `:w` then writes: the one its name is for.
+    pub file: PathBuf,
+}
+
+impl Recovery {
+    /// `vim -r SWAP`: raw text (a path that is not UTF-8 is shown lossily), shell-quoted when
+    /// needed; views escape it.
+    pub fn command(&self) -> String {
+        format!(
+            "{} -r {}",
+            self.editor,
+            crate::text::shell_quote(&self.swap.to_string_lossy())
+        )
     }
 }
 
-/// The file to give `vim -r` for a swap file: the file the swap protects when it exists
-/// (`.notes.txt.swp` beside `notes.txt`, or `%home%me%notes.txt.swp` in a `directory//` swap
-/// directory), else the swap file itself (`vim -r` accepts both).
-pub fn recover_target(swap: &Path) -> PathBuf {
-    original(swap)
-        .filter(|p| crate::probe::reach::lstat(p).is_ok())
-        .unwrap_or_else(|| swap.to_path_buf())
+/// Whether the effective user may recover the swap file `swap` (owned by `uid`, its block 0
+/// `block0`) with `vim -r`, and how; else why not, in a sentence. Recovering is writing (see
+/// the module docs), so only when:
+/// - block 0 names Vim or Neovim;
+/// - the swap file is the effective user's: recovering another user's would write what they
+///   wrote, as us;
+/// - block 0 names the file the swap file's name is for (`.NAME.swp` beside `NAME`, `NAME.swp`
+///   in another directory, `%dir%NAME.swp` in a `directory//` one): resolved as vim does (a
+///   leading `~` from `$HOME`, a relative name from the swap file's directory), both lead to
+///   the same file (device and inode), or, while it does not exist, to the same name in the
+///   same directory; a name with `$` in it (which vim would expand) or `~user` is refused;
+/// - nobody but the effective user and root can change the directories that lead to the swap
+///   file and to that file (each owned by one of them, and not writable by others unless
+///   sticky): no one can put another swap file, or another file, in their place before vim
+///   reads or writes them.
+pub fn recovery(swap: &Path, uid: u32, block0: &[u8]) -> Result<Recovery, String> {
+    let info = parse(block0).map_err(|why| format!("its block 0 cannot be read: {why}"))?;
+    let Some(editor) = recovering_editor(swap, block0) else {
+        return Err(format!(
+            "its block 0 names \"{}\", not Vim: `vim -r` would recover nothing",
+            info.version
+        ));
+    };
+    let me = rustix::process::geteuid().as_raw();
+    if uid != me {
+        return Err(format!(
+            "it belongs to {}, and you are {}: `{editor} -r` would write what they wrote, as you, over {}; leave it to them",
+            user(uid),
+            user(me),
+            if info.file.is_empty() {
+                "whatever they name".into()
+            } else {
+                format!("the file its block 0 names ({})", info.file)
+            }
+        ));
+    }
+    if info.file.is_empty() {
+        return Err(
+            "its block 0 names no file, so it says nothing of where `:w` would write".into(),
+        );
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let recorded = recorded_path(swap, &info.file, home.as_deref())?;
+    let Some(beside) = original(swap) else {
+        return Err("its name does not say which file it is for".into());
+    };
+    if !same_file(&recorded, &beside, swap) {
+        return Err(format!(
+            "its block 0 names {}, not {}, which its name is for: `{editor} -r` would write what it holds over {}",
+            recorded.display(),
+            beside.display(),
+            recorded.display()
+        ));
+    }
+    for dir in [swap.parent(), recorded.parent()].into_iter().flatten() {
+        steady_dirs(dir, me)
+            .map_err(|why| format!("{why}: someone else could put another file in its place before {editor} reads or writes it"))?;
+    }
+    Ok(Recovery {
+        editor,
+        swap: swap.to_path_buf(),
+        file: recorded,
+    })
+}
+
+/// [`recovery`] for the swap file at `swap` now (its owner by `lstat`).
+pub fn recovery_here(swap: &Path, block0: &[u8]) -> Result<Recovery, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = crate::probe::reach::lstat(swap)
+        .map_err(|e| format!("{} cannot be examined: {e}", swap.display()))?;
+    if !meta.file_type().is_file() {
+        return Err(format!("{} is not a regular file", swap.display()));
+    }
+    recovery(swap, meta.uid(), block0)
+}
+
+use crate::probe::host::user;
+
+/// The file block 0 names, as vim makes it when it recovers (`expand_env`, then the full
+/// name from its current directory, which is the swap file's when locksmith runs it).
+fn recorded_path(swap: &Path, file: &str, home: Option<&Path>) -> Result<PathBuf, String> {
+    if file.contains('$') {
+        return Err(format!(
+            "its block 0 names {file}, which vim would expand (a `$`): not a file this can be checked against"
+        ));
+    }
+    let path = if file == "~" || file.starts_with("~/") {
+        let home = home
+            .filter(|h| h.is_absolute())
+            .ok_or_else(|| format!("its block 0 names {file}, and HOME is not set"))?;
+        home.join(file.trim_start_matches('~').trim_start_matches('/'))
+    } else if let Some(rest) = file.strip_prefix('~') {
+        // Vim writes `~NAME/…` for a file under its user's `$HOME`, and reads it back as
+        // NAME's home in the password database.
+        let (name, tail) = rest.split_once('/').unwrap_or((rest, ""));
+        let me = crate::probe::host::passwd_entry(rustix::process::geteuid().as_raw());
+        match me {
+            Some((mine, home)) if mine == name && home.is_absolute() => home.join(tail),
+            _ => {
+                return Err(format!(
+                    "its block 0 names {file}, in another user's home, not the file beside it"
+                ));
+            }
+        }
+    } else {
+        swap.parent().unwrap_or(Path::new("/")).join(file)
+    };
+    Ok(path)
+}
+
+/// Whether `recorded` and `beside` are one file: the same inode when both exist, else (not
+/// yet written) the same name in the same directory; for a `%`-named swap file, also when
+/// `recorded` is spelt out by its name (vim writes a `%` in a directory's name as it is, so
+/// the name alone cannot be read back).
+fn same_file(recorded: &Path, beside: &Path, swap: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let id = |p: &Path| crate::probe::reach::stat(p).map(|m| (m.dev(), m.ino()));
+    match (id(recorded), id(beside)) {
+        (Ok(a), Ok(b)) => return a == b,
+        (Err(a), Err(b))
+            if a.kind() == std::io::ErrorKind::NotFound
+                && b.kind() == std::io::ErrorKind::NotFound =>
+        {
+            let same_dir = match (recorded.parent(), beside.parent()) {
+                (Some(x), Some(y)) => matches!((id(x), id(y)), (Ok(a), Ok(b)) if a == b),
+                _ => false,
+            };
+            if same_dir && recorded.file_name() == beside.file_name() {
+                return true;
+            }
+        }
+        _ => {}
+    }
+    // `%dir%NAME.swp`: the name spelt out from the recorded file, as vim makes it.
+    let spelt = |p: &Path| {
+        use std::os::unix::ffi::OsStrExt;
+        let mut b: Vec<u8> = p
+            .as_os_str()
+            .as_bytes()
+            .iter()
+            .map(|&c| if c == b'/' { b'%' } else { c })
+            .collect();
+        b.extend_from_slice(b".sw");
+        b
+    };
+    swap.file_name().is_some_and(|n| {
+        use std::os::unix::ffi::OsStrExt;
+        let n = n.as_bytes();
+        n.starts_with(b"%") && n.len() > 1 && n[..n.len() - 1] == spelt(recorded)[..]
+    })
+}
+
+/// Checks that `dir` and every directory above it (symlinks resolved) are owned by `me` or
+/// root and not writable by others unless sticky; says which is not.
+fn steady_dirs(dir: &Path, me: u32) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = crate::probe::reach::canonical(dir)
+        .ok_or_else(|| format!("{} cannot be resolved", dir.display()))?;
+    for d in real.ancestors() {
+        let m = crate::probe::reach::stat(d)
+            .map_err(|e| format!("{} cannot be examined ({e})", d.display()))?;
+        if m.uid() != 0 && m.uid() != me {
+            return Err(format!("{} belongs to {}", d.display(), user(m.uid())));
+        }
+        if m.mode() & 0o022 != 0 && m.mode() & 0o1000 == 0 {
+            return Err(format!(
+                "{} may be written by others and is not sticky (mode {:o})",
+                d.display(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The file a swap file protects, when it was written after the swap file's last change
@@ -330,63 +519,168 @@ mod tests {
         assert!(parse(&[0u8; 2000]).is_err());
     }
 
+    /// Block 0 of a swap file of `version` that records `file`, with unsaved changes.
+    fn block0(version: &str, file: &str) -> Vec<u8> {
+        let mut b = vec![0u8; BLOCK0_LEN];
+        b[..2].copy_from_slice(b"b0");
+        b[2..2 + version.len()].copy_from_slice(version.as_bytes());
+        b[FNAME_AT..FNAME_AT + file.len()].copy_from_slice(file.as_bytes());
+        b[DIRTY_AT] = DIRTY;
+        b
+    }
+
+    fn me() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    /// The command that recovers `swap`, recording `file`, owned by us; or why not.
+    fn recover(swap: &Path, file: &str) -> Result<String, String> {
+        std::fs::write(swap, block0("VIM 9.0", file)).unwrap();
+        recovery(swap, me(), &block0("VIM 9.0", file)).map(|r| r.command())
+    }
+
     #[test]
-    fn recovery_names_the_protected_file_when_it_exists() {
+    fn only_our_own_swap_naming_the_file_beside_it_is_recovered() {
         let t = tempfile::tempdir().unwrap();
-        let dir = t.path().to_str().unwrap();
-        std::fs::write(t.path().join("notes.txt"), "x").unwrap();
-        std::fs::write(t.path().join("my notes"), "x").unwrap();
-        let mut j = Judgement::stale_for_test("gone");
-        j.unsaved_changes = Some(true);
-        let block0 = {
-            let mut b = vec![0u8; 1024];
-            b[..2].copy_from_slice(b"b0");
-            b[2..9].copy_from_slice(b"VIM 9.0");
-            b
-        };
-        let hint = |swap: &str| recover_hint(Path::new(swap), &block0, &j);
+        let dir = t.path().canonicalize().unwrap();
+        let d = dir.to_str().unwrap();
+        std::fs::write(dir.join("notes.txt"), "x").unwrap();
+        std::fs::write(dir.join("my notes"), "x").unwrap();
+        // The swap file itself is what vim is given.
+        let swap = dir.join(".notes.txt.swp");
         assert_eq!(
-            hint(&format!("{dir}/.notes.txt.swp")),
-            Some(format!("vim -r {dir}/notes.txt"))
+            recover(&swap, &format!("{d}/notes.txt")),
+            Ok(format!("vim -r {d}/.notes.txt.swp"))
         );
         assert_eq!(
-            hint(&format!("{dir}/my notes.swo")),
-            Some(format!("vim -r '{dir}/my notes'"))
+            recover(&dir.join("my notes.swo"), &format!("{d}/my notes")),
+            Ok(format!("vim -r '{d}/my notes.swo'"))
         );
-        let encoded = format!("{dir}/notes.txt").replace('/', "%");
-        assert_eq!(
-            hint(&format!("/var/swap/{encoded}.swp")),
-            Some(format!("vim -r {dir}/notes.txt"))
+        // A relative name is the swap file's directory's, as vim (run there) makes it.
+        assert!(recover(&swap, "notes.txt").is_ok());
+        // Not yet written: the same name in the same directory.
+        assert!(recover(&dir.join(".new.txt.swp"), &format!("{d}/new.txt")).is_ok());
+        // A swap file in another directory (`directory//`), its name spelling the path.
+        let swaps = dir.join("swaps");
+        std::fs::create_dir(&swaps).unwrap();
+        let spelt = format!("{d}/notes.txt").replace('/', "%");
+        assert!(
+            recover(
+                &swaps.join(format!("{spelt}.swp")),
+                &format!("{d}/notes.txt")
+            )
+            .is_ok()
         );
-        // No such file: the swap file itself.
-        assert_eq!(
-            hint(&format!("{dir}/.gone.txt.swp")),
-            Some(format!("vim -r {dir}/.gone.txt.swp"))
+        let spelt_new = format!("{d}/later.txt").replace('/', "%");
+        assert!(
+            recover(
+                &swaps.join(format!("{spelt_new}.swp")),
+                &format!("{d}/later.txt")
+            )
+            .is_ok()
         );
-        assert_eq!(hint("/tmp/.swp"), Some("vim -r /tmp/.swp".into()));
-        // A swap whose vim runs: nothing to recover (advice follows the verdict).
-        let swap = format!("{dir}/.notes.txt.swp");
-        let mut running = Judgement::live("alive");
-        running.unsaved_changes = Some(true);
-        assert_eq!(recover_hint(Path::new(&swap), &block0, &running), None);
-        let mut saved = j.clone();
-        saved.unsaved_changes = Some(false);
-        assert_eq!(recover_hint(Path::new(&swap), &block0, &saved), None);
-        // Neovim's own swap directory: Neovim recovers it.
-        let nvim_dir = t.path().join(".local/state/nvim/swap");
-        std::fs::create_dir_all(&nvim_dir).unwrap();
-        let nvim_swap = nvim_dir.join(format!("{encoded}.swp"));
-        assert_eq!(
-            recover_command(&nvim_swap, &block0),
-            format!("nvim -r {dir}/notes.txt")
+
+        // Block 0 naming another file than the one the name is for.
+        let why = recover(&swap, "/etc/passwd").unwrap_err();
+        assert!(
+            why.contains("its block 0 names /etc/passwd, not") && why.contains("notes.txt"),
+            "{why}"
+        );
+        let why = recover(
+            &swaps.join(format!("{spelt}.swp")),
+            &format!("{d}/my notes"),
+        )
+        .unwrap_err();
+        assert!(why.contains("its block 0 names"), "{why}");
+        // A plain name in another directory is for the file of that name there, not elsewhere.
+        let why = recover(&swaps.join("notes.txt.swp"), &format!("{d}/notes.txt")).unwrap_err();
+        assert!(why.contains("its block 0 names"), "{why}");
+        // What vim would expand, or another user's home.
+        assert!(
+            recover(&swap, "$HOME/notes.txt")
+                .unwrap_err()
+                .contains("`$`")
+        );
+        assert!(
+            recover(&swap, "~no-such-user-here/notes.txt")
+                .unwrap_err()
+                .contains("another user's home")
+        );
+        assert!(recover(&swap, "").unwrap_err().contains("names no file"));
+
+        // Another user's swap file, whatever it names.
+        let b = block0("VIM 9.0", &format!("{d}/notes.txt"));
+        let why = recovery(&swap, me() + 1, &b).unwrap_err();
+        assert!(
+            why.contains("it belongs to") && why.contains("and you are"),
+            "{why}"
         );
         // Another program's block 0: no vim command that would recover nothing.
-        let mut other = block0.clone();
-        other[2..12].copy_from_slice(b"XED 1.2\0\0\0");
+        let why = recovery(&swap, me(), &block0("XED 1.2", &format!("{d}/notes.txt"))).unwrap_err();
+        assert!(why.contains("\"XED 1.2\""), "{why}");
+        // A directory others may change.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&swaps, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = recover(
+            &swaps.join(format!("{spelt}.swp")),
+            &format!("{d}/notes.txt"),
+        )
+        .unwrap_err();
+        assert!(why.contains("may be written by others"), "{why}");
+        std::fs::set_permissions(&swaps, std::fs::Permissions::from_mode(0o1777)).unwrap();
         assert!(
-            recover_command(Path::new(&swap), &other).contains("\"XED 1.2\""),
-            "{}",
-            recover_command(Path::new(&swap), &other)
+            recover(
+                &swaps.join(format!("{spelt}.swp")),
+                &format!("{d}/notes.txt")
+            )
+            .is_ok()
         );
+        // Neovim's own swap directory: Neovim recovers it.
+        let nvim_dir = dir.join(".local/state/nvim/swap");
+        std::fs::create_dir_all(&nvim_dir).unwrap();
+        let nvim_swap = nvim_dir.join(format!("{spelt}.swp"));
+        assert_eq!(
+            recover(&nvim_swap, &format!("{d}/notes.txt")),
+            Ok(format!("nvim -r {}", nvim_swap.display()))
+        );
+    }
+
+    #[test]
+    fn a_leading_tilde_is_home() {
+        let swap = Path::new("/w/.n.swp");
+        let home = Some(Path::new("/home/me"));
+        assert_eq!(
+            recorded_path(swap, "~/n", home),
+            Ok(PathBuf::from("/home/me/n"))
+        );
+        assert_eq!(recorded_path(swap, "n", home), Ok(PathBuf::from("/w/n")));
+        assert!(recorded_path(swap, "~/n", None).is_err());
+        // `~NAME/`, as vim writes it for its user's files: our own home in the password
+        // database, as vim reads it back.
+        let (name, passwd_home) =
+            crate::probe::host::passwd_entry(rustix::process::geteuid().as_raw()).unwrap();
+        assert_eq!(
+            recorded_path(swap, &format!("~{name}/n"), home),
+            Ok(passwd_home.join("n"))
+        );
+        assert!(recorded_path(swap, "~no-such-user-here/n", home).is_err());
+    }
+
+    #[test]
+    fn advice_follows_the_verdict() {
+        let t = tempfile::tempdir().unwrap();
+        let swap = t.path().join(".notes.txt.swp");
+        let b = block0("VIM 9.0", &t.path().join("notes.txt").to_string_lossy());
+        std::fs::write(&swap, &b).unwrap();
+        let mut stale = Judgement::stale_for_test("gone");
+        stale.unsaved_changes = Some(true);
+        assert!(recover_hint(&swap, &b, &stale).is_some_and(|r| r.is_ok()));
+        // A swap whose vim runs: nothing to recover.
+        let mut running = Judgement::live("alive");
+        running.unsaved_changes = Some(true);
+        assert_eq!(recover_hint(&swap, &b, &running), None);
+        let mut saved = stale.clone();
+        saved.unsaved_changes = Some(false);
+        assert_eq!(recover_hint(&swap, &b, &saved), None);
     }
 }

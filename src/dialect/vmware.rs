@@ -92,7 +92,7 @@ impl Dialect for Vmware {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let name = c.file_name().to_string_lossy();
         c.kind == EntryKind::Dir && PATTERNS.iter().any(|p| name.ends_with(&p[1..]))
     }
@@ -138,7 +138,7 @@ impl Dialect for Vmware {
             claims.push(OwnerClaim {
                 start_ticks: (m.creation != 0).then_some(m.creation),
                 ..OwnerClaim::pid(m.pid, Writers::ANY)
-                    .written(Some(crate::probe::mtime_ms(meta)))
+                    .written(Some(meta.ctime_ms()))
                     .label(label)
             });
         }

@@ -19,7 +19,7 @@
 //! written before this boot.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{OwnerClaim, Refresh, Said, When, Writers, fmt_ms};
+use crate::judge::{OwnerClaim, Placed, Refresh, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -49,7 +49,7 @@ impl Dialect for VsCode {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File
             && (name == b"vscode.lock" || name.starts_with(b"vscode-remote-lock."))
@@ -82,7 +82,10 @@ impl Dialect for VsCode {
         };
         let mut said = Said::claims(owner)
             .claim(Refresh {
-                last_ms: c.mtime_ms(),
+                placed: Placed::by(
+                    "VS Code's lock record (JSON: pid, willReleaseAt) named vscode.lock in its storage",
+                ),
+                last_ms: c.meta.changed_ms(),
                 window_ms: STALE_MS,
                 fresh_ms: Some(FRESH_MS),
                 promise: "the holder touches it every second, and VS Code itself takes over a lock not refreshed for 10 minutes".into(),

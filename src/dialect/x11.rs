@@ -67,7 +67,7 @@ impl Dialect for X11 {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && display_of(c.file_name().as_encoded_bytes()).is_some()
     }
 

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Contract, Said, Scope, When, Writers};
+use crate::judge::{Contract, Placed, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::Owner;
 
@@ -104,7 +104,7 @@ impl Dialect for Xauth {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.complete && c.content.is_empty() && parts(c.path).is_some()
     }
 
@@ -128,6 +128,9 @@ impl Dialect for Xauth {
         };
         let mut said = Said::claims(owner)
             .claim(Contract {
+                placed: Placed::by(format!(
+                    "an empty {tool} lock pair (FILE-c, FILE-l) named after the {what} {shown}"
+                )),
                 writer: Writers::named(writers),
                 what: tool,
                 at: format!("the {what} {shown}"),

@@ -33,7 +33,7 @@ impl Dialect for ZshHistory {
         PATTERNS
     }
 
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::Symlink
             && c.file_name().as_encoded_bytes().ends_with(b".LOCK")
             && c.link_target
@@ -69,7 +69,7 @@ impl Dialect for ZshHistory {
         let host = Some(host).filter(|h| !h.is_empty());
         let mut said =
             Said::claims(owner).claim(OwnerClaim::pid(pid, Writers::named(&["zsh"])).host(host));
-        let age = common::age_ms(c.mtime_ms(), snap);
+        let age = common::age_ms(c.meta.ctime_ms(), snap);
         if age > 10_000 {
             said = said.note(
                 When::IfLive,

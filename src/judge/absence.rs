@@ -9,13 +9,12 @@
 //! makes the answer `unknown`. Any process, of any name, with a file of the place open may be
 //! writing the lock through a library (libgit2, JGit): `unknown` too.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use super::Judgement;
 use super::alive::At;
 use super::claims::{Contract, Keeps, Match, Scope};
-use super::pid::fmt_ms;
+
 use crate::probe::places::{self, DirId};
 use crate::probe::{FileKey, ProcSummary, Snapshot};
 use crate::verdict::{Proof, Rule};
@@ -26,8 +25,9 @@ const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 /// Whether a missing process proves something: we can read every process's descriptors and
 /// working directory (root in the host's PID namespace), or the file is ours, so that whoever
 /// would hold it runs as us and is visible. `Err` says why not.
-pub fn everyone_visible(meta: &std::fs::Metadata, snap: &Snapshot) -> Result<(), String> {
-    let root = rustix::process::geteuid().is_root();
+pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<(), String> {
+    let euid = snap.euid();
+    let root = euid == 0;
     let host_ns = snap.host.pid_ns.is_none_or(|ns| ns == INITIAL_PID_NS);
     if !host_ns {
         return Err(format!(
@@ -35,7 +35,7 @@ pub fn everyone_visible(meta: &std::fs::Metadata, snap: &Snapshot) -> Result<(),
             snap.host.pid_ns.unwrap_or(0)
         ));
     }
-    if root || meta.uid() == rustix::process::geteuid().as_raw() {
+    if root || meta.uid() == euid {
         return Ok(());
     }
     Err(format!(
@@ -117,7 +117,7 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 {
                     tries.push(places::seen_by(p.pid, &start.join(&dir)));
                 }
-                if tries.iter().any(|t| places::within(t, roots) == Some(true)) {
+                if tries.iter().any(|t| snap.within(t, roots) == Some(true)) {
                     return Place::Inside(crate::text::truncate(&how, 200));
                 }
             }
@@ -132,14 +132,7 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 // Listed a moment ago: it may have exited since (a process that is exiting
                 // has no working directory any more, ENOENT); only a cwd we may not read
                 // leaves the question open.
-                None if crate::probe::fs::known(std::path::Path::new(&format!(
-                    "/proc/{}/cwd",
-                    p.pid
-                )))
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
-                {
-                    Place::Outside
-                }
+                None if snap.cwd_gone(p.pid) => Place::Outside,
                 None => Place::Unreadable,
             }
         }
@@ -149,14 +142,14 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
 /// The writer's removal condition, checked.
 pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) -> Judgement {
     let procs = snap.processes();
-    let me = std::process::id() as i32;
+    let me = snap.self_pid();
     if !procs.iter().any(|p| p.pid == me) {
         return Judgement::unknown(
             "the process list cannot be read, so its writer cannot be looked for",
         );
     }
     let roots: Vec<DirId> = match &contract.scope {
-        Scope::Dirs { dirs, .. } => places::dir_ids(dirs),
+        Scope::Dirs { dirs, .. } => snap.dir_ids(dirs),
         _ => Vec::new(),
     };
     let what = contract.what;
@@ -248,7 +241,9 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             "no {what} process is seen at work {here}, but {why}"
         ));
     }
-    let age = snap.taken_ms - at.mtime_ms();
+    // Measured from the file's last change (ctime), which nobody can set back: a lock made
+    // a moment ago is never made to look old.
+    let age = snap.taken_ms - at.written_by_ms();
     if age < contract.min_hold_ms {
         return Judgement::unknown(format!(
             "made {} ago, less than {} s: its writer may be just starting",
@@ -286,9 +281,9 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             contract.place.display()
         ))
         .because(format!(
-            "last modified {} ago ({})",
+            "last changed {} ago ({})",
             super::fmt_age(age),
-            fmt_ms(at.mtime_ms())
+            at.when_written(at.written_by_ms())
         ))
 }
 
@@ -299,6 +294,7 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
             path,
             what,
             promise,
+            ..
         } => {
             let meta = match snap.lstat(path) {
                 Ok(m) => m,
@@ -326,13 +322,13 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
                 j.holders = holders;
                 return j;
             }
-            if !snap.kernel_locks().available() {
+            if !snap.kernel_locks_available() {
                 return Judgement::unknown(format!(
                     "/proc/locks cannot be read here, so whether {what} is locked cannot be told"
                 ));
             }
             // A read of /proc/locks can miss an entry: ask the kernel about the file itself.
-            match crate::probe::kernel_locks::held_at(path, meta.dev(), meta.ino()) {
+            match snap.held_at(path, FileKey::of(&meta)) {
                 Some(false) => {}
                 Some(true) => {
                     return Judgement::live(format!(
@@ -356,7 +352,7 @@ pub(super) fn keeps(at: At<'_>, keeps: &Keeps, snap: &Snapshot) -> Judgement {
             )
             .because(promise.clone())
         }
-        Keeps::Open { promise } => {
+        Keeps::Open { promise, .. } => {
             let openers = snap.openers(FileKey::of(at.meta));
             if !openers.is_empty() {
                 let mut j = Judgement::live(format!(

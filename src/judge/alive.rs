@@ -3,12 +3,11 @@
 //! process with the owner's PID ([`alive`]): reused (by its start time), the owner, or not
 //! proven either way. Shared by the PID rules on this host and in other PID namespaces.
 
-use std::fs::Metadata;
 use std::path::Path;
 
 use super::Judgement;
 use super::claims::{Match, OwnerClaim};
-use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot};
+use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot, Stat};
 use crate::verdict::{Proof, RemoteClaim, Rule};
 use locksmith_sys::time::{CLOCK_SLACK_MS, fmt_ms};
 
@@ -20,22 +19,53 @@ pub(crate) const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
 pub struct At<'a> {
     pub path: &'a Path,
     /// `lstat` of the path.
-    pub meta: &'a Metadata,
+    pub meta: &'a Stat,
     pub fs: &'a FsInfo,
 }
 
 impl At<'_> {
+    /// The file's mtime: what its writer (or anyone who may write it) set. Shown, never proof
+    /// of when anything happened.
     pub fn mtime_ms(&self) -> i64 {
-        crate::probe::mtime_ms(self.meta)
+        self.meta.mtime_ms()
+    }
+
+    /// The latest the file can have been written, by the clock of then: its ctime, which
+    /// nobody can set back.
+    pub fn written_by_ms(&self) -> i64 {
+        self.meta.ctime_ms()
+    }
+
+    /// The latest the lock can have been written given what its record says (`record_ms`,
+    /// the writer's own time, believed when it is not later than the ctime).
+    pub fn latest_write_ms(&self, record_ms: Option<i64>) -> i64 {
+        let ctime = self.written_by_ms();
+        record_ms.map_or(ctime, |r| r.min(ctime))
+    }
+
+    /// `last changed at T (ctime)`, with the mtime when it says otherwise (by more than a
+    /// second).
+    pub fn when_written(&self, written_ms: i64) -> String {
+        let mtime = self.mtime_ms();
+        if (mtime - written_ms).abs() > 1000 && written_ms == self.written_by_ms() {
+            format!(
+                "last changed at {} (ctime; its mtime says {}, which anyone who may write it can set)",
+                fmt_ms(written_ms),
+                fmt_ms(mtime)
+            )
+        } else {
+            format!("written at {}", fmt_ms(written_ms))
+        }
     }
 }
 
-/// An owner claim with the time it was written settled (the record's time, else the file's
-/// mtime).
+/// An owner claim with the time it was written settled (the latest it can have been: the
+/// record's time, or the file's ctime), and the clock that time was read with.
 pub(super) struct Claim<'a> {
     pub c: &'a OwnerClaim,
     pub at: At<'a>,
     pub written_ms: i64,
+    pub clock: &'a crate::probe::clock::Clock,
 }
 
 impl Claim<'_> {
@@ -112,24 +142,40 @@ pub(super) fn alive(claim: &Claim<'_>, f: &ProcFacts) -> Judgement {
         );
     }
     let w = claim.written_ms;
+    let mut after_unproven = None;
     if let Some(s) = f.start_ms
         && c.start_ticks.is_none()
         && s > w + CLOCK_SLACK_MS
     {
-        let proof = Proof::by(Rule::PidReused)
-            .fact("pid", pid)
-            .fact("started", fmt_ms(s))
-            .fact("written", fmt_ms(w))
-            .fact("slack_ms", CLOCK_SLACK_MS);
-        return Judgement::stale(
-            proof,
-            format!(
-                "PID {pid} was reused: process {pid} ({}) started at {}, after the lock was written at {}",
-                f.comm,
-                fmt_ms(s),
-                fmt_ms(w)
-            ),
-        );
+        // Started after the lock was written, by the clock: proof only if the clock cannot
+        // have stepped forward by that much in between.
+        match claim.clock.margin_ms() {
+            Some(margin) if s > w + margin => {
+                let proof = Proof::by(Rule::PidReused)
+                    .fact("pid", pid)
+                    .fact("started", fmt_ms(s))
+                    .fact("written", fmt_ms(w))
+                    .fact("margin_ms", margin);
+                return Judgement::stale(
+                    proof,
+                    format!(
+                        "PID {pid} was reused: process {pid} ({}) started at {}, after the lock was {}",
+                        f.comm,
+                        fmt_ms(s),
+                        claim.at.when_written(w)
+                    ),
+                )
+                .because(claim.clock.how.clone());
+            }
+            _ => {
+                after_unproven = Some(format!(
+                    "it started at {}, after the lock was {}, but {}: that it started later proves nothing",
+                    fmt_ms(s),
+                    claim.at.when_written(w),
+                    claim.clock.how
+                ));
+            }
+        }
     }
     let started = f
         .start_ms
@@ -137,12 +183,17 @@ pub(super) fn alive(claim: &Claim<'_>, f: &ProcFacts) -> Judgement {
         .unwrap_or_else(|| "at an unknown time".into());
     let before = if c.start_ticks.is_some() {
         format!("its start time matches the record (tick {})", f.start_ticks)
+    } else if let Some(line) = after_unproven {
+        line
     } else {
-        format!("it started before the lock was written at {}", fmt_ms(w))
+        format!(
+            "it started before the lock was {}",
+            claim.at.when_written(w)
+        )
     };
     if c.writers.of(f) == Match::No {
         return Judgement::unknown(format!(
-            "process {pid} is \"{}\" ({}), alive since before the lock: not a {}, but nothing proves the lock is not its",
+            "process {pid} is \"{}\" ({}), alive and not proven to have started after the lock: not a {}, but nothing proves the lock is not its",
             f.comm,
             f.exe.as_deref().unwrap_or("executable not readable"),
             c.writers.describe()

@@ -27,6 +27,14 @@ pub struct Said {
     /// Other files whose kernel locks and openers hold this lock too (a LibreOffice
     /// document, rpm's `.rpm.lock`), with the name the evidence gives them.
     pub held_with: Vec<(FileKey, String)>,
+    /// The lock's writer takes a kernel lock on the lock file itself for as long as it holds
+    /// it (a kernel-lock file, Qt's `QLockFile`): whoever holds one there holds the lock. For
+    /// any other lock a kernel lock proves a holder only when a writer could have taken it
+    /// (see [`super::judge`]).
+    pub writer_locks: bool,
+    /// The writer keeps the lock file open for writing, and a process that has it open so
+    /// holds it (the engine's owner descriptor, inherited by a child that outlived it).
+    pub open_for_writing_holds: bool,
     /// Why this lock cannot be proven stale, whatever the rules find (a writer that may be
     /// about to take it): a proof becomes `unknown` with these lines.
     pub doubts: Vec<String>,
@@ -80,6 +88,12 @@ impl Said {
         self
     }
 
+    /// The writer takes a kernel lock on the lock file itself ([`Said::writer_locks`]).
+    pub fn writer_locks(mut self) -> Self {
+        self.writer_locks = true;
+        self
+    }
+
     pub fn doubt(mut self, why: impl Into<String>) -> Self {
         self.doubts.push(why.into());
         self
@@ -98,11 +112,14 @@ impl Said {
         self
     }
 
-    /// Whether the lock names an owner PID (some claim is about one).
+    /// Whether the lock names an owner PID (some claim is about one, or its record names one
+    /// that a kernel lock settles).
     pub fn names_owner(&self) -> bool {
-        self.claims
-            .iter()
-            .any(|c| matches!(c, Claim::Owner(_) | Claim::Owners(_)))
+        self.owner.pid.is_some()
+            || self
+                .claims
+                .iter()
+                .any(|c| matches!(c, Claim::Owner(_) | Claim::Owners(_)))
     }
 }
 
@@ -144,9 +161,6 @@ pub enum Claim {
     Refreshed(Refresh),
     /// The writer states when its owner-less lock may be removed.
     Writer(Contract),
-    /// The lock is one of the engine's own records (or Zero's securefile records): the
-    /// engine's judge settles it, with this snapshot as its evidence.
-    EngineRecord,
 }
 
 impl From<OwnerClaim> for Claim {
@@ -225,6 +239,25 @@ impl OwnerClaim {
     }
 }
 
+/// Why a file is its writer's: the place only that writer uses and the shape it gives the
+/// file, as the dialect checked them, in words (`a git directory (HEAD, objects/, refs/)`).
+/// What a writer promises or says ([`Keeps`], [`Refresh`], [`Contract`]) is checked only of
+/// a file shown its writer's so, never by its name alone: other programs use the same names
+/// (a Java database's `db.lck` is no pacman's). A dialect makes one only once it has checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed(String);
+
+impl Placed {
+    /// The file is its writer's because `why`.
+    pub fn by(why: impl Into<String>) -> Self {
+        Placed(why.into())
+    }
+
+    pub fn why(&self) -> &str {
+        &self.0
+    }
+}
+
 /// What a writer keeps for as long as it holds its lock.
 #[derive(Debug, Clone)]
 pub enum Keeps {
@@ -236,9 +269,20 @@ pub enum Keeps {
         what: String,
         /// The writer and its promise, in words (`Firefox holds ... while it runs`).
         promise: String,
+        /// Why the lock is that writer's.
+        placed: Placed,
     },
     /// The lock file itself, open (pacman's `db.lck`, nvim's ShaDa temporary file).
-    Open { promise: String },
+    Open { promise: String, placed: Placed },
+}
+
+impl Keeps {
+    /// Why the lock is its writer's.
+    pub fn placed(&self) -> &Placed {
+        match self {
+            Keeps::KernelLock { placed, .. } | Keeps::Open { placed, .. } => placed,
+        }
+    }
 }
 
 /// A writer's promise to refresh its lock while it holds it.
@@ -253,6 +297,8 @@ pub struct Refresh {
     pub fresh_ms: Option<i64>,
     /// Who promises what, in words (`VS Code touches it every second`).
     pub promise: String,
+    /// Why the lock is that writer's.
+    pub placed: Placed,
 }
 
 /// A writer's own condition for removing an owner-less lock.
@@ -273,6 +319,8 @@ pub struct Contract {
     pub scope: Scope,
     /// A lock younger than this proves nothing: the writer may be just starting.
     pub min_hold_ms: i64,
+    /// Why the lock is that writer's.
+    pub placed: Placed,
 }
 
 /// Where a running writer counts as at work.
@@ -381,7 +429,7 @@ impl Writers {
     /// The live processes of the snapshot that are one of the writers by any of their names
     /// (zombies and kernel threads are not running programs), this one left out.
     pub fn running<'a>(&self, snap: &'a crate::probe::Snapshot) -> Vec<&'a ProcSummary> {
-        let me = std::process::id() as i32;
+        let me = snap.self_pid();
         snap.processes()
             .iter()
             .filter(|p| p.pid != me && self.of_listed(p) != Match::No)

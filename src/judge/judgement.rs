@@ -28,6 +28,10 @@ pub struct Judgement {
     /// For a lock whose owner is on another named host: what that host could be asked about
     /// it (a scanner asks that host). Not part of the report.
     pub remote: Option<Box<RemoteClaim>>,
+    /// Processes that hold a kernel lock on the file that its writer does not take (a
+    /// reader's shared lock): they prove nothing about the owner, but the file is not removed
+    /// while they hold it.
+    pub kept_by: Vec<Holder>,
 }
 
 impl Judgement {
@@ -41,6 +45,7 @@ impl Judgement {
             holders: Vec::new(),
             unsaved_changes: None,
             remote: None,
+            kept_by: Vec::new(),
         }
     }
 
@@ -74,6 +79,13 @@ impl Judgement {
         j
     }
 
+    /// Adds to each proof why the lock is its writer's (see [`super::Placed`]).
+    pub(in crate::judge) fn place_proofs(&mut self, why: &str) {
+        for p in &mut self.proofs {
+            p.facts.insert("placed".into(), why.into());
+        }
+    }
+
     /// A judgement of a lock with several owners, every one proven gone.
     pub(in crate::judge) fn stale_by_all(proofs: Vec<Proof>, evidence: Vec<String>) -> Self {
         debug_assert!(!proofs.is_empty());
@@ -103,6 +115,7 @@ impl Judgement {
             holders,
             unsaved_changes: None,
             remote: None,
+            kept_by: Vec::new(),
         };
         if out.verdict == Verdict::Stale && out.proofs.is_empty() {
             out.doubt("the engine called it stale without naming the rule that proved it");
@@ -116,7 +129,7 @@ impl Judgement {
     /// The judgement in the engine's terms (for the engine's judge, which asks the scanner's
     /// PID rules about its records). What only the scanner uses (`unsaved_changes`,
     /// `remote`) is not part of it: the caller keeps what it needs.
-    pub(in crate::judge) fn into_engine(self) -> locksmith_engine::Judgement {
+    pub(crate) fn into_engine(self) -> locksmith_engine::Judgement {
         let mut j = locksmith_engine::Judgement::new(self.verdict, "");
         j.evidence = self.evidence;
         j.owner = self.owner.map(|o| *o);

@@ -30,7 +30,6 @@
 mod absence;
 mod alive;
 pub mod claims;
-mod engine;
 mod judgement;
 mod namespaces;
 pub mod pid;
@@ -38,29 +37,18 @@ pub mod remote;
 
 pub use alive::{At, not_an_app_owner};
 pub use claims::{
-    Claim, Contract, Keeps, Match, Note, OwnerClaim, Refresh, Said, Scope, When, Writers,
+    Claim, Contract, Keeps, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
 };
-pub use engine::ScannerWitness;
 pub use judgement::Judgement;
 pub use pid::{fmt_ms, written_before_boot};
 
 use crate::probe::{FileKey, Snapshot};
-use crate::verdict::{Owner, Proof, Verdict, describe_holders};
-use locksmith_engine::StaleWindows;
+use crate::verdict::{Holder, Owner, Proof, Verdict, describe_holders};
 
 /// How far a file server's clock may be from ours before a heartbeat on it proves anything.
 const NETWORK_SKEW_MS: i64 = 60_000;
 
-/// Formats a duration in ms for evidence lines: `3 s`, `5 min 2 s`, `2 h 10 min`, `3 d 4 h`.
-pub fn fmt_age(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    match s {
-        0..60 => format!("{s} s"),
-        60..3600 => format!("{} min {} s", s / 60, s % 60),
-        3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
-    }
-}
+pub use locksmith_sys::time::fmt_age;
 
 /// The lock being judged: where it is, and what was read of it.
 #[derive(Debug, Clone, Copy)]
@@ -72,8 +60,8 @@ pub struct Lock<'a> {
 }
 
 /// Judges one lock from what its dialect said of it.
-pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
-    let mut j = decide(lock, &said, snap, windows);
+pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot) -> Judgement {
+    let mut j = decide(lock, &said, snap);
     let verdict = j.verdict();
     for note in &said.notes {
         let add = match note.when {
@@ -98,12 +86,11 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot, windows: &StaleWindows
     j
 }
 
-/// The engine's judgement of one of its own records when the engine itself judged it with the
-/// [`ScannerWitness`] (a reclaim through the engine protocol), as the scanner reports it: its
-/// `stale` stands only with the proof of one of the rules, which the engine's judge gives, and
-/// a `foreign` one keeps what to ask the owner's host.
+/// The engine's judgement of one of its own records (a reclaim through the engine protocol,
+/// judged by the [`crate::engine::ScannerWitness`]), as the scanner reports it: its `stale` stands only with
+/// the proof of one of the rules.
 pub fn engine_judgement(j: locksmith_engine::Judgement) -> Judgement {
-    engine::witnessed(j)
+    Judgement::from_engine(j)
 }
 
 /// Judges what `claim` says of the owner of the lock file at `path`, by the PID rules alone
@@ -113,7 +100,7 @@ pub fn judge_owner(
     claim: OwnerClaim,
     snap: &Snapshot,
 ) -> std::io::Result<Judgement> {
-    let meta = std::fs::symlink_metadata(path)?;
+    let meta = snap.lstat(path)?;
     let fs = snap.fs_of(path, &meta);
     let at = At {
         path,
@@ -141,18 +128,28 @@ enum Kind {
     Local,
 }
 
-fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot, windows: &StaleWindows) -> Judgement {
+fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot) -> Judgement {
     let at = lock.at;
-    let engine = said.claims.iter().any(|c| matches!(c, Claim::EngineRecord));
-    if engine {
-        // The engine's judge reads the kernel lock itself (its owner keeps it).
-        return engine::judge(lock, snap, windows);
-    }
-    if let Some(j) = kernel_held(at, said, snap) {
+    let (held, others) = kernel_held(at, said, snap);
+    if let Some(j) = held {
         return j;
     }
+    let mut j = decide_unheld(at, said, snap);
+    if !others.is_empty() {
+        held_by_others(&mut j, others);
+    }
+    j
+}
+
+/// A lock that no writer holds a kernel lock on.
+fn decide_unheld(at: At<'_>, said: &Said, snap: &Snapshot) -> Judgement {
     if let Some(j) = &said.settled {
         return j.clone();
+    }
+    if said.open_for_writing_holds
+        && let Some(j) = opened_for_writing(at, snap)
+    {
+        return j;
     }
     let owner_less = !said.names_owner();
     // Whoever has an owner-less lock open holds it; so does whoever has open a lock whose
@@ -175,7 +172,7 @@ fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot, windows: &StaleWindows) 
             ));
         }
         if !at.fs.network
-            && let Some(j) = pid::earlier_boot_by_time(at.mtime_ms(), at.fs, snap)
+            && let Some(j) = pid::earlier_boot_by_time(at.written_by_ms(), at.fs, snap)
         {
             return j;
         }
@@ -203,31 +200,115 @@ fn nothing_promised(at: At<'_>) -> Judgement {
     )
 }
 
-/// `live` when a kernel lock is held on the lock file or on a file held with it.
-fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> Option<Judgement> {
-    let mut keys: Vec<(FileKey, String)> = vec![(FileKey::of(at.meta), "the lock file".into())];
-    keys.extend(said.held_with.iter().cloned());
+/// `live` when a kernel lock that a writer of this lock may have taken is held on the lock
+/// file or on a file held with it; with it, the holders of the lock file that cannot be its
+/// writers.
+///
+/// Anyone who can read a file can take a shared lock on it (`flock -s`, a POSIX read lock),
+/// so a kernel lock proves its holder holds the lock only where the lock's writer takes one:
+/// on the files it keeps locked ([`Keeps::KernelLock`], [`Said::held_with`]), and on the lock
+/// file itself when its writer locks it ([`Said::writer_locks`]). On any other lock file a
+/// kernel lock is a writer's only when a writer could have taken it: it is held by the PID the
+/// lock names, or it is a write lock (which needs the file open for writing), or its holder
+/// runs as the file's owner or as root. Any other holder is named, and keeps the lock from
+/// being removed, but proves nothing about its owner.
+fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, Vec<Holder>) {
+    let mut keys: Vec<(FileKey, String, bool)> = vec![(
+        FileKey::of(at.meta),
+        "the lock file".into(),
+        said.writer_locks,
+    )];
+    keys.extend(said.held_with.iter().map(|(k, w)| (*k, w.clone(), true)));
     // The files its writer keeps locked while it holds the lock.
     for c in &said.claims {
         if let Claim::Keeps(Keeps::KernelLock { path, what, .. }) = c
             && let Ok(meta) = snap.lstat(path)
         {
-            keys.push((FileKey::of(&meta), what.clone()));
+            let key = FileKey::of(&meta);
+            match keys.iter_mut().find(|k| k.0 == key) {
+                Some(k) => k.2 = true,
+                None => keys.push((key, what.clone(), true)),
+            }
         }
     }
-    for (key, what) in keys {
+    let owners: Vec<i64> = said
+        .claims
+        .iter()
+        .flat_map(|c| match c {
+            Claim::Owner(o) => vec![o.pid],
+            Claim::Owners(list) => list.iter().map(|o| o.pid).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut others = Vec::new();
+    for (key, what, writer_locks) in keys {
         let holders = snap.kernel_holders(key);
-        if !holders.is_empty() {
+        let (writers, readers): (Vec<Holder>, Vec<Holder>) = holders
+            .into_iter()
+            .partition(|h| writer_locks || may_be_writers_lock(h, &owners, at.meta.uid(), snap));
+        if !writers.is_empty() {
             let mut j = Judgement::live(format!(
                 "{what} is locked in the kernel by {} (/proc/locks)",
-                describe_holders(&holders)
+                describe_holders(&writers)
             ));
-            j.holders = holders;
+            j.holders = writers;
             j.process = process_of(&j.holders, snap).map(Box::new);
-            return Some(j);
+            return (Some(j), Vec::new());
         }
+        others.extend(readers);
     }
-    None
+    (None, others)
+}
+
+/// Whether a kernel lock on a lock file whose writer takes none may still be its writer's
+/// (see [`kernel_held`]).
+fn may_be_writers_lock(h: &Holder, owners: &[i64], file_uid: u32, snap: &Snapshot) -> bool {
+    if owners.contains(&i64::from(h.pid)) {
+        return true;
+    }
+    if h.mode == Some(crate::verdict::LockMode::Write) && h.how != crate::verdict::HolderHow::Flock
+    {
+        return true;
+    }
+    if h.pid <= 0 {
+        // Held by a description no visible process has: whose it is cannot be told.
+        return true;
+    }
+    match snap.pid(h.pid).facts().and_then(|f| f.uid) {
+        Some(uid) => uid == 0 || uid == file_uid,
+        None => true,
+    }
+}
+
+/// What a lock held by processes that cannot be its writers says: the holders, named, and
+/// that the lock is kept while they hold it.
+fn held_by_others(j: &mut Judgement, others: Vec<Holder>) {
+    j.evidence.push(format!(
+        "a kernel lock is held on it by {}, which cannot be its writer (a reader's lock, of another user): it proves nothing about its owner, and the file is not removed while it is held",
+        describe_holders(&others)
+    ));
+    for h in others {
+        if !j.holders.contains(&h) {
+            j.holders.push(h.clone());
+        }
+        j.kept_by.push(h);
+    }
+}
+
+/// `live` when a process has the lock file open for writing: the owner's descriptor, which
+/// a child that outlived it inherited.
+fn opened_for_writing(at: At<'_>, snap: &Snapshot) -> Option<Judgement> {
+    let writers = snap.writers_of(FileKey::of(at.meta));
+    if writers.is_empty() {
+        return None;
+    }
+    let mut j = Judgement::live(format!(
+        "{} the lock file open for writing: it holds the owner's descriptor",
+        describe_holders(&writers)
+    ));
+    j.process = process_of(&writers, snap).map(Box::new);
+    j.holders = writers;
+    Some(j)
 }
 
 /// `live` when a process has the lock (or a file held with it) open: for a lock that names no
@@ -287,20 +368,29 @@ fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
             if at.fs.network {
                 return (kind, on_network(at));
             }
-            (kind, absence::keeps(at, k, snap))
+            (kind, placed(absence::keeps(at, k, snap), k.placed()))
         }
-        Claim::Refreshed(r) => (Kind::Settles, refreshed(at, r, snap)),
+        Claim::Refreshed(r) => (Kind::Settles, placed(refreshed(at, r, snap), &r.placed)),
         Claim::Writer(c) => {
             if at.fs.network {
                 return (Kind::Local, on_network(at));
             }
-            (Kind::Local, absence::writer_absent(at, c, snap))
+            (
+                Kind::Local,
+                placed(absence::writer_absent(at, c, snap), &c.placed),
+            )
         }
-        Claim::EngineRecord => (
-            Kind::Settles,
-            Judgement::unknown("an engine record is judged by the engine's own judge"),
-        ),
     }
+}
+
+/// A judgement by a writer's promise or condition, with why the lock is that writer's (a
+/// proof names it among its facts).
+fn placed(mut j: Judgement, p: &Placed) -> Judgement {
+    if j.verdict() == Verdict::Stale {
+        j.place_proofs(p.why());
+        j.evidence.push(format!("it is its writer's: {}", p.why()));
+    }
+    j
 }
 
 fn on_network(at: At<'_>) -> Judgement {
@@ -312,10 +402,12 @@ fn on_network(at: At<'_>) -> Judgement {
 
 /// One owner PID, by the PID rules.
 fn owner(at: At<'_>, c: &OwnerClaim, snap: &Snapshot) -> Judgement {
+    let clock = snap.clock();
     let claim = alive::Claim {
         c,
         at,
-        written_ms: c.written_ms.unwrap_or_else(|| at.mtime_ms()),
+        written_ms: at.latest_write_ms(c.written_ms),
+        clock: &clock,
     };
     let mut j = pid::judge(&claim, snap);
     if let Some(label) = &c.label
@@ -394,6 +486,13 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 /// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
 /// when nothing here holds it.
 fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
+    // The last refresh is the later of what the writer says and the file's last change
+    // (a refresh moves both; nobody can move the ctime back).
+    let last_ms = r.last_ms.max(at.written_by_ms());
+    let r = &Refresh {
+        last_ms,
+        ..r.clone()
+    };
     let age = snap.taken_ms - r.last_ms;
     // On a network file system the server's clock sets the mtime: allow it to differ.
     let skew = if at.fs.remote_clock() {
@@ -444,10 +543,23 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
         j.holders = openers;
         return j;
     }
+    // A clock that stepped forward since the last refresh makes it look older than it is.
+    let clock = snap.clock();
+    let step = match clock.step_ms {
+        Some(s) if age - s.max(0) > r.window_ms.saturating_add(skew) => s.max(0),
+        _ => {
+            return Judgement::unknown(format!(
+                "not refreshed for {} by the clock, longer than its writer's {window_s} s window, but {}: that proves nothing",
+                fmt_age(age),
+                clock.how
+            ));
+        }
+    };
     let proof = Proof::by(crate::verdict::Rule::HeartbeatExpired)
         .fact("last_refresh", fmt_ms(r.last_ms))
         .fact("age_s", age / 1000)
-        .fact("window_s", window_s);
+        .fact("window_s", window_s)
+        .fact("clock_step_ms", step);
     Judgement::stale(
         proof,
         format!(

@@ -62,12 +62,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
     if inv.namespaces.is_empty() && host_never.is_none() {
         return None;
     }
-    let sightings = inv.who_sees(
-        path,
-        std::os::unix::fs::MetadataExt::dev(meta),
-        snap.canonical_dirs(),
-    );
-    let seen = sightings.seen;
+    let sightings = snap.who_sees(path, meta.dev());
+    // Only a namespace tied to the file may have written its PID: one whose root the file is
+    // on, or that mounts a volume holding it. One that shares our root and our mounts (a
+    // sandbox made with `unshare -p`, a browser's) never changes the verdict.
+    let seen: Vec<Seen<'_>> = sightings.seen.into_iter().filter(|s| s.tied).collect();
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
     }
@@ -114,9 +113,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
         Judgement::unknown(format!(
             "cannot tell whether a process with PID {pid} in a namespace that sees this file owns it"
         ))
-    } else if !inv.complete {
+    } else if !inv.complete && meta.uid() != snap.euid() {
         Judgement::foreign(format!(
-            "no namespace seen here that sees this file has an owner with PID {pid}, but the namespaces of some processes cannot be read (not root): it may have been written in one of them, where it cannot be checked"
+            "no namespace seen here that sees this file has an owner with PID {pid}, but this user (uid {}) cannot read the namespaces of other users' processes, and the file belongs to uid {}: it may have been written in one of them, where it cannot be checked",
+            snap.euid(),
+            meta.uid()
         ))
     } else if !sightings.mapped {
         Judgement::foreign(format!(
@@ -226,11 +227,7 @@ pub(super) fn live_in_named_host(
         return None;
     }
     let pid = claim.pid() as i32;
-    let sightings = inv.who_sees(
-        path,
-        std::os::unix::fs::MetadataExt::dev(meta),
-        snap.canonical_dirs(),
-    );
+    let sightings = snap.who_sees(path, meta.dev());
     let named = sightings
         .seen
         .iter()
@@ -288,7 +285,7 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
                 let mut j = alive(claim, &f);
                 if j.verdict() == Verdict::Live
                     && let Some(app) = &app
-                    && !works_in(f.pid, app).unwrap_or(false)
+                    && !snap.cwd_of(f.pid).is_some_and(|cwd| cwd.starts_with(app))
                 {
                     // A process elsewhere is not proof of death: the application may chdir
                     // away.
@@ -340,7 +337,7 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
         return verdict_of_alive(j, inside);
     }
     if let Some(app) = &app {
-        match working_dir(host_pid) {
+        match snap.working_dir(host_pid) {
             Some(cwd) if cwd.starts_with(app) => j.evidence.push(format!(
                 "it works in {} (its working directory there)",
                 app.display()
@@ -373,24 +370,4 @@ fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sight
     j.evidence = evidence;
     j.process = Some(Box::new(snap.process_info(&f)));
     Sighting::Owner(Box::new(j))
-}
-
-/// Whether a process of our own mount namespace works in `dir` (a path as we see it): its
-/// working directory is `dir` or below it. `None` when that cannot be read.
-fn works_in(host_pid: i32, dir: &Path) -> Option<bool> {
-    let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd")).ok()?;
-    Some(cwd.starts_with(dir))
-}
-
-/// A process's working directory as it sees it, as the paths of its namespace's view are: below
-/// its own root (a process changed into a root of its own with `chroot`, not `pivot_root`,
-/// shows its working directory from its mount namespace's root). `None` when it cannot be
-/// read.
-fn working_dir(host_pid: i32) -> Option<PathBuf> {
-    let cwd = std::fs::read_link(format!("/proc/{host_pid}/cwd")).ok()?;
-    let root = std::fs::read_link(format!("/proc/{host_pid}/root")).ok()?;
-    Some(match cwd.strip_prefix(&root) {
-        Ok(rest) => Path::new("/").join(rest),
-        Err(_) => cwd,
-    })
 }

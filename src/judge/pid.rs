@@ -7,8 +7,6 @@
 //! when it is one of the lock's known writers and `unknown` otherwise: a name proves only
 //! `live`, never `stale`.
 
-use std::path::Path;
-
 pub use super::alive::{At, not_an_app_owner};
 use super::alive::{Claim, INITIAL_PID_NS, alive, gone};
 use super::{Judgement, namespaces};
@@ -17,16 +15,43 @@ use crate::verdict::{Proof, Rule, Verdict};
 
 pub use locksmith_sys::time::fmt_ms;
 
-/// The evidence line for a lock written before this host booted (with the clock slack), if it
-/// was. Never on a file system that does not survive a reboot (tmpfs, ramfs: `/run`, often
-/// `/tmp`): a file there is from this boot whatever its mtime says, so an mtime before boot
-/// only shows the clock was stepped since it was written.
+/// Whether a lock written at `written_ms` (the latest it can have been, by the clock of
+/// then) was written before this host booted: beyond the clock's margin ([`Clock`]), on a
+/// file system that survives a reboot (never tmpfs or ramfs: `/run`, often `/tmp`; a file
+/// there is from this boot whatever its times say). `Ok(line)`: proven; `Err(Some(line))`:
+/// it looks so, but the clock may have stepped since; `Err(None)`: it does not.
+///
+/// [`Clock`]: crate::probe::clock::Clock
 pub fn written_before_boot(
     written_ms: i64,
     fs: Option<&FsInfo>,
     snap: &Snapshot,
-) -> Option<String> {
-    locksmith_sys::time::before_boot(written_ms, snap.host.boot_time, fs)
+) -> Result<String, Option<String>> {
+    // Not on a file system that does not survive a reboot, nor on one another machine
+    // writes to (its server's clock sets the times there).
+    if fs.is_some_and(|f| f.kind.is_volatile() || f.network) {
+        return Err(None);
+    }
+    let Some(boot_ms) = snap.host.boot_time.map(|b| b * 1000) else {
+        return Err(None);
+    };
+    if written_ms + locksmith_sys::time::CLOCK_SLACK_MS >= boot_ms {
+        return Err(None);
+    }
+    let clock = snap.clock();
+    match clock.margin_ms() {
+        Some(m) if written_ms + m < boot_ms => Ok(format!(
+            "written at {}, before this host booted at {}",
+            fmt_ms(written_ms),
+            fmt_ms(boot_ms)
+        )),
+        _ => Err(Some(format!(
+            "written at {}, before this host booted at {} by the clock, but {}: that proves nothing",
+            fmt_ms(written_ms),
+            fmt_ms(boot_ms),
+            clock.how
+        ))),
+    }
 }
 
 /// [`Rule::EarlierBoot`] by time: the proof, when the lock was written before this boot.
@@ -35,7 +60,7 @@ pub(super) fn earlier_boot_by_time(
     fs: &FsInfo,
     snap: &Snapshot,
 ) -> Option<Judgement> {
-    let line = written_before_boot(written_ms, Some(fs), snap)?;
+    let line = written_before_boot(written_ms, Some(fs), snap).ok()?;
     let proof = Proof::by(Rule::EarlierBoot)
         .fact("written", fmt_ms(written_ms))
         .fact(
@@ -45,8 +70,9 @@ pub(super) fn earlier_boot_by_time(
                 .map(|b| fmt_ms(b * 1000))
                 .unwrap_or_default(),
         )
+        .fact("margin_ms", snap.clock().margin_ms().unwrap_or_default())
         .fact("fs", fs.kind.as_str());
-    Some(Judgement::stale(proof, line))
+    Some(Judgement::stale(proof, line).because(snap.clock().how))
 }
 
 /// The judgement for a lock whose PID names no possible owner here ([`not_an_app_owner`]).
@@ -143,10 +169,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
             claim.at.fs.reached_from_afar()
         ));
     }
-    // When the lock was written, for the earlier-boot rule: the record's own time, unless
-    // it was written in another mount namespace (then only the file's mtime is ours).
+    // When the lock was written, for the earlier-boot rule: the latest it can have been by
+    // the record's own time, unless it was written in another mount namespace (then only the
+    // file's ctime is ours).
     let written_ms = if c.elsewhere.is_some() {
-        claim.at.mtime_ms()
+        claim.at.written_by_ms()
     } else {
         claim.written_ms
     };
@@ -217,7 +244,7 @@ fn works_in_app(claim: &Claim<'_>, j: &mut Judgement, pid: i32, snap: &Snapshot)
     let Some(app) = namespaces::app_dir(claim.at.path) else {
         return;
     };
-    let ids = crate::probe::places::dir_ids(std::slice::from_ref(&app));
+    let ids = snap.dir_ids(std::slice::from_ref(&app));
     if ids.is_empty() {
         return;
     }
@@ -227,9 +254,9 @@ fn works_in_app(claim: &Claim<'_>, j: &mut Judgement, pid: i32, snap: &Snapshot)
             .push(format!("it works in the application's directory {}", app.display())),
         Some(false) => {
             let cwd = snap
-                .read_link(Path::new(&format!("/proc/{pid}/cwd")))
+                .cwd_of(pid)
                 .map(|p| crate::text::truncate(&p.to_string_lossy(), 200))
-                .unwrap_or_else(|_| "elsewhere".into());
+                .unwrap_or_else(|| "elsewhere".into());
             j.set_unproven(Verdict::Unknown);
             j.evidence.push(format!(
                 "but it works in {cwd}, not in the application's directory {}: it may be another application's server",
@@ -254,138 +281,188 @@ fn pid_space_is_ours(claim: &Claim<'_>, snap: &Snapshot) -> bool {
         || (claim.at.fs.own_root && claim.at.fs.kind.is_overlay())
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::judge::claims::{OwnerClaim, Writers};
-    use crate::probe::ProcFacts;
+    use crate::probe::clock::Clock;
+    use crate::probe::{Evidence, ProcFacts, Stat};
     use locksmith_sys::time::CLOCK_SLACK_MS;
 
-    /// A lock file of the test's own (a real file: the rules look at who can see it).
-    fn lock_file() -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("x.pid");
-        std::fs::write(&path, "").unwrap();
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        (dir, path, meta)
+    /// The machine of these tests: booted at BOOT, judged a day later.
+    const BOOT: i64 = 1_800_000_000_000;
+    const NOW: i64 = BOOT + 86_400_000;
+    const HOUR: i64 = 3_600_000;
+
+    fn machine() -> Evidence {
+        Evidence::machine(BOOT, NOW)
     }
 
-    fn judged(c: &OwnerClaim, written_ms: i64, fs: &FsInfo, snap: &Snapshot) -> Judgement {
-        let (_dir, path, meta) = lock_file();
+    /// A lock file last changed at `ctime_ms`, whose mtime says `mtime_ms`.
+    fn lock(mtime_ms: i64, ctime_ms: i64) -> Stat {
+        Stat::file(0, mtime_ms, ctime_ms)
+    }
+
+    fn judged(c: &OwnerClaim, meta: &Stat, fs: &FsInfo, ev: Evidence) -> Judgement {
+        let snap = Snapshot::replay(ev);
+        let path = std::path::Path::new("/srv/x.pid");
+        let clock = snap.clock();
+        let at = At { path, meta, fs };
         judge(
             &Claim {
                 c,
-                at: At {
-                    path: &path,
-                    meta: &meta,
-                    fs,
-                },
-                written_ms,
+                at,
+                written_ms: at.latest_write_ms(c.written_ms),
+                clock: &clock,
             },
-            snap,
+            &snap,
         )
     }
 
-    fn facts(pid: i32, comm: &str, exe: Option<&str>) -> ProcFacts {
-        ProcFacts {
-            pid,
-            comm: comm.into(),
-            exe: exe.map(str::to_string),
-            state: 'S',
-            threads: 1,
-            start_ms: Some(1_000_000),
-            ..Default::default()
-        }
-    }
-
-    fn alive_as(c: &OwnerClaim, f: &ProcFacts, written_ms: i64) -> Judgement {
-        let (_dir, path, meta) = lock_file();
-        let fs = FsInfo::new("ext4", false);
-        alive(
-            &Claim {
-                c,
-                at: At {
-                    path: &path,
-                    meta: &meta,
-                    fs: &fs,
-                },
-                written_ms,
-            },
-            f,
-        )
+    fn ext4() -> FsInfo {
+        FsInfo::new("ext4", false)
     }
 
     #[test]
     fn a_name_that_does_not_match_proves_nothing() {
+        let started = NOW - 2 * HOUR;
+        let nano = ProcFacts::running(42, "nano", "/usr/bin/nano", BOOT, started);
+        let ev = machine().with_process(nano);
         let vims = OwnerClaim::pid(42, Writers::named(&["vim"]));
         // nano, alive since before the lock: not a vim, but not proven gone either.
-        let nano = facts(42, "nano", Some("/usr/bin/nano"));
-        let j = alive_as(&vims, &nano, 2_000_000);
+        let written = lock(NOW - HOUR, NOW - HOUR);
+        let j = judged(&vims, &written, &ext4(), ev.clone());
         assert_eq!(j.verdict(), Verdict::Unknown, "{j:?}");
         assert!(j.evidence[0].contains("nothing proves"), "{j:?}");
-        // Unreadable executable, name vim: live (a name proves only live).
-        let editor = facts(42, "vim", None);
-        assert_eq!(alive_as(&vims, &editor, 2_000_000).verdict(), Verdict::Live);
         // Any name when the writers are not known.
         let any = OwnerClaim::pid(42, Writers::ANY);
-        assert_eq!(alive_as(&any, &nano, 2_000_000).verdict(), Verdict::Live);
-        // PID reuse is proven by the start time only.
-        let j = alive_as(&vims, &nano, 1_000_000 - CLOCK_SLACK_MS - 1);
+        assert_eq!(
+            judged(&any, &written, &ext4(), ev.clone()).verdict(),
+            Verdict::Live
+        );
+        // PID reuse is proven by the start time only: written before it started.
+        let before = lock(started - CLOCK_SLACK_MS - 1, started - CLOCK_SLACK_MS - 1);
+        let j = judged(&vims, &before, &ext4(), ev.clone());
         assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert_eq!(j.proofs()[0].rule, Rule::PidReused);
         // Within the clock slack: not proven.
-        let j = alive_as(&vims, &nano, 1_000_000 - CLOCK_SLACK_MS);
-        assert_eq!(j.verdict(), Verdict::Unknown, "{j:?}");
+        let close = lock(started - CLOCK_SLACK_MS, started - CLOCK_SLACK_MS);
+        assert_eq!(
+            judged(&vims, &close, &ext4(), ev).verdict(),
+            Verdict::Unknown
+        );
     }
 
     #[test]
-    fn another_start_tick_is_pid_reuse() {
+    fn an_mtime_set_back_proves_nothing() {
+        // A live daemon's pid file, `touch -d`ed to before the daemon started, even to before
+        // this host booted: its ctime says when it was really last changed.
+        let started = NOW - 2 * HOUR;
+        let daemon = ProcFacts::running(42, "daemon", "/usr/sbin/daemon", BOOT, started);
+        let ev = machine().with_process(daemon);
+        let c = OwnerClaim::pid(42, Writers::ANY);
+        for mtime in [started - 5 * 60_000, BOOT - 3 * HOUR, 0] {
+            let touched = lock(mtime, NOW - HOUR);
+            let j = judged(&c, &touched, &ext4(), ev.clone());
+            assert_eq!(j.verdict(), Verdict::Live, "mtime {mtime}: {j:?}");
+            assert!(
+                j.evidence.iter().any(|l| l.contains("mtime says")),
+                "the evidence shows the mtime for what it is: {j:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_clock_stepped_forward_since_boot_keeps_time_rules_from_proving() {
+        // The clock moved forward by a day after the daemon started and wrote its pid file:
+        // the file looks a day older next to the daemon's start time (read through `btime`
+        // now), and to the boot time.
+        let started = NOW - 2 * HOUR;
+        let step = 24 * HOUR;
+        let daemon = ProcFacts::running(42, "daemon", "/usr/sbin/daemon", BOOT, started);
+        let mut ev = machine().with_process(daemon);
+        ev.clock = Some(Clock {
+            step_ms: Some(step + 1000),
+            how: "the wall clock may have stepped forward by up to 1 d 0 h since this boot began"
+                .into(),
+        });
+        let c = OwnerClaim::pid(42, Writers::ANY);
+        let before_step = lock(started + 60_000 - step, started + 60_000 - step);
+        let j = judged(&c, &before_step, &ext4(), ev.clone());
+        assert_ne!(j.verdict(), Verdict::Stale, "{j:?}");
+        assert!(
+            j.evidence.iter().any(|l| l.contains("stepped forward")),
+            "the evidence says why: {j:?}"
+        );
+        // Nor written before boot, by a clock that may have stepped.
+        let gone = OwnerClaim::pid(43, Writers::ANY);
+        let long_ago = lock(BOOT - HOUR, BOOT - HOUR);
+        let j = judged(&gone, &long_ago, &ext4(), ev.clone());
+        assert_eq!(
+            j.proofs().first().map(|p| p.rule),
+            Some(Rule::PidGone),
+            "{j:?}"
+        );
+        // A clock that nothing tells about proves nothing either.
+        ev.clock = Some(Clock {
+            step_ms: None,
+            how: "nothing tells".into(),
+        });
+        let j = judged(&c, &before_step, &ext4(), ev.clone());
+        assert_ne!(j.verdict(), Verdict::Stale, "{j:?}");
+        // Beyond the step, the proof stands.
+        ev.clock = Some(Clock {
+            step_ms: Some(HOUR),
+            how: String::new(),
+        });
+        let written = lock(started - 2 * HOUR, started - 2 * HOUR);
+        let j = judged(&c, &written, &ext4(), ev);
+        assert_eq!(j.proofs()[0].rule, Rule::PidReused, "{j:?}");
+    }
+
+    #[test]
+    fn another_start_tick_is_pid_reuse_whatever_the_clock() {
+        let mut f = ProcFacts::running(42, "sleep", "/usr/bin/sleep", BOOT, NOW - HOUR);
+        f.start_ticks = 8;
+        let mut ev = machine().with_process(f.clone());
+        ev.clock = Some(Clock {
+            step_ms: None,
+            how: String::new(),
+        });
         let mut c = OwnerClaim::pid(42, Writers::ANY);
         c.start_ticks = Some(7);
-        let mut f = facts(42, "sleep", Some("/usr/bin/sleep"));
-        f.start_ticks = 8;
-        let j = alive_as(&c, &f, 0);
+        let written = lock(NOW, NOW);
+        let j = judged(&c, &written, &ext4(), ev.clone());
         assert_eq!(j.verdict(), Verdict::Stale);
         assert_eq!(j.proofs()[0].rule, Rule::PidReused);
         assert_eq!(j.proofs()[0].get("record_start_ticks"), Some(&7.into()));
-        f.start_ticks = 7;
-        assert_eq!(alive_as(&c, &f, i64::MAX / 2).verdict(), Verdict::Live);
+        c.start_ticks = Some(8);
+        assert_eq!(judged(&c, &written, &ext4(), ev).verdict(), Verdict::Live);
     }
 
     #[test]
     fn a_zombie_owner_is_gone() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id() as i64;
-        let fs = FsInfo::new("ext4", false);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let j = loop {
-            // A fresh snapshot each time: the state of a PID is cached per snapshot.
-            let snap = Snapshot::take();
-            let j = judged(
-                &OwnerClaim::pid(pid, Writers::ANY),
-                snap.taken_ms,
-                &fs,
-                &snap,
-            );
-            if j.verdict() == Verdict::Stale || std::time::Instant::now() > deadline {
-                break j;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        };
+        let f = ProcFacts::running(42, "true", "/usr/bin/true", BOOT, NOW - HOUR);
+        let ev = machine().with_zombie(f);
+        let j = judged(
+            &OwnerClaim::pid(42, Writers::ANY),
+            &lock(NOW, NOW),
+            &ext4(),
+            ev,
+        );
         assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert!(j.evidence[0].contains("zombie"), "{j:?}");
         assert_eq!(j.proofs()[0].rule, Rule::PidGone);
-        child.wait().unwrap();
     }
 
     #[test]
     fn init_and_kernel_threads_are_never_owners() {
-        let mut snap = Snapshot::take();
-        snap.host.pid_ns = Some(INITIAL_PID_NS);
+        let mut ev = machine();
+        let snap = Snapshot::replay(ev.clone());
         let kernel = |pid, comm: &str, kernel_thread| {
             PidState::Alive(ProcFacts {
                 kernel_thread,
-                ..facts(pid, comm, None)
+                ..ProcFacts::running(pid, comm, "/x", BOOT, BOOT)
             })
         };
         assert!(not_an_app_owner(1, &kernel(1, "systemd", false), &snap).is_some());
@@ -395,53 +472,66 @@ mod tests {
         assert!(not_an_app_owner(77, &kernel(77, "rails", false), &snap).is_none());
         assert!(not_an_app_owner(1, &PidState::Absent, &snap).is_none());
         // Inside a container, PID 1 is the container's own program: it may own a lock.
-        snap.host.pid_ns = Some(4_026_532_999);
+        ev.host.pid_ns = Some(4_026_532_999);
+        let snap = Snapshot::replay(ev);
         assert!(not_an_app_owner(1, &kernel(1, "postgres", false), &snap).is_none());
         assert!(not_an_app_owner(9, &kernel(9, "kworker", true), &snap).is_some());
     }
 
     #[test]
     fn files_on_tmpfs_are_never_from_an_earlier_boot() {
-        let snap = Snapshot::take();
-        let long_ago = snap.taken_ms - 10 * 365 * 86_400_000;
-        let ext4 = FsInfo::new("ext4", false);
+        let snap = Snapshot::replay(machine());
+        let long_ago = NOW - 10 * 365 * 86_400_000;
         let tmpfs = FsInfo::new("tmpfs", false);
-        assert!(written_before_boot(long_ago, Some(&ext4), &snap).is_some());
-        assert!(written_before_boot(long_ago, None, &snap).is_some());
-        assert!(written_before_boot(long_ago, Some(&tmpfs), &snap).is_none());
-        assert!(written_before_boot(snap.taken_ms, Some(&ext4), &snap).is_none());
+        assert!(written_before_boot(long_ago, Some(&ext4()), &snap).is_ok());
+        assert!(written_before_boot(long_ago, None, &snap).is_ok());
+        assert!(written_before_boot(long_ago, Some(&tmpfs), &snap).is_err());
+        assert!(written_before_boot(NOW, Some(&ext4()), &snap).is_err());
     }
 
     #[test]
     fn rules() {
-        let snap = Snapshot::take();
-        let now = snap.taken_ms;
-        let ext4 = FsInfo::new("ext4", false);
-        let me = std::process::id() as i64;
-        let mine = OwnerClaim::pid(me, Writers::ANY);
-        assert_eq!(judged(&mine, now, &ext4, &snap).verdict(), Verdict::Live);
+        let me = 4242;
+        let ev = machine().with_process(ProcFacts::running(
+            me,
+            "app",
+            "/usr/bin/app",
+            BOOT,
+            NOW - HOUR,
+        ));
+        let now = lock(NOW, NOW);
+        let mine = OwnerClaim::pid(me as i64, Writers::ANY);
+        assert_eq!(
+            judged(&mine, &now, &ext4(), ev.clone()).verdict(),
+            Verdict::Live
+        );
         for bad in [0, 1 << 31, -1] {
             let c = OwnerClaim::pid(bad, Writers::ANY);
-            assert_eq!(judged(&c, now, &ext4, &snap).verdict(), Verdict::Unknown);
+            assert_eq!(
+                judged(&c, &now, &ext4(), ev.clone()).verdict(),
+                Verdict::Unknown
+            );
         }
         let other_host = OwnerClaim {
             host: Some("elsewhere.example".into()),
             ..mine.clone()
         };
-        let j = judged(&other_host, now, &ext4, &snap);
+        let j = judged(&other_host, &now, &ext4(), ev.clone());
         assert_eq!(j.verdict(), Verdict::Foreign);
         assert_eq!(j.remote.as_ref().unwrap().host, "elsewhere.example");
 
-        // Our boot id with another hostname: same kernel, so the PID is checked.
         // Our boot id with another hostname and our PID namespace: same kernel, same PIDs,
         // so the PID is checked (a container whose host name changed).
         let renamed = OwnerClaim {
             host: Some("renamed-container".into()),
-            boot_id: snap.host.boot_id.clone(),
-            pid_ns: snap.host.pid_ns,
+            boot_id: ev.host.boot_id.clone(),
+            pid_ns: ev.host.pid_ns,
             ..mine.clone()
         };
-        assert_eq!(judged(&renamed, now, &ext4, &snap).verdict(), Verdict::Live);
+        assert_eq!(
+            judged(&renamed, &now, &ext4(), ev.clone()).verdict(),
+            Verdict::Live
+        );
         // Without the PID namespace, another host name is another UTS namespace, most likely
         // with PIDs of its own: not checked here.
         let unnamed_ns = OwnerClaim {
@@ -449,7 +539,7 @@ mod tests {
             ..renamed.clone()
         };
         assert_eq!(
-            judged(&unnamed_ns, now, &ext4, &snap).verdict(),
+            judged(&unnamed_ns, &now, &ext4(), ev.clone()).verdict(),
             Verdict::Foreign
         );
 
@@ -457,41 +547,42 @@ mod tests {
             boot_id: Some("00000000-0000-0000-0000-000000000000".into()),
             ..mine.clone()
         };
-        let j = judged(&old_boot, now, &ext4, &snap);
+        let j = judged(&old_boot, &now, &ext4(), ev.clone());
         assert_eq!(j.verdict(), Verdict::Stale, "{j:?}");
         assert_eq!(j.proofs()[0].rule, Rule::EarlierBoot);
 
-        // Written long before we started: an earlier boot (ext4) ...
-        let j = judged(&mine, now - 10 * 365 * 86_400_000, &ext4, &snap);
+        // Written long before boot: an earlier boot (ext4) ...
+        let ancient = lock(NOW - 10 * 365 * 86_400_000, NOW - 10 * 365 * 86_400_000);
+        let j = judged(&mine, &ancient, &ext4(), ev.clone());
         assert_eq!(j.proofs()[0].rule, Rule::EarlierBoot, "{j:?}");
         // ... or PID reuse where no boot survives (tmpfs).
         let tmpfs = FsInfo::new("tmpfs", false);
-        let j = judged(&mine, now - 10 * 365 * 86_400_000, &tmpfs, &snap);
+        let j = judged(&mine, &ancient, &tmpfs, ev.clone());
         assert_eq!(j.proofs()[0].rule, Rule::PidReused, "{j:?}");
 
         // Not the program the lock names, alive since before it: not proven.
-        let postgres = OwnerClaim::pid(me, Writers::named(&["postgres"]));
+        let postgres = OwnerClaim::pid(me as i64, Writers::named(&["postgres"]));
         assert_eq!(
-            judged(&postgres, now, &ext4, &snap).verdict(),
+            judged(&postgres, &now, &ext4(), ev.clone()).verdict(),
             Verdict::Unknown
         );
 
         let nfs = FsInfo::new("nfs", true);
-        assert_eq!(judged(&mine, now, &nfs, &snap).verdict(), Verdict::Foreign);
+        assert_eq!(
+            judged(&mine, &now, &nfs, ev.clone()).verdict(),
+            Verdict::Foreign
+        );
 
         // On a container's root file system seen from outside, a PID is the container's:
         // neither a dead nor a live host PID proves anything.
-        let mut dead = std::process::Command::new("true").spawn().unwrap();
-        let dead_pid = dead.id() as i64;
-        dead.wait().unwrap();
-        let gone = OwnerClaim::pid(dead_pid, Writers::ANY);
-        let plain = judged(&gone, now, &ext4, &snap);
+        let gone = OwnerClaim::pid(4243, Writers::ANY);
+        let plain = judged(&gone, &now, &ext4(), ev.clone());
         assert_eq!(plain.verdict(), Verdict::Stale, "{plain:?}");
         assert_eq!(plain.proofs()[0].rule, Rule::PidGone);
         let mut overlay = FsInfo::new("overlay", false);
         overlay.container_root = true;
         for c in [&gone, &mine] {
-            let j = judged(c, now, &overlay, &snap);
+            let j = judged(c, &now, &overlay, ev.clone());
             assert_eq!(j.verdict(), Verdict::Foreign, "{j:?}");
         }
     }

@@ -46,7 +46,7 @@ pub use super::fs::{Mount, proc_root_path};
 use super::places::CanonicalDirs;
 
 /// A PID namespace other than ours, with what runs in it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Namespace {
     /// Inode of the namespace (`pid:[INODE]`).
     pub inode: u64,
@@ -78,7 +78,7 @@ pub struct Namespace {
 
 /// One more mount namespace of a PID namespace's processes: a container that joins another's
 /// PID namespace (a sidecar, a pod's containers) keeps a root and mounts of its own.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct View {
     /// Host PID of a process there.
     pid: i32,
@@ -109,12 +109,27 @@ impl Inside<'_> {
 }
 
 /// A container's host name, from its runtime's state. Only a lock that names a host other
-/// than ours asks for it: a Podman container's OCI `config.json` is read then, once.
+/// than ours asks for it: a Podman container's OCI `config.json` is read then, once. As data
+/// (a recording), it is the name as far as it was read (`None` when nobody asked).
 #[derive(Debug, Clone, Default)]
 pub struct HostName {
     value: std::sync::OnceLock<Option<String>>,
     /// The OCI bundles whose `config.json` may name it, in turn.
     bundles: Vec<PathBuf>,
+}
+
+impl serde::Serialize for HostName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde::Serialize::serialize(&self.value.get().cloned().flatten(), s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for HostName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(HostName::known(
+            <Option<String> as serde::Deserialize>::deserialize(d)?,
+        ))
+    }
 }
 
 impl HostName {
@@ -228,6 +243,26 @@ impl Namespace {
             .chain(self.views.iter().map(|v| v.mounts.as_slice()))
     }
 
+    /// The root (device, inode) of the processes that see the mount table
+    /// [`Namespace::tables`] gives at `table`.
+    fn table_root(&self, table: usize) -> Option<(u64, u64)> {
+        table
+            .checked_sub(1)
+            .and_then(|v| self.views.get(v))
+            .map_or(self.root, |v| v.root)
+    }
+
+    /// The root of host process `pid`, one of its processes.
+    fn root_of(&self, pid: i32) -> Option<(u64, u64)> {
+        if !self.views.is_empty()
+            && let Some(mnt) = ns_inode(&pid.to_string(), "mnt")
+            && let Some(v) = self.views.iter().find(|v| v.mnt == Some(mnt))
+        {
+            return v.root;
+        }
+        self.root
+    }
+
     /// The host PID of a process that sees the mount table [`Namespace::tables`] gives at
     /// `table`.
     fn table_pid(&self, table: usize) -> i32 {
@@ -294,6 +329,13 @@ pub struct Seen<'a> {
     /// Seen through an overlay the file is a layer file of (not in a file system of the
     /// namespace's own): the host PID of a process whose root shows that overlay.
     pub layer: Option<i32>,
+    /// Whether something ties the namespace to the file, so that a PID of it may be the
+    /// file's writer's: the file is on the namespace's own root (a root that is not ours), or
+    /// on a mount of its that ours does not mirror (a volume it mounts). A namespace that
+    /// shares our root and sees the file only through mounts it copied from ours (a sandbox
+    /// made with `unshare -p`, a browser's) is no more tied to the file than any process of
+    /// ours: its PIDs never change the file's verdict. Ours is always tied.
+    pub tied: bool,
 }
 
 impl Seen<'_> {
@@ -314,7 +356,7 @@ pub struct Sightings<'a> {
 }
 
 /// Every PID namespace on this machine other than ours.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inventory {
     /// Our own PID namespace.
     pub own_ns: Option<u64>,
@@ -328,12 +370,15 @@ pub struct Inventory {
     /// Whether every process's namespace could be read.
     pub complete: bool,
     /// The layers of the namespaces' overlays, resolved here when first asked.
+    #[serde(skip)]
     layers: OnceLock<Vec<Layer>>,
     /// The layers of our own overlays (index in `own_mounts`, directory), resolved when first
     /// asked.
+    #[serde(skip)]
     own_layers: OnceLock<Vec<(usize, PathBuf)>>,
     /// The layers named by relative paths, found from the directories above the files asked
     /// about.
+    #[serde(skip)]
     relative: RelativeLayers,
 }
 
@@ -611,10 +656,12 @@ impl Inventory {
             Some((pid, rest)) => match self.of_host_pid(pid) {
                 Some((ns, _)) => {
                     let fs_path = fs_relative(ns.mounts_of(pid), &rest, dev);
+                    let tied = ns.root_of(pid) != self.own_root;
                     out.push(Seen {
                         ns: Some(ns),
                         path: rest,
                         layer: None,
+                        tied,
                     });
                     (Some(ns.inode), fs_path)
                 }
@@ -637,6 +684,7 @@ impl Inventory {
                 ns: None,
                 path: p,
                 layer: None,
+                tied: true,
             });
         }
         for ns in &self.namespaces {
@@ -647,11 +695,21 @@ impl Inventory {
             {
                 continue;
             }
-            if let Some(p) = ns.tables().find_map(|t| inside(t, dev, &fs_path)) {
+            let found = ns.tables().enumerate().find_map(|(i, t)| {
+                let (m, p) = inside_via(t, dev, &fs_path)?;
+                let own_root = ns.table_root(i) != self.own_root;
+                let mirrored = self
+                    .own_mounts
+                    .iter()
+                    .any(|h| h.dev == m.dev && h.root == m.root && h.point == m.point);
+                Some((p, own_root || !mirrored))
+            });
+            if let Some((p, tied)) = found {
                 out.push(Seen {
                     ns: Some(ns),
                     path: p,
                     layer: None,
+                    tied,
                 });
             }
         }
@@ -708,6 +766,7 @@ impl Inventory {
                         ns: Some(ns),
                         path: p,
                         layer: Some(ns.table_pid(layer.table)),
+                        tied: true,
                     });
                 }
             }
@@ -832,6 +891,7 @@ impl Inventory {
             ns: None,
             path: real,
             layer: None,
+            tied: true,
         });
         rel
     }
@@ -974,12 +1034,17 @@ fn fs_relative(mounts: &[Mount], path: &Path, dev: u64) -> Option<(u64, PathBuf)
 
 /// Where a namespace with `mounts` sees the file at `fs_path` of device `dev`, if it does.
 fn inside(mounts: &[Mount], dev: u64, fs_path: &Path) -> Option<PathBuf> {
+    inside_via(mounts, dev, fs_path).map(|(_, p)| p)
+}
+
+/// [`inside`], with the mount it sees the file through.
+fn inside_via<'m>(mounts: &'m [Mount], dev: u64, fs_path: &Path) -> Option<(&'m Mount, PathBuf)> {
     let (m, rest) = mounts
         .iter()
         .filter(|m| m.dev == dev)
         .filter_map(|m| Some((m, below(fs_path, &m.root)?)))
         .max_by_key(|(m, _)| m.root.as_os_str().len())?;
-    Some(join(&m.point, rest))
+    Some((m, join(&m.point, rest)))
 }
 
 /// What follows `base` in `path`, when `path` is `base` or below it: `Path::strip_prefix` for

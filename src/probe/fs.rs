@@ -152,15 +152,17 @@ pub fn proc_root_path(path: &Path) -> Option<(i32, PathBuf)> {
 }
 
 /// One mount of a mount table (`/proc/<pid>/mountinfo`: ours, or a namespace's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Mount {
     /// The mount's id (unique among the mounts of now).
     pub id: u64,
     /// Its device (`st_dev` of its files).
     pub dev: u64,
     /// The directory of its file system that is mounted (`/` for the whole file system).
+    #[serde(with = "super::evidence::serde_path")]
     pub root: PathBuf,
     /// Where it appears.
+    #[serde(with = "super::evidence::serde_path")]
     pub point: PathBuf,
     /// Its type (`ext4`, `nfs4`, `fuse.sshfs`).
     pub fs_type: String,
@@ -168,6 +170,7 @@ pub struct Mount {
     pub source: Option<String>,
     /// An overlay's layers ([`overlay_layers`]): the directories whose files it shows, as its
     /// mounter named them. Empty for any other type.
+    #[serde(with = "super::evidence::serde_path::vec")]
     pub layers: Vec<PathBuf>,
 }
 

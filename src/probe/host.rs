@@ -6,7 +6,8 @@ use std::path::Path;
 pub use locksmith_sys::host::{boot_id, boot_time, hostname, parse_ns_link, pid_ns_of};
 
 /// Host facts used by the evidence rules (README: Evidence).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct HostFacts {
     pub hostname: String,
     /// `/proc/sys/kernel/random/boot_id`: names one running kernel.
@@ -86,9 +87,62 @@ pub fn in_container() -> bool {
     false
 }
 
+/// A user as messages name it: `alice (uid 1000)`, or `uid 1000` without a name.
+pub fn user(uid: u32) -> String {
+    static USERS: std::sync::OnceLock<Option<sysinfo::Users>> = std::sync::OnceLock::new();
+    let name = USERS
+        .get_or_init(|| sysinfo::Users::new_with_refreshed_list().ok())
+        .as_ref()
+        .and_then(|users| users.iter().find(|u| **u.id() == uid))
+        .map(|u| u.name().to_string());
+    match name {
+        Some(n) => format!("{} (uid {uid})", crate::text::escape(&n)),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// A user's name and home directory in the password database (`getpwuid_r(3)`), as a
+/// program of that user expands `~NAME` (vim does, recovering a swap file).
+pub fn passwd_entry(uid: u32) -> Option<(String, std::path::PathBuf)> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = vec![0u8; 4096];
+    loop {
+        // SAFETY: `passwd` is a plain C struct of pointers and integers, valid all-zero.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is to live memory of ours, `buf` of the length given; on
+        // success the strings `pw` points to are in `buf`, read before it changes.
+        let r = unsafe {
+            libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut found)
+        };
+        if r == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if r != 0 || found.is_null() || pw.pw_name.is_null() || pw.pw_dir.is_null() {
+            return None;
+        }
+        // SAFETY: getpwuid_r succeeded: both are NUL-terminated strings in `buf`.
+        let (name, dir) = unsafe { (CStr::from_ptr(pw.pw_name), CStr::from_ptr(pw.pw_dir)) };
+        return Some((
+            name.to_string_lossy().into_owned(),
+            std::path::PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())),
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_password_database_names_root() {
+        let (name, home) = passwd_entry(0).unwrap();
+        assert_eq!(name, "root");
+        assert!(home.is_absolute(), "{}", home.display());
+    }
 
     #[cfg(target_os = "linux")]
     #[test]

@@ -36,12 +36,49 @@ fn read_whole(path: &str) -> std::io::Result<String> {
     }
 }
 
-/// A file identity as the kernel reports it in `/proc/locks`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A file identity as the kernel reports it in `/proc/locks`. Written `MAJOR:MINOR:INODE`
+/// (hex device numbers, as `/proc/locks` prints them) where it is data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileKey {
     pub major: u32,
     pub minor: u32,
     pub inode: u64,
+}
+
+impl std::fmt::Display for FileKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x}:{:02x}:{}", self.major, self.minor, self.inode)
+    }
+}
+
+impl std::str::FromStr for FileKey {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut it = s.split(':');
+        let bad = || format!("not a file key (MAJOR:MINOR:INODE): {s}");
+        let major = u32::from_str_radix(it.next().ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        let minor = u32::from_str_radix(it.next().ok_or_else(bad)?, 16).map_err(|_| bad())?;
+        let inode = it.next().ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        Ok(FileKey {
+            major,
+            minor,
+            inode,
+        })
+    }
+}
+
+impl serde::Serialize for FileKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FileKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl FileKey {
@@ -54,9 +91,33 @@ impl FileKey {
         }
     }
 
-    pub fn of(meta: &std::fs::Metadata) -> Self {
+    /// The key of a file from its status (a [`super::Stat`] or what `std::fs` said of it).
+    pub fn of(meta: &impl DevIno) -> Self {
+        let (dev, ino) = meta.dev_ino();
+        Self::from_dev_ino(dev, ino)
+    }
+
+    /// The key of a file from what `std::fs` said of it.
+    pub fn of_meta(meta: &std::fs::Metadata) -> Self {
+        Self::of(meta)
+    }
+}
+
+/// A file's device and inode, whoever read them.
+pub trait DevIno {
+    fn dev_ino(&self) -> (u64, u64);
+}
+
+impl DevIno for std::fs::Metadata {
+    fn dev_ino(&self) -> (u64, u64) {
         use std::os::unix::fs::MetadataExt;
-        Self::from_dev_ino(meta.dev(), meta.ino())
+        (self.dev(), self.ino())
+    }
+}
+
+impl DevIno for super::Stat {
+    fn dev_ino(&self) -> (u64, u64) {
+        (self.dev, self.ino)
     }
 }
 

@@ -3,8 +3,21 @@
 
 use super::host::HostFacts;
 
+/// A process as the process list shows it (for dialects that look for "a git in this repo").
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ProcSummary {
+    pub pid: i32,
+    pub name: String,
+    #[serde(with = "super::evidence::serde_path::opt")]
+    pub exe: Option<std::path::PathBuf>,
+    pub cmd: Vec<String>,
+    #[serde(with = "super::evidence::serde_path::opt")]
+    pub cwd: Option<std::path::PathBuf>,
+}
+
 /// What we can tell about a PID on this host.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PidState {
     /// `kill(pid, 0)` said ESRCH: no such process.
     Absent,
@@ -26,7 +39,8 @@ impl PidState {
 }
 
 /// Facts read from `/proc/<pid>`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ProcFacts {
     pub pid: i32,
     /// `comm` (at most 15 bytes).
@@ -43,6 +57,7 @@ pub struct ProcFacts {
     pub cmdline: Vec<String>,
     pub uid: Option<u32>,
     pub pid_ns: Option<u64>,
+    #[serde(with = "super::evidence::serde_path::opt")]
     pub cwd: Option<std::path::PathBuf>,
     /// Parent PID (field 4 of `stat`).
     pub ppid: i32,
@@ -52,6 +67,25 @@ pub struct ProcFacts {
 }
 
 impl ProcFacts {
+    /// A running program, as evidence describes one (tests, perturbations): `pid`, named
+    /// `comm`, running `exe`, started at `started_ms` (ms since the epoch) of a host booted at
+    /// `boot_ms`.
+    pub fn running(pid: i32, comm: &str, exe: &str, boot_ms: i64, started_ms: i64) -> Self {
+        ProcFacts {
+            pid,
+            comm: comm.into(),
+            state: 'S',
+            threads: 1,
+            start_ticks: ((started_ms - boot_ms).max(0) / 10) as u64,
+            start_ms: Some(started_ms),
+            exe: Some(exe.into()),
+            cmdline: vec![exe.into()],
+            uid: Some(0),
+            ppid: 1,
+            ..ProcFacts::default()
+        }
+    }
+
     /// Whether the process is one of `names` (compared to comm, the executable's file name and
     /// `argv[0]`'s file name; a name matches as a prefix so `postgres` matches `postgres: ...`,
     /// and so does a name written with a final `*`, as the judge's writer lists are).

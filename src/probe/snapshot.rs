@@ -6,16 +6,18 @@
 //! them ([`Ahead`]). Per-PID probes are cached, so each PID is read once. `Snapshot` is
 //! `Sync`: the scanner judges on several threads.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::containers::Inventory;
+use super::evidence::{self, Evidence};
 use super::fs::FsInfo;
 use super::host::HostFacts;
 use super::kernel_locks::{FileKey, KernelLock, KernelLocks};
 use super::open_files::FdTable;
+pub use super::process::ProcSummary;
 use super::process::{self, PidState, ProcFacts};
 use crate::verdict::{ContainerInfo, Holder, HolderHow, ProcessInfo};
 
@@ -42,16 +44,6 @@ fn is_us(pid: i32) -> bool {
 /// Whether `pid` has the file `key` open now (`None`: its descriptors cannot be read).
 fn open_now(pid: i32, key: FileKey) -> Option<bool> {
     super::open_files::files_of(pid).map(|f| f.contains(&key))
-}
-
-/// A process as the process list shows it (for dialects that look for "a git in this repo").
-#[derive(Debug, Clone)]
-pub struct ProcSummary {
-    pub pid: i32,
-    pub name: String,
-    pub exe: Option<PathBuf>,
-    pub cmd: Vec<String>,
-    pub cwd: Option<PathBuf>,
 }
 
 /// One snapshot of the evidence (README: Evidence).
@@ -85,6 +77,24 @@ pub struct Snapshot {
     containers: Early<Inventory>,
     /// The directories asked about, as our namespace resolves them.
     canonical: super::places::CanonicalDirs,
+    /// Where its answers are kept, or come from ([`Book`]).
+    book: Book,
+    /// How far the wall clock can be trusted (read on first use).
+    clock: OnceLock<super::clock::Clock>,
+    /// The questions a replay found no answer to in its recording (see
+    /// [`Snapshot::replay_misses`]).
+    misses: Mutex<Vec<String>>,
+}
+
+/// Where a snapshot's answers come from and go (see [`super::evidence`]).
+enum Book {
+    /// Read from the machine; nothing kept.
+    Live,
+    /// Read from the machine, each answer kept: the first answer to a question is the one
+    /// every later asker gets, so that a replay of the recording gives the same verdicts.
+    Record(Mutex<Evidence>),
+    /// Answered from a recording alone.
+    Replay(Mutex<Evidence>),
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -245,6 +255,145 @@ impl Snapshot {
             shares: OnceLock::new(),
             containers: Early::later(),
             canonical: Default::default(),
+            book: Book::Live,
+            clock: OnceLock::new(),
+            misses: Mutex::default(),
+        }
+    }
+
+    /// This snapshot, keeping every answer it gives from now on (see
+    /// [`Snapshot::evidence`]).
+    pub fn recording(mut self) -> Self {
+        let mut ev = Evidence::new(self.host.clone(), self.taken_ms, self.pid_max);
+        ev.root_dev = self.root_dev;
+        self.book = Book::Record(Mutex::new(ev));
+        self
+    }
+
+    /// A snapshot that answers from a recording alone, reading nothing of this machine.
+    pub fn replay(ev: Evidence) -> Self {
+        Snapshot {
+            host: ev.host.clone(),
+            taken_ms: ev.taken_ms,
+            pid_max: ev.pid_max,
+            root_dev: ev.root_dev,
+            kernel_locks: Early::known(KernelLocks::default()),
+            pids: Mutex::default(),
+            sharers: OnceLock::new(),
+            open_by_pid: Mutex::default(),
+            kept_by_copy: Mutex::default(),
+            fd_table_now: OnceLock::new(),
+            fd_table: Early::known(FdTable::default()),
+            processes: Early::known(ev.processes.clone().unwrap_or_default()),
+            users: OnceLock::new(),
+            unix_listeners: OnceLock::new(),
+            fs: Mutex::default(),
+            shares: OnceLock::new(),
+            containers: Early::known(ev.containers.clone().unwrap_or_default()),
+            canonical: Default::default(),
+            book: Book::Replay(Mutex::new(ev)),
+            clock: OnceLock::new(),
+            misses: Mutex::default(),
+        }
+    }
+
+    /// Whether this snapshot answers from a recording.
+    pub fn is_replay(&self) -> bool {
+        matches!(self.book, Book::Replay(_))
+    }
+
+    /// The evidence this snapshot has given so far (a recording, or the one it replays),
+    /// with the census and the inventory when they were read. `None` for a live snapshot that
+    /// keeps nothing.
+    pub fn evidence(&self) -> Option<Evidence> {
+        let m = match &self.book {
+            Book::Live => return None,
+            Book::Record(m) | Book::Replay(m) => m,
+        };
+        let mut ev = m.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if ev.processes.is_none() {
+            ev.processes = self.processes.value.get().cloned();
+        }
+        if ev.containers.is_none() {
+            ev.containers = self.containers.value.get().cloned();
+        }
+        Some(ev)
+    }
+
+    /// Adds to the evidence a recording keeps (a lock read, the settings): nothing for a
+    /// snapshot that does not record.
+    pub fn keep(&self, add: impl FnOnce(&mut Evidence)) {
+        if let Book::Record(m) = &self.book {
+            add(&mut m.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
+    /// The answer to one question: read now (`live`) and kept when recording, or taken from
+    /// the recording (`missing` when it has none). `key` names the question in `pick`'s map.
+    pub(crate) fn answer<K: Ord + std::fmt::Debug, V: Clone>(
+        &self,
+        pick: fn(&mut Evidence) -> &mut BTreeMap<K, V>,
+        key: impl FnOnce() -> K,
+        live: impl FnOnce() -> V,
+        missing: impl FnOnce() -> V,
+    ) -> V {
+        match &self.book {
+            Book::Live => live(),
+            Book::Record(m) => {
+                let key = key();
+                if let Some(v) = pick(&mut m.lock().unwrap_or_else(|e| e.into_inner())).get(&key) {
+                    return v.clone();
+                }
+                // The machine is read without holding the book.
+                let v = live();
+                pick(&mut m.lock().unwrap_or_else(|e| e.into_inner()))
+                    .entry(key)
+                    .or_insert(v)
+                    .clone()
+            }
+            Book::Replay(m) => {
+                let key = key();
+                let found = pick(&mut m.lock().unwrap_or_else(|e| e.into_inner()))
+                    .get(&key)
+                    .cloned();
+                found.unwrap_or_else(|| {
+                    self.misses
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("{key:?}"));
+                    missing()
+                })
+            }
+        }
+    }
+
+    /// The questions this replay asked that its recording does not answer (each got the
+    /// answer of a machine that has nothing more: no such process, no such file). A replay of
+    /// an unchanged recording has none; a changed one (a perturbation) may.
+    pub fn replay_misses(&self) -> Vec<String> {
+        self.misses
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether `/proc/locks` could be read (without it, finding no kernel lock proves
+    /// nothing).
+    pub fn kernel_locks_available(&self) -> bool {
+        match &self.book {
+            Book::Live => self.kernel_locks().available(),
+            Book::Record(m) => {
+                let a = self.kernel_locks().available();
+                m.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .kernel_locks_available = a;
+                a
+            }
+            Book::Replay(m) => {
+                m.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .kernel_locks_available
+            }
         }
     }
 
@@ -277,18 +426,140 @@ impl Snapshot {
 
     /// The state of one PID on this host (probed once per snapshot).
     pub fn pid(&self, pid: i32) -> PidState {
-        if let Some(s) = self.pids.lock().unwrap().get(&pid) {
-            return s.clone();
-        }
-        let s = process::probe(pid, &self.host);
-        self.pids.lock().unwrap().insert(pid, s.clone());
-        s
+        self.answer(
+            |e| &mut e.pids,
+            || pid,
+            || {
+                if let Some(s) = self.pids.lock().unwrap().get(&pid) {
+                    return s.clone();
+                }
+                let s = process::probe(pid, &self.host);
+                self.pids.lock().unwrap().insert(pid, s.clone());
+                s
+            },
+            || PidState::Absent,
+        )
     }
 
     /// Every PID namespace on this machine other than ours: containers and sandboxes, their
     /// processes, mounts and names (read on first use, once per snapshot).
     pub fn containers(&self) -> &Inventory {
         self.containers.get(|| Inventory::read(self.host.pid_ns))
+    }
+
+    /// Which namespaces can see the file at `path` on device `dev`, and under which path
+    /// ([`Inventory::who_sees`]).
+    pub fn who_sees(&self, path: &Path, dev: u64) -> super::containers::Sightings<'_> {
+        let inv = self.containers();
+        let live = || {
+            let s = inv.who_sees(path, dev, &self.canonical);
+            evidence::SightingsRec {
+                seen: s
+                    .seen
+                    .iter()
+                    .map(|s| evidence::SeenRec {
+                        ns: s.ns.map(|n| n.inode),
+                        path: evidence::path_key(&s.path),
+                        layer: s.layer,
+                        tied: s.tied,
+                    })
+                    .collect(),
+                mapped: s.mapped,
+            }
+        };
+        if matches!(self.book, Book::Live) {
+            return inv.who_sees(path, dev, &self.canonical);
+        }
+        let rec = self.answer(
+            |e| &mut e.sightings,
+            || format!("{dev} {}", evidence::path_key(path)),
+            live,
+            || evidence::SightingsRec {
+                seen: vec![evidence::SeenRec {
+                    ns: None,
+                    path: evidence::path_key(path),
+                    layer: None,
+                    tied: true,
+                }],
+                mapped: true,
+            },
+        );
+        super::containers::Sightings {
+            seen: rec
+                .seen
+                .iter()
+                .filter_map(|s| {
+                    let ns = match s.ns {
+                        None => None,
+                        Some(inode) => Some(inv.namespaces.iter().find(|n| n.inode == inode)?),
+                    };
+                    Some(super::containers::Seen {
+                        ns,
+                        path: evidence::key_path(&s.path),
+                        layer: s.layer,
+                        tied: s.tied,
+                    })
+                })
+                .collect(),
+            mapped: rec.mapped,
+        }
+    }
+
+    /// How far the wall clock can be trusted since this boot began (read once, when a rule
+    /// first compares times). A replay without it takes the clock as steady.
+    pub fn clock(&self) -> super::clock::Clock {
+        match &self.book {
+            Book::Replay(m) => m
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clock
+                .clone()
+                .unwrap_or_else(super::clock::Clock::steady),
+            Book::Record(m) => {
+                if let Some(c) = &m.lock().unwrap_or_else(|e| e.into_inner()).clock {
+                    return c.clone();
+                }
+                let c = self.clock_now().clone();
+                m.lock().unwrap_or_else(|e| e.into_inner()).clock = Some(c.clone());
+                c
+            }
+            Book::Live => self.clock_now().clone(),
+        }
+    }
+
+    fn clock_now(&self) -> &super::clock::Clock {
+        self.clock
+            .get_or_init(|| super::clock::Clock::read(self.host.boot_time))
+    }
+
+    /// The PID of the process that took this evidence (never the owner of what it judges).
+    pub fn self_pid(&self) -> i32 {
+        match &self.book {
+            Book::Replay(m) => m.lock().unwrap_or_else(|e| e.into_inner()).self_pid,
+            _ => std::process::id() as i32,
+        }
+    }
+
+    /// The effective user this evidence was taken as.
+    pub fn euid(&self) -> u32 {
+        match &self.book {
+            Book::Replay(m) => m.lock().unwrap_or_else(|e| e.into_inner()).euid,
+            _ => rustix::process::geteuid().as_raw(),
+        }
+    }
+
+    /// Whether process `pid` has no working directory any more (it is exiting: `ENOENT`),
+    /// rather than one we may not read.
+    pub fn cwd_gone(&self, pid: i32) -> bool {
+        self.answer(
+            |e| &mut e.cwd_gone,
+            || pid,
+            || {
+                super::fs::known(Path::new(&format!("/proc/{pid}/cwd")))
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+            },
+            || true,
+        )
     }
 
     /// The container a process runs in, with its PID there (`None` in our own namespace).
@@ -336,6 +607,15 @@ impl Snapshot {
     /// be about another file with the same inode number (a deleted file it still holds, on
     /// another tmpfs or subvolume) is left out; one that cannot be checked stands.
     pub fn kernel_holders(&self, key: FileKey) -> Vec<Holder> {
+        self.answer(
+            |e| &mut e.kernel_holders,
+            || key,
+            || self.kernel_holders_now(key),
+            Vec::new,
+        )
+    }
+
+    fn kernel_holders_now(&self, key: FileKey) -> Vec<Holder> {
         let mut out: Vec<Holder> = Vec::new();
         for (lock, pids) in self.kernel_locks_on(key) {
             if pids.is_empty() {
@@ -354,7 +634,10 @@ impl Snapshot {
 
     /// Whether any kernel lock is held on this file (as [`Snapshot::kernel_holders`] sees it).
     pub fn kernel_locked(&self, key: FileKey) -> bool {
-        !self.kernel_locks_on(key).is_empty()
+        match self.book {
+            Book::Live => !self.kernel_locks_on(key).is_empty(),
+            _ => !self.kernel_holders(key).is_empty(),
+        }
     }
 
     /// The entries of `/proc/locks` that are about this file, each with the processes that
@@ -467,6 +750,15 @@ impl Snapshot {
     ///   the openers of a table read now count too (read once a snapshot, when first needed).
     ///   One of them that has exited since that read counts as it is.
     pub fn openers(&self, key: FileKey) -> Vec<Holder> {
+        self.answer(
+            |e| &mut e.openers,
+            || key,
+            || self.openers_now(key),
+            Vec::new,
+        )
+    }
+
+    fn openers_now(&self, key: FileKey) -> Vec<Holder> {
         let mut pids: Vec<i32> = Vec::new();
         let mut add = |pid: i32| {
             if !pids.contains(&pid) {
@@ -570,6 +862,15 @@ impl Snapshot {
     /// Whether some process listens on a unix socket bound at `path` (`/proc/net/unix`, read
     /// on first use).
     pub fn unix_socket_listening(&self, path: &str) -> bool {
+        self.answer(
+            |e| &mut e.unix_listening,
+            || path.to_string(),
+            || self.unix_socket_listening_now(path),
+            || false,
+        )
+    }
+
+    fn unix_socket_listening_now(&self, path: &str) -> bool {
         self.unix_listeners
             .get_or_init(|| {
                 locksmith_sys::host::read_proc_text("/proc/net/unix")
@@ -582,7 +883,22 @@ impl Snapshot {
     /// The file system of a lock, by its parent directory and device (cached per device),
     /// and whether this host serves that directory to other machines
     /// ([`super::shares`]: then other machines may reach it, as a network file system).
-    pub fn fs_of(&self, path: &Path, meta: &std::fs::Metadata) -> FsInfo {
+    pub fn fs_of(&self, path: &Path, meta: &super::Stat) -> FsInfo {
+        let dir = if meta.is_dir() {
+            path
+        } else {
+            path.parent().unwrap_or(Path::new("/"))
+        };
+        let facts = self.answer(
+            |e| &mut e.fs,
+            || format!("{} {}", meta.dev, evidence::path_key(dir)),
+            || evidence::FsFacts::from(&self.fs_of_now(path, meta)),
+            || evidence::FsFacts::from(&FsInfo::unknown()),
+        );
+        FsInfo::from(&facts)
+    }
+
+    fn fs_of_now(&self, path: &Path, meta: &super::Stat) -> FsInfo {
         let dev = meta.dev();
         let dir = if meta.is_dir() {
             path
@@ -612,6 +928,15 @@ impl Snapshot {
 
     /// A user name for a uid.
     pub fn user_name(&self, uid: u32) -> Option<String> {
+        self.answer(
+            |e| &mut e.users,
+            || uid,
+            || self.user_name_now(uid),
+            || None,
+        )
+    }
+
+    fn user_name_now(&self, uid: u32) -> Option<String> {
         let users = self
             .users
             .get_or_init(|| sysinfo::Users::new_with_refreshed_list().ok())

@@ -363,7 +363,7 @@ pub fn dotlock_handles(dir: &Path) -> Vec<DotlockHandle> {
                 name,
                 node,
                 pid,
-                key: FileKey::of(&meta),
+                key: FileKey::of_meta(&meta),
             })
         })
         .collect()
@@ -379,7 +379,7 @@ pub fn dotlock_waiters(snap: &Snapshot, lock: &Path, holder: Option<i64>) -> Vec
     let Ok(meta) = std::fs::symlink_metadata(lock) else {
         return Vec::new();
     };
-    let lock_key = FileKey::of(&meta);
+    let lock_key = FileKey::of_meta(&meta);
     let mut out: Vec<Waiter> = Vec::new();
     for h in dotlock_handles(dir) {
         if h.key == lock_key
@@ -456,7 +456,7 @@ pub fn waiting_for(snap: &Snapshot, pid: i32) -> Vec<Wait> {
             // A lock linked from one of its own handles is held by this process.
             let ours = handles
                 .iter()
-                .any(|h| h.pid == pid && h.key == FileKey::of(&meta));
+                .any(|h| h.pid == pid && h.key == FileKey::of_meta(&meta));
             if !is_lock || ours || !meta.is_file() {
                 continue;
             }

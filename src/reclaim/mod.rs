@@ -6,7 +6,9 @@
 //! - it is still `stale` (`unknown` or `foreign` only with [`ReclaimOptions::force`], a
 //!   person's decision about one lock they named);
 //! - it is still the very file that was judged (device, inode, size, mtime, ctime);
-//! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]).
+//! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]);
+//! - it is not in a container runtime's own storage (see `probe::stores`), forced or not; a
+//!   lock inside a container is removed through the container's root.
 //!
 //! How the file is reached and removed:
 //! - **From the scan root, never through the path string.** The lock's directory is opened
@@ -62,6 +64,7 @@ use std::time::{Duration, Instant};
 use crate::dialect::{DialectId, EntryKind, Windows};
 use crate::judge::Judgement;
 use crate::probe::Snapshot;
+use crate::probe::stores::Stores;
 use crate::scan::anchor::DirNode;
 use crate::scan::{self, Anchor, Finding, Identity, ScanError};
 use crate::verdict::{RemoteClaim, Verdict};
@@ -492,6 +495,7 @@ pub fn removal_denied<'a>(
     opts: &ReclaimOptions,
 ) -> Vec<Option<String>> {
     let mut dirs = DirCache::default();
+    let stores = Stores::read();
     findings
         .into_iter()
         .map(|f| match dirs.open(f) {
@@ -499,6 +503,9 @@ pub fn removal_denied<'a>(
                 if let Some(why) =
                     crate::probe::containers::mounted_layer(&f.path, f.identity.dev) =>
             {
+                Some(why)
+            }
+            Ok((dir, _, anchor)) if let Some(why) = in_a_store(&stores, &anchor, dir.as_fd()) => {
                 Some(why)
             }
             Ok((dir, name, _)) => {
@@ -573,6 +580,16 @@ fn on_the_places_mount(f: &Finding, dir: &OwnedFd, name: &OsStr) -> Result<(), S
     check().map_err(|e| format!("not removed: {e}"))
 }
 
+/// Why a lock in `dir` (reached by `anchor`) must not be removed because it is in a container
+/// runtime's own storage (see `probe::stores`). A lock found inside a container, through its
+/// root, is that container's: it is reclaimed there.
+fn in_a_store(stores: &Stores, anchor: &Anchor, dir: BorrowedFd<'_>) -> Option<String> {
+    if anchor.in_container() {
+        return None;
+    }
+    stores.refusal(dir)
+}
+
 /// Why the freshly judged lock must not be removed, if it must not.
 fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<String> {
     // What it is now is the more useful reason ("it is live now"), so it comes first.
@@ -585,6 +602,12 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
     if !allowed {
         let first = j.evidence.first().map_or("", String::as_str);
         return Some(format!("it is {} now: {first}", j.verdict()));
+    }
+    if !j.kept_by.is_empty() {
+        return Some(format!(
+            "a kernel lock is held on it now by {}, which is not its writer: it proves nothing about the owner, but a file is not removed while someone holds a lock on it (stop that process, or wait for it)",
+            crate::verdict::describe_holders(&j.kept_by)
+        ));
     }
     if !still_as_judged(&judged.identity, &fresh.identity) {
         return Some(format!(
@@ -599,10 +622,17 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
         return Some(why);
     }
     if j.unsaved_changes == Some(true) && !opts.include_unsaved {
-        let hint = crate::dialect::vim_swap::recover_command(&fresh.path, &fresh.content);
-        return Some(format!(
-            "it holds unsaved changes: recover them with `{hint}` (or pass --include-unsaved)"
-        ));
+        return Some(
+            match crate::dialect::vim_swap::recovery_here(&fresh.path, &fresh.content) {
+                Ok(r) => format!(
+                    "it holds unsaved changes: recover them with `{}` (or pass --include-unsaved)",
+                    r.command()
+                ),
+                Err(why) => format!(
+                    "it holds unsaved changes, which are not for you to recover ({why}); --include-unsaved removes it"
+                ),
+            },
+        );
     }
     None
 }
@@ -669,6 +699,8 @@ struct Pass<'p, O: FnMut(Outcome)> {
     since: Option<Instant>,
     /// The state directory, once opened.
     state: Option<Arc<StateDir>>,
+    /// Container runtimes' storage, read when the first lock is checked.
+    stores: Option<Stores>,
     outcome: O,
 }
 
@@ -711,6 +743,7 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             open_dirs: 0,
             since: None,
             state: None,
+            stores: None,
             outcome,
         }
     }
@@ -819,6 +852,13 @@ impl<'p, O: FnMut(Outcome)> Pass<'p, O> {
             }
         };
         if let Some(why) = refusal(finding, &fresh, self.opts) {
+            return kept(fresh.judgement, why);
+        }
+        if let Some(why) = in_a_store(
+            self.stores.get_or_insert_with(Stores::read),
+            &anchor,
+            dir.as_fd(),
+        ) {
             return kept(fresh.judgement, why);
         }
         // What the kernel would refuse is told now, in a dry run as in a real one.
@@ -1192,10 +1232,20 @@ fn remove_through_engine(
             None,
         )),
         (Err(e), staged) => {
-            let now = e
-                .judgement()
-                .cloned()
-                .map(|j| Box::new(crate::judge::engine_judgement(j)));
+            let now = e.judgement().cloned().map(|j| {
+                let mut now = crate::judge::engine_judgement(j);
+                // A `foreign` owner keeps what to ask its host, as when the scan judged this
+                // very record (the same owner): it can be asked about again.
+                if now.verdict() == Verdict::Foreign
+                    && let Some(claim) = &f.judgement.remote
+                    && now.owner.as_ref().is_some_and(|o| {
+                        o.pid == Some(claim.pid) && o.hostname.as_deref() == Some(&claim.host)
+                    })
+                {
+                    now.remote = Some(claim.clone());
+                }
+                Box::new(now)
+            });
             let why = format!("not removed: {}", e.kind());
             if let Some((s, _)) = staged {
                 let _ = state.cancel(vec![(s, why.clone())]);
@@ -1524,14 +1574,14 @@ mod tests {
     /// A finding for `path` as it is on disk now, with the given verdict (what a judge would
     /// return; the judging itself is the scanner's and is tested there).
     fn found(path: &Path, verdict: Verdict) -> Finding {
-        let meta = fs::symlink_metadata(path).unwrap();
+        let meta = crate::probe::Stat::from(fs::symlink_metadata(path).unwrap());
         Finding {
             path: path.to_path_buf(),
             dialect: DialectId::PIDFILE,
             kind: EntryKind::of(&meta),
             size: Some(meta.len()),
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
-            identity: Identity::of(&meta),
+            identity: meta.identity(),
             fs: FsInfo::unknown(),
             judgement: Judgement::for_test(verdict, "test verdict"),
             content: Vec::new(),
@@ -1832,12 +1882,19 @@ mod tests {
     fn unsaved_vim_changes_are_kept_unless_asked() {
         let t = tempfile::tempdir().unwrap();
         let lock = t.path().join(".notes.txt.swp");
-        fs::write(&lock, "b0VIM 9.0").unwrap();
-        fs::write(t.path().join("notes.txt"), "saved text").unwrap();
+        let mut block0 = vec![0u8; 1024];
+        block0[..9].copy_from_slice(b"b0VIM 9.0");
+        let notes = t.path().join("notes.txt");
+        let name = notes.as_os_str().as_encoded_bytes();
+        block0[108..108 + name.len()].copy_from_slice(name);
+        block0[1007] = 0x55;
+        fs::write(&lock, &block0).unwrap();
+        fs::write(&notes, "saved text").unwrap();
         let vim = |p: &Path| {
             let mut f = found(p, Verdict::Stale);
             f.dialect = DialectId::VIM_SWAP;
             f.judgement.unsaved_changes = Some(true);
+            f.content = block0.clone();
             f
         };
         let f = vim(&lock);
@@ -1847,7 +1904,7 @@ mod tests {
         assert_eq!(o.action, Action::Kept);
         let why = o.error.unwrap();
         assert!(why.contains("vim -r "), "{why}");
-        assert!(why.contains("notes.txt`"), "{why}");
+        assert!(why.contains(".notes.txt.swp`"), "{why}");
         let mut all = opts(t.path());
         all.include_unsaved = true;
         let o = reclaim_rejudged(&f, &all, &Windows::default(), |_, _| Ok(Some(vim(&lock))));

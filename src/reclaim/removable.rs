@@ -216,16 +216,4 @@ fn me() -> String {
     user(rustix::process::geteuid().as_raw())
 }
 
-/// A user as messages name it: `alice (uid 1000)`, or `uid 1000` without a name.
-pub fn user(uid: u32) -> String {
-    static USERS: std::sync::OnceLock<Option<sysinfo::Users>> = std::sync::OnceLock::new();
-    let name = USERS
-        .get_or_init(|| sysinfo::Users::new_with_refreshed_list().ok())
-        .as_ref()
-        .and_then(|users| users.iter().find(|u| **u.id() == uid))
-        .map(|u| u.name().to_string());
-    match name {
-        Some(n) => format!("{} (uid {uid})", crate::text::escape(&n)),
-        None => format!("uid {uid}"),
-    }
-}
+pub use crate::probe::host::user;

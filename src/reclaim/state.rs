@@ -1472,14 +1472,14 @@ pub(in crate::reclaim) mod tests {
 
     /// A stale finding for `path` as it is on disk now.
     pub(in crate::reclaim) fn finding(path: &Path) -> Finding {
-        let meta = std::fs::symlink_metadata(path).unwrap();
+        let meta = crate::probe::Stat::from(std::fs::symlink_metadata(path).unwrap());
         Finding {
             path: path.to_path_buf(),
             dialect: crate::dialect::DialectId::PIDFILE,
             kind: crate::dialect::EntryKind::of(&meta),
             size: Some(meta.len()),
             modified_ms: Some(crate::probe::mtime_ms(&meta)),
-            identity: crate::scan::Identity::of(&meta),
+            identity: meta.identity(),
             fs: crate::probe::FsInfo::unknown(),
             judgement: Judgement::stale_for_test("test verdict"),
             content: Vec::new(),

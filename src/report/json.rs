@@ -268,7 +268,7 @@ pub fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: &'a Waiting) -> Lock<'a> {
         dialect: f.dialect.as_str(),
         verdict: j.verdict(),
         evidence,
-        reclaimable: j.verdict().reclaimable(),
+        reclaimable: j.verdict().reclaimable() && j.kept_by.is_empty(),
         kind: match f.kind {
             EntryKind::File => Some("file"),
             EntryKind::Symlink => Some("symlink"),

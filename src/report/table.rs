@@ -213,8 +213,9 @@ pub struct Row {
 /// What the notes under the table say of one lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Notes {
-    /// How to recover a vim swap's unsaved changes (`vim -r FILE`), raw.
-    pub recover: Option<String>,
+    /// How to recover a vim swap's unsaved changes (`vim -r SWAP`), raw; or why they are not
+    /// for this user to recover ([`vim_swap::recovery`]).
+    pub recover: Option<Result<String, String>>,
     /// For a vim swap with unsaved changes: the file it protects, when that was written
     /// after the swap's last change (see [`vim_swap::written_since`]).
     pub written_since: Option<PathBuf>,
@@ -243,6 +244,7 @@ impl Row {
         let notes = Notes {
             written_since: recover
                 .as_ref()
+                .and_then(|r| r.as_ref().ok())
                 .and_then(|_| vim_swap::written_since(&f.path)),
             recover,
             waiting: waiting_notes(&f.path, waiting),
@@ -429,15 +431,21 @@ impl<W: Write + Send> Writer<W> {
         let notes = || rows.iter().filter_map(|r| Some((r, r.notes.as_deref()?)));
         for (r, n) in notes() {
             if let Some(hint) = &n.recover {
-                match &n.written_since {
-                    Some(file) => writeln!(
+                match (hint, &n.written_since) {
+                    (Err(why), _) => writeln!(
+                        self.out,
+                        "note: {} holds unsaved changes, which are not for you to recover: {}",
+                        text::display_path(&r.path),
+                        text::escape(why)
+                    )?,
+                    (Ok(hint), Some(file)) => writeln!(
                         self.out,
                         "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
                         text::display_path(&r.path),
                         text::display_path(file),
                         text::escape(hint)
                     )?,
-                    None => writeln!(
+                    (Ok(hint), None) => writeln!(
                         self.out,
                         "note: {} holds unsaved changes: recover them with `{}`",
                         text::display_path(&r.path),
@@ -808,20 +816,49 @@ mod tests {
 
     #[test]
     fn unsaved_vim_swaps_get_the_recover_hint() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().canonicalize().unwrap();
+        let swap = dir.join(".notes.swp");
         let mut j = Judgement::stale_for_test("no process 7");
         j.unsaved_changes = Some(true);
+        let swap_recording = |file: &Path| {
+            let mut b = vec![0u8; 1024];
+            b[..9].copy_from_slice(b"b0VIM 9.0");
+            let name = file.as_os_str().as_encoded_bytes();
+            b[108..108 + name.len()].copy_from_slice(name);
+            b[1007] = 0x55;
+            std::fs::write(&swap, &b).unwrap();
+            let mut f = finding(swap.to_str().unwrap(), "vim-swap", j.clone());
+            f.content = b;
+            f
+        };
         let text = render(
-            &[finding("/x/.notes.swp", "vim-swap", j)],
+            &[swap_recording(&dir.join("notes"))],
+            &Options::default(),
+            None,
+        );
+        let swap = swap.display();
+        assert!(
+            text.contains(&format!(
+                "note: {swap} holds unsaved changes: recover them with `vim -r {swap}`"
+            )),
+            "{text}"
+        );
+        assert!(text.contains("(1 vim swap with unsaved changes: see `vim -r`)"));
+        // One whose block 0 names another file than its own: no command to paste.
+        let text = render(
+            &[swap_recording(Path::new("/etc/passwd"))],
             &Options::default(),
             None,
         );
         assert!(
-            text.contains(
-                "note: /x/.notes.swp holds unsaved changes: recover them with `vim -r /x/.notes.swp`"
-            ),
+            text.contains(&format!(
+                "note: {swap} holds unsaved changes, which are not for you to recover: its block 0 names /etc/passwd, not {}/notes",
+                dir.display()
+            )),
             "{text}"
         );
-        assert!(text.contains("(1 vim swap with unsaved changes: see `vim -r`)"));
+        assert!(!text.contains("`vim -r /"), "{text}");
     }
 
     #[test]
@@ -870,7 +907,7 @@ mod tests {
         let shown_swap = format!("/x/.{SHOWN}.swp");
         assert!(
             table.contains(&format!(
-                "note: {shown_swap} holds unsaved changes: recover them with `vim -r '{shown_swap}'`"
+                "note: {shown_swap} holds unsaved changes, which are not for you to recover: {shown_swap} cannot be examined"
             )),
             "{table}"
         );

@@ -15,17 +15,17 @@
 //! `stale`); a FIFO, socket or device is never opened.
 
 use std::ffi::OsStr;
-use std::fs::Metadata;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use super::anchor::Anchor;
 use super::config::Config;
-use super::{Finding, Identity, ScanError};
+use super::{Finding, ScanError};
 use crate::dialect::{self, Candidate, DialectId, EntryKind};
 use crate::judge::Judgement;
-use crate::probe::{FileKey, Snapshot};
+use crate::probe::evidence::{self, LockFacts};
+use crate::probe::{FileKey, Snapshot, Stat};
 
 /// Why a path is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,7 +80,7 @@ pub(crate) fn examine_at(
     anchor: Option<&Anchor>,
 ) -> Result<Option<Finding>, ScanError> {
     let meta = match sys::lstat_at(dir, name) {
-        Ok(m) => m,
+        Ok(m) => Stat::from(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(ScanError::io(path, e).during("cannot stat")),
     };
@@ -122,6 +122,38 @@ pub(crate) fn examine_at(
     Ok(f)
 }
 
+/// Judges a lock of a recording again, from what the recording says was read of it
+/// (`snap` answers from that recording). `None` when it is no lock any more to this
+/// configuration's dialects.
+pub fn judge_recorded(lock: &LockFacts, snap: &Snapshot, config: &Config) -> Option<Finding> {
+    let registry = config.dialects();
+    let hits: Vec<usize> = lock
+        .hits
+        .iter()
+        .filter_map(|id| registry.iter().position(|d| d.id() == id.as_str()))
+        .collect();
+    let mode = if lock.lenient {
+        Mode::Lenient
+    } else {
+        Mode::Walk
+    };
+    let path = evidence::key_path(&lock.path);
+    judge(
+        &path,
+        &lock.stat,
+        &hits,
+        mode,
+        snap,
+        config,
+        Read {
+            content: evidence::key_bytes(&lock.content),
+            complete: lock.complete,
+            read_error: lock.read_error.clone().map(io::Error::other),
+            link_target: lock.link_target.as_deref().map(evidence::key_path),
+        },
+    )
+}
+
 /// What was read of a candidate.
 struct Read {
     content: Vec<u8>,
@@ -133,7 +165,7 @@ struct Read {
 /// Picks the dialect and judges a candidate whose status and content were read.
 fn judge(
     path: &Path,
-    meta: &Metadata,
+    meta: &Stat,
     hits: &[usize],
     mode: Mode,
     snap: &Snapshot,
@@ -164,9 +196,9 @@ fn judge(
     // mount that does not answer; what went unanswered leaves the lock unproven.
     let watch = crate::probe::reach::Watch::start();
     let asked = |i: usize| hits.contains(&i) || registry[i].any_name();
-    let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand));
+    let mut chosen = (0..registry.len()).find(|&i| asked(i) && registry[i].recognise(&cand, snap));
     if chosen.is_none() && mode == Mode::Lenient {
-        chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand));
+        chosen = (0..registry.len()).find(|&i| !asked(i) && registry[i].recognise(&cand, snap));
     }
     let (dialect, mut judgement) = match chosen {
         Some(i) => {
@@ -180,7 +212,7 @@ fn judge(
         None => {
             // What no dialect reads may be no lock at all: a database holding its own
             // byte-range locks, a dependency lock file, a socket (see `dialect::not_locks`).
-            if dialect::not_locks::recognise(&cand).is_some() {
+            if dialect::not_locks::recognise(&cand, snap).is_some() {
                 return None;
             }
             // A name-matched file no dialect recognises is judged by the first dialect that
@@ -214,13 +246,32 @@ fn judge(
     if let Some(e) = watch.unanswered() {
         judgement.doubt(format!("not everything it names could be examined: {e}"));
     }
+    snap.keep(|e| {
+        e.locks.push(LockFacts {
+            path: evidence::path_key(path),
+            stat: *meta,
+            hits: hits
+                .iter()
+                .map(|&i| registry[i].id().as_str().to_string())
+                .collect(),
+            lenient: mode == Mode::Lenient,
+            content: evidence::bytes_key(&content),
+            complete,
+            read_error: read_error.as_ref().map(|e| e.to_string()),
+            link_target: link_target.as_deref().map(evidence::path_key),
+            verdict: judgement.verdict().as_str().to_string(),
+            dialect: dialect.as_str().to_string(),
+            owner_host: judgement.owner.as_ref().and_then(|o| o.hostname.clone()),
+            owner_user: judgement.owner.as_ref().and_then(|o| o.user.clone()),
+        })
+    });
     Some(Finding {
         path: path.to_path_buf(),
         dialect,
         kind,
         size: matches!(kind, EntryKind::File | EntryKind::Symlink).then(|| meta.len()),
         modified_ms: Some(crate::probe::mtime_ms(meta)),
-        identity: Identity::of(meta),
+        identity: meta.identity(),
         fs,
         judgement,
         content,
@@ -229,19 +280,13 @@ fn judge(
     })
 }
 
-fn describe_other(meta: &Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
-        "a special file"
+fn describe_other(meta: &Stat) -> &'static str {
+    match meta.file_type_bits() {
+        0o010_000 => "a FIFO (named pipe)",
+        0o140_000 => "a socket",
+        0o020_000 => "a character device",
+        0o060_000 => "a block device",
+        _ => "a special file",
     }
 }
 
@@ -273,7 +318,7 @@ mod sys {
     pub fn read_prefix_at(
         dir: BorrowedFd<'_>,
         name: &OsStr,
-        lstat: &Metadata,
+        lstat: &crate::probe::Stat,
         max: usize,
     ) -> io::Result<(Vec<u8>, bool)> {
         let flags =

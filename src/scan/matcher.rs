@@ -22,7 +22,7 @@ use serde::de::{self, Deserializer};
 use crate::dialect::{self, Dialect};
 
 /// File-name patterns added to an existing dialect.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtraPatterns {
     /// A dialect id (`pidfile`, `git`, ...).

@@ -38,6 +38,7 @@ pub use anchor::Anchor;
 pub use config::{Config, Root, RootSpec, Spec};
 pub use containers::{Place, container_roots};
 pub use error::{FatalError, ScanError};
+pub use judge::judge_recorded;
 pub use matcher::ExtraPatterns;
 pub(crate) use matcher::globs;
 

@@ -126,6 +126,9 @@ pub struct RunResult {
     pub ok: bool,
     /// What happened, in a sentence.
     pub message: String,
+    /// It was not run, for this reason (a swap file this user may not recover): a pop-up says
+    /// why.
+    pub refused: Option<String>,
 }
 
 /// Everything that can change the app.
@@ -798,6 +801,14 @@ impl App {
             }
             Msg::Stopped(r) => Some(self.on_stopped(r)),
             Msg::Ran(r) => {
+                if let Some(why) = r.refused {
+                    self.open(Box::new(popup::refused::Refused {
+                        swap: r.path,
+                        why,
+                        scroll: 0,
+                    }));
+                    return None;
+                }
                 let level = if r.ok { Level::Info } else { Level::Warn };
                 self.set_status_about(level, text::clean(&r.message), &r.path);
                 self.by_path
@@ -2032,8 +2043,6 @@ impl App {
     }
 }
 
-/// The editor that recovers a row's unsaved changes: a vim swap file with unsaved changes
-/// whose vim is gone (not live), written by Vim or Neovim.
 /// What changed since the view was built: nothing, some rows (added, or shown differently
 /// now), or anything (a row removed, the filter or the sort changed).
 #[derive(Debug, Default)]
@@ -2139,6 +2148,9 @@ fn order(
     }
 }
 
+/// The editor that recovers a row's unsaved changes: a vim swap file with unsaved changes
+/// whose vim is gone (not live), written by Vim or Neovim. Whether this user may recover it
+/// is checked when it is about to run (see `suspend`).
 fn recovery(row: &Row) -> Option<&'static str> {
     if !row.unsaved() || row.verdict() == Verdict::Live {
         return None;

@@ -33,11 +33,12 @@ fn indent() -> Span<'static> {
     Span::raw(" ".repeat(LABEL))
 }
 
-/// The command that recovers a vim swap's unsaved changes (as the report words it), escaped.
-fn recover_hint(f: &Finding) -> String {
-    text::clean(&locksmith::dialect::vim_swap::recover_command(
-        &f.path, &f.content,
-    ))
+/// The command that recovers a vim swap's unsaved changes (as the report words it), or why
+/// they are not this user's to recover; escaped.
+fn recover_hint(f: &Finding) -> Result<String, String> {
+    locksmith::dialect::vim_swap::recovery_here(&f.path, &f.content)
+        .map(|r| text::clean(&r.command()))
+        .map_err(|why| text::clean(&why))
 }
 
 /// The warning shown for a vim swap file that holds unsaved changes. Advice follows the
@@ -62,6 +63,16 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
         "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
         theme.error(),
     ))];
+    let hint = match recover_hint(f) {
+        Ok(hint) => hint,
+        Err(why) => {
+            lines.push(Line::from(vec![
+                Span::styled("  Not for you to recover: ", theme.warn()),
+                Span::raw(why),
+            ]));
+            return lines;
+        }
+    };
     if let Some(file) = locksmith::dialect::vim_swap::written_since(&f.path) {
         lines.push(Line::from(Span::styled(
             format!(
@@ -73,7 +84,7 @@ pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
     }
     lines.push(Line::from(vec![
         Span::styled("  Recover them first: ", theme.warn()),
-        Span::styled(recover_hint(f), theme.key()),
+        Span::styled(hint, theme.key()),
     ]));
     lines
 }

@@ -1,6 +1,11 @@
 //! Running a program in the terminal with the UI suspended: `vim -r` on a swap file with
 //! unsaved changes (`e`), a shell in a lock's directory (`o`).
 //!
+//! `vim -r` runs only on a swap file the effective user may recover, as it is at that moment
+//! (read again, its owner and block 0 from one descriptor: see
+//! `locksmith::dialect::vim_swap::recovery`); otherwise nothing runs and the app is told why
+//! ([`RunResult::refused`]).
+//!
 //! The input thread stops reading the terminal first ([`InputGate`]: it would take the
 //! program's keys), the terminal is given back as it was (main screen, cooked mode, no mouse
 //! reporting, cursor shown), the program runs in the foreground, and the UI takes the terminal
@@ -20,6 +25,8 @@ use ratatui::crossterm::event::{
 };
 use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enable_raw_mode};
 use ratatui::crossterm::{cursor, execute};
+
+use locksmith::dialect::vim_swap::{self, Recovery};
 
 use super::app::{Run, RunResult};
 use super::keymap::{self, Action, Context};
@@ -78,19 +85,43 @@ impl InputGate {
     }
 }
 
-/// The command for `run`, what it is called in messages, and the line printed before it runs.
-fn command(run: &Run) -> (Command, String, String) {
+/// How much of a swap file is read to check it: its block 0.
+const BLOCK0: u64 = 1024;
+
+/// Whether the swap file at `swap` may be recovered by this user now, and how: its owner and
+/// its block 0 read from one descriptor, opened without following a symlink.
+fn recovery(swap: &Path) -> Result<Recovery, String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::MetadataExt;
+    let (file, meta) = locksmith::probe::reach::open_file(swap)
+        .map_err(|e| format!("{} cannot be read: {e}", text::path(swap)))?;
+    let mut block0 = Vec::new();
+    file.take(BLOCK0)
+        .read_to_end(&mut block0)
+        .map_err(|e| format!("{} cannot be read: {e}", text::path(swap)))?;
+    vim_swap::recovery(swap, meta.uid(), &block0)
+}
+
+/// The command for `run`, what it is called in messages, and the line printed before it runs;
+/// or why it must not run.
+fn command(run: &Run) -> Result<(Command, String, String), String> {
     match run {
-        Run::Recover { swap, editor } => {
-            let target = locksmith::dialect::vim_swap::recover_target(swap);
+        Run::Recover { swap, .. } => {
+            let r = recovery(swap)?;
+            let editor = r.editor;
             let mut cmd = Command::new(editor);
-            cmd.arg("-r").arg(&target);
+            // The swap file itself: vim recovers that very file, not any other swap file of
+            // the same name it would find in its 'directory'.
+            cmd.arg("-r").arg(&r.swap);
             if let Some(dir) = swap.parent() {
                 cmd.current_dir(dir);
             }
-            let what = format!("{editor} -r {}", text::path(&target));
-            let banner = format!("locksmith: {what} (the list comes back when {editor} exits)");
-            (cmd, what, banner)
+            let what = format!("{editor} -r {}", text::path(&r.swap));
+            let banner = format!(
+                "locksmith: {what}, which writes to {} (the list comes back when {editor} exits)",
+                text::path(&r.file)
+            );
+            Ok((cmd, what, banner))
         }
         Run::Shell { dir } => {
             let shell = std::env::var_os("SHELL")
@@ -103,7 +134,7 @@ fn command(run: &Run) -> (Command, String, String) {
                 "locksmith: a shell in {} (exit it to come back to the list)",
                 text::path(dir)
             );
-            (cmd, what, banner)
+            Ok((cmd, what, banner))
         }
     }
 }
@@ -116,7 +147,17 @@ pub fn run(
     run: &Run,
     lock: &Path,
 ) -> RunResult {
-    let (mut cmd, what, banner) = command(run);
+    let (mut cmd, what, banner) = match command(run) {
+        Ok(c) => c,
+        Err(why) => {
+            return RunResult {
+                path: lock.to_path_buf(),
+                ok: false,
+                message: format!("not recovered: {why}"),
+                refused: Some(why),
+            };
+        }
+    };
     gate.close();
     let mut out = std::io::stdout();
     let _ = execute!(out, DisableMouseCapture, DisableBracketedPaste);
@@ -155,6 +196,7 @@ pub fn run(
         path: lock.to_path_buf(),
         ok,
         message,
+        refused: None,
     }
 }
 

@@ -1113,15 +1113,22 @@ fn a_judged_lock_files_hostile_text_is_escaped_exactly_once() {
 
 #[test]
 fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
-    // The hint names the edited file when it is there (as the report does).
+    // The hint names the swap file, ours, naming the file beside it (as the report does).
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
-    let swap = dir.path().join(".notes.txt.swp");
-    let hint = format!("vim -r {}", dir.path().join("notes.txt").display());
-    let mut app = app_with(
-        vec![vim_unsaved(swap.to_str().unwrap())],
-        opts(Theme::COLOR, false),
-    );
+    let dir = dir.path().canonicalize().unwrap();
+    std::fs::write(dir.join("notes.txt"), "old\n").unwrap();
+    let swap = dir.join(".notes.txt.swp");
+    let hint = format!("vim -r {}", swap.display());
+    let mut f = vim_unsaved(swap.to_str().unwrap());
+    let mut block0 = f.content.clone();
+    block0.resize(1024, 0);
+    let name = dir.join("notes.txt");
+    let name = name.as_os_str().as_encoded_bytes();
+    block0[108..108 + name.len()].copy_from_slice(name);
+    block0[1007] = 0x55;
+    std::fs::write(&swap, &block0).unwrap();
+    f.content = block0;
+    let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 30));
     assert!(text.contains("UNSAVED CHANGES"), "{text}");
@@ -1133,17 +1140,15 @@ fn vim_swap_with_unsaved_changes_warns_and_shows_vim_r() {
     let text = screen(&draw(&mut app, 120, 30));
     assert!(text.contains("UNSAVED CHANGES"), "{text}");
     assert!(text.contains(&hint), "{text}");
-    // Without the edited file, the swap file itself.
+    // One it cannot check: no command, and why.
     let mut app = app_with(
         vec![vim_unsaved("/nonexistent/.notes.txt.swp")],
         opts(Theme::COLOR, false),
     );
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 30));
-    assert!(
-        text.contains("vim -r /nonexistent/.notes.txt.swp"),
-        "{text}"
-    );
+    assert!(text.contains("Not for you to recover: "), "{text}");
+    assert!(!text.contains("vim -r"), "{text}");
 }
 
 #[test]
@@ -1208,8 +1213,9 @@ fn help_is_generated_from_the_key_map() {
     .into_iter()
     .chain(super::popup::ALL.iter().map(|&k| Context::Popup(k)));
     for ctx in contexts {
+        // (The help scrolls: its end is below the screen.)
         assert!(
-            text.contains(ctx.title()),
+            lines.iter().any(|l| l.contains(ctx.title())),
             "{:?} missing from the help",
             ctx.title()
         );
@@ -2618,13 +2624,31 @@ fn e_recovers_an_unsaved_swap_in_its_editor_and_o_opens_a_shell_in_the_locks_dir
     let effect = app.update(Msg::Ran(RunResult {
         path: swap.clone(),
         ok: true,
-        message: "vim -r /work/notes.txt exited".into(),
+        message: "vim -r /work/.notes.txt.swp exited".into(),
+        refused: None,
     }));
     let Some(Effect::Rejudge(again)) = effect else {
         panic!("judged again: {effect:?}")
     };
     assert_eq!(again[0].path, swap);
     assert!(app.status.as_ref().unwrap().text.contains("exited"));
+    // One it may not recover (checked when it is about to run): a pop-up says why, and
+    // nothing is judged again or run.
+    keys(&mut app, "e");
+    let effect = app.update(Msg::Ran(RunResult {
+        path: swap.clone(),
+        ok: false,
+        message: "not recovered".into(),
+        refused: Some("it belongs to nobody (uid 65534), not to you".into()),
+    }));
+    assert!(effect.is_none(), "{effect:?}");
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(text.contains("Not recovered"), "{text}");
+    assert!(text.contains("it belongs to nobody (uid 65534)"), "{text}");
+    assert!(text.contains("[ Close ]"), "{text}");
+    assert!(keys(&mut app, "q").is_empty());
+    let text = screen(&draw(&mut app, 100, 30));
+    assert!(!text.contains("Not recovered"), "closed: {text}");
     let effects = keys(&mut app, "o");
     let [Effect::Run(Run::Shell { dir }, _)] = effects.as_slice() else {
         panic!("o runs a shell: {effects:?}")

@@ -338,9 +338,14 @@ pub fn next_step(a: &Answer, snap: &Snapshot) -> Step {
         Verdict::Stale => match dialect::vim_swap::recover_hint(&f.path, &f.content, j) {
             Some(hint) => step(
                 "recover",
-                format!(
-                    "its owner is gone, but it holds unsaved changes: recover them first ({hint}), then remove it"
-                ),
+                match hint {
+                    Ok(command) => format!(
+                        "its owner is gone, but it holds unsaved changes: recover them first ({command}), then remove it"
+                    ),
+                    Err(why) => format!(
+                        "its owner is gone, but it holds unsaved changes, which are not to be recovered here ({why}): removing it loses them"
+                    ),
+                },
                 Some(format!("locksmith --scan --reclaim --include-unsaved {path}")),
                 None,
             ),

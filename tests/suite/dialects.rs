@@ -17,8 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::judging::{
-    assert_evidence, assert_open_here, evidence, expect, expect_in, judge, judge_in, scan_findings,
-    try_judge,
+    assert_evidence, assert_open_here, booted_ago, evidence, expect, expect_in, judge,
+    judge_changed, judge_in, scan_findings, started_ms, steady, try_judge, written_at,
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
@@ -64,7 +64,7 @@ fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
     lc.fs = FsInfo::new("nfs", true);
     let d = dialect::by_id(id).expect("dialect");
     assert!(
-        d.recognise(&lc.candidate()),
+        d.recognise(&lc.candidate(), &snap),
         "{id} does not recognise {path:?}"
     );
     d.judge(&lc.candidate(), &snap, &Windows::default())
@@ -121,18 +121,24 @@ fn pidfile_verdicts_follow_the_pid() {
     );
     assert_eq!(f.judgement.process.unwrap().pid, me as i32);
 
-    // A live PID in a file written before that process started: the PID was reused. Built
-    // relative to the snapshot: a process started now, a file written 10 s before it.
+    // A live PID in a file written after that process started: live, whatever its mtime says
+    // (anyone who may write the file sets that: `touch -d`, `cp -p`).
     let sleeper = named_sleeper(&dir.path().join("bin"), "sleep", dir.path());
     let old = write(&dir.path().join("old.pid"), format!("{}\n", sleeper.pid()));
-    let snap = snapshot_booted_an_hour_ago();
-    let started = snap
+    let started = snapshot()
         .pid(sleeper.pid())
         .facts()
         .and_then(|f| f.start_ms)
         .expect("start time of a child");
     set_mtime_ms(&old, started - 10_000);
-    let f = judge_in(&old, &snap);
+    expect(&old, "pidfile", Verdict::Live);
+    // The same file really written 10 s before the process started (in the evidence, on a
+    // clock known steady, on a host up for an hour): the PID was reused.
+    let f = judge_changed(&old, |ev| {
+        booted_ago(ev, 3600);
+        written_at(ev, &old, started_ms(ev, sleeper.pid()) - 10_000);
+        steady(ev);
+    });
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "reused");
     drop(sleeper);
@@ -369,15 +375,21 @@ fn vim_swap_fixtures_parse_to_their_owner() {
     assert_eq!(f.judgement.unsaved_changes, Some(true));
     assert_evidence(&f, "holds unsaved changes");
 
-    // The recovery command names the edited file while it exists, else the swap file.
+    // The recovery command names the swap file itself (vim recovers that one), while the
+    // edited file exists and before it does; one naming another file gets none.
     let mut swap = fixture("vim-swap/dirty-swap.bin");
     let edited = write(&dir.path().join("edited.txt"), "saved text\n");
     let name = edited.to_str().unwrap().as_bytes();
     swap[108..108 + name.len() + 1].copy_from_slice(&[name, b"\0"].concat());
     let present = write(&dir.path().join(".edited.txt.swp"), &swap);
-    assert_evidence(&judge(&present), &format!("vim -r {}", edited.display()));
+    assert_evidence(&judge(&present), &format!("vim -r {}", present.display()));
     fs::remove_file(&edited).unwrap();
     assert_evidence(&judge(&present), &format!("vim -r {}", present.display()));
+    let other = write(&dir.path().join(".other.txt.swp"), &swap);
+    assert_evidence(
+        &judge(&other),
+        "which are not for you to recover: its block 0 names",
+    );
 }
 
 #[test]

@@ -34,6 +34,7 @@ mod reclaim_attacks;
 mod reclaim_denied;
 mod reclaim_killed;
 mod restore_runs;
+mod root_guards;
 mod root_trust;
 mod scan;
 mod shared_formats;

@@ -134,7 +134,9 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
         .args(["new-session", "-d", "-s", "t", "-x", "80", "-y", "24"])
         .arg("exec vim -u NONE -i NONE -N notes.txt")
         .current_dir(&docs)
-        .env("HOME", env.path());
+        // A home that the file is not under: vim records its full path (one under HOME it
+        // records as `~USER/…`, which it reads back as USER's home in the password database).
+        .env("HOME", env.path().join("home"));
     assert!(start.status().unwrap().success());
     let swap = docs.join(".notes.txt.swp");
     wait_for("vim's swap file", || swap.exists().then_some(()));
@@ -184,7 +186,7 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
     let report = scan_until(&env, &docs, &swap, "a stale swap", |l| l.verdict == "stale");
     assert_eq!(report.expect_lock(&swap).unsaved_changes, Some(true));
     let notes = docs.join("notes.txt");
-    let hint = format!("vim -r {}", notes.display());
+    let hint = format!("vim -r {}", swap.display());
     let table = stdout(&env.run(["--scan".as_ref(), docs.as_os_str()]));
     assert!(table.contains(&hint), "{table}");
 
@@ -207,7 +209,7 @@ fn vim_swap_with_unsaved_changes_is_kept_with_the_recover_hint() {
         .args(["new-session", "-d", "-s", "r", "-x", "80", "-y", "24"])
         .arg("exec vim -u NONE -i NONE -N -r notes.txt")
         .current_dir(&docs)
-        .env("HOME", env.path());
+        .env("HOME", env.path().join("home"));
     assert!(recover.status().unwrap().success());
     wait_for("vim -r to recover", || {
         tmux.ok(&["capture-pane", "-p", "-t", "r"])

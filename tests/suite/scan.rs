@@ -60,7 +60,7 @@ impl Dialect for DialectA {
     fn patterns(&self) -> &'static [&'static str] {
         &["*.lock", "*.lck"]
     }
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"A")
     }
     fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
@@ -75,7 +75,7 @@ impl Dialect for DialectB {
     fn patterns(&self) -> &'static [&'static str] {
         &["*.lock", "*.b"]
     }
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"B")
     }
     fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
@@ -93,7 +93,7 @@ impl Dialect for DialectC {
     fn any_name(&self) -> bool {
         true
     }
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && c.content.starts_with(b"C")
     }
     fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
@@ -108,7 +108,7 @@ impl Dialect for DialectGit {
     fn patterns(&self) -> &'static [&'static str] {
         &["**/.git/*.lock"]
     }
-    fn recognise(&self, c: &Candidate<'_>) -> bool {
+    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
         c.path.parent().and_then(Path::file_name) == Some(OsStr::new(".git"))
     }
     fn read(&self, c: &Candidate<'_>, _: &Snapshot, _: &Windows) -> Said {
@@ -123,7 +123,7 @@ impl Dialect for DialectFlock {
     fn patterns(&self) -> &'static [&'static str] {
         &[]
     }
-    fn recognise(&self, _: &Candidate<'_>) -> bool {
+    fn recognise(&self, _: &Candidate<'_>, _snap: &Snapshot) -> bool {
         false
     }
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _: &Windows) -> Said {

@@ -115,12 +115,9 @@ impl<'a> LockFile<'a> {
     }
 }
 
-/// What the machine says about the owner of a lock, beyond its record: what a [`Witness`]
-/// hands the judge. The engine's own is [`Direct`]'s; a program that knows more (holders
-/// named from `/proc/locks`, containers, other hosts) implements this trait, and its answers
-/// decide instead. Its `stale` answers ([`judge_pid`](Evidence::judge_pid)) must carry a
-/// [`Proof`](crate::verdict::Proof): the judge takes them as they are.
-pub trait Evidence {
+/// What the machine says about the owner of a lock, beyond its record: what [`Direct`] hands
+/// the engine's judge.
+pub(crate) trait Evidence {
     /// This kernel's boot id.
     fn boot_id(&self) -> Option<&str>;
     /// Our PID namespace (the inode of `/proc/self/ns/pid`).
@@ -151,10 +148,10 @@ pub trait Evidence {
     fn written_before_boot(&self, written_ms: i64, file: &LockFile<'_>) -> Option<String>;
 }
 
-/// Judges a lock file: the verdict, its evidence and the owner the record names. This is the
-/// judge behind [`Lock::inspect`](crate::Lock::inspect), for a file its caller has read
-/// itself.
-pub fn judge(file: &LockFile<'_>, ev: &dyn Evidence, windows: &StaleWindows) -> Judgement {
+/// Judges a lock file with `ev`: the verdict, its evidence and the owner the record names.
+/// This is [`Direct`]'s judge, behind [`Lock::inspect`](crate::Lock::inspect) unless the lock
+/// was given another [`Witness`].
+pub(crate) fn judge(file: &LockFile<'_>, ev: &dyn Evidence, windows: &StaleWindows) -> Judgement {
     let record = if file.regular() {
         ParsedRecord::parse(file.content)
     } else {
@@ -459,11 +456,16 @@ fn who(holders: &[Holder], one: &str, many: &str) -> String {
 /// How much of a lock file the judge reads: a record is a few hundred bytes.
 const RECORD_PREFIX: usize = 4096;
 
-/// Where the judge's evidence comes from: a fresh look at the machine for every judgement
-/// (set on a lock with [`Lock::witness`](crate::Lock::witness)).
+/// Who judges an existing lock file, from a fresh look at the machine every time (set on a
+/// lock with [`Lock::witness`](crate::Lock::witness)): the engine's own [`Direct`], or a
+/// program that knows more (holders named from `/proc/locks`, containers, other hosts) and
+/// judges the record with its own rules. Its `stale` judgements must carry the
+/// [`Proof`](crate::verdict::Proof) of a rule: the engine acts on them as they are.
 pub trait Witness: Send + Sync + std::fmt::Debug {
-    /// Looks at the machine now.
-    fn look(&self) -> Box<dyn Evidence>;
+    /// Judges the lock file now.
+    fn judge(&self, file: &LockFile<'_>, windows: &StaleWindows) -> Judgement;
+    /// The processes holding a kernel lock on the file now (empty when none).
+    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder>;
 }
 
 /// The engine's own witness: asks the kernel directly about the one file and the one owner
@@ -475,14 +477,24 @@ pub trait Witness: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Direct;
 
-impl Witness for Direct {
-    fn look(&self) -> Box<dyn Evidence> {
-        Box::new(DirectEvidence {
+impl Direct {
+    fn look(&self) -> DirectEvidence {
+        DirectEvidence {
             hostname: locksmith_sys::host::hostname(),
             boot_id: locksmith_sys::host::boot_id(),
             pid_ns: locksmith_sys::host::pid_ns_of("self"),
             taken_ms: jiff::Timestamp::now().as_millisecond(),
-        })
+        }
+    }
+}
+
+impl Witness for Direct {
+    fn judge(&self, file: &LockFile<'_>, windows: &StaleWindows) -> Judgement {
+        judge(file, &self.look(), windows)
+    }
+
+    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
+        self.look().kernel_holders(file)
     }
 }
 

@@ -20,7 +20,7 @@
 //! [`reclaim`](Lock::reclaim)), [`LockGuard`] (a held lock), [`EngineError`] /
 //! [`ErrorKind`] (typed errors), [`Judgement`] (a verdict with its evidence, owner and
 //! holders), [`Record`] / [`ParsedRecord`] (the owner record, written and read), and
-//! [`Witness`] / [`Evidence`] for a program that gives the judge richer evidence than the
+//! [`Witness`] for a program that judges existing locks with richer evidence than the
 //! engine's own ([`Direct`]).
 //!
 //! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
@@ -28,8 +28,10 @@
 //! anonymous file in the same directory that takes an OFD write lock first, then `link()`ed
 //! to the lock name, which fails if the name exists. The holder keeps that OFD lock until it
 //! has unlinked the file, so on this kernel "is the OFD lock held?" is the authoritative
-//! answer to "is the owner alive?", across PID namespaces and immune to PID reuse. Children
-//! inherit the locked descriptor and keep the lock held.
+//! answer to "is the owner alive?", across PID namespaces and immune to PID reuse. A child
+//! given [`LockGuard::for_child`] keeps the lock held, even past the holder, and cannot write
+//! the record (a read-only descriptor with an OFD read lock; the holder's lock becomes a read
+//! lock too).
 //!
 //! Invariants:
 //! - a reader never sees an empty or half-written record;
@@ -38,14 +40,13 @@
 //!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
 //!   the path still names it; so two reclaimers can never remove a fresh lock;
 //! - release removes the file only if the path still names our inode;
-//! - the verdict on an existing lock comes from one judge ([`judge()`]): the kernel lock on the
-//!   file, then PID + start time + boot id + host, then the heartbeat. Its evidence comes from
-//!   a [`Witness`]: the engine's own [`Direct`] (the kernel asked about this one file and this
-//!   one owner; an owner it cannot check is `foreign`, never `stale`) unless the caller gives
-//!   another ([`Lock::witness`]; [`Lock::inspect`] and [`Lock::reclaim`] judge as
-//!   [`Lock::acquire`] does). The locksmith scanner gives its evidence snapshot (holders named
-//!   from `/proc/locks`, PID namespaces, containers, other hosts), and its `locksmith` dialect
-//!   judges with this same judge, so the scanner and the engine agree by construction.
+//! - the verdict on an existing lock comes from its [`Witness`]: the engine's own [`Direct`]
+//!   (the kernel lock on the file, then PID + start time + boot id + host, then the
+//!   heartbeat, asked of the kernel about this one file and this one owner; an owner it cannot
+//!   check is `foreign`, never `stale`) unless the caller gives another ([`Lock::witness`];
+//!   [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). The locksmith
+//!   scanner is such a witness: it judges the record with the rules it judges every lock by,
+//!   so that the engine and a scan agree.
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
@@ -79,14 +80,14 @@ mod verdict;
 mod witness;
 
 use std::fs::File;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use error::{EngineError, ErrorKind};
 pub use identity::Identity;
-pub use judge::{Direct, Evidence, LockFile, Witness, judge};
+pub use judge::{Direct, LockFile, Witness};
 pub use record::{ParsedRecord, Record, RecordFormat};
 pub use verdict::{
     ByteRange, ContainerId, ContainerInfo, Holder, HolderHow, Judgement, LockMode, Owner,
@@ -427,6 +428,51 @@ impl LockGuard {
         self.record.kernel_lock
     }
 
+    /// A descriptor for a child process that runs while the lock is held (clear its
+    /// close-on-exec flag, or move it to the number the child expects): for as long as any
+    /// process keeps it open, the lock stays held, even if this guard's process dies first.
+    ///
+    /// With a kernel lock (every local file system) it is read-only, so the child can read the
+    /// record but never change it (not even after it gives up its privileges: a descriptor
+    /// keeps the access it was opened with). It is a new open of the lock file, checked to be
+    /// ours, carrying an OFD read lock; the guard's own lock becomes a read lock first (an OFD
+    /// write lock would exclude the child's, and one cannot be taken on a read-only
+    /// descriptor), atomically, so the file is locked throughout. Either read lock keeps the
+    /// lock `live` and keeps a reclaimer (which needs the write lock) away; once every process
+    /// holding one is gone, the kernel has released them and the lock is proven stale.
+    ///
+    /// Without a kernel lock (the fallback: network file systems) there is no lock a
+    /// read-only descriptor could keep: what shows on this host that the holder lives on is a
+    /// process holding the lock file open for writing, so the child gets a duplicate of the
+    /// guard's writable descriptor, and can write the record.
+    pub fn for_child(&self) -> Result<OwnedFd, EngineError> {
+        use std::os::unix::fs::MetadataExt;
+        let file = self
+            .file
+            .as_deref()
+            .expect("the descriptor is only closed by release, which consumes the guard");
+        if !self.record.kernel_lock {
+            return file
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| self.place.io_err("duplicate the lock's descriptor", e));
+        }
+        let reader = match self.place.open_existing(false)? {
+            Some((f, meta)) if (meta.dev(), meta.ino()) == (self.dev, self.ino) => f,
+            _ => return Err(self.place.err(ErrorKind::Lost)),
+        };
+        let lock = |fd: BorrowedFd<'_>| match locksmith_sys::locks::ofd_try_read_lock(fd) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(self.place.err(ErrorKind::Lost)),
+            Err(e) => Err(self
+                .place
+                .io_err("share the lock with a read lock (F_OFD_SETLK)", e)),
+        };
+        lock(file.as_fd())?;
+        lock(reader.as_fd())?;
+        Ok(OwnedFd::from(reader))
+    }
+
     /// Whether the lock path still names our lock file (someone may have removed it by hand).
     /// Without a kernel lock, the record at the path must also carry our token: on a network
     /// file system an inode number may name a path rather than a file (sshfs).
@@ -482,8 +528,9 @@ impl LockGuard {
 }
 
 impl AsFd for LockGuard {
-    /// The descriptor of the lock file, which carries the OFD lock: a child that inherits it
-    /// (without close-on-exec) keeps the lock held.
+    /// The descriptor of the lock file, which carries the OFD lock, open for writing: a child
+    /// that inherits it (without close-on-exec) keeps the lock held, and can write the record.
+    /// A child gets [`LockGuard::for_child`] instead, which cannot.
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.file
             .as_deref()

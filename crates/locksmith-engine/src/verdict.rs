@@ -7,7 +7,7 @@
 //! `Foreign` or `Unknown`. A stale judgement carries its [`Proof`]s: which of the closed set
 //! of [`Rule`]s proved the owner gone, and the facts that rule used.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The one verdict a lock gets (README: Verdicts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -222,7 +222,7 @@ impl ProcessInfo {
 }
 
 /// Who a container or sandbox is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ContainerId {
     /// `podman`, `docker`, `containerd`, `kubernetes`, `flatpak`, `snap`, `nspawn`, `lxc`, or
     /// `unknown` (a PID namespace no runtime claims, such as one made with `unshare`).
@@ -267,7 +267,7 @@ impl ContainerId {
 }
 
 /// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ContainerInfo {
     /// Which container.
     #[serde(flatten)]
@@ -287,7 +287,7 @@ impl ContainerInfo {
 }
 
 /// How a holder holds a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HolderHow {
     /// A flock(2) lock.
@@ -314,7 +314,7 @@ impl HolderHow {
 
 /// The mode of a kernel lock: shared (`READ`) or exclusive (`WRITE`), as `/proc/locks` and
 /// lslocks print it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LockMode {
     /// Shared.
@@ -335,7 +335,7 @@ impl LockMode {
 
 /// The bytes a POSIX or OFD lock covers: from `start` to `end` inclusive, or to the end of
 /// the file, however long it grows (`end: None`, the kernel's `EOF`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ByteRange {
     /// The first byte.
     pub start: u64,
@@ -360,7 +360,7 @@ impl std::fmt::Display for ByteRange {
 }
 
 /// A process holding a kernel lock on the file or having it open.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Holder {
     /// Its PID in our PID namespace (0 or less when it cannot be named: an OFD lock carries
     /// no PID).

@@ -18,11 +18,11 @@ pub fn judge(
     windows: &StaleWindows,
 ) -> Judgement {
     let file = LockFile::on(&place.path, meta, content, complete, place.fs.clone());
-    super::judge::judge(&file, place.witness.look().as_ref(), windows)
+    place.witness.judge(&file, windows)
 }
 
 /// The processes holding a kernel lock on the file `meta` describes, asked now.
 pub fn kernel_holders(place: &Place, meta: &Metadata) -> Vec<Holder> {
     let file = LockFile::on(&place.path, meta, &[], true, place.fs.clone());
-    place.witness.look().kernel_holders(&file)
+    place.witness.kernel_holders(&file)
 }

@@ -200,6 +200,17 @@ impl PartialEq<&str> for FsKind {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for FsKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <String as serde::Deserialize>::deserialize(d)?;
+        Ok(if name == "unknown" {
+            FsKind::Unknown
+        } else {
+            FsKind::from(name)
+        })
+    }
+}
+
 impl serde::Serialize for FsKind {
     /// The name ([`as_str`](FsKind::as_str)): the report's `fs.type` text.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -84,11 +84,11 @@ mod imp {
 
     use rustix::fs::{AtFlags, Mode, OFlags};
 
-    fn whole_file_write_lock() -> libc::flock {
+    fn whole_file_lock(kind: libc::c_int) -> libc::flock {
         // SAFETY: `flock` is a plain C struct of integers; all-zero is a valid value (and the
         // kernel requires `l_pid == 0` for OFD requests).
         let mut fl: libc::flock = unsafe { std::mem::zeroed() };
-        fl.l_type = libc::F_WRLCK as libc::c_short;
+        fl.l_type = kind as libc::c_short;
         fl.l_whence = libc::SEEK_SET as libc::c_short;
         fl.l_start = 0;
         fl.l_len = 0; // to the end of the file, however long it grows
@@ -99,7 +99,19 @@ mod imp {
     /// waiting. `Ok(true)` when taken, `Ok(false)` when another open file description holds a
     /// conflicting lock. The descriptor must be open for writing.
     pub fn ofd_try_write_lock(fd: BorrowedFd<'_>) -> io::Result<bool> {
-        let mut fl = whole_file_write_lock();
+        ofd_try_lock(fd, libc::F_WRLCK)
+    }
+
+    /// `fcntl(fd, F_OFD_SETLK, {F_RDLCK, whole file})`: takes an OFD read lock without
+    /// waiting (on a descriptor open for reading). `Ok(false)` when another open file
+    /// description holds a write lock. On a description that holds the write lock, it turns
+    /// that lock into a read lock, atomically: the file is locked throughout.
+    pub fn ofd_try_read_lock(fd: BorrowedFd<'_>) -> io::Result<bool> {
+        ofd_try_lock(fd, libc::F_RDLCK)
+    }
+
+    fn ofd_try_lock(fd: BorrowedFd<'_>, kind: libc::c_int) -> io::Result<bool> {
+        let mut fl = whole_file_lock(kind);
         // SAFETY: valid descriptor and a pointer to a live, initialised `flock`.
         let r = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
         if r == 0 {
@@ -166,6 +178,10 @@ mod imp {
         Err(no())
     }
 
+    pub fn ofd_try_read_lock(_fd: BorrowedFd<'_>) -> io::Result<bool> {
+        Err(no())
+    }
+
     pub fn open_anonymous(_dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
         Err(no())
     }
@@ -208,6 +224,41 @@ mod tests {
         drop(a);
         assert!(!write_lock_conflict(r.as_fd()).unwrap());
         assert!(ofd_try_write_lock(b.as_fd()).unwrap());
+    }
+
+    #[test]
+    fn a_write_lock_turned_into_read_locks_keeps_the_file_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, "record\n").unwrap();
+        let rw = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        let ro = std::fs::File::open(&p).unwrap();
+        let other = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        assert!(ofd_try_write_lock(rw.as_fd()).unwrap());
+        assert!(
+            !ofd_try_read_lock(ro.as_fd()).unwrap(),
+            "a write lock excludes readers"
+        );
+        assert!(
+            ofd_try_read_lock(rw.as_fd()).unwrap(),
+            "turned into a read lock"
+        );
+        assert!(ofd_try_read_lock(ro.as_fd()).unwrap());
+        // Either read lock keeps a writer out, and a probe sees the file locked.
+        assert!(write_lock_conflict(other.as_fd()).unwrap());
+        drop(rw);
+        assert!(!ofd_try_write_lock(other.as_fd()).unwrap());
+        assert!(write_lock_conflict(other.as_fd()).unwrap());
+        drop(ro);
+        assert!(ofd_try_write_lock(other.as_fd()).unwrap());
     }
 
     #[test]

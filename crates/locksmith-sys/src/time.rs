@@ -16,6 +16,17 @@ pub fn fmt_ms(ms: i64) -> String {
         .unwrap_or_else(|_| format!("{ms} ms"))
 }
 
+/// Formats a duration in ms for evidence lines: `3 s`, `5 min 2 s`, `2 h 10 min`, `3 d 4 h`.
+pub fn fmt_age(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        3600..86_400 => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
 /// A window in seconds as milliseconds, for comparing with ages: saturates instead of
 /// overflowing.
 pub fn window_ms(secs: u64) -> i64 {

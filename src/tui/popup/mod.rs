@@ -1,5 +1,6 @@
 //! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
-//! dialog, the dialog that stops a lock's holders and the prompt that takes an error message. A pop-up is a [`Popup`]: it brings its
+//! dialog, the dialog that stops a lock's holders, the one that says why a swap file was not
+//! recovered and the prompt that takes an error message. A pop-up is a [`Popup`]: it brings its
 //! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
 //! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
 //! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
@@ -10,6 +11,7 @@
 
 pub mod help;
 pub mod reclaim;
+pub mod refused;
 pub mod restore;
 pub mod signal;
 pub mod why;
@@ -38,6 +40,7 @@ pub static ALL: &[&Keys] = &[
     &reclaim::KEYS,
     &restore::KEYS,
     &signal::KEYS,
+    &refused::KEYS,
     &why::KEYS,
     &help::KEYS,
 ];

@@ -9,7 +9,9 @@ use locksmith::config::Settings;
 use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Verdict};
 
-use super::quiet::{Snap, snapshot};
+use super::quiet::{Snap, recording, snapshot};
+use locksmith::probe::evidence::{self, Answer};
+use locksmith::probe::{Evidence, Snapshot, clock::Clock};
 
 /// The findings of a real scan of `root` with the embedded configuration and a fresh
 /// snapshot.
@@ -101,4 +103,99 @@ pub fn assert_open_here(f: &Finding) {
         "not listed as open by this process: {:#?}",
         f.judgement
     );
+}
+
+/// Judges `path` on this machine, keeping the evidence, then again from that evidence changed
+/// by `change`: the facts a rule reads, as the test sets them (when the lock was written, the
+/// clock, when it is judged, a process added). What a real program did stays as it did it;
+/// only what the test names changes. Fails the test when the changed evidence leaves a
+/// question of the judge unanswered.
+pub fn judge_changed(path: &Path, change: impl FnOnce(&mut Evidence)) -> Finding {
+    judge_changed_with(path, &Settings::embedded().scan, change)
+}
+
+/// [`judge_changed`] with a given configuration.
+pub fn judge_changed_with(
+    path: &Path,
+    config: &Config,
+    change: impl FnOnce(&mut Evidence),
+) -> Finding {
+    let snap = recording();
+    judge_with(path, &snap, config);
+    let mut ev = snap
+        .evidence()
+        .expect("a recording snapshot keeps its evidence");
+    change(&mut ev);
+    let key = evidence::path_key(path);
+    let lock = ev
+        .locks
+        .iter()
+        .rev()
+        .find(|l| l.path == key)
+        .cloned()
+        .unwrap_or_else(|| panic!("{} was not recorded", path.display()));
+    let replay = Snapshot::replay(ev);
+    let f = scan::judge_recorded(&lock, &replay, config)
+        .unwrap_or_else(|| panic!("{} is no lock in the changed evidence", path.display()));
+    let misses = replay.replay_misses();
+    assert!(
+        misses.is_empty(),
+        "the changed evidence does not answer {misses:?}: {:#?}",
+        f.judgement
+    );
+    f
+}
+
+/// In `ev`: the file at `path` as if it had been written at `ms` (ms since the epoch) and not
+/// changed since: its mtime and ctime (and birth) there, as the lock's status and as every
+/// answer about it says.
+pub fn written_at(ev: &mut Evidence, path: &Path, ms: i64) {
+    let key = evidence::path_key(path);
+    let set = |s: &mut locksmith::probe::Stat| {
+        let t = (ms.div_euclid(1000), ms.rem_euclid(1000) * 1_000_000);
+        s.mtime = t;
+        s.ctime = t;
+        s.birth_ms = s.birth_ms.map(|b| b.min(ms));
+    };
+    for l in ev.locks.iter_mut().filter(|l| l.path == key) {
+        set(&mut l.stat);
+    }
+    for map in [&mut ev.lstat, &mut ev.stat] {
+        if let Some(Answer::Ok(s)) = map.get_mut(&key) {
+            set(s);
+        }
+    }
+}
+
+/// In `ev`: the file at `path` written `secs` seconds before the evidence was taken.
+pub fn written_ago(ev: &mut Evidence, path: &Path, secs: i64) {
+    let ms = ev.taken_ms - secs * 1000;
+    written_at(ev, path, ms);
+}
+
+/// In `ev`: the file at `path` written `secs` seconds before this host booted.
+pub fn written_before_boot(ev: &mut Evidence, path: &Path, secs: i64) {
+    let boot = ev.host.boot_time.expect("the boot time") * 1000;
+    written_at(ev, path, boot - secs * 1000);
+}
+
+/// In `ev`: a wall clock known not to have stepped since this boot began (whatever this
+/// machine's did).
+pub fn steady(ev: &mut Evidence) {
+    ev.clock = Some(Clock::steady());
+}
+
+/// In `ev`: this host booted `secs` seconds before the evidence was taken (whenever this
+/// machine really booted): every time the test gives after that is of this boot.
+pub fn booted_ago(ev: &mut Evidence, secs: i64) {
+    ev.host.boot_time = Some(ev.taken_ms / 1000 - secs);
+}
+
+/// In `ev`: the start time (ms since the epoch) of process `pid`, as the evidence says.
+pub fn started_ms(ev: &Evidence, pid: i32) -> i64 {
+    ev.pids
+        .get(&pid)
+        .and_then(|s| s.facts())
+        .and_then(|f| f.start_ms)
+        .unwrap_or_else(|| panic!("no start time of process {pid} in the evidence"))
 }

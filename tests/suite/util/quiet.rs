@@ -424,6 +424,14 @@ pub fn snapshot() -> Snap {
     }
 }
 
+/// [`snapshot`], keeping every answer it gives (its evidence, to be judged again changed).
+pub fn recording() -> Snap {
+    let mut s = snapshot();
+    let live = std::mem::replace(&mut s.snap, Snapshot::with_kernel_locks(Default::default()));
+    s.snap = live.recording();
+    s
+}
+
 /// The suite's sources, for the check below.
 fn suite_sources() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite");

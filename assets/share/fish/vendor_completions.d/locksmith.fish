@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_locksmith_global_optspecs
-    string join \n scan json format= output= max-lock-series= o/columns= noheadings raw verdict= pid= reclaim dry-run include-unsaved force= remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
+    string join \n scan json format= output= max-lock-series= o/columns= noheadings raw verdict= pid= record= mask reclaim dry-run include-unsaved force= remove-uncopied config= color= ask-hosts no-containers readonly interval= h/help V/version
 end
 
 function __fish_locksmith_needs_command
@@ -47,6 +47,7 @@ foreign\t''
 unknown\t''
 free\t''"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'With --scan: report only the locks process N waits for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and verdicts' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l record -d 'With --scan: also write everything the verdicts used to FILE (JSON, atomically), so that `locksmith replay FILE` judges them again, on any machine' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l force -d 'With --reclaim: remove the one lock PATH names although it is not proven stale (unknown or foreign): a person\'s decision, never a directory to scan or a batch. Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l color -d 'When to use color' -r -f -a "auto\t''
@@ -57,6 +58,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l scan -d 'Print a re
 complete -c locksmith -n "__fish_locksmith_needs_command" -l json -d 'With --scan: print the report as JSON (the same as --format json)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l noheadings -d 'With --scan: no header line in the table'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l raw -d 'With --scan: the table for scripts: no alignment, no summary; fields separated by one space, each escaped to be one word (a space is \\x20), the verdict by its name only'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l mask -d 'With --record: replace host names, user names and the names in paths by stand-ins of the same length (the same name always by the same stand-in), before the recording is shared'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l reclaim -d 'With --scan: remove every lock that is stale at the moment of removal'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l dry-run -d 'With --reclaim: remove nothing, say what would be removed'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove vim swap files that hold unsaved changes'
@@ -73,6 +75,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_f
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "completions" -d 'Print a shell completion script for SHELL on stdout'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "replay" -d 'Judge again the locks of a recording (`--scan --record FILE`), from the recording alone'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
 complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l color -d 'When to use color' -r -f -a "auto\t''
@@ -96,14 +99,18 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document (also grouped by run)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "why" -d 'Start from a program\'s error message: which lock it is about, its verdict, what to do'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l json -d 'Print the report as JSON'
+complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l check -d 'Compare each verdict with the one the recording was made with: list those that differ, and exit 1 if any does (0 if none)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "why" -d 'Start from a program\'s error message: which lock it is about, its verdict, what to do'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "replay" -d 'Judge again the locks of a recording (`--scan --record FILE`), from the recording alone'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # A subcommand only as the first word: none after an option or a PATH of the scan.
 function __fish_locksmith_first_word
