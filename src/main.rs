@@ -72,10 +72,12 @@ pub enum Command {
     Journal(JournalArgs),
     /// Put back what reclaim removed, exactly as it was (only where nothing is there now).
     ///
-    /// Without ENTRY, the last run that reclaimed (every lock it removed), listed first. A
-    /// symlink comes back as a symlink, a lock directory as a directory, a file byte for
+    /// What is named (an entry, a path, --last-batch, --run ID) is listed, then put back.
+    /// Without a name, on a terminal, the last run that reclaimed is listed and put back
+    /// only after a yes (default no); without a terminal, nothing: name what to restore.
+    /// A symlink comes back as a symlink, a lock directory as a directory, a file byte for
     /// byte, with its mode, owner and mtime; the copy's sha256 is checked first, and the
-    /// restore is journaled.
+    /// restore is journaled. --dry-run lists and puts back nothing.
     #[command(after_help = RESTORE_EXIT_STATUS, after_long_help = RESTORE_EXAMPLES)]
     Restore(RestoreArgs),
     /// Judge again the locks of a recording (`--scan --record FILE`), from the recording alone.
@@ -144,13 +146,30 @@ pub struct JournalArgs {
 pub struct RestoreArgs {
     /// A journal entry (its number in `locksmith journal`, or its id), a run's id (all of
     /// that run), or the path of a removed lock (as given, or as `locksmith journal` prints
-    /// it). Default: the last run that reclaimed.
-    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath)]
+    /// it). Without it (and without --last-batch or --run), on a terminal: the last run that
+    /// reclaimed, shown first and put back only after a yes; elsewhere nothing.
+    #[arg(value_name = "ENTRY|RUN|PATH", value_hint = ValueHint::AnyPath,
+          conflicts_with_all = ["last_batch", "run"])]
     pub entry: Option<std::ffi::OsString>,
+
+    /// The last batch of the journal (what one `--scan --reclaim`, one `d` or one `D`
+    /// removed last, whoever ran it).
+    #[arg(long, conflicts_with = "run")]
+    pub last_batch: bool,
+
+    /// Every lock run ID removed (its id as `locksmith journal` shows it).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+
+    /// Show what would be put back, and put back nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
-/// Options of the scan, the report and the UI.
+/// Options of the scan, the report and the UI. The report's options need `--scan` or `--pid`
+/// (both are reports).
 #[derive(Debug, Args, Clone)]
+#[command(group(clap::ArgGroup::new("report").args(["scan", "pid"]).multiple(true)))]
 pub struct ScanArgs {
     /// Print a report instead of opening the terminal UI.
     ///
@@ -162,50 +181,52 @@ pub struct ScanArgs {
     pub scan: bool,
 
     /// With --scan: print the report as JSON (the same as --format json).
-    #[arg(long, requires = "scan", conflicts_with = "format")]
+    #[arg(long, requires = "report", conflicts_with = "format")]
     pub json: bool,
 
     /// With --scan: the report's format. `prometheus` is the text exposition format of
     /// Prometheus, for node_exporter's textfile collector.
-    #[arg(long, requires = "scan", value_enum, value_name = "FORMAT")]
+    #[arg(long, requires = "report", value_enum, value_name = "FORMAT")]
     pub format: Option<ReportFormat>,
 
     /// With --scan: write the report to FILE instead of stdout, atomically (a temporary file
     /// in the same directory, renamed over FILE once complete).
-    #[arg(long, requires = "scan", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    #[arg(long, requires = "report", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// With --format prometheus: at most N per-lock age series (stale locks first, then the
     /// oldest); the other locks are counted in locksmith_lock_age_omitted.
-    #[arg(long, requires = "scan", value_name = "N",
+    #[arg(long, requires = "report", value_name = "N",
           default_value_t = locksmith::report::prometheus::DEFAULT_MAX_LOCK_SERIES)]
     pub max_lock_series: usize,
 
     /// With --scan: the table's columns, comma-separated, in that order (default:
-    /// verdict,dialect,pid,command,host,age,path).
-    #[arg(short = 'o', long, requires = "scan", value_name = "COLS", value_delimiter = ',',
-          ignore_case = true, value_parser = column_names())]
+    /// verdict,dialect,pid,command,host,age,path); `+COL` adds COL to the default columns.
+    #[arg(short = 'o', long, requires = "report", value_name = "COLS", value_delimiter = ',',
+          value_parser = ColumnParser)]
     pub columns: Vec<String>,
 
-    /// With --scan: no header line in the table.
-    #[arg(long, requires = "scan")]
+    /// With --scan: the table's rows only on stdout, no header line; the notes and the
+    /// summary go to stderr.
+    #[arg(long, requires = "report")]
     pub noheadings: bool,
 
     /// With --scan: the table for scripts: no alignment, no summary; fields separated by one
     /// space, each escaped to be one word (a space is \x20), the verdict by its name only.
-    #[arg(long, requires = "scan")]
+    #[arg(long, requires = "report")]
     pub raw: bool,
 
     /// With --scan: list only the locks (and what --reclaim did with them) with these
     /// verdicts, comma-separated, in every format. The summary still counts every lock, and
     /// --reclaim still removes every stale lock.
-    #[arg(long, requires = "scan", value_name = "VERDICTS", value_delimiter = ',',
+    #[arg(long, requires = "report", value_name = "VERDICTS", value_delimiter = ',',
           value_parser = verdict_names())]
     pub verdict: Vec<String>,
 
-    /// With --scan: report only the locks process N waits for (blocked in flock or fcntl,
-    /// or retrying a GnuPG dotlock), with their holders and verdicts.
-    #[arg(long = "pid", requires = "scan", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
+    /// Report the locks process N holds (kernel locks on its open files) and those it waits
+    /// for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and
+    /// verdicts, as lslocks -p does. A report, with or without --scan.
+    #[arg(long = "pid", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
     pub pid: Option<i32>,
 
     /// With --scan: also write everything the verdicts used to FILE (JSON, atomically), so that
@@ -284,13 +305,50 @@ pub struct ScanArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// The table's column names (`--columns`), each with what it shows.
-fn column_names() -> clap::builder::PossibleValuesParser {
-    locksmith::report::Column::ALL
-        .iter()
-        .map(|c| clap::builder::PossibleValue::new(c.name()).help(c.about()))
-        .collect::<Vec<_>>()
-        .into()
+/// The table's columns (`--columns`): a column's name (any case), or `+NAME` to add it to
+/// the default columns; `--help` and the completions list the names with what each shows.
+#[derive(Debug, Clone, Copy)]
+struct ColumnParser;
+
+impl clap::builder::TypedValueParser for ColumnParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let text = value.to_string_lossy();
+        let name = text.strip_prefix('+').unwrap_or(&text);
+        match locksmith::report::Column::by_name(name) {
+            Some(c) if text.starts_with('+') => Ok(format!("+{}", c.name())),
+            Some(c) => Ok(c.name().to_string()),
+            None => {
+                let names: Vec<&str> = locksmith::report::Column::ALL
+                    .iter()
+                    .map(|c| c.name())
+                    .collect();
+                Err(clap::Error::raw(
+                    clap::error::ErrorKind::InvalidValue,
+                    format!(
+                        "no column named {name:?} for '--columns <COLS>': the columns are {} \
+                         (+COL adds one to the default columns)\n",
+                        names.join(", ")
+                    ),
+                )
+                .with_cmd(cmd))
+            }
+        }
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(locksmith::report::Column::ALL.iter().map(|c| {
+            clap::builder::PossibleValue::new(c.name()).help(c.about())
+        })))
+    }
 }
 
 /// The verdicts (`--verdict`).
@@ -396,6 +454,13 @@ pub struct InspectArgs {
 
 fn main() {
     let cli = Cli::parse();
+    use locksmith::reclaim::{Via, set_via};
+    set_via(match &cli.command {
+        Some(Command::Start(_)) => Via::Start,
+        Some(Command::Restore(_)) => Via::Restore,
+        _ if cli.scan.scan => Via::Scan,
+        _ => Via::Ui,
+    });
     let code = match cli.command {
         Some(Command::Why(args)) => cli::why::run(args),
         Some(Command::Lock(args)) => cli::lock::run(args),
@@ -405,7 +470,8 @@ fn main() {
         Some(Command::Journal(args)) => cli::journal::run(args),
         Some(Command::Restore(args)) => cli::restore::run(args),
         Some(Command::Replay(args)) => cli::replay::run(args),
-        None if cli.scan.scan => cli::scan::run(cli.scan),
+        // `--pid N` is a report, with or without --scan.
+        None if cli.scan.scan || cli.scan.pid.is_some() => cli::scan::run(cli.scan),
         None => tui::run(cli.scan),
     };
     std::process::exit(code);
@@ -431,9 +497,12 @@ Examples:
     locksmith --scan --reclaim
   Show what would be removed, removing nothing:
     locksmith --scan --reclaim --dry-run
-  What process 4242 waits for (\"Blocking waiting for file lock\"), who holds it, and
-  whether that one is stuck:
-    locksmith --scan --pid 4242
+  What process 4242 holds and waits for (\"Blocking waiting for file lock\"), who
+  holds that, and whether that one is stuck (as lslocks -p):
+    locksmith --pid 4242
+  Every stale lock's path, one a line, for a shell loop (+COL adds to the default
+  columns; notes and the summary go to stderr):
+    locksmith --scan --verdict stale -o path --noheadings | while read -r p; do ...; done
   On shared storage, ask the hosts that foreign locks name (over ssh):
     locksmith --scan --ask-hosts /shared/project
   Refresh the metrics file of node_exporter's textfile collector:
@@ -547,25 +616,30 @@ Exit status:
   2   the state directory cannot be used (refused as unsafe, or no HOME)";
 
 const RESTORE_EXIT_STATUS: &str = "\
-Exit status: 0 every lock named was restored; 1 nothing to restore, or a lock was refused
-(something stands at its path, no copy was kept, already restored, a symlink on the way) or
-failed, and that lock was not changed.";
+Exit status: 0 every lock named was restored (with --dry-run: there is something to
+restore); 1 nothing to restore, the answer was no, or a lock was refused (something stands
+at its path, no copy was kept, already restored, a symlink on the way) or failed, and that
+lock was not changed; 2 nothing named and no terminal to ask on.";
 
 const RESTORE_EXAMPLES: &str = "\
 Examples:
-  Undo the last run that reclaimed (all it removed, listed first):
+  See what the last run that reclaimed removed, and put it back after a yes:
     locksmith restore
   Undo entry 3 of `locksmith journal`, or the last reclaim of a path:
     locksmith restore 3
     locksmith restore /run/user/1000/daemon.pid
+  In a script: what the last batch removed, first shown, then put back:
+    locksmith restore --last-batch --dry-run
+    locksmith restore --last-batch
   Undo an older run, by the id `locksmith journal` shows:
-    locksmith restore 20261130T165939.566Z-1082-3fa2c1d9
+    locksmith restore --run 20261130T165939.566Z-1082-3fa2c1d9
 
 Exit status:
-  0   every lock named was restored
-  1   nothing to restore, or a lock was refused (something stands at its
-      path, no copy was kept, already restored, a symlink on the way) or
-      failed; that lock was not changed";
+  0   every lock named was restored (--dry-run: something to restore)
+  1   nothing to restore, the answer was no, or a lock was refused
+      (something stands at its path, no copy was kept, already restored,
+      a symlink on the way) or failed; that lock was not changed
+  2   nothing named, and no terminal to ask on";
 
 const REPLAY_EXAMPLES: &str = "\
 Examples:

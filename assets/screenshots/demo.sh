@@ -4,6 +4,11 @@
 #   tmux new -d -s demo -x 120 -y 40 "XDG_STATE_HOME=/tmp/locksmith-demo-state locksmith /tmp/locksmith-demo"
 #   tmux capture-pane -p -t demo > assets/screenshots/table.txt
 #   assets/screenshots/demo.sh down    # stop the live owners, remove the tree
+# The other captures are of the same UI after keys: Enter (detail-*), d (reclaim-dialog),
+# D (reclaim-all-80x24), Space (marks-80x24), x on the hung git's index.lock (stop-dialog),
+# d on backup.lock (force-mkdir-clue), ? (help*); after a D, q and the UI started again:
+# u (undo-earlier-session-80x24) and U (journal-view); `locksmith restore` in a terminal
+# after a --scan --reclaim (restore-prompt).
 set -eu
 DEMO=/tmp/locksmith-demo
 PIDS=/tmp/locksmith-demo.pids
@@ -52,6 +57,12 @@ up() {
     (cd "$api" && GIT_EDITOR="$DEMO/home/hung-editor" \
         exec git -c user.name=demo -c user.email=demo@example.com commit -q -a) \
         </dev/null >/dev/null 2>&1 &
+    echo $! >>"$PIDS"
+    # Unknown, with a clue: a backup script that took its mkdir lock and still runs (its
+    # command line names the lock directory, as `pgrep -af` would show).
+    printf '#!/bin/sh\nmkdir "$1" 2>/dev/null\nsleep 100000\n' >"$DEMO/home/backup.sh"
+    chmod +x "$DEMO/home/backup.sh"
+    "$DEMO/home/backup.sh" "$DEMO/app/run/backup.lock" </dev/null >/dev/null 2>&1 &
     echo $! >>"$PIDS"
     # Stale, with unsaved changes: vim killed while editing.
     echo "buy milk" >"$DEMO/notes/todo.txt"

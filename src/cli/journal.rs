@@ -183,8 +183,9 @@ fn table(entries: &[Entry]) -> String {
         }
     }
     out.push_str(
-        "\nrestore one with `locksmith restore #` (or its path as shown, or a run's id for all \
-         of it); no argument restores the last run that reclaimed\n",
+        "\nrestore one with `locksmith restore #` (or its path as shown), a run with `locksmith \
+         restore --run ID`, the last batch with `--last-batch`; `--dry-run` shows what would \
+         come back\n",
     );
     out
 }

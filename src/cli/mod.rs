@@ -41,6 +41,9 @@ pub fn permission_hint(message: &str) -> Option<String> {
             "this user, {me}, was denied: run as the owner of the file or as root"
         ));
     };
+    if let Some(why) = missing_right(Path::new(path), &me) {
+        return Some(why);
+    }
     let mut at = Path::new(path);
     let seen = loop {
         if let Ok(m) = std::fs::symlink_metadata(at) {
@@ -70,6 +73,65 @@ pub fn permission_hint(message: &str) -> Option<String> {
         }
         None => format!("this user, {me}, may not use {path}: run as its owner or as root"),
     })
+}
+
+/// The first right this user lacks on the way to `path`, as the kernel would refuse it: search
+/// (x) on a directory above it, then read (r) on it and, for a directory, search (x) too;
+/// said with whose it is, its mode, and what to do (run as its owner or as root, or grant
+/// the right with the `chmod` that would). `None` when nothing is missing that can be told.
+fn missing_right(path: &Path, me: &str) -> Option<String> {
+    use rustix::fs::{Access, AtFlags, CWD};
+    let may = |p: &Path, a: Access| rustix::fs::accessat(CWD, p, a, AtFlags::EACCESS).is_ok();
+    let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+    ancestors.reverse();
+    let missing = ancestors
+        .into_iter()
+        .filter(|d| !d.as_os_str().is_empty())
+        .find(|d| !may(d, Access::EXEC_OK))
+        .map(|d| (d, 'x', "search", true))
+        .or_else(|| {
+            let m = std::fs::symlink_metadata(path).ok()?;
+            if !may(path, Access::READ_OK) {
+                Some((path, 'r', "read", m.is_dir()))
+            } else if m.is_dir() && !may(path, Access::EXEC_OK) {
+                Some((path, 'x', "search", true))
+            } else {
+                None
+            }
+        })?;
+    let (at, right, name, dir) = missing;
+    let m = std::fs::symlink_metadata(at).ok()?;
+    let uid = rustix::process::geteuid().as_raw();
+    let gids: Vec<u32> = std::iter::once(rustix::process::getegid().as_raw())
+        .chain(
+            rustix::process::getgroups()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|g| g.as_raw()),
+        )
+        .collect();
+    let who = if m.uid() == uid {
+        'u'
+    } else if gids.contains(&m.gid()) {
+        'g'
+    } else {
+        'o'
+    };
+    let what = if dir { "directory" } else { "file" };
+    let below = if at == path {
+        String::new()
+    } else {
+        format!(" (so nothing below it, {}, can be reached)", path.display())
+    };
+    Some(format!(
+        "the {what} {} belongs to {}, mode {:o}, and this user, {me}, has no {name} ({right}) \
+         right on it{below}: run as its owner or as root, or give the right (chmod \
+         {who}+{right} {})",
+        at.display(),
+        locksmith::reclaim::user_name(m.uid()),
+        m.mode() & 0o7777,
+        locksmith::text::shell_quote(&at.to_string_lossy())
+    ))
 }
 
 /// Prints `locksmith[ WHAT]: MESSAGE` on stderr, and the hint of a permission error after it.

@@ -1,22 +1,47 @@
-//! `locksmith restore [ENTRY|RUN|PATH]`: puts back locks that reclaim removed, exactly as they
-//! were, into the very directories they were removed from (inside a container: while that
-//! container runs), only where nothing stands now (see `locksmith::reclaim::restore`).
+//! `locksmith restore [ENTRY|RUN|PATH] [--last-batch] [--run ID] [--dry-run]`: puts back locks
+//! that reclaim removed, exactly as they were, into the very directories they were removed
+//! from (inside a container: while that container runs), only where nothing stands now (see
+//! `locksmith::reclaim::restore`).
 //!
-//! Without an argument it restores the last run that reclaimed (all of its reclaims not
-//! restored yet), listing them first; a run id restores that run the same way; an entry
-//! (its number or id) or a path (as given, or as `locksmith journal` prints it) restores one.
+//! Restoring is as deliberate as removing. What is named (an entry by its number or id, a
+//! path, `--last-batch`, a run by `--run ID` or its id) is listed, then put back. Nothing
+//! named: on a terminal, the last run that reclaimed is listed with who made it and when, and
+//! put back only after a yes (the default is no); without a terminal, nothing is done and one
+//! line says how to name what to restore (exit 2). `--dry-run` lists and changes nothing.
 //!
-//! Exit status: 0 every lock named was restored; 1 nothing to restore, or one was refused or
-//! failed (one line on stderr each says why; what was refused was not changed).
+//! Lines speak of paths, numbers of `locksmith journal` and runs, never of journal ids or of
+//! where in a file a copy is.
+//!
+//! Exit status: 0 every lock named was restored (with `--dry-run`: there is something to
+//! restore); 1 nothing to restore, the answer was no, or one was refused or failed (one line
+//! on stderr each says why; what was refused was not changed); 2 nothing named and no
+//! terminal to ask on.
 
-use locksmith::reclaim::{self, Plan, ReclaimOptions, Restored, Selector};
+use std::io::{self, BufRead, IsTerminal, Write};
+
+use locksmith::reclaim::{self, Plan, ReclaimOptions, Restored, Selector, Via};
 use locksmith::text;
 
 use crate::RestoreArgs;
 
 pub fn run(args: RestoreArgs) -> i32 {
+    let terminal = io::stdin().is_terminal() && io::stderr().is_terminal();
+    let named = args.entry.is_some() || args.last_batch || args.run.is_some();
+    if !named && !terminal && !args.dry_run {
+        eprintln!(
+            "locksmith restore: name what to restore: an entry (`locksmith restore 3`, a \
+             number of `locksmith journal`), a lock's path, --last-batch or --run ID; \
+             --dry-run shows what would come back (without a terminal nothing is put back \
+             unasked)"
+        );
+        return 2;
+    }
     let state_dir = ReclaimOptions::default_state_dir();
-    let selector = Selector::parse(args.entry.as_deref());
+    let selector = match (&args.run, args.last_batch) {
+        (Some(run), _) => Selector::Run(run.clone()),
+        (None, true) => Selector::LastBatch,
+        (None, false) => Selector::parse(args.entry.as_deref()),
+    };
     let plan = match reclaim::plan(&state_dir, &selector) {
         Ok(p) => p,
         Err(e) => {
@@ -24,8 +49,15 @@ pub fn run(args: RestoreArgs) -> i32 {
             return 1;
         }
     };
-    if let Some(run) = &plan.run {
-        print!("{}", listing(run, &plan, selector == Selector::LastRun));
+    // Before a question, what it is about is what *would* come back.
+    print!("{}", listing(&plan, &selector, args.dry_run || !named));
+    let _ = io::stdout().flush();
+    if args.dry_run {
+        return 0;
+    }
+    if !named && !confirmed(&plan) {
+        println!("nothing was restored");
+        return 1;
     }
     let mut failed = 0;
     for result in reclaim::restore_plan(&state_dir, &plan) {
@@ -54,48 +86,79 @@ pub fn run(args: RestoreArgs) -> i32 {
     0
 }
 
-/// What a restore of a whole run will put back, before it is tried:
-/// `the last run, RUN: 2 locks reclaimed from 2026-11-30 16:59:39`, then one line each.
-fn listing(run: &str, plan: &Plan, last: bool) -> String {
+/// Asks on the terminal whether to put back what `plan` names; only `y` or `yes` is a yes.
+fn confirmed(plan: &Plan) -> bool {
     let n = plan.entries.len();
-    let first = plan
-        .entries
-        .iter()
-        .map(|e| e.time.as_str())
-        .min()
-        .unwrap_or("");
-    let mut out = format!(
-        "restoring {} {}: {n} lock{} reclaimed from {}\n",
-        if last { "the last run," } else { "run" },
-        text::escape(run),
-        if n == 1 { "" } else { "s" },
-        text::escape(&first.get(..19).unwrap_or(first).replace('T', " "))
+    eprint!(
+        "Put {} back? [y/N] ",
+        if n == 1 {
+            "this lock".to_string()
+        } else {
+            format!("these {n} locks")
+        }
     );
-    for e in &plan.entries {
+    let _ = io::stderr().flush();
+    let mut answer = String::new();
+    if io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// What will be put back, before it is tried: a title naming what it is (a run, a batch,
+/// one lock: who reclaimed it and when), then one line per lock, its number in `locksmith
+/// journal` last.
+fn listing(plan: &Plan, selector: &Selector, not_yet: bool) -> String {
+    let n = plan.entries.len();
+    let locks = format!("{n} lock{}", if n == 1 { "" } else { "s" });
+    let when = plan
+        .since()
+        .map(|t| format!(" at {}", text::escape(&shown_time(t))))
+        .unwrap_or_default();
+    let by = Via::describe(plan.via.as_deref());
+    let what = match (selector, &plan.run) {
+        (Selector::LastRun, Some(run)) => format!(
+            "the last run that reclaimed, {}: {locks} reclaimed by {by}{when}",
+            text::escape(run)
+        ),
+        (Selector::LastBatch, Some(run)) => format!(
+            "the last batch (run {}): {locks} reclaimed by {by}{when}",
+            text::escape(run)
+        ),
+        (_, Some(run)) => format!("run {}: {locks} reclaimed by {by}{when}", text::escape(run)),
+        (_, None) => format!("{locks} reclaimed by {by}{when}"),
+    };
+    let verb = if not_yet {
+        "would restore"
+    } else {
+        "restoring"
+    };
+    let mut out = format!("{verb} {what}\n");
+    for (i, e) in plan.entries.iter().enumerate() {
         out.push_str(&format!(
-            "  {} ({}, {}, journal entry {})\n",
+            "  {} ({} {}, #{})\n",
             text::display_path(&e.path_buf()),
-            text::escape(e.meta.as_ref().map_or("?", |m| m.kind.as_str())),
             text::escape(e.dialect.as_deref().unwrap_or("?")),
-            text::escape(&e.id)
+            text::escape(e.meta.as_ref().map_or("?", |m| m.kind.as_str())),
+            plan.numbers.get(i).copied().unwrap_or(0)
         ));
     }
     out
 }
 
-/// `restored PATH (KIND, journal entry ID)`, with the container for a lock put back in one.
+/// `2026-12-02 00:03:28` from an RFC 3339 time.
+fn shown_time(t: &str) -> String {
+    t.get(..19).unwrap_or(t).replace('T', " ")
+}
+
+/// `restored PATH`, with the container for a lock put back in one.
 fn restored(r: &Restored) -> String {
-    let place = match &r.inside {
+    match &r.inside {
         Some((container, inside)) => format!(
-            "{} in {}",
+            "restored {} in {}",
             text::display_path(inside),
             text::escape(container)
         ),
-        None => text::display_path(&r.path),
-    };
-    format!(
-        "restored {place} ({}, journal entry {})",
-        text::escape(&r.kind),
-        text::escape(&r.id)
-    )
+        None => format!("restored {}", text::display_path(&r.path)),
+    }
 }

@@ -20,7 +20,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use locksmith::config::{RawConfig, Settings};
@@ -40,28 +40,55 @@ pub fn run(args: ScanArgs) -> i32 {
         Ok(code) => code,
         Err(e) => {
             let message = format!("{e:#}");
+            // No root could be read: what each said, each with why (whose directory, which
+            // right is missing) and what to do.
+            let errors = e
+                .downcast_ref::<NoRoot>()
+                .map(|n| n.errors.clone())
+                .unwrap_or_default();
+            for err in &errors {
+                super::report_error("", &format!("{}: {err}", err.path().display()));
+            }
             super::report_error("", &message);
-            // A script reading the JSON report gets a JSON document on a fatal error too
-            // (not with --output, whose FILE keeps the last report).
+            // A script reading the JSON report gets a JSON report on a fatal error too, with
+            // the error in it (not with --output, whose FILE keeps the last report).
             if format_of(&args) == ReportFormat::Json && args.output.is_none() {
-                print!("{}", fatal_json(&message));
+                print!("{}", fatal_json(&args, &message, &errors));
             }
             2
         }
     }
 }
 
-/// What `--scan --json` prints instead of a report on a fatal error (exit status 2): the
-/// schema's `$defs/fatal_error`.
-fn fatal_json(message: &str) -> String {
-    let doc = serde_json::json!({
-        "version": 1,
-        "error": {
-            "message": message,
-            "hint": super::permission_hint(message),
-        },
-        "exit_status": 2,
+/// What `--scan --json` prints on a fatal error (exit status 2): a report of no lock (what
+/// each root said in `errors`) with the error and the exit status in it, so that it is a
+/// report to the schema (`tests/report.schema.json`, and its `$defs/fatal_error`).
+fn fatal_json(args: &ScanArgs, message: &str, errors: &[ScanError]) -> String {
+    let head = Head {
+        host: locksmith::probe::HostFacts::probe(),
+        roots: args
+            .paths
+            .iter()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            .collect(),
+        now_ms: jiff::Timestamp::now().as_millisecond(),
+        reclaim: false,
+    };
+    let mut out = Vec::new();
+    let mut report = Report::new(Format::Json, head, &report::Options::default(), &mut out);
+    report.scanned(&Scanned {
+        entries: 0,
+        elapsed: Duration::ZERO,
+        errors,
     });
+    let _ = report.finish();
+    let mut doc: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+    let hint = errors
+        .iter()
+        .find_map(|e| super::permission_hint(&format!("{}: {e}", e.path().display())))
+        .or_else(|| super::permission_hint(message));
+    doc["error"] = serde_json::json!({ "message": message, "hint": hint });
+    doc["exit_status"] = 2.into();
     let pretty = serde_json::to_string_pretty(&doc).unwrap_or_default();
     format!("{}\n", text::terminal_safe_json(&pretty))
 }
@@ -107,7 +134,8 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
     };
     let mut output = Output::open(args.output.as_deref())?;
     opts.color = output.is_stdout() && use_color(args.color, io::stdout().is_terminal());
-    let report = Report::new(format.into(), head, &opts, output.writer());
+    // Without headings the table's rows are alone on stdout: the rest goes to stderr.
+    let report = Report::with_side(format.into(), head, &opts, output.writer(), side());
     let (tail, written, errors) = scan_into(args, &settings, &roots, &snap, started, report)?;
     match written {
         Ok(()) => {}
@@ -153,6 +181,12 @@ fn scan_into(
     report: Report<'_>,
 ) -> anyhow::Result<(report::Tail, io::Result<()>, Vec<ScanError>)> {
     let ask = asking(args, settings);
+    // Progress on stderr, when a person watches it and nothing else is written there while
+    // the scan runs (a JSON document streams to stdout as it goes: not on the same terminal).
+    let format = format_of(args);
+    let watched = io::stderr().is_terminal()
+        && (format != ReportFormat::Json || args.output.is_some() || !io::stdout().is_terminal());
+    let meter = Meter::new(watched.then(io::stderr), PROGRESS_AFTER);
     let report = Mutex::new(report);
     let errors: Mutex<Vec<ScanError>> = Mutex::default();
     // Locks whose host is asked: reported once it has answered.
@@ -183,10 +217,14 @@ fn scan_into(
         ScanEvent::Found(f) if ask && f.judgement.remote.is_some() => lock(&asked).push(*f),
         ScanEvent::Found(f) => emit(&f),
         ScanEvent::Error(e) => lock(&errors).push(e),
-        ScanEvent::Progress { .. } => {}
+        ScanEvent::Progress { entries, locks } => meter.show(entries, locks, Instant::now()),
     };
-    let stats = scan::scan(&settings.scan, roots, snap, &cancel, &sink)
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let stats = scan::scan(&settings.scan, roots, snap, &cancel, &sink);
+    meter.clear();
+    let stats = stats.map_err(|e| NoRoot {
+        message: e.to_string(),
+        errors: std::mem::take(&mut *lock(&errors)),
+    })?;
     let mut asked = asked.into_inner().unwrap_or_else(|e| e.into_inner());
     if ask {
         remote::ask_and_settle(&mut asked, &settings.remote, args.ask_hosts, &|_| {});
@@ -224,6 +262,104 @@ fn scan_into(
     let (tail, written) = report.finish();
     Ok((tail, written, errors))
 }
+
+/// How long a scan runs in silence before its progress is shown.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+/// How often the progress line is written again, at most.
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+
+/// The progress of a scan on one line of a terminal (`scanning: 1,234,567 entries walked,
+/// 12 locks found…`), written once the scan has run for `after`, rewritten in place at most
+/// every [`PROGRESS_EVERY`], and erased when the scan ends, before anything else is written.
+/// Off (`out` is `None`) when nobody watches stderr.
+struct Meter<W: Write> {
+    state: Mutex<MeterState<W>>,
+    after: Duration,
+}
+
+struct MeterState<W> {
+    out: Option<W>,
+    started: Instant,
+    /// When the line was last written; `None`: not on screen.
+    shown: Option<Instant>,
+}
+
+impl<W: Write> Meter<W> {
+    fn new(out: Option<W>, after: Duration) -> Self {
+        Meter {
+            state: Mutex::new(MeterState {
+                out,
+                started: Instant::now(),
+                shown: None,
+            }),
+            after,
+        }
+    }
+
+    /// The scan has walked `entries` and found `locks`, at `now`.
+    fn show(&self, entries: u64, locks: u64, now: Instant) {
+        let mut st = lock(&self.state);
+        let due = now.saturating_duration_since(st.started) >= self.after
+            && st
+                .shown
+                .is_none_or(|t| now.saturating_duration_since(t) >= PROGRESS_EVERY);
+        if !due {
+            return;
+        }
+        let Some(out) = st.out.as_mut() else { return };
+        let line = format!(
+            "\r\x1b[2Kscanning: {} entries walked, {} lock{} found…",
+            thousands(entries),
+            thousands(locks),
+            if locks == 1 { "" } else { "s" }
+        );
+        if out
+            .write_all(line.as_bytes())
+            .and_then(|()| out.flush())
+            .is_ok()
+        {
+            st.shown = Some(now);
+        }
+    }
+
+    /// Erases the line, if it is on screen.
+    fn clear(&self) {
+        let mut st = lock(&self.state);
+        if st.shown.take().is_some()
+            && let Some(out) = st.out.as_mut()
+        {
+            let _ = out.write_all(b"\r\x1b[2K").and_then(|()| out.flush());
+        }
+    }
+}
+
+/// `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// No root could be read: the scan's fatal error, with what each root said.
+#[derive(Debug)]
+pub(crate) struct NoRoot {
+    pub message: String,
+    pub errors: Vec<ScanError>,
+}
+
+impl std::fmt::Display for NoRoot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for NoRoot {}
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -276,7 +412,13 @@ fn force_one(
         reclaim: true,
     };
     opts.color = use_color(args.color, io::stdout().is_terminal());
-    let mut report = Report::new(format.into(), head, opts, io::BufWriter::new(io::stdout()));
+    let mut report = Report::with_side(
+        format.into(),
+        head,
+        opts,
+        io::BufWriter::new(io::stdout()),
+        side(),
+    );
     report.lock(&finding, &Waiting::default());
     report.scanned(&Scanned {
         entries: 1,
@@ -342,6 +484,12 @@ fn waited_for(
     }
 }
 
+/// Where a table without headings writes what is not a row (notes, reclaim lines, the
+/// summary): stderr.
+fn side<'a>() -> Option<Box<dyn Write + Send + 'a>> {
+    Some(Box::new(io::stderr()))
+}
+
 /// Whether foreign locks' hosts are asked: `--ask-hosts`, or hosts listed in the configuration.
 fn asking(args: &ScanArgs, settings: &Settings) -> bool {
     args.ask_hosts || !settings.remote.hosts().is_empty()
@@ -384,13 +532,7 @@ fn report_options(args: &ScanArgs, format: ReportFormat) -> anyhow::Result<repor
             format_name(format)
         );
     }
-    let columns = args
-        .columns
-        .iter()
-        .map(|name| {
-            Column::by_name(name).ok_or_else(|| anyhow::anyhow!("no column named {name:?}"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let columns = columns_of(&args.columns)?;
     let verdicts = if args.verdict.is_empty() {
         Verdicts::ALL
     } else {
@@ -406,16 +548,43 @@ fn report_options(args: &ScanArgs, format: ReportFormat) -> anyhow::Result<repor
     };
     Ok(report::Options {
         verdicts,
-        columns: if columns.is_empty() {
-            Column::DEFAULT.to_vec()
-        } else {
-            columns
-        },
+        columns,
         headings: !args.noheadings,
         raw: args.raw,
         color: false,
         max_lock_series: args.max_lock_series,
     })
+}
+
+/// The table's columns from `--columns`: the names in their order, or, when every one is
+/// `+NAME` (as with lslocks and ps), the default columns and those after them; none: the
+/// default.
+fn columns_of(names: &[String]) -> anyhow::Result<Vec<Column>> {
+    let column = |name: &str| {
+        Column::by_name(name).ok_or_else(|| anyhow::anyhow!("no column named {name:?}"))
+    };
+    let added = names.iter().filter(|n| n.starts_with('+')).count();
+    if names.is_empty() {
+        return Ok(Column::DEFAULT.to_vec());
+    }
+    if added == 0 {
+        return names.iter().map(|n| column(n)).collect();
+    }
+    if added < names.len() {
+        anyhow::bail!(
+            "--columns takes either the columns to show ({}) or columns to add to the default \
+             ones (+size,+fs), not both",
+            names.join(",")
+        );
+    }
+    let mut out = Column::DEFAULT.to_vec();
+    for n in names {
+        let c = column(&n[1..])?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
 }
 
 fn format_name(f: ReportFormat) -> &'static str {
@@ -512,8 +681,18 @@ impl Output {
 fn print_errors(errors: &[ScanError], format: ReportFormat) -> io::Result<()> {
     if format != ReportFormat::Json && !errors.is_empty() {
         let mut err = io::stderr().lock();
-        for line in report::table::render_errors(errors).lines() {
+        for (e, line) in errors
+            .iter()
+            .zip(report::table::render_errors(errors).lines())
+        {
             writeln!(err, "locksmith: {line}")?;
+            // A root this user may not read says why, and what to do.
+            if e.depth() == Some(0)
+                && e.kind() == Some(io::ErrorKind::PermissionDenied)
+                && let Some(hint) = super::permission_hint(&format!("{}: {e}", e.path().display()))
+            {
+                writeln!(err, "locksmith: hint: {}", text::escape(&hint))?;
+            }
         }
     }
     Ok(())
@@ -528,5 +707,67 @@ fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
         ColorChoice::Auto => {
             is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plus_columns_add_to_the_default_ones() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(columns_of(&[]).unwrap(), Column::DEFAULT);
+        assert_eq!(
+            columns_of(&names(&["path", "size"])).unwrap(),
+            [Column::Path, Column::Size]
+        );
+        let mut plus = Column::DEFAULT.to_vec();
+        plus.extend([Column::Waiters, Column::Size]);
+        assert_eq!(
+            columns_of(&names(&["+waiters", "+size", "+path"])).unwrap(),
+            plus
+        );
+        let mixed = columns_of(&names(&["path", "+size"]))
+            .unwrap_err()
+            .to_string();
+        assert!(mixed.contains("not both"), "{mixed}");
+    }
+
+    /// A scan's progress: nothing for a moment, then one line rewritten in place at most every
+    /// [`PROGRESS_EVERY`], erased at the end; nothing at all when nobody watches.
+    #[test]
+    fn progress_shows_after_a_moment_on_one_line_and_is_erased() {
+        let t0 = Instant::now();
+        let after = Duration::from_secs(1);
+        let meter = Meter::new(Some(Vec::new()), after);
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let written = |m: &Meter<Vec<u8>>| {
+            String::from_utf8(lock(&m.state).out.clone().unwrap_or_default()).unwrap()
+        };
+        // Its clock starts when it is made: stand in for a scan started at t0.
+        lock(&meter.state).started = t0;
+        meter.show(10, 0, at(500));
+        assert_eq!(written(&meter), "", "a short scan shows nothing");
+        meter.show(1_234_567, 1, at(1_000));
+        assert_eq!(
+            written(&meter),
+            "\r\x1b[2Kscanning: 1,234,567 entries walked, 1 lock found…"
+        );
+        meter.show(1_300_000, 2, at(1_100));
+        assert!(!written(&meter).contains("1,300,000"), "not more often");
+        meter.show(1_400_000, 2, at(1_200));
+        assert!(written(&meter).ends_with("1,400,000 entries walked, 2 locks found…"));
+        assert_eq!(
+            written(&meter).matches('\n').count(),
+            0,
+            "one line, rewritten"
+        );
+        meter.clear();
+        assert!(written(&meter).ends_with("\r\x1b[2K"));
+        let quiet: Meter<Vec<u8>> = Meter::new(None, Duration::ZERO);
+        quiet.show(1, 1, Instant::now());
+        quiet.clear();
+        assert!(lock(&quiet.state).out.is_none());
     }
 }

@@ -1,15 +1,18 @@
-//! `locksmith --scan --pid N`: what process N waits for. The lock files it is blocked on (in
-//! `flock(2)`/`fcntl(2)`, or retrying a GnuPG dotlock: see [`locksmith::probe::waiters`]) are
-//! judged as `--scan` judges a path, and reported with their holders, verdicts and waiters
-//! (N among them); the table view says first what N is doing. Exit status as `--scan`: 1
-//! when a lock it waits for is stale, else 0, also when it waits for nothing (it says so).
+//! `locksmith --pid N` (with or without `--scan`): what process N holds and what it waits for,
+//! as `lslocks -p N` lists what N holds. The files it holds a kernel lock on (through its own
+//! descriptors: see [`locksmith::probe::open_files::locked_by`]) and the lock files it is
+//! blocked on (in `flock(2)`/`fcntl(2)`, or retrying a GnuPG dotlock: see
+//! [`locksmith::probe::waiters`]) are judged as `--scan` judges a path, and reported with
+//! their holders, verdicts and waiters (N among them); the table view says first what N holds
+//! and what it is doing. Exit status as `--scan`: 1 when a lock it waits for is stale, else 0,
+//! also when it holds and waits for nothing (it says so).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::anyhow;
-use locksmith::probe::waiters;
 use locksmith::probe::{PidState, Snapshot};
+use locksmith::probe::{open_files, waiters};
 use locksmith::scan::{self, Config, Finding, ScanError};
 use locksmith::verdict::Verdict;
 
@@ -18,15 +21,15 @@ use locksmith::verdict::Verdict;
 pub struct Waited {
     /// The snapshot they were judged with (their waiters are found in it).
     pub snap: Snapshot,
-    /// The paths it waits for: the report's roots.
+    /// The paths it holds, then those it waits for: the report's roots.
     pub roots: Vec<PathBuf>,
     /// Each lock once.
     pub findings: Vec<Finding>,
     pub errors: Vec<ScanError>,
-    /// The waits found.
+    /// The locks held and the waits found.
     pub entries: u64,
     pub started: Instant,
-    /// Escaped.
+    /// What it holds and what it waits for, a line each; escaped.
     pub says: String,
 }
 
@@ -58,11 +61,16 @@ pub fn find(pid: i32, config: &Config) -> anyhow::Result<Waited> {
         }
     };
     let who = format!("process {pid} ({})", facts.comm);
+    let held = open_files::locked_by(pid, snap.kernel_locks()).unwrap_or_default();
     let waits = waiters::waiting_for(&snap, pid);
     let mut findings = Vec::new();
     let mut errors = Vec::new();
-    for w in &waits {
-        match scan::judge_path(&w.path, &snap, config) {
+    let paths = held
+        .iter()
+        .map(|(p, _)| p)
+        .chain(waits.iter().map(|w| &w.path));
+    for path in paths {
+        match scan::judge_path(path, &snap, config) {
             Ok(Some(f)) => {
                 if !findings.iter().any(|x: &Finding| x.path == f.path) {
                     findings.push(f);
@@ -73,7 +81,18 @@ pub fn find(pid: i32, config: &Config) -> anyhow::Result<Waited> {
         }
     }
     errors.sort_by(|a, b| a.path().cmp(b.path()));
-    let says = if let Some(w) = waits.first() {
+    let mut says: Vec<String> = held
+        .iter()
+        .map(|(path, l)| {
+            format!(
+                "{who} holds {} ({} {})",
+                path.display(),
+                l.how.as_str(),
+                l.mode.as_str()
+            )
+        })
+        .collect();
+    let waiting = if let Some(w) = waits.first() {
         let mut line = format!("{who} waits for {}", describe_paths(&waits));
         line.push_str(&format!(": {}", w.evidence));
         line
@@ -86,16 +105,28 @@ pub fn find(pid: i32, config: &Config) -> anyhow::Result<Waited> {
         let doing = state
             .and_then(|s| s.wchan.map(|w| format!(" (state {}, in {w})", s.state)))
             .unwrap_or_default();
-        format!("{who} is not waiting for a lock that can be told{doing}")
+        let holds = if held.is_empty() {
+            " and holds no kernel lock"
+        } else {
+            ""
+        };
+        format!("{who} is not waiting for a lock that can be told{holds}{doing}")
     };
+    says.push(waiting);
+    let mut roots: Vec<PathBuf> = held.iter().map(|(p, _)| p.clone()).collect();
+    roots.extend(waits.iter().map(|w| w.path.clone()));
     Ok(Waited {
-        roots: waits.iter().map(|w| w.path.clone()).collect(),
-        entries: waits.len() as u64,
+        roots,
+        entries: (held.len() + waits.len()) as u64,
         snap,
         findings,
         errors,
         started,
-        says: locksmith::text::escape(&says),
+        says: says
+            .iter()
+            .map(|l| locksmith::text::escape(l))
+            .collect::<Vec<_>>()
+            .join("\n"),
     })
 }
 

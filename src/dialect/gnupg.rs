@@ -11,6 +11,13 @@
 //! does not exist is stale and removed; one of another node is waited for.
 //!
 //! Liveness: a kernel lock, then the PID rules of [`crate::judge`] with the host it names.
+//!
+//! One held dotlock is one lock: a handle that is a hard link of a `*.lock` beside it (the
+//! holder's: `link()` made the lock from it) or the handle of a live process of this host
+//! while a `*.lock` is beside it (a waiter's, retrying) belongs to that lock
+//! ([`belongs_to_a_lock`]): the scan lists the lock, not the handle, and the lock's detail
+//! names its handles and waiters. Only a handle left alone (its process gone, or no lock
+//! beside it) is a lock of its own here.
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
@@ -133,8 +140,87 @@ impl Dialect for Gnupg {
     }
 }
 
+/// Whether the handle `name` (of the open directory `dir`, with status `meta`) belongs to a
+/// dotlock beside it: it is a hard link of a `*.lock` regular file there, or its process is
+/// alive on this host (`live`: its verdict) and a `*.lock` file is there, which it is retrying
+/// to take. Reads the directory's entries and the status of its `*.lock` files only.
+pub fn belongs_to_a_lock(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &std::ffi::OsStr,
+    meta: &crate::probe::Stat,
+    live: bool,
+) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else {
+        return false;
+    };
+    let mut any_lock = false;
+    for e in entries.flatten() {
+        let n = e.file_name();
+        let n = std::ffi::OsStr::from_bytes(n.to_bytes());
+        if n == name || !n.as_bytes().ends_with(b".lock") {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(dir, n, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            continue;
+        }
+        any_lock = true;
+        #[allow(clippy::unnecessary_cast)]
+        if meta.nlink() > 1 && st.st_ino as u64 == meta.ino() && st.st_dev as u64 == meta.dev() {
+            return true;
+        }
+    }
+    live && any_lock
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_handle_belongs_to_the_lock_it_is_linked_to_or_that_its_live_process_retries() {
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir().unwrap();
+        let open = || std::fs::File::open(dir.path()).unwrap();
+        let handle = dir.path().join(".#lk0x0000aa.vm.4242");
+        std::fs::write(&handle, "      4242\nvm\n").unwrap();
+        let meta = || std::fs::symlink_metadata(&handle).unwrap();
+        let name = handle.file_name().unwrap();
+        let d = open();
+        // Alone: a lock of its own, whatever its process.
+        assert!(!super::belongs_to_a_lock(
+            d.as_fd(),
+            name,
+            &crate::probe::Stat::from(meta()),
+            true
+        ));
+        // A lock beside it: a live process retries it; a dead one's handle is left over.
+        std::fs::write(dir.path().join("pubring.kbx.lock"), "      7\nvm\n").unwrap();
+        let d = open();
+        assert!(super::belongs_to_a_lock(
+            d.as_fd(),
+            name,
+            &crate::probe::Stat::from(meta()),
+            true
+        ));
+        assert!(!super::belongs_to_a_lock(
+            d.as_fd(),
+            name,
+            &crate::probe::Stat::from(meta()),
+            false
+        ));
+        // Linked to a lock: that lock's, whatever its process.
+        std::fs::hard_link(&handle, dir.path().join("trustdb.gpg.lock")).unwrap();
+        let d = open();
+        assert!(super::belongs_to_a_lock(
+            d.as_fd(),
+            name,
+            &crate::probe::Stat::from(meta()),
+            false
+        ));
+    }
+
     #[test]
     fn parses_the_dotlock_record() {
         assert_eq!(super::parse(b"      4242\nvm\n"), Some((4242, "vm".into())));

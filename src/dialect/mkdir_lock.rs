@@ -9,6 +9,11 @@
 //! does refresh it (proper-lockfile's `update`) is declared in the configuration, with its
 //! window (a declared dialect of format `existence`), and then its age is proof.
 //!
+//! What a person would look for with `pgrep -af` is said too: a running process that names the
+//! directory in its command line (`backup.sh /var/lock/backup.lock`) or works in it. That is a
+//! clue, an evidence line and never a rule: it proves nothing either way, never makes a lock
+//! stale, and is what the "not proven" dialog shows beside the rest.
+//!
 //! A directory named `*.lock` that holds anything but a few small files (subdirectories, many
 //! entries, large files: some package managers keep metadata in such directories), or that
 //! holds dependency metadata (esy's `esy.lock/index.json`, a `.gitattributes`: see
@@ -17,7 +22,7 @@
 use std::path::Path;
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Judgement, OwnerClaim, Said, Writers, fmt_ms};
+use crate::judge::{Judgement, OwnerClaim, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -60,6 +65,55 @@ fn parse_record(bytes: &[u8]) -> Option<(i64, Option<String>)> {
         None => (line, None),
     };
     Some((common::parse_pid(pid).ok()?, host))
+}
+
+/// At most this many processes that name a lock directory are said.
+const MAX_NAMING: usize = 3;
+
+/// The evidence lines of the running processes that name the lock directory `dir` in their
+/// command line (an argument that is its path, as given or relative to the process's working
+/// directory, or that holds its path, as `--lock=/var/lock/job.lock`) or that work in it or
+/// below it: a clue for a person (the holder may be among them), never a proof.
+fn naming_processes(dir: &Path, snap: &Snapshot) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = dir.as_os_str().as_bytes();
+    let mut out = Vec::new();
+    let me = std::process::id() as i32;
+    for p in snap.processes().iter().filter(|p| p.pid != me) {
+        if out.len() == MAX_NAMING {
+            out.push("(more processes name it: `pgrep -af` lists them)".to_string());
+            break;
+        }
+        let names = p.cmd.iter().skip(1).any(|a| {
+            let arg = Path::new(a);
+            let resolved = match (&p.cwd, arg.is_relative()) {
+                (Some(cwd), true) => cwd.join(arg),
+                _ => arg.to_path_buf(),
+            };
+            // Compared as written (`.` and a trailing `/` left out): what the process was
+            // told, not what a symlink on the way leads to.
+            resolved.components().collect::<std::path::PathBuf>() == dir
+                || a.as_bytes().windows(path.len()).any(|w| w == path)
+        });
+        let works_in = p.cwd.as_deref().is_some_and(|c| c.starts_with(dir));
+        let name = crate::text::truncate(&p.name, 32);
+        let line = match (names, works_in) {
+            (true, _) => format!(
+                "process {} ({name}) names this directory in its command line ({}): it may be \
+                 its holder, which nothing here proves or rules out",
+                p.pid,
+                crate::text::truncate(&p.cmd.join(" "), 120)
+            ),
+            (false, true) => format!(
+                "process {} ({name}) works in this directory (its working directory): it may be \
+                 its holder, which nothing here proves or rules out",
+                p.pid
+            ),
+            (false, false) => continue,
+        };
+        out.push(line);
+    }
+    out
 }
 
 impl Dialect for MkdirLock {
@@ -121,6 +175,9 @@ impl Dialect for MkdirLock {
                         crate::text::truncate(name, 64)
                     )),
             );
+        }
+        for line in naming_processes(c.path, snap) {
+            said = said.note(When::Always, line);
         }
         if !members.is_empty() && owner.pid.is_none() {
             owner.detail = Some(format!(

@@ -170,6 +170,40 @@ pub(crate) fn mount_ns(who: &str) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/{who}/ns/mnt")).ok()
 }
 
+/// The kernel locks process `pid` holds, each with the path of a descriptor of its through
+/// which it holds it (`lslocks -p`): a granted lock of `locks` on a file it has open that the
+/// kernel prints with its PID (flock, POSIX), or that the descriptor's fdinfo lists (flock and
+/// OFD locks belong to the open file description). Each file once; the path is the
+/// descriptor's link text, as the process sees it. `None` when its descriptors cannot be read.
+pub fn locked_by(pid: i32, locks: &super::KernelLocks) -> Option<Vec<(PathBuf, KernelLock)>> {
+    let mut out: Vec<(PathBuf, KernelLock)> = Vec::new();
+    read_fds(pid, |fd, key, _regular, link| {
+        if out.iter().any(|(_, l)| same_file(&l.key, &key)) {
+            return;
+        }
+        let on = locks.on(key);
+        if on.is_empty() {
+            return;
+        }
+        let by_pid = on.iter().find(|l| l.pid == Some(pid)).cloned();
+        let through_fd = || {
+            let info = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/fdinfo/{fd}"))
+                .unwrap_or_default();
+            info.lines()
+                .filter_map(|l| l.strip_prefix("lock:"))
+                .filter_map(parse_line)
+                .find(|l| same_file(&l.key, &key) && on.contains(l))
+        };
+        if let Some(lock) = by_pid.or_else(through_fd)
+            && let Some(path) = link().filter(|p| p.is_absolute())
+        {
+            out.push((path, lock));
+        }
+    })
+    .ok()?;
+    Some(out)
+}
+
 /// The files `pid` has open, by their own (device, inode), or `None` when its descriptors
 /// cannot be read (gone, another user's process as non-root, not in our `/proc`).
 pub fn files_of(pid: i32) -> Option<HashSet<FileKey>> {

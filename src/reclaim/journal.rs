@@ -19,8 +19,11 @@
 //! Every line names its run: one process of locksmith ([`run_id`]: the time it first wrote,
 //! its pid and a random part); a reclaim line also names its batch in that run ([`Batch`]:
 //! what one `--scan --reclaim`, one `d` or one `D` removed). Undo is scoped by them: the UI's
-//! `u` puts back the last batch of its own run, `locksmith restore` the last run. A line of an
-//! older version, which has neither, is a run of its own.
+//! `u` puts back the last batch of the UI's own reclaims, `locksmith restore` what it is told.
+//! A line of an older version, which has neither, is a run of its own. Every line also says
+//! what kind of run wrote it ([`Via`]: the UI, `--scan --reclaim`, `start`, `restore`), so that
+//! the UI's undo is never another kind of run's (a root cron's reclaim, say), across restarts
+//! of the UI too; a line that does not say is no UI's.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -55,6 +58,51 @@ pub fn run_id() -> &'static str {
             random as u32
         )
     })
+}
+
+/// What kind of run of locksmith writes the journal lines of this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The terminal UI.
+    Ui,
+    /// `locksmith --scan --reclaim`.
+    Scan,
+    /// `locksmith start`.
+    Start,
+    /// `locksmith restore`.
+    Restore,
+}
+
+impl Via {
+    /// The name the journal records (`"via"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Ui => "ui",
+            Via::Scan => "scan",
+            Via::Start => "start",
+            Via::Restore => "restore",
+        }
+    }
+
+    /// What the run is, in a few words: `the UI`, `a --scan --reclaim`, ... (`None`: a line
+    /// that does not say).
+    pub fn describe(name: Option<&str>) -> &'static str {
+        match name {
+            Some("ui") => "the UI",
+            Some("scan") => "a --scan --reclaim",
+            Some("start") => "a locksmith start",
+            Some("restore") => "a locksmith restore",
+            _ => "a run that did not say what it was",
+        }
+    }
+}
+
+static VIA: OnceLock<Via> = OnceLock::new();
+
+/// Says what kind of run this process is, before it writes its first journal line (the first
+/// call wins); a process that never says writes lines that name no kind (no UI's).
+pub fn set_via(via: Via) {
+    let _ = VIA.set(via);
 }
 
 /// A batch of reclaims in this run: the locks one reclaim pass removes (one `--scan
@@ -159,6 +207,10 @@ pub struct Entry {
     /// each a run of their own: their id.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub run: String,
+    /// What kind of run wrote it ([`Via::as_str`]); absent in lines of older versions and of
+    /// processes that did not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
     /// For a reclaim (or a reclaim that failed): its [`Batch`] in the run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<u64>,
@@ -294,6 +346,7 @@ impl Entry {
             version: VERSION,
             id,
             run: run_id().to_string(),
+            via: VIA.get().map(|v| v.as_str().to_string()),
             time: jiff::Timestamp::now().to_string(),
             event,
             path: text::json_path(path),

@@ -76,7 +76,7 @@ pub mod restore;
 mod state;
 
 pub use crate::outcome::{Action, Outcome};
-pub use journal::{Batch, Entry, Event, Meta, run_id};
+pub use journal::{Batch, Entry, Event, Meta, Via, run_id, set_via};
 pub use removable::user as user_name;
 pub use restore::{Plan, Restored, Selector, plan, restore, restore_plan};
 pub use state::{

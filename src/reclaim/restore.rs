@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, Timespec, Timestamps};
 use rustix::io::Errno;
 
-use super::journal::{Entry, Event, InContainer, Meta};
+use super::journal::{Entry, Event, InContainer, Meta, Via};
 use super::state::StateDir;
 use crate::probe::containers::{Inventory, proc_root_path};
 use crate::scan::anchor::{self, DirId};
@@ -36,13 +36,20 @@ use crate::text;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {
     /// Every reclaim of the last run that reclaimed (the run of the journal's last reclaim
-    /// line) not restored yet: `locksmith restore` with no argument.
+    /// line) not restored yet: what `locksmith restore` offers on a terminal.
     LastRun,
-    /// The last batch of `run` that holds reclaims not restored yet, of locks below one of
-    /// `roots`: the UI's `u` (its own run, the roots on its screen). Never another run's.
-    LastBatch { run: String, roots: Vec<PathBuf> },
-    /// An entry id, as `locksmith journal` shows it, or a run id (every reclaim of that run
-    /// not restored yet).
+    /// The last batch of the journal (the batch of its last reclaim line, whatever run wrote
+    /// it), its reclaims not restored yet: `locksmith restore --last-batch`.
+    LastBatch,
+    /// The UI's `u`: the last batch that the UI reclaimed (this session's, or an earlier UI
+    /// session's in this state directory) with something left to put back, of locks below one
+    /// of `roots`; the locks of that batch outside them are in [`Plan::outside`]. Never a
+    /// batch of another kind of run (`--scan --reclaim`, `start`, a line that does not say).
+    LastOfUi { roots: Vec<PathBuf> },
+    /// Every reclaim of this run not restored yet: `locksmith restore --run ID`.
+    Run(String),
+    /// An entry id, as `locksmith journal --json` shows it, or a run id (every reclaim of
+    /// that run not restored yet).
     Id(String),
     /// An entry's number in `locksmith journal` (1 = oldest line).
     Number(usize),
@@ -77,14 +84,29 @@ impl Selector {
 }
 
 /// What a selector names, to be shown before anything is put back.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     /// The run the entries belong to, when the selector named a run or a batch.
     pub run: Option<String>,
     /// The batch, when the selector named one.
     pub batch: Option<u64>,
-    /// The reclaim entries to put back, newest first.
+    /// What kind of run reclaimed them ([`super::Via::as_str`]), when the journal says.
+    pub via: Option<String>,
+    /// The reclaim entries to put back, newest first, each with its number in `locksmith
+    /// journal` in [`Plan::numbers`].
     pub entries: Vec<Entry>,
+    /// The journal numbers of `entries` (1 = the oldest line), in the same order.
+    pub numbers: Vec<usize>,
+    /// Reclaims of the same batch left out: their locks are outside the roots asked for
+    /// ([`Selector::LastOfUi`]). Nothing puts them back but naming them.
+    pub outside: Vec<Entry>,
+}
+
+impl Plan {
+    /// When the reclaims were made: the earliest time of its entries (RFC 3339, as written).
+    pub fn since(&self) -> Option<&str> {
+        self.entries.iter().map(|e| e.time.as_str()).min()
+    }
 }
 
 /// What a restore did.
@@ -138,6 +160,12 @@ pub fn plan(state_dir: &Path, selector: &Selector) -> Result<Plan, String> {
     select(&all, selector)
 }
 
+/// The reclaims `selector` names in `all` (the whole journal, oldest first, as [`entries`]
+/// reads it): what [`plan`] does with a journal read already.
+pub fn plan_in(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
+    select(all, selector)
+}
+
 /// Puts back each reclaim of `plan`, in its order, each exactly as it was (see the module
 /// docs) and journaled; one result per entry. An entry restored since the plan was made is
 /// not restored twice.
@@ -158,9 +186,8 @@ pub fn restore_plan(state_dir: &Path, plan: &Plan) -> Vec<Result<Restored, Strin
         .map(|entry| {
             if done.contains(&entry.id) {
                 return Err(format!(
-                    "{} (entry {}) was restored already",
-                    text::display_path(&entry.path_buf()),
-                    text::escape(&entry.id)
+                    "{} was restored already",
+                    text::display_path(&entry.path_buf())
                 ));
             }
             restore_entry(&state, entry)
@@ -195,54 +222,58 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
     let mut done = restored_ids(all);
     done.extend(cancelled.iter().copied());
     let undoable = |e: &&Entry| e.event == Event::Reclaim && !done.contains(e.id.as_str());
+    let number = |e: &Entry| {
+        all.iter()
+            .position(|x| std::ptr::eq(x, e))
+            .map_or(0, |i| i + 1)
+    };
+    let planned = |run: Option<&str>, batch: Option<u64>, entries: Vec<&Entry>| Plan {
+        run: run.map(String::from),
+        batch,
+        via: entries.first().and_then(|e| e.via.clone()),
+        numbers: entries.iter().map(|e| number(e)).collect(),
+        entries: entries.into_iter().cloned().collect(),
+        outside: Vec::new(),
+    };
     let of_run = |run: &str, what: &str| -> Result<Plan, String> {
-        let entries: Vec<Entry> = all
+        let entries: Vec<&Entry> = all
             .iter()
             .rev()
             .filter(|e| e.run == run)
             .filter(undoable)
-            .cloned()
             .collect();
         if entries.is_empty() {
             return Err(format!(
                 "nothing to restore: every reclaim of {what} ({run}) is restored already, or \
-                 removed nothing after all (`locksmith journal` lists the runs; `locksmith restore RUN` restores another)"
+                 removed nothing after all (`locksmith journal` lists the runs; `locksmith restore --run RUN` restores another)"
             ));
         }
-        Ok(Plan {
-            run: Some(run.to_string()),
-            batch: None,
-            entries,
-        })
+        Ok(planned(Some(run), None, entries))
     };
     let one = |entry: &Entry| -> Result<Plan, String> {
         if entry.event != Event::Reclaim {
             return Err(format!(
-                "journal entry {} is a {} entry, not a reclaim",
-                text::escape(&entry.id),
+                "journal entry #{} is a {} entry, not a reclaim",
+                number(entry),
                 entry.event.as_str()
             ));
         }
         if cancelled.contains(entry.id.as_str()) {
             return Err(format!(
-                "{} (entry {}) was not removed after all (a later reclaim-failed line says \
-                 why): there is nothing to put back",
+                "{} (#{}) was not removed after all (a later reclaim-failed line says why): \
+                 there is nothing to put back",
                 text::display_path(&entry.path_buf()),
-                text::escape(&entry.id)
+                number(entry)
             ));
         }
         if done.contains(entry.id.as_str()) {
             return Err(format!(
-                "{} (entry {}) was restored already",
+                "{} (#{}) was restored already",
                 text::display_path(&entry.path_buf()),
-                text::escape(&entry.id)
+                number(entry)
             ));
         }
-        Ok(Plan {
-            run: None,
-            batch: None,
-            entries: vec![entry.clone()],
-        })
+        Ok(planned(None, None, vec![entry]))
     };
     match selector {
         Selector::LastRun => {
@@ -253,35 +284,73 @@ fn select(all: &[Entry], selector: &Selector) -> Result<Plan, String> {
                 .ok_or("nothing to restore: the journal records no reclaim")?;
             of_run(&last.run, "the last run")
         }
-        Selector::LastBatch { run, roots } => {
-            let below = |e: &&Entry| {
+        Selector::LastBatch => {
+            let last = all
+                .iter()
+                .rev()
+                .find(|e| e.event == Event::Reclaim)
+                .ok_or("nothing to restore: the journal records no reclaim")?;
+            let entries: Vec<&Entry> = all
+                .iter()
+                .rev()
+                .filter(|e| e.run == last.run && e.batch == last.batch)
+                .filter(undoable)
+                .collect();
+            if entries.is_empty() {
+                return Err(format!(
+                    "nothing to restore: every reclaim of the last batch (run {}) is restored \
+                     already, or removed nothing after all (`locksmith journal` lists the \
+                     others)",
+                    last.run
+                ));
+            }
+            Ok(planned(Some(&last.run), last.batch, entries))
+        }
+        Selector::LastOfUi { roots } => {
+            let below = |e: &Entry| {
                 let p = e.path_buf();
                 roots.iter().any(|r| p.starts_with(r))
             };
-            let mut candidates = all
-                .iter()
-                .rev()
-                .filter(|e| &e.run == run)
-                .filter(undoable)
-                .filter(below)
-                .peekable();
-            let Some(batch) = candidates.peek().map(|e| e.batch) else {
-                let any = all
-                    .iter()
-                    .any(|e| &e.run == run && e.event == Event::Reclaim);
+            let of_ui = |e: &&Entry| e.via.as_deref() == Some(Via::Ui.as_str());
+            let Some(last) = all.iter().rev().filter(of_ui).find(undoable) else {
+                let any = all.iter().any(|e| e.event == Event::Reclaim && of_ui(&e));
                 return Err(if any {
-                    "nothing to undo: every reclaim of this session is undone already".into()
+                    "nothing to undo: every reclaim made in the UI is undone already (the \
+                     journal view lists the others)"
+                        .into()
                 } else {
-                    "nothing to undo: nothing was reclaimed in this session (reclaims of other \
-                     runs are listed by `locksmith journal`)"
+                    "nothing to undo: nothing was reclaimed in the UI (reclaims of other runs, \
+                     such as --scan --reclaim, are in the journal view)"
                         .into()
                 });
             };
-            Ok(Plan {
-                run: Some(run.clone()),
-                batch,
-                entries: candidates.filter(|e| e.batch == batch).cloned().collect(),
-            })
+            let (inside, outside): (Vec<&Entry>, Vec<&Entry>) = all
+                .iter()
+                .rev()
+                .filter(|e| e.run == last.run && e.batch == last.batch)
+                .filter(undoable)
+                .partition(|e| below(e));
+            if inside.is_empty() {
+                return Err(format!(
+                    "nothing to undo here: the last reclaim made in the UI ({} lock{}, such as \
+                     {}) is outside the roots on screen; the journal view puts it back",
+                    outside.len(),
+                    if outside.len() == 1 { "" } else { "s" },
+                    text::display_path(&outside[0].path_buf())
+                ));
+            }
+            let mut plan = planned(Some(&last.run), last.batch, inside);
+            plan.outside = outside.into_iter().cloned().collect();
+            Ok(plan)
+        }
+        Selector::Run(run) => {
+            if !all.iter().any(|e| &e.run == run) {
+                return Err(format!(
+                    "no run {} in the journal (`locksmith journal` lists the runs)",
+                    text::escape(run)
+                ));
+            }
+            of_run(run, "run")
         }
         Selector::Id(id) => {
             if let Some(entry) = all.iter().find(|e| &e.id == id) {
@@ -851,32 +920,71 @@ mod tests {
     }
 
     #[test]
-    fn a_session_undoes_its_own_last_batch_below_its_roots_only() {
+    fn the_ui_undoes_the_last_batch_it_made_below_its_roots_across_its_sessions() {
+        let ui = |mut e: Entry| {
+            e.via = Some("ui".into());
+            e
+        };
         let mut all = journal();
-        let session = |roots: &[&str]| Selector::LastBatch {
-            run: "ui".into(),
+        for e in all.iter_mut().filter(|e| e.run == "ui") {
+            *e = ui(e.clone());
+        }
+        let mut cli = reclaim("b3", "cli", Some(2), "/srv/z.pid");
+        cli.via = Some("scan".into());
+        all.push(cli);
+        let last_of_ui = |roots: &[&str]| Selector::LastOfUi {
             roots: roots.iter().map(PathBuf::from).collect(),
         };
-        let p = select(&all, &session(&["/srv"])).unwrap();
+        // The UI's last batch, never a --scan --reclaim's, however recent.
+        let p = select(&all, &last_of_ui(&["/srv"])).unwrap();
         assert_eq!((p.batch, ids(&p)), (Some(2), vec!["a3", "a2"]));
-        // The other run's reclaims, however recent, are never its own.
-        assert!(ids(&p).iter().all(|i| i.starts_with('a')));
+        assert_eq!(p.via.as_deref(), Some("ui"));
+        assert_eq!(p.numbers, [5, 4], "their lines in the journal");
         all.push(restore_of("a3", "ui"));
         all.push(restore_of("a2", "ui"));
-        let p = select(&all, &session(&["/srv"])).unwrap();
+        // A later UI session (another run) sees the same history.
+        let p = select(&all, &last_of_ui(&["/srv"])).unwrap();
         assert_eq!((p.batch, ids(&p)), (Some(1), vec!["a1"]));
-        // Nothing below the roots on screen: nothing.
-        let e = select(&all, &session(&["/var"])).unwrap_err();
-        assert!(e.contains("undone already"), "{e}");
+        // A batch of the UI partly outside the roots on screen: those are left out, and said.
+        let mut later = ui(reclaim("c1", "ui-2", Some(1), "/srv/in.pid"));
+        let out = ui(reclaim("c2", "ui-2", Some(1), "/var/out.pid"));
+        later.time = "2026-01-01T00:00:00Z".into();
+        all.extend([later, out]);
+        let p = select(&all, &last_of_ui(&["/srv"])).unwrap();
+        assert_eq!(ids(&p), ["c1"]);
+        assert_eq!(
+            p.outside.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+            ["c2"]
+        );
+        // Nothing of it below the roots: said, and no older batch is offered instead.
+        let e = select(&all, &last_of_ui(&["/elsewhere"])).unwrap_err();
+        assert!(e.contains("outside the roots on screen"), "{e}");
+        all.push(restore_of("c1", "ui-2"));
+        all.push(restore_of("c2", "ui-2"));
         all.push(restore_of("a1", "ui"));
-        let e = select(&all, &session(&["/srv"])).unwrap_err();
+        let e = select(&all, &last_of_ui(&["/srv"])).unwrap_err();
         assert!(e.contains("undone already"), "{e}");
-        let fresh = Selector::LastBatch {
-            run: "new".into(),
-            roots: vec!["/".into()],
-        };
-        let e = select(&all, &fresh).unwrap_err();
-        assert!(e.contains("nothing was reclaimed in this session"), "{e}");
+        // Lines that do not say they are the UI's are never its.
+        let e = select(&journal(), &last_of_ui(&["/"])).unwrap_err();
+        assert!(e.contains("nothing was reclaimed in the UI"), "{e}");
+    }
+
+    #[test]
+    fn the_last_batch_and_a_run_by_name() {
+        let mut all = journal();
+        let p = select(&all, &Selector::LastBatch).unwrap();
+        assert_eq!((p.run.as_deref(), ids(&p)), (Some("cli"), vec!["b2", "b1"]));
+        all.push(reclaim("a4", "ui", Some(3), "/srv/f.pid"));
+        let p = select(&all, &Selector::LastBatch).unwrap();
+        assert_eq!((p.batch, ids(&p)), (Some(3), vec!["a4"]));
+        all.push(restore_of("a4", "x"));
+        // Restored: said, and no older batch instead.
+        let e = select(&all, &Selector::LastBatch).unwrap_err();
+        assert!(e.contains("the last batch"), "{e}");
+        let p = select(&all, &Selector::Run("cli".into())).unwrap();
+        assert_eq!(ids(&p), ["b2", "b1"]);
+        let e = select(&all, &Selector::Run("nope".into())).unwrap_err();
+        assert!(e.contains("no run nope"), "{e}");
     }
 
     #[test]

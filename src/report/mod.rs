@@ -245,15 +245,17 @@ pub trait Writer: Send {
     fn finish(&mut self, tail: &Tail) -> io::Result<()>;
 }
 
-/// The writer of `format`, writing to `out`.
+/// The writer of `format`, writing to `out`; a table without headings writes what is not
+/// a row (notes, reclaim lines, the summary) to `side`, when given.
 pub fn writer<'a>(
     format: Format,
     head: Head,
     opts: &Options,
     out: impl Write + Send + 'a,
+    side: Option<Box<dyn Write + Send + 'a>>,
 ) -> Box<dyn Writer + 'a> {
     match format {
-        Format::Table => Box::new(table::Writer::new(head, opts, out)),
+        Format::Table => Box::new(table::Writer::with_side(head, opts, out, side)),
         Format::Json => Box::new(json::Writer::new(head, opts, out)),
         Format::Prometheus => Box::new(prometheus::Writer::new(head, opts, out)),
     }
@@ -282,9 +284,21 @@ impl<'a> Report<'a> {
         opts: &Options,
         out: impl Write + Send + 'a,
     ) -> Report<'a> {
+        Self::with_side(format, head, opts, out, None)
+    }
+
+    /// A report in `format` to `out`, whose table without headings writes its rows alone
+    /// there and what is not a row to `side` (see [`table`]).
+    pub fn with_side(
+        format: Format,
+        head: Head,
+        opts: &Options,
+        out: impl Write + Send + 'a,
+        side: Option<Box<dyn Write + Send + 'a>>,
+    ) -> Report<'a> {
         let reclaim = head.reclaim.then(ReclaimCounts::default);
         Report {
-            writer: writer(format, head, opts, out),
+            writer: writer(format, head, opts, out, side),
             verdicts: opts.verdicts,
             counts: Counts::default(),
             unsaved: 0,
@@ -469,6 +483,7 @@ pub(crate) mod tests {
                 start_ticks: 7,
                 why: "4242 cargo is stopped (SIGSTOP)".into(),
             }),
+            handles: Vec::new(),
         };
         let findings = [
             finding("/x/b.lock", "flock", Judgement::live("held")),

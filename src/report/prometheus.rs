@@ -11,9 +11,13 @@
 //!   are at most [`Options::max_lock_series`]; the locks beyond that are counted in
 //!   `locksmith_lock_age_omitted`. Stale locks come first and, within a verdict, the oldest,
 //!   so the oldest stale lock always has its series;
-//! - `locksmith_locks` has a sample for every verdict and dialect, zero included, so that a
-//!   series never vanishes when the last lock of its kind goes away (with a verdict filter:
-//!   for every verdict it lists);
+//! - `locksmith_locks` has a sample for each verdict and dialect that has locks: not one
+//!   for each of the hundreds of pairs that have none. A pair whose last lock goes away is
+//!   no longer written: node_exporter stops exporting it and Prometheus marks the series
+//!   stale at the next scrape, so an alert on it resolves. What must see a return to zero
+//!   reads `locksmith_locks_by_verdict`, which has a sample for every verdict, zero included
+//!   (with a verdict filter: for every verdict it lists), and the per-lock series (which go
+//!   with their lock, as the alerting rules expect);
 //! - a path becomes a label value through [`text::display_path`] (the terminal-safe,
 //!   single-line form the table shows: control characters and bytes that are not UTF-8 as
 //!   `\xNN`, backslashes doubled), then through the exposition format's own escaping of `\`,
@@ -25,7 +29,6 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{Head, Options, Scanned, Tail, Verdicts, age_secs};
-use crate::dialect;
 use crate::outcome::{Action, Outcome};
 use crate::scan::Finding;
 use crate::text;
@@ -143,26 +146,30 @@ impl<W> Writer<W> {
             "gauge",
             "Lock files found by the last scan, by verdict and dialect.",
         );
-        let mut dialects: Vec<&str> = dialect::registry()
-            .iter()
-            .map(|d| d.id().as_str())
-            .collect();
-        // A finding's dialect is always a registered one; a stray one still gets its sample.
-        for (_, d) in self.counts.keys() {
-            if !dialects.contains(d) {
-                dialects.push(d);
-            }
-        }
-        dialects.sort_unstable();
-        for v in self.verdicts.iter() {
-            for d in &dialects {
-                let n = self.counts.get(&(v, *d)).copied().unwrap_or(0);
+        // Only the pairs that have locks (`counts` holds no zero), in a stable order.
+        for ((v, d), n) in &self.counts {
+            if self.verdicts.contains(*v) {
                 out.sample(
                     "locksmith_locks",
                     &[("verdict", v.as_str()), ("dialect", d)],
                     n,
                 );
             }
+        }
+
+        out.family(
+            "locksmith_locks_by_verdict",
+            "gauge",
+            "Lock files found by the last scan, by verdict (every verdict, zero included).",
+        );
+        for v in self.verdicts.iter() {
+            let n: u64 = self
+                .counts
+                .iter()
+                .filter(|((x, _), _)| *x == v)
+                .map(|(_, n)| n)
+                .sum();
+            out.sample("locksmith_locks_by_verdict", &[("verdict", v.as_str())], n);
         }
 
         out.family(
@@ -374,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn every_verdict_and_dialect_has_a_count() {
+    fn counts_are_written_for_the_pairs_that_have_locks_and_for_every_verdict() {
         let text = render(
             &[
                 aged("/a.pid", Verdict::Stale, 10),
@@ -383,11 +390,26 @@ mod tests {
             ],
             &Options::default(),
         );
-        let counts = samples(&text, "locksmith_locks");
-        assert_eq!(counts.len(), 5 * dialect::registry().len());
-        assert!(counts.contains(&r#"locksmith_locks{verdict="stale",dialect="pidfile"} 2"#));
-        assert!(counts.contains(&r#"locksmith_locks{verdict="live",dialect="pidfile"} 1"#));
-        assert!(counts.contains(&r#"locksmith_locks{verdict="free",dialect="flock"} 0"#));
+        // Not a zero for each of the hundreds of verdict and dialect pairs: the two that have
+        // locks.
+        assert_eq!(
+            samples(&text, "locksmith_locks"),
+            [
+                r#"locksmith_locks{verdict="stale",dialect="pidfile"} 2"#,
+                r#"locksmith_locks{verdict="live",dialect="pidfile"} 1"#,
+            ]
+        );
+        // Every verdict, zero included: what a rule reads to see a return to zero.
+        assert_eq!(
+            samples(&text, "locksmith_locks_by_verdict"),
+            [
+                r#"locksmith_locks_by_verdict{verdict="stale"} 2"#,
+                r#"locksmith_locks_by_verdict{verdict="live"} 1"#,
+                r#"locksmith_locks_by_verdict{verdict="foreign"} 0"#,
+                r#"locksmith_locks_by_verdict{verdict="unknown"} 0"#,
+                r#"locksmith_locks_by_verdict{verdict="free"} 0"#,
+            ]
+        );
         assert!(text.contains("locksmith_scan_duration_seconds 1.500000\n"));
         assert!(text.contains("locksmith_scan_entries 42\n"));
         assert!(text.contains("locksmith_scan_errors 0\n"));
@@ -396,6 +418,11 @@ mod tests {
             !text.contains("locksmith_reclaims"),
             "no reclaim pass, no reclaim counts"
         );
+        // No lock at all: the families are there, the per-verdict counts are zeros.
+        let empty = render(&[], &Options::default());
+        assert!(samples(&empty, "locksmith_locks").is_empty());
+        assert!(empty.contains("# TYPE locksmith_locks gauge\n"));
+        assert_eq!(samples(&empty, "locksmith_locks_by_verdict").len(), 5);
     }
 
     #[test]
@@ -411,9 +438,14 @@ mod tests {
             ],
             &opts,
         );
-        let counts = samples(&text, "locksmith_locks");
-        assert_eq!(counts.len(), dialect::registry().len());
-        assert!(counts.iter().all(|l| l.contains(r#"verdict="stale""#)));
+        assert_eq!(
+            samples(&text, "locksmith_locks"),
+            [r#"locksmith_locks{verdict="stale",dialect="pidfile"} 1"#]
+        );
+        assert_eq!(
+            samples(&text, "locksmith_locks_by_verdict"),
+            [r#"locksmith_locks_by_verdict{verdict="stale"} 1"#]
+        );
         assert_eq!(
             samples(&text, "locksmith_lock_age_omitted"),
             [r#"locksmith_lock_age_omitted{verdict="stale"} 0"#]

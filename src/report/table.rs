@@ -9,6 +9,10 @@
 //! separated by one space and each is escaped so that it is one word (a space is `\x20`),
 //! as `lslocks --raw` does; the verdict is its name, without its symbol.
 //!
+//! Without headings (`--noheadings`) the table's output is its rows only, so that a `while
+//! read` loop sees nothing else: the notes, what a reclaim pass did and the summary line go to
+//! the writer's *side* output (stderr, for the command line) instead.
+//!
 //! Being sorted and aligned, the table is written when the scan is over; until then it keeps
 //! one [`Row`] per lock: typed values (the text of the cells is made when they are written),
 //! the repeated text (commands, hosts) shared between rows.
@@ -44,7 +48,8 @@ pub enum Column {
     Pid,
     /// The live process's name (or the first holder's).
     Command,
-    /// The owner's host, or the container its process runs in (`ctr:web-1`).
+    /// The owner's host, or the container its process runs in (`ctr:web-1`; a sandbox
+    /// `sandbox:NAME`, a PID namespace no runtime made `ns:INODE`).
     Host,
     /// Time since the lock was last modified.
     Age,
@@ -60,11 +65,14 @@ pub enum Column {
     Fs,
     /// The first evidence line: why the lock has its verdict.
     Evidence,
+    /// The processes waiting for the lock (lslocks shows a waiter's BLOCKER: here, the lock's
+    /// holder in PID).
+    Waiters,
 }
 
 impl Column {
     /// Every column, in the order `--help` lists them.
-    pub const ALL: [Column; 12] = [
+    pub const ALL: [Column; 13] = [
         Column::Verdict,
         Column::Dialect,
         Column::Pid,
@@ -77,6 +85,7 @@ impl Column {
         Column::Modified,
         Column::Fs,
         Column::Evidence,
+        Column::Waiters,
     ];
 
     /// The columns of the table when none are chosen.
@@ -105,6 +114,7 @@ impl Column {
             Column::Modified => "modified",
             Column::Fs => "fs",
             Column::Evidence => "evidence",
+            Column::Waiters => "waiters",
         }
     }
 
@@ -122,7 +132,10 @@ impl Column {
             Column::Dialect => "the lock format (pidfile, git, vim-swap, ...)",
             Column::Pid => "a live lock's holder's PID, else the owner's",
             Column::Command => "the live process's name (or a holder's)",
-            Column::Host => "the owner's host, or its container (ctr:NAME)",
+            Column::Host => {
+                "the owner's host, or its container (ctr:NAME), sandbox (sandbox:NAME) or PID \
+                 namespace (ns:INODE)"
+            }
             Column::Age => "time since the lock was last modified",
             Column::Path => "the lock's path",
             Column::Size => "size in bytes",
@@ -130,6 +143,10 @@ impl Column {
             Column::Modified => "when the lock was last modified (RFC 3339)",
             Column::Fs => "the file system's type (ext4, nfs4, fuse.sshfs, ...)",
             Column::Evidence => "the first evidence line: why it has its verdict",
+            Column::Waiters => {
+                "the processes waiting for it (PID and name, +N for more): the PID column is \
+                 what lslocks calls their BLOCKER"
+            }
         }
     }
 
@@ -181,9 +198,28 @@ impl Who {
             .and_then(|p| p.container.as_ref())
             .or_else(|| j.holders.iter().find_map(|h| h.container.as_ref()));
         let host = container
-            .map(|c| format!("ctr:{}", c.id.label()))
+            .map(|c| host_label(&c.id))
             .or_else(|| j.owner.as_ref().and_then(|o| o.hostname.clone()));
         Who { pid, command, host }
+    }
+}
+
+/// What the HOST column calls the container a process runs in, by what it is: a container
+/// (`ctr:web-1`, also a systemd-nspawn or LXC machine), a Flatpak or snap sandbox
+/// (`sandbox:org.gnome.Builder`), or a PID namespace no runtime is proven to have made: a
+/// user's own `unshare`, bwrap, a browser's sandbox (`ns:4026532252`, its inode), never called
+/// a container.
+pub fn host_label(c: &crate::verdict::ContainerId) -> String {
+    match c.runtime.as_str() {
+        "unknown" => {
+            let inode =
+                c.id.strip_prefix("pid:[")
+                    .and_then(|s| s.strip_suffix(']'))
+                    .unwrap_or(&c.id);
+            format!("ns:{inode}")
+        }
+        "flatpak" | "snap" => format!("sandbox:{}", c.label()),
+        _ => format!("ctr:{}", c.label()),
     }
 }
 
@@ -206,6 +242,8 @@ pub struct Row {
     pub fs: Option<Arc<str>>,
     /// The first evidence line, when the EVIDENCE column is shown.
     pub evidence: Option<Box<str>>,
+    /// Who waits for it (`4250 cargo+1`), when the WAITERS column is shown and some do.
+    pub waiters: Option<Box<str>>,
     /// What the notes under the table say of it, when they say something (few locks do).
     pub notes: Option<Box<Notes>>,
 }
@@ -265,6 +303,10 @@ impl Row {
             evidence: columns
                 .contains(&Column::Evidence)
                 .then(|| j.evidence.first().map_or("", String::as_str).into()),
+            waiters: columns
+                .contains(&Column::Waiters)
+                .then(|| waiters_cell(waiting))
+                .flatten(),
             notes: (notes != Notes::default()).then(|| Box::new(notes)),
         }
     }
@@ -307,8 +349,26 @@ impl Row {
                     .filter(|e| !e.is_empty())
                     .map(text::escape),
             ),
+            Column::Waiters => or_dash(self.waiters.as_deref().map(text::escape)),
         }
     }
+}
+
+/// The WAITERS cell of a lock: its first waiter (`4250 cargo`), and how many more (`+2`);
+/// `None` when nobody waits.
+fn waiters_cell(w: &Waiting) -> Option<Box<str>> {
+    let first = w.waiters.first()?;
+    let who = if first.pid > 0 {
+        format!("{} {}", first.pid, first.name.as_deref().unwrap_or("?"))
+    } else {
+        "?".to_string()
+    };
+    let more = w.waiters.len() - 1;
+    Some(if more > 0 {
+        format!("{who} +{more}").into()
+    } else {
+        who.into()
+    })
 }
 
 /// Text shared between rows: one allocation per distinct command, host or file system.
@@ -344,8 +404,11 @@ pub fn verdict_cell(v: Verdict) -> String {
 }
 
 /// The table [`super::Writer`].
-pub struct Writer<W> {
+pub struct Writer<'a, W> {
     out: W,
+    /// Where the notes, reclaim lines and summary go without headings (rows only on `out`);
+    /// `None`: on `out` too.
+    side: Option<Box<dyn Write + Send + 'a>>,
     now_ms: i64,
     columns: Vec<Column>,
     headings: bool,
@@ -355,8 +418,19 @@ pub struct Writer<W> {
     shared: Shared,
 }
 
-impl<W: Write + Send> Writer<W> {
+impl<'a, W: Write + Send> Writer<'a, W> {
     pub fn new(head: Head, opts: &Options, out: W) -> Self {
+        Self::with_side(head, opts, out, None)
+    }
+
+    /// A table whose notes, reclaim lines and summary go to `side` when it has no headings
+    /// (its rows alone on `out`).
+    pub fn with_side(
+        head: Head,
+        opts: &Options,
+        out: W,
+        side: Option<Box<dyn Write + Send + 'a>>,
+    ) -> Self {
         let columns = if opts.columns.is_empty() {
             Column::DEFAULT.to_vec()
         } else {
@@ -364,6 +438,7 @@ impl<W: Write + Send> Writer<W> {
         };
         Writer {
             out,
+            side,
             now_ms: head.now_ms,
             columns,
             headings: opts.headings,
@@ -429,24 +504,29 @@ impl<W: Write + Send> Writer<W> {
             }
         }
         let notes = || rows.iter().filter_map(|r| Some((r, r.notes.as_deref()?)));
+        let headings = self.headings;
+        let out: &mut dyn Write = match (&mut self.side, headings) {
+            (Some(side), false) => side.as_mut(),
+            _ => &mut self.out,
+        };
         for (r, n) in notes() {
             if let Some(hint) = &n.recover {
                 match (hint, &n.written_since) {
                     (Err(why), _) => writeln!(
-                        self.out,
+                        out,
                         "note: {} holds unsaved changes, which are not for you to recover: {}",
                         text::display_path(&r.path),
                         text::escape(why)
                     )?,
                     (Ok(hint), Some(file)) => writeln!(
-                        self.out,
+                        out,
                         "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
                         text::display_path(&r.path),
                         text::display_path(file),
                         text::escape(hint)
                     )?,
                     (Ok(hint), None) => writeln!(
-                        self.out,
+                        out,
                         "note: {} holds unsaved changes: recover them with `{}`",
                         text::display_path(&r.path),
                         text::escape(hint)
@@ -455,13 +535,21 @@ impl<W: Write + Send> Writer<W> {
             }
         }
         for (_, n) in notes() {
-            self.out.write_all(n.waiting.as_bytes())?;
+            out.write_all(n.waiting.as_bytes())?;
         }
         Ok(())
     }
+
+    /// Where what is not a row goes: the side output without headings, else `out`.
+    fn aside(&mut self) -> &mut dyn Write {
+        match (&mut self.side, self.headings) {
+            (Some(side), false) => side.as_mut(),
+            _ => &mut self.out,
+        }
+    }
 }
 
-impl<W: Write + Send> super::Writer for Writer<W> {
+impl<W: Write + Send> super::Writer for Writer<'_, W> {
     fn lock(&mut self, f: &Finding, waiting: &Waiting) -> io::Result<()> {
         let row = Row::with(f, waiting, &self.columns, &mut self.shared);
         self.rows.push(row);
@@ -484,12 +572,15 @@ impl<W: Write + Send> super::Writer for Writer<W> {
             let detail = field(detail.as_deref().unwrap_or("-"));
             return writeln!(self.out, "{} {path} {detail}", o.action.as_str());
         }
-        self.out.write_all(reclaimed_line(o).as_bytes())
+        self.aside().write_all(reclaimed_line(o).as_bytes())
     }
 
     fn finish(&mut self, tail: &Tail) -> io::Result<()> {
         if !self.raw {
-            writeln!(self.out, "{}", summary_line(tail))?;
+            writeln!(self.aside(), "{}", summary_line(tail))?;
+        }
+        if let Some(side) = &mut self.side {
+            side.flush()?;
         }
         self.out.flush()
     }
@@ -513,15 +604,21 @@ pub fn waiting_notes(path: &Path, w: &Waiting) -> String {
     out
 }
 
-/// The line of one reclaim outcome: `removed PATH (copy saved to ...)`, `would remove PATH
-/// (why)`, `kept PATH: why` (newline-terminated).
+/// The line of one reclaim outcome, for a person: `removed PATH (a copy is kept: ...)`,
+/// `would remove PATH (why)`, `kept PATH: why` (newline-terminated). Where the copy is (a file
+/// of the state directory, maybe at an offset in it) is for `--raw`, the JSON report and the
+/// journal.
 pub fn reclaimed_line(o: &Outcome) -> String {
     let path = text::display_path(&o.path);
     match o.action {
         Action::Removed => format!(
             "removed {path}{}\n",
-            o.copy_shown(text::display_path)
-                .map(|s| format!(" (copy saved to {s})"))
+            o.saved_to
+                .as_ref()
+                .map(|_| format!(
+                    " (a copy is kept: `locksmith restore {}` puts it back)",
+                    text::shell_quote(&path)
+                ))
                 .unwrap_or_default()
         ),
         Action::WouldRemove => format!(
@@ -779,6 +876,32 @@ mod tests {
         assert_eq!(row.cell(Column::Pid, 0, false), "25092");
         assert_eq!(row.cell(Column::Command, 0, false), "puma");
         assert_eq!(row.cell(Column::Host, 0, false), "ctr:web-1");
+    }
+
+    #[test]
+    fn the_host_column_says_what_a_namespace_is() {
+        let id = |runtime: &str, id: &str, name: Option<&str>| crate::probe::ContainerId {
+            runtime: runtime.into(),
+            id: id.into(),
+            name: name.map(String::from),
+        };
+        assert_eq!(
+            host_label(&id("podman", &"3f2a".repeat(16), Some("web-1"))),
+            "ctr:web-1"
+        );
+        assert_eq!(
+            host_label(&id("docker", &"3f2a".repeat(16), None)),
+            "ctr:3f2a3f2a3f2a…"
+        );
+        // A user's own unshare, bwrap or browser sandbox: a PID namespace, not a container.
+        assert_eq!(
+            host_label(&id("unknown", "pid:[4026532252]", None)),
+            "ns:4026532252"
+        );
+        assert_eq!(
+            host_label(&id("flatpak", "1234", Some("org.gnome.Builder"))),
+            "sandbox:org.gnome.Builder"
+        );
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub struct Waiting {
     /// The holder that will not let go by itself (stopped, or not reaping the children it
     /// holds the lock for), with why.
     pub holder: Option<Stuck>,
+    /// For a GnuPG dotlock: the handle files that are hard links of it (its holder's), by
+    /// name; they are part of this lock, not locks of their own.
+    pub handles: Vec<String>,
 }
 
 /// A live holder that shows it will not release its lock by itself.
@@ -32,7 +35,7 @@ pub struct Stuck {
 
 impl Waiting {
     pub fn is_empty(&self) -> bool {
-        self.waiters.is_empty() && self.holder.is_none()
+        self.waiters.is_empty() && self.holder.is_none() && self.handles.is_empty()
     }
 }
 
@@ -64,9 +67,17 @@ pub fn holder_pids(f: &Finding) -> Vec<i32> {
 pub fn of(f: &Finding, snap: &Snapshot) -> Waiting {
     let key = FileKey::from_dev_ino(f.identity.dev, f.identity.ino);
     let mut list = waiters::kernel_waiters(snap, key);
+    let mut handles = Vec::new();
     if f.kind == EntryKind::File && crate::dialect::gnupg::parse(&f.content).is_some() {
         let holder = f.judgement.owner.as_ref().and_then(|o| o.pid);
         list.extend(waiters::dotlock_waiters(snap, &f.path, holder));
+        if let Some(dir) = f.path.parent() {
+            handles = waiters::dotlock_handles(dir)
+                .into_iter()
+                .filter(|h| h.key == key)
+                .map(|h| h.name)
+                .collect();
+        }
     }
     // The lock is released only once every holder lets go (the sharers of one flock, the
     // readers of a shared lock): one that will not makes the lock stuck.
@@ -85,6 +96,7 @@ pub fn of(f: &Finding, snap: &Snapshot) -> Waiting {
     Waiting {
         waiters: list,
         holder,
+        handles,
     }
 }
 

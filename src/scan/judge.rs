@@ -119,6 +119,20 @@ pub(crate) fn examine_at(
     if let Some(found) = &mut f {
         found.anchor = anchor.cloned();
     }
+    // A GnuPG dotlock's handle that belongs to a lock beside it is part of that lock's row,
+    // not a row of its own (unless it was named on its own).
+    if let Some(found) = &f
+        && mode == Mode::Walk
+        && found.dialect == DialectId::GNUPG
+        && dialect::gnupg::belongs_to_a_lock(
+            dir,
+            name,
+            &meta,
+            found.judgement.verdict() == crate::verdict::Verdict::Live,
+        )
+    {
+        return Ok(None);
+    }
     Ok(f)
 }
 

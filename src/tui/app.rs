@@ -26,11 +26,11 @@ use locksmith::{Judgement, Verdict};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 
-use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction};
+use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction, Undo};
 use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
-use super::popup::{self, Dialog, Outcome, Popup, help, reclaim, restore, signal, why};
+use super::popup::{self, Dialog, Outcome, Popup, help, journal, reclaim, restore, signal, why};
 pub use super::rows::{Column, FileMeta, Row, age_ms, next_sort};
 use super::stop;
 use super::table::{self, ContentWidths};
@@ -164,9 +164,11 @@ pub enum Msg {
     },
     /// Which locks of the open reclaim dialog this user cannot remove (`None`: removable).
     Checked(Vec<(PathBuf, Option<String>)>),
-    /// What the last reclaim of this session removed (what `u` would put back), or why
-    /// there is nothing to undo.
+    /// What the UI reclaimed last (what `u` would put back), or why there is nothing to
+    /// undo.
     UndoPlanned(Result<locksmith::reclaim::Plan, String>),
+    /// The journal, oldest line first, for the journal view (or why it cannot be read).
+    JournalRead(Result<Vec<locksmith::reclaim::Entry>, String>),
     Restored(RestoreResult),
     /// Who `x` would signal, or why nobody.
     StopPlanned(Result<stop::Plan, String>),
@@ -196,8 +198,10 @@ pub enum Effect {
     Reclaim(ConfirmedAction),
     /// Ask which of these locks this user cannot remove (for the dialog just opened).
     Check(Vec<Finding>),
-    /// Find what the last reclaim of this session removed, to ask before putting it back.
+    /// Find what the UI reclaimed last, to ask before putting it back.
     PlanUndo,
+    /// Read the journal, for the journal view.
+    ReadJournal,
     /// Carry out a confirmed undo, off the UI thread.
     Restore(ConfirmedAction),
     /// Find out whom `x` would signal for this lock, off the UI thread.
@@ -488,6 +492,8 @@ impl App {
             theme: self.opts.theme,
             state_dir: self.opts.state_dir.as_deref(),
             popups: popup::ALL,
+            width: self.area.width,
+            roots: &self.opts.roots,
         }
     }
 
@@ -510,18 +516,36 @@ impl App {
         }
     }
 
-    /// The key bar's entry of an action, when it says more than the key map's: its label,
-    /// short label and rank (`D` on the marked rows, which is then what matters most after
-    /// quitting and the help).
+    /// Whether the key bar shows an action now: what [`App::enabled`] says, but never
+    /// depending on the selected row (`x` is shown on every row, and says there when the
+    /// row has no holder), so the bar does not change as the selection moves.
+    pub fn in_bar(&self, action: Action) -> bool {
+        match action {
+            Action::Signal => !self.opts.readonly,
+            Action::Recover => false,
+            a => self.enabled(a),
+        }
+    }
+
+    /// The key bar's entry of an action, when it says more than the key map's: its key,
+    /// label and rank (`D` on the marked rows, which is then what matters most after
+    /// quitting and the help; `n/N` together).
     pub fn bar_entry(&self, action: Action) -> Option<(String, String, u8)> {
+        let key = |a| keymap::key(self.context(), a);
         match action {
             Action::ReclaimAllStale if !self.marks.is_empty() => {
                 let n = self.marks.len();
-                Some((format!("reclaim {n} marked"), format!("{n} marked"), 2))
+                Some((key(action), format!("reclaim {n} marked"), 2))
             }
+            Action::FindNext => Some((
+                format!("{}/{}", key(Action::FindNext), key(Action::FindPrev)),
+                "next match".into(),
+                4,
+            )),
             // No is Close when there is nothing to say yes to.
             Action::No if self.dialog().is_some_and(|d| !d.offers_yes()) => {
-                Some(("close".into(), "close".into(), 1))
+                let b = keymap::binding(self.context(), action)?;
+                Some((b.bar_label(), "close".into(), 1))
             }
             _ => None,
         }
@@ -760,11 +784,30 @@ impl App {
                     Ok(plan) if matches!(self.mode, Mode::Table) => {
                         self.status = None;
                         self.open(Box::new(Dialog::<restore::Restore>::new(
-                            ConfirmDialog::new(ConfirmAction::Restore(plan)),
+                            ConfirmDialog::new(ConfirmAction::Restore(Undo {
+                                plan,
+                                picked: false,
+                            })),
                         )));
                     }
                     Ok(_) => self.status = None,
                     Err(why) => self.set_status(Level::Warn, text::clean(&why)),
+                }
+                None
+            }
+            Msg::JournalRead(read) => {
+                match read {
+                    Ok(entries) if matches!(self.mode, Mode::Table) => {
+                        self.status = None;
+                        let view = journal::Journal::new(entries, locksmith::reclaim::run_id());
+                        self.open(Box::new(view));
+                        self.clamp_scrolls();
+                    }
+                    Ok(_) => self.status = None,
+                    Err(why) => self.set_status(
+                        Level::Warn,
+                        format!("cannot read the journal: {}", text::clean(&why)),
+                    ),
                 }
                 None
             }
@@ -918,7 +961,7 @@ impl App {
             (1, Some(_)) => (Level::Error, format!("not removed: {}", refused[0])),
             _ if refused.is_empty() => (
                 Level::Info,
-                format!("reclaimed {removed} stale lock{}", plural(removed)),
+                format!("reclaimed {removed} stale lock{}{undo}", plural(removed)),
             ),
             _ => (
                 Level::Warn,
@@ -945,6 +988,17 @@ impl App {
                 .join(", ")
         };
         let mut parts = Vec::new();
+        if !sent.resumed.is_empty() {
+            parts.push(format!(
+                "{sig}: {} resumed; the lock goes once {} done",
+                names(&sent.resumed),
+                if sent.resumed.len() == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                }
+            ));
+        }
         if !sent.exited.is_empty() {
             parts.push(format!("{sig}: {} exited", names(&sent.exited)));
         }
@@ -962,7 +1016,7 @@ impl App {
             Level::Warn
         };
         self.set_status_about(level, parts.join("; "), &path);
-        if plan.signal == stop::Sig::Term
+        if plan.signal.asks_to_end()
             && !sent.survivors.is_empty()
             && self.by_path.contains_key(&path)
         {
@@ -970,7 +1024,7 @@ impl App {
                 signal: stop::Sig::Kill,
                 targets: sent.survivors.clone(),
                 refused: Vec::new(),
-                after_term: true,
+                after: Some(plan.signal),
                 finding: plan.finding.clone(),
                 stuck: plan.stuck.clone(),
             };
@@ -1288,10 +1342,18 @@ impl App {
         self.keep_visible();
         let max = self.detail_max_scroll();
         self.detail_scroll = self.detail_scroll.min(max);
-        if let Some((_, max)) = self.popup_extent()
+        if let Some((shown, max)) = self.popup_extent()
             && let Mode::Popup(p) = &mut self.mode
         {
-            let s = p.scroll().min(max);
+            let mut s = p.scroll().min(max);
+            // A pop-up's cursor stays in view.
+            if let Some(line) = p.focus() {
+                if line < s {
+                    s = line;
+                } else if line >= s.saturating_add(shown) {
+                    s = (line + 1).saturating_sub(shown).min(max);
+                }
+            }
             p.set_scroll(s);
         }
     }
@@ -1340,7 +1402,17 @@ impl App {
         let screen = self.screen();
         if !matches!(self.mode, Mode::Table) {
             if wheel != 0 && matches!(self.mode, Mode::Popup(_)) {
-                self.scroll_by(wheel);
+                // A pop-up with a cursor moves it; any other scrolls.
+                let step = if wheel > 0 { Action::Down } else { Action::Up };
+                let moved = match &mut self.mode {
+                    Mode::Popup(p) => (0..WHEEL_STEP).all(|_| p.navigate(step, 1)),
+                    _ => false,
+                };
+                if moved {
+                    self.clamp_scrolls();
+                } else {
+                    self.scroll_by(wheel);
+                }
             }
             return None;
         }
@@ -1439,7 +1511,14 @@ impl App {
                     self.marks.clear();
                     self.set_status(Level::Info, format!("{n} mark{} cleared", plural(n)));
                 } else {
-                    return Some(Effect::Quit);
+                    // Nothing to back out of: Esc never quits.
+                    self.set_status(
+                        Level::Info,
+                        format!(
+                            "nothing to close: {} quits",
+                            keymap::key(Context::Table, Action::Quit)
+                        ),
+                    );
                 }
             }
             Action::Down => self.move_to(self.cursor.saturating_add(1)),
@@ -1504,8 +1583,12 @@ impl App {
                 if self.refuse_if_busy() {
                     return None;
                 }
-                self.set_status_until_done("looking for the last reclaim of this session…");
+                self.set_status_until_done("looking for the last reclaim made in the UI…");
                 return Some(Effect::PlanUndo);
+            }
+            Action::Journal => {
+                self.set_status_until_done("reading the journal…");
+                return Some(Effect::ReadJournal);
             }
             Action::Signal => return self.ask_stop(),
             Action::Recover => return self.recover(),
@@ -1555,6 +1638,9 @@ impl App {
                     if let Some(f) = self.found.clone() {
                         self.say_found(&f);
                     }
+                } else if !self.filter.is_empty() {
+                    // n and N find it again once the filter is cleared (as in less and vim).
+                    self.found = Some(self.filter.clone());
                 }
                 self.mode = Mode::Table;
                 return;
@@ -1669,7 +1755,14 @@ impl App {
 
     /// A pop-up's keys: scrolling for every pop-up, the rest for the pop-up itself.
     fn act_popup(&mut self, action: Action) -> Option<Effect> {
-        let page = i32::from(self.popup_extent().map_or(1, |(shown, _)| shown.max(1)));
+        let shown = self.popup_extent().map_or(1, |(shown, _)| shown.max(1));
+        if let Mode::Popup(p) = &mut self.mode
+            && p.navigate(action, shown)
+        {
+            self.clamp_scrolls();
+            return None;
+        }
+        let page = i32::from(shown);
         let delta = match action {
             Action::Down => Some(1),
             Action::Up => Some(-1),
@@ -1707,6 +1800,16 @@ impl App {
             Outcome::Find(message) => {
                 self.mode = Mode::Table;
                 self.find_message(&message);
+                None
+            }
+            Outcome::Undo(plan) => {
+                if !self.refuse_if_busy() {
+                    self.open(Box::new(Dialog::<restore::Restore>::new(
+                        ConfirmDialog::new(ConfirmAction::Restore(Undo { plan, picked: true })),
+                    )));
+                } else {
+                    self.mode = Mode::Table;
+                }
                 None
             }
         }

@@ -31,8 +31,16 @@ pub enum ConfirmAction {
     Force(Box<Finding>),
     /// Signal the processes that hold a lock.
     Signal(stop::Plan),
-    /// Put back what the last reclaim of this session removed (one batch: a `D` as one step).
-    Restore(Plan),
+    /// Put back reclaimed locks from their copies.
+    Restore(Undo),
+}
+
+/// What an undo puts back, and how it was chosen.
+#[derive(Debug, Clone)]
+pub struct Undo {
+    pub plan: Plan,
+    /// Picked in the journal view (any run's); else `u`'s, the UI's last reclaim.
+    pub picked: bool,
 }
 
 impl ConfirmAction {
@@ -70,7 +78,7 @@ impl ConfirmedAction {
     /// The reclaims an undo puts back.
     pub fn restore_plan(&self) -> Option<&Plan> {
         match &self.0 {
-            ConfirmAction::Restore(p) => Some(p),
+            ConfirmAction::Restore(u) => Some(&u.plan),
             _ => None,
         }
     }
@@ -154,7 +162,7 @@ impl ConfirmDialog {
         match &self.action {
             ConfirmAction::Reclaim { findings, .. } => !findings.is_empty(),
             ConfirmAction::Force(f) => !denied(f),
-            ConfirmAction::Restore(p) => !p.entries.is_empty(),
+            ConfirmAction::Restore(u) => !u.plan.entries.is_empty(),
             ConfirmAction::Signal(p) => !p.targets.is_empty(),
         }
     }

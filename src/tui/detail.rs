@@ -321,6 +321,22 @@ pub fn kind_name(f: &Finding) -> &'static str {
 /// The lines of a lock's waiters and of a stuck holder, with the key that ends it.
 pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    for (i, h) in w.handles.iter().enumerate() {
+        let head = if i == 0 {
+            label(theme, "Handles")
+        } else {
+            indent()
+        };
+        out.push(Line::from(vec![
+            head,
+            Span::raw(text::clean(h)),
+            Span::styled(
+                "  a hard link of this lock: its holder's handle (GnuPG takes a lock by \
+                 linking it); part of this lock, not a lock of its own",
+                theme.dim(),
+            ),
+        ]));
+    }
     for (i, x) in w.waiters.iter().enumerate() {
         let head = if i == 0 {
             label(theme, "Waiting")

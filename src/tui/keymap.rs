@@ -70,7 +70,7 @@ impl Context {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Quit,
-    /// Esc in the table: clear an active filter, then the marks, else quit.
+    /// Esc in the table: clear an active filter, then the marks; it never quits.
     Back,
     /// Down one line: the selection in the table, the text in a pop-up.
     Down,
@@ -99,9 +99,10 @@ pub enum Action {
     Reclaim,
     /// Reclaim the marked locks, or every stale lock shown when none is marked.
     ReclaimAllStale,
-    /// Put back what the last reclaim of this session removed (from its copies), after a
-    /// confirmation.
+    /// Put back what the UI reclaimed last (from its copies), after a confirmation.
     Undo,
+    /// The journal view: every run's reclaims, any of which can be undone.
+    Journal,
     CopyPath,
     /// Stop the processes that hold the selected lock (SIGTERM, then an offer of SIGKILL).
     Signal,
@@ -135,6 +136,9 @@ pub enum Action {
     Choose,
     /// Close a pop-up that asks nothing.
     Close,
+    /// The stop dialog: the next signal to send, or the previous one.
+    NextSignal,
+    PrevSignal,
 }
 
 /// One key: a key code and the modifiers that must be held. For characters, Shift is implied by
@@ -213,9 +217,9 @@ impl Key {
 pub enum Bar {
     /// Only in the help.
     No,
-    /// In the key bar. When the bar is too narrow, labels get their short form first, then
-    /// the bindings of the highest rank go first (1 stays longest).
-    Yes { rank: u8, tiny: &'static str },
+    /// In the key bar, always with the same words. When the bar is too narrow, the bindings
+    /// of the highest rank go first (1 stays longest).
+    Yes { rank: u8 },
 }
 
 /// A binding: any of `keys` triggers `action` (in the context whose list holds it).
@@ -284,9 +288,9 @@ pub const fn bind(
     }
 }
 
-/// In the key bar with this rank and short label.
-pub const fn bar(rank: u8, tiny: &'static str) -> Bar {
-    Bar::Yes { rank, tiny }
+/// In the key bar with this rank.
+pub const fn bar(rank: u8) -> Bar {
+    Bar::Yes { rank }
 }
 
 use Action as A;
@@ -309,28 +313,28 @@ const CTRL_W: &[Key] = &[Key::ctrl('w')];
 macro_rules! prompt {
     ($done:expr, $cancel:expr, $input:expr) => {
         [
-            bind(ENTER, "keep", $done, A::TextDone, bar(1, "keep")),
-            bind(ESC, "cancel", $cancel, A::TextCancel, bar(1, "cancel")),
+            bind(ENTER, "keep", $done, A::TextDone, bar(1)),
+            bind(ESC, "cancel", $cancel, A::TextCancel, bar(1)),
             bind(
                 BACKSPACE,
                 "delete",
                 "Delete the last character",
                 A::TextBackspace,
-                bar(2, "del"),
+                bar(2),
             ),
             bind(
                 CTRL_U,
                 "clear",
                 "Delete everything typed",
                 A::TextClearLine,
-                bar(3, "clear"),
+                bar(3),
             ),
             bind(
                 CTRL_W,
                 "delete word",
                 "Delete the last word",
                 A::TextDeleteWord,
-                bar(3, "word"),
+                bar(3),
             ),
             bind(&[], "type", $input, A::TextInput, Bar::No),
         ]
@@ -382,42 +386,42 @@ static TABLE: &[Binding] = &[
         "details",
         "Show or hide the evidence of the selected lock",
         A::ToggleDetails,
-        bar(5, "info"),
+        bar(5),
     ),
     bind(
         &[Key::ch(' ')],
         "mark",
         "Mark or unmark the selected lock (and move down); D reclaims the marked",
         A::ToggleMark,
-        bar(6, "mark"),
+        bar(6),
     ),
     bind(
         &[Key::ch('d')],
         "reclaim",
         "Reclaim the selected lock after confirmation (unproven: a warning first)",
         A::Reclaim,
-        bar(2, "reclaim"),
+        bar(2),
     ),
     bind(
         &[Key::ch('D')],
         "all stale",
         "Reclaim the marked locks, or every stale lock shown when none is marked, after confirmation",
         A::ReclaimAllStale,
-        bar(5, "all"),
+        bar(3),
     ),
     bind(
         &[Key::ch('x')],
-        "stop holder",
-        "Stop the processes that hold the selected lock: SIGTERM after confirmation, then an offer of SIGKILL",
+        "stop",
+        "Signal the processes that hold the selected lock, and what they started and wait for: SIGTERM, SIGINT, SIGHUP, SIGKILL, or SIGCONT for a stopped one, after confirmation",
         A::Signal,
-        bar(2, "stop"),
+        bar(2),
     ),
     bind(
         &[Key::ch('e')],
         "recover",
         "Recover a vim swap file's unsaved changes: runs vim -r (or nvim -r) here, then comes back",
         A::Recover,
-        bar(2, "recover"),
+        Bar::No,
     ),
     bind(
         &[Key::ch('o')],
@@ -443,9 +447,9 @@ static TABLE: &[Binding] = &[
     bind(
         &[Key::ch('/')],
         "filter",
-        "Filter the list by text (path, dialect, command, host, pid)",
+        "Filter the list by text (path, dialect, command, host, pid); n and N then find it again once the filter is cleared",
         A::StartFilter,
-        bar(4, "filter"),
+        bar(3),
     ),
     bind(
         &[Key::ch('f')],
@@ -457,14 +461,14 @@ static TABLE: &[Binding] = &[
     bind(
         &[Key::ch('n')],
         "next match",
-        "Select the next lock that matches what was found last",
+        "Select the next lock that matches what / or f looked for last",
         A::FindNext,
-        Bar::No,
+        bar(4),
     ),
     bind(
         &[Key::ch('N')],
         "previous match",
-        "Select the previous lock that matches what was found last",
+        "Select the previous lock that matches what / or f looked for last",
         A::FindPrev,
         Bar::No,
     ),
@@ -473,7 +477,7 @@ static TABLE: &[Binding] = &[
         "verdict",
         "Show only one verdict (cycles stale, live, foreign, unknown, free, all)",
         A::NextVerdictFilter,
-        bar(6, "show"),
+        bar(6),
     ),
     bind(
         &[Key::plain(KeyCode::BackTab)],
@@ -487,7 +491,7 @@ static TABLE: &[Binding] = &[
         "sort",
         "Sort by the next column, ascending (or click a column's title)",
         A::CycleSort,
-        bar(3, "sort"),
+        bar(3),
     ),
     bind(
         &[Key::ch('S')],
@@ -501,27 +505,28 @@ static TABLE: &[Binding] = &[
         "rescan",
         "Scan again from scratch (new locks also appear by themselves)",
         A::Rescan,
-        bar(3, "rescan"),
+        bar(4),
     ),
     bind(
         &[Key::ch('u')],
         "undo",
-        "Undo this session's last reclaim (a D as one step), after a yes",
+        "Undo the last reclaim made in the UI (a D as one step; also one of an earlier session), after a preview and a yes",
         A::Undo,
-        bar(3, "undo"),
+        bar(2),
     ),
     bind(
-        &[Key::ch('?')],
-        "help",
-        "Show this help",
-        A::Help,
-        bar(1, "help"),
+        &[Key::ch('U')],
+        "journal",
+        "The journal view: every run's reclaims by run, to undo any of them (after a preview and a yes)",
+        A::Journal,
+        bar(4),
     ),
-    bind(&[Key::ch('q')], "quit", "Quit", A::Quit, bar(1, "quit")),
+    bind(&[Key::ch('?')], "help", "Show this help", A::Help, bar(1)),
+    bind(&[Key::ch('q')], "quit", "Quit", A::Quit, bar(1)),
     bind(
         ESC,
         "back",
-        "Clear the filter if one is set, else the marks, else quit",
+        "Back out: clear the filter if one is set, else the marks; never quits (q does)",
         A::Back,
         Bar::No,
     ),
@@ -534,14 +539,14 @@ static DETAIL: &[Binding] = &[
         "close",
         "Close the detail pane",
         A::CloseDetails,
-        bar(1, "close"),
+        bar(1),
     ),
     bind(
         &[Key::ch('J')],
         "scroll",
         "Scroll the detail pane down (the mouse wheel over it too)",
         A::DetailDown,
-        bar(4, "scroll"),
+        bar(4),
     ),
     bind(
         &[Key::ch('K')],
@@ -598,46 +603,35 @@ pub fn keys(context: Context, action: Action) -> String {
 pub struct BarItem {
     pub key: String,
     pub label: String,
-    pub tiny: String,
     pub rank: u8,
 }
 
-/// The entries of a key bar `width` columns wide, in order: every entry with its label if
-/// they fit, else with their short labels, and then without the entries of the highest rank,
-/// one rank at a time, until they fit (rank 1 always stays). Each entry takes its key, a
-/// space, its label and two spaces (the last two may fall off the edge).
+/// The entries of a key bar `width` columns wide, in order: every entry if they fit, else
+/// without the entries of the highest rank, one at a time (the last of that rank first),
+/// until they fit (rank 1 always stays). An entry's words never change with the width. Each
+/// entry takes its key, a space, its label and two spaces (the last two may fall off the
+/// edge).
 pub fn fit_bar(items: Vec<BarItem>, width: usize) -> Vec<(String, String)> {
-    let measure = |items: &[BarItem], tiny: bool| -> usize {
+    let measure = |items: &[BarItem]| -> usize {
         items
             .iter()
-            .map(|i| {
-                let label = if tiny { &i.tiny } else { &i.label };
-                super::text::width(&i.key) + super::text::width(label) + 3
-            })
+            .map(|i| super::text::width(&i.key) + super::text::width(&i.label) + 3)
             .sum::<usize>()
             .saturating_sub(2)
     };
-    let pick = |items: &[BarItem], tiny: bool| -> Vec<(String, String)> {
-        items
-            .iter()
-            .map(|i| (i.key.clone(), if tiny { &i.tiny } else { &i.label }.clone()))
-            .collect()
-    };
-    if measure(&items, false) <= width {
-        return pick(&items, false);
-    }
     let mut items = items;
     loop {
-        if measure(&items, true) <= width {
-            return pick(&items, true);
+        if measure(&items) <= width {
+            break;
         }
         let Some(worst) = items.iter().map(|i| i.rank).filter(|&r| r > 1).max() else {
-            return pick(&items, true);
+            break;
         };
         // Within the rank, the last entry goes first.
         let i = items.iter().rposition(|i| i.rank == worst).expect("found");
         items.remove(i);
     }
+    items.into_iter().map(|i| (i.key, i.label)).collect()
 }
 
 /// The key map as the README shows it: one Markdown table, by context, every key of each
@@ -771,23 +765,22 @@ mod tests {
         }
     }
 
-    fn item(key: &str, label: &str, tiny: &str, rank: u8) -> BarItem {
+    fn item(key: &str, label: &str, rank: u8) -> BarItem {
         BarItem {
             key: key.into(),
             label: label.into(),
-            tiny: tiny.into(),
             rank,
         }
     }
 
     #[test]
-    fn a_narrow_bar_shortens_labels_then_drops_the_highest_ranks() {
+    fn a_narrow_bar_drops_the_highest_ranks_and_keeps_its_words() {
         let items = vec![
-            item("Enter", "details", "info", 5),
-            item("s", "sort", "sort", 3),
-            item("u", "undo", "undo", 3),
-            item("/", "filter", "find", 4),
-            item("q", "quit", "quit", 1),
+            item("Enter", "details", 5),
+            item("s", "sort", 3),
+            item("u", "undo", 3),
+            item("/", "filter", 4),
+            item("q", "quit", 1),
         ];
         let keys = |v: Vec<(String, String)>| -> String {
             v.iter()
@@ -800,14 +793,18 @@ mod tests {
         assert_eq!(keys(fit_bar(items.clone(), all.len())), all);
         assert_eq!(
             keys(fit_bar(items.clone(), all.len() - 1)),
-            "Enter info  s sort  u undo  / find  q quit"
+            "s sort  u undo  / filter  q quit"
         );
-        assert_eq!(
-            keys(fit_bar(items.clone(), 30)),
-            "s sort  u undo  / find  q quit"
-        );
-        assert_eq!(keys(fit_bar(items.clone(), 22)), "s sort  u undo  q quit");
+        assert_eq!(keys(fit_bar(items.clone(), 30)), "s sort  u undo  q quit");
+        assert_eq!(keys(fit_bar(items.clone(), 14)), "s sort  q quit");
         assert_eq!(keys(fit_bar(items.clone(), 3)), "q quit", "rank 1 stays");
+        // Whatever the width, an entry that is shown has the same words.
+        for w in 0..80 {
+            for (k, l) in fit_bar(items.clone(), w) {
+                let same = items.iter().find(|i| i.key == k).unwrap();
+                assert_eq!(l, same.label, "at {w} columns");
+            }
+        }
     }
 
     #[test]

@@ -242,6 +242,7 @@ impl Ui<'_> {
             Effect::Reclaim(action) => self.workers.reclaim(action),
             Effect::Check(findings) => self.workers.check(findings),
             Effect::PlanUndo => self.workers.plan_undo(),
+            Effect::ReadJournal => self.workers.read_journal(),
             Effect::Restore(action) => self.workers.restore(action),
             Effect::PlanStop(f) => self.workers.plan_stop(*f),
             Effect::Stop(action) => self.workers.stop(action),

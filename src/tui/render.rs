@@ -300,8 +300,9 @@ fn render_status(
     }
 }
 
-/// The key bar: the bindings of the current context marked for the bar (those available
-/// now), from the key map, fitted to the width (see [`keymap::fit_bar`]).
+/// The key bar: the bindings of the current context marked for the bar (those available in
+/// this state, whatever row is selected), from the key map, fitted to the width (see
+/// [`keymap::fit_bar`]): the same words at every width.
 fn render_keys(app: &App, theme: Theme, area: Rect, buf: &mut Buffer) {
     let mut items: Vec<BarItem> = Vec::new();
     // Keys bound earlier in the context (the detail pane's q) hide later bindings of theirs.
@@ -309,21 +310,16 @@ fn render_keys(app: &App, theme: Theme, area: Rect, buf: &mut Buffer) {
     for b in app.context().all() {
         let shadowed = b.keys.iter().all(|k| taken.contains(k)) && !b.keys.is_empty();
         taken.extend_from_slice(b.keys);
-        let Bar::Yes { rank, tiny } = b.bar else {
+        let Bar::Yes { rank } = b.bar else {
             continue;
         };
-        if shadowed || !app.enabled(b.action) {
+        if shadowed || !app.in_bar(b.action) {
             continue;
         }
-        let (label, tiny, rank) = app
+        let (key, label, rank) = app
             .bar_entry(b.action)
-            .unwrap_or_else(|| (b.short.to_string(), tiny.to_string(), rank));
-        items.push(BarItem {
-            key: b.bar_label(),
-            label,
-            tiny,
-            rank,
-        });
+            .unwrap_or_else(|| (b.bar_label(), b.short.to_string(), rank));
+        items.push(BarItem { key, label, rank });
     }
     let mut spans = Vec::new();
     for (k, s) in keymap::fit_bar(items, usize::from(area.width)) {

@@ -1,13 +1,22 @@
 //! Stopping the processes that hold a lock (`x`): a hung `git` holding `index.lock`, say.
 //!
 //! The processes are the lock's holders now (the judgement's `holders`), or, when nothing holds
-//! it open or locked, the live owner process it names. [`plan`] looks at each one in `/proc` and
-//! keeps those this user may stop: a process of this user, or any process when running as root;
-//! never PID 1 and never the UI itself. Each target is remembered with its start time, and
-//! [`send`] signals it through a pidfd opened first and checked against that start time, so a
-//! PID reused since the question is never signalled. After SIGTERM, [`send`] waits up to
-//! [`GRACE`] for the targets to exit; the UI offers SIGKILL for those that did not. SIGTERM is
-//! followed by SIGCONT, so that a stopped holder (the usual stuck one) can act on it.
+//! it open or locked, the live owner process it names, each followed by the processes it
+//! started and waits for (its descendants: the editor of a `git commit` that keeps
+//! `index.lock`, the shell between them), so that the dialog names every process of the
+//! chain. [`plan`] looks at each one in `/proc` and keeps those this user may stop: a process
+//! of this user, or any process when running as root; never PID 1 and never the UI itself.
+//! Each target is remembered with its start time, and [`send`] signals it through a pidfd
+//! opened first and checked against that start time, so a PID reused since the question is
+//! never signalled.
+//!
+//! The signals are those a person needs ([`Sig::ALL`]): SIGTERM, SIGINT (what Ctrl-C would
+//! have sent), SIGHUP (what closing its terminal would have), SIGKILL, and SIGCONT for a
+//! stopped holder (Ctrl-Z, a debugger), which resumes it so that it can finish and let go;
+//! the dialog offers SIGCONT first when a target is stopped. Each signal that asks a process
+//! to end is followed by SIGCONT, so that a stopped one acts on it. After one of those,
+//! [`send`] waits up to [`GRACE`] for the targets to exit; the UI offers SIGKILL for those
+//! that did not.
 
 use std::time::{Duration, Instant};
 
@@ -26,16 +35,45 @@ const POLL: Duration = Duration::from_millis(50);
 pub enum Sig {
     /// Asks the process to exit (it may clean up, and may ignore it).
     Term,
+    /// An interrupt, as Ctrl-C in its terminal (it may clean up, and may ignore it).
+    Int,
+    /// A hangup, as when its terminal goes away (many programs save and exit; daemons may
+    /// reload instead).
+    Hup,
     /// Ends it at once (no clean-up).
     Kill,
+    /// Resumes a stopped process (it goes on with what it was doing).
+    Cont,
 }
 
 impl Sig {
+    /// Every signal the dialog offers, in the order `s` cycles through them.
+    pub const ALL: [Sig; 5] = [Sig::Term, Sig::Int, Sig::Hup, Sig::Kill, Sig::Cont];
+
     pub fn name(self) -> &'static str {
         match self {
             Sig::Term => "SIGTERM",
+            Sig::Int => "SIGINT",
+            Sig::Hup => "SIGHUP",
             Sig::Kill => "SIGKILL",
+            Sig::Cont => "SIGCONT",
         }
+    }
+
+    /// Whether it asks the process to end (and SIGKILL is offered when it does not).
+    pub fn asks_to_end(self) -> bool {
+        matches!(self, Sig::Term | Sig::Int | Sig::Hup)
+    }
+
+    /// The next signal of [`Sig::ALL`] (`forward`) or the previous one, wrapping around.
+    pub fn cycle(self, forward: bool) -> Sig {
+        let n = Sig::ALL.len();
+        let i = Sig::ALL.iter().position(|&s| s == self).unwrap_or(0);
+        Sig::ALL[if forward {
+            (i + 1) % n
+        } else {
+            (i + n - 1) % n
+        }]
     }
 }
 
@@ -52,9 +90,13 @@ pub struct Target {
     pub user: String,
     /// Its command line, raw.
     pub cmdline: String,
-    /// How it holds the lock (`flock write`, `open`, ...), or `owner` for the process the lock
-    /// names.
+    /// How it holds the lock (`flock write`, `open`, ...), `owner` for the process the lock
+    /// names, or `started by PID NAME` for a process of the chain below a holder.
     pub how: String,
+    /// The holder it was started by (directly or not), for a process of a holder's chain.
+    pub under: Option<i32>,
+    /// Stopped (state `T` or `t`): it acts on no signal but SIGKILL until it runs again.
+    pub stopped: bool,
 }
 
 impl Target {
@@ -73,8 +115,9 @@ pub struct Plan {
     pub targets: Vec<Target>,
     /// Processes that hold the lock but are not signalled, each with why (raw text).
     pub refused: Vec<String>,
-    /// SIGKILL offered after SIGTERM did not end these targets within [`GRACE`].
-    pub after_term: bool,
+    /// SIGKILL offered after this signal asked the targets to end and they did not within
+    /// [`GRACE`].
+    pub after: Option<Sig>,
     /// A holder seen stuck (stopped, or not reaping the children it holds the lock for), with
     /// why: the dialog names it.
     pub stuck: Option<Stuck>,
@@ -131,15 +174,85 @@ fn target_of(f: &ProcFacts, how: String, snap: &Snapshot) -> Target {
         user,
         cmdline: f.cmdline.join(" "),
         how,
+        under: None,
+        stopped: matches!(f.state, 'T' | 't'),
     }
 }
 
-/// Looks at the processes `x` is about for `finding` and keeps those this user may stop.
-/// `Err` (a sentence) when none is left.
+/// At most this many processes of a holder's chain are named (its descendants).
+const CHAIN_MAX: usize = 16;
+
+/// The processes `pid` started, directly or not, that are still there (breadth first, at
+/// most [`CHAIN_MAX`]): from `/proc/PID/task/*/children`, else from every process's parent.
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from([pid]);
+    let mut parents: Option<Vec<(i32, i32)>> = None;
+    while let Some(p) = queue.pop_front() {
+        let kids = children_of(p).unwrap_or_else(|| {
+            parents
+                .get_or_insert_with(all_parents)
+                .iter()
+                .filter(|&&(_, parent)| parent == p)
+                .map(|&(child, _)| child)
+                .collect()
+        });
+        for k in kids {
+            if k != pid && !out.contains(&k) && out.len() < CHAIN_MAX {
+                out.push(k);
+                queue.push_back(k);
+            }
+        }
+    }
+    out
+}
+
+/// The children of `pid` from `/proc/PID/task/*/children` (`None` where the kernel has no such
+/// file).
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        let text = std::fs::read_to_string(t.path().join("children")).ok()?;
+        out.extend(
+            text.split_whitespace()
+                .filter_map(|n| n.parse::<i32>().ok()),
+        );
+    }
+    Some(out)
+}
+
+/// Every process with its parent, from `/proc/PID/stat`.
+fn all_parents() -> Vec<(i32, i32)> {
+    locksmith_sys::host::pids()
+        .filter_map(|pid| {
+            let stat = locksmith_sys::host::read_proc(format!("/proc/{pid}/stat")).ok()?;
+            let stat = String::from_utf8_lossy(&stat);
+            let after = &stat[stat.rfind(')')? + 1..];
+            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// Looks at the processes `x` is about for `finding` (each holder, then the chain it started)
+/// and keeps those this user may stop. `Err` (a sentence) when none is left.
 pub fn plan(finding: &Finding) -> Result<Plan, String> {
-    let candidates = candidates(&finding.judgement);
-    if candidates.is_empty() {
+    let holders = candidates(&finding.judgement);
+    if holders.is_empty() {
         return Err("nothing holds this lock now: there is no process to stop".into());
+    }
+    let mut candidates: Vec<(i32, String, Option<i32>)> = Vec::new();
+    for (pid, how) in holders {
+        if candidates.iter().any(|(p, ..)| *p == pid) {
+            continue;
+        }
+        candidates.push((pid, how, None));
+        for child in descendants(pid) {
+            if !candidates.iter().any(|(p, ..)| *p == child) {
+                candidates.push((child, String::new(), Some(pid)));
+            }
+        }
     }
     let host = HostFacts::probe();
     let snap = Snapshot::take();
@@ -147,32 +260,56 @@ pub fn plan(finding: &Finding) -> Result<Plan, String> {
     let own = std::process::id() as i32;
     let mut targets = Vec::new();
     let mut refused = Vec::new();
-    for (pid, how) in candidates {
+    for (pid, how, under) in candidates {
         match process::probe(pid, &host) {
             PidState::Alive(f) if f.kernel_thread => {
                 refused.push(format!("pid {pid} is a kernel thread"));
             }
             PidState::Alive(f) => match allowed(pid, f.uid, me, own) {
-                Ok(()) => targets.push(target_of(&f, how, &snap)),
-                Err(why) => refused.push(why),
+                Ok(()) => {
+                    let how = match under {
+                        Some(top) => {
+                            let name = targets
+                                .iter()
+                                .find(|t: &&Target| t.pid == top)
+                                .map_or_else(String::new, |t| format!(" {}", t.name));
+                            format!("started by {top}{name}")
+                        }
+                        None => how,
+                    };
+                    let mut t = target_of(&f, how, &snap);
+                    t.under = under;
+                    targets.push(t);
+                }
+                // A process of the chain we may not stop is said only when it matters: a
+                // holder's.
+                Err(why) if under.is_none() => refused.push(why),
+                Err(_) => {}
             },
-            PidState::Zombie(_) | PidState::Absent => {
+            PidState::Zombie(_) | PidState::Absent if under.is_none() => {
                 refused.push(format!("pid {pid} has exited already"));
             }
-            PidState::ExistsOpaque => refused.push(format!(
+            PidState::ExistsOpaque if under.is_none() => refused.push(format!(
                 "pid {pid} cannot be read here: not a process of yours"
             )),
+            _ => {}
         }
     }
     if targets.is_empty() {
         return Err(format!("no process to stop: {}", refused.join("; ")));
     }
+    // A stopped holder is first offered SIGCONT: resumed, it can finish and let go.
+    let signal = if targets.iter().any(|t| t.stopped) {
+        Sig::Cont
+    } else {
+        Sig::Term
+    };
     Ok(Plan {
         finding: Box::new(finding.clone()),
-        signal: Sig::Term,
+        signal,
         targets,
         refused,
-        after_term: false,
+        after: None,
         stuck: None,
     })
 }
@@ -182,8 +319,10 @@ pub fn plan(finding: &Finding) -> Result<Plan, String> {
 pub struct Sent {
     /// Signalled, and gone (within [`GRACE`] of a SIGTERM).
     pub exited: Vec<Target>,
-    /// Signalled, still running after [`GRACE`] (SIGTERM only).
+    /// Signalled, still running after [`GRACE`] (a signal that asks them to end).
     pub survivors: Vec<Target>,
+    /// Resumed (SIGCONT): they go on.
+    pub resumed: Vec<Target>,
     /// Not signalled, or the signal failed: a sentence each (raw text).
     pub errors: Vec<String>,
 }
@@ -211,9 +350,14 @@ pub fn send(plan: &Plan) -> Sent {
         }
     }
     let wait = match plan.signal {
-        Sig::Term => GRACE,
+        s if s.asks_to_end() => GRACE,
         // SIGKILL cannot be caught: the process ends as soon as the kernel gets to it.
         Sig::Kill => Duration::from_secs(1),
+        // Resumed, it goes on: nothing to wait for.
+        _ => {
+            out.resumed = sent;
+            return out;
+        }
     };
     let start = Instant::now();
     loop {
@@ -235,8 +379,8 @@ mod sys {
 
     /// Opens a pidfd for the target's PID, checks that it still names the process confirmed
     /// (same start time: the pidfd pins the PID from here on), and signals it through the
-    /// pidfd (`pidfd_open(2)`, `pidfd_send_signal(2)`). SIGTERM comes with SIGCONT: a stopped
-    /// process acts on no signal but SIGKILL until it runs again.
+    /// pidfd (`pidfd_open(2)`, `pidfd_send_signal(2)`). A signal that asks it to end comes
+    /// with SIGCONT: a stopped process acts on no signal but SIGKILL until it runs again.
     pub fn signal(t: &Target, sig: Sig, host: &HostFacts) -> Result<(), String> {
         let pid = Pid::from_raw(t.pid).ok_or_else(|| format!("pid {} is not a PID", t.pid))?;
         let fd = pidfd_open(pid, PidfdFlags::empty())
@@ -253,11 +397,14 @@ mod sys {
         }
         let signal = match sig {
             Sig::Term => Signal::TERM,
+            Sig::Int => Signal::INT,
+            Sig::Hup => Signal::HUP,
             Sig::Kill => Signal::KILL,
+            Sig::Cont => Signal::CONT,
         };
         pidfd_send_signal(&fd, signal)
             .map_err(|e| format!("pid {}: {} failed: {e}", t.pid, sig.name()))?;
-        if sig == Sig::Term {
+        if sig.asks_to_end() {
             pidfd_send_signal(&fd, Signal::CONT)
                 .map_err(|e| format!("pid {}: SIGCONT failed: {e}", t.pid))?;
         }
@@ -337,6 +484,50 @@ mod tests {
             [(20, "flock".to_string()), (21, "open".to_string())],
             "each holder once; one not visible here is left out"
         );
+    }
+
+    #[test]
+    fn the_signals_cycle_both_ways_and_those_that_ask_to_end_are_told() {
+        assert_eq!(Sig::Term.cycle(true), Sig::Int);
+        assert_eq!(Sig::Cont.cycle(true), Sig::Term, "wraps around");
+        assert_eq!(Sig::Term.cycle(false), Sig::Cont);
+        for s in Sig::ALL {
+            assert_eq!(s.cycle(true).cycle(false), s);
+        }
+        assert!(Sig::Hup.asks_to_end() && Sig::Int.asks_to_end());
+        assert!(!Sig::Kill.asks_to_end() && !Sig::Cont.asks_to_end());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_chain_under_a_holder_is_what_it_started() {
+        // A shell that waits for its sleep (as git waits for its editor).
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 60; exit 0"])
+            .spawn()
+            .unwrap();
+        let pid = sh.id() as i32;
+        let sleep = (0..500)
+            .find_map(|_| {
+                let kids = descendants(pid);
+                if kids.is_empty() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                kids.first().copied()
+            })
+            .expect("the shell starts its sleep");
+        let host = HostFacts::probe();
+        let PidState::Alive(f) = process::probe(sleep, &host) else {
+            panic!("the sleep runs");
+        };
+        assert_eq!(f.ppid, pid);
+        assert_eq!(f.comm, "sleep");
+        assert!(!descendants(pid).contains(&pid), "not itself");
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(sleep).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+        sh.wait().unwrap();
     }
 
     #[cfg(target_os = "linux")]

@@ -267,7 +267,7 @@ pub fn render(p: &TableProps<'_>, rows: &[&Row], area: Rect, buf: &mut Buffer) {
 fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> TableRow<'a> {
     let theme = p.theme;
     let v = r.verdict();
-    TableRow::new(p.plan.iter().map(|(c, _)| match c {
+    TableRow::new(p.plan.iter().map(|(c, w)| match c {
         Column::Verdict if narrow => TableCell::from(Span::styled(v.symbol(), theme.verdict(v))),
         Column::Verdict if r.unsaved() => TableCell::from(Line::from(vec![
             Span::styled(format!("{} {v} ", v.symbol()), theme.verdict(v)),
@@ -276,6 +276,9 @@ fn row<'a>(p: &TableProps<'_>, r: &'a Row, narrow: bool, path_width: usize) -> T
         Column::Verdict => TableCell::from(Span::styled(verdict_text(r), theme.verdict(v))),
         Column::Age => TableCell::from(age_text(r, p.now_ms)),
         Column::Path => TableCell::from(text::shorten_path(&r.cells.path, path_width)),
+        // A host or container name keeps its kind and its start (`ctr:kube-apiserv…`), never
+        // loses its middle.
+        Column::Host => TableCell::from(text::ellipsize_end(&r.cells.host, usize::from(*w))),
         &c => TableCell::from(r.cells.text(c).unwrap_or_default()),
     }))
 }

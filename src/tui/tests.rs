@@ -511,13 +511,13 @@ fn filter_narrows_incrementally_and_esc_clears() {
     key(&mut app, KeyCode::Esc);
     keys(&mut app, "/4242");
     assert_eq!(order(&app), ["/srv/app/worker.pid"]);
-    // Enter keeps the filter; in the table, Esc clears it, and only then quits.
+    // Enter keeps the filter; in the table, Esc clears it, and never quits.
     key(&mut app, KeyCode::Enter);
     assert!(matches!(app.mode, Mode::Table));
     assert_eq!(app.visible_len(), 1);
     assert!(key(&mut app, KeyCode::Esc).is_none());
     assert_eq!(app.visible_len(), 5);
-    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+    assert!(key(&mut app, KeyCode::Esc).is_none());
 }
 
 #[test]
@@ -1198,7 +1198,7 @@ fn force_dialog_states_the_risk() {
 fn help_is_generated_from_the_key_map() {
     let mut app = app();
     keys(&mut app, "?");
-    let text = screen(&draw(&mut app, 100, 110));
+    let text = screen(&draw(&mut app, 100, 120));
     // Every binding of every context, each on its line before the help wraps them.
     let lines: Vec<String> = super::popup::help::lines(Theme::COLOR, super::popup::ALL)
         .iter()
@@ -1233,7 +1233,7 @@ fn help_is_generated_from_the_key_map() {
         let legend = format!("{} {}", v.symbol(), v);
         assert!(lines.iter().any(|l| l.contains(&legend)), "{legend:?}");
     }
-    insta::assert_snapshot!("help_100x110", text);
+    insta::assert_snapshot!("help_100x120", text);
     // Small: scrolls instead of overflowing, and no further than the end.
     let _ = draw(&mut app, 60, 12);
     keys(&mut app, "jjjjj");
@@ -1808,6 +1808,7 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
             reclaimed_entry("/srv/app/worker.pid", 3),
             reclaimed_entry("/srv/app/other.pid", 3),
         ],
+        ..Default::default()
     };
     app.update(Msg::UndoPlanned(Ok(plan.clone())));
     let Some(d) = app.dialog() else {
@@ -1817,12 +1818,12 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
     // The dialog names what comes back, the whole batch as one step.
     let text = screen(&draw(&mut app, 100, 24));
     for needle in [
-        "put these 2 locks back?",
+        "Undo your last reclaim: put these 2 locks back?",
         "/srv/app/worker.pid",
         "/srv/app/other.pid",
-        "(2 locks, as",
-        "one step)",
-        "never undone here",
+        "an earlier session of the UI",
+        "as one step",
+        "journal view (U)",
         "[ No ]",
     ] {
         assert!(text.contains(needle), "{needle:?} missing in\n{text}");
@@ -1861,15 +1862,13 @@ fn u_names_what_the_last_reclaim_of_this_session_removed_and_puts_it_back_on_yes
             finding("/srv/app/other.pid", "pidfile", Verdict::Stale, Some(7)),
         ],
         restored: true,
-        message: "restored the 2 locks of the last reclaim: /srv/app/worker.pid (file, \
-                  journal entry 2026-1), /srv/app/other.pid (file, journal entry 2026-2)"
-            .into(),
+        message: "restored 2 locks: /srv/app/worker.pid, /srv/app/other.pid".into(),
     }));
     app.refresh();
     assert!(order(&app).contains(&"/srv/app/worker.pid".to_string()));
     assert!(order(&app).contains(&"/srv/app/other.pid".to_string()));
     let text = screen(&draw(&mut app, 100, 12));
-    assert!(text.contains("restored the 2 locks"), "{text}");
+    assert!(text.contains("restored 2 locks"), "{text}");
     // Nothing left to undo in this session: said, no dialog.
     keys(&mut app, "u");
     app.update(Msg::UndoPlanned(Err(
@@ -2186,13 +2185,28 @@ fn esc_and_q_back_out_of_the_detail_pane_and_every_pop_up_and_only_the_table_qui
     }
     key(&mut app, KeyCode::Esc);
     assert!(!app.details_open());
-    // On the table Esc clears the filter first, then quits; q quits.
+    // On the table Esc clears the filter, then the marks, and never quits (however many
+    // times it is pressed): it says that q quits. q and Ctrl-C quit.
     keys(&mut app, "/web");
     key(&mut app, KeyCode::Enter);
+    keys(&mut app, " ");
     assert!(key(&mut app, KeyCode::Esc).is_none());
     assert!(app.filter.is_empty());
-    assert!(matches!(key(&mut app, KeyCode::Esc), Some(Effect::Quit)));
+    assert_eq!(app.marked(), 1, "the filter first");
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert_eq!(app.marked(), 0);
+    for _ in 0..3 {
+        assert!(key(&mut app, KeyCode::Esc).is_none(), "Esc never quits");
+    }
+    assert!(matches!(app.mode, Mode::Table));
+    assert!(
+        app.status.as_ref().unwrap().text.contains("q quits"),
+        "{:?}",
+        app.status
+    );
     assert!(matches!(keys(&mut app, "q").as_slice(), [Effect::Quit]));
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert!(matches!(app.update(Msg::Key(ctrl_c)), Some(Effect::Quit)));
 }
 
 #[test]
@@ -2302,6 +2316,8 @@ fn target(pid: i32) -> super::stop::Target {
         user: "me".into(),
         cmdline: "sleep 1000".into(),
         how: "flock".into(),
+        under: None,
+        stopped: false,
     }
 }
 
@@ -2329,6 +2345,7 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
             container: None,
         }],
         holder: None,
+        handles: vec![".#lk0x00005603a1b2c3d0.laptop.4321".into()],
     };
     app.update(Msg::Waiting {
         judged: vec![PathBuf::from(path)],
@@ -2341,6 +2358,11 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         "{text}"
     );
     assert!(text.contains("blocked in flock(3, LOCK_EX)"), "{text}");
+    // A handle of a GnuPG dotlock is shown as part of its lock.
+    assert!(
+        line_with(&text, "Handles").contains(".#lk0x00005603a1b2c3d0.laptop.4321  a hard link"),
+        "{text}"
+    );
     assert!(!text.contains("Stuck"), "not stuck yet:\n{text}");
     let stuck = Stuck {
         pid: 4321,
@@ -2371,7 +2393,7 @@ fn a_stuck_holder_is_shown_with_its_waiters_and_stopped_with_x_only_on_yes() {
         signal: Sig::Term,
         targets: vec![target(4321)],
         refused: Vec::new(),
-        after_term: false,
+        after: None,
         stuck: None,
     };
     let effects = keys(&mut app, "x");
@@ -2447,7 +2469,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
         signal: Sig::Term,
         targets: vec![target(4321)],
         refused: vec!["pid 1 is the init process: never signalled".into()],
-        after_term: false,
+        after: None,
         stuck: None,
     };
     app.update(Msg::StopPlanned(Ok(plan.clone())));
@@ -2493,6 +2515,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
             exited: Vec::new(),
             survivors: vec![target(4321)],
             errors: Vec::new(),
+            resumed: Vec::new(),
         },
     }));
     let Some(Effect::Rejudge(again)) = effect else {
@@ -2514,6 +2537,7 @@ fn x_asks_before_sigterm_offers_sigkill_after_and_judges_the_lock_again() {
             exited: vec![target(4321)],
             survivors: Vec::new(),
             errors: Vec::new(),
+            resumed: Vec::new(),
         },
     }));
     assert!(app.popup().is_none(), "nothing more to offer");
@@ -2612,8 +2636,14 @@ fn e_recovers_an_unsaved_swap_in_its_editor_and_o_opens_a_shell_in_the_locks_dir
     keys(&mut app, "f.notes");
     key(&mut app, KeyCode::Enter);
     assert_eq!(selected(&app), "/work/.notes.txt.swp");
+    // The key bar is the same on every row: e is in the help, not in the bar.
     let text = screen(&draw(&mut app, 120, 12));
-    assert!(text.lines().last().unwrap().contains("e recover"), "{text}");
+    let bar = text.lines().last().unwrap().to_string();
+    keys(&mut app, "g");
+    let other = screen(&draw(&mut app, 120, 12));
+    assert_eq!(other.lines().last().unwrap(), bar, "the bar follows no row");
+    keys(&mut app, "f.notes");
+    key(&mut app, KeyCode::Enter);
     let effects = keys(&mut app, "e");
     let [Effect::Run(Run::Recover { swap: s, editor }, f)] = effects.as_slice() else {
         panic!("e runs the editor: {effects:?}")
@@ -2848,16 +2878,33 @@ fn the_header_names_the_roots_and_the_key_bar_keeps_sort_rescan_and_undo_at_80_c
         }
         let text = screen(&draw(&mut app, 80, 24));
         let bar = text.lines().last().unwrap();
-        for k in ["s sort", "r rescan", "u undo", "? help"] {
+        let quit = if setup == "\n" {
+            "q/Esc close"
+        } else {
+            "q quit"
+        };
+        for k in ["d reclaim", "s sort", "u undo", "? help", quit] {
             assert!(
                 bar.contains(k),
                 "{k:?} missing at 80 columns ({setup:?}): {bar}"
             );
         }
         if setup == " " {
-            assert!(bar.contains("D 1 marked"), "what marks are for: {bar}");
+            assert!(
+                bar.contains("D reclaim 1 marked"),
+                "what marks are for: {bar}"
+            );
         }
         assert!(super::text::width(bar) <= 80, "{bar}");
+        // The words of every entry are those of the wide bar: a narrow bar only has fewer.
+        let wide = screen(&draw(&mut app, 200, 24));
+        let wide = wide.lines().last().unwrap().to_string();
+        for entry in bar.split("  ").filter(|e| !e.trim().is_empty()) {
+            assert!(
+                wide.contains(entry.trim()),
+                "{entry:?} at 80 columns is not in the wide bar: {wide}"
+            );
+        }
     }
 }
 
@@ -3044,6 +3091,223 @@ proptest::proptest! {
             }
         }
     }
+}
+
+#[test]
+fn n_and_n_find_again_what_the_filter_looked_for_once_it_is_cleared() {
+    let mut findings = sample();
+    findings.push(finding(
+        "/srv/app/other.pid",
+        "pidfile",
+        Verdict::Live,
+        Some(5),
+    ));
+    let mut app = app_with(findings, opts(Theme::COLOR, false));
+    // Nothing looked for yet: n does nothing, and the bar does not offer it.
+    let before = selected(&app);
+    keys(&mut app, "n");
+    assert_eq!(selected(&app), before);
+    let bar = screen(&draw(&mut app, 200, 12));
+    assert!(!bar.lines().last().unwrap().contains("next match"), "{bar}");
+    // Filter with /, keep it, clear it with Esc: the whole list is back ...
+    keys(&mut app, "/app/");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.visible_len(), 3);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.visible_len(), 6);
+    // ... and n / N walk the rows the filter matched, in the list's order, wrapping around.
+    let matches: Vec<String> = order(&app)
+        .into_iter()
+        .filter(|p| p.contains("/app/"))
+        .collect();
+    assert_eq!(matches.len(), 3);
+    keys(&mut app, "G");
+    keys(&mut app, "n");
+    assert_eq!(
+        selected(&app),
+        matches[0],
+        "from the bottom to the first match"
+    );
+    keys(&mut app, "n");
+    assert_eq!(selected(&app), matches[1]);
+    keys(&mut app, "N");
+    assert_eq!(selected(&app), matches[0]);
+    let status = app.status.as_ref().unwrap().text.clone();
+    assert!(status.contains("match 1 of 3"), "{status}");
+    // The key bar says n/N find again.
+    let text = screen(&draw(&mut app, 200, 12));
+    assert!(
+        text.lines().last().unwrap().contains("n/N next match"),
+        "{text}"
+    );
+    // A filter typed and dropped with Esc is not looked for again.
+    keys(&mut app, "/web");
+    key(&mut app, KeyCode::Esc);
+    keys(&mut app, "n");
+    assert!(selected(&app).contains("/app/"), "{}", selected(&app));
+}
+
+fn journal_entry(
+    n: usize,
+    run: &str,
+    via: Option<&str>,
+    event: locksmith::reclaim::Event,
+    path: &str,
+) -> locksmith::reclaim::Entry {
+    locksmith::reclaim::Entry {
+        id: format!("{run}-{n}"),
+        run: run.into(),
+        via: via.map(String::from),
+        batch: Some(1),
+        time: "2026-01-01T00:00:00Z".into(),
+        event,
+        path: path.into(),
+        dialect: Some("pidfile".into()),
+        meta: Some(locksmith::reclaim::Meta {
+            kind: "file".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn the_journal_view_lists_runs_and_undoes_what_is_picked_after_a_preview() {
+    use locksmith::reclaim::Event;
+    let mut app = app();
+    let effects = keys(&mut app, "U");
+    assert!(
+        matches!(effects.as_slice(), [Effect::ReadJournal]),
+        "{effects:?}"
+    );
+    let mut restored = journal_entry(3, "ui-1", Some("ui"), Event::Restore, "/srv/a.pid");
+    restored.restores = Some("ui-1-2".into());
+    app.update(Msg::JournalRead(Ok(vec![
+        journal_entry(
+            1,
+            "cron",
+            Some("scan"),
+            Event::Reclaim,
+            "/var/lib/app/x.pid",
+        ),
+        journal_entry(2, "ui-1", Some("ui"), Event::Reclaim, "/srv/a.pid"),
+        restored,
+        journal_entry(
+            4,
+            "cron",
+            Some("scan"),
+            Event::Reclaim,
+            "/opt/elsewhere/y.pid",
+        ),
+    ])));
+    let text = screen(&draw(&mut app, 120, 24));
+    for needle in [
+        "Journal: 2 runs",
+        "a --scan --reclaim, 2026-01-01 00:00: 2 reclaimed (2 to undo)",
+        "the UI, 2026-01-01 00:00: 1 reclaimed (0 to undo), 1 put back",
+        "(outside the roots on screen)",
+        "restored",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // The cursor starts on the newest reclaim left to undo; the key bar shows the view's keys.
+    let cursor = |t: &str| {
+        t.lines()
+            .find(|l| l.contains("│▶"))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(cursor(&text).contains("/opt/elsewhere/y.pid"), "{text}");
+    assert!(
+        text.lines().last().unwrap().contains("Enter/u undo"),
+        "{text}"
+    );
+    // The cursor moves over runs and what can be undone, skipping the rest (a blank line,
+    // a reclaim restored already, a restore line).
+    keys(&mut app, "j");
+    let text = screen(&draw(&mut app, 120, 24));
+    assert!(cursor(&text).contains("the UI,"), "{text}");
+    keys(&mut app, "j");
+    let text = screen(&draw(&mut app, 120, 24));
+    assert!(cursor(&text).contains("the UI,"), "the last one: {text}");
+    keys(&mut app, "kk");
+    let text = screen(&draw(&mut app, 120, 24));
+    assert!(cursor(&text).contains("/var/lib/app/x.pid"), "{text}");
+    keys(&mut app, "g");
+    let text = screen(&draw(&mut app, 120, 24));
+    assert!(cursor(&text).contains("a --scan --reclaim"), "{text}");
+    // Picking the run opens the preview, No highlighted, one lock outside the roots said.
+    key(&mut app, KeyCode::Enter);
+    let d = app.dialog().expect("the undo dialog");
+    assert_eq!(d.highlight, Choice::No);
+    let text = screen(&draw(&mut app, 120, 30));
+    for needle in [
+        "Put these 2 locks back?",
+        "what a --scan --reclaim reclaimed",
+        "/var/lib/app/x.pid",
+        "/opt/elsewhere/y.pid",
+        "outside the roots on screen",
+        "[ No ]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing in\n{text}");
+    }
+    // No: nothing; yes: the restore, off the UI thread.
+    assert!(key(&mut app, KeyCode::Enter).is_none());
+    assert!(matches!(app.mode, Mode::Table));
+    keys(&mut app, "U");
+    app.update(Msg::JournalRead(Ok(vec![journal_entry(
+        1,
+        "cron",
+        Some("scan"),
+        Event::Reclaim,
+        "/var/lib/app/x.pid",
+    )])));
+    keys(&mut app, "u");
+    let effects = keys(&mut app, "y");
+    let [Effect::Restore(c)] = effects.as_slice() else {
+        panic!("y puts it back: {effects:?}")
+    };
+    assert_eq!(c.restore_plan().unwrap().entries.len(), 1);
+    // Esc closes the view and does not quit.
+    keys(&mut app, "U");
+    app.update(Msg::JournalRead(Ok(Vec::new())));
+    let text = screen(&draw(&mut app, 80, 24));
+    assert!(text.contains("The journal is empty"), "{text}");
+    assert!(key(&mut app, KeyCode::Esc).is_none());
+    assert!(app.popup().is_none());
+}
+
+#[test]
+fn a_long_host_keeps_its_kind_and_start_and_a_namespace_is_no_container() {
+    let container =
+        |runtime: &str, id: &str, name: Option<&str>| locksmith::verdict::ContainerInfo {
+            id: locksmith::probe::ContainerId {
+                runtime: runtime.into(),
+                id: id.into(),
+                name: name.map(String::from),
+            },
+            ns_pid: Some(2),
+        };
+    let mut long = live_with_process("/srv/app/long.pid");
+    long.judgement.process.as_mut().unwrap().container = Some(container(
+        "podman",
+        &"3f2a".repeat(16),
+        Some("kube-apiserver-control-plane"),
+    ));
+    let mut sandbox = live_with_process("/home/me/.cache/sandbox.pid");
+    sandbox.judgement.process.as_mut().unwrap().container =
+        Some(container("unknown", "pid:[4026532252]", None));
+    let mut app = app_with(vec![long, sandbox], opts(Theme::COLOR, false));
+    let text = screen(&draw(&mut app, 120, 12));
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_string()
+    };
+    assert!(row("long.pid").contains(" ctr:kube-apiser… "), "{text}");
+    assert!(row("sandbox.pid").contains(" ns:4026532252 "), "{text}");
+    assert!(!text.contains("ctr:pid"), "{text}");
 }
 
 /// `w` opens the why prompt; a pasted message (its line ends as a terminal pastes them) and

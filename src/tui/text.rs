@@ -182,6 +182,17 @@ fn take_width_end(s: &str, max: usize) -> &str {
     s
 }
 
+/// `s` in at most `max` columns, cut at its end (`a long sentence…`).
+pub fn ellipsize_end(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    format!("{}…", take_width(s, max - 1))
+}
+
 /// `s` in at most `max` columns, cut in the middle (`verylong…name.pid`), keeping more of the
 /// end, which tells files apart (numbers, extensions).
 pub fn ellipsize_middle(s: &str, max: usize) -> String {

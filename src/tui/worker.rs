@@ -270,15 +270,9 @@ impl Workers {
                             text::path(&o.path)
                         ),
                         (_, Some(e)) => e.clone(),
-                        (Some(_), None) => format!(
-                            "removed {} (copy saved as {})",
-                            text::path(&o.path),
-                            o.copy_shown(|saved| saved.file_name().map_or_else(
-                                || text::path(saved),
-                                |n| text::bytes(n.as_encoded_bytes())
-                            ))
-                            .unwrap_or_default()
-                        ),
+                        (Some(_), None) => {
+                            format!("removed {} (a copy is kept)", text::path(&o.path))
+                        }
                         (None, None) => format!("removed {}", text::path(&o.path)),
                     };
                     ReclaimResult {
@@ -305,17 +299,26 @@ impl Workers {
         });
     }
 
-    /// Finds what `u` would put back: the last batch of this session's own run (a `D` as one
-    /// step), of locks below the roots on screen; never another run's reclaims.
+    /// Finds what `u` would put back: the last batch the UI reclaimed (a `D` as one step),
+    /// in this session or an earlier one, of locks below the roots on screen; never a batch
+    /// of another kind of run.
     pub fn plan_undo(&self) {
         let state_dir = self.reclaim.state_dir.clone();
-        let selector = Selector::LastBatch {
-            run: reclaim::run_id().to_string(),
+        let selector = Selector::LastOfUi {
             roots: self.roots.iter().map(|r| r.path.clone()).collect(),
         };
         spawn("undo", self.tx.clone(), move |tx| {
             let plan = reclaim::plan(&state_dir, &selector);
             let _ = tx.send(Incoming::Msg(Msg::UndoPlanned(plan)));
+        });
+    }
+
+    /// Reads the journal for the journal view.
+    pub fn read_journal(&self) {
+        let state_dir = self.reclaim.state_dir.clone();
+        spawn("journal", self.tx.clone(), move |tx| {
+            let read = reclaim::restore::entries(&state_dir).map_err(|e| e.to_string());
+            let _ = tx.send(Incoming::Msg(Msg::JournalRead(read)));
         });
     }
 
@@ -337,14 +340,14 @@ impl Workers {
             for r in results {
                 match r {
                     Ok(r) => {
-                        let mut line = format!(
-                            "{} ({}, journal entry {})",
-                            text::path(&r.path),
-                            text::clean(&r.kind),
-                            text::clean(&r.id)
-                        );
+                        let mut line = match &r.inside {
+                            Some((container, inside)) => {
+                                format!("{} in {}", text::path(inside), text::clean(container))
+                            }
+                            None => text::path(&r.path),
+                        };
                         for w in &r.warnings {
-                            line.push_str(&format!("; {}", text::clean(w)));
+                            line.push_str(&format!(" ({})", text::clean(w)));
                         }
                         put_back.push(line);
                         if let Ok(Some(f)) = scan::judge_path(&r.path, &snap, &config) {
@@ -356,13 +359,10 @@ impl Workers {
             }
             let message = match (put_back.len(), total) {
                 (1, 1) => format!("restored {}", put_back[0]),
-                (n, t) if n == t => format!(
-                    "restored the {n} locks of the last reclaim: {}",
-                    put_back.join(", ")
-                ),
+                (n, t) if n == t => format!("restored {n} locks: {}", put_back.join(", ")),
                 (0, 1) => format!("not restored: {}", refused.join("; ")),
                 (n, t) => format!(
-                    "restored {n} of the {t} locks of the last reclaim; not restored: {}",
+                    "restored {n} of {t} locks; not restored: {}",
                     refused.join("; ")
                 ),
             };

@@ -1,15 +1,19 @@
 //! What the command line says when something is wrong, and what it completes: `--scan --json`
-//! prints a JSON error document (the schema's `$defs/fatal_error`) on a fatal error, a bad or
-//! misplaced `--interval` is refused, a permission error comes with a hint naming the path and
-//! its owner (locksmith run as uid 65534 via `setpriv`), and the bash completion offers paths,
-//! not `restore`, where a PATH goes (the real script, sourced in bash).
+//! prints a report with the error in it on a fatal error (a report to the schema, and its
+//! `$defs/fatal_error`), a bad or misplaced `--interval` is refused, a permission error comes
+//! with a hint naming the path, its owner, its mode and the right this user lacks (locksmith run
+//! as uid 65534 via `setpriv`), a root that cannot be read says why, and the bash completion
+//! offers paths, not `restore`, where a PATH goes (the real script, sourced in bash).
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use crate::util::{self, DEADLINE, Env, assert_code, require, stderr, stdout};
 
+/// A fatal error's document is a report (of no lock) and has the error: it validates against
+/// the report's schema and its `$defs/fatal_error`.
 fn validate_fatal(doc: &serde_json::Value) {
+    util::validate(doc);
     let schema = util::schema();
     let fatal = &schema["$defs"]["fatal_error"];
     assert!(fatal.is_object(), "the schema defines fatal_error");
@@ -37,10 +41,8 @@ fn a_fatal_error_of_scan_json_is_a_json_document_too() {
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(message.contains("bad configuration file"), "{doc}");
     assert!(stderr(&out).contains(message), "the same on stderr");
-    // Not a report: the report's schema does not take it.
-    let schema = util::schema();
-    let report = jsonschema::validator_for(&schema).unwrap();
-    assert!(!report.is_valid(&doc));
+    assert_eq!(doc["exit_status"], 2);
+    assert_eq!(doc["locks"], serde_json::json!([]));
     // The table prints nothing on stdout.
     let table = env.run([
         "--scan".as_ref(),
@@ -104,6 +106,77 @@ fn a_permission_error_names_the_path_its_owner_and_what_to_do() {
     assert!(
         doc["error"]["hint"].as_str().unwrap().contains(shown),
         "{doc}"
+    );
+}
+
+#[test]
+fn a_root_that_cannot_be_read_says_why_and_what_to_do() {
+    if !util::can_run_as_nobody() {
+        return;
+    }
+    let env = Env::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let closed = env.path().join("closed");
+    std::fs::create_dir_all(closed.join("inner")).unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let inner = closed.join("inner");
+    // The table: the root's error, then why (whose directory, its mode, the right missing)
+    // and what to do, then the fatal line.
+    let mut c = env.cmd_as_nobody(["--scan"]);
+    c.arg(&inner);
+    let out = util::run_bounded(c, DEADLINE);
+    assert_code(&out, 2);
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    let hint = format!(
+        "locksmith: hint: the directory {} belongs to root (uid 0), mode 700, and this user, \
+         nobody (uid 65534), has no search (x) right on it (so nothing below it, {}, can be \
+         reached): run as its owner or as root, or give the right (chmod o+x {})",
+        closed.display(),
+        inner.display(),
+        closed.display()
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines[0].starts_with(&format!("locksmith: {}: ", inner.display()))
+            && lines[0].contains("Permission denied"),
+        "{err}"
+    );
+    assert_eq!(lines[1], hint, "{err}");
+    assert!(lines[2].contains("no root could be read"), "{err}");
+    // The JSON: a report of no lock, the root's error in its errors, the error and the hint.
+    let mut c = env.cmd_as_nobody(["--scan", "--json"]);
+    c.arg(&inner);
+    let out = util::run_bounded(c, DEADLINE);
+    assert_code(&out, 2);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate_fatal(&doc);
+    assert_eq!(doc["errors"][0]["path"], inner.to_str().unwrap());
+    assert_eq!(doc["roots"][0], inner.to_str().unwrap());
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("has no search (x) right"),
+        "{doc}"
+    );
+    // A directory it may enter but not list: the read right is what is missing.
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let mut c = env.cmd_as_nobody(["--scan"]);
+    c.arg(&inner);
+    let out = util::run_bounded(c, DEADLINE);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains(&format!(
+            "the directory {} belongs to root (uid 0), mode 711, and this user, nobody (uid \
+             65534), has no read (r) right on it: run as its owner or as root, or give the \
+             right (chmod o+r {})",
+            inner.display(),
+            inner.display()
+        )),
+        "{}",
+        stderr(&out)
     );
 }
 

@@ -123,16 +123,18 @@ fn columns_noheadings_raw_and_the_verdict_filter() {
     fs::create_dir(&spaced).unwrap();
     let spaced_lock = spaced.join("w.pid");
     fs::write(&spaced_lock, format!("{}\n", dead_pid())).unwrap();
-    let run = |extra: &[&str]| {
+    let run_both = |extra: &[&str]| {
         let out = t.env.scan(extra, &root);
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-        stdout(&out)
+        (stdout(&out), stderr(&out))
     };
+    let run = |extra: &[&str]| run_both(extra).0;
 
-    // Chosen columns, in the order given, without the header; only the live lock.
-    let text = run(&["-o", "pid,path", "--noheadings", "--verdict", "live"]);
+    // Chosen columns, in the order given, without the header; only the live lock. The rows
+    // alone are on stdout; the summary is on stderr.
+    let (text, err) = run_both(&["-o", "pid,path", "--noheadings", "--verdict", "live"]);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines.len(), 1, "{text}");
     let row: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         row,
@@ -142,7 +144,23 @@ fn columns_noheadings_raw_and_the_verdict_filter() {
         ]
     );
     // The summary counts every lock, listed or not.
-    assert!(lines[1].starts_with("3 locks: 2 stale, 1 live,"), "{text}");
+    assert!(err.starts_with("3 locks: 2 stale, 1 live,"), "{err}");
+    // With headings the summary follows the table on stdout, as before.
+    let text = run(&["-o", "pid,path", "--verdict", "live"]);
+    assert!(
+        text.lines().last().unwrap().starts_with("3 locks: 2 stale"),
+        "{text}"
+    );
+    // +COL adds to the default columns.
+    let text = run(&["-o", "+size,+kind", "--verdict", "live"]);
+    let titles: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        titles,
+        [
+            "VERDICT", "DIALECT", "PID", "COMMAND", "HOST", "AGE", "PATH", "SIZE", "KIND"
+        ],
+        "{text}"
+    );
 
     // --raw: one word per field, the header, no summary.
     let text = run(&["--raw", "--columns", "VERDICT,path", "--verdict", "stale"]);
@@ -165,7 +183,8 @@ fn columns_noheadings_raw_and_the_verdict_filter() {
         let out = t.env.scan(bad, &root);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stdout(&out));
         if bad.contains(&"--json") {
-            // A fatal error of --json is a JSON document too, and no report.
+            // A fatal error of --json is a JSON document too: a report of no lock, with the
+            // error in it.
             let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
             assert_eq!(doc["exit_status"], 2, "{bad:?}");
             assert!(
@@ -175,7 +194,8 @@ fn columns_noheadings_raw_and_the_verdict_filter() {
                     .contains("--raw is an option of the table"),
                 "{doc}"
             );
-            assert!(doc.get("locks").is_none(), "{doc}");
+            assert_eq!(doc["locks"], serde_json::json!([]), "{doc}");
+            crate::util::validate(&doc);
         } else {
             assert!(stdout(&out).is_empty(), "{bad:?}");
         }

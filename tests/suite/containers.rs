@@ -65,7 +65,7 @@ fn reclaimed_and_restored(env: &Env, dir: &Path, file: &Path, content: &str) -> 
         util::stdout(&out)
     );
     assert!(!file.exists());
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert_eq!(std::fs::read_to_string(file).unwrap(), content);
     util::stdout(&out)
@@ -274,7 +274,7 @@ fn found_and_reclaimed_in_its_root(pm: Podman) {
     assert_eq!(line["dirs"].as_array().map(Vec::len), Some(2), "{line}");
 
     // `restore` puts it back inside the same container, through those same directories.
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     assert!(
         util::stdout(&out).contains("restored /run/old.pid in container db-1 (podman "),
@@ -292,7 +292,7 @@ fn found_and_reclaimed_in_its_root(pm: Podman) {
         util::stdout(&out)
     );
     pm.kill("db-1");
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     let said = util::stderr(&out);
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(
@@ -784,7 +784,7 @@ fn pid_files_in_storage(pm: Podman) {
             .exists()
     );
     // And `restore` puts it back there.
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", util::stderr(&out));
     let cat = pm.run(&["exec", "app-1", "cat", "/run/old.pid"]);
     assert_eq!(String::from_utf8_lossy(&cat.stdout), format!("{gone}\n"));

@@ -1528,6 +1528,64 @@ fn git_in_a_linked_worktree_keeps_shared_locks_live() {
 // ---------------------------------------------------------------------------------------------
 // mkdir-lock
 
+/// The clue `pgrep -af` gives: a running script that names the lock directory in its command
+/// line, or works in it, is said in the evidence; it proves nothing, so the lock stays
+/// `unknown` (and stale only by a rule, as before).
+#[test]
+fn a_process_naming_a_mkdir_lock_is_said_and_proves_nothing() {
+    let dir = tempdir();
+    let lock = dir.path().join("backup.lock");
+    fs::create_dir(&lock).unwrap();
+    let script = dir.path().join("backup.sh");
+    write(&script, "#!/bin/sh\nmkdir \"$1\" 2>/dev/null; sleep 600\n");
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let named = crate::util::Group::spawn(
+        std::process::Command::new(&script)
+            .arg(&lock)
+            .stdin(std::process::Stdio::null()),
+    );
+    let f = crate::util::wait_for("the script to run", || {
+        let f = expect(&lock, "mkdir-lock", Verdict::Unknown);
+        f.judgement
+            .evidence
+            .iter()
+            .any(|e| e.contains(&format!("process {} ", named.pid())))
+            .then_some(f)
+    });
+    assert_evidence(
+        &f,
+        &format!(
+            "process {} (backup.sh) names this directory in its command line",
+            named.pid()
+        ),
+    );
+    assert_evidence(&f, "nothing here proves or rules out");
+    assert!(f.judgement.proofs().is_empty());
+    drop(named);
+    // A shell working in it.
+    let shell = crate::util::Group::spawn(
+        std::process::Command::new("sleep")
+            .arg("600")
+            .current_dir(&lock)
+            .stdin(std::process::Stdio::null()),
+    );
+    let f = expect(&lock, "mkdir-lock", Verdict::Unknown);
+    assert_evidence(
+        &f,
+        &format!("process {} (sleep) works in this directory", shell.pid()),
+    );
+    drop(shell);
+    let f = expect(&lock, "mkdir-lock", Verdict::Unknown);
+    assert!(
+        !f.judgement
+            .evidence
+            .iter()
+            .any(|e| e.contains("names this directory") || e.contains("works in this directory")),
+        "{:?}",
+        f.judgement.evidence
+    );
+}
+
 #[test]
 fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     let dir = tempdir();

@@ -215,15 +215,20 @@ fn metrics_parse_and_carry_the_scan() {
         ),
         1.0
     );
-    assert_eq!(
-        value(
-            &all,
-            "locksmith_locks",
-            &[("verdict", "free"), ("dialect", "git")]
-        ),
-        0.0,
-        "every verdict and dialect has a sample"
+    // No zero for a verdict and dialect without locks; every verdict has its total, zero
+    // included.
+    assert!(
+        find(&all, "locksmith_locks", &[("verdict", "free")]).is_empty(),
+        "no sample for a pair without locks"
     );
+    for v in ["stale", "live", "foreign", "unknown", "free"] {
+        let json = report.locks.iter().filter(|l| l.verdict == v).count();
+        assert_eq!(
+            value(&all, "locksmith_locks_by_verdict", &[("verdict", v)]),
+            json as f64,
+            "{v}"
+        );
+    }
 
     // Ages: one series per stale, foreign or unknown lock, none for the live one.
     let ages = find(&all, "locksmith_lock_age_seconds", &[]);

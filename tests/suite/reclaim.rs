@@ -104,7 +104,11 @@ fn the_table_says_what_was_removed() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains(&format!("removed {} (copy saved to ", stale.display())),
+        text.contains(&format!(
+            "removed {} (a copy is kept: `locksmith restore {}` puts it back)",
+            stale.display(),
+            stale.display()
+        )),
         "{text}"
     );
     assert!(
@@ -389,7 +393,7 @@ fn force_removes_one_named_lock_that_is_not_proven_stale() {
     assert_eq!(entry["verdict"], "unknown");
     assert_eq!(entry["forced"], true);
     assert!(entry.get("proofs").is_none(), "{entry}");
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(lock.is_dir());
     // Never a live lock, forced or not.

@@ -502,7 +502,7 @@ fn restore_refuses_a_directory_swapped_on_the_way_since_reclaim() {
         );
     };
     swap("mv work work.old", "mv private work");
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     let said = stderr(&out);
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("not the directory"), "{said}");
@@ -513,7 +513,7 @@ fn restore_refuses_a_directory_swapped_on_the_way_since_reclaim() {
     );
 
     swap("mv work private", "mv work.old work");
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let meta = fs::metadata(&lock).unwrap();
     assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), NOBODY);

@@ -364,7 +364,7 @@ fn a_mkdir_lock_with_a_pid_record_is_reclaimed_with_it_and_restored() {
     reclaimed(&env, &locks, &lock, &[]);
 
     // Restored as it was: the directory and its record.
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         fs::read_to_string(lock.join("pid")).unwrap().trim(),

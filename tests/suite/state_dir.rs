@@ -599,13 +599,13 @@ fn restore_puts_back_a_symlink_lock_a_vim_swap_and_a_pid_file_exactly() {
         .to_string();
     let out = env.run(["restore", number.as_str()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let after: Vec<Photo> = [&emacs, &swap, &pidfile].map(|p| photo(p)).into();
     assert_eq!(after, before);
 
     // Nothing left to undo; every restore is journaled.
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(1));
     let out = env.run(["journal", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -632,21 +632,21 @@ fn restore_never_follows_a_symlink_put_on_the_way() {
     let moved = env.path().join("run.moved");
     fs::rename(&dir, &moved).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("symlink"), "{}", stderr(&out));
     assert!(listing(&elsewhere).is_empty());
     // Another directory by that name is not the one the lock was removed from: refused.
     fs::remove_file(&dir).unwrap();
     fs::create_dir(&dir).unwrap();
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("replaced"), "{}", stderr(&out));
     assert!(!lock.exists());
     // The very directory back in its place: the restore goes through.
     fs::remove_dir(&dir).unwrap();
     fs::rename(&moved, &dir).unwrap();
-    let out = env.run(["restore"]);
+    let out = env.run(["restore", "--last-batch"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(lock.exists());
 }

@@ -128,7 +128,7 @@ fn reclaim_a_stale_pidfile_from_the_ui() {
     // A second u has nothing left to undo, and says so.
     ui.send("u");
     ui.wait_for("nothing to undo", |s| {
-        s.contains("nothing to undo: every reclaim of this session is undone already")
+        s.contains("nothing to undo: every reclaim made in the UI is undone already")
     });
 
     ui.send("q");
@@ -158,7 +158,7 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
             }
         }
     }
-    // Help, then Esc closes it; Esc again quits.
+    // Help, then Esc closes it; Esc again does not quit (it says what does); q quits.
     ui.send("?");
     ui.wait_for("the help", |s| {
         s.contains("┌ Help ") && s.contains("Select the next lock")
@@ -166,6 +166,8 @@ fn no_color_and_quit_keys_in_a_real_terminal() {
     ui.send("\x1b");
     ui.wait_for("the help closed", |s| !s.contains("┌ Help "));
     ui.send("\x1b");
+    ui.wait_for("the hint", |s| s.contains("nothing to close: q quits"));
+    ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }
 
@@ -556,8 +558,10 @@ fn x_stops_a_live_owner_with_sigterm_then_sigkill_and_its_lock_turns_stale() {
 }
 
 /// A `flock` holder stopped with SIGSTOP: the detail pane says it is stuck, and `x` names it
-/// and why in its dialog; on yes (SIGTERM, with SIGCONT so that it acts on it) it ends, with
-/// the command it holds the lock for, and nobody holds the lock any more.
+/// and why in its dialog, with the command it started (and waits for) under it, and offers
+/// SIGCONT first (resuming a stopped holder is what ends the least); `s` chooses SIGTERM, and
+/// on yes (SIGTERM, with SIGCONT so that it acts on it) both end, and nobody holds the lock
+/// any more.
 #[test]
 fn x_names_a_stopped_flock_holder_and_why_it_is_stuck_and_ends_it_on_yes() {
     if !util::require("flock") {
@@ -598,13 +602,23 @@ fn x_names_a_stopped_flock_holder_and_why_it_is_stuck_and_ends_it_on_yes() {
     assert!(pane.contains(&format!("x stops process {pid}")), "{pane}");
     ui.send("x");
     let dialog = ui.wait_for("the stop dialog", |s| {
-        s.contains("Send SIGTERM to") && s.contains("[ No ]")
+        s.contains("Send SIGCONT to these 2 processes?") && s.contains("[ No ]")
     });
     assert!(dialog.contains(&format!("pid {pid} flock")), "{dialog}");
+    assert!(dialog.contains("stopped)"), "{dialog}");
+    assert!(
+        dialog.contains(&format!("started by {pid} flock)")),
+        "the command it holds the lock for, under it: {dialog}"
+    );
     assert!(
         dialog.contains(&format!("Stuck: process {pid} (flock) is stopped")),
         "{dialog}"
     );
+    assert!(dialog.contains("[SIGCONT]"), "{dialog}");
+    ui.send("s");
+    ui.wait_for("SIGTERM chosen", |s| {
+        s.contains("Send SIGTERM to these 2 processes?") && s.contains("[SIGTERM]")
+    });
     assert!(util::alive(pid), "nothing is sent before the yes");
     ui.send("y");
     // Nobody holds it now (an empty file of no known writer: not proven a kernel-lock file).
@@ -684,6 +698,54 @@ fn e_runs_vim_r_with_the_ui_suspended_and_o_a_shell_in_the_locks_directory() {
         tree.display().to_string()
     );
     // Keys reach the UI again.
+    ui.send("q");
+    assert_eq!(ui.wait_exit(), 0);
+}
+
+/// `git commit -a` waits in its editor and keeps `index.lock`: `x` on the lock names git and,
+/// under it, the editor it waits for (and the shell between), every process of the chain.
+#[test]
+fn x_names_the_editor_a_git_commit_waits_for() {
+    if !util::require("git") {
+        return;
+    }
+    let env = Env::new();
+    let repo = env.path().join("repo");
+    util::git_repo_with_a_commit(&repo, env.path());
+    std::fs::write(repo.join("a.txt"), "two\n").unwrap();
+    let commit = util::Group::spawn(
+        util::git(&repo, env.path())
+            .args(["commit", "-a"])
+            .env("GIT_EDITOR", "sleep 600 #")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    util::wait_until("git to start its editor", || {
+        util::group_members(commit.pid())
+            .iter()
+            .any(|(_, comm)| comm == "sleep")
+    });
+    let git_pid = commit.pid();
+    let mut ui = Ui::start(&env, &[&repo], &[]);
+    ui.wait_for("index.lock live", |s| {
+        line_with(s, "index.lock").is_some_and(|l| l.contains("● live"))
+    });
+    ui.send("x");
+    let dialog = ui.wait_for("the stop dialog", |s| {
+        s.contains("Send SIGTERM to") && s.contains("[ No ]")
+    });
+    assert!(dialog.contains(&format!("pid {git_pid} git")), "{dialog}");
+    assert!(
+        dialog.contains(&format!("started by {git_pid} git)")),
+        "{dialog}"
+    );
+    assert!(
+        dialog.lines().any(|l| l.contains(" sleep (user ")),
+        "the editor is named: {dialog}"
+    );
+    ui.send("n");
+    ui.wait_for("cancelled", |s| s.contains("no signal was sent"));
+    assert!(util::alive(git_pid));
     ui.send("q");
     assert_eq!(ui.wait_exit(), 0);
 }

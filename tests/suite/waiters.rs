@@ -1,9 +1,10 @@
 //! Who waits for a lock, with real programs that wait: `flock` (exclusive and shared), cargo
 //! blocked on its package cache while another cargo holds it ("Blocking waiting for file lock
 //! on package cache"), and gpg retrying a dotlock ("waiting for lock (held by N)"). Each lock
-//! lists its waiters in the JSON report and the table; `--scan --pid N` answers what N waits
-//! for, with the lock's holder and verdict; a holder that is stopped, or that does not reap
-//! the child it holds the lock for, is said to be stuck.
+//! lists its waiters in the JSON report and the table (its notes, and the WAITERS column of
+//! `-o +waiters`); `locksmith --pid N` (with or without `--scan`) answers what N holds and what
+//! it waits for, with the lock's holder and verdict; a holder that is stopped, or that does not
+//! reap the child it holds the lock for, is said to be stuck.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -157,6 +158,72 @@ fn flock_waiters_are_listed_with_the_call_they_are_blocked_in() {
     stop(rustix::process::Signal::CONT);
     assert_eq!(stuck.pid, pid_of(holder.pid()));
     assert!(stuck.why.contains("is stopped"), "{stuck:?}");
+}
+
+#[test]
+fn pid_says_what_a_process_holds_and_the_waiters_column_who_waits() {
+    if !util::require("flock") {
+        return;
+    }
+    let env = Env::new();
+    let dir = env.path().join("locks");
+    std::fs::create_dir(&dir).unwrap();
+    let lock = dir.join("job.lock");
+    std::fs::write(&lock, "").unwrap();
+    let holder = flock(&[], &lock, &["sleep", "600"]);
+    wait_for("flock to hold it", || {
+        let (report, _) = env.scan_json(&[&dir]);
+        (report.lock(&lock)?.verdict == "live").then_some(())
+    });
+    let writer = flock(&[], &lock, &["true"]);
+    waited_for(&env, &dir, &lock, pid_of(writer.pid()));
+
+    // What does the holder hold? As lslocks -p: the lock, how, and its report; no --scan
+    // needed.
+    for args in [&["--pid"][..], &["--scan", "--pid"]] {
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.push(holder.pid().to_string());
+        let out = env.run(&args);
+        util::assert_code(&out, 0);
+        let text = stdout(&out);
+        assert!(
+            text.lines().next().unwrap().starts_with(&format!(
+                "process {} (flock) holds {} (flock write)",
+                holder.pid(),
+                lock.display()
+            )),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains("● live"), "{text}");
+    }
+    let out = env.run(["--pid", &holder.pid().to_string(), "--json"]);
+    let report = util::parse_report(&out);
+    assert_eq!(report.locks.len(), 1, "{:?}", report.locks);
+    assert_eq!(
+        report.expect_lock(&lock).holders[0].pid,
+        pid_of(holder.pid())
+    );
+
+    // The WAITERS column, added to the default ones with +.
+    let out = env.scan(&["-o", "+waiters"], &dir);
+    let text = stdout(&out);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().ends_with("  WAITERS"), "{text}");
+    let row = lines.next().unwrap();
+    assert!(
+        row.starts_with("● live") && row.ends_with(&format!("{} flock", writer.pid())),
+        "{text}"
+    );
+
+    // Rows only on stdout without headings: a shell loop reads paths and nothing else; the
+    // notes and the summary are on stderr.
+    let out = env.scan(&["-o", "path", "--noheadings"], &dir);
+    assert_eq!(stdout(&out), format!("{}\n", lock.display()));
+    let err = util::stderr(&out);
+    assert!(
+        err.contains("waiting for") && err.contains("1 lock: "),
+        "{err}"
+    );
 }
 
 /// A holder that took the lock for a child which has exited, and that does not reap it (a
@@ -320,14 +387,17 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
     let out = util::run_bounded(gen_key("A <a@example.org>"), util::DEADLINE);
     assert!(out.status.success(), "{}", util::stderr(&out));
 
-    // The keyring's dotlock, held by a live process of this host.
+    // The keyring's dotlock, held by a live process of this host, made as GnuPG makes it: its
+    // handle written, then linked to the lock.
     let owner = util::sleeper();
     let lock = home.join("pubring.kbx.lock");
     let host = rustix::system::uname()
         .nodename()
         .to_string_lossy()
         .into_owned();
-    std::fs::write(&lock, format!("{:10}\n{host}\n", owner.pid())).unwrap();
+    let handle = home.join(format!(".#lk0x000055d1c2a3b4c0.{host}.{}", owner.pid()));
+    std::fs::write(&handle, format!("{:10}\n{host}\n", owner.pid())).unwrap();
+    std::fs::hard_link(&handle, &lock).unwrap();
     let mut gpg = Guard::spawn(&mut gen_key("B <b@example.org>"));
     let mut stderr = BufReader::new(gpg.0.as_mut().unwrap().stderr.take().unwrap());
     let said = wait_for("gpg to wait", || {
@@ -347,6 +417,26 @@ fn gpg_waits_for_a_dotlock_another_process_holds() {
     assert!(
         w.blocked_in.as_deref().unwrap_or("").contains("select"),
         "{w:?}"
+    );
+
+    // One held dotlock is one row: the holder's handle (linked to it) and the waiting gpg's
+    // handle are part of it, not locks of their own.
+    let handles: Vec<&str> = report
+        .locks
+        .iter()
+        .map(|l| l.path.as_str())
+        .filter(|p| p.contains("/.#lk0x"))
+        .collect();
+    assert!(handles.is_empty(), "handles listed as locks: {handles:?}");
+    assert_eq!(
+        report
+            .locks
+            .iter()
+            .filter(|l| l.path.ends_with(".lock"))
+            .count(),
+        1,
+        "{:?}",
+        report.locks
     );
 
     // What is gpg waiting for? The keyring's lock, held by the sleeper.

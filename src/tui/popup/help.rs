@@ -29,15 +29,9 @@ static BINDINGS: [Binding; 7] = [
         "close",
         "Close the help",
         Action::Close,
-        bar(1, "close"),
+        bar(1),
     ),
-    bind(
-        DOWN,
-        "scroll",
-        "Scroll the help down",
-        Action::Down,
-        bar(2, "scroll"),
-    ),
+    bind(DOWN, "scroll", "Scroll the help down", Action::Down, bar(2)),
     bind(UP, "scroll", "Scroll the help up", Action::Up, Bar::No),
     bind(
         PAGE_DOWN,

@@ -10,6 +10,7 @@
 //! Pop-ups are drawn above the key bar, never over it: the bar shows the pop-up's keys.
 
 pub mod help;
+pub mod journal;
 pub mod reclaim;
 pub mod refused;
 pub mod restore;
@@ -39,6 +40,7 @@ use super::theme::Theme;
 pub static ALL: &[&Keys] = &[
     &reclaim::KEYS,
     &restore::KEYS,
+    &journal::KEYS,
     &signal::KEYS,
     &refused::KEYS,
     &why::KEYS,
@@ -52,6 +54,10 @@ pub struct Env<'a> {
     pub state_dir: Option<&'a Path>,
     /// The pop-ups' bindings (the help lists them).
     pub popups: &'a [&'static Keys],
+    /// The width pop-ups have (the screen's).
+    pub width: u16,
+    /// The roots on screen (a lock outside them is said to be).
+    pub roots: &'a [std::path::PathBuf],
 }
 
 /// What a pop-up shows.
@@ -95,6 +101,8 @@ pub enum Outcome {
     Refused(String),
     /// The user said yes.
     Confirmed(ConfirmedAction),
+    /// Undo these reclaims, after the undo dialog's yes (picked in the journal view).
+    Undo(locksmith::reclaim::Plan),
     /// Closed with an error message: select the lock it is about.
     Find(String),
 }
@@ -111,6 +119,15 @@ pub trait Popup: std::fmt::Debug {
     /// What a key of [`Popup::keys`] does (scrolling is handled for every pop-up, before).
     fn act(&mut self, action: Action) -> Outcome;
     fn as_any(&self) -> &dyn Any;
+    /// Moves a cursor of its own for a moving key (`page`: the lines in view); `false` when
+    /// the pop-up has none (the key then scrolls its text).
+    fn navigate(&mut self, _action: Action, _page: u16) -> bool {
+        false
+    }
+    /// The line of its text that must stay in view (its cursor's), if any.
+    fn focus(&self) -> Option<u16> {
+        None
+    }
     /// Text typed or pasted into it (a pop-up whose keys list [`Action::TextInput`]).
     fn type_text(&mut self, _text: &str) {}
     /// Its Yes/No question, if it asks one.
@@ -135,6 +152,10 @@ pub trait Question: 'static {
     /// What closing it says (`outcome`, the default), when it has more to say.
     fn closed(_d: &ConfirmDialog, outcome: Outcome) -> Outcome {
         outcome
+    }
+    /// A key of its own (beyond the question's): `true` when it handled it.
+    fn act(_d: &mut ConfirmDialog, _action: Action) -> bool {
+        false
     }
 }
 
@@ -182,6 +203,9 @@ impl<Q: Question> Popup for Dialog<Q> {
     }
 
     fn act(&mut self, action: Action) -> Outcome {
+        if Q::act(&mut self.0, action) {
+            return Outcome::Stay;
+        }
         let outcome = answer(&mut self.0, action, Q::CANCELLED);
         Q::closed(&self.0, outcome)
     }
@@ -368,8 +392,8 @@ const CHOOSE: &[Key] = &[Key::plain(KeyCode::Enter)];
 pub const fn question(yes: &'static str, down: &'static str) -> [Binding; 12] {
     use keymap::bind;
     [
-        bind(YES, "yes", yes, Action::Yes, bar(1, "yes")),
-        bind(NO, "no", "No: cancel, do nothing", Action::No, bar(1, "no")),
+        bind(YES, "yes", yes, Action::Yes, bar(1)),
+        bind(NO, "no", "No: cancel, do nothing", Action::No, bar(1)),
         bind(LEFT, "Yes", "Highlight Yes", Action::ChooseLeft, Bar::No),
         bind(RIGHT, "No", "Highlight No", Action::ChooseRight, Bar::No),
         bind(
@@ -377,14 +401,14 @@ pub const fn question(yes: &'static str, down: &'static str) -> [Binding; 12] {
             "move",
             "Move the highlight to the other choice",
             Action::ToggleChoice,
-            bar(2, "move"),
+            bar(2),
         ),
         bind(
             CHOOSE,
             "choose",
             "Take the highlighted choice (No unless moved)",
             Action::Choose,
-            bar(2, "choose"),
+            bar(2),
         ),
         bind(DOWN, "scroll", down, Action::Down, Bar::No),
         bind(UP, "scroll", "Scroll up", Action::Up, Bar::No),

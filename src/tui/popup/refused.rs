@@ -23,7 +23,7 @@ static BINDINGS: [Binding; 3] = [
         "close",
         "Close it",
         Action::Close,
-        bar(1, "close"),
+        bar(1),
     ),
     bind(
         DOWN,

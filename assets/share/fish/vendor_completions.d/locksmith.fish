@@ -29,24 +29,25 @@ json\t'One JSON document (report.schema.json)'
 prometheus\t'Prometheus text exposition format'"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l output -d 'With --scan: write the report to FILE instead of stdout, atomically (a temporary file in the same directory, renamed over FILE once complete)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l max-lock-series -d 'With --format prometheus: at most N per-lock age series (stale locks first, then the oldest); the other locks are counted in locksmith_lock_age_omitted' -r
-complete -c locksmith -n "__fish_locksmith_needs_command" -s o -l columns -d 'With --scan: the table\'s columns, comma-separated, in that order (default: verdict,dialect,pid,command,host,age,path)' -r -f -a "verdict\t'the verdict, with its symbol'
+complete -c locksmith -n "__fish_locksmith_needs_command" -s o -l columns -d 'With --scan: the table\'s columns, comma-separated, in that order (default: verdict,dialect,pid,command,host,age,path); `+COL` adds COL to the default columns' -r -f -a "verdict\t'the verdict, with its symbol'
 dialect\t'the lock format (pidfile, git, vim-swap, ...)'
 pid\t'a live lock\'s holder\'s PID, else the owner\'s'
 command\t'the live process\'s name (or a holder\'s)'
-host\t'the owner\'s host, or its container (ctr:NAME)'
+host\t'the owner\'s host, or its container (ctr:NAME), sandbox (sandbox:NAME) or PID namespace (ns:INODE)'
 age\t'time since the lock was last modified'
 path\t'the lock\'s path'
 size\t'size in bytes'
 kind\t'file, symlink or dir'
 modified\t'when the lock was last modified (RFC 3339)'
 fs\t'the file system\'s type (ext4, nfs4, fuse.sshfs, ...)'
-evidence\t'the first evidence line: why it has its verdict'"
+evidence\t'the first evidence line: why it has its verdict'
+waiters\t'the processes waiting for it (PID and name, +N for more): the PID column is what lslocks calls their BLOCKER'"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l verdict -d 'With --scan: list only the locks (and what --reclaim did with them) with these verdicts, comma-separated, in every format. The summary still counts every lock, and --reclaim still removes every stale lock' -r -f -a "stale\t''
 live\t''
 foreign\t''
 unknown\t''
 free\t''"
-complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'With --scan: report only the locks process N waits for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and verdicts' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'Report the locks process N holds (kernel locks on its open files) and those it waits for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and verdicts, as lslocks -p does. A report, with or without --scan' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -l record -d 'With --scan: also write everything the verdicts used to FILE (JSON, atomically), so that `locksmith replay FILE` judges them again, on any machine' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l force -d 'With --reclaim: remove the one lock PATH names although it is not proven stale (unknown or foreign): a person\'s decision, never a directory to scan or a batch. Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
@@ -56,7 +57,7 @@ never\t''"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l interval -d 'UI: seconds between re-judging the verdicts (at least 0.1; not with --scan)' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -l scan -d 'Print a report instead of opening the terminal UI'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l json -d 'With --scan: print the report as JSON (the same as --format json)'
-complete -c locksmith -n "__fish_locksmith_needs_command" -l noheadings -d 'With --scan: no header line in the table'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l noheadings -d 'With --scan: the table\'s rows only on stdout, no header line; the notes and the summary go to stderr'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l raw -d 'With --scan: the table for scripts: no alignment, no summary; fields separated by one space, each escaped to be one word (a space is \\x20), the verdict by its name only'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l mask -d 'With --record: replace host names, user names and the names in paths by stand-ins of the same length (the same name always by the same stand-in), before the recording is shared'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l reclaim -d 'With --scan: remove every lock that is stale at the moment of removal'
@@ -98,6 +99,9 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -s h -l hel
 complete -c locksmith -n "__fish_locksmith_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -l json -d 'Print the entries as one JSON document (also grouped by run)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand journal" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l run -d 'Every lock run ID removed (its id as `locksmith journal` shows it)' -r
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l last-batch -d 'The last batch of the journal (what one `--scan --reclaim`, one `d` or one `D` removed last, whoever ran it)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -l dry-run -d 'Show what would be put back, and put back nothing'
 complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l json -d 'Print the report as JSON'
 complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l check -d 'Compare each verdict with the one the recording was made with: list those that differ, and exit 1 if any does (0 if none)'
