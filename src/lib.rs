@@ -22,6 +22,7 @@ pub mod reclaim;
 pub mod remote;
 pub mod report;
 pub mod scan;
+pub mod start_guard;
 pub mod text;
 pub mod trust;
 pub mod verdict;

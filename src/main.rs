@@ -54,6 +54,12 @@ pub enum Command {
     /// container: a lock that is live, foreign or unknown is never removed; nothing is run,
     /// one line on stderr says why, and the exit status is 75 (after --wait SECS, if given).
     /// Removed locks are copied and journaled as every reclaim.
+    ///
+    /// With COMMAND, each PATH that names a file gets a start guard beside it
+    /// (.NAME.locksmith-start): a kernel lock taken before anything is judged, which COMMAND
+    /// inherits (one more descriptor) and holds while it runs. A guard held elsewhere is a
+    /// service started this way that still runs; a guard released proves, in any container of
+    /// this machine, that the service started last for that PATH is gone.
     #[command(after_help = START_EXIT_STATUS, after_long_help = START_EXAMPLES)]
     Start(StartArgs),
     /// Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh).
@@ -414,6 +420,12 @@ pub struct StartArgs {
     #[arg(long, value_name = "SECS")]
     pub wait: Option<f64>,
 
+    /// The PATHs are on file systems that no other container or host writes to (a volume
+    /// of this container alone): what this container sees of them is all there is, so a PID
+    /// proof made here stands for them, as on the container's own root.
+    #[arg(long)]
+    pub unshared: bool,
+
     /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
@@ -566,6 +578,12 @@ Examples:
     locksmith start /app/tmp/pids/server.pid -- bundle exec rails server
   Wait up to 30 s for another instance to let go of its locks:
     locksmith start --wait 30 /var/lib/app/app.pid /var/lib/app/locks -- /usr/bin/app
+  The pid file on a volume other containers may share: a replica waits for the
+  service whose start guard it finds held, and starts once that one is gone:
+    locksmith start --wait 30 /app/tmp/pids/server.pid -- bundle exec rails server
+  A volume that no other container or host uses (for one left from before
+  locksmith start, which no guard vouches for):
+    locksmith start --unshared /app/tmp/pids/server.pid -- bundle exec rails server
   systemd, before the service starts (no COMMAND: exit 0 when clear):
     ExecStartPre=/usr/bin/locksmith start /run/app/app.pid
 

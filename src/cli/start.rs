@@ -14,17 +14,27 @@
 //!
 //! Inside a PID namespace that is not the host's (a container), only this namespace's
 //! processes can be seen. A PID proof (the PID is gone, or reused by a process that started
-//! after the lock was written), or a kernel lock or open file released, stands only for a
-//! lock on the container's own root file system, which nothing outside the container writes
-//! to. On a volume or any other mount from outside, another container may have written that
-//! PID, or hold that lock, unseen from here: such a lock is kept (an earlier boot and an
-//! expired heartbeat prove the owner gone wherever it ran, and stand).
+//! after the lock was written), or an open file released, stands only for a lock on the
+//! container's own root file system, which nothing outside the container writes to. On a
+//! volume or any other mount from outside, another container may have written that PID, or
+//! hold that file open, unseen from here: such a lock is kept (an earlier boot, an expired
+//! heartbeat and a kernel lock released prove the owner gone wherever it ran, and stand),
+//! unless its start guard proves more, or `--unshared` says that no one else uses the volume.
 //!
-//! Nothing is added to what COMMAND inherits: its arguments and environment are ours, no
-//! descriptor is opened without close-on-exec, and signals come back to their dispositions
-//! (a handler for SIGTERM and SIGINT, installed only while waiting and only where they were
-//! at their default, so that `podman stop` ends a wait, is undone by `execve` itself).
-//! Everything locksmith says goes to stderr.
+//! The start guard ([`locksmith::start_guard`]): with a COMMAND, each PATH that is not a
+//! directory gets a guard beside it, whose kernel lock this process takes before it judges
+//! anything, and COMMAND inherits. A guard held elsewhere means a service started this way for
+//! that PATH runs: in the way. A guard taken whose record says a service was started for that
+//! PATH means that service is gone, in any container of this kernel (and through NFS's lock
+//! manager): the PID proofs made here then stand for the pid file, as on the container's own
+//! root. Without such a record (the first start, or a pid file from before `locksmith start`)
+//! the guard proves nothing, and the lock is judged as without it.
+//!
+//! Nothing else is added to what COMMAND inherits: its arguments and environment are ours, no
+//! other descriptor is opened without close-on-exec, and signals come back to their
+//! dispositions (a handler for SIGTERM and SIGINT, installed only while waiting and only where
+//! they were at their default, so that `podman stop` ends a wait, is undone by `execve`
+//! itself). Everything locksmith says goes to stderr.
 //!
 //! Exit status (when COMMAND does not run): 0 PATHs are clear and no COMMAND was given; 75 a
 //! lock is still in the way; 2 bad arguments or configuration, or a PATH that cannot be
@@ -32,18 +42,20 @@
 
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use locksmith::config::{RawConfig, Settings};
+use locksmith::dialect::DialectId;
 use locksmith::judge::{Judgement, fmt_ms};
 use locksmith::outcome::{Action, Outcome};
 use locksmith::probe::kernel_locks::{self, FileKey};
 use locksmith::probe::{PidState, Snapshot, started};
 use locksmith::reclaim::{self, ReclaimOptions};
 use locksmith::scan::{self, Finding, ScanError, ScanEvent};
+use locksmith::start_guard::{self, Before, Guard, Take};
 use locksmith::text;
 use locksmith::verdict::{Rule, Verdict};
 
@@ -96,16 +108,39 @@ fn start(args: StartArgs) -> Result<i32, Failure> {
         .map_err(|e| Failure::new(EXIT_ERROR, format!("{e:#}")))?;
     let paths = absolute(&args.paths)?;
     let deadline = Instant::now() + wait;
-    let me = Me::now();
+    let me = Me::now(args.unshared);
     let mut told: Vec<String> = Vec::new();
-    loop {
-        let pass = clear(&paths, &settings, &me)?;
+    // Only a start that runs COMMAND keeps guards: without one, no service would hold them.
+    // One per file, however often it is named (a second would wait for the first).
+    let mut guarded: Vec<PathBuf> = Vec::new();
+    if !args.command.is_empty() {
+        for p in &paths {
+            if std::fs::metadata(p).map_or(true, |m| !m.is_dir()) && !guarded.contains(p) {
+                guarded.push(p.clone());
+            }
+        }
+    }
+    let mut said_impossible = false;
+    let guards = loop {
+        let guards = Guards::take(&guarded);
+        if !said_impossible {
+            for (path, why) in guards.impossible() {
+                say(&format!(
+                    "no start guard for {}: {why}; a pid file COMMAND leaves there is judged without one",
+                    path.display()
+                ));
+            }
+            said_impossible = true;
+        }
+        let pass = clear(&paths, &settings, &me, &guards)?;
         for line in pass.done {
             say(&line);
         }
         if pass.in_the_way.is_empty() {
-            break;
+            break guards;
         }
+        // Released while waiting: a waiting start is no running service.
+        drop(guards);
         let now = Instant::now();
         if now >= deadline {
             if told != pass.in_the_way {
@@ -137,12 +172,14 @@ fn start(args: StartArgs) -> Result<i32, Failure> {
         }
         stop_on_signals();
         std::thread::sleep(POLL.min(deadline - now));
-    }
+    };
     let Some((program, rest)) = args.command.split_first() else {
         return Ok(0);
     };
+    guards.hand_over(program);
     // Only returns on failure.
     let e = std::process::Command::new(program).args(rest).exec();
+    guards.erase();
     let code = if e.kind() == io::ErrorKind::NotFound {
         EXIT_NOT_FOUND
     } else {
@@ -179,23 +216,36 @@ struct Pass {
 }
 
 /// Judges every lock in `paths` now, reclaims what may go, and says what stays in the way.
-fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failure> {
+fn clear(
+    paths: &[PathBuf],
+    settings: &Settings,
+    me: &Me,
+    guards: &Guards,
+) -> Result<Pass, Failure> {
     let mut pass = Pass {
         done: Vec::new(),
         in_the_way: Vec::new(),
     };
-    // A lock that is not there is not in the way (the usual case: a clean stop).
+    // A lock that is not there is not in the way (the usual case: a clean stop); one whose
+    // guard is held is, whatever it says (its service runs).
     let present: Vec<PathBuf> = paths
         .iter()
         .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .filter(|p| guards.busy().all(|(busy, _, _)| busy != p.as_path()))
         .cloned()
         .collect();
+    if present.is_empty() && guards.busy().next().is_none() {
+        return Ok(pass);
+    }
+    let snap = Snapshot::take();
+    for (path, guard, meta) in guards.busy() {
+        pass.in_the_way.push(busy(path, guard, meta, &snap));
+    }
     if present.is_empty() {
         return Ok(pass);
     }
     let config = &settings.scan;
     let roots = config.roots(&present);
-    let snap = Snapshot::take();
     let found: Mutex<(Vec<Finding>, Vec<ScanError>)> = Mutex::default();
     let sink = |event: ScanEvent| {
         let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
@@ -227,7 +277,7 @@ fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failur
         ));
     }
     for f in findings {
-        match decide(&f, &snap, me) {
+        match decide(&f, &snap, me, guards) {
             Decision::Leave => {}
             Decision::Ours(why) => pass
                 .done
@@ -235,9 +285,10 @@ fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failur
             Decision::InTheWay(why) => pass
                 .in_the_way
                 .push(format!("{} stays: {why}", f.path.display())),
-            decision @ (Decision::Reclaim | Decision::Restart(_)) => {
+            decision @ (Decision::Reclaim(_) | Decision::Restart(_) | Decision::Vouched(_)) => {
+                let forced = !matches!(decision, Decision::Reclaim(_));
                 let restart = matches!(decision, Decision::Restart(_));
-                let o = remove(&f, settings, me, restart);
+                let o = remove(&f, settings, me, guards, forced);
                 match (o.action, &o.error) {
                     (Action::Removed, error) => {
                         let why = o.judgement.evidence.first().cloned().unwrap_or_default();
@@ -246,17 +297,16 @@ fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failur
                             .map(|s| format!("; its copy is {s}"))
                             .unwrap_or_default();
                         let what = match (restart, names_us(&o.judgement, me)) {
-                            (true, _) => "left by the service's previous run".to_string(),
+                            (true, _) => "left by the service's previous run: ".to_string(),
+                            _ if forced => "foreign as judged in this container, but ".to_string(),
                             (false, Some(pid)) => format!(
-                                "stale, and PID {pid} is {}: the service restarting",
+                                "stale, and PID {pid} is {}: the service restarting: ",
                                 whose(pid, me)
                             ),
-                            (false, None) => "stale".to_string(),
+                            (false, None) => "stale: ".to_string(),
                         };
-                        pass.done.push(format!(
-                            "removed {} ({what}: {why}{copy})",
-                            f.path.display()
-                        ));
+                        pass.done
+                            .push(format!("removed {} ({what}{why}{copy})", f.path.display()));
                         if let Some(e) = error {
                             pass.done.push(format!("warning: {e}"));
                         }
@@ -274,11 +324,11 @@ fn clear(paths: &[PathBuf], settings: &Settings, me: &Me) -> Result<Pass, Failur
 }
 
 /// Reclaims one lock: judged again at the moment of removal, and removed only if the same
-/// decision holds then (see [`decide`]). A restart is removed as a person's decision
-/// (`forced` in the journal), with the evidence that it names this process.
-fn remove(f: &Finding, settings: &Settings, me: &Me, restart: bool) -> Outcome {
+/// decision holds then (see [`decide`]). A restart, and a lock its guard vouches for, are
+/// removed as a person's decision (`forced` in the journal), with the evidence that decided.
+fn remove(f: &Finding, settings: &Settings, me: &Me, guards: &Guards, forced: bool) -> Outcome {
     let opts = ReclaimOptions {
-        force: restart,
+        force: forced,
         ..settings.reclaim.clone()
     };
     let config = &settings.scan;
@@ -288,9 +338,11 @@ fn remove(f: &Finding, settings: &Settings, me: &Me, restart: bool) -> Outcome {
         else {
             return Ok(None);
         };
-        match decide(&fresh, &snap, me) {
-            Decision::Reclaim => {}
-            Decision::Restart(lines) if restart => {
+        match decide(&fresh, &snap, me, guards) {
+            Decision::Reclaim(why) => {
+                fresh.judgement.evidence.extend(why);
+            }
+            Decision::Restart(lines) | Decision::Vouched(lines) if forced => {
                 let mut j = Judgement::unknown(lines[0].clone());
                 j.evidence.extend(lines[1..].iter().cloned());
                 j.evidence.extend(
@@ -309,7 +361,7 @@ fn remove(f: &Finding, settings: &Settings, me: &Me, restart: bool) -> Outcome {
                     Decision::InTheWay(why) | Decision::Ours(why) => why,
                     _ => "it is no longer what it was judged to be".into(),
                 };
-                if restart && fresh.judgement.verdict() != Verdict::Live {
+                if forced && fresh.judgement.verdict() != Verdict::Live {
                     return Err(ScanError::other(&f.path, why));
                 }
                 fresh.judgement.doubt(why);
@@ -322,13 +374,18 @@ fn remove(f: &Finding, settings: &Settings, me: &Me, restart: bool) -> Outcome {
 /// What `start` does with one lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Decision {
-    /// Not in the way (`free`).
+    /// Not in the way (`free`, or a start guard).
     Leave,
-    /// Stale, here: reclaim it.
-    Reclaim,
+    /// Stale, here: reclaim it. Why the proof stands for this place, when it is not the
+    /// host's nor the container's own root (an evidence line).
+    Reclaim(Option<String>),
     /// It names this process (or its parent), which started after it was written: the
     /// service restarting under its old PID. The evidence lines.
     Restart(Vec<String>),
+    /// `foreign` as judged here (its PID may be another namespace's, or another machine's),
+    /// but its start guard proves that the service that writes it is gone, or `--unshared`
+    /// says that nothing outside this container writes there. The evidence lines.
+    Vouched(Vec<String>),
     /// Held by this very process (a lock it inherited, or a pid file it wrote before it
     /// became `locksmith start`): COMMAND will hold it. Why.
     Ours(String),
@@ -342,14 +399,17 @@ struct Me {
     ppid: i32,
     /// Whether we run in the host's PID namespace.
     host_ns: bool,
+    /// `--unshared`: the PATHs are on file systems no other container or host writes.
+    unshared: bool,
 }
 
 impl Me {
-    fn now() -> Self {
+    fn now(unshared: bool) -> Self {
         Me {
             pid: std::process::id() as i32,
             ppid: rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get()),
             host_ns: started::is_host_pid_ns(locksmith::probe::host::pid_ns_of("self")),
+            unshared,
         }
     }
 }
@@ -368,29 +428,58 @@ impl Me {
 /// COMMAND's, and kept. Naming the parent that started before it, it is the parent's: in the
 /// way, as judged. None of this applies to a lock held by a kernel lock or an open file of
 /// another process, nor where the PID may be another namespace's (see the module docs).
-fn decide(f: &Finding, snap: &Snapshot, me: &Me) -> Decision {
+fn decide(f: &Finding, snap: &Snapshot, me: &Me, guards: &Guards) -> Decision {
     let j = &f.judgement;
+    // A start guard is never in the way itself: what it proves is its pid file's.
+    if f.dialect == DialectId::START_GUARD {
+        return Decision::Leave;
+    }
     if j.verdict() == Verdict::Live
         && let Some(why) = held_here(f, snap)
     {
         return Decision::Ours(why);
     }
-    let private = private_place(f, me);
+    let guard = guards.proof(&f.path, snap);
+    let guarded = guard.is_ok();
+    let private = private_place(f, me, guard);
+    // On a network file system, what this container cannot prove is another machine's.
+    if let Err(why) = &private
+        && f.fs.network
+        && !matches!(j.verdict(), Verdict::Live | Verdict::Free)
+        && !(j.verdict() == Verdict::Stale && j.proofs().iter().all(|p| holds_anywhere(p.rule)))
+    {
+        return Decision::InTheWay(format!("foreign: {why}"));
+    }
     let names_us = names_us(j, me);
+    // What makes a `foreign` judged in this container removable: the guard, or `--unshared`
+    // for a lock that names no host, on a local file system.
+    let vouched = guarded
+        || (me.unshared && !f.fs.network && j.owner.as_ref().is_none_or(|o| o.hostname.is_none()));
     match j.verdict() {
         Verdict::Free => Decision::Leave,
         Verdict::Stale => match private {
-            Ok(()) => Decision::Reclaim,
-            Err(_) if j.proofs().iter().all(|p| holds_anywhere(p.rule)) => Decision::Reclaim,
+            Ok(why) => Decision::Reclaim(why),
+            Err(_) if j.proofs().iter().all(|p| holds_anywhere(p.rule)) => Decision::Reclaim(None),
             Err(why) => Decision::InTheWay(format!(
                 "proven stale by {} on what this container can see, but {why}",
                 rules(j)
             )),
         },
         _ => match (names_us, private) {
-            (Some(pid), Ok(())) if j.holders.is_empty() => restart_or_not(f, pid, snap, me),
+            (Some(pid), Ok(why)) if j.holders.is_empty() => {
+                match restart_or_not(f, pid, snap, me) {
+                    Decision::Restart(mut lines) => {
+                        lines.extend(why);
+                        Decision::Restart(lines)
+                    }
+                    other => other,
+                }
+            }
             (Some(pid), Err(why)) => {
                 Decision::InTheWay(format!("PID {pid} is {} here, but {why}", whose(pid, me)))
+            }
+            (None, Ok(Some(why))) if j.verdict() == Verdict::Foreign && vouched => {
+                Decision::Vouched(vec![why])
             }
             _ => Decision::InTheWay(format!(
                 "{}: {}",
@@ -483,20 +572,47 @@ fn whose(pid: i32, me: &Me) -> &'static str {
 
 /// Whether a PID proof and a census of this namespace stand for this lock: we run in the
 /// host's PID namespace, or the lock is on the container's own root file system (an
-/// overlay nothing outside the container writes to). Why not, otherwise.
-fn private_place(f: &Finding, me: &Me) -> Result<(), String> {
+/// overlay nothing outside the container writes to), or its start guard proves that no
+/// service started for it runs anywhere (`guard`: the evidence line), or `--unshared` says
+/// that no one else writes there. `Ok` with the evidence line that says why, where it is
+/// not the obvious; why not, otherwise.
+fn private_place(
+    f: &Finding,
+    me: &Me,
+    guard: Result<String, String>,
+) -> Result<Option<String>, String> {
     if me.host_ns || (f.fs.own_root && f.fs.kind.is_overlay()) {
-        return Ok(());
+        return Ok(None);
+    }
+    if me.unshared {
+        return Ok(Some(
+            "--unshared: the user declared that no other container or host writes to this file system, so what this container sees of it is all there is".to_string(),
+        ));
+    }
+    let guard = match guard {
+        Ok(line) => return Ok(Some(line)),
+        Err(why) => why,
+    };
+    if f.fs.network {
+        return Err(format!(
+            "the lock is {}: a process on another machine may have written it, or hold it, unseen from here; {guard}",
+            f.fs.reached_from_afar()
+        ));
     }
     Err(format!(
-        "this process runs in a PID namespace of its own (a container), and the lock is on {}, a file system that is not the container's own root: another container sharing it may have written it, or hold it, unseen from here",
+        "this process runs in a PID namespace of its own (a container), and the lock is on {}, a file system that is not the container's own root: another container sharing it may have written it, or hold it, unseen from here; {guard}. If its service is gone, remove it once by hand; for a volume that no other container or host uses, start with --unshared",
         f.fs.kind
     ))
 }
 
-/// Rules whose proof holds whichever PID namespace the owner ran in.
+/// Rules whose proof holds whichever PID namespace the owner ran in (a kernel lock is asked
+/// of the kernel, which knows every namespace's; on a network file system the judge does not
+/// take its release as proof).
 fn holds_anywhere(rule: Rule) -> bool {
-    matches!(rule, Rule::EarlierBoot | Rule::HeartbeatExpired)
+    matches!(
+        rule,
+        Rule::EarlierBoot | Rule::HeartbeatExpired | Rule::KernelLockReleased
+    )
 }
 
 fn rules(j: &Judgement) -> String {
@@ -533,4 +649,139 @@ fn stop_on_signals() {
 extern "C" fn on_signal(sig: libc::c_int) {
     // SAFETY: `_exit` is async-signal-safe.
     unsafe { libc::_exit(128 + sig) }
+}
+
+/// The start guards of the PATHs that are not directories (none without COMMAND), as this
+/// pass took them.
+struct Guards {
+    /// Each guarded PATH, and how taking its guard went.
+    taken: Vec<(PathBuf, Take)>,
+}
+
+impl Guards {
+    fn take(paths: &[PathBuf]) -> Self {
+        Guards {
+            taken: paths
+                .iter()
+                .map(|p| (p.clone(), start_guard::take(p)))
+                .collect(),
+        }
+    }
+
+    /// The PATHs beside which no guard can be kept, and why.
+    fn impossible(&self) -> impl Iterator<Item = (&Path, &str)> {
+        self.taken.iter().filter_map(|(p, t)| match t {
+            Take::Impossible(why) => Some((p.as_path(), why.as_str())),
+            _ => None,
+        })
+    }
+
+    /// The PATHs whose guard another process holds: the guard and its status.
+    fn busy(&self) -> impl Iterator<Item = (&Path, &Path, &locksmith::probe::Stat)> {
+        self.taken.iter().filter_map(|(p, t)| match t {
+            Take::Busy { path, meta } => Some((p.as_path(), path.as_path(), meta)),
+            _ => None,
+        })
+    }
+
+    fn held(&self) -> impl Iterator<Item = (&Path, &Guard)> {
+        self.taken.iter().filter_map(|(p, t)| match t {
+            Take::Held(g) => Some((p.as_path(), g)),
+            _ => None,
+        })
+    }
+
+    /// What the guard of the lock at `path` proves: that no service started by `locksmith
+    /// start` for it runs anywhere its kernel lock reaches (the evidence line), or why it
+    /// proves nothing.
+    fn proof(&self, path: &Path, snap: &Snapshot) -> Result<String, String> {
+        let Some((_, take)) = self.taken.iter().find(|(p, _)| p == path) else {
+            return Err(
+                "no start guard is kept for it (only for a PATH that names a file, by a start with a COMMAND)"
+                    .into(),
+            );
+        };
+        let g = match take {
+            Take::Held(g) => g,
+            Take::Busy { path, .. } => {
+                return Err(format!("its start guard {} is held", path.display()));
+            }
+            Take::Impossible(why) => {
+                return Err(format!("no start guard can be kept beside it: {why}"));
+            }
+        };
+        let guard = g.path().display();
+        let name = path.file_name().unwrap_or_default();
+        let record = match g.before() {
+            Before::Record(r) if r.is_for(name) => r,
+            Before::Record(r) => {
+                return Err(format!(
+                    "its start guard {guard} was last used for {}, not for this file",
+                    r.guards
+                ));
+            }
+            Before::Made => {
+                return Err(format!(
+                    "it has no start guard yet ({guard} did not exist before this start): it was left by a service not started by `locksmith start`, or before `locksmith start` was used here; the next start can prove this from the guard"
+                ));
+            }
+            Before::Empty => {
+                return Err(format!(
+                    "its start guard {guard} has no record: no service was started under it yet (the starts before this one did not run one), so it was left by a service not started by `locksmith start`"
+                ));
+            }
+            Before::Unreadable(why) => return Err(format!("its start guard {guard}: {why}")),
+        };
+        g.trusted()
+            .map_err(|why| format!("its start guard proves nothing: {why}"))?;
+        let fs = snap.fs_of(g.path(), g.meta());
+        start_guard::reaches_every_writer(&fs, g.meta().dev())
+            .map_err(|why| format!("its start guard {guard} is {why}"))?;
+        Ok(format!(
+            "its start guard {guard} was locked by no one when this start took its kernel lock (F_OFD_SETLK): the service `locksmith start` started last for it ({}) is gone, in whatever container of this kernel it ran{}",
+            record.describe(),
+            if fs.network {
+                " (and on any machine: NFS's lock manager holds the locks of all)"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// Before `execve`: each guard gets the record of the service about to start, and its
+    /// descriptor is left open for COMMAND.
+    fn hand_over(&self, program: &std::ffi::OsStr) {
+        for (path, g) in self.held() {
+            let written = g.write(&start_guard::Record::now(path, program));
+            if let Err(e) = written.and_then(|()| g.inherit()) {
+                say(&format!(
+                    "warning: the start guard {} cannot be kept for COMMAND: {e}",
+                    g.path().display()
+                ));
+            }
+        }
+    }
+
+    /// COMMAND did not run: no service holds the guards.
+    fn erase(&self) {
+        for (_, g) in self.held() {
+            let _ = g.erase();
+        }
+    }
+}
+
+/// Why a PATH whose guard is held elsewhere is in the way: the guard's holders.
+fn busy(path: &Path, guard: &Path, meta: &locksmith::probe::Stat, snap: &Snapshot) -> String {
+    let holders = snap.kernel_holders(FileKey::of(meta));
+    let by = if holders.is_empty() {
+        // Gone from /proc/locks since, or held from another machine (NFS).
+        "by a process not listed here".to_string()
+    } else {
+        locksmith::verdict::describe_holders(&holders)
+    };
+    format!(
+        "{} stays: live: its start guard {} is locked in the kernel by {by}: a service `locksmith start` started for it runs",
+        path.display(),
+        guard.display()
+    )
 }

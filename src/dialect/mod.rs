@@ -43,6 +43,7 @@ pub mod r_install;
 pub mod rails;
 pub mod rehash;
 pub mod rpm_db;
+pub mod start_guard;
 pub mod terraform;
 pub mod tool_flock;
 pub mod vim_swap;
@@ -342,6 +343,7 @@ impl DialectId {
     pub const RAILS: DialectId = DialectId("rails");
     pub const REHASH: DialectId = DialectId("rehash");
     pub const RPM_DB: DialectId = DialectId("rpm-db");
+    pub const START_GUARD: DialectId = DialectId("start-guard");
     pub const TERRAFORM: DialectId = DialectId("terraform");
     pub const TOOL_FLOCK: DialectId = DialectId("tool-flock");
     pub const VIM_SWAP: DialectId = DialectId("vim-swap");
@@ -411,9 +413,11 @@ pub trait Dialect: Send + Sync {
     /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said;
 
-    /// Judges the candidate: what [`Dialect::read`] says, through the judge.
+    /// Judges the candidate: what [`Dialect::read`] says, with what a start guard beside it
+    /// proves ([`start_guard::beside`]), through the judge.
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
-        crate::judge::judge(c.lock(), self.read(c, snap, windows), snap)
+        let said = start_guard::beside(c, self.read(c, snap, windows), snap);
+        crate::judge::judge(c.lock(), said, snap)
     }
 }
 
@@ -423,6 +427,8 @@ pub use not_locks::NOT_LOCKS;
 pub fn registry() -> &'static [&'static dyn Dialect] {
     &[
         &locksmith::Locksmith,
+        // The start guards of `locksmith start` (their record is no engine record),
+        &start_guard::StartGuard,
         // Formats recognised by a specific name and content first,
         &vim_swap::VimSwap,
         // (GnuPG's temporary dotlock files before emacs's `.#*`; Qt's QLockFile and

@@ -35,6 +35,12 @@ pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<()
             snap.host.pid_ns.unwrap_or(0)
         ));
     }
+    if let Some((pid, uid, read)) = snap.fds_cut().first() {
+        return Err(format!(
+            "the descriptors of process {pid}{} were read only up to their bound ({read}): whether it has the file open is not known",
+            uid.map(|u| format!(" (uid {u})")).unwrap_or_default()
+        ));
+    }
     if root || meta.uid() == euid {
         return Ok(());
     }
@@ -87,6 +93,10 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
             }
         }
         Scope::Dirs { named, env, .. } => {
+            if p.cmd_cut {
+                // What its command line names beyond the bound is not known.
+                return Place::Unreadable;
+            }
             let mut named_dirs: Vec<(PathBuf, String)> = named(&p.cmd)
                 .into_iter()
                 .map(|d| {
@@ -97,6 +107,9 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
             for var in env.iter() {
                 // A process that may be the writer: its environment is read now. Search paths
                 // (`R_LIBS`) list several, `:`-separated; `GIT_DIR` names one.
+                if snap.environ_cut(p.pid) {
+                    return Place::Unreadable;
+                }
                 let values: Vec<PathBuf> = match snap.environ_var(p.pid, var) {
                     Some(v) if *var == "GIT_DIR" => vec![PathBuf::from(v)],
                     Some(v) => std::env::split_paths(&v).collect(),

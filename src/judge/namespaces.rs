@@ -67,6 +67,21 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Option<Judgement> {
     // on, or that mounts a volume holding it. One that shares our root and our mounts (a
     // sandbox made with `unshare -p`, a browser's) never changes the verdict.
     let seen: Vec<Seen<'_>> = sightings.seen.into_iter().filter(|s| s.tied).collect();
+    // A namespace whose mount tables were read only up to their bound may see the file
+    // beyond them: a live PID of the lock's there may be its owner.
+    if let Some(ns) = inv.namespaces.iter().find(|n| {
+        n.mounts_cut
+            && !seen
+                .iter()
+                .any(|s| s.ns.is_some_and(|o| o.inode == n.inode))
+            && n.host_pid(pid)
+                .is_some_and(|h| matches!(snap.pid(h), PidState::Alive(_) | PidState::ExistsOpaque))
+    }) {
+        return Some(Judgement::unknown(format!(
+            "PID {pid} is alive in {}, whose mount tables were read only up to their bound: whether it sees this file (and may own it) is not known",
+            ns.container.describe()
+        )));
+    }
     if !seen.iter().any(|s| s.ns.is_some()) && host_never.is_none() {
         return None;
     }

@@ -133,14 +133,28 @@ impl Snapshot {
             if pid == me {
                 continue;
             }
-            let Ok(maps) = locksmith_sys::host::read_proc_text(format!("/proc/{pid}/maps")) else {
+            let Ok((maps, whole)) = locksmith_sys::host::read_proc_bounded(
+                format!("/proc/{pid}/maps"),
+                super::bounds::MAPS_BYTES,
+            ) else {
                 continue;
             };
+            let maps = String::from_utf8_lossy(&maps);
             let hit = maps.lines().any(|l| {
                 let mut f = l.split_ascii_whitespace().skip(3);
                 f.next() == Some(dev.as_str()) && f.next() == Some(ino.as_str())
             });
-            if hit {
+            if !whole {
+                // What it maps beyond the bound is not known: it may map this file.
+                self.hit_bound(
+                    PathBuf::from(format!("/proc/{pid}/maps")),
+                    format!(
+                        "its memory maps were read up to their bound ({} bytes): it is taken as mapping what it may map beyond",
+                        super::bounds::MAPS_BYTES
+                    ),
+                );
+            }
+            if hit || !whole {
                 out.push(self.holder(pid, HolderHow::Open));
             }
         }
@@ -153,7 +167,11 @@ impl Snapshot {
             |e| &mut e.environ,
             || format!("{pid} {name}"),
             || {
-                let env = locksmith_sys::host::read_proc(format!("/proc/{pid}/environ")).ok()?;
+                let (env, _) = locksmith_sys::host::read_proc_bounded(
+                    format!("/proc/{pid}/environ"),
+                    super::bounds::ENVIRON_BYTES,
+                )
+                .ok()?;
                 let prefix = format!("{name}=");
                 env.split(|b| *b == 0)
                     .find_map(|kv| kv.strip_prefix(prefix.as_bytes()))
@@ -162,6 +180,33 @@ impl Snapshot {
             || None,
         )
         .map(|v| OsString::from_vec(key_bytes(&v)))
+    }
+
+    /// Whether process `pid`'s environment is longer than its bound
+    /// ([`super::bounds::ENVIRON_BYTES`]): a variable not found in it may be set beyond.
+    pub fn environ_cut(&self, pid: i32) -> bool {
+        let cut = self.answer(
+            |e| &mut e.environ_cut,
+            || pid,
+            || {
+                locksmith_sys::host::read_proc_bounded(
+                    format!("/proc/{pid}/environ"),
+                    super::bounds::ENVIRON_BYTES,
+                )
+                .is_ok_and(|(_, whole)| !whole)
+            },
+            || false,
+        );
+        if cut {
+            self.hit_bound(
+                PathBuf::from(format!("/proc/{pid}/environ")),
+                format!(
+                    "its environment was read up to its bound ({} bytes): the variables it sets beyond are not known",
+                    super::bounds::ENVIRON_BYTES
+                ),
+            );
+        }
+        cut
     }
 
     /// Whether process `pid`'s working directory is one of `roots` or below one. `None` when

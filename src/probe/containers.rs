@@ -58,6 +58,10 @@ pub struct Namespace {
     pub mounts: Vec<Mount>,
     /// Its other mount namespaces, if any (see [`Namespace::tables`]).
     views: Vec<View>,
+    /// Some of its mount tables were read only up to their bound ([`super::bounds`]), or not
+    /// all of them were read: it may see files that none of its tables here show.
+    #[serde(default)]
+    pub mounts_cut: bool,
     /// Device and inode of its root directory.
     pub root: Option<(u64, u64)>,
     /// Whether root made it (see the module docs); `container`, `hostname` and
@@ -186,6 +190,9 @@ impl Member {
     }
 }
 
+/// The most mount namespaces of one PID namespace's processes whose tables are read.
+const MAX_VIEWS: usize = 32;
+
 /// Namespaces looked at by one thread of an inventory, at least.
 const NAMESPACES_A_THREAD: usize = 4;
 
@@ -203,10 +210,16 @@ impl Namespace {
         // namespace, a service's private mounts) see files it may not: one table each.
         let mut tables_of = vec![init.mnt];
         let mut views = Vec::new();
+        let mut cut = false;
         for m in procs {
             if m.mnt.is_some() && !tables_of.contains(&m.mnt) {
+                if views.len() == MAX_VIEWS {
+                    cut = true;
+                    break;
+                }
                 tables_of.push(m.mnt);
-                let mounts = read_mounts(&m.host.to_string());
+                let (mounts, whole) = read_mounts(&m.host.to_string());
+                cut |= !whole;
                 let root = root_id(m.host, &mounts);
                 let own = identify(inode, m, names);
                 views.push(View {
@@ -219,9 +232,11 @@ impl Namespace {
             }
         }
         let init = init.host;
-        let mounts = read_mounts(&init.to_string());
+        let (mounts, whole) = read_mounts(&init.to_string());
+        cut |= !whole;
         let root = root_id(init, &mounts);
         Some(Namespace {
+            mounts_cut: cut,
             inode,
             init,
             pids: procs.iter().map(|m| (m.inner, m.host)).collect(),
@@ -933,6 +948,7 @@ fn fuse_overlay_layers() -> HashMap<u64, Vec<PathBuf>> {
         };
         let point = Path::new(std::ffi::OsStr::from_bytes(point));
         if let Some(m) = read_mounts(&pid.to_string())
+            .0
             .iter()
             .rev()
             .find(|m| m.point == point && m.fs_type == super::fs::FUSE_OVERLAY)
@@ -1105,10 +1121,29 @@ fn status_line<'s>(status: &'s str, key: &str) -> Option<&'s str> {
     status.lines().find_map(|l| l.strip_prefix(key))
 }
 
-fn read_mounts(who: &str) -> Vec<Mount> {
-    locksmith_sys::host::read_proc(format!("/proc/{who}/mountinfo"))
-        .map(|t| super::fs::parse_mountinfo(&t))
-        .unwrap_or_default()
+/// Another namespace's mount table, at most [`super::bounds::MOUNT_LINES`] mounts and
+/// [`super::bounds::MOUNT_BYTES`] of it, and whether that was all of it: its owner may have
+/// stacked as many mounts as it likes, and the kernel's cost of printing them grows with the
+/// square of the stack.
+fn read_mounts(who: &str) -> (Vec<Mount>, bool) {
+    match locksmith_sys::host::read_proc_bounded(
+        format!("/proc/{who}/mountinfo"),
+        super::bounds::MOUNT_BYTES,
+    ) {
+        Ok((text, whole)) => {
+            // A cut read ends in a partial line: only whole lines are kept.
+            let end = if whole {
+                text.len()
+            } else {
+                text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+            };
+            let mut mounts = super::fs::parse_mountinfo(&text[..end]);
+            let lines_whole = mounts.len() <= super::bounds::MOUNT_LINES;
+            mounts.truncate(super::bounds::MOUNT_LINES);
+            (mounts, whole && lines_whole)
+        }
+        Err(_) => (Vec::new(), true),
+    }
 }
 
 /// Podman storage `containers.json` files, each read once by whichever thread of an
@@ -1771,6 +1806,7 @@ mod tests {
             pids: HashMap::new(),
             mounts,
             views: Vec::new(),
+            mounts_cut: false,
             root: None,
             proven: true,
             container: id("unknown", "x", None).unwrap(),

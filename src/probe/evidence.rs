@@ -59,9 +59,11 @@ pub struct Evidence {
     pub clock: Option<super::clock::Clock>,
     /// Whether `/proc/locks` could be read (without it, "no kernel lock" proves nothing).
     pub kernel_locks_available: bool,
-    /// Where a read of what other users control stopped at its bound (see the README's
-    /// bounds): each names what was cut and what that leaves unproven.
-    pub bounds: Vec<String>,
+    /// Where a read of what other users control stopped at its bound ([`super::bounds`]):
+    /// what was cut (a path of `/proc`) and what that leaves unproven.
+    pub bounds: Vec<(String, String)>,
+    /// The processes whose descriptors were not all read: PID, user, how many were read.
+    pub fds_cut: Option<Vec<(i32, Option<u32>, usize)>>,
     pub pids: BTreeMap<i32, PidState>,
     pub users: BTreeMap<u32, Option<String>>,
     pub kernel_holders: BTreeMap<FileKey, Vec<Holder>>,
@@ -72,6 +74,7 @@ pub struct Evidence {
     pub has_open_under: BTreeMap<String, Option<bool>>,
     pub mappers: BTreeMap<FileKey, Vec<Holder>>,
     pub environ: BTreeMap<String, Option<String>>,
+    pub environ_cut: BTreeMap<i32, bool>,
     pub cwd_within: BTreeMap<String, Option<bool>>,
     pub within: BTreeMap<String, Option<bool>>,
     pub cwd_is: BTreeMap<String, Option<bool>>,
@@ -169,6 +172,7 @@ impl Evidence {
             name: f.comm.clone(),
             exe: f.exe.as_ref().map(PathBuf::from),
             cmd: f.cmdline.clone(),
+            cmd_cut: f.cmdline_cut,
             cwd: f.cwd.clone(),
         });
     }

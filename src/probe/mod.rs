@@ -3,6 +3,7 @@
 //! read the machine through this module only.
 
 pub mod around;
+pub mod bounds;
 pub mod clock;
 pub mod containers;
 pub mod evidence;

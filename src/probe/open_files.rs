@@ -34,6 +34,9 @@ pub struct FdTable {
     pub our_ns: HashSet<i32>,
     /// Other processes whose descriptors could not be read.
     pub unreadable: Vec<i32>,
+    /// Processes whose descriptors were not all read ([`super::bounds`]): their PID, user and
+    /// how many were read.
+    pub cut: Vec<(i32, Option<u32>, usize)>,
 }
 
 impl FdTable {
@@ -44,15 +47,22 @@ impl FdTable {
     pub fn read() -> Self {
         let mut out = FdTable::default();
         let me = std::process::id() as i32;
+        let euid = rustix::process::geteuid().as_raw();
         let ours = mount_ns("self");
+        let mut left = std::collections::HashMap::new();
         for pid in locksmith_sys::host::pids() {
             let before = out.files.len();
-            let read = read_fds(pid, |fd, key, regular, link| {
+            let uid = owner(pid);
+            let budget = super::bounds::fd_budget(uid, euid, &mut left);
+            let mut seen: HashSet<FileKey> = HashSet::new();
+            let read = read_fds(pid, budget, |fd, key, regular, link| {
                 out.fds.push(Fd { pid, fd, key });
-                let openers = out.by_key.entry(key).or_default();
-                if !openers.contains(&pid) {
-                    openers.push(pid);
+                // One entry and one path for each file a process has open, however many of
+                // its descriptors name it.
+                if !seen.insert(key) {
+                    return;
                 }
+                out.by_key.entry(key).or_default().push(pid);
                 if regular
                     && pid != me
                     && let Some(target) = link()
@@ -60,8 +70,14 @@ impl FdTable {
                     out.files.push((pid, target, key));
                 }
             });
-            if read.is_err() && pid != me {
-                out.unreadable.push(pid);
+            match read {
+                Ok(Listed::Whole(n)) => super::bounds::spend(uid, euid, n, &mut left),
+                Ok(Listed::Cut(n)) => {
+                    super::bounds::spend(uid, euid, n, &mut left);
+                    out.cut.push((pid, uid, n));
+                }
+                Err(_) if pid != me => out.unreadable.push(pid),
+                Err(_) => {}
             }
             if out.files.len() > before && ours.is_some() && mount_ns(&pid.to_string()) == ours {
                 out.our_ns.insert(pid);
@@ -121,15 +137,36 @@ impl FdTable {
     }
 }
 
-/// Calls `f(fd, key, regular, link)` for every descriptor of `pid` that names a file, with the
-/// open file's own (device, inode), whether it is a regular file, and a way to read the
-/// descriptor's link text. `Err` when the descriptors cannot all be listed (the process is
+/// How many of a process's descriptors were read.
+enum Listed {
+    Whole(usize),
+    /// Stopped at its bound ([`super::bounds`]).
+    Cut(usize),
+}
+
+/// The owner of process `pid` (of its `/proc` directory).
+fn owner(pid: i32) -> Option<u32> {
+    rustix::fs::stat(format!("/proc/{pid}"))
+        .ok()
+        .map(|st| st.st_uid)
+}
+
+/// The most descriptors of process `pid` that may be read, by its owner ([`super::bounds`]).
+fn budget_of(pid: i32) -> usize {
+    let mut left = std::collections::HashMap::new();
+    super::bounds::fd_budget(owner(pid), rustix::process::geteuid().as_raw(), &mut left)
+}
+
+/// Calls `f(fd, key, regular, link)` for at most `max` descriptors of `pid` that name a file,
+/// with the open file's own (device, inode), whether it is a regular file, and a way to read
+/// the descriptor's link text. `Err` when the descriptors cannot be listed (the process is
 /// gone, is another user's and we are not root, ...).
 #[cfg(target_os = "linux")]
 fn read_fds(
     pid: i32,
+    max: usize,
     mut f: impl FnMut(u32, FileKey, bool, &dyn Fn() -> Option<PathBuf>),
-) -> std::io::Result<()> {
+) -> std::io::Result<Listed> {
     use rustix::fs::{Mode, OFlags};
     use std::os::unix::ffi::OsStringExt;
     let dir = rustix::fs::open(
@@ -137,9 +174,17 @@ fn read_fds(
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
+    let mut listed = 0;
     for entry in rustix::fs::Dir::read_from(&dir)? {
         let entry = entry?;
         let name = entry.file_name();
+        if name.to_bytes().first() == Some(&b'.') {
+            continue;
+        }
+        if listed == max {
+            return Ok(Listed::Cut(listed));
+        }
+        listed += 1;
         let Some(n) = name.to_str().ok().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
@@ -154,14 +199,15 @@ fn read_fds(
         };
         f(n, FileKey::from_dev_ino(k.dev, k.ino), k.is_file(), &link);
     }
-    Ok(())
+    Ok(Listed::Whole(listed))
 }
 
 #[cfg(not(target_os = "linux"))]
 fn read_fds(
     _pid: i32,
+    _max: usize,
     _f: impl FnMut(u32, FileKey, bool, &dyn Fn() -> Option<PathBuf>),
-) -> std::io::Result<()> {
+) -> std::io::Result<Listed> {
     Err(std::io::ErrorKind::Unsupported.into())
 }
 
@@ -177,7 +223,7 @@ pub(crate) fn mount_ns(who: &str) -> Option<PathBuf> {
 /// descriptor's link text, as the process sees it. `None` when its descriptors cannot be read.
 pub fn locked_by(pid: i32, locks: &super::KernelLocks) -> Option<Vec<(PathBuf, KernelLock)>> {
     let mut out: Vec<(PathBuf, KernelLock)> = Vec::new();
-    read_fds(pid, |fd, key, _regular, link| {
+    read_fds(pid, budget_of(pid), |fd, key, _regular, link| {
         if out.iter().any(|(_, l)| same_file(&l.key, &key)) {
             return;
         }
@@ -205,27 +251,34 @@ pub fn locked_by(pid: i32, locks: &super::KernelLocks) -> Option<Vec<(PathBuf, K
 }
 
 /// The files `pid` has open, by their own (device, inode), or `None` when its descriptors
-/// cannot be read (gone, another user's process as non-root, not in our `/proc`).
+/// cannot be read (gone, another user's process as non-root, not in our `/proc`) or not all
+/// within their bound ([`super::bounds`]).
 pub fn files_of(pid: i32) -> Option<HashSet<FileKey>> {
     let mut out = HashSet::new();
-    read_fds(pid, |_, key, _, _| {
+    match read_fds(pid, budget_of(pid), |_, key, _, _| {
         out.insert(key);
-    })
-    .ok()?;
-    Some(out)
+    }) {
+        Ok(Listed::Whole(_)) => Some(out),
+        _ => None,
+    }
 }
 
-/// The paths of the regular files `pid` has open now (each descriptor's link text), or `None`
-/// when its descriptors cannot be read.
+/// The paths of the regular files `pid` has open now (each descriptor's link text, each file
+/// once), or `None` when its descriptors cannot be read, or not all within their bound.
 pub fn regular_files_of(pid: i32) -> Option<Vec<PathBuf>> {
     let mut out = Vec::new();
-    read_fds(pid, |_, _, regular, link| {
-        if regular && let Some(target) = link() {
+    let mut seen = HashSet::new();
+    match read_fds(pid, budget_of(pid), |_, key, regular, link| {
+        if regular
+            && seen.insert(key)
+            && let Some(target) = link()
+        {
             out.push(target);
         }
-    })
-    .ok()?;
-    Some(out)
+    }) {
+        Ok(Listed::Whole(_)) => Some(out),
+        _ => None,
+    }
 }
 
 /// Whether a key `/proc/locks` prints and a file's own key may name the same file: equal, or

@@ -11,6 +11,10 @@ pub struct ProcSummary {
     #[serde(with = "super::evidence::serde_path::opt")]
     pub exe: Option<std::path::PathBuf>,
     pub cmd: Vec<String>,
+    /// Its command line was longer than its bound ([`super::bounds::CMDLINE_BYTES`]): `cmd`
+    /// is its start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cmd_cut: bool,
     #[serde(with = "super::evidence::serde_path::opt")]
     pub cwd: Option<std::path::PathBuf>,
 }
@@ -55,6 +59,9 @@ pub struct ProcFacts {
     pub start_ms: Option<i64>,
     pub exe: Option<String>,
     pub cmdline: Vec<String>,
+    /// Its command line was longer than its bound: `cmdline` is its start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cmdline_cut: bool,
     pub uid: Option<u32>,
     pub pid_ns: Option<u64>,
     #[serde(with = "super::evidence::serde_path::opt")]
@@ -169,6 +176,7 @@ pub(crate) fn stat_of(pid: i32) -> Option<procfs::process::Stat> {
 fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
     let proc = procfs::process::Process::new(pid).ok()?;
     let stat = stat_of(pid)?;
+    let cmd = locksmith_sys::host::cmdline_bounded(pid, super::bounds::CMDLINE_BYTES);
     let start_ms = host
         .boot_time
         .map(|bt| bt * 1000 + (stat.starttime as i64 * 1000) / host.ticks_per_sec.max(1) as i64);
@@ -180,7 +188,8 @@ fn read_facts(pid: i32, host: &HostFacts) -> Option<ProcFacts> {
         start_ticks: stat.starttime,
         start_ms,
         exe: proc.exe().ok().map(|p| p.to_string_lossy().into_owned()),
-        cmdline: locksmith_sys::host::cmdline(pid),
+        cmdline: cmd.0,
+        cmdline_cut: !cmd.1,
         uid: proc.uid().ok(),
         pid_ns: super::host::pid_ns_of(&pid.to_string()),
         cwd: proc.cwd().ok(),

@@ -84,6 +84,9 @@ pub struct Snapshot {
     /// The questions a replay found no answer to in its recording (see
     /// [`Snapshot::replay_misses`]).
     misses: Mutex<Vec<String>>,
+    /// Reads that stopped at their bound, other than the tables' own (see
+    /// [`Snapshot::bound_hits`]).
+    more_hits: Mutex<Vec<(PathBuf, String)>>,
 }
 
 /// Where a snapshot's answers come from and go (see [`super::evidence`]).
@@ -258,6 +261,7 @@ impl Snapshot {
             book: Book::Live,
             clock: OnceLock::new(),
             misses: Mutex::default(),
+            more_hits: Mutex::default(),
         }
     }
 
@@ -294,6 +298,7 @@ impl Snapshot {
             book: Book::Replay(Mutex::new(ev)),
             clock: OnceLock::new(),
             misses: Mutex::default(),
+            more_hits: Mutex::default(),
         }
     }
 
@@ -316,6 +321,13 @@ impl Snapshot {
         }
         if ev.containers.is_none() {
             ev.containers = self.containers.value.get().cloned();
+        }
+        if matches!(self.book, Book::Record(_)) {
+            ev.bounds = self
+                .bound_hits()
+                .into_iter()
+                .map(|(p, w)| (evidence::path_key(&p), w))
+                .collect();
         }
         Some(ev)
     }
@@ -364,6 +376,94 @@ impl Snapshot {
                     missing()
                 })
             }
+        }
+    }
+
+    /// The reads that stopped at their bound ([`super::bounds`]) in what this snapshot read:
+    /// each a path of `/proc` and what the cut leaves unproven. In the order found, each once.
+    pub fn bound_hits(&self) -> Vec<(PathBuf, String)> {
+        if let Book::Replay(m) = &self.book {
+            return m
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .bounds
+                .iter()
+                .map(|(p, w)| (evidence::key_path(p), w.clone()))
+                .collect();
+        }
+        let mut out: Vec<(PathBuf, String)> = Vec::new();
+        if let Some(t) = self.fd_table.value.get() {
+            for (pid, uid, read) in &t.cut {
+                out.push((
+                    PathBuf::from(format!("/proc/{pid}/fd")),
+                    format!(
+                        "only {read} of its descriptors were read (the bound for a process{}): whether it has a lock open is not known, so no lock is proven stale by nobody having it open",
+                        match uid {
+                            Some(u) => format!(" of uid {u}"),
+                            None => String::new(),
+                        }
+                    ),
+                ));
+            }
+        }
+        if let Some(ps) = self.processes.value.get() {
+            for p in ps.iter().filter(|p| p.cmd_cut) {
+                out.push((
+                    PathBuf::from(format!("/proc/{}/cmdline", p.pid)),
+                    format!(
+                        "its command line was read up to its bound ({} bytes): what it names beyond is not known",
+                        super::bounds::CMDLINE_BYTES
+                    ),
+                ));
+            }
+        }
+        if let Some(inv) = self.containers.value.get() {
+            for ns in inv.namespaces.iter().filter(|n| n.mounts_cut) {
+                out.push((
+                    PathBuf::from(format!("/proc/{}/mountinfo", ns.init)),
+                    format!(
+                        "the mount table of {} was read up to its bound ({} mounts, {} bytes): what it sees beyond is not known, so a PID of it may own a lock it sees",
+                        ns.container.describe(),
+                        super::bounds::MOUNT_LINES,
+                        super::bounds::MOUNT_BYTES
+                    ),
+                ));
+            }
+        }
+        out.extend(
+            self.more_hits
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .cloned(),
+        );
+        out
+    }
+
+    /// Notes a read that stopped at its bound (one the tables above do not keep).
+    pub(crate) fn hit_bound(&self, path: PathBuf, what: String) {
+        let mut hits = self.more_hits.lock().unwrap_or_else(|e| e.into_inner());
+        if !hits.iter().any(|(p, _)| *p == path) {
+            hits.push((path, what));
+        }
+    }
+
+    /// The processes whose descriptors were not all read ([`super::bounds`]): PID, user, and
+    /// how many were read.
+    pub fn fds_cut(&self) -> Vec<(i32, Option<u32>, usize)> {
+        match &self.book {
+            Book::Replay(m) => m
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .fds_cut
+                .clone()
+                .unwrap_or_default(),
+            Book::Record(m) => {
+                let cut = self.fd_table().cut.clone();
+                m.lock().unwrap_or_else(|e| e.into_inner()).fds_cut = Some(cut.clone());
+                cut
+            }
+            Book::Live => self.fd_table().cut.clone(),
         }
     }
 
@@ -993,12 +1093,14 @@ fn list_processes() -> Vec<ProcSummary> {
                 }
                 _ => e,
             });
-            let cmd = locksmith_sys::host::cmdline(pid);
+            let (cmd, whole) =
+                locksmith_sys::host::cmdline_bounded(pid, super::bounds::CMDLINE_BYTES);
             Some(ProcSummary {
                 pid,
                 name: stat.comm,
                 exe,
                 cmd,
+                cmd_cut: !whole,
                 cwd: p.cwd().ok(),
             })
         })

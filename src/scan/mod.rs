@@ -141,7 +141,13 @@ pub fn scan(
         (host, inside)
     });
     let (inside, inside_roots) = inside.unwrap_or_default();
-    let counts = host + inside;
+    let mut counts = host + inside;
+    // What the evidence could read of other users' processes and namespaces only up to a
+    // bound, and what that leaves unproven, is reported with the scan's errors.
+    for (path, what) in snap.bound_hits() {
+        counts.errors += 1;
+        sink(ScanEvent::Error(ScanError::other(path, what)));
+    }
     if inside.entries > 0 {
         sink(ScanEvent::Progress {
             entries: counts.entries,

@@ -9,6 +9,7 @@ mod ask_bounds;
 mod ask_hosts;
 mod cli_errors;
 mod cli_scan;
+mod container_image;
 mod containers;
 mod declared_ui;
 mod dialects;

@@ -83,14 +83,23 @@ fn a_stale_pid_file_goes_and_the_service_runs_in_the_same_process() {
 }
 
 /// What the service inherits through `locksmith start` is what it inherits run directly:
-/// the same signal mask, ignored signals and descriptors.
+/// the same signal mask, ignored signals and descriptors, but for one: the start guard
+/// beside its pid file, whose kernel lock it holds.
 #[test]
-fn the_service_inherits_nothing_more() {
+fn the_service_inherits_nothing_more_than_its_start_guard() {
     let env = Env::new();
     let stale = env.path().join("x.pid");
     let inherited = |via_start: bool| -> String {
         std::fs::write(&stale, format!("{}\n", dead_pid())).unwrap();
-        let script = "grep -E '^(SigBlk|SigIgn|SigCgt)' /proc/self/status; ls /proc/self/fd";
+        // Each descriptor of the shell by number; a start guard with what it names.
+        let script = r#"grep -E '^(SigBlk|SigIgn|SigCgt)' /proc/self/status
+            for f in /proc/$$/fd/*; do
+                t=$(readlink "$f")
+                case "$t" in
+                    *.locksmith-start) echo "${f##*/} guard $t" ;;
+                    *) echo "${f##*/}" ;;
+                esac
+            done"#;
         let c = if via_start {
             start(&env, &[stale.to_str().unwrap(), "--", "sh", "-c", script])
         } else {
@@ -119,8 +128,24 @@ fn the_service_inherits_nothing_more() {
     };
     let direct = ours(inherited(false));
     let through = ours(inherited(true));
-    assert_eq!(through, direct, "through locksmith start vs run directly");
+    let guard = env.path().join(".x.pid.locksmith-start");
+    let (guards, rest): (Vec<&str>, Vec<&str>) =
+        through.lines().partition(|l| l.contains(" guard "));
+    assert_eq!(
+        guards.len(),
+        1,
+        "one start guard inherited, through locksmith start:\n{through}"
+    );
+    assert!(
+        guards[0].ends_with(&format!(" guard {}", guard.display())),
+        "{through}"
+    );
+    let fd = guards[0].split(' ').next().unwrap();
+    let direct_fds: Vec<&str> = direct.lines().collect();
+    assert!(!direct_fds.contains(&fd), "{direct}");
+    assert_eq!(rest, direct_fds, "through locksmith start vs run directly");
     assert!(!stale.exists());
+    assert!(guard.exists(), "the guard stays");
 }
 
 #[test]
@@ -462,4 +487,180 @@ fn a_command_that_cannot_run() {
         util::DEADLINE,
     );
     util::assert_code(&out, 126);
+}
+
+/// The start guard on this host: the service `locksmith start` started holds its kernel lock,
+/// and so does a child it left running when it exited. Then the pid file (naming the service,
+/// which is gone) is live by the guard, the guard is live, and another start waits; once the
+/// child is killed the pid file is stale by the guard's released lock, the guard is free and
+/// stays, and the next start removes the pid file and runs.
+#[test]
+fn a_pid_file_beside_its_start_guard_is_live_while_held_and_stale_once_released() {
+    let env = Env::new();
+    let lock = env.path().join("app.pid");
+    let guard = env.path().join(".app.pid.locksmith-start");
+    let ready = env.path().join("ready");
+    // The service writes its pid file, leaves a child behind (which inherits the guard's
+    // descriptor, as a daemon's workers do) and exits.
+    let mut c = start(
+        &env,
+        &[
+            lock.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            r#"echo $$ > "$1"; sleep 600 & touch "$2""#,
+            "service",
+            lock.to_str().unwrap(),
+            ready.to_str().unwrap(),
+        ],
+    );
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut service = Group::spawn(c);
+    assert!(service.wait(util::DEADLINE.as_secs()).success());
+    assert!(ready.exists() && lock.exists());
+    let child = service
+        .members()
+        .into_iter()
+        .find(|(_, comm)| comm == "sleep")
+        .expect("the service's child runs")
+        .0;
+
+    let (report, _) = env.scan_json(&[env.path()]);
+    let pid_file = report.expect_lock(&lock);
+    assert_eq!(pid_file.verdict, "live", "{:?}", pid_file.evidence);
+    assert!(
+        pid_file.evidence[0]
+            .contains("its start guard .app.pid.locksmith-start is locked in the kernel")
+            && pid_file.evidence[0].contains(&format!("pid {child}")),
+        "{:?}",
+        pid_file.evidence
+    );
+    assert!(pid_file.holders.iter().any(|h| h.pid == child as i64));
+    let g = report.expect_lock(&guard);
+    assert_eq!(
+        (g.dialect.as_str(), g.verdict.as_str()),
+        ("start-guard", "live")
+    );
+    assert!(!g.reclaimable);
+
+    // Another start for the same pid file: in the way while the guard is held.
+    let ran = env.path().join("ran");
+    let out = run_bounded(
+        start(
+            &env,
+            &[lock.to_str().unwrap(), "--", "touch", ran.to_str().unwrap()],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 75);
+    let err = stderr(&out);
+    assert!(
+        err.contains("app.pid stays: live: its start guard")
+            && err.contains(&format!("pid {child}"))
+            && err.contains("1 lock is in the way"),
+        "{err}"
+    );
+    assert!(!ran.exists() && lock.exists());
+
+    service.kill();
+    let (report, _) = env.scan_json(&[env.path()]);
+    let pid_file = report.expect_lock(&lock);
+    assert_eq!(pid_file.verdict, "stale", "{:?}", pid_file.evidence);
+    assert_eq!(pid_file.proofs[0].rule, "kernel-lock-released");
+    assert_eq!(
+        pid_file.proofs[0].facts["file"],
+        guard.to_str().unwrap(),
+        "{:?}",
+        pid_file.proofs
+    );
+    let g = report.expect_lock(&guard);
+    assert_eq!(
+        (g.dialect.as_str(), g.verdict.as_str()),
+        ("start-guard", "free")
+    );
+    assert!(!g.reclaimable);
+
+    // `--scan --reclaim` never takes the guard; the next start removes the pid file and runs.
+    let out = env.run(["--scan", "--reclaim", env.path().to_str().unwrap()]);
+    util::assert_code(&out, 0);
+    assert!(!lock.exists() && guard.exists());
+    std::fs::write(&lock, format!("{child}\n")).unwrap();
+    let out = run_bounded(
+        start(
+            &env,
+            &[lock.to_str().unwrap(), "--", "touch", ran.to_str().unwrap()],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 0);
+    assert!(ran.exists() && !lock.exists() && guard.exists());
+}
+
+/// A PATH named twice has one guard: the start does not wait for itself.
+#[test]
+fn a_path_named_twice_has_one_start_guard() {
+    let env = Env::new();
+    let lock = env.path().join("twice.pid");
+    let out = run_bounded(
+        start(
+            &env,
+            &[
+                lock.to_str().unwrap(),
+                lock.to_str().unwrap(),
+                "--",
+                "echo",
+                "ran",
+            ],
+        ),
+        util::DEADLINE,
+    );
+    util::assert_code(&out, 0);
+    assert_eq!(stdout(&out), "ran\n");
+    assert!(env.path().join(".twice.pid.locksmith-start").exists());
+}
+
+/// A guard that belongs to neither the pid file's owner nor root proves nothing: anyone who
+/// could write the directory could have made it, record and lock included.
+#[test]
+fn a_start_guard_of_another_user_is_no_evidence() {
+    if !util::require_that(
+        rustix::process::geteuid().is_root(),
+        "giving a file to another user needs root",
+    ) || !util::require("flock")
+    {
+        return;
+    }
+    let env = Env::new();
+    let lock = env.path().join("svc.pid");
+    let guard = env.path().join(".svc.pid.locksmith-start");
+    std::fs::write(&lock, format!("{}\n", dead_pid())).unwrap();
+    let record = locksmith::start_guard::Record::now(&lock, "svc".as_ref());
+    std::fs::write(&guard, serde_json::to_vec(&record).unwrap()).unwrap();
+    // Held, as a running service's guard is.
+    let holder = Group::spawn(
+        Command::new("flock")
+            .arg(&guard)
+            .args(["sleep", "600"])
+            .stdin(Stdio::null()),
+    );
+    util::wait_until("flock to hold it", || {
+        util::proc_locks::table().contains(&format!(" {} ", holder.pid()))
+    });
+    let (report, _) = env.scan_json(&[&lock]);
+    assert_eq!(
+        report.expect_lock(&lock).verdict,
+        "live",
+        "root's guard counts"
+    );
+
+    std::os::unix::fs::chown(&guard, Some(54321), Some(54321)).unwrap();
+    let (report, _) = env.scan_json(&[&lock]);
+    let l = report.expect_lock(&lock);
+    assert_eq!(l.verdict, "stale", "{:?}", l.evidence);
+    assert!(
+        !l.evidence.iter().any(|e| e.contains("start guard")),
+        "{:?}",
+        l.evidence
+    );
 }

@@ -365,6 +365,17 @@ impl World {
         let certbot = write(&t.join("etc/letsencrypt/.certbot.lock"), "");
         flocks.push(hold_flock(&certbot));
         live.push((certbot, None, false));
+        // `locksmith start`'s guard, held by the service it started: the guard, and its pid
+        // file whatever PID that names (here a gone one: a daemon's parent that exited).
+        let service_pid = write(&t.join("srv/web.pid"), format!("{}\n", dead_pid()));
+        let record = locksmith::start_guard::Record::now(&service_pid, "web".as_ref());
+        let start_guard = write(
+            &t.join("srv/.web.pid.locksmith-start"),
+            serde_json::to_vec(&record).unwrap(),
+        );
+        flocks.push(hold_flock(&start_guard));
+        live.push((start_guard, None, false));
+        live.push((service_pid, None, false));
         let engine_path = t.join("jobs/nightly.lock");
         fs::create_dir_all(engine_path.parent().unwrap()).unwrap();
         let engine = locksmith::engine::lock(&engine_path)

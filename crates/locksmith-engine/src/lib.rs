@@ -218,8 +218,8 @@ impl Lock {
         &self.path
     }
 
-    /// Judges the lock at the path now: verdict, evidence and owner ([`judge`], with this
-    /// lock's witness and windows). Never modifies anything and never takes a lock.
+    /// Judges the lock at the path now: verdict, evidence and owner (by this lock's [`Witness`],
+    /// with its windows). Never modifies anything and never takes a lock.
     pub fn inspect(&self) -> Result<Judgement, EngineError> {
         let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
         match remove::examine(&place, &self.windows, false)? {

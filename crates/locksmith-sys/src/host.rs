@@ -30,6 +30,37 @@ pub fn read_proc(path: impl AsRef<std::path::Path>) -> std::io::Result<Vec<u8>> 
     Ok(buf)
 }
 
+/// At most `max` bytes of a `/proc` file, and whether that is all of it: for what another user
+/// controls (a command line, an environment, a mount table), which may be made as long as
+/// they like, the bound keeps one read from costing more than a moment or more memory than
+/// `max`.
+pub fn read_proc_bounded(
+    path: impl AsRef<std::path::Path>,
+    max: usize,
+) -> std::io::Result<(Vec<u8>, bool)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; PROC_READ.min(max + 1)];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            if buf.len() > max {
+                break;
+            }
+            buf.resize((buf.len() * 2).min(max + 1), 0);
+        }
+        match f.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let whole = len <= max;
+    buf.truncate(len.min(max));
+    Ok((buf, whole))
+}
+
 /// [`read_proc`] as text (a byte that is not UTF-8 is replaced).
 pub fn read_proc_text(path: impl AsRef<std::path::Path>) -> std::io::Result<String> {
     read_proc(path).map(|b| match String::from_utf8(b) {
@@ -157,14 +188,27 @@ pub fn comm(pid: i32) -> Option<String> {
 /// The arguments of a process (`/proc/<pid>/cmdline`; a byte that is not UTF-8 replaced, empty
 /// arguments left out): empty when it cannot be read, as a kernel thread's or a zombie's.
 pub fn cmdline(pid: i32) -> Vec<String> {
-    read_proc(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
+    cmdline_bounded(pid, CMDLINE_MAX).0
+}
+
+/// The most of a process's command line read ([`cmdline_bounded`]): any process may make
+/// its own as long as the kernel lets it (several MB), and what a rule looks for (a program's
+/// options and the paths they name) is at its start.
+pub const CMDLINE_MAX: usize = 32 << 10;
+
+/// A process's command line, at most `max` bytes of it, and whether that was all of it (the
+/// last argument of a cut one is cut too).
+pub fn cmdline_bounded(pid: i32, max: usize) -> (Vec<String>, bool) {
+    match read_proc_bounded(format!("/proc/{pid}/cmdline"), max) {
+        Ok((b, whole)) => (
             b.split(|&c| c == 0)
                 .filter(|a| !a.is_empty())
                 .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
+                .collect(),
+            whole,
+        ),
+        Err(_) => (Vec::new(), true),
+    }
 }
 
 /// The processes of this host that have the file `(dev, ino)` open for writing, from their

@@ -168,12 +168,14 @@ pub fn written_at(ev: &mut Evidence, path: &Path, ms: i64) {
 }
 
 /// In `ev`: the file at `path` written `secs` seconds before the evidence was taken.
+#[allow(dead_code)]
 pub fn written_ago(ev: &mut Evidence, path: &Path, secs: i64) {
     let ms = ev.taken_ms - secs * 1000;
     written_at(ev, path, ms);
 }
 
 /// In `ev`: the file at `path` written `secs` seconds before this host booted.
+#[allow(dead_code)]
 pub fn written_before_boot(ev: &mut Evidence, path: &Path, secs: i64) {
     let boot = ev.host.boot_time.expect("the boot time") * 1000;
     written_at(ev, path, boot - secs * 1000);

@@ -90,6 +90,7 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l heartbeat -
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand start" -l wait -d 'Wait up to SECS seconds for the locks in the way to be released (or proven stale), judging them again four times a second. Default: do not wait' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand start" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
+complete -c locksmith -n "__fish_locksmith_using_subcommand start" -l unshared -d 'The PATHs are on file systems that no other container or host writes to (a volume of this container alone): what this container sees of them is all there is, so a PID proof made here stands for them, as on the container\'s own root'
 complete -c locksmith -n "__fish_locksmith_using_subcommand start" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l pid -d 'A process id to answer about (repeat for several)' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand inspect" -l boot-id -d 'Also say whether this host\'s boot id is ID' -r
