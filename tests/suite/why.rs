@@ -200,8 +200,9 @@ fn script(path: &Path, text: &str) -> PathBuf {
     path.to_path_buf()
 }
 
-/// A private locale directory with `de_DE.UTF-8`, made by `localedef` (the `locales`
-/// package), for running a program in German; `None` (the part skips) without it.
+/// A private locale directory with `de_DE.UTF-8`, made once by `localedef` (the `locales`
+/// package) in cargo's temporary directory and kept there for later runs, for running a
+/// program in German; `None` (the part skips) without it.
 fn german() -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
@@ -213,16 +214,28 @@ fn german() -> Option<PathBuf> {
         {
             return None;
         }
-        let dir =
-            std::env::temp_dir().join(format!("locksmith-test-locales-{}", std::process::id()));
-        let made = Command::new("localedef")
-            .args(["-i", "de_DE", "-f", "UTF-8"])
-            .arg(dir.join("de_DE.UTF-8"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success() || dir.join("de_DE.UTF-8/LC_MESSAGES").exists());
-        made.then_some(dir)
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("locales");
+        let made = |d: &Path| d.join("de_DE.UTF-8/LC_MESSAGES").exists();
+        if !made(&dir) {
+            // Made beside, then renamed into place: another test process may be making it too.
+            let part = dir.with_extension(format!("part-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&part);
+            fs::create_dir_all(&part).unwrap();
+            let _ = Command::new("localedef")
+                .args(["-i", "de_DE", "-f", "UTF-8"])
+                .arg(part.join("de_DE.UTF-8"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            if made(&part) && fs::rename(&part, &dir).is_err() {
+                let _ = fs::remove_dir_all(&part);
+            }
+        }
+        if !made(&dir) {
+            skip("localedef could not make the de_DE.UTF-8 locale");
+            return None;
+        }
+        Some(dir)
     })
     .clone()
 }
@@ -491,7 +504,16 @@ fn postgres_second_postmaster_names_the_first() {
     a.live("PostgreSQL", &pidfile, postmaster, "postgres");
     assert_eq!(a.why.pid, Some(postmaster as i64));
     if let Some(locales) = german() {
-        let message = second(Some(&locales));
+        // A copy the server's user can read, in the test's directory.
+        let copy = top.join("locales");
+        let out = Command::new("cp")
+            .arg("-r")
+            .arg(&locales)
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", both(&out));
+        let message = second(Some(&copy));
         assert!(message.contains("Sperrdatei"), "{message}");
         let a = ask(&env, &message, env.path(), &[]);
         assert_eq!(a.why.language.as_deref(), Some("de"));
