@@ -5,7 +5,9 @@
 //! Data flows one way: [`probe`] (the machine) → [`probe::Snapshot`] (one per scan) →
 //! [`dialect`]s say what each lock claims → the [`judge`] turns claims and evidence into a
 //! verdict → [`scan`] findings → [`report`] / UI → [`reclaim`] through the [`engine`]. The
-//! [`config`] is read once and checked into one settings value per layer.
+//! [`config`] is read once and checked into one settings value per layer. [`why`] starts from a
+//! program's error message instead of a path: the message says where its lock is, and the scan
+//! judges it.
 
 // Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -24,6 +26,7 @@ pub mod start_guard;
 pub mod text;
 pub mod trust;
 pub mod verdict;
+pub mod why;
 
 #[cfg(test)]
 mod architecture;

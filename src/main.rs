@@ -33,6 +33,15 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Start from a program's error message: which lock it is about, its verdict, what to do.
+    ///
+    /// MESSAGE is what the program printed (or pipe it in: `git commit 2>&1 | locksmith why`).
+    /// The program is recognised by its message, its lock found where the message and the
+    /// program's defaults say (the current directory, the paths and PIDs the message names,
+    /// $PGDATA, $CARGO_HOME, $GNUPGHOME, the display number, ...), and judged as --scan judges
+    /// it. Nothing is removed unless --reclaim is given.
+    #[command(after_help = WHY_EXIT_STATUS, after_long_help = WHY_EXAMPLES)]
+    Why(WhyArgs),
     /// Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing).
     ///
     /// SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to this process are
@@ -100,6 +109,36 @@ pub struct ReplayArgs {
     /// differ, and exit 1 if any does (0 if none).
     #[arg(long)]
     pub check: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct WhyArgs {
+    /// Print the answer as a report of that one lock (report.schema.json) with a `why`
+    /// object: the program, what its message named, where the lock was looked for, the next
+    /// step.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Remove the lock if it is stale when judged again (copied and journaled, as every
+    /// reclaim; never a lock that is not proven stale).
+    #[arg(long)]
+    pub reclaim: bool,
+
+    /// Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in).
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+
+    /// When to use color.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+
+    /// The error message (default: read from standard input).
+    #[arg(
+        value_name = "MESSAGE",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub message: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -435,6 +474,7 @@ fn main() {
         _ => Via::Ui,
     });
     let code = match cli.command {
+        Some(Command::Why(args)) => cli::why::run(args),
         Some(Command::Lock(args)) => cli::lock::run(args),
         Some(Command::Start(args)) => cli::start::run(args),
         Some(Command::Inspect(args)) => cli::inspect::run(args),
@@ -454,6 +494,9 @@ fn main() {
 
 const MAIN_EXAMPLES: &str = "\
 Examples:
+  Start from the error message: which lock, whose, and what to do (see `locksmith why
+  --help`):
+    git commit 2>&1 | locksmith why
   Triage the locks of the current directory and the usual places in the terminal UI:
     locksmith
   Report every lock under /srv with a verdict (exit 1 when one is stale):
@@ -494,7 +537,33 @@ Exit status:
   lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
                     2 error (see `locksmith lock --help`)
   start             COMMAND's status (it replaces locksmith), 0 without COMMAND, 75 a
-                    lock is in the way, 2 error (see `locksmith start --help`)";
+                    lock is in the way, 2 error (see `locksmith start --help`)
+  why               0 not stale (or removed), 1 stale, 2 error, 3 no lock found";
+
+const WHY_EXIT_STATUS: &str = "\
+Exit status: 0 the lock was found and is not stale (or --reclaim removed it); 1 it is stale
+and still there; 2 error; 3 no lock found (a message locksmith does not know, or its lock is
+not where its program keeps it).";
+
+const WHY_EXAMPLES: &str = "\
+Examples:
+  What git's message is about, and what to do:
+    git commit 2>&1 | locksmith why
+  The same, given as arguments:
+    locksmith why \"fatal: Unable to create '/src/app/.git/index.lock': File exists.\"
+  The message of a server that will not start (the data directory is in it):
+    pg_ctl start 2>&1 | locksmith why
+  Remove the lock if it is proven stale (a copy is kept; `locksmith restore` undoes it):
+    git pull 2>&1 | locksmith why --reclaim
+  For a script:
+    apt-get install foo 2>&1 | locksmith why --json | jq .why.next
+
+Exit status:
+  0   the lock was found and is not stale (or --reclaim removed it)
+  1   it is stale and still there
+  2   error
+  3   no lock found: a message locksmith does not know, or its lock is not where its
+      program keeps it";
 
 const START_EXIT_STATUS: &str = "\
 Exit status: COMMAND's own (it runs in this process); without COMMAND, 0 once PATHs are

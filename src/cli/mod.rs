@@ -1,5 +1,5 @@
 //! Non-interactive commands: `locksmith lock`, `locksmith start`, `locksmith --scan`, `locksmith inspect`,
-//! `locksmith completions`, `locksmith journal` and `locksmith restore`.
+//! `locksmith completions`, `locksmith journal`, `locksmith restore` and `locksmith why`.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -13,6 +13,7 @@ pub mod restore;
 pub mod scan;
 pub mod start;
 pub mod waiting;
+pub mod why;
 
 /// A hint for an error that says this user was denied (`EACCES`, "os error 13", or `EPERM`):
 /// which path, whose it is, and to run as its owner or as root. `None` for any other error.

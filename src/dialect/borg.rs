@@ -15,6 +15,7 @@
 
 use std::path::Path;
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
@@ -236,6 +237,14 @@ fn advice(path: &Path) -> String {
     )
 }
 
+/// What borg prints when it cannot take a repository's (or its cache's) lock.
+const MESSAGES: &[Message] = &[Message::en(
+    "borg",
+    r"Failed to create/acquire the lock (?P<path>/\S+?) \(",
+    &["{path}"],
+    "Failed to create/acquire the lock /srv/backup/lock.exclusive (timeout).",
+)];
+
 impl Dialect for Borg {
     fn id(&self) -> DialectId {
         DialectId::BORG
@@ -243,6 +252,10 @@ impl Dialect for Borg {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

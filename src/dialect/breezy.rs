@@ -16,6 +16,7 @@
 //! (another host → foreign): live for brz or bzr (Python programs: their executable is a
 //! Python). The lock is the `held/` directory, removed with its record.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -112,6 +113,22 @@ fn protects(c: &Candidate<'_>) -> String {
     format!("{what} {root}")
 }
 
+/// What Breezy (brz, bzr) prints when a branch, checkout or repository lock is held.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "Breezy",
+        r"Unable to obtain lock file://(?P<dir>/\S*?)/? held by .*? on (?:host )?(?P<host>\S+) \[?\(?process #(?P<pid>\d+)",
+        &["{dir}/.bzr/*/lock/held", "{dir}/lock/held"],
+        "Unable to obtain lock file:///src/app/ held by Me <me@example.org> on laptop (process #4242), acquired 5 seconds ago.",
+    ),
+    Message::en(
+        "Breezy",
+        r#"Could not acquire lock "(?P<path>[^"\n]+)""#,
+        &["{path}"],
+        r#"brz: ERROR: Could not acquire lock "/src/app/.bzr/checkout/dirstate": [Errno 11] Resource temporarily unavailable"#,
+    ),
+];
+
 impl Dialect for Breezy {
     fn id(&self) -> DialectId {
         DialectId::BREEZY
@@ -119,6 +136,10 @@ impl Dialect for Breezy {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

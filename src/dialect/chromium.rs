@@ -8,6 +8,7 @@
 //! name (a name proves nothing).
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
@@ -53,6 +54,23 @@ pub fn parse(text: &str) -> Result<(String, i64), String> {
     Ok((common::field(host), common::parse_pid(pid)?))
 }
 
+/// What Chromium (and Chrome) prints when its profile is locked by a process on another host.
+const MESSAGES: &[Message] = &[Message::en(
+    "Chromium",
+    r"The profile appears to be in use by another [^\n(]*?process \((?P<pid>\d+)\) on another computer \((?P<host>[^)\n]+)\)",
+    &[
+        "$CHROME_USER_DATA_DIR/SingletonLock",
+        "$CHROME_CONFIG_HOME/chromium/SingletonLock",
+        "$XDG_CONFIG_HOME/chromium/SingletonLock",
+        "~/.config/chromium/SingletonLock",
+        "$CHROME_CONFIG_HOME/google-chrome/SingletonLock",
+        "$XDG_CONFIG_HOME/google-chrome/SingletonLock",
+        "~/.config/google-chrome/SingletonLock",
+        "~/snap/chromium/common/chromium/SingletonLock",
+    ],
+    "The profile appears to be in use by another Chromium process (4242) on another computer (build-7). Chromium has locked the profile so that it doesn't get corrupted.",
+)];
+
 impl Dialect for Chromium {
     fn id(&self) -> DialectId {
         DialectId::CHROMIUM
@@ -60,6 +78,10 @@ impl Dialect for Chromium {
 
     fn patterns(&self) -> &'static [&'static str] {
         &["SingletonLock"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -19,6 +19,7 @@
 
 use std::path::Path;
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Claim, Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
@@ -53,6 +54,14 @@ fn repository(c: &Candidate<'_>) -> String {
     common::field(&c.path.parent().unwrap_or(Path::new("/")).to_string_lossy())
 }
 
+/// What CVS prints while it waits for another user's lock in the repository.
+const MESSAGES: &[Message] = &[Message::en(
+    "CVS",
+    r"waiting for \S+'s lock in (?P<dir>/\S+)",
+    &["{dir}/#cvs.lock", "{dir}/#cvs.*"],
+    "cvs commit: [12:00:00] waiting for me's lock in /srv/cvs/project",
+)];
+
 impl Dialect for Cvs {
     fn id(&self) -> DialectId {
         DialectId::CVS
@@ -60,6 +69,10 @@ impl Dialect for Cvs {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

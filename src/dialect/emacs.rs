@@ -11,6 +11,7 @@
 //! container may read its boot time from utmp, which is not the kernel's).
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
@@ -79,6 +80,15 @@ fn lock_text(c: &Candidate<'_>) -> Option<String> {
     }
 }
 
+/// What Emacs asks (or, in batch mode, prints) when a file it edits is locked by another (the
+/// file's name abbreviated, `~` for the home directory).
+const MESSAGES: &[Message] = &[Message::en(
+    "Emacs",
+    r"(?m)(?:^|\s)(?P<file>[~/][^\n]*?) locked by [^@\s]+@(?P<host>[^\s(]+) \(pid (?P<pid>\d+)\)",
+    &["{file:dir}/.#{file:name}"],
+    "~/plan.org locked by me@laptop (pid 4242): (s, q, p, ?)?",
+)];
+
 impl Dialect for Emacs {
     fn id(&self) -> DialectId {
         DialectId::EMACS
@@ -86,6 +96,10 @@ impl Dialect for Emacs {
 
     fn patterns(&self) -> &'static [&'static str] {
         &[".#*"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -11,6 +11,7 @@
 //!
 //! Liveness: the PID by the PID rules, written when the file was: live for an Emacs.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -23,6 +24,18 @@ const PATTERNS: &[&str] = &[".emacs.desktop.lock"];
 /// Emacs under its usual executable names (`emacs`, `emacs-gtk`, `emacs-nox`, `emacs-29.1`).
 const EMACSES: &[&str] = &["emacs", "emacs-*"];
 
+/// What Emacs asks when its desktop file is locked.
+const MESSAGES: &[Message] = &[Message::en(
+    "Emacs",
+    r"desktop file appears to be in use by (?:process with )?PID (?P<pid>\d+)",
+    &[
+        "~/.emacs.d/.emacs.desktop.lock",
+        "~/.config/emacs/.emacs.desktop.lock",
+        "~/.emacs.desktop.lock",
+    ],
+    "Warning: desktop file appears to be in use by process with PID 4242.",
+)];
+
 impl Dialect for EmacsDesktop {
     fn id(&self) -> DialectId {
         DialectId::EMACS_DESKTOP
@@ -30,6 +43,10 @@ impl Dialect for EmacsDesktop {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

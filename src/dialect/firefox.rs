@@ -10,6 +10,7 @@
 //! process that is not a Mozilla program is `unknown`).
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Said, Writers};
 use crate::probe::{FileKey, Snapshot};
@@ -84,6 +85,31 @@ fn is_profile_lock_link(c: &Candidate<'_>, snap: &Snapshot) -> bool {
 /// Files only a Mozilla profile directory holds.
 const PROFILE_FILES: &[&str] = &[".parentlock", "times.json", "prefs.js", "compatibility.ini"];
 
+/// What Firefox (and Thunderbird) says when a profile is locked: the profiles are in
+/// `~/.config/mozilla/firefox` (Firefox 140 and later) or `~/.mozilla/firefox`.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "Firefox",
+        r"Firefox is already running, but is not responding",
+        &[
+            "$XDG_CONFIG_HOME/mozilla/firefox/*/lock",
+            "~/.config/mozilla/firefox/*/lock",
+            "~/.mozilla/firefox/*/lock",
+            "~/snap/firefox/common/.mozilla/firefox/*/lock",
+            "$XDG_CONFIG_HOME/mozilla/firefox/*/.parentlock",
+            "~/.config/mozilla/firefox/*/.parentlock",
+            "~/.mozilla/firefox/*/.parentlock",
+        ],
+        "Firefox is already running, but is not responding. To use Firefox, you must first close the existing Firefox process, restart your device, or use a different profile.",
+    ),
+    Message::en(
+        "Thunderbird",
+        r"Thunderbird is already running, but is not responding",
+        &["~/.thunderbird/*/lock", "~/.thunderbird/*/.parentlock"],
+        "Thunderbird is already running, but is not responding.",
+    ),
+];
+
 impl Dialect for Firefox {
     fn id(&self) -> DialectId {
         DialectId::FIREFOX
@@ -91,6 +117,10 @@ impl Dialect for Firefox {
 
     fn patterns(&self) -> &'static [&'static str] {
         &[".parentlock", "lock"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {

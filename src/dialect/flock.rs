@@ -11,6 +11,7 @@
 //! says which. `free` needs evidence that the file's writers use kernel locks.
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Said};
 use crate::probe::Snapshot;
@@ -55,6 +56,113 @@ fn empty_lock_file(c: &Candidate<'_>) -> bool {
         && (name.ends_with(b".lock") || name == b"lock")
 }
 
+/// What apt and dpkg print when their locks are held (and their translations). apt names the
+/// file; dpkg names the lock, in its administration directory (`$DPKG_ADMINDIR`, or
+/// `$DPKG_ROOT/var/lib/dpkg`, as dpkg itself reads them).
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "apt",
+        r"Could not get lock (?P<path>/\S+?)(?:\. It is held by process (?P<pid>\d+))?(?:\.|\s|$)",
+        &["{path}"],
+        "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt)",
+    ),
+    Message::en(
+        "apt",
+        r"Unable to acquire the dpkg frontend lock \((?P<path>[^)\n]+)\)",
+        &["{path}"],
+        "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?",
+    ),
+    Message::en(
+        "apt",
+        r"Unable to lock the administration directory \((?P<dir>[^)\n]+)\)",
+        &["{dir}/lock"],
+        "E: Unable to lock the administration directory (/var/lib/dpkg/), is another process using it?",
+    ),
+    Message::en(
+        "apt",
+        r"Unable to lock directory (?P<dir>/\S+)",
+        &["{dir}/lock"],
+        "E: Unable to lock directory /var/lib/apt/lists/",
+    ),
+    Message::tr(
+        "de",
+        "apt",
+        r"Sperre (?P<path>/\S+?) konnte nicht erlangt werden\.(?: Sie wird von Prozess (?P<pid>\d+))?",
+        &["{path}"],
+        "E: Sperre /var/lib/dpkg/lock-frontend konnte nicht erlangt werden. Sie wird von Prozess 4242 (apt) gehalten.",
+    ),
+    Message::tr(
+        "de",
+        "apt",
+        r"Das Verzeichnis (?P<dir>/\S+) kann nicht gesperrt werden",
+        &["{dir}/lock"],
+        "E: Das Verzeichnis /var/lib/apt/lists/ kann nicht gesperrt werden.",
+    ),
+    Message::tr(
+        "fr",
+        "apt",
+        r"Impossible d'obtenir le verrou (?P<path>/\S+?)(?:\.|\s|$)",
+        &["{path}"],
+        "E: Impossible d'obtenir le verrou /var/lib/dpkg/lock-frontend",
+    ),
+    Message::tr(
+        "fr",
+        "apt",
+        r"Impossible de verrouiller le répertoire (?P<dir>/\S+)",
+        &["{dir}/lock"],
+        "E: Impossible de verrouiller le répertoire /var/lib/apt/lists/",
+    ),
+    Message::tr(
+        "es",
+        "apt",
+        r"No se pudo bloquear el directorio (?P<dir>/\S+)",
+        &["{dir}/lock"],
+        "E: No se pudo bloquear el directorio /var/lib/apt/lists/",
+    ),
+    Message::en(
+        "dpkg",
+        r"dpkg frontend lock (?:was|is) locked by another process(?: with pid (?P<pid>\d+))?",
+        &[
+            "$DPKG_ADMINDIR/lock-frontend",
+            "$DPKG_ROOT/var/lib/dpkg/lock-frontend",
+            "/var/lib/dpkg/lock-frontend",
+        ],
+        "dpkg: error: dpkg frontend lock was locked by another process with pid 4242",
+    ),
+    Message::en(
+        "dpkg",
+        r"dpkg status database (?:was|is) locked by another process(?: with pid (?P<pid>\d+))?",
+        &[
+            "$DPKG_ADMINDIR/lock",
+            "$DPKG_ROOT/var/lib/dpkg/lock",
+            "/var/lib/dpkg/lock",
+        ],
+        "dpkg: error: dpkg status database is locked by another process",
+    ),
+    Message::tr(
+        "de",
+        "dpkg",
+        r"dpkg-Frontend-Sperre war von einem anderen Prozess(?: mit PID (?P<pid>\d+))? gesperrt",
+        &[
+            "$DPKG_ADMINDIR/lock-frontend",
+            "$DPKG_ROOT/var/lib/dpkg/lock-frontend",
+            "/var/lib/dpkg/lock-frontend",
+        ],
+        "dpkg: Fehler: dpkg-Frontend-Sperre war von einem anderen Prozess mit PID 4242 gesperrt",
+    ),
+    Message::tr(
+        "fr",
+        "dpkg",
+        r"verrouillage de l'interface dpkg a été verrouillé par un autre processus(?: avec le PID (?P<pid>\d+))?",
+        &[
+            "$DPKG_ADMINDIR/lock-frontend",
+            "$DPKG_ROOT/var/lib/dpkg/lock-frontend",
+            "/var/lib/dpkg/lock-frontend",
+        ],
+        "dpkg: erreur: verrouillage de l'interface dpkg a été verrouillé par un autre processus avec le PID 4242",
+    ),
+];
+
 impl Dialect for Flock {
     fn id(&self) -> DialectId {
         DialectId::FLOCK
@@ -62,6 +170,10 @@ impl Dialect for Flock {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn any_name(&self) -> bool {

@@ -26,6 +26,7 @@
 use std::path::{Path, PathBuf};
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Contract, Judgement, OwnerClaim, Placed, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
@@ -303,6 +304,56 @@ fn describe_content(c: &Candidate<'_>) -> &'static str {
     }
 }
 
+/// What git prints when it finds one of its locks taken (its own translations too).
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "git",
+        r"Unable to create '(?P<path>[^'\n]+)': File exists",
+        &["{path}"],
+        "fatal: Unable to create '/src/app/.git/index.lock': File exists.",
+    ),
+    Message::en(
+        "git",
+        r"could not lock config file (?P<file>[^\s:]+)",
+        &["{file}.lock"],
+        "error: could not lock config file .git/config: File exists",
+    ),
+    Message::en(
+        "git",
+        r"Another git process seems to be running in this repository",
+        &["^.git/index.lock"],
+        "Another git process seems to be running in this repository, e.g.",
+    ),
+    Message::tr(
+        "de",
+        "git",
+        r"Konnte '(?P<path>[^'\n]+)' nicht erstellen",
+        &["{path}"],
+        "Schwerwiegend: Konnte '/src/app/.git/index.lock' nicht erstellen: Die Datei existiert bereits.",
+    ),
+    Message::tr(
+        "fr",
+        "git",
+        r"Impossible de créer '(?P<path>[^'\n]+)'",
+        &["{path}"],
+        "fatal : Impossible de créer '/src/app/.git/index.lock' : Le fichier existe.",
+    ),
+    Message::tr(
+        "es",
+        "git",
+        r"No se pudo crear '(?P<path>[^'\n]+)'",
+        &["{path}"],
+        "fatal: No se pudo crear '/src/app/.git/index.lock': El archivo existe.",
+    ),
+    Message::tr(
+        "it",
+        "git",
+        r"Impossibile creare '(?P<path>[^'\n]+)'",
+        &["{path}"],
+        "fatal: Impossibile creare '/src/app/.git/index.lock': File esistente.",
+    ),
+];
+
 impl Dialect for Git {
     fn id(&self) -> DialectId {
         DialectId::GIT
@@ -310,6 +361,10 @@ impl Dialect for Git {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {

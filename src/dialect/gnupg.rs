@@ -19,6 +19,7 @@
 //! names its handles and waiters. Only a handle left alone (its process gone, or no lock
 //! beside it) is a lock of its own here.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
@@ -43,6 +44,64 @@ pub fn parse(content: &[u8]) -> Option<(i64, String)> {
     Some((common::parse_pid(pid).ok()?, host.to_string()))
 }
 
+/// What GnuPG's programs (gpg, gpgsm, gpg-agent, dirmngr) print while a dotlock is held (and
+/// the translations): the PID, not the file, which is in the GnuPG home.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "GnuPG",
+        r"waiting for lock \(held by (?P<pid>\d+)",
+        &[
+            "$GNUPGHOME/*.lock",
+            "$GNUPGHOME/public-keys.d/*.lock",
+            "~/.gnupg/*.lock",
+            "~/.gnupg/public-keys.d/*.lock",
+        ],
+        "gpg: waiting for lock (held by 4242) ...",
+    ),
+    Message::en(
+        "GnuPG",
+        r"waiting for lock (?P<path>/\S+?)\.\.\.",
+        &["{path}"],
+        "gpg: waiting for lock /home/me/.gnupg/pubring.kbx.lock...",
+    ),
+    Message::tr(
+        "de",
+        "GnuPG",
+        r"warte auf die Freigabe der Sperre \(gehalten von (?P<pid>\d+)",
+        &[
+            "$GNUPGHOME/*.lock",
+            "$GNUPGHOME/public-keys.d/*.lock",
+            "~/.gnupg/*.lock",
+            "~/.gnupg/public-keys.d/*.lock",
+        ],
+        "gpg: warte auf die Freigabe der Sperre (gehalten von 4242) ...",
+    ),
+    Message::tr(
+        "fr",
+        "GnuPG",
+        r"attente du verrou \(appartenant à (?P<pid>\d+)",
+        &[
+            "$GNUPGHOME/*.lock",
+            "$GNUPGHOME/public-keys.d/*.lock",
+            "~/.gnupg/*.lock",
+            "~/.gnupg/public-keys.d/*.lock",
+        ],
+        "gpg: attente du verrou (appartenant à 4242) …",
+    ),
+    Message::tr(
+        "es",
+        "GnuPG",
+        r"esperando al bloqueo \(que mantiene (?P<pid>\d+)",
+        &[
+            "$GNUPGHOME/*.lock",
+            "$GNUPGHOME/public-keys.d/*.lock",
+            "~/.gnupg/*.lock",
+            "~/.gnupg/public-keys.d/*.lock",
+        ],
+        "gpg: esperando al bloqueo (que mantiene 4242) ...",
+    ),
+];
+
 impl Dialect for Gnupg {
     fn id(&self) -> DialectId {
         DialectId::GNUPG
@@ -50,6 +109,10 @@ impl Dialect for Gnupg {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -18,6 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Judgement, OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
@@ -95,6 +96,14 @@ fn port_state(
     ))
 }
 
+/// What a JetBrains IDE's launcher prints when another instance holds its configuration.
+const MESSAGES: &[Message] = &[Message::en(
+    "JetBrains IDE",
+    r"Cannot connect to already running IDE instance",
+    &["~/.config/JetBrains/*/.lock"],
+    "Cannot connect to already running IDE instance. Exception: Process 4242 is still running",
+)];
+
 impl Dialect for JetBrains {
     fn id(&self) -> DialectId {
         DialectId::JETBRAINS
@@ -102,6 +111,10 @@ impl Dialect for JetBrains {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

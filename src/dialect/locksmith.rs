@@ -12,6 +12,7 @@
 //! - a heartbeat, where the owner refreshes one: expired for longer than the window (or three
 //!   of the owner's own intervals), with nothing here holding the file, proves it gone.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -23,6 +24,14 @@ use locksmith_sys::time::fmt_ms;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Locksmith;
 
+/// What `locksmith lock` prints when the lock is held past its timeout.
+const MESSAGES: &[Message] = &[Message::en(
+    "locksmith lock",
+    r"locksmith lock: (?P<path>/[^:\n]+): held by (?:pid )?(?P<pid>\d+)",
+    &["{path}"],
+    "locksmith lock: /var/lock/nightly.lock: held by pid 4242",
+)];
+
 impl Dialect for Locksmith {
     fn id(&self) -> DialectId {
         DialectId::LOCKSMITH
@@ -32,6 +41,10 @@ impl Dialect for Locksmith {
     /// candidates other dialects' patterns and the kernel-lock table bring in.
     fn patterns(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn any_name(&self) -> bool {

@@ -11,6 +11,7 @@
 //! Another host → foreign; another PID namespace → judged there, or foreign.
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, Writers};
 use crate::probe::Snapshot;
@@ -71,6 +72,34 @@ fn lock_text(c: &Candidate<'_>) -> Option<String> {
     }
 }
 
+/// What Mercurial prints while it waits for a lock, and when it gives up.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "Mercurial",
+        r"lock on working directory of (?P<dir>.+?) held by process '(?P<pid>\d+)' on host '(?P<host>[^'\n]+)'",
+        &["{dir}/.hg/wlock"],
+        "waiting for lock on working directory of /src/app held by process '4242' on host 'build-7'",
+    ),
+    Message::en(
+        "Mercurial",
+        r"lock on repository (?P<dir>.+?) held by process '(?P<pid>\d+)' on host '(?P<host>[^'\n]+)'",
+        &["{dir}/.hg/store/lock"],
+        "waiting for lock on repository /src/app held by process '4242' on host 'build-7'",
+    ),
+    Message::en(
+        "Mercurial",
+        r"abort: working directory of (?P<dir>.+?): timed out waiting for lock held by '(?P<host>[^'\n]+):(?P<pid>\d+)'",
+        &["{dir}/.hg/wlock"],
+        "abort: working directory of /src/app: timed out waiting for lock held by 'build-7:4242'",
+    ),
+    Message::en(
+        "Mercurial",
+        r"abort: repository (?P<dir>.+?): timed out waiting for lock held by '(?P<host>[^'\n]+):(?P<pid>\d+)'",
+        &["{dir}/.hg/store/lock"],
+        "abort: repository /src/app: timed out waiting for lock held by 'build-7:4242'",
+    ),
+];
+
 impl Dialect for Mercurial {
     fn id(&self) -> DialectId {
         DialectId::MERCURIAL
@@ -78,6 +107,10 @@ impl Dialect for Mercurial {
 
     fn patterns(&self) -> &'static [&'static str] {
         &["**/.hg/wlock", "**/.hg/store/lock"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -30,6 +30,7 @@ pub mod libreoffice;
 pub mod libreoffice_profile;
 pub mod locksmith;
 pub mod mercurial;
+pub mod message;
 pub mod mkdir_lock;
 pub mod not_locks;
 pub mod nvim_shada;
@@ -57,6 +58,7 @@ use std::path::{Path, PathBuf};
 
 use crate::judge::{Judgement, Said};
 use crate::probe::{FileKey, FsInfo, Snapshot, Stat};
+pub use message::Message;
 
 /// How much of a lock file is read: enough for every dialect (a vim swap's block 0 is 4 KiB
 /// on most systems; the fields we read end at byte 1008).
@@ -389,6 +391,12 @@ pub trait Dialect: Send + Sync {
     /// File-name globs that make a path a candidate for this dialect. A pattern containing
     /// `/` is matched against the whole path, otherwise against the file name.
     fn patterns(&self) -> &'static [&'static str];
+
+    /// The error messages its program prints when it finds this lock taken (`locksmith why`
+    /// starts from them). None by default.
+    fn messages(&self) -> &'static [Message] {
+        &[]
+    }
 
     /// Whether this dialect may recognise a file whatever its name (by content, or because a
     /// kernel lock is held on it). Such dialects are asked about every candidate.

@@ -11,6 +11,7 @@
 //! Liveness: the writing nvim has the file open → `live`. Nobody has it open, every process
 //! that could can be seen, and it is older than a rename takes → `stale`.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Judgement, Keeps, Placed, Said, When};
 use crate::probe::Snapshot;
@@ -64,6 +65,14 @@ fn placed(c: &Candidate<'_>, target: &str, snap: &Snapshot) -> Result<Placed, St
     )))
 }
 
+/// What neovim says when every temporary name for its ShaDa file is taken.
+const MESSAGES: &[Message] = &[Message::en(
+    "neovim",
+    r"E138: All (?P<file>\S+?)\.tmp\.X files exist",
+    &["{file}.tmp.*"],
+    "E138: All /home/me/.local/state/nvim/shada/main.shada.tmp.X files exist, cannot write ShaDa file!",
+)];
+
 impl Dialect for NvimShada {
     fn id(&self) -> DialectId {
         DialectId::NVIM_SHADA
@@ -71,6 +80,10 @@ impl Dialect for NvimShada {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

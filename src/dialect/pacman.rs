@@ -18,6 +18,7 @@
 //! end) runs: `stale`. A front end that runs without the file open may be about to take it
 //! (`unknown`).
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Judgement, Keeps, Placed, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -66,6 +67,22 @@ fn placed(c: &Candidate<'_>, snap: &Snapshot) -> Result<Placed, String> {
     )))
 }
 
+/// What pacman prints when its database lock is there.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "pacman",
+        r"you can remove (?P<path>/\S*db\.lck)",
+        &["{path}"],
+        "  running, you can remove /var/lib/pacman/db.lck",
+    ),
+    Message::en(
+        "pacman",
+        r"(?:unable to lock database|could not lock database)",
+        &["/var/lib/pacman/db.lck"],
+        "error: failed to init transaction (unable to lock database)",
+    ),
+];
+
 impl Dialect for Pacman {
     fn id(&self) -> DialectId {
         DialectId::PACMAN
@@ -73,6 +90,10 @@ impl Dialect for Pacman {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

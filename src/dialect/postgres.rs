@@ -18,6 +18,7 @@
 use std::path::Path;
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, When, Writers, fmt_ms};
 use crate::probe::Snapshot;
@@ -97,6 +98,71 @@ fn servers_in(dir_meta: &crate::probe::Stat, snap: &Snapshot) -> Vec<(i32, Strin
         .collect()
 }
 
+/// What the postmaster prints when its data directory's lock is taken (and its translations):
+/// it names the file relative to the data directory, which its hint names.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "PostgreSQL",
+        r#"lock file "(?P<path>[^"\n]+)" already exists"#,
+        &["{dir}/{path}", "$PGDATA/{path}", "{path}"],
+        r#"FATAL:  lock file "postmaster.pid" already exists"#,
+    ),
+    Message::en(
+        "PostgreSQL",
+        r#"Is another (?:postmaster|postgres) \(PID (?P<pid>\d+)\) running in data directory "(?P<dir>[^"\n]+)""#,
+        &["{dir}/postmaster.pid"],
+        r#"HINT:  Is another postmaster (PID 4242) running in data directory "/var/lib/postgresql/15/main"?"#,
+    ),
+    Message::en(
+        "PostgreSQL",
+        r#"Is another (?:postmaster|postgres) \(PID (?P<pid>\d+)\) using socket file "(?P<file>[^"\n]+)""#,
+        &["{file}.lock"],
+        r#"HINT:  Is another postmaster (PID 4242) using socket file "/var/run/postgresql/.s.PGSQL.5432"?"#,
+    ),
+    Message::tr(
+        "de",
+        "PostgreSQL",
+        r"Sperrdatei »(?P<path>[^«»\n]+)« existiert bereits",
+        &["{dir}/{path}", "$PGDATA/{path}", "{path}"],
+        "FATAL:  Sperrdatei »postmaster.pid« existiert bereits",
+    ),
+    Message::tr(
+        "de",
+        "PostgreSQL",
+        r"anderer (?:postmaster|postgres)-Prozess \(PID (?P<pid>\d+)\) im Datenverzeichnis\s+»(?P<dir>[^«»\n]+)«",
+        &["{dir}/postmaster.pid"],
+        "TIPP:  Läuft bereits ein anderer postmaster-Prozess (PID 4242) im Datenverzeichnis »/srv/pg«?",
+    ),
+    Message::tr(
+        "fr",
+        "PostgreSQL",
+        r"le fichier verrou « (?P<path>[^«»\n]+) » existe déjà",
+        &["{dir}/{path}", "$PGDATA/{path}", "{path}"],
+        "FATAL:  le fichier verrou « postmaster.pid » existe déjà",
+    ),
+    Message::tr(
+        "fr",
+        "PostgreSQL",
+        r"Un autre (?:postmaster|postgres) \(de PID (?P<pid>\d+)\) est-il déjà lancé avec comme répertoire de\s+données « (?P<dir>[^«»\n]+) »",
+        &["{dir}/postmaster.pid"],
+        "ASTUCE : Un autre postmaster (de PID 4242) est-il déjà lancé avec comme répertoire de données « /srv/pg » ?",
+    ),
+    Message::tr(
+        "es",
+        "PostgreSQL",
+        r"el archivo de bloqueo «(?P<path>[^«»\n]+)» ya existe",
+        &["{dir}/{path}", "$PGDATA/{path}", "{path}"],
+        "FATAL:  el archivo de bloqueo «postmaster.pid» ya existe",
+    ),
+    Message::tr(
+        "es",
+        "PostgreSQL",
+        r"Hay otro (?:postmaster|postgres) \(PID (?P<pid>\d+)\) en ejecución en el directorio de datos «(?P<dir>[^«»\n]+)»",
+        &["{dir}/postmaster.pid"],
+        "HINT:  ¿Hay otro postmaster (PID 4242) en ejecución en el directorio de datos «/srv/pg»?",
+    ),
+];
+
 impl Dialect for Postgres {
     fn id(&self) -> DialectId {
         DialectId::POSTGRES
@@ -104,6 +170,10 @@ impl Dialect for Postgres {
 
     fn patterns(&self) -> &'static [&'static str] {
         &["postmaster.pid", ".s.PGSQL.*.lock"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

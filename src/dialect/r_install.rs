@@ -19,6 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Contract, Judgement, Placed, Said, Scope, When, Writers};
 use crate::probe::Snapshot;
@@ -157,6 +158,23 @@ fn named_libraries(cmd: &[String]) -> Vec<PathBuf> {
     out
 }
 
+/// What `R CMD INSTALL` prints when a library's lock directory is there (in `‘’` quotes in a
+/// UTF-8 locale, `''` otherwise).
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "R",
+        r"Try removing ['‘](?P<path>[^'’\n]+)['’]",
+        &["{path}"],
+        "Try removing ‘/home/me/R/library/00LOCK-tinypkg’",
+    ),
+    Message::en(
+        "R",
+        r"failed to lock directory ['‘](?P<dir>[^'’\n]+)['’] for modifying",
+        &["{dir}/00LOCK*"],
+        "ERROR: failed to lock directory '/home/me/R/library' for modifying",
+    ),
+];
+
 impl Dialect for RInstall {
     fn id(&self) -> DialectId {
         DialectId::R_INSTALL
@@ -164,6 +182,10 @@ impl Dialect for RInstall {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

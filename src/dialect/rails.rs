@@ -14,6 +14,7 @@
 //! application's directory; `unknown` for any other live process that started before it (a
 //! container's PID 1 may be a shell or an init that started the server).
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -26,6 +27,22 @@ const PATTERNS: &[&str] = &["**/tmp/pids/server.pid"];
 /// The interpreters a Rack server runs in.
 const RUBIES: &[&str] = &["ruby*", "jruby", "truffleruby", "java", "puma*", "rails"];
 
+/// What Rails and Rack print when their pid file is there.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "Rails",
+        r"A server is already running \(pid: (?P<pid>\d+), file: (?P<path>[^)\n]+)\)",
+        &["{path}"],
+        "A server is already running (pid: 4242, file: /app/tmp/pids/server.pid).",
+    ),
+    Message::en(
+        "Rack",
+        r"(?m)A server is already running\. Check (?P<path>\S+?)\.?$",
+        &["{path}", "tmp/pids/server.pid"],
+        "A server is already running. Check tmp/pids/server.pid.",
+    ),
+];
+
 impl Dialect for Rails {
     fn id(&self) -> DialectId {
         DialectId::RAILS
@@ -33,6 +50,10 @@ impl Dialect for Rails {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

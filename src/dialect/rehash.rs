@@ -24,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Contract, Judgement, Placed, Said, Scope, When, Writers};
 use crate::probe::{PidState, ProcSummary, Snapshot, places};
@@ -97,6 +98,14 @@ fn no_dirs(_: &[String]) -> Vec<PathBuf> {
     Vec::new()
 }
 
+/// What rbenv (pyenv, nodenv, ...) prints when its rehash lock is there.
+const MESSAGES: &[Message] = &[Message::en(
+    "rbenv",
+    r"cannot rehash: (?P<path>/\S+) exists",
+    &["{path}"],
+    "rbenv: cannot rehash: /home/me/.rbenv/shims/.rbenv-shim exists",
+)];
+
 impl Dialect for Rehash {
     fn id(&self) -> DialectId {
         DialectId::REHASH
@@ -104,6 +113,10 @@ impl Dialect for Rehash {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Keeps, Placed, Said, fmt_ms};
 use crate::probe::Snapshot;
@@ -74,6 +75,18 @@ pub fn state_path(lock: &Path) -> Option<PathBuf> {
     (!state.is_empty()).then(|| lock.with_file_name(state))
 }
 
+/// What terraform prints when the state lock is held; its lock info names the state file,
+/// whose lock info file is beside it.
+const MESSAGES: &[Message] = &[Message::en(
+    "terraform",
+    r"Error acquiring the state lock(?s:.*?\n\s*Path:\s+(?P<file>\S+))?",
+    &[
+        "{file:dir}/.{file:name}.lock.info",
+        ".terraform.tfstate.lock.info",
+    ],
+    "Error: Error acquiring the state lock",
+)];
+
 impl Dialect for Terraform {
     fn id(&self) -> DialectId {
         DialectId::TERRAFORM
@@ -81,6 +94,10 @@ impl Dialect for Terraform {
 
     fn patterns(&self) -> &'static [&'static str] {
         &[".*.tfstate.lock.info", ".terraform.tfstate.lock.info"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

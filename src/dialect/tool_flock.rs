@@ -33,6 +33,7 @@
 
 use std::path::Path;
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Said};
 use crate::probe::Snapshot;
@@ -239,6 +240,71 @@ fn tool(c: &Candidate<'_>, snap: &Snapshot) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| (t.matches)(c, name, snap))
 }
 
+/// What the tools print while their kernel lock is held by another process.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "cargo",
+        r"Blocking waiting for file lock on package cache",
+        &[
+            "$CARGO_HOME/.package-cache",
+            "$CARGO_HOME/.package-cache-mutate",
+            "~/.cargo/.package-cache",
+            "~/.cargo/.package-cache-mutate",
+        ],
+        "    Blocking waiting for file lock on package cache",
+    ),
+    Message::en(
+        "cargo",
+        r"Blocking waiting for file lock on (?:build|artifact) directory",
+        &[
+            "$CARGO_TARGET_DIR/*/.cargo-lock",
+            "$CARGO_BUILD_TARGET_DIR/*/.cargo-lock",
+            "^target/*/.cargo-lock",
+        ],
+        "    Blocking waiting for file lock on build directory",
+    ),
+    Message::en(
+        "rpm",
+        r"can't create transaction lock on (?P<path>/\S+)",
+        &["{path}"],
+        "error: can't create transaction lock on /var/lib/rpm/.rpm.lock (Resource temporarily unavailable)",
+    ),
+    Message::en(
+        "Wayland compositor",
+        r"unable to lock lockfile (?P<path>/\S+?),",
+        &["{path}"],
+        "unable to lock lockfile /run/user/1000/wayland-0.lock, maybe another compositor is running",
+    ),
+    Message::en(
+        "Xapian (notmuch)",
+        r"Unable to get write lock on (?P<dir>/\S+?):? already locked",
+        &["{dir}/flintlock"],
+        "A Xapian exception occurred opening database: Unable to get write lock on /home/me/mail/.notmuch/xapian: already locked",
+    ),
+    Message::en(
+        "OfflineIMAP",
+        r"Another OfflineIMAP is running with the same metadatadir",
+        &["~/.offlineimap/*.lock", "~/.offlineimap/lock"],
+        "ERROR: Another OfflineIMAP is running with the same metadatadir; exiting.",
+    ),
+    Message::en(
+        "certbot",
+        r"Another instance of Certbot is already running",
+        &[
+            "/etc/letsencrypt/.certbot.lock",
+            "/var/lib/letsencrypt/.certbot.lock",
+            "/var/log/letsencrypt/.certbot.lock",
+        ],
+        "Another instance of Certbot is already running.",
+    ),
+    Message::en(
+        "iptables",
+        r"Another app is currently holding the xtables lock",
+        &["$XTABLES_LOCKFILE", "/run/xtables.lock"],
+        "Another app is currently holding the xtables lock. Perhaps you want to use the -w option?",
+    ),
+];
+
 impl Dialect for ToolFlock {
     fn id(&self) -> DialectId {
         DialectId::TOOL_FLOCK
@@ -246,6 +312,10 @@ impl Dialect for ToolFlock {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {

@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -109,6 +110,37 @@ fn is_swap_name(name: &[u8]) -> bool {
     ext.len() == 4 && ext.starts_with(b".sw") && (b'a'..=b'p').contains(&ext[3])
 }
 
+/// What vim (and neovim, and nano for its own lock) shows when it finds a swap file: `E325`
+/// and the swap file's name in quotes, whatever the language; the lines after it say which
+/// file it protects and which process wrote it. (A long name may be wrapped by the terminal.)
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "vim",
+        r#"(?s)E325:.*?"(?P<path>[^"]*?\.sw[a-p])""#,
+        &["{path}", "{file:dir}/{path:name}"],
+        r#"E325: ATTENTION
+Found a swap file by the name ".notes.txt.swp""#,
+    ),
+    Message::en(
+        "vim",
+        r"(?m)^\s*file name: (?P<file>.+?)\s*$",
+        &[],
+        "         file name: ~/notes.txt",
+    ),
+    Message::en(
+        "vim",
+        r"(?m)^\s*process ID: (?P<pid>\d+)",
+        &[],
+        "        process ID: 4242 (STILL RUNNING)",
+    ),
+    Message::en(
+        "nano",
+        r"File (?P<file>.+?) is being edited(?: by \S+)? \(with [^,\n]+, PID (?P<pid>\d+)\)",
+        &["{file:dir}/.{file:name}.swp"],
+        "File notes.txt is being edited by root (with nano 7.2, PID 4242); continue?",
+    ),
+];
+
 impl Dialect for VimSwap {
     fn id(&self) -> DialectId {
         DialectId::VIM_SWAP
@@ -116,6 +148,10 @@ impl Dialect for VimSwap {
 
     fn patterns(&self) -> &'static [&'static str] {
         &[".*.sw[a-p]", "*.swp"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

@@ -5,6 +5,7 @@
 //! server (`Xkasmvnc`) is `unknown`, never `stale`.
 
 use super::common;
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::claims::Match;
 use crate::judge::{Judgement, OwnerClaim, Said, Writers};
@@ -37,6 +38,22 @@ pub fn display_of(name: &[u8]) -> Option<u32> {
     std::str::from_utf8(n).ok()?.parse().ok()
 }
 
+/// What an X server (Xorg, Xvfb, Xephyr, Xvnc) prints when its display's lock is taken.
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "X server",
+        r"Server is already active for display (?P<display>\d+)",
+        &["/tmp/.X{display}-lock"],
+        "(EE) Server is already active for display 1",
+    ),
+    Message::en(
+        "X server",
+        r"remove (?P<path>/\S*\.X\d+-lock)",
+        &["{path}"],
+        "\tIf this server is no longer running, remove /tmp/.X1-lock",
+    ),
+];
+
 impl Dialect for X11 {
     fn id(&self) -> DialectId {
         DialectId::X11
@@ -44,6 +61,10 @@ impl Dialect for X11 {
 
     fn patterns(&self) -> &'static [&'static str] {
         &[".X*-lock"]
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

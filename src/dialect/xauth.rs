@@ -22,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Contract, Placed, Said, Scope, When, Writers};
 use crate::probe::{FileKey, Snapshot};
@@ -82,6 +83,14 @@ fn parts(lock: &Path) -> Option<(PathBuf, PathBuf, Kind)> {
     ))
 }
 
+/// What xauth and iceauth print when the authority file's lock pair is there.
+const MESSAGES: &[Message] = &[Message::en(
+    "xauth",
+    r"timeout in locking authority file (?P<file>\S+)",
+    &["{file}-c", "{file}-l"],
+    "xauth:  timeout in locking authority file /home/me/.Xauthority",
+)];
+
 impl Dialect for Xauth {
     fn id(&self) -> DialectId {
         DialectId::XAUTH
@@ -89,6 +98,10 @@ impl Dialect for Xauth {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

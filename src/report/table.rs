@@ -387,7 +387,8 @@ impl Shared {
 }
 
 /// The ANSI color of a verdict.
-fn color_of(v: Verdict) -> &'static str {
+/// The ANSI color of a verdict.
+pub fn color_of(v: Verdict) -> &'static str {
     match v {
         Verdict::Stale => "\x1b[1;31m",
         Verdict::Live => "\x1b[32m",

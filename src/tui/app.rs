@@ -30,7 +30,7 @@ use super::confirm::{ConfirmAction, ConfirmDialog, ConfirmedAction, Undo};
 use super::detail;
 use super::keymap::{self, Action, Context};
 use super::layout::{self, Screen, WHEEL_STEP};
-use super::popup::{self, Dialog, Outcome, Popup, help, journal, reclaim, restore, signal};
+use super::popup::{self, Dialog, Outcome, Popup, help, journal, reclaim, restore, signal, why};
 pub use super::rows::{Column, FileMeta, Row, age_ms, next_sort};
 use super::stop;
 use super::table::{self, ContentWidths};
@@ -135,6 +135,8 @@ pub struct RunResult {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
     Mouse(MouseEvent),
     /// The terminal's size (at start and on every change).
     Resize {
@@ -342,6 +344,9 @@ pub struct App {
     pub waiting: HashMap<PathBuf, Waiting>,
     /// Where the next re-judge round of a long list starts, in `rows`.
     rejudge_next: usize,
+    /// Where the why prompt's messages are read (the current directory and environment the
+    /// UI started in).
+    why_context: locksmith::why::Context,
 }
 
 impl App {
@@ -378,6 +383,7 @@ impl App {
             stopping: false,
             waiting: HashMap::new(),
             rejudge_next: 0,
+            why_context: locksmith::why::Context::current(),
         }
     }
 
@@ -674,6 +680,12 @@ impl App {
             }
             Msg::Resize { width, height } => {
                 self.resize(width, height);
+                None
+            }
+            Msg::Paste(text) => {
+                self.refresh();
+                self.paste(&text);
+                self.refresh();
                 None
             }
             Msg::Mouse(ev) => {
@@ -1451,7 +1463,13 @@ impl App {
         if action == Action::Quit {
             return Some(Effect::Quit);
         }
-        match self.mode {
+        match &mut self.mode {
+            Mode::Popup(p) if action == Action::TextInput => {
+                if let KeyCode::Char(c) = key.code {
+                    p.type_text(c.encode_utf8(&mut [0; 4]));
+                }
+                None
+            }
             Mode::Popup(_) => self.act_popup(action),
             Mode::Filter | Mode::Find(_) => {
                 self.act_prompt(action, key);
@@ -1574,6 +1592,7 @@ impl App {
             }
             Action::Signal => return self.ask_stop(),
             Action::Recover => return self.recover(),
+            Action::Why => self.open(Box::new(why::Why::default())),
             Action::OpenShell => {
                 let row = self.selected_row()?;
                 let dir = row.finding.path.parent()?.to_path_buf();
@@ -1778,6 +1797,11 @@ impl App {
                 self.mode = Mode::Table;
                 Some(self.confirmed(c))
             }
+            Outcome::Find(message) => {
+                self.mode = Mode::Table;
+                self.find_message(&message);
+                None
+            }
             Outcome::Undo(plan) => {
                 if !self.refuse_if_busy() {
                     self.open(Box::new(Dialog::<restore::Restore>::new(
@@ -1789,6 +1813,96 @@ impl App {
                 None
             }
         }
+    }
+
+    /// Pasted text: into the prompt or pop-up that takes text (a filter or find prompt takes
+    /// its first line); into the table, it opens the why prompt with it.
+    fn paste(&mut self, text: &str) {
+        match &mut self.mode {
+            Mode::Popup(p) => p.type_text(text),
+            Mode::Filter => {
+                self.filter.push_str(text.lines().next().unwrap_or(""));
+                self.filter_changed();
+            }
+            Mode::Find(p) => p.text.push_str(text.lines().next().unwrap_or("")),
+            Mode::Table => self.open(Box::new(why::Why::new(text))),
+        }
+    }
+
+    /// Selects the lock an error message is about: the row at a place where the program that
+    /// printed it keeps its lock (the one the PID it names holds, if several), else a row
+    /// whose path the message names. A hidden row is shown (the filters are cleared).
+    fn find_message(&mut self, message: &str) {
+        let recognised = locksmith::why::recognise(message);
+        let mut found = None;
+        for r in &recognised {
+            let places = r.places(&self.why_context);
+            let hits: Vec<&Row> = places
+                .iter()
+                .flat_map(|p| {
+                    self.rows
+                        .iter()
+                        .filter(move |row| p.matches(&row.finding.path))
+                })
+                .collect();
+            let by_pid = r.pid().and_then(|pid| {
+                hits.iter().find(|row| {
+                    let j = &row.finding.judgement;
+                    j.owner.as_ref().and_then(|o| o.pid) == Some(pid)
+                        || j.holders.iter().any(|h| i64::from(h.pid) == pid)
+                })
+            });
+            if let Some(row) = by_pid.or(hits.first()) {
+                found = Some((Some(r.program), row.finding.path.clone()));
+                break;
+            }
+        }
+        if found.is_none() {
+            found = self
+                .rows
+                .iter()
+                .find(|row| {
+                    row.finding
+                        .path
+                        .to_str()
+                        .is_some_and(|p| message.contains(p))
+                })
+                .map(|row| (None, row.finding.path.clone()));
+        }
+        let Some((program, path)) = found else {
+            let text = match recognised.first() {
+                Some(r) => format!(
+                    "this is {}'s message, but its lock is not in the list: it may be gone, or \
+                     outside the places scanned (`locksmith why` looks where {} keeps it)",
+                    r.program, r.program
+                ),
+                None => "locksmith does not know this message, and it names no lock in the list"
+                    .to_string(),
+            };
+            self.set_status(Level::Warn, text);
+            return;
+        };
+        if !self.select_path(&path) {
+            self.filter.clear();
+            self.verdict_filter = None;
+            self.filter_changed();
+            self.refresh();
+            self.select_path(&path);
+        }
+        let verdict = self
+            .by_path
+            .get(&path)
+            .map(|&i| self.rows[i].finding.judgement.verdict().as_str())
+            .unwrap_or("?");
+        let whose = program.map_or_else(
+            || "the lock the message names".to_string(),
+            |p| format!("{p}'s lock"),
+        );
+        self.set_status_about(
+            Level::Info,
+            format!("{whose}: {} ({verdict})", text::path(&path)),
+            &path,
+        );
     }
 
     /// Carries out what the user said yes to.

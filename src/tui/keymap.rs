@@ -110,6 +110,8 @@ pub enum Action {
     Recover,
     /// A shell in the selected lock's directory.
     OpenShell,
+    /// Take an error message and select the lock it is about.
+    Why,
     Help,
     /// Prompt editing (filter, find): keep the text and go back to the table.
     TextDone,
@@ -429,6 +431,13 @@ static TABLE: &[Binding] = &[
         Bar::No,
     ),
     bind(
+        &[Key::ch('w')],
+        "why",
+        "Paste a program's error message (or paste it anywhere in the table): select the lock it is about",
+        A::Why,
+        Bar::No,
+    ),
+    bind(
         &[Key::ch('y')],
         "copy path",
         "Copy the path of the selected lock to the clipboard (OSC 52)",
@@ -548,15 +557,20 @@ static DETAIL: &[Binding] = &[
     ),
 ];
 
-/// The action a key triggers in a context. In a prompt a printable character with no binding
-/// is [`Action::TextInput`].
+/// The action a key triggers in a context. In a prompt (and a pop-up that takes text) a
+/// printable character with no binding is [`Action::TextInput`].
 pub fn lookup(context: Context, ev: &KeyEvent) -> Option<Action> {
     let found = context
         .all()
         .find(|b| b.keys.iter().any(|k| k.matches(ev)))
         .map(|b| b.action);
+    let takes_text = match context {
+        Context::Filter | Context::Find => true,
+        Context::Popup(k) => k.bindings.iter().any(|b| b.action == Action::TextInput),
+        _ => false,
+    };
     if found.is_none()
-        && matches!(context, Context::Filter | Context::Find)
+        && takes_text
         && let KeyCode::Char(c) = ev.code
         && !ev
             .modifiers

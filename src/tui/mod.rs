@@ -60,7 +60,8 @@ use anyhow::{Context as _, bail};
 use locksmith::config::RawConfig;
 use locksmith::remote::Asker;
 use ratatui::crossterm::event::{
-    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseEventKind,
+    self, DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    Event, KeyEventKind, MouseEventKind,
 };
 use ratatui::crossterm::execute;
 
@@ -198,19 +199,28 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
             ui.terminal.draw(|f| f.render_widget(&app, f.area()))?;
         }
     })();
-    let _ = execute!(std::io::stdout(), DisableMouseCapture);
+    let _ = execute!(
+        std::io::stdout(),
+        DisableMouseCapture,
+        DisableBracketedPaste
+    );
     ratatui::restore();
     result
 }
 
 /// Turns mouse reporting on (a terminal that cannot report the mouse is still usable with
-/// keys), and makes the panic hook (installed by `ratatui::try_init`, which restores the
-/// terminal) turn it off first.
+/// keys) and bracketed paste (a pasted error message comes whole, for the why prompt), and
+/// makes the panic hook (installed by `ratatui::try_init`, which restores the terminal) turn
+/// them off first.
 fn mouse_capture() {
-    let _ = execute!(std::io::stdout(), EnableMouseCapture);
+    let _ = execute!(std::io::stdout(), EnableMouseCapture, EnableBracketedPaste);
     let restore = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let _ = execute!(std::io::stdout(), DisableMouseCapture);
+        let _ = execute!(
+            std::io::stdout(),
+            DisableMouseCapture,
+            DisableBracketedPaste
+        );
         restore(info);
     }));
 }
@@ -283,6 +293,7 @@ fn spawn_input(tx: Sender<Incoming>, gate: InputGate) -> std::io::Result<()> {
                         Msg::Mouse(m)
                     }
                     Ok(Event::Resize(width, height)) => Msg::Resize { width, height },
+                    Ok(Event::Paste(text)) => Msg::Paste(text),
                     Ok(_) => continue,
                     Err(e) => {
                         let _ = tx.send(Incoming::Fatal(format!("cannot read the terminal: {e}")));

@@ -20,7 +20,9 @@ use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use ratatui::crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use ratatui::crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enable_raw_mode};
 use ratatui::crossterm::{cursor, execute};
 
@@ -158,7 +160,7 @@ pub fn run(
     };
     gate.close();
     let mut out = std::io::stdout();
-    let _ = execute!(out, DisableMouseCapture);
+    let _ = execute!(out, DisableMouseCapture, DisableBracketedPaste);
     ratatui::restore();
     let _ = execute!(out, cursor::Show);
     let _ = writeln!(out, "{banner}");
@@ -168,7 +170,8 @@ pub fn run(
         out,
         EnterAlternateScreen,
         Clear(ClearType::All),
-        EnableMouseCapture
+        EnableMouseCapture,
+        EnableBracketedPaste
     );
     // The screen is blank now; so must be the frame the next one is compared with, for the
     // whole screen to be drawn again. (Not `Terminal::clear`: it asks the terminal where the

@@ -48,3 +48,4 @@ mod systemd_boot;
 mod tui_pty;
 mod verdicts;
 mod waiters;
+mod why;

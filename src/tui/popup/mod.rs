@@ -1,6 +1,6 @@
 //! The pop-ups drawn over the screen, one file each: the help, the reclaim dialog, the undo
-//! dialog, the dialog that stops a lock's holders and the one that says why a swap file was
-//! not recovered. A pop-up is a [`Popup`]: it brings its
+//! dialog, the dialog that stops a lock's holders, the one that says why a swap file was not
+//! recovered and the prompt that takes an error message. A pop-up is a [`Popup`]: it brings its
 //! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
 //! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
 //! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
@@ -15,6 +15,7 @@ pub mod reclaim;
 pub mod refused;
 pub mod restore;
 pub mod signal;
+pub mod why;
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -42,6 +43,7 @@ pub static ALL: &[&Keys] = &[
     &journal::KEYS,
     &signal::KEYS,
     &refused::KEYS,
+    &why::KEYS,
     &help::KEYS,
 ];
 
@@ -101,6 +103,8 @@ pub enum Outcome {
     Confirmed(ConfirmedAction),
     /// Undo these reclaims, after the undo dialog's yes (picked in the journal view).
     Undo(locksmith::reclaim::Plan),
+    /// Closed with an error message: select the lock it is about.
+    Find(String),
 }
 
 /// A pop-up.
@@ -124,6 +128,8 @@ pub trait Popup: std::fmt::Debug {
     fn focus(&self) -> Option<u16> {
         None
     }
+    /// Text typed or pasted into it (a pop-up whose keys list [`Action::TextInput`]).
+    fn type_text(&mut self, _text: &str) {}
     /// Its Yes/No question, if it asks one.
     fn dialog(&self) -> Option<&ConfirmDialog> {
         None

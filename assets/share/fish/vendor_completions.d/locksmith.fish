@@ -69,6 +69,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l no-containers -d 'D
 complete -c locksmith -n "__fish_locksmith_needs_command" -l readonly -d 'UI: never reclaim anything'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_needs_command" -s V -l version -d 'Print version'
+complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "why" -d 'Start from a program\'s error message: which lock it is about, its verdict, what to do'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
@@ -77,6 +78,13 @@ complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_f
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "replay" -d 'Judge again the locks of a recording (`--scan --record FILE`), from the recording alone'
 complete -c locksmith -n "__fish_locksmith_needs_command; and __fish_locksmith_first_word" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
+complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l color -d 'When to use color' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l json -d 'Print the answer as a report of that one lock (report.schema.json) with a `why` object: the program, what its message named, where the lock was looked for, the next step'
+complete -c locksmith -n "__fish_locksmith_using_subcommand why" -l reclaim -d 'Remove the lock if it is stale when judged again (copied and journaled, as every reclaim; never a lock that is not proven stale)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand why" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l timeout -d 'Give up after SECS seconds (0: try once). Default: wait as long as it takes' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -l heartbeat -d 'Refresh the lock\'s heartbeat every SECS seconds while COMMAND runs' -r
 complete -c locksmith -n "__fish_locksmith_using_subcommand lock" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -99,14 +107,15 @@ complete -c locksmith -n "__fish_locksmith_using_subcommand restore" -s h -l hel
 complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l json -d 'Print the report as JSON'
 complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -l check -d 'Compare each verdict with the one the recording was made with: list those that differ, and exit 1 if any does (0 if none)'
 complete -c locksmith -n "__fish_locksmith_using_subcommand replay" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "replay" -d 'Judge again the locks of a recording (`--scan --record FILE`), from the recording alone'
-complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from lock start inspect completions journal restore replay help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "why" -d 'Start from a program\'s error message: which lock it is about, its verdict, what to do'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "lock" -d 'Take a lock, run COMMAND while holding it, release it (like flock(1), self-healing)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "start" -d 'Reclaim what is proven stale in PATHs, then become COMMAND (same PID)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "inspect" -d 'Answer, read-only, whether PIDs are alive on this host (what --ask-hosts asks over ssh)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "completions" -d 'Print a shell completion script for SHELL on stdout'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "journal" -d 'List what reclaim removed (and what was restored), grouped by run, oldest first'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "restore" -d 'Put back what reclaim removed, exactly as it was (only where nothing is there now)'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "replay" -d 'Judge again the locks of a recording (`--scan --record FILE`), from the recording alone'
+complete -c locksmith -n "__fish_locksmith_using_subcommand help; and not __fish_seen_subcommand_from why lock start inspect completions journal restore replay help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # A subcommand only as the first word: none after an option or a PATH of the scan.
 function __fish_locksmith_first_word
