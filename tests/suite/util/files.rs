@@ -83,9 +83,7 @@ pub fn set_mtime_ms(path: &Path, ms: i64) {
 // time rules compare the ctime, which nobody can set back, and the clock may have stepped).
 // A test that means *when a lock was written* says so in the evidence instead
 // (`judging::judge_changed` with `written_ago`, `written_before_boot`, ...). An mtime a test
-// sets here still says which boot it means: [`age`] and [`age_up_to`] give one of this boot
-// (checked), and [`age_across_boots`] one whose relation to the boot no judgement of the test
-// looks at.
+// sets here is of this boot: [`age`] and [`age_up_to`] check it.
 
 /// Seconds kept between this host's boot and an mtime meant to be of this boot: more than the
 /// judges' clock slack and `btime`'s rounding to the second, with room for a small step of the
@@ -139,14 +137,6 @@ pub fn age_up_to(path: &Path, want: u64, need: u64) -> u64 {
     let secs = want.min(room_in_this_boot(now_ms())).max(need);
     age(path, secs);
     secs
-}
-
-/// Sets a path's mtime (and atime) `secs` seconds into the past, wherever that falls against
-/// this host's boot (before it on a machine booted more recently): only for a file whose
-/// judgement does not look at this boot (a lock of another host, a lock judged as if on a
-/// network file system) or is made with a snapshot whose boot time the test sets.
-pub fn age_across_boots(path: &Path, secs: u64) {
-    set_mtime_ms(path, now_ms() - secs as i64 * 1000);
 }
 
 /// A sticky, world-writable directory `name` (like `/tmp`) in the test's directory, which every
