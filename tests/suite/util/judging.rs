@@ -117,13 +117,25 @@ pub fn scan_replayed(
     root: &Path,
     change: impl FnOnce(&mut Evidence),
 ) -> (Report, Output) {
+    let (ev, scanned) = record_changed(env, extra, root, change);
+    let (report, _) = replay_json(env, &ev);
+    (report, scanned)
+}
+
+/// The recording of [`scan_replayed`], changed, before it is replayed (for a test that
+/// replays it otherwise: as a table, with `--check`).
+pub fn record_changed(
+    env: &Env,
+    extra: &[&str],
+    root: &Path,
+    change: impl FnOnce(&mut Evidence),
+) -> (Evidence, Output) {
     let (mut ev, scanned) = record_scan(env, extra, root);
     change(&mut ev);
     for l in ev.locks.clone() {
         ask_here(&mut ev, &evidence::key_path(&l.path));
     }
-    let (report, _) = replay_json(env, &ev);
-    (report, scanned)
+    (ev, scanned)
 }
 
 /// `locksmith replay ARGS... FILE` in `env`, of `ev` written to a file: its output. Judges
