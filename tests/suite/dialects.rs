@@ -126,7 +126,8 @@ fn pidfile_verdicts_follow_the_pid() {
         .and_then(|f| f.start_ms)
         .expect("start time of a child");
     set_mtime_ms(&old, started - 10_000);
-    expect(&old, "pidfile", Verdict::Live);
+    let f = expect(&old, "pidfile", Verdict::Live);
+    assert_evidence(&f, "which anyone who may write it can set");
     // The same file really written 10 s before the process started (in the evidence, on a
     // clock known steady, on a host up for an hour): the PID was reused.
     let f = judge_changed(&old, |ev| {
@@ -2114,6 +2115,8 @@ fn another_host_is_decided_before_any_time_rule() {
                 "{:#?}",
                 f.judgement
             );
+            assert_evidence(&f, "its mtime says");
+            assert_evidence(&f, "which anyone who may write it can set");
         }
     }
     // The record's own time (local, zone unknown) is never taken for the write time: a file
