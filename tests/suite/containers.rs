@@ -1120,8 +1120,8 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
     ) {
         return;
     }
-    // No container of another test may be handed this namespace's inode number once it
-    // ends (taken first: see util/quiet.rs); and it shares this host's mounts.
+    // No container or namespace of another test may be handed this namespace's inode number
+    // once it ends (the container's side taken first: see util/quiet.rs).
     let _no_container = quiet::absent(Fact::Container);
     let _namespace = quiet::making(Fact::PidNamespace);
     let mut ns = Guard::spawn(

@@ -329,7 +329,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     // No container or sandbox of another test starts meanwhile: its new PID namespace could
     // take the inode number of this one once it is dead (see below).
     let _no_container = quiet::absent(Fact::Container);
-    // The namespace shares this host's mounts: no other test judges while it runs.
+    // Nor another test's namespace (see util/quiet.rs).
     let _namespace = quiet::making(Fact::PidNamespace);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ns.lock");

@@ -439,7 +439,8 @@ fn in_a_pid_namespace_a_pid_on_a_shared_file_system_proves_nothing() {
     {
         return;
     }
-    // The namespace shares this host's mounts: no other test judges while it runs.
+    // Made alone: another test's namespace may judge a record naming its own, ended one,
+    // whose inode number this one could be handed (see util/quiet.rs).
     let _namespace = util::quiet::making(util::quiet::Fact::PidNamespace);
     let env = Env::new();
     let lock = env.path().join("server.pid");
