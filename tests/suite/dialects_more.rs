@@ -996,8 +996,13 @@ fn declared_dialect_from_configuration_to_reclaim() {
         assert_eq!(verdict(&claim), v("render-farm", "stale"));
         assert_eq!(verdict(&guard), v("spool", "free"));
     };
-    // Another host's lock whose mtime alone is old: foreign, like the fresh one.
+    // Another host's lock whose mtime alone is old: foreign, like the fresh one, on this
+    // machine's clock and on one known steady (the file's times as the scan found them).
     check(&report, "foreign");
+    let mut on_a_steady_clock = ev.clone();
+    steady(&mut on_a_steady_clock);
+    ask_here(&mut on_a_steady_clock, &foreign_old);
+    check(&replay_json(&env, &on_a_steady_clock).0, "foreign");
     // The same scan with that lock really untouched for two hours (in its evidence, in this
     // boot, on a clock known steady): longer than the declared window, stale.
     steady(&mut ev);

@@ -196,11 +196,19 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
 
     // Its mtime set two hours back too proves no missed beat (anyone who may write the file
-    // can set it): the file's ctime says it changed now.
+    // can set it): the file's ctime says it changed now. So on this machine's clock (and
+    // not reclaimed), and on one known steady.
     set_mtime_ms(&path, now_ms() - 7_200_000);
     assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
     let e = lock(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
+    let f = judge_changed(&path, steady);
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Foreign,
+        "{:#?}",
+        f.judgement
+    );
 
     // No beat for two hours (record and file, in the evidence, on a clock known steady):
     // stale. (The record is another host's: this host's boot says nothing of it, whenever it
