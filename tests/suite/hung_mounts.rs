@@ -14,12 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::judging::{ask_here, replay_json, written_ago_this_boot};
+use crate::util::judging::{ask_here, read_recording, replay_json, written_ago_this_boot};
 use crate::util::podman::{Podman, busybox_root};
 use crate::util::sshfs::Sshfs;
 use crate::util::ui::Ui;
 use crate::util::*;
-use locksmith::probe::Evidence;
 
 /// The longest any command may take here: the mount's bound (5 s) a few times over, far
 /// less than the boot unit's 2 minutes.
@@ -427,7 +426,7 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     // The scan's evidence judged again with the locks ten minutes old, past their writers'
     // start-up, and of this boot, so that the census of processes it read decides (before
     // it, the earlier-boot rule would, without looking at them).
-    let mut ev = Evidence::from_json(&fs::read_to_string(&recording).unwrap()).unwrap();
+    let mut ev = read_recording(&recording);
     for lock in [&repo.join(".git/index.lock"), &office] {
         written_ago_this_boot(&mut ev, lock, 600);
         ask_here(&mut ev, lock);

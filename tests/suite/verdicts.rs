@@ -29,8 +29,8 @@ use locksmith::config::Settings;
 use proptest::prelude::*;
 
 use crate::util::judging::{
-    ask_here, boot_moved, booted_ago, judge_all_changed, replay_all, steady, written_ago,
-    written_at,
+    ask_here, boot_moved, booted_ago, judge_all_changed, read_recording, replay_all, steady,
+    written_ago, written_at,
 };
 use crate::util::{
     Flock, Group, Snap, dead_pid, hold_flock, link, named_sleeper, now_ms, snapshot, swap_with,
@@ -639,8 +639,7 @@ fn every_dialect_is_judged_the_same_in_every_time_zone() {
             .stdin(Stdio::null());
         let out = crate::util::run_bounded(scan, crate::util::DEADLINE);
         assert_eq!(out.status.code(), Some(1), "TZ={tz}: one stale lock");
-        let text = fs::read_to_string(&recording).unwrap();
-        let mut ev = Evidence::from_json(&text).unwrap();
+        let mut ev = read_recording(&recording);
         steady(&mut ev);
         for path in world.expected.keys() {
             ask_here(&mut ev, path);

@@ -48,8 +48,10 @@ pub fn scan_findings(root: &Path) -> Vec<Finding> {
 /// Asks `snap` (a recording) what a rule may ask of the lock file at `path` once its times are
 /// changed, which the judgement on this machine's own times may not have asked: who has it
 /// open, who holds a kernel lock on it (a heartbeat past its window asks; a fresh one does
-/// not).
+/// not), and how far this machine's clock can be trusted (a replay that finds no clock takes
+/// one that has not stepped: a test that means one says so, with [`steady`]).
 fn ask_of_the_lock(snap: &Snapshot, path: &Path) {
+    snap.clock();
     if let Ok(meta) = snap.lstat(path) {
         let key = locksmith::probe::FileKey::of(&meta);
         snap.openers(key);
@@ -97,14 +99,27 @@ pub fn record_scan(env: &Env, extra: &[&str], root: &Path) -> (Evidence, Output)
     let mut args: Vec<&OsStr> = vec!["--record".as_ref(), file.as_os_str()];
     args.extend(extra.iter().map(OsStr::new));
     let out = env.scan(&args, root);
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+    if !file.exists() {
         panic!(
-            "no recording ({e}): {}{}",
+            "no recording: {}{}",
             super::stdout(&out),
             super::stderr(&out)
-        )
-    });
-    (Evidence::from_json(&text).expect("a recording"), out)
+        );
+    }
+    (read_recording(&file), out)
+}
+
+/// A recording of a scan of this machine (`--scan --record FILE`), with this machine's clock
+/// where no rule asked for it (a replay that finds no clock takes one that has not stepped:
+/// a test that means one says so, with [`steady`]).
+pub fn read_recording(file: &Path) -> Evidence {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("the recording {}: {e}", file.display()));
+    let mut ev = Evidence::from_json(&text).expect("a recording");
+    if ev.clock.is_none() {
+        ev.clock = Some(Clock::read(ev.host.boot_time));
+    }
+    ev
 }
 
 /// `locksmith --scan --record FILE EXTRA... ROOT` in `env`, its recording changed by
