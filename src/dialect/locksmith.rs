@@ -14,7 +14,7 @@
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Refresh, Said, When, Writers};
+use crate::judge::{Judgement, Keeps, LockFamily, OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 use locksmith_engine::{ParsedRecord, RecordFormat};
@@ -70,7 +70,7 @@ impl Dialect for Locksmith {
         let same_kernel = rec.boot_id.is_some() && rec.boot_id.as_deref() == ours;
         let mut said = Said::claims(owner);
         if rec.kernel_lock {
-            said = said.writer_locks();
+            said = said.writer_locks(LockFamily::Fcntl);
         }
         // Where the kernel's table of locks cannot be read, finding no holder proves nothing:
         // the PID rules decide.

@@ -14,7 +14,7 @@
 //! kernel locks there).
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, Placed, Said, When};
+use crate::judge::{Judgement, Keeps, LockFamily, Placed, Said, When};
 use crate::probe::{FileKey, Snapshot};
 use crate::start_guard::{self, Record};
 use crate::verdict::Owner;
@@ -85,7 +85,7 @@ impl Dialect for StartGuard {
         );
         // Its writer, `locksmith start`, locks it in the kernel: whoever holds a lock on it
         // holds it.
-        Said::settled(j).owner(owner).writer_locks()
+        Said::settled(j).owner(owner).writer_locks(LockFamily::Fcntl)
     }
 }
 

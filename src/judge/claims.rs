@@ -27,11 +27,12 @@ pub struct Said {
     /// Other files whose kernel locks and openers hold this lock too (a LibreOffice
     /// document, rpm's `.rpm.lock`), with the name the evidence gives them.
     pub held_with: Vec<(FileKey, String)>,
-    /// The lock's writer takes a kernel lock on the lock file itself for as long as it holds
-    /// it (a kernel-lock file, Qt's `QLockFile`): whoever holds one there holds the lock. For
-    /// any other lock a kernel lock proves a holder only when a writer could have taken it
-    /// (see [`super::judge`]).
-    pub writer_locks: bool,
+    /// The lock's writer takes a kernel lock of this family on the lock file itself for as
+    /// long as it holds it (the engine's OFD lock): whoever holds one of that family there
+    /// holds the lock. For any other lock, and a lock of another family (a `flock` never
+    /// conflicts with an OFD lock), a kernel lock proves a holder only when a writer could
+    /// have taken it (see [`super::judge`]).
+    pub writer_locks: Option<LockFamily>,
     /// The writer keeps the lock file open for writing, and a process that has it open so
     /// holds it (the engine's owner descriptor, inherited by a child that outlived it).
     pub open_for_writing_holds: bool,
@@ -88,9 +89,10 @@ impl Said {
         self
     }
 
-    /// The writer takes a kernel lock on the lock file itself ([`Said::writer_locks`]).
-    pub fn writer_locks(mut self) -> Self {
-        self.writer_locks = true;
+    /// The writer takes a kernel lock of `family` on the lock file itself
+    /// ([`Said::writer_locks`]).
+    pub fn writer_locks(mut self, family: LockFamily) -> Self {
+        self.writer_locks = Some(family);
         self
     }
 
@@ -281,6 +283,29 @@ impl Keeps {
     pub fn placed(&self) -> &Placed {
         match self {
             Keeps::KernelLock { placed, .. } | Keeps::Open { placed, .. } => placed,
+        }
+    }
+}
+
+/// Which kernel locks a writer takes: the locks that conflict with its own. `flock(2)` locks
+/// and `fcntl` record locks (POSIX and OFD) are separate tables on Linux: a `flock` on a file
+/// never keeps a writer that takes an OFD lock from taking it, so it proves nothing of that
+/// writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockFamily {
+    /// `fcntl` record locks: POSIX (`F_SETLK`) and OFD (`F_OFD_SETLK`), which conflict.
+    Fcntl,
+    /// Any kernel lock (a writer whose lock call is not known).
+    Any,
+}
+
+impl LockFamily {
+    /// Whether a lock held `how` is of this family.
+    pub fn holds(self, how: crate::verdict::HolderHow) -> bool {
+        use crate::verdict::HolderHow;
+        match self {
+            LockFamily::Any => how != HolderHow::Open,
+            LockFamily::Fcntl => matches!(how, HolderHow::Posix | HolderHow::Ofd),
         }
     }
 }

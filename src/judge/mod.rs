@@ -37,7 +37,7 @@ pub mod remote;
 
 pub use alive::{At, not_an_app_owner};
 pub use claims::{
-    Claim, Contract, Keeps, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
+    Claim, Contract, Keeps, LockFamily, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
 };
 pub use judgement::Judgement;
 pub use pid::{fmt_ms, written_before_boot};
@@ -213,12 +213,16 @@ fn nothing_promised(at: At<'_>) -> Judgement {
 /// runs as the file's owner or as root. Any other holder is named, and keeps the lock from
 /// being removed, but proves nothing about its owner.
 fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, Vec<Holder>) {
-    let mut keys: Vec<(FileKey, String, bool)> = vec![(
+    let mut keys: Vec<(FileKey, String, Option<LockFamily>)> = vec![(
         FileKey::of(at.meta),
         "the lock file".into(),
         said.writer_locks,
     )];
-    keys.extend(said.held_with.iter().map(|(k, w)| (*k, w.clone(), true)));
+    keys.extend(
+        said.held_with
+            .iter()
+            .map(|(k, w)| (*k, w.clone(), Some(LockFamily::Any))),
+    );
     // The files its writer keeps locked while it holds the lock.
     for c in &said.claims {
         if let Claim::Keeps(Keeps::KernelLock { path, what, .. }) = c
@@ -226,8 +230,8 @@ fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, 
         {
             let key = FileKey::of(&meta);
             match keys.iter_mut().find(|k| k.0 == key) {
-                Some(k) => k.2 = true,
-                None => keys.push((key, what.clone(), true)),
+                Some(k) => k.2 = Some(LockFamily::Any),
+                None => keys.push((key, what.clone(), Some(LockFamily::Any))),
             }
         }
     }
@@ -245,7 +249,10 @@ fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, 
         let holders = snap.kernel_holders(key);
         let (writers, readers): (Vec<Holder>, Vec<Holder>) = holders
             .into_iter()
-            .partition(|h| writer_locks || may_be_writers_lock(h, &owners, at.meta.uid(), snap));
+            .partition(|h| match writer_locks {
+                Some(family) => family.holds(h.how),
+                None => may_be_writers_lock(h, &owners, at.meta.uid(), snap),
+            });
         if !writers.is_empty() {
             let mut j = Judgement::live(format!(
                 "{what} is locked in the kernel by {} (/proc/locks)",

@@ -203,10 +203,15 @@ pub fn try_judge(
 }
 
 /// Judges one path with a given snapshot and configuration.
+/// Every judgement is checked against the perturbation battery ([`super::perturb`]): judged
+/// again from its recorded evidence, as recorded and after every change that does not change
+/// who holds the lock.
 pub fn judge_with(path: &Path, snap: &Snap, config: &Config) -> Finding {
-    try_judge(path, snap, config)
+    let found = try_judge(path, snap, config)
         .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
-        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()))
+        .unwrap_or_else(|| panic!("{} was not taken for a lock", path.display()));
+    super::perturb::check_judged(snap, path, &found, config);
+    found
 }
 
 /// Judges one path as reclaim and the UI do: a fresh snapshot, the embedded config.

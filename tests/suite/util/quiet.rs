@@ -439,18 +439,17 @@ pub fn snapshot() -> Snap {
     settle();
     let taken = SystemTime::now();
     Snap {
-        snap: Snapshot::take(),
+        // Keeping every answer it gives: its evidence, to be judged again changed (every
+        // judgement of the suite is, see `perturb`).
+        snap: Snapshot::take().recording(),
         taken,
         _judging: judging,
     }
 }
 
-/// [`snapshot`], keeping every answer it gives (its evidence, to be judged again changed).
+/// [`snapshot`]: it keeps every answer it gives (its evidence, to be judged again changed).
 pub fn recording() -> Snap {
-    let mut s = snapshot();
-    let live = std::mem::replace(&mut s.snap, Snapshot::with_kernel_locks(Default::default()));
-    s.snap = live.recording();
-    s
+    snapshot()
 }
 
 /// The suite's sources, for the check below.
