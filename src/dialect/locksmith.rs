@@ -14,7 +14,9 @@
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Keeps, LockFamily, OwnerClaim, Placed, Refresh, Said, When, Writers};
+use crate::judge::{
+    Judgement, Keeps, LockFamily, OwnerClaim, Placed, Refresh, Said, When, Writers,
+};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 use locksmith_engine::{ParsedRecord, RecordFormat};

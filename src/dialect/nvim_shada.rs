@@ -129,12 +129,8 @@ impl Dialect for NvimShada {
                 When::IfStale,
                 "while such files exist nvim writes the next letter; when all 26 exist it stops saving ShaDa (E138)",
             );
-        let age = common::age_ms(c.meta.ctime_ms(), snap);
-        if age < MIN_AGE_MS {
-            said = said.doubt(format!(
-                "written {} ago: nvim may be about to rename it",
-                common::fmt_age(age)
-            ));
+        if let Err(why) = crate::judge::proven_older(c.meta.ctime_ms(), MIN_AGE_MS, snap) {
+            said = said.doubt(format!("{why}: nvim may be about to rename it"));
         }
         said
     }

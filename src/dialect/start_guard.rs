@@ -85,7 +85,9 @@ impl Dialect for StartGuard {
         );
         // Its writer, `locksmith start`, locks it in the kernel: whoever holds a lock on it
         // holds it.
-        Said::settled(j).owner(owner).writer_locks(LockFamily::Fcntl)
+        Said::settled(j)
+            .owner(owner)
+            .writer_locks(LockFamily::Fcntl)
     }
 }
 

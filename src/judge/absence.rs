@@ -255,15 +255,17 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
         ));
     }
     // Measured from the file's last change (ctime), which nobody can set back: a lock made
-    // a moment ago is never made to look old.
-    let age = snap.taken_ms - at.written_by_ms();
-    if age < contract.min_hold_ms {
-        return Judgement::unknown(format!(
-            "made {} ago, less than {} s: its writer may be just starting",
-            super::fmt_age(age),
-            contract.min_hold_ms / 1000
-        ));
-    }
+    // a moment ago is never made to look old (nor one made before a forward clock step).
+    let age = match super::proven_older(at.written_by_ms(), contract.min_hold_ms, snap) {
+        Ok(age) => age,
+        Err(why) => {
+            return Judgement::unknown(format!(
+                "{why}, less than {} s: its writer may be just starting",
+                contract.min_hold_ms / 1000
+            ));
+        }
+    };
+    let step_ms = snap.clock().step_ms.unwrap_or(0).max(0);
     let checked = if elsewhere.is_empty() {
         format!("no {what} process runs on this host")
     } else {
@@ -283,7 +285,8 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
         .fact("place", contract.place.to_string_lossy())
         .fact("writers_elsewhere", elsewhere.len())
         .fact("age_s", age / 1000)
-        .fact("min_hold_s", contract.min_hold_ms / 1000);
+        .fact("min_hold_s", contract.min_hold_ms / 1000)
+        .fact("clock_step_ms", step_ms);
     Judgement::stale(proof, head)
         .because(format!(
             "its writer's own condition for removing it holds: {}",

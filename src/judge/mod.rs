@@ -37,7 +37,8 @@ pub mod remote;
 
 pub use alive::{At, not_an_app_owner};
 pub use claims::{
-    Claim, Contract, Keeps, LockFamily, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
+    Claim, Contract, Keeps, LockFamily, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope,
+    When, Writers,
 };
 pub use judgement::Judgement;
 pub use pid::{fmt_ms, written_before_boot};
@@ -117,6 +118,30 @@ pub fn without_content(mut j: Judgement, e: &std::io::Error) -> Judgement {
 }
 
 /// Which kind of claim an outcome came from.
+/// How long ago a file last changed (its ctime), as far as the clock proves it: `Ok(age)`
+/// when it is proven at least `min_ms` old, the clock's possible forward step since taken
+/// off; `Err(why)` when it may be younger (by the clock, or because the clock may have stepped
+/// forward by more than what is left, or nothing tells how far it stepped).
+pub fn proven_older(ctime_ms: i64, min_ms: i64, snap: &Snapshot) -> Result<i64, String> {
+    let age = snap.taken_ms - ctime_ms;
+    if min_ms <= 0 {
+        return Ok(age);
+    }
+    if age < min_ms {
+        return Err(format!("made {} ago", fmt_age(age.max(0))));
+    }
+    let clock = snap.clock();
+    match clock.step_ms {
+        Some(step) if age - step.max(0) >= min_ms => Ok(age),
+        _ => Err(format!(
+            "made {} ago by the clock, but {}: it may have been made less than {} ago",
+            fmt_age(age),
+            clock.how,
+            fmt_age(min_ms)
+        )),
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     /// The lock's owner PID(s).
@@ -126,6 +151,9 @@ enum Kind {
     Settles,
     /// A census of this host's processes and descriptors.
     Local,
+    /// Evidence that would prove it held, which cannot be read here (a refresh the clock
+    /// cannot date): nothing else proves it stale.
+    MayBeLive,
 }
 
 fn decide(lock: Lock<'_>, said: &Said, snap: &Snapshot) -> Judgement {
@@ -247,9 +275,8 @@ fn kernel_held(at: At<'_>, said: &Said, snap: &Snapshot) -> (Option<Judgement>, 
     let mut others = Vec::new();
     for (key, what, writer_locks) in keys {
         let holders = snap.kernel_holders(key);
-        let (writers, readers): (Vec<Holder>, Vec<Holder>) = holders
-            .into_iter()
-            .partition(|h| match writer_locks {
+        let (writers, readers): (Vec<Holder>, Vec<Holder>) =
+            holders.into_iter().partition(|h| match writer_locks {
                 Some(family) => family.holds(h.how),
                 None => may_be_writers_lock(h, &owners, at.meta.uid(), snap),
             });
@@ -377,7 +404,15 @@ fn check(at: At<'_>, claim: &Claim, snap: &Snapshot) -> (Kind, Judgement) {
             }
             (kind, placed(absence::keeps(at, k, snap), k.placed()))
         }
-        Claim::Refreshed(r) => (Kind::Settles, placed(refreshed(at, r, snap), &r.placed)),
+        Claim::Refreshed(r) => {
+            let (j, may_be_live) = refreshed(at, r, snap);
+            let kind = if may_be_live {
+                Kind::MayBeLive
+            } else {
+                Kind::Settles
+            };
+            (kind, placed(j, &r.placed))
+        }
         Claim::Writer(c) => {
             if at.fs.network {
                 return (Kind::Local, on_network(at));
@@ -492,14 +527,42 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 
 /// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
 /// when nothing here holds it.
-fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
+fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> (Judgement, bool) {
     // The last refresh is the later of what the writer says and the file's last change
     // (a refresh moves both; nobody can move the ctime back).
-    let last_ms = r.last_ms.max(at.written_by_ms());
+    let ctime = at.written_by_ms();
+    let mut last_ms = r.last_ms.max(ctime);
+    let tolerance = NETWORK_SKEW_MS
+        + if at.fs.remote_clock() {
+            NETWORK_SKEW_MS
+        } else {
+            0
+        };
+    let mut set_ahead = None;
+    if last_ms - snap.taken_ms > tolerance && ctime - snap.taken_ms <= tolerance {
+        // A time set ahead by hand (`touch -d`, a record's field): the kernel's own account
+        // of the last change still tells.
+        set_ahead = Some(format!(
+            "its mtime or record says {}, ahead of the clock: its last change by the kernel's account (ctime) is taken",
+            fmt_ms(last_ms)
+        ));
+        last_ms = ctime;
+    }
     let r = &Refresh {
         last_ms,
         ..r.clone()
     };
+    let (mut j, may_be_live) = refreshed_at(at, r, snap);
+    if let Some(line) = set_ahead {
+        j.evidence.push(line);
+    }
+    (j, may_be_live)
+}
+
+/// [`refreshed`] from its last refresh; with whether a fresh refresh, which would prove it
+/// held, is not excluded (the clocks disagree, or may have stepped since): no other rule
+/// may then call it stale.
+fn refreshed_at(at: At<'_>, r: &Refresh, snap: &Snapshot) -> (Judgement, bool) {
     let age = snap.taken_ms - r.last_ms;
     // On a network file system the server's clock sets the mtime: allow it to differ.
     let skew = if at.fs.remote_clock() {
@@ -507,24 +570,52 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
     } else {
         0
     };
-    let window_s = r.window_ms / 1000;
+    let proves_live = r.fresh_ms.is_some() && !at.fs.remote_clock();
     if age < -(NETWORK_SKEW_MS + skew) {
-        return Judgement::unknown(format!(
-            "its last refresh is {} in the future: the clocks disagree, so the heartbeat proves nothing",
-            fmt_age(-age)
-        ));
+        return (
+            Judgement::unknown(format!(
+                "its last refresh is {} in the future: the clocks disagree, so the heartbeat proves nothing",
+                fmt_age(-age)
+            )),
+            proves_live,
+        );
     }
     // A server's clock sets a network file's mtime: a fresh one proves nothing there.
     if let Some(fresh) = r.fresh_ms
-        && age <= fresh
         && !at.fs.remote_clock()
     {
-        return Judgement::live(format!(
-            "refreshed {} ago ({})",
-            fmt_age(age.max(0)),
-            r.promise
-        ));
+        if age <= fresh {
+            return (
+                Judgement::live(format!(
+                    "refreshed {} ago ({})",
+                    fmt_age(age.max(0)),
+                    r.promise
+                )),
+                false,
+            );
+        }
+        // A clock stepped forward since the refresh makes it look older than it is.
+        let clock = snap.clock();
+        if !matches!(clock.step_ms, Some(step) if age - step.max(0) > fresh) {
+            return (
+                Judgement::unknown(format!(
+                    "refreshed {} ago by the clock, but {}: it may have been refreshed within {} ({}), which would prove it held",
+                    fmt_age(age),
+                    clock.how,
+                    fmt_age(fresh),
+                    r.promise
+                )),
+                true,
+            );
+        }
     }
+    (expired(at, r, snap, age, skew), false)
+}
+
+/// [`refreshed_at`] past the freshness that would prove it held: within its window it may
+/// be held; past it, with nothing holding it here, it is stale.
+fn expired(at: At<'_>, r: &Refresh, snap: &Snapshot, age: i64, skew: i64) -> Judgement {
+    let window_s = r.window_ms / 1000;
     if age <= r.window_ms {
         return Judgement::unknown(format!(
             "refreshed {} ago, within its writer's {window_s} s window ({}): its holder may still be there",
@@ -595,9 +686,10 @@ fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
     let owner_foreign = outcomes
         .iter()
         .any(|(k, j)| *k == Kind::Owner && j.verdict() == Verdict::Foreign);
-    let proof = outcomes
-        .iter()
-        .position(|(k, j)| j.verdict() == Verdict::Stale && (*k != Kind::Local || !owner_foreign));
+    let may_be_live = outcomes.iter().any(|(k, _)| *k == Kind::MayBeLive);
+    let proof = outcomes.iter().position(|(k, j)| {
+        !may_be_live && j.verdict() == Verdict::Stale && (*k != Kind::Local || !owner_foreign)
+    });
     if let Some(i) = proof {
         let mut j = outcomes[i].1.clone();
         for (n, (_, other)) in outcomes.iter().enumerate() {
@@ -612,6 +704,7 @@ fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
     }
     let first = |v: Verdict| outcomes.iter().position(|(_, j)| j.verdict() == v);
     let lead = first(Verdict::Foreign)
+        .or_else(|| outcomes.iter().position(|(k, _)| *k == Kind::MayBeLive))
         .or_else(|| first(Verdict::Unknown))
         .or_else(|| first(Verdict::Free))
         .unwrap_or(0);

@@ -5,7 +5,6 @@ use std::fs;
 use std::io::Read;
 use std::process::Stdio;
 
-use crate::util::judging::wait_past_shortest_hold;
 use crate::util::*;
 
 /// A tree with one stale pidfile (dead PID) and one live pidfile (a running child).
@@ -331,14 +330,15 @@ fn a_scan_changes_nothing() {
     fs::create_dir(root.join("job.lock")).unwrap();
     std::os::unix::fs::symlink("nowhere", root.join(".#notes.txt")).unwrap();
     fs::write(root.join("empty.lock"), "").unwrap();
-    // Past git's start-up allowance: a lock the scan proves stale (and still must not touch).
-    wait_past_shortest_hold(&[&index]);
+    // A lock the scan proves stale (and still must not touch): its owner is gone.
+    let pid = root.join("app.pid");
+    fs::write(&pid, format!("{}\n", crate::util::dead_pid())).unwrap();
     let before = photograph(t.env.path());
     let out = t
         .env
         .run(["--scan".as_ref(), "--json".as_ref(), root.as_os_str()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert_eq!(parse_report(&out).expect_lock(&index).verdict, "stale");
+    assert_eq!(parse_report(&out).expect_lock(&pid).verdict, "stale");
     let out = t.env.run(["--scan".as_ref(), root.as_os_str()]);
     assert!(matches!(out.status.code(), Some(0 | 1)));
     assert_eq!(before, photograph(t.env.path()));

@@ -4,34 +4,9 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use crate::util::btrfs::BtrfsSubvolume;
 use crate::util::*;
-
-/// A python3 child that holds an OFD write lock on `path` until it is killed; returns once
-/// the lock is taken.
-fn hold_ofd(path: &Path) -> Guard {
-    let script = "import fcntl, os, struct, sys, time\n\
-        fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n\
-        fcntl.fcntl(fd, 37, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0, 0, 0))  # F_OFD_SETLK\n\
-        print('locked', flush=True)\n\
-        time.sleep(600)\n";
-    let mut child = Command::new("python3")
-        .args(["-c", script])
-        .arg(path)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "locked");
-    Guard(Some(child))
-}
 
 fn holders_of(env: &Env, lock: &Path) -> Vec<i64> {
     let (report, out) = env.scan_json(&[lock]);

@@ -28,6 +28,8 @@ use locksmith::Verdict;
 use locksmith::config::Settings;
 use proptest::prelude::*;
 
+use crate::util::{Guard, hold_ofd};
+
 use crate::util::judging::{
     ask_here, boot_moved, booted_ago, judge_all_changed, read_recording, replay_all, steady,
     written_ago, written_at,
@@ -61,6 +63,8 @@ struct World {
     _owners: Vec<Group>,
     _guards: Vec<crate::util::Guard>,
     _flocks: Vec<Flock>,
+    /// Children holding OFD locks.
+    _held: Vec<Guard>,
     _engine: Option<locksmith::engine::LockGuard>,
     /// Last: removed once its owners are dead (a process working in a removed directory is
     /// one whose working directory cannot be read: another test's git census would say so).
@@ -94,6 +98,7 @@ impl World {
         let mut owners = Vec::new();
         let mut guards = Vec::new();
         let mut flocks = Vec::new();
+        let mut held = Vec::new();
         let mut live = Vec::new();
         let mut expected = BTreeMap::new();
         let sleeper = |program: &str, cwd: &Path| named_sleeper(&bin, name.unwrap_or(program), cwd);
@@ -399,7 +404,8 @@ impl World {
             &t.join("srv/.web.pid.locksmith-start"),
             serde_json::to_vec(&record).unwrap(),
         );
-        flocks.push(hold_flock(&start_guard));
+        // `locksmith start` keeps its guard with an OFD lock (fcntl), as the service it ran.
+        held.push(hold_ofd(&start_guard));
         live.push((start_guard, None, false));
         live.push((service_pid, None, false));
         let engine_path = t.join("jobs/nightly.lock");
@@ -464,6 +470,7 @@ impl World {
             _owners: owners,
             _guards: guards,
             _flocks: flocks,
+            _held: held,
             _engine: Some(engine),
         }
     }

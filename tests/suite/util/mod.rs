@@ -18,12 +18,12 @@ pub mod btrfs;
 pub mod engine;
 pub mod judging;
 pub mod machine;
+pub mod perturb;
 pub mod podman;
 #[path = "../../../crates/locksmith-engine/tests/engine/util/proc_locks.rs"]
 #[allow(dead_code)] // what the engine's own tests use as well
 pub mod proc_locks;
 pub mod pty;
-pub mod perturb;
 pub mod quiet;
 // The ssh server and the sshfs mount are the engine crate's test helpers, shared.
 #[path = "../../../crates/locksmith-engine/tests/engine/util/sshd.rs"]

@@ -25,7 +25,7 @@
 
 use std::fmt::Write as _;
 
-use locksmith::probe::evidence::{Answer, LockFacts, SeenRec};
+use locksmith::probe::evidence::{Answer, LockFacts, SeenRec, SightingsRec};
 use locksmith::probe::{Evidence, FileKey, PidState, ProcFacts, Snapshot, Stat, clock::Clock};
 use locksmith::scan::{self, Config, Finding};
 use locksmith::{HolderHow, Verdict};
@@ -198,7 +198,12 @@ pub fn all() -> Vec<Perturbation> {
 /// Judges `lock` from `ev` as recorded (which must give `base`'s verdict), then after every
 /// perturbation, and fails the test with every broken invariant. Returns the names of the
 /// perturbations that applied.
-pub fn check(ev: &Evidence, lock: &LockFacts, base: &Finding, config: &Config) -> Vec<&'static str> {
+pub fn check(
+    ev: &Evidence,
+    lock: &LockFacts,
+    base: &Finding,
+    config: &Config,
+) -> Vec<&'static str> {
     let mut failures = String::new();
     let as_recorded = match replay(ev.clone(), lock, config) {
         Ok(f) => f,
@@ -278,7 +283,8 @@ fn broken(expect: Expect, before: &Finding, after: &Finding, name: &str) -> Opti
             if b != Verdict::Stale && a == Verdict::Stale {
                 return Some(format!("{b} became stale {:?}", rules(after)));
             }
-            if b == Verdict::Stale && !matches!(a, Verdict::Stale | Verdict::Unknown | Verdict::Foreign)
+            if b == Verdict::Stale
+                && !matches!(a, Verdict::Stale | Verdict::Unknown | Verdict::Foreign)
             {
                 return Some(format!("stale became {a}"));
             }
@@ -298,8 +304,16 @@ fn rules(f: &Finding) -> Vec<String> {
 
 /// `lock` judged from `ev` alone; an error naming what `ev` did not answer.
 fn replay(ev: Evidence, lock: &LockFacts, config: &Config) -> Result<Finding, String> {
+    // The lock as this evidence holds it (a perturbation may have changed its status).
+    let lock = ev
+        .locks
+        .iter()
+        .rev()
+        .find(|l| l.path == lock.path)
+        .cloned()
+        .unwrap_or_else(|| lock.clone());
     let snap = Snapshot::replay(ev);
-    let found = scan::judge_recorded(lock, &snap, config)
+    let found = scan::judge_recorded(&lock, &snap, config)
         .ok_or_else(|| "no longer taken for a lock".to_string())?;
     let misses = snap.replay_misses();
     if !misses.is_empty() {
@@ -359,9 +373,9 @@ fn copied_keeping_times(ev: &mut Evidence, lock: &LockFacts, _: &Finding) -> boo
         &mut ev.writers,
         &mut ev.mappers,
     ] {
-        if let Some(v) = map.remove(&old) {
-            map.insert(new, v);
-        }
+        // The copy is a new file that nobody has open or locked (the copier has closed it);
+        // the old one keeps what was recorded of it (another name may still link it).
+        map.insert(new, Vec::new());
     }
     true
 }
@@ -411,16 +425,26 @@ fn unrelated_namespace(ev: &mut Evidence, lock: &LockFacts, base: &Finding) -> b
     );
     facts.pid_ns = Some(inode);
     ev.pids.insert(READER_PID - 1, PidState::Alive(facts));
-    for (key, rec) in ev.sightings.iter_mut() {
-        if key.ends_with(&format!(" {}", lock.path)) {
-            rec.seen.push(SeenRec {
-                ns: Some(inode),
+    // Who sees the lock: as recorded (a scan with no other namespace asks nobody), and now
+    // this namespace as well, under no tie.
+    let rec = ev
+        .sightings
+        .entry(format!("{} {}", lock.stat.dev, lock.path))
+        .or_insert_with(|| SightingsRec {
+            seen: vec![SeenRec {
+                ns: None,
                 path: lock.path.clone(),
                 layer: None,
-                tied: false,
-            });
-        }
-    }
+                tied: true,
+            }],
+            mapped: true,
+        });
+    rec.seen.push(SeenRec {
+        ns: Some(inode),
+        path: lock.path.clone(),
+        layer: None,
+        tied: false,
+    });
     true
 }
 
@@ -472,12 +496,17 @@ fn others_cut(ev: &mut Evidence, _: &LockFacts, _: &Finding) -> bool {
     }
     for (pid, uid) in &cut {
         ev.environ_cut.insert(*pid, true);
-        ev.fds_cut
-            .get_or_insert_with(Vec::new)
-            .push((*pid, *uid, locksmith::probe::bounds::FDS_PER_PROCESS));
+        ev.fds_cut.get_or_insert_with(Vec::new).push((
+            *pid,
+            *uid,
+            locksmith::probe::bounds::FDS_PER_PROCESS,
+        ));
     }
     if let Some(procs) = ev.processes.as_mut() {
-        for p in procs.iter_mut().filter(|p| cut.iter().any(|c| c.0 == p.pid)) {
+        for p in procs
+            .iter_mut()
+            .filter(|p| cut.iter().any(|c| c.0 == p.pid))
+        {
             p.cmd_cut = true;
         }
     }
