@@ -254,18 +254,57 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
             "no {what} process is seen at work {here}, but {why}"
         ));
     }
-    // Measured from the file's last change (ctime), which nobody can set back: a lock made
-    // a moment ago is never made to look old (nor one made before a forward clock step).
-    let age = match super::proven_older(at.written_by_ms(), contract.min_hold_ms, snap) {
-        Ok(age) => age,
-        Err(why) => {
-            return Judgement::unknown(format!(
-                "{why}, less than {} s: its writer may be just starting",
-                contract.min_hold_ms / 1000
-            ));
+    // The census above may predate the lock (a writer just starting is not in it): one taken
+    // now that the lock has been seen holds whoever made it, or it is gone. That order proves
+    // it, however young the lock and whatever the clock did; without it, only an age past the
+    // writer's shortest hold, beyond any step of the clock, does.
+    let first: Vec<i32> = at_work
+        .iter()
+        .chain(&maybe)
+        .chain(&elsewhere)
+        .map(|(p, _)| p.pid)
+        .collect();
+    let late = snap.census_after(at.path, what, |p| {
+        p.pid != me && contract.writer.of_listed(p) != Match::No
+    });
+    // Measured from the file's last change (ctime), which nobody can set back.
+    let age = snap.taken_ms - at.written_by_ms();
+    let ordered = match late {
+        Some(late) => {
+            // A writer started since, unless it works elsewhere (another repository's git).
+            let new: Vec<&ProcSummary> = late
+                .iter()
+                .filter(|p| !first.contains(&p.pid))
+                .filter(|p| {
+                    !matches!(
+                        snap.pid(p.pid),
+                        crate::probe::PidState::Absent | crate::probe::PidState::Zombie(_)
+                    )
+                })
+                .filter(|p| !matches!(place_of(p, &contract.scope, &roots, snap), Place::Outside))
+                .collect();
+            if !new.is_empty() {
+                let names: Vec<String> = new
+                    .iter()
+                    .map(|p| format!("{} ({})", p.pid, crate::text::truncate(&p.name, 64)))
+                    .collect();
+                return Judgement::unknown(format!(
+                    "a {what} process started since the processes were first listed ({}): it may have made this lock and be just starting",
+                    names.join(", ")
+                ));
+            }
+            true
+        }
+        None => {
+            if let Err(why) = super::proven_older(at.written_by_ms(), contract.min_hold_ms, snap) {
+                return Judgement::unknown(format!(
+                    "{why}, less than {} s: its writer may be just starting",
+                    contract.min_hold_ms / 1000
+                ));
+            }
+            false
         }
     };
-    let step_ms = snap.clock().step_ms.unwrap_or(0).max(0);
     let checked = if elsewhere.is_empty() {
         format!("no {what} process runs on this host")
     } else {
@@ -286,7 +325,7 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
         .fact("writers_elsewhere", elsewhere.len())
         .fact("age_s", age / 1000)
         .fact("min_hold_s", contract.min_hold_ms / 1000)
-        .fact("clock_step_ms", step_ms);
+        .fact("census_after_seen", ordered);
     Judgement::stale(proof, head)
         .because(format!(
             "its writer's own condition for removing it holds: {}",

@@ -95,6 +95,9 @@ pub struct Evidence {
     pub processes: Option<Vec<ProcSummary>>,
     pub containers: Option<Inventory>,
     pub sightings: BTreeMap<String, SightingsRec>,
+    /// A writer's processes in a census taken after a lock was seen (`WRITER PATH`): `None`
+    /// when no process list could be read.
+    pub late_census: BTreeMap<String, Option<Vec<ProcSummary>>>,
     pub locks: Vec<LockFacts>,
     /// The configuration's part that judging depends on (the stale windows, the declared
     /// dialects and the extra patterns), as the configuration writes them.

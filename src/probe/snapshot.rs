@@ -984,6 +984,27 @@ impl Snapshot {
         self.processes.get(list_processes)
     }
 
+    /// The processes `pick` takes of a census taken now, when `lock` has been seen (its
+    /// status read before this is asked), for the writer `what`: whoever made the lock is
+    /// among them or gone, whenever the census of [`Snapshot::processes`] was taken (it may
+    /// predate the lock). Asked once per lock and writer; `None`: no process list can be read.
+    pub fn census_after(
+        &self,
+        lock: &Path,
+        what: &str,
+        pick: impl Fn(&ProcSummary) -> bool,
+    ) -> Option<Vec<ProcSummary>> {
+        self.answer(
+            |e| &mut e.late_census,
+            || format!("{what} {}", evidence::path_key(lock)),
+            || {
+                let all = list_processes();
+                (!all.is_empty()).then(|| all.into_iter().filter(|p| pick(p)).collect())
+            },
+            || None,
+        )
+    }
+
     /// Whether some process listens on a unix socket bound at `path` (`/proc/net/unix`, read
     /// on first use).
     pub fn unix_socket_listening(&self, path: &str) -> bool {

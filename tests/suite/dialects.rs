@@ -1326,8 +1326,12 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         &repo.join(".git/index.lock"),
         fixture("git/index-lock-commit-editor.bin"),
     );
-    // Just made: git may be starting.
-    let f = judge_changed(&index, |ev| written_ago_this_boot(ev, &index, 0));
+    // Just made, and no process list read since it was seen: git may be starting (the
+    // first census may predate it).
+    let f = judge_changed(&index, |ev| {
+        written_ago_this_boot(ev, &index, 0);
+        ev.late_census.values_mut().for_each(|c| *c = None);
+    });
     assert_eq!(
         f.judgement.verdict(),
         Verdict::Unknown,
@@ -1335,6 +1339,15 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         f.judgement
     );
     assert_evidence(&f, "just starting");
+    // Just made, and no git process in a census taken after it was seen: whoever made it
+    // is gone, however young it is.
+    let f = judge_changed(&index, |ev| written_ago_this_boot(ev, &index, 0));
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    assert!(
+        f.judgement.proofs()[0].facts.get("census_after_seen") == Some(&true.into()),
+        "{:#?}",
+        f.judgement.proofs()
+    );
     let f = expect_a_minute_old(&index, "git", Verdict::Stale);
     assert_evidence(&f, "no git process works in");
     assert_evidence(&f, "no process has the lock or a file of");
@@ -1420,7 +1433,17 @@ fn git_pid_files() {
             &repo.join(format!(".git/bad{i}~pid.lock")),
             format!("pid {bad}"),
         );
-        expect(&path, "git", Verdict::Unknown);
+        // A PID that names no process proves nothing: unreadable, it is `unknown`; read, git's
+        // own condition decides (no git process works in the repository).
+        let f = judge(&path);
+        assert_eq!(f.dialect, "git");
+        match f.judgement.verdict() {
+            Verdict::Unknown => assert_evidence(&f, "cannot read this as a git pid lock"),
+            Verdict::Stale => {
+                assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent)
+            }
+            v => panic!("{bad}: {v}: {:#?}", f.judgement),
+        }
     }
     let f = expect(
         &write(&repo.join(".git/x~pid.lock"), &pid_text[4..]),

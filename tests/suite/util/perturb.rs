@@ -126,11 +126,11 @@ pub fn all() -> Vec<Perturbation> {
         Perturbation {
             name: "the wall clock stepped forward six hours after the write, the step seen",
             expect: Expect::NoNewStale,
-            apply: |ev, lock, _| {
+            apply: |ev, _, _| {
                 let Some(step) = ev.clock.as_ref().and_then(|c| c.step_ms) else {
                     return false;
                 };
-                each_stat(ev, lock, |s| shift(s, -STEP_MS));
+                now_moved(ev, STEP_MS);
                 ev.clock = Some(Clock {
                     step_ms: Some(step.max(0) + STEP_MS),
                     how: "the wall clock may have stepped forward by up to 6 h since this boot began (perturbed)".into(),
@@ -141,8 +141,8 @@ pub fn all() -> Vec<Perturbation> {
         Perturbation {
             name: "the wall clock stepped forward after the write, by how much not known",
             expect: Expect::NoNewStale,
-            apply: |ev, lock, _| {
-                each_stat(ev, lock, |s| shift(s, -STEP_MS));
+            apply: |ev, _, _| {
+                now_moved(ev, STEP_MS);
                 ev.clock = Some(Clock {
                     step_ms: None,
                     how: "nothing tells whether the wall clock stepped since this boot began (perturbed)".into(),
@@ -153,8 +153,8 @@ pub fn all() -> Vec<Perturbation> {
         Perturbation {
             name: "the wall clock stepped back six hours after the write",
             expect: Expect::NoNewStale,
-            apply: |ev, lock, _| {
-                each_stat(ev, lock, |s| shift(s, STEP_MS));
+            apply: |ev, _, _| {
+                now_moved(ev, -STEP_MS);
                 true
             },
         },
@@ -327,12 +327,18 @@ fn secs(ms: i64) -> (i64, i64) {
     (ms.div_euclid(1000), ms.rem_euclid(1000) * 1_000_000)
 }
 
-/// Every time of the file moved by `by` ms (a clock step between its write and now).
-fn shift(s: &mut Stat, by: i64) {
-    let mtime = s.mtime.0 * 1000 + s.mtime.1 / 1_000_000;
-    s.mtime = secs(mtime + by);
-    s.ctime = secs(s.ctime_ms() + by);
-    s.birth_ms = s.birth_ms.map(|b| b + by);
+/// The wall clock stepped by `by` ms after every file of the evidence was written: every
+/// time read now through it (the evidence's own time, the boot's wall time and every
+/// process's start, which is read through it) moves; every file time, written by the clock of
+/// then, stays.
+fn now_moved(ev: &mut Evidence, by: i64) {
+    ev.taken_ms += by;
+    ev.host.boot_time = ev.host.boot_time.map(|b| b + by.div_euclid(1000));
+    for state in ev.pids.values_mut() {
+        if let PidState::Alive(f) | PidState::Zombie(f) = state {
+            f.start_ms = f.start_ms.map(|s| s + by);
+        }
+    }
 }
 
 /// Applies `f` to the lock's status wherever the evidence holds it: its own, and the answers
@@ -495,6 +501,11 @@ fn others_cut(ev: &mut Evidence, _: &LockFacts, _: &Finding) -> bool {
         }
     }
     for (pid, uid) in &cut {
+        // What a rule may ask next of a process whose command line says too little, which
+        // the recording did not need: unread, as of a process whose tables were cut.
+        ev.cwd.entry(*pid).or_insert(None);
+        ev.working_dir.entry(*pid).or_insert(None);
+        ev.cwd_gone.entry(*pid).or_insert(false);
         ev.environ_cut.insert(*pid, true);
         ev.fds_cut.get_or_insert_with(Vec::new).push((
             *pid,
@@ -512,9 +523,13 @@ fn others_cut(ev: &mut Evidence, _: &LockFacts, _: &Finding) -> bool {
     }
     let mut namespaces = false;
     if let Some(inv) = ev.containers.as_mut() {
+        // Those whose first process the recording knows (a rule then reads it, and what it
+        // would read of another is not recorded).
         for ns in inv.namespaces.iter_mut() {
-            ns.mounts_cut = true;
-            namespaces = true;
+            if ev.pids.contains_key(&ns.init) {
+                ns.mounts_cut = true;
+                namespaces = true;
+            }
         }
     }
     !cut.is_empty() || namespaces
