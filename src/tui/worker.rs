@@ -23,10 +23,10 @@ use locksmith::reclaim::{self, Reclaim, ReclaimOptions, Selector};
 use locksmith::remote::Asker;
 use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
-use super::app::{
-    FileMeta, Msg, REJUDGE_SLICE, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult,
-};
+use super::components::table::REJUDGE_SLICE;
 use super::confirm::ConfirmedAction;
+use super::msg::{Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult};
+use super::rows::FileMeta;
 use super::{stop, text};
 
 /// What reaches the UI thread.
