@@ -8,6 +8,7 @@
 //!   bar), and [`popup`] the pop-ups, one file each: each owns its state, its keys and its
 //!   drawing, with its tests beside it;
 //! - [`msg`] is what reaches the app and what it asks of the runtime ([`msg::Effect`]);
+//! - [`render`] draws `&App` by layout, each component its part;
 //! - [`keymap`] is the one table of key bindings behind the handler, the key bar, the help and
 //!   every message that names a key;
 //! - [`layout`] places the parts of the screen (shared by drawing, paging and the mouse);
