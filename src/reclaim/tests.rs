@@ -387,3 +387,44 @@ fn unsaved_vim_changes_are_kept_unless_asked() {
     assert_eq!(o.action, Action::Removed);
     assert!(!lock.exists());
 }
+
+#[test]
+fn one_reclaim_gives_one_outcome_per_lock_in_order_after_its_settle_step() {
+    let t = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = ["a.pid", "b.pid", "c.pid"]
+        .iter()
+        .map(|n| t.path().join(n))
+        .collect();
+    for p in &paths {
+        fs::write(p, "999999\n").unwrap();
+    }
+    let locks: Vec<Finding> = paths.iter().map(|p| found(p, Verdict::Stale)).collect();
+    let judge = Says(
+        |_: BorrowedFd<'_>, name: &OsStr| Ok(Some(found(&t.path().join(name), Verdict::Stale))),
+        Windows::default(),
+    );
+    // The settle step sees each fresh judgement and finds b's owner alive again.
+    let settled = std::cell::RefCell::new(Vec::new());
+    let mut outcomes = Vec::new();
+    Reclaim::new(&judge)
+        .options(opts(t.path()))
+        .settle(|judged, fresh| {
+            settled.borrow_mut().push(judged.path.clone());
+            if judged.path.ends_with("b.pid") {
+                fresh.judgement = Judgement::for_test(Verdict::Live, "its host says so");
+            }
+        })
+        .run(&locks, |o| outcomes.push(o));
+    assert_eq!(*settled.borrow(), paths);
+    let got: Vec<_> = outcomes.iter().map(|o| (&o.path, o.action)).collect();
+    assert_eq!(
+        got,
+        [
+            (&paths[0], Action::Removed),
+            (&paths[1], Action::Kept),
+            (&paths[2], Action::Removed),
+        ]
+    );
+    assert!(!paths[0].exists() && paths[1].exists() && !paths[2].exists());
+    assert_eq!(journal(t.path()).len(), 2);
+}
