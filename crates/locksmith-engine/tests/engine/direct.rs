@@ -18,7 +18,7 @@ fn record_of(pid: u32) -> Record {
         .acquire()
         .unwrap();
     let mut r = guard.record().clone();
-    r.pid = pid;
+    r.pid = Some(i64::from(pid));
     r.start_time = None;
     r
 }
@@ -65,7 +65,8 @@ fn a_live_owner_is_live_and_its_lock_is_not_taken() {
     write(&path, &record_of(sleeper.0.id()));
     let j = Lock::new(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
-    assert_eq!(j.process.as_ref().map(|p| p.name.as_str()), Some("sleep"));
+    assert_eq!(j.holder_pid, Some(sleeper.0.id() as i32));
+    assert_eq!(j.holder_command.as_deref(), Some("sleep 300"));
     let e = Lock::new(&path).try_acquire().unwrap_err();
     assert!(e.is_held(), "{e}");
     assert!(matches!(
@@ -93,7 +94,7 @@ fn a_reused_pid_is_stale_and_another_host_or_namespace_is_foreign() {
     assert!(j.evidence[0].contains("reused"), "{j:?}");
 
     let mut remote = record_of(dead_pid() as u32);
-    remote.hostname = "another-host.invalid".into();
+    remote.hostname = Some("another-host.invalid".into());
     remote.boot_id = Some("00000000-0000-0000-0000-000000000001".into());
     write(&path, &remote);
     assert_eq!(
