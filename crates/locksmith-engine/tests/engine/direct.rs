@@ -126,3 +126,41 @@ fn a_record_from_an_earlier_boot_of_this_host_is_stale() {
     assert_eq!(j.verdict, Verdict::Stale, "{j:?}");
     assert!(j.evidence[0].contains("earlier boot"), "{j:?}");
 }
+
+/// A heartbeat proves an owner gone only by what nobody can set back: the record's own beat
+/// and the file's mtime are the writer's word (or anyone's who may write the file: `touch -d`,
+/// `cp -p`, `tar x`), its ctime is not. A remote owner's record whose beat and mtime both say
+/// two hours ago, written just now, is still `foreign`, and is neither taken nor reclaimed.
+#[test]
+fn a_heartbeat_set_back_with_the_mtime_proves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("beat.lock");
+    let two_hours_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(2);
+    let mut remote = record_of(dead_pid() as u32);
+    remote.hostname = Some("another-host.invalid".into());
+    remote.boot_id = Some("00000000-0000-0000-0000-000000000001".into());
+    remote.created_at = Some(two_hours_ago.to_string());
+    remote.heartbeat_at = Some(two_hours_ago.to_string());
+    remote.heartbeat_interval = Some(std::time::Duration::from_secs(1));
+    write(&path, &remote);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(7200))
+        .unwrap();
+
+    let j = Lock::new(&path).inspect().unwrap();
+    assert_eq!(j.verdict, Verdict::Foreign, "{j:?}");
+    assert!(j.rules.is_empty(), "{j:?}");
+    assert!(
+        j.evidence.iter().any(|e| e.contains("within its writer's")),
+        "the ctime is the last beat: {j:?}"
+    );
+    assert!(Lock::new(&path).try_acquire().unwrap_err().is_held());
+    assert!(matches!(
+        Lock::new(&path).reclaim().unwrap_err().kind(),
+        ErrorKind::NotStale(_)
+    ));
+    assert!(path.exists());
+}
