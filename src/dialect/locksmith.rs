@@ -17,7 +17,7 @@ use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
 use crate::judge::{Judgement, Keeps, OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
-use locksmith_engine::{ParsedRecord, RecordFormat};
+use locksmith_engine::Record;
 use locksmith_sys::time::fmt_ms;
 
 /// The engine's own lock files.
@@ -52,12 +52,12 @@ impl Dialect for Locksmith {
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
-        c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
+        c.kind == EntryKind::File && Record::parse(c.content).is_some()
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said {
         let record = (c.kind == EntryKind::File)
-            .then(|| ParsedRecord::parse(c.content))
+            .then(|| Record::parse(c.content))
             .flatten();
         let Some(rec) = record else {
             return Said::unparseable(
@@ -107,11 +107,11 @@ impl Dialect for Locksmith {
             boot_id: rec.boot_id.clone(),
             start_ticks: rec.start_time,
             pid_ns: rec.pid_ns,
-            written_ms: rec.created_ms,
+            written_ms: rec.created_ms(),
             writers: Writers::ANY,
             ..OwnerClaim::default()
         });
-        if rec.format == RecordFormat::Engine && !rec.kernel_lock {
+        if !rec.from_zero() && !rec.kernel_lock {
             said = said.note(
                 When::Always,
                 "its owner keeps no kernel lock on it (file system without OFD locks, or fallback forced): judged by its PID",
@@ -120,7 +120,7 @@ impl Dialect for Locksmith {
         if rec.has_heartbeat() {
             // The owner refreshes the record (its heartbeat field) and the file's times.
             let last = rec
-                .heartbeat_ms
+                .heartbeat_ms()
                 .unwrap_or(i64::MIN)
                 .max(c.meta.changed_ms());
             // Three of the owner's own intervals, if that is longer than the window.
@@ -150,30 +150,29 @@ fn engine_record() -> &'static str {
 }
 
 /// What the record says of its owner.
-fn owner_of(rec: &ParsedRecord, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
-    let detail = match rec.format {
-        RecordFormat::Zero => "Zero securefile lock record".to_string(),
-        RecordFormat::Engine => {
-            let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
-            if let Some(exe) = &rec.exe {
-                parts.push(format!("exe {exe}"));
-            }
-            if let Some(t) = &rec.token {
-                parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
-            }
-            parts.push(if rec.kernel_lock {
-                "keeps an OFD lock".into()
-            } else {
-                "keeps no kernel lock".into()
-            });
-            parts.join(", ")
+fn owner_of(rec: &Record, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
+    let detail = if rec.from_zero() {
+        "Zero securefile lock record".to_string()
+    } else {
+        let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
+        if let Some(exe) = &rec.exe {
+            parts.push(format!("exe {exe}"));
         }
+        if let Some(t) = &rec.token {
+            parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
+        }
+        parts.push(if rec.kernel_lock {
+            "keeps an OFD lock".into()
+        } else {
+            "keeps no kernel lock".into()
+        });
+        parts.join(", ")
     };
     Owner {
         pid: rec.pid,
         hostname: rec.hostname.clone(),
         user: snap.user_name(c.meta.uid()),
-        created_at: rec.created_ms.map(fmt_ms),
+        created_at: rec.created_ms().map(fmt_ms),
         detail: Some(detail),
     }
 }
@@ -218,7 +217,7 @@ mod tests {
         };
         assert_eq!(
             Locksmith.recognise(&c, &Snapshot::take()),
-            ParsedRecord::parse(bytes).is_some()
+            Record::parse(bytes).is_some()
         );
         Locksmith.judge(&c, &Snapshot::take(), &Windows::default())
     }

@@ -40,14 +40,12 @@ pub use claims::{
     Claim, Contract, Keeps, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope, When, Writers,
 };
 pub use judgement::Judgement;
-pub use pid::{fmt_ms, written_before_boot};
+pub use pid::{Timed, fmt_ms, written_before_boot};
 
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Holder, Owner, Proof, Verdict, describe_holders};
 
-/// How far a file server's clock may be from ours before a heartbeat on it proves anything.
-const NETWORK_SKEW_MS: i64 = 60_000;
-
+use locksmith_sys::time;
 pub use locksmith_sys::time::fmt_age;
 
 /// The lock being judged: where it is, and what was read of it.
@@ -484,55 +482,23 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 }
 
 /// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
-/// when nothing here holds it.
+/// when nothing here holds it, by the time rule both judges share
+/// ([`locksmith_sys::time::Refresh`]).
 fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
     // The last refresh is the later of what the writer says and the file's last change
     // (a refresh moves both; nobody can move the ctime back).
-    let last_ms = r.last_ms.max(at.written_by_ms());
-    let r = &Refresh {
-        last_ms,
-        ..r.clone()
+    let rule = time::Refresh {
+        last_ms: r.last_ms.max(at.written_by_ms()),
+        window_ms: r.window_ms,
+        fresh_ms: r.fresh_ms,
+        fs: at.fs,
+        promise: &r.promise,
     };
-    let age = snap.taken_ms - r.last_ms;
-    // On a network file system the server's clock sets the mtime: allow it to differ.
-    let skew = if at.fs.remote_clock() {
-        NETWORK_SKEW_MS
-    } else {
-        0
+    let age = match rule.at(snap.taken_ms) {
+        time::Refreshed::Fresh(line) => return Judgement::live(line),
+        time::Refreshed::Unproven(line) => return Judgement::unknown(line),
+        time::Refreshed::Overdue { age_ms } => age_ms,
     };
-    let window_s = r.window_ms / 1000;
-    if age < -(NETWORK_SKEW_MS + skew) {
-        return Judgement::unknown(format!(
-            "its last refresh is {} in the future: the clocks disagree, so the heartbeat proves nothing",
-            fmt_age(-age)
-        ));
-    }
-    // A server's clock sets a network file's mtime: a fresh one proves nothing there.
-    if let Some(fresh) = r.fresh_ms
-        && age <= fresh
-        && !at.fs.remote_clock()
-    {
-        return Judgement::live(format!(
-            "refreshed {} ago ({})",
-            fmt_age(age.max(0)),
-            r.promise
-        ));
-    }
-    if age <= r.window_ms {
-        return Judgement::unknown(format!(
-            "refreshed {} ago, within its writer's {window_s} s window ({}): its holder may still be there",
-            fmt_age(age.max(0)),
-            r.promise
-        ));
-    }
-    if age <= r.window_ms.saturating_add(skew) {
-        return Judgement::unknown(format!(
-            "not refreshed for {}, past its writer's {window_s} s window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
-            fmt_age(age),
-            at.fs.kind,
-            NETWORK_SKEW_MS / 1000
-        ));
-    }
     let openers = snap.openers(FileKey::of(at.meta));
     if !openers.is_empty() {
         let mut j = Judgement::live(format!(
@@ -544,40 +510,18 @@ fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> Judgement {
         return j;
     }
     // A clock that stepped forward since the last refresh makes it look older than it is.
-    let clock = snap.clock();
-    let step = match clock.step_ms {
-        Some(s) if age - s.max(0) > r.window_ms.saturating_add(skew) => s.max(0),
-        _ => {
-            return Judgement::unknown(format!(
-                "not refreshed for {} by the clock, longer than its writer's {window_s} s window, but {}: that proves nothing",
-                fmt_age(age),
-                clock.how
-            ));
-        }
+    let e = match rule.expired(age, || snap.clock()) {
+        Ok(e) => e,
+        Err(line) => return Judgement::unknown(line),
     };
     let proof = Proof::by(crate::verdict::Rule::HeartbeatExpired)
-        .fact("last_refresh", fmt_ms(r.last_ms))
-        .fact("age_s", age / 1000)
-        .fact("window_s", window_s)
-        .fact("clock_step_ms", step);
-    Judgement::stale(
-        proof,
-        format!(
-            "not refreshed for {}, longer than its writer's {window_s} s window: {}",
-            fmt_age(age),
-            r.promise
-        ),
-    )
-    .because("no process has it open and no kernel lock is held on it")
-    .because(if at.fs.remote_clock() {
-        format!(
-            "on a network file system ({}): {} s were allowed for the server's clock",
-            at.fs.kind,
-            NETWORK_SKEW_MS / 1000
-        )
-    } else {
-        "on a local file system: its mtime comes from this host's clock".to_string()
-    })
+        .fact("last_refresh", fmt_ms(rule.last_ms))
+        .fact("age_s", e.age_ms / 1000)
+        .fact("window_s", e.window_s)
+        .fact("clock_step_ms", e.step_ms);
+    Judgement::stale(proof, e.line)
+        .because("no process has it open and no kernel lock is held on it")
+        .because(e.clock_line)
 }
 
 /// The verdict of several outcomes (see the module docs).
