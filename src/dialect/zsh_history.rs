@@ -29,6 +29,17 @@ impl Dialect for ZshHistory {
         DialectId::ZSH_HISTORY
     }
 
+    fn about(&self) -> super::About {
+        use crate::verdict::Rule::*;
+        super::About {
+            writer: "zsh",
+            found_as: "`$HISTFILE.LOCK`: a symlink to `/pid-N/host-H`",
+            judged_by: "another host: foreign; same host, the PID: live for zsh",
+            rules: &[PidGone, PidReused, EarlierBoot],
+            source: Some("zsh `Src/hist.c` (`lockhistfile`)"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }
