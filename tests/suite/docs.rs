@@ -3,10 +3,12 @@
 //! with the two set-up commands, and every shell sample runs as shown against the built
 //! binary.
 //!
-//! A shell sample is a ```` ```sh ```` (or `bash`) block: it runs with `bash -e -o pipefail`
-//! in a scratch directory of its own, with `locksmith` on the `PATH`, and must exit 0, or the
-//! status its info string names (```` ```sh,exit=1 ````). A sample that cannot run here
-//! (another host, root, the network, a package build) is marked ```` ```sh,ignore ````.
+//! A shell sample is a ```` ```sh ```` (or `bash`) block (but the README's set-up commands,
+//! whose second is this suite). A document's samples run in their order, as a reader runs
+//! them, in one scratch directory of its own with `locksmith` on the `PATH`: each with
+//! `set -e -o pipefail`, and each must exit 0, or the status its info string names
+//! (```` ```sh,exit=1 ````). A sample that cannot run here (another host, root, the network, a
+//! package build) is marked ```` ```sh,ignore ````.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::CommandExt;
@@ -258,31 +260,37 @@ fn the_readme_is_a_front_page_that_starts_with_the_set_up_commands() {
 }
 
 /// Runs `cmd` (made the leader of a process group of its own) on a quiet host, as
-/// [`util::run_bounded`] does, then kills what it left running in its group (a sample's
-/// `sleep 300 &`).
-fn run_as_a_group(cmd: Command, limit: Duration) -> std::process::Output {
+/// [`util::run_bounded`] does, its output into files in `dir` (a sample's `sleep 300 &` keeps
+/// a pipe open), then kills what it left running in its group. Its exit status and output.
+fn run_as_a_group(mut cmd: Command, dir: &Path, limit: Duration) -> (i32, String, String) {
     let _judging = util::quiet::judging();
     util::quiet::settle();
-    let mut cmd = cmd;
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let (out, err) = (dir.join("sample.stdout"), dir.join("sample.stderr"));
+    let mut child = cmd
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .expect("spawn");
-    let pgid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = rx.recv_timeout(limit);
-    let _ = rustix::process::kill_process_group(
-        rustix::process::Pid::from_raw(pgid).expect("a PID"),
-        rustix::process::Signal::KILL,
-    );
-    match out {
-        Ok(out) => out.expect("wait"),
-        Err(_) => panic!("{cmd:?} did not finish within {limit:?}"),
-    }
+    let group = rustix::process::Pid::from_raw(child.id() as i32).expect("a PID");
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            let _ = child.wait();
+            panic!(
+                "{cmd:?} did not finish within {limit:?}; its output:\n{}{}",
+                std::fs::read_to_string(&out).unwrap_or_default(),
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    (status, read(&out), read(&err))
 }
 
 /// A sample's expected exit status from its info string (`sh,exit=1`), or `None` when it
@@ -303,6 +311,34 @@ fn runnable(info: &str) -> Option<i32> {
     Some(status)
 }
 
+/// One document's runnable samples as one script, in their order, as a reader runs them one
+/// after the other in one directory: each in a subshell with `set -e -o pipefail`, its status
+/// checked against the one it should have. The script stops at the first that differs,
+/// naming its line on stderr. `None` when the document has none.
+fn script(doc: &Path, text: &str) -> Option<(usize, String)> {
+    let mut script = String::new();
+    let mut count = 0;
+    for (i, block) in split(text).0.into_iter().enumerate() {
+        if i == 0 && doc.ends_with("README.md") {
+            // The set-up commands: the second is this test suite, which CI runs (checked by
+            // the_readme_is_a_front_page_that_starts_with_the_set_up_commands).
+            continue;
+        }
+        let Some(want) = runnable(&block.info) else {
+            continue;
+        };
+        count += 1;
+        script.push_str(&format!(
+            "echo '--- the sample at line {line}' >&2\n(\nset -e -o pipefail\n{body})\n\
+             status=$?\nif [ \"$status\" -ne {want} ]; then\n  \
+             echo \"the sample at line {line} exited $status, not {want}\" >&2\n  exit 1\nfi\n",
+            line = block.line,
+            body = block.text,
+        ));
+    }
+    (count > 0).then_some((count, script))
+}
+
 #[test]
 fn every_shell_sample_runs_as_shown() {
     util::require("bash");
@@ -319,35 +355,30 @@ fn every_shell_sample_runs_as_shown() {
     for doc in documents() {
         let text = std::fs::read_to_string(&doc).unwrap();
         let name = doc.strip_prefix(repo()).unwrap().display().to_string();
-        for block in split(&text).0 {
-            let Some(want) = runnable(&block.info) else {
-                continue;
-            };
-            ran += 1;
-            let env = util::Env::new();
-            let home = env.path().join("home");
-            std::fs::create_dir_all(&home).unwrap();
-            let mut cmd = Command::new("bash");
-            cmd.args(["-e", "-o", "pipefail", "-c", &block.text])
-                .env("PATH", &path)
-                .env("HOME", &home)
-                .env("XDG_STATE_HOME", env.path().join("state"))
-                .env("XDG_CONFIG_HOME", env.path().join("config"))
-                .env("NO_COLOR", "1")
-                .current_dir(env.path())
-                .stdin(Stdio::null())
-                .process_group(0);
-            let out = run_as_a_group(cmd, Duration::from_secs(60));
-            let status = out.status.code().unwrap_or(-1);
-            if status != want {
-                failed.push(format!(
-                    "{name}:{}: exited {status}, not {want}\n--- sample\n{}--- stdout\n{}--- stderr\n{}",
-                    block.line,
-                    block.text,
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
+        let Some((count, script)) = script(&doc, &text) else {
+            continue;
+        };
+        ran += count;
+        let env = util::Env::new();
+        let (home, work) = (env.path().join("home"), env.path().join("work"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let mut cmd = Command::new("bash");
+        cmd.args(["-c", &script])
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("XDG_STATE_HOME", env.path().join("state"))
+            .env("XDG_CONFIG_HOME", env.path().join("config"))
+            .env("NO_COLOR", "1")
+            .current_dir(&work)
+            .stdin(Stdio::null())
+            .process_group(0);
+        let (status, stdout, stderr) = run_as_a_group(cmd, env.path(), Duration::from_secs(120));
+        if status != 0 {
+            failed.push(format!(
+                "{name}: {}\n--- stdout\n{stdout}--- stderr\n{stderr}",
+                stderr.lines().last().unwrap_or("")
+            ));
         }
     }
     assert!(ran >= 5, "only {ran} shell samples found");
