@@ -203,7 +203,7 @@ fn rules(a: &dialect::About) -> String {
     if a.rules.is_empty() {
         "never stale".into()
     } else {
-        let ids: Vec<String> = a.rules.iter().map(|r| format!("`{}`", r.id())).collect();
+        let ids: Vec<String> = a.rules.iter().map(|r| format!("`{r}`")).collect();
         ids.join(", ")
     }
 }
@@ -422,6 +422,12 @@ mod tests {
                 assert!(
                     !value.trim().is_empty(),
                     "{name}: dialect {id} has no `{field}` in its `about()`"
+                );
+            }
+            for rule in a.rules {
+                assert!(
+                    locksmith::Rule::by_id(rule).is_some(),
+                    "{name}: dialect {id} names `{rule}`, which is no rule of the judge"
                 );
             }
             assert!(

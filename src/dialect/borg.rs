@@ -251,12 +251,11 @@ impl Dialect for Borg {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "BorgBackup",
             found_as: "`lock.exclusive/` (members `hostid.pid-thread`) and `lock.roster` (JSON) in a borg repository or cache",
             judged_by: "borg's rule: host id (`hostname@MAC`) ours and PID gone: stale; another host: foreign; several owners: live if any lives; an empty roster by borg's condition. Advises `borg break-lock`",
-            rules: &[PidGone, PidReused, EarlierBoot, WriterAbsent],
+            rules: &["pid-gone", "pid-reused", "earlier-boot", "writer-absent"],
             source: Some("borg `src/borg/locking.py`"),
         }
     }

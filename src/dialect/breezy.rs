@@ -135,12 +135,11 @@ impl Dialect for Breezy {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "Breezy (`brz`) and Bazaar (`bzr`)",
             found_as: "`.bzr/**/lock/held/` directories and their `info` record (`hostname`, `pid`, `nonce`, `start_time`, `user`)",
             judged_by: "another host: foreign; the PID, written at `start_time`: live for brz or bzr (their Python); removed with its record, advising `brz break-lock`",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("Breezy `breezy/lockdir.py`, Bazaar `bzrlib/lockdir.py`"),
         }
     }

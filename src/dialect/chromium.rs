@@ -77,12 +77,11 @@ impl Dialect for Chromium {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "Chromium-family browsers and every Electron application",
             found_as: "the `SingletonLock` symlink in a user-data directory, whose text is `hostname-pid`",
             judged_by: "a listener on `SingletonSocket`, or the PID with files of the profile open: live; else the PID: live for a browser",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("Chromium `chrome/browser/process_singleton_posix.cc`"),
         }
     }

@@ -34,12 +34,11 @@ impl Dialect for Conda {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "conda",
             found_as: "`*.pid<N>.conda_lock`: empty, the PID in its name",
             judged_by: "the PID in the name: live for conda. Advises `conda clean --lock`",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("conda `conda/lock.py`"),
         }
     }

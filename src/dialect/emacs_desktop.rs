@@ -42,12 +42,11 @@ impl Dialect for EmacsDesktop {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "Emacs (its desktop file)",
             found_as: "`.emacs.desktop.lock` beside `.emacs.desktop`, holding the owner's PID",
             judged_by: "the PID: live for an Emacs",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("Emacs `lisp/desktop.el` (`desktop-claim-lock`)"),
         }
     }

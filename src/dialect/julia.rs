@@ -43,12 +43,11 @@ impl Dialect for Julia {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "Julia (`FileWatching.Pidfile.mkpidlock`: precompilation caches, packages)",
             found_as: "`*.pidfile` holding `pid host`",
             judged_by: "same host, the PID: live for julia",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("Julia `stdlib/FileWatching/src/pidfile.jl`"),
         }
     }

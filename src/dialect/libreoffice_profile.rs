@@ -46,12 +46,11 @@ impl Dialect for LibreOfficeProfile {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "LibreOffice (its user profile)",
             found_as: "a profile's `.lock` holding `[Lockdata]` (`User`, `Host`, `Stamp`, `Time`, `IPCServer`)",
             judged_by: "another host: foreign; written before this boot: stale; a LibreOffice of that user runs: live; none, every such process visible: stale",
-            rules: &[EarlierBoot, WriterAbsent],
+            rules: &["earlier-boot", "writer-absent"],
             source: Some("LibreOffice `desktop/source/app/lockfile.cxx`"),
         }
     }

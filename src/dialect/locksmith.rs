@@ -38,17 +38,16 @@ impl Dialect for Locksmith {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "locksmith's lock engine (`locksmith lock`, the `locksmith-engine` crate), and Zero's securefile locks",
             found_as: "any file holding an engine owner record (one JSON object: `pid`, `hostname`, `boot_id`, `start_time`, `pid_ns`, `token`, ...) or Zero's (`PID`, `CreatedAt`, `Hostname`); recognised by content, whatever its name while held",
             judged_by: "the OFD lock its holder keeps (held: live; released, on this boot of this host and a local file system: stale), then PID, start time, boot id and host, and a heartbeat where the owner refreshes one",
             rules: &[
-                KernelLockReleased,
-                PidGone,
-                PidReused,
-                EarlierBoot,
-                HeartbeatExpired,
+                "kernel-lock-released",
+                "pid-gone",
+                "pid-reused",
+                "earlier-boot",
+                "heartbeat-expired",
             ],
             source: Some("locksmith-engine `src/record.rs`"),
         }

@@ -394,8 +394,10 @@ pub struct About {
     pub found_as: &'static str,
     /// How it is judged, in short.
     pub judged_by: &'static str,
-    /// The rules that can prove it stale (empty: it is never `stale`).
-    pub rules: &'static [crate::verdict::Rule],
+    /// The ids of the rules of the judge that can prove it stale (empty: it is never
+    /// `stale`). Named, not referred to: a dialect never reaches a rule (a test checks that
+    /// each is a rule's id).
+    pub rules: &'static [&'static str],
     /// Where the writer's own source states its lock protocol (a file of that program's
     /// source tree), when the dialect follows one.
     pub source: Option<&'static str>,

@@ -181,12 +181,11 @@ impl Dialect for RInstall {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "R (`R CMD INSTALL`, `install.packages()`)",
             found_as: "`00LOCK-<pkg>/` and `00LOCK/` directories in an R library; they may hold the previously installed version of the package",
             judged_by: "R's condition: an `R`/`Rscript` whose command line names that library (or working in it): live; none: stale. The evidence says what the directory holds and how to move it back",
-            rules: &[WriterAbsent],
+            rules: &["writer-absent"],
             source: Some("R `src/library/tools/R/install.R`"),
         }
     }

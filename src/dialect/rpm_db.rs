@@ -75,12 +75,11 @@ impl Dialect for RpmDb {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "rpm, and dnf, yum, zypper and PackageKit through librpm",
             found_as: "the Berkeley DB environment files `__db.001`, `__db.002`, ... of an rpm database (`/var/lib/rpm`)",
             judged_by: "open or mapped by a process, or `.rpm.lock` held: live; an rpm, dnf, yum or zypper at work: unknown; none, every process visible: stale, advising `rpm --rebuilddb`",
-            rules: &[WriterAbsent],
+            rules: &["writer-absent"],
             source: Some("rpm `lib/backend/db3.c`, `lib/rpmlock.c`"),
         }
     }

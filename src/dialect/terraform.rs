@@ -93,12 +93,11 @@ impl Dialect for Terraform {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "Terraform (its local backend)",
             found_as: "`.terraform.tfstate.lock.info` (`.NAME.lock.info` beside the state `NAME`): JSON with `ID`, `Operation`, `Info`, `Who`, `Version`, `Created`, `Path`",
             judged_by: "the fcntl lock Terraform holds on the state file: held, live; released on this host and a local file system, stale; another host or a network file system, foreign",
-            rules: &[KernelLockReleased],
+            rules: &["kernel-lock-released"],
             source: Some("Terraform `internal/states/statemgr/filesystem.go`"),
         }
     }

@@ -89,12 +89,11 @@ impl Dialect for Vmware {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "VMware Workstation, Player and ESXi clients (open-vm-tools' file locks)",
             found_as: "`*.vmx.lck/`, `*.vmdk.lck/`, ... directories with `M<n>.lck` members of 512 bytes (`machineID pid-creationTime(name) lamport X|S`)",
             judged_by: "VMware's rule: that PID with that exact start time (ticks since boot): live; gone or another start time: stale; on a network file system: foreign",
-            rules: &[PidGone, PidReused],
+            rules: &["pid-gone", "pid-reused"],
             source: Some(
                 "open-vm-tools `lib/file/fileLockPrimitive.c`, `lib/file/fileLockPosix.c`",
             ),

@@ -60,12 +60,11 @@ impl Dialect for X11 {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "X servers (Xorg, Xvfb, Xwayland, Xvnc, ...)",
             found_as: "`/tmp/.X<n>-lock`: the PID right-aligned in 10 characters and a newline",
             judged_by: "a process listening on the display's socket: live; else the PID: live for an X server, unknown for another program",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("X.Org server `os/utils.c` (`LockServer`)"),
         }
     }

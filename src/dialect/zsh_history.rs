@@ -30,12 +30,11 @@ impl Dialect for ZshHistory {
     }
 
     fn about(&self) -> super::About {
-        use crate::verdict::Rule::*;
         super::About {
             writer: "zsh",
             found_as: "`$HISTFILE.LOCK`: a symlink to `/pid-N/host-H`",
             judged_by: "another host: foreign; same host, the PID: live for zsh",
-            rules: &[PidGone, PidReused, EarlierBoot],
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("zsh `Src/hist.c` (`lockhistfile`)"),
         }
     }
