@@ -37,6 +37,22 @@ impl Dialect for Locksmith {
         DialectId::LOCKSMITH
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "locksmith's lock engine (`locksmith lock`, the `locksmith-engine` crate), and Zero's securefile locks",
+            found_as: "any file holding an engine owner record (one JSON object: `pid`, `hostname`, `boot_id`, `start_time`, `pid_ns`, `token`, ...) or Zero's (`PID`, `CreatedAt`, `Hostname`); recognised by content, whatever its name while held",
+            judged_by: "the OFD lock its holder keeps (held: live; released, on this boot of this host and a local file system: stale), then PID, start time, boot id and host, and a heartbeat where the owner refreshes one",
+            rules: &[
+                "kernel-lock-released",
+                "pid-gone",
+                "pid-reused",
+                "earlier-boot",
+                "heartbeat-expired",
+            ],
+            source: Some("locksmith-engine `src/record.rs`"),
+        }
+    }
+
     /// None: engine locks may have any name, so they are recognised by content among the
     /// candidates other dialects' patterns and the kernel-lock table bring in.
     fn patterns(&self) -> &'static [&'static str] {

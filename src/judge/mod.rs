@@ -572,15 +572,17 @@ fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
 mod tests {
     use crate::verdict::Rule;
 
-    /// The README's audit table lists exactly the judge's rules: one row per rule, by id.
+    /// The book's audit table (`docs/src/proof.md`) lists exactly the judge's rules: one row
+    /// per rule, by id.
     #[test]
-    fn the_readme_audit_table_is_the_set_of_rules() {
+    fn the_book_audit_table_is_the_set_of_rules() {
         let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/proof.md"))
+                .unwrap();
         let section = readme
-            .split("### Verdict audit: every path to `stale`")
+            .split("\n## Every path to `stale`\n")
             .nth(1)
-            .expect("the README has its verdict audit")
+            .expect("the book has its verdict audit")
             .split("\n## ")
             .next()
             .unwrap();
@@ -602,7 +604,12 @@ mod tests {
             })
             .collect();
         let want: Vec<String> = Rule::ALL.iter().map(|r| r.id().to_string()).collect();
-        assert_eq!(ids, want, "README audit table rows:\n{}", table.join("\n"));
+        assert_eq!(
+            ids,
+            want,
+            "the book's audit table rows:\n{}",
+            table.join("\n")
+        );
         for id in &ids {
             assert!(Rule::by_id(id).is_some(), "{id}");
         }

@@ -61,6 +61,12 @@ pub fn key_map() -> Vec<(&'static str, String, &'static str)> {
         .collect()
 }
 
+/// The UI's key map as the book's reference shows it: one Markdown table, by context.
+#[cfg(test)]
+pub fn key_map_markdown() -> String {
+    keymap::markdown(popup::ALL)
+}
+
 use std::io::IsTerminal;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
