@@ -2,16 +2,18 @@
 //! [`Lock`] that judges a lock in its way with the scanner's evidence ([`ScannerWitness`]: the
 //! kernel-lock holders `/proc/locks` names, the PID rules across hosts, boots, PID namespaces
 //! and containers, the processes that have the file open for writing) instead of the engine's
-//! own narrower view ([`locksmith_engine::Direct`]), so that acquiring,
-//! [`inspect`](Lock::inspect) and the `reclaim` methods agree with a scan of the same lock.
+//! own narrower view, so that acquiring, [`inspect`](Lock::inspect) and the `reclaim` methods
+//! agree with a scan of the same lock.
 //!
 //! The witness judges an existing record as a scan does, through the `locksmith` dialect's claims
 //! and the judge's rules, with a fresh evidence snapshot for every judgement: so a scan and the
-//! engine cannot disagree about a record, and the engine's `stale` carries the proof of one of
-//! the same rules.
+//! engine cannot disagree about a record, and the engine's `stale` names one of the same rules.
+//! It converts the scanner's judgement into the engine's (what the engine acts on) and attaches
+//! the scanner's whole, which [`crate::judge::engine_judgement`] takes back: a reclaim through
+//! the engine journals the proofs with their facts, the holders and the process.
 //!
-//! (`Lock` itself is not re-exported here: `locksmith_engine::Lock::new` judges with
-//! `Direct`, and a program that links locksmith calls [`lock`].)
+//! (`Lock` itself is not re-exported here: `locksmith_engine::Lock::new` judges with the
+//! engine's own evidence, and a program that links locksmith calls [`lock`].)
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use crate::dialect::{Candidate, Dialect, EntryKind, Windows};
 use crate::judge::Judgement;
 use crate::probe::{FileKey, Snapshot, Stat};
-use crate::verdict::Holder;
+use crate::verdict::describe_holders;
 use locksmith_engine::Lock;
 pub use locksmith_engine::{EngineError, ErrorKind, LockGuard};
 use locksmith_engine::{LockFile, StaleWindows, Witness};
@@ -62,7 +64,8 @@ impl Witness for ScannerWitness {
         self.judge_record(file, windows).into_engine()
     }
 
-    fn kernel_holders(&self, file: &LockFile<'_>) -> Vec<Holder> {
-        Snapshot::take().kernel_holders(FileKey::of(&Stat::from(file.metadata())))
+    fn kernel_lock_holders(&self, file: &LockFile<'_>) -> Option<String> {
+        let holders = Snapshot::take().kernel_holders(FileKey::of(&Stat::from(file.metadata())));
+        (!holders.is_empty()).then(|| format!("{} (/proc/locks)", describe_holders(&holders)))
     }
 }

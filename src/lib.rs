@@ -31,5 +31,10 @@ pub mod why;
 #[cfg(test)]
 mod architecture;
 
+// The book's Rust samples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/engine.md")]
+struct BookEngineDoctest;
+
 pub use judge::Judgement;
 pub use verdict::{Holder, HolderHow, Owner, ProcessInfo, Proof, Rule, Verdict};

@@ -437,7 +437,7 @@ mod tests {
         assert!(r.is_for(OsStr::new("server.pid")));
         assert!(!r.is_for(OsStr::new("other.pid")));
         assert_eq!(r.program, "puma");
-        assert!(locksmith_engine::ParsedRecord::parse(&line).is_none());
+        assert!(locksmith_engine::Record::parse(&line).is_none());
         assert_eq!(Record::parse(b""), None);
         assert_eq!(Record::parse(b"{\"pid\": 3}"), None);
     }

@@ -8,6 +8,8 @@ pub mod completions;
 pub mod inspect;
 pub mod journal;
 pub mod lock;
+#[cfg(test)]
+mod reference;
 pub mod replay;
 pub mod restore;
 pub mod scan;

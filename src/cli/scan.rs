@@ -26,7 +26,7 @@ use anyhow::Context;
 use locksmith::config::{RawConfig, Settings};
 use locksmith::probe::Snapshot;
 use locksmith::probe::snapshot::Ahead;
-use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::reclaim::{self, Reclaim, ReclaimOptions};
 use locksmith::remote;
 use locksmith::report::{self, Column, Format, Head, Report, Scanned, Verdicts, Waiting};
 use locksmith::scan::{self, Finding, Root, ScanError, ScanEvent};
@@ -250,17 +250,14 @@ fn scan_into(
         // before removal, like every reclaim judges again: each host once for the reclaim.
         let asked = stale.asked();
         let reask = ask.then(|| remote::Reask::new(&settings.remote, args.ask_hosts, &asked));
-        reclaim::reclaim_judged(
-            &stale,
-            &settings.scan,
-            &opts,
-            |judged, fresh| {
+        Reclaim::new(&settings.scan)
+            .options(opts)
+            .settle(|judged, fresh| {
                 if let Some(reask) = &reask {
                     reask.settle(judged, fresh);
                 }
-            },
-            |o| report.reclaimed(&o),
-        );
+            })
+            .run(stale.findings(), |o| report.reclaimed(&o));
     }
     let (tail, written) = report.finish();
     Ok((tail, written, errors))
@@ -428,12 +425,10 @@ fn force_one(
         elapsed: started.elapsed(),
         errors: &[],
     });
-    let outcomes = reclaim::reclaim_all_settled(
-        [&finding],
-        &settings.scan,
-        &reclaim_options(args, settings, true),
-        |_, _| {},
-    );
+    let mut outcomes = Vec::new();
+    Reclaim::new(&settings.scan)
+        .options(reclaim_options(args, settings, true))
+        .run([&finding], |o| outcomes.push(o));
     let removed = outcomes.iter().all(|o| o.ok);
     for o in &outcomes {
         report.reclaimed(o);

@@ -53,7 +53,7 @@ use locksmith::judge::{Judgement, fmt_ms};
 use locksmith::outcome::{Action, Outcome};
 use locksmith::probe::kernel_locks::{self, FileKey};
 use locksmith::probe::{PidState, Snapshot, started};
-use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::reclaim::{self, Reclaim};
 use locksmith::scan::{self, Finding, ScanError, ScanEvent};
 use locksmith::start_guard::{self, Before, Guard, Take};
 use locksmith::text;
@@ -329,22 +329,52 @@ fn clear(
 /// decision holds then (see [`decide`]). A restart, and a lock its guard vouches for, are
 /// removed as a person's decision (`forced` in the journal), with the evidence that decided.
 fn remove(f: &Finding, settings: &Settings, me: &Me, guards: &Guards, forced: bool) -> Outcome {
-    let opts = ReclaimOptions {
-        force: forced,
-        ..settings.reclaim.clone()
+    let judge = Again {
+        config: &settings.scan,
+        me,
+        guards,
+        forced,
     };
-    let config = &settings.scan;
-    let snap = Snapshot::take();
-    reclaim::reclaim_rejudged(f, &opts, config.windows(), |dir, name| {
-        let Some(mut fresh) = scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), &snap, config)?
+    let mut out = None;
+    Reclaim::new(&judge)
+        .options(settings.reclaim.clone())
+        .force(forced)
+        .run([f], |o| out = Some(o));
+    out.expect("one outcome per lock")
+}
+
+/// How `start` judges a lock again at the moment of its removal: as `--scan` does, then
+/// [`decide`] as when it was first judged; the lock is to be removed only when the decision
+/// is the same.
+struct Again<'a> {
+    config: &'a scan::Config,
+    me: &'a Me,
+    guards: &'a Guards,
+    forced: bool,
+}
+
+impl reclaim::Judge for Again<'_> {
+    fn windows(&self) -> &locksmith::dialect::Windows {
+        self.config.windows()
+    }
+
+    fn judge_at(
+        &self,
+        dir: std::os::fd::BorrowedFd<'_>,
+        name: &std::ffi::OsStr,
+        f: &Finding,
+        snap: &Snapshot,
+    ) -> Result<Option<Finding>, ScanError> {
+        let Some(mut fresh) =
+            scan::judge_at(dir, name, &f.path, f.anchor.as_ref(), snap, self.config)?
         else {
             return Ok(None);
         };
-        match decide(&fresh, &snap, me, guards) {
+        match decide(&fresh, snap, self.me, self.guards) {
             Decision::Reclaim(why) => {
                 fresh.judgement.evidence.extend(why);
             }
-            Decision::Restart(lines) | Decision::Vouched(lines) if forced => {
+            Decision::Restart(lines) | Decision::Vouched(lines) if self.forced => {
                 let mut j = Judgement::unknown(lines[0].clone());
                 j.evidence.extend(lines[1..].iter().cloned());
                 j.evidence.extend(
@@ -363,14 +393,14 @@ fn remove(f: &Finding, settings: &Settings, me: &Me, guards: &Guards, forced: bo
                     Decision::InTheWay(why) | Decision::Ours(why) => why,
                     _ => "it is no longer what it was judged to be".into(),
                 };
-                if forced && fresh.judgement.verdict() != Verdict::Live {
+                if self.forced && fresh.judgement.verdict() != Verdict::Live {
                     return Err(ScanError::other(&f.path, why));
                 }
                 fresh.judgement.doubt(why);
             }
         }
         Ok(Some(fresh))
-    })
+    }
 }
 
 /// What `start` does with one lock.

@@ -16,7 +16,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 use locksmith::config::RawConfig;
 use locksmith::probe::Snapshot;
-use locksmith::reclaim::{self, ReclaimOptions};
+use locksmith::reclaim::{self, Reclaim, ReclaimOptions};
 use locksmith::report::{self, Format, Head, Report, Scanned};
 use locksmith::text;
 use locksmith::verdict::Verdict;
@@ -68,9 +68,11 @@ fn why(args: &WhyArgs) -> anyhow::Result<i32> {
     let outcome = match (&answer.lock, args.reclaim) {
         (Some(f), true) if f.judgement.verdict() == Verdict::Stale => {
             reclaim::recover_killed_runs(&opts);
-            reclaim::reclaim_all_settled([f], &settings.scan, &opts, |_, _| {})
-                .into_iter()
-                .next()
+            let mut outcome = None;
+            Reclaim::new(&settings.scan)
+                .options(opts.clone())
+                .run([f], |o| outcome = Some(o));
+            outcome
         }
         _ => None,
     };

@@ -134,6 +134,16 @@ impl Dialect for Breezy {
         DialectId::BREEZY
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Breezy (`brz`) and Bazaar (`bzr`)",
+            found_as: "`.bzr/**/lock/held/` directories and their `info` record (`hostname`, `pid`, `nonce`, `start_time`, `user`)",
+            judged_by: "another host: foreign; the PID, written at `start_time`: live for brz or bzr (their Python); removed with its record, advising `brz break-lock`",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Breezy `breezy/lockdir.py`, Bazaar `bzrlib/lockdir.py`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -76,6 +76,16 @@ impl Dialect for Chromium {
         DialectId::CHROMIUM
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Chromium-family browsers and every Electron application",
+            found_as: "the `SingletonLock` symlink in a user-data directory, whose text is `hostname-pid`",
+            judged_by: "a listener on `SingletonSocket`, or the PID with files of the profile open: live; else the PID: live for a browser",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Chromium `chrome/browser/process_singleton_posix.cc`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &["SingletonLock"]
     }

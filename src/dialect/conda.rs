@@ -33,6 +33,16 @@ impl Dialect for Conda {
         DialectId::CONDA
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "conda",
+            found_as: "`*.pid<N>.conda_lock`: empty, the PID in its name",
+            judged_by: "the PID in the name: live for conda. Advises `conda clean --lock`",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("conda `conda/lock.py`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

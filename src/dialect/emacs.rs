@@ -94,6 +94,16 @@ impl Dialect for Emacs {
         DialectId::EMACS
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Emacs, and the editors that write its lock links: Midnight Commander's editor, JOE, JED",
+            found_as: "`.#NAME` beside the file edited: a symlink (or a regular file) whose text is `user@host.pid:boottime`",
+            judged_by: "same host, the PID: live for one of those editors; the boot time is evidence",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Emacs `src/filelock.c`; Midnight Commander `src/editor/editlock.c`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[".#*"]
     }

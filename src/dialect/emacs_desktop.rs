@@ -41,6 +41,16 @@ impl Dialect for EmacsDesktop {
         DialectId::EMACS_DESKTOP
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Emacs (its desktop file)",
+            found_as: "`.emacs.desktop.lock` beside `.emacs.desktop`, holding the owner's PID",
+            judged_by: "the PID: live for an Emacs",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Emacs `lisp/desktop.el` (`desktop-claim-lock`)"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -115,6 +115,21 @@ impl Dialect for Firefox {
         DialectId::FIREFOX
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Firefox and Thunderbird (a profile in use)",
+            found_as: "a profile's `lock` symlink (`IP:+PID`), in a directory with `.parentlock`, `times.json` or `prefs.js`; and `.parentlock`",
+            judged_by: "the fcntl lock on `.parentlock` (held: live; released with the `+`: stale); an unlocked `.parentlock` is free; else the PID",
+            rules: &[
+                "kernel-lock-released",
+                "pid-gone",
+                "pid-reused",
+                "earlier-boot",
+            ],
+            source: None,
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[".parentlock", "lock"]
     }

@@ -107,6 +107,16 @@ impl Dialect for Gnupg {
         DialectId::GNUPG
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "GnuPG (libgpg-error's dotlocks)",
+            found_as: "the temporary files `.#lk0x<address>.<host>.<pid>` the dotlocks are linked from, beside `pubring.kbx`, `trustdb.gpg`, ...; the dotlocks themselves (`*.lock`: the PID in 10 columns, then the host) are `pidfile` records. One held dotlock is one row: a handle linked to a `*.lock` beside it, or kept by a live waiter, is part of that lock",
+            judged_by: "GnuPG's rule: same host and PID gone: stale (gpg itself then removes a dotlock so judged); another host: foreign",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("libgpg-error `src/dotlock.c`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -42,6 +42,16 @@ impl Dialect for Julia {
         DialectId::JULIA_PIDFILE
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Julia (`FileWatching.Pidfile.mkpidlock`: precompilation caches, packages)",
+            found_as: "`*.pidfile` holding `pid host`",
+            judged_by: "same host, the PID: live for julia",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Julia `stdlib/FileWatching/src/pidfile.jl`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

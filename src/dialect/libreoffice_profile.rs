@@ -45,6 +45,16 @@ impl Dialect for LibreOfficeProfile {
         DialectId::LIBREOFFICE_PROFILE
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "LibreOffice (its user profile)",
+            found_as: "a profile's `.lock` holding `[Lockdata]` (`User`, `Host`, `Stamp`, `Time`, `IPCServer`)",
+            judged_by: "another host: foreign; written before this boot: stale; a LibreOffice of that user runs: live; none, every such process visible: stale",
+            rules: &["earlier-boot", "writer-absent"],
+            source: Some("LibreOffice `desktop/source/app/lockfile.cxx`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[]
     }

@@ -19,7 +19,7 @@ use crate::judge::{
 };
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
-use locksmith_engine::{ParsedRecord, RecordFormat};
+use locksmith_engine::Record;
 use locksmith_sys::time::fmt_ms;
 
 /// The engine's own lock files.
@@ -39,6 +39,22 @@ impl Dialect for Locksmith {
         DialectId::LOCKSMITH
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "locksmith's lock engine (`locksmith lock`, the `locksmith-engine` crate), and Zero's securefile locks",
+            found_as: "any file holding an engine owner record (one JSON object: `pid`, `hostname`, `boot_id`, `start_time`, `pid_ns`, `token`, ...) or Zero's (`PID`, `CreatedAt`, `Hostname`); recognised by content, whatever its name while held",
+            judged_by: "the OFD lock its holder keeps (held: live; released, on this boot of this host and a local file system: stale), then PID, start time, boot id and host, and a heartbeat where the owner refreshes one",
+            rules: &[
+                "kernel-lock-released",
+                "pid-gone",
+                "pid-reused",
+                "earlier-boot",
+                "heartbeat-expired",
+            ],
+            source: Some("locksmith-engine `src/record.rs`"),
+        }
+    }
+
     /// None: engine locks may have any name, so they are recognised by content among the
     /// candidates other dialects' patterns and the kernel-lock table bring in.
     fn patterns(&self) -> &'static [&'static str] {
@@ -54,12 +70,12 @@ impl Dialect for Locksmith {
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
-        c.kind == EntryKind::File && ParsedRecord::parse(c.content).is_some()
+        c.kind == EntryKind::File && Record::parse(c.content).is_some()
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Said {
         let record = (c.kind == EntryKind::File)
-            .then(|| ParsedRecord::parse(c.content))
+            .then(|| Record::parse(c.content))
             .flatten();
         let Some(rec) = record else {
             return Said::unparseable(
@@ -109,11 +125,11 @@ impl Dialect for Locksmith {
             boot_id: rec.boot_id.clone(),
             start_ticks: rec.start_time,
             pid_ns: rec.pid_ns,
-            written_ms: rec.created_ms,
+            written_ms: rec.created_ms(),
             writers: Writers::ANY,
             ..OwnerClaim::default()
         });
-        if rec.format == RecordFormat::Engine && !rec.kernel_lock {
+        if !rec.from_zero() && !rec.kernel_lock {
             said = said.note(
                 When::Always,
                 "its owner keeps no kernel lock on it (file system without OFD locks, or fallback forced): judged by its PID",
@@ -122,7 +138,7 @@ impl Dialect for Locksmith {
         if rec.has_heartbeat() {
             // The owner refreshes the record (its heartbeat field) and the file's times.
             let last = rec
-                .heartbeat_ms
+                .heartbeat_ms()
                 .unwrap_or(i64::MIN)
                 .max(c.meta.changed_ms());
             // Three of the owner's own intervals, if that is longer than the window.
@@ -152,30 +168,29 @@ fn engine_record() -> &'static str {
 }
 
 /// What the record says of its owner.
-fn owner_of(rec: &ParsedRecord, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
-    let detail = match rec.format {
-        RecordFormat::Zero => "Zero securefile lock record".to_string(),
-        RecordFormat::Engine => {
-            let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
-            if let Some(exe) = &rec.exe {
-                parts.push(format!("exe {exe}"));
-            }
-            if let Some(t) = &rec.token {
-                parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
-            }
-            parts.push(if rec.kernel_lock {
-                "keeps an OFD lock".into()
-            } else {
-                "keeps no kernel lock".into()
-            });
-            parts.join(", ")
+fn owner_of(rec: &Record, c: &Candidate<'_>, snap: &Snapshot) -> Owner {
+    let detail = if rec.from_zero() {
+        "Zero securefile lock record".to_string()
+    } else {
+        let mut parts = vec![rec.tool.clone().unwrap_or_else(|| "locksmith".into())];
+        if let Some(exe) = &rec.exe {
+            parts.push(format!("exe {exe}"));
         }
+        if let Some(t) = &rec.token {
+            parts.push(format!("token {}", t.chars().take(12).collect::<String>()));
+        }
+        parts.push(if rec.kernel_lock {
+            "keeps an OFD lock".into()
+        } else {
+            "keeps no kernel lock".into()
+        });
+        parts.join(", ")
     };
     Owner {
         pid: rec.pid,
         hostname: rec.hostname.clone(),
         user: snap.user_name(c.meta.uid()),
-        created_at: rec.created_ms.map(fmt_ms),
+        created_at: rec.created_ms().map(fmt_ms),
         detail: Some(detail),
     }
 }
@@ -220,7 +235,7 @@ mod tests {
         };
         assert_eq!(
             Locksmith.recognise(&c, &Snapshot::take()),
-            ParsedRecord::parse(bytes).is_some()
+            Record::parse(bytes).is_some()
         );
         Locksmith.judge(&c, &Snapshot::take(), &Windows::default())
     }

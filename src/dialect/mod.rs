@@ -383,6 +383,26 @@ impl PartialEq<&str> for DialectId {
     }
 }
 
+/// What a dialect is, for a person: the book's reference table of dialects is made from
+/// this, from [`Dialect::patterns`] and from [`Dialect::messages`], so it cannot drift from
+/// the code. Data only: nothing here is read by the scanner or the judge.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct About {
+    /// The programs that write this lock.
+    pub writer: &'static str,
+    /// Where it is found and what it looks like (its place and shape), beyond its names.
+    pub found_as: &'static str,
+    /// How it is judged, in short.
+    pub judged_by: &'static str,
+    /// The ids of the rules of the judge that can prove it stale (empty: it is never
+    /// `stale`). Named, not referred to: a dialect never reaches a rule (a test checks that
+    /// each is a rule's id).
+    pub rules: &'static [&'static str],
+    /// Where the writer's own source states its lock protocol (a file of that program's
+    /// source tree), when the dialect follows one.
+    pub source: Option<&'static str>,
+}
+
 /// A lock format.
 pub trait Dialect: Send + Sync {
     /// Stable id used in the report and the JSON.
@@ -396,6 +416,12 @@ pub trait Dialect: Send + Sync {
     /// starts from them). None by default.
     fn messages(&self) -> &'static [Message] {
         &[]
+    }
+
+    /// What the reference says of this dialect ([`About`]): its writer, where and in what
+    /// shape its locks are found, how they are judged, and the writer's own source.
+    fn about(&self) -> About {
+        About::default()
     }
 
     /// Whether this dialect may recognise a file whatever its name (by content, or because a
@@ -485,25 +511,4 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
 /// Looks a dialect up by id.
 pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
     registry().iter().copied().find(|d| d.id() == id)
-}
-
-#[cfg(test)]
-mod tests {
-    /// The README's dialect table has a row for every built-in dialect.
-    #[test]
-    fn the_readme_lists_every_dialect() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-        let table = readme
-            .split("\n## Lock dialects\n")
-            .nth(1)
-            .expect("the README has its dialect table")
-            .split("\n### ")
-            .next()
-            .unwrap();
-        for d in super::registry() {
-            let row = format!("\n| `{}` |", d.id());
-            assert!(table.contains(&row), "no README row for {}", d.id());
-        }
-    }
 }

@@ -78,6 +78,16 @@ impl Dialect for NvimShada {
         DialectId::NVIM_SHADA
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Neovim (its ShaDa file being written)",
+            found_as: "`*.shada.tmp.[a-z]` beside the ShaDa file",
+            judged_by: "open in a process: live; nobody has it open: stale (nvim was killed while writing; with all 26 letters taken it stops saving ShaDa, E138)",
+            rules: &["open-released"],
+            source: Some("Neovim `src/nvim/shada.c`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -180,6 +180,16 @@ impl Dialect for RInstall {
         DialectId::R_INSTALL
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "R (`R CMD INSTALL`, `install.packages()`)",
+            found_as: "`00LOCK-<pkg>/` and `00LOCK/` directories in an R library; they may hold the previously installed version of the package",
+            judged_by: "R's condition: an `R`/`Rscript` whose command line names that library (or working in it): live; none: stale. The evidence says what the directory holds and how to move it back",
+            rules: &["writer-absent"],
+            source: Some("R `src/library/tools/R/install.R`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -48,6 +48,16 @@ impl Dialect for Rails {
         DialectId::RAILS
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Rack, Rails (`rails server`), Puma",
+            found_as: "`tmp/pids/server.pid` of an application: the decimal PID, often the container's PID 1",
+            judged_by: "the PID: live for a Ruby interpreter working in the application's directory (as its namespace sees it); a Ruby working elsewhere or another program: unknown; reused or gone: stale",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Rack `lib/rack/server.rb` (`write_pid`), Puma `lib/puma/launcher.rb`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

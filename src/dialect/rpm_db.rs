@@ -74,6 +74,16 @@ impl Dialect for RpmDb {
         DialectId::RPM_DB
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "rpm, and dnf, yum, zypper and PackageKit through librpm",
+            found_as: "the Berkeley DB environment files `__db.001`, `__db.002`, ... of an rpm database (`/var/lib/rpm`)",
+            judged_by: "open or mapped by a process, or `.rpm.lock` held: live; an rpm, dnf, yum or zypper at work: unknown; none, every process visible: stale, advising `rpm --rebuilddb`",
+            rules: &["writer-absent"],
+            source: Some("rpm `lib/backend/db3.c`, `lib/rpmlock.c`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

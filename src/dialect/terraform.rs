@@ -92,6 +92,16 @@ impl Dialect for Terraform {
         DialectId::TERRAFORM
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Terraform (its local backend)",
+            found_as: "`.terraform.tfstate.lock.info` (`.NAME.lock.info` beside the state `NAME`): JSON with `ID`, `Operation`, `Info`, `Who`, `Version`, `Created`, `Path`",
+            judged_by: "the fcntl lock Terraform holds on the state file: held, live; released on this host and a local file system, stale; another host or a network file system, foreign",
+            rules: &["kernel-lock-released"],
+            source: Some("Terraform `internal/states/statemgr/filesystem.go`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[".*.tfstate.lock.info", ".terraform.tfstate.lock.info"]
     }

@@ -146,6 +146,16 @@ impl Dialect for VimSwap {
         DialectId::VIM_SWAP
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "Vim, Neovim (the same layout), GNU nano with `--locking`",
+            found_as: "`.NAME.sw[a-p]`, and `NAME.swp` in a swap directory, starting with `b0`: block 0 with the PID at byte 24, user at 28, host at 68, the file at 108, 0x55 at 1007 for unsaved changes",
+            judged_by: "the owner PID on this host: live for a vim, nvim or nano; reports unsaved changes and the editor that recovers them (`vim -r`, `nvim -r`); a nano lock holds no text to recover",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("Vim `src/memline.c` (block 0), nano `src/files.c` (`write_lockfile`)"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[".*.sw[a-p]", "*.swp"]
     }

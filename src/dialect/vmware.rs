@@ -88,6 +88,18 @@ impl Dialect for Vmware {
         DialectId::VMWARE
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "VMware Workstation, Player and ESXi clients (open-vm-tools' file locks)",
+            found_as: "`*.vmx.lck/`, `*.vmdk.lck/`, ... directories with `M<n>.lck` members of 512 bytes (`machineID pid-creationTime(name) lamport X|S`)",
+            judged_by: "VMware's rule: that PID with that exact start time (ticks since boot): live; gone or another start time: stale; on a network file system: foreign",
+            rules: &["pid-gone", "pid-reused"],
+            source: Some(
+                "open-vm-tools `lib/file/fileLockPrimitive.c`, `lib/file/fileLockPosix.c`",
+            ),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -45,6 +45,21 @@ impl Dialect for VsCode {
         DialectId::VSCODE
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "VS Code (desktop, and its server for Remote-SSH and dev containers)",
+            found_as: "`workspaceStorage/<id>/vscode.lock` (`{\"pid\":N,\"willReleaseAt\":T}`), Remote-SSH's `vscode-remote-lock.<user>.<commit>`",
+            judged_by: "VS Code refreshes it every second: refreshed within 30 s, live; dead PID, stale; not refreshed for VS Code's own 10 minutes, nothing here holding it, stale. The install lock promises nothing: unknown unless written before this boot",
+            rules: &[
+                "pid-gone",
+                "pid-reused",
+                "earlier-boot",
+                "heartbeat-expired",
+            ],
+            source: Some("VS Code `src/vs/workbench/api/node/extHostStoragePaths.ts`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -59,6 +59,16 @@ impl Dialect for X11 {
         DialectId::X11
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "X servers (Xorg, Xvfb, Xwayland, Xvnc, ...)",
+            found_as: "`/tmp/.X<n>-lock`: the PID right-aligned in 10 characters and a newline",
+            judged_by: "a process listening on the display's socket: live; else the PID: live for an X server, unknown for another program",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("X.Org server `os/utils.c` (`LockServer`)"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         &[".X*-lock"]
     }

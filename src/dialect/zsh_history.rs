@@ -29,6 +29,16 @@ impl Dialect for ZshHistory {
         DialectId::ZSH_HISTORY
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "zsh",
+            found_as: "`$HISTFILE.LOCK`: a symlink to `/pid-N/host-H`",
+            judged_by: "another host: foreign; same host, the PID: live for zsh",
+            rules: &["pid-gone", "pid-reused", "earlier-boot"],
+            source: Some("zsh `Src/hist.c` (`lockhistfile`)"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }

@@ -9,7 +9,7 @@ use super::Judgement;
 use super::claims::{Match, OwnerClaim};
 use crate::probe::{FsInfo, PidState, ProcFacts, Snapshot, Stat};
 use crate::verdict::{Proof, RemoteClaim, Rule};
-use locksmith_sys::time::{CLOCK_SLACK_MS, fmt_ms};
+use locksmith_sys::time::{self, Timed, fmt_ms};
 
 /// Inode of the initial PID namespace (`PROC_PID_INIT_INO`): the host's, outside any container.
 pub(crate) const INITIAL_PID_NS: u64 = 0xEFFF_FFFC;
@@ -39,23 +39,13 @@ impl At<'_> {
     /// The latest the lock can have been written given what its record says (`record_ms`,
     /// the writer's own time, believed when it is not later than the ctime).
     pub fn latest_write_ms(&self, record_ms: Option<i64>) -> i64 {
-        let ctime = self.written_by_ms();
-        record_ms.map_or(ctime, |r| r.min(ctime))
+        time::latest_write_ms(record_ms, self.written_by_ms())
     }
 
     /// `last changed at T (ctime)`, with the mtime when it says otherwise (by more than a
     /// second).
     pub fn when_written(&self, written_ms: i64) -> String {
-        let mtime = self.mtime_ms();
-        if (mtime - written_ms).abs() > 1000 && written_ms == self.written_by_ms() {
-            format!(
-                "last changed at {} (ctime; its mtime says {}, which anyone who may write it can set)",
-                fmt_ms(written_ms),
-                fmt_ms(mtime)
-            )
-        } else {
-            format!("written at {}", fmt_ms(written_ms))
-        }
+        time::when_written(written_ms, self.mtime_ms(), self.written_by_ms())
     }
 }
 
@@ -145,36 +135,19 @@ pub(super) fn alive(claim: &Claim<'_>, f: &ProcFacts) -> Judgement {
     let mut after_unproven = None;
     if let Some(s) = f.start_ms
         && c.start_ticks.is_none()
-        && s > w + CLOCK_SLACK_MS
     {
-        // Started after the lock was written, by the clock: proof only if the clock cannot
-        // have stepped forward by that much in between.
-        match claim.clock.margin_ms() {
-            Some(margin) if s > w + margin => {
+        let written = claim.at.when_written(w);
+        match time::started_after_written(pid, &f.comm, s, w, &written, || claim.clock.clone()) {
+            Timed::Proven { line, margin_ms } => {
                 let proof = Proof::by(Rule::PidReused)
                     .fact("pid", pid)
                     .fact("started", fmt_ms(s))
                     .fact("written", fmt_ms(w))
-                    .fact("margin_ms", margin);
-                return Judgement::stale(
-                    proof,
-                    format!(
-                        "PID {pid} was reused: process {pid} ({}) started at {}, after the lock was {}",
-                        f.comm,
-                        fmt_ms(s),
-                        claim.at.when_written(w)
-                    ),
-                )
-                .because(claim.clock.how.clone());
+                    .fact("margin_ms", margin_ms);
+                return Judgement::stale(proof, line).because(claim.clock.how.clone());
             }
-            _ => {
-                after_unproven = Some(format!(
-                    "it started at {}, after the lock was {}, but {}: that it started later proves nothing",
-                    fmt_ms(s),
-                    claim.at.when_written(w),
-                    claim.clock.how
-                ));
-            }
+            Timed::Unproven(line) => after_unproven = Some(line),
+            Timed::No => {}
         }
     }
     let started = f

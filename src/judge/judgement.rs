@@ -7,7 +7,7 @@
 //! Outside `crate::judge` a judgement can be `live`, `free`, `foreign` or `unknown`, and can
 //! lose a `stale` verdict ([`Judgement::doubt`]), but nothing can give it one.
 
-use crate::verdict::{Holder, Owner, ProcessInfo, Proof, RemoteClaim, Verdict};
+use crate::verdict::{Holder, Owner, ProcessInfo, Proof, RemoteClaim, Verdict, describe_holders};
 
 /// A verdict with everything that justifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,30 +95,34 @@ impl Judgement {
         j
     }
 
-    /// The engine's judgement of one of its own records, as the scanner reports it: its
-    /// `stale` stands only with the proof the engine's judge gave it.
+    /// The engine's judgement of one of its own records, as the scanner reports it: the
+    /// scanner's own judgement where its witness attached it ([`Judgement::into_engine`]),
+    /// else what the engine's judgement says, each of its rules a proof without facts. Its
+    /// `stale` stands only with the rule that proved it, and only when nothing keeps the file.
     pub(in crate::judge) fn from_engine(j: locksmith_engine::Judgement) -> Self {
-        let locksmith_engine::Judgement {
-            verdict,
-            evidence,
-            owner,
-            process,
-            holders,
-            proofs,
-        } = j;
-        let mut out = Judgement {
-            verdict,
-            proofs,
-            evidence,
-            owner: owner.map(Box::new),
-            process: process.map(Box::new),
-            holders,
-            unsaved_changes: None,
-            remote: None,
-            kept_by: Vec::new(),
+        let mut out = match j.attached::<Judgement>() {
+            Some(own) => own.clone(),
+            None => Judgement {
+                verdict: j.verdict,
+                proofs: j.rules.iter().map(|r| Proof::by(*r)).collect(),
+                evidence: j.evidence.clone(),
+                owner: j.owner.clone().map(Box::new),
+                process: None,
+                holders: Vec::new(),
+                unsaved_changes: None,
+                remote: None,
+                kept_by: Vec::new(),
+            },
         };
         if out.verdict == Verdict::Stale && out.proofs.is_empty() {
             out.doubt("the engine called it stale without naming the rule that proved it");
+        }
+        if let Some(kept) = j.kept_by.as_deref()
+            && out.kept_by.is_empty()
+        {
+            out.doubt(format!(
+                "it is kept by {kept}, which proves nothing about its owner: it is not removed while they hold it"
+            ));
         }
         if out.verdict != Verdict::Stale {
             out.proofs.clear();
@@ -126,17 +130,33 @@ impl Judgement {
         out
     }
 
-    /// The judgement in the engine's terms (for the engine's judge, which asks the scanner's
-    /// PID rules about its records). What only the scanner uses (`unsaved_changes`,
-    /// `remote`) is not part of it: the caller keeps what it needs.
+    /// The judgement in the engine's terms (what the engine acts on: the verdict, the
+    /// evidence, the owner, the process holding it, the rules of its proofs and who keeps
+    /// it), with this judgement attached whole for [`Judgement::from_engine`] (the proofs'
+    /// facts, the holders, the claim to ask another host about).
     pub(crate) fn into_engine(self) -> locksmith_engine::Judgement {
         let mut j = locksmith_engine::Judgement::new(self.verdict, "");
-        j.evidence = self.evidence;
-        j.owner = self.owner.map(|o| *o);
-        j.process = self.process.map(|p| *p);
-        j.holders = self.holders;
-        j.proofs = self.proofs;
-        j
+        j.evidence = self.evidence.clone();
+        j.owner = self.owner.as_deref().cloned();
+        match &self.process {
+            Some(p) => {
+                j.holder_pid = Some(p.pid);
+                j.holder_command = Some(if p.cmd.is_empty() {
+                    p.name.clone()
+                } else {
+                    p.cmd.join(" ")
+                });
+            }
+            None => {
+                j.holder_pid = self.holders.iter().find(|h| h.pid > 0).map(|h| h.pid);
+                j.holder_command = self.holders.iter().find_map(|h| h.name.clone());
+            }
+        }
+        j.rules = self.proofs.iter().map(|p| p.rule).collect();
+        if !self.kept_by.is_empty() {
+            j.kept_by = Some(describe_holders(&self.kept_by));
+        }
+        j.attach(self)
     }
 
     /// Changes a verdict that is not `stale` into another one that is not (`live` into

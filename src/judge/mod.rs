@@ -41,14 +41,12 @@ pub use claims::{
     When, Writers,
 };
 pub use judgement::Judgement;
-pub use pid::{fmt_ms, written_before_boot};
+pub use pid::{Timed, fmt_ms, written_before_boot};
 
 use crate::probe::{FileKey, Snapshot};
 use crate::verdict::{Holder, Owner, Proof, Verdict, describe_holders};
 
-/// How far a file server's clock may be from ours before a heartbeat on it proves anything.
-const NETWORK_SKEW_MS: i64 = 60_000;
-
+use locksmith_sys::time;
 pub use locksmith_sys::time::fmt_age;
 
 /// The lock being judged: where it is, and what was read of it.
@@ -526,111 +524,38 @@ fn owners(at: At<'_>, list: &[OwnerClaim], snap: &Snapshot) -> Judgement {
 }
 
 /// A writer's promise to refresh: fresh proves it held (or nothing), expired proves it gone
-/// when nothing here holds it.
+/// when nothing here holds it, by the time rule both judges share
+/// ([`locksmith_sys::time::Refresh`]).
+/// With whether a fresh refresh, which would prove it held, is not excluded (the clock cannot
+/// date the last one): no other rule may then call it stale.
 fn refreshed(at: At<'_>, r: &Refresh, snap: &Snapshot) -> (Judgement, bool) {
-    // The last refresh is the later of what the writer says and the file's last change
-    // (a refresh moves both; nobody can move the ctime back).
-    let ctime = at.written_by_ms();
-    let mut last_ms = r.last_ms.max(ctime);
-    let tolerance = NETWORK_SKEW_MS
-        + if at.fs.remote_clock() {
-            NETWORK_SKEW_MS
-        } else {
-            0
-        };
-    let mut set_ahead = None;
-    if last_ms - snap.taken_ms > tolerance && ctime - snap.taken_ms <= tolerance {
-        // A time set ahead by hand (`touch -d`, a record's field): the kernel's own account
-        // of the last change still tells.
-        set_ahead = Some(format!(
-            "its mtime or record says {}, ahead of the clock: its last change by the kernel's account (ctime) is taken",
-            fmt_ms(last_ms)
-        ));
-        last_ms = ctime;
-    }
-    let r = &Refresh {
+    // The last refresh is the later of what the writer says and the file's last change (a
+    // refresh moves both; nobody can move the ctime back), unless what it says is set ahead.
+    let (last_ms, set_ahead) =
+        time::last_refresh(r.last_ms, at.written_by_ms(), snap.taken_ms, at.fs);
+    let with = |mut j: Judgement| {
+        j.evidence.extend(set_ahead.clone());
+        j
+    };
+    let rule = time::Refresh {
         last_ms,
-        ..r.clone()
+        window_ms: r.window_ms,
+        fresh_ms: r.fresh_ms,
+        fs: at.fs,
+        promise: &r.promise,
     };
-    let (mut j, may_be_live) = refreshed_at(at, r, snap);
-    if let Some(line) = set_ahead {
-        j.evidence.push(line);
-    }
-    (j, may_be_live)
+    let age = match rule.at(snap.taken_ms, || snap.clock()) {
+        time::Refreshed::Fresh(line) => return (with(Judgement::live(line)), false),
+        time::Refreshed::Unproven(line) => return (with(Judgement::unknown(line)), false),
+        time::Refreshed::MayBeFresh(line) => return (with(Judgement::unknown(line)), true),
+        time::Refreshed::Overdue { age_ms } => age_ms,
+    };
+    (with(overdue(at, &rule, age, snap)), false)
 }
 
-/// [`refreshed`] from its last refresh; with whether a fresh refresh, which would prove it
-/// held, is not excluded (the clocks disagree, or may have stepped since): no other rule
-/// may then call it stale.
-fn refreshed_at(at: At<'_>, r: &Refresh, snap: &Snapshot) -> (Judgement, bool) {
-    let age = snap.taken_ms - r.last_ms;
-    // On a network file system the server's clock sets the mtime: allow it to differ.
-    let skew = if at.fs.remote_clock() {
-        NETWORK_SKEW_MS
-    } else {
-        0
-    };
-    let proves_live = r.fresh_ms.is_some() && !at.fs.remote_clock();
-    if age < -(NETWORK_SKEW_MS + skew) {
-        return (
-            Judgement::unknown(format!(
-                "its last refresh is {} in the future: the clocks disagree, so the heartbeat proves nothing",
-                fmt_age(-age)
-            )),
-            proves_live,
-        );
-    }
-    // A server's clock sets a network file's mtime: a fresh one proves nothing there.
-    if let Some(fresh) = r.fresh_ms
-        && !at.fs.remote_clock()
-    {
-        if age <= fresh {
-            return (
-                Judgement::live(format!(
-                    "refreshed {} ago ({})",
-                    fmt_age(age.max(0)),
-                    r.promise
-                )),
-                false,
-            );
-        }
-        // A clock stepped forward since the refresh makes it look older than it is.
-        let clock = snap.clock();
-        if !matches!(clock.step_ms, Some(step) if age - step.max(0) > fresh) {
-            return (
-                Judgement::unknown(format!(
-                    "refreshed {} ago by the clock, but {}: it may have been refreshed within {} ({}), which would prove it held",
-                    fmt_age(age),
-                    clock.how,
-                    fmt_age(fresh),
-                    r.promise
-                )),
-                true,
-            );
-        }
-    }
-    (expired(at, r, snap, age, skew), false)
-}
-
-/// [`refreshed_at`] past the freshness that would prove it held: within its window it may
-/// be held; past it, with nothing holding it here, it is stale.
-fn expired(at: At<'_>, r: &Refresh, snap: &Snapshot, age: i64, skew: i64) -> Judgement {
-    let window_s = r.window_ms / 1000;
-    if age <= r.window_ms {
-        return Judgement::unknown(format!(
-            "refreshed {} ago, within its writer's {window_s} s window ({}): its holder may still be there",
-            fmt_age(age.max(0)),
-            r.promise
-        ));
-    }
-    if age <= r.window_ms.saturating_add(skew) {
-        return Judgement::unknown(format!(
-            "not refreshed for {}, past its writer's {window_s} s window, but on a network file system ({}) whose server clock may differ from ours by up to {} s",
-            fmt_age(age),
-            at.fs.kind,
-            NETWORK_SKEW_MS / 1000
-        ));
-    }
+/// [`refreshed`] past the freshness that would prove it held, overdue by `age` ms: live while
+/// it is open here, stale when the clock proves it expired.
+fn overdue(at: At<'_>, rule: &time::Refresh<'_>, age: i64, snap: &Snapshot) -> Judgement {
     let openers = snap.openers(FileKey::of(at.meta));
     if !openers.is_empty() {
         let mut j = Judgement::live(format!(
@@ -642,40 +567,18 @@ fn expired(at: At<'_>, r: &Refresh, snap: &Snapshot, age: i64, skew: i64) -> Jud
         return j;
     }
     // A clock that stepped forward since the last refresh makes it look older than it is.
-    let clock = snap.clock();
-    let step = match clock.step_ms {
-        Some(s) if age - s.max(0) > r.window_ms.saturating_add(skew) => s.max(0),
-        _ => {
-            return Judgement::unknown(format!(
-                "not refreshed for {} by the clock, longer than its writer's {window_s} s window, but {}: that proves nothing",
-                fmt_age(age),
-                clock.how
-            ));
-        }
+    let e = match rule.expired(age, || snap.clock()) {
+        Ok(e) => e,
+        Err(line) => return Judgement::unknown(line),
     };
     let proof = Proof::by(crate::verdict::Rule::HeartbeatExpired)
-        .fact("last_refresh", fmt_ms(r.last_ms))
-        .fact("age_s", age / 1000)
-        .fact("window_s", window_s)
-        .fact("clock_step_ms", step);
-    Judgement::stale(
-        proof,
-        format!(
-            "not refreshed for {}, longer than its writer's {window_s} s window: {}",
-            fmt_age(age),
-            r.promise
-        ),
-    )
-    .because("no process has it open and no kernel lock is held on it")
-    .because(if at.fs.remote_clock() {
-        format!(
-            "on a network file system ({}): {} s were allowed for the server's clock",
-            at.fs.kind,
-            NETWORK_SKEW_MS / 1000
-        )
-    } else {
-        "on a local file system: its mtime comes from this host's clock".to_string()
-    })
+        .fact("last_refresh", fmt_ms(rule.last_ms))
+        .fact("age_s", e.age_ms / 1000)
+        .fact("window_s", e.window_s)
+        .fact("clock_step_ms", e.step_ms);
+    Judgement::stale(proof, e.line)
+        .because("no process has it open and no kernel lock is held on it")
+        .because(e.clock_line)
 }
 
 /// The verdict of several outcomes (see the module docs).
@@ -728,15 +631,17 @@ fn combine(outcomes: Vec<(Kind, Judgement)>, doubts: &[String]) -> Judgement {
 mod tests {
     use crate::verdict::Rule;
 
-    /// The README's audit table lists exactly the judge's rules: one row per rule, by id.
+    /// The book's audit table (`docs/src/proof.md`) lists exactly the judge's rules: one row
+    /// per rule, by id.
     #[test]
-    fn the_readme_audit_table_is_the_set_of_rules() {
+    fn the_book_audit_table_is_the_set_of_rules() {
         let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/proof.md"))
+                .unwrap();
         let section = readme
-            .split("### Verdict audit: every path to `stale`")
+            .split("\n## Every path to `stale`\n")
             .nth(1)
-            .expect("the README has its verdict audit")
+            .expect("the book has its verdict audit")
             .split("\n## ")
             .next()
             .unwrap();
@@ -758,7 +663,12 @@ mod tests {
             })
             .collect();
         let want: Vec<String> = Rule::ALL.iter().map(|r| r.id().to_string()).collect();
-        assert_eq!(ids, want, "README audit table rows:\n{}", table.join("\n"));
+        assert_eq!(
+            ids,
+            want,
+            "the book's audit table rows:\n{}",
+            table.join("\n")
+        );
         for id in &ids {
             assert!(Rule::by_id(id).is_some(), "{id}");
         }

@@ -13,45 +13,16 @@ use super::{Judgement, namespaces};
 use crate::probe::{FsInfo, PidState, Snapshot};
 use crate::verdict::{Proof, Rule, Verdict};
 
-pub use locksmith_sys::time::fmt_ms;
+pub use locksmith_sys::time::{Timed, fmt_ms};
 
 /// Whether a lock written at `written_ms` (the latest it can have been, by the clock of
-/// then) was written before this host booted: beyond the clock's margin ([`Clock`]), on a
-/// file system that survives a reboot (never tmpfs or ramfs: `/run`, often `/tmp`; a file
-/// there is from this boot whatever its times say). `Ok(line)`: proven; `Err(Some(line))`:
-/// it looks so, but the clock may have stepped since; `Err(None)`: it does not.
+/// then) was written before this host booted, by the time rule both judges share
+/// ([`locksmith_sys::time::written_before_boot`]): beyond the clock's margin ([`Clock`]), on a
+/// file system that survives a reboot and that no other machine writes to.
 ///
 /// [`Clock`]: crate::probe::clock::Clock
-pub fn written_before_boot(
-    written_ms: i64,
-    fs: Option<&FsInfo>,
-    snap: &Snapshot,
-) -> Result<String, Option<String>> {
-    // Not on a file system that does not survive a reboot, nor on one another machine
-    // writes to (its server's clock sets the times there).
-    if fs.is_some_and(|f| f.kind.is_volatile() || f.network) {
-        return Err(None);
-    }
-    let Some(boot_ms) = snap.host.boot_time.map(|b| b * 1000) else {
-        return Err(None);
-    };
-    if written_ms + locksmith_sys::time::CLOCK_SLACK_MS >= boot_ms {
-        return Err(None);
-    }
-    let clock = snap.clock();
-    match clock.margin_ms() {
-        Some(m) if written_ms + m < boot_ms => Ok(format!(
-            "written at {}, before this host booted at {}",
-            fmt_ms(written_ms),
-            fmt_ms(boot_ms)
-        )),
-        _ => Err(Some(format!(
-            "written at {}, before this host booted at {} by the clock, but {}: that proves nothing",
-            fmt_ms(written_ms),
-            fmt_ms(boot_ms),
-            clock.how
-        ))),
-    }
+pub fn written_before_boot(written_ms: i64, fs: Option<&FsInfo>, snap: &Snapshot) -> Timed {
+    locksmith_sys::time::written_before_boot(written_ms, snap.host.boot_time, fs, || snap.clock())
 }
 
 /// [`Rule::EarlierBoot`] by time: the proof, when the lock was written before this boot.
@@ -60,7 +31,9 @@ pub(super) fn earlier_boot_by_time(
     fs: &FsInfo,
     snap: &Snapshot,
 ) -> Option<Judgement> {
-    let line = written_before_boot(written_ms, Some(fs), snap).ok()?;
+    let Timed::Proven { line, margin_ms } = written_before_boot(written_ms, Some(fs), snap) else {
+        return None;
+    };
     let proof = Proof::by(Rule::EarlierBoot)
         .fact("written", fmt_ms(written_ms))
         .fact(
@@ -70,7 +43,7 @@ pub(super) fn earlier_boot_by_time(
                 .map(|b| fmt_ms(b * 1000))
                 .unwrap_or_default(),
         )
-        .fact("margin_ms", snap.clock().margin_ms().unwrap_or_default())
+        .fact("margin_ms", margin_ms)
         .fact("fs", fs.kind.as_str());
     Some(Judgement::stale(proof, line).because(snap.clock().how))
 }
@@ -483,10 +456,14 @@ mod tests {
         let snap = Snapshot::replay(machine());
         let long_ago = NOW - 10 * 365 * 86_400_000;
         let tmpfs = FsInfo::new("tmpfs", false);
-        assert!(written_before_boot(long_ago, Some(&ext4()), &snap).is_ok());
-        assert!(written_before_boot(long_ago, None, &snap).is_ok());
-        assert!(written_before_boot(long_ago, Some(&tmpfs), &snap).is_err());
-        assert!(written_before_boot(NOW, Some(&ext4()), &snap).is_err());
+        let proven = |t: Timed| matches!(t, Timed::Proven { .. });
+        assert!(proven(written_before_boot(long_ago, Some(&ext4()), &snap)));
+        assert!(proven(written_before_boot(long_ago, None, &snap)));
+        assert_eq!(
+            written_before_boot(long_ago, Some(&tmpfs), &snap),
+            Timed::No
+        );
+        assert_eq!(written_before_boot(NOW, Some(&ext4()), &snap), Timed::No);
     }
 
     #[test]

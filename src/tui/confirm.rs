@@ -14,6 +14,7 @@ use locksmith::reclaim::Plan;
 use locksmith::scan::Finding;
 
 use super::stop;
+use super::text::plural;
 
 /// An action that needs the user's yes.
 #[derive(Debug, Clone)]
@@ -43,7 +44,31 @@ pub struct Undo {
     pub picked: bool,
 }
 
+impl Undo {
+    /// What the UI reclaimed last, as `u` found it.
+    pub fn last(plan: Plan) -> Undo {
+        Undo {
+            plan,
+            picked: false,
+        }
+    }
+
+    /// What was picked in the journal view.
+    pub fn picked(plan: Plan) -> Undo {
+        Undo { plan, picked: true }
+    }
+}
+
 impl ConfirmAction {
+    /// Whether it removes locks (a reclaim, or a forced removal): its dialog is told which of
+    /// them this user cannot remove.
+    pub fn removes(&self) -> bool {
+        matches!(
+            self,
+            ConfirmAction::Reclaim { .. } | ConfirmAction::Force(_)
+        )
+    }
+
     /// The locks that would be removed (none for an undo).
     pub fn targets(&self) -> &[Finding] {
         match self {
@@ -80,6 +105,25 @@ impl ConfirmedAction {
         match &self.0 {
             ConfirmAction::Restore(u) => Some(&u.plan),
             _ => None,
+        }
+    }
+
+    /// What the status bar says while it is carried out.
+    pub fn underway(&self) -> String {
+        match &self.0 {
+            ConfirmAction::Signal(plan) => {
+                let n = plan.targets.len();
+                let es = if n == 1 { "" } else { "es" };
+                format!("sending {} to {n} process{es}…", plan.signal.name())
+            }
+            ConfirmAction::Restore(u) => {
+                let n = u.plan.entries.len();
+                format!("putting back {n} lock{}…", plural(n))
+            }
+            ConfirmAction::Reclaim { .. } | ConfirmAction::Force(_) => {
+                let n = self.findings().len();
+                format!("reclaiming {n} lock{}…", plural(n))
+            }
         }
     }
 

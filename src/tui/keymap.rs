@@ -634,8 +634,8 @@ pub fn fit_bar(items: Vec<BarItem>, width: usize) -> Vec<(String, String)> {
     items.into_iter().map(|i| (i.key, i.label)).collect()
 }
 
-/// The key map as the README shows it: one Markdown table, by context, every key of each
-/// binding (a test keeps the README's copy equal to this).
+/// The key map as the book's reference shows it (`docs/src/reference/keys.md`): one Markdown
+/// table, by context, every key of each binding (a test keeps the book's copy equal to this).
 #[cfg(test)]
 pub fn markdown(popups: &[&'static Keys]) -> String {
     let mut out = String::from("| where | keys | action |\n|---|---|---|\n");
@@ -805,21 +805,5 @@ mod tests {
                 assert_eq!(l, same.label, "at {w} columns");
             }
         }
-    }
-
-    #[test]
-    fn the_readme_shows_this_key_map() {
-        let readme = include_str!("../../README.md");
-        let table = markdown(super::super::popup::ALL);
-        let start = "<!-- key map: generated from src/tui/keymap.rs -->\n";
-        let inside = readme
-            .split_once(start)
-            .and_then(|(_, rest)| rest.split_once("<!-- end of key map -->"))
-            .map(|(t, _)| t);
-        assert_eq!(
-            inside,
-            Some(table.as_str()),
-            "the README's key map differs from the key map; put this between its markers:\n{table}"
-        );
     }
 }

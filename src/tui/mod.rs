@@ -1,13 +1,19 @@
 //! The terminal UI: interactive triage and one-key reclaim (README: The terminal UI).
 //!
-//! - [`app`] owns the state and its one `update` (keys, scan events, re-judged verdicts,
-//!   reclaim outcomes → new state + effects); it never blocks and never touches the disk;
+//! - [`app`] holds the components and routes to them: every [`msg::Msg`] (keys, scan events,
+//!   re-judged verdicts, reclaim outcomes) to the component it is for, what the components ask
+//!   for ([`queue`]) to where it is carried out, and drawing by layout; it never blocks and
+//!   never touches the disk;
+//! - [`components`] are the parts of the screen (header, table, detail pane, status bar, key
+//!   bar), and [`popup`] the pop-ups, one file each: each owns its state, its keys and its
+//!   drawing, with its tests beside it;
+//! - [`msg`] is what reaches the app and what it asks of the runtime ([`msg::Effect`]);
+//! - [`render`] draws `&App` by layout, each component its part;
 //! - [`keymap`] is the one table of key bindings behind the handler, the key bar, the help and
 //!   every message that names a key;
 //! - [`layout`] places the parts of the screen (shared by drawing, paging and the mouse);
-//! - [`rows`] holds the table's rows (a lock and the text of its cells) and columns;
-//! - [`render`] draws `&App` (header, status, key bar), with [`table`], [`detail`] and the
-//!   pop-ups in [`popup`], one [`theme`];
+//! - [`rows`] holds the table's rows (a lock and the text of its cells) and columns; one
+//!   [`theme`];
 //! - [`confirm`] is the ConfirmAction → ConfirmedAction gate of destructive actions;
 //! - [`stop`] finds and signals the processes that hold a lock (`x`);
 //! - [`suspend`] runs a program in the terminal with the UI suspended (`vim -r`, a shell);
@@ -25,20 +31,23 @@
 
 mod app;
 mod clipboard;
+mod components;
 mod confirm;
-mod detail;
 mod keymap;
 mod layout;
+mod msg;
 mod popup;
+mod queue;
 mod render;
 mod rows;
 mod stop;
 mod suspend;
-mod table;
 mod text;
 mod theme;
 mod worker;
 
+#[cfg(test)]
+mod testkit;
 #[cfg(test)]
 mod tests;
 
@@ -50,6 +59,12 @@ pub fn key_map() -> Vec<(&'static str, String, &'static str)> {
         .into_iter()
         .map(|(section, b)| (section, b.label(), b.long))
         .collect()
+}
+
+/// The UI's key map as the book's reference shows it: one Markdown table, by context.
+#[cfg(test)]
+pub fn key_map_markdown() -> String {
+    keymap::markdown(popup::ALL)
 }
 
 use std::io::IsTerminal;
@@ -66,7 +81,8 @@ use ratatui::crossterm::event::{
 use ratatui::crossterm::execute;
 
 use crate::ScanArgs;
-use app::{App, Effect, Msg, Options};
+use app::{App, Options};
+use msg::{Effect, Msg};
 use suspend::InputGate;
 use theme::Theme;
 use worker::{Incoming, Workers};
@@ -180,10 +196,10 @@ fn run_ui(args: ScanArgs) -> anyhow::Result<()> {
                 next_rejudge = Instant::now() + interval;
             }
             // The next background rescan is planned when a scan ends, from how long it took.
-            match (app.progress.scanning, next_rescan) {
+            match (app.progress().scanning, next_rescan) {
                 (true, _) => next_rescan = None,
                 (false, None) => {
-                    let took = Duration::from_millis(app.progress.elapsed_ms.unwrap_or(0));
+                    let took = Duration::from_millis(app.progress().elapsed_ms.unwrap_or(0));
                     next_rescan = Some(Instant::now() + (took * RESCAN_FACTOR).max(RESCAN_MIN));
                 }
                 (false, Some(at)) if Instant::now() >= at => {

@@ -169,6 +169,16 @@ impl Row {
             && self.finding.modified_ms == other.finding.modified_ms
             && self.cells == other.cells
     }
+
+    /// The editor that recovers its unsaved changes: a vim swap file with unsaved changes
+    /// whose vim is gone (not live), written by Vim or Neovim. Whether this user may recover
+    /// it is checked when it is about to run (see `suspend`).
+    pub fn recovery(&self) -> Option<&'static str> {
+        if !self.unsaved() || self.verdict() == Verdict::Live {
+            return None;
+        }
+        locksmith::dialect::vim_swap::recovering_editor(&self.finding.path, &self.finding.content)
+    }
 }
 
 /// How old a lock is at `now` (unknown mtimes sort as oldest).

@@ -327,6 +327,57 @@ pub struct Sent {
     pub errors: Vec<String>,
 }
 
+impl Sent {
+    /// What came of signalling `plan`'s processes, in a sentence, and whether anything went
+    /// wrong (an error, or a process still running).
+    pub fn said(&self, plan: &Plan) -> (String, bool) {
+        let sig = plan.signal.name();
+        let names = |ts: &[Target]| -> String {
+            ts.iter()
+                .map(|t| super::text::clean(&t.describe()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.resumed.is_empty() {
+            parts.push(format!(
+                "{sig}: {} resumed; the lock goes once {} done",
+                names(&self.resumed),
+                if self.resumed.len() == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                }
+            ));
+        }
+        if !self.exited.is_empty() {
+            parts.push(format!("{sig}: {} exited", names(&self.exited)));
+        }
+        if !self.survivors.is_empty() {
+            parts.push(format!(
+                "{} still running after {} s",
+                names(&self.survivors),
+                GRACE.as_secs()
+            ));
+        }
+        parts.extend(self.errors.iter().map(|e| super::text::clean(e)));
+        let wrong = !self.errors.is_empty() || !self.survivors.is_empty();
+        (parts.join("; "), wrong)
+    }
+
+    /// SIGKILL for the processes `plan`'s signal asked to end and did not end, if any.
+    pub fn again(&self, plan: &Plan) -> Option<Plan> {
+        (plan.signal.asks_to_end() && !self.survivors.is_empty()).then(|| Plan {
+            signal: Sig::Kill,
+            targets: self.survivors.clone(),
+            refused: Vec::new(),
+            after: Some(plan.signal),
+            finding: plan.finding.clone(),
+            stuck: plan.stuck.clone(),
+        })
+    }
+}
+
 /// Whether the process a target names is gone (exited, a zombie, or its PID now another
 /// process's).
 fn gone(t: &Target, host: &HostFacts) -> bool {

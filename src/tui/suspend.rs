@@ -28,8 +28,8 @@ use ratatui::crossterm::{cursor, execute};
 
 use locksmith::dialect::vim_swap::{self, Recovery};
 
-use super::app::{Run, RunResult};
 use super::keymap::{self, Action, Context};
+use super::msg::{Run, RunResult};
 use super::text;
 
 /// How long the input thread waits for input before it looks at the gate again.

@@ -10,7 +10,7 @@
 //!
 //! One [`Snapshot`] per scan, one per re-judge round and one per confirmed reclaim (taken on
 //! the worker thread); reclaim judges each lock again at the moment of removal
-//! (`reclaim::reclaim_all`). Re-judging and reclaim reach each lock through the directories it
+//! (`reclaim::Reclaim`). Re-judging and reclaim reach each lock through the directories it
 //! was found in (`scan::rejudge`), never through its path string.
 
 use std::panic::AssertUnwindSafe;
@@ -19,14 +19,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 
 use locksmith::probe::Snapshot;
-use locksmith::reclaim::{self, ReclaimOptions, Selector};
+use locksmith::reclaim::{self, Reclaim, ReclaimOptions, Selector};
 use locksmith::remote::Asker;
 use locksmith::scan::{self, Config, Finding, Root, ScanEvent};
 
-use super::app::{
-    FileMeta, Msg, REJUDGE_SLICE, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult,
-};
+use super::components::table::REJUDGE_SLICE;
 use super::confirm::ConfirmedAction;
+use super::msg::{Msg, ReclaimResult, Rejudge, RestoreResult, ScanSummary, StopResult};
+use super::rows::FileMeta;
 use super::{stop, text};
 
 /// What reaches the UI thread.
@@ -241,24 +241,26 @@ impl Workers {
     /// Carries out a confirmed reclaim: each lock is judged again and removed only if it is
     /// still stale (or not proven stale but not live, when forced) and still the same file.
     pub fn reclaim(&self, action: ConfirmedAction) {
-        let opts = ReclaimOptions {
-            force: action.forced(),
-            include_unsaved: action.include_unsaved(),
-            dry_run: false,
-            ..self.reclaim.clone()
-        };
+        let opts = self.reclaim.clone();
         let config = self.config.clone();
         let asker = self.asker.clone();
         spawn("reclaim", self.tx.clone(), move |tx| {
             // A lock proven stale by its host's answer: its host is asked again right before
             // removal, once for the whole batch.
             let reask = asker.as_ref().map(|a| a.reask(action.findings()));
-            let settle = |judged: &Finding, fresh: &mut Finding| {
-                if let Some(reask) = &reask {
-                    reask.settle(judged, fresh);
-                }
-            };
-            let results = reclaim::reclaim_all_settled(action.findings(), &*config, &opts, settle)
+            let mut outcomes = Vec::new();
+            Reclaim::new(&*config)
+                .options(opts)
+                .force(action.forced())
+                .include_unsaved(action.include_unsaved())
+                .dry_run(false)
+                .settle(|judged, fresh| {
+                    if let Some(reask) = &reask {
+                        reask.settle(judged, fresh);
+                    }
+                })
+                .run(action.findings(), |o| outcomes.push(o));
+            let results = outcomes
                 .into_iter()
                 .zip(action.findings())
                 .map(|(o, listed)| {

@@ -151,11 +151,11 @@ fn the_paths_a_text_names() {
     );
 }
 
-/// The README's list of messages (`## Error messages`) is made from the declarations: run
-/// with `LOCKSMITH_BLESS=1` to write it again.
+/// The book's list of messages (`docs/src/why.md`, `## Error messages`) is made from the
+/// declarations: run with `LOCKSMITH_BLESS=1` to write it again.
 #[test]
-fn the_readme_lists_every_message() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+fn the_book_lists_every_message() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/why.md");
     let readme = std::fs::read_to_string(path).unwrap();
     let (start, end) = (
         "<!-- messages: made from the dialects' declarations -->\n",
@@ -163,7 +163,7 @@ fn the_readme_lists_every_message() {
     );
     let table = messages_table();
     let (Some(a), Some(b)) = (readme.find(start), readme.find(end)) else {
-        panic!("the README has no list of messages between {start:?} and {end:?}");
+        panic!("docs/src/why.md has no list of messages between {start:?} and {end:?}");
     };
     let current = &readme[a + start.len()..b];
     if current != table {
@@ -172,7 +172,7 @@ fn the_readme_lists_every_message() {
             std::fs::write(path, new).unwrap();
         } else {
             panic!(
-                "the README's list of messages is out of date: run LOCKSMITH_BLESS=1 cargo test --lib why::tests::the_readme_lists_every_message"
+                "the list of messages in docs/src/why.md is out of date: run LOCKSMITH_BLESS=1 cargo test --lib why::tests::the_book_lists_every_message"
             );
         }
     }

@@ -110,7 +110,7 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
     );
     let j = lock(&path).inspect().unwrap();
     assert_eq!(j.verdict, Verdict::Live, "{j:?}");
-    assert_eq!(j.process.as_ref().map(|x| x.pid), Some(p.pid()));
+    assert_eq!(j.holder_pid, Some(p.pid()));
     let e = lock(&path).reclaim().unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
     assert!(e.to_string().contains("is live now"), "{e}");
@@ -370,7 +370,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
             ));
         }
     };
-    let rec = locksmith_engine::ParsedRecord::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let rec = locksmith_engine::Record::parse(&std::fs::read(&path).unwrap()).unwrap();
     let our_ns = locksmith::probe::host::pid_ns_of("self");
     assert_ne!(
         rec.pid_ns, our_ns,
@@ -379,8 +379,12 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     assert!(rec.pid.unwrap() <= 3, "a PID of the new namespace: {rec:?}");
     // Live from outside: the kernel lock, attributed to processes we can see.
     let members = group_pids(ns.pid());
+    let scanned = j
+        .attached::<locksmith::Judgement>()
+        .expect("the scanner's own judgement");
     assert!(
-        j.holders
+        scanned
+            .holders
             .iter()
             .any(|h| h.pid > 0 && members.contains(&h.pid)),
         "{j:?} / {members:?}"

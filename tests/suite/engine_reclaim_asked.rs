@@ -12,7 +12,7 @@ use crate::ask_hosts::node17;
 use crate::util::judging::judge;
 use crate::util::*;
 use locksmith::config::RawConfig;
-use locksmith::reclaim::{self, Action, ReclaimOptions};
+use locksmith::reclaim::{Action, Reclaim, ReclaimOptions};
 use locksmith::remote::Asker;
 use locksmith::scan::Finding;
 use locksmith::verdict::Verdict;
@@ -71,9 +71,11 @@ fn a_refused_engine_reclaim_keeps_what_to_ask_the_owners_host() {
         state_dir: env.state_dir(),
         ..ReclaimOptions::new()
     };
-    let outcomes = reclaim::reclaim_all_settled([&asked], &config, &opts, |judged, fresh| {
-        reask.settle(judged, fresh)
-    });
+    let mut outcomes = Vec::new();
+    Reclaim::new(&config)
+        .options(opts)
+        .settle(|judged, fresh| reask.settle(judged, fresh))
+        .run([&asked], |o| outcomes.push(o));
     let [o] = outcomes.as_slice() else {
         panic!("{outcomes:#?}")
     };

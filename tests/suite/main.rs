@@ -16,6 +16,7 @@ mod declared_ui;
 mod dialects;
 mod dialects_more;
 mod dialects_next;
+mod docs;
 mod engine_evidence;
 mod engine_failures;
 mod engine_protocol;

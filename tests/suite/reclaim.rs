@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::util::judging::{judge, scan_findings};
 use crate::util::*;
 use locksmith::config::Settings;
-use locksmith::reclaim::{self, Action, Outcome, ReclaimOptions};
+use locksmith::reclaim::{Action, Outcome, Reclaim, ReclaimOptions};
 use locksmith::scan::{self, Finding};
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
@@ -20,10 +20,19 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Reclaims `f` alone, judged again with the embedded configuration.
+fn reclaim_one(f: &Finding, opts: &ReclaimOptions) -> Outcome {
+    let mut out = None;
+    Reclaim::new(&Settings::embedded().scan)
+        .options(opts.clone())
+        .run([f], |o| out = Some(o));
+    out.expect("one outcome per lock")
+}
+
 /// Reclaims `f` (as the UI does, one finding) and asserts that it is kept, for a reason that
 /// says `why`.
 fn assert_kept(env: &Env, f: &Finding, why: &str) -> Outcome {
-    let o = reclaim::reclaim(f, &Settings::embedded().scan, &options(env));
+    let o = reclaim_one(f, &options(env));
     assert_eq!(o.action, Action::Kept, "{o:?}");
     assert!(!o.ok, "{o:?}");
     assert!(o.error.as_deref().unwrap_or("").contains(why), "{o:?}");
@@ -213,7 +222,7 @@ fn a_replaced_file_is_refused() {
     assert!(env.journal().is_empty());
 
     // Judged again, the new file can go.
-    let outcome = reclaim::reclaim(&judge(&path), &Settings::embedded().scan, &options(&env));
+    let outcome = reclaim_one(&judge(&path), &options(&env));
     assert_eq!(outcome.action, Action::Removed, "{outcome:?}");
     assert!(!path.exists());
     assert_eq!(env.journal().len(), 1);
@@ -324,7 +333,7 @@ fn swapped_directory_is_refused(env: &Env, name: &str, content: &[u8], dialect: 
     // Put back, the judged file is reclaimed.
     fs::remove_dir_all(root.join("a")).unwrap();
     fs::rename(env.path().join("a.orig"), root.join("a")).unwrap();
-    let o = reclaim::reclaim(f, &Settings::embedded().scan, &options(env));
+    let o = reclaim_one(f, &options(env));
     assert_eq!(o.action, Action::Removed, "{o:?}");
     assert!(!lock.exists());
     assert_eq!(fs::read(&outside).unwrap(), content);

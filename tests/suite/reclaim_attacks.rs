@@ -24,7 +24,7 @@ use crate::util::judging::judge;
 use crate::util::userns::UserNamespace;
 use crate::util::*;
 use locksmith::config::Settings;
-use locksmith::reclaim::{self, Action, ReclaimOptions};
+use locksmith::reclaim::{Action, Reclaim, ReclaimOptions};
 use locksmith::verdict::Verdict;
 use sha2::{Digest, Sha256};
 
@@ -274,7 +274,11 @@ fn a_live_lock_renamed_over_the_stale_one_is_never_removed() {
         assert_eq!(finding.judgement.verdict(), Verdict::Stale, "{finding:?}");
         writeln!(stdin, "go").unwrap();
         assert_eq!(read_line(&mut out), "armed");
-        let o = reclaim::reclaim(&finding, &config, &opts);
+        let mut o = None;
+        Reclaim::new(&config)
+            .options(opts.clone())
+            .run([&finding], |x| o = Some(x));
+        let o = o.expect("one outcome per lock");
         assert_eq!(read_line(&mut out), "renamed");
         assert_eq!(read_line(&mut out), "done");
         // The attacker's rename put a live lock at the name, before or after root acted: it

@@ -40,7 +40,7 @@ use rustix::io::Errno;
 
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, dev_ino, read_bounded};
-use super::record::{ParsedRecord, Record};
+use super::record::Record;
 use locksmith_sys::locks as sys;
 
 /// A complete lock file that is not yet (or has just been) linked at the lock name.
@@ -148,7 +148,7 @@ impl<'a> Fresh<'a> {
         }
         // No link count to go by (sshfs always says 1): the record read back by name. Opened
         // read-write, this is the descriptor the holder keeps.
-        if let Some(opened) = reopen_ours(place, &self.record.token)? {
+        if let Some(opened) = reopen_ours(place, self.record.token())? {
             self.by_name = Some(opened);
             return Ok(true);
         }
@@ -191,7 +191,7 @@ impl<'a> Fresh<'a> {
             // it. A temporary name goes now; on a local file system nothing hides it.
             drop(temp);
             let st = rustix::fs::fstat(&file).map_err(|e| {
-                remove_if_ours(place, &record.token);
+                remove_if_ours(place, record.token());
                 place.io_err("stat the new lock file", e)
             })?;
             let (dev, ino) = dev_ino(&st);
@@ -205,7 +205,7 @@ impl<'a> Fresh<'a> {
         drop(temp);
         let opened = match by_name {
             Some(o) => Ok(Some(o)),
-            None => reopen_ours(place, &record.token),
+            None => reopen_ours(place, record.token()),
         };
         match opened {
             Ok(Some((file, dev, ino))) => Ok(Held {
@@ -216,7 +216,7 @@ impl<'a> Fresh<'a> {
             }),
             Ok(None) => Err(place.err(ErrorKind::Lost)),
             Err(e) => {
-                remove_if_ours(place, &record.token);
+                remove_if_ours(place, record.token());
                 Err(e)
             }
         }
@@ -237,11 +237,7 @@ fn reopen_ours(place: &Place, token: &str) -> Result<Option<(File, u64, u64)>, E
     };
     let (content, _) = read_bounded(&file, super::place::READ_LIMIT)
         .map_err(|e| place.io_err("read the lock file back", e))?;
-    if ParsedRecord::parse(&content)
-        .and_then(|r| r.token)
-        .as_deref()
-        != Some(token)
-    {
+    if Record::parse(&content).and_then(|r| r.token).as_deref() != Some(token) {
         return Ok(None);
     }
     let st = match rustix::fs::fstat(&file) {
@@ -266,10 +262,7 @@ pub fn names_token(place: &Place, token: &str) -> Result<bool, EngineError> {
     };
     let (content, _) = read_bounded(&file, super::place::READ_LIMIT)
         .map_err(|e| place.io_err("read the lock file back", e))?;
-    Ok(ParsedRecord::parse(&content)
-        .and_then(|r| r.token)
-        .as_deref()
-        == Some(token))
+    Ok(Record::parse(&content).and_then(|r| r.token).as_deref() == Some(token))
 }
 
 /// An error opening the lock name that means it is not our record: not a lock file (a

@@ -45,6 +45,7 @@ impl EngineError {
         match &self.kind {
             ErrorKind::Held { judgement, .. }
             | ErrorKind::NotStale(judgement)
+            | ErrorKind::Kept(judgement)
             | ErrorKind::Unrecognised(judgement) => Some(judgement),
             _ => None,
         }
@@ -79,6 +80,14 @@ pub enum ErrorKind {
     /// Reclaim refused: the lock is not stale at this moment.
     #[error("is {} now, not stale: {}", .0.verdict, describe(.0))]
     NotStale(Box<Judgement>),
+    /// Reclaim refused: its owner is proven gone, but processes that prove nothing about it
+    /// keep the file (another user's shared lock): it is not removed while they do.
+    #[error(
+        "its owner is gone, but it is kept by {} and is not removed while they hold it: {}",
+        .0.kept_by.as_deref().unwrap_or("another process"),
+        evidence_line(.0)
+    )]
+    Kept(Box<Judgement>),
     /// The path no longer names the file that was judged, or that file changed.
     #[error("{0}")]
     Changed(String),
@@ -150,26 +159,20 @@ fn waited_suffix(waited: Duration) -> String {
 fn describe(j: &Judgement) -> String {
     let owner = j.owner.as_ref();
     let pid = j
-        .process
-        .as_ref()
-        .map(|p| p.pid as i64)
-        .or_else(|| j.holders.iter().find(|h| h.pid > 0).map(|h| h.pid as i64))
+        .holder_pid
+        .map(i64::from)
         .or_else(|| owner.and_then(|o| o.pid));
-    let command = j
-        .process
-        .as_ref()
-        .map(|p| {
-            if p.cmd.is_empty() {
-                p.name.clone()
-            } else {
-                p.cmd.join(" ")
-            }
-        })
-        .or_else(|| j.holders.iter().find_map(|h| h.name.clone()));
     let mut s = String::new();
     match j.verdict {
         Verdict::Live => s.push_str("held by "),
         Verdict::Foreign => s.push_str("held (cannot be checked from here) by "),
+        Verdict::Stale if j.kept_by.is_some() => {
+            let _ = write!(
+                s,
+                "kept by {} though its owner is gone; was held by ",
+                j.kept_by.as_deref().unwrap_or_default()
+            );
+        }
         Verdict::Stale => s.push_str("stale, was held by "),
         Verdict::Unknown | Verdict::Free => {
             let _ = write!(
@@ -189,7 +192,7 @@ fn describe(j: &Judgement) -> String {
         }
         None => s.push_str("an unknown process"),
     }
-    if let Some(c) = command {
+    if let Some(c) = &j.holder_command {
         let c: String = c.chars().take(120).collect();
         let _ = write!(s, " ({c})");
     }
@@ -215,25 +218,18 @@ fn describe(j: &Judgement) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Owner, ProcessInfo};
+    use crate::verdict::{Owner, Rule};
 
     #[test]
     fn describes_holders_with_raw_text() {
-        let j = Judgement {
-            process: Some(ProcessInfo {
-                pid: 42,
-                name: "sleep".into(),
-                cmd: vec!["sleep".into(), "100".into()],
-                ..Default::default()
-            }),
-            ..Judgement::new(Verdict::Live, "alive")
-        }
-        .with_owner(Owner {
+        let mut j = Judgement::new(Verdict::Live, "alive").with_owner(Owner {
             pid: Some(42),
             hostname: Some("box\x1b[31m".into()),
             created_at: Some("2026-01-02T03:04:05Z".into()),
             ..Default::default()
         });
+        j.holder_pid = Some(42);
+        j.holder_command = Some("sleep 100".into());
         assert_eq!(
             describe(&j),
             "held by pid 42 (sleep 100) on host \"box\x1b[31m\" since 2026-01-02T03:04:05Z"
@@ -249,5 +245,24 @@ mod tests {
         assert!(e.to_string().ends_with("(waited 1.5 s)"), "{e}");
         let u = Judgement::new(Verdict::Unknown, "not a record");
         assert_eq!(describe(&u), "cannot tell who holds it: not a record");
+    }
+
+    #[test]
+    fn a_kept_lock_says_who_keeps_it() {
+        let mut j = Judgement::stale(Rule::PidGone, "no process 42").with_owner(Owner {
+            pid: Some(42),
+            ..Default::default()
+        });
+        j.kept_by = Some("pid 7 (flock read, less)".into());
+        assert_eq!(
+            describe(&j),
+            "kept by pid 7 (flock read, less) though its owner is gone; was held by pid 42"
+        );
+        let e = EngineError::new("/tmp/L", ErrorKind::Kept(Box::new(j)));
+        assert_eq!(
+            e.to_string(),
+            "/tmp/L: its owner is gone, but it is kept by pid 7 (flock read, less) and is not removed while they hold it: no process 42"
+        );
+        assert!(e.judgement().is_some());
     }
 }

@@ -15,13 +15,15 @@
 //! # Ok::<(), locksmith_engine::EngineError>(())
 //! ```
 //!
-//! The API: [`Lock`] (the builder: [`acquire`](Lock::acquire),
+//! The API, sixteen items at most: [`Lock`] (the builder: [`acquire`](Lock::acquire),
 //! [`try_acquire`](Lock::try_acquire), [`inspect`](Lock::inspect),
 //! [`reclaim`](Lock::reclaim)), [`LockGuard`] (a held lock), [`EngineError`] /
-//! [`ErrorKind`] (typed errors), [`Judgement`] (a verdict with its evidence, owner and
-//! holders), [`Record`] / [`ParsedRecord`] (the owner record, written and read), and
-//! [`Witness`] for a program that judges existing locks with richer evidence than the
-//! engine's own ([`Direct`]).
+//! [`ErrorKind`] (typed errors), [`Judgement`] (a [`Verdict`] with its evidence, its
+//! [`Owner`], the [`Rule`]s that proved it stale and what keeps it), [`Record`] (the owner
+//! record, written and read back), [`StaleWindows`], [`Identity`] (the exact file a reclaim
+//! must still find), the two durations [`DEFAULT_POLL_INTERVAL`] and [`NETWORK_HEARTBEAT`],
+//! and [`Witness`] / [`LockFile`] for a program that judges existing locks with richer
+//! evidence than the engine's own.
 //!
 //! How a lock is held: the lock file holds an owner [`Record`] (pid, host, boot id, start
 //! time, ...). It appears atomically, complete, and already locked: it is written to an
@@ -40,13 +42,17 @@
 //!   held without a kernel lock, whatever mode the reclaimer uses), after re-checking that
 //!   the path still names it; so two reclaimers can never remove a fresh lock;
 //! - release removes the file only if the path still names our inode;
-//! - the verdict on an existing lock comes from its [`Witness`]: the engine's own [`Direct`]
-//!   (the kernel lock on the file, then PID + start time + boot id + host, then the
-//!   heartbeat, asked of the kernel about this one file and this one owner; an owner it cannot
-//!   check is `foreign`, never `stale`) unless the caller gives another ([`Lock::witness`];
-//!   [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). The locksmith
-//!   scanner is such a witness: it judges the record with the rules it judges every lock by,
-//!   so that the engine and a scan agree.
+//! - the verdict on an existing lock comes from its [`Witness`]: the engine's own judge (the
+//!   kernel lock on the file, then PID + start time + boot id + host, then the heartbeat,
+//!   asked of the kernel about this one file and this one owner; an owner it cannot check is
+//!   `foreign`, never `stale`) unless the caller gives another ([`Lock::witness`];
+//!   [`Lock::inspect`] and [`Lock::reclaim`] judge as [`Lock::acquire`] does). Its time rules
+//!   are locksmith's own (`locksmith_sys::time`): a file's ctime, never its mtime, and only
+//!   beyond how far the wall clock may have stepped since boot. The locksmith scanner is such a
+//!   witness: it judges the record with the rules it judges every lock by, so that the engine
+//!   and a scan agree;
+//! - a lock is removed only on a `stale` judgement that names the rule that proved it and
+//!   that nothing keeps ([`Judgement::kept_by`]).
 //!
 //! Fallback: on network file systems, on file systems without OFD locks, or when forced
 //! ([`Lock::force_fallback`]), no kernel lock is kept; the file is created with `link()`,
@@ -85,17 +91,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The public surface: at most 16 items (tests/surface.rs counts them), none of them a
+// scanner's model of holders, processes or containers.
 pub use error::{EngineError, ErrorKind};
 pub use identity::Identity;
-pub use judge::{Direct, LockFile, Witness};
-pub use record::{ParsedRecord, Record, RecordFormat};
-pub use verdict::{
-    ByteRange, ContainerId, ContainerInfo, Holder, HolderHow, Judgement, LockMode, Owner,
-    ProcessInfo, Proof, Rule, Verdict, describe_holders,
-};
+pub use judge::{LockFile, Witness};
+pub use record::Record;
+pub use verdict::{Judgement, Owner, Rule, Verdict};
 
 use create::{Fresh, Held};
 use heartbeat::Heartbeat;
+use judge::Direct;
 use place::Place;
 use remove::{Existing, Removal};
 
@@ -137,7 +143,7 @@ enum Mechanism {
 }
 
 /// A lock to take, inspect or reclaim: the path and the options (builder). It judges an
-/// existing lock with the engine's own evidence ([`Direct`]) unless given another witness
+/// existing lock with the engine's own evidence unless given another witness
 /// ([`Lock::witness`]).
 #[derive(Debug, Clone)]
 pub struct Lock {
@@ -152,7 +158,8 @@ pub struct Lock {
 
 impl Lock {
     /// A lock at `path`, waiting forever in [`acquire`](Lock::acquire), no heartbeat (except
-    /// on network file systems), OFD locks where available, judged with [`Direct`].
+    /// on network file systems), OFD locks where available, judged with the engine's own
+    /// evidence.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Lock {
             path: path.into(),
@@ -206,8 +213,8 @@ impl Lock {
         self
     }
 
-    /// Where the judge's evidence on an existing lock comes from ([`Direct`] by default; a
-    /// program that knows more, such as a scanner of the whole machine, gives its own).
+    /// Where the judge's evidence on an existing lock comes from (the engine's own by default;
+    /// a program that knows more, such as a scanner of the whole machine, gives its own).
     pub fn witness(mut self, witness: Arc<dyn Witness>) -> Self {
         self.witness = witness;
         self
@@ -229,8 +236,8 @@ impl Lock {
         }
     }
 
-    /// Removes the lock at the path only if it is stale right now. Returns the judgement that
-    /// allowed the removal.
+    /// Removes the lock at the path only if it is stale right now (and nothing keeps it).
+    /// Returns the judgement that allowed the removal.
     pub fn reclaim(&self) -> Result<Judgement, EngineError> {
         self.reclaim_with(None, |_, _| Ok(()))
     }
@@ -242,7 +249,7 @@ impl Lock {
     /// file (device, inode, size, mtime). `before_unlink` runs while the right is held and the
     /// identity is verified, with the content and the judgement; if it fails nothing is
     /// removed. A lock that is not stale is an [`ErrorKind::NotStale`] error saying what it is
-    /// now.
+    /// now; one whose owner is gone but that something keeps, an [`ErrorKind::Kept`] error.
     pub fn reclaim_with(
         &self,
         expected: Option<Identity>,
@@ -273,8 +280,8 @@ impl Lock {
     pub fn try_acquire(&self) -> Result<LockGuard, EngineError> {
         let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
         match self.attempt(&place)? {
-            Attempt::Acquired(g) => Ok(g),
-            Attempt::Busy(j) => Err(self.held(&place, j, Duration::ZERO)),
+            Attempt::Acquired(g) => Ok(*g),
+            Attempt::Busy(j) => Err(self.held(&place, j.map(|j| *j), Duration::ZERO)),
         }
     }
 
@@ -286,11 +293,13 @@ impl Lock {
         let place = Place::open(&self.path)?.witnessed(Arc::clone(&self.witness));
         loop {
             match self.attempt(&place)? {
-                Attempt::Acquired(g) => return Ok(g),
+                Attempt::Acquired(g) => return Ok(*g),
                 Attempt::Busy(j) => {
                     let waited = start.elapsed();
                     let left = match self.timeout {
-                        Some(t) if waited >= t => return Err(self.held(&place, j, waited)),
+                        Some(t) if waited >= t => {
+                            return Err(self.held(&place, j.map(|j| *j), waited));
+                        }
                         Some(t) => t - waited,
                         None => Duration::MAX,
                     };
@@ -313,35 +322,36 @@ impl Lock {
         let mut last = None;
         for _ in 0..MAX_ROUNDS {
             if fresh.link()? {
-                return Ok(Attempt::Acquired(LockGuard::new(
+                return Ok(Attempt::Acquired(Box::new(LockGuard::new(
                     place.clone(),
                     fresh.into_held()?,
                     heartbeat,
                     self.windows,
-                )));
+                ))));
             }
             let ex = match remove::examine(place, &self.windows, true)? {
                 Existing::Gone => continue,
                 Existing::HeldFast => return Ok(Attempt::Busy(None)),
-                Existing::HeldUnreadable(j) => return Ok(Attempt::Busy(Some(*j))),
+                Existing::HeldUnreadable(j) => return Ok(Attempt::Busy(Some(j))),
                 Existing::Judged(ex) => ex,
             };
             match ex.judgement.verdict {
-                Verdict::Stale => {}
+                Verdict::Stale if ex.judgement.removable() => {}
                 // Not a record we can judge: it will not go away by waiting.
                 Verdict::Unknown => {
                     return Err(place.err(ErrorKind::Unrecognised(Box::new(ex.judgement))));
                 }
-                _ => return Ok(Attempt::Busy(Some(ex.judgement))),
+                // Live, foreign, or stale but kept by someone: wait.
+                _ => return Ok(Attempt::Busy(Some(Box::new(ex.judgement)))),
             }
             last = Some(ex.judgement.clone());
             match remove::remove_stale(place, *ex, &self.windows, |_, _| Ok(()))? {
                 Removal::Removed(_) | Removal::Gone(_) => continue,
                 Removal::Contended => return Ok(Attempt::Busy(None)),
-                Removal::NotStale(j) => return Ok(Attempt::Busy(Some(j))),
+                Removal::NotStale(j) => return Ok(Attempt::Busy(Some(Box::new(j)))),
             }
         }
-        Ok(Attempt::Busy(last))
+        Ok(Attempt::Busy(last.map(Box::new)))
     }
 
     /// The "held" error, judging the lock now if the attempt did not.
@@ -362,9 +372,9 @@ impl Lock {
 }
 
 enum Attempt {
-    Acquired(LockGuard),
+    Acquired(Box<LockGuard>),
     /// Not taken; the judgement of the lock in the way, when one was made.
-    Busy(Option<Judgement>),
+    Busy(Option<Box<Judgement>>),
 }
 
 /// 75% to 125% of `d`, so waiters do not poll in lockstep.
@@ -420,7 +430,7 @@ impl LockGuard {
 
     /// The random token of this acquisition.
     pub fn token(&self) -> &str {
-        &self.record.token
+        self.record.token()
     }
 
     /// Whether an OFD lock is held on the file (else the fallback method is in use).
@@ -478,7 +488,7 @@ impl LockGuard {
     /// file system an inode number may name a path rather than a file (sshfs).
     pub fn still_ours(&self) -> Result<bool, EngineError> {
         Ok(self.place.identity()? == Some((self.dev, self.ino))
-            && (self.record.kernel_lock || create::names_token(&self.place, &self.record.token)?))
+            && (self.record.kernel_lock || create::names_token(&self.place, self.record.token())?))
     }
 
     /// Releases the lock: removes the lock file if the path still names ours (else reports
@@ -563,8 +573,8 @@ fn reclaim_place(
             "it is not the file that was judged: it was replaced or modified since".into(),
         )));
     }
-    if ex.judgement.verdict != Verdict::Stale {
-        return Err(place.err(ErrorKind::NotStale(Box::new(ex.judgement))));
+    if !ex.judgement.removable() {
+        return Err(place.err(refusal(ex.judgement)));
     }
     match remove::remove_stale(&place, *ex, windows, before_unlink)? {
         Removal::Removed(j) => Ok(j),
@@ -572,6 +582,16 @@ fn reclaim_place(
         Removal::Contended => Err(place.err(ErrorKind::Changed(
             "another process is reclaiming it at this moment".into(),
         ))),
-        Removal::NotStale(j) => Err(place.err(ErrorKind::NotStale(Box::new(j)))),
+        Removal::NotStale(j) => Err(place.err(refusal(j))),
+    }
+}
+
+/// Why a lock that may not be removed is refused: kept by someone though its owner is gone,
+/// or not stale.
+fn refusal(j: Judgement) -> ErrorKind {
+    if j.verdict == Verdict::Stale && j.kept_by.is_some() {
+        ErrorKind::Kept(Box::new(j))
+    } else {
+        ErrorKind::NotStale(Box::new(j))
     }
 }

@@ -15,13 +15,16 @@ use serde_json::{Map, Value};
 /// The `tool` value of records written by this build.
 pub(crate) const TOOL: &str = concat!("locksmith/", env!("CARGO_PKG_VERSION"));
 
-/// What the engine writes into a lock file.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The owner record: what the engine writes into a lock file, and what a lock file's record
+/// says when it is read back ([`Record::parse`]). Every field is optional when read, since the
+/// file may come from another version, another program, or be damaged; a record the engine
+/// writes has its pid, host name, creation time, token and tool.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Record {
-    /// The owner's PID.
-    pub pid: u32,
+    /// The owner's PID (absent when missing or not an integer).
+    pub pid: Option<i64>,
     /// The owner's host name.
-    pub hostname: String,
+    pub hostname: Option<String>,
     /// `/proc/sys/kernel/random/boot_id` of the kernel the owner runs on.
     pub boot_id: Option<String>,
     /// Owner start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`).
@@ -30,9 +33,9 @@ pub struct Record {
     pub pid_ns: Option<u64>,
     /// The owner's executable.
     pub exe: Option<String>,
-    /// RFC 3339.
-    pub created_at: String,
-    /// RFC 3339; present when the owner refreshes a heartbeat (the file's mtime is touched
+    /// RFC 3339 (when read: only kept when it parses as a timestamp).
+    pub created_at: Option<String>,
+    /// RFC 3339; present when the owner refreshes a heartbeat (the file's times are touched
     /// at every beat, so the later of the two is the last sign of life).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub heartbeat_at: Option<String>,
@@ -48,9 +51,12 @@ pub struct Record {
     /// lock (then the kernel lock, not the PID, settles liveness on this kernel).
     pub kernel_lock: bool,
     /// Random, identifies this acquisition.
-    pub token: String,
+    pub token: Option<String>,
     /// `locksmith/<version>`.
-    pub tool: String,
+    pub tool: Option<String>,
+    /// Read from one of Zero's securefile records (`PID`, `CreatedAt`, `Hostname`).
+    #[serde(skip)]
+    zero: bool,
 }
 
 impl Record {
@@ -59,18 +65,19 @@ impl Record {
         let facts = ProcessFacts::of_this_process();
         let created_at = jiff::Timestamp::now().to_string();
         Record {
-            pid: facts.pid,
-            hostname: locksmith_sys::host::hostname(),
+            pid: Some(i64::from(facts.pid)),
+            hostname: Some(locksmith_sys::host::hostname()),
             boot_id: facts.boot_id,
             start_time: facts.start_time,
             pid_ns: facts.pid_ns,
             exe: facts.exe,
             heartbeat_at: heartbeat.map(|_| created_at.clone()),
             heartbeat_interval: heartbeat,
-            created_at,
+            created_at: Some(created_at),
             kernel_lock,
-            token: new_token(),
-            tool: TOOL.to_string(),
+            token: Some(new_token()),
+            tool: Some(TOOL.to_string()),
+            zero: false,
         }
     }
 
@@ -79,6 +86,91 @@ impl Record {
         let mut v = serde_json::to_vec(self).expect("a record always serialises");
         v.push(b'\n');
         v
+    }
+
+    /// The token of a record the engine made (empty for a record read back without one).
+    pub(crate) fn token(&self) -> &str {
+        self.token.as_deref().unwrap_or("")
+    }
+
+    /// Reads a record. `None` when the bytes are not a JSON object shaped like an engine
+    /// record (a `tool` starting with `locksmith/`, or `pid` and `token`) or like Zero's
+    /// (`PID` with `CreatedAt` or `Hostname`).
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+        if bytes[start] != b'{' {
+            return None; // cheap rejection of everything that is not an object
+        }
+        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else {
+            return None;
+        };
+        let engine = map
+            .get("tool")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with("locksmith/"))
+            || (map.contains_key("pid") && map.contains_key("token"));
+        if engine {
+            return Some(Self::engine(&map));
+        }
+        let zero = map.contains_key("PID")
+            && (map.contains_key("CreatedAt") || map.contains_key("Hostname"));
+        zero.then(|| Self::zero(&map))
+    }
+
+    fn engine(map: &Map<String, Value>) -> Self {
+        Record {
+            pid: map.get("pid").and_then(Value::as_i64),
+            hostname: str_field(map, "hostname"),
+            boot_id: str_field(map, "boot_id"),
+            start_time: map.get("start_time").and_then(Value::as_u64),
+            pid_ns: map.get("pid_ns").and_then(Value::as_u64),
+            exe: str_field(map, "exe"),
+            created_at: time_field(map, "created_at"),
+            heartbeat_at: time_field(map, "heartbeat_at"),
+            heartbeat_interval: map
+                .get("heartbeat_secs")
+                .and_then(Value::as_f64)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .filter(|d| !d.is_zero()),
+            kernel_lock: map
+                .get("kernel_lock")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            token: str_field(map, "token"),
+            tool: str_field(map, "tool"),
+            zero: false,
+        }
+    }
+
+    fn zero(map: &Map<String, Value>) -> Self {
+        Record {
+            pid: map.get("PID").and_then(Value::as_i64),
+            hostname: str_field(map, "Hostname"),
+            created_at: time_field(map, "CreatedAt"),
+            zero: true,
+            ..Default::default()
+        }
+    }
+
+    /// Whether it was read from one of Zero's securefile records (`PID`, `CreatedAt`,
+    /// `Hostname`) rather than written by this engine.
+    pub fn from_zero(&self) -> bool {
+        self.zero
+    }
+
+    /// The creation time in milliseconds since the epoch.
+    pub fn created_ms(&self) -> Option<i64> {
+        ms_of(self.created_at.as_deref())
+    }
+
+    /// The last heartbeat the record states, in milliseconds since the epoch.
+    pub fn heartbeat_ms(&self) -> Option<i64> {
+        ms_of(self.heartbeat_at.as_deref())
+    }
+
+    /// Whether the owner refreshes a heartbeat.
+    pub fn has_heartbeat(&self) -> bool {
+        self.heartbeat_ms().is_some() || self.heartbeat_interval.is_some()
     }
 }
 
@@ -138,134 +230,19 @@ pub(crate) fn new_token() -> String {
     buf.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Which writer a record comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RecordFormat {
-    /// Written by this engine (lower-case keys, `tool`/`token`).
-    #[default]
-    Engine,
-    /// Zero's securefile locks (`PID`, `CreatedAt`, `Hostname`).
-    Zero,
-}
-
-/// A record as read back: every field optional, since the file may come from another
-/// version, another program, or be damaged.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ParsedRecord {
-    /// Which writer it comes from.
-    pub format: RecordFormat,
-    /// The owner's PID (absent when missing or not an integer).
-    pub pid: Option<i64>,
-    /// The owner's host name.
-    pub hostname: Option<String>,
-    /// The boot id of the kernel the owner ran on.
-    pub boot_id: Option<String>,
-    /// The owner's start time in clock ticks since its host booted.
-    pub start_time: Option<u64>,
-    /// The inode of the owner's PID namespace.
-    pub pid_ns: Option<u64>,
-    /// The owner's executable.
-    pub exe: Option<String>,
-    /// The creation time as written (only kept when it parses as a timestamp).
-    pub created_at: Option<String>,
-    /// The creation time in milliseconds since the epoch.
-    pub created_ms: Option<i64>,
-    /// The last heartbeat the record states, in milliseconds since the epoch.
-    pub heartbeat_ms: Option<i64>,
-    /// The time between two heartbeats, when the owner refreshes one.
-    pub heartbeat_interval: Option<Duration>,
-    /// Whether the owner keeps an OFD lock on the file while it holds the lock.
-    pub kernel_lock: bool,
-    /// The random token of the acquisition.
-    pub token: Option<String>,
-    /// The writer (`locksmith/<version>`).
-    pub tool: Option<String>,
-}
-
-impl ParsedRecord {
-    /// Reads a record. `None` when the bytes are not a JSON object shaped like an engine
-    /// record (a `tool` starting with `locksmith/`, or `pid` and `token`) or like Zero's
-    /// (`PID` with `CreatedAt` or `Hostname`).
-    pub fn parse(bytes: &[u8]) -> Option<Self> {
-        let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
-        if bytes[start] != b'{' {
-            return None; // cheap rejection of everything that is not an object
-        }
-        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(bytes) else {
-            return None;
-        };
-        let engine = map
-            .get("tool")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.starts_with("locksmith/"))
-            || (map.contains_key("pid") && map.contains_key("token"));
-        if engine {
-            return Some(Self::engine(&map));
-        }
-        let zero = map.contains_key("PID")
-            && (map.contains_key("CreatedAt") || map.contains_key("Hostname"));
-        zero.then(|| Self::zero(&map))
-    }
-
-    fn engine(map: &Map<String, Value>) -> Self {
-        let (created_at, created_ms) = time_field(map, "created_at");
-        let (_, heartbeat_ms) = time_field(map, "heartbeat_at");
-        ParsedRecord {
-            format: RecordFormat::Engine,
-            pid: map.get("pid").and_then(Value::as_i64),
-            hostname: str_field(map, "hostname"),
-            boot_id: str_field(map, "boot_id"),
-            start_time: map.get("start_time").and_then(Value::as_u64),
-            pid_ns: map.get("pid_ns").and_then(Value::as_u64),
-            exe: str_field(map, "exe"),
-            created_at,
-            created_ms,
-            heartbeat_ms,
-            heartbeat_interval: map
-                .get("heartbeat_secs")
-                .and_then(Value::as_f64)
-                .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                .filter(|d| !d.is_zero()),
-            kernel_lock: map
-                .get("kernel_lock")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            token: str_field(map, "token"),
-            tool: str_field(map, "tool"),
-        }
-    }
-
-    fn zero(map: &Map<String, Value>) -> Self {
-        let (created_at, created_ms) = time_field(map, "CreatedAt");
-        ParsedRecord {
-            format: RecordFormat::Zero,
-            pid: map.get("PID").and_then(Value::as_i64),
-            hostname: str_field(map, "Hostname"),
-            created_at,
-            created_ms,
-            ..Default::default()
-        }
-    }
-
-    /// Whether the owner refreshes a heartbeat.
-    pub fn has_heartbeat(&self) -> bool {
-        self.heartbeat_ms.is_some() || self.heartbeat_interval.is_some()
-    }
-}
-
 fn str_field(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-/// A timestamp field: the text (only if it parses) and its ms since the epoch.
-fn time_field(map: &Map<String, Value>, key: &str) -> (Option<String>, Option<i64>) {
-    let Some(text) = map.get(key).and_then(Value::as_str) else {
-        return (None, None);
-    };
-    match text.parse::<jiff::Timestamp>() {
-        Ok(t) => (Some(text.to_string()), Some(t.as_millisecond())),
-        Err(_) => (None, None),
-    }
+/// A timestamp field: the text, only if it parses as a timestamp.
+fn time_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    let text = map.get(key).and_then(Value::as_str)?;
+    ms_of(Some(text)).map(|_| text.to_string())
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time.
+fn ms_of(text: Option<&str>) -> Option<i64> {
+    Some(text?.parse::<jiff::Timestamp>().ok()?.as_millisecond())
 }
 
 #[cfg(test)]
@@ -277,56 +254,57 @@ mod tests {
         let r = Record::for_this_process(true, Some(Duration::from_secs(5)));
         let line = r.to_line();
         assert_eq!(line.last(), Some(&b'\n'));
-        let p = ParsedRecord::parse(&line).expect("parses");
-        assert_eq!(p.format, RecordFormat::Engine);
+        let p = Record::parse(&line).expect("parses");
+        assert!(!p.from_zero());
+        assert_eq!(p, r, "read back as written");
         assert_eq!(p.pid, Some(std::process::id() as i64));
-        assert_eq!(p.hostname.as_deref(), Some(r.hostname.as_str()));
+        assert_eq!(p.hostname, r.hostname);
         assert_eq!(p.boot_id, r.boot_id);
         assert_eq!(p.start_time, r.start_time);
         assert_eq!(p.pid_ns, r.pid_ns);
         assert!(p.kernel_lock);
-        assert_eq!(p.token.as_deref(), Some(r.token.as_str()));
+        assert_eq!(p.token, r.token);
         assert_eq!(p.tool.as_deref(), Some(TOOL));
         assert_eq!(p.heartbeat_interval, Some(Duration::from_secs(5)));
         assert!(p.has_heartbeat());
-        assert_eq!(p.created_ms, p.heartbeat_ms);
-        let age = jiff::Timestamp::now().as_millisecond() - p.created_ms.unwrap();
+        assert_eq!(p.created_ms(), p.heartbeat_ms());
+        let age = jiff::Timestamp::now().as_millisecond() - p.created_ms().unwrap();
         assert!((0..60_000).contains(&age), "{age}");
-        assert_eq!(r.token.len(), 32);
-        assert_ne!(r.token, new_token());
+        assert_eq!(r.token().len(), 32);
+        assert_ne!(r.token(), new_token());
     }
 
     #[test]
     fn reads_zero_records() {
         let z =
             br#"{"PID":4242,"CreatedAt":"2024-05-01T10:00:00.123456789+02:00","Hostname":"box"}"#;
-        let p = ParsedRecord::parse(z).unwrap();
-        assert_eq!(p.format, RecordFormat::Zero);
+        let p = Record::parse(z).unwrap();
+        assert!(p.from_zero());
         assert_eq!(p.pid, Some(4242));
         assert_eq!(p.hostname.as_deref(), Some("box"));
-        assert_eq!(p.created_ms, Some(1_714_550_400_123));
+        assert_eq!(p.created_ms(), Some(1_714_550_400_123));
         assert!(!p.kernel_lock && !p.has_heartbeat());
         let only_host = br#"{"PID":1,"Hostname":"h"}"#;
-        assert!(ParsedRecord::parse(only_host).is_some());
+        assert!(Record::parse(only_host).is_some());
     }
 
     #[test]
     fn tolerates_wrong_types_and_garbage() {
         let wrong = br#"{"tool":"locksmith/9","pid":"12","hostname":7,"boot_id":[],"start_time":-1,
             "pid_ns":1.5,"created_at":"yesterday","heartbeat_at":3,"heartbeat_secs":"x","kernel_lock":"yes"}"#;
-        let p = ParsedRecord::parse(wrong).unwrap();
+        let p = Record::parse(wrong).unwrap();
         assert_eq!(p.pid, None);
         assert_eq!(p.hostname, None);
         assert_eq!(p.boot_id, None);
         assert_eq!(p.start_time, None);
         assert_eq!(p.pid_ns, None);
-        assert_eq!((p.created_at.as_deref(), p.created_ms), (None, None));
+        assert_eq!((p.created_at.as_deref(), p.created_ms()), (None, None));
         assert!(!p.has_heartbeat() && !p.kernel_lock);
 
         let huge = br#"{"PID":18446744073709551615,"CreatedAt":"x"}"#;
-        assert_eq!(ParsedRecord::parse(huge).unwrap().pid, None);
+        assert_eq!(Record::parse(huge).unwrap().pid, None);
         let float = br#"{"pid":12.0,"token":"t"}"#;
-        assert_eq!(ParsedRecord::parse(float).unwrap().pid, None);
+        assert_eq!(Record::parse(float).unwrap().pid, None);
 
         for junk in [
             &b""[..],
@@ -341,7 +319,7 @@ mod tests {
             b"{\"tool\":\"git/2\"}",
             b"\0\0\0\0",
         ] {
-            assert_eq!(ParsedRecord::parse(junk), None, "{junk:?}");
+            assert_eq!(Record::parse(junk), None, "{junk:?}");
         }
     }
 }

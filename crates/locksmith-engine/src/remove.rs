@@ -28,6 +28,7 @@ use super::StaleWindows;
 use super::create::Fresh;
 use super::error::{EngineError, ErrorKind};
 use super::place::{Place, READ_LIMIT, read_bounded};
+use super::record::Record;
 use super::verdict::{Judgement, Verdict};
 use super::witness as judge;
 use locksmith_sys::locks as sys;
@@ -52,7 +53,7 @@ pub enum Existing {
     /// Someone holds a kernel lock on it (seen through `F_OFD_GETLK`, without judging).
     HeldFast,
     /// Not readable by us (another user's record, mode 0600), but a kernel lock is held on
-    /// it (`/proc/locks`): held, by someone we cannot name from the record.
+    /// it: held, by someone we cannot name from the record.
     HeldUnreadable(Box<Judgement>),
     Judged(Box<Examined>),
 }
@@ -89,7 +90,7 @@ pub fn examine(place: &Place, windows: &StaleWindows, fast: bool) -> Result<Exis
 
 /// What a lock we may not read is, as far as the kernel tells.
 enum Unreadable {
-    /// A kernel lock is held on it (`/proc/locks`).
+    /// A kernel lock is held on it.
     Held(Box<Judgement>),
     /// It went away (or was replaced) while we looked: released meanwhile.
     Gone,
@@ -102,33 +103,27 @@ fn unreadable(place: &Place) -> Unreadable {
     let Ok(meta) = std::fs::symlink_metadata(&place.path) else {
         return Unreadable::Gone;
     };
-    let mut holders = judge::kernel_holders(place, &meta);
-    if holders.is_empty() {
-        // `/proc/locks` is read while other processes lock and unlock: a read can miss an
-        // entry. "Not held" rests on a second, independent read.
-        holders = judge::kernel_holders(place, &meta);
-    }
-    if holders.is_empty() {
+    // The kernel's table of locks is read while other processes lock and unlock: a read can
+    // miss an entry. "Not held" rests on a second, independent read.
+    let holders = judge::kernel_lock_holders(place, &meta)
+        .or_else(|| judge::kernel_lock_holders(place, &meta));
+    let Some(holders) = holders else {
         // A holder releases by unlinking, then dropping its lock: a lock we saw the file of
         // but not the kernel lock on may have been released in between.
         return match std::fs::symlink_metadata(&place.path) {
             Ok(now) if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) => Unreadable::NotHeld,
             _ => Unreadable::Gone,
         };
-    }
-    let mut j = Judgement::new(
+    };
+    let j = Judgement::new(
         Verdict::Live,
-        format!(
-            "held: a kernel lock is held on it by {} (/proc/locks)",
-            super::verdict::describe_holders(&holders)
-        ),
+        format!("held: a kernel lock is held on it by {holders}"),
     )
     .because(format!(
         "its owner record is not readable by us (mode {:o}, owner uid {})",
         std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o7777,
-        std::os::unix::fs::MetadataExt::uid(&meta)
+        meta.uid()
     ));
-    j.holders = holders;
     Unreadable::Held(Box::new(j))
 }
 
@@ -141,7 +136,7 @@ pub enum Removal {
     Gone(&'static str),
     /// Another process is removing it right now: nothing done.
     Contended,
-    /// Re-judged under the guard: not stale any more.
+    /// Re-judged under the guard: not stale any more (or kept by someone).
     NotStale(Judgement),
 }
 
@@ -157,14 +152,13 @@ pub fn remove_stale(
     windows: &StaleWindows,
     before_unlink: impl FnOnce(&[u8], &Judgement) -> std::io::Result<()>,
 ) -> Result<Removal, EngineError> {
-    debug_assert_eq!(ex.judgement.verdict, Verdict::Stale);
+    debug_assert!(ex.judgement.removable());
     let judged = Identity::of(&ex.meta);
 
     // A record written with a kernel lock: its OFD lock, once we hold it, proves no holder
     // is left. Anything else is judged again under the guard, with fresh evidence, and before
     // we take the OFD lock ourselves (the judge would see our own lock as a holder's).
-    let kernel_record =
-        super::record::ParsedRecord::parse(&ex.content).is_some_and(|r| r.kernel_lock);
+    let kernel_record = Record::parse(&ex.content).is_some_and(|r| r.kernel_lock);
     let mut guard = None;
     let mut rejudged = None;
     if !kernel_record || place.fs.network {
@@ -293,7 +287,7 @@ fn rejudge(
     let (content, complete) =
         read_bounded(&ex.file, READ_LIMIT).map_err(|e| place.io_err("read the lock file", e))?;
     let j = judge::judge(place, &now, &content, complete, windows);
-    if j.verdict != Verdict::Stale {
+    if !j.removable() {
         return Ok(Err(Removal::NotStale(j)));
     }
     Ok(Ok((content, j)))
@@ -365,7 +359,7 @@ impl Guard {
                     file: Some(held.file),
                     dev: held.dev,
                     ino: held.ino,
-                    token: held.record.token,
+                    token: held.record.token().to_string(),
                     kernel_lock: held.record.kernel_lock,
                 }));
             }
@@ -395,15 +389,14 @@ impl Guard {
                     }
                 }
             }
-            let kernel_record =
-                super::record::ParsedRecord::parse(&ex.content).is_some_and(|r| r.kernel_lock);
+            let kernel_record = Record::parse(&ex.content).is_some_and(|r| r.kernel_lock);
             let abandoned = if ofd.is_some() && kernel_record {
                 // Its holder kept an OFD lock until it unlinked it; we hold that lock now.
                 true
             } else {
                 let age_ms =
                     jiff::Timestamp::now().as_millisecond() - Identity::of(&ex.meta).mtime_ms();
-                ex.judgement.verdict == Verdict::Stale
+                ex.judgement.removable()
                     || (ofd.is_some() && owner_gone_only_writers(&ex))
                     || age_ms > GUARD_MAX_AGE_MS
             };
@@ -442,16 +435,15 @@ impl Guard {
 /// process itself, for milliseconds. Asked only while we hold the guard's OFD lock.
 fn owner_gone_only_writers(ex: &Examined) -> bool {
     use locksmith_sys::host::{self, Process};
-    let j = &ex.judgement;
-    let Some(rec) = super::record::ParsedRecord::parse(&ex.content) else {
+    let Some(rec) = Record::parse(&ex.content) else {
         return false;
     };
     let Some(pid) = rec.pid.and_then(|p| i32::try_from(p).ok()) else {
         return false;
     };
-    j.verdict == Verdict::Live
-        && !j.holders.is_empty()
-        && j.holders.iter().all(|h| h.pid != pid)
+    // Live with its owner gone, and no kernel lock on it but ours: only processes having it
+    // open kept it live.
+    ex.judgement.verdict == Verdict::Live
         && rec.pid_ns.is_some()
         && rec.pid_ns == host::pid_ns_of("self")
         && matches!(host::process(pid), Process::Absent | Process::Exited)

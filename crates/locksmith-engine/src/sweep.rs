@@ -45,9 +45,9 @@ pub(crate) fn temp_name(record: &Record) -> OsString {
     OsString::from(format!(
         "{PREFIX}{boot}-{}-{}-{}-{}{SUFFIX}",
         opt(record.pid_ns),
-        record.pid,
+        record.pid.unwrap_or(0),
         opt(record.start_time),
-        &record.token[..record.token.len().min(16)],
+        &record.token()[..record.token().len().min(16)],
     ))
 }
 
@@ -168,7 +168,7 @@ mod tests {
         let r = Record::for_this_process(false, None);
         let name = temp_name(&r);
         let c = parse_temp_name(&name).expect("parses");
-        assert_eq!(c.pid, r.pid as i32);
+        assert_eq!(Some(i64::from(c.pid)), r.pid);
         assert_eq!(c.pid_ns, r.pid_ns);
         assert_eq!(c.start_ticks, r.start_time);
         // This process is alive: its temporary files are not leftovers.
@@ -191,7 +191,7 @@ mod tests {
         child.wait().unwrap();
         let host = Here::probe();
         let mut rec = Record::for_this_process(false, None);
-        rec.pid = pid as u32;
+        rec.pid = Some(i64::from(pid));
         rec.start_time = Some(1);
         let dead = parse_temp_name(&temp_name(&rec)).expect("parses");
         assert!(creator_gone(&dead, &host));

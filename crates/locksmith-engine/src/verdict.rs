@@ -1,13 +1,16 @@
-//! Verdicts and the evidence that backs them.
+//! Verdicts and the evidence that backs them, as the engine acts on them.
 //!
-//! Every lock the scanner or the engine looks at ends up as one [`Judgement`]: exactly one
-//! [`Verdict`] plus the human-readable evidence lines that justify it, the owner the lock
-//! claims, the live process behind that owner (if any) and the processes holding the file.
-//! Invariant: `Verdict::Stale` is a claim of proof; judges that are not sure answer
-//! `Foreign` or `Unknown`. A stale judgement carries its [`Proof`]s: which of the closed set
-//! of [`Rule`]s proved the owner gone, and the facts that rule used.
+//! Every lock the engine looks at ends up as one [`Judgement`]: exactly one [`Verdict`] plus
+//! the human-readable evidence lines that justify it, the owner the lock claims, and the
+//! process holding it now (if one can be named). Invariant: `Verdict::Stale` is a claim of
+//! proof; judges that are not sure answer `Foreign` or `Unknown`. A stale judgement names the
+//! [`Rule`]s (of a closed set) that proved its owner gone; the engine removes nothing on a
+//! `stale` that names none, nor on one that something keeps ([`Judgement::kept_by`]).
 
-use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::sync::Arc;
+
+use serde::Serialize;
 
 /// The one verdict a lock gets (README: Verdicts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -77,15 +80,17 @@ pub enum Rule {
     /// No process with the owner's PID exists in the PID namespace that wrote it (`kill(2)`
     /// answers ESRCH), or the process is a zombie: it has exited.
     PidGone,
-    /// A process has the owner's PID, but it started after the lock was written (beyond the
-    /// clock slack), or at another start time than the record names: the PID was reused.
+    /// A process has the owner's PID, but it started at another start time than the record
+    /// names, or after the lock was written (its ctime, beyond the clock's margin): the PID
+    /// was reused.
     PidReused,
     /// The lock was written during an earlier boot of this host: its boot id is not this
-    /// kernel's, or its mtime is before this boot on a local file system that survives
-    /// reboots. Every process of that boot is gone.
+    /// kernel's, or its ctime is before this boot (beyond the clock's margin) on a local file
+    /// system that survives reboots. Every process of that boot is gone.
     EarlierBoot,
     /// The lock's writer promises to refresh it while it holds it, and it was not refreshed
-    /// for longer than the writer's window, with no sign of life on this host.
+    /// for longer than the writer's window (beyond any forward step of the clock), with no
+    /// sign of life on this host.
     HeartbeatExpired,
     /// The lock's writer holds a kernel lock on a file for as long as it holds the lock, and
     /// nobody holds that kernel lock (asked of the kernel itself), on a local file system.
@@ -144,38 +149,6 @@ impl Serialize for Rule {
     }
 }
 
-/// Why one owner of a lock is proven gone: the rule, and the facts it rested on (stable keys
-/// per rule, such as `pid`, `written`, `started`, `boot_id`), so that a script can audit every
-/// removal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Proof {
-    /// The rule that proved the owner gone.
-    pub rule: Rule,
-    /// The facts it rested on (stable keys per rule).
-    pub facts: serde_json::Map<String, serde_json::Value>,
-}
-
-impl Proof {
-    /// A proof by `rule` with no facts yet.
-    pub fn by(rule: Rule) -> Self {
-        Proof {
-            rule,
-            facts: serde_json::Map::new(),
-        }
-    }
-
-    /// Adds a fact.
-    pub fn fact(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
-        self.facts.insert(key.to_string(), value.into());
-        self
-    }
-
-    /// A fact's value, if the proof has it.
-    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
-        self.facts.get(key)
-    }
-}
-
 /// What the lock itself claims about its owner.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Owner {
@@ -191,243 +164,14 @@ pub struct Owner {
     pub detail: Option<String>,
 }
 
-/// The live process behind `owner.pid` on this host.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ProcessInfo {
-    /// Its PID in our PID namespace.
-    pub pid: i32,
-    /// Its command name (`/proc/<pid>/comm`).
-    pub name: String,
-    /// Its executable.
-    pub exe: Option<String>,
-    /// Its command line.
-    pub cmd: Vec<String>,
-    /// The user it runs as.
-    pub user: Option<String>,
-    /// RFC 3339.
-    pub start_time: Option<String>,
-    /// The container or sandbox it runs in (`None`: our own PID namespace).
-    pub container: Option<ContainerInfo>,
-}
-
-impl ProcessInfo {
-    /// `pid 4242 postgres`, or for a process in a container
-    /// `PID 1 in container web-1 (podman 3f2a…) · host pid 25092 puma` (unescaped).
-    pub fn headline(&self) -> String {
-        match &self.container {
-            Some(c) => format!("{} · host pid {} {}", c.describe(), self.pid, self.name),
-            None => format!("pid {} {}", self.pid, self.name),
-        }
-    }
-}
-
-/// Who a container or sandbox is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ContainerId {
-    /// `podman`, `docker`, `containerd`, `kubernetes`, `flatpak`, `snap`, `nspawn`, `lxc`, or
-    /// `unknown` (a PID namespace no runtime claims, such as one made with `unshare`).
-    pub runtime: String,
-    /// The runtime's id (a container id, a machine name, a Flatpak instance), or
-    /// `pid:[INODE]` for a namespace no runtime names.
-    pub id: String,
-    /// The name the runtime gives it, when its state on disk says.
-    pub name: Option<String>,
-}
-
-impl ContainerId {
-    /// The id cut to 12 characters (as `docker ps` shows it), with `…` when cut.
-    pub fn short_id(&self) -> String {
-        let n = self.id.chars().count();
-        if n > 12 && self.id.chars().all(|c| c.is_ascii_hexdigit()) {
-            format!("{}…", self.id.chars().take(12).collect::<String>())
-        } else {
-            self.id.clone()
-        }
-    }
-
-    /// The name, else the short id: what a table cell shows.
-    pub fn label(&self) -> String {
-        self.name.clone().unwrap_or_else(|| self.short_id())
-    }
-
-    /// `container web-1 (podman be9b0aff69eb…)`, `sandbox org.gnome.Builder (flatpak 1234)`,
-    /// `PID namespace pid:[4026532252]`.
-    pub fn describe(&self) -> String {
-        let what = match self.runtime.as_str() {
-            "flatpak" | "snap" => "sandbox",
-            "nspawn" | "lxc" => "machine",
-            "unknown" => return format!("PID namespace {}", self.id),
-            _ => "container",
-        };
-        match &self.name {
-            Some(name) => format!("{what} {name} ({} {})", self.runtime, self.short_id()),
-            None => format!("{what} {} ({})", self.short_id(), self.runtime),
-        }
-    }
-}
-
-/// The container (or sandbox, or bare PID namespace) a process runs in, and its PID there.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ContainerInfo {
-    /// Which container.
-    #[serde(flatten)]
-    pub id: ContainerId,
-    /// The PID as seen inside.
-    pub ns_pid: Option<i32>,
-}
-
-impl ContainerInfo {
-    /// `PID 1 in container web-1 (podman be9b0aff69eb…)`.
-    pub fn describe(&self) -> String {
-        match self.ns_pid {
-            Some(p) => format!("PID {p} in {}", self.id.describe()),
-            None => format!("in {}", self.id.describe()),
-        }
-    }
-}
-
-/// How a holder holds a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HolderHow {
-    /// A flock(2) lock.
-    Flock,
-    /// A POSIX record lock (`F_SETLK`).
-    Posix,
-    /// An open file description lock (`F_OFD_SETLK`).
-    Ofd,
-    /// The file open, without a lock.
-    Open,
-}
-
-impl HolderHow {
-    /// Its name (`flock`, `posix`, `ofd`, `open`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HolderHow::Flock => "flock",
-            HolderHow::Posix => "posix",
-            HolderHow::Ofd => "ofd",
-            HolderHow::Open => "open",
-        }
-    }
-}
-
-/// The mode of a kernel lock: shared (`READ`) or exclusive (`WRITE`), as `/proc/locks` and
-/// lslocks print it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LockMode {
-    /// Shared.
-    Read,
-    /// Exclusive.
-    Write,
-}
-
-impl LockMode {
-    /// Its name (`read`, `write`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LockMode::Read => "read",
-            LockMode::Write => "write",
-        }
-    }
-}
-
-/// The bytes a POSIX or OFD lock covers: from `start` to `end` inclusive, or to the end of
-/// the file, however long it grows (`end: None`, the kernel's `EOF`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ByteRange {
-    /// The first byte.
-    pub start: u64,
-    /// The last byte (`None`: the end of the file).
-    pub end: Option<u64>,
-}
-
-impl ByteRange {
-    /// Whether it covers the whole file (`0 EOF`).
-    pub fn whole(self) -> bool {
-        self.start == 0 && self.end.is_none()
-    }
-}
-
-impl std::fmt::Display for ByteRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.end {
-            Some(end) => write!(f, "bytes {}-{end}", self.start),
-            None => write!(f, "bytes {}-EOF", self.start),
-        }
-    }
-}
-
-/// A process holding a kernel lock on the file or having it open.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Holder {
-    /// Its PID in our PID namespace (0 or less when it cannot be named: an OFD lock carries
-    /// no PID).
-    pub pid: i32,
-    /// Its command name.
-    pub name: Option<String>,
-    /// How it holds the file.
-    pub how: HolderHow,
-    /// The container it runs in (`None`: our own PID namespace).
-    pub container: Option<ContainerInfo>,
-    /// A kernel lock's mode (`None` for a process that only has the file open).
-    pub mode: Option<LockMode>,
-    /// The bytes a POSIX or OFD lock covers (`None` for a flock, which covers the file, and
-    /// for an open file).
-    pub range: Option<ByteRange>,
-}
-
-impl Holder {
-    /// A process that has the file open, without a lock.
-    pub fn open(pid: i32, name: Option<String>) -> Holder {
-        Holder {
-            pid,
-            name,
-            how: HolderHow::Open,
-            container: None,
-            mode: None,
-            range: None,
-        }
-    }
-
-    /// How it holds the file, as a person reads it: `flock write`, `posix read bytes 0-99`,
-    /// `open`.
-    pub fn describe_how(&self) -> String {
-        let mut s = self.how.as_str().to_string();
-        if let Some(m) = self.mode {
-            s.push(' ');
-            s.push_str(m.as_str());
-        }
-        if let Some(r) = self.range.filter(|r| !r.whole()) {
-            s.push_str(&format!(" {r}"));
-        }
-        s
-    }
-}
-
-/// Lists holders as `pid 42 (flock write, apt-get)`: raw text, names as the process table has
-/// them (a view escapes it).
-pub fn describe_holders(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|h| {
-            let pid = if h.pid > 0 {
-                format!("pid {}", h.pid)
-            } else {
-                "a process not visible here".to_string()
-            };
-            match &h.name {
-                Some(n) => format!("{pid} ({}, {})", h.describe_how(), n),
-                None => format!("{pid} ({})", h.describe_how()),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A verdict with everything that justifies it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A verdict with everything that justifies it, as the engine acts on it: the verdict, the
+/// evidence lines, the owner the record names, the process holding it now (when one can be
+/// named), the rules that proved it stale, and what keeps it from being removed.
+///
+/// A witness that knows more than this (a scanner's holders, containers, the facts of every
+/// proof) attaches its own judgement ([`Judgement::attach`]), and the engine hands it back
+/// with this one ([`Judgement::attached`]) wherever it returns the judgement it acted on.
+#[derive(Clone)]
 pub struct Judgement {
     /// The verdict.
     pub verdict: Verdict,
@@ -435,12 +179,19 @@ pub struct Judgement {
     pub evidence: Vec<String>,
     /// What the lock's record says of its owner.
     pub owner: Option<Owner>,
-    /// The live process behind the owner (or a holder), when there is one on this host.
-    pub process: Option<ProcessInfo>,
-    /// The processes holding a kernel lock on the file, or having it open.
-    pub holders: Vec<Holder>,
-    /// For a `stale` verdict: what proved it (one proof per owner). Empty otherwise.
-    pub proofs: Vec<Proof>,
+    /// The process that holds the lock now, when one can be named on this host (the owner
+    /// itself, or a process that inherited its descriptor): its PID in our PID namespace.
+    pub holder_pid: Option<i32>,
+    /// That process's command line (its command name when the command line cannot be read).
+    pub holder_command: Option<String>,
+    /// For a `stale` verdict: the rules that proved it (one per owner). Empty otherwise.
+    pub rules: Vec<Rule>,
+    /// Who keeps the file though they prove nothing about its owner (a reader's kernel lock,
+    /// of another user), as a person reads it. A lock they keep is not removed, even when its
+    /// owner is proven gone.
+    pub kept_by: Option<String>,
+    /// The witness's own judgement, when it attached one.
+    attached: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Judgement {
@@ -450,16 +201,18 @@ impl Judgement {
             verdict,
             evidence: vec![evidence.into()],
             owner: None,
-            process: None,
-            holders: Vec::new(),
-            proofs: Vec::new(),
+            holder_pid: None,
+            holder_command: None,
+            rules: Vec::new(),
+            kept_by: None,
+            attached: None,
         }
     }
 
-    /// A `stale` judgement: `proof` says which rule proved it.
-    pub fn stale(proof: Proof, evidence: impl Into<String>) -> Self {
+    /// A `stale` judgement: `rule` proved it.
+    pub fn stale(rule: Rule, evidence: impl Into<String>) -> Self {
         let mut j = Judgement::new(Verdict::Stale, evidence);
-        j.proofs.push(proof);
+        j.rules.push(rule);
         j
     }
 
@@ -474,6 +227,38 @@ impl Judgement {
         self.evidence.push(line.into());
         self
     }
+
+    /// Whether the engine may remove the lock on this judgement: proven stale by a rule, and
+    /// kept by nobody.
+    pub fn removable(&self) -> bool {
+        self.verdict == Verdict::Stale && !self.rules.is_empty() && self.kept_by.is_none()
+    }
+
+    /// The judgement with the witness's own account of it attached (see [`Judgement`]).
+    pub fn attach<T: Any + Send + Sync>(mut self, own: T) -> Self {
+        self.attached = Some(Arc::new(own));
+        self
+    }
+
+    /// The witness's own account of this judgement, if it attached one of type `T`.
+    pub fn attached<T: Any>(&self) -> Option<&T> {
+        self.attached.as_deref()?.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for Judgement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judgement")
+            .field("verdict", &self.verdict)
+            .field("evidence", &self.evidence)
+            .field("owner", &self.owner)
+            .field("holder_pid", &self.holder_pid)
+            .field("holder_command", &self.holder_command)
+            .field("rules", &self.rules)
+            .field("kept_by", &self.kept_by)
+            .field("attached", &self.attached.is_some())
+            .finish()
+    }
 }
 
 #[cfg(test)]
@@ -481,29 +266,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_process_in_a_container_is_described_by_its_container() {
-        let mut p = ProcessInfo {
-            pid: 25092,
-            name: "puma".into(),
-            ..ProcessInfo::default()
-        };
-        assert_eq!(p.headline(), "pid 25092 puma");
-        p.container = Some(ContainerInfo {
-            id: ContainerId {
-                runtime: "podman".into(),
-                id: "3f2a".repeat(16),
-                name: Some("web-1".into()),
-            },
-            ns_pid: Some(1),
-        });
+    fn only_a_stale_judgement_with_its_rule_and_nobody_keeping_it_is_removable() {
+        assert!(Judgement::stale(Rule::PidGone, "gone").removable());
+        assert!(!Judgement::new(Verdict::Stale, "no rule").removable());
+        assert!(!Judgement::new(Verdict::Live, "alive").removable());
+        let mut kept = Judgement::stale(Rule::PidGone, "gone");
+        kept.kept_by = Some("pid 7 (flock read)".into());
+        assert!(!kept.removable());
+    }
+
+    #[test]
+    fn a_witness_gets_its_own_judgement_back() {
+        #[derive(Debug, PartialEq)]
+        struct Richer(u32);
+        let j = Judgement::new(Verdict::Live, "alive").attach(Richer(7));
+        assert_eq!(j.clone().attached::<Richer>(), Some(&Richer(7)));
+        assert_eq!(j.attached::<String>(), None);
         assert_eq!(
-            p.headline(),
-            "PID 1 in container web-1 (podman 3f2a3f2a3f2a…) · host pid 25092 puma"
+            Judgement::new(Verdict::Live, "alive").attached::<Richer>(),
+            None
         );
-        let json = serde_json::to_value(&p).unwrap();
-        assert_eq!(json["container"]["runtime"], "podman");
-        assert_eq!(json["container"]["name"], "web-1");
-        assert_eq!(json["container"]["ns_pid"], 1);
-        assert_eq!(json["container"]["id"].as_str().unwrap().len(), 64);
     }
 }

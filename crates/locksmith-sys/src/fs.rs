@@ -535,6 +535,36 @@ fn fuse_mount(dev: u64) -> Option<(String, Option<String>)> {
     }
 }
 
+/// The type of the file system mounted at `point` as this process sees it (the last mount
+/// there, which hides the others), from `/proc/self/mountinfo`: `devtmpfs` where `statfs`
+/// would only say tmpfs.
+pub fn mount_type_at(point: &Path) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        let infos = crate::host::read_proc("/proc/self/mountinfo").ok()?;
+        mount_type_in(&infos, point)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = point;
+        None
+    }
+}
+
+/// [`mount_type_at`] in the mountinfo text `infos`.
+fn mount_type_in(infos: &[u8], point: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let want = point.as_os_str().as_bytes();
+    infos.split(|b| *b == b'\n').rev().find_map(|line| {
+        let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
+        if mountinfo_unescape(fields.get(4)?) != want {
+            return None;
+        }
+        let dash = fields.iter().position(|f| *f == b"-")?;
+        Some(String::from_utf8_lossy(fields.get(dash + 1)?).into_owned())
+    })
+}
+
 /// Undoes mountinfo's escaping of space, tab, newline and backslash as `\ooo` (proc(5)).
 pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
@@ -560,6 +590,28 @@ pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_last_mount_at_a_point_gives_its_type() {
+        let infos = b"22 1 0:5 / /dev rw,nosuid - devtmpfs udev rw\n\
+                      30 22 0:30 / /dev/shm rw - tmpfs tmpfs rw\n\
+                      40 1 0:40 / /my\\040dev rw - ext4 /dev/sda1 rw\n";
+        assert_eq!(
+            mount_type_in(infos, Path::new("/dev")).as_deref(),
+            Some("devtmpfs")
+        );
+        assert_eq!(
+            mount_type_in(infos, Path::new("/my dev")).as_deref(),
+            Some("ext4")
+        );
+        let hidden =
+            b"22 1 0:5 / /dev rw - devtmpfs udev rw\n50 22 0:50 / /dev rw - tmpfs none rw\n";
+        assert_eq!(
+            mount_type_in(hidden, Path::new("/dev")).as_deref(),
+            Some("tmpfs")
+        );
+        assert_eq!(mount_type_in(infos, Path::new("/run")), None);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -115,6 +115,78 @@ pub fn start_ticks_of_stat(stat: &[u8]) -> Option<u64> {
     stat_fields(stat)?.nth(19)?.parse().ok()
 }
 
+/// What a `/proc/<pid>/stat` line says of when a process started and what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatLine {
+    /// Its start time in clock ticks since boot (field 22).
+    pub start_ticks: u64,
+    /// A kernel thread (`PF_KTHREAD` in the flags, field 9): no program, no user space.
+    pub kernel_thread: bool,
+}
+
+/// `PF_KTHREAD` in `include/linux/sched.h`: the task is a kernel thread.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// Parses a `/proc/<pid>/stat` line ([`StatLine`]).
+pub fn parse_stat(stat: &[u8]) -> Option<StatLine> {
+    let mut f = stat_fields(stat)?;
+    let flags: u64 = f.nth(6)?.parse().ok()?;
+    let start_ticks = f.nth(12)?.parse().ok()?;
+    Some(StatLine {
+        start_ticks,
+        kernel_thread: flags & PF_KTHREAD != 0,
+    })
+}
+
+/// `/proc/<pid>/stat` of a process, parsed ([`StatLine`]).
+pub fn stat_of(pid: i32) -> Option<StatLine> {
+    parse_stat(&read_proc(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`): the unit of start times.
+pub fn ticks_per_second() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        rustix::param::clock_ticks_per_second().max(1)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        100
+    }
+}
+
+/// Milliseconds since boot (`/proc/uptime`, in hundredths of a second).
+pub fn uptime_ms() -> Option<i64> {
+    parse_uptime_ms(&read_proc_text("/proc/uptime").ok()?)
+}
+
+fn parse_uptime_ms(text: &str) -> Option<i64> {
+    let first = text.split_whitespace().next()?;
+    let (secs, frac) = first.split_once('.').unwrap_or((first, "0"));
+    let secs: i64 = secs.parse().ok()?;
+    let frac: String = frac.chars().chain("000".chars()).take(3).collect();
+    Some(secs * 1000 + frac.parse::<i64>().ok()?)
+}
+
+/// The wall-clock time (ms since the epoch, by today's clock) at which a process started
+/// `start_ticks` clock ticks after boot: the wall clock now, less the time since it started
+/// (the uptime less its start ticks), exact to a tick or two.
+pub fn start_ms(start_ticks: u64) -> Option<i64> {
+    let uptime_ms = uptime_ms()?;
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let after_boot_ms = (start_ticks as i128 * 1000 / ticks_per_second() as i128) as i64;
+    Some(now_ms - (uptime_ms - after_boot_ms))
+}
+
+/// Inode of the initial PID namespace (`PROC_PID_INIT_INO` in the kernel): the host's.
+pub const HOST_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// Whether `pid_ns` (the inode of `/proc/self/ns/pid`) is the host's PID namespace. An
+/// unreadable namespace (`None`: not Linux, or no `/proc`) counts as the host's.
+pub fn is_host_pid_ns(pid_ns: Option<u64>) -> bool {
+    pid_ns.is_none_or(|ns| ns == HOST_PID_NS)
+}
+
 /// The fields of a `/proc/<pid>/stat` line from field 3 (the state) on. The command name
 /// (field 2) is in parentheses and may contain spaces and parentheses itself: fields are
 /// counted after the last `)`.
@@ -305,6 +377,30 @@ mod tests {
         assert_eq!(start_ticks_of_stat(line), Some(123456));
         assert_eq!(start_ticks_of_stat(b"42 (x) S 1"), None);
         assert_eq!(start_ticks_of_stat(b"garbage"), None);
+        let kthread = b"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 7 0 0";
+        assert_eq!(
+            parse_stat(kthread),
+            Some(StatLine {
+                start_ticks: 7,
+                kernel_thread: true
+            })
+        );
+        assert_eq!(
+            parse_stat(line),
+            Some(StatLine {
+                start_ticks: 123456,
+                kernel_thread: false
+            })
+        );
+        assert_eq!(parse_stat(b"42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn parses_the_uptime() {
+        assert_eq!(parse_uptime_ms("12345.67 54321.00\n"), Some(12_345_670));
+        assert_eq!(parse_uptime_ms("7 1"), Some(7000));
+        assert_eq!(parse_uptime_ms(""), None);
+        assert_eq!(parse_uptime_ms("x.5"), None);
     }
 
     #[cfg(target_os = "linux")]
@@ -328,5 +424,15 @@ mod tests {
         assert_eq!(process(pid), Process::Absent);
         assert_eq!(process(0), Process::Absent);
         assert_eq!(process(-1), Process::Absent);
+        // Our own start, in wall-clock time: before now, after boot (by today's clock).
+        let started = start_ms(ours).expect("uptime");
+        let now = jiff::Timestamp::now().as_millisecond();
+        assert!(started <= now, "{started} {now}");
+        assert!(started >= boot_time().unwrap() * 1000 - 1000, "{started}");
+        assert!(!stat_of(std::process::id() as i32).unwrap().kernel_thread);
+        assert_eq!(
+            stat_of(std::process::id() as i32).unwrap().start_ticks,
+            ours
+        );
     }
 }

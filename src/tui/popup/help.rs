@@ -208,3 +208,6 @@ pub fn lines(theme: Theme, popups: &[&'static Keys]) -> Vec<Line<'static>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

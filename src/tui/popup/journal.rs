@@ -432,3 +432,6 @@ pub fn outside<'a>(entries: &'a [Entry], roots: &[PathBuf]) -> Vec<&'a Entry> {
         .filter(|e| !roots.iter().any(|r| e.path_buf().starts_with(r)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

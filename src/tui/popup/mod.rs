@@ -4,13 +4,15 @@
 //! own key bindings (listed in the help under its title), says what it shows ([`Content`]) and
 //! what a key does to it ([`Outcome`]); this module frames, sizes, scrolls and draws every one
 //! of them the same way. A Yes/No dialog is a [`Dialog`] of its [`Question`], which says only
-//! what the dialog shows and what No leaves. Adding a pop-up is one file and one line of
-//! [`ALL`].
+//! what the dialog shows and what No leaves ([`dialog`] opens the one an action asks).
+//! Adding a pop-up is one file and one line of [`ALL`]. The [`layer`] holds the pop-up open
+//! and turns what its keys did into requests on the app's queue.
 //!
 //! Pop-ups are drawn above the key bar, never over it: the bar shows the pop-up's keys.
 
 pub mod help;
 pub mod journal;
+pub mod layer;
 pub mod reclaim;
 pub mod refused;
 pub mod restore;
@@ -28,7 +30,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Padding, Paragraph, Widget};
 
-use super::confirm::{Choice, ConfirmDialog, ConfirmedAction};
+use super::confirm::{Choice, ConfirmAction, ConfirmDialog, ConfirmedAction};
 use super::keymap::{
     self, Action, BOTTOM, Bar, Binding, Context, DOWN, Key, Keys, PAGE_DOWN, PAGE_UP, TOP, UP, bar,
 };
@@ -220,6 +222,18 @@ impl<Q: Question> Popup for Dialog<Q> {
 
     fn dialog_mut(&mut self) -> Option<&mut ConfirmDialog> {
         Some(&mut self.0)
+    }
+}
+
+/// The dialog that asks the user about `action`, *No* highlighted.
+pub fn dialog(action: ConfirmAction) -> Box<dyn Popup> {
+    let d = ConfirmDialog::new(action);
+    match &d.action {
+        ConfirmAction::Reclaim { .. } | ConfirmAction::Force(_) => {
+            Box::new(Dialog::<reclaim::Reclaim>::new(d))
+        }
+        ConfirmAction::Signal(_) => Box::new(Dialog::<signal::Signal>::new(d)),
+        ConfirmAction::Restore(_) => Box::new(Dialog::<restore::Restore>::new(d)),
     }
 }
 

@@ -11,8 +11,8 @@ use locksmith::scan::Finding;
 use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span};
 
+use super::super::components::detail;
 use super::super::confirm::{ConfirmAction, ConfirmDialog};
-use super::super::detail;
 use super::super::keymap::{self, Action, Binding, Context, Keys};
 use super::super::text::{self, plural};
 use super::super::theme::Theme;
@@ -242,3 +242,6 @@ pub fn target_line(f: &Finding, theme: Theme) -> Line<'static> {
         ),
     ])
 }
+
+#[cfg(test)]
+mod tests;

@@ -49,6 +49,16 @@ pub struct Refused {
     pub scroll: u16,
 }
 
+impl Refused {
+    pub fn new(swap: PathBuf, why: String) -> Refused {
+        Refused {
+            swap,
+            why,
+            scroll: 0,
+        }
+    }
+}
+
 impl Popup for Refused {
     fn keys(&self) -> &'static Keys {
         &KEYS

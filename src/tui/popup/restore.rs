@@ -147,3 +147,6 @@ pub fn content(undo: &Undo, env: &Env<'_>) -> (String, Vec<Line<'static>>) {
 fn short_time(t: &str) -> String {
     t.get(..19).unwrap_or(t).replace('T', " ")
 }
+
+#[cfg(test)]
+mod tests;

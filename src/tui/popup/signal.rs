@@ -227,3 +227,6 @@ pub fn content(plan: &stop::Plan, theme: Theme) -> (String, Vec<Line<'static>>) 
     )));
     (title, out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -183,3 +183,6 @@ impl Popup for Why {
         self
     }
 }
+
+#[cfg(test)]
+mod tests;

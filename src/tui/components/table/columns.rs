@@ -1,9 +1,9 @@
-//! The lock table: which columns fit and how wide each is ([`plan`], sized by the content of
-//! the rows shown, so an all-`-` COMMAND column does not take 16 columns from the paths), and
-//! drawing the rows on screen. The same plan maps a click on a column title back to its column.
-//! Every title has room for the sort arrow, so sorting by another column never moves the
-//! columns. A vim swap file with unsaved changes has [`UNSAVED`] after its verdict; a marked
-//! row has [`MARK`] beside the selection marker.
+//! The lock table's columns and its rows on screen: which columns fit and how wide each is
+//! ([`plan`], sized by the content of the rows shown, so an all-`-` COMMAND column does not
+//! take 16 columns from the paths), and drawing the rows. The same plan maps a click on a
+//! column title back to its column. Every title has room for the sort arrow, so sorting by
+//! another column never moves the columns. A vim swap file with unsaved changes has
+//! [`UNSAVED`] after its verdict; a marked row has [`MARK`] beside the selection marker.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -13,10 +13,12 @@ use ratatui::widgets::{
     TableState, Widget,
 };
 
-use super::layout::{COLUMN_SPACING, MARK, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT, UNSAVED};
-use super::rows::{COLUMNS, Column, Row, age_ms};
-use super::text;
-use super::theme::Theme;
+use super::super::super::layout::{
+    COLUMN_SPACING, MARK, SELECTED, SELECTED_WIDTH, TABLE_HEADER_HEIGHT, UNSAVED,
+};
+use super::super::super::rows::{COLUMNS, Column, Row, age_ms};
+use super::super::super::text;
+use super::super::super::theme::Theme;
 
 /// Below this width the verdict column shows its symbol only.
 pub const NARROW_WIDTH: u16 = 45;
@@ -294,11 +296,11 @@ mod tests {
             .iter()
             .map(|&v| {
                 let f =
-                    crate::tui::tests::finding("/srv/tëst/ünïcode ☃.pid", "pidfile", v, Some(42));
+                    crate::tui::testkit::finding("/srv/tëst/ünïcode ☃.pid", "pidfile", v, Some(42));
                 Row::new(f)
             })
             .collect();
-        rows.push(Row::new(crate::tui::tests::vim_unsaved(
+        rows.push(Row::new(crate::tui::testkit::vim_unsaved(
             "/home/me/.notes.txt.swp",
         )));
         for r in &rows {

@@ -1,9 +1,12 @@
 //! The detail pane: everything known about the selected lock (evidence, owner record, live
 //! process, the processes holding it now, the file's owner and mode, file system, raw
-//! content), wrapped to the pane's width with a hanging indent and scrolled by the app
-//! (`J`/`K`, the mouse wheel). Its bottom border says where the view is when the text is
-//! longer than the pane. The hex dump of binary content is as wide as the pane allows (whole
-//! lines of 4, 8, 12 or 16 bytes), so it never wraps and its ASCII column stays whole.
+//! content), wrapped to the pane's width with a hanging indent. The [`DetailPane`] keeps
+//! whether it is open (`Enter`) and how far it is scrolled (`J`/`K`, the mouse wheel over it),
+//! never further than its text; the scroll goes back to the top when the selection moves.
+//! Its bottom border says where the view is when the text is longer than the pane. The hex
+//! dump of binary content is as wide as the pane allows (whole lines of 4, 8, 12 or 16
+//! bytes), so it never wraps and its ASCII column stays whole. The dialogs use its
+//! descriptions of a lock too ([`unsaved_warning`], [`kind_name`]).
 
 use locksmith::Verdict;
 use locksmith::report::waiting::Waiting;
@@ -13,10 +16,64 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Widget};
 
-use super::keymap::{self, Action, Context};
-use super::rows::{FileMeta, Row, holders_now};
-use super::text::{self, scroll_hint};
-use super::theme::Theme;
+use super::super::keymap::{self, Action, Context};
+use super::super::rows::{FileMeta, Row, holders_now};
+use super::super::text::{self, scroll_hint};
+use super::super::theme::Theme;
+
+/// The detail pane's state: open or not, and how far its text is scrolled.
+#[derive(Debug, Default)]
+pub struct DetailPane {
+    /// Open (`Enter`): shown below the table whenever a lock is selected.
+    pub show: bool,
+    /// Lines the text is scrolled down.
+    pub scroll: u16,
+}
+
+impl DetailPane {
+    /// Whether it is on screen: open, and a lock to show (`has_rows`).
+    pub fn open(&self, has_rows: bool) -> bool {
+        self.show && has_rows
+    }
+
+    /// Whether a key-map action is the pane's own (`Enter`, and `q`/`Esc`, `J`/`K` in it).
+    pub fn handles(action: Action) -> bool {
+        matches!(
+            action,
+            Action::ToggleDetails | Action::CloseDetails | Action::DetailDown | Action::DetailUp
+        )
+    }
+
+    /// What one of its actions does; `max` is how far its text can scroll now.
+    pub fn act(&mut self, action: Action, max: u16) {
+        match action {
+            Action::ToggleDetails => {
+                self.show = !self.show;
+                self.scroll = 0;
+            }
+            Action::CloseDetails => {
+                self.show = false;
+                self.scroll = 0;
+            }
+            Action::DetailDown => self.scroll_by(1, max),
+            Action::DetailUp => self.scroll_by(-1, max),
+            _ => {}
+        }
+    }
+
+    /// Scrolls by `delta` lines, no further than `max`.
+    pub fn scroll_by(&mut self, delta: i32, max: u16) {
+        let n = i32::from(self.scroll)
+            .saturating_add(delta)
+            .clamp(0, i32::from(max));
+        self.scroll = u16::try_from(n).unwrap_or(max);
+    }
+
+    /// The selection moved to another lock: its text starts at the top.
+    pub fn selection_moved(&mut self) {
+        self.scroll = 0;
+    }
+}
 
 /// Width of the label column.
 const LABEL: usize = 10;
@@ -392,6 +449,21 @@ pub fn lines(
     })
 }
 
+/// How far the pane can scroll on screen, showing `row` (when the pane is open, its text area
+/// `inner`, and a lock selected).
+pub fn max_scroll_of(
+    inner: Option<Rect>,
+    row: Option<&Row>,
+    waiting: Option<&Waiting>,
+    theme: Theme,
+    now_ms: i64,
+) -> u16 {
+    match (inner, row) {
+        (Some(inner), Some(row)) => max_scroll(row, waiting, theme, now_ms, inner),
+        _ => 0,
+    }
+}
+
 /// How far the pane can scroll: its wrapped lines beyond its text area.
 pub fn max_scroll(
     row: &Row,
@@ -448,39 +520,4 @@ pub fn render(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_holders_mode_and_range_are_shown_when_the_judge_has_them() {
-        use locksmith::verdict::{ByteRange, Holder, HolderHow, LockMode};
-        let mut h = Holder {
-            pid: 42,
-            name: Some("git".into()),
-            how: HolderHow::Flock,
-            mode: None,
-            range: None,
-            container: None,
-        };
-        assert_eq!(describe_holder(&h), "pid 42 git (flock)");
-        h.how = HolderHow::Posix;
-        h.mode = Some(LockMode::Write);
-        h.range = Some(ByteRange {
-            start: 100,
-            end: Some(199),
-        });
-        assert_eq!(
-            describe_holder(&h),
-            "pid 42 git (posix write bytes 100-199)"
-        );
-        h.range = Some(ByteRange {
-            start: 0,
-            end: None,
-        });
-        assert_eq!(
-            describe_holder(&h),
-            "pid 42 git (posix write)",
-            "a lock of the whole file names no range"
-        );
-    }
-}
+mod tests;
