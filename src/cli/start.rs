@@ -563,6 +563,23 @@ fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
             "PID {pid} is {who}, and it cannot be told whether it started before the lock was written"
         ));
     };
+    // In a container, its runtime made its /dev just before its first process started: a
+    // lock last changed before that is from an earlier run of the container. Both are wall
+    // clock readings of their moment, compared without `btime`'s whole seconds; a step forward
+    // between them only makes the lock look earlier, which it was.
+    if !me.host_ns
+        && let Some(dev_ms) = container_dev_made_ms()
+        && written + STARTED_AFTER_MS < dev_ms
+    {
+        return Decision::Restart(vec![
+            format!(
+                "PID {pid} is {who}, in a container whose /dev its runtime made at {}, after the lock was last changed at {}: the lock is from the container's previous run (the service restarting)",
+                exact_ms(dev_ms),
+                exact_ms(written)
+            ),
+            "a PID names one process at a time, and this one has not become the service yet: the process that wrote the lock is gone".to_string(),
+        ]);
+    }
     // A process's start is read through the boot's wall time as the clock says now: a step
     // forward since the lock was written makes it look that much later.
     let clock = snap.clock();
@@ -596,6 +613,23 @@ fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
         exact_ms(started),
         exact_ms(written)
     ))
+}
+
+/// When this container's /dev was made (its birth time, ms since the epoch), where it is not
+/// the host's devtmpfs: a container runtime makes it for the container just before its first
+/// process starts.
+fn container_dev_made_ms() -> Option<i64> {
+    let dev = std::fs::metadata("/dev").ok()?;
+    let born = dev.created().ok()?;
+    let ms = born.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    let mounts =
+        locksmith::probe::fs::parse_mountinfo(&locksmith::probe::fs::MountTable::recent_text());
+    let dev_type = &mounts
+        .iter()
+        .rev()
+        .find(|m| m.point == std::path::Path::new("/dev"))?
+        .fs_type;
+    (dev_type != "devtmpfs").then(|| i64::try_from(ms).ok())?
 }
 
 /// A time to the millisecond (the restart rule compares times closer than the judge's
