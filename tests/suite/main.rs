@@ -31,6 +31,7 @@ mod not_locks;
 mod ofd_holders;
 mod packaging;
 mod pastejacking;
+mod perturb_machine;
 mod real_programs;
 mod reclaim;
 mod reclaim_attacks;

@@ -1009,6 +1009,8 @@ impl Tmux {
     }
 
     /// The screen of session `name` once it shows `what`.
+    /// The screen of session `name` once it shows `what` (the last of what a test reads: a
+    /// screen captured at its first line may not hold the rest yet).
     fn screen_with(&self, name: &str, what: &str) -> String {
         wait_for(&format!("{what:?} on the screen"), || {
             let s = self.ok(&["capture-pane", "-p", "-J", "-t", name]);
@@ -1068,7 +1070,7 @@ fn swap_screen(editor: &str, swap_of: impl Fn(&Path) -> Vec<PathBuf>) {
         (fs::metadata(&swap).unwrap().len() > 4096).then_some(())
     });
     tmux.start("second", &command, &docs);
-    let screen = tmux.screen_with("second", "E325");
+    let screen = tmux.screen_with("second", "(Q)uit");
     let a = ask(&env, &screen, &docs, &[]);
     a.live("vim", &swap, first, editor);
     tmux.ok(&["kill-session", "-t", "second"]);
@@ -1076,7 +1078,7 @@ fn swap_screen(editor: &str, swap_of: impl Fn(&Path) -> Vec<PathBuf>) {
     kill9(first);
     wait_until("the editor to die", || !alive(first));
     tmux.start("third", &command, &docs);
-    let screen = tmux.screen_with("third", "E325");
+    let screen = tmux.screen_with("third", "(Q)uit");
     let a = ask(&env, &screen, &docs, &[]);
     a.says("vim", &swap, "stale", "recover");
     assert_eq!(a.lock(&swap).unsaved_changes, Some(true));
