@@ -24,6 +24,7 @@ pub mod firefox;
 pub mod flock;
 pub mod git;
 pub mod gnupg;
+pub mod hsqldb;
 pub mod jetbrains;
 pub mod julia;
 pub mod libreoffice;
@@ -327,6 +328,7 @@ impl DialectId {
     pub const FLOCK: DialectId = DialectId("flock");
     pub const GIT: DialectId = DialectId("git");
     pub const GNUPG: DialectId = DialectId("gnupg");
+    pub const HSQLDB: DialectId = DialectId("hsqldb");
     pub const JETBRAINS: DialectId = DialectId("jetbrains");
     pub const JULIA_PIDFILE: DialectId = DialectId("julia-pidfile");
     pub const LIBREOFFICE: DialectId = DialectId("libreoffice");
@@ -406,8 +408,19 @@ pub trait Dialect: Send + Sync {
 
     /// Whether this candidate is really of this dialect (checks content, kind, location).
     /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
-    /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
+    /// matched and that [`Dialect::judges_unrecognised`] judges it anyway and must then answer
+    /// `Unknown` for what it cannot parse.
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool;
+
+    /// Whether a file its patterns name, which no dialect recognised, is still judged by this
+    /// dialect (as `unknown` for what it cannot parse). A dialect whose name is another
+    /// program's too, and whose files are known by their place and shape (pacman's `db.lck`,
+    /// which a Java database names its locks too), says no: a file with the name but not the
+    /// place or shape is not its own, and is judged by another dialect that names it, or not
+    /// at all.
+    fn judges_unrecognised(&self) -> bool {
+        true
+    }
 
     /// What the candidate says: its owner, and the claims the judge checks against the
     /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).
@@ -459,6 +472,7 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &r_install::RInstall,
         &vmware::Vmware,
         &pacman::Pacman,
+        &hsqldb::Hsqldb,
         &nvim_shada::NvimShada,
         &conda::Conda,
         &julia::Julia,

@@ -27,6 +27,9 @@
 //! | `flintlock` in a Xapian database | Xapian: notmuch, recoll, mu | Xapian `backends/flint_lock.cc` (an OFD or `fcntl` lock) |
 //! | `ACCOUNT.lock` in `~/.offlineimap/` | OfflineIMAP ("Another OfflineIMAP is running with the same metadatadir") | offlineimap `offlineimap/accounts.py` (`fcntl.lockf(LOCK_EX \| LOCK_NB)`) |
 //! | `.lock` in an OSTree repository (beside `config`, `objects/`) | ostree, flatpak, rpm-ostree | ostree `src/libostree/ostree-repo-locking.c` (`flock` on the repository's `.lock`) |
+//! | `lock` in a Tor data directory (empty, beside `state`, `keys/` or `cached-*`) | tor ("It looks like another Tor process is running with the same data directory") | Tor `src/app/config/config.c` (`try_locking`: `tor_lockfile_lock` on the data directory's `lock`), `src/lib/fs/lockfile.c` (`flock(LOCK_EX \| LOCK_NB)`; unlocking closes the file, never removes it) |
+//! | `dbex.lck` in a Derby database directory (beside `service.properties` and `seg0/`) | Apache Derby, embedded or its network server ("Another instance of Derby may have already booted the database") | Derby `java/engine/org/apache/derby/impl/store/raw/data/BaseDataFileFactory.java` (`privGetJBMSLockOnDB`: `getExclusiveFileLock` on `DB_EX_LOCKFILE_NAME`, a `FileChannel.tryLock`) |
+//! | `db.lck` in a Derby database directory | Apache Derby | the same `privGetJBMSLockOnDB`: `db.lck` holds the booting JVM's UUID, rewritten at every boot; where file locks work, only the lock on `dbex.lck` refuses a second boot (XSDB6), so `db.lck` is held while `dbex.lck` is |
 //!
 //! Verdict: a kernel lock held on the file makes it `live`, with its holders (the judge sees
 //! to that first); otherwise `free`.
@@ -65,6 +68,8 @@ const PATTERNS: &[&str] = &[
     "flintlock",
     "**/.offlineimap/*.lock",
     ".lock",
+    "dbex.lck",
+    "db.lck",
 ];
 
 /// A well-known kernel-lock file: what it is, for the evidence.
@@ -72,6 +77,9 @@ struct Tool {
     /// The program and its lock, as the owner detail names them.
     what: &'static str,
     matches: fn(&Candidate<'_>, &str, &Snapshot) -> bool,
+    /// The file beside it whose kernel lock holds this one too (Derby's `dbex.lck` for its
+    /// `db.lck`), if its own lock is not the one taken.
+    held_with: Option<&'static str>,
 }
 
 fn parent_named(path: &Path, name: &str) -> bool {
@@ -120,14 +128,17 @@ const TOOLS: &[Tool] = &[
     Tool {
         what: "glibc's lckpwdf lock on the account files (vipw, useradd, usermod, passwd, chpasswd)",
         matches: |c, name, _snap| name == ".pwd.lock" && parent_named(c.path, "etc"),
+        held_with: None,
     },
     Tool {
         what: "certbot's lock on its directory",
         matches: |_, name, _| name == ".certbot.lock",
+        held_with: None,
     },
     Tool {
         what: "rpm's transaction lock",
         matches: |_, name, _| name == ".rpm.lock",
+        held_with: None,
     },
     Tool {
         what: "a Subversion repository's lock (svnadmin, svnserve, mod_dav_svn)",
@@ -138,6 +149,7 @@ const TOOLS: &[Tool] = &[
             ) && (parent_named(c.path, "db") || parent_named(c.path, "locks"))
                 && in_svn_repo(c.path, snap)
         },
+        held_with: None,
     },
     Tool {
         what: "Prometheus's lock on its TSDB directory",
@@ -147,6 +159,7 @@ const TOOLS: &[Tool] = &[
                 && (sibling(c.path, "queries.active", snap)
                     || sibling_dir(c.path, "chunks_head", snap))
         },
+        held_with: None,
     },
     Tool {
         what: "cargo's lock on a build directory",
@@ -156,10 +169,12 @@ const TOOLS: &[Tool] = &[
                     || sibling_dir(c.path, ".fingerprint", snap)
                     || sibling_dir(c.path, "build", snap))
         },
+        held_with: None,
     },
     Tool {
         what: "cargo's lock on its package cache",
         matches: |_, name, _| name == ".package-cache" || name == ".package-cache-mutate",
+        held_with: None,
     },
     Tool {
         what: "rustdoc's lock on its output directory",
@@ -168,24 +183,29 @@ const TOOLS: &[Tool] = &[
                 && (sibling_dir(c.path, "static.files", snap)
                     || sibling(c.path, "search-index.js", snap))
         },
+        held_with: None,
     },
     Tool {
         what: "a Wayland compositor's lock on its socket (libwayland-server)",
         matches: |_, name, _| name.starts_with("wayland-") && name.ends_with(".lock"),
+        held_with: None,
     },
     Tool {
         what: "PipeWire's lock on its socket",
         matches: |_, name, _| name.starts_with("pipewire-") && name.ends_with(".lock"),
+        held_with: None,
     },
     Tool {
         what: "the go command's lock on a module version in its module cache",
         matches: |c, name, _snap| {
             name.ends_with(".lock") && parent_named(c.path, "@v") && under(c.path, "download")
         },
+        held_with: None,
     },
     Tool {
         what: "Eclipse's lock on its workspace",
         matches: |c, name, _snap| name == ".lock" && parent_named(c.path, ".metadata"),
+        held_with: None,
     },
     Tool {
         what: "the Flutter tool's startup lock",
@@ -198,18 +218,22 @@ const TOOLS: &[Tool] = &[
                     .and_then(|b| b.file_name())
                     .is_some_and(|n| n == "bin")
         },
+        held_with: None,
     },
     Tool {
         what: "Lucene's write lock on an index (Elasticsearch, OpenSearch, Solr)",
         matches: |c, name, snap| name == "write.lock" && in_lucene_index(c.path, snap),
+        held_with: None,
     },
     Tool {
         what: "Gradle's lock on a cache or a project's .gradle directory",
         matches: |c, name, _snap| name.ends_with(".lock") && under(c.path, ".gradle"),
+        held_with: None,
     },
     Tool {
         what: "the iptables lock (iptables, ip6tables, ebtables)",
         matches: |_, name, _| name == "xtables.lock",
+        held_with: None,
     },
     Tool {
         what: "Xapian's write lock on a database (notmuch, recoll, mu)",
@@ -219,10 +243,12 @@ const TOOLS: &[Tool] = &[
                     || sibling(c.path, "iamchert", snap)
                     || sibling(c.path, "iamhoney", snap))
         },
+        held_with: None,
     },
     Tool {
         what: "OfflineIMAP's lock on an account",
         matches: |c, name, _snap| name.ends_with(".lock") && parent_named(c.path, ".offlineimap"),
+        held_with: None,
     },
     Tool {
         what: "OSTree's lock on a repository (ostree, flatpak, rpm-ostree)",
@@ -232,8 +258,44 @@ const TOOLS: &[Tool] = &[
                 && sibling_dir(c.path, "objects", snap)
                 && sibling_dir(c.path, "refs", snap)
         },
+        held_with: None,
+    },
+    Tool {
+        what: "Tor's lock on its data directory",
+        matches: |c, name, snap| {
+            name == "lock" && c.complete && c.content.is_empty() && in_tor_data_dir(c.path, snap)
+        },
+        held_with: None,
+    },
+    Tool {
+        what: "Apache Derby's exclusive lock on a database (dbex.lck)",
+        matches: |c, name, snap| name == "dbex.lck" && in_derby_db(c.path, snap),
+        held_with: None,
+    },
+    Tool {
+        what: "Apache Derby's boot record of a database (db.lck: the booting JVM's id, held by the lock on dbex.lck)",
+        matches: |c, name, snap| name == "db.lck" && in_derby_db(c.path, snap),
+        held_with: Some("dbex.lck"),
     },
 ];
+
+/// Tor's data directory: its state file, its keys or its cached directory documents beside.
+fn in_tor_data_dir(path: &Path, snap: &Snapshot) -> bool {
+    sibling_dir(path, "keys", snap)
+        || [
+            "state",
+            "cached-certs",
+            "cached-microdesc-consensus",
+            "cached-consensus",
+        ]
+        .iter()
+        .any(|n| sibling(path, n, snap))
+}
+
+/// Derby's database directory: `service.properties` and the `seg0/` segment beside.
+fn in_derby_db(path: &Path, snap: &Snapshot) -> bool {
+    sibling(path, "service.properties", snap) && sibling_dir(path, "seg0", snap)
+}
 
 fn tool(c: &Candidate<'_>, snap: &Snapshot) -> Option<&'static Tool> {
     let name = c.file_name().to_str()?;
@@ -298,6 +360,18 @@ const MESSAGES: &[Message] = &[
         "Another instance of Certbot is already running.",
     ),
     Message::en(
+        "tor",
+        r"another Tor process is running with the same data directory",
+        &["/var/lib/tor/lock", "~/.tor/lock"],
+        "[warn] It looks like another Tor process is running with the same data directory.  Waiting 5 seconds to see if it goes away.",
+    ),
+    Message::en(
+        "Apache Derby",
+        r"Another instance of Derby may have already booted the database (?P<dir>/\S+?)\.?(?:\s|$)",
+        &["{dir}/dbex.lck", "{dir}/db.lck"],
+        "ERROR XSDB6: Another instance of Derby may have already booted the database /srv/app/db.",
+    ),
+    Message::en(
         "iptables",
         r"Another app is currently holding the xtables lock",
         &["$XTABLES_LOCKFILE", "/run/xtables.lock"],
@@ -339,6 +413,13 @@ impl Dialect for ToolFlock {
             c,
             snap,
         );
-        Said::settled(j).owner(owner)
+        let mut said = Said::settled(j).owner(owner).writer_locks();
+        if let Some(name) = t.held_with
+            && let Some(dir) = c.path.parent()
+            && let Ok(meta) = snap.lstat(&dir.join(name))
+        {
+            said = said.held_with(crate::probe::FileKey::of(&meta), name);
+        }
+        said
     }
 }
