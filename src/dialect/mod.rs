@@ -39,11 +39,13 @@ pub mod pacman;
 pub mod pid_record;
 pub mod pidfile;
 pub mod postgres;
+pub mod py_lockfile;
 pub mod qt_lockfile;
 pub mod r_install;
 pub mod rails;
 pub mod rehash;
 pub mod rpm_db;
+pub mod ruby_lockfile;
 pub mod start_guard;
 pub mod terraform;
 pub mod tool_flock;
@@ -340,11 +342,13 @@ impl DialectId {
     pub const PACMAN: DialectId = DialectId("pacman");
     pub const PIDFILE: DialectId = DialectId("pidfile");
     pub const POSTGRES: DialectId = DialectId("postgres");
+    pub const PY_LOCKFILE: DialectId = DialectId("py-lockfile");
     pub const QT_LOCKFILE: DialectId = DialectId("qt-lockfile");
     pub const R_INSTALL: DialectId = DialectId("r-install");
     pub const RAILS: DialectId = DialectId("rails");
     pub const REHASH: DialectId = DialectId("rehash");
     pub const RPM_DB: DialectId = DialectId("rpm-db");
+    pub const RUBY_LOCKFILE: DialectId = DialectId("ruby-lockfile");
     pub const START_GUARD: DialectId = DialectId("start-guard");
     pub const TERRAFORM: DialectId = DialectId("terraform");
     pub const TOOL_FLOCK: DialectId = DialectId("tool-flock");
@@ -473,6 +477,9 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &vmware::Vmware,
         &pacman::Pacman,
         &hsqldb::Hsqldb,
+        // (the records of lock libraries, by their content and the names beside them)
+        &ruby_lockfile::RubyLockfile,
+        &py_lockfile::PyLockfile,
         &nvim_shada::NvimShada,
         &conda::Conda,
         &julia::Julia,

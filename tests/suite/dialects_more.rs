@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util;
-use crate::util::judging::{assert_evidence, expect, try_judge};
+use crate::util::judging::{assert_evidence, expect, judge, try_judge};
 use crate::util::quiet::{self, Fact};
 use crate::util::{
     Env, Group, Guard, age, dead_pid, hold_open, hostname, named_sleeper, require, require_that,
@@ -503,6 +503,11 @@ fn pacman_db_lock() {
     let lock = write(&dbpath.join("db.lck"), b"");
     fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
     age(&lock, 60);
+    // Not yet a libalpm database (libalpm writes local/ALPM_DB_VERSION when it makes one): the
+    // name alone does not make it pacman's.
+    let f = judge(&lock);
+    assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
+    write(&dbpath.join("local/ALPM_DB_VERSION"), b"9\n");
     let f = expect(&lock, "pacman", Verdict::Stale);
     assert_evidence(&f, "no pacman, pamac, yay");
 

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -206,6 +207,21 @@ impl World {
             ),
             p,
         );
+        let p = sleeper("ruby", &t);
+        own(
+            write(
+                &t.join("rb/jobs.lock"),
+                format!(
+                    "host: {host}\npid: {}\nppid: 1\ntime: 2026-12-07 22:33:01.123456\n",
+                    p.pid()
+                ),
+            ),
+            p,
+        );
+        let p = sleeper("python3", &t);
+        let py_lock = t.join("py/state.lock");
+        write(&py_lock.join(format!("{host}.{}", p.pid())), b"");
+        own(py_lock, p);
         let p = sleeper("zsh", &t);
         own(
             link(
@@ -330,8 +346,13 @@ impl World {
         live.push((xc, None, false));
         live.push((xl, None, false));
         // Held open: pacman's database lock, rpm's environment, nvim's ShaDa temporary.
+        write(&t.join("var/lib/pacman/local/ALPM_DB_VERSION"), b"9\n");
         for path in [
-            write(&t.join("var/lib/pacman/db.lck"), b""),
+            {
+                let lck = write(&t.join("var/lib/pacman/db.lck"), b"");
+                fs::set_permissions(&lck, fs::Permissions::from_mode(0o000)).unwrap();
+                lck
+            },
             {
                 write(&t.join("rpm/Packages"), b"");
                 write(&t.join("rpm/__db.001"), b"")
@@ -341,6 +362,13 @@ impl World {
             guards.push(crate::util::hold_open(&path));
             live.push((path, None, false));
         }
+        // HSQLDB's lock file, held open with its heartbeat written (whenever that says).
+        write(&t.join("hsql/db.properties"), b"version=2.7.1\n");
+        let mut hsql = b"HSQLLOCK".to_vec();
+        hsql.extend_from_slice(&now_ms().to_be_bytes());
+        let hsql = write(&t.join("hsql/db.lck"), hsql);
+        guards.push(crate::util::hold_open(&hsql));
+        live.push((hsql, None, false));
         // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
         let state = write(&t.join("tf/terraform.tfstate"), "{}");
         flocks.push(hold_flock(&state));
