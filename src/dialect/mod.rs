@@ -24,6 +24,7 @@ pub mod firefox;
 pub mod flock;
 pub mod git;
 pub mod gnupg;
+pub mod h2;
 pub mod hsqldb;
 pub mod jetbrains;
 pub mod julia;
@@ -330,6 +331,7 @@ impl DialectId {
     pub const FLOCK: DialectId = DialectId("flock");
     pub const GIT: DialectId = DialectId("git");
     pub const GNUPG: DialectId = DialectId("gnupg");
+    pub const H2: DialectId = DialectId("h2");
     pub const HSQLDB: DialectId = DialectId("hsqldb");
     pub const JETBRAINS: DialectId = DialectId("jetbrains");
     pub const JULIA_PIDFILE: DialectId = DialectId("julia-pidfile");
@@ -477,6 +479,7 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &vmware::Vmware,
         &pacman::Pacman,
         &hsqldb::Hsqldb,
+        &h2::H2,
         // (the records of lock libraries, by their content and the names beside them)
         &ruby_lockfile::RubyLockfile,
         &py_lockfile::PyLockfile,

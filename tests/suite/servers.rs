@@ -275,6 +275,59 @@ fn an_h2_database_file_is_never_listed() {
     none_listed(env.path(), std::slice::from_ref(&file), "killed");
 }
 
+/// H2 with `FILE_LOCK=FILE` writes `NAME.lock.db` (no PID; its watchdog answers for it): live
+/// while the database is open, stale once the JVM is killed (nobody has the database open, no
+/// Java works there), reclaimed, and H2 opens the database again.
+#[test]
+fn an_h2_lock_db_is_live_then_stale() {
+    let Some(cp) = jars(&["h2.jar"]) else {
+        return;
+    };
+    let env = Env::new();
+    let db = env.path().join("h2/app");
+    let open = |sql: Option<&str>| {
+        let mut c = Command::new("java");
+        c.args(["-cp", &cp, "org.h2.tools.Shell", "-url"])
+            .arg(format!("jdbc:h2:{};FILE_LOCK=FILE", db.display()))
+            .args(["-user", "sa", "-password", ""])
+            .current_dir(env.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(sql) = sql {
+            c.args(["-sql", sql]);
+        }
+        c
+    };
+    let lock = env.path().join("h2/app.lock.db");
+    let mut shell = Group::spawn(open(None).stdin(Stdio::piped()).stdout(Stdio::null()));
+    let _stdin = shell.stdin();
+    wait_until("H2 to write its lock file", || {
+        fs::read_to_string(&lock).is_ok_and(|t| t.contains("method=file"))
+            && env.path().join("h2/app.mv.db").is_file()
+    });
+    // Live once H2 has opened the database file (it writes the lock first).
+    let f = crate::util::wait_for("H2 to open its database", || {
+        let f = crate::util::judging::judge(&lock);
+        (f.judgement.verdict() == Verdict::Live).then_some(f)
+    });
+    assert_eq!(f.dialect, "h2");
+    assert!(
+        f.judgement.holders.iter().any(|h| h.pid == shell.pid()),
+        "{:#?}",
+        f.judgement
+    );
+    shell.kill();
+    // Unknown while younger (by its ctime) than H2's own 2 s: an opener may be just writing.
+    let f = crate::util::wait_for("the lock to be older than H2's 2 s", || {
+        let f = crate::util::judging::judge(&lock);
+        (f.judgement.verdict() != Verdict::Unknown).then_some(f)
+    });
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    assert_evidence(&f, "no H2 (Java) process works in database");
+    assert_eq!(reclaim(&env, env.path()), std::slice::from_ref(&lock));
+    ok(open(Some("SELECT 1")));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Kernel-lock files of servers
 

@@ -369,6 +369,17 @@ impl World {
         let hsql = write(&t.join("hsql/db.lck"), hsql);
         guards.push(crate::util::hold_open(&hsql));
         live.push((hsql, None, false));
+        // H2's lock file, its database held open.
+        let h2_db = write(&t.join("h2/app.mv.db"), b"H:2,block:2\n");
+        guards.push(crate::util::hold_open(&h2_db));
+        live.push((
+            write(
+                &t.join("h2/app.lock.db"),
+                b"#FileLock\n#Mon Dec 07 22:38:39 UTC 2026\nid=1a252a8b9b92b6c0\nmethod=file\n",
+            ),
+            None,
+            false,
+        ));
         // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
         let state = write(&t.join("tf/terraform.tfstate"), "{}");
         flocks.push(hold_flock(&state));
