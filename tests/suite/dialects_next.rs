@@ -107,7 +107,7 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
     wait_until("the tool to take the lock pair", || l.exists());
     for p in [&c, &l] {
         let f = expect(p, "xauth", Verdict::Live);
-        assert_evidence(&f, &format!("{tool} process runs"));
+        assert_evidence(&f, &format!("{tool} process works"));
     }
 
     held.kill();
@@ -125,6 +125,50 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
         "{}",
         stderr(&out)
     );
+
+    // The tool at work on another authority file (its own -f, its own home) holds another
+    // pair, not this one: the pair stays stale while it runs.
+    let other_home = env.path().join("other");
+    fs::create_dir_all(&other_home).unwrap();
+    let other_file = other_home.join(dialect_file);
+    let mut other = Command::new(tool);
+    other
+        .arg("-f")
+        .arg(&other_file)
+        .env("HOME", &other_home)
+        .current_dir(&other_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut elsewhere = Group::spawn(other);
+    wait_until("the other tool to take its own pair", || {
+        other_home.join(format!("{dialect_file}-l")).exists()
+    });
+    for p in [&c, &l] {
+        expect(p, "xauth", Verdict::Stale);
+    }
+    elsewhere.kill();
+    // One at work on this file by its environment alone (no -f): it may be the holder.
+    let mut by_env = Command::new(tool);
+    by_env
+        .env("HOME", &other_home)
+        .env(
+            if tool == "xauth" {
+                "XAUTHORITY"
+            } else {
+                "ICEAUTHORITY"
+            },
+            &file,
+        )
+        .current_dir(&other_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut on_this = Group::spawn(by_env);
+    wait_until("the tool to start", || on_this.members().len() == 1);
+    let f = expect(&c, "xauth", Verdict::Live);
+    assert_evidence(&f, &format!("{tool} process works"));
+    on_this.kill();
 
     // The pair is two names of one inode: removing the first moves the inode's status change
     // time, which is that removal's own doing, so one reclaim removes both.
