@@ -50,6 +50,21 @@ fn replay(args: &ReplayArgs) -> anyhow::Result<i32> {
         .iter()
         .filter_map(|l| Some((scan::judge_recorded(l, &snap, &settings.scan)?, l)))
         .collect();
+    let misses = snap.replay_misses();
+    if !misses.is_empty() {
+        let mut shown: Vec<&str> = misses.iter().map(String::as_str).take(3).collect();
+        if misses.len() > shown.len() {
+            shown.push("...");
+        }
+        super::report_error(
+            "",
+            &format!(
+                "the recording does not answer {} question(s) a rule asked ({}): where one would decide a verdict, nothing is proven",
+                misses.len(),
+                shown.join(", ")
+            ),
+        );
+    }
     if args.check {
         let mut out = io::stdout().lock();
         let mut differ = 0;

@@ -153,6 +153,9 @@ fn scan_and_report(args: &ScanArgs) -> anyhow::Result<i32> {
 
 /// Writes what the snapshot kept to `file`, atomically (masked when asked).
 fn write_recording(file: &Path, snap: &Snapshot, mask: bool) -> anyhow::Result<()> {
+    // The clock goes in whether a rule compared times or not: a replay of the recording
+    // changed (another mtime, another boot) may.
+    snap.clock();
     let Some(mut ev) = snap.evidence() else {
         return Ok(());
     };

@@ -66,8 +66,10 @@ use crate::StartArgs;
 /// How often locks are judged again while `--wait` runs.
 const POLL: Duration = Duration::from_millis(250);
 
-/// How much later than the lock's mtime a process must have started for the lock to be
-/// older than it: two clock ticks of its start time, and the file system's coarse timestamps.
+/// How much later than the lock's last change (its ctime) a process must have started for the
+/// lock to be older than it, on a clock that has not stepped: two clock ticks of its start
+/// time, and the file system's coarse timestamps. (A start time read through `btime`, which
+/// is whole seconds, is never later than the real one.)
 const STARTED_AFTER_MS: i64 = 50;
 
 pub fn run(args: StartArgs) -> i32 {
@@ -523,15 +525,27 @@ fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
         _ => return Decision::InTheWay(format!("the state of {who} (PID {pid}) cannot be read")),
     };
     let started = started::start_ms(facts.start_ticks, snap.host.ticks_per_sec);
-    let (Some(started), Some(written)) = (started, f.modified_ms) else {
+    // The latest the lock can have been written: its ctime, which nobody can set back (its
+    // mtime proves nothing: anyone who may write the file can set it, and copies keep it).
+    let written = f.identity.ctime_ns.div_euclid(1_000_000) as i64;
+    let Some(started) = started else {
         return Decision::InTheWay(format!(
             "PID {pid} is {who}, and it cannot be told whether it started before the lock was written"
         ));
     };
-    if started > written + STARTED_AFTER_MS {
+    // A process's start is read through the boot's wall time as the clock says now: a step
+    // forward since the lock was written makes it look that much later.
+    let clock = snap.clock();
+    let Some(step) = clock.step_ms else {
+        return Decision::InTheWay(format!(
+            "PID {pid} is {who}, and it cannot be told whether it started before the lock was written: {}",
+            clock.how
+        ));
+    };
+    if started > written + STARTED_AFTER_MS + step.max(0) {
         let lines = vec![
             format!(
-                "PID {pid} is {who}, which started at {}, after the lock was written at {}: the lock is from the service's previous run under this PID (the service restarting)",
+                "PID {pid} is {who}, which started at {}, after the lock was last changed at {}: the lock is from the service's previous run under this PID (the service restarting)",
                 exact_ms(started),
                 exact_ms(written)
             ),
@@ -541,13 +555,13 @@ fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
     }
     if pid == me.pid {
         return Decision::Ours(format!(
-            "it names this process (PID {pid}), which started at {}, before the lock was written at {}: this process wrote it before it became `locksmith start`, for COMMAND",
+            "it names this process (PID {pid}), which started at {}, before the lock was last changed at {}: this process wrote it before it became `locksmith start`, for COMMAND",
             exact_ms(started),
             exact_ms(written)
         ));
     }
     Decision::InTheWay(format!(
-        "it names the parent of `locksmith start` (PID {pid}, {}), which started at {}, before the lock was written at {}: the parent may hold it",
+        "it names the parent of `locksmith start` (PID {pid}, {}), which started at {}, before the lock was last changed at {}: the parent may hold it",
         facts.comm,
         exact_ms(started),
         exact_ms(written)

@@ -19,8 +19,10 @@
 //!
 //! Judged by the same rules as every record: the host first (another host → `foreign`), then
 //! the PID (gone or reused → `stale`; a Ruby that started before the lock → `live`), and the
-//! refresh under the gem's promise: a lock not refreshed for longer than the default
-//! `max_age` is one the gem itself takes over. The `time` line is the writer's local time: it
+//! refresh under the gem's promise, where no process with its PID runs here: a lock not
+//! refreshed for longer than the default `max_age` is one the gem itself takes over (a live
+//! process with its PID is left to the PID rules: its age never outweighs a live owner). The
+//! `time` line is the writer's local time: it
 //! is shown, never compared.
 
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
@@ -104,7 +106,7 @@ impl Dialect for RubyLockfile {
         false
     }
 
-    fn read(&self, c: &Candidate<'_>, _snap: &Snapshot, _windows: &Windows) -> Said {
+    fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
         let Some(id) = parse(c.content) else {
             return Said::unparseable(
                 "Ruby lockfile",
@@ -133,6 +135,14 @@ impl Dialect for RubyLockfile {
                 When::IfStale,
                 "the gem's own sweep removes such a temporary file once its PID is gone on this host; removing it is safe now",
             );
+        } else if pid_exists(snap, id.pid) {
+            // A process with its PID runs here: the PID rules judge it (a live holder, or one
+            // proven to have started after the lock). The age alone does not outweigh a live
+            // owner, whatever its refresher did.
+            said = said.note(
+                When::IfStale,
+                "every program using the lockfile gem waits on it up to its max_age (an hour by default) before taking it over; removing it is safe now",
+            );
         } else {
             said = said
                 .claim(Refresh {
@@ -153,6 +163,17 @@ impl Dialect for RubyLockfile {
         }
         said
     }
+}
+
+/// Whether a process (not a zombie) with this PID exists on this machine.
+fn pid_exists(snap: &Snapshot, pid: i64) -> bool {
+    i32::try_from(pid).is_ok_and(|p| {
+        p > 0
+            && !matches!(
+                snap.pid(p),
+                crate::probe::PidState::Absent | crate::probe::PidState::Zombie(_)
+            )
+    })
 }
 
 #[cfg(test)]

@@ -623,15 +623,23 @@ impl Snapshot {
     }
 
     /// How far the wall clock can be trusted since this boot began (read once, when a rule
-    /// first compares times). A replay without it takes the clock as steady.
+    /// first compares times). A replay without it proves nothing by time, and counts it as a miss.
     pub fn clock(&self) -> super::clock::Clock {
         match &self.book {
-            Book::Replay(m) => m
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clock
-                .clone()
-                .unwrap_or_else(super::clock::Clock::steady),
+            Book::Replay(m) => {
+                if let Some(c) = &m.lock().unwrap_or_else(|e| e.into_inner()).clock {
+                    return c.clone();
+                }
+                // A recording without the clock: nothing proves by time (and it is a miss).
+                self.misses
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push("clock".into());
+                super::clock::Clock {
+                    step_ms: None,
+                    how: "the recording holds no reading of the wall clock".into(),
+                }
+            }
             Book::Record(m) => {
                 if let Some(c) = &m.lock().unwrap_or_else(|e| e.into_inner()).clock {
                     return c.clone();

@@ -17,26 +17,32 @@ use std::process::{Command, Stdio};
 use crate::util::*;
 use locksmith::probe::Evidence;
 
-/// The load of uid 65534, kept while this lives.
+/// The load of uid 65534, kept while this lives: the leader of a process group of its own,
+/// which every process it starts joins (its namespace's too).
 struct Load {
     child: std::process::Child,
 }
 
 impl Drop for Load {
     fn drop(&mut self) {
-        // Closing its standard input ends it and every process it started.
+        // The whole group, at once: the load would kill what it started when its standard
+        // input closes, but `unshare` leaves the PID 1 of its namespace behind when killed,
+        // and the shells with long command lines leave their `sleep`.
+        let pgid = self.child.id() as i32;
         drop(self.child.stdin.take());
-        let _ = self.child.kill();
+        kill_group(pgid);
         let _ = self.child.wait();
-        let _ = Command::new("pkill")
-            .args(["-9", "-u", "65534", "-f", "hostile"])
-            .status();
+        wait_until("the load's processes to die", || {
+            group_members(pgid).is_empty()
+        });
     }
 }
 
 fn start_load(dir: &Path, args: &[&str]) -> Option<Load> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/hostile_users.py");
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new("setpriv")
+        .process_group(0)
         .args([
             "--reuid=65534",
             "--regid=65534",

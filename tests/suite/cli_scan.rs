@@ -5,6 +5,7 @@ use std::fs;
 use std::io::Read;
 use std::process::Stdio;
 
+use crate::util::judging::wait_past_shortest_hold;
 use crate::util::*;
 
 /// A tree with one stale pidfile (dead PID) and one live pidfile (a running child).
@@ -321,19 +322,23 @@ fn a_scan_changes_nothing() {
     let t = tree();
     let root = t.env.path().join("root");
     fs::create_dir(root.join("repo")).unwrap();
+    // A git directory as `git init` lays it out (what git asks of one).
     fs::create_dir_all(root.join("repo/.git/refs/heads")).unwrap();
-    fs::write(root.join("repo/.git/index.lock"), "DIRC").unwrap();
+    fs::create_dir_all(root.join("repo/.git/objects")).unwrap();
+    fs::write(root.join("repo/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let index = root.join("repo/.git/index.lock");
+    fs::write(&index, "DIRC").unwrap();
     fs::create_dir(root.join("job.lock")).unwrap();
     std::os::unix::fs::symlink("nowhere", root.join(".#notes.txt")).unwrap();
     fs::write(root.join("empty.lock"), "").unwrap();
-    // An hour old, or as old as this boot allows: past git's start-up allowance, a lock the
-    // scan proves stale (and still must not touch).
-    age_up_to(&root.join("repo/.git/index.lock"), 3600, 10);
+    // Past git's start-up allowance: a lock the scan proves stale (and still must not touch).
+    wait_past_shortest_hold(&[&index]);
     let before = photograph(t.env.path());
     let out = t
         .env
         .run(["--scan".as_ref(), "--json".as_ref(), root.as_os_str()]);
-    assert!(matches!(out.status.code(), Some(0 | 1)));
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(parse_report(&out).expect_lock(&index).verdict, "stale");
     let out = t.env.run(["--scan".as_ref(), root.as_os_str()]);
     assert!(matches!(out.status.code(), Some(0 | 1)));
     assert_eq!(before, photograph(t.env.path()));

@@ -12,6 +12,9 @@ use std::process::{Command, Stdio};
 
 use crate::util;
 use crate::util::btrfs::BtrfsSubvolume;
+use crate::util::judging::{
+    record_changed, replay, replay_json, scan_replayed, steady, up_for_at_least,
+};
 use crate::util::podman::{Podman, busybox_root};
 use crate::util::quiet::{self, Fact};
 use crate::util::userns::UserNamespace;
@@ -134,9 +137,20 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     let one = srv.join("one/tmp/pids/server.pid");
     pm.wait_file(&one);
 
-    let report = scan(&env, &[&srv]);
+    // Recorded, and judged again as the recording says on a clock known not to have stepped
+    // (the host up for an hour): the exited container's pid file is proven stale by web-1's
+    // later start only so.
+    let (ev, scanned) = record_changed(&env, &["--json"], &srv, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
+    let here = util::parse_report(&scanned);
+    let (report, _) = replay_json(&env, &ev);
+    for report in [&here, &report] {
+        let live = report.expect_lock(&one);
+        assert_eq!(live.verdict, "live", "{}", joined(live));
+    }
     let live = report.expect_lock(&one);
-    assert_eq!(live.verdict, "live", "{}", joined(live));
     let p = live.process.as_ref().expect("the owner process");
     assert_eq!(p.pid, web1.pid as i64, "the host PID of web-1's PID 1");
     assert_eq!(p.name, "ruby");
@@ -164,7 +178,7 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     assert!(text.contains("init"), "{text}");
 
     // The table says where the owner runs.
-    let out = env.run(["--scan".as_ref(), srv.as_os_str()]);
+    let out = replay(&env, &ev, &[]);
     let table = util::stdout(&out);
     let row = table
         .lines()
@@ -173,7 +187,8 @@ fn rails_pid_files_of_a_running_and_an_exited_container_sharing_one_app_dir() {
     assert!(row.contains("ctr:web-1"), "{table}");
     assert_eq!(out.status.code(), Some(1), "a stale lock: exit 1");
 
-    // Once web-1 is killed too, its pid file is stale, and both are reclaimed.
+    // Once web-1 is killed too, its pid file is stale, and both are reclaimed: no process
+    // that could own either is left (no clock is needed for that).
     pm.kill("web-1");
     let report = scan(&env, &[&srv]);
     let now = report.expect_lock(&one);
@@ -407,10 +422,15 @@ fn a_postmaster_pid_naming_a_containers_pid_1_that_is_another_program_is_stale()
 
     // What a postgres container leaves when it is killed and started again with another
     // command: its new PID 1 started after the server recorded its start.
+    // (Recorded, and judged again as the recording says on a clock known not to have
+    // stepped, the host up for an hour: the later start proves reuse only so.)
     pm.kill("pg-1");
     std::thread::sleep(std::time::Duration::from_secs(3));
     pm.run_detached("pg-2", &["-v", &vol], "exec sleep 1000");
-    let report = scan(&env, &[&data]);
+    let (report, _) = scan_replayed(&env, &["--json"], &data, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
     let l = report.expect_lock(&pidfile);
     let text = joined(l);
     assert_eq!(l.verdict, "stale", "{text}");
@@ -863,7 +883,12 @@ fn two_containers_mounting_one_dir_at_different_places() {
         ])),
         RUBY_SERVER,
     );
-    let report = scan(&env, &[&shared]);
+    // (Recorded, and judged again as the recording says on a clock known not to have
+    // stepped, the host up for an hour: the later start proves reuse only so.)
+    let (report, _) = scan_replayed(&env, &["--json"], &shared, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
     let l = report.expect_lock(&pidfile);
     let text = joined(l);
     assert_eq!(l.verdict, "stale", "{text}");
@@ -1095,8 +1120,8 @@ fn a_pid_of_a_named_namespace_is_judged_there() {
     ) {
         return;
     }
-    // No container of another test may be handed this namespace's inode number once it
-    // ends (taken first: see util/quiet.rs); and it shares this host's mounts.
+    // No container or namespace of another test may be handed this namespace's inode number
+    // once it ends (the container's side taken first: see util/quiet.rs).
     let _no_container = quiet::absent(Fact::Container);
     let _namespace = quiet::making(Fact::PidNamespace);
     let mut ns = Guard::spawn(

@@ -17,15 +17,16 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::judging::{
-    assert_evidence, assert_open_here, booted_ago, evidence, expect, expect_in, judge,
-    judge_changed, judge_in, scan_findings, started_ms, steady, try_judge, written_at,
+    assert_evidence, assert_open_here, booted_ago, changed_ago, evidence, expect, judge,
+    judge_changed, judge_changed_with, judge_in, on_nfs, scan_findings, started_ms, steady,
+    try_judge, up_for_at_least, written_ago, written_ago_this_boot, written_at,
+    written_before_boot,
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Env, Group, Snap, age, age_across_boots, age_up_to, dead_pid, fixture, fixture_text, git,
-    git_ok, git_repo_with_a_commit, hold_flock, hostname, link, named_sleeper, now_ms,
-    parse_report, require, set_mtime_ms, skip, snapshot, spawn_as, spawn_as_env, swap_with,
-    wait_until, wait_within, which, write,
+    Env, Group, dead_pid, fixture, fixture_text, git, git_ok, git_repo_with_a_commit, hold_flock,
+    hostname, link, named_sleeper, now_ms, parse_report, require, set_mtime_ms, skip, snapshot,
+    spawn_as, spawn_as_env, swap_with, wait_until, wait_within, which, write,
 };
 
 use locksmith::config::{RawConfig, Settings};
@@ -41,21 +42,6 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
-/// A snapshot of this host with its boot time moved to `boot_secs` (seconds since the epoch).
-/// Process start times are read through the snapshot's boot time, so they move with it: the
-/// fixtures of a test are built relative to the snapshot, never to this machine's real boot.
-fn snapshot_booted_at(boot_secs: i64) -> Snap {
-    let mut snap = snapshot();
-    snap.host.boot_time = Some(boot_secs);
-    snap
-}
-
-/// A snapshot whose host booted an hour before now: every fixture written in the last hour
-/// is from this boot, however recently the machine really booted.
-fn snapshot_booted_an_hour_ago() -> Snap {
-    snapshot_booted_at(now_ms() / 1000 - 3600)
-}
-
 /// Judges `path` with dialect `id` as if it lay on an NFS mount.
 fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
     let snap = snapshot();
@@ -68,6 +54,15 @@ fn judge_on_nfs(path: &Path, id: &str) -> Judgement {
         "{id} does not recognise {path:?}"
     );
     d.judge(&lc.candidate(), &snap, &Windows::default())
+}
+
+/// A wall clock that may have stepped forward by up to an hour since this boot began (as
+/// this machine's may have): no time comparison within that proves anything.
+fn stepped_by_an_hour() -> locksmith::probe::clock::Clock {
+    locksmith::probe::clock::Clock {
+        step_ms: Some(3600 * 1000),
+        how: "the wall clock may have stepped forward by up to 1 h since this boot began".into(),
+    }
 }
 
 const BAD_PIDS: &[&str] = &["garbage", "0", "-1", "2147483648", "1; rm -rf /"];
@@ -131,7 +126,8 @@ fn pidfile_verdicts_follow_the_pid() {
         .and_then(|f| f.start_ms)
         .expect("start time of a child");
     set_mtime_ms(&old, started - 10_000);
-    expect(&old, "pidfile", Verdict::Live);
+    let f = expect(&old, "pidfile", Verdict::Live);
+    assert_evidence(&f, "which anyone who may write it can set");
     // The same file really written 10 s before the process started (in the evidence, on a
     // clock known steady, on a host up for an hour): the PID was reused.
     let f = judge_changed(&old, |ev| {
@@ -711,12 +707,12 @@ fn libreoffice_fixture_and_verdicts() {
     );
     expect(&other, "libreoffice", Verdict::Foreign);
 
-    // The record's time has minutes only: judged with a host booted an hour ago, so that a
-    // machine booted a minute ago does not make it older than the boot.
+    // Judged as written a minute ago, in this boot (old enough for the writer's shortest
+    // hold; the record's time, local and with minutes only, is never compared).
     {
         let _no_office = quiet::absent(Fact::Office);
         if quiet::none_running(Fact::Office) {
-            let f = judge_in(old(&lock), &snapshot_booted_an_hour_ago());
+            let f = judge_a_minute_old(&lock);
             assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
             assert_evidence(&f, "no office (soffice) process runs on this host");
             assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent);
@@ -825,15 +821,32 @@ fn postgres_verdicts() {
     assert_evidence(&f, "nothing proves the lock is not its");
 
     // The Docker trap: the PID now belongs to a process that started after the server
-    // recorded its start: reused.
+    // recorded its start: reused (on a clock known steady, the host up for an hour).
     let later = crate::util::sleeper();
     write(
         &pidfile,
         postmaster_with(later.pid() as i64, &data, now - 10),
     );
-    let f = expect(&pidfile, "postgres", Verdict::Stale);
+    let f = judge_changed(&pidfile, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "was reused");
     assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::PidReused);
+    // On a clock that may have stepped forward by more than that since the boot began, the
+    // later start proves nothing: the process may be the server itself.
+    let f = judge_changed(&pidfile, |ev| {
+        up_for_at_least(ev, 3600);
+        ev.clock = Some(stepped_by_an_hour());
+    });
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Unknown,
+        "{:#?}",
+        f.judgement
+    );
+    assert_evidence(&f, "that it started later proves nothing");
 
     // A postgres running in this data directory: live.
     let bin = dir.path().join("bin");
@@ -1271,20 +1284,37 @@ fn terraform_real_apply_is_live_then_stale() {
 // ---------------------------------------------------------------------------------------------
 // git
 
-/// A minimal repository layout: `repo/.git/{HEAD,refs/heads}` and a work-tree subdirectory.
+/// A repository laid out as `git init` makes it, as far as git itself asks of a git
+/// directory (`HEAD`, `objects/`, `refs/`): `repo/.git/{HEAD,objects,refs/heads}` and a
+/// work-tree subdirectory.
 fn fake_repo(root: &Path) -> PathBuf {
     let repo = root.join("repo");
     write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
+    fs::create_dir_all(repo.join(".git/objects")).unwrap();
     fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
     fs::create_dir_all(repo.join("src")).unwrap();
     repo
 }
 
-/// Sets a lock's mtime a minute back (judge it with `snapshot_booted_an_hour_ago`, so that a
-/// machine booted less than a minute ago does not make it older than the boot).
-fn old(path: &Path) -> &Path {
-    age_across_boots(path, 60);
-    path
+/// Judges `lock` as written a minute before the evidence was taken, in this boot (the host up
+/// an hour longer), whatever this machine's clock and boot: old enough for git's shortest
+/// hold, too young for any earlier boot.
+fn judge_a_minute_old(lock: &Path) -> Finding {
+    judge_changed(lock, |ev| written_ago_this_boot(ev, lock, 60))
+}
+
+/// [`judge_a_minute_old`], checking the dialect and the verdict.
+fn expect_a_minute_old(lock: &Path, dialect: &str, verdict: Verdict) -> Finding {
+    let f = judge_a_minute_old(lock);
+    assert_eq!(f.dialect, dialect, "{}: {:#?}", lock.display(), f.judgement);
+    assert_eq!(
+        f.judgement.verdict(),
+        verdict,
+        "{}: {:#?}",
+        lock.display(),
+        f.judgement
+    );
+    f
 }
 
 #[test]
@@ -1297,16 +1327,18 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         fixture("git/index-lock-commit-editor.bin"),
     );
     // Just made: git may be starting.
-    let f = expect(&index, "git", Verdict::Unknown);
-    assert_evidence(&f, "just starting");
-    let f = expect_in(
-        &snapshot_booted_an_hour_ago(),
-        old(&index),
-        "git",
-        Verdict::Stale,
+    let f = judge_changed(&index, |ev| written_ago_this_boot(ev, &index, 0));
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Unknown,
+        "{:#?}",
+        f.judgement
     );
+    assert_evidence(&f, "just starting");
+    let f = expect_a_minute_old(&index, "git", Verdict::Stale);
     assert_evidence(&f, "no git process works in");
     assert_evidence(&f, "no process has the lock or a file of");
+    assert_evidence(&f, "in the git directory");
     assert!(
         f.judgement.owner.unwrap().detail.unwrap().contains("index"),
         "detail names what is written"
@@ -1316,12 +1348,7 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         &repo.join(".git/refs/heads/main.lock"),
         fixture("git/ref-lock-main.txt"),
     );
-    let f = expect_in(
-        &snapshot_booted_an_hour_ago(),
-        old(&reflock),
-        "git",
-        Verdict::Stale,
-    );
+    let f = expect_a_minute_old(&reflock, "git", Verdict::Stale);
     assert!(
         f.judgement
             .owner
@@ -1336,29 +1363,33 @@ fn git_fixtures_and_verdicts_without_a_git_process() {
         &repo.join(".git/HEAD.lock"),
         fixture("git/head-lock-empty.txt"),
     );
-    expect_in(
-        &snapshot_booted_an_hour_ago(),
-        old(&head),
-        "git",
-        Verdict::Stale,
-    );
+    expect_a_minute_old(&head, "git", Verdict::Stale);
     let packed = write(&repo.join(".git/packed-refs.lock"), "");
-    expect_in(
-        &snapshot_booted_an_hour_ago(),
-        old(&packed),
-        "git",
-        Verdict::Stale,
-    );
+    expect_a_minute_old(&packed, "git", Verdict::Stale);
 
     // Open in a process: live, whatever its age.
     let open = fs::File::open(&index).unwrap();
-    let f = expect(&index, "git", Verdict::Live);
+    let f = judge_a_minute_old(&index);
+    assert_eq!(f.judgement.verdict(), Verdict::Live, "{:#?}", f.judgement);
     assert_open_here(&f);
     drop(open);
 
     // A network file system: a git on another machine may hold it.
     let j = judge_on_nfs(&index, "git");
     assert_eq!(j.verdict(), Verdict::Foreign, "{j:#?}");
+
+    // Named as git names its locks, but not in a git directory (no `objects/`, which git asks
+    // for before it takes a directory for one): git's condition is not checked of it.
+    let lookalike = dir.path().join("lookalike");
+    write(&lookalike.join(".git/HEAD"), "ref: refs/heads/main\n");
+    fs::create_dir_all(lookalike.join(".git/refs/heads")).unwrap();
+    let index = write(
+        &lookalike.join(".git/index.lock"),
+        fixture("git/index-lock-commit-editor.bin"),
+    );
+    let f = judge_a_minute_old(&index);
+    assert_ne!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    assert_evidence(&f, "is no git directory");
 }
 
 #[test]
@@ -1408,11 +1439,10 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
         &repo.join(".git/index.lock"),
         fixture("git/index-lock-commit-editor.bin"),
     );
-    old(&index);
 
     // A git whose working directory is inside the work tree.
     let git = named_sleeper(&bin, "git", &repo.join("src"));
-    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
+    let f = expect_a_minute_old(&index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", git.pid()));
     drop(git);
 
@@ -1425,18 +1455,13 @@ fn git_process_in_the_repository_keeps_its_locks_live() {
         dir.path(),
         &[("GIT_DIR", &repo.join(".git"))],
     );
-    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
+    let f = expect_a_minute_old(&index, "git", Verdict::Live);
     assert_evidence(&f, "GIT_DIR");
     drop(git);
 
     // A git in another directory proves nothing: it is listed as checked.
     let git = named_sleeper(&bin, "git", dir.path());
-    let f = expect_in(
-        &snapshot_booted_an_hour_ago(),
-        &index,
-        "git",
-        Verdict::Stale,
-    );
+    let f = expect_a_minute_old(&index, "git", Verdict::Stale);
     // Listed among the git processes checked (the list is cut after 8: other tests and other
     // programs on the machine may run git too).
     let all = evidence(&f);
@@ -1483,19 +1508,16 @@ fn git_real_commit_waiting_in_its_editor_is_live_then_stale() {
             .any(|(_, comm)| comm == "sleep")
     });
     assert!(fs::metadata(&index).is_ok_and(|m| m.len() > 0));
-    old(&index);
-    let f = expect_in(&snapshot_booted_an_hour_ago(), &index, "git", Verdict::Live);
+    // Judged as written a minute before (git's editor may wait for hours): live while git
+    // waits, stale once it is killed.
+    let f = expect_a_minute_old(&index, "git", Verdict::Live);
     assert_evidence(&f, &format!("{} (cwd", commit.pid()));
     assert!(f.judgement.holders.is_empty(), "git does not hold it open");
 
     commit.kill();
-    let f = expect_in(
-        &snapshot_booted_an_hour_ago(),
-        &index,
-        "git",
-        Verdict::Stale,
-    );
+    let f = expect_a_minute_old(&index, "git", Verdict::Stale);
     assert_evidence(&f, "no git process works in");
+    assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent);
 }
 
 #[test]
@@ -1518,10 +1540,9 @@ fn git_in_a_linked_worktree_keeps_shared_locks_live() {
     );
 
     let lock = write(&repo.join(".git/refs/heads/feature.lock"), "");
-    old(&lock);
-    expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Stale);
+    expect_a_minute_old(&lock, "git", Verdict::Stale);
     let git = named_sleeper(&dir.path().join("bin"), "git", &wt);
-    let f = expect_in(&snapshot_booted_an_hour_ago(), &lock, "git", Verdict::Live);
+    let f = expect_a_minute_old(&lock, "git", Verdict::Live);
     assert_evidence(&f, &git.pid().to_string());
 }
 
@@ -1592,19 +1613,43 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     let lock = dir.path().join("job.lock");
     fs::create_dir(&lock).unwrap();
     // A shell script's `mkdir job.lock || exit`: it never refreshes its lock and may hold it
-    // for hours. Fresh or old, its age proves nothing. (Judged with a snapshot whose host
-    // booted an hour ago.)
-    let booted = snapshot_booted_an_hour_ago();
+    // for hours. Fresh or old, its age proves nothing (judged as written that long ago in
+    // this boot, on a clock known steady).
+    let expect_dir = |f: Finding, verdict: Verdict| {
+        assert_eq!(f.dialect, "mkdir-lock");
+        assert_eq!(f.judgement.verdict(), verdict, "{:#?}", f.judgement);
+        f
+    };
     for age_s in [0, 60, 400, 50 * 60] {
-        age_across_boots(&lock, age_s);
-        let f = expect_in(&booted, &lock, "mkdir-lock", Verdict::Unknown);
+        let f = judge_changed(&lock, |ev| {
+            steady(ev);
+            written_ago_this_boot(ev, &lock, age_s);
+        });
+        let f = expect_dir(f, Verdict::Unknown);
         assert_evidence(&f, "its age proves nothing");
     }
     // Written before this boot, on a local file system: every process of that boot is gone.
-    age_across_boots(&lock, 2 * 3600);
-    let f = expect_in(&booted, &lock, "mkdir-lock", Verdict::Stale);
+    let f = judge_changed(&lock, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+        written_before_boot(ev, &lock, 3600);
+    });
+    let f = expect_dir(f, Verdict::Stale);
     assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::EarlierBoot);
-    age(&lock, 0);
+    // Its mtime set back to before this boot (`touch -d`: anyone who may write it can) proves
+    // nothing: the kernel's ctime says it changed after the boot. Judged with a host booted
+    // an hour ago on a clock known steady, the file's times as this machine has them.
+    set_mtime_ms(&lock, now_ms() - 2 * 3600 * 1000);
+    let f = judge_changed(&lock, |ev| {
+        steady(ev);
+        booted_ago(ev, 3600);
+    });
+    let f = expect_dir(f, Verdict::Unknown);
+    assert!(
+        !evidence(&f).contains("before this host booted"),
+        "{:#?}",
+        f.judgement
+    );
 
     // `mkdir $L && echo $$ > $L/pid`: the record inside names the owner.
     let script = crate::util::sleeper();
@@ -1617,11 +1662,13 @@ fn mkdir_lock_age_proves_nothing_without_a_promise_to_refresh() {
     assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::PidGone);
     fs::remove_file(lock.join("pid")).unwrap();
 
-    // Held with flock (open and locked): live whatever its age (ten minutes, or as old as
-    // this boot allows).
-    age_up_to(&lock, 600, 60);
+    // Held with flock (open and locked): live whatever its age (ten minutes).
     let holder = hold_flock(&lock);
-    let f = expect(&lock, "mkdir-lock", Verdict::Live);
+    let f = judge_changed(&lock, |ev| {
+        steady(ev);
+        written_ago_this_boot(ev, &lock, 600);
+    });
+    let f = expect_dir(f, Verdict::Live);
     assert_eq!(f.judgement.holders[0].pid, holder.pid());
     drop(holder);
 
@@ -1664,10 +1711,15 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
         .scan;
     let lock = dir.path().join("app-data").join("db.json.lock");
     fs::create_dir_all(&lock).unwrap();
-    let judge = |snap: &Snap| try_judge(&lock, snap, &config).unwrap().expect("a lock");
+    // Judged as refreshed `secs` ago, in this boot, on a clock known steady.
+    let judge = |secs: i64| {
+        judge_changed_with(&lock, &config, |ev| {
+            steady(ev);
+            written_ago_this_boot(ev, &lock, secs);
+        })
+    };
     // Refreshed within its window: nothing proven either way.
-    age(&lock, 10);
-    let f = judge(&snapshot());
+    let f = judge(10);
     assert_eq!(f.dialect, "app-locks");
     assert_eq!(
         f.judgement.verdict(),
@@ -1675,19 +1727,31 @@ fn a_declared_refresh_window_makes_an_old_lock_directory_stale() {
         "{:#?}",
         f.judgement
     );
-    // Past it, with nobody holding it: its writer would have refreshed it. (Judged with this
-    // host's boot time: in this boot, or the earlier-boot rule would prove it first.)
-    age(&lock, 60);
-    let f = judge(&snapshot());
+    assert_evidence(&f, "within its writer's 20 s window");
+    // Past it, with nobody holding it: its writer would have refreshed it.
+    let f = judge(60);
     assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_eq!(
         f.judgement.proofs()[0].rule,
         locksmith::Rule::HeartbeatExpired
     );
     assert_evidence(&f, "longer than its writer's 20 s window");
+    // The same on a clock that may have stepped forward by more than the time since: the
+    // refresh may be more recent than it looks, so nothing is proven.
+    let f = judge_changed_with(&lock, &config, |ev| {
+        written_ago_this_boot(ev, &lock, 60);
+        ev.clock = Some(stepped_by_an_hour());
+    });
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Unknown,
+        "{:#?}",
+        f.judgement
+    );
+    assert_evidence(&f, "that proves nothing");
     // Locked in the kernel: held, whatever its age.
     let holder = hold_flock(&lock);
-    let f = judge(&snapshot());
+    let f = judge(60);
     assert_eq!(f.judgement.verdict(), Verdict::Live, "{:#?}", f.judgement);
     drop(holder);
 }
@@ -1842,11 +1906,19 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
     let dir = tempdir();
     let lock = dir.path().join("shared.lock");
     fs::create_dir(&lock).unwrap();
-    // No promise to refresh: a process on another machine may hold it. (On a network file
-    // system no earlier-boot rule applies: the age may fall before this boot.)
-    age_across_boots(&lock, 3600);
-    let j = judge_on_nfs(&lock, "mkdir-lock");
-    assert_eq!(j.verdict(), Verdict::Foreign, "{j:#?}");
+    // No promise to refresh: a process on another machine may hold it, however old it is
+    // (an hour, on a steady clock; on a network file system no earlier-boot rule applies).
+    let f = judge_changed(&lock, |ev| {
+        steady(ev);
+        on_nfs(ev, &lock);
+        written_ago(ev, &lock, 3600);
+    });
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Foreign,
+        "{:#?}",
+        f.judgement
+    );
 
     // A declared writer refreshing it every 300 s: past the window by less than the
     // allowance for the server's clock proves nothing; past both, stale.
@@ -1859,23 +1931,19 @@ fn mkdir_lock_on_a_network_fs_allows_for_the_server_clock() {
         .and_then(RawConfig::validate)
         .unwrap()
         .scan;
-    let declared = config
-        .dialects()
-        .iter()
-        .find(|d| d.id() == "shared-locks")
-        .copied()
-        .unwrap();
-    let on_nfs = |age_s: u64| {
-        age_across_boots(&lock, age_s);
-        let snap = snapshot();
-        let mut lc = LoadedCandidate::load(&lock, &snap).unwrap();
-        lc.fs = FsInfo::new("nfs", true);
-        declared.judge(&lc.candidate(), &snap, &Windows::default())
+    let on_nfs_for = |age_s: i64| {
+        let f = judge_changed_with(&lock, &config, |ev| {
+            steady(ev);
+            on_nfs(ev, &lock);
+            written_ago_this_boot(ev, &lock, age_s);
+        });
+        assert_eq!(f.dialect, "shared-locks");
+        f.judgement
     };
-    let j = on_nfs(330);
+    let j = on_nfs_for(330);
     assert_eq!(j.verdict(), Verdict::Unknown, "{j:#?}");
     assert!(j.evidence.iter().any(|l| l.contains("server clock")));
-    let j = on_nfs(600);
+    let j = on_nfs_for(600);
     assert_eq!(j.verdict(), Verdict::Stale, "{j:#?}");
     assert!(j.evidence.iter().any(|l| l.contains("server's clock")));
 }
@@ -1953,20 +2021,16 @@ fn git_gc_pid() {
 #[test]
 fn git_named_by_git_dir_on_its_command_line_keeps_the_lock_live() {
     let dir = tempfile::tempdir().unwrap();
+    // A bare repository as `git init --bare` lays it out (what git asks of a git directory).
     let repo = dir.path().join("mirror.git");
     fs::create_dir_all(repo.join("refs/heads")).unwrap();
+    fs::create_dir_all(repo.join("objects")).unwrap();
     fs::write(repo.join("HEAD"), "ref: refs/heads/main\n").unwrap();
     let lock = repo.join("refs/heads/main.lock");
     fs::write(&lock, "").unwrap();
-    // A minute old, in this boot (judged with this host's boot time: written before it, the
-    // earlier-boot rule would prove it stale whatever git runs).
-    age(&lock, 60);
-
-    let judge = || {
-        try_judge(&lock, &snapshot(), &Settings::embedded().scan)
-            .unwrap()
-            .expect("a git lock")
-    };
+    // A minute old, in this boot (written before it, the earlier-boot rule would prove it
+    // stale whatever git runs).
+    let judge = || judge_a_minute_old(&lock);
     let before = judge();
     assert_eq!(before.dialect, "git");
     assert_eq!(before.judgement.verdict(), Verdict::Stale, "{before:?}");
@@ -2010,31 +2074,58 @@ fn another_host_is_decided_before_any_time_rule() {
     let dir = tempdir();
     let tmp = dir.path();
     let host = hostname();
-    // Written 400 days ago, judged with a snapshot whose host booted after every time in these
-    // fixtures, taken for each fixture after it is written: the open-files map of one taken
-    // earlier may name an inode that another test's file held then and this one has now.
-    let long_ago = |path: &Path| age_across_boots(path, 400 * 86_400);
-    let booted_now = || snapshot_booted_at(now_ms() / 1000);
+    // Each judged as written 400 days before this host booted, on a clock known steady:
+    // proof enough of an earlier boot, for a lock of this host.
+    let long_ago = |path: &Path| {
+        judge_changed(path, |ev| {
+            steady(ev);
+            written_before_boot(ev, path, 400 * 86_400);
+        })
+    };
+    let expect_long_ago = |path: &Path, dialect: &str, verdict: Verdict| {
+        let f = long_ago(path);
+        assert_eq!(f.dialect, dialect, "{}", path.display());
+        assert_eq!(f.judgement.verdict(), verdict, "{:#?}", f.judgement);
+        f
+    };
 
     let theirs = write(&tmp.join(".~lock.theirs.odt#"), office_record("laptop"));
-    long_ago(&theirs);
-    let f = expect_in(&booted_now(), &theirs, "libreoffice", Verdict::Foreign);
+    let f = expect_long_ago(&theirs, "libreoffice", Verdict::Foreign);
     assert_evidence(&f, "\"laptop\"");
     let ours = write(&tmp.join(".~lock.ours.odt#"), office_record(&host));
-    long_ago(&ours);
     {
         let _no_office = quiet::absent(Fact::Office);
         if quiet::none_running(Fact::Office) {
-            let f = judge_in(&ours, &booted_now());
-            assert_eq!(f.dialect, "libreoffice");
-            assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+            let f = expect_long_ago(&ours, "libreoffice", Verdict::Stale);
             assert_evidence(&f, "before this host booted");
+            assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::EarlierBoot);
+            // Its mtime set back 400 days (anyone who may write it can) is not a write
+            // before this boot: the kernel changed it a minute ago, an hour after the boot.
+            // Stale all the same, but by its writer's absence, not by time.
+            set_mtime_ms(&ours, now_ms() - 400 * 86_400_000);
+            let f = judge_changed(&ours, |ev| {
+                steady(ev);
+                booted_ago(ev, 3600);
+                changed_ago(ev, &ours, 60);
+            });
+            assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+            assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::WriterAbsent);
+            assert!(
+                !evidence(&f).contains("before this host booted"),
+                "{:#?}",
+                f.judgement
+            );
+            assert_evidence(&f, "its mtime says");
+            assert_evidence(&f, "which anyone who may write it can set");
         }
     }
     // The record's own time (local, zone unknown) is never taken for the write time: a file
-    // written now with a record stamped long ago is not from an earlier boot.
+    // written a minute ago with a record stamped long ago is not from an earlier boot.
     let fresh = write(&tmp.join(".~lock.fresh.odt#"), office_record(&host));
-    let f = judge_in(&fresh, &snapshot_booted_an_hour_ago());
+    let f = judge_changed(&fresh, |ev| {
+        steady(ev);
+        written_ago_this_boot(ev, &fresh, 60);
+    });
     assert!(
         !evidence(&f).contains("before this host booted"),
         "{:#?}",
@@ -2048,27 +2139,23 @@ fn another_host_is_decided_before_any_time_rule() {
         &ws.join(".terraform.tfstate.lock.info"),
         lock_info_for("ci@build-7.example"),
     );
-    long_ago(&info);
-    expect_in(&booted_now(), &info, "terraform", Verdict::Foreign);
+    expect_long_ago(&info, "terraform", Verdict::Foreign);
 
     // A pid record of another host, written before our boot: foreign, not stale.
     let rec = write(&tmp.join("model.lock"), format!("{}\nlaptop\n", dead_pid()));
-    long_ago(&rec);
-    expect_in(&booted_now(), &rec, "pidfile", Verdict::Foreign);
+    expect_long_ago(&rec, "pidfile", Verdict::Foreign);
 
     // Locks naming no host, on a local file system, from before the boot: stale by time.
     let repo = fake_repo(&tmp.join("git"));
     let index = write(&repo.join(".git/index.lock"), "DIRC");
-    long_ago(&index);
-    let f = expect_in(&booted_now(), &index, "git", Verdict::Stale);
+    let f = expect_long_ago(&index, "git", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
     let pg = tmp.join("pg");
     let pidfile = write(
         &pg.join("postmaster.pid"),
         postmaster_with(dead_pid() as i64, Path::new("/var/lib/postgresql/data"), 0),
     );
-    long_ago(&pidfile);
-    let f = expect_in(&booted_now(), &pidfile, "postgres", Verdict::Stale);
+    let f = expect_long_ago(&pidfile, "postgres", Verdict::Stale);
     assert_evidence(&f, "before this host booted");
 }
 

@@ -18,11 +18,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::util;
-use crate::util::judging::{assert_evidence, expect, judge, try_judge};
+use crate::util::judging::{
+    ask_here, assert_evidence, booted_ago, expect, judge, judge_changed, on_nfs, record_scan,
+    replay_json, steady, try_judge, up_for_at_least, written_ago_this_boot, written_before_boot,
+};
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Env, Group, Guard, age, dead_pid, hold_open, hostname, named_sleeper, require, require_that,
-    snapshot, wait_for, write,
+    Env, Group, Guard, dead_pid, hold_open, hostname, named_sleeper, require, require_that,
+    wait_for, write,
 };
 use locksmith::Verdict;
 
@@ -259,11 +262,15 @@ fn nvim_shada_temp_file_open_then_left() {
     }
     writer.kill();
     if !tmp.exists() {
+        // As nvim leaves it: the start of a ShaDa file, nvim's own header first.
         eprintln!("nvim finished before it was killed; the leftover is made by hand");
-        write(&tmp, b"\x01\x00");
+        let start = fs::read(&shada).unwrap();
+        write(&tmp, &start[..start.len().min(4096)]);
     }
-    age(&tmp, 30);
-    let f = expect(&tmp, "nvim-shada", Verdict::Stale);
+    // Judged as left 30 s ago (longer than a rename takes), in this boot.
+    let f = judge_changed(&tmp, |ev| written_ago_this_boot(ev, &tmp, 30));
+    assert_eq!(f.dialect, "nvim-shada");
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "killed while writing");
     // Held open by a process: live.
     let _holder = hold_open(&tmp);
@@ -388,8 +395,14 @@ fn r_install_lock_from_a_killed_install() {
     assert_evidence(&f, "process works in the library");
 
     r.kill();
-    age(&lock, 10);
-    let f = expect(&lock, "r-install", Verdict::Stale);
+    // Judged as left 10 s ago (older than R's shortest hold), in this boot.
+    let left = || {
+        let f = judge_changed(&lock, |ev| written_ago_this_boot(ev, &lock, 10));
+        assert_eq!(f.dialect, "r-install");
+        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+        f
+    };
+    let f = left();
     let all = f.judgement.evidence.join("\n");
     assert!(!all.contains("just a lock"), "{all}");
     if lock.join("tinypkg/DESCRIPTION").exists() {
@@ -403,7 +416,7 @@ fn r_install_lock_from_a_killed_install() {
     let other = dir.path().join("other");
     fs::create_dir(&other).unwrap();
     let r = named_sleeper(&dir.path().join("bin"), "R", &other);
-    let f = expect(&lock, "r-install", Verdict::Stale);
+    let f = left();
     assert_evidence(&f, "no R process works in the library");
     assert_evidence(&f, &format!("{} (cwd {}", r.pid(), other.display()));
 }
@@ -440,8 +453,10 @@ fn rpm_db_environment_files() {
     if !db.join(".rpm.lock").exists() {
         write(&db.join(".rpm.lock"), b"");
     }
-    age(&region, 120);
-    let f = expect(&region, "rpm-db", Verdict::Stale);
+    // Judged as left two minutes ago (older than rpm's shortest hold), in this boot.
+    let f = judge_changed(&region, |ev| written_ago_this_boot(ev, &region, 120));
+    assert_eq!(f.dialect, "rpm-db");
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
     assert_evidence(&f, "--rebuilddb");
 
     // A transaction holds .rpm.lock.
@@ -488,7 +503,10 @@ fn rpm_db_environment_files() {
 // ---------------------------------------------------------------------------------------------
 // Formats written as their programs' sources write them
 
-/// pacman's `db.lck`: empty, mode 0000, held open by pacman while it runs.
+/// pacman's `db.lck`: empty, mode 0000, held open by pacman while it runs. Where pacman is
+/// installed, the real pacman makes its database directory and the lock: a `pacman -Sy` of a
+/// repository whose database is a FIFO nobody writes waits there holding it, and is killed;
+/// elsewhere both are made as libalpm makes them.
 #[test]
 fn pacman_db_lock() {
     // Stale only while no package manager runs on this host.
@@ -498,18 +516,77 @@ fn pacman_db_lock() {
     }
     let dir = tempdir();
     let dbpath = dir.path().join("var/lib/pacman");
-    fs::create_dir_all(dbpath.join("local")).unwrap();
-    fs::create_dir_all(dbpath.join("sync")).unwrap();
-    let lock = write(&dbpath.join("db.lck"), b"");
-    fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
-    age(&lock, 60);
-    // Not yet a libalpm database (libalpm writes local/ALPM_DB_VERSION when it makes one): the
-    // name alone does not make it pacman's.
-    let f = judge(&lock);
-    assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
-    write(&dbpath.join("local/ALPM_DB_VERSION"), b"9\n");
+    let lock = dbpath.join("db.lck");
+    if util::which("pacman").is_some() {
+        let srv = dir.path().join("srv");
+        let cache = dir.path().join("cache");
+        fs::create_dir_all(&srv).unwrap();
+        fs::create_dir_all(&cache).unwrap();
+        fs::create_dir_all(dir.path().join("root")).unwrap();
+        // pacman makes what is inside its database directory, not the directory.
+        fs::create_dir_all(&dbpath).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            srv.join("hang.db"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let d = dir.path().display();
+        let conf = write(
+            &dir.path().join("pacman.conf"),
+            format!(
+                "[options]\nRootDir = {d}/root\nDBPath = {}/\nCacheDir = {}/\n\
+                 LogFile = {d}/pacman.log\nGPGDir = {d}/gnupg/\nArchitecture = auto\n\
+                 SigLevel = Never\n[hang]\nServer = file://{}\n",
+                dbpath.display(),
+                cache.display(),
+                srv.display()
+            ),
+        );
+        let _pacman = quiet::making(Fact::PackageManager);
+        let mut pacman = Group::spawn(
+            Command::new("pacman")
+                .arg("--config")
+                .arg(&conf)
+                .arg("-Sy")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
+        let pid = pacman.pid();
+        wait_for("pacman to take db.lck", || {
+            fs::read_dir(format!("/proc/{pid}/fd"))
+                .ok()?
+                .flatten()
+                .any(|fd| fs::read_link(fd.path()).is_ok_and(|t| t == lock))
+                .then_some(())
+        });
+        let f = expect(&lock, "pacman", Verdict::Live);
+        assert!(
+            f.judgement.holders.iter().any(|h| h.pid == pid),
+            "{:#?}",
+            f.judgement
+        );
+        pacman.kill();
+    } else {
+        fs::create_dir_all(dbpath.join("local")).unwrap();
+        fs::create_dir_all(dbpath.join("sync")).unwrap();
+        write(&lock, b"");
+        fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
+        // Not yet a libalpm database (libalpm writes local/ALPM_DB_VERSION when it makes
+        // one): the name alone does not make it pacman's.
+        let f = judge(&lock);
+        assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
+        write(&dbpath.join("local/ALPM_DB_VERSION"), "9\n");
+    }
+    assert!(dbpath.join("local/ALPM_DB_VERSION").is_file());
+    let meta = fs::metadata(&lock).unwrap();
+    assert_eq!((meta.len(), meta.permissions().mode() & 0o7777), (0, 0));
     let f = expect(&lock, "pacman", Verdict::Stale);
     assert_evidence(&f, "no pacman, pamac, yay");
+    assert_evidence(&f, "libalpm database directory");
 
     // A pacman that runs (without the file open) may be about to take it.
     let bin = dir.path().join("bin");
@@ -523,6 +600,16 @@ fn pacman_db_lock() {
     let pid = holder.pid();
     let f = expect(&lock, "pacman", Verdict::Live);
     assert!(f.judgement.holders.iter().any(|h| h.pid == pid as i32));
+    drop(holder);
+
+    // The same file where no libalpm database is (no local/ALPM_DB_VERSION): not pacman's,
+    // whatever runs or not.
+    let elsewhere = dir.path().join("app/db.lck");
+    fs::create_dir_all(dir.path().join("app/local")).unwrap();
+    fs::copy(&lock, &elsewhere).unwrap();
+    fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o000)).unwrap();
+    let f = judge(&elsewhere);
+    assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
 }
 
 /// A Rack/Rails `tmp/pids/server.pid`: the PID must be a Ruby working in that app.
@@ -605,43 +692,43 @@ fn vscode_workspace_and_remote_locks() {
     let f = expect(&lock, "vscode", Verdict::Live);
     assert_evidence(&f, "refreshed");
 
-    // Its PID gone and not refreshed for a minute: VS Code itself takes it over.
+    // Its PID gone and not refreshed for a minute (as the evidence says, in this boot): VS
+    // Code itself takes it over.
     write(
         &lock,
         format!("{{\"pid\":{},\"willReleaseAt\":0}}", dead_pid()),
     );
-    age(&lock, 60);
-    let f = expect(&lock, "vscode", Verdict::Stale);
+    let judged = |change: &dyn Fn(&mut locksmith::probe::Evidence), verdict: Verdict| {
+        let f = judge_changed(&lock, change);
+        assert_eq!(f.dialect, "vscode");
+        assert_eq!(f.judgement.verdict(), verdict, "{:#?}", f.judgement);
+        f
+    };
+    let f = judged(&|ev| written_ago_this_boot(ev, &lock, 60), Verdict::Stale);
     assert_evidence(&f, "whose PID is gone");
     // Refreshed a moment ago, whatever the PID says (a dev container's server writes a PID of
     // its own namespace): live.
-    age(&lock, 1);
-    expect(&lock, "vscode", Verdict::Live);
+    judged(&|ev| written_ago_this_boot(ev, &lock, 1), Verdict::Live);
     // On a network file system nobody here can vouch for the PID; not refreshed for 11
-    // minutes, VS Code's own rule makes it stale.
-    let snap = snapshot();
-    let d = locksmith::dialect::by_id("vscode").unwrap();
-    let w = locksmith::dialect::Windows::default();
-    let on_nfs = || {
-        let mut lc = locksmith::dialect::LoadedCandidate::load(&lock, &snap).unwrap();
-        lc.fs = locksmith::probe::FsInfo::new("nfs", true);
-        lc
-    };
-    assert_eq!(
-        d.judge(&on_nfs().candidate(), &snap, &w).verdict(),
-        Verdict::Foreign
+    // minutes (on a clock known steady), VS Code's own rule makes it stale. (A minute more
+    // is allowed for the file server's clock; on a network file system no earlier-boot rule
+    // applies.)
+    judged(
+        &|ev| {
+            on_nfs(ev, &lock);
+            written_ago_this_boot(ev, &lock, 1);
+        },
+        Verdict::Foreign,
     );
-    // (A minute more is allowed for the file server's clock.) On a network file system no
-    // earlier-boot rule applies: the age may fall before this boot.
-    util::age_across_boots(&lock, 12 * 60);
-    let j = d.judge(&on_nfs().candidate(), &snap, &w);
-    assert_eq!(j.verdict(), Verdict::Stale, "{j:#?}");
-    assert!(
-        j.evidence
-            .iter()
-            .any(|e| e.contains("not refreshed for 10 minutes")),
-        "{j:#?}"
+    let f = judged(
+        &|ev| {
+            steady(ev);
+            on_nfs(ev, &lock);
+            written_ago_this_boot(ev, &lock, 12 * 60);
+        },
+        Verdict::Stale,
     );
+    assert_evidence(&f, "not refreshed for 10 minutes");
 
     let remote = write(
         &dir.path()
@@ -649,19 +736,43 @@ fn vscode_workspace_and_remote_locks() {
         b"",
     );
     expect(&remote, "vscode", Verdict::Unknown);
-    // Its writer (a shell script) promises nothing: however old, not proven ... (judged with
-    // snapshots whose boot time is set here, before and after the file was written).
-    util::age_across_boots(&remote, 2 * 3600);
-    let booted = |secs_ago: i64| {
-        let mut snap = snapshot();
-        snap.host.boot_time = Some(util::now_ms() / 1000 - secs_ago);
-        snap
+    // Its writer (a shell script) promises nothing: however old, not proven (two hours, in
+    // this boot, on a clock known steady) ...
+    let remote_judged = |change: &dyn Fn(&mut locksmith::probe::Evidence), verdict: Verdict| {
+        let f = judge_changed(&remote, change);
+        assert_eq!(f.dialect, "vscode");
+        assert_eq!(f.judgement.verdict(), verdict, "{:#?}", f.judgement);
+        f
     };
-    let f = util::judging::expect_in(&booted(3 * 3600), &remote, "vscode", Verdict::Unknown);
+    let f = remote_judged(
+        &|ev| {
+            steady(ev);
+            written_ago_this_boot(ev, &remote, 2 * 3600);
+        },
+        Verdict::Unknown,
+    );
     assert_evidence(&f, "its age proves nothing");
     // ... unless written before this boot.
-    let f = util::judging::expect_in(&booted(3600), &remote, "vscode", Verdict::Stale);
+    let f = remote_judged(
+        &|ev| {
+            steady(ev);
+            up_for_at_least(ev, 3600);
+            written_before_boot(ev, &remote, 3600);
+        },
+        Verdict::Stale,
+    );
     assert_evidence(&f, "Installation already in progress");
+    // Its mtime set back to before this boot proves nothing (anyone who may write it can set
+    // it): the kernel's ctime says it changed after the boot.
+    util::set_mtime_ms(&remote, util::now_ms() - 2 * 3600 * 1000);
+    let f = remote_judged(
+        &|ev| {
+            steady(ev);
+            booted_ago(ev, 3600);
+        },
+        Verdict::Unknown,
+    );
+    assert_evidence(&f, "its age proves nothing");
     let _opener = hold_open(&remote);
     expect(&remote, "vscode", Verdict::Live);
 }
@@ -750,15 +861,20 @@ fn conda_julia_and_libreoffice_profile() {
         )
     };
     write(&profile, lockdata(&hostname()));
-    // Older than LibreOffice's start-up (a lock made a moment ago proves nothing).
-    util::age(&profile, 10);
+    // Judged as written 10 s ago, in this boot: older than LibreOffice's start-up (a lock
+    // made a moment ago proves nothing).
+    let judge_profile = |verdict: Verdict| {
+        let f = judge_changed(&profile, |ev| written_ago_this_boot(ev, &profile, 10));
+        assert_eq!(f.dialect, "libreoffice-profile");
+        assert_eq!(f.judgement.verdict(), verdict, "{:#?}", f.judgement);
+    };
     {
         // Stale only while no office program runs on this host.
         let _no_office = quiet::absent(Fact::Office);
         if quiet::none_running(Fact::Office) {
-            expect(&profile, "libreoffice-profile", Verdict::Stale);
+            judge_profile(Verdict::Stale);
             let _soffice = named_sleeper(&bin, "soffice.bin", dir.path());
-            expect(&profile, "libreoffice-profile", Verdict::Live);
+            judge_profile(Verdict::Live);
         }
     }
     write(&profile, lockdata("elsewhere.example"));
@@ -848,8 +964,9 @@ fn declared_dialect_from_configuration_to_reclaim() {
         &root.join("e.backup-lock"),
         format!("v1\n{}\nelsewhere.example\n", job.pid()),
     );
-    // Another host's: this host's boot says nothing of it, and the age may fall before it.
-    util::age_across_boots(&foreign_old, 2 * 3600);
+    // Its mtime set two hours back: anyone who may write the file can, so it proves no
+    // missed heartbeat (its ctime is now).
+    util::set_mtime_ms(&foreign_old, util::now_ms() - 2 * 3600 * 1000);
     let garbage = write(&root.join("f.backup-lock"), "not a pid\n");
     let now = jiff::Timestamp::now();
     let claim = write(
@@ -861,33 +978,53 @@ fn declared_dialect_from_configuration_to_reclaim() {
     );
     let guard = write(&root.join("spool.guard"), b"");
 
-    let (report, out) = env.scan_json(&[&root]);
+    let (mut ev, out) = record_scan(&env, &["--json"], &root);
+    let report = util::parse_report(&out);
     assert_eq!(out.status.code(), Some(1), "stale locks were found");
-    let verdict = |p: &Path| {
-        let l = report.expect_lock(p);
-        (l.dialect.clone(), l.verdict.clone())
-    };
     let v = |d: &str, x: &str| (d.to_string(), x.to_string());
-    assert_eq!(verdict(&live), v("nightly-backup", "live"));
-    assert_eq!(verdict(&dead), v("nightly-backup", "stale"));
-    // A live PID running another program than the declared ones, since before the lock: a
-    // name proves nothing either way.
-    assert_eq!(verdict(&reused.0), v("nightly-backup", "unknown"));
-    assert_eq!(verdict(&foreign), v("nightly-backup", "foreign"));
-    // Another host, untouched for longer than the declared window.
-    assert_eq!(verdict(&foreign_old), v("nightly-backup", "stale"));
+    let check = |report: &util::Report, foreign_old_verdict: &str| {
+        let verdict = |p: &Path| {
+            let l = report.expect_lock(p);
+            (l.dialect.clone(), l.verdict.clone())
+        };
+        assert_eq!(verdict(&live), v("nightly-backup", "live"));
+        assert_eq!(verdict(&dead), v("nightly-backup", "stale"));
+        // A live PID running another program than the declared ones, since before the lock:
+        // a name proves nothing either way.
+        assert_eq!(verdict(&reused.0), v("nightly-backup", "unknown"));
+        assert_eq!(verdict(&foreign), v("nightly-backup", "foreign"));
+        assert_eq!(
+            verdict(&foreign_old),
+            v("nightly-backup", foreign_old_verdict)
+        );
+        assert_eq!(verdict(&garbage), v("nightly-backup", "unknown"));
+        assert_eq!(verdict(&claim), v("render-farm", "stale"));
+        assert_eq!(verdict(&guard), v("spool", "free"));
+    };
+    // Another host's lock whose mtime alone is old: foreign, like the fresh one, on this
+    // machine's clock and on one known steady (the file's times as the scan found them).
+    check(&report, "foreign");
+    let mut on_a_steady_clock = ev.clone();
+    steady(&mut on_a_steady_clock);
+    ask_here(&mut on_a_steady_clock, &foreign_old);
+    check(&replay_json(&env, &on_a_steady_clock).0, "foreign");
+    // The same scan with that lock really untouched for two hours (in its evidence, in this
+    // boot, on a clock known steady): longer than the declared window, stale.
+    steady(&mut ev);
+    written_ago_this_boot(&mut ev, &foreign_old, 2 * 3600);
+    ask_here(&mut ev, &foreign_old);
+    let (replayed, out) = replay_json(&env, &ev);
+    assert_eq!(out.status.code(), Some(1), "stale locks were found");
+    check(&replayed, "stale");
     assert!(
-        report
+        replayed
             .expect_lock(&foreign_old)
             .evidence
             .iter()
             .any(|e| e.contains("longer than its writer's 3600 s window")),
         "{:#?}",
-        report.expect_lock(&foreign_old)
+        replayed.expect_lock(&foreign_old)
     );
-    assert_eq!(verdict(&garbage), v("nightly-backup", "unknown"));
-    assert_eq!(verdict(&claim), v("render-farm", "stale"));
-    assert_eq!(verdict(&guard), v("spool", "free"));
     let l = report.expect_lock(&live);
     assert_eq!(l.owner.as_ref().and_then(|o| o.pid), Some(job.pid() as i64));
     assert_eq!(
@@ -902,7 +1039,9 @@ fn declared_dialect_from_configuration_to_reclaim() {
         "{table}"
     );
 
-    // Reclaim removes exactly the stale ones, through the same declarations.
+    // Reclaim removes exactly the stale ones, through the same declarations: on this
+    // machine the other host's lock is not proven stale (its heartbeat is the file's ctime,
+    // now), and is kept.
     let out = env.scan(&["--reclaim", "--json"], &root);
     let report = util::parse_report(&out);
     let removed: Vec<&str> = report
@@ -913,14 +1052,14 @@ fn declared_dialect_from_configuration_to_reclaim() {
         .filter(|r| r.ok)
         .map(|r| r.path.as_str())
         .collect();
-    for p in [&dead, &foreign_old, &claim] {
+    for p in [&dead, &claim] {
         assert!(
             !p.exists(),
             "{} was not reclaimed: {removed:?}",
             p.display()
         );
     }
-    for p in [&live, &reused.0, &foreign, &garbage, &guard] {
+    for p in [&live, &reused.0, &foreign, &foreign_old, &garbage, &guard] {
         assert!(p.exists(), "{} was removed", p.display());
     }
     assert!(

@@ -15,10 +15,13 @@ use std::time::Duration;
 use locksmith::Verdict;
 use locksmith::probe::FileKey;
 
-use crate::util::judging::{assert_evidence, expect, scan_findings};
+use crate::util::judging::{
+    assert_evidence, expect, judge_changed, scan_findings, wait_past_shortest_hold,
+    written_ago_this_boot,
+};
 use crate::util::quiet::{self, Fact};
 use crate::util::{
-    Env, Group, age, require, run_bounded, snapshot, stderr, stdout, wait_for, wait_until, write,
+    Env, Group, require, run_bounded, snapshot, stderr, stdout, wait_for, wait_until, write,
 };
 
 /// Writes an executable script.
@@ -112,10 +115,15 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
 
     held.kill();
     assert!(c.exists() && l.exists(), "the pair is left behind");
-    // Older than the tool's shortest hold (one inode: both names age).
-    age(&c, 10);
+    // Judged as left 10 s ago, older than the tool's shortest hold (one inode: both names
+    // age), in this boot.
     for p in [&c, &l] {
-        let f = expect(p, "xauth", Verdict::Stale);
+        let f = judge_changed(p, |ev| {
+            written_ago_this_boot(ev, &c, 10);
+            written_ago_this_boot(ev, &l, 10);
+        });
+        assert_eq!(f.dialect, "xauth");
+        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
         assert_evidence(&f, "timeout in locking authority file");
     }
     let out = run_bounded(run(&["list"]), Duration::from_secs(60));
@@ -171,7 +179,9 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
     on_this.kill();
 
     // The pair is two names of one inode: removing the first moves the inode's status change
-    // time, which is that removal's own doing, so one reclaim removes both.
+    // time, which is that removal's own doing, so one reclaim removes both. (The real reclaim
+    // needs the pair really older than the tool's shortest hold.)
+    wait_past_shortest_hold(&[&c]);
     let (report, _) = env.reclaim_json(&[], &home);
     let outcomes = report.reclaimed.unwrap_or_default();
     let removed: Vec<_> = outcomes
@@ -266,13 +276,21 @@ fn git_ref_transaction_leaves_packed_refs_new_which_goes_with_its_lock() {
     }
 
     tx.kill();
-    for p in locks.iter().chain([&new]) {
-        age(p, 10);
-    }
-    let f = expect(&new, "git", Verdict::Stale);
+    // Judged as left 10 s ago, older than git's shortest hold, in this boot.
+    let left = |p: &Path| {
+        let f = judge_changed(p, |ev| {
+            for q in locks.iter().chain([&new]) {
+                written_ago_this_boot(ev, q, 10);
+            }
+        });
+        assert_eq!(f.dialect, "git");
+        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+        f
+    };
+    let f = left(&new);
     assert_evidence(&f, "it goes with the lock");
     for p in &locks {
-        expect(p, "git", Verdict::Stale);
+        left(p);
     }
     // What a user does by hand: the `.lock` files go, and git is still stuck.
     let copies: Vec<Vec<u8>> = locks.iter().map(|l| fs::read(l).unwrap()).collect();
@@ -291,9 +309,10 @@ fn git_ref_transaction_leaves_packed_refs_new_which_goes_with_its_lock() {
     );
     for (l, bytes) in locks.iter().zip(&copies) {
         fs::write(l, bytes).unwrap();
-        age(l, 10);
     }
 
+    // The real reclaim needs them really older than git's shortest hold.
+    wait_past_shortest_hold(&[&locks[0], &locks[1], &new]);
     let mut removed = reclaim(&env, &repo);
     removed.sort();
     let mut want: Vec<PathBuf> = locks.iter().cloned().chain([new.clone()]).collect();
@@ -950,8 +969,13 @@ fn rbenv_rehash_lock_held_then_left_by_a_killed_rehash() {
     assert_evidence(&f, "rbenv rehash runs");
 
     rehash.kill();
-    age(&shim, 10);
-    expect(&shim, "rehash", Verdict::Stale);
+    // Judged as left 10 s ago, older than a rehash's shortest hold, in this boot.
+    let left = || {
+        let f = judge_changed(&shim, |ev| written_ago_this_boot(ev, &shim, 10));
+        assert_eq!(f.dialect, "rehash");
+        assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    };
+    left();
     let out = rbenv().output().unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("cannot rehash"), "{}", stderr(&out));
@@ -961,7 +985,9 @@ fn rbenv_rehash_lock_held_then_left_by_a_killed_rehash() {
     fs::create_dir_all(other.join("versions")).unwrap();
     let mut elsewhere = held(&other);
     expect(&other.join("shims/.rbenv-shim"), "rehash", Verdict::Live);
-    expect(&shim, "rehash", Verdict::Stale);
+    left();
+    // The real reclaim needs it really older than the shortest hold.
+    wait_past_shortest_hold(&[&shim]);
     assert_eq!(reclaim(&env, &root), vec![shim.clone()]);
     elsewhere.kill();
     ok(&mut rbenv());

@@ -1,10 +1,16 @@
 //! The evidence rules as the engine applies them to real files and real processes: PID reuse,
 //! earlier boots, other hosts (with and without a heartbeat), PID namespaces, Zero's records.
+//! The engine judges with a live snapshot of this machine, whose clock may have stepped: its
+//! verdicts and reclaims here rest on proofs that need no clock (start ticks, a boot id, a
+//! dead PID, a kernel lock released); what compares times (a start with a written time, a
+//! heartbeat's age) is judged by the library from this machine's evidence with the times and
+//! the clock as the test sets them (`judging::judge_changed`).
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::util::engine::*;
+use crate::util::judging::{assert_evidence, judge_changed, steady, up_for_at_least, written_ago};
 use crate::util::quiet::{self, Fact};
 use locksmith::Verdict;
 use locksmith::engine::{ErrorKind, lock};
@@ -59,7 +65,11 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
     assert_stale_and_reclaimed(&path, "reused");
 
     // No start time (Zero's format): the process started after the record was written (10 s
-    // ago, well after this host booted, well before the process started).
+    // ago, well after this host booted, well before the process started). A start time
+    // compared with a written one proves reuse only on a clock known not to have stepped
+    // since: judged from the evidence on one (the host up for an hour), and on one that may
+    // have stepped forward by an hour. (No reclaim here: the engine would judge with this
+    // machine's clock; the start-tick proof above needs none, and is reclaimed.)
     write(
         &path,
         format!(
@@ -69,7 +79,23 @@ fn a_live_process_that_started_after_the_record_was_written_is_pid_reuse() {
             hostname()
         ),
     );
-    assert_stale_and_reclaimed(&path, "reused");
+    let f = judge_changed(&path, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    assert_eq!(f.judgement.proofs()[0].rule, locksmith::Rule::PidReused);
+    assert_evidence(&f, "reused");
+    let f = judge_changed(&path, |ev| {
+        up_for_at_least(ev, 3600);
+        ev.clock = Some(locksmith::probe::clock::Clock {
+            step_ms: Some(3600 * 1000),
+            how: "the wall clock may have stepped forward by up to 1 h since this boot began"
+                .into(),
+        });
+    });
+    assert_eq!(f.judgement.verdict(), Verdict::Live, "{:#?}", f.judgement);
+    assert_evidence(&f, "that it started later proves nothing");
 
     // The same process with its real start time: live, and not reclaimed.
     write(
@@ -169,10 +195,37 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
     );
     assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
 
-    // No beat for two hours (record and mtime): stale, and reclaimed. (The record is another
-    // host's: this host's boot says nothing of it, whenever it was.)
-    age_across_boots(&path, 7200);
-    assert_stale_and_reclaimed(&path, "no heartbeat since");
+    // Its mtime set two hours back too proves no missed beat (anyone who may write the file
+    // can set it): the file's ctime says it changed now. So on this machine's clock (and
+    // not reclaimed), and on one known steady.
+    set_mtime_ms(&path, now_ms() - 7_200_000);
+    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
+    let e = lock(&path).reclaim().unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::NotStale(_)), "{e}");
+    let f = judge_changed(&path, steady);
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Foreign,
+        "{:#?}",
+        f.judgement
+    );
+
+    // No beat for two hours (record and file, in the evidence, on a clock known steady):
+    // stale. (The record is another host's: this host's boot says nothing of it, whenever it
+    // was. No reclaim here: the engine would judge with this machine's clock.)
+    let beat_two_hours_ago = |path: &Path| {
+        judge_changed(path, |ev| {
+            steady(ev);
+            written_ago(ev, path, 7200);
+        })
+    };
+    let f = beat_two_hours_ago(&path);
+    assert_eq!(f.judgement.verdict(), Verdict::Stale, "{:#?}", f.judgement);
+    assert_eq!(
+        f.judgement.proofs()[0].rule,
+        locksmith::Rule::HeartbeatExpired
+    );
+    assert_evidence(&f, "not refreshed for 2 h");
 
     // A slow heartbeat interval widens the window: 3 intervals of 3000 s.
     write(
@@ -182,8 +235,13 @@ fn a_record_from_another_host_is_foreign_until_its_heartbeat_expires() {
             ("heartbeat_secs", "3000".into()),
         ]),
     );
-    age_across_boots(&path, 7200);
-    assert_eq!(lock(&path).inspect().unwrap().verdict, Verdict::Foreign);
+    let f = beat_two_hours_ago(&path);
+    assert_eq!(
+        f.judgement.verdict(),
+        Verdict::Foreign,
+        "{:#?}",
+        f.judgement
+    );
 }
 
 #[test]
@@ -279,7 +337,7 @@ fn a_lock_held_in_another_pid_namespace_is_live_and_reclaimed_once_it_is_killed(
     // No container or sandbox of another test starts meanwhile: its new PID namespace could
     // take the inode number of this one once it is dead (see below).
     let _no_container = quiet::absent(Fact::Container);
-    // The namespace shares this host's mounts: no other test judges while it runs.
+    // Nor another test's namespace (see util/quiet.rs).
     let _namespace = quiet::making(Fact::PidNamespace);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ns.lock");

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::judging::{ask_here, read_recording, replay_json, written_ago_this_boot};
 use crate::util::podman::{Podman, busybox_root};
 use crate::util::sshfs::Sshfs;
 use crate::util::ui::Ui;
@@ -398,7 +399,10 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     };
     let tree = tempfile::tempdir().unwrap();
     let repo = tree.path().join("repo");
-    fs::create_dir_all(repo.join(".git")).unwrap();
+    // A git directory as `git init` lays it out (what git asks of one).
+    fs::create_dir_all(repo.join(".git/objects")).unwrap();
+    fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
+    fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     fs::write(repo.join(".git/index.lock"), "").unwrap();
     let host = rustix::system::uname()
         .nodename()
@@ -407,21 +411,27 @@ fn a_process_with_files_open_on_a_dead_mount_does_not_stop_the_evidence() {
     let office = tree.path().join(".~lock.report.odt#");
     fs::write(&office, format!("me,me,{host},01.12.2026 10:00,file:///x;")).unwrap();
     fs::write(tree.path().join("report.odt"), "").unwrap();
-    // Ten minutes old, or as old as this boot allows: past their writers' start-up, and of
-    // this boot, so that the census of processes decides (before it, the earlier-boot rule
-    // would, without looking at them).
-    for lock in [&repo.join(".git/index.lock"), &office] {
-        age_up_to(lock, 600, 10);
-    }
     let env = Env::new();
+    let recording = env.path().join("recording.json");
     let mut cmd = env.cmd([
         "--scan".as_ref(),
         "--json".as_ref(),
+        "--record".as_ref(),
+        recording.as_os_str(),
         tree.path().as_os_str(),
     ]);
     cmd.stdin(Stdio::null());
     let out = bounded(cmd, "--scan --json of another tree");
-    let report = parse_report(&out);
+    parse_report(&out);
+    // The scan's evidence judged again with the locks ten minutes old, past their writers'
+    // start-up, and of this boot, so that the census of processes it read decides (before
+    // it, the earlier-boot rule would, without looking at them).
+    let mut ev = read_recording(&recording);
+    for lock in [&repo.join(".git/index.lock"), &office] {
+        written_ago_this_boot(&mut ev, lock, 600);
+        ask_here(&mut ev, lock);
+    }
+    let (report, _) = replay_json(&env, &ev);
     assert_eq!(
         report.expect_lock(&repo.join(".git/index.lock")).verdict,
         "stale",

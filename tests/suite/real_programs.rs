@@ -8,6 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::util::judging::{
+    scan_replayed, steady, up_for_at_least, written_ago_this_boot, written_before_boot,
+};
 use crate::util::*;
 
 /// Scans `root` until the lock at `path` satisfies `ok`, and returns that report.
@@ -338,13 +341,17 @@ fn postmaster_pid_naming_a_running_sleep_is_stale() {
     );
 
     // The Docker trap: postgres died, its PID now belongs to a `sleep` that started after
-    // the server recorded its start.
+    // the server recorded its start. That it started later proves reuse only on a clock
+    // known not to have stepped since (as the recording says it, replayed): on one that may
+    // have stepped forward by an hour, it proves nothing.
     let recorded = jiff::Timestamp::now().as_second();
     std::thread::sleep(std::time::Duration::from_secs(3));
     let sleep = sleeper();
     write_pidfile(sleep.pid() as i32, recorded);
-    let (report, out) = env.scan_json(&[&data]);
-    assert_eq!(out.status.code(), Some(1));
+    let (report, scanned) = scan_replayed(&env, &["--json"], &data, |ev| {
+        steady(ev);
+        up_for_at_least(ev, 3600);
+    });
     let l = report.expect_lock(&pidfile);
     assert_eq!(l.dialect, "postgres");
     assert_eq!(l.verdict, "stale", "{:#?}", l.evidence);
@@ -360,10 +367,32 @@ fn postmaster_pid_naming_a_running_sleep_is_stale() {
         "the evidence names the impostor: {:#?}",
         l.evidence
     );
+    let (report, _) = scan_replayed(&env, &["--json"], &data, |ev| {
+        up_for_at_least(ev, 3600);
+        ev.clock = Some(locksmith::probe::clock::Clock {
+            step_ms: Some(3600 * 1000),
+            how: "the wall clock may have stepped forward by up to 1 h since this boot began"
+                .into(),
+        });
+    });
+    let l = report.expect_lock(&pidfile);
+    assert_eq!(l.verdict, "unknown", "{:#?}", l.evidence);
+    assert!(
+        l.evidence
+            .iter()
+            .any(|e| e.contains("that it started later proves nothing")),
+        "{:#?}",
+        l.evidence
+    );
 
+    // A real reclaim re-judges on this machine's own clock: it removes the lock where that
+    // clock proves the reuse (the scan said stale), keeps it where it cannot (unknown), and
+    // never touches the process.
+    let here = parse_report(&scanned).expect_lock(&pidfile).verdict.clone();
+    assert!(matches!(here.as_str(), "stale" | "unknown"), "{here}");
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), data.as_os_str()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(!pidfile.exists());
+    assert_eq!(pidfile.exists(), here == "unknown", "judged {here} here");
     assert!(
         alive(sleep.pid() as i32),
         "reclaim never touches the process"
@@ -534,22 +563,26 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     assert_eq!(l.dialect, "mkdir-lock");
     assert_eq!(l.verdict, "unknown", "{l:#?}");
     assert_eq!(out.status.code(), Some(0));
+    // Each scan below is recorded, and judged again with the lock's last change as the test
+    // says (in this boot, on a clock known steady).
+    let aged = |extra: &[&str], secs: i64| {
+        let (report, _) = scan_replayed(&env, extra, &dir, |ev| {
+            steady(ev);
+            written_ago_this_boot(ev, &lock, secs);
+        });
+        report
+    };
     // 20 s after its last refresh (10 s before the next), its holder still runs: not stale.
-    age(&lock, 20);
-    let (report, _) = env.scan_json(&[&dir]);
-    assert_eq!(report.expect_lock(&lock).verdict, "unknown");
+    assert_eq!(aged(&["--json"], 20).expect_lock(&lock).verdict, "unknown");
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), dir.as_os_str()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(lock.is_dir(), "a held lock must not be reclaimed");
 
     // Its holder gone: its age proves nothing by itself (a shell script's `mkdir` lock looks
-    // the same and is never refreshed) ... Ten minutes old, or as old as this boot allows: past
-    // the window declared below, and of this boot (from before it, it is stale: see the end).
+    // the same and is never refreshed) ... Ten minutes old: past the window declared below,
+    // and of this boot (from before it, it is stale: see the end).
     holder.kill();
-    age_up_to(&lock, 600, 61);
-    let (report, out) = env.scan_json(&[&dir]);
-    assert_eq!(report.expect_lock(&lock).verdict, "unknown");
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(aged(&["--json"], 600).expect_lock(&lock).verdict, "unknown");
 
     // ... until the configuration declares its writer and the refresh it promises.
     let cfg = env.path().join("proper-lockfile.json");
@@ -559,16 +592,8 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
             "format": "existence", "programs": ["node"], "stale_after_secs": 60}]}"#,
     )
     .unwrap();
-    let scan = |env: &Env| {
-        parse_report(&env.run([
-            "--scan".as_ref(),
-            "--json".as_ref(),
-            "--config".as_ref(),
-            cfg.as_os_str(),
-            dir.as_os_str(),
-        ]))
-    };
-    let report = scan(&env);
+    let declared = ["--json", "--config", cfg.to_str().unwrap()];
+    let report = aged(&declared, 600);
     let l = report.expect_lock(&lock);
     assert_eq!(
         (l.dialect.as_str(), l.verdict.as_str()),
@@ -576,15 +601,35 @@ fn proper_lockfile_with_a_long_stale_is_never_stale_while_held() {
     );
     assert_eq!(l.proofs[0].rule, "heartbeat-expired");
     // Refreshed within the declared window: not proven either way.
-    age(&lock, 20);
-    assert_eq!(scan(&env).expect_lock(&lock).verdict, "unknown");
+    assert_eq!(aged(&declared, 20).expect_lock(&lock).verdict, "unknown");
     // Written before this boot: stale by the earlier-boot rule, declared or not (every process
     // of that boot is gone).
-    before_boot(&lock, 600);
-    for report in [scan(&env), env.scan_json(&[&dir]).0] {
+    for extra in [&declared[..], &["--json"]] {
+        let (report, _) = scan_replayed(&env, extra, &dir, |ev| {
+            steady(ev);
+            up_for_at_least(ev, 3600);
+            written_before_boot(ev, &lock, 600);
+        });
         let l = report.expect_lock(&lock);
         assert_eq!(l.verdict, "stale", "{l:#?}");
         assert_eq!(l.proofs[0].rule, "earlier-boot");
+    }
+    // Its mtime set back ten minutes is no missed refresh, nor its mtime set to before this
+    // boot a write before it: anyone who may write it can set that, and the kernel's ctime
+    // says it changed now. On this machine's clock, and on one known steady, it stays
+    // unproven.
+    for (mtime_ms, what) in [
+        (now_ms() - 600_000, "ten minutes back"),
+        (now_ms() - 400 * 86_400_000, "400 days back"),
+    ] {
+        set_mtime_ms(&lock, mtime_ms);
+        for extra in [&declared[..], &["--json"]] {
+            let (report, scanned) = scan_replayed(&env, extra, &dir, steady);
+            for report in [&report, &parse_report(&scanned)] {
+                let l = report.expect_lock(&lock);
+                assert_eq!(l.verdict, "unknown", "mtime {what}: {l:#?}");
+            }
+        }
     }
 }
 

@@ -1216,7 +1216,8 @@ fn pid_file_of_a_process_whose_main_thread_exited_is_live() {
 #[cfg(target_os = "linux")]
 #[test]
 fn inside_a_pid_namespace_absent_pids_prove_nothing() {
-    // Its namespaces share this host's mounts: no other test judges while they run.
+    // Made alone: another test's namespace may judge a record naming its own, ended one,
+    // whose inode number one of these could be handed (see util/quiet.rs).
     let _namespace = quiet::making(Fact::PidNamespace);
     let probe = Command::new("unshare")
         .args(["--pid", "--fork", "--mount-proc", "true"])

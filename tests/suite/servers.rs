@@ -465,9 +465,12 @@ fn hsqldb_lock_file_is_live_then_stale() {
     };
     let lock = env.path().join("hsql/db.lck");
     let mut server = serve();
-    wait_until("HSQLDB to take its lock", || {
+    // The lock is HSQLDB's beside its database's files, which it writes after taking it.
+    let taken = || {
         fs::read(&lock).is_ok_and(|b| b.len() == 16 && b.starts_with(b"HSQLLOCK"))
-    });
+            && env.path().join("hsql/db.properties").is_file()
+    };
+    wait_until("HSQLDB to take its lock", taken);
     let f = expect(&lock, "hsqldb", Verdict::Live);
     assert_eq!(f.judgement.holders[0].pid, server.pid());
     server.kill();
@@ -481,7 +484,7 @@ fn hsqldb_lock_file_is_live_then_stale() {
     assert_evidence(&f, "no process has it open");
     assert_eq!(reclaim(&env, env.path()), std::slice::from_ref(&lock));
     let mut again = serve();
-    wait_until("HSQLDB to open the database again", || lock.exists());
+    wait_until("HSQLDB to open the database again", taken);
     expect(&lock, "hsqldb", Verdict::Live);
     again.kill();
 }

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::util;
+use crate::util::judging::{scan_replayed, steady, written_ago_this_boot};
 use crate::util::pty::Terminal;
 use crate::util::ui::Ui;
-use crate::util::{
-    Env, Group, age_up_to, alive, hostname, require, stderr, wait_for, wait_until, which,
-};
+use crate::util::{Env, Group, alive, hostname, require, stderr, wait_for, wait_until, which};
 
 /// `locksmith --scan --json ROOT`: the lock at `path`, with the exit status.
 fn judged(env: &Env, root: &Path, path: &Path) -> (String, String, Vec<String>, Option<i64>) {
@@ -306,14 +306,19 @@ fn a_running_scripts_mkdir_lock_survives_any_reclaim() {
             .stdin(Stdio::null()),
     );
     wait_until("the script's lock", || lock.is_dir());
-    // Hours old, as a long job's lock is, or as old as this boot allows (a lock its running
-    // script made is of this boot), and a minute at least.
-    age_up_to(&lock, 5 * 3600, 60);
-    let (dialect, verdict, _, _) = judged(&env, &locks, &lock);
-    assert_eq!(
-        (dialect.as_str(), verdict.as_str()),
-        ("mkdir-lock", "unknown")
-    );
+    // Five hours old, as a long job's lock is (its scan's recording judged again so, in
+    // this boot, on a clock known steady), or as this machine finds it: unknown.
+    let (report, scanned) = scan_replayed(&env, &["--json"], &locks, |ev| {
+        steady(ev);
+        written_ago_this_boot(ev, &lock, 5 * 3600);
+    });
+    for report in [&report, &util::parse_report(&scanned)] {
+        let l = report.expect_lock(&lock);
+        assert_eq!(
+            (l.dialect.as_str(), l.verdict.as_str()),
+            ("mkdir-lock", "unknown")
+        );
+    }
     let out = env.run(["--scan".as_ref(), "--reclaim".as_ref(), locks.as_os_str()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(lock.is_dir(), "a running script's lock was reclaimed");

@@ -359,33 +359,22 @@ fn go(mut shell: std::process::Child) -> (String, String) {
     (stdout(&out), stderr(&out))
 }
 
-/// A pid file naming the parent of `locksmith start` (the shell of an entrypoint), written a
-/// second before that shell started: the judge alone cannot tell (the boot time it counts
-/// start times from is rounded to the second, so it allows two seconds of slack), but the
-/// shell's start is known to the tick: the lock is the previous run's under that PID. Written
-/// after the shell started, it may be the shell's: it stays.
+/// A pid file naming the parent of `locksmith start` (the shell of an entrypoint), written
+/// after that shell started: it may be the shell's, and stays, whatever its mtime says. Its
+/// mtime set to a second before the shell started (`touch -d`, `cp -p`, `tar x`: anyone who
+/// may write the file can) does not make it the previous run's: the kernel's ctime says it
+/// was written after the shell started. (A pid file really left by a previous run under the
+/// same PID, the restart rule's case, is made by a real container restarted:
+/// `start_containers::a_restarted_containers_pid_file_naming_pid_1_goes_and_the_service_starts_as_pid_1`.)
+///
+/// FAILS: `locksmith start`'s restart rule (`restart_or_not` in src/cli/start.rs) compares the
+/// parent's start with the lock's mtime (`Finding::modified_ms`), so the mtime set back makes
+/// it remove the parent's lock, journaled as forced; it should compare the ctime (as the
+/// judge's time rules do), with the clock's margin.
 #[test]
 fn a_pid_file_naming_the_parent_is_told_by_when_the_parent_started() {
     let env = Env::new();
     let lock = env.path().join("app.pid");
-
-    let shell = parent_shell(&env, &lock);
-    let parent = shell.id();
-    std::fs::write(&lock, format!("{parent}\n")).unwrap();
-    set_mtime(&lock, started_ms(parent) - 1000);
-    let (out, err) = go(shell);
-    assert_eq!(out, "rc=0\n", "{err}");
-    assert!(!lock.exists());
-    assert!(
-        err.contains(&format!("PID {parent} is the parent of `locksmith start`")),
-        "{err}"
-    );
-    let reclaims = journal_reclaims(&env);
-    assert_eq!(reclaims.len(), 1);
-    // Not proven by the judge's rules: removed on this rule, journaled as forced, with why.
-    assert_eq!(reclaims[0]["forced"], true);
-    let evidence = reclaims[0]["evidence"].to_string();
-    assert!(evidence.contains("the service restarting"), "{evidence}");
 
     let shell = parent_shell(&env, &lock);
     let parent = shell.id();
@@ -395,7 +384,18 @@ fn a_pid_file_naming_the_parent_is_told_by_when_the_parent_started() {
     assert_eq!(out, "rc=75\n", "{err}");
     assert!(lock.exists());
     assert!(err.contains("the parent may hold it"), "{err}");
-    assert_eq!(journal_reclaims(&env).len(), 1);
+    assert_eq!(journal_reclaims(&env).len(), 0);
+
+    let shell = parent_shell(&env, &lock);
+    let parent = shell.id();
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(&lock, format!("{parent}\n")).unwrap();
+    set_mtime(&lock, started_ms(parent) - 1000);
+    let (out, err) = go(shell);
+    assert_eq!(out, "rc=75\n", "the mtime set back: {err}");
+    assert!(lock.exists(), "the mtime set back: {err}");
+    assert!(err.contains("the parent may hold it"), "{err}");
+    assert_eq!(journal_reclaims(&env).len(), 0);
 }
 
 /// `echo $$ > app.pid; exec locksmith start app.pid -- service`: the pid file names this very
@@ -439,7 +439,8 @@ fn in_a_pid_namespace_a_pid_on_a_shared_file_system_proves_nothing() {
     {
         return;
     }
-    // The namespace shares this host's mounts: no other test judges while it runs.
+    // Made alone: another test's namespace may judge a record naming its own, ended one,
+    // whose inode number this one could be handed (see util/quiet.rs).
     let _namespace = util::quiet::making(util::quiet::Fact::PidNamespace);
     let env = Env::new();
     let lock = env.path().join("server.pid");

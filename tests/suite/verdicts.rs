@@ -4,13 +4,19 @@
 //! built relative to the snapshot (its host name, its boot, now). Then:
 //!
 //! - the real binary judges them under several time zones (UTC, UTC+14, UTC-12, New York):
-//!   every verdict is the expected one, in every zone;
-//! - the library judges them with the snapshot's boot time moved (earlier than the real one,
-//!   and before and after every time the fixtures record), and the times recorded in the
-//!   fixtures moved across the boot;
+//!   every verdict is the expected one, in every zone, as this machine's clock allows and
+//!   replayed from its recording on a clock known steady;
+//! - the library judges them from this machine's evidence with the boot time moved (earlier
+//!   than the real one, with every process's start, and before and after every time the
+//!   fixtures record), and the times recorded in the fixtures moved across the boot;
 //! - a property test varies the time zone a record's local time was written in, the boot
 //!   time, the times recorded in the fixtures and the clock slack between an owner's start
-//!   and its lock's mtime: no live-owner lock ever turns `stale`.
+//!   and when its lock was written (the lock's ctime in the evidence): no live-owner lock
+//!   ever turns `stale`.
+//!
+//! The library's judgements are made from the evidence (`judging::judge_all_changed`) on a
+//! clock known not to have stepped, whatever this machine's did: every time rule may prove
+//! something there, so a wrong `stale` would show.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -22,11 +28,15 @@ use locksmith::Verdict;
 use locksmith::config::Settings;
 use proptest::prelude::*;
 
-use crate::util::judging::try_judge;
-use crate::util::{
-    Flock, Group, Snap, dead_pid, hold_flock, link, named_sleeper, now_ms, set_mtime_ms, snapshot,
-    swap_with, write,
+use crate::util::judging::{
+    ask_here, boot_moved, booted_ago, judge_all_changed, read_recording, replay_all, steady,
+    written_ago, written_at,
 };
+use crate::util::{
+    Flock, Group, Snap, dead_pid, hold_flock, link, named_sleeper, now_ms, snapshot, swap_with,
+    write,
+};
+use locksmith::probe::Evidence;
 
 /// The times a fixture records in its content (not its mtime), varied by the tests.
 #[derive(Debug, Clone, Copy)]
@@ -313,8 +323,10 @@ impl World {
             ),
             p,
         ));
+        // A git directory as `git init` lays it out (what git asks of one).
         let repo = t.join("repo");
         fs::create_dir_all(repo.join(".git/refs/heads")).unwrap();
+        fs::create_dir_all(repo.join(".git/objects")).unwrap();
         write(&repo.join(".git/HEAD"), "ref: refs/heads/main\n");
         let p = sleeper("git", &repo);
         works.push((write(&repo.join(".git/index.lock"), "DIRC"), p));
@@ -328,7 +340,14 @@ impl World {
             ),
             p,
         ));
+        // An R library with a package installed (as `R CMD INSTALL` leaves its DESCRIPTION),
+        // and the install lock of its next version.
         let library = t.join("R/library");
+        write(
+            &library.join("tinypkg/DESCRIPTION"),
+            "Package: tinypkg\nVersion: 1.0\nTitle: Tiny\nDescription: Tiny.\nLicense: MIT\n\
+             Built: R 4.2.2; ; 2026-11-30 12:00:00 UTC; unix\n",
+        );
         fs::create_dir_all(library.join("00LOCK-tinypkg")).unwrap();
         let p = sleeper("R", &library);
         works.push((library.join("00LOCK-tinypkg"), p));
@@ -345,19 +364,20 @@ impl World {
         fs::hard_link(&xc, &xl).unwrap();
         live.push((xc, None, false));
         live.push((xl, None, false));
-        // Held open: pacman's database lock, rpm's environment, nvim's ShaDa temporary.
-        write(&t.join("var/lib/pacman/local/ALPM_DB_VERSION"), b"9\n");
+        // Held open: pacman's database lock (empty, mode 0000, in a libalpm database
+        // directory, as libalpm makes them), rpm's environment, nvim's ShaDa temporary (empty,
+        // as nvim creates it, in its ShaDa directory).
+        let pacman = t.join("var/lib/pacman");
+        write(&pacman.join("local/ALPM_DB_VERSION"), "9\n");
+        let db_lck = write(&pacman.join("db.lck"), b"");
+        fs::set_permissions(&db_lck, fs::Permissions::from_mode(0o000)).unwrap();
         for path in [
-            {
-                let lck = write(&t.join("var/lib/pacman/db.lck"), b"");
-                fs::set_permissions(&lck, fs::Permissions::from_mode(0o000)).unwrap();
-                lck
-            },
+            db_lck,
             {
                 write(&t.join("rpm/Packages"), b"");
                 write(&t.join("rpm/__db.001"), b"")
             },
-            write(&t.join("nvim/shada/main.shada.tmp.a"), b"shada"),
+            write(&t.join("nvim/shada/main.shada.tmp.a"), b""),
         ] {
             guards.push(crate::util::hold_open(&path));
             live.push((path, None, false));
@@ -527,16 +547,31 @@ impl World {
         link(&emacs, &format!("{base}:{}", r.at_s));
     }
 
-    /// Sets every live lock's mtime to its owner's start as `snap` sees it (its boot time
-    /// plus the owner's start ticks) plus `slack_ms`, never later than now: with the boot
-    /// moved earlier, the whole history moves with it, as on a machine that booted then.
-    fn written_after_start(&self, snap: &Snap, slack_ms: i64) {
-        let now = now_ms();
+    /// In `ev`: every live lock written at its owner's start as the evidence says plus
+    /// `slack_ms`, never later than the evidence was taken.
+    fn written_after_start(&self, ev: &mut Evidence, slack_ms: i64) {
         for (path, pid, _) in &self.live {
-            if let Some(start) = pid.and_then(|p| snap.pid(p).facts().and_then(|f| f.start_ms)) {
-                set_mtime_ms(path, (start + slack_ms).min(now));
+            if let Some(start) = pid.and_then(|p| ev.pids.get(&p)?.facts()?.start_ms) {
+                written_at(ev, path, (start + slack_ms).min(ev.taken_ms));
             }
         }
+    }
+
+    /// Every lock of the world judged on this machine, then again from that evidence changed
+    /// by `change` (see `judging::judge_changed`).
+    fn judge_all_changed(
+        &self,
+        change: impl FnOnce(&mut Evidence),
+    ) -> BTreeMap<PathBuf, (Verdict, String)> {
+        let paths: Vec<&Path> = self.expected.keys().map(PathBuf::as_path).collect();
+        let found = judge_all_changed(&paths, &Settings::embedded().scan, change);
+        found
+            .into_iter()
+            .map(|f| {
+                let why = format!("{}: {}", f.dialect, f.judgement.evidence.join(" | "));
+                (f.path.clone(), (f.judgement.verdict(), why))
+            })
+            .collect()
     }
 
     fn judge_all(&self, snap: &Snap) -> BTreeMap<PathBuf, (Verdict, String)> {
@@ -568,12 +603,6 @@ fn start_ticks(pid: i32) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
-}
-
-fn snapshot_with_boot_shift(shift_s: i64) -> Snap {
-    let mut snap = snapshot();
-    snap.host.boot_time = snap.host.boot_time.map(|b| b + shift_s);
-    snap
 }
 
 fn assert_expected(world: &World, got: &BTreeMap<PathBuf, (Verdict, String)>, case: &str) {
@@ -629,16 +658,59 @@ fn every_dialect_is_judged_the_same_in_every_time_zone() {
             assert_eq!(verdict, want.as_str(), "TZ={tz}: {}\n{why}", path.display());
         }
         assert_eq!(out.status.code(), Some(1), "TZ={tz}: one stale lock");
+
+        // The same scan recorded, and judged again from the recording with a clock known
+        // steady (where every time rule may prove something), in the same zone.
+        let recording = world.root().join("recording.json");
+        let mut scan = Command::new(crate::util::BIN);
+        scan.args(["--scan", "--record"])
+            .arg(&recording)
+            .arg(world.root())
+            .env("TZ", tz)
+            .env("XDG_STATE_HOME", world.root().join("state"))
+            .env("XDG_CONFIG_HOME", world.root().join("config"))
+            .stdin(Stdio::null());
+        let out = crate::util::run_bounded(scan, crate::util::DEADLINE);
+        assert_eq!(out.status.code(), Some(1), "TZ={tz}: one stale lock");
+        let mut ev = read_recording(&recording);
+        steady(&mut ev);
+        for path in world.expected.keys() {
+            ask_here(&mut ev, path);
+        }
+        replay_all(ev.clone(), &Settings::embedded().scan);
+        fs::write(&recording, ev.to_json()).unwrap();
+        let mut replay = Command::new(crate::util::BIN);
+        replay
+            .args(["replay", "--json"])
+            .arg(&recording)
+            .env("TZ", tz)
+            .stdin(Stdio::null());
+        let out = crate::util::run_bounded(replay, crate::util::DEADLINE);
+        let report = crate::util::parse_report(&out);
+        for (path, want) in &world.expected {
+            let l = report.expect_lock(path);
+            assert_eq!(
+                l.verdict,
+                want.as_str(),
+                "TZ={tz}, replayed on a steady clock: {}\n{:?}",
+                path.display(),
+                l.evidence
+            );
+        }
+        assert_eq!(out.status.code(), Some(1), "TZ={tz}: one stale lock");
     }
 }
 
-/// The snapshot's boot time before and after every time the fixtures record, and the
-/// recorded times before and after the boot: the expected verdicts every time.
+/// The boot time before and after every time the fixtures record, and the recorded times
+/// before and after the boot: the expected verdicts every time. Judged from the evidence of
+/// this machine with its boot moved (with every process's start) and a clock known steady,
+/// where every time rule may prove something.
 #[test]
 fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
     let world = World::build();
     let real = snapshot();
     let boot = real.host.boot_time.expect("boot time");
+    drop(real);
     let now = now_ms() / 1000;
     // Recorded long before the boot, just before it, just after it, now, and in the future.
     let recorded = [boot - 400 * 86_400, boot - 60, boot + 1, now, now + 86_400];
@@ -648,8 +720,10 @@ fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
         for at_s in recorded {
             for offset_h in [-12, 0, 14] {
                 world.record(Recorded { at_s, offset_h });
-                let snap = snapshot_with_boot_shift(shift);
-                let got = world.judge_all(&snap);
+                let got = world.judge_all_changed(|ev| {
+                    steady(ev);
+                    boot_moved(ev, shift);
+                });
                 assert_expected(
                     &world,
                     &got,
@@ -661,8 +735,9 @@ fn every_dialect_is_judged_the_same_whatever_the_boot_time() {
 }
 
 /// No time zone, boot time, recorded time or clock slack turns a lock whose owner is alive
-/// into `stale`. One world serves every case (its owners are processes: cheap to reuse, slow
-/// to make for each case), and is torn down with its processes when the test ends.
+/// into `stale` (judged from this machine's evidence changed so, on a clock known steady).
+/// One world serves every case (its owners are processes: cheap to reuse, slow to make for
+/// each case), and is torn down with its processes when the test ends.
 #[test]
 fn a_live_owner_is_never_stale() {
     use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
@@ -682,9 +757,11 @@ fn a_live_owner_is_never_stale() {
     );
     let result = runner.run(&cases, |(boot_shift, at_s, offset_h, slack_ms)| {
         world.record(Recorded { at_s, offset_h });
-        let snap = snapshot_with_boot_shift(boot_shift);
-        world.written_after_start(&snap, slack_ms);
-        let got = world.judge_all(&snap);
+        let got = world.judge_all_changed(|ev| {
+            steady(ev);
+            boot_moved(ev, boot_shift);
+            world.written_after_start(ev, slack_ms);
+        });
         for (path, _, _) in &world.live {
             let (verdict, why) = &got[path];
             if *verdict != Verdict::Live {
@@ -724,7 +801,7 @@ fn the_world_has_every_dialect() {
 /// A live process that started before the lock and names it as its owner is never `stale`,
 /// whatever its name: every owner of the world runs under names that are none of the
 /// programs' (a shell, an init, a wrapper), in every time zone and with any boot time and
-/// recorded time.
+/// recorded time (judged from this machine's evidence changed so, on a clock known steady).
 #[test]
 fn a_name_never_makes_a_live_owner_stale() {
     use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
@@ -741,9 +818,11 @@ fn a_name_never_makes_a_live_owner_stale() {
         let result = runner.run(&cases, |(boot_shift, offset_h, slack_ms)| {
             let at_s = now_ms() / 1000;
             world.record(Recorded { at_s, offset_h });
-            let snap = snapshot_with_boot_shift(boot_shift);
-            world.written_after_start(&snap, slack_ms);
-            let got = world.judge_all(&snap);
+            let got = world.judge_all_changed(|ev| {
+                steady(ev);
+                boot_moved(ev, boot_shift);
+                world.written_after_start(ev, slack_ms);
+            });
             for (path, _, by_pid) in &world.live {
                 let (verdict, why) = &got[path];
                 if *by_pid && *verdict == Verdict::Stale {
@@ -762,7 +841,9 @@ fn a_name_never_makes_a_live_owner_stale() {
 }
 
 /// A lock that names no owner, and whose writer promises no refresh, is never `stale` on
-/// its age: any age from now to years back, as long as it was written in this boot.
+/// its age: any age from now to years back, as long as it was written in this boot (judged
+/// from this machine's evidence with the lock written then and the host booted before, on a
+/// clock known steady).
 #[test]
 fn no_age_makes_an_unpromised_lock_stale() {
     use proptest::test_runner::{Config as Cases, TestCaseError, TestRunner};
@@ -773,19 +854,23 @@ fn no_age_makes_an_unpromised_lock_stale() {
         ..Cases::default()
     });
     let cases = (0i64..20 * 365 * 86_400, 1i64..86_400);
+    let config = Settings::embedded().scan;
+    let paths = world.unpromised();
+    let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
     let result = runner.run(&cases, |(age_s, booted_before_s)| {
-        let now = now_ms() / 1000;
-        let mut snap = snapshot();
-        // The machine booted before the locks were written.
-        snap.host.boot_time = Some(now - age_s - booted_before_s);
-        let config = Settings::embedded().scan;
-        for path in world.unpromised() {
-            set_mtime_ms(&path, (now - age_s) * 1000);
-            let f = try_judge(&path, &snap, &config).unwrap().unwrap();
+        let found = judge_all_changed(&paths, &config, |ev| {
+            steady(ev);
+            // The machine booted before the locks were written.
+            booted_ago(ev, age_s + booted_before_s);
+            for path in &paths {
+                written_ago(ev, path, age_s);
+            }
+        });
+        for f in found {
             if f.judgement.verdict() == Verdict::Stale {
                 return Err(TestCaseError::fail(format!(
                     "{} aged {age_s} s: {:?}",
-                    path.display(),
+                    f.path.display(),
                     f.judgement.evidence
                 )));
             }

@@ -78,13 +78,12 @@ pub fn set_mtime_ms(path: &Path, ms: i64) {
     set_mtime(path, ms.div_euclid(1000), ms.rem_euclid(1000) * 1_000_000);
 }
 
-// Ages. A lock on a file system that survives a reboot is proven stale by the earlier-boot
-// rule when its mtime is before this host booted (with the judges' clock slack). A test runs
-// on a machine booted a few minutes ago as well as on one up for months, so an mtime `N`
-// seconds ago is of this boot on one and of an earlier boot on the other: every age a test
-// gives says which it means. [`age`] and [`age_up_to`] give one of this boot (checked),
-// [`before_boot`] one of an earlier boot, and [`age_across_boots`] one whose relation to the
-// boot no judgement of the test looks at.
+// Ages. These set a file's mtime, which is what its writer (or anyone who may write it) says
+// of it: the report shows it (`modified`, `age_s`), and no rule of the judge believes it (the
+// time rules compare the ctime, which nobody can set back, and the clock may have stepped).
+// A test that means *when a lock was written* says so in the evidence instead
+// (`judging::judge_changed` with `written_ago`, `written_before_boot`, ...). An mtime a test
+// sets here is of this boot: [`age`] and [`age_up_to`] check it.
 
 /// Seconds kept between this host's boot and an mtime meant to be of this boot: more than the
 /// judges' clock slack and `btime`'s rounding to the second, with room for a small step of the
@@ -138,36 +137,6 @@ pub fn age_up_to(path: &Path, want: u64, need: u64) -> u64 {
     let secs = want.min(room_in_this_boot(now_ms())).max(need);
     age(path, secs);
     secs
-}
-
-/// Sets a path's mtime (and atime) `secs` seconds before this host booted (at least
-/// [`BOOT_MARGIN_S`]): written during an earlier boot, on any machine. Fails the test when the
-/// path lies on a file system no boot survives (tmpfs, ramfs), where no mtime is of an earlier
-/// boot.
-#[track_caller]
-pub fn before_boot(path: &Path, secs: u64) {
-    use std::os::unix::fs::MetadataExt;
-    assert!(
-        secs >= BOOT_MARGIN_S,
-        "before_boot: {secs} s is within the margin kept from the boot"
-    );
-    let dev = std::fs::symlink_metadata(path).unwrap().dev();
-    let fs = locksmith::probe::fs::describe(path.parent().unwrap_or(path), dev);
-    assert!(
-        !fs.kind.is_volatile(),
-        "{} is on {}, which no boot survives: nothing there is of an earlier boot",
-        path.display(),
-        fs.kind.as_str()
-    );
-    set_mtime(path, boot_time() - secs as i64, 0);
-}
-
-/// Sets a path's mtime (and atime) `secs` seconds into the past, wherever that falls against
-/// this host's boot (before it on a machine booted more recently): only for a file whose
-/// judgement does not look at this boot (a lock of another host, a lock judged as if on a
-/// network file system) or is made with a snapshot whose boot time the test sets.
-pub fn age_across_boots(path: &Path, secs: u64) {
-    set_mtime_ms(path, now_ms() - secs as i64 * 1000);
 }
 
 /// A sticky, world-writable directory `name` (like `/tmp`) in the test's directory, which every

@@ -200,8 +200,8 @@ pub fn hold_with_cli(path: &Path, args: &[&str]) -> Group {
 }
 
 /// Runs `locksmith` (or a program that runs it) with piped output, on a quiet host (see
-/// [`quiet`]: no copy of this process holds a stale descriptor, no other test's PID
-/// namespace runs), killing it if it outlives `limit`.
+/// [`quiet`]: no copy of this process holds a stale descriptor, no other user's processes
+/// hold more than it reads of them), killing it if it outlives `limit`.
 pub fn run_bounded(cmd: Command, limit: Duration) -> Output {
     let _judging = quiet::judging();
     quiet::settle();

@@ -10,13 +10,17 @@
 //!   flock or OFD lock outlives the test's own descriptor. [`settle`] waits until no such copy
 //!   is left; a copy made after it can only hold what this process still has open. Every
 //!   [`snapshot`] and every run of the binary ([`super::run_bounded`]) settles first.
-//! - **Host-wide facts** that some tests make true for a while and others need false: a PID
-//!   namespace that sees this host's mounts, a container whose lock places a scan walks, an
-//!   office program or a package manager running ([`Fact`]). Each is a reader-writer lock
-//!   shared by every copy of the suite on this machine (`flock` on files in
-//!   [`FACTS_DIR`]): the tests that make a fact and the tests that need it absent never
-//!   overlap. Judging always needs [`Fact::PidNamespace`] absent: [`snapshot`] and the binary's
-//!   runs hold that side for as long as they judge.
+//! - **Host-wide facts** that some tests make true for a while and others need false: a
+//!   container whose lock places a scan walks, an office program or a package manager
+//!   running, another user's processes holding more than a scan reads of them, a PID
+//!   namespace made while another test judges a record naming its own ended one ([`Fact`]).
+//!   Each is a reader-writer lock shared by every copy of the suite on this machine (`flock`
+//!   on files in [`FACTS_DIR`]): the tests that make a fact and the tests that need it absent
+//!   never overlap. Judging always needs [`Fact::OverBounds`] absent: [`snapshot`] and the
+//!   binary's runs hold that side for as long as they judge. A PID namespace that shares
+//!   this host's root and mounts (`unshare --pid`, a container until it has pivoted into its
+//!   root) is no such fact for judging: it is tied to no test's fixture, so its PIDs never
+//!   change a verdict, and judging runs beside it.
 //! - **A snapshot older than its fixture.** The kernel-lock table is read when a snapshot is
 //!   taken, the open files when it first needs them: a file made after that may have the
 //!   inode number of another test's file that was locked or open then. [`Snap`] keeps when
@@ -25,8 +29,7 @@
 //! A test takes the exclusive side of a fact before anything that takes its other side
 //! (acquiring the exclusive side while the same thread holds the other would wait for
 //! itself, and panics instead), and a test that needs two facts takes [`Fact::Container`]
-//! (a [`super::podman::Podman`] takes it) before [`Fact::PidNamespace`] (every judging takes
-//! it).
+//! (a [`super::podman::Podman`] takes it) before [`Fact::PidNamespace`].
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -46,10 +49,13 @@ const FACT_WAIT: Duration = Duration::from_secs(900);
 /// A host-wide fact some tests make and others need absent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fact {
-    /// A PID namespace that shares this host's mounts (`unshare --pid` without a root of its
-    /// own, a container until it has pivoted into its root): it sees every test's fixtures,
-    /// and every PID judged is judged in it too. Its makers run alone; every judging needs it
-    /// absent (but for its own thread's).
+    /// A PID namespace made with `unshare --pid`. The kernel hands a new namespace the inode
+    /// number of one that just ended, and a record naming the ended one would name the new
+    /// one: the tests that judge such a record (a lock held in a namespace of their own,
+    /// then killed) make theirs alone, and so every maker does. (Containers' namespaces are
+    /// kept from them by [`Fact::Container`].) Judging needs none absent: a namespace that
+    /// shares this host's root and mounts is tied to no fixture, and its PIDs change no
+    /// verdict.
     PidNamespace,
     /// A container or sandbox with a root of its own: a scan of the configured roots walks
     /// (and reclaims in) its lock places. The tests that scan so run with no other test's.
@@ -97,8 +103,9 @@ impl Fact {
     /// The side that runs alone; the other side's holders share.
     fn exclusive(self) -> Side {
         match self {
-            // Few tests make one, and a second one would be seen by the first: they run
-            // alone, and every verdict needs none.
+            // Few tests make one. A namespace's maker runs alone: a second one may be handed
+            // the number of the first once it ends. A load over the bounds is seen by every
+            // verdict, which needs none.
             Fact::PidNamespace | Fact::OverBounds => Side::Makes,
             // Many tests run containers, office stand-ins and package managers side by side;
             // the few that need none wait for all of them.
@@ -214,17 +221,16 @@ pub fn none_running(fact: Fact) -> bool {
     )
 }
 
-/// What every judging holds: no other test's PID namespace sees the fixtures, and no other
-/// user's processes hold more than a scan reads of them.
+/// What every judging holds: no other user's processes hold more than a scan reads of them.
+/// (Not: no other test's PID namespace. One that shares this host's root and mounts is tied
+/// to no fixture, and changes no verdict.)
 pub struct Judging {
-    _no_namespace: Hold,
     _no_load: Hold,
 }
 
 /// See [`Judging`].
 pub fn judging() -> Judging {
     Judging {
-        _no_namespace: absent(Fact::PidNamespace),
         _no_load: absent(Fact::OverBounds),
     }
 }
