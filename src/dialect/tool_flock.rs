@@ -11,7 +11,7 @@
 //! | `/etc/.pwd.lock` | glibc's `lckpwdf`, taken by shadow's `vipw`, `vigr`, `useradd`, `usermod`, `passwd`, `chpasswd`, ... | glibc `shadow/lckpwdf.c` (`PWD_LOCKFILE`, `fcntl(F_SETLKW)`; never removed) |
 //! | `.certbot.lock` in certbot's config, work and logs directories (and a web server's) | certbot | `certbot/_internal/lock.py` (`lock_dir`: `fcntl.lockf(LOCK_EX \| LOCK_NB)`; removed on release, left by a killed certbot) |
 //! | `.rpm.lock` in an rpm database | rpm and everything built on librpm (dnf, yum, zypper) | rpm `lib/rpmts.c` (`RPMLOCK_PATH`, `%_rpmlock_path`) and `lib/rpmlock.c` (`fcntl`) |
-//! | `db/write-lock`, `db/txn-current-lock`, `db/pack-lock`, `locks/db.lock`, `locks/db-logs.lock` in a Subversion repository | svnadmin, svnserve, mod_dav_svn, svnlook | Subversion `subversion/libsvn_fs_fs/fs.h` (`PATH_LOCK_FILE`, `PATH_TXN_CURRENT_LOCK`, `PATH_PACK_LOCK_FILE`), `subversion/libsvn_repos/repos.h` (`db.lock`, `db-logs.lock`), locked with `svn_io_file_lock2` |
+//! | `db/write-lock`, `db/txn-current-lock`, `db/pack-lock` in a Subversion repository; `locks/db.lock`, `locks/db-logs.lock` in a Berkeley DB one (`db/fs-type` `bdb`, or none: older than FSFS) | svnadmin, svnserve, mod_dav_svn, svnlook | Subversion `subversion/libsvn_fs_fs/fs.h` (`PATH_LOCK_FILE`, `PATH_TXN_CURRENT_LOCK`, `PATH_PACK_LOCK_FILE`), `subversion/libsvn_repos/repos.h` (`db.lock`, `db-logs.lock`), locked with `svn_io_file_lock2`; `repos.c` (`lock_repos`) locks `db.lock` only when the repository's type is `SVN_FS_TYPE_BDB`, so in an FSFS (or FSX) repository both are never locked and are not listed ([`super::not_locks`]) |
 //! | `lock` in a Prometheus TSDB directory (beside `wal/`, `chunks_head/`) | Prometheus (`--storage.tsdb.use-lockfile`) | `tsdb/tsdbutil/dir_locker.go` (`fileutil.Flock`; "A lockfile from a previous execution already existed. It was replaced") |
 //! | `.cargo-lock` in a build directory (`target/debug/`) | cargo ("Blocking waiting for file lock on build directory") | cargo `src/cargo/core/compiler/layout.rs` (`open_rw_exclusive_create(".cargo-lock")`, `flock`) |
 //! | `.package-cache`, `.package-cache-mutate` in `$CARGO_HOME` | cargo ("Blocking waiting for file lock on package cache") | cargo `src/cargo/util/cache_lock.rs` (`flock` on both files) |
@@ -115,6 +115,37 @@ fn in_svn_repo(path: &Path, snap: &Snapshot) -> bool {
     })
 }
 
+/// A Subversion repository's back end, from `db/fs-type` (`fsfs`, `bdb`, `fsx`) under its
+/// top `top`; a repository made before FSFS existed has no `fs-type` and is Berkeley DB's.
+/// `None` when the file cannot be read.
+pub(super) fn svn_fs_type(top: &Path, snap: &Snapshot) -> Option<String> {
+    let at = top.join("db/fs-type");
+    match snap.read_small(&at, 64) {
+        Some(b) => Some(String::from_utf8_lossy(&b).trim().to_string()),
+        None if snap
+            .lstat(&at)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+        {
+            Some("bdb".into())
+        }
+        None => None,
+    }
+}
+
+/// `locks/db.lock` or `locks/db-logs.lock` in a Subversion repository whose back end never
+/// locks them (FSFS, FSX: `lock_repos` in `repos.c` locks only a Berkeley DB repository's).
+pub(super) fn svn_unused_lock(path: &Path, snap: &Snapshot) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    matches!(name, "db.lock" | "db-logs.lock")
+        && parent_named(path, "locks")
+        && in_svn_repo(path, snap)
+        && path
+            .parent()
+            .and_then(Path::parent)
+            .and_then(|top| svn_fs_type(top, snap))
+            .is_some_and(|t| t != "bdb")
+}
+
 /// Lucene's index: a `segments_N` beside the lock.
 fn in_lucene_index(path: &Path, snap: &Snapshot) -> bool {
     let Some(dir) = path.parent() else {
@@ -143,11 +174,12 @@ const TOOLS: &[Tool] = &[
     Tool {
         what: "a Subversion repository's lock (svnadmin, svnserve, mod_dav_svn)",
         matches: |c, name, snap| {
-            matches!(
-                name,
-                "write-lock" | "txn-current-lock" | "pack-lock" | "db.lock" | "db-logs.lock"
-            ) && (parent_named(c.path, "db") || parent_named(c.path, "locks"))
-                && in_svn_repo(c.path, snap)
+            let in_db = matches!(name, "write-lock" | "txn-current-lock" | "pack-lock")
+                && parent_named(c.path, "db");
+            let in_locks = matches!(name, "db.lock" | "db-logs.lock")
+                && parent_named(c.path, "locks")
+                && !svn_unused_lock(c.path, snap);
+            (in_db || in_locks) && in_svn_repo(c.path, snap)
         },
         held_with: None,
     },

@@ -514,17 +514,39 @@ fn subversion_write_lock_is_free_once_svnadmin_dies() {
     assert_evidence(&f, "locked in the kernel");
 
     frozen.kill();
-    let files = [
-        write_lock.clone(),
-        repo.join("db/txn-current-lock"),
-        repo.join("locks/db.lock"),
-        repo.join("locks/db-logs.lock"),
-    ];
+    let files = [write_lock.clone(), repo.join("db/txn-current-lock")];
     for p in &files {
         expect(p, "tool-flock", Verdict::Free);
     }
+    // An FSFS repository's Berkeley DB lock files are made but never locked: never listed.
+    assert_eq!(
+        fs::read_to_string(repo.join("db/fs-type")).unwrap().trim(),
+        "fsfs"
+    );
+    let unused = [repo.join("locks/db.lock"), repo.join("locks/db-logs.lock")];
+    let listed: Vec<PathBuf> = scan_findings(&repo).into_iter().map(|f| f.path).collect();
+    for p in &unused {
+        assert!(p.is_file());
+        assert!(
+            !listed.contains(p),
+            "{} is listed: {listed:#?}",
+            p.display()
+        );
+    }
+    assert!(listed.contains(&write_lock), "{listed:#?}");
+    // A Berkeley DB repository's are locked by every access (lock_repos): listed, free now.
+    let bdb = env.path().join("bdb");
+    ok(Command::new("svnadmin")
+        .args(["create", "--fs-type", "bdb"])
+        .arg(&bdb));
+    for p in [bdb.join("locks/db.lock"), bdb.join("locks/db-logs.lock")] {
+        expect(&p, "tool-flock", Verdict::Free);
+    }
     assert_eq!(reclaim(&env, &repo), Vec::<PathBuf>::new());
-    assert!(files.iter().all(|p| p.exists()), "free files stay");
+    assert!(
+        files.iter().chain(&unused).all(|p| p.exists()),
+        "free files stay"
+    );
     ok(Command::new("svnadmin")
         .arg("freeze")
         .arg(&repo)
