@@ -178,7 +178,9 @@ const MESSAGES: &[Message] = &[
     Message::en(
         "Breezy",
         r#"Could not acquire lock "(?P<path>[^"\n]+)""#,
-        &["{path}"],
+        // The kernel lock on a working tree's `dirstate` (data, never listed) is taken with
+        // the tree's write lock, `lock/held` beside it, by the same brz.
+        &["{path:dir}/lock/held", "{path}"],
         r#"brz: ERROR: Could not acquire lock "/src/app/.bzr/checkout/dirstate": [Errno 11] Resource temporarily unavailable"#,
     ),
 ];

@@ -27,6 +27,7 @@
 
 use std::path::Path;
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{Claim, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
@@ -37,6 +38,24 @@ pub struct PyLockfile;
 const PATTERNS: &[&str] = &["*.lock"];
 
 const PYTHONS: &[&str] = &["python*", "pypy*"];
+
+/// What the package raises when another holds the lock of `PATH` (`PATH.lock`):
+/// `linklockfile.py` and `mkdirlockfile.py`, `acquire` with a timeout (`LockTimeout`) or none
+/// left (`AlreadyLocked`).
+const MESSAGES: &[Message] = &[
+    Message::en(
+        "Python lockfile",
+        r"Timeout waiting to acquire lock for (?P<file>/\S+)",
+        &["{file}.lock"],
+        "lockfile.LockTimeout: Timeout waiting to acquire lock for /srv/app/state",
+    ),
+    Message::en(
+        "Python lockfile",
+        r"AlreadyLocked: (?P<file>/\S+) is already locked",
+        &["{file}.lock"],
+        "lockfile.AlreadyLocked: /srv/app/state is already locked",
+    ),
+];
 
 /// The largest PID a Linux kernel hands out (`PID_MAX_LIMIT` on 64-bit).
 const PID_LIMIT: i64 = 4_194_304;
@@ -223,6 +242,10 @@ impl Dialect for PyLockfile {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {

@@ -25,12 +25,23 @@
 //! `time` line is the writer's local time: it
 //! is shown, never compared.
 
+use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
 use crate::judge::{OwnerClaim, Placed, Refresh, Said, When, Writers};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
 pub struct RubyLockfile;
+
+/// What the gem prints while a lock is in its way: its errors name no path
+/// (`MaxTriesLockError`: "surpased retries"), but with `LOCKFILE_DEBUG` set (or `rlock
+/// --debug`) its trace does (`lockfile.rb`, `trace`).
+const MESSAGES: &[Message] = &[Message::en(
+    "Ruby lockfile",
+    r"attempting to lock <(?P<path>/[^>\n]+)>",
+    &["{path}"],
+    "attempting to lock </srv/app/jobs/nightly.lock>...",
+)];
 
 const PATTERNS: &[&str] = &["*.lock", "*.lck", "*.lockfile", "lock"];
 
@@ -95,6 +106,10 @@ impl Dialect for RubyLockfile {
 
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
+    }
+
+    fn messages(&self) -> &'static [Message] {
+        MESSAGES
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
