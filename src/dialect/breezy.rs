@@ -198,6 +198,11 @@ impl Dialect for Breezy {
         MESSAGES
     }
 
+    /// A `held/` directory elsewhere, or one whose record is not Breezy's, is not Breezy's.
+    fn judges_unrecognised(&self) -> bool {
+        false
+    }
+
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         if c.kind != EntryKind::Dir {
             return false;

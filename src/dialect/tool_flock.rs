@@ -424,6 +424,12 @@ impl Dialect for ToolFlock {
         MESSAGES
     }
 
+    /// These names are other programs' too (`lock`, `.lock`, `db.lck`, `write.lock`): only a
+    /// file in its writer's place is that writer's.
+    fn judges_unrecognised(&self) -> bool {
+        false
+    }
+
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         c.kind == EntryKind::File && tool(c, snap).is_some()
     }

@@ -680,6 +680,27 @@ fn subversion_write_lock_is_free_once_svnadmin_dies() {
     for p in [bdb.join("locks/db.lock"), bdb.join("locks/db-logs.lock")] {
         expect(&p, "tool-flock", Verdict::Free);
     }
+    // Its Berkeley DB environment's regions (`db/__db.001`, ...) are named as rpm's are, but
+    // this is no rpm database: data, never listed.
+    let regions: Vec<PathBuf> = fs::read_dir(bdb.join("db"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("__db.0"))
+        })
+        .collect();
+    assert!(!regions.is_empty());
+    let listed: Vec<PathBuf> = scan_findings(&bdb).into_iter().map(|f| f.path).collect();
+    for r in &regions {
+        assert!(
+            !listed.contains(r),
+            "{} is listed: {listed:#?}",
+            r.display()
+        );
+    }
     assert_eq!(reclaim(&env, &repo), Vec::<PathBuf>::new());
     assert!(
         files.iter().chain(&unused).all(|p| p.exists()),
