@@ -41,6 +41,7 @@ mod restore_runs;
 mod root_guards;
 mod root_trust;
 mod scan;
+mod servers;
 mod shared_formats;
 mod shares;
 mod start;

@@ -1355,7 +1355,8 @@ fn breezy_unable_to_obtain_lock_names_the_commit() {
     );
     let held = branch.join(".bzr/branch/lock/held");
     wait_until("brz to take its locks", || held.join("info").exists());
-    // The working tree's state, which the commit holds with a kernel lock, is refused first.
+    // The working tree's state, which the commit holds with a kernel lock, is refused first:
+    // it is data, never a lock, and the commit holds it with the tree's lock directory.
     let mut again = brz(&["commit", "-m", "again"]);
     again.env("BRZ_EDITOR", &editor);
     let message = printed(again);
@@ -1363,7 +1364,7 @@ fn breezy_unable_to_obtain_lock_names_the_commit() {
     let a = ask(&env, &message, env.path(), &[]);
     a.live(
         "Breezy",
-        &branch.join(".bzr/checkout/dirstate"),
+        &branch.join(".bzr/checkout/lock/held"),
         commit.pid(),
         "brz",
     );
@@ -1788,4 +1789,49 @@ fn weston_unable_to_lock_lockfile_names_the_compositor() {
     assert!(message.contains("unable to lock lockfile"), "{message}");
     let a = ask(&env, &message, env.path(), &[]);
     a.live("Wayland compositor", &lock, first.pid(), "weston");
+}
+
+/// Python's `lockfile` package held by one Python: another's `acquire` with a timeout raises
+/// `LockTimeout` naming the path it locks, and the answer is the `PATH.lock` the first holds.
+#[test]
+fn python_lockfile_timeout_names_the_holder() {
+    let py = Path::new("/usr/bin/python3");
+    let has = Command::new(py)
+        .args(["-c", "import lockfile.linklockfile"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_that(
+        has,
+        "/usr/bin/python3 has no lockfile package (.ci/run installs python3-lockfile)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let state = env.path().join("state");
+    let lock = env.path().join("state.lock");
+    let mut c = Command::new(py);
+    c.args([
+        "-c",
+        "import sys, time, lockfile.linklockfile as l\nl.LinkLockFile(sys.argv[1]).acquire()\ntime.sleep(600)\n",
+    ])
+    .arg(&state)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let holder = Group::spawn(c);
+    wait_until("python to take the lock", || lock.exists());
+    let mut again = Command::new(py);
+    again
+        .args([
+            "-c",
+            "import sys, lockfile.linklockfile as l\nl.LinkLockFile(sys.argv[1]).acquire(timeout=0.5)\n",
+        ])
+        .arg(&state)
+        .stdin(Stdio::null());
+    let message = printed(again);
+    assert!(message.contains("LockTimeout"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("Python lockfile", &lock, holder.pid(), "python3");
 }
