@@ -27,7 +27,7 @@
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows, common};
-use crate::judge::{Keeps, Placed, Refresh, Said, When};
+use crate::judge::{Keeps, LockFamily, Placed, Refresh, Said, When};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -81,6 +81,16 @@ impl Dialect for Hsqldb {
         DialectId::HSQLDB
     }
 
+    fn about(&self) -> super::About {
+        super::About {
+            writer: "HSQLDB (Java database)",
+            found_as: "`NAME.lck` of an HSQLDB database: 16 bytes, `HSQLLOCK` then the holder's heartbeat (ms, big-endian), beside `NAME.properties` or `NAME.script`",
+            judged_by: "open by a process (HSQLDB keeps it open while it holds it) or a heartbeat within HSQLDB's own 10.1 s: live; nobody has it open, every process visible: stale; elsewhere a heartbeat older than 10.1 s: stale. HSQLDB itself takes such a lock over",
+            rules: &["open-released", "heartbeat-expired"],
+            source: Some("HSQLDB `org/hsqldb/persist/LockFile.java`"),
+        }
+    }
+
     fn patterns(&self) -> &'static [&'static str] {
         PATTERNS
     }
@@ -115,7 +125,7 @@ impl Dialect for Hsqldb {
             ..Owner::default()
         };
         Said::claims(owner)
-            .writer_locks()
+            .writer_locks(LockFamily::Fcntl)
             .claim(Keeps::Open {
                 promise: "HSQLDB keeps its lock file open, rewriting the heartbeat through it, for as long as the database is open (LockFile.openRAF)".into(),
                 placed: placed.clone(),

@@ -38,7 +38,7 @@ use std::path::Path;
 
 use super::message::Message;
 use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
-use crate::judge::{Judgement, Said};
+use crate::judge::{Judgement, LockFamily, Said};
 use crate::probe::Snapshot;
 use crate::verdict::Owner;
 
@@ -461,7 +461,7 @@ impl Dialect for ToolFlock {
             c,
             snap,
         );
-        let mut said = Said::settled(j).owner(owner).writer_locks();
+        let mut said = Said::settled(j).owner(owner).writer_locks(LockFamily::Any);
         if let Some(name) = t.held_with
             && let Some(dir) = c.path.parent()
             && let Ok(meta) = snap.lstat(&dir.join(name))
