@@ -991,14 +991,14 @@ impl Tmux {
 
     /// Runs `command` in a new session `name` (80x30) in `dir`.
     fn start(&self, name: &str, command: &str, dir: &Path) {
-        let ok = self
+        let out = self
             .cmd()
             .args(["new-session", "-d", "-s", name, "-x", "80", "-y", "30"])
             .arg(command)
             .current_dir(dir)
-            .status()
+            .output()
             .unwrap();
-        assert!(ok.success());
+        assert!(out.status.success(), "tmux new-session: {}", stderr(&out));
     }
 
     fn pid(&self, name: &str) -> i32 {
