@@ -365,18 +365,15 @@ impl<'a> Walk<'a> {
             return;
         }
         let lexical = self.mounts.of_path(&root.path).cloned();
-        let probe = fs::Op::Probe {
-            path: root.path.clone(),
-        };
         let probed = if local_place {
-            fs::call(None, probe)
+            Ok(reach::probe_in_place(&root.path))
         } else {
             // Resolved here through local mounts, or asked on the mount that may hang it
             // leads onto; a root that cannot be reached is asked again through a helper of
             // its own, for the error to report.
             match reach::probe(&root.path) {
                 Ok(Some(a)) => Ok(a),
-                Ok(None) => fs::call_path(&root.path, lexical.as_deref(), probe),
+                Ok(None) => reach::probe_path(&root.path, lexical.as_deref()),
                 Err(e) => Err(e),
             }
         };
@@ -437,10 +434,7 @@ impl<'a> Walk<'a> {
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
         if let Some(m) = &mount {
-            let touch = fs::Op::TouchPath {
-                path: root.path.clone(),
-            };
-            if let Err(e) = fs::call_path(&root.path, Some(m), touch) {
+            if let Err(e) = reach::touch_path(&root.path, Some(m)) {
                 self.not_answering(m, e);
                 return;
             }
@@ -681,7 +675,7 @@ impl<'a> Walk<'a> {
     fn read_dir(&self, mut job: Job, buf: &mut Vec<u8>, out: &mut Found) {
         let root = &self.roots[job.root];
         for m in [&job.mount, &job.parent_mount].into_iter().flatten() {
-            if let Some(e) = fs::not_answering(m) {
+            if let Some(e) = reach::not_answering(m) {
                 self.not_answering(m, e);
                 return;
             }
@@ -831,11 +825,8 @@ impl<'a> Walk<'a> {
     ) -> std::io::Result<()> {
         let _ = buf;
         loop {
-            let (entries, end) = match fs::call(Some(m), fs::Op::ReadDir { dir: dir.as_fd() }) {
-                Ok(a) => {
-                    let a = a.ok()?;
-                    (a.entries, a.eof)
-                }
+            let (entries, end) = match reach::read_dir_at(m, dir.as_fd()) {
+                Ok(read) => read?,
                 Err(e) => {
                     self.not_answering(m, e);
                     return Ok(());
@@ -860,7 +851,7 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// [`open_job`] on a mount that may hang, through [`fs::call`]: the directory is opened
+    /// [`open_job`] on a mount that may hang, through [`reach::open_dir_at`]: the directory is opened
     /// component by component without following symlinks, as [`anchor::open_beneath`] does.
     fn open_job_bounded(
         &self,
@@ -883,16 +874,15 @@ impl<'a> Walk<'a> {
                 (Some(r.as_fd()), chain)
             }
         };
-        let a = fs::call(Some(m), fs::Op::OpenDir { from, chain }).map_err(|e| (m.clone(), e))?;
-        Ok(a.ok().and_then(|a| {
-            let fd = a.fd.ok_or_else(|| std::io::Error::other("no directory"))?;
-            Ok((
-                fd,
+        let opened = reach::open_dir_at(m, from, chain).map_err(|e| (m.clone(), e))?;
+        Ok(opened.map(|d| {
+            (
+                d.fd,
                 anchor::DirId {
-                    dev: a.dev,
-                    ino: a.ino,
+                    dev: d.dev,
+                    ino: d.ino,
                 },
-            ))
+            )
         }))
     }
 
@@ -995,11 +985,7 @@ impl<'a> Walk<'a> {
     /// when its mount has just answered for it.
     fn answers(&self, at: &Here<'_>, name: &OsStr) -> bool {
         let Some(m) = at.mount else { return true };
-        let touch = fs::Op::Touch {
-            dir: at.dir.as_fd(),
-            name: name.to_os_string(),
-        };
-        match fs::call(Some(m), touch) {
+        match reach::touch_at(m, at.dir.as_fd(), name) {
             Ok(_) => true,
             Err(e) => {
                 self.not_answering(m, e);
@@ -1013,16 +999,10 @@ impl<'a> Walk<'a> {
         let Some(m) = at.mount else {
             return sys::is_dir_at(at.dir, name);
         };
-        let stat = fs::Op::StatAt {
-            dir: at.dir.as_fd(),
-            name: name.to_os_string(),
-        };
-        match fs::call(Some(m), stat) {
-            Ok(a) => {
-                a.err.is_none()
-                    && rustix::fs::FileType::from_raw_mode(a.mode)
-                        == rustix::fs::FileType::Directory
-            }
+        match reach::lstat_at(Some(m), at.dir.as_fd(), name) {
+            Ok(st) => st.is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.mode) == rustix::fs::FileType::Directory
+            }),
             Err(e) => {
                 self.not_answering(m, e);
                 false
@@ -1048,12 +1028,8 @@ impl<'a> Walk<'a> {
             let Some(name) = path.file_name() else {
                 return false;
             };
-            let stat = fs::Op::StatAt {
-                dir: at.dir.as_fd(),
-                name: name.to_os_string(),
-            };
-            fs::call(at.mount.map(|m| &**m), stat)
-                .is_ok_and(|a| a.err.is_none() && (a.dev, a.ino) == (*dev, *sino))
+            reach::lstat_at(at.mount.map(|m| &**m), at.dir.as_fd(), name)
+                .is_ok_and(|st| st.is_ok_and(|st| (st.dev, st.ino) == (*dev, *sino)))
         })
     }
 
