@@ -21,6 +21,13 @@
 //!
 //! A call that was not answered is remembered by the thread that asked ([`Watch`]): the scan
 //! judges no lock `stale` when something its dialect asked about was not answered.
+//!
+//! This module is the door to mounts that may hang for the rest of locksmith: besides the
+//! paths above, it makes the calls of a caller that already knows the mount (the walker's,
+//! a finding's directory asked again, a container's place): [`open_dir_at`], [`read_dir_at`],
+//! [`lstat_at`], [`touch_at`], [`touch`], [`touch_path`], [`probe_path`], and tells which
+//! mount a path is on when it may hang ([`hanging_mount`]) or has stopped answering
+//! ([`not_answering`]). No code outside `probe` makes a bounded call itself.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};

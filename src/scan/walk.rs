@@ -34,6 +34,10 @@
 //! does not wait for evidence still being read (the kernel's lock table, the namespaces, the
 //! census, the descriptors, read on threads of their own from the start of a scan): what needs
 //! it waits instead, within a budget, and is judged once it is read ([`Walk::worker`]).
+//!
+//! On a mount that may hang (by the mount table), every call the walk makes is made through
+//! [`reach`] (`hanging.rs`): a bounded call of that mount; one that does not answer is
+//! reported once, and nothing more on that mount is asked.
 
 use std::cell::Cell;
 use std::collections::HashSet;

@@ -15,7 +15,7 @@
 //!   `pid-reused` by time, `heartbeat-expired`): facts in, proven or not (with the words) out.
 //!
 //! Linux; elsewhere the kernel-lock calls report `Unsupported` (and the engine uses its
-//! fallback).
+//! fallback), and bounded calls are made in place.
 
 // Every `unsafe` block says why it is sound (a `// SAFETY:` comment).
 #![deny(clippy::undocumented_unsafe_blocks)]
