@@ -793,3 +793,118 @@ fn nothing_cites_an_outside_document_by_section() {
         offenders.join("\n")
     );
 }
+
+/// What names the bounded calls (calls that may hang on a mount, made by a task of their own
+/// with a deadline): the executor's module, `locksmith_sys::bounded`, and the entry points of
+/// `probe::fs` built on it. Only `probe` (and `locksmith-sys` itself) may name them: the rest
+/// of locksmith reaches paths and mounts through `probe::reach`.
+const BOUNDED_ENTRY_POINTS: &[&str] = &["call", "call_path", "not_answering", "Op"];
+
+/// The places in `code` (stripped of comments and strings) that name the bounded calls: each
+/// path written (`use` groups expanded) that goes through a module `bounded`, names one of
+/// [`BOUNDED_ENTRY_POINTS`] in a module `fs`, or imports all of a module `fs` of this crate.
+/// With their line.
+fn bounded_calls_named(code: &str) -> Vec<(usize, String)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !is_ident(b[i]) || ident_before(b, i) {
+            i += 1;
+            continue;
+        }
+        let word_end = i + b[i..].iter().take_while(|&&c| is_ident(c)).count();
+        let after_path_sep = code[..i].trim_end().ends_with("::");
+        if after_path_sep || !code[word_end..].trim_start().starts_with("::") {
+            i = word_end;
+            continue;
+        }
+        let (list, end) = parse_path(code, i);
+        let line = code[..i].matches('\n').count() + 1;
+        let glob = code[end.min(code.len())..].starts_with('*');
+        for p in list {
+            let named = p.iter().skip(1).any(|s| s == "bounded")
+                || (p.len() > 1 && p[0] == "bounded")
+                || p.windows(2)
+                    .any(|w| w[0] == "fs" && BOUNDED_ENTRY_POINTS.contains(&w[1].as_str()))
+                || (glob
+                    && p.last().is_some_and(|s| s == "fs")
+                    && matches!(p[0].as_str(), "crate" | "locksmith" | "super" | "self"));
+            if named {
+                out.push((line, p.join("::")));
+            }
+        }
+        i = end.max(word_end);
+    }
+    out
+}
+
+/// The bounded calls have one door: no code outside `src/probe/` and `crates/locksmith-sys`
+/// (tests, benches and every other crate included) names the executor or `probe::fs`'s entry
+/// points to it; the scanner, reclaim and the rest ask `probe::reach`.
+#[test]
+fn bounded_calls_are_made_by_probe_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let allowed = [root.join("src/probe"), root.join("crates/locksmith-sys")];
+    let mut found = Vec::new();
+    let mut read = 0;
+    for top in ["src", "crates", "tests", "benches"] {
+        for entry in walkdir::WalkDir::new(root.join(top))
+            .into_iter()
+            .filter_entry(|e| e.file_name() != "target")
+            .flatten()
+        {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "rs")
+                || allowed.iter().any(|a| path.starts_with(a))
+            {
+                continue;
+            }
+            read += 1;
+            let code = strip(&std::fs::read_to_string(path).unwrap());
+            for (line, named) in bounded_calls_named(&code) {
+                let rel = path.strip_prefix(root).unwrap();
+                found.push(format!("{}:{line}: {named}", rel.display()));
+            }
+        }
+    }
+    assert!(read > 100, "only {read} sources read");
+    assert!(
+        found.is_empty(),
+        "bounded calls are made through probe::reach only:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn every_way_of_naming_a_bounded_call_is_seen() {
+    let code = strip(
+        "use locksmith_sys::{bounded, fs};\n\
+         let a = crate::probe::fs::call(None, op);\n\
+         use crate::probe::fs::{self, Mount, Op};\n\
+         fs::call_path(p, None, fs::Op::Probe { path });\n\
+         // fs::call in a comment\n\
+         let s = \"fs::not_answering\";\n\
+         use super::fs::*;\n\
+         use crate::probe::{fs::not_answering as n, reach};\n\
+         locksmith_sys::bounded::inline(op); reach::touch(m, p); fs::describe(d, 0);\n\
+         use rustix::fs::{OFlags, Mode}; std::fs::read(p); let bounded = 1; call(x);\n",
+    );
+    let found: Vec<String> = bounded_calls_named(&code)
+        .into_iter()
+        .map(|(line, p)| format!("{line}:{p}"))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            "1:locksmith_sys::bounded",
+            "2:crate::probe::fs::call",
+            "3:crate::probe::fs::Op",
+            "4:fs::call_path",
+            "4:fs::Op::Probe",
+            "7:super::fs",
+            "8:crate::probe::fs::not_answering",
+            "9:locksmith_sys::bounded::inline",
+        ]
+    );
+}

@@ -21,12 +21,19 @@
 //!
 //! A call that was not answered is remembered by the thread that asked ([`Watch`]): the scan
 //! judges no lock `stale` when something its dialect asked about was not answered.
+//!
+//! This module is the door to mounts that may hang for the rest of locksmith: besides the
+//! paths above, it makes the calls of a caller that already knows the mount (the walker's,
+//! a finding's directory asked again, a container's place): [`open_dir_at`], [`read_dir_at`],
+//! [`lstat_at`], [`touch_at`], [`touch`], [`touch_path`], [`probe_path`], and tells which
+//! mount a path is on when it may hang ([`hanging_mount`]) or has stopped answering
+//! ([`not_answering`]). No code outside `probe` makes a bounded call itself.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::Metadata;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -577,6 +584,132 @@ impl Watch {
             (u.0 > self.0).then(|| u.1.clone()).flatten()
         })
     }
+}
+
+/// The mount that `path` (on the device `dev`, when known) is on, when entering it may hang:
+/// by the device first, else by the path, in the mount table as read at most
+/// `RECENT_MOUNTS` ago.
+pub fn hanging_mount(dev: Option<u64>, path: &Path) -> Option<Arc<Mount>> {
+    let table = MountTable::recent();
+    dev.and_then(|d| table.of_dev(d))
+        .or_else(|| table.of_path(path))
+        .filter(|m| m.may_hang())
+        .cloned()
+}
+
+// Calls on a mount the caller already knows (the walker's, the scan's, the containers'
+// places): made where they are asked when `mount` is local (or `None`), else through a bounded
+// call on that mount (see `super::fs::call`). `Err` when the mount does not answer, now or
+// before. Unlike the path functions above, they leave [`Watch`] alone: what the caller asks
+// on its own behalf is its to report.
+
+/// A directory opened on a mount: its descriptor, device and inode.
+#[derive(Debug)]
+pub struct OpenedDir {
+    pub fd: OwnedFd,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// A file's `lstat`: its mode, device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    pub mode: u32,
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// The directory `chain` (path components; the first may be a whole path) opened from `from`
+/// (the current directory when `None`) one component at a time, never following a symlink.
+pub fn open_dir_at(
+    mount: &Mount,
+    from: Option<BorrowedFd<'_>>,
+    chain: Vec<OsString>,
+) -> Result<std::io::Result<OpenedDir>, NotAnswering> {
+    let a = super::fs::call(Some(mount), Op::OpenDir { from, chain })?;
+    Ok(a.ok().and_then(|a| {
+        let fd = a.fd.ok_or_else(|| std::io::Error::other("no directory"))?;
+        Ok(OpenedDir {
+            fd,
+            dev: a.dev,
+            ino: a.ino,
+        })
+    }))
+}
+
+/// One `getdents` buffer of the open directory `dir`: its entries (name, `d_type`, inode;
+/// `.` and `..` included) and whether the directory ended.
+#[allow(clippy::type_complexity)]
+pub fn read_dir_at(
+    mount: &Mount,
+    dir: BorrowedFd<'_>,
+) -> Result<std::io::Result<(Vec<(OsString, u8, u64)>, bool)>, NotAnswering> {
+    let a = super::fs::call(Some(mount), Op::ReadDir { dir })?;
+    Ok(a.ok().map(|a| (a.entries, a.eof)))
+}
+
+/// `lstat` of `name` in `dir`.
+pub fn lstat_at(
+    mount: Option<&Mount>,
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+) -> Result<std::io::Result<Status>, NotAnswering> {
+    let name = name.to_os_string();
+    let a = super::fs::call(mount, Op::StatAt { dir, name })?;
+    Ok(a.ok().map(|a| Status {
+        mode: a.mode,
+        dev: a.dev,
+        ino: a.ino,
+    }))
+}
+
+/// Asks of `name` in `dir` what judging it will (its status, a prefix of a regular file's
+/// content, a symlink's text): `Ok` when the mount answered, whatever the answer.
+pub fn touch_at(mount: &Mount, dir: BorrowedFd<'_>, name: &OsStr) -> Result<(), NotAnswering> {
+    let name = name.to_os_string();
+    super::fs::call(Some(mount), Op::Touch { dir, name }).map(drop)
+}
+
+/// [`touch_at`] of a path named on its own, on `mount` (the calls of which fail at once once
+/// one was not answered).
+pub fn touch(mount: &Mount, path: &Path) -> Result<(), NotAnswering> {
+    let path = path.to_path_buf();
+    super::fs::call(Some(mount), Op::TouchPath { path }).map(drop)
+}
+
+/// [`touch`] of `path` through calls of its own (keyed by the path, not by a mount: `mount`,
+/// the mount it lies in as written, is what an error names).
+pub fn touch_path(path: &Path, mount: Option<&Mount>) -> Result<(), NotAnswering> {
+    let touch = Op::TouchPath {
+        path: path.to_path_buf(),
+    };
+    super::fs::call_path(path, mount, touch).map(drop)
+}
+
+/// What [`probe`] answers of `path`, asked here and now by path (a way known to be local).
+pub fn probe_in_place(path: &Path) -> Answer {
+    let probe = Op::Probe {
+        path: path.to_path_buf(),
+    };
+    super::fs::call(None, probe).unwrap_or_else(|e| Answer {
+        err: Some(e.into()),
+        ..Answer::default()
+    })
+}
+
+/// What [`probe`] answers of `path`, asked by path through calls of its own (keyed by the path,
+/// following symlinks anywhere; `mount`, the mount it lies in as written, is what an error
+/// names).
+pub fn probe_path(path: &Path, mount: Option<&Mount>) -> Result<Answer, NotAnswering> {
+    let probe = Op::Probe {
+        path: path.to_path_buf(),
+    };
+    super::fs::call_path(path, mount, probe)
+}
+
+/// Whether calls on `mount` fail at once now because an earlier one was not answered.
+pub fn not_answering(mount: &Mount) -> Option<NotAnswering> {
+    super::fs::not_answering(mount)
 }
 
 #[cfg(all(test, target_os = "linux"))]

@@ -51,7 +51,7 @@ impl DirCache {
     /// opened, and the file asked, through the mount's helper ([`scan::open_answering`]): a
     /// mount that does not answer is an error naming it, and the lock is kept.
     pub(super) fn open(&mut self, f: &Finding) -> io::Result<(Arc<OwnedFd>, OsString, Anchor)> {
-        if scan::hanging_mount(f, &crate::probe::fs::MountTable::recent()).is_some() {
+        if scan::hanging_mount(f).is_some() {
             self.last = None;
             let (dir, name, anchor) = scan::open_answering(f).map_err(|e| match e.io_error() {
                 Some(io) => io::Error::new(io.kind(), e.to_string()),

@@ -33,7 +33,8 @@ use super::anchor;
 use super::config::{Config, Root};
 use super::error::ScanError;
 use crate::probe::Inventory;
-use crate::probe::fs::{self, Mount};
+use crate::probe::fs::{Mount, NotAnswering};
+use crate::probe::reach;
 
 /// A lock place inside a container, as [`container_roots`] found it: its path seen from here
 /// (`/proc/PID/root/...`), and its directory, open (`O_PATH`), reached from the container's
@@ -48,7 +49,7 @@ pub struct Place {
 /// (device, inode) of the host's roots (a place that is one of them is left to them). A place
 /// whose way has a mount that may hang (by the container's own mount table; every place of a
 /// container whose table could not be read) is opened through the bounded helpers
-/// ([`fs::call`]); a mount that does not answer is reported to `error`, once, and nothing on it
+/// ([`reach::open_dir_at`]); a mount that does not answer is reported to `error`, once, and nothing on it
 /// is scanned.
 pub fn container_roots(
     config: &Config,
@@ -69,7 +70,7 @@ pub fn container_roots(
             .find(|m| m.point == Path::new("/"))
             .filter(|m| m.is_overlay())
             .map(|m| m.dev);
-        let mut not_answering = |m: &Mount, e: fs::NotAnswering| {
+        let mut not_answering = |m: &Mount, e: NotAnswering| {
             if dead.insert(m.point.clone()) {
                 error(ScanError::other(&m.point, e.to_string()));
             }
@@ -87,10 +88,10 @@ pub fn container_roots(
             }
             Some(m) => {
                 let chain = vec![base.join(".").into_os_string()];
-                match fs::call(Some(&m), fs::Op::OpenDir { from: None, chain }) {
-                    Ok(a) => match a.ok().ok().and_then(|a| a.fd) {
-                        Some(root) => (root, None),
-                        None => continue,
+                match reach::open_dir_at(&m, None, chain) {
+                    Ok(opened) => match opened {
+                        Ok(root) => (root.fd, None),
+                        Err(_) => continue,
                     },
                     Err(e) => {
                         not_answering(&m, e);
@@ -160,7 +161,7 @@ fn open_place_bounded(
     m: &Mount,
     root: BorrowedFd<'_>,
     rel: &Path,
-) -> Result<Option<Opened>, fs::NotAnswering> {
+) -> Result<Option<Opened>, NotAnswering> {
     let mut chain: Vec<OsString> = Vec::new();
     for c in rel.components() {
         let Component::Normal(n) = c else {
@@ -171,16 +172,8 @@ fn open_place_bounded(
     if chain.is_empty() {
         chain.push(".".into());
     }
-    let a = fs::call(
-        Some(m),
-        fs::Op::OpenDir {
-            from: Some(root),
-            chain,
-        },
-    )?;
-    Ok(a.ok()
-        .ok()
-        .and_then(|a| Some((a.fd?, (a.dev, a.ino), None))))
+    let opened = reach::open_dir_at(m, Some(root), chain)?;
+    Ok(opened.ok().map(|d| (d.fd, (d.dev, d.ino), None)))
 }
 
 /// The first mount whose entering may wait ([`Mount::may_wait`]) on the way from a

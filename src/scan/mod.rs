@@ -44,7 +44,8 @@ pub(crate) use matcher::globs;
 
 use crate::dialect::{DialectId, EntryKind};
 use crate::judge::Judgement;
-use crate::probe::fs;
+use crate::probe::fs::Mount;
+use crate::probe::reach;
 use crate::probe::{FsInfo, Snapshot};
 
 /// One lock found and judged.
@@ -186,12 +187,8 @@ pub fn judge_path(
     snap: &Snapshot,
     config: &Config,
 ) -> Result<Option<Finding>, ScanError> {
-    let table = fs::MountTable::recent();
-    if let Some(m) = table.of_path(path).filter(|m| m.may_hang()) {
-        let touch = fs::Op::TouchPath {
-            path: path.to_path_buf(),
-        };
-        fs::call_path(path, Some(m), touch).map_err(|e| ScanError::other(path, e.to_string()))?;
+    if let Some(m) = reach::hanging_mount(None, path) {
+        reach::touch_path(path, Some(&m)).map_err(|e| ScanError::other(path, e.to_string()))?;
     }
     let hits = config.matcher.hits(path);
     judge::examine(path, &hits, judge::Mode::Lenient, snap, config)
@@ -219,19 +216,15 @@ pub fn rejudge(
     )
 }
 
-/// The mount a finding is on, when calls on it may wait on a server (see `probe::fs::bounded`).
-pub fn hanging_mount(finding: &Finding, table: &fs::MountTable) -> Option<Arc<fs::Mount>> {
-    table
-        .of_dev(finding.identity.dev)
-        .or_else(|| table.of_path(&finding.path))
-        .filter(|m| m.may_hang())
-        .cloned()
+/// The mount a finding is on, when calls on it may wait on a server ([`reach::hanging_mount`]).
+pub fn hanging_mount(finding: &Finding) -> Option<Arc<Mount>> {
+    reach::hanging_mount(Some(finding.identity.dev), &finding.path)
 }
 
 /// Opens a finding's directory again as [`Anchor::open_parent`] does (or by its path, for a
 /// finding made by hand) and returns it with the file's name. On a mount that may hang, the
 /// file is first asked what judging it will (its status, content, link text) through
-/// [`fs::call`]: a mount that does not answer, now or before, is an error naming it, and what
+/// [`reach::touch`]: a mount that does not answer, now or before, is an error naming it, and what
 /// follows (opening, judging, reclaim) runs on a mount that has just answered for this file.
 pub fn open_answering(finding: &Finding) -> Result<(OwnedFd, OsString, Anchor), ScanError> {
     let open = || match &finding.anchor {
@@ -240,16 +233,12 @@ pub fn open_answering(finding: &Finding) -> Result<(OwnedFd, OsString, Anchor), 
             .map(|(dir, name)| (dir, name, a.clone())),
         None => Anchor::of_parent(&finding.path).map(|(a, dir, name)| (dir, name, a)),
     };
-    let table = fs::MountTable::recent();
-    let Some(m) = hanging_mount(finding, &table) else {
+    let Some(m) = hanging_mount(finding) else {
         return open().map_err(|e| ScanError::io(&finding.path, e));
     };
     // Asked first through a task of the mount's: then opened here, the mount having just
     // answered for this very file.
-    let touch = fs::Op::TouchPath {
-        path: finding.path.clone(),
-    };
-    match fs::call(Some(&m), touch) {
+    match reach::touch(&m, &finding.path) {
         Ok(_) => open().map_err(|e| ScanError::io(&finding.path, e)),
         Err(e) => Err(ScanError::other(&m.point, e.to_string())),
     }

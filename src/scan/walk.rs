@@ -34,6 +34,10 @@
 //! does not wait for evidence still being read (the kernel's lock table, the namespaces, the
 //! census, the descriptors, read on threads of their own from the start of a scan): what needs
 //! it waits instead, within a budget, and is judged once it is read ([`Walk::worker`]).
+//!
+//! On a mount that may hang (by the mount table), every call the walk makes is made through
+//! [`reach`] (`hanging.rs`): a bounded call of that mount; one that does not answer is
+//! reported once, and nothing more on that mount is asked.
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -50,7 +54,7 @@ use super::judge::{self, Mode};
 use super::matcher::Matcher;
 use super::{ScanError, ScanEvent};
 use crate::probe::Snapshot;
-use crate::probe::fs::{self, Mount, MountTable, NotAnswering};
+use crate::probe::fs::{self, Mount, MountTable};
 use crate::probe::reach;
 
 /// How often progress is reported, at most.
@@ -365,18 +369,15 @@ impl<'a> Walk<'a> {
             return;
         }
         let lexical = self.mounts.of_path(&root.path).cloned();
-        let probe = fs::Op::Probe {
-            path: root.path.clone(),
-        };
         let probed = if local_place {
-            fs::call(None, probe)
+            Ok(reach::probe_in_place(&root.path))
         } else {
             // Resolved here through local mounts, or asked on the mount that may hang it
             // leads onto; a root that cannot be reached is asked again through a helper of
             // its own, for the error to report.
             match reach::probe(&root.path) {
                 Ok(Some(a)) => Ok(a),
-                Ok(None) => fs::call_path(&root.path, lexical.as_deref(), probe),
+                Ok(None) => reach::probe_path(&root.path, lexical.as_deref()),
                 Err(e) => Err(e),
             }
         };
@@ -437,10 +438,7 @@ impl<'a> Walk<'a> {
         self.roots_read[i].store(true, Ordering::Relaxed);
         self.entries.fetch_add(1, Ordering::Relaxed);
         if let Some(m) = &mount {
-            let touch = fs::Op::TouchPath {
-                path: root.path.clone(),
-            };
-            if let Err(e) = fs::call_path(&root.path, Some(m), touch) {
+            if let Err(e) = reach::touch_path(&root.path, Some(m)) {
                 self.not_answering(m, e);
                 return;
             }
@@ -681,7 +679,7 @@ impl<'a> Walk<'a> {
     fn read_dir(&self, mut job: Job, buf: &mut Vec<u8>, out: &mut Found) {
         let root = &self.roots[job.root];
         for m in [&job.mount, &job.parent_mount].into_iter().flatten() {
-            if let Some(e) = fs::not_answering(m) {
+            if let Some(e) = reach::not_answering(m) {
                 self.not_answering(m, e);
                 return;
             }
@@ -820,82 +818,6 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// [`sys::read_entries`] on a mount that may hang: one `getdents` buffer at a time on the
-    /// mount's helper. A mount that stops answering ends the listing (it is reported once).
-    fn read_entries_bounded(
-        &self,
-        m: &Arc<Mount>,
-        dir: &Arc<sys::DirHandle>,
-        buf: &mut Vec<u8>,
-        mut f: impl FnMut(&OsStr, sys::DType, u64) -> bool,
-    ) -> std::io::Result<()> {
-        let _ = buf;
-        loop {
-            let (entries, end) = match fs::call(Some(m), fs::Op::ReadDir { dir: dir.as_fd() }) {
-                Ok(a) => {
-                    let a = a.ok()?;
-                    (a.entries, a.eof)
-                }
-                Err(e) => {
-                    self.not_answering(m, e);
-                    return Ok(());
-                }
-            };
-            for (name, t, ino) in &entries {
-                let dtype = match *t {
-                    4 => sys::DType::Dir,
-                    0 => sys::DType::Unknown,
-                    _ => sys::DType::Other,
-                };
-                if name == "." || name == ".." {
-                    continue;
-                }
-                if !f(name, dtype, *ino) {
-                    return Ok(());
-                }
-            }
-            if end {
-                return Ok(());
-            }
-        }
-    }
-
-    /// [`open_job`] on a mount that may hang, through [`fs::call`]: the directory is opened
-    /// component by component without following symlinks, as [`anchor::open_beneath`] does.
-    fn open_job_bounded(
-        &self,
-        m: &Arc<Mount>,
-        job: &Job,
-        root_path: &Path,
-    ) -> Result<std::io::Result<Opened>, (Arc<Mount>, NotAnswering)> {
-        let name = || job.path.file_name().map(OsStr::to_os_string);
-        let (from, chain) = match (job.parent.as_deref(), job.root_dir.as_deref()) {
-            (Some(p), _) => (Some(p.as_fd()), name().into_iter().collect()),
-            (None, None) => (None, vec![job.path.as_os_str().to_os_string()]),
-            (None, Some(r)) => {
-                let Ok(rel) = job.path.strip_prefix(root_path) else {
-                    return Ok(Err(std::io::Error::other("not below its root")));
-                };
-                let chain: Vec<OsString> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_os_string())
-                    .collect();
-                (Some(r.as_fd()), chain)
-            }
-        };
-        let a = fs::call(Some(m), fs::Op::OpenDir { from, chain }).map_err(|e| (m.clone(), e))?;
-        Ok(a.ok().and_then(|a| {
-            let fd = a.fd.ok_or_else(|| std::io::Error::other("no directory"))?;
-            Ok((
-                fd,
-                anchor::DirId {
-                    dev: a.dev,
-                    ino: a.ino,
-                },
-            ))
-        }))
-    }
-
     /// One entry of the directory `at`: judged if it may be a lock, queued in `out` if it is
     /// a directory to walk. `false` stops the listing.
     fn entry(
@@ -989,54 +911,6 @@ impl<'a> Walk<'a> {
         true
     }
 
-    /// Whether the entry `name` of `at` answers (always, off a mount that may hang): what
-    /// judging it will ask of the file system (its status, a prefix of its content, its link
-    /// text) is asked first through the mount's helper, so that a candidate is judged only
-    /// when its mount has just answered for it.
-    fn answers(&self, at: &Here<'_>, name: &OsStr) -> bool {
-        let Some(m) = at.mount else { return true };
-        let touch = fs::Op::Touch {
-            dir: at.dir.as_fd(),
-            name: name.to_os_string(),
-        };
-        match fs::call(Some(m), touch) {
-            Ok(_) => true,
-            Err(e) => {
-                self.not_answering(m, e);
-                false
-            }
-        }
-    }
-
-    /// [`sys::is_dir_at`], through the mount's helper where the mount may hang.
-    fn is_dir_at(&self, at: &Here<'_>, name: &OsStr) -> bool {
-        let Some(m) = at.mount else {
-            return sys::is_dir_at(at.dir, name);
-        };
-        let stat = fs::Op::StatAt {
-            dir: at.dir.as_fd(),
-            name: name.to_os_string(),
-        };
-        match fs::call(Some(m), stat) {
-            Ok(a) => {
-                a.err.is_none()
-                    && rustix::fs::FileType::from_raw_mode(a.mode)
-                        == rustix::fs::FileType::Directory
-            }
-            Err(e) => {
-                self.not_answering(m, e);
-                false
-            }
-        }
-    }
-
-    /// Reports a mount that does not answer, once per walk.
-    fn not_answering(&self, m: &Mount, e: NotAnswering) {
-        if self.dead.lock().unwrap().insert(m.point.clone()) {
-            self.error(ScanError::other(&m.point, e.to_string()));
-        }
-    }
-
     /// Whether the directory `path` (inode `ino` from `getdents`, in `at`) is our state
     /// directory.
     fn is_state_dir(&self, at: &Here<'_>, ino: u64, path: &Path) -> bool {
@@ -1048,12 +922,8 @@ impl<'a> Walk<'a> {
             let Some(name) = path.file_name() else {
                 return false;
             };
-            let stat = fs::Op::StatAt {
-                dir: at.dir.as_fd(),
-                name: name.to_os_string(),
-            };
-            fs::call(at.mount.map(|m| &**m), stat)
-                .is_ok_and(|a| a.err.is_none() && (a.dev, a.ino) == (*dev, *sino))
+            reach::lstat_at(at.mount.map(|m| &**m), at.dir.as_fd(), name)
+                .is_ok_and(|st| st.is_ok_and(|st| (st.dev, st.ino) == (*dev, *sino)))
         })
     }
 
@@ -1228,431 +1098,9 @@ fn state_dir(dir: &Path) -> Option<(u64, u64, PathBuf)> {
     is_dir.then_some((a.dev, a.ino, a.real?))
 }
 
+mod hanging;
 /// The system calls of the walk (getdents64 on Linux, `readdir` elsewhere).
-mod sys {
-    use std::ffi::OsStr;
-    use std::io;
-    use std::os::unix::ffi::OsStrExt;
-    use std::path::Path;
-
-    use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-    use rustix::fs::{FileType, Mode, OFlags};
-
-    #[cfg(target_os = "linux")]
-    pub use linux::*;
-    #[cfg(not(target_os = "linux"))]
-    pub use other::*;
-
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum DType {
-        Dir,
-        Other,
-        /// The file system does not fill `d_type`.
-        Unknown,
-    }
-
-    /// An open directory.
-    pub type DirHandle = OwnedFd;
-
-    /// Opens the directory `path` (relative to its open `parent` when given), never following
-    /// a symlink, without updating its access time where allowed.
-    pub fn open_dir(parent: Option<&OwnedFd>, path: &Path) -> io::Result<OwnedFd> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let (at, name) = match (parent, path.file_name()) {
-            (Some(p), Some(name)) => (p.as_fd(), Path::new(name)),
-            _ => (rustix::fs::CWD, path),
-        };
-        #[cfg(target_os = "linux")]
-        match rustix::fs::openat(at, name, flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => {}
-            other => return Ok(other?),
-        }
-        Ok(rustix::fs::openat(at, name, flags, Mode::empty())?)
-    }
-
-    /// An open directory (an `O_PATH` descriptor) opened again to be read, without resolving
-    /// any path, and without updating its access time where allowed.
-    pub fn reopen_dir(dir: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        #[cfg(target_os = "linux")]
-        match rustix::fs::openat(dir, ".", flags | OFlags::NOATIME, Mode::empty()) {
-            // O_NOATIME needs ownership or CAP_FOWNER.
-            Err(rustix::io::Errno::PERM) => {}
-            other => return Ok(other?),
-        }
-        Ok(rustix::fs::openat(dir, ".", flags, Mode::empty())?)
-    }
-
-    /// Whether `name` in `dir` is a directory (not following a symlink).
-    pub fn is_dir_at(dir: &OwnedFd, name: &OsStr) -> bool {
-        rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
-    }
-
-    /// Calls `f(name, type, inode)` for one directory entry unless it is `.` or `..`;
-    /// returns what `f` says (`false`: stop).
-    fn visit(
-        name: &[u8],
-        t: FileType,
-        ino: u64,
-        f: &mut impl FnMut(&OsStr, DType, u64) -> bool,
-    ) -> bool {
-        if name == b"." || name == b".." {
-            return true;
-        }
-        let t = match t {
-            FileType::Directory => DType::Dir,
-            FileType::Unknown => DType::Unknown,
-            _ => DType::Other,
-        };
-        f(OsStr::from_bytes(name), t, ino)
-    }
-
-    #[cfg(target_os = "linux")]
-    mod linux {
-        use std::ffi::OsStr;
-        use std::io;
-        use std::path::Path;
-
-        use rustix::fd::OwnedFd;
-        use rustix::fs::RawDir;
-
-        use super::DType;
-
-        /// The soft limit on open descriptors.
-        pub fn fd_limit() -> u64 {
-            rustix::process::getrlimit(rustix::process::Resource::Nofile)
-                .current
-                .unwrap_or(1024)
-        }
-
-        /// Calls `f(name, type, inode)` for each entry of the open directory `fd` (without `.`
-        /// and `..`), with `getdents64` into `buf`; `f` returns `false` to stop.
-        pub fn read_entries(
-            fd: &OwnedFd,
-            buf: &mut Vec<u8>,
-            mut f: impl FnMut(&OsStr, DType, u64) -> bool,
-        ) -> io::Result<()> {
-            let mut dir = RawDir::new(fd, buf.spare_capacity_mut());
-            while let Some(entry) = dir.next() {
-                let entry = entry?;
-                let name = entry.file_name().to_bytes();
-                if !super::visit(name, entry.file_type(), entry.ino(), &mut f) {
-                    break;
-                }
-            }
-            Ok(())
-        }
-
-        /// The name of the pseudo file system `dir` is on, if it is one.
-        pub fn pseudo_fs(dir: &Path) -> Option<crate::probe::fs::FsKind> {
-            let m = crate::probe::fs::magic(dir)?;
-            crate::probe::fs::is_pseudo(m).then(|| crate::probe::fs::describe(dir, 0).kind)
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    mod other {
-        use std::ffi::OsStr;
-        use std::io;
-        use std::path::Path;
-
-        use rustix::fd::OwnedFd;
-
-        use super::DType;
-
-        pub fn fd_limit() -> u64 {
-            0
-        }
-
-        pub fn read_entries(
-            fd: &OwnedFd,
-            _buf: &mut Vec<u8>,
-            mut f: impl FnMut(&OsStr, DType, u64) -> bool,
-        ) -> io::Result<()> {
-            let mut dir = rustix::fs::Dir::read_from(fd)?;
-            while let Some(entry) = dir.next() {
-                let entry = entry?;
-                let name = entry.file_name().to_bytes();
-                if !super::visit(name, entry.file_type(), entry.ino() as u64, &mut f) {
-                    break;
-                }
-            }
-            Ok(())
-        }
-
-        pub fn pseudo_fs(_dir: &Path) -> Option<crate::probe::fs::FsKind> {
-            None
-        }
-    }
-}
+mod sys;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_container_root_is_one_seen_through_a_process_root() {
-        assert!(in_container(Path::new("/proc/4242/root/tmp")));
-        assert!(in_container(Path::new("/proc/4242/root")));
-        assert!(!in_container(Path::new("/proc/self/root/tmp")));
-        assert!(!in_container(Path::new("/proc/4242/cwd")));
-        assert!(!in_container(Path::new("/tmp/proc/4242/root")));
-    }
-
-    /// What judging asks about the directory of a lock found by the walk: the walk's own path,
-    /// recorded as canonical only when the root's path is its canonical form.
-    fn recorded_after_walking(root: &Path, lock_dir: &Path) -> Option<PathBuf> {
-        let config = crate::config::Settings::embedded().scan;
-        let snap = Snapshot::take();
-        let cancel = AtomicBool::new(false);
-        let sink = |_: ScanEvent| {};
-        let roots = [Root {
-            path: root.to_path_buf(),
-            max_depth: None,
-        }];
-        Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
-        // Recorded or not, `of` answers for the directory; a recorded one is not looked at
-        // again, so one made to be something else since answers as walked.
-        std::fs::remove_dir_all(lock_dir).unwrap();
-        snap.canonical_dirs().of(lock_dir)
-    }
-
-    /// A tree with a Rails pid file (found by its name), a file of no lock's name that this
-    /// process holds a kernel lock on (found by its inode), and directories around them.
-    struct Tree {
-        _dir: tempfile::TempDir,
-        root: PathBuf,
-        pid_file: PathBuf,
-        held: PathBuf,
-        _lock: std::fs::File,
-    }
-
-    impl Tree {
-        fn roots(&self) -> [Root; 1] {
-            [Root {
-                path: self.root.clone(),
-                max_depth: None,
-            }]
-        }
-    }
-
-    fn tree() -> Tree {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap().join("tree");
-        for d in ["a/b/c", "a/d", "e/f/g/h", "i"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-            std::fs::write(root.join(d).join("notes.txt"), "text").unwrap();
-        }
-        let pid_file = root.join("a/b/c/tmp/pids/server.pid");
-        std::fs::create_dir_all(pid_file.parent().unwrap()).unwrap();
-        std::fs::write(&pid_file, "999999999\n").unwrap();
-        for i in 0..6 {
-            std::fs::write(root.join(format!("a/d/job{i}.lock")), "").unwrap();
-            std::fs::write(root.join(format!("e/f/data{i}.bin")), "").unwrap();
-        }
-        let held = root.join("e/f/spool.state");
-        std::fs::write(&held, "queued: 3\n").unwrap();
-        let lock = std::fs::File::open(&held).unwrap();
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
-        Tree {
-            _dir: dir,
-            root,
-            pid_file,
-            held,
-            _lock: lock,
-        }
-    }
-
-    /// Each finding of a walk, by path, with its dialect and verdict.
-    type Findings = std::collections::BTreeMap<PathBuf, (String, crate::Verdict)>;
-
-    fn finding(e: &ScanEvent) -> Option<(PathBuf, (String, crate::Verdict))> {
-        match e {
-            ScanEvent::Found(f) => Some((
-                f.path.clone(),
-                (f.dialect.to_string(), f.judgement.verdict()),
-            )),
-            _ => None,
-        }
-    }
-
-    /// A snapshot whose parts are all still being read until `open()` is called, as the
-    /// command line's are while `/proc/locks` waits for the kernel.
-    fn gated_snapshot() -> (Snapshot, impl Fn()) {
-        let gate = Arc::new((Mutex::new(false), Condvar::new()));
-        let waiting = gate.clone();
-        let snap = crate::probe::snapshot::Ahead::start_when(move || {
-            let (open, cv) = &*waiting;
-            let mut o = open.lock().unwrap();
-            while !*o {
-                o = cv.wait(o).unwrap();
-            }
-        })
-        .take();
-        let open = move || {
-            *gate.0.lock().unwrap() = true;
-            gate.1.notify_all();
-        };
-        (snap, open)
-    }
-
-    #[test]
-    fn the_walk_reads_on_while_the_evidence_is_read_and_judges_the_same() {
-        let t = tree();
-        let config = crate::config::Settings::embedded().scan;
-        let (roots, cancel) = (t.roots(), AtomicBool::new(false));
-
-        // With the evidence read before the walk.
-        let ready = Snapshot::take();
-        let found = Mutex::new(Findings::new());
-        let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
-        let counts = Walk::new(&config, &config.matcher, &ready, &cancel, &sink, &roots).run();
-        let expected = found.into_inner().unwrap();
-        assert_eq!(expected[&t.pid_file].0, "rails", "{expected:?}");
-        assert_eq!(expected[&t.held], ("flock".into(), crate::Verdict::Live));
-
-        // With every part still being read: the whole tree is read first (the evidence is
-        // let through only once a progress report counts every entry), nothing is judged
-        // before, and every verdict is then the same.
-        let (snap, open) = gated_snapshot();
-        let opened = AtomicBool::new(false);
-        let early = AtomicU64::new(0);
-        let found = Mutex::new(Findings::new());
-        let sink = |e: ScanEvent| {
-            if let ScanEvent::Progress { entries, .. } = e
-                && entries == counts.entries
-                && !opened.swap(true, Ordering::SeqCst)
-            {
-                open();
-            }
-            if let Some(f) = finding(&e) {
-                if !opened.load(Ordering::SeqCst) {
-                    early.fetch_add(1, Ordering::SeqCst);
-                }
-                found.lock().unwrap().insert(f.0, f.1);
-            }
-        };
-        // Should the walk wait for the evidence instead, the evidence is let through in the
-        // end, and the test fails.
-        let stuck = AtomicBool::new(false);
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|s| {
-            let (stuck, opened, open) = (&stuck, &opened, &open);
-            s.spawn(move || {
-                if done_rx
-                    .recv_timeout(std::time::Duration::from_secs(60))
-                    .is_err()
-                {
-                    stuck.store(true, Ordering::SeqCst);
-                    opened.store(true, Ordering::SeqCst);
-                    open();
-                }
-            });
-            let gated = Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
-            let _ = done_tx.send(());
-            assert_eq!(gated.entries, counts.entries);
-        });
-        assert!(
-            !stuck.load(Ordering::SeqCst),
-            "the walk waited for the evidence"
-        );
-        assert_eq!(
-            early.load(Ordering::SeqCst),
-            0,
-            "judged before the evidence"
-        );
-        assert_eq!(found.into_inner().unwrap(), expected);
-    }
-
-    #[test]
-    fn beyond_its_budget_the_walk_judges_as_it_finds() {
-        let t = tree();
-        let config = crate::config::Settings::embedded().scan;
-        let (roots, cancel) = (t.roots(), AtomicBool::new(false));
-        let walk = |snap: &Snapshot, budget: Option<Budget>| {
-            let found = Mutex::new(Findings::new());
-            let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
-            let mut walk = Walk::new(&config, &config.matcher, snap, &cancel, &sink, &roots);
-            if let Some(b) = budget {
-                walk.budget = b;
-            }
-            walk.run();
-            found.into_inner().unwrap()
-        };
-        let expected = walk(&Snapshot::take(), None);
-        assert_eq!(expected[&t.held], ("flock".into(), crate::Verdict::Live));
-        assert!(expected.len() >= 8, "{expected:?}");
-        // No directory kept open; then room for a few candidates and inodes only, the rest of
-        // a directory judged as it is read; then no room at all: the same findings.
-        for (dirs, items, late) in [(0, 8192, 100_000), (1000, 2, 3), (1000, 0, 0)] {
-            let (snap, open) = gated_snapshot();
-            let found = std::thread::scope(|s| {
-                s.spawn(|| {
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                    open();
-                });
-                walk(&snap, Some(Budget { dirs, items, late }))
-            });
-            assert_eq!(found, expected, "budget {dirs} / {items} / {late}");
-        }
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn roots_on_local_mounts_are_reached_without_a_task() {
-        let t = tree();
-        std::os::unix::fs::symlink(&t.root, t.root.with_file_name("link")).unwrap();
-        let config = crate::config::Settings::embedded().scan;
-        let snap = Snapshot::take();
-        let cancel = AtomicBool::new(false);
-        let found = Mutex::new(Findings::new());
-        let sink = |e: ScanEvent| found.lock().unwrap().extend(finding(&e));
-        let root = |path: PathBuf| Root {
-            path,
-            max_depth: None,
-        };
-        // A directory, a symlink to it (walked as itself: a root that is a symlink is
-        // examined, not followed) and a file of its.
-        let roots = [
-            root(t.root.join("a")),
-            root(t.root.with_file_name("link")),
-            root(t.pid_file.clone()),
-        ];
-        let before = fs::tasks_started_here();
-        let counts = Walk::new(&config, &config.matcher, &snap, &cancel, &sink, &roots).run();
-        assert_eq!(fs::tasks_started_here(), before, "a task was started");
-        assert_eq!(counts.roots_read, 3);
-        let found = found.into_inner().unwrap();
-        assert_eq!(found[&t.pid_file].0, "rails", "{found:?}");
-        assert!(
-            found.contains_key(&t.root.join("a/d/job0.lock")),
-            "{found:?}"
-        );
-    }
-
-    #[test]
-    fn directories_walked_from_a_canonical_root_are_recorded_as_canonical() {
-        let t = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(t.path()).unwrap();
-        let dir = base.join("tree/app/tmp/pids");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("server.pid"), "999999999\n").unwrap();
-        assert_eq!(
-            recorded_after_walking(&base.join("tree"), &dir),
-            Some(dir.clone())
-        );
-
-        // The same tree from a root with a symlink on its way: its paths are not canonical,
-        // so nothing is recorded (`of` finds the directory gone).
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("server.pid"), "999999999\n").unwrap();
-        std::os::unix::fs::symlink(base.join("tree"), base.join("link")).unwrap();
-        let through_link = base.join("link/app/tmp/pids");
-        assert_eq!(
-            recorded_after_walking(&base.join("link/app"), &through_link),
-            None
-        );
-    }
-}
+mod tests;

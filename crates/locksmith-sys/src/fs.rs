@@ -587,6 +587,24 @@ pub fn mountinfo_unescape(s: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `/proc/<pid>/root/rest` → `(pid, /rest)`.
+pub fn proc_root_path(path: &Path) -> Option<(i32, std::path::PathBuf)> {
+    let mut comps = path.components();
+    if comps.next() != Some(std::path::Component::RootDir)
+        || comps.next() != Some(std::path::Component::Normal("proc".as_ref()))
+    {
+        return None;
+    }
+    let pid = match comps.next()? {
+        std::path::Component::Normal(s) => s.to_str()?.parse().ok()?,
+        _ => return None,
+    };
+    if comps.next() != Some(std::path::Component::Normal("root".as_ref())) {
+        return None;
+    }
+    Some((pid, Path::new("/").join(comps.as_path())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
