@@ -5,13 +5,13 @@
 //! This module adds what a scan needs to survive a mount that stops answering (an NFS or FUSE
 //! server gone, or stopped): the mount table ([`MountTable`], from `/proc/self/mountinfo`, read
 //! without touching any mount), which mounts may hang ([`may_hang`]: every type not known to be
-//! a file system of this kernel on a local device), and [`call`]: a blocking call ([`Op`]) on
+//! a file system of this kernel on a local device), and `call`: a blocking call ([`Op`]) on
 //! such a mount is made by a task of its own ([`locksmith_sys::bounded`]) and waited for at
-//! most [`MOUNT_TIMEOUT`], keyed by the mount ([`call_path`]: by a path whose calls may go
+//! most [`MOUNT_TIMEOUT`], keyed by the mount (`call_path`: by a path whose calls may go
 //! anywhere).
 //!
 //! The calls themselves are made for the rest of locksmith by [`super::reach`] only: no code
-//! outside `probe` names [`call`], [`call_path`], [`not_answering`] or the bounded executor
+//! outside `probe` names `call`, `call_path`, `not_answering` or the bounded executor
 //! (a test of `crate::architecture` checks it).
 //!
 //! Invariants:
@@ -280,7 +280,7 @@ impl Mount {
 
     /// Whether entering it may wait: a mount that may hang, or an automount point (entering it
     /// mounts what it stands for, which may be a server that does not answer). What is asked
-    /// there is asked through a bounded task ([`call`]).
+    /// there is asked through a bounded task (`call`).
     pub fn may_wait(&self) -> bool {
         self.may_hang() || self.fs_type == "autofs"
     }
@@ -459,7 +459,7 @@ pub(in crate::probe) fn call(mount: Option<&Mount>, op: Op<'_>) -> Result<Answer
     }
 }
 
-/// [`call`] for a call that starts at `path` and may go anywhere from there (following
+/// `call` for a call that starts at `path` and may go anywhere from there (following
 /// symlinks), whatever mount `path` lies in: its own tasks, waited for at most
 /// [`MOUNT_TIMEOUT`]. `mount` is what the error names (the mount `path` lies in, as written).
 pub(in crate::probe) fn call_path(

@@ -12,7 +12,7 @@
 //!   in since could lead elsewhere);
 //! - [`Reached::Missing`]: a component does not exist, or is no directory;
 //! - [`Reached::Away`]: the way enters a mount that may hang: what is asked is asked there
-//!   through a bounded task first ([`super::fs::call`], keyed by that mount, so that a mount
+//!   through a bounded task first (`fs::call`, keyed by that mount, so that a mount
 //!   that did not answer once fails every later call at once), and only then, answered, here.
 //!
 //! A path of the first kind with no symlink and no `..` costs one `openat2`
