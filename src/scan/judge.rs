@@ -119,17 +119,18 @@ pub(crate) fn examine_at(
     if let Some(found) = &mut f {
         found.anchor = anchor.cloned();
     }
-    // A GnuPG dotlock's handle that belongs to a lock beside it is part of that lock's row,
-    // not a row of its own (unless it was named on its own).
+    // A file its dialect reads as part of a lock beside it (a dotlock's handle) is part of
+    // that lock's row, not a row of its own (unless it was named on its own).
     if let Some(found) = &f
         && mode == Mode::Walk
-        && found.dialect == DialectId::GNUPG
-        && dialect::gnupg::belongs_to_a_lock(
-            dir,
-            name,
-            &meta,
-            found.judgement.verdict() == crate::verdict::Verdict::Live,
-        )
+        && dialect::by_id(found.dialect.as_str()).is_some_and(|d| {
+            d.part_of_another_lock(
+                dir,
+                name,
+                &meta,
+                found.judgement.verdict() == crate::verdict::Verdict::Live,
+            )
+        })
     {
         return Ok(None);
     }
