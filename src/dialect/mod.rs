@@ -728,3 +728,45 @@ pub fn placed(said: &mut Said, path: &Path) {
 pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
     registry().iter().copied().find(|d| d.id() == id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{OwnerClaim, Writers};
+
+    /// A place rule a dialect declares holds for whichever dialect judges a lock of that
+    /// place: an owner claim without one gets the first that fits, one with its own keeps it.
+    #[test]
+    fn place_rules_hold_for_every_dialects_owner_claims() {
+        let (rule, at) = places()
+            .find_map(|p| {
+                let within = p.within.join("/");
+                let name = p
+                    .name
+                    .map_or_else(|| format!("x.{}", p.ext.unwrap_or("pid")), str::to_string);
+                let at = PathBuf::from(format!("/srv/app/{within}/{name}").replace("//", "/"));
+                (p.app_dir(&at).is_some()).then_some((*p, at))
+            })
+            .expect("some dialect declares a place rule");
+        let mut said = Said::default()
+            .claim(OwnerClaim::pid(42, Writers::ANY))
+            .claim(Claim::Owners(vec![OwnerClaim::pid(43, Writers::ANY)]));
+        placed(&mut said, &at);
+        for claim in &said.claims {
+            let owners = match claim {
+                Claim::Owner(c) => vec![c],
+                Claim::Owners(cs) => cs.iter().collect(),
+                _ => unreachable!(),
+            };
+            for c in owners {
+                assert_eq!(c.place, Some(rule));
+            }
+        }
+        let mut elsewhere = Said::default().claim(OwnerClaim::pid(42, Writers::ANY));
+        placed(&mut elsewhere, Path::new("/srv/app/nothing-of-a-rule.txt"));
+        let Claim::Owner(c) = &elsewhere.claims[0] else {
+            unreachable!()
+        };
+        assert_eq!(c.place, None);
+    }
+}

@@ -551,4 +551,34 @@ mod tests {
         );
         assert_eq!(w.describe(), "vim/python");
     }
+
+    #[test]
+    fn a_place_rule_finds_the_application_directory() {
+        use std::path::Path;
+        let app = Place {
+            name: None,
+            ext: Some("pid"),
+            within: &["run", "pids"],
+        };
+        assert_eq!(
+            app.app_dir(Path::new("/srv/app/run/pids/web.pid")),
+            Some(PathBuf::from("/srv/app"))
+        );
+        assert_eq!(app.app_dir(Path::new("/srv/app/pids/web.pid")), None);
+        assert_eq!(app.app_dir(Path::new("/srv/app/run/pids/web.lock")), None);
+        assert_eq!(
+            app.app_dir(Path::new("/run/pids/web.pid")),
+            Some(PathBuf::from("/"))
+        );
+        let data = Place {
+            name: Some("server.lock"),
+            ext: None,
+            within: &[],
+        };
+        assert_eq!(
+            data.app_dir(Path::new("/var/lib/db/server.lock")),
+            Some(PathBuf::from("/var/lib/db"))
+        );
+        assert_eq!(data.app_dir(Path::new("/var/lib/db/other.lock")), None);
+    }
 }
