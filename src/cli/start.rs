@@ -620,17 +620,9 @@ fn restart_or_not(f: &Finding, pid: i32, snap: &Snapshot, me: &Me) -> Decision {
 /// the host's devtmpfs: a container runtime makes it for the container just before its first
 /// process starts.
 fn container_dev_made_ms() -> Option<i64> {
-    let dev = std::fs::metadata("/dev").ok()?;
-    let born = dev.created().ok()?;
-    let ms = born.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
-    let mounts =
-        locksmith::probe::fs::parse_mountinfo(&locksmith::probe::fs::MountTable::recent_text());
-    let dev_type = &mounts
-        .iter()
-        .rev()
-        .find(|m| m.point == std::path::Path::new("/dev"))?
-        .fs_type;
-    (dev_type != "devtmpfs").then(|| i64::try_from(ms).ok())?
+    let dev = std::path::Path::new("/dev");
+    let ms = locksmith_sys::fs::birth_ms(dev, true)?;
+    (locksmith_sys::fs::mount_type_at(dev)? != "devtmpfs").then_some(ms)
 }
 
 /// A time to the millisecond (the restart rule compares times closer than the judge's

@@ -1,6 +1,20 @@
-//! `breezy`: the lock directories of Breezy (`brz`) and Bazaar (`bzr`) branches, repositories
-//! and working trees: `.bzr/branch/lock/held/`, `.bzr/repository/lock/held/`,
-//! `.bzr/checkout/lock/held/` (and the old all-in-one `.bzr/branch-lock/held/`).
+//! `breezy`: the lock directories of Breezy (`brz`) and Bazaar (`bzr`), wherever they put
+//! them:
+//!
+//! - a control directory's branch, repository and working tree: `.bzr/branch/lock/held/`,
+//!   `.bzr/repository/lock/held/`, `.bzr/checkout/lock/held/` (`bzr/branch.py`,
+//!   `bzr/repository.py`, `bzr/workingtree_4.py`: `LockableFiles(..., 'lock', LockDir)`), and
+//!   the old all-in-one `.bzr/branch-lock/held/`;
+//! - a colocated branch: `.bzr/branches/NAME/lock/held/` (`bzr/bzrdir.py`,
+//!   `_get_branch_path`: `branches/` and the escaped name);
+//! - the control directory's own configuration `control.conf`: `.bzr/branch_lock/held/`
+//!   (`config.py`, `ControlStore`: `lock_dir_name='branch_lock'`);
+//! - the user's configuration directory, locked to write `breezy.conf` or `locations.conf`:
+//!   `lock/held/` in `$BRZ_HOME/breezy`, `$XDG_CONFIG_HOME/breezy`, `~/.config/breezy` or
+//!   Bazaar's `~/.bazaar` (`bedding.py`, `_config_dir`; `config.py`, `LockableConfig` and
+//!   `LockableIniFileStore`: `lock_name = 'lock'` in the file's directory). Outside a `.bzr`
+//!   directory the place alone is not enough: the `info` record must be Breezy's (a `nonce`
+//!   and a `start_time` beside the PID).
 //!
 //! Format, from Breezy's `breezy/lockdir.py` (Bazaar's `bzrlib/lockdir.py` writes the same):
 //! the lock directory `lock/` always exists; taking the lock renames a fresh `lock/<random>.tmp/`
@@ -24,7 +38,16 @@ use crate::verdict::Owner;
 
 pub struct Breezy;
 
-const PATTERNS: &[&str] = &["**/.bzr/**/held"];
+const PATTERNS: &[&str] = &[
+    "**/.bzr/**/held",
+    "**/breezy/lock/held",
+    "**/.bazaar/lock/held",
+    "**/bazaar/lock/held",
+];
+
+/// The names of the user's configuration directory (`breezy` under `$XDG_CONFIG_HOME` or
+/// `$BRZ_HOME`, Bazaar's `.bazaar`, and `bazaar` under `$XDG_CONFIG_HOME`).
+const CONFIG_DIRS: &[&str] = &["breezy", ".bazaar", "bazaar"];
 
 /// Breezy and Bazaar, and the Python that runs them.
 const BREEZIES: &[&str] = &["brz", "bzr", "python*"];
@@ -71,38 +94,48 @@ pub fn parse_info(bytes: &[u8]) -> Result<HeldInfo, String> {
     Ok(info)
 }
 
-/// Whether `held` sits where Breezy keeps its locks: `.bzr/**/lock/held` or
-/// `.bzr/branch-lock/held`.
-fn in_bzr_lock(c: &Candidate<'_>) -> bool {
+/// Where a `held` directory sits, when it is where Breezy keeps its locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// In a control directory (`.bzr/**/lock/held`, `.bzr/branch-lock/held`,
+    /// `.bzr/branch_lock/held`).
+    Control,
+    /// In the user's configuration directory (`breezy/lock/held`).
+    Config,
+}
+
+fn place(c: &Candidate<'_>) -> Option<Place> {
     if c.file_name() != "held" {
-        return false;
+        return None;
     }
-    let Some(lock) = c.path.parent() else {
-        return false;
-    };
-    let lock_name = lock.file_name().unwrap_or_default();
-    (lock_name == "lock" || lock_name == "branch-lock")
-        && lock
-            .ancestors()
-            .any(|a| a.file_name().is_some_and(|n| n == ".bzr"))
+    let lock = c.path.parent()?;
+    let lock_name = lock.file_name()?;
+    let in_bzr = lock
+        .ancestors()
+        .any(|a| a.file_name().is_some_and(|n| n == ".bzr"));
+    if in_bzr && (lock_name == "lock" || lock_name == "branch-lock" || lock_name == "branch_lock") {
+        return Some(Place::Control);
+    }
+    let config = lock.parent()?.file_name()?.to_str()?;
+    (lock_name == "lock" && CONFIG_DIRS.contains(&config)).then_some(Place::Config)
+}
+
+/// Whether a record is shaped as Breezy's `LockDir` writes it: a PID, a nonce and a start
+/// time.
+fn breezy_shaped(info: &HeldInfo) -> bool {
+    info.pid.is_some() && info.nonce.is_some() && info.start_time.is_some()
 }
 
 /// What the lock protects, from its place (`.bzr/branch/lock` → the branch).
-fn protects(c: &Candidate<'_>) -> String {
+fn protects(c: &Candidate<'_>, place: Place) -> String {
     let lock = c.path.parent();
-    let what = lock
-        .and_then(|l| {
-            if l.file_name().is_some_and(|n| n == "branch-lock") {
-                return Some("branch");
-            }
-            match l.parent()?.file_name()?.to_str()? {
-                "branch" => Some("branch"),
-                "repository" => Some("repository"),
-                "checkout" => Some("working tree"),
-                _ => None,
-            }
-        })
-        .unwrap_or("control directory");
+    if place == Place::Config {
+        let dir = lock
+            .and_then(|l| l.parent())
+            .map(|p| common::field(&p.to_string_lossy()))
+            .unwrap_or_default();
+        return format!("configuration directory {dir} (breezy.conf, locations.conf)");
+    }
     let root = c
         .path
         .ancestors()
@@ -110,7 +143,28 @@ fn protects(c: &Candidate<'_>) -> String {
         .and_then(|b| b.parent())
         .map(|p| common::field(&p.to_string_lossy()))
         .unwrap_or_default();
-    format!("{what} {root}")
+    let what = lock.and_then(|l| {
+        match l.file_name()?.to_str()? {
+            "branch-lock" => return Some("branch".to_string()),
+            "branch_lock" => return Some("control directory's control.conf of".to_string()),
+            _ => {}
+        }
+        let owner = l.parent()?;
+        if owner.parent()?.file_name()? == "branches" {
+            let name = common::field(&owner.file_name()?.to_string_lossy());
+            return Some(format!("colocated branch \"{name}\" of"));
+        }
+        match owner.file_name()?.to_str()? {
+            "branch" => Some("branch".to_string()),
+            "repository" => Some("repository".to_string()),
+            "checkout" => Some("working tree".to_string()),
+            _ => None,
+        }
+    });
+    format!(
+        "{} {root}",
+        what.unwrap_or_else(|| "control directory".to_string())
+    )
 }
 
 /// What Breezy (brz, bzr) prints when a branch, checkout or repository lock is held.
@@ -124,7 +178,9 @@ const MESSAGES: &[Message] = &[
     Message::en(
         "Breezy",
         r#"Could not acquire lock "(?P<path>[^"\n]+)""#,
-        &["{path}"],
+        // The kernel lock on a working tree's `dirstate` (data, never listed) is taken with
+        // the tree's write lock, `lock/held` beside it, by the same brz.
+        &["{path:dir}/lock/held", "{path}"],
         r#"brz: ERROR: Could not acquire lock "/src/app/.bzr/checkout/dirstate": [Errno 11] Resource temporarily unavailable"#,
     ),
 ];
@@ -153,8 +209,24 @@ impl Dialect for Breezy {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
-        c.kind == EntryKind::Dir && in_bzr_lock(c)
+    /// A `held/` directory elsewhere, or one whose record is not Breezy's, is not Breezy's.
+    fn judges_unrecognised(&self) -> bool {
+        false
+    }
+
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
+        if c.kind != EntryKind::Dir {
+            return false;
+        }
+        match place(c) {
+            Some(Place::Control) => true,
+            // Outside a control directory, only a record shaped as Breezy's makes it Breezy's.
+            Some(Place::Config) => snap
+                .read_small(&c.path.join("info"), super::CONTENT_PREFIX)
+                .and_then(|b| parse_info(&b).ok())
+                .is_some_and(|i| breezy_shaped(&i)),
+            None => false,
+        }
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {
@@ -183,7 +255,7 @@ impl Dialect for Breezy {
             created_at: written.map(crate::judge::fmt_ms),
             detail: Some(format!(
                 "Breezy/Bazaar write lock on the {}{}",
-                protects(c),
+                protects(c, place(c).unwrap_or(Place::Control)),
                 info.nonce
                     .as_deref()
                     .map(|n| format!(" (nonce {n})"))

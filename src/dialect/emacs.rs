@@ -3,7 +3,12 @@
 //! cannot tell), or a regular file with the same text where symlinks are not supported.
 //!
 //! Other editors write the same links: Midnight Commander's editor (`src/editor/editlock.c`),
-//! JOE (which writes `me@here.PID` when `USER` and `HOSTNAME` are not exported) and JED.
+//! JOE (which writes `me@here.PID` when `USER` and `HOSTNAME` are not exported: `lock_it` in
+//! its `joe/ufile.c` takes `$USER` or `me`, `$HOSTNAME` or `here`) and JED.
+//!
+//! JOE's `here` names no host: it is the host JOE ran on, as a lock that records none. On a
+//! local file system that is this host (the PID is checked here); on a network file system it
+//! may be any client's, and proves nothing.
 //!
 //! Liveness: same host, the PID alive and started before the lock was made: `live` when it
 //! is one of those editors, `unknown` otherwise (a name proves nothing). Emacs itself treats
@@ -25,6 +30,9 @@ pub struct Emacs;
 pub const WRITERS: &[&str] = &[
     "emacs*", "mc", "mcedit", "joe", "jmacs", "jstar", "jpico", "rjoe", "jed", "xjed",
 ];
+
+/// The host JOE writes when `HOSTNAME` is not exported (`joe/ufile.c`, `lock_it`).
+const JOE_NO_HOST: &str = "here";
 
 /// Emacs boot times are rounded; closer than this is the same boot.
 const BOOT_SLACK_SECS: i64 = 60;
@@ -147,10 +155,18 @@ impl Dialect for Emacs {
                 .boot_time
                 .map(|b| format!("emacs boot time {}", fmt_ms(b * 1000))),
         };
-        let mut claim =
-            OwnerClaim::pid(lock.pid, Writers::named(WRITERS)).host(Some(lock.host.clone()));
+        // JOE's `here`: no host recorded (a host really named so is this one anyway).
+        let unnamed = lock.host == JOE_NO_HOST && lock.host != snap.host.hostname;
+        let mut claim = OwnerClaim::pid(lock.pid, Writers::named(WRITERS))
+            .host((!unnamed).then(|| lock.host.clone()));
         let mut said = Said::claims(owner);
-        let same_host = lock.host == snap.host.hostname;
+        if unnamed {
+            said = said.note(
+                When::Always,
+                "its host \"here\" is JOE's when HOSTNAME is not exported: it names no host, so it is the host of the file system it is on",
+            );
+        }
+        let same_host = lock.host == snap.host.hostname || (unnamed && !c.fs.network);
         if let (Some(theirs), Some(ours), true) = (lock.boot_time, snap.host.boot_time, same_host) {
             let (t, o) = (fmt_ms(theirs * 1000), fmt_ms(ours * 1000));
             if (theirs - ours).abs() <= BOOT_SLACK_SECS {

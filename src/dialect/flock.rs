@@ -9,6 +9,12 @@
 //! a kernel-lock file (python-filelock's `FileLock`, `flock(1)`) or a lock by existence
 //! (`O_EXCL` writers, older `SoftFileLock`), which is exactly what blocks its program; nothing
 //! says which. `free` needs evidence that the file's writers use kernel locks.
+//!
+//! A kernel-locked file that no dialect claims and no lock pattern names is this dialect's
+//! only when it holds nothing but the lock ([`holds_only_a_lock`]): empty, or a short text
+//! record. A program locks its data files in the kernel too (an InnoDB tablespace, Aria's
+//! control file, a QEMU disk image, etcd's write-ahead log and bolt database, H2's `.mv.db`):
+//! those are data, never listed, live or not.
 
 use super::common;
 use super::message::Message;
@@ -54,6 +60,27 @@ fn empty_lock_file(c: &Candidate<'_>) -> bool {
         && c.complete
         && c.content.is_empty()
         && (name.ends_with(b".lock") || name == b"lock")
+}
+
+/// The longest text a file that holds nothing but a lock may hold: a PID, a host, a time, a
+/// few `key: value` lines of a lock record.
+const RECORD_MAX: usize = 256;
+
+/// Whether a kernel-locked file of any name holds nothing but the lock, so that its lock is
+/// what it is for: an empty file, or a short text record (a PID, `pid host`, a lock
+/// library's few lines). A file of binary data, or longer than a lock record, is a program's
+/// data that it locks while it works on it (a database's tablespace or log, a disk image):
+/// no lock file, whatever kernel locks it carries. A directory or other entry is not data.
+pub fn holds_only_a_lock(c: &Candidate<'_>) -> bool {
+    if c.kind != EntryKind::File {
+        return true;
+    }
+    c.complete
+        && c.content.len() <= RECORD_MAX
+        && std::str::from_utf8(c.content).is_ok_and(|t| {
+            t.chars()
+                .all(|ch| !ch.is_control() || matches!(ch, '\n' | '\r' | '\t'))
+        })
 }
 
 /// What apt and dpkg print when their locks are held (and their translations). apt names the

@@ -24,6 +24,8 @@ pub mod firefox;
 pub mod flock;
 pub mod git;
 pub mod gnupg;
+pub mod h2;
+pub mod hsqldb;
 pub mod jetbrains;
 pub mod julia;
 pub mod libreoffice;
@@ -38,11 +40,13 @@ pub mod pacman;
 pub mod pid_record;
 pub mod pidfile;
 pub mod postgres;
+pub mod py_lockfile;
 pub mod qt_lockfile;
 pub mod r_install;
 pub mod rails;
 pub mod rehash;
 pub mod rpm_db;
+pub mod ruby_lockfile;
 pub mod start_guard;
 pub mod terraform;
 pub mod tool_flock;
@@ -327,6 +331,8 @@ impl DialectId {
     pub const FLOCK: DialectId = DialectId("flock");
     pub const GIT: DialectId = DialectId("git");
     pub const GNUPG: DialectId = DialectId("gnupg");
+    pub const H2: DialectId = DialectId("h2");
+    pub const HSQLDB: DialectId = DialectId("hsqldb");
     pub const JETBRAINS: DialectId = DialectId("jetbrains");
     pub const JULIA_PIDFILE: DialectId = DialectId("julia-pidfile");
     pub const LIBREOFFICE: DialectId = DialectId("libreoffice");
@@ -338,11 +344,13 @@ impl DialectId {
     pub const PACMAN: DialectId = DialectId("pacman");
     pub const PIDFILE: DialectId = DialectId("pidfile");
     pub const POSTGRES: DialectId = DialectId("postgres");
+    pub const PY_LOCKFILE: DialectId = DialectId("py-lockfile");
     pub const QT_LOCKFILE: DialectId = DialectId("qt-lockfile");
     pub const R_INSTALL: DialectId = DialectId("r-install");
     pub const RAILS: DialectId = DialectId("rails");
     pub const REHASH: DialectId = DialectId("rehash");
     pub const RPM_DB: DialectId = DialectId("rpm-db");
+    pub const RUBY_LOCKFILE: DialectId = DialectId("ruby-lockfile");
     pub const START_GUARD: DialectId = DialectId("start-guard");
     pub const TERRAFORM: DialectId = DialectId("terraform");
     pub const TOOL_FLOCK: DialectId = DialectId("tool-flock");
@@ -621,8 +629,19 @@ pub trait Dialect: Send + Sync {
 
     /// Whether this candidate is really of this dialect (checks content, kind, location).
     /// When no dialect recognises a name-matched candidate, the first dialect whose pattern
-    /// matched judges it anyway and must then answer `Unknown` for what it cannot parse.
+    /// matched and that [`Dialect::judges_unrecognised`] judges it anyway and must then answer
+    /// `Unknown` for what it cannot parse.
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool;
+
+    /// Whether a file its patterns name, which no dialect recognised, is still judged by this
+    /// dialect (as `unknown` for what it cannot parse). A dialect whose name is another
+    /// program's too, and whose files are known by their place and shape (pacman's `db.lck`,
+    /// which a Java database names its locks too), says no: a file with the name but not the
+    /// place or shape is not its own, and is judged by another dialect that names it, or not
+    /// at all.
+    fn judges_unrecognised(&self) -> bool {
+        true
+    }
 
     /// What the candidate says: its owner, and the claims the judge checks against the
     /// snapshot's evidence (or a verdict that is not `stale`, settled from the evidence).
@@ -675,6 +694,11 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
         &r_install::RInstall,
         &vmware::Vmware,
         &pacman::Pacman,
+        &hsqldb::Hsqldb,
+        &h2::H2,
+        // (the records of lock libraries, by their content and the names beside them)
+        &ruby_lockfile::RubyLockfile,
+        &py_lockfile::PyLockfile,
         &nvim_shada::NvimShada,
         &conda::Conda,
         &julia::Julia,

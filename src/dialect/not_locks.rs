@@ -28,6 +28,12 @@
 //!   `features/backward_compatibilities/lockfile.feature`), by name and by its `URI
 //!   (VERSION)` lines.
 //!
+//! - **Lock files a program makes but never locks**: Subversion's `locks/db.lock` and
+//!   `locks/db-logs.lock` in an FSFS or FSX repository (`db/fs-type`): `svnadmin create`
+//!   makes them in every repository, and `lock_repos` in `subversion/libsvn_repos/repos.c`
+//!   locks `db.lock` only in a Berkeley DB one (`SVN_FS_TYPE_BDB`; `db-logs.lock` only for
+//!   its log files). A Berkeley DB repository's are [`super::tool_flock`]'s.
+//!
 //! The scanner asks [`recognise`] about a candidate no dialect recognised, so a lock a
 //! dialect reads is never hidden here; [`super::mkdir_lock`] asks [`dependency_dir`] before it
 //! takes a directory for a lock directory.
@@ -107,6 +113,8 @@ pub enum NotALock {
     Socket,
     /// A copy a program keeps of a file it rewrote.
     Backup(&'static str),
+    /// A lock file its program makes but never locks, with the program.
+    Unused(&'static str),
 }
 
 impl std::fmt::Display for NotALock {
@@ -117,6 +125,7 @@ impl std::fmt::Display for NotALock {
             NotALock::Database(what) => write!(f, "a database file ({what})"),
             NotALock::Socket => f.write_str("a socket"),
             NotALock::Backup(what) => write!(f, "a backup copy ({what})"),
+            NotALock::Unused(what) => write!(f, "a lock file {what} never locks"),
         }
     }
 }
@@ -130,6 +139,10 @@ pub fn recognise(c: &Candidate<'_>, snap: &Snapshot) -> Option<NotALock> {
         EntryKind::File => database(c.path, c.content, snap)
             .map(NotALock::Database)
             .or_else(|| cvs_backup(c, snap).then_some(NotALock::Backup("CVS")))
+            .or_else(|| {
+                super::tool_flock::svn_unused_lock(c.path, snap)
+                    .then_some(NotALock::Unused("Subversion's FSFS"))
+            })
             .or_else(|| manifest(c.content).map(NotALock::Manifest)),
     }
 }

@@ -11,7 +11,7 @@
 //! program makes a lock unreadable to its own user otherwise) in a libalpm database directory
 //! (one holding `local/ALPM_DB_VERSION`, which libalpm writes when it creates the local
 //! database). Another program's `db.lck` (a Java database's, say) is not pacman's, whatever
-//! runs or not.
+//! runs or not: it is neither recognised nor judged here.
 //!
 //! Liveness: a process with the file open holds it (`live`). Nobody has it open, every
 //! process's descriptors were read, and no pacman, pamac or yay (or another libalpm front
@@ -107,8 +107,14 @@ impl Dialect for Pacman {
         MESSAGES
     }
 
-    fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
-        c.kind == EntryKind::File && c.file_name() == "db.lck" && c.content.is_empty()
+    fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
+        c.kind == EntryKind::File && c.file_name() == "db.lck" && placed(c, snap).is_ok()
+    }
+
+    /// `db.lck` is other programs' name too (HSQLDB's, Derby's): only one shaped and placed
+    /// as libalpm makes it is pacman's.
+    fn judges_unrecognised(&self) -> bool {
+        false
     }
 
     fn read(&self, c: &Candidate<'_>, snap: &Snapshot, _windows: &Windows) -> Said {

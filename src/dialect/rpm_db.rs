@@ -89,6 +89,12 @@ impl Dialect for RpmDb {
         PATTERNS
     }
 
+    /// `__db.NNN` is every Berkeley DB environment's (a Subversion repository's `db/` has
+    /// them too): only one in an rpm database is rpm's.
+    fn judges_unrecognised(&self) -> bool {
+        false
+    }
+
     fn recognise(&self, c: &Candidate<'_>, snap: &Snapshot) -> bool {
         let name = c.file_name().as_encoded_bytes();
         c.kind == EntryKind::File

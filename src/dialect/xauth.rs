@@ -15,7 +15,10 @@
 //!
 //! Liveness: only a live process of the tool proves the pair held. The judge checks the
 //! tool's condition ([`crate::judge::Contract`]): no xauth (for an ICE authority file, no
-//! iceauth or session manager) running on this host, known by its executable, nobody with the
+//! iceauth or session manager) at work on that authority file, known by its executable (one
+//! works on the file its `-f` names, else on `$XAUTHORITY` (`$ICEAUTHORITY`), else on
+//! `$HOME/.Xauthority` (`.ICEauthority`): `XauFileName` in libXau's `AuFileName.c`, xauth's
+//! `main`; it counts when that names the file's directory, or when it works there), nobody with the
 //! pair or the authority file itself open (the authority file is held with the pair), every
 //! process visible, older than 2 s → stale. Both names of the pair are listed: xauth is stuck
 //! while either exists.
@@ -51,6 +54,24 @@ pub const ICE_WRITERS: &[&str] = &[
     "lxsession",
     "mate-session",
 ];
+
+/// The directory of the authority file an xauth or iceauth command line names with `-f`
+/// (relative to where it started).
+fn dash_f_dirs(args: &[String]) -> Vec<PathBuf> {
+    args.windows(2)
+        .filter(|w| w[0] == "-f")
+        .map(|w| {
+            let file = Path::new(&w[1]);
+            match file.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            }
+        })
+        .collect()
+}
+
+/// The environment variables that name an authority file, or the home it defaults to.
+const AUTHORITY_VARS: &[&str] = &["XAUTHORITY", "ICEAUTHORITY", "HOME"];
 
 /// Which authority file a pair locks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,12 +167,16 @@ impl Dialect for Xauth {
                 )),
                 writer: Writers::named(writers),
                 what: tool,
-                at: format!("the {what} {shown}"),
+                at: format!("the directory of the {what} {shown}"),
                 says: format!(
                     "{tool} breaks the pair itself only once FILE-c is 10 minutes old (its dead time) or with `{tool} -b`: a pair held by no running {tool} is left behind"
                 ),
                 place: file.clone(),
-                scope: Scope::Anywhere,
+                scope: Scope::Dirs {
+                    dirs: vec![file.parent().unwrap_or(&file).to_path_buf()],
+                    named: dash_f_dirs,
+                    env: AUTHORITY_VARS,
+                },
                 min_hold_ms: 2_000,
             })
             .note(
@@ -187,5 +212,14 @@ mod tests {
         assert_eq!(kind, Kind::Ice);
         assert!(parts(Path::new("/x/-c")).is_none());
         assert!(parts(Path::new("/x/auth")).is_none());
+    }
+
+    #[test]
+    fn dash_f_names_the_authority_files_directory() {
+        let args = ["xauth", "-f", "/tmp/a/auth", "list", "-f", "rel"].map(String::from);
+        assert_eq!(
+            dash_f_dirs(&args),
+            [PathBuf::from("/tmp/a"), PathBuf::from(".")]
+        );
     }
 }

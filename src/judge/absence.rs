@@ -117,6 +117,11 @@ fn place_of(p: &ProcSummary, scope: &Scope, roots: &[DirId], snap: &Snapshot) ->
                 };
                 for d in values {
                     let how = format!("{var} {}", d.display());
+                    // A variable may name a file (`XAUTHORITY`): its directory is where the
+                    // process works (for a directory, its parent adds nothing).
+                    if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        named_dirs.push((parent.to_path_buf(), how.clone()));
+                    }
                     named_dirs.push((d, how));
                 }
             }

@@ -4,10 +4,14 @@
 //!
 //! Dialect choice: the first dialect in registry order that was matched by name (or that
 //! accepts any name) and recognises the candidate; otherwise the first dialect matched by name
-//! judges it anyway (and answers `unknown` for what it cannot parse). A directory no dialect
+//! that judges what it does not recognise judges it anyway (and answers `unknown` for what it
+//! cannot parse): a dialect known by place and shape (a package database's lock) never takes
+//! another program's file of the same name. A directory no dialect
 //! recognises is just a directory (unless a kernel lock is held on it); a kernel-locked entry
-//! that no dialect claims is judged by `flock`, unless it is no lock at all (a database, a
-//! dependency lock file, a socket: [`dialect::not_locks`]). In *lenient* mode (a file named on the command
+//! that no dialect claims is judged by `flock` when it holds nothing but the lock
+//! ([`dialect::flock::holds_only_a_lock`]: a program's data file that it locks while it works
+//! on it, a database's tablespace or a disk image, is never listed), unless it is no lock at
+//! all (a database, a dependency lock file, a socket: [`dialect::not_locks`]). In *lenient* mode (a file named on the command
 //! line, or a path re-judged on request) every dialect is asked last, so a lock with an unusual
 //! name is still recognised by its content.
 //!
@@ -231,12 +235,22 @@ fn judge(
                 return None;
             }
             // A name-matched file no dialect recognises is judged by the first dialect that
-            // matched its name; a kernel-locked entry nothing else claims, by `flock`.
-            let flock = || registry.iter().position(|d| d.id() == DialectId::FLOCK);
+            // matched its name; a kernel-locked entry nothing else claims, by `flock`, when
+            // it holds nothing but the lock (a program's data file is no lock file).
+            let flock = || {
+                dialect::flock::holds_only_a_lock(&cand)
+                    .then(|| registry.iter().position(|d| d.id() == DialectId::FLOCK))
+                    .flatten()
+            };
+            let named = || {
+                hits.iter()
+                    .copied()
+                    .find(|&i| registry[i].judges_unrecognised())
+            };
             let fallback = match (kind, kernel_locked) {
                 (EntryKind::Dir, false) => None,
-                (_, false) => hits.first().copied(),
-                (_, true) => hits.first().copied().or_else(flock),
+                (_, false) => named(),
+                (_, true) => named().or_else(flock),
             };
             let i = fallback?;
             let d = registry[i];

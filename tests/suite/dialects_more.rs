@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crate::util;
 use crate::util::judging::{
-    ask_here, assert_evidence, booted_ago, expect, judge_changed, on_nfs, record_scan, replay_json,
-    steady, try_judge, up_for_at_least, written_ago_this_boot, written_before_boot,
+    ask_here, assert_evidence, booted_ago, expect, judge, judge_changed, on_nfs, record_scan,
+    replay_json, steady, try_judge, up_for_at_least, written_ago_this_boot, written_before_boot,
 };
 use crate::util::quiet::{self, Fact};
 use crate::util::{
@@ -571,10 +571,15 @@ fn pacman_db_lock() {
         );
         pacman.kill();
     } else {
+        fs::create_dir_all(dbpath.join("local")).unwrap();
         fs::create_dir_all(dbpath.join("sync")).unwrap();
-        write(&dbpath.join("local/ALPM_DB_VERSION"), "9\n");
         write(&lock, b"");
         fs::set_permissions(&lock, fs::Permissions::from_mode(0o000)).unwrap();
+        // Not yet a libalpm database (libalpm writes local/ALPM_DB_VERSION when it makes
+        // one): the name alone does not make it pacman's.
+        let f = judge(&lock);
+        assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
+        write(&dbpath.join("local/ALPM_DB_VERSION"), "9\n");
     }
     assert!(dbpath.join("local/ALPM_DB_VERSION").is_file());
     let meta = fs::metadata(&lock).unwrap();
@@ -603,8 +608,8 @@ fn pacman_db_lock() {
     fs::create_dir_all(dir.path().join("app/local")).unwrap();
     fs::copy(&lock, &elsewhere).unwrap();
     fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o000)).unwrap();
-    let f = expect(&elsewhere, "pacman", Verdict::Unknown);
-    assert_evidence(&f, "no libalpm database directory");
+    let f = judge(&elsewhere);
+    assert_ne!(f.dialect, "pacman", "{:#?}", f.judgement);
 }
 
 /// A Rack/Rails `tmp/pids/server.pid`: the PID must be a Ruby working in that app.

@@ -16,7 +16,7 @@ use locksmith::Verdict;
 use locksmith::probe::FileKey;
 
 use crate::util::judging::{
-    assert_evidence, expect, judge_changed, scan_findings, wait_past_shortest_hold,
+    assert_evidence, expect, judge_changed, scan_findings, try_judge, wait_past_shortest_hold,
     written_ago_this_boot,
 };
 use crate::util::quiet::{self, Fact};
@@ -110,7 +110,7 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
     wait_until("the tool to take the lock pair", || l.exists());
     for p in [&c, &l] {
         let f = expect(p, "xauth", Verdict::Live);
-        assert_evidence(&f, &format!("{tool} process runs"));
+        assert_evidence(&f, &format!("{tool} process works"));
     }
 
     held.kill();
@@ -133,6 +133,50 @@ fn authority_pair(tool: &str, dialect_file: &str, add: &[&str]) {
         "{}",
         stderr(&out)
     );
+
+    // The tool at work on another authority file (its own -f, its own home) holds another
+    // pair, not this one: the pair stays stale while it runs.
+    let other_home = env.path().join("other");
+    fs::create_dir_all(&other_home).unwrap();
+    let other_file = other_home.join(dialect_file);
+    let mut other = Command::new(tool);
+    other
+        .arg("-f")
+        .arg(&other_file)
+        .env("HOME", &other_home)
+        .current_dir(&other_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut elsewhere = Group::spawn(other);
+    wait_until("the other tool to take its own pair", || {
+        other_home.join(format!("{dialect_file}-l")).exists()
+    });
+    for p in [&c, &l] {
+        expect(p, "xauth", Verdict::Stale);
+    }
+    elsewhere.kill();
+    // One at work on this file by its environment alone (no -f): it may be the holder.
+    let mut by_env = Command::new(tool);
+    by_env
+        .env("HOME", &other_home)
+        .env(
+            if tool == "xauth" {
+                "XAUTHORITY"
+            } else {
+                "ICEAUTHORITY"
+            },
+            &file,
+        )
+        .current_dir(&other_home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut on_this = Group::spawn(by_env);
+    wait_until("the tool to start", || on_this.members().len() == 1);
+    let f = expect(&c, "xauth", Verdict::Live);
+    assert_evidence(&f, &format!("{tool} process works"));
+    on_this.kill();
 
     // The pair is two names of one inode: removing the first moves the inode's status change
     // time, which is that removal's own doing, so one reclaim removes both. (The real reclaim
@@ -355,6 +399,144 @@ fn breezy_commit_in_its_editor_holds_the_lock_directories() {
     assert!(!stderr(&out).contains("Stole"), "{}", stderr(&out));
 }
 
+/// Breezy's locks outside a branch's own `branch/`, `checkout/` and `repository/`: a
+/// colocated branch's (`.bzr/branches/NAME/lock`, held by `brz commit` on it), the control
+/// directory's `control.conf` (`.bzr/branch_lock`) and the user's configuration directory
+/// (`~/.config/breezy/lock`), these two held by Breezy's own `ControlStore` and `GlobalStore`
+/// in a Python running the installed Breezy. Live while held, stale once killed; reclaimed,
+/// brz writes its configuration without stealing anything.
+#[test]
+fn breezy_locks_are_found_wherever_breezy_puts_them() {
+    if !require("brz") {
+        return;
+    }
+    let python = Path::new("/usr/bin/python3");
+    let has_breezy = Command::new(python)
+        .args(["-c", "import breezy.bzr"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !crate::util::require_that(
+        has_breezy,
+        "/usr/bin/python3 cannot import breezy (.ci/run installs brz)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    let tree = env.path().join("tree");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&tree).unwrap();
+    let brz = |args: &[&str]| {
+        let mut c = Command::new("brz");
+        c.args(args)
+            .current_dir(&tree)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("BRZ_HOME")
+            .env("BRZ_EMAIL", "Test <test@example.com>")
+            .stdin(Stdio::null());
+        c
+    };
+    ok(&mut brz(&["init", "-q", "."]));
+    write(&tree.join("a.txt"), "one\n");
+    ok(&mut brz(&["add", "-q", "a.txt"]));
+    ok(&mut brz(&["commit", "-q", "-m", "first"]));
+    // A standalone tree switched to a new branch keeps it colocated, in .bzr/branches/.
+    ok(&mut brz(&["switch", "-q", "-b", "dev"]));
+    write(&tree.join("a.txt"), "two\n");
+    let editor = script(&env.path().join("editor.sh"), "#!/bin/sh\nexec sleep 600\n");
+    let mut commit = Group::spawn(
+        brz(&["commit"])
+            .env("BRZ_EDITOR", &editor)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    let hold = |store: &str| {
+        let mut c = Command::new(python);
+        c.arg("-c")
+            .arg(
+                "import sys, time, breezy, breezy.bzr\n\
+                 from breezy import config, controldir\n\
+                 with breezy.initialize():\n\
+                 \x20   if sys.argv[1] == 'global':\n\
+                 \x20       store = config.GlobalStore()\n\
+                 \x20   else:\n\
+                 \x20       store = config.ControlStore(controldir.ControlDir.open(sys.argv[2]))\n\
+                 \x20   store.lock_write()\n\
+                 \x20   time.sleep(600)\n",
+            )
+            .arg(store)
+            .arg(&tree)
+            .current_dir(&tree)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("BRZ_HOME")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Group::spawn(c)
+    };
+    let mut global = hold("global");
+    let mut control = hold("control");
+    let colocated = tree.join(".bzr/branches/dev/lock/held");
+    let config = home.join(".config/breezy/lock/held");
+    let control_conf = tree.join(".bzr/branch_lock/held");
+    let held = [
+        (colocated.clone(), commit.pid(), "colocated branch \"dev\""),
+        (config.clone(), global.pid(), "configuration directory"),
+        (control_conf.clone(), control.pid(), "control.conf"),
+    ];
+    wait_until("brz and Breezy's stores to take their locks", || {
+        held.iter().all(|(h, _, _)| h.join("info").exists())
+    });
+    let listed: Vec<PathBuf> = scan_findings(env.path())
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    for (h, pid, what) in &held {
+        assert!(
+            listed.contains(h),
+            "{} is not listed: {listed:#?}",
+            h.display()
+        );
+        let f = expect(h, "breezy", Verdict::Live);
+        assert_eq!(
+            f.judgement.owner.as_ref().and_then(|o| o.pid),
+            Some(*pid as i64)
+        );
+        let detail = f.judgement.owner.as_ref().and_then(|o| o.detail.clone());
+        assert!(detail.as_deref().unwrap_or("").contains(what), "{detail:?}");
+    }
+
+    commit.kill();
+    global.kill();
+    control.kill();
+    for (h, _, _) in &held {
+        let f = expect(h, "breezy", Verdict::Stale);
+        assert_evidence(&f, "break-lock");
+    }
+    let mut removed = reclaim(&env, env.path());
+    removed.sort();
+    let mut want: Vec<PathBuf> = held.iter().map(|(h, _, _)| h.clone()).collect();
+    // The commit held the working tree too.
+    want.push(tree.join(".bzr/checkout/lock/held"));
+    want.sort();
+    assert_eq!(removed, want);
+    let out = ok(&mut brz(&["whoami", "Other <other@example.com>"]));
+    assert!(!stderr(&out).contains("Stole"), "{}", stderr(&out));
+
+    // A `lock/held` in a directory named like Breezy's configuration directory, whose record
+    // is not Breezy's, is not Breezy's.
+    let other = env.path().join("app/breezy/lock/held");
+    write(&other.join("info"), "pid: 1\n");
+    let config = locksmith::config::Settings::embedded().scan;
+    if let Ok(Some(f)) = try_judge(&other, &snapshot(), &config) {
+        assert_ne!(f.dialect, "breezy", "{:#?}", f.judgement);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // CVS
 
@@ -474,17 +656,60 @@ fn subversion_write_lock_is_free_once_svnadmin_dies() {
     assert_evidence(&f, "locked in the kernel");
 
     frozen.kill();
-    let files = [
-        write_lock.clone(),
-        repo.join("db/txn-current-lock"),
-        repo.join("locks/db.lock"),
-        repo.join("locks/db-logs.lock"),
-    ];
+    let files = [write_lock.clone(), repo.join("db/txn-current-lock")];
     for p in &files {
         expect(p, "tool-flock", Verdict::Free);
     }
+    // An FSFS repository's Berkeley DB lock files are made but never locked: never listed.
+    assert_eq!(
+        fs::read_to_string(repo.join("db/fs-type")).unwrap().trim(),
+        "fsfs"
+    );
+    let unused = [repo.join("locks/db.lock"), repo.join("locks/db-logs.lock")];
+    let listed: Vec<PathBuf> = scan_findings(&repo).into_iter().map(|f| f.path).collect();
+    for p in &unused {
+        assert!(p.is_file());
+        assert!(
+            !listed.contains(p),
+            "{} is listed: {listed:#?}",
+            p.display()
+        );
+    }
+    assert!(listed.contains(&write_lock), "{listed:#?}");
+    // A Berkeley DB repository's are locked by every access (lock_repos): listed, free now.
+    let bdb = env.path().join("bdb");
+    ok(Command::new("svnadmin")
+        .args(["create", "--fs-type", "bdb"])
+        .arg(&bdb));
+    for p in [bdb.join("locks/db.lock"), bdb.join("locks/db-logs.lock")] {
+        expect(&p, "tool-flock", Verdict::Free);
+    }
+    // Its Berkeley DB environment's regions (`db/__db.001`, ...) are named as rpm's are, but
+    // this is no rpm database: data, never listed.
+    let regions: Vec<PathBuf> = fs::read_dir(bdb.join("db"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("__db.0"))
+        })
+        .collect();
+    assert!(!regions.is_empty());
+    let listed: Vec<PathBuf> = scan_findings(&bdb).into_iter().map(|f| f.path).collect();
+    for r in &regions {
+        assert!(
+            !listed.contains(r),
+            "{} is listed: {listed:#?}",
+            r.display()
+        );
+    }
     assert_eq!(reclaim(&env, &repo), Vec::<PathBuf>::new());
-    assert!(files.iter().all(|p| p.exists()), "free files stay");
+    assert!(
+        files.iter().chain(&unused).all(|p| p.exists()),
+        "free files stay"
+    );
     ok(Command::new("svnadmin")
         .arg("freeze")
         .arg(&repo)

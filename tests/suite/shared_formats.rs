@@ -384,3 +384,48 @@ fn a_mkdir_lock_with_a_pid_record_is_reclaimed_with_it_and_restored() {
     });
     assert_eq!(judged(&env, &locks, &lock).1, "live");
 }
+
+/// JOE with `HOSTNAME` and `USER` not exported writes `me@here.PID` (`lock_it` in its
+/// `joe/ufile.c`): `here` names no host, so the lock is this host's on a local file system:
+/// live while JOE runs, stale once it is killed (never `foreign`).
+#[test]
+fn joe_without_hostname_writes_here_which_is_this_host() {
+    if !require("joe") || !require("env") {
+        return;
+    }
+    let env = Env::new();
+    let home = env.path().join("home");
+    let docs = env.path().join("docs");
+    fs::create_dir_all(&home).unwrap();
+    fs::create_dir_all(&docs).unwrap();
+    let file = docs.join("notes.txt");
+    fs::write(&file, "hello\n").unwrap();
+    let lock = docs.join(".#notes.txt");
+    let mut joe = Terminal::start(
+        "env",
+        &[
+            OsStr::new("-u"),
+            OsStr::new("HOSTNAME"),
+            OsStr::new("-u"),
+            OsStr::new("USER"),
+            OsStr::new("joe"),
+            file.file_name().unwrap(),
+        ],
+        &docs,
+        &[("HOME", home.as_os_str())],
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    joe.send(b"x");
+    wait_until("joe's lock", || fs::symlink_metadata(&lock).is_ok());
+    let (host, pid) = link_owner(&lock);
+    assert_eq!(host, "here", "joe names no host without HOSTNAME");
+    let (dialect, verdict, _, owner) = judged(&env, &docs, &lock);
+    assert_eq!((dialect.as_str(), verdict.as_str()), ("emacs", "live"));
+    assert_eq!(owner, Some(pid));
+    joe.kill();
+    wait_until("joe to be gone", || !alive(pid as i32));
+    let (_, verdict, proofs, _) = judged(&env, &docs, &lock);
+    assert_eq!(verdict, "stale");
+    assert_eq!(proofs, ["pid-gone"]);
+    reclaimed(&env, &docs, &lock, &[]);
+}

@@ -222,6 +222,21 @@ impl World {
             ),
             p,
         );
+        let p = sleeper("ruby", &t);
+        own(
+            write(
+                &t.join("rb/jobs.lock"),
+                format!(
+                    "host: {host}\npid: {}\nppid: 1\ntime: 2026-12-07 22:33:01.123456\n",
+                    p.pid()
+                ),
+            ),
+            p,
+        );
+        let p = sleeper("python3", &t);
+        let py_lock = t.join("py/state.lock");
+        write(&py_lock.join(format!("{host}.{}", p.pid())), b"");
+        own(py_lock, p);
         let p = sleeper("zsh", &t);
         own(
             link(
@@ -372,6 +387,24 @@ impl World {
             guards.push(crate::util::hold_open(&path));
             live.push((path, None, false));
         }
+        // HSQLDB's lock file, held open with its heartbeat written (whenever that says).
+        write(&t.join("hsql/db.properties"), b"version=2.7.1\n");
+        let mut hsql = b"HSQLLOCK".to_vec();
+        hsql.extend_from_slice(&now_ms().to_be_bytes());
+        let hsql = write(&t.join("hsql/db.lck"), hsql);
+        guards.push(crate::util::hold_open(&hsql));
+        live.push((hsql, None, false));
+        // H2's lock file, its database held open.
+        let h2_db = write(&t.join("h2/app.mv.db"), b"H:2,block:2\n");
+        guards.push(crate::util::hold_open(&h2_db));
+        live.push((
+            write(
+                &t.join("h2/app.lock.db"),
+                b"#FileLock\n#Mon Dec 07 22:38:39 UTC 2026\nid=1a252a8b9b92b6c0\nmethod=file\n",
+            ),
+            None,
+            false,
+        ));
         // Kernel locks: Terraform's state, a lock directory, dpkg's lock, our engine.
         let state = write(&t.join("tf/terraform.tfstate"), "{}");
         flocks.push(hold_flock(&state));

@@ -991,14 +991,14 @@ impl Tmux {
 
     /// Runs `command` in a new session `name` (80x30) in `dir`.
     fn start(&self, name: &str, command: &str, dir: &Path) {
-        let ok = self
+        let out = self
             .cmd()
             .args(["new-session", "-d", "-s", name, "-x", "80", "-y", "30"])
             .arg(command)
             .current_dir(dir)
-            .status()
+            .output()
             .unwrap();
-        assert!(ok.success());
+        assert!(out.status.success(), "tmux new-session: {}", stderr(&out));
     }
 
     fn pid(&self, name: &str) -> i32 {
@@ -1009,6 +1009,8 @@ impl Tmux {
     }
 
     /// The screen of session `name` once it shows `what`.
+    /// The screen of session `name` once it shows `what` (the last of what a test reads: a
+    /// screen captured at its first line may not hold the rest yet).
     fn screen_with(&self, name: &str, what: &str) -> String {
         wait_for(&format!("{what:?} on the screen"), || {
             let s = self.ok(&["capture-pane", "-p", "-J", "-t", name]);
@@ -1068,7 +1070,7 @@ fn swap_screen(editor: &str, swap_of: impl Fn(&Path) -> Vec<PathBuf>) {
         (fs::metadata(&swap).unwrap().len() > 4096).then_some(())
     });
     tmux.start("second", &command, &docs);
-    let screen = tmux.screen_with("second", "E325");
+    let screen = tmux.screen_with("second", "(Q)uit");
     let a = ask(&env, &screen, &docs, &[]);
     a.live("vim", &swap, first, editor);
     tmux.ok(&["kill-session", "-t", "second"]);
@@ -1076,7 +1078,7 @@ fn swap_screen(editor: &str, swap_of: impl Fn(&Path) -> Vec<PathBuf>) {
     kill9(first);
     wait_until("the editor to die", || !alive(first));
     tmux.start("third", &command, &docs);
-    let screen = tmux.screen_with("third", "E325");
+    let screen = tmux.screen_with("third", "(Q)uit");
     let a = ask(&env, &screen, &docs, &[]);
     a.says("vim", &swap, "stale", "recover");
     assert_eq!(a.lock(&swap).unsaved_changes, Some(true));
@@ -1353,7 +1355,8 @@ fn breezy_unable_to_obtain_lock_names_the_commit() {
     );
     let held = branch.join(".bzr/branch/lock/held");
     wait_until("brz to take its locks", || held.join("info").exists());
-    // The working tree's state, which the commit holds with a kernel lock, is refused first.
+    // The working tree's state, which the commit holds with a kernel lock, is refused first:
+    // it is data, never a lock, and the commit holds it with the tree's lock directory.
     let mut again = brz(&["commit", "-m", "again"]);
     again.env("BRZ_EDITOR", &editor);
     let message = printed(again);
@@ -1361,7 +1364,7 @@ fn breezy_unable_to_obtain_lock_names_the_commit() {
     let a = ask(&env, &message, env.path(), &[]);
     a.live(
         "Breezy",
-        &branch.join(".bzr/checkout/dirstate"),
+        &branch.join(".bzr/checkout/lock/held"),
         commit.pid(),
         "brz",
     );
@@ -1786,4 +1789,49 @@ fn weston_unable_to_lock_lockfile_names_the_compositor() {
     assert!(message.contains("unable to lock lockfile"), "{message}");
     let a = ask(&env, &message, env.path(), &[]);
     a.live("Wayland compositor", &lock, first.pid(), "weston");
+}
+
+/// Python's `lockfile` package held by one Python: another's `acquire` with a timeout raises
+/// `LockTimeout` naming the path it locks, and the answer is the `PATH.lock` the first holds.
+#[test]
+fn python_lockfile_timeout_names_the_holder() {
+    let py = Path::new("/usr/bin/python3");
+    let has = Command::new(py)
+        .args(["-c", "import lockfile.linklockfile"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_that(
+        has,
+        "/usr/bin/python3 has no lockfile package (.ci/run installs python3-lockfile)",
+    ) {
+        return;
+    }
+    let env = Env::new();
+    let state = env.path().join("state");
+    let lock = env.path().join("state.lock");
+    let mut c = Command::new(py);
+    c.args([
+        "-c",
+        "import sys, time, lockfile.linklockfile as l\nl.LinkLockFile(sys.argv[1]).acquire()\ntime.sleep(600)\n",
+    ])
+    .arg(&state)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let holder = Group::spawn(c);
+    wait_until("python to take the lock", || lock.exists());
+    let mut again = Command::new(py);
+    again
+        .args([
+            "-c",
+            "import sys, lockfile.linklockfile as l\nl.LinkLockFile(sys.argv[1]).acquire(timeout=0.5)\n",
+        ])
+        .arg(&state)
+        .stdin(Stdio::null());
+    let message = printed(again);
+    assert!(message.contains("LockTimeout"), "{message}");
+    let a = ask(&env, &message, env.path(), &[]);
+    a.live("Python lockfile", &lock, holder.pid(), "python3");
 }

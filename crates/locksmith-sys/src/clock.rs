@@ -113,10 +113,7 @@ impl Clock {
 #[cfg(target_os = "linux")]
 fn stamp() -> Option<(i64, i64, String)> {
     use crate::host;
-    let dev = std::fs::metadata("/dev").ok()?;
-    let born = dev.created().ok()?;
-    let born_ms =
-        i64::try_from(born.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis()).ok()?;
+    let born_ms = crate::fs::birth_ms(std::path::Path::new("/dev"), true)?;
     let ticks = host::ticks_per_second() as i64;
     if crate::fs::mount_type_at(std::path::Path::new("/dev")).as_deref() == Some("devtmpfs") {
         // devtmpfs answers `statfs` as tmpfs does: the mount table names it. Made by the

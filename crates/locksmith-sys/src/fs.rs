@@ -796,3 +796,27 @@ pub fn known_at<Fd: std::os::fd::AsFd, P: rustix::path::Arg>(
         mode: u32::from(st.stx_mode),
     })
 }
+
+/// A file's birth time (ms since the epoch) by `statx(2)`, which every C library's `stat` does
+/// not ask for (musl's does not): `None` where the file system keeps none. `follow`: of what a
+/// symlink names, else of the link itself.
+#[cfg(target_os = "linux")]
+pub fn birth_ms(path: &Path, follow: bool) -> Option<i64> {
+    use rustix::fs::{AtFlags, CWD, StatxFlags, statx};
+    let flags = if follow {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    let st = statx(CWD, path, flags, StatxFlags::BTIME).ok()?;
+    if st.stx_mask & StatxFlags::BTIME.bits() == 0 {
+        return None;
+    }
+    Some(st.stx_btime.tv_sec * 1000 + i64::from(st.stx_btime.tv_nsec / 1_000_000))
+}
+
+/// See the Linux version: no birth time is read elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn birth_ms(_path: &Path, _follow: bool) -> Option<i64> {
+    None
+}
