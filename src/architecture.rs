@@ -876,6 +876,180 @@ fn bounded_calls_are_made_by_probe_only() {
     );
 }
 
+/// The names only a dialect may speak: the programs each dialect declares as its writers
+/// ([`crate::dialect::About::programs`]) and the file names its patterns spell out (a literal
+/// last part with a dot in it, `postmaster.pid`, and the literal directories before it,
+/// `tmp/pids`). Our own program's dialects name none.
+fn dialect_names() -> (BTreeSet<String>, BTreeSet<String>) {
+    let mut programs = BTreeSet::new();
+    let mut files = BTreeSet::new();
+    let literal = |s: &str| !s.is_empty() && !s.contains(['*', '?', '[', '{']);
+    for d in crate::dialect::registry() {
+        for p in d.about().programs {
+            programs.insert(p.to_ascii_lowercase());
+        }
+        for pattern in d.patterns() {
+            let parts: Vec<&str> = pattern.split('/').collect();
+            let (last, dirs) = parts.split_last().expect("a pattern has a part");
+            if literal(last) && last.trim_start_matches('.').contains('.') {
+                files.insert(last.to_string());
+            }
+            let run: Vec<&str> = dirs
+                .iter()
+                .rev()
+                .take_while(|d| literal(d))
+                .copied()
+                .collect();
+            if run.len() >= 2 {
+                files.insert(run.into_iter().rev().collect::<Vec<_>>().join("/"));
+            }
+        }
+    }
+    (programs, files)
+}
+
+/// Where the names of [`dialect_names`] occur in `text` (comments and strings included): a
+/// program as a whole word in any case, a file name as written. Lines as `file:line: name`.
+fn names_in(
+    rel: &Path,
+    text: &str,
+    programs: &BTreeSet<String>,
+    files: &BTreeSet<String>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let lower = line.to_ascii_lowercase();
+        for word in lower.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if programs.contains(word) {
+                found.push(format!("{}:{}: {word}", rel.display(), n + 1));
+            }
+        }
+        for f in files {
+            if line.contains(f.as_str()) {
+                found.push(format!("{}:{}: {f}", rel.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// `text` with its test-only code blanked (as [`drop_test_code`] finds it in the code
+/// without comments and strings), and the test-only modules it declares as files.
+fn without_test_code(text: &str) -> (String, Vec<String>) {
+    let stripped = strip(text);
+    let mut code = stripped.clone();
+    let files = drop_test_code(&mut code);
+    // Blanked by `drop_test_code`: from the first to the last character it blanked in each
+    // item, which spans the item's comments and strings too.
+    let (s, c) = (stripped.as_bytes(), code.as_bytes());
+    let mut out = text.as_bytes().to_vec();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] != c[i] {
+            // An item starts with its attribute; it ends at the last character blanked
+            // before the next one kept as it was.
+            let mut end = i;
+            let mut j = i;
+            while j < s.len() && (s[j] == c[j] || c[j] == b' ') {
+                if s[j] != c[j] {
+                    end = j + 1;
+                }
+                if s[j] == c[j] && !s[j].is_ascii_whitespace() {
+                    break;
+                }
+                j += 1;
+            }
+            for b in &mut out[i..end] {
+                if *b != b'\n' {
+                    *b = b' ';
+                }
+            }
+            i = end.max(i + 1);
+        } else {
+            i += 1;
+        }
+    }
+    (String::from_utf8_lossy(&out).into_owned(), files)
+}
+
+/// A program's knowledge stays in its dialect: no source names a program a dialect writes
+/// for, or a file name of its patterns, outside `src/dialect/` and `src/why/` (the messages
+/// programs print, and where their locks are), in code, strings or comments. Tests are left
+/// out, as are the book and the README. What the rest of the app shows of a dialect (a flag
+/// such as unsaved changes, an action such as a recovery, files removed together) comes from
+/// the dialect as data.
+///
+/// Not checked yet: the probe layer (`src/probe/`), which names the places it keeps
+/// unmasked, and the walker (`src/scan/walk.rs`).
+#[test]
+fn no_program_is_named_outside_its_dialect() {
+    let (programs, files) = dialect_names();
+    for expected in ["git", "postmaster.pid", "tmp/pids"] {
+        assert!(
+            programs.contains(expected) || files.contains(expected),
+            "{expected} is declared by a dialect: {programs:?} {files:?}"
+        );
+    }
+    // A writer that is also something else here: a shell, which completions and quoted
+    // command lines are made for.
+    const OTHER_ROLES: &[(&str, &[&str])] = &[(
+        "zsh",
+        &[
+            "src/cli/completions.rs",
+            "src/main.rs",
+            "src/text.rs",
+            "src/tui/clipboard.rs",
+            "src/tui/components/table/asks.rs",
+        ],
+    )];
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exempt = |rel: &Path| {
+        ["src/dialect/", "src/why/", "src/probe/", "src/scan/walk.rs"]
+            .iter()
+            .any(|p| rel.starts_with(p))
+    };
+    let mut found = Vec::new();
+    for root in crates() {
+        let mut test_files = BTreeSet::new();
+        let mut all = Vec::new();
+        for entry in walkdir::WalkDir::new(root.join("src")).sort_by_file_name() {
+            let entry = entry.unwrap();
+            if entry.path().extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let module = module_of(entry.path().strip_prefix(&root).unwrap());
+            let rel = entry.path().strip_prefix(workspace).unwrap().to_path_buf();
+            let (text, tests) = without_test_code(&std::fs::read_to_string(entry.path()).unwrap());
+            for name in tests {
+                let mut m = module.clone();
+                m.push(name);
+                test_files.insert(m);
+            }
+            all.push((rel, module, text));
+        }
+        for (rel, module, text) in all {
+            if test_files.contains(&module) || exempt(&rel) {
+                continue;
+            }
+            found.extend(
+                names_in(&rel, &text, &programs, &files)
+                    .into_iter()
+                    .filter(|hit| {
+                        !OTHER_ROLES.iter().any(|(name, files)| {
+                            hit.ends_with(&format!(": {name}"))
+                                && files.iter().any(|f| rel == Path::new(f))
+                        })
+                    }),
+            );
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a program's names belong to its dialect (render what it hands over as data):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn every_way_of_naming_a_bounded_call_is_seen() {
     let code = strip(
@@ -907,4 +1081,20 @@ fn every_way_of_naming_a_bounded_call_is_seen() {
             "9:locksmith_sys::bounded::inline",
         ]
     );
+}
+
+#[test]
+fn names_are_found_in_code_strings_and_comments_but_not_in_tests() {
+    let programs = BTreeSet::from(["git".to_string()]);
+    let files = BTreeSet::from(["tmp/pids".to_string()]);
+    let text = "// a Git lock\nfn f() { g(\"/a/tmp/pids/x\"); digit(); }\n\
+                #[cfg(test)]\nmod tests { fn t() { g(\"git\"); } }\nfn h() {}\n";
+    let (kept, tests) = without_test_code(text);
+    assert!(tests.is_empty());
+    assert!(
+        kept.contains("fn h()") && !kept.contains("g(\"git\")"),
+        "{kept}"
+    );
+    let found = names_in(Path::new("x.rs"), &kept, &programs, &files);
+    assert_eq!(found, ["x.rs:1: git", "x.rs:2: tmp/pids"]);
 }

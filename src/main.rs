@@ -35,7 +35,7 @@ pub struct Cli {
 pub enum Command {
     /// Start from a program's error message: which lock it is about, its verdict, what to do.
     ///
-    /// MESSAGE is what the program printed (or pipe it in: `git commit 2>&1 | locksmith why`).
+    /// MESSAGE is what the program printed (or pipe it in: `PROGRAM 2>&1 | locksmith why`).
     /// The program is recognised by its message, its lock found where the message and the
     /// program's defaults say (the current directory, the paths and PIDs the message names,
     /// $PGDATA, $CARGO_HOME, $GNUPGHOME, the display number, ...), and judged as --scan judges
@@ -230,7 +230,7 @@ pub struct ScanArgs {
     pub verdict: Vec<String>,
 
     /// Report the locks process N holds (kernel locks on its open files) and those it waits
-    /// for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and
+    /// for (blocked in flock or fcntl, or retrying a dotlock), with their holders and
     /// verdicts, as lslocks -p does. A report, with or without --scan.
     #[arg(long = "pid", value_name = "N", conflicts_with_all = ["reclaim", "paths"])]
     pub pid: Option<i32>,
@@ -259,7 +259,7 @@ pub struct ScanArgs {
     #[arg(long, requires = "reclaim")]
     pub dry_run: bool,
 
-    /// With --reclaim: also remove vim swap files that hold unsaved changes.
+    /// With --reclaim: also remove locks that hold unsaved changes (an editor's swap file).
     #[arg(long, requires = "reclaim")]
     pub include_unsaved: bool,
 
@@ -492,78 +492,14 @@ fn main() {
 // The texts after `--help`: an example of each use, and the exit statuses. The man pages
 // render them as their EXAMPLES and EXIT STATUS sections.
 
-const MAIN_EXAMPLES: &str = "\
-Examples:
-  Start from the error message: which lock, whose, and what to do (see `locksmith why
-  --help`):
-    git commit 2>&1 | locksmith why
-  Triage the locks of the current directory and the usual places in the terminal UI:
-    locksmith
-  Report every lock under /srv with a verdict (exit 1 when one is stale):
-    locksmith --scan /srv
-  The same as one JSON document, for scripts:
-    locksmith --scan --json /srv
-  Only the stale and unknown locks, their path and evidence, no header:
-    locksmith --scan --verdict stale,unknown -o path,evidence --noheadings
-  Remove the stale locks, keeping a copy and a journal line for each:
-    locksmith --scan --reclaim
-  Show what would be removed, removing nothing:
-    locksmith --scan --reclaim --dry-run
-  What process 4242 holds and waits for (\"Blocking waiting for file lock\"), who
-  holds that, and whether that one is stuck (as lslocks -p):
-    locksmith --pid 4242
-  Every stale lock's path, one a line, for a shell loop (+COL adds to the default
-  columns; notes and the summary go to stderr):
-    locksmith --scan --verdict stale -o path --noheadings | while read -r p; do ...; done
-  On shared storage, ask the hosts that foreign locks name (over ssh):
-    locksmith --scan --ask-hosts /shared/project
-  Refresh the metrics file of node_exporter's textfile collector:
-    locksmith --scan --format prometheus \\
-      --output /var/lib/prometheus/node-exporter/locksmith.prom
-  Run a job at most once at a time (see `locksmith lock --help`):
-    locksmith lock /var/lock/nightly.lock -- /usr/local/bin/nightly
-  Start a server once its stale pid file is gone (see `locksmith start --help`):
-    locksmith start tmp/pids/server.pid -- rails server
-  Install the bash completion for your user:
-    locksmith completions bash \\
-      > ~/.local/share/bash-completion/completions/locksmith
-
-Exit status:
-  --scan            0 no stale lock, 1 stale locks found, 2 fatal error
-  --scan --reclaim  0 every stale lock removed (or none found), 1 some stale lock
-                    remains, 2 fatal error
-  the UI            0 quit normally, 2 no terminal, bad configuration or
-                    arguments
-  lock              COMMAND's status, 75 the lock is still held when --timeout runs out,
-                    2 error (see `locksmith lock --help`)
-  start             COMMAND's status (it replaces locksmith), 0 without COMMAND, 75 a
-                    lock is in the way, 2 error (see `locksmith start --help`)
-  why               0 not stale (or removed), 1 stale, 2 error, 3 no lock found";
+const MAIN_EXAMPLES: &str = include_str!("cli/help/main-examples.txt");
 
 const WHY_EXIT_STATUS: &str = "\
 Exit status: 0 the lock was found and is not stale (or --reclaim removed it); 1 it is stale
 and still there; 2 error; 3 no lock found (a message locksmith does not know, or its lock is
 not where its program keeps it).";
 
-const WHY_EXAMPLES: &str = "\
-Examples:
-  What git's message is about, and what to do:
-    git commit 2>&1 | locksmith why
-  The same, given as arguments:
-    locksmith why \"fatal: Unable to create '/src/app/.git/index.lock': File exists.\"
-  The message of a server that will not start (the data directory is in it):
-    pg_ctl start 2>&1 | locksmith why
-  Remove the lock if it is proven stale (a copy is kept; `locksmith restore` undoes it):
-    git pull 2>&1 | locksmith why --reclaim
-  For a script:
-    apt-get install foo 2>&1 | locksmith why --json | jq .why.next
-
-Exit status:
-  0   the lock was found and is not stale (or --reclaim removed it)
-  1   it is stale and still there
-  2   error
-  3   no lock found: a message locksmith does not know, or its lock is not where its
-      program keeps it";
+const WHY_EXAMPLES: &str = include_str!("cli/help/why-examples.txt");
 
 const START_EXIT_STATUS: &str = "\
 Exit status: COMMAND's own (it runs in this process); without COMMAND, 0 once PATHs are
@@ -571,30 +507,7 @@ clear; 75 a lock is in the way (live, foreign, unknown, or not removable); 2 bad
 configuration, or a PATH that cannot be examined; 126 COMMAND cannot be run; 127 COMMAND not
 found.";
 
-const START_EXAMPLES: &str = "\
-Examples:
-  A container's entrypoint: the pid file of the previous run goes, then the server
-  runs as PID 1:
-    locksmith start /app/tmp/pids/server.pid -- bundle exec rails server
-  Wait up to 30 s for another instance to let go of its locks:
-    locksmith start --wait 30 /var/lib/app/app.pid /var/lib/app/locks -- /usr/bin/app
-  The pid file on a volume other containers may share: a replica waits for the
-  service whose start guard it finds held, and starts once that one is gone:
-    locksmith start --wait 30 /app/tmp/pids/server.pid -- bundle exec rails server
-  A volume that no other container or host uses (for one left from before
-  locksmith start, which no guard vouches for):
-    locksmith start --unshared /app/tmp/pids/server.pid -- bundle exec rails server
-  systemd, before the service starts (no COMMAND: exit 0 when clear):
-    ExecStartPre=/usr/bin/locksmith start /run/app/app.pid
-
-Exit status:
-  COMMAND's   it replaced locksmith (same PID)
-  0           no COMMAND, and PATHs are clear
-  75          a lock is in the way: live, foreign or unknown, or it could not be
-              removed (a line on stderr says why); after --wait SECS, if given
-  2           bad argument or configuration, a PATH that cannot be examined
-  126         COMMAND cannot be run
-  127         COMMAND not found";
+const START_EXAMPLES: &str = include_str!("cli/help/start-examples.txt");
 
 const LOCK_EXIT_STATUS: &str = "\
 Exit status: COMMAND's own status; 75 the lock is still held when --timeout runs out; 2 bad

@@ -57,8 +57,8 @@ fn name_for(pid_name: &OsStr) -> OsString {
     OsString::from_vec(name)
 }
 
-/// The pid file's name a guard's name stands for (`.server.pid.locksmith-start` →
-/// `server.pid`).
+/// The pid file's name a guard's name stands for (`.app.pid.locksmith-start` →
+/// `app.pid`).
 pub fn pid_name_of(guard_name: &OsStr) -> Option<&OsStr> {
     let inner = guard_name
         .as_bytes()

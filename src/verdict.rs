@@ -62,9 +62,36 @@ pub struct ProcessInfo {
     pub container: Option<ContainerInfo>,
 }
 
+/// Something a dialect read in a lock that matters beyond its verdict (a lock holding work
+/// never saved), handed over as data: the report, reclaim and the UI show it and act on it
+/// as it says, whatever the lock's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flag {
+    /// Its name in the JSON report and the journal (`unsaved_changes`).
+    pub key: &'static str,
+    /// Whether the lock has it (not set: its dialect looked, and the lock has not).
+    pub set: bool,
+    /// What it is, in a few words (`unsaved changes`).
+    pub label: &'static str,
+    /// What has it, as the report and the UI count such locks (`swap`).
+    pub what: &'static str,
+    /// The line that says so (`this swap file holds edits that were never saved`).
+    pub line: &'static str,
+    /// The line that says so while its program runs: then it is that program's to handle.
+    pub line_live: &'static str,
+    /// Removing the lock while the flag is set loses something: reclaim keeps it unless told
+    /// to include such locks ([`crate::reclaim::ReclaimOptions::include_unsaved`]).
+    pub keeps: bool,
+}
+
+impl Flag {
+    /// The key of the flag the JSON report shows as its `unsaved_changes` field.
+    pub const UNSAVED_CHANGES: &'static str = "unsaved_changes";
+}
+
 impl ProcessInfo {
-    /// `pid 4242 postgres`, or for a process in a container
-    /// `PID 1 in container web-1 (podman 3f2a…) · host pid 25092 puma` (unescaped).
+    /// `pid 4242 server`, or for a process in a container
+    /// `PID 1 in container web-1 (podman 3f2a…) · host pid 25092 server` (unescaped).
     pub fn headline(&self) -> String {
         match &self.container {
             Some(c) => format!("{} · host pid {} {}", c.describe(), self.pid, self.name),
@@ -258,7 +285,7 @@ impl Holder {
     }
 }
 
-/// Lists holders as `pid 42 (flock write, apt-get)`: raw text, names as the process table has
+/// Lists holders as `pid 42 (flock write, installer)`: raw text, names as the process table has
 /// them (a view escapes it).
 pub fn describe_holders(holders: &[Holder]) -> String {
     holders

@@ -453,8 +453,9 @@ impl Me {
 /// had before: in a container after `podman start`, its PID 1 is `locksmith start` again.
 /// The process with that PID here is this one (or its parent), which is not the lock's
 /// writer when it started after the lock was written (its start is known to the clock tick:
-/// [`started::start_ms`]), so the lock is its previous run's (postgres reasons the same way
-/// about its `postmaster.pid`, and ignores its own, its parent's and its grandparent's PID).
+/// [`started::start_ms`]), so the lock is its previous run's (a database server may reason
+/// the same way about its own pid file, ignoring its own, its parent's and its grandparent's
+/// PID).
 /// A pid file written after this process started, naming it, was written by this process
 /// before it ran `locksmith start` (`echo $$ > app.pid; exec locksmith start ...`): it is
 /// COMMAND's, and kept. Naming the parent that started before it, it is the parent's: in the

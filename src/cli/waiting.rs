@@ -1,7 +1,7 @@
 //! `locksmith --pid N` (with or without `--scan`): what process N holds and what it waits for,
 //! as `lslocks -p N` lists what N holds. The files it holds a kernel lock on (through its own
 //! descriptors: see [`locksmith::probe::open_files::locked_by`]) and the lock files it is
-//! blocked on (in `flock(2)`/`fcntl(2)`, or retrying a GnuPG dotlock: see
+//! blocked on (in `flock(2)`/`fcntl(2)`, or retrying a dotlock: see
 //! [`locksmith::probe::waiters`]) are judged as `--scan` judges a path, and reported with
 //! their holders, verdicts and waiters (N among them); the table view says first what N holds
 //! and what it is doing. Exit status as `--scan`: 1 when a lock it waits for is stale, else 0,

@@ -1,5 +1,5 @@
 //! `locksmith why [MESSAGE...]`: the error message a program printed (as arguments, or on
-//! standard input: `git commit 2>&1 | locksmith why`), answered in a few lines: which lock it
+//! standard input: `PROGRAM 2>&1 | locksmith why`), answered in a few lines: which lock it
 //! is about, its verdict with the evidence, and the one next step (see
 //! [`locksmith::why`]). `--json` writes the same as a report of that one lock, with a `why`
 //! object beside the report's fields. Nothing is removed unless `--reclaim` is given, and then
@@ -45,7 +45,8 @@ fn why(args: &WhyArgs) -> anyhow::Result<i32> {
     if message.trim().is_empty() {
         anyhow::bail!(
             "no message: give the program's error message as arguments, or pipe it in \
-             (`git commit 2>&1 | locksmith why`)"
+             (`{}`)",
+            locksmith::why::PIPE_EXAMPLE
         );
     }
     let raw = RawConfig::load(args.config.as_deref())?;

@@ -253,6 +253,7 @@ impl Dialect for Borg {
     fn about(&self) -> super::About {
         super::About {
             writer: "BorgBackup",
+            programs: &["borg"],
             found_as: "`lock.exclusive/` (members `hostid.pid-thread`) and `lock.roster` (JSON) in a borg repository or cache",
             judged_by: "borg's rule: host id (`hostname@MAC`) ours and PID gone: stale; another host: foreign; several owners: live if any lives; an empty roster by borg's condition. Advises `borg break-lock`",
             rules: &["pid-gone", "pid-reused", "earlier-boot", "writer-absent"],

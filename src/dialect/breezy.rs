@@ -193,6 +193,7 @@ impl Dialect for Breezy {
     fn about(&self) -> super::About {
         super::About {
             writer: "Breezy (`brz`) and Bazaar (`bzr`)",
+            programs: &["brz", "bzr", "breezy"],
             found_as: "`.bzr/**/lock/held/` directories and their `info` record (`hostname`, `pid`, `nonce`, `start_time`, `user`)",
             judged_by: "another host: foreign; the PID, written at `start_time`: live for brz or bzr (their Python); removed with its record, advising `brz break-lock`",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -79,6 +79,7 @@ impl Dialect for Chromium {
     fn about(&self) -> super::About {
         super::About {
             writer: "Chromium-family browsers and every Electron application",
+            programs: &["chromium", "electron"],
             found_as: "the `SingletonLock` symlink in a user-data directory, whose text is `hostname-pid`",
             judged_by: "a listener on `SingletonSocket`, or the PID with files of the profile open: live; else the PID: live for a browser",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

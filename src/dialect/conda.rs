@@ -36,6 +36,7 @@ impl Dialect for Conda {
     fn about(&self) -> super::About {
         super::About {
             writer: "conda",
+            programs: &["conda", "mamba", "micromamba"],
             found_as: "`*.pid<N>.conda_lock`: empty, the PID in its name",
             judged_by: "the PID in the name: live for conda. Advises `conda clean --lock`",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

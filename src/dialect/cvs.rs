@@ -70,6 +70,7 @@ impl Dialect for Cvs {
     fn about(&self) -> super::About {
         super::About {
             writer: "CVS",
+            programs: &["cvs"],
             found_as: "`#cvs.rfl.HOST.PID`, `#cvs.pfl.HOST.PID`, `#cvs.wfl.HOST.PID` (empty files) and the `#cvs.lock` directory in a repository directory",
             judged_by: "a lock file by the host and PID its name gives (live for cvs); `#cvs.lock` by the write locks beside it, or with none by CVS's condition: no cvs on this host, nobody with a file of the directory open",
             rules: &["pid-gone", "pid-reused", "earlier-boot", "writer-absent"],

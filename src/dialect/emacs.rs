@@ -105,6 +105,7 @@ impl Dialect for Emacs {
     fn about(&self) -> super::About {
         super::About {
             writer: "Emacs, and the editors that write its lock links: Midnight Commander's editor, JOE, JED",
+            programs: &["emacs"],
             found_as: "`.#NAME` beside the file edited: a symlink (or a regular file) whose text is `user@host.pid:boottime`",
             judged_by: "same host, the PID: live for one of those editors; the boot time is evidence",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -44,6 +44,7 @@ impl Dialect for EmacsDesktop {
     fn about(&self) -> super::About {
         super::About {
             writer: "Emacs (its desktop file)",
+            programs: &["emacs"],
             found_as: "`.emacs.desktop.lock` beside `.emacs.desktop`, holding the owner's PID",
             judged_by: "the PID: live for an Emacs",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -118,6 +118,7 @@ impl Dialect for Firefox {
     fn about(&self) -> super::About {
         super::About {
             writer: "Firefox and Thunderbird (a profile in use)",
+            programs: &["firefox", "thunderbird"],
             found_as: "a profile's `lock` symlink (`IP:+PID`), in a directory with `.parentlock`, `times.json` or `prefs.js`; and `.parentlock`",
             judged_by: "the fcntl lock on `.parentlock` (held: live; released with the `+`: stale); an unlocked `.parentlock` is free; else the PID",
             rules: &[

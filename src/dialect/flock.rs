@@ -198,6 +198,7 @@ impl Dialect for Flock {
     fn about(&self) -> super::About {
         super::About {
             writer: "any program taking a kernel lock (`flock(2)`, POSIX `fcntl`, OFD); dpkg and apt; python-filelock",
+            programs: &["dpkg", "apt"],
             found_as: "any file a process holds a kernel lock on now; dpkg's and apt's lock files; empty `*.lock` files and files named `lock`",
             judged_by: "`/proc/locks`: locked, live (with the holders, mode and range); unlocked, free for dpkg and apt files (they lock them in place and never remove them), unknown for an empty `*.lock` of unknown writer (it may be a lock by existence)",
             rules: &[],

@@ -362,6 +362,7 @@ impl Dialect for Git {
     fn about(&self) -> super::About {
         super::About {
             writer: "git (and programs writing git's locks through libgit2)",
+            programs: &["git", "libgit2"],
             found_as: "`index.lock`, `HEAD.lock`, `config.lock`, `packed-refs.lock`, `refs/**/*.lock` in a real git directory (HEAD, objects/, refs/), empty or holding the new content (an index starts with `DIRC`); `NAME~pid.lock` (`pid N`), `gc.pid` (`PID HOST`); `packed-refs.new`, which git refuses to overwrite",
             judged_by: "git's own condition, \"if no other git process is currently running\": a git working in that repository, or anyone with a file of the git directory open: live or unknown; none, older than 2 s: stale. `~pid.lock` and `gc.pid` by their PID",
             rules: &["writer-absent", "pid-gone", "pid-reused", "earlier-boot"],

@@ -110,6 +110,7 @@ impl Dialect for Gnupg {
     fn about(&self) -> super::About {
         super::About {
             writer: "GnuPG (libgpg-error's dotlocks)",
+            programs: &["gnupg", "gpg", "gpg-agent"],
             found_as: "the temporary files `.#lk0x<address>.<host>.<pid>` the dotlocks are linked from, beside `pubring.kbx`, `trustdb.gpg`, ...; the dotlocks themselves (`*.lock`: the PID in 10 columns, then the host) are `pidfile` records. One held dotlock is one row: a handle linked to a `*.lock` beside it, or kept by a live waiter, is part of that lock",
             judged_by: "GnuPG's rule: same host and PID gone: stale (gpg itself then removes a dotlock so judged); another host: foreign",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],
@@ -123,6 +124,20 @@ impl Dialect for Gnupg {
 
     fn messages(&self) -> &'static [Message] {
         MESSAGES
+    }
+
+    fn part_of_another_lock(
+        &self,
+        dir: std::os::fd::BorrowedFd<'_>,
+        name: &std::ffi::OsStr,
+        meta: &crate::probe::Stat,
+        live: bool,
+    ) -> bool {
+        belongs_to_a_lock(dir, name, meta, live)
+    }
+
+    fn dotlock(&self, content: &[u8]) -> bool {
+        parse(content).is_some()
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {

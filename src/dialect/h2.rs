@@ -124,6 +124,7 @@ impl Dialect for H2 {
     fn about(&self) -> super::About {
         super::About {
             writer: "H2 (Java database)",
+            programs: &[],
             found_as: "`NAME.lock.db` of an H2 database (`FILE_LOCK=FILE` or `SOCKET`: the `#FileLock` properties `method`, `id`, `port`), beside `NAME.mv.db` or `NAME.h2.db`",
             judged_by: "its database file open or locked by a process, or a listener on the recorded port: live; else H2's condition: no Java at work on that directory (working there, or a `jdbc:h2:` URL naming it), nobody with a file of it open: stale. (H2 2.x's default `FILE_LOCK=FS` writes no lock file: the locked `.mv.db` is data, not listed)",
             rules: &["writer-absent"],

@@ -84,6 +84,7 @@ impl Dialect for Hsqldb {
     fn about(&self) -> super::About {
         super::About {
             writer: "HSQLDB (Java database)",
+            programs: &["hsqldb"],
             found_as: "`NAME.lck` of an HSQLDB database: 16 bytes, `HSQLLOCK` then the holder's heartbeat (ms, big-endian), beside `NAME.properties` or `NAME.script`",
             judged_by: "open by a process (HSQLDB keeps it open while it holds it) or a heartbeat within HSQLDB's own 10.1 s: live; nobody has it open, every process visible: stale; elsewhere a heartbeat older than 10.1 s: stale. HSQLDB itself takes such a lock over",
             rules: &["open-released", "heartbeat-expired"],

@@ -112,6 +112,7 @@ impl Dialect for JetBrains {
     fn about(&self) -> super::About {
         super::About {
             writer: "JetBrains IDEs (IntelliJ IDEA, PyCharm, CLion, ...) and Android Studio",
+            programs: &["jetbrains", "intellij", "pycharm", "clion"],
             found_as: "`.lock` (the IDE's PID) in its configuration directory, `.port` (a listening unix socket, or a TCP port in older releases) in its system directory; Flatpak's too",
             judged_by: "someone listens on `.port`: live, also for `.lock`; nobody: `.port` unknown (the IDE takes it over by itself), `.lock` by its PID",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -45,6 +45,7 @@ impl Dialect for Julia {
     fn about(&self) -> super::About {
         super::About {
             writer: "Julia (`FileWatching.Pidfile.mkpidlock`: precompilation caches, packages)",
+            programs: &["julia"],
             found_as: "`*.pidfile` holding `pid host`",
             judged_by: "same host, the PID: live for julia",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

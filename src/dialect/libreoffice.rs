@@ -98,6 +98,7 @@ impl Dialect for LibreOffice {
     fn about(&self) -> super::About {
         super::About {
             writer: "LibreOffice and OpenOffice (a document open for editing)",
+            programs: &["libreoffice", "openoffice", "soffice"],
             found_as: "`.~lock.NAME#` beside the document: one CSV record `name,sysuser,host,DD.MM.YYYY HH:MM,url;`",
             judged_by: "another host: foreign; the document open, or an office process on this host: live; none: stale. The record's time has no zone: shown, never compared",
             rules: &["earlier-boot", "writer-absent"],

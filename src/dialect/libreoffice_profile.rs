@@ -48,6 +48,7 @@ impl Dialect for LibreOfficeProfile {
     fn about(&self) -> super::About {
         super::About {
             writer: "LibreOffice (its user profile)",
+            programs: &["libreoffice", "soffice"],
             found_as: "a profile's `.lock` holding `[Lockdata]` (`User`, `Host`, `Stamp`, `Time`, `IPCServer`)",
             judged_by: "another host: foreign; written before this boot: stale; a LibreOffice of that user runs: live; none, every such process visible: stale",
             rules: &["earlier-boot", "writer-absent"],

@@ -42,6 +42,7 @@ impl Dialect for Locksmith {
     fn about(&self) -> super::About {
         super::About {
             writer: "locksmith's lock engine (`locksmith lock`, the `locksmith-engine` crate), and Zero's securefile locks",
+            programs: &[],
             found_as: "any file holding an engine owner record (one JSON object: `pid`, `hostname`, `boot_id`, `start_time`, `pid_ns`, `token`, ...) or Zero's (`PID`, `CreatedAt`, `Hostname`); recognised by content, whatever its name while held",
             judged_by: "the OFD lock its holder keeps (held: live; released, on this boot of this host and a local file system: stale), then PID, start time, boot id and host, and a heartbeat where the owner refreshes one",
             rules: &[

@@ -108,6 +108,7 @@ impl Dialect for Mercurial {
     fn about(&self) -> super::About {
         super::About {
             writer: "Mercurial (`hg`, and servers hosting hgweb)",
+            programs: &["mercurial", "hg"],
             found_as: "`.hg/wlock` and `.hg/store/lock`: a symlink (or a file where symlinks fail) whose text is `host/<PID namespace in hex>:pid`",
             judged_by: "same host and PID namespace, the PID: live for `hg` or the Python that runs it; another namespace: judged there, or foreign; another host: foreign",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

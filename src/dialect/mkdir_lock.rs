@@ -124,6 +124,7 @@ impl Dialect for MkdirLock {
     fn about(&self) -> super::About {
         super::About {
             writer: "shell scripts (`mkdir LOCK || exit`), proper-lockfile, and many others",
+            programs: &[],
             found_as: "a directory named `*.lock` holding at most a few small files (a directory of package metadata so named, esy's `esy.lock/`, is not one)",
             judged_by: "a kernel lock or an opener: live; a record inside (`pid`, `*.pid`, `owner`): the PID; else unknown however old (stale only from an earlier boot); a writer that refreshes it is declared with its window. A process naming the directory in its command line is a clue in the evidence, never a proof",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -60,7 +60,7 @@ pub mod zsh_history;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::judge::{Judgement, Said};
+use crate::judge::{Claim, Judgement, Place, Said};
 use crate::probe::{FileKey, FsInfo, Snapshot, Stat};
 pub use message::Message;
 
@@ -398,6 +398,9 @@ impl PartialEq<&str> for DialectId {
 pub struct About {
     /// The programs that write this lock.
     pub writer: &'static str,
+    /// Those programs by the names text gives them (`git`, `libgit2`): what only this
+    /// dialect (and its data) may name, with its file names (a test checks the sources).
+    pub programs: &'static [&'static str],
     /// Where it is found and what it looks like (its place and shape), beyond its names.
     pub found_as: &'static str,
     /// How it is judged, in short.
@@ -409,6 +412,146 @@ pub struct About {
     /// Where the writer's own source states its lock protocol (a file of that program's
     /// source tree), when the dialect follows one.
     pub source: Option<&'static str>,
+}
+
+/// What a person may do for a lock besides removing it (recover what it holds, say), handed
+/// over by its dialect as data ([`Dialect::action`]): its words, the verdicts it is offered
+/// for, and the program that does it. The command itself is asked of the dialect when it is
+/// shown or run ([`Dialect::command`]), as the lock is then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Action {
+    /// What it does, as a verb (`recover`), and its past participle (`recovered`).
+    pub verb: &'static str,
+    pub past: &'static str,
+    /// The program that does it, when the lock names one that can.
+    pub program: Option<&'static str>,
+    /// How the report's summary points at it: the program and its option.
+    pub short: &'static str,
+    /// For which verdicts it is offered (advice follows the verdict).
+    pub offered: Offered,
+    /// Why it is not offered while the lock's owner runs.
+    pub when_live: &'static str,
+    /// What the report says when the file the command writes was written after the lock
+    /// last changed, as doing it leaves them (`{file}`, `{command}` filled in).
+    pub done_note: &'static str,
+    /// The same, in the UI's words, which then shows the command (`{file}` filled in).
+    pub done_line: &'static str,
+}
+
+/// For which verdicts an [`Action`] is offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    /// Whatever the verdict.
+    Always,
+    /// Unless the lock's owner is proven running (then what the action would do is that
+    /// program's to do).
+    UnlessLive,
+}
+
+impl Offered {
+    pub fn covers(self, v: crate::verdict::Verdict) -> bool {
+        match self {
+            Offered::Always => true,
+            Offered::UnlessLive => v != crate::verdict::Verdict::Live,
+        }
+    }
+}
+
+/// The command that does an [`Action`], for the effective user, on a lock as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The program and its arguments.
+    pub argv: Vec<std::ffi::OsString>,
+    /// Where it runs.
+    pub dir: Option<PathBuf>,
+    /// The file it writes.
+    pub writes: PathBuf,
+}
+
+impl Command {
+    /// The command line: raw text (an argument that is not UTF-8 shown lossily),
+    /// shell-quoted when needed; views escape it.
+    pub fn shown(&self) -> String {
+        self.argv
+            .iter()
+            .map(|a| crate::text::shell_quote(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The help of the key that runs a row's own action ([`Action`]), for the UI's key map.
+pub const ACTION_KEY_HELP: &str = vim_swap::RECOVER_KEY_HELP;
+
+/// Why nothing was run when a person may not do a lock's action, for the UI: what the
+/// action would have done.
+pub const ACTION_REFUSED: &str = vim_swap::RECOVER_REFUSED;
+
+/// The action the dialect of a lock hands over for it ([`Dialect::action`]), whatever its
+/// verdict.
+pub fn action_of(dialect: DialectId, path: &Path, content: &[u8], j: &Judgement) -> Option<Action> {
+    by_id(dialect.as_str())?.action(path, content, j)
+}
+
+/// The action offered for a lock of `dialect` at `path` (its content `content`) judged `j`:
+/// the [`Action`] its dialect hands over when a flag keeps the lock ([`Judgement::keeping`])
+/// and the verdict is one the action is offered for, with that flag.
+pub fn offered(
+    dialect: DialectId,
+    path: &Path,
+    content: &[u8],
+    j: &Judgement,
+) -> Option<(crate::verdict::Flag, Action)> {
+    let flag = *j.keeping()?;
+    let action = by_id(dialect.as_str())?.action(path, content, j)?;
+    action.offered.covers(j.verdict()).then_some((flag, action))
+}
+
+/// For a lock whose verdict lets it be reclaimed: the action offered for it ([`offered`]),
+/// with the command that does it for the effective user now, or why it is not theirs.
+pub fn offered_before_reclaim(
+    dialect: DialectId,
+    path: &Path,
+    content: &[u8],
+    j: &Judgement,
+) -> Option<Offer> {
+    if !j.verdict().reclaimable() {
+        return None;
+    }
+    let (flag, action) = offered(dialect, path, content, j)?;
+    let d = by_id(dialect.as_str())?;
+    let command = command_here(d, path, content);
+    let done = command.as_ref().ok().and_then(|_| d.done_since(path));
+    Some(Offer {
+        flag,
+        action,
+        command,
+        done,
+    })
+}
+
+/// An action offered for a lock, as the report and reclaim word it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// The flag that calls for it.
+    pub flag: crate::verdict::Flag,
+    pub action: Action,
+    /// The command for the effective user now, or why it is not theirs.
+    pub command: Result<Command, String>,
+    /// The file the command writes, when written after the lock last changed
+    /// ([`Dialect::done_since`]).
+    pub done: Option<PathBuf>,
+}
+
+/// [`Dialect::command`] for the lock at `path` now (its owner by `lstat`).
+pub fn command_here(d: &dyn Dialect, path: &Path, content: &[u8]) -> Result<Command, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = crate::probe::reach::lstat(path)
+        .map_err(|e| format!("{} cannot be examined: {e}", path.display()))?;
+    if !meta.file_type().is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    d.command(path, meta.uid(), content)
 }
 
 /// A lock format.
@@ -430,6 +573,52 @@ pub trait Dialect: Send + Sync {
     /// shape its locks are found, how they are judged, and the writer's own source.
     fn about(&self) -> About {
         About::default()
+    }
+
+    /// Its place rules ([`Place`]): where a lock's owner works, known from the lock's place
+    /// (an application's pid file in the application's own directories). They hold for every
+    /// dialect's lock of that place ([`places`]). None by default.
+    fn places(&self) -> &'static [Place] {
+        &[]
+    }
+
+    /// What a person may do for this lock, judged `j`, besides removing it ([`Action`]),
+    /// when its content calls for it. None by default.
+    fn action(&self, _path: &Path, _content: &[u8], _j: &Judgement) -> Option<Action> {
+        None
+    }
+
+    /// The command that does this dialect's [`Action`] on the lock at `path` (owned by `uid`,
+    /// its content `content`) for the effective user now; or why it is not theirs to run,
+    /// in a sentence.
+    fn command(&self, _path: &Path, _uid: u32, _content: &[u8]) -> Result<Command, String> {
+        Err("nothing is done for it but removing it".into())
+    }
+
+    /// The file an [`Action`]'s command writes, when it was written after the lock at `path`
+    /// last changed: what doing it leaves, so it may be done already.
+    fn done_since(&self, _path: &Path) -> Option<PathBuf> {
+        None
+    }
+
+    /// Whether a file this dialect judged, found by the walk as `name` in the open directory
+    /// `dir` (its status `meta`; `live`: its verdict), is part of another lock's row (a
+    /// handle hard-linked to a lock beside it), not a lock of its own. False by default.
+    fn part_of_another_lock(
+        &self,
+        _dir: std::os::fd::BorrowedFd<'_>,
+        _name: &OsStr,
+        _meta: &Stat,
+        _live: bool,
+    ) -> bool {
+        false
+    }
+
+    /// Whether a lock with this content is a dotlock: taken by hard-linking a handle file to
+    /// it, so that its holder's handle is a hard link of it and its waiters retry that link.
+    /// False by default.
+    fn dotlock(&self, _content: &[u8]) -> bool {
+        false
     }
 
     /// Whether this dialect may recognise a file whatever its name (by content, or because a
@@ -461,7 +650,8 @@ pub trait Dialect: Send + Sync {
     /// Judges the candidate: what [`Dialect::read`] says, with what a start guard beside it
     /// proves ([`start_guard::beside`]), through the judge.
     fn judge(&self, c: &Candidate<'_>, snap: &Snapshot, windows: &Windows) -> Judgement {
-        let said = start_guard::beside(c, self.read(c, snap, windows), snap);
+        let mut said = start_guard::beside(c, self.read(c, snap, windows), snap);
+        placed(&mut said, c.path);
         crate::judge::judge(c.lock(), said, snap)
     }
 }
@@ -532,7 +722,75 @@ pub fn registry() -> &'static [&'static dyn Dialect] {
     ]
 }
 
+/// Whether some dialect reads a lock with this content as a dotlock ([`Dialect::dotlock`]).
+pub fn is_dotlock(content: &[u8]) -> bool {
+    registry().iter().any(|d| d.dotlock(content))
+}
+
+/// Every dialect's place rules, in the registry's order.
+pub fn places() -> impl Iterator<Item = &'static Place> {
+    registry().iter().flat_map(|d| d.places().iter())
+}
+
+/// Gives each owner claim of `said` about the lock at `path` the first place rule that fits
+/// it, unless its dialect gave it one.
+pub fn placed(said: &mut Said, path: &Path) {
+    let fits = places().find(|p| p.app_dir(path).is_some()).copied();
+    for claim in &mut said.claims {
+        let owners = match claim {
+            Claim::Owner(c) => std::slice::from_mut(c),
+            Claim::Owners(cs) => cs.as_mut_slice(),
+            _ => continue,
+        };
+        for c in owners.iter_mut().filter(|c| c.place.is_none()) {
+            c.place = fits;
+        }
+    }
+}
+
 /// Looks a dialect up by id.
 pub fn by_id(id: &str) -> Option<&'static dyn Dialect> {
     registry().iter().copied().find(|d| d.id() == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{OwnerClaim, Writers};
+
+    /// A place rule a dialect declares holds for whichever dialect judges a lock of that
+    /// place: an owner claim without one gets the first that fits, one with its own keeps it.
+    #[test]
+    fn place_rules_hold_for_every_dialects_owner_claims() {
+        let (rule, at) = places()
+            .find_map(|p| {
+                let within = p.within.join("/");
+                let name = p
+                    .name
+                    .map_or_else(|| format!("x.{}", p.ext.unwrap_or("pid")), str::to_string);
+                let at = PathBuf::from(format!("/srv/app/{within}/{name}").replace("//", "/"));
+                (p.app_dir(&at).is_some()).then_some((*p, at))
+            })
+            .expect("some dialect declares a place rule");
+        let mut said = Said::default()
+            .claim(OwnerClaim::pid(42, Writers::ANY))
+            .claim(Claim::Owners(vec![OwnerClaim::pid(43, Writers::ANY)]));
+        placed(&mut said, &at);
+        for claim in &said.claims {
+            let owners = match claim {
+                Claim::Owner(c) => vec![c],
+                Claim::Owners(cs) => cs.iter().collect(),
+                _ => unreachable!(),
+            };
+            for c in owners {
+                assert_eq!(c.place, Some(rule));
+            }
+        }
+        let mut elsewhere = Said::default().claim(OwnerClaim::pid(42, Writers::ANY));
+        placed(&mut elsewhere, Path::new("/srv/app/nothing-of-a-rule.txt"));
+        let Claim::Owner(c) = &elsewhere.claims[0] else {
+            unreachable!()
+        };
+        assert_eq!(c.place, None);
+    }
 }

@@ -81,6 +81,7 @@ impl Dialect for NvimShada {
     fn about(&self) -> super::About {
         super::About {
             writer: "Neovim (its ShaDa file being written)",
+            programs: &["nvim", "neovim"],
             found_as: "`*.shada.tmp.[a-z]` beside the ShaDa file",
             judged_by: "open in a process: live; nobody has it open: stale (nvim was killed while writing; with all 26 letters taken it stops saving ShaDa, E138)",
             rules: &["open-released"],

@@ -91,6 +91,7 @@ impl Dialect for Pacman {
     fn about(&self) -> super::About {
         super::About {
             writer: "pacman (libalpm)",
+            programs: &["pacman", "libalpm"],
             found_as: "`db.lck` in a libalpm database directory (one holding `local/ALPM_DB_VERSION`), empty, mode 0000",
             judged_by: "held open by pacman: live; nobody has it open (every process's descriptors read): stale; a libalpm front end that runs: unknown",
             rules: &["open-released"],

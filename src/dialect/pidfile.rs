@@ -79,6 +79,7 @@ impl Dialect for Pidfile {
     fn about(&self) -> super::About {
         super::About {
             writer: "daemons and scripts (`start-stop-daemon --make-pidfile`, dotlockfile, lockfile-progs, UUCP, nightlyone/lockfile), py-filelock's `SoftFileLock`, GnuPG's dotlocks",
+            programs: &[],
             found_as: "`*.pid`, and `*.lock`, `*.lck`, `LCK..*`, `lock` holding a decimal PID (padded, or UUCP's binary integer), or a PID record of several lines read whole (`pid`, `host`, a start token; GnuPG's `pid`, `host`)",
             judged_by: "another host: foreign; a kernel lock on the file: live; then the PID (its start token, boot id, machine id and application where recorded). A PID with no host on a network file system: foreign",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -171,11 +171,21 @@ impl Dialect for Postgres {
     fn about(&self) -> super::About {
         super::About {
             writer: "PostgreSQL",
+            programs: &["postgres", "postgresql", "postmaster"],
             found_as: "`postmaster.pid` in a data directory (eight lines: PID, data directory, start time, port, socket directory, listen address, shared memory key, status), and the socket lock files `.s.PGSQL.<port>.lock` (the same first five lines); a negative PID is a standalone backend",
             judged_by: "postgres processes working in that data directory, or a listener on the socket: live; else the PID with the recorded start time (the Docker trap: a PID now held by a process that started after the server recorded its start is stale)",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("PostgreSQL `src/backend/utils/init/miscinit.c` (`CreateLockFile`)"),
         }
+    }
+
+    /// A `postmaster.pid`: its owner works in the data directory that holds it.
+    fn places(&self) -> &'static [crate::judge::Place] {
+        &[crate::judge::Place {
+            name: Some("postmaster.pid"),
+            ext: None,
+            within: &[],
+        }]
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -243,6 +243,7 @@ impl Dialect for PyLockfile {
     fn about(&self) -> super::About {
         super::About {
             writer: "Python's `lockfile` package",
+            programs: &[],
             found_as: "`PATH.lock`: `LinkLockFile` (empty, hard-linked to its holder's `HOST-IDENT.PIDHASH` beside it), `SymlinkLockFile` (a link to that name), `MkdirLockFile` (a directory holding `HOST.-IDENTPID`)",
             judged_by: "the host the name begins with (another: foreign); the PID, which runs into the digits beside it: every reading that can be a PID is checked, live when one is a Python, stale only when all are gone. The package never takes a lock over",
             rules: &["pid-gone", "pid-reused"],

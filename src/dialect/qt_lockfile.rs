@@ -80,6 +80,7 @@ impl Dialect for QtLockFile {
     fn about(&self) -> super::About {
         super::About {
             writer: "Qt's `QLockFile` (KDE applications, Qt Creator, any Qt program)",
+            programs: &["QLockFile"],
             found_as: "any file holding QLockFile's five lines: PID, application name, host name, machine id, boot id",
             judged_by: "Qt's flock held: live; another host name or machine id: foreign; another boot id: stale; else the PID: live for that application",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -183,6 +183,7 @@ impl Dialect for RInstall {
     fn about(&self) -> super::About {
         super::About {
             writer: "R (`R CMD INSTALL`, `install.packages()`)",
+            programs: &["rscript"],
             found_as: "`00LOCK-<pkg>/` and `00LOCK/` directories in an R library; they may hold the previously installed version of the package",
             judged_by: "R's condition: an `R`/`Rscript` whose command line names that library (or working in it): live; none: stale. The evidence says what the directory holds and how to move it back",
             rules: &["writer-absent"],

@@ -51,11 +51,22 @@ impl Dialect for Rails {
     fn about(&self) -> super::About {
         super::About {
             writer: "Rack, Rails (`rails server`), Puma",
+            programs: &["rails", "puma"],
             found_as: "`tmp/pids/server.pid` of an application: the decimal PID, often the container's PID 1",
             judged_by: "the PID: live for a Ruby interpreter working in the application's directory (as its namespace sees it); a Ruby working elsewhere or another program: unknown; reused or gone: stale",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],
             source: Some("Rack `lib/rack/server.rb` (`write_pid`), Puma `lib/puma/launcher.rb`"),
         }
+    }
+
+    /// An application's pid file (`APP/tmp/pids/*.pid`, Rails', Puma's and Rack's, whoever
+    /// judges it): its owner works in `APP`.
+    fn places(&self) -> &'static [crate::judge::Place] {
+        &[crate::judge::Place {
+            name: None,
+            ext: Some("pid"),
+            within: &["tmp", "pids"],
+        }]
     }
 
     fn patterns(&self) -> &'static [&'static str] {

@@ -114,6 +114,7 @@ impl Dialect for Rehash {
     fn about(&self) -> super::About {
         super::About {
             writer: "rbenv, pyenv, nodenv, goenv and plenv (their `rehash`)",
+            programs: &["rbenv", "pyenv", "nodenv", "goenv", "plenv"],
             found_as: "the prototype shim `shims/.rbenv-shim` (`.pyenv-shim`, `.nodenv-shim`, `.goenv-shim`, `.plenv-shim`)",
             judged_by: "a process running the rehash script for that root: live; else the tool's condition (\"cannot rehash: ... exists\"): no rbenv working on that root, nobody with a file of `shims/` open, every process visible, older than 2 s: stale",
             rules: &["writer-absent"],

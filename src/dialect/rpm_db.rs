@@ -77,6 +77,7 @@ impl Dialect for RpmDb {
     fn about(&self) -> super::About {
         super::About {
             writer: "rpm, and dnf, yum, zypper and PackageKit through librpm",
+            programs: &["rpm", "dnf", "yum", "zypper", "librpm"],
             found_as: "the Berkeley DB environment files `__db.001`, `__db.002`, ... of an rpm database (`/var/lib/rpm`)",
             judged_by: "open or mapped by a process, or `.rpm.lock` held: live; an rpm, dnf, yum or zypper at work: unknown; none, every process visible: stale, advising `rpm --rebuilddb`",
             rules: &["writer-absent"],

@@ -107,6 +107,7 @@ impl Dialect for RubyLockfile {
     fn about(&self) -> super::About {
         super::About {
             writer: "Ruby's `lockfile` gem",
+            programs: &[],
             found_as: "any lock of the gem (`host:`, `pid:`, `ppid:`, `time:` lines, as `dump_lock_id` writes them), and its temporary `.HOST_PID_*.lck` files",
             judged_by: "another host: foreign; the PID: live for a Ruby, gone or reused: stale; not refreshed for the gem's `max_age` (1 h), with which every waiter takes it over, and no process has its PID here: stale. The `time` line is local time: shown, never compared",
             rules: &["pid-gone", "pid-reused", "heartbeat-expired"],

@@ -35,6 +35,7 @@ impl Dialect for StartGuard {
     fn about(&self) -> super::About {
         super::About {
             writer: "`locksmith start`",
+            programs: &[],
             found_as: "`.NAME.locksmith-start` beside a pid file `NAME`: empty, or the JSON record of the last service it started",
             judged_by: "a kernel lock held: live (the service runs), with its holders; none: free, and it must stay (the next start reads it). Evidence for its pid file too: held, the pid file is live; released, its writer is gone (`kernel-lock-released`)",
             rules: &[],

@@ -95,6 +95,7 @@ impl Dialect for Terraform {
     fn about(&self) -> super::About {
         super::About {
             writer: "Terraform (its local backend)",
+            programs: &["terraform"],
             found_as: "`.terraform.tfstate.lock.info` (`.NAME.lock.info` beside the state `NAME`): JSON with `ID`, `Operation`, `Info`, `Who`, `Version`, `Created`, `Path`",
             judged_by: "the fcntl lock Terraform holds on the state file: held, live; released on this host and a local file system, stale; another host or a network file system, foreign",
             rules: &["kernel-lock-released"],

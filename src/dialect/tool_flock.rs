@@ -419,6 +419,7 @@ impl Dialect for ToolFlock {
     fn about(&self) -> super::About {
         super::About {
             writer: "well-known tools that lock a file in the kernel and never rely on its existence (glibc's `lckpwdf`, certbot, rpm, Subversion, Prometheus, cargo, rustdoc, Wayland, PipeWire, go, Eclipse, Flutter, Lucene, Gradle, iptables, Xapian, OfflineIMAP, OSTree)",
+            programs: &["certbot", "lckpwdf"],
             found_as: "each tool's kernel-lock file, by its name and place (the table in the dialects chapter)",
             judged_by: "a kernel lock held: live, with its holders; none: free: the file is harmless and must stay",
             rules: &[],

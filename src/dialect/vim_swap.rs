@@ -26,10 +26,10 @@ use std::path::{Path, PathBuf};
 
 use super::common;
 use super::message::Message;
-use super::{Candidate, Dialect, DialectId, EntryKind, Windows};
+use super::{Action, Candidate, Command, Dialect, DialectId, EntryKind, Offered, Windows};
 use crate::judge::{Judgement, OwnerClaim, Said, When, Writers};
 use crate::probe::Snapshot;
-use crate::verdict::Owner;
+use crate::verdict::{Flag, Owner};
 
 pub struct VimSwap;
 
@@ -38,6 +38,43 @@ pub struct VimSwap;
 pub const VIMS: &[&str] = &[
     "vim", "vi", "nvim", "gvim", "view", "rvim", "rview", "evim", "gview", "vimdiff", "ex", "nano",
 ];
+
+/// A swap file's flag: whether it holds changes never saved (removing it loses them).
+pub fn unsaved(set: bool) -> Flag {
+    Flag {
+        key: Flag::UNSAVED_CHANGES,
+        set,
+        label: "unsaved changes",
+        what: "vim swap",
+        line: "this swap file holds edits that were never saved.",
+        line_live: "Unsaved changes in a running editor: they are in that editor, save them there.",
+        keeps: true,
+    }
+}
+
+/// The help of the UI's key that recovers a swap file.
+pub const RECOVER_KEY_HELP: &str =
+    "Recover a vim swap file's unsaved changes: runs vim -r (or nvim -r) here, then comes back";
+
+/// What recovering would have done, when it is refused ([`recovery`]).
+pub const RECOVER_REFUSED: &str = "Recovering runs vim as you, and its :w writes the swap file's text over \
+     the file its block 0 names: only your own swap file, naming the file its \
+     name is for, is recovered here.";
+
+/// What is done for a swap file holding unsaved changes: recover them in the editor that
+/// wrote it (`vim -r`, `nvim -r`), offered unless that editor runs.
+fn recover(editor: Option<&'static str>) -> Action {
+    Action {
+        verb: "recover",
+        past: "recovered",
+        program: editor,
+        short: "vim -r",
+        offered: Offered::UnlessLive,
+        when_live: "its editor is running: save the changes there",
+        done_note: "{file} was written after them (as `{command}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
+        done_line: "{file} was written after them: if you recovered them, this swap file is all that is left to remove; if not:",
+    }
+}
 
 const PID_AT: usize = 24;
 const USER_AT: usize = 28;
@@ -149,6 +186,7 @@ impl Dialect for VimSwap {
     fn about(&self) -> super::About {
         super::About {
             writer: "Vim, Neovim (the same layout), GNU nano with `--locking`",
+            programs: &["vim", "nvim", "neovim", "gvim", "nano"],
             found_as: "`.NAME.sw[a-p]`, and `NAME.swp` in a swap directory, starting with `b0`: block 0 with the PID at byte 24, user at 28, host at 68, the file at 108, 0x55 at 1007 for unsaved changes",
             judged_by: "the owner PID on this host: live for a vim, nvim or nano; reports unsaved changes and the editor that recovers them (`vim -r`, `nvim -r`); a nano lock holds no text to recover",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],
@@ -162,6 +200,26 @@ impl Dialect for VimSwap {
 
     fn messages(&self) -> &'static [Message] {
         MESSAGES
+    }
+
+    fn action(&self, path: &Path, content: &[u8], j: &Judgement) -> Option<Action> {
+        (j.flag(Flag::UNSAVED_CHANGES) == Some(true))
+            .then(|| recover(recovering_editor(path, content)))
+    }
+
+    fn command(&self, path: &Path, uid: u32, content: &[u8]) -> Result<Command, String> {
+        let r = recovery(path, uid, content)?;
+        Ok(Command {
+            // The swap file itself: vim recovers that very file, not any other swap file of
+            // the same name it would find in its 'directory'.
+            argv: vec![r.editor.into(), "-r".into(), r.swap.clone().into()],
+            dir: path.parent().map(Path::to_path_buf),
+            writes: r.file,
+        })
+    }
+
+    fn done_since(&self, path: &Path) -> Option<PathBuf> {
+        written_since(path)
     }
 
     fn recognise(&self, c: &Candidate<'_>, _snap: &Snapshot) -> bool {
@@ -194,7 +252,7 @@ impl Dialect for VimSwap {
             // A lock file only: no text in it to recover.
             return Said::claims(owner)
                 .claim(claim)
-                .unsaved(false)
+                .flag(unsaved(false))
                 .note(
                     When::Always,
                     "nano's lock file (locking on): it holds no text, so there is nothing in it to recover",
@@ -204,7 +262,7 @@ impl Dialect for VimSwap {
                     "nano asks \"File ... is being edited ...; open anyway?\" for as long as it exists",
                 );
         }
-        let said = Said::claims(owner).claim(claim).unsaved(info.dirty);
+        let said = Said::claims(owner).claim(claim).flag(unsaved(info.dirty));
         if !info.dirty {
             return said.note(
                 When::Always,
@@ -247,7 +305,7 @@ impl Dialect for VimSwap {
 /// acts on): the command that recovers them, or why they are not for the effective user to
 /// recover ([`recovery_here`]).
 pub fn recover_hint(swap: &Path, block0: &[u8], j: &Judgement) -> Option<Result<String, String>> {
-    (j.unsaved_changes == Some(true) && j.verdict().reclaimable())
+    (j.flag(Flag::UNSAVED_CHANGES) == Some(true) && j.verdict().reclaimable())
         .then(|| recovery_here(swap, block0).map(|r| r.command()))
 }
 
@@ -683,14 +741,14 @@ mod tests {
         let b = block0("VIM 9.0", &t.path().join("notes.txt").to_string_lossy());
         std::fs::write(&swap, &b).unwrap();
         let mut stale = Judgement::stale_for_test("gone");
-        stale.unsaved_changes = Some(true);
+        stale.flags.push(unsaved(true));
         assert!(recover_hint(&swap, &b, &stale).is_some_and(|r| r.is_ok()));
         // A swap whose vim runs: nothing to recover.
         let mut running = Judgement::live("alive");
-        running.unsaved_changes = Some(true);
+        running.flags.push(unsaved(true));
         assert_eq!(recover_hint(&swap, &b, &running), None);
         let mut saved = stale.clone();
-        saved.unsaved_changes = Some(false);
+        saved.flags = vec![unsaved(false)];
         assert_eq!(recover_hint(&swap, &b, &saved), None);
     }
 }

@@ -91,6 +91,7 @@ impl Dialect for Vmware {
     fn about(&self) -> super::About {
         super::About {
             writer: "VMware Workstation, Player and ESXi clients (open-vm-tools' file locks)",
+            programs: &["vmware"],
             found_as: "`*.vmx.lck/`, `*.vmdk.lck/`, ... directories with `M<n>.lck` members of 512 bytes (`machineID pid-creationTime(name) lamport X|S`)",
             judged_by: "VMware's rule: that PID with that exact start time (ticks since boot): live; gone or another start time: stale; on a network file system: foreign",
             rules: &["pid-gone", "pid-reused"],

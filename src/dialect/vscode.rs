@@ -48,6 +48,7 @@ impl Dialect for VsCode {
     fn about(&self) -> super::About {
         super::About {
             writer: "VS Code (desktop, and its server for Remote-SSH and dev containers)",
+            programs: &["vscode"],
             found_as: "`workspaceStorage/<id>/vscode.lock` (`{\"pid\":N,\"willReleaseAt\":T}`), Remote-SSH's `vscode-remote-lock.<user>.<commit>`",
             judged_by: "VS Code refreshes it every second: refreshed within 30 s, live; dead PID, stale; not refreshed for VS Code's own 10 minutes, nothing here holding it, stale. The install lock promises nothing: unknown unless written before this boot",
             rules: &[

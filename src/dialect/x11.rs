@@ -62,6 +62,7 @@ impl Dialect for X11 {
     fn about(&self) -> super::About {
         super::About {
             writer: "X servers (Xorg, Xvfb, Xwayland, Xvnc, ...)",
+            programs: &["xorg", "xvfb", "xwayland", "xvnc"],
             found_as: "`/tmp/.X<n>-lock`: the PID right-aligned in 10 characters and a newline",
             judged_by: "a process listening on the display's socket: live; else the PID: live for an X server, unknown for another program",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

@@ -120,6 +120,7 @@ impl Dialect for Xauth {
     fn about(&self) -> super::About {
         super::About {
             writer: "xauth and everything using libXau; iceauth and session managers through libICE",
+            programs: &["xauth", "iceauth", "libxau", "libice"],
             found_as: "the lock pair `FILE-c` and `FILE-l` (empty, hard-linked) beside an X authority file (`~/.Xauthority`, startx's `.serverauth.N`, `xauth_*`) or an ICE authority file (`~/.ICEauthority`)",
             judged_by: "the tool's own condition: an xauth (for ICE: iceauth or a session manager) running on this host, or anyone with the pair or the authority file open: live; none, every process visible, older than 2 s: stale. Either name alone makes every xauth give up after 20 s",
             rules: &["writer-absent"],

@@ -32,6 +32,7 @@ impl Dialect for ZshHistory {
     fn about(&self) -> super::About {
         super::About {
             writer: "zsh",
+            programs: &["zsh"],
             found_as: "`$HISTFILE.LOCK`: a symlink to `/pid-N/host-H`",
             judged_by: "another host: foreign; same host, the PID: live for zsh",
             rules: &["pid-gone", "pid-reused", "earlier-boot"],

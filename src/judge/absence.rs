@@ -7,7 +7,7 @@
 //! ours, so whoever wrote it runs as us and is visible. A writer is known by its executable;
 //! a process whose executable cannot be read but whose name is the writer's may be one, and
 //! makes the answer `unknown`. Any process, of any name, with a file of the place open may be
-//! writing the lock through a library (libgit2, JGit): `unknown` too.
+//! writing the lock through a library (a reimplementation of the writer): `unknown` too.
 
 use std::path::PathBuf;
 
@@ -50,7 +50,7 @@ pub fn everyone_visible(meta: &crate::probe::Stat, snap: &Snapshot) -> Result<()
     ))
 }
 
-/// `9240 (cwd /src/app), 9311 (git)`: at most eight, each with how it was seen.
+/// `9240 (cwd /src/app), 9311 (tool)`: at most eight, each with how it was seen.
 fn list(procs: &[(&ProcSummary, String)]) -> String {
     let mut out: Vec<String> = procs
         .iter()
@@ -276,7 +276,7 @@ pub(super) fn writer_absent(at: At<'_>, contract: &Contract, snap: &Snapshot) ->
     let age = snap.taken_ms - at.written_by_ms();
     let ordered = match late {
         Some(late) => {
-            // A writer started since, unless it works elsewhere (another repository's git).
+            // A writer started since, unless it works elsewhere (another repository's writer).
             let new: Vec<&ProcSummary> = late
                 .iter()
                 .filter(|p| !first.contains(&p.pid))

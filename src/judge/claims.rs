@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::probe::{FileKey, ProcFacts, ProcSummary};
-use crate::verdict::Owner;
+use crate::verdict::{Flag, Owner};
 
 use super::Judgement;
 
@@ -21,11 +21,11 @@ pub struct Said {
     pub settled: Option<Judgement>,
     /// What the judge checks, in order of authority (see [`super::judge`]).
     pub claims: Vec<Claim>,
-    /// The host the lock names when it names no owner PID (LibreOffice, Terraform): another
+    /// The host the lock names when it names no owner PID (an office document, a state file): another
     /// host is `foreign`, decided before any time rule.
     pub host: Option<String>,
-    /// Other files whose kernel locks and openers hold this lock too (a LibreOffice
-    /// document, rpm's `.rpm.lock`), with the name the evidence gives them.
+    /// Other files whose kernel locks and openers hold this lock too (a document
+    /// locked beside it, a tool's kernel-lock file), with the name the evidence gives them.
     pub held_with: Vec<(FileKey, String)>,
     /// The lock's writer takes a kernel lock of this family on the lock file itself for as
     /// long as it holds it (the engine's OFD lock): whoever holds one of that family there
@@ -41,8 +41,8 @@ pub struct Said {
     pub doubts: Vec<String>,
     /// Lines added to the evidence depending on the verdict (advice follows the verdict).
     pub notes: Vec<Note>,
-    /// vim-swap only: whether the swap file holds unsaved changes.
-    pub unsaved_changes: Option<bool>,
+    /// What the dialect read in the lock that matters beyond its verdict ([`Flag`]).
+    pub flags: Vec<Flag>,
 }
 
 impl Said {
@@ -109,8 +109,8 @@ impl Said {
         self
     }
 
-    pub fn unsaved(mut self, dirty: bool) -> Self {
-        self.unsaved_changes = Some(dirty);
+    pub fn flag(mut self, flag: Flag) -> Self {
+        self.flags.push(flag);
         self
     }
 
@@ -154,7 +154,7 @@ pub enum When {
 pub enum Claim {
     /// The lock names its owner's PID.
     Owner(OwnerClaim),
-    /// The lock names several owners (a borg roster, a VMware lock directory's members): it
+    /// The lock names several owners (a roster, a lock directory's members): it
     /// is held while any lives, and stale only when every one is proven gone.
     Owners(Vec<OwnerClaim>),
     /// The writer keeps something for as long as it holds the lock.
@@ -214,6 +214,45 @@ pub struct OwnerClaim {
     pub elsewhere: Option<String>,
     /// Which owner of several this is, for the evidence (`member M01.lck`).
     pub label: Option<String>,
+    /// Where its owner works, known from the lock's place (a dialect's [`Place`] rule).
+    pub place: Option<Place>,
+}
+
+/// A place rule a dialect declares: a lock of this name (or extension) in these directories
+/// belongs to the application in the directory above them, and its owner works there (one
+/// that works elsewhere may be another application's). Data: it names no program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// The lock's whole name; `None`: any name with [`Place::ext`].
+    pub name: Option<&'static str>,
+    /// The lock's extension, when no name is given.
+    pub ext: Option<&'static str>,
+    /// The directories right above the lock, outermost first (`["run", "app"]`); empty: the
+    /// application's directory is the lock's own.
+    pub within: &'static [&'static str],
+}
+
+impl Place {
+    /// The application's directory of a lock at `seen` (as a namespace sees it), when the
+    /// rule fits it.
+    pub fn app_dir(&self, seen: &std::path::Path) -> Option<PathBuf> {
+        let fits = match (self.name, self.ext) {
+            (Some(name), _) => seen.file_name()? == name,
+            (None, Some(ext)) => seen.extension().is_some_and(|e| e == ext),
+            (None, None) => false,
+        };
+        if !fits {
+            return None;
+        }
+        let mut dir = seen.parent()?;
+        for want in self.within.iter().rev() {
+            if dir.file_name()? != *want {
+                return None;
+            }
+            dir = dir.parent()?;
+        }
+        Some(dir.to_path_buf())
+    }
 }
 
 impl OwnerClaim {
@@ -242,10 +281,10 @@ impl OwnerClaim {
 }
 
 /// Why a file is its writer's: the place only that writer uses and the shape it gives the
-/// file, as the dialect checked them, in words (`a git directory (HEAD, objects/, refs/)`).
+/// file, as the dialect checked them, in words (`a repository directory (HEAD, objects/, refs/)`).
 /// What a writer promises or says ([`Keeps`], [`Refresh`], [`Contract`]) is checked only of
 /// a file shown its writer's so, never by its name alone: other programs use the same names
-/// (a Java database's `db.lck` is no pacman's). A dialect makes one only once it has checked.
+/// (another program's file of the same name is not the writer's). A dialect makes one only once it has checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placed(String);
 
@@ -264,17 +303,17 @@ impl Placed {
 #[derive(Debug, Clone)]
 pub enum Keeps {
     /// A kernel lock (flock, fcntl or OFD) on `path` (the lock file itself, or a file beside
-    /// it: Firefox's `.parentlock`, Terraform's state).
+    /// it: a browser profile's lock, a state file).
     KernelLock {
         path: PathBuf,
         /// The file, as the evidence names it.
         what: String,
-        /// The writer and its promise, in words (`Firefox holds ... while it runs`).
+        /// The writer and its promise, in words (`the browser holds ... while it runs`).
         promise: String,
         /// Why the lock is that writer's.
         placed: Placed,
     },
-    /// The lock file itself, open (pacman's `db.lck`, nvim's ShaDa temporary file).
+    /// The lock file itself, open (a package database's lock, an editor's temporary file).
     Open { promise: String, placed: Placed },
 }
 
@@ -331,11 +370,11 @@ pub struct Refresh {
 pub struct Contract {
     /// The writer, known by its executable.
     pub writer: Writers,
-    /// The writer as the evidence names it (`git`).
+    /// The writer as the evidence names it (`tool`).
     pub what: &'static str,
     /// The place as the evidence names it (`repository /src/app`).
     pub at: String,
-    /// The writer's own words (`git: "if no other git process is currently running"`).
+    /// The writer's own words (`tool: "if no other tool process is currently running"`).
     pub says: String,
     /// The directory whose files the writer works on: any process with a file there open
     /// may be writing the lock through a library.
@@ -351,7 +390,7 @@ pub struct Contract {
 /// Where a running writer counts as at work.
 #[derive(Debug, Clone)]
 pub enum Scope {
-    /// Anywhere on this host (one database per machine: pacman, rpm; an office program may
+    /// Anywhere on this host (one database per machine: a package manager; an office program may
     /// have the document loaded).
     Anywhere,
     /// Running as this user (a per-user profile).
@@ -467,7 +506,7 @@ impl Writers {
             .collect()
     }
 
-    /// `vim/nvim/gvim`, for the evidence.
+    /// `editor/editor-gtk`, for the evidence.
     pub fn describe(&self) -> String {
         let mut names: Vec<&str> = self.also.as_deref().into_iter().collect();
         names.extend(self.names.iter().take(6).map(|n| n.trim_end_matches('*')));
@@ -511,5 +550,35 @@ mod tests {
             Match::Exe
         );
         assert_eq!(w.describe(), "vim/python");
+    }
+
+    #[test]
+    fn a_place_rule_finds_the_application_directory() {
+        use std::path::Path;
+        let app = Place {
+            name: None,
+            ext: Some("pid"),
+            within: &["run", "pids"],
+        };
+        assert_eq!(
+            app.app_dir(Path::new("/srv/app/run/pids/web.pid")),
+            Some(PathBuf::from("/srv/app"))
+        );
+        assert_eq!(app.app_dir(Path::new("/srv/app/pids/web.pid")), None);
+        assert_eq!(app.app_dir(Path::new("/srv/app/run/pids/web.lock")), None);
+        assert_eq!(
+            app.app_dir(Path::new("/run/pids/web.pid")),
+            Some(PathBuf::from("/"))
+        );
+        let data = Place {
+            name: Some("server.lock"),
+            ext: None,
+            within: &[],
+        };
+        assert_eq!(
+            data.app_dir(Path::new("/var/lib/db/server.lock")),
+            Some(PathBuf::from("/var/lib/db"))
+        );
+        assert_eq!(data.app_dir(Path::new("/var/lib/db/other.lock")), None);
     }
 }

@@ -7,7 +7,9 @@
 //! Outside `crate::judge` a judgement can be `live`, `free`, `foreign` or `unknown`, and can
 //! lose a `stale` verdict ([`Judgement::doubt`]), but nothing can give it one.
 
-use crate::verdict::{Holder, Owner, ProcessInfo, Proof, RemoteClaim, Verdict, describe_holders};
+use crate::verdict::{
+    Flag, Holder, Owner, ProcessInfo, Proof, RemoteClaim, Verdict, describe_holders,
+};
 
 /// A verdict with everything that justifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +25,9 @@ pub struct Judgement {
     pub owner: Option<Box<Owner>>,
     pub process: Option<Box<ProcessInfo>>,
     pub holders: Vec<Holder>,
-    /// vim-swap only: does the swap file hold changes that were never saved?
-    pub unsaved_changes: Option<bool>,
+    /// What its dialect read in it that matters beyond the verdict ([`Flag`]): shown, and
+    /// kept from an unattended reclaim when a set flag says so.
+    pub flags: Vec<Flag>,
     /// For a lock whose owner is on another named host: what that host could be asked about
     /// it (a scanner asks that host). Not part of the report.
     pub remote: Option<Box<RemoteClaim>>,
@@ -43,10 +46,21 @@ impl Judgement {
             owner: None,
             process: None,
             holders: Vec::new(),
-            unsaved_changes: None,
+            flags: Vec::new(),
             remote: None,
             kept_by: Vec::new(),
         }
+    }
+
+    /// Whether the flag `key` is set, `None` when its dialect did not look.
+    pub fn flag(&self, key: &str) -> Option<bool> {
+        self.flags.iter().find(|f| f.key == key).map(|f| f.set)
+    }
+
+    /// The set flag that keeps this lock from an unattended reclaim (removing it loses
+    /// something), if any.
+    pub fn keeping(&self) -> Option<&Flag> {
+        self.flags.iter().find(|f| f.set && f.keeps)
     }
 
     /// An owner is verifiably alive (a kernel lock held, the file open, a live owner process).
@@ -109,7 +123,7 @@ impl Judgement {
                 owner: j.owner.clone().map(Box::new),
                 process: None,
                 holders: Vec::new(),
-                unsaved_changes: None,
+                flags: Vec::new(),
                 remote: None,
                 kept_by: Vec::new(),
             },

@@ -37,8 +37,8 @@ pub mod remote;
 
 pub use alive::{At, not_an_app_owner};
 pub use claims::{
-    Claim, Contract, Keeps, LockFamily, Match, Note, OwnerClaim, Placed, Refresh, Said, Scope,
-    When, Writers,
+    Claim, Contract, Keeps, LockFamily, Match, Note, OwnerClaim, Place, Placed, Refresh, Said,
+    Scope, When, Writers,
 };
 pub use judgement::Judgement;
 pub use pid::{Timed, fmt_ms, written_before_boot};
@@ -76,8 +76,8 @@ pub fn judge(lock: Lock<'_>, said: Said, snap: &Snapshot) -> Judgement {
     if said.owner != Owner::default() {
         j.owner = Some(Box::new(said.owner));
     }
-    if said.unsaved_changes.is_some() {
-        j.unsaved_changes = said.unsaved_changes;
+    if !said.flags.is_empty() {
+        j.flags = said.flags;
     }
     if j.evidence.iter().all(|l| l.trim().is_empty()) {
         j = Judgement::unknown("the judge found no evidence either way");

@@ -26,19 +26,10 @@ enum Sighting {
     Unsure(String),
 }
 
-/// The application directory of an app's pid file, as a path of the namespace that sees it:
-/// `APP/tmp/pids/*.pid` (Rails, Puma, Rack) → `APP`; a `postmaster.pid` → its data directory.
-/// The owner of such a file works in that directory.
-pub(super) fn app_dir(seen: &Path) -> Option<PathBuf> {
-    let parent = seen.parent()?;
-    if seen.file_name()? == "postmaster.pid" {
-        return Some(parent.to_path_buf());
-    }
-    let is_pid = seen.extension().is_some_and(|e| e == "pid");
-    if is_pid && parent.file_name()? == "pids" && parent.parent()?.file_name()? == "tmp" {
-        return Some(parent.parent()?.parent()?.to_path_buf());
-    }
-    None
+/// The application directory of a lock at `seen` (a path of the namespace that sees it), by
+/// the claim's place rule ([`super::Place`]): its owner works in that directory.
+pub(super) fn app_dir(claim: &Claim<'_>, seen: &Path) -> Option<PathBuf> {
+    claim.c.place?.app_dir(seen)
 }
 
 /// Judges the lock's PID in every PID namespace that can see the file: `live` when one of
@@ -216,7 +207,7 @@ pub(super) fn judge_in_named_namespace(
 }
 
 /// Looks for the lock's owner in a running container whose host name is the one the lock
-/// names (vim, emacs and others write their host name, and a container has its own): `live`
+/// names (editors write their host name, and a container has its own): `live`
 /// when the PID is its owner there. `None` otherwise (no such container sees the file, none
 /// of them has the owner, or on a network file system): another machine may carry the same
 /// name (a client of an NFS export here, say), so a host name alone never maps the lock to a
@@ -260,7 +251,7 @@ pub(super) fn live_in_named_host(
     None
 }
 
-/// `the host (as /srv/app/tmp/pids/server.pid)`, `container web-1 (podman be9b…) (as /app/...)`.
+/// `the host (as /srv/app/run/app.pid)`, `container web-1 (podman be9b…) (as /app/...)`.
 fn where_seen(s: &Seen<'_>) -> String {
     let who = match s.ns {
         None => "this host".to_string(),
@@ -280,7 +271,7 @@ fn verdict_of_alive(j: Judgement, label: impl Fn(&str) -> String) -> Sighting {
 }
 
 fn sighting(claim: &Claim<'_>, pid: i32, s: &Seen<'_>, snap: &Snapshot) -> Sighting {
-    let app = app_dir(&s.path);
+    let app = app_dir(claim, &s.path);
     let Some(ns) = s.ns else {
         let state = snap.pid(pid);
         if let Some(why) = not_an_app_owner(pid, &state, snap) {

@@ -210,11 +210,11 @@ pub(super) fn judge(claim: &Claim<'_>, snap: &Snapshot) -> Judgement {
     }
 }
 
-/// For an application's pid file (`APP/tmp/pids/*.pid`, a `postmaster.pid`), a live owner
-/// works in that application's directory: one that works elsewhere may be another
+/// For an application's pid file (one its dialect's place rule fits), a live owner works
+/// in that application's directory: one that works elsewhere may be another
 /// application's (a server started with its pid file pointing here), so `unknown`.
 fn works_in_app(claim: &Claim<'_>, j: &mut Judgement, pid: i32, snap: &Snapshot) {
-    let Some(app) = namespaces::app_dir(claim.at.path) else {
+    let Some(app) = namespaces::app_dir(claim, claim.at.path) else {
         return;
     };
     let ids = snap.dir_ids(std::slice::from_ref(&app));

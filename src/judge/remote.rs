@@ -94,7 +94,7 @@ pub fn settle(old: &Judgement, claim: &RemoteClaim, answer: Result<&Answer, Stri
     }
     j.owner = old.owner.clone();
     j.holders = old.holders.clone();
-    j.unsaved_changes = old.unsaved_changes;
+    j.flags = old.flags.clone();
     j.remote = Some(Box::new(claim.clone()));
     j
 }

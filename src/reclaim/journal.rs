@@ -424,7 +424,7 @@ pub(super) fn set_judgement(e: &mut Entry, j: &Judgement) {
         .filter_map(|p| serde_json::to_value(p).ok())
         .collect();
     e.owner = j.owner.as_ref().and_then(|o| serde_json::to_value(o).ok());
-    e.unsaved_changes = j.unsaved_changes;
+    e.unsaved_changes = j.flag(crate::verdict::Flag::UNSAVED_CHANGES);
     e.time = jiff::Timestamp::now().to_string();
 }
 

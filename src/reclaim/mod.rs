@@ -7,7 +7,8 @@
 //! - it is still `stale` (`unknown` or `foreign` only with [`ReclaimOptions::force`], a
 //!   person's decision about one lock they named);
 //! - it is still the very file that was judged (device, inode, size, mtime, ctime);
-//! - it is not a vim swap holding unsaved changes (unless [`ReclaimOptions::include_unsaved`]);
+//! - no flag its dialect set keeps it (unsaved changes: [`crate::verdict::Flag::keeps`]),
+//!   unless [`ReclaimOptions::include_unsaved`];
 //! - it is not in a container runtime's own storage (see `probe::stores`), forced or not; a
 //!   lock inside a container is removed through the container's root.
 //!
@@ -102,7 +103,8 @@ pub struct ReclaimOptions {
     pub state_dir: PathBuf,
     /// Judge and check everything, remove nothing.
     pub dry_run: bool,
-    /// Also remove vim swap files that hold unsaved changes.
+    /// Also remove locks a flag keeps ([`crate::verdict::Flag::keeps`]): those holding
+    /// unsaved changes.
     pub include_unsaved: bool,
     /// A person decided: also remove a lock that is `unknown` or `foreign` (not proven stale;
     /// never one that is `live` or `free`). Only for a lock the person named, never a batch.
@@ -240,7 +242,7 @@ impl<'a, S: Fn(&Finding, &mut Finding)> Reclaim<'a, S> {
         self
     }
 
-    /// Also remove vim swap files holding unsaved changes
+    /// Also remove locks holding unsaved changes
     /// ([`ReclaimOptions::include_unsaved`]).
     pub fn include_unsaved(mut self, yes: bool) -> Self {
         self.opts.include_unsaved = yes;

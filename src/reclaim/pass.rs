@@ -139,18 +139,27 @@ fn refusal(judged: &Finding, fresh: &Finding, opts: &ReclaimOptions) -> Option<S
     if let Some(why) = crate::probe::containers::mounted_layer(&fresh.path, fresh.identity.dev) {
         return Some(why);
     }
-    if j.unsaved_changes == Some(true) && !opts.include_unsaved {
-        return Some(
-            match crate::dialect::vim_swap::recovery_here(&fresh.path, &fresh.content) {
-                Ok(r) => format!(
-                    "it holds unsaved changes: recover them with `{}` (or pass --include-unsaved)",
-                    r.command()
-                ),
-                Err(why) => format!(
-                    "it holds unsaved changes, which are not for you to recover ({why}); --include-unsaved removes it"
-                ),
-            },
-        );
+    if let Some(flag) = j.keeping()
+        && !opts.include_unsaved
+    {
+        let label = flag.label;
+        let d = crate::dialect::by_id(fresh.dialect.as_str());
+        let action = d.and_then(|d| Some((d, d.action(&fresh.path, &fresh.content, j)?)));
+        return Some(match action {
+            Some((d, action)) => {
+                let verb = action.verb;
+                match crate::dialect::command_here(d, &fresh.path, &fresh.content) {
+                    Ok(c) => format!(
+                        "it holds {label}: {verb} them with `{}` (or pass --include-unsaved)",
+                        c.shown()
+                    ),
+                    Err(why) => format!(
+                        "it holds {label}, which are not for you to {verb} ({why}); --include-unsaved removes it"
+                    ),
+                }
+            }
+            None => format!("it holds {label}; --include-unsaved removes it"),
+        });
     }
     None
 }
@@ -172,7 +181,7 @@ fn identity_change(a: &Identity, b: &Identity) -> String {
 }
 
 /// Files with other names left when this process removed one of their names (a hard-linked
-/// lock pair, such as xauth's `-c` and `-l`), as that removal left them, by (device, inode).
+/// lock pair, whose two names are both locks), as that removal left them, by (device, inode).
 /// Removing a name moves the file's ctime, which would otherwise make its other names look
 /// changed since they were judged.
 static LEFT_BY_REMOVAL: std::sync::Mutex<Option<HashMap<(u64, u64), Identity>>> =

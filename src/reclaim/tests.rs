@@ -369,7 +369,9 @@ fn unsaved_vim_changes_are_kept_unless_asked() {
     let vim = |p: &Path| {
         let mut f = found(p, Verdict::Stale);
         f.dialect = DialectId::VIM_SWAP;
-        f.judgement.unsaved_changes = Some(true);
+        f.judgement
+            .flags
+            .push(crate::dialect::vim_swap::unsaved(true));
         f.content = block0.clone();
         f
     };

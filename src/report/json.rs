@@ -76,7 +76,7 @@ pub struct Waiter<'a> {
     pub pid: i32,
     pub name: Option<&'a str>,
     pub cmd: &'a [String],
-    /// `flock`, `posix`, `ofd` (a blocked kernel request) or `dotlock` (a GnuPG dotlock
+    /// `flock`, `posix`, `ofd` (a blocked kernel request) or `dotlock` (a dotlock
     /// retried).
     pub how: &'static str,
     /// `read`, `write`, or `null` when not known.
@@ -282,7 +282,7 @@ pub fn lock<'a>(f: &'a Finding, now_ms: i64, waiting: &'a Waiting) -> Lock<'a> {
         process: j.process.as_deref(),
         holders: &j.holders,
         fs: &f.fs,
-        unsaved_changes: j.unsaved_changes,
+        unsaved_changes: j.flag(crate::verdict::Flag::UNSAVED_CHANGES),
         proofs: j.proofs(),
         waiters: waiting.waiters.iter().map(waiter).collect(),
         holder_stuck: waiting.holder.as_ref().map(|s| Stuck {

@@ -78,8 +78,10 @@ pub struct Tail {
     /// Every lock found, by verdict (whatever the verdict filter lists).
     pub counts: Counts,
     pub errors: u64,
-    /// Vim swaps holding unsaved changes.
+    /// Locks a flag keeps from reclaim that offer an action (unsaved changes to recover).
     pub unsaved: u64,
+    /// The flag and action of the first of them, in whose words the summary counts them.
+    pub flagged: Option<(crate::verdict::Flag, crate::dialect::Action)>,
     /// Present after a reclaim pass.
     pub reclaim: Option<ReclaimCounts>,
 }
@@ -269,6 +271,7 @@ pub struct Report<'a> {
     verdicts: Verdicts,
     counts: Counts,
     unsaved: u64,
+    flagged: Option<(crate::verdict::Flag, crate::dialect::Action)>,
     reclaim: Option<ReclaimCounts>,
     entries: u64,
     elapsed: Duration,
@@ -302,6 +305,7 @@ impl<'a> Report<'a> {
             verdicts: opts.verdicts,
             counts: Counts::default(),
             unsaved: 0,
+            flagged: None,
             reclaim,
             entries: 0,
             elapsed: Duration::ZERO,
@@ -328,8 +332,11 @@ impl<'a> Report<'a> {
     pub fn lock(&mut self, f: &Finding, waiting: &Waiting) {
         let v = f.judgement.verdict();
         self.counts.add(v);
-        if crate::dialect::vim_swap::recover_hint(&f.path, &f.content, &f.judgement).is_some() {
+        if let Some(o) =
+            crate::dialect::offered_before_reclaim(f.dialect, &f.path, &f.content, &f.judgement)
+        {
             self.unsaved += 1;
+            self.flagged.get_or_insert((o.flag, o.action));
         }
         if self.verdicts.contains(v) {
             self.write(|w| w.lock(f, waiting));
@@ -370,6 +377,7 @@ impl<'a> Report<'a> {
             counts: self.counts,
             errors: self.errors,
             unsaved: self.unsaved,
+            flagged: self.flagged,
             reclaim: self.reclaim,
         };
         self.write(|w| w.finish(&tail));

@@ -1,6 +1,6 @@
 //! The table view, in the spirit of `lslocks`: one line per lock with the chosen columns
 //! (VERDICT, DIALECT, PID, COMMAND, HOST, AGE, PATH by default), sorted stale first and
-//! aligned, then notes (unsaved vim changes, then waiters and stuck holders), what a reclaim
+//! aligned, then notes (the actions offered for locks a flag keeps, then waiters and stuck holders), what a reclaim
 //! pass did, and a summary line.
 //! Each verdict has its own symbol, so the table reads without color; color (ANSI, on the
 //! verdict only) is the caller's choice. Every foreign string is escaped.
@@ -20,12 +20,12 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::waiting::Waiting;
 use super::{Head, Options, Scanned, Tail, age_secs, human_age, verdict_rank};
-use crate::dialect::{DialectId, EntryKind, vim_swap};
+use crate::dialect::{DialectId, EntryKind, Offer};
 use crate::outcome::{Action, Outcome};
 use crate::scan::{Finding, ScanError};
 use crate::text;
@@ -129,7 +129,7 @@ impl Column {
     pub fn about(self) -> &'static str {
         match self {
             Column::Verdict => "the verdict, with its symbol",
-            Column::Dialect => "the lock format (pidfile, git, vim-swap, ...)",
+            Column::Dialect => "the lock format (pidfile, mkdir-lock, flock, ...)",
             Column::Pid => "a live lock's holder's PID, else the owner's",
             Column::Command => "the live process's name (or a holder's)",
             Column::Host => {
@@ -251,12 +251,9 @@ pub struct Row {
 /// What the notes under the table say of one lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Notes {
-    /// How to recover a vim swap's unsaved changes (`vim -r SWAP`), raw; or why they are not
-    /// for this user to recover ([`vim_swap::recovery`]).
-    pub recover: Option<Result<String, String>>,
-    /// For a vim swap with unsaved changes: the file it protects, when that was written
-    /// after the swap's last change (see [`vim_swap::written_since`]).
-    pub written_since: Option<PathBuf>,
+    /// The action offered for a lock a flag keeps from reclaim, as its dialect hands it
+    /// over ([`crate::dialect::offered_before_reclaim`]).
+    pub offer: Option<Offer>,
     /// The lines of its waiters and stuck holder ([`waiting_notes`]), escaped; empty when
     /// there are none.
     pub waiting: String,
@@ -278,13 +275,8 @@ impl Row {
     pub fn with(f: &Finding, waiting: &Waiting, columns: &[Column], shared: &mut Shared) -> Row {
         let who = Who::of(f);
         let j = &f.judgement;
-        let recover = vim_swap::recover_hint(&f.path, &f.content, j);
         let notes = Notes {
-            written_since: recover
-                .as_ref()
-                .and_then(|r| r.as_ref().ok())
-                .and_then(|_| vim_swap::written_since(&f.path)),
-            recover,
+            offer: crate::dialect::offered_before_reclaim(f.dialect, &f.path, &f.content, j),
             waiting: waiting_notes(&f.path, waiting),
         };
         Row {
@@ -510,26 +502,29 @@ impl<'a, W: Write + Send> Writer<'a, W> {
             _ => &mut self.out,
         };
         for (r, n) in notes() {
-            if let Some(hint) = &n.recover {
-                match (hint, &n.written_since) {
+            if let Some(o) = &n.offer {
+                let (label, verb) = (o.flag.label, o.action.verb);
+                match (&o.command, &o.done) {
                     (Err(why), _) => writeln!(
                         out,
-                        "note: {} holds unsaved changes, which are not for you to recover: {}",
+                        "note: {} holds {label}, which are not for you to {verb}: {}",
                         text::display_path(&r.path),
                         text::escape(why)
                     )?,
-                    (Ok(hint), Some(file)) => writeln!(
+                    (Ok(c), Some(file)) => writeln!(
                         out,
-                        "note: {} holds unsaved changes, but {} was written after them (as `{}` then `:w` leaves it): if you recovered them, remove the swap file (--reclaim --include-unsaved); if not, recover first",
+                        "note: {} holds {label}, but {}",
                         text::display_path(&r.path),
-                        text::display_path(file),
-                        text::escape(hint)
+                        o.action
+                            .done_note
+                            .replace("{file}", &text::display_path(file))
+                            .replace("{command}", &text::escape(&c.shown()))
                     )?,
-                    (Ok(hint), None) => writeln!(
+                    (Ok(c), None) => writeln!(
                         out,
-                        "note: {} holds unsaved changes: recover them with `{}`",
+                        "note: {} holds {label}: {verb} them with `{}`",
                         text::display_path(&r.path),
-                        text::escape(hint)
+                        text::escape(&c.shown())
                     )?,
                 }
             }
@@ -633,7 +628,8 @@ pub fn reclaimed_line(o: &Outcome) -> String {
 }
 
 /// `5 locks: 1 stale, 2 live, 1 free, 0 foreign, 1 unknown; 1 error; 1234 entries in 0.12s`
-/// (plus the count of unsaved vim swaps when there are some, and what a reclaim pass did).
+/// (plus the count of locks a flag keeps that offer an action, in their dialect's words,
+/// when there are some, and what a reclaim pass did).
 pub fn summary_line(tail: &Tail) -> String {
     let c = tail.counts;
     let mut s = format!(
@@ -647,11 +643,14 @@ pub fn summary_line(tail: &Tail) -> String {
         c.unknown
     );
     let unsaved = tail.unsaved;
-    if unsaved > 0 {
+    if let (true, Some((flag, action))) = (unsaved > 0, tail.flagged) {
         let _ = write!(
             s,
-            " ({unsaved} vim swap{} with unsaved changes: see `vim -r`)",
-            if unsaved == 1 { "" } else { "s" }
+            " ({unsaved} {}{} with {}: see `{}`)",
+            flag.what,
+            if unsaved == 1 { "" } else { "s" },
+            flag.label,
+            action.short
         );
     }
     let e = tail.errors;
@@ -943,7 +942,7 @@ mod tests {
         let dir = t.path().canonicalize().unwrap();
         let swap = dir.join(".notes.swp");
         let mut j = Judgement::stale_for_test("no process 7");
-        j.unsaved_changes = Some(true);
+        j.flags.push(crate::dialect::vim_swap::unsaved(true));
         let swap_recording = |file: &Path| {
             let mut b = vec![0u8; 1024];
             b[..9].copy_from_slice(b"b0VIM 9.0");
@@ -990,7 +989,7 @@ mod tests {
         const HOSTILE: &str = "\x1b[31m\x1b]52;c;ZXZpbA==\x07\u{202e}\u{9b}\u{200b}\n";
         const SHOWN: &str = "\\x1b[31m\\x1b]52;c;ZXZpbA==\\x07\\u{202e}\\u{9b}\\u{200b}\\n";
         let mut j = Judgement::stale_for_test(format!("owner \"{HOSTILE}\" is gone"));
-        j.unsaved_changes = Some(true);
+        j.flags.push(crate::dialect::vim_swap::unsaved(true));
         let swap = format!("/x/.{HOSTILE}.swp");
         let errors = [ScanError::other("/x/bad", format!("cannot read {HOSTILE}"))];
         let outcome = |action, error: Option<String>| Outcome {

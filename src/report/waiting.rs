@@ -18,7 +18,7 @@ pub struct Waiting {
     /// The holder that will not let go by itself (stopped, or not reaping the children it
     /// holds the lock for), with why.
     pub holder: Option<Stuck>,
-    /// For a GnuPG dotlock: the handle files that are hard links of it (its holder's), by
+    /// For a dotlock ([`crate::dialect::Dialect::dotlock`]): the handle files that are hard links of it (its holder's), by
     /// name; they are part of this lock, not locks of their own.
     pub handles: Vec<String>,
 }
@@ -68,7 +68,7 @@ pub fn of(f: &Finding, snap: &Snapshot) -> Waiting {
     let key = FileKey::from_dev_ino(f.identity.dev, f.identity.ino);
     let mut list = waiters::kernel_waiters(snap, key);
     let mut handles = Vec::new();
-    if f.kind == EntryKind::File && crate::dialect::gnupg::parse(&f.content).is_some() {
+    if f.kind == EntryKind::File && crate::dialect::is_dotlock(&f.content) {
         let holder = f.judgement.owner.as_ref().and_then(|o| o.pid);
         list.extend(waiters::dotlock_waiters(snap, &f.path, holder));
         if let Some(dir) = f.path.parent() {

@@ -215,8 +215,8 @@ pub fn expand(spec: &str) -> Option<PathBuf> {
 ///
 /// The rule for a root given as a symlink, the same with or without a trailing `/`: a symlink
 /// to a directory is resolved here, once, and the directory it names is scanned (the report
-/// shows that directory as the root); a symlink to anything else is the lock itself (emacs and
-/// chromium locks are symlinks) and is never followed. Nothing below a root is ever followed.
+/// shows that directory as the root); a symlink to anything else is the lock itself (some
+/// editors' and browsers' locks are symlinks) and is never followed. Nothing below a root is ever followed.
 ///
 /// Nothing here waits on a mount that does not answer: the path is resolved by [`reach`]
 /// (through local mounts by locksmith itself, one `openat2` for a plain path; onto a mount that

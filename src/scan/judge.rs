@@ -5,8 +5,8 @@
 //! Dialect choice: the first dialect in registry order that was matched by name (or that
 //! accepts any name) and recognises the candidate; otherwise the first dialect matched by name
 //! that judges what it does not recognise judges it anyway (and answers `unknown` for what it
-//! cannot parse): a dialect known by place and shape (pacman's `db.lck`) never takes another
-//! program's file of the same name. A directory no dialect
+//! cannot parse): a dialect known by place and shape (a package database's lock) never takes
+//! another program's file of the same name. A directory no dialect
 //! recognises is just a directory (unless a kernel lock is held on it); a kernel-locked entry
 //! that no dialect claims is judged by `flock` when it holds nothing but the lock
 //! ([`dialect::flock::holds_only_a_lock`]: a program's data file that it locks while it works
@@ -123,17 +123,18 @@ pub(crate) fn examine_at(
     if let Some(found) = &mut f {
         found.anchor = anchor.cloned();
     }
-    // A GnuPG dotlock's handle that belongs to a lock beside it is part of that lock's row,
-    // not a row of its own (unless it was named on its own).
+    // A file its dialect reads as part of a lock beside it (a dotlock's handle) is part of
+    // that lock's row, not a row of its own (unless it was named on its own).
     if let Some(found) = &f
         && mode == Mode::Walk
-        && found.dialect == DialectId::GNUPG
-        && dialect::gnupg::belongs_to_a_lock(
-            dir,
-            name,
-            &meta,
-            found.judgement.verdict() == crate::verdict::Verdict::Live,
-        )
+        && dialect::by_id(found.dialect.as_str()).is_some_and(|d| {
+            d.part_of_another_lock(
+                dir,
+                name,
+                &meta,
+                found.judgement.verdict() == crate::verdict::Verdict::Live,
+            )
+        })
     {
         return Ok(None);
     }

@@ -25,7 +25,7 @@ use crate::dialect::{self, Dialect};
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtraPatterns {
-    /// A dialect id (`pidfile`, `git`, ...).
+    /// A dialect id (`pidfile`, `flock`, ...).
     #[serde(deserialize_with = "dialect_id")]
     pub dialect: String,
     /// Globs; one containing `/` is matched against the whole path, else the file name.

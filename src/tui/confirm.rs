@@ -20,7 +20,7 @@ use super::text::plural;
 #[derive(Debug, Clone)]
 pub enum ConfirmAction {
     /// Remove stale locks (each re-judged at the moment of removal). `kept` are stale locks
-    /// left out on purpose (vim swaps holding unsaved changes, when reclaiming all), listed in
+    /// left out on purpose (locks holding unsaved changes, when reclaiming all), listed in
     /// the dialog so the user knows why.
     Reclaim {
         findings: Vec<Finding>,
@@ -132,12 +132,12 @@ impl ConfirmedAction {
         matches!(self.0, ConfirmAction::Force(_))
     }
 
-    /// Whether the user saw (and accepted) the unsaved-changes warning of a vim swap: true only
-    /// when a lock shown in the dialog held unsaved changes.
+    /// Whether the user saw (and accepted) the warning of a lock a flag keeps (unsaved
+    /// changes): true only when a lock shown in the dialog has such a flag.
     pub fn include_unsaved(&self) -> bool {
         self.findings()
             .iter()
-            .any(|f| f.judgement.unsaved_changes == Some(true))
+            .any(|f| f.judgement.keeping().is_some())
     }
 }
 

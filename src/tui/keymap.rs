@@ -106,7 +106,7 @@ pub enum Action {
     CopyPath,
     /// Stop the processes that hold the selected lock (SIGTERM, then an offer of SIGKILL).
     Signal,
-    /// Run the row's own action: `vim -r` for a swap file with unsaved changes.
+    /// Run the row's own action, as its dialect offers it (recover unsaved changes).
     Recover,
     /// A shell in the selected lock's directory.
     OpenShell,
@@ -419,7 +419,7 @@ static TABLE: &[Binding] = &[
     bind(
         &[Key::ch('e')],
         "recover",
-        "Recover a vim swap file's unsaved changes: runs vim -r (or nvim -r) here, then comes back",
+        locksmith::dialect::ACTION_KEY_HELP,
         A::Recover,
         Bar::No,
     ),

@@ -23,7 +23,7 @@ pub const SELECTED: &str = "▶ ";
 pub const SELECTED_WIDTH: u16 = 2;
 /// A row marked with Space.
 pub const MARK: &str = "*";
-/// After the verdict of a vim swap file holding unsaved changes (the one row where removing
+/// After the verdict of a lock a flag keeps, holding unsaved changes (a row where removing
 /// loses work).
 pub const UNSAVED: &str = "✎";
 /// Space between table columns.

@@ -16,7 +16,7 @@
 //!   [`theme`];
 //! - [`confirm`] is the ConfirmAction → ConfirmedAction gate of destructive actions;
 //! - [`stop`] finds and signals the processes that hold a lock (`x`);
-//! - [`suspend`] runs a program in the terminal with the UI suspended (`vim -r`, a shell);
+//! - [`suspend`] runs a program in the terminal with the UI suspended (a lock's action, a shell);
 //! - [`worker`] runs the scan, the re-judging, reclaims and signals on their own threads;
 //! - [`text`] escapes everything taken from lock files before it is drawn, and fits text to
 //!   the screen.
@@ -264,7 +264,13 @@ impl Ui<'_> {
             Effect::Stop(action) => self.workers.stop(action),
             Effect::Rejudge(findings) => self.workers.rejudge_now(findings),
             Effect::Run(run, finding) => {
-                let result = suspend::run(self.terminal, self.gate, &run, &finding.path);
+                let result = suspend::run(
+                    self.terminal,
+                    self.gate,
+                    &run,
+                    &finding.path,
+                    finding.dialect,
+                );
                 // The clock stood still meanwhile: the message must not expire at once.
                 app.update(Msg::Tick { now_ms: now_ms() });
                 if let Some(next) = app.update(Msg::Ran(result)) {

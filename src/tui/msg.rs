@@ -71,7 +71,7 @@ pub struct StopResult {
 /// A program the UI runs in the terminal, suspended meanwhile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Run {
-    /// `EDITOR -r FILE` for a vim swap file with unsaved changes.
+    /// The action its dialect offers for a lock (recovering its unsaved changes in `editor`).
     Recover { swap: PathBuf, editor: &'static str },
     /// `$SHELL` in a lock's directory.
     Shell { dir: PathBuf },

@@ -156,9 +156,10 @@ impl Row {
         self.finding.judgement.verdict()
     }
 
-    /// A vim swap file holding changes never saved: removing it loses work.
+    /// A lock a flag keeps from an unattended reclaim (changes never saved: removing it
+    /// loses work).
     pub fn unsaved(&self) -> bool {
-        self.finding.judgement.unsaved_changes == Some(true)
+        self.finding.judgement.keeping().is_some()
     }
 
     /// Whether this row shows, sorts and filters as `other` does (same cells, verdict and age):
@@ -170,14 +171,14 @@ impl Row {
             && self.cells == other.cells
     }
 
-    /// The editor that recovers its unsaved changes: a vim swap file with unsaved changes
-    /// whose vim is gone (not live), written by Vim or Neovim. Whether this user may recover
-    /// it is checked when it is about to run (see `suspend`).
+    /// The program that does the action its dialect offers for it (recovering its unsaved
+    /// changes), when offered for its verdict and the lock names a program that can.
+    /// Whether this user may run it is checked when it is about to run (see `suspend`).
     pub fn recovery(&self) -> Option<&'static str> {
-        if !self.unsaved() || self.verdict() == Verdict::Live {
-            return None;
-        }
-        locksmith::dialect::vim_swap::recovering_editor(&self.finding.path, &self.finding.content)
+        let f = &self.finding;
+        locksmith::dialect::offered(f.dialect, &f.path, &f.content, &f.judgement)?
+            .1
+            .program
     }
 }
 

@@ -1,9 +1,9 @@
-//! Stopping the processes that hold a lock (`x`): a hung `git` holding `index.lock`, say.
+//! Stopping the processes that hold a lock (`x`): a hung tool holding its lock, say.
 //!
 //! The processes are the lock's holders now (the judgement's `holders`), or, when nothing holds
 //! it open or locked, the live owner process it names, each followed by the processes it
-//! started and waits for (its descendants: the editor of a `git commit` that keeps
-//! `index.lock`, the shell between them), so that the dialog names every process of the
+//! started and waits for (its descendants: the editor of a commit that keeps its
+//! lock, the shell between them), so that the dialog names every process of the
 //! chain. [`plan`] looks at each one in `/proc` and keeps those this user may stop: a process
 //! of this user, or any process when running as root; never PID 1 and never the UI itself.
 //! Each target is remembered with its start time, and [`send`] signals it through a pidfd
@@ -100,7 +100,7 @@ pub struct Target {
 }
 
 impl Target {
-    /// `pid 4242 git (user me)`: raw text, a view escapes it.
+    /// `pid 4242 tool (user me)`: raw text, a view escapes it.
     pub fn describe(&self) -> String {
         format!("pid {} {} (user {})", self.pid, self.name, self.user)
     }

@@ -1,16 +1,17 @@
-//! Running a program in the terminal with the UI suspended: `vim -r` on a swap file with
-//! unsaved changes (`e`), a shell in a lock's directory (`o`).
+//! Running a program in the terminal with the UI suspended: the action a lock's dialect
+//! offers for it (`e`: recovering a lock's unsaved changes in their editor), a shell in a
+//! lock's directory (`o`).
 //!
-//! `vim -r` runs only on a swap file the effective user may recover, as it is at that moment
-//! (read again, its owner and block 0 from one descriptor: see
-//! `locksmith::dialect::vim_swap::recovery`); otherwise nothing runs and the app is told why
+//! An action runs only as its dialect allows the effective user to run it on the lock as it
+//! is at that moment (read again, its owner and content from one descriptor: see
+//! `locksmith::dialect::Dialect::command`); otherwise nothing runs and the app is told why
 //! ([`RunResult::refused`]).
 //!
 //! The input thread stops reading the terminal first ([`InputGate`]: it would take the
 //! program's keys), the terminal is given back as it was (main screen, cooked mode, no mouse
 //! reporting, cursor shown), the program runs in the foreground, and the UI takes the terminal
 //! again when it ends. While it runs, locksmith ignores the terminal's SIGINT and SIGQUIT
-//! (Ctrl-C, Ctrl-\ are the program's), as git does while an editor runs; the program itself
+//! (Ctrl-C, Ctrl-\ are the program's), as a version control tool does while an editor runs; the program itself
 //! gets them as usual. A shell that made itself the terminal's foreground process group and
 //! did not give it back is undone.
 
@@ -26,7 +27,7 @@ use ratatui::crossterm::event::{
 use ratatui::crossterm::terminal::{Clear, ClearType, EnterAlternateScreen, enable_raw_mode};
 use ratatui::crossterm::{cursor, execute};
 
-use locksmith::dialect::vim_swap::{self, Recovery};
+use locksmith::dialect::DialectId;
 
 use super::keymap::{self, Action, Context};
 use super::msg::{Run, RunResult};
@@ -85,41 +86,48 @@ impl InputGate {
     }
 }
 
-/// How much of a swap file is read to check it: its block 0.
-const BLOCK0: u64 = 1024;
+/// How much of a lock is read to check its action: as much as a dialect reads of it.
+const CONTENT: u64 = locksmith::dialect::CONTENT_PREFIX as u64;
 
-/// Whether the swap file at `swap` may be recovered by this user now, and how: its owner and
-/// its block 0 read from one descriptor, opened without following a symlink.
-fn recovery(swap: &Path) -> Result<Recovery, String> {
+/// The command its dialect gives the effective user for the action of the lock at `path`
+/// now: its owner and its content read from one descriptor, opened without following a
+/// symlink.
+fn action_command(path: &Path, dialect: DialectId) -> Result<locksmith::dialect::Command, String> {
     use std::io::Read as _;
     use std::os::unix::fs::MetadataExt;
-    let (file, meta) = locksmith::probe::reach::open_file(swap)
-        .map_err(|e| format!("{} cannot be read: {e}", text::path(swap)))?;
-    let mut block0 = Vec::new();
-    file.take(BLOCK0)
-        .read_to_end(&mut block0)
-        .map_err(|e| format!("{} cannot be read: {e}", text::path(swap)))?;
-    vim_swap::recovery(swap, meta.uid(), &block0)
+    let d = locksmith::dialect::by_id(dialect.as_str())
+        .ok_or_else(|| format!("its format ({dialect}) offers nothing to run"))?;
+    let (file, meta) = locksmith::probe::reach::open_file(path)
+        .map_err(|e| format!("{} cannot be read: {e}", text::path(path)))?;
+    let mut content = Vec::new();
+    file.take(CONTENT)
+        .read_to_end(&mut content)
+        .map_err(|e| format!("{} cannot be read: {e}", text::path(path)))?;
+    d.command(path, meta.uid(), &content)
 }
 
-/// The command for `run`, what it is called in messages, and the line printed before it runs;
-/// or why it must not run.
-fn command(run: &Run) -> Result<(Command, String, String), String> {
+/// The command for `run` on the lock of `dialect`, what it is called in messages, and the
+/// line printed before it runs; or why it must not run.
+fn command(run: &Run, dialect: DialectId) -> Result<(Command, String, String), String> {
     match run {
         Run::Recover { swap, .. } => {
-            let r = recovery(swap)?;
-            let editor = r.editor;
-            let mut cmd = Command::new(editor);
-            // The swap file itself: vim recovers that very file, not any other swap file of
-            // the same name it would find in its 'directory'.
-            cmd.arg("-r").arg(&r.swap);
-            if let Some(dir) = swap.parent() {
+            let c = action_command(swap, dialect)?;
+            let (program, args) = c.argv.split_first().ok_or("its command is empty")?;
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            if let Some(dir) = &c.dir {
                 cmd.current_dir(dir);
             }
-            let what = format!("{editor} -r {}", text::path(&r.swap));
+            let program = text::path(Path::new(program));
+            let what = c
+                .argv
+                .iter()
+                .map(|a| text::path(Path::new(a)))
+                .collect::<Vec<_>>()
+                .join(" ");
             let banner = format!(
-                "locksmith: {what}, which writes to {} (the list comes back when {editor} exits)",
-                text::path(&r.file)
+                "locksmith: {what}, which writes to {} (the list comes back when {program} exits)",
+                text::path(&c.writes)
             );
             Ok((cmd, what, banner))
         }
@@ -146,8 +154,9 @@ pub fn run(
     gate: &InputGate,
     run: &Run,
     lock: &Path,
+    dialect: DialectId,
 ) -> RunResult {
-    let (mut cmd, what, banner) = match command(run) {
+    let (mut cmd, what, banner) = match command(run, dialect) {
         Ok(c) => c,
         Err(why) => {
             return RunResult {

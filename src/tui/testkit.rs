@@ -228,7 +228,9 @@ pub fn live_with_process(path: &str) -> Finding {
 
 pub fn vim_unsaved(path: &str) -> Finding {
     let mut f = finding(path, "vim-swap", Verdict::Stale, Some(777));
-    f.judgement.unsaved_changes = Some(true);
+    f.judgement
+        .flags
+        .push(locksmith::dialect::vim_swap::unsaved(true));
     f.judgement.owner = Some(Box::new(Owner {
         pid: Some(777),
         hostname: Some("laptop".into()),

@@ -211,8 +211,8 @@ pub fn ellipsize_middle(s: &str, max: usize) -> String {
 
 /// A path (already escaped) in at most `max` columns. What goes is the middle: the file name
 /// and as many of the last directories as fit stay, with the first directory in front when
-/// that still leaves two directories before the name (`/home/…/src/app/.git/index.lock`,
-/// `…/app/.git/index.lock`); a file name too long by itself is cut in its middle.
+/// that still leaves two directories before the name (`/home/…/src/app/.vcs/work.lock`,
+/// `…/app/.vcs/work.lock`); a file name too long by itself is cut in its middle.
 pub fn shorten_path(p: &str, max: usize) -> String {
     if width(p) <= max {
         return p.to_string();

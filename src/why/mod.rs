@@ -25,6 +25,13 @@ use crate::verdict::Verdict;
 
 pub use place::{Context, Place};
 
+/// How a program's message is piped in, as the help and the errors show it.
+pub const PIPE_EXAMPLE: &str = "git commit 2>&1 | locksmith why";
+
+/// Messages people bring, in a line, as the UI's prompt shows them.
+pub const MESSAGE_EXAMPLES: &str = "(git's \"Unable to create ... index.lock\", PostgreSQL's \"lock file ... already \
+     exists\", vim's E325, apt's \"Could not get lock\", ...)";
+
 /// A message compiled: its dialect, its declaration and its expression.
 struct Compiled {
     dialect: DialectId,
@@ -335,15 +342,20 @@ pub fn next_step(a: &Answer, snap: &Snapshot) -> Step {
         pid,
     };
     match j.verdict() {
-        Verdict::Stale => match dialect::vim_swap::recover_hint(&f.path, &f.content, j) {
-            Some(hint) => step(
-                "recover",
-                match hint {
+        Verdict::Stale => match dialect::offered_before_reclaim(f.dialect, &f.path, &f.content, j) {
+            Some(o) => step(
+                o.action.verb,
+                match o.command {
                     Ok(command) => format!(
-                        "its owner is gone, but it holds unsaved changes: recover them first ({command}), then remove it"
+                        "its owner is gone, but it holds {}: {} them first ({}), then remove it",
+                        o.flag.label,
+                        o.action.verb,
+                        command.shown()
                     ),
                     Err(why) => format!(
-                        "its owner is gone, but it holds unsaved changes, which are not to be recovered here ({why}): removing it loses them"
+                        "its owner is gone, but it holds {}, which are not to be {} here ({why}): removing it loses them",
+                        o.flag.label,
+                        o.action.past
                     ),
                 },
                 Some(format!("locksmith --scan --reclaim --include-unsaved {path}")),

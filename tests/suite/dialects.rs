@@ -360,7 +360,10 @@ fn vim_swap_fixtures_parse_to_their_owner() {
         owner.detail.unwrap().contains("/tmp/fx/vim/notes.txt"),
         "{f:#?}"
     );
-    assert_eq!(f.judgement.unsaved_changes, Some(false));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(false)
+    );
 
     let dirty = write(
         &dir.path().join(".notes.txt.swo"),
@@ -368,7 +371,10 @@ fn vim_swap_fixtures_parse_to_their_owner() {
     );
     let f = judge(&dirty);
     assert_eq!(f.dialect, "vim-swap");
-    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(true)
+    );
     assert_evidence(&f, "holds unsaved changes");
 
     // The recovery command names the swap file itself (vim recovers that one), while the
@@ -404,7 +410,10 @@ fn vim_swap_verdicts_follow_pid_and_host() {
         Verdict::Stale,
     );
     // Stale, and still flagged: the changes are only in the swap file.
-    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(true)
+    );
     assert_evidence(&f, "vim -r");
 
     let f = expect(
@@ -426,7 +435,10 @@ fn vim_swap_verdicts_follow_pid_and_host() {
         "vim-swap",
         Verdict::Live,
     );
-    assert_eq!(f.judgement.unsaved_changes, Some(false));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(false)
+    );
 
     let f = expect(
         &write(
@@ -485,8 +497,14 @@ fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
         fs::metadata(&swap).is_ok_and(|m| m.len() >= 1024)
     });
     let f = expect(&swap, "vim-swap", Verdict::Live);
-    assert_eq!(f.judgement.owner.unwrap().pid, Some(vim.pid() as i64));
-    assert_eq!(f.judgement.unsaved_changes, Some(false));
+    assert_eq!(
+        f.judgement.owner.as_ref().unwrap().pid,
+        Some(vim.pid() as i64)
+    );
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(false)
+    );
 
     let mut stdin = vim.child.stdin.take().unwrap();
     stdin
@@ -494,12 +512,18 @@ fn vim_swap_real_vim_is_live_then_stale_with_unsaved_changes() {
         .unwrap();
     stdin.flush().unwrap();
     wait_until("the dirty flag", || {
-        judge(&swap).judgement.unsaved_changes == Some(true)
+        judge(&swap)
+            .judgement
+            .flag(locksmith::verdict::Flag::UNSAVED_CHANGES)
+            == Some(true)
     });
     vim.kill();
     drop(stdin);
     let f = expect(&swap, "vim-swap", Verdict::Stale);
-    assert_eq!(f.judgement.unsaved_changes, Some(true));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(true)
+    );
     assert_evidence(&f, "vim -r");
 }
 

@@ -1212,7 +1212,10 @@ fn nano_lock_file_held_then_left_by_a_killed_nano() {
         f.judgement.owner.as_ref().and_then(|o| o.pid),
         Some(nano.pid() as i64)
     );
-    assert_eq!(f.judgement.unsaved_changes, Some(false));
+    assert_eq!(
+        f.judgement.flag(locksmith::verdict::Flag::UNSAVED_CHANGES),
+        Some(false)
+    );
 
     nano.kill();
     let f = expect(&lock, "vim-swap", Verdict::Stale);

@@ -150,7 +150,7 @@ pub trait Witness: Send + Sync + std::fmt::Debug {
     /// Judges the lock file now.
     fn judge(&self, file: &LockFile<'_>, windows: &StaleWindows) -> Judgement;
     /// Who holds a kernel lock on the file now, as a person reads it (`pid 42 (flock write,
-    /// apt-get)`); `None` when nobody does. Asked of a lock file whose record may not be read.
+    /// installer)`); `None` when nobody does. Asked of a lock file whose record may not be read.
     fn kernel_lock_holders(&self, file: &LockFile<'_>) -> Option<String>;
 }
 

@@ -98,8 +98,8 @@ pub enum Rule {
     /// The lock's writer keeps the lock file open for as long as it holds it, and no process
     /// has it open (every process's descriptors were read), on a local file system.
     OpenReleased,
-    /// The lock names no owner, and its writer states when it may be removed (git: "if no
-    /// other git process is currently running"): no process of that writer, known by its
+    /// The lock names no owner, and its writer states when it may be removed (a tool: "if no
+    /// other tool process is currently running"): no process of that writer, known by its
     /// executable, is at work at the lock's place in any PID namespace that can see it,
     /// nobody has the lock or a file of the place open, and it is older than the writer's
     /// shortest hold.
@@ -160,7 +160,7 @@ pub struct Owner {
     pub user: Option<String>,
     /// RFC 3339 when known.
     pub created_at: Option<String>,
-    /// Anything else worth showing (the file a vim swap protects, a postgres data dir, ...).
+    /// Anything else worth showing (the file an editor's swap file protects, a data directory, ...).
     pub detail: Option<String>,
 }
 

@@ -90,60 +90,71 @@ fn indent() -> Span<'static> {
     Span::raw(" ".repeat(LABEL))
 }
 
-/// The command that recovers a vim swap's unsaved changes (as the report words it), or why
-/// they are not this user's to recover; escaped.
-fn recover_hint(f: &Finding) -> Result<String, String> {
-    locksmith::dialect::vim_swap::recovery_here(&f.path, &f.content)
-        .map(|r| text::clean(&r.command()))
-        .map_err(|why| text::clean(&why))
-}
-
-/// The warning shown for a vim swap file that holds unsaved changes. Advice follows the
-/// verdict: recovery (`vim -r`) is for a swap file whose vim is gone.
+/// The warning shown for a lock a flag keeps (a lock holding unsaved changes), in its
+/// dialect's words, with the action it offers. Advice follows the verdict: the action
+/// (a recovery) is for a lock whose owner is gone.
 pub fn unsaved_warning(theme: Theme, f: &Finding) -> Vec<Line<'static>> {
-    if f.judgement.unsaved_changes != Some(true) {
+    let Some(flag) = f.judgement.keeping() else {
         return Vec::new();
-    }
+    };
     if f.judgement.verdict() == Verdict::Live {
         return vec![Line::from(Span::styled(
-            "✎ Unsaved changes in a running editor: they are in that editor, save them there.",
+            format!("✎ {}", flag.line_live),
             theme.warn(),
         ))];
     }
-    if f.judgement.verdict() != Verdict::Stale {
-        return vec![Line::from(Span::styled(
-            "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
-            theme.error(),
-        ))];
-    }
-    let mut lines = vec![Line::from(Span::styled(
-        "⚠ UNSAVED CHANGES: this swap file holds edits that were never saved.",
+    let warning = Line::from(Span::styled(
+        format!("⚠ {}: {}", flag.label.to_uppercase(), flag.line),
         theme.error(),
-    ))];
-    let hint = match recover_hint(f) {
-        Ok(hint) => hint,
+    ));
+    if f.judgement.verdict() != Verdict::Stale {
+        return vec![warning];
+    }
+    let mut lines = vec![warning];
+    let Some(offer) =
+        locksmith::dialect::offered_before_reclaim(f.dialect, &f.path, &f.content, &f.judgement)
+    else {
+        return lines;
+    };
+    let verb = offer.action.verb;
+    let hint = match &offer.command {
+        Ok(c) => text::clean(&c.shown()),
         Err(why) => {
             lines.push(Line::from(vec![
-                Span::styled("  Not for you to recover: ", theme.warn()),
-                Span::raw(why),
+                Span::styled(format!("  Not for you to {verb}: "), theme.warn()),
+                Span::raw(text::clean(why)),
             ]));
             return lines;
         }
     };
-    if let Some(file) = locksmith::dialect::vim_swap::written_since(&f.path) {
+    if let Some(file) = &offer.done {
         lines.push(Line::from(Span::styled(
             format!(
-                "  {} was written after them: if you recovered them, this swap file is all that is left to remove; if not:",
-                locksmith::text::display_path(&file)
+                "  {}",
+                offer
+                    .action
+                    .done_line
+                    .replace("{file}", &locksmith::text::display_path(file))
             ),
             theme.warn(),
         )));
     }
     lines.push(Line::from(vec![
-        Span::styled("  Recover them first: ", theme.warn()),
+        Span::styled(
+            format!("  {} them first: ", capitalised(verb)),
+            theme.warn(),
+        ),
         Span::styled(hint, theme.key()),
     ]));
     lines
+}
+
+/// `recover` → `Recover`.
+fn capitalised(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|first| first.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 /// Every line of the detail pane for one lock, in a pane `width` columns wide.
@@ -284,7 +295,7 @@ pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Lin
             }
         }
         // The owner the lock names is gone, yet processes hold it (a child that inherited
-        // the descriptor, another worktree's git): they are who matters now.
+        // the descriptor, another worktree's tool): they are who matters now.
         None if !holders.is_empty() => out.push(Line::from(vec![
             label(theme, "Process"),
             Span::styled(
@@ -337,7 +348,7 @@ pub fn detail_lines(row: &Row, theme: Theme, now_ms: i64, width: u16) -> Vec<Lin
     out
 }
 
-/// One holder, raw: `pid 42 git (posix write bytes 0-99)`: its PID, name, container and how
+/// One holder, raw: `pid 42 tool (posix write bytes 0-99)`: its PID, name, container and how
 /// it holds the file ([`locksmith::Holder::describe_how`]: the kind, the lock's mode and byte
 /// range when the judge knows them).
 pub fn describe_holder(h: &locksmith::Holder) -> String {
@@ -388,7 +399,7 @@ pub fn waiting_lines(w: &Waiting, theme: Theme) -> Vec<Line<'static>> {
             head,
             Span::raw(text::clean(h)),
             Span::styled(
-                "  a hard link of this lock: its holder's handle (GnuPG takes a lock by \
+                "  a hard link of this lock: its holder's handle (a dotlock is taken by \
                  linking it); part of this lock, not a lock of its own",
                 theme.dim(),
             ),

@@ -185,7 +185,7 @@ pub fn lines(theme: Theme, popups: &[&'static Keys]) -> Vec<Line<'static>> {
     for (mark, what) in [
         (
             UNSAVED,
-            "after the verdict: a vim swap file with unsaved changes (removing it loses them)"
+            "after the verdict: a lock file holding unsaved changes (removing it loses them)"
                 .to_string(),
         ),
         (

@@ -124,12 +124,23 @@ pub fn content(
                 }
                 out.extend(detail::unsaved_warning(theme, f));
             }
-            if !kept.is_empty() {
+            if let [first, ..] = kept.as_slice() {
+                let flag = first.judgement.keeping();
+                let action = locksmith::dialect::action_of(
+                    first.dialect,
+                    &first.path,
+                    &first.content,
+                    &first.judgement,
+                );
                 out.push(Line::from(Span::styled(
                     format!(
-                        "Kept: {} vim swap file{} with unsaved changes (recover with vim -r, then reclaim with {}):",
+                        "Kept: {} {} file{} with {} ({} with {}, then reclaim with {}):",
                         kept.len(),
+                        flag.map_or("lock", |f| f.what),
                         plural(kept.len()),
+                        flag.map_or("unsaved changes", |f| f.label),
+                        action.map_or("handle them", |a| a.verb),
+                        action.map_or("its program", |a| a.short),
                         keymap::key(Context::Table, Action::Reclaim)
                     ),
                     theme.warn(),

@@ -1,6 +1,7 @@
-//! The pop-up that says why `e` did not recover a vim swap file (another user's, or one whose
-//! block 0 names a file other than the one its name is for, ...): nothing ran, and it says
-//! what recovering would have written where. One button, *Close*.
+//! The pop-up that says why `e` did not run a lock's action (a recovery its dialect does not
+//! allow this user now: another user's lock, or one naming a file other than the one its
+//! name is for, ...): nothing ran, and it says, in the dialect's words, what the action
+//! would have written where. One button, *Close*.
 
 use std::any::Any;
 use std::path::PathBuf;
@@ -80,9 +81,7 @@ impl Popup for Refused {
                 ]),
                 Line::from(Span::styled(text::clean(&self.why), theme.warn())),
                 Line::from(Span::styled(
-                    "Recovering runs vim as you, and its :w writes the swap file's text over \
-                     the file its block 0 names: only your own swap file, naming the file its \
-                     name is for, is recovered here.",
+                    locksmith::dialect::ACTION_REFUSED,
                     theme.dim(),
                 )),
             ],

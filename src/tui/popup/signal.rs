@@ -1,6 +1,6 @@
 //! The dialog that stops the processes holding a lock (`x`): it names each process (PID,
 //! name, user, command line, how it holds the lock), the chain each holder started and waits
-//! for (the editor under a `git commit`), and the signal, which `s` / `S` choose among
+//! for (the editor under a version control commit), and the signal, which `s` / `S` choose among
 //! SIGTERM, SIGINT, SIGHUP, SIGKILL and SIGCONT (SIGCONT first for a stopped holder); it says
 //! what the signal does and what it risks, names a holder seen stuck (stopped, or not reaping
 //! its children) and why, lists the holders that will not be signalled and why, and defaults to
@@ -150,7 +150,7 @@ pub fn content(plan: &stop::Plan, theme: Theme) -> (String, Vec<Line<'static>>) 
     }
     if plan.targets.iter().any(|t| t.under.is_some()) {
         out.push(Line::from(Span::styled(
-            "What a holder started (the editor of a git commit, a command) is signalled with \
+            "What a holder started (the editor of a commit, a command) is signalled with \
              it.",
             theme.dim(),
         )));

@@ -105,11 +105,7 @@ impl Popup for Why {
                 "Paste the error message the program printed, then press Enter: the lock it is \
                  about is selected.",
             ),
-            Line::from(Span::styled(
-                "(git's \"Unable to create ... index.lock\", PostgreSQL's \"lock file ... already \
-                 exists\", vim's E325, apt's \"Could not get lock\", ...)",
-                theme.dim(),
-            )),
+            Line::from(Span::styled(locksmith::why::MESSAGE_EXAMPLES, theme.dim())),
             Line::from(""),
         ];
         if self.text.is_empty() {

@@ -30,7 +30,7 @@ prometheus\t'Prometheus text exposition format'"
 complete -c locksmith -n "__fish_locksmith_needs_command" -l output -d 'With --scan: write the report to FILE instead of stdout, atomically (a temporary file in the same directory, renamed over FILE once complete)' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l max-lock-series -d 'With --format prometheus: at most N per-lock age series (stale locks first, then the oldest); the other locks are counted in locksmith_lock_age_omitted' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -s o -l columns -d 'With --scan: the table\'s columns, comma-separated, in that order (default: verdict,dialect,pid,command,host,age,path); `+COL` adds COL to the default columns' -r -f -a "verdict\t'the verdict, with its symbol'
-dialect\t'the lock format (pidfile, git, vim-swap, ...)'
+dialect\t'the lock format (pidfile, mkdir-lock, flock, ...)'
 pid\t'a live lock\'s holder\'s PID, else the owner\'s'
 command\t'the live process\'s name (or a holder\'s)'
 host\t'the owner\'s host, or its container (ctr:NAME), sandbox (sandbox:NAME) or PID namespace (ns:INODE)'
@@ -47,7 +47,7 @@ live\t''
 foreign\t''
 unknown\t''
 free\t''"
-complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'Report the locks process N holds (kernel locks on its open files) and those it waits for (blocked in flock or fcntl, or retrying a GnuPG dotlock), with their holders and verdicts, as lslocks -p does. A report, with or without --scan' -r
+complete -c locksmith -n "__fish_locksmith_needs_command" -l pid -d 'Report the locks process N holds (kernel locks on its open files) and those it waits for (blocked in flock or fcntl, or retrying a dotlock), with their holders and verdicts, as lslocks -p does. A report, with or without --scan' -r
 complete -c locksmith -n "__fish_locksmith_needs_command" -l record -d 'With --scan: also write everything the verdicts used to FILE (JSON, atomically), so that `locksmith replay FILE` judges them again, on any machine' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l force -d 'With --reclaim: remove the one lock PATH names although it is not proven stale (unknown or foreign): a person\'s decision, never a directory to scan or a batch. Never a live or free lock. Copied, journaled (as forced) and restorable as any reclaim' -r -F
 complete -c locksmith -n "__fish_locksmith_needs_command" -l config -d 'Configuration file (default: $XDG_CONFIG_HOME/locksmith/config.json, else built in)' -r -F
@@ -62,7 +62,7 @@ complete -c locksmith -n "__fish_locksmith_needs_command" -l raw -d 'With --scan
 complete -c locksmith -n "__fish_locksmith_needs_command" -l mask -d 'With --record: replace host names, user names and the names in paths by stand-ins of the same length (the same name always by the same stand-in), before the recording is shared'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l reclaim -d 'With --scan: remove every lock that is stale at the moment of removal'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l dry-run -d 'With --reclaim: remove nothing, say what would be removed'
-complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove vim swap files that hold unsaved changes'
+complete -c locksmith -n "__fish_locksmith_needs_command" -l include-unsaved -d 'With --reclaim: also remove locks that hold unsaved changes (an editor\'s swap file)'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l remove-uncopied -d 'With --reclaim: also remove a lock whose copy the limits forbid (too big for `saved.max_copy_bytes`, or the state directory full); it is journaled without a copy and cannot be restored'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l ask-hosts -d 'Ask the hosts that foreign locks name, over ssh, whether their owners live'
 complete -c locksmith -n "__fish_locksmith_needs_command" -l no-containers -d 'Do not look inside running containers (their /tmp, /run, /var/lock and the other configured lock places, scanned through /proc/PID/root when no PATH is given)'

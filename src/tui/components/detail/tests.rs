@@ -48,9 +48,9 @@ fn a_running_vims_unsaved_changes_are_not_a_case_for_recovery() {
     std::fs::write(dir.path().join("notes.txt"), "old\n").unwrap();
     let swap = dir.path().join(".notes.txt.swp");
     let mut f = vim_unsaved(swap.to_str().unwrap());
-    let unsaved = f.judgement.unsaved_changes;
+    let flags = f.judgement.flags.clone();
     f.judgement = Judgement::live("process 4242 (vim) is alive, started before the swap file");
-    f.judgement.unsaved_changes = unsaved;
+    f.judgement.flags = flags;
     let mut app = app_with(vec![f], opts(Theme::COLOR, false));
     key(&mut app, KeyCode::Enter);
     let text = screen(&draw(&mut app, 120, 30));

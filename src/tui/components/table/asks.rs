@@ -1,7 +1,7 @@
 //! What the lock table's destructive keys ask for, each through the queue: `d` the dialog of
 //! the selected lock (a reclaim when it is stale, a forced removal when it is not proven stale;
 //! never for a live or free lock), `D` the dialog of the marked locks or of every stale lock
-//! shown, `x` whom to signal, `e` the recovery of a vim swap, `y` a copy of the path. Each
+//! shown, `x` whom to signal, `e` the row's own action (a recovery), `y` a copy of the path. Each
 //! says in the status bar why it asks nothing, when it does not.
 
 use locksmith::Verdict;
@@ -95,8 +95,8 @@ impl Table {
         }
     }
 
-    /// `D`: the marked locks when some are marked, else every stale lock shown. Stale vim
-    /// swaps holding unsaved changes are kept (one at a time with `d`), and marked locks that
+    /// `D`: the marked locks when some are marked, else every stale lock shown. Stale locks
+    /// holding unsaved changes are kept (one at a time with `d`), and marked locks that
     /// are not stale are left alone; the dialog lists both.
     pub(super) fn ask_reclaim_all(&mut self, cx: &mut Cx<'_>) {
         if let Some(why) = cx.busy.refusal() {
@@ -122,7 +122,7 @@ impl Table {
             .partition(|f| f.judgement.verdict() == Verdict::Stale);
         let (kept, findings): (Vec<Finding>, Vec<Finding>) = stale
             .into_iter()
-            .partition(|f| f.judgement.unsaved_changes == Some(true));
+            .partition(|f| f.judgement.keeping().is_some());
         let what = if marked {
             "marked lock"
         } else {
@@ -135,11 +135,21 @@ impl Table {
             );
             return;
         }
-        if findings.is_empty() {
+        if let ([], [first, ..]) = (findings.as_slice(), kept.as_slice()) {
+            let flag = first.judgement.keeping().expect("kept for a flag");
+            let verb = locksmith::dialect::action_of(
+                first.dialect,
+                &first.path,
+                &first.content,
+                &first.judgement,
+            )
+            .map_or("handle", |a| a.verb);
             cx.queue.say(
                 Level::Warn,
                 format!(
-                    "every stale {what} is a vim swap with unsaved changes: recover it with {}, or reclaim it alone with {}",
+                    "every stale {what} is a {} with {}: {verb} it with {}, or reclaim it alone with {}",
+                    flag.what,
+                    flag.label,
                     keymap::key(Context::Table, Action::Recover),
                     keymap::key(Context::Table, Action::Reclaim)
                 ),
@@ -180,7 +190,8 @@ impl Table {
             .push(Request::PlanStop(Box::new(row.finding.clone())));
     }
 
-    /// `e`: recover a vim swap file's unsaved changes in the editor that wrote it.
+    /// `e`: the row's own action, as its dialect offers it (recover unsaved changes in the
+    /// editor that wrote them).
     pub(super) fn recover(&mut self, cx: &mut Cx<'_>) {
         let Some(row) = self.selected_row() else {
             return;
@@ -193,10 +204,12 @@ impl Table {
                 cx.queue.push(Request::Do(Effect::Run(run, f)));
             }
             None => {
-                let why = if row.unsaved() && row.verdict() == Verdict::Live {
-                    "its editor is running: save the changes there"
-                } else {
-                    "only a vim swap file with unsaved changes has something to recover"
+                let f = &row.finding;
+                let action =
+                    locksmith::dialect::action_of(f.dialect, &f.path, &f.content, &f.judgement);
+                let why = match action {
+                    Some(a) if row.unsaved() && row.verdict() == Verdict::Live => a.when_live,
+                    _ => "only a lock holding unsaved changes has something to recover",
                 };
                 let said = format!("nothing to recover: {why}");
                 cx.queue.say_about(Level::Warn, said, &path);

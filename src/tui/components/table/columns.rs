@@ -2,7 +2,7 @@
 //! ([`plan`], sized by the content of the rows shown, so an all-`-` COMMAND column does not
 //! take 16 columns from the paths), and drawing the rows. The same plan maps a click on a
 //! column title back to its column. Every title has room for the sort arrow, so sorting by
-//! another column never moves the columns. A vim swap file with unsaved changes has
+//! another column never moves the columns. A lock holding unsaved changes has
 //! [`UNSAVED`] after its verdict; a marked row has [`MARK`] beside the selection marker.
 
 use ratatui::buffer::Buffer;

@@ -366,7 +366,7 @@ impl Table {
                             cx.queue.say(Level::Info, said);
                         }
                     }
-                    // n and N find it again once the filter is cleared (as in less and vim).
+                    // n and N find it again once the filter is cleared (as in less).
                     _ if !self.list.filter().is_empty() => {
                         self.found = Some(self.list.filter().to_string());
                     }
