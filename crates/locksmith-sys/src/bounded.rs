@@ -901,7 +901,7 @@ mod task {
                     s.mode = st.st_mode as u32;
                     let f = match open(OFlags::PATH | OFlags::CLOEXEC) {
                         Ok(f) => f,
-                        // A symlink that leads nowhere (an emacs lock): the link itself is
+                        // A symlink that leads nowhere (a lock written as a dangling link): the link itself is
                         // the answer, with no target.
                         Err(_) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                             return Ok(());
