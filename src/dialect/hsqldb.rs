@@ -86,7 +86,7 @@ impl Dialect for Hsqldb {
             writer: "HSQLDB (Java database)",
             programs: &["hsqldb"],
             found_as: "`NAME.lck` of an HSQLDB database: 16 bytes, `HSQLLOCK` then the holder's heartbeat (ms, big-endian), beside `NAME.properties` or `NAME.script`",
-            judged_by: "open by a process (HSQLDB keeps it open while it holds it) or a heartbeat within HSQLDB's own 10.1 s: live; nobody has it open, every process visible: stale; elsewhere a heartbeat older than 10.1 s: stale. HSQLDB itself takes such a lock over",
+            judged_by: "open by a process (HSQLDB keeps it open while it holds it): live; nobody has it open, every process visible: stale; elsewhere a heartbeat older than 10.1 s: stale (a fresh one proves nothing: it may be the last of a holder killed since). HSQLDB itself takes such a lock over",
             rules: &["open-released", "heartbeat-expired"],
             source: Some("HSQLDB `org/hsqldb/persist/LockFile.java`"),
         }
@@ -134,7 +134,10 @@ impl Dialect for Hsqldb {
             .claim(Refresh {
                 last_ms: beat,
                 window_ms: HEARTBEAT_PADDED_MS,
-                fresh_ms: Some(HEARTBEAT_PADDED_MS),
+                // A fresh heartbeat proves nothing the open descriptor does not: HSQLDB keeps
+                // the file open while it holds it, and a heartbeat written a moment ago may be
+                // the last of a holder killed since.
+                fresh_ms: None,
                 promise: "HSQLDB rewrites the heartbeat every 10 s while it holds the database, and takes over a lock whose heartbeat is older than 10.1 s (LockFile.checkHeartbeat)".into(),
                 placed,
             })
