@@ -64,6 +64,7 @@ impl Env {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        locksmith_test_support::record_time();
         let mut c = Command::new(BIN);
         c.args(args)
             .env("XDG_STATE_HOME", self.path().join("state"))
@@ -160,6 +161,7 @@ pub fn can_run_as_nobody() -> bool {
 
 /// `locksmith lock ARGS... PATH`, stdin closed (add `--` and a command).
 pub fn lock_cmd(path: &Path, args: &[&str]) -> Command {
+    locksmith_test_support::record_time();
     let mut c = Command::new(BIN);
     c.arg("lock").args(args).arg(path).stdin(Stdio::null());
     c
