@@ -3,7 +3,7 @@
 //! machine through it. Everything is stopped and removed when the [`Sshfs`] is dropped:
 //! unmount, then the `sshfs` client, then `sshd`.
 //!
-//! [`Sshfs::start`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
+//! [`Sshfs::start_with`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
 //! `sshfs` or `/dev/fuse`, not root): the caller skips with that reason.
 
 use std::path::{Path, PathBuf};
