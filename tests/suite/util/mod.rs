@@ -20,32 +20,22 @@ pub mod judging;
 pub mod machine;
 pub mod perturb;
 pub mod podman;
-#[path = "../../../crates/locksmith-engine/tests/engine/util/proc_locks.rs"]
-#[allow(dead_code)] // what the engine's own tests use as well
-pub mod proc_locks;
 pub mod pty;
 pub mod quiet;
-// The ssh server and the sshfs mount are the engine crate's test helpers, shared.
-#[path = "../../../crates/locksmith-engine/tests/engine/util/sshd.rs"]
-pub mod sshd;
-#[path = "../../../crates/locksmith-engine/tests/engine/util/sshfs.rs"]
-#[allow(dead_code)] // what the engine's own sshfs tests use as well
-pub mod sshfs;
 pub mod ui;
 pub mod userns;
 
 mod files;
 mod process;
 pub use engine::hostname;
+// `/proc/locks` read at once, the ssh server and the sshfs mount: shared with the engine's tests.
 pub use files::*;
+pub use locksmith_test_support::{DEADLINE, proc_locks, sshd, sshfs};
 pub use process::*;
 pub use quiet::{Snap, snapshot};
 
 /// The `locksmith` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_locksmith");
-
-/// How long any one wait in a test may take before it fails.
-pub const DEADLINE: Duration = Duration::from_secs(60);
 
 /// A temp dir with its own state and config homes, and the binary to run in it.
 pub struct Env {
@@ -54,10 +44,7 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("locksmith-test-")
-            .tempdir()
-            .unwrap();
+        let dir = locksmith_test_support::temp_dir();
         std::fs::create_dir_all(dir.path().join("config")).unwrap();
         Env { dir }
     }
@@ -77,6 +64,7 @@ impl Env {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        locksmith_test_support::record_time();
         let mut c = Command::new(BIN);
         c.args(args)
             .env("XDG_STATE_HOME", self.path().join("state"))
@@ -173,6 +161,7 @@ pub fn can_run_as_nobody() -> bool {
 
 /// `locksmith lock ARGS... PATH`, stdin closed (add `--` and a command).
 pub fn lock_cmd(path: &Path, args: &[&str]) -> Command {
+    locksmith_test_support::record_time();
     let mut c = Command::new(BIN);
     c.arg("lock").args(args).arg(path).stdin(Stdio::null());
     c

@@ -318,6 +318,7 @@ fn lock(fact: Fact, exclusive: bool) -> File {
 /// module's documentation): such a copy holds whatever this process had open when it was
 /// forked.
 pub fn settle() {
+    locksmith_test_support::record_time();
     start_fork_storm();
     let deadline = Instant::now() + super::DEADLINE;
     loop {

@@ -1,26 +1,23 @@
-//! Shared by the engine's integration tests: real processes in their own process groups
-//! (killed on every path), waiting with deadlines, hand-written owner records, helper children
-//! (this test binary re-executed), and [`require`]: a test that needs a program skips without
-//! it, and fails under CI (`CI` set), where `.ci/run` installs it. [`sshd`] and [`sshfs`] make
-//! a real network file system (the app's test suite uses them too).
+//! Shared by the engine's integration tests: hand-written owner records, ages of this boot,
+//! and helper children (this test binary re-executed). What the app's test suite shares with
+//! them comes from `locksmith-test-support`: real processes in their own process groups
+//! (killed on every path), waiting with deadlines, and [`require`]: a test that needs a
+//! program skips without it, and fails under CI (`CI` set), where `.ci/run` installs it;
+//! [`sshd`] and [`sshfs`] make a real network file system.
 
-// The app's test suite uses these too, more of them than the engine's tests do.
-#[allow(dead_code)]
-pub mod proc_locks;
 #[allow(dead_code)]
 mod records;
-#[allow(dead_code)]
-pub mod sshd;
-#[allow(dead_code)]
-pub mod sshfs;
-pub use proc_locks::kernel_locked;
+pub use locksmith_test_support::proc_locks::kernel_locked;
+// Temp dirs, children on a leash, waits, requirements and skips, the ssh server and the sshfs
+// mount: what the app's test suite uses as well.
+pub use locksmith_test_support::*;
 pub use records::*;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::Path;
+use std::process::{ChildStdin, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use locksmith_engine::Lock;
 
@@ -29,190 +26,6 @@ const CHILD_ENV: &str = "LOCKSMITH_ENGINE_TEST_CHILD";
 
 /// The test through which helper children re-enter this binary.
 const CHILD_ENTRY: &str = "util::child_entry";
-
-// ---- skips -----------------------------------------------------------------------------------
-
-/// Whether `program` is installed. A missing one skips the test through [`skip`]: a failure
-/// under CI.
-pub fn require(program: &str) -> bool {
-    let found = which(program).is_some();
-    if !found {
-        skip(format!(
-            "`{program}` is not installed (.ci/run installs it)"
-        ));
-    }
-    found
-}
-
-/// Where `program` is on PATH.
-pub fn which(program: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-/// Whether the test may go on (a capability: root, a mount, a namespace); otherwise skips it
-/// through [`skip`], saying `why`.
-pub fn require_that(ok: bool, why: impl std::fmt::Display) -> bool {
-    if !ok {
-        skip(why);
-    }
-    ok
-}
-
-/// Skips the test because of `why`. Under CI (`CI` set) nothing may be left out: this fails
-/// the test. Otherwise it says so on stderr and appends a line to the skip log
-/// (`$LOCKSMITH_TEST_SKIP_LOG`, else `skipped-tests.log` in the target directory's `tmp/`),
-/// which `.ci/run` sums up at the end of a run.
-pub fn skip(why: impl std::fmt::Display) {
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "nothing may be skipped under CI: {why}"
-    );
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("(unnamed thread)")
-        .to_string();
-    eprintln!("SKIPPED: {test}: {why}");
-    let log = std::env::var_os("LOCKSMITH_TEST_SKIP_LOG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests.log"));
-    let line = format!("{test}\tskipped: {}\n", why.to_string().replace('\n', " "));
-    // One write of one short line with O_APPEND: lines of parallel tests do not mix.
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
-}
-
-// ---- processes -------------------------------------------------------------------------------
-
-/// A child leading a process group of its own, SIGKILLed with its whole group on every path.
-pub struct Group {
-    pub child: Child,
-    reaped: bool,
-}
-
-impl Group {
-    /// Spawns `cmd` as the leader of a new process group.
-    pub fn spawn(mut cmd: Command) -> Group {
-        cmd.process_group(0);
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
-        Group {
-            child,
-            reaped: false,
-        }
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// SIGKILLs the whole group, reaps the leader, and waits until no live member of the
-    /// group is left, so every descriptor it held is closed: what a crash leaves behind.
-    pub fn kill(&mut self) {
-        self.kill_and_reap();
-        let pgid = self.pid();
-        wait_until("the process group to die", || group_members(pgid) == 0);
-    }
-
-    fn kill_and_reap(&mut self) {
-        if let Some(p) = rustix::process::Pid::from_raw(self.pid()) {
-            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-        }
-        if !self.reaped {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            self.reaped = true;
-        }
-    }
-
-    /// Waits for the leader to exit on its own (for at most `secs` seconds), returning its
-    /// status.
-    pub fn wait(&mut self, secs: u64) -> std::process::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                self.reaped = true;
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for the child to exit"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    pub fn stdin(&mut self) -> ChildStdin {
-        self.child.stdin.take().expect("piped stdin")
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill_and_reap();
-        if !std::thread::panicking() {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while group_members(self.pid()) > 0 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// `(state, pgrp)` of a process from `/proc/<pid>/stat`.
-pub fn proc_state(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut f = rest.split_ascii_whitespace();
-    let state = f.next()?.chars().next()?;
-    let pgrp = f.nth(1)?.parse().ok()?;
-    Some((state, pgrp))
-}
-
-/// How many live (non-zombie) processes are in process group `pgid`.
-fn group_members(pgid: i32) -> usize {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| matches!(proc_state(*pid), Some((s, g)) if g == pgid && s != 'Z' && s != 'X'))
-        .count()
-}
-
-/// SIGKILLs process group `pgid`.
-pub fn kill_group(pgid: i32) {
-    if let Some(p) = rustix::process::Pid::from_raw(pgid) {
-        let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
-    }
-}
-
-/// Whether process `pid` exists and is not a zombie.
-pub fn alive(pid: i32) -> bool {
-    matches!(proc_state(pid), Some((s, _)) if s != 'Z' && s != 'X')
-}
-
-/// A PID that was just used and is gone (reaped).
-pub fn dead_pid() -> i32 {
-    let mut c = Command::new("true").spawn().expect("spawn true");
-    let pid = c.id() as i32;
-    c.wait().unwrap();
-    pid
-}
-
-/// Polls `ok` until it holds, failing the test after 60 seconds.
-pub fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut pause = Duration::from_millis(5);
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-}
 
 // ---- files -----------------------------------------------------------------------------------
 

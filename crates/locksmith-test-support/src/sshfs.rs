@@ -3,14 +3,14 @@
 //! machine through it. Everything is stopped and removed when the [`Sshfs`] is dropped:
 //! unmount, then the `sshfs` client, then `sshd`.
 //!
-//! [`Sshfs::start`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
+//! [`Sshfs::start_with`] answers `Err(reason)` only when the machine cannot do it at all (no `sshd`,
 //! `sshfs` or `/dev/fuse`, not root): the caller skips with that reason.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::sshd::Sshd;
+use crate::sshd::Sshd;
 
 pub struct Sshfs {
     /// The exported directory and the mount point.
@@ -27,14 +27,14 @@ impl Sshfs {
     /// Starts `sshd` and mounts its export as a user would (`sshfs host:dir mnt` with a key),
     /// with extra sshfs `-o` options (none: no cache options).
     pub fn start_with(options: &[&str]) -> Result<Sshfs, String> {
-        if let Some(why) = super::sshd::unavailable() {
+        if let Some(why) = crate::sshd::unavailable() {
             return Err(why);
         }
         if !Path::new("/dev/fuse").exists() {
             return Err("/dev/fuse is not available".into());
         }
         for tool in ["sshfs", "fusermount3"] {
-            if super::which(tool).is_none() {
+            if crate::which(tool).is_none() {
                 return Err(format!("{tool} is not installed"));
             }
         }
@@ -181,7 +181,7 @@ pub fn mount_or_skip(options: &[&str]) -> Option<Sshfs> {
     match Sshfs::start_with(options) {
         Ok(m) => Some(m),
         Err(why) => {
-            super::skip(format!("no sshfs mount possible: {why}"));
+            crate::skip(format!("no sshfs mount possible: {why}"));
             None
         }
     }
